@@ -1,0 +1,37 @@
+"""Shared pytest configuration: markers, hypothesis profiles, backends."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from transfertheory import backend
+
+# Deterministic property tests in CI (same examples every run); a wider
+# random search locally with HYPOTHESIS_PROFILE=explore.
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("explore", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    run_slow = config.getoption("--runslow") or "slow" in (config.getoption("-m") or "")
+    has_gpu = backend.cupy_available()
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow or -m slow")
+    skip_gpu = pytest.mark.skip(reason="gpu: CuPy with a usable CUDA device is not available")
+    for item in items:
+        if "slow" in item.keywords and not run_slow:
+            item.add_marker(skip_slow)
+        if "gpu" in item.keywords and not has_gpu:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

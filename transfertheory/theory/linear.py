@@ -1,0 +1,338 @@
+r"""Closed forms for transfer learning with deep linear networks (FaF §3, App. B).
+
+Model (THEORY §A): inputs x ~ N(0, I_d); unit source/target vectors with
+β_sᵀβ_t = cos θ; labels y = β_tᵀx + ε, ε ~ N(0, σ²); n target samples,
+γ = n/d. The network's end-to-end vector after training is
+
+* scratch (FaF Thm 3.5): the minimum-norm least-squares solution β̂ = X⁺y;
+* linear transfer (Thm 3.7): β̂ = bβ_s with b = zᵀy/‖z‖², z = Xβ_s;
+* ridge linear transfer (Thm 3.8, Eq. 14): b = zᵀy/(‖z‖² + nλ);
+* fine-tuning (Thm 3.9): β̂ = X⁺y + (I − P_row(X))β_s.
+
+The risk is R = ‖β̂ − β_t‖² (label noise excluded) and the transferability is
+T = E[R_scratch − R_transfer]. Every function is vectorized (NumPy
+broadcasting; scalar in → float out). Two families are given: the
+high-dimensional limits of the paper (n, d → ∞ at fixed γ) and *exact*
+finite-size expectations (inverse-Wishart and χ² moments), which the paper
+does not state.
+
+Singular points are values: where the noise term diverges (γ = 1, or
+|n − d| ≤ 1, with σ > 0) the risk is ``+inf``. With σ = 0 there is no noise
+term and the risk stays finite there.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from scipy.special import gammaln
+
+from .._validation import Interval, check_integer_param, check_param, scalar_or_array
+
+__all__ = [
+    "scratch_risk",
+    "scratch_risk_finite",
+    "linear_transfer_risk",
+    "linear_transferability",
+    "linear_transferability_finite",
+    "negative_transfer_interval",
+    "negative_transfer_threshold",
+    "negative_transfer_onset_angle",
+    "ridge_transfer_risk",
+    "ridge_transfer_risk_finite",
+    "fine_tune_risk",
+    "fine_tune_risk_finite",
+    "fine_tune_transferability",
+    "fine_tune_transferability_finite",
+    "min_norm_noise_gain",
+    "chi2_resolvent_moments",
+]
+
+GAMMA = Interval(0, np.inf, "neither")
+THETA = Interval(0, np.pi, "both")
+NONNEG = Interval(0, np.inf, "left")
+
+
+def _gamma(gamma):
+    return check_param(gamma, "gamma", GAMMA)
+
+
+def _theta(theta):
+    return check_param(theta, "theta", THETA)
+
+
+def _sigma(sigma):
+    return check_param(sigma, "sigma", NONNEG)
+
+
+def _lam(lam):
+    return check_param(lam, "lam", NONNEG)
+
+
+def _noise_term(sigma2, gain):
+    """σ²·gain with the convention 0·∞ = 0 (no noise ⇒ no noise term)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(sigma2 == 0, 0.0, sigma2 * gain)
+
+
+# --------------------------------------------------------------------------- scratch
+
+
+def _asymptotic_noise_gain(gamma):
+    """lim E tr((XᵀX)⁺) at fixed γ = n/d: γ/(1−γ) (γ<1), 1/(γ−1) (γ>1), ∞ at γ=1.
+
+    FaF App. B.5, Eqs. 97–102 (Marchenko–Pastur Stieltjes transform at z → 0).
+    """
+    with np.errstate(divide="ignore"):
+        return np.where(gamma < 1, gamma / (1 - gamma), np.where(gamma > 1, 1 / (gamma - 1), np.inf))
+
+
+def scratch_risk(gamma, sigma):
+    r"""Expected risk of scratch training (minimum-norm interpolator), n, d → ∞.
+
+    FaF Eq. 10 (Thm 3.6): E R_sc = (1−γ) + σ²γ/(1−γ) for γ < 1 and σ²/(γ−1)
+    for γ > 1. At γ = 1 the risk is ``+inf`` (double descent) when σ > 0 and
+    0 when σ = 0.
+
+    Parameters
+    ----------
+    gamma : array_like, > 0
+        Samples per dimension n/d.
+    sigma : array_like, >= 0
+        Label-noise standard deviation.
+    """
+    g, s = _gamma(gamma), _sigma(sigma)
+    bias = np.clip(1 - g, 0, None)
+    return scalar_or_array(bias + _noise_term(s**2, _asymptotic_noise_gain(g)), gamma, sigma)
+
+
+def min_norm_noise_gain(n, d):
+    r"""Exact E tr((XᵀX)⁺) for X ∈ ℝ^{n×d} with i.i.d. N(0,1) entries.
+
+    THEORY §A1 (inverse-Wishart mean E W⁻¹ = I/(m − p − 1)):
+    n/(d − n − 1) for n ≤ d − 2, d/(n − d − 1) for n ≥ d + 2, ``+inf`` for
+    |n − d| ≤ 1. The noise part of the minimum-norm risk is σ² times this.
+    """
+    n_, d_ = check_integer_param(n, "n", 1), check_integer_param(d, "d", 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(n_ <= d_ - 2, n_ / (d_ - n_ - 1), np.where(n_ >= d_ + 2, d_ / (n_ - d_ - 1), np.inf))
+    return scalar_or_array(gain, n, d)
+
+
+def scratch_risk_finite(n, d, sigma):
+    r"""Exact expected scratch risk E‖X⁺y − β_t‖² at finite n, d.
+
+    THEORY §A1: (1 − n/d) + σ² n/(d−n−1) for n ≤ d−2; σ² d/(n−d−1) for
+    n ≥ d+2; ``+inf`` for |n−d| ≤ 1 when σ > 0. Derivation: the bias is
+    E‖(I − P_row(X))β_t‖² = 1 − n/d (a uniformly random n-plane), the noise
+    term σ² E tr((XᵀX)⁺) (:func:`min_norm_noise_gain`). Tends to FaF Eq. 10
+    as d → ∞ at fixed γ = n/d.
+    """
+    n_, d_ = check_integer_param(n, "n", 1), check_integer_param(d, "d", 1)
+    s = _sigma(sigma)
+    bias = np.clip(1 - n_ / d_, 0, None)
+    return scalar_or_array(bias + _noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, sigma)
+
+
+# --------------------------------------------------------------------------- linear transfer
+
+
+def linear_transfer_risk(theta, sigma, n):
+    r"""Exact expected risk of linear transfer on rank-one pretrained features.
+
+    FaF Eq. 12 (Thm 3.7): E R_lt = sin²θ + (σ² + sin²θ)/(n − 2), exact for
+    every n > 2 (E‖z‖⁻² = 1/(n−2) for z ~ N(0, I_n), FaF Eqs. 116–120).
+
+    Parameters
+    ----------
+    theta : array_like in [0, π]
+        Angle between source and target vectors.
+    sigma : array_like, >= 0
+    n : int array_like, >= 3
+        Number of target samples.
+    """
+    t, s = _theta(theta), _sigma(sigma)
+    n_ = check_integer_param(n, "n", 3)
+    sin2 = np.sin(t) ** 2
+    return scalar_or_array(sin2 + (s**2 + sin2) / (n_ - 2), theta, sigma, n)
+
+
+def linear_transferability(gamma, theta, sigma):
+    r"""Linear transferability T_lt = E R_sc − sin²θ in the limit n, d → ∞.
+
+    FaF Eq. 13. ``+inf`` at γ = 1 when σ > 0 (scratch diverges).
+    """
+    t = _theta(theta)
+    return scalar_or_array(scratch_risk(gamma, sigma) - np.sin(t) ** 2, gamma, theta, sigma)
+
+
+def linear_transferability_finite(n, d, theta, sigma):
+    r"""Exact T_lt(n, d) = E R_sc(n, d, σ) − E R_lt(θ, σ, n) (THEORY §A3)."""
+    return scalar_or_array(scratch_risk_finite(n, d, sigma) - linear_transfer_risk(theta, sigma, n), n, d, theta, sigma)
+
+
+def negative_transfer_interval(theta, sigma):
+    r"""Bounds (γ₋, γ₊) of the γ < 1 negative linear-transfer region.
+
+    FaF §3.3 (from Eq. 13): for γ < 1, T_lt < 0 ⇔ γ² − γ(1 + cos²θ − σ²) +
+    cos²θ < 0 ⇔ γ ∈ (γ₋, γ₊),
+    γ± = ½[(1 + cos²θ − σ²) ± √((1 + cos²θ − σ²)² − 4cos²θ)].
+    The interval is non-empty iff |cos θ| < 1 − σ, i.e. θ ∈ (arccos(1−σ),
+    π − arccos(1−σ)); otherwise both bounds are NaN. Returns a tuple of two
+    floats (scalar input) or two arrays.
+    """
+    t, s = _theta(theta), _sigma(sigma)
+    c2 = np.cos(t) ** 2
+    a = 1 + c2 - s**2
+    disc = a**2 - 4 * c2
+    exists = np.sqrt(c2) < 1 - s
+    root = np.sqrt(np.where(exists, disc, 0.0))
+    lo = np.where(exists, (a - root) / 2, np.nan)
+    hi = np.where(exists, (a + root) / 2, np.nan)
+    return scalar_or_array(lo, theta, sigma), scalar_or_array(hi, theta, sigma)
+
+
+def negative_transfer_threshold(theta, sigma):
+    r"""Onset of γ > 1 negative linear transfer: γ_c = 1 + σ²/sin²θ.
+
+    FaF §3.3: for γ > 1, T_lt < 0 ⇔ γ − 1 > σ²/sin²θ. ``+inf`` when
+    sin θ = 0 (no negative transfer for aligned tasks).
+    """
+    t, s = _theta(theta), _sigma(sigma)
+    sin2 = np.sin(t) ** 2
+    sin2 = np.where(np.isclose(sin2, 0.0, atol=1e-30), 0.0, sin2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        thr = np.where(sin2 > 0, 1 + s**2 / np.where(sin2 > 0, sin2, 1.0), np.inf)
+    return scalar_or_array(thr, theta, sigma)
+
+
+def negative_transfer_onset_angle(sigma):
+    r"""θ above which the γ < 1 negative region exists: arccos(1 − σ) (NaN for σ ≥ 1).
+
+    FaF §3.3: negative transfer at γ < 1 requires SNR = 1/σ² > 1.
+    """
+    s = _sigma(sigma)
+    with np.errstate(invalid="ignore"):
+        return scalar_or_array(np.where(s < 1, np.arccos(np.clip(1 - s, -1, 1)), np.nan), sigma)
+
+
+# --------------------------------------------------------------------------- ridge
+
+
+def ridge_transfer_risk(theta, lam):
+    r"""Ridge linear-transfer risk as n → ∞: 1 − cos²θ (1 + 2λ)/(1 + λ)².
+
+    FaF Eq. 15 (Thm 3.8), normalization of Eq. 14: (1/2n)‖ΦW − y‖² +
+    (λ/2)‖W‖² with balanced features (‖v‖ = 1). Strictly increasing in λ for
+    cos θ ≠ 0, so the optimal ridge is λ* = 0.
+    """
+    t, lm = _theta(theta), _lam(lam)
+    return scalar_or_array(1 - np.cos(t) ** 2 * (1 + 2 * lm) / (1 + lm) ** 2, theta, lam)
+
+
+_QUAD_NODES = 801
+_TAIL = 1e-17
+
+
+def chi2_resolvent_moments(n, c):
+    r"""(E[s/(s+c)], E[s/(s+c)²], E[s²/(s+c)²]) for s ~ χ²_n, c >= 0.
+
+    The three one-dimensional integrals behind the exact ridge risk (THEORY
+    §A4). Computed by the trapezoidal rule in x = log s, where the integrand
+    is smooth with exponentially decaying tails and its only singularity
+    (s = −c) lies a distance π from the real axis, so the rule converges
+    geometrically; the window spans the χ²_n quantiles 10⁻¹⁷ … 1 − 10⁻¹⁷.
+    Exact values are used at c = 0: (1, 1/(n−2), 1). Requires n >= 3.
+    """
+    n_ = check_integer_param(n, "n", 3)
+    c_ = check_param(c, "c", NONNEG)
+    n_b, c_b = np.broadcast_arrays(n_, c_)
+    pairs, inverse = np.unique(np.stack([n_b.ravel(), c_b.ravel()], axis=1), axis=0, return_inverse=True)
+    pn, pc = pairs[:, 0:1], pairs[:, 1:2]
+    k = pn / 2
+    lo = np.log(stats.chi2.ppf(_TAIL, pn))
+    hi = np.log(stats.chi2.isf(_TAIL, pn))
+    x = lo + (hi - lo) * np.linspace(0.0, 1.0, _QUAD_NODES)[None, :]
+    s = np.exp(x)
+    # density of x = log s: s·p_χ²(s), in log space for stability
+    log_w = k * x - s / 2 - k * np.log(2.0) - gammaln(k)
+    w = np.exp(log_w)
+    dx = (hi - lo) / (_QUAD_NODES - 1)
+    trap = np.full(_QUAD_NODES, 1.0)
+    trap[[0, -1]] = 0.5
+    denom = s + pc
+
+    def integrate(f):
+        return (f * w * trap).sum(axis=1) * dx[:, 0]
+
+    a = integrate(s / denom)
+    b = integrate(s / denom**2)
+    cc = integrate((s / denom) ** 2)
+    exact0 = pc[:, 0] == 0
+    a = np.where(exact0, 1.0, a)
+    b = np.where(exact0, 1.0 / (pn[:, 0] - 2), b)
+    cc = np.where(exact0, 1.0, cc)
+    shape = n_b.shape
+    out = tuple(v[inverse.ravel()].reshape(shape) for v in (a, b, cc))
+    return tuple(scalar_or_array(v, n, c) for v in out)
+
+
+def ridge_transfer_risk_finite(theta, sigma, n, lam):
+    r"""Exact expected ridge linear-transfer risk at finite n.
+
+    THEORY §A4 (FaF App. B.7 before the saddle point): with s = ‖z‖² ~ χ²_n,
+    b = zᵀy/(s + nλ),
+    E R = 1 − 2cos²θ E[s/(s+nλ)] + cos²θ E[s²/(s+nλ)²] + (sin²θ + σ²) E[s/(s+nλ)²].
+    Equals :func:`linear_transfer_risk` at λ = 0 and tends to FaF Eq. 15 as
+    n → ∞.
+    """
+    t, s, lm = _theta(theta), _sigma(sigma), _lam(lam)
+    n_ = check_integer_param(n, "n", 3)
+    a, b, c = chi2_resolvent_moments(n_, n_ * lm)
+    cos2 = np.cos(t) ** 2
+    risk = 1 - 2 * cos2 * a + cos2 * c + (np.sin(t) ** 2 + s**2) * b
+    return scalar_or_array(risk, theta, sigma, n, lam)
+
+
+# --------------------------------------------------------------------------- fine-tuning
+
+
+def fine_tune_risk(gamma, theta, sigma):
+    r"""Expected fine-tuning risk as n, d → ∞.
+
+    FaF Eq. 16 (Thm 3.9): E R_ft = E R_sc + (1 − γ)(1 − 2cos θ) for γ ≤ 1,
+    E R_sc for γ > 1. ``+inf`` at γ = 1 when σ > 0.
+    """
+    g, t = _gamma(gamma), _theta(theta)
+    extra = np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t))
+    return scalar_or_array(scratch_risk(g, sigma) + extra, gamma, theta, sigma)
+
+
+def fine_tune_transferability(gamma, theta):
+    r"""Fine-tuning transferability T_ft = (γ − 1)(1 − 2cos θ) for γ ≤ 1, else 0.
+
+    FaF Eq. 17. Positive iff θ < π/3 (and γ < 1). At γ = 1 it is 0: the
+    divergent noise term X⁺ε is common to both models and cancels pathwise.
+    Independent of σ.
+    """
+    g, t = _gamma(gamma), _theta(theta)
+    return scalar_or_array(-np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t)), gamma, theta)
+
+
+def fine_tune_risk_finite(n, d, theta, sigma):
+    r"""Exact expected fine-tuning risk at finite n, d.
+
+    THEORY §A5: β_ft − β_t = (I − P)(β_s − β_t) + X⁺ε, hence
+    E R_ft = (1 − n/d)(2 − 2cos θ) + σ² E tr((XᵀX)⁺) for n ≤ d (``+inf``
+    noise for |n − d| ≤ 1, σ > 0), and E R_ft = E R_sc for n ≥ d.
+    """
+    n_, d_ = check_integer_param(n, "n", 1), check_integer_param(d, "d", 1)
+    t, s = _theta(theta), _sigma(sigma)
+    bias = np.clip(1 - n_ / d_, 0, None) * (2 - 2 * np.cos(t))
+    return scalar_or_array(bias + _noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, theta, sigma)
+
+
+def fine_tune_transferability_finite(n, d, theta):
+    r"""Exact T_ft(n, d) = −(1 − n/d)₊ (1 − 2cos θ); the noise terms cancel pathwise."""
+    n_, d_ = check_integer_param(n, "n", 1), check_integer_param(d, "d", 1)
+    t = _theta(theta)
+    return scalar_or_array(-np.clip(1 - n_ / d_, 0, None) * (1 - 2 * np.cos(t)), n, d, theta)
