@@ -1,0 +1,422 @@
+r"""Transferability phase diagrams of deep linear networks (FaF §3, Figs. 1 and 3).
+
+Model (THEORY §A): x ~ N(0, I_d), unit source/target vectors with
+β_sᵀβ_t = cos θ, labels y = β_tᵀx + ε with ε ~ N(0, σ²), n = γd target
+samples. The transferability T = E[R_scratch − R_transfer] (T > 0: transfer
+helps) is drawn over the (γ, θ) plane for one of three transfer methods:
+
+* ``linear``   — retrain the last layer on the rank-one pretrained features,
+  FaF Eq. 13 (FaF Fig. 1);
+* ``finetune`` — train every layer from the pretrained weights, FaF Eq. 17
+  (FaF Fig. 3);
+* ``ridge``    — last layer with an ℓ₂ penalty λ, FaF Eq. 15 against Eq. 10.
+
+By default the n, d → ∞ closed forms are used; ``--finite-d D`` draws the exact
+finite-size expectations at d = D, n = round(γD) instead
+(:mod:`transfertheory.theory.linear`).
+
+Run ``python -m transfertheory.phase_diagram --help``; see docs/phase_diagram.md.
+The pieces (:func:`compute_grid`, :func:`plot_phase_diagram`, :func:`summary`)
+are reusable: :func:`plot_phase_diagram` overlays simulated points on the
+slices when given them.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+
+from .figures import FORMATS, save_figure, use_agg
+from .theory import linear
+
+__all__ = [
+    "METHODS",
+    "COLUMNS",
+    "SLICE_THETAS",
+    "build_parser",
+    "compute_grid",
+    "evaluate",
+    "effective_angle",
+    "opening_angle",
+    "plot_phase_diagram",
+    "summary",
+    "output_name",
+    "main",
+]
+
+METHODS = ("linear", "finetune", "ridge")
+#: The tidy CSV's fixed columns (FaF Fig. 1 data); finite-d grids add ``n``, ``d``, ridge adds ``lam``.
+COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch", "risk_transfer"]
+#: θ of the slices in panel (c), as in FaF Figs. 1c and 3c.
+SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
+THETA_MAX = np.pi / 2
+#: |T| is clipped to this for display only (the paper's z-range); the CSV keeps raw values, ±inf included.
+DISPLAY_LIMIT = 1.0
+_TITLES = {
+    "linear": "linear transfer (FaF Fig. 1, Eq. 13)",
+    "finetune": "fine-tuning (FaF Fig. 3, Eq. 17)",
+    "ridge": "ridge linear transfer (FaF Eqs. 10, 15)",
+}
+
+
+# --------------------------------------------------------------------------- theory on a grid
+
+
+def effective_angle(theta, lam):
+    r"""Angle θ_eff with sin²θ_eff = ridge risk (FaF Eq. 15): cos θ_eff = |cos θ|·√(1+2λ)/(1+λ).
+
+    Eq. 15 reads 1 − cos²θ(1+2λ)/(1+λ)², so n → ∞ ridge transfer behaves
+    exactly like plain linear transfer (Eq. 13) at the angle θ_eff ≥ θ; the
+    negative-transfer boundaries of ridge are those of Eq. 13 at θ_eff.
+    θ_eff = θ at λ = 0 (θ ≤ π/2).
+    """
+    shrink = np.sqrt(1 + 2 * np.asarray(lam, dtype=float)) / (1 + np.asarray(lam, dtype=float))
+    return np.arccos(np.clip(np.abs(np.cos(theta)) * shrink, 0.0, 1.0))
+
+
+def opening_angle(method, sigma, lam=0.0):
+    r"""θ at which the γ < 1 negative-transfer region opens (n, d → ∞); NaN if it never does.
+
+    * linear: arccos(1 − σ) (FaF §3.3; needs σ < 1);
+    * ridge: cos θ = (1 − σ)(1 + λ)/√(1 + 2λ), i.e. θ_eff = arccos(1 − σ)
+      (:func:`effective_angle`); 0 when that cosine is ≥ 1 (the region is
+      then open already at θ = 0); NaN for σ ≥ 1;
+    * finetune: π/3, independent of σ (FaF Eq. 17).
+    """
+    if method == "finetune":
+        return float(np.pi / 3)
+    onset = linear.negative_transfer_onset_angle(sigma)
+    if method == "linear" or math.isnan(onset):
+        return onset
+    cos_open = (1 - sigma) * (1 + lam) / math.sqrt(1 + 2 * lam)
+    return 0.0 if cos_open >= 1 else math.acos(cos_open)
+
+
+def evaluate(method, gamma, theta, sigma, lam=0.0, finite_d=None):
+    r"""(T, E R_scratch, E R_transfer) broadcast over ``gamma`` and ``theta``.
+
+    n, d → ∞ (``finite_d=None``): scratch FaF Eq. 10; linear and ridge
+    transfer Eq. 15 (λ = 0: sin²θ, the n → ∞ limit of Eq. 12) with
+    T = Eq. 13 at the effective angle (:func:`effective_angle`); fine-tuning
+    Eqs. 16–17. At γ = 1 the risks are +inf for σ > 0 and T_lt = +inf, while
+    T_ft = 0 (the divergent noise cancels pathwise).
+
+    Finite d: n = round(γd) and the exact expectations of THEORY §A1–A5.
+    Points outside a formula's domain are NaN: n = 0 (no data) for every
+    method, n ≤ 2 for linear and ridge transfer (E‖z‖⁻² = +inf for
+    χ²_{1,2}; the ridge moments are implemented for n ≥ 3). |n − d| ≤ 1
+    gives +inf risks for σ > 0 (T_lt = +inf, T_ft finite).
+    """
+    gamma = np.asarray(gamma, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if finite_d is None:
+        r_sc = linear.scratch_risk(gamma, sigma)
+        if method == "finetune":
+            r_tr = linear.fine_tune_risk(gamma, theta, sigma)
+            t = linear.fine_tune_transferability(gamma, theta)
+        else:
+            r_tr = linear.ridge_transfer_risk(theta, lam)
+            t = linear.linear_transferability(gamma, effective_angle(theta, lam), sigma)
+        return tuple(np.broadcast_arrays(t, r_sc, r_tr))
+
+    d = int(finite_d)
+    n = np.rint(gamma * d)
+    valid = n >= (1 if method == "finetune" else 3)
+    n_ok = np.where(valid, n, 3.0)
+    r_sc = linear.scratch_risk_finite(n_ok, d, sigma)
+    if method == "finetune":
+        r_tr = linear.fine_tune_risk_finite(n_ok, d, theta, sigma)
+        t = linear.fine_tune_transferability_finite(n_ok, d, theta)
+    else:
+        if method == "linear":
+            r_tr = linear.linear_transfer_risk(theta, sigma, n_ok)
+        else:
+            r_tr = linear.ridge_transfer_risk_finite(theta, sigma, n_ok, lam)
+        with np.errstate(invalid="ignore"):  # inf − finite only: r_tr is finite for n >= 3
+            t = r_sc - r_tr
+    t, r_sc, r_tr = np.broadcast_arrays(t, r_sc, r_tr)
+    mask = np.broadcast_to(~valid, t.shape)
+    return tuple(np.where(mask, np.nan, v) for v in (t, r_sc, r_tr))
+
+
+def _axes(gamma_max, resolution):
+    """γ = γ_max·k/R, k = 1…R (γ = 1 lands exactly on the grid when γ_max·k = R); θ ∈ [0, π/2]."""
+    gamma = gamma_max * np.arange(1, resolution + 1) / resolution
+    theta = np.linspace(0.0, THETA_MAX, resolution)
+    return gamma, theta
+
+
+def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None):
+    r"""Tidy DataFrame of the transferability on a resolution × resolution (γ, θ) grid.
+
+    Columns :data:`COLUMNS`, plus ``lam`` for ridge and ``n``, ``d`` for a
+    finite-d grid; one row per (θ, γ), θ-major. Values as in :func:`evaluate`
+    (±inf kept: they are the theory's values at the singular points).
+    """
+    import pandas as pd
+
+    if method != "ridge" and lam != 0:
+        raise ValueError(f"lam applies to method 'ridge' only, got lam={lam} for method {method!r}")
+    gamma, theta = _axes(gamma_max, resolution)
+    t, r_sc, r_tr = evaluate(method, gamma[None, :], theta[:, None], sigma, lam, finite_d)
+    t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0
+    shape = t.shape
+    cols = {
+        "gamma": np.broadcast_to(gamma[None, :], shape).ravel(),
+        "theta": np.broadcast_to(theta[:, None], shape).ravel(),
+        "sigma": np.full(t.size, float(sigma)),
+        "method": np.full(t.size, method, dtype=object),
+        "transferability": t.ravel(),
+        "risk_scratch": r_sc.ravel(),
+        "risk_transfer": r_tr.ravel(),
+    }
+    if method == "ridge":
+        cols["lam"] = np.full(t.size, float(lam))
+    if finite_d is not None:
+        cols["n"] = np.broadcast_to(np.rint(gamma * finite_d)[None, :], shape).ravel().astype(int)
+        cols["d"] = np.full(t.size, int(finite_d))
+    return pd.DataFrame(cols)
+
+
+def _csv_frame(grid_df):
+    """``grid_df`` with low-cardinality float columns pre-formatted: same CSV text, written faster.
+
+    Float → text conversion dominates writing a 160 000-row CSV. Columns such as
+    γ, θ, σ and (n, d → ∞) the scratch/transfer risks take ≤ resolution
+    distinct values, so each distinct value is formatted once, as pandas
+    itself would (``str`` of the float, NaN as an empty field), and the column
+    becomes a categorical over those strings. ``compute_grid`` has already
+    turned −0.0 into 0.0, so distinct values have distinct text.
+    """
+    import pandas as pd
+
+    out = {}
+    for col in grid_df.columns:
+        values = grid_df[col].to_numpy()
+        if values.dtype.kind == "f":
+            uniq, inverse = np.unique(values, return_inverse=True)
+            if uniq.size <= values.size // 4:
+                text = uniq.astype(str).astype(object)
+                text[np.isnan(uniq)] = ""
+                values = pd.Categorical.from_codes(inverse.ravel(), categories=text)
+        out[col] = values
+    return pd.DataFrame(out)
+
+
+def _matrix(grid_df, column="transferability"):
+    """(γ axis, θ axis, values[θ, γ]) recovered from a tidy grid in any row order."""
+    gamma, gi = np.unique(grid_df["gamma"].to_numpy(), return_inverse=True)
+    theta, ti = np.unique(grid_df["theta"].to_numpy(), return_inverse=True)
+    values = np.full((theta.size, gamma.size), np.nan)
+    values[ti, gi] = grid_df[column].to_numpy(dtype=float)
+    return gamma, theta, values
+
+
+# --------------------------------------------------------------------------- figure
+
+
+def _display(values):
+    """Clip to ±DISPLAY_LIMIT for drawing (+inf → the top of the range); NaN stays NaN."""
+    return np.clip(values, -DISPLAY_LIMIT, DISPLAY_LIMIT)
+
+
+def _draw_boundaries(ax, method, sigma, lam, gamma_max):
+    """Analytic n, d → ∞ boundaries of the negative regions on the top view (γ on x, θ on y)."""
+    if method == "finetune":
+        ax.plot([0, 1], [np.pi / 3] * 2, color="tab:cyan", lw=1.5, label="θ = π/3 (T_ft = 0)")
+        ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (T_ft = 0 for γ ≥ 1)")
+        return
+    theta = np.linspace(1e-3, THETA_MAX, 600)
+    theta_eff = effective_angle(theta, lam)
+    g_minus, g_plus = linear.negative_transfer_interval(theta_eff, sigma)
+    g_c = linear.negative_transfer_threshold(theta_eff, sigma)
+    tag = "" if method == "linear" else " (θ_eff)"
+    ax.plot(g_minus, theta, color="tab:cyan", lw=1.5, label=f"γ₋, γ₊{tag}")
+    ax.plot(g_plus, theta, color="tab:cyan", lw=1.5)
+    ax.plot(np.where(g_c <= gamma_max, g_c, np.nan), theta, color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}")
+    ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (E R_sc = ∞)")
+
+
+def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated=None):
+    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table; returns the Figure.
+
+    (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets; (b) its top
+    view shaded by sign (red T < 0, blue T > 0, white T = 0, grey undefined)
+    with the analytic n, d → ∞ boundaries; (c) slices at θ = π/8, π/4, 3π/8,
+    evaluated exactly at those angles on the grid's γ values. Values are
+    clipped to ±:data:`DISPLAY_LIMIT` for display only.
+
+    ``simulated``: optional DataFrame with columns ``gamma, theta,
+    transferability_mean, transferability_sd``, drawn on panel (c) as points
+    with error bars (one colour per θ; a θ equal to a slice's takes its colour).
+    """
+    use_agg()
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    gamma, theta, t = _matrix(grid_df)
+    fig = plt.figure(figsize=(15, 4.6))
+    setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
+    setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
+    fig.suptitle(f"Transferability, {_TITLES[method]}: {setting}")
+
+    ax = fig.add_subplot(1, 3, 1, projection="3d")
+    gg, tt = np.meshgrid(gamma, theta)
+    ax.plot_surface(
+        gg, tt, _display(t), rcount=60, ccount=60, cmap="RdBu", vmin=-DISPLAY_LIMIT, vmax=DISPLAY_LIMIT,
+        linewidth=0, antialiased=False,
+    )
+    ax.set(xlabel="γ", ylabel="θ", zlabel="T", zlim=(-DISPLAY_LIMIT, DISPLAY_LIMIT), title="(a)")
+    ax.set_yticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
+
+    ax = fig.add_subplot(1, 3, 2)
+    dg, dt = gamma[1] - gamma[0], theta[1] - theta[0]
+    sign = np.where(np.isnan(t), 2.0, np.sign(t))
+    ax.imshow(
+        sign, origin="lower", aspect="auto", interpolation="nearest", vmin=-1.5, vmax=2.5,
+        cmap=ListedColormap(["#d6604d", "white", "#4393c3", "#bdbdbd"]),
+        extent=(gamma[0] - dg / 2, gamma[-1] + dg / 2, theta[0] - dt / 2, theta[-1] + dt / 2),
+    )
+    _draw_boundaries(ax, method, sigma, lam, gamma[-1])
+    ax.set(xlabel="γ", ylabel="θ", xlim=(gamma[0] - dg / 2, gamma[-1] + dg / 2), ylim=(0, THETA_MAX))
+    ax.set_title("(b) sign of T: red < 0, blue > 0" + (", white = 0" if method == "finetune" else ""))
+    ax.set_yticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
+    ax.legend(loc="upper right", fontsize=7, framealpha=0.8)
+
+    ax = fig.add_subplot(1, 3, 3)
+    labels = ("π/8", "π/4", "3π/8")
+    colors = {}
+    for th, label in zip(SLICE_THETAS, labels):
+        values, _, _ = evaluate(method, gamma, th, sigma, lam, finite_d)
+        (line,) = ax.plot(gamma, np.where(np.isfinite(values), values, np.nan), lw=1.5, label=f"θ = {label}")
+        colors[th] = line.get_color()
+    if simulated is not None and len(simulated):
+        for th, pts in simulated.groupby("theta", sort=True):
+            match = [c for s, c in colors.items() if math.isclose(s, th, abs_tol=1e-9)]
+            ax.errorbar(
+                pts["gamma"], pts["transferability_mean"], yerr=pts["transferability_sd"], fmt="o", ms=4, capsize=2,
+                color=match[0] if match else None, label=None if match else f"simulated θ = {th:.3g}",
+            )
+    ax.axhline(0.0, color="k", lw=0.6)
+    ax.set(xlabel="γ", ylabel="T", xlim=(0, gamma[-1]), ylim=(-1.05 * DISPLAY_LIMIT, 1.05 * DISPLAY_LIMIT))
+    ax.set_title("(c) slices" + (" (points: simulation)" if simulated is not None and len(simulated) else ""))
+    ax.legend(loc="lower right", fontsize=8)
+    fig.subplots_adjust(left=0.03, right=0.98, bottom=0.12, top=0.86, wspace=0.28)
+    return fig
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summary(grid_df, method, sigma, lam=0.0, finite_d=None):
+    r"""Short text: share of the grid in negative transfer, the γ < 1 opening angle (grid vs theory), arccos(1 − σ).
+
+    The grid's opening angle is the smallest grid θ with T < 0 at some γ < 1;
+    it exceeds the n, d → ∞ value (:func:`opening_angle`) by at most about one
+    θ step plus what the γ step misses (the region opens with width
+    ∝ √(θ − θ_open)).
+    """
+    t = grid_df["transferability"].to_numpy(dtype=float)
+    gamma = grid_df["gamma"].to_numpy()
+    theta = grid_df["theta"].to_numpy()
+    defined = ~np.isnan(t)
+    negative = defined & (t < 0)
+    n_gamma, n_theta = np.unique(gamma).size, np.unique(theta).size
+    opens = negative & (gamma < 1)
+    grid_open = float(theta[opens].min()) if opens.any() else math.nan
+    theory_open = opening_angle(method, sigma, lam)
+    onset = linear.negative_transfer_onset_angle(sigma)
+    size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
+    lines = [
+        f"{_TITLES[method]}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "") + f", {size}",
+        f"grid: {n_gamma} γ in ({gamma.min():.4g}, {gamma.max():.4g}] × {n_theta} θ in [0, π/2]"
+        + (f"; {int((~defined).sum())} points undefined (NaN)" if not defined.all() else ""),
+        f"negative transfer (T < 0): {negative.sum() / max(defined.sum(), 1):.2%} of the defined grid",
+        f"γ < 1 negative region opens at θ = {_angle(grid_open)} on the grid; theory (n, d → ∞): {_angle(theory_open)}",
+        f"arccos(1 − σ) = {_angle(onset)}" + ("" if method == "linear" else " (the linear-transfer opening angle)"),
+    ]
+    return "\n".join(lines)
+
+
+def _angle(value):
+    return "none" if math.isnan(value) else f"{value:.4f} rad ({math.degrees(value):.2f}°)"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def output_name(method, sigma, lam=0.0, finite_d=None):
+    """``phase_diagram_{method}_sigma{σ}`` + ``_lam{λ}`` (ridge) + ``_d{D}`` (finite d)."""
+    name = f"phase_diagram_{method}_sigma{sigma:g}"
+    if method == "ridge":
+        name += f"_lam{lam:g}"
+    if finite_d is not None:
+        name += f"_d{finite_d}"
+    return name
+
+
+def build_parser():
+    """The ``python -m transfertheory.phase_diagram`` argument parser (flags of docs/phase_diagram.md)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m transfertheory.phase_diagram",
+        description="Transferability phase diagram of deep linear networks (FaF §3): "
+        "Fig. 1 (linear transfer), Fig. 3 (fine-tuning) or ridge transfer. Writes the figure and a tidy CSV "
+        "of the grid, prints a summary.",
+    )
+    parser.add_argument("--noise", type=float, default=0.2, metavar="SIGMA", help="label-noise sd σ >= 0 (default 0.2)")
+    parser.add_argument("--method", choices=METHODS, default="linear", help="transfer method (default linear)")
+    parser.add_argument("--lam", type=float, default=0.0, metavar="LAMBDA", help="ridge strength λ >= 0 (ridge only)")
+    parser.add_argument(
+        "--finite-d", type=int, default=None, metavar="D",
+        help="exact finite-size surface at d = D >= 3, n = round(γD) (default: n, d → ∞)",
+    )
+    parser.add_argument("--gamma-max", type=float, default=2.0, help="largest γ = n/d (default 2)")
+    parser.add_argument("--resolution", type=int, default=400, help="grid points per axis, >= 2 (default 400)")
+    parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="png", help="figure format (default png)")
+    return parser
+
+
+def _validate(parser, args):
+    """Range checks argparse cannot express; errors exit 2 with the usage line."""
+    for flag, value in (("--noise", args.noise), ("--lam", args.lam), ("--gamma-max", args.gamma_max)):
+        if not math.isfinite(value):
+            parser.error(f"{flag} must be finite, got {value}")
+    if args.noise < 0:
+        parser.error(f"--noise must be >= 0, got {args.noise:g}")
+    if args.lam < 0:
+        parser.error(f"--lam must be >= 0, got {args.lam:g}")
+    if args.lam != 0 and args.method != "ridge":
+        parser.error("--lam applies to --method ridge only")
+    if args.gamma_max <= 0:
+        parser.error(f"--gamma-max must be > 0, got {args.gamma_max:g}")
+    if args.resolution < 2:
+        parser.error(f"--resolution must be >= 2, got {args.resolution}")
+    if args.finite_d is not None and args.finite_d < 3:
+        parser.error(f"--finite-d must be >= 3, got {args.finite_d}")
+
+
+def main(argv=None):
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _validate(parser, args)
+    grid = compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d)
+    fig = plot_phase_diagram(grid, args.method, args.noise, args.lam, args.finite_d)
+    name = output_name(args.method, args.noise, args.lam, args.finite_d)
+    try:
+        paths = save_figure(fig, _csv_frame(grid), name, args.out, args.format)
+    except OSError as err:
+        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
+        return 1
+    print(summary(grid, args.method, args.noise, args.lam, args.finite_d))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
