@@ -1,0 +1,229 @@
+r"""FaF Fig. 5: transferability is not predicted by task distances (FaF §2.1, App. E).
+
+Model (THEORY §A, §B): x ~ N(0, I_d), source β_s = e₁ (unit), targets
+β_t = a·(cos θ e₁ + sin θ e₂) over a grid of angles θ and norms a, labels
+y = β_tᵀx + ε, ε ~ N(0, σ²), n target samples. For every target this module
+computes
+
+* the exact finite-size linear transferability T = E R_sc − E R_lt of the FaF
+  deep linear model for a target of norm a
+  (:func:`transfertheory.theory.distances.scaled_target_transferability_finite`);
+* D_KL(p_s ‖ p_t) (FaF Eq. 34), exact;
+* W₁ between the empirical measures of ``samples`` joint draws (x, y) ∈ ℝ^{d+1}
+  of each task, by exact optimal transport (POT), as in the paper's Fig. 5b;
+* the Gaussian W₂ (Bures closed form) and the Dudley lower / upper bounds.
+
+It plots T against D_KL and against W₁ and reports Spearman rank correlations
+of T with every distance: a distance that *predicted* transfer would make T a
+decreasing function of it (ρ = −1). The empirical W₁ uses common random
+numbers — one source sample, and one (x, ε) sample reused for every target —
+so that its variation across targets is not sampling noise. In d + 1
+dimensions the empirical W₁ carries a large positive bias (the W₁ of two
+independent samples of the *same* law, printed as the "W₁ floor"), as the
+values near 527 in the paper's Fig. 5b show.
+
+Run ``python -m transfertheory.figures.faf_fig5 --help``; see docs/distances.md.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..backend import make_rng
+from ..theory import distances
+from ._io import FORMATS, save_figure, use_agg
+
+__all__ = ["NAME", "DISTANCES", "target_family", "compute_points", "spearman_table", "plot", "build",
+           "build_parser", "main"]
+
+NAME = "faf_fig5"
+#: distance columns of the CSV, with their plot / report labels
+DISTANCES = {
+    "kl": "D_KL(p_s‖p_t)",
+    "w1_empirical": "W₁ (empirical)",
+    "w2_gaussian": "W₂ (Gaussian, exact)",
+    "dudley_lower": "Dudley lower bound",
+    "dudley_upper": "Dudley upper bound",
+}
+DEFAULT_NORMS = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: T scales like ‖β_t‖²: the y-axis is symlog, linear below this |T| (display only; the CSV keeps raw values)
+SYMLOG_LINTHRESH = 0.1
+
+
+def target_family(d, thetas, norms):
+    r"""Source β_s = e₁ and targets β_t = a(cos θ e₁ + sin θ e₂) for every (θ, a); returns (β_s, table, betas)."""
+    theta, norm = (a.ravel() for a in np.meshgrid(np.asarray(thetas, float), np.asarray(norms, float), indexing="ij"))
+    beta_s = np.zeros(d)
+    beta_s[0] = 1.0
+    betas = np.zeros((theta.size, d))
+    betas[:, 0] = norm * np.cos(theta)
+    betas[:, 1] = norm * np.sin(theta)
+    return beta_s, pd.DataFrame({"theta": theta, "norm": norm}), betas
+
+
+def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAULT_NORMS, seed=0):
+    r"""The table behind FaF Fig. 5: T and every distance for each target of :func:`target_family`.
+
+    Parameters
+    ----------
+    d : int >= 2
+        Input dimension.
+    n : int >= 3
+        Target samples (T is +inf when |n − d| ≤ 1: the scratch risk diverges).
+    sigma : float > 0
+        Label-noise sd.
+    samples : int >= 1
+        Draws per task for the empirical W₁.
+    thetas : array_like, optional
+        Angles in [0, π] (default 9 values from 0 to π).
+    norms : array_like of floats > 0
+        Target norms a.
+    seed : int
+        Seed of the W₁ samples (:func:`transfertheory.backend.make_rng`, NumPy).
+    """
+    thetas = np.linspace(0, np.pi, 9) if thetas is None else np.asarray(thetas, float)
+    beta_s, table, betas = target_family(d, thetas, norms)
+    theta, norm = table["theta"].to_numpy(), table["norm"].to_numpy()
+    table["d"], table["n"], table["sigma"], table["samples"] = d, n, sigma, samples
+    table["risk_scratch"] = distances.scaled_target_scratch_risk_finite(n, d, sigma, norm)
+    table["risk_transfer"] = distances.scaled_target_linear_transfer_risk(theta, sigma, n, norm)
+    table["transferability"] = distances.scaled_target_transferability_finite(n, d, theta, sigma, norm)
+    table["kl"] = distances.kl_linear_gaussian(beta_s, betas, sigma)
+    cov_s = distances.joint_covariance(beta_s, sigma)
+    table["w2_gaussian"] = distances.wasserstein2_gaussian(cov_s, distances.joint_covariance(betas, sigma))
+    table["dudley_lower"] = distances.dudley_lower_bound(beta_s, betas, sigma)
+    table["dudley_upper"] = distances.dudley_upper_bound(beta_s, betas, sigma)
+    source_rng, target_rng = make_rng(seed, xp=np).spawn(2)
+
+    def joint_sample(rng):
+        x = rng.normal((samples, d))
+        return x, sigma * rng.normal(samples)
+
+    xs, es = joint_sample(source_rng)
+    xt, et = joint_sample(target_rng)  # common random numbers across targets
+    source = np.column_stack([xs, xs @ beta_s + es])
+    table["w1_empirical"] = [distances.wasserstein1_empirical(source, np.column_stack([xt, xt @ b + et]))
+                             for b in betas]
+    return table
+
+
+def spearman_table(points):
+    """Spearman rank correlation (and two-sided p-value) of T with each distance column."""
+    rows = []
+    for column, label in DISTANCES.items():
+        rho, p = stats.spearmanr(points["transferability"], points[column])
+        rows.append({"distance": column, "label": label, "spearman_rho": float(rho), "p_value": float(p)})
+    return pd.DataFrame(rows)
+
+
+def plot(points, spearman):
+    """Two panels: T against D_KL (a) and against empirical W₁ (b), one colour per target norm."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    rho = dict(zip(spearman["distance"], spearman["spearman_rho"]))
+    first = points.iloc[0]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    colours = plt.cm.viridis(np.linspace(0, 0.9, points["norm"].nunique()))
+    for panel, (ax, column) in enumerate(zip(axes, ("kl", "w1_empirical"))):
+        for colour, (norm, group) in zip(colours, points.groupby("norm")):
+            group = group.sort_values("theta")
+            ax.plot(group[column], group["transferability"], "o-", color=colour, ms=4, lw=1, label=f"‖β_t‖ = {norm:g}")
+        ax.axhline(0, color="grey", lw=0.8, ls="--")
+        ax.set_yscale("symlog", linthresh=SYMLOG_LINTHRESH)
+        ax.set(xlabel=DISTANCES[column], title=f"({'ab'[panel]}) Spearman ρ(T, ·) = {rho[column]:+.2f}")
+    axes[0].set_ylabel("transferability T (linear transfer, exact)")
+    axes[0].legend(fontsize=8, title="θ from 0 to π along each line", title_fontsize=8)
+    fig.suptitle(f"FaF Fig. 5: T vs task distances — d = {int(first['d'])}, n = {int(first['n'])}, "
+                 f"σ = {first['sigma']:g}, {int(first['samples'])} samples per task for W₁")
+    fig.tight_layout()
+    return fig
+
+
+def build(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAULT_NORMS, seed=0):
+    """Compute the points and draw FaF Fig. 5; returns ``(fig, points)`` with ``points.attrs["spearman"]``."""
+    points = compute_points(d, n, sigma, samples, thetas, norms, seed)
+    spearman = spearman_table(points)
+    points.attrs["spearman"] = spearman
+    return plot(points, spearman), points
+
+
+def build_parser():
+    """The ``python -m transfertheory.figures.faf_fig5`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m transfertheory.figures.faf_fig5",
+        description="FaF Fig. 5: linear transferability of deep linear networks against D_KL and empirical W₁ "
+        "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv} and "
+        "faf_fig5_spearman.csv, prints Spearman correlations of T with each distance.",
+    )
+    parser.add_argument("--d", type=int, default=50, help="input dimension d >= 2 (default 50)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--n", type=int, default=None, help="target samples n >= 3 (default round(d/2))")
+    size.add_argument("--gamma", type=float, default=None, help="n/d instead of --n (n = round(γd))")
+    parser.add_argument("--sigma", type=float, default=0.2, help="label-noise sd σ > 0 (default 0.2)")
+    parser.add_argument("--samples", type=int, default=300, help="joint draws per task for W₁ (default 300)")
+    parser.add_argument("--angles", type=int, default=9, help="number of angles θ in [0, π] (default 9)")
+    parser.add_argument("--norms", type=float, nargs="+", default=list(DEFAULT_NORMS), metavar="A",
+                        help=f"target norms a > 0 (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the W₁ samples (default 0)")
+    parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="both", help="figure format (default both)")
+    return parser
+
+
+def _resolve_n(parser, args):
+    """n from --n / --gamma / the default d/2, with the range checks argparse cannot express (exit 2)."""
+    if args.d < 2:
+        parser.error(f"--d must be >= 2, got {args.d}")
+    if args.gamma is not None and not (math.isfinite(args.gamma) and args.gamma > 0):
+        parser.error(f"--gamma must be a finite number > 0, got {args.gamma}")
+    n = args.n if args.n is not None else round((args.gamma if args.gamma is not None else 0.5) * args.d)
+    if n < 3:
+        parser.error(f"n must be >= 3 (linear transfer needs n > 2), got {n}")
+    if abs(n - args.d) <= 1:
+        parser.error(f"|n - d| must be >= 2 (the scratch risk is infinite otherwise), got n = {n}, d = {args.d}")
+    if not (math.isfinite(args.sigma) and args.sigma > 0):
+        parser.error(f"--sigma must be a finite number > 0, got {args.sigma}")
+    if args.samples < 1:
+        parser.error(f"--samples must be >= 1, got {args.samples}")
+    if args.angles < 2:
+        parser.error(f"--angles must be >= 2, got {args.angles}")
+    if not all(math.isfinite(a) and a > 0 for a in args.norms):
+        parser.error(f"--norms must all be finite numbers > 0, got {args.norms}")
+    return n
+
+
+def main(argv=None):
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    n = _resolve_n(parser, args)
+    fig, points = build(args.d, n, args.sigma, args.samples, np.linspace(0, np.pi, args.angles), args.norms,
+                        args.seed)
+    spearman = points.attrs["spearman"]
+    try:
+        paths = save_figure(fig, points, NAME, args.out, args.format)
+        spearman_path = paths[-1].with_name(f"{NAME}_spearman.csv")
+        spearman.to_csv(spearman_path, index=False)
+    except OSError as err:
+        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
+        return 1
+    floor = points.loc[(points["theta"] == 0) & (points["norm"] == 1.0), "w1_empirical"]
+    print(f"FaF Fig. 5: d = {args.d}, n = {n}, sigma = {args.sigma:g}, {len(points)} targets, "
+          f"{args.samples} samples per task, seed {args.seed}")
+    if len(floor):
+        print(f"W1 floor (empirical W1 between two samples of the source law itself): {floor.iloc[0]:.4g}")
+    print("Spearman correlation of T with each distance (rho = -1 would mean 'closer tasks transfer better'):")
+    for row in spearman.itertuples():
+        print(f"  {row.distance:14s} rho = {row.spearman_rho:+.3f}  (p = {row.p_value:.2g})")
+    print("wrote " + ", ".join(str(p) for p in [*paths, spearman_path]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
