@@ -1,0 +1,104 @@
+"""FaF Fig. 5 builder and CLI (``python -m transfertheory.figures.faf_fig5``)."""
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from transfertheory.figures import faf_fig5
+from transfertheory.theory import distances as D
+
+SMALL = ["--d", "10", "--n", "5", "--samples", "40", "--angles", "5", "--norms", "0.5", "1", "2"]
+COLUMNS = {"theta", "norm", "d", "n", "sigma", "samples", "risk_scratch", "risk_transfer", "transferability",
+           *faf_fig5.DISTANCES}
+
+
+def test_cli_end_to_end_writes_figure_csv_and_correlations(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "transfertheory.figures.faf_fig5", *SMALL, "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    for ext in ("png", "pdf", "csv"):
+        assert (tmp_path / "out" / f"faf_fig5.{ext}").stat().st_size > 0
+    points = pd.read_csv(tmp_path / "out" / "faf_fig5.csv")
+    assert set(points.columns) == COLUMNS
+    assert len(points) == 5 * 3
+    spearman = pd.read_csv(tmp_path / "out" / "faf_fig5_spearman.csv")
+    assert list(spearman["distance"]) == list(faf_fig5.DISTANCES)
+    assert spearman["spearman_rho"].between(-1, 1).all()
+    assert "Spearman" in result.stdout and "w1_empirical" in result.stdout
+
+
+def test_cli_help_exits_zero(capsys):
+    with pytest.raises(SystemExit) as exc:
+        faf_fig5.main(["--help"])
+    assert exc.value.code == 0
+    assert "--samples" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--bogus"],
+        ["--d", "1"],
+        ["--sigma", "0"],
+        ["--sigma", "nan"],
+        ["--n", "2"],
+        ["--d", "10", "--n", "11"],  # |n − d| ≤ 1: infinite scratch risk
+        ["--n", "10", "--gamma", "0.5"],  # mutually exclusive
+        ["--gamma", "-1"],
+        ["--samples", "0"],
+        ["--angles", "1"],
+        ["--norms", "1", "0"],
+        ["--format", "svg"],
+    ],
+)
+def test_cli_bad_flags_exit_with_code_2(argv, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        faf_fig5.main([*argv, "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "error" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_reports_unwritable_output_with_code_1(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert faf_fig5.main([*SMALL, "--out", str(blocker)]) == 1
+
+
+def test_points_are_the_closed_forms_and_reproducible():
+    kwargs = dict(d=12, n=6, sigma=0.3, samples=30, thetas=np.linspace(0, np.pi, 4), norms=(0.5, 2.0), seed=3)
+    points = faf_fig5.compute_points(**kwargs)
+    bs, bt = np.eye(12)[0], np.zeros((len(points), 12))
+    bt[:, 0] = points["norm"] * np.cos(points["theta"])
+    bt[:, 1] = points["norm"] * np.sin(points["theta"])
+    np.testing.assert_allclose(points["kl"], np.sum((bt - bs) ** 2, axis=1) / (2 * 0.3**2))
+    for row in points.itertuples():
+        assert row.transferability == pytest.approx(
+            D.scaled_target_transferability_finite(6, 12, row.theta, 0.3, row.norm), rel=1e-12)
+        assert row.transferability == pytest.approx(row.risk_scratch - row.risk_transfer, rel=1e-12, abs=1e-12)
+        assert row.dudley_lower <= row.dudley_upper <= 2.0
+    pd.testing.assert_frame_equal(points, faf_fig5.compute_points(**kwargs))
+    assert not points["w1_empirical"].equals(faf_fig5.compute_points(**{**kwargs, "seed": 4})["w1_empirical"])
+
+
+def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
+    """FaF §2.1 / Fig. 5 at the default settings: there are pairs of targets where the *farther* target
+    (in D_KL, and in empirical W₁) transfers *better*, including a far target with positive T and a near
+    one with negative T."""
+    fig, points = faf_fig5.build()
+    t = points["transferability"].to_numpy()
+    for column in ("kl", "w1_empirical"):
+        dist = points[column].to_numpy()
+        farther_and_better = (dist[:, None] > dist[None, :]) & (t[:, None] > t[None, :])
+        assert farther_and_better.any(), column
+    far = points[(points["norm"] == 4.0) & (points["theta"] == 0.0)].iloc[0]
+    near = points[(points["norm"] == 1.0) & np.isclose(points["theta"], np.pi / 2)].iloc[0]
+    assert far["kl"] > near["kl"] and far["w1_empirical"] > near["w1_empirical"]
+    assert far["transferability"] > 0 > near["transferability"]
+    rho = points.attrs["spearman"].set_index("distance")["spearman_rho"]
+    assert (rho > -0.9).all()  # far from the ρ = −1 of a distance that predicted transfer
+    assert len(fig.axes) == 2
