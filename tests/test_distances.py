@@ -143,6 +143,41 @@ def test_dudley_bounds_are_ordered_and_upper_bound_is_the_minimum_of_its_terms(d
     assert upper == pytest.approx(min(2.0, w2, pinsker), rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize("lip", [0.02, 0.3, 0.9])
+def test_ramp_test_function_expectation_matches_monte_carlo(lip):
+    """E h_L under p_f, h_L = −M + min(2M, L|y|), M = 1 − L: closed form (via E min(c, |y|)) vs MC."""
+    rng = np.random.default_rng(seed_of(lip))
+    beta, sigma, n = np.array([0.8, -1.1, 0.3]), 0.4, 40_000
+    x = rng.standard_normal((n, 3))
+    y = x @ beta + sigma * rng.standard_normal(n)
+    m = 1 - lip
+    h = -m + np.minimum(2 * m, lip * np.abs(y))
+    s = np.sqrt(beta @ beta + sigma**2)
+    assert_mc(h, -m + lip * D._mean_min_abs(2 * m / lip, s))
+
+
+@given(norm_f=st.floats(0.0, 3.0), norm_g=st.floats(0.0, 1e3), sigma=st.floats(0.05, 2.0))
+@settings(max_examples=10)
+def test_ramp_lower_bound_is_the_grid_maximum_and_below_the_upper_bound(norm_f, norm_g, sigma):
+    """Against quadrature of E min(c, |y|), and sandwiched by the upper bound."""
+    from scipy.integrate import quad
+
+    bf, bg = norm_f * np.eye(2)[0], norm_g * np.eye(2)[1]
+    s_f, s_g = np.hypot(norm_f, sigma), np.hypot(norm_g, sigma)
+
+    def mean_min_abs(c, s):
+        body = quad(lambda y: y * stats.norm.pdf(y, scale=s), 0, c, limit=200)[0]
+        tail = quad(lambda y: c * stats.norm.pdf(y, scale=s), c, np.inf, limit=200)[0]
+        return 2 * (body + tail)
+
+    grid = D.RAMP_LIPSCHITZ[::40]  # a sub-grid: its maximum is also a valid lower bound, ≤ the full one
+    by_quad = max(lip * abs(mean_min_abs(2 * (1 - lip) / lip, s_f) - mean_min_abs(2 * (1 - lip) / lip, s_g))
+                  for lip in grid)
+    ramp = D.dudley_lower_bound_ramp(bf, bg, sigma)
+    assert ramp >= by_quad - 1e-7
+    assert ramp <= D.dudley_upper_bound(bf, bg, sigma) + 1e-9
+
+
 # --------------------------------------------------------------------------- joint law and W2
 
 
@@ -356,6 +391,20 @@ def test_erratum_thm22_dudley_half_fails_for_delta_at_least_two(delta, sigma):
     family = D.far_target(np.stack([unit_pair(4, t)[1] for t in np.linspace(0, np.pi, 13)]), 1.0)
     targets = family[:, None, :] * np.logspace(-3, 4, 50)[None, :, None]
     assert np.all(D.dudley_upper_bound(f, targets, sigma) <= 2.0)
+
+
+def test_erratum_what_is_true_dudley_half_holds_for_every_delta_below_two():
+    """sup_g γ_β(p_f, p_g) = 2: far targets g = a·f reach γ_β ≥ 1.95 (ramp test functions), never 2."""
+    sigma = 0.2
+    f, _ = unit_pair(3, 0.0)
+    scales = np.array([1e2, 1e4, 1e6])
+    lower = D.dudley_lower_bound_ramp(f, D.far_target(f, scales), sigma)
+    assert np.all(np.diff(lower) > 0)
+    assert lower[1] >= 1.95
+    assert np.all(lower <= D.dudley_upper_bound(f, D.far_target(f, scales), sigma))
+    assert np.all(lower < 2.0)
+    # the proof's own test function cos(y)/2 cannot show this: it never exceeds e^{−σ²/2}/2
+    assert D.dudley_lower_bound(f, D.far_target(f, 1e6), sigma) < 0.5
 
 
 @pytest.mark.parametrize("delta", [0.1, 1.0, 3.0])

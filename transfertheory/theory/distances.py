@@ -12,7 +12,8 @@ This module computes, for such tasks,
 * the Kullback–Leibler divergence (FaF Eqs. 30–34, exact);
 * the Dudley (bounded-Lipschitz) metric γ_β, which has no closed form:
   a valid lower bound from the test function h = cos(y)/2 (the first steps
-  of the proof of Thm 2.2, Eqs. 25–27) and an upper bound
+  of the proof of Thm 2.2, Eqs. 25–27), a sharper one from ramp functions
+  of |y| that tends to 2 for far targets, and an upper bound
   min(2, W₂, √(2·KL));
 * the 2-Wasserstein distance between Gaussian laws (Bures closed form) and the
   1-Wasserstein distance between empirical measures (exact optimal transport
@@ -49,6 +50,7 @@ __all__ = [
     "kl_divergence",
     "kl_linear_gaussian",
     "dudley_lower_bound",
+    "dudley_lower_bound_ramp",
     "dudley_upper_bound",
     "joint_covariance",
     "wasserstein2_gaussian",
@@ -158,6 +160,40 @@ def dudley_lower_bound(beta_f, beta_g, sigma):
     ef = np.exp(-np.sum(f**2, axis=-1) / 2)
     eg = np.exp(-np.sum(g**2, axis=-1) / 2)
     return _out(np.exp(-(s**2) / 2) / 2 * np.abs(ef - eg))
+
+
+#: Lipschitz constants L of the ramp test functions tried by :func:`dudley_lower_bound_ramp`
+RAMP_LIPSCHITZ = np.logspace(-8, 0, 401)[:-1]
+
+
+def _mean_min_abs(c, s):
+    """E min(c, |Y|) for Y ~ N(0, s²): 2s(φ(0) − φ(c/s)) + 2c·P(Y > c)."""
+    from scipy.stats import norm
+
+    return 2 * s * (norm.pdf(0.0) - norm.pdf(c / s)) + 2 * c * norm.sf(c / s)
+
+
+def dudley_lower_bound_ramp(beta_f, beta_g, sigma):
+    r"""Lower bound on the Dudley metric from ramp test functions of |y|; tends to 2 for far targets.
+
+    Not in FaF: it shows what *is* true of Thm 2.2 (see ``docs/errata.md``).
+    For L ∈ (0, 1) and M = 1 − L, h_L(x, y) = −M + min(2M, L|y|) has
+    ‖h_L‖_∞ = M and ‖h_L‖_Lip = L, so ‖h_L‖_BL = 1 and
+    γ_β(p_f, p_g) ≥ |E_f h_L − E_g h_L| = L·|m(c, s_f) − m(c, s_g)| with
+    c = 2M/L, y ~ N(0, s²) under p_f (s_f² = ‖β_f‖² + σ²) and
+    m(c, s) = E min(c, |y|) = 2s(φ(0) − φ(c/s)) + 2c·P(y > c). The bound is the
+    maximum over a fixed grid of L (:data:`RAMP_LIPSCHITZ`), each a valid bound.
+    As ‖β_g‖ → ∞ at fixed L it tends to 2M − L·m(c, s_f) ≥ 2 − L(2 + s_f),
+    so sup_g γ_β(p_f, p_g) = 2: for every δ < 2 some g = a·f has γ_β ≥ δ.
+    Vectorized over stacks of β (last axis = d).
+    """
+    f, g = _vector_pair(beta_f, beta_g, "beta_f", "beta_g")
+    s = _sigma(sigma)
+    s_f = np.sqrt(np.sum(f**2, axis=-1) + s**2)[..., None]
+    s_g = np.sqrt(np.sum(g**2, axis=-1) + s**2)[..., None]
+    lip = RAMP_LIPSCHITZ
+    c = 2 * (1 - lip) / lip
+    return _out(np.max(lip * np.abs(_mean_min_abs(c, s_f) - _mean_min_abs(c, s_g)), axis=-1))
 
 
 def dudley_upper_bound(beta_f, beta_g, sigma):
