@@ -102,3 +102,11 @@ def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
     rho = points.attrs["spearman"].set_index("distance")["spearman_rho"]
     assert (rho > -0.9).all()  # far from the ρ = −1 of a distance that predicted transfer
     assert len(fig.axes) == 2
+
+
+def test_spearman_of_a_constant_column_is_nan():
+    """With unit-norm targets the cos(y)/2 Dudley bound is 0 for all of them: no ranks to correlate."""
+    points = faf_fig5.compute_points(d=6, n=3, samples=5, thetas=np.linspace(0, np.pi, 5), norms=(1.0,))
+    rho = faf_fig5.spearman_table(points).set_index("distance")["spearman_rho"]
+    assert np.isnan(rho["dudley_lower"])
+    assert np.isfinite(rho["kl"])

@@ -113,10 +113,18 @@ def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAUL
 
 
 def spearman_table(points):
-    """Spearman rank correlation (and two-sided p-value) of T with each distance column."""
+    """Spearman rank correlation (and two-sided p-value) of T with each distance column.
+
+    A column that is constant up to round-off (relative spread ≤ 1e-9, e.g. the cos(y)/2 Dudley
+    bound when every target has unit norm) gets NaN: its ranks would only order round-off errors.
+    """
     rows = []
     for column, label in DISTANCES.items():
-        rho, p = stats.spearmanr(points["transferability"], points[column])
+        values = points[column].to_numpy()
+        if np.ptp(values) <= 1e-9 * max(1.0, np.abs(values).max()):
+            rho = p = np.nan
+        else:
+            rho, p = stats.spearmanr(points["transferability"], values)
         rows.append({"distance": column, "label": label, "spearman_rho": float(rho), "p_value": float(p)})
     return pd.DataFrame(rows)
 
