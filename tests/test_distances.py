@@ -46,17 +46,21 @@ def unit_pair(d, theta):
 # --------------------------------------------------------------------------- KL
 
 
-@given(
-    d=st.integers(1, 6),
-    sigma=st.floats(0.2, 2.0),
-    scale_f=st.floats(0.0, 2.0),
-    scale_g=st.floats(0.0, 2.0),
-)
+def random_pair(rng, d, norm_f, norm_g):
+    """Two vectors in uniformly random directions with the given norms."""
+    u = rng.standard_normal((2, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return norm_f * u[0], norm_g * u[1]
+
+
+PAIRS = dict(d=st.integers(1, 5), sigma=st.floats(0.1, 2.0), norm_f=st.floats(0.0, 2.5), norm_g=st.floats(0.0, 2.5))
+
+
+@given(**PAIRS)
 @settings(max_examples=15)
-def test_kl_linear_matches_monte_carlo_log_likelihood_ratio(d, sigma, scale_f, scale_g):
-    rng = np.random.default_rng(seed_of(d, sigma, scale_f, scale_g))
-    bf = scale_f * rng.standard_normal(d) / np.sqrt(d)
-    bg = scale_g * rng.standard_normal(d) / np.sqrt(d)
+def test_kl_linear_matches_monte_carlo_log_likelihood_ratio(d, sigma, norm_f, norm_g):
+    rng = np.random.default_rng(seed_of(d, sigma, norm_f, norm_g))
+    bf, bg = random_pair(rng, d, norm_f, norm_g)
     n = 20_000
     x = rng.standard_normal((n, d))
     y = x @ bf + sigma * rng.standard_normal(n)
@@ -98,12 +102,7 @@ def test_kl_and_dudley_vectorize_over_stacks():
 # --------------------------------------------------------------------------- Dudley metric
 
 
-@given(
-    d=st.integers(1, 5),
-    sigma=st.floats(0.1, 1.5),
-    norm_f=st.floats(0.0, 2.5),
-    norm_g=st.floats(0.0, 2.5),
-)
+@given(**PAIRS)
 @settings(max_examples=15)
 def test_dudley_lower_bound_matches_monte_carlo_of_its_test_function(d, sigma, norm_f, norm_g):
     """The bound is |E_{p_f} h − E_{p_g} h| for h = cos(y)/2; MC of that difference (independent samples).
@@ -111,8 +110,7 @@ def test_dudley_lower_bound_matches_monte_carlo_of_its_test_function(d, sigma, n
     ||m̂| − |m|| ≤ |m̂ − m|, so comparing the signed MC difference with the signed closed form is the check.
     """
     rng = np.random.default_rng(seed_of(d, sigma, norm_f, norm_g))
-    uf, ug = rng.standard_normal(d), rng.standard_normal(d)
-    bf, bg = norm_f * uf / np.linalg.norm(uf), norm_g * ug / np.linalg.norm(ug)
+    bf, bg = random_pair(rng, d, norm_f, norm_g)
     n = 20_000
 
     def h_draws(beta):
