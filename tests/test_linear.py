@@ -1,0 +1,563 @@
+r"""Theorem checks for :mod:`transfertheory.theory.linear` (FaF §3, THEORY §A).
+
+Three kinds of check (docs/testing.md):
+
+* exact identities and limits of the closed forms (deterministic);
+* Monte Carlo of the *defining* expectations at small d: draw X and ε,
+  compute the estimator the theorem describes (X⁺y, the rank-one least
+  squares, the ridge head, the fine-tuning limit) and compare the sample mean
+  with the exact finite-size formula, |mean − theory| ≤ 4·SE. Hypothesis
+  chooses (n, d, θ, σ, λ); the seed is derived from them;
+* bad input: every public function raises ``ValueError`` naming the parameter.
+
+Rotation invariance makes β_s = e₁, β_t = cos θ e₁ + sin θ e₂ WLOG: the rows
+of X are isotropic Gaussians, so X and XQ have the same law for any
+orthogonal Q, and every risk depends on (β_s, β_t) only through β_sᵀβ_t =
+cos θ (both unit vectors).
+"""
+import hashlib
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+from transfertheory.theory import linear as L
+
+# --------------------------------------------------------------------------- Monte Carlo helpers
+
+REPS = 2000
+#: (largest |z|, label) of every non-degenerate Monte Carlo comparison in this module.
+Z_SCORES = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_largest_z(request):
+    """Print the largest Monte Carlo |z| of the module (docs/testing.md asks for it in reports)."""
+    yield
+    if Z_SCORES:
+        z, label = max(Z_SCORES)
+        plugins = request.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(
+                    f"\ntest_linear: largest Monte Carlo |z| = {z:.2f} ({label}) over {len(Z_SCORES)} comparisons"
+                )
+
+
+def rng_for(*params):
+    """Generator seeded by a hash of the parameters: same draws for the same hypothesis example."""
+    digest = hashlib.sha256(repr(params).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def task(theta, d):
+    """β_s = e₁, β_t = cos θ e₁ + sin θ e₂ in ℝ^d (WLOG by rotation invariance)."""
+    beta_s, beta_t = np.zeros(d), np.zeros(d)
+    beta_s[0] = 1.0
+    beta_t[0], beta_t[1] = math.cos(theta), math.sin(theta)
+    return beta_s, beta_t
+
+
+def draw(rng, n, d, theta, sigma, reps=REPS):
+    """REPS target sets: X (reps, n, d) with N(0, 1) entries, y = Xβ_t + ε, ε ~ N(0, σ²)."""
+    beta_s, beta_t = task(theta, d)
+    x = rng.standard_normal((reps, n, d))
+    y = x @ beta_t + sigma * rng.standard_normal((reps, n))
+    return x, y, beta_s, beta_t
+
+
+def risk(beta_hat, beta_t):
+    """R = ‖β̂ − β_t‖² per draw."""
+    return ((beta_hat - beta_t) ** 2).sum(axis=-1)
+
+
+def scratch_estimate(x, y):
+    """Minimum-norm least squares β̂ = X⁺y (FaF Thm 3.5)."""
+    return (np.linalg.pinv(x) @ y[..., None])[..., 0]
+
+
+def fine_tune_estimate(x, y, beta_s):
+    """β̂ = X⁺y + (I − X⁺X)β_s (FaF Thm 3.9, Eq. 142)."""
+    pinv = np.linalg.pinv(x)
+    return (pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0]
+
+
+def linear_transfer_estimate(rng, x, y, beta_s):
+    """Min-norm least squares of the last layer on rank-one features Φ = (Xβ_s)vᵀ (FaF Thm 3.4, Eq. 11).
+
+    v is a random vector of random norm: the end-to-end β̂ = β_s vᵀΦ⁺y does not
+    depend on it. The rank cut-off 1e-10 removes the rounding-level singular
+    values of the (exactly) rank-one Φ.
+    """
+    d = x.shape[-1]
+    v = rng.standard_normal(d) * rng.uniform(0.5, 2.0)
+    phi = (x @ beta_s)[..., None] * v
+    head = (np.linalg.pinv(phi, rcond=1e-10) @ y[..., None])[..., 0]
+    return (head @ v)[:, None] * beta_s
+
+
+def ridge_transfer_estimate(x, y, beta_s, lam, rng):
+    """Ridge head W = (ΦᵀΦ + nλI)⁻¹Φᵀy on balanced rank-one features Φ = (Xβ_s)vᵀ, ‖v‖ = 1 (FaF Eqs. 14, 121)."""
+    reps, n, d = x.shape
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    phi = (x @ beta_s)[..., None] * v
+    gram = np.swapaxes(phi, -1, -2) @ phi + n * lam * np.eye(d)
+    head = np.linalg.solve(gram, (np.swapaxes(phi, -1, -2) @ y[..., None]))[..., 0]
+    return (head @ v)[:, None] * beta_s
+
+
+def assert_mc_agrees(samples, theory, label):
+    """|mean − theory| ≤ 4·SE, SE = sample sd/√reps; records |z|.
+
+    When every sample equals the theory up to rounding (SE below 1e-9: σ = 0
+    with n ≥ d, or θ = σ = 0) the comparison is |mean − theory| ≤ 1e-9, the
+    floating-point allowance of an SVD-based pseudo-inverse.
+    """
+    samples = np.asarray(samples, dtype=float)
+    mean = samples.mean()
+    se = samples.std(ddof=1) / math.sqrt(samples.size)
+    if se < 1e-9:
+        assert abs(mean - theory) <= 1e-9, f"{label}: degenerate MC {mean!r} vs theory {theory!r}"
+        return
+    z = (mean - theory) / se
+    Z_SCORES.append((abs(z), label))
+    assert abs(z) <= 4, f"{label}: MC mean {mean:.6g} vs theory {theory:.6g}, z = {z:.2f} (SE {se:.3g})"
+
+
+# --------------------------------------------------------------------------- strategies
+
+thetas = st.floats(0.0, math.pi)
+noises = st.one_of(st.just(0.0), st.floats(0.05, 1.5))
+
+
+@st.composite
+def min_norm_sizes(draw_, max_d=24, max_n=32):
+    """(n, d, σ) for the minimum-norm risk with finite 4th moment.
+
+    The noise term of R is σ²εᵀ(XXᵀ)⁻¹ε-like, governed by the inverse of a
+    Wishart W_p(m), p = min(n, d), m = max(n, d). The smallest eigenvalue of W
+    has density ∝ λ^{(m−p−1)/2} at 0, so E λ_min^{−k} < ∞ iff m − p + 1 > 2k:
+    the mean needs |n − d| ≥ 2, the variance (k = 2) |n − d| ≥ 4, and the
+    4th moment (k = 4, which makes the sample SD a consistent SE) |n − d| ≥ 8.
+    With σ > 0 we require |n − d| ≥ 8; with σ = 0 the risk is the bounded bias
+    and every (n, d) is allowed, the singular |n − d| ≤ 1 included.
+    """
+    d = draw_(st.integers(2, max_d))
+    n = draw_(st.integers(1, max_n))
+    sigma = draw_(noises)
+    assume(sigma == 0 or abs(n - d) >= 8)
+    return n, d, sigma
+
+
+# E‖z‖⁻⁴ = 1/((n−2)(n−4)) and E‖z‖⁻⁸ < ∞ need n > 8: R_lt = sin²θ + (b − cos θ)², with
+# b − cos θ | z ~ N(0, (sin²θ + σ²)/‖z‖²), has a finite 4th moment iff n ≥ 9.
+head_samples = st.integers(9, 40)
+
+
+# --------------------------------------------------------------------------- Monte Carlo tests
+
+
+@given(sizes=min_norm_sizes(), theta=thetas)
+def test_scratch_risk_finite_matches_monte_carlo(sizes, theta):
+    n, d, sigma = sizes
+    rng = rng_for("scratch", n, d, theta, sigma)
+    x, y, _, beta_t = draw(rng, n, d, theta, sigma)
+    samples = risk(scratch_estimate(x, y), beta_t)
+    assert_mc_agrees(samples, L.scratch_risk_finite(n, d, sigma), f"scratch n={n} d={d} θ={theta:.3g} σ={sigma:.3g}")
+
+
+@given(sizes=min_norm_sizes(), theta=thetas)
+def test_fine_tune_risk_finite_matches_monte_carlo(sizes, theta):
+    n, d, sigma = sizes
+    rng = rng_for("finetune", n, d, theta, sigma)
+    x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
+    samples = risk(fine_tune_estimate(x, y, beta_s), beta_t)
+    expected = L.fine_tune_risk_finite(n, d, theta, sigma)
+    assert_mc_agrees(samples, expected, f"finetune n={n} d={d} θ={theta:.3g} σ={sigma:.3g}")
+
+
+@given(n=st.integers(1, 24), d=st.integers(2, 24), theta=thetas, sigma=st.floats(0.0, 1.5))
+def test_fine_tune_transferability_cancels_noise_pathwise(n, d, theta, sigma):
+    """R_sc − R_ft does not involve ε (THEORY §A5): bounded, finite mean even at |n − d| ≤ 1, σ > 0."""
+    rng = rng_for("ft-T", n, d, theta, sigma)
+    x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
+    samples = risk(scratch_estimate(x, y), beta_t) - risk(fine_tune_estimate(x, y, beta_s), beta_t)
+    expected = L.fine_tune_transferability_finite(n, d, theta)
+    assert_mc_agrees(samples, expected, f"T_ft n={n} d={d} θ={theta:.3g} σ={sigma:.3g}")
+
+
+@given(n=head_samples, d=st.integers(2, 6), theta=thetas, sigma=st.floats(0.0, 1.5))
+def test_linear_transfer_risk_matches_monte_carlo(n, d, theta, sigma):
+    rng = rng_for("lt", n, d, theta, sigma)
+    x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
+    samples = risk(linear_transfer_estimate(rng, x, y, beta_s), beta_t)
+    assert_mc_agrees(samples, L.linear_transfer_risk(theta, sigma, n), f"linear n={n} θ={theta:.3g} σ={sigma:.3g}")
+
+
+@given(n=head_samples, d=st.integers(2, 6), theta=thetas, sigma=st.floats(0.0, 1.5), lam=st.floats(1e-3, 2.0))
+def test_ridge_transfer_risk_finite_matches_monte_carlo(n, d, theta, sigma, lam):
+    """λ > 0: at λ = 0 the Gram matrix of rank-one features is singular (that case is the min-norm test above)."""
+    rng = rng_for("ridge", n, d, theta, sigma, lam)
+    x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
+    samples = risk(ridge_transfer_estimate(x, y, beta_s, lam, rng), beta_t)
+    expected = L.ridge_transfer_risk_finite(theta, sigma, n, lam)
+    assert_mc_agrees(samples, expected, f"ridge n={n} θ={theta:.3g} σ={sigma:.3g} λ={lam:.3g}")
+
+
+@given(sizes=min_norm_sizes(max_d=24, max_n=32), theta=thetas)
+def test_linear_transferability_finite_matches_monte_carlo(sizes, theta):
+    """T_lt(n, d) as the mean of the paired difference R_sc − R_lt on the same target set."""
+    n, d, sigma = sizes
+    assume(n >= 9)
+    rng = rng_for("T_lt", n, d, theta, sigma)
+    x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
+    samples = risk(scratch_estimate(x, y), beta_t) - risk(linear_transfer_estimate(rng, x, y, beta_s), beta_t)
+    expected = L.linear_transferability_finite(n, d, theta, sigma)
+    assert_mc_agrees(samples, expected, f"T_lt n={n} d={d} θ={theta:.3g} σ={sigma:.3g}")
+
+
+# --------------------------------------------------------------------------- exact identities: linear transfer
+
+
+@given(theta=st.floats(0.01, math.pi - 0.01), sigma=st.floats(0.01, 0.95))
+def test_transferability_vanishes_on_the_gamma_pm_boundary(theta, sigma):
+    """T_lt(γ±) = 0 and T_lt < 0 strictly inside (γ₋, γ₊) ⊂ (0, 1) (FaF §3.3)."""
+    g_lo, g_hi = L.negative_transfer_interval(theta, sigma)
+    assume(not math.isnan(g_lo) and g_hi - g_lo > 1e-6)
+    assert 0 <= g_lo < g_hi < 1
+    for g in (g_lo, g_hi):
+        if g == 0:  # θ = π/2 exactly: γ₋ = 0 is the edge of the domain, not a zero of T
+            continue
+        scale = 1 + L.scratch_risk(g, sigma)  # size of the terms that cancel
+        assert abs(L.linear_transferability(g, theta, sigma)) <= 1e-9 * scale
+    assert L.linear_transferability((g_lo + g_hi) / 2, theta, sigma) < 0
+
+
+@given(theta=st.floats(0.0, math.pi), sigma=st.floats(0.0, 2.0))
+def test_negative_interval_exists_iff_above_the_opening_angle(theta, sigma):
+    """Non-empty iff |cos θ| < 1 − σ, i.e. θ ∈ (arccos(1 − σ), π − arccos(1 − σ)) (needs σ < 1)."""
+    g_lo, _ = L.negative_transfer_interval(theta, sigma)
+    assert math.isnan(g_lo) == (abs(math.cos(theta)) >= 1 - sigma)
+    onset = L.negative_transfer_onset_angle(sigma)
+    if sigma < 1:
+        assert onset == pytest.approx(math.acos(1 - sigma), abs=1e-15)
+    else:
+        assert math.isnan(onset)
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.2, 0.5, 0.9])
+def test_negative_interval_opens_as_a_double_root_at_one_minus_sigma(sigma):
+    """Just above θ_c = arccos(1 − σ): γ₋ ≈ γ₊ ≈ 1 − σ, width ∝ √(θ − θ_c); empty just below."""
+    theta_c = L.negative_transfer_onset_angle(sigma)
+    assert math.isnan(L.negative_transfer_interval(theta_c - 1e-9, sigma)[0])
+    for eps in (1e-4, 1e-6):
+        g_lo, g_hi = L.negative_transfer_interval(theta_c + eps, sigma)
+        assert g_lo == pytest.approx(1 - sigma, abs=10 * math.sqrt(eps))
+        assert g_hi == pytest.approx(1 - sigma, abs=10 * math.sqrt(eps))
+        # width² = disc = ((1−c)² − σ²)((1+c)² − σ²) ≈ 2σ sinθ_c ε · 4(1 − σ) to first order in ε
+        width2 = 8 * sigma * (1 - sigma) * math.sin(theta_c) * eps
+        assert (g_hi - g_lo) ** 2 == pytest.approx(width2, rel=1e-3 + 10 * eps)
+
+
+@given(theta=st.floats(0.2, math.pi - 0.2))
+def test_noiseless_boundary_is_cos2_to_one(theta):
+    """σ → 0: (γ₋, γ₊) → (cos²θ, 1), with γ₋ − cos²θ ≈ σ²cot²θ and 1 − γ₊ ≈ σ²/sin²θ (O(σ²))."""
+    c2, s2 = math.cos(theta) ** 2, math.sin(theta) ** 2
+    # the roots come through √(a² − 4cos²θ) = sin²θ: rounding ~ ε/sin²θ
+    assert L.negative_transfer_interval(theta, 0.0) == pytest.approx((c2, 1.0), abs=1e-14 / s2)
+    for sigma in (1e-2, 1e-3):
+        g_lo, g_hi = L.negative_transfer_interval(theta, sigma)
+        assert (g_lo - c2) / sigma**2 == pytest.approx(c2 / s2, rel=50 * sigma**2 / s2**2, abs=1e-6)
+        assert (1 - g_hi) / sigma**2 == pytest.approx(1 / s2, rel=50 * sigma**2 / s2**2)
+    # and the σ = 0 surface itself: T = cos²θ − γ for γ < 1
+    gamma = np.linspace(0.01, 0.99, 50)
+    np.testing.assert_allclose(L.linear_transferability(gamma, theta, 0.0), c2 - gamma, atol=1e-15)
+
+
+@given(theta=st.floats(0.05, math.pi - 0.05), sigma=st.floats(0.01, 2.0))
+def test_overparameterized_threshold(theta, sigma):
+    """γ > 1: T_lt = 0 at γ_c = 1 + σ²/sin²θ, > 0 on (1, γ_c), < 0 beyond (FaF §3.3)."""
+    g_c = L.negative_transfer_threshold(theta, sigma)
+    s2 = math.sin(theta) ** 2
+    assert g_c == pytest.approx(1 + sigma**2 / s2, rel=1e-14)
+    assert abs(L.linear_transferability(g_c, theta, sigma)) <= 1e-12 * (1 + s2)
+    assert L.linear_transferability(1 + 0.5 * (g_c - 1), theta, sigma) > 0
+    assert L.linear_transferability(1 + 2.0 * (g_c - 1), theta, sigma) < 0
+
+
+def test_anomalous_positive_transfer_at_orthogonal_tasks():
+    """θ = π/2: T_lt > 0 on the band (1 − σ², 1 + σ²) around γ = 1 (FaF §3.3), negative outside."""
+    sigma = 0.2
+    g_lo, g_hi = L.negative_transfer_interval(math.pi / 2, sigma)
+    assert (g_lo, g_hi) == pytest.approx((0.0, 1 - sigma**2))
+    assert L.negative_transfer_threshold(math.pi / 2, sigma) == pytest.approx(1 + sigma**2)
+    band = np.linspace(1 - sigma**2, 1 + sigma**2, 41)[1:-1]
+    assert np.all(L.linear_transferability(band, math.pi / 2, sigma) > 0)
+
+
+# --------------------------------------------------------------------------- exact identities: ridge (Thm 3.8)
+
+
+@given(theta=thetas, lam=st.floats(0.0, 10.0), dlam=st.floats(1e-3, 5.0))
+def test_ridge_risk_increases_with_lambda(theta, lam, dlam):
+    """FaF Eq. 15 is non-decreasing in λ (strictly unless cos θ = 0): λ* = 0 as n → ∞ (Thm 3.8)."""
+    r0, r1 = L.ridge_transfer_risk(theta, lam), L.ridge_transfer_risk(theta, lam + dlam)
+    if abs(math.cos(theta)) > 1e-3:
+        assert r1 > r0
+    else:
+        assert r1 >= r0 - 1e-12
+    # dR/dλ = 2λcos²θ/(1+λ)³ ≥ 0, zero at λ = 0
+    h = 1e-6
+    slope = (L.ridge_transfer_risk(theta, lam + h) - L.ridge_transfer_risk(theta, max(lam - h, 0.0))) / (
+        lam + h - max(lam - h, 0.0)
+    )
+    assert slope == pytest.approx(2 * lam * math.cos(theta) ** 2 / (1 + lam) ** 3, abs=2e-6)
+
+
+@pytest.mark.parametrize("n", [10, 50, 250])
+@pytest.mark.parametrize("theta", [0.0, math.pi / 4, math.pi / 2])
+def test_finite_n_ridge_slope_at_zero_is_negative(n, theta):
+    """At finite n the optimal ridge is *not* 0: dR/dλ|₀ = −2n(sin²θ + σ²)E‖z‖⁻⁴ = −2n(sin²θ+σ²)/((n−2)(n−4)).
+
+    (Differentiate THEORY §A4 at c = nλ = 0.) The slope is O(1/n), so λ* → 0
+    and Thm 3.8 holds in its n → ∞ form only; see docs/linear.md. Checked by
+    a Richardson-extrapolated forward difference (error O(h²), needs
+    E‖z‖⁻⁸ < ∞, i.e. n > 8); h = 1e-4 keeps the quadrature's ~1e-13 rounding
+    far below the tolerance after division by h.
+    """
+    sigma, h = 0.3, 1e-4
+    risk0 = L.ridge_transfer_risk_finite(theta, sigma, n, 0.0)
+
+    def forward(step):
+        return (L.ridge_transfer_risk_finite(theta, sigma, n, step) - risk0) / step
+
+    slope = 2 * forward(h) - forward(2 * h)
+    expected = -2 * n * (math.sin(theta) ** 2 + sigma**2) / ((n - 2) * (n - 4))
+    assert slope == pytest.approx(expected, rel=1e-4)
+    assert L.ridge_transfer_risk_finite(theta, sigma, n, h) < risk0  # so λ* > 0 at this n
+
+
+@given(theta=thetas, sigma=st.floats(0.0, 1.5), n=st.integers(3, 500))
+def test_ridge_finite_at_zero_lambda_is_linear_transfer(theta, sigma, n):
+    assert L.ridge_transfer_risk_finite(theta, sigma, n, 0.0) == pytest.approx(
+        L.linear_transfer_risk(theta, sigma, n), rel=1e-14, abs=1e-15
+    )
+    # Continuity at λ → 0⁺ (quadrature branch against the exact c = 0 branch). For n ≥ 5 the slope at 0
+    # is finite (E‖z‖⁻⁴ < ∞), so the gap is ≲ |dR/dλ|·λ; for n = 3, 4 it is O(√λ), O(λ log λ) instead.
+    if n >= 5:
+        assert L.ridge_transfer_risk_finite(theta, sigma, n, 1e-9) == pytest.approx(
+            L.linear_transfer_risk(theta, sigma, n), rel=1e-7
+        )
+
+
+@pytest.mark.parametrize("n, c", [(3, 0.5), (4, 2.0), (7, 1e-3), (30, 15.0), (200, 100.0), (1000, 3000.0)])
+def test_chi2_resolvent_moments_against_quad(n, c):
+    """The log-space trapezoid against scipy.integrate.quad on the χ²_n density."""
+    dist = stats.chi2(n)
+    lo, hi = dist.ppf(1e-20), dist.isf(1e-20)  # beyond these the integrands' mass is < 1e-20 · max|f|
+    expected = [
+        integrate.quad(lambda s, f=f: f(s) * dist.pdf(s), lo, hi, points=[n - 2], epsabs=0, epsrel=1e-12, limit=200)[0]
+        for f in (lambda s: s / (s + c), lambda s: s / (s + c) ** 2, lambda s: (s / (s + c)) ** 2)
+    ]
+    np.testing.assert_allclose(L.chi2_resolvent_moments(n, c), expected, rtol=1e-8)
+
+
+def test_chi2_resolvent_moments_broadcast_and_exact_zero():
+    a, b, cc = L.chi2_resolvent_moments(np.array([[5], [9]]), np.array([0.0, 1.0, 2.0]))
+    assert a.shape == b.shape == cc.shape == (2, 3)
+    np.testing.assert_allclose(b[:, 0], [1 / 3, 1 / 7], rtol=1e-15)
+    assert np.all(a[:, 0] == 1) and np.all(cc[:, 0] == 1)
+    assert L.chi2_resolvent_moments(9, 1.0)[1] == pytest.approx(b[1, 1], rel=1e-14)
+
+
+# --------------------------------------------------------------------------- finite → asymptotic
+
+
+@pytest.mark.parametrize("gamma", [0.25, 0.5, 0.8, 1.25, 2.0])
+def test_finite_scratch_tends_to_eq10_at_rate_one_over_d(gamma):
+    """d·(E R_sc(γd, d) − Eq. 10) → σ²γ/(1−γ)² (γ < 1) or σ²/(γ−1)² (γ > 1), exactly."""
+    sigma = 0.3
+    coef = sigma**2 * (gamma / (1 - gamma) ** 2 if gamma < 1 else 1 / (gamma - 1) ** 2)
+    for d in (400, 4000, 40000, 400000):
+        n = round(gamma * d)
+        gap = L.scratch_risk_finite(n, d, sigma) - L.scratch_risk(gamma, sigma)
+        assert d * gap == pytest.approx(coef, rel=5 / (d * abs(1 - gamma)))
+
+
+@pytest.mark.parametrize("gamma", [0.25, 0.5, 0.8, 1.25, 2.0])
+@pytest.mark.parametrize("theta", [0.0, math.pi / 5, math.pi / 2, 2.0])
+def test_finite_forms_tend_to_asymptotic_ones(gamma, theta):
+    """Exact finite-size T_lt, R_ft, T_ft, R_ridge → FaF Eqs. 13, 16, 17, 15 as d → ∞ at fixed γ, error O(1/d)."""
+    sigma, lam = 0.4, 0.3
+    errors = []
+    for d in (400, 40000):
+        n = round(gamma * d)
+        errors.append(
+            [
+                L.linear_transferability_finite(n, d, theta, sigma) - L.linear_transferability(gamma, theta, sigma),
+                L.fine_tune_risk_finite(n, d, theta, sigma) - L.fine_tune_risk(gamma, theta, sigma),
+                L.fine_tune_transferability_finite(n, d, theta) - L.fine_tune_transferability(gamma, theta),
+                L.ridge_transfer_risk_finite(theta, sigma, n, lam) - L.ridge_transfer_risk(theta, lam),
+            ]
+        )
+    small, large = np.abs(errors)
+    assert np.all(large <= 20 / 40000)  # O(1/d) with constants ≲ 1/(1−γ)² ≤ 16 here
+    assert np.all(large <= small / 50 + 1e-12)  # a 100× larger d shrinks every error ≥ 50×
+
+
+def test_finite_d_diverges_where_eq10_does():
+    assert L.scratch_risk_finite(500, 500, 0.2) == math.inf
+    assert L.scratch_risk_finite(499, 500, 0.2) == math.inf
+    assert L.scratch_risk_finite(501, 500, 0.2) == math.inf
+    assert math.isfinite(L.scratch_risk_finite(498, 500, 0.2))
+
+
+# --------------------------------------------------------------------------- fine-tuning (Thm 3.9)
+
+
+@given(gamma=st.floats(0.01, 3.0), theta=thetas, sigma=st.floats(0.0, 1.5))
+def test_fine_tuning_sign_flips_at_pi_over_3(gamma, theta, sigma):
+    """T_ft > 0 iff θ < π/3 (γ < 1); T_ft = 0 for γ ≥ 1; independent of σ (FaF Eq. 17)."""
+    t = L.fine_tune_transferability(gamma, theta)
+    if gamma >= 1:
+        assert t == 0
+    elif theta < math.pi / 3 - 1e-12:
+        assert t > 0
+    elif theta > math.pi / 3 + 1e-12:
+        assert t < 0
+    assert abs(L.fine_tune_transferability(gamma, math.pi / 3)) <= 1e-15
+    # Eq. 16 − Eq. 17 consistency: E R_ft = E R_sc − T_ft (away from the divergence)
+    if gamma != 1:
+        assert L.fine_tune_risk(gamma, theta, sigma) == pytest.approx(L.scratch_risk(gamma, sigma) - t, abs=1e-12)
+
+
+@given(n=st.integers(1, 60), d=st.integers(1, 60), theta=thetas, sigma=st.floats(0.0, 1.5))
+def test_finite_fine_tuning_is_scratch_minus_transferability(n, d, theta, sigma):
+    r_sc, r_ft = L.scratch_risk_finite(n, d, sigma), L.fine_tune_risk_finite(n, d, theta, sigma)
+    t_ft = L.fine_tune_transferability_finite(n, d, theta)
+    if math.isinf(r_sc):
+        assert math.isinf(r_ft) and sigma > 0 and abs(n - d) <= 1
+    else:
+        assert r_ft == pytest.approx(r_sc - t_ft, abs=1e-12)
+    if n >= d:
+        assert t_ft == 0 and (r_ft == r_sc or math.isinf(r_sc))
+
+
+# --------------------------------------------------------------------------- singular points and shapes
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (lambda: L.scratch_risk(1.0, 0.2), math.inf),
+        (lambda: L.scratch_risk(1.0, 0.0), 0.0),  # 0·∞ = 0: no noise, no noise term
+        (lambda: L.linear_transferability(1.0, 0.7, 0.2), math.inf),
+        (lambda: L.linear_transferability(1.0, 0.7, 0.0), -math.sin(0.7) ** 2),
+        (lambda: L.fine_tune_risk(1.0, 0.7, 0.2), math.inf),
+        (lambda: L.fine_tune_transferability(1.0, 0.7), 0.0),  # pathwise cancellation
+        (lambda: L.scratch_risk_finite(7, 8, 0.2), math.inf),
+        (lambda: L.scratch_risk_finite(8, 8, 0.0), 0.0),
+        (lambda: L.scratch_risk_finite(7, 8, 0.0), 1 / 8),
+        (lambda: L.min_norm_noise_gain(9, 8), math.inf),
+        (lambda: L.fine_tune_risk_finite(8, 9, 0.5, 0.1), math.inf),
+        (lambda: L.fine_tune_transferability_finite(8, 9, 0.5), -(1 / 9) * (1 - 2 * math.cos(0.5))),
+        (lambda: L.negative_transfer_threshold(0.0, 0.2), math.inf),
+        (lambda: L.negative_transfer_threshold(math.pi, 0.2), math.inf),
+        (lambda: L.negative_transfer_interval(0.3, 0.2)[0], math.nan),
+        (lambda: L.negative_transfer_interval(1.2, 1.0)[1], math.nan),
+        (lambda: L.negative_transfer_onset_angle(1.0), math.nan),
+    ],
+)
+def test_documented_singular_values(value, expected):
+    got = value()
+    assert isinstance(got, float)
+    if math.isnan(expected):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(expected, rel=1e-14, abs=1e-15)
+
+
+def test_scalar_in_float_out_and_broadcasting():
+    gamma = np.linspace(0.1, 2.0, 7)[:, None]
+    theta = np.linspace(0.0, math.pi, 5)[None, :]
+    assert L.linear_transferability(gamma, theta, 0.2).shape == (7, 5)
+    assert L.fine_tune_transferability(gamma, theta).shape == (7, 5)
+    assert L.scratch_risk(gamma, [0.1, 0.2]).shape == (7, 2)
+    lo, hi = L.negative_transfer_interval(theta, np.array([[0.1], [0.3]]))
+    assert lo.shape == hi.shape == (2, 5)
+    n = np.array([5, 10, 20])
+    assert L.ridge_transfer_risk_finite(theta.T, 0.2, n, 0.1).shape == (5, 3)
+    assert L.scratch_risk_finite(n, 12, 0.2).shape == (3,)
+    assert type(L.linear_transfer_risk(0.3, 0.1, 10)) is float
+    assert type(L.negative_transfer_interval(1.2, 0.1)[0]) is float
+
+
+def test_warnings_free_on_singular_grids():
+    """The singular points are values: no RuntimeWarning escapes (setup.cfg turns them into errors)."""
+    gamma = np.array([0.5, 1.0, 2.0])
+    L.scratch_risk(gamma, np.array([[0.0], [0.2]]))
+    L.fine_tune_risk(gamma, 1.0, 0.0)
+    L.scratch_risk_finite(np.arange(1, 12), 6, 0.0)
+    L.negative_transfer_threshold(np.array([0.0, 1.0, math.pi]), 0.0)
+
+
+# --------------------------------------------------------------------------- bad input
+
+VALID = {
+    L.scratch_risk: dict(gamma=0.5, sigma=0.2),
+    L.scratch_risk_finite: dict(n=5, d=10, sigma=0.2),
+    L.min_norm_noise_gain: dict(n=5, d=10),
+    L.linear_transfer_risk: dict(theta=0.5, sigma=0.2, n=10),
+    L.linear_transferability: dict(gamma=0.5, theta=0.5, sigma=0.2),
+    L.linear_transferability_finite: dict(n=5, d=10, theta=0.5, sigma=0.2),
+    L.negative_transfer_interval: dict(theta=0.5, sigma=0.2),
+    L.negative_transfer_threshold: dict(theta=0.5, sigma=0.2),
+    L.negative_transfer_onset_angle: dict(sigma=0.2),
+    L.ridge_transfer_risk: dict(theta=0.5, lam=0.1),
+    L.ridge_transfer_risk_finite: dict(theta=0.5, sigma=0.2, n=10, lam=0.1),
+    L.chi2_resolvent_moments: dict(n=10, c=1.0),
+    L.fine_tune_risk: dict(gamma=0.5, theta=0.5, sigma=0.2),
+    L.fine_tune_risk_finite: dict(n=5, d=10, theta=0.5, sigma=0.2),
+    L.fine_tune_transferability: dict(gamma=0.5, theta=0.5),
+    L.fine_tune_transferability_finite: dict(n=5, d=10, theta=0.5),
+}
+#: n must exceed 2 where the formula has 1/(n − 2) (or the χ²_n moments it needs).
+NEEDS_N3 = {L.linear_transfer_risk, L.linear_transferability_finite, L.ridge_transfer_risk_finite, L.chi2_resolvent_moments}
+#: (bad value, the valid range the message must state).
+BAD = {
+    "gamma": [(0.0, r"\(0, inf\)"), (-1.0, r"\(0, inf\)"), ([0.5, -2.0], r"\(0, inf\)"), (math.nan, "NaN")],
+    "theta": [(-0.1, r"\[0, π\]"), (3.2, r"\[0, π\]"), (math.nan, "NaN")],
+    "sigma": [(-0.1, r"\[0, inf\)"), (math.inf, r"\[0, inf\)"), (math.nan, "NaN"), ("abc", "real number")],
+    "lam": [(-1e-3, r"\[0, inf\)"), (math.nan, "NaN")],
+    "c": [(-1.0, r"\[0, inf\)")],
+    "n": [(2.5, "integer"), (0, "integer >= "), (math.nan, "NaN"), (math.inf, "integer")],
+    "d": [(1.5, "integer"), (0, "integer >= 1"), (math.nan, "NaN")],
+}
+
+
+def _bad_cases():
+    for func, kwargs in VALID.items():
+        for param in kwargs:
+            cases = list(BAD[param])
+            if param == "n" and func in NEEDS_N3:
+                cases.append((2, "integer >= 3"))
+            for value, message in cases:
+                yield pytest.param(func, {**kwargs, param: value}, param, message, id=f"{func.__name__}-{param}={value}")
+
+
+@pytest.mark.parametrize("func, kwargs, param, message", list(_bad_cases()))
+def test_bad_input_raises_value_error_naming_the_parameter(func, kwargs, param, message):
+    with pytest.raises(ValueError, match=rf"^{param} must .*{message}"):
+        func(**kwargs)
+
+
+@pytest.mark.parametrize("func, kwargs", list(VALID.items()), ids=lambda v: getattr(v, "__name__", ""))
+def test_valid_reference_inputs_are_accepted(func, kwargs):
+    """The VALID table itself is valid (so each bad-input case fails for the one bad parameter)."""
+    result = func(**kwargs)
+    assert all(isinstance(r, float) for r in (result if isinstance(result, tuple) else (result,)))
