@@ -97,10 +97,9 @@ def opening_angle(method, sigma, lam=0.0):
 def evaluate(method, gamma, theta, sigma, lam=0.0, finite_d=None):
     r"""(T, E R_scratch, E R_transfer) broadcast over ``gamma`` and ``theta``.
 
-    n, d → ∞ (``finite_d=None``): scratch FaF Eq. 10; linear and ridge
-    transfer Eq. 15 (λ = 0: sin²θ, the n → ∞ limit of Eq. 12) with
-    T = Eq. 13 at the effective angle (:func:`effective_angle`); fine-tuning
-    Eqs. 16–17. At γ = 1 the risks are +inf for σ > 0 and T_lt = +inf, while
+    n, d → ∞ (``finite_d=None``): scratch FaF Eq. 10; linear transfer
+    sin²θ (Eq. 12 as n → ∞) and T = Eq. 13; ridge transfer Eq. 15 and
+    T = Eq. 10 − Eq. 15; fine-tuning Eqs. 16–17. At γ = 1 the risks are +inf for σ > 0 and T_lt = +inf, while
     T_ft = 0 (the divergent noise cancels pathwise).
 
     Finite d: n = round(γd) and the exact expectations of THEORY §A1–A5.
@@ -118,9 +117,12 @@ def evaluate(method, gamma, theta, sigma, lam=0.0, finite_d=None):
         if method == "finetune":
             r_tr = linear.fine_tune_risk(gamma, theta, sigma)
             t = linear.fine_tune_transferability(gamma, theta)
+        elif method == "linear":
+            r_tr = np.sin(theta) ** 2  # Eq. 12 as n → ∞
+            t = linear.linear_transferability(gamma, theta, sigma)
         else:
             r_tr = linear.ridge_transfer_risk(theta, lam)
-            t = linear.linear_transferability(gamma, effective_angle(theta, lam), sigma)
+            t = r_sc - r_tr
         return tuple(np.broadcast_arrays(t, r_sc, r_tr))
 
     d = int(finite_d)
@@ -224,17 +226,19 @@ def _display(values):
     return np.clip(values, -DISPLAY_LIMIT, DISPLAY_LIMIT)
 
 
-def _draw_boundaries(ax, method, sigma, lam, gamma_max):
+def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d):
     """Analytic n, d → ∞ boundaries of the negative regions on the top view (γ on x, θ on y)."""
+    limit = [] if finite_d is None else ["n, d → ∞"]
     if method == "finetune":
-        ax.plot([0, 1], [np.pi / 3] * 2, color="tab:cyan", lw=1.5, label="θ = π/3 (T_ft = 0)")
+        ax.plot([0, 1], [np.pi / 3] * 2, color="tab:cyan", lw=1.5, label=f"θ = π/3 ({', '.join(['T_ft = 0', *limit])})")
         ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (T_ft = 0 for γ ≥ 1)")
         return
     theta = np.linspace(1e-3, THETA_MAX, 600)
     theta_eff = effective_angle(theta, lam)
     g_minus, g_plus = linear.negative_transfer_interval(theta_eff, sigma)
     g_c = linear.negative_transfer_threshold(theta_eff, sigma)
-    tag = "" if method == "linear" else " (θ_eff)"
+    notes = (["at θ_eff"] if method == "ridge" else []) + limit
+    tag = f" ({', '.join(notes)})" if notes else ""
     ax.plot(g_minus, theta, color="tab:cyan", lw=1.5, label=f"γ₋, γ₊{tag}")
     ax.plot(g_plus, theta, color="tab:cyan", lw=1.5)
     ax.plot(np.where(g_c <= gamma_max, g_c, np.nan), theta, color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}")
@@ -281,7 +285,7 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
         cmap=ListedColormap(["#d6604d", "white", "#4393c3", "#bdbdbd"]),
         extent=(gamma[0] - dg / 2, gamma[-1] + dg / 2, theta[0] - dt / 2, theta[-1] + dt / 2),
     )
-    _draw_boundaries(ax, method, sigma, lam, gamma[-1])
+    _draw_boundaries(ax, method, sigma, lam, gamma[-1], finite_d)
     ax.set(xlabel="γ", ylabel="θ", xlim=(gamma[0] - dg / 2, gamma[-1] + dg / 2), ylim=(0, THETA_MAX))
     ax.set_title("(b) sign of T: red < 0, blue > 0" + (", white = 0" if method == "finetune" else ""))
     ax.set_yticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
