@@ -23,8 +23,6 @@ term and the risk stays finite there.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
-from scipy.special import gammaln
 
 from .._validation import Interval, check_integer_param, check_param, scalar_or_array
 
@@ -243,6 +241,11 @@ def chi2_resolvent_moments(n, c):
     geometrically; the window spans the χ²_n quantiles 10⁻¹⁷ … 1 − 10⁻¹⁷.
     Exact values are used at c = 0: (1, 1/(n−2), 1). Requires n >= 3.
     """
+    # SciPy is imported here, not at module level: it is half the start-up
+    # time of the phase-diagram CLI, which needs it only for finite-n ridge.
+    from scipy import stats
+    from scipy.special import gammaln
+
     n_ = check_integer_param(n, "n", 3)
     c_ = check_param(c, "c", NONNEG)
     n_b, c_b = np.broadcast_arrays(n_, c_)
