@@ -378,8 +378,8 @@ def build_parser():
         "--finite-d", type=int, default=None, metavar="D",
         help="exact finite-size surface at d = D >= 3, n = round(γD) (default: n, d → ∞)",
     )
-    parser.add_argument("--gamma-max", type=float, default=2.0, help="largest γ = n/d (default 2)")
-    parser.add_argument("--resolution", type=int, default=400, help="grid points per axis, >= 2 (default 400)")
+    parser.add_argument("--gamma-max", type=float, default=2.0, metavar="G", help="largest γ = n/d (default 2)")
+    parser.add_argument("--resolution", type=int, default=400, metavar="N", help="grid points per axis, >= 2 (default 400)")
     parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
     parser.add_argument("--format", choices=sorted(FORMATS), default="png", help="figure format (default png)")
     return parser
