@@ -271,6 +271,23 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(resolution=1), "resolution"),
+        (dict(gamma_max=-1.0), "gamma_max"),
+        (dict(finite_d=2), "finite_d"),
+        (dict(lam=0.1), "lam applies"),
+        (dict(method="bogus"), "method"),
+        (dict(sigma=-0.1), "sigma"),
+    ],
+)
+def test_compute_grid_rejects_bad_arguments(kwargs, message):
+    args = dict(method="linear", sigma=0.2, resolution=8) | kwargs
+    with pytest.raises(ValueError, match=message):
+        pdg.compute_grid(**args)
+
+
 def test_unwritable_output_returns_1(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

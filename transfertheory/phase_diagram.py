@@ -72,7 +72,8 @@ def effective_angle(theta, lam):
     negative-transfer boundaries of ridge are those of Eq. 13 at θ_eff.
     θ_eff = θ at λ = 0 (θ ≤ π/2).
     """
-    shrink = np.sqrt(1 + 2 * np.asarray(lam, dtype=float)) / (1 + np.asarray(lam, dtype=float))
+    lam = np.asarray(lam, dtype=float)
+    shrink = np.sqrt(1 + 2 * lam) / (1 + lam)
     return np.arccos(np.clip(np.abs(np.cos(theta)) * shrink, 0.0, 1.0))
 
 
@@ -99,8 +100,9 @@ def evaluate(method, gamma, theta, sigma, lam=0.0, finite_d=None):
 
     n, d → ∞ (``finite_d=None``): scratch FaF Eq. 10; linear transfer
     sin²θ (Eq. 12 as n → ∞) and T = Eq. 13; ridge transfer Eq. 15 and
-    T = Eq. 10 − Eq. 15; fine-tuning Eqs. 16–17. At γ = 1 the risks are +inf for σ > 0 and T_lt = +inf, while
-    T_ft = 0 (the divergent noise cancels pathwise).
+    T = Eq. 10 − Eq. 15; fine-tuning Eqs. 16–17. At γ = 1 the risks are
+    +inf for σ > 0 and so is T_lt, while T_ft = 0 (the divergent noise
+    cancels pathwise).
 
     Finite d: n = round(γd) and the exact expectations of THEORY §A1–A5.
     Points outside a formula's domain are NaN: n = 0 (no data) for every
@@ -138,8 +140,7 @@ def evaluate(method, gamma, theta, sigma, lam=0.0, finite_d=None):
             r_tr = linear.linear_transfer_risk(theta, sigma, n_ok)
         else:
             r_tr = linear.ridge_transfer_risk_finite(theta, sigma, n_ok, lam)
-        with np.errstate(invalid="ignore"):  # inf − finite only: r_tr is finite for n >= 3
-            t = r_sc - r_tr
+        t = r_sc - r_tr  # r_tr is finite for n >= 3, so no inf − inf
     t, r_sc, r_tr = np.broadcast_arrays(t, r_sc, r_tr)
     mask = np.broadcast_to(~valid, t.shape)
     return tuple(np.where(mask, np.nan, v) for v in (t, r_sc, r_tr))
@@ -161,6 +162,12 @@ def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d
     """
     import pandas as pd
 
+    if not (isinstance(resolution, (int, np.integer)) and resolution >= 2):
+        raise ValueError(f"resolution must be an integer >= 2, got {resolution!r}")
+    if not (math.isfinite(gamma_max) and gamma_max > 0):
+        raise ValueError(f"gamma_max must be in (0, inf), got {gamma_max!r}")
+    if finite_d is not None and not (isinstance(finite_d, (int, np.integer)) and finite_d >= 3):
+        raise ValueError(f"finite_d must be None or an integer >= 3, got {finite_d!r}")
     if method != "ridge" and lam != 0:
         raise ValueError(f"lam applies to method 'ridge' only, got lam={lam} for method {method!r}")
     gamma, theta = _axes(gamma_max, resolution)
