@@ -23,10 +23,6 @@ def run(args, tmp_path, capsys):
     return code, capsys.readouterr().out
 
 
-def read_csv(path):
-    return pd.read_csv(path)
-
-
 # --------------------------------------------------------------------------- end to end
 
 
@@ -37,7 +33,7 @@ def test_default_run_writes_png_and_tidy_csv(tmp_path, capsys):
     png, csv = tmp_path / f"{name}.png", tmp_path / f"{name}.csv"
     assert sorted(tmp_path.iterdir()) == [csv, png]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    grid = read_csv(csv)
+    grid = pd.read_csv(csv)
     assert list(grid.columns) == pdg.COLUMNS
     assert len(grid) == 40 * 40
     assert set(grid["method"]) == {"linear"} and set(grid["sigma"]) == {0.2}
@@ -55,7 +51,7 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
     code, _ = run(["--method", "finetune", "--noise", "0.3", "--finite-d", "12", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
     grid = pdg.compute_grid("finetune", 0.3, resolution=30, finite_d=12)
-    written = read_csv(tmp_path / "phase_diagram_finetune_sigma0.3_d12.csv")
+    written = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma0.3_d12.csv")
     assert list(written.columns) == [*pdg.COLUMNS, "n", "d"]
     for col in grid.columns:
         if col == "method":
@@ -87,7 +83,7 @@ def test_formats(fmt, suffixes, tmp_path, capsys):
 def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
     code, out = run([*args, "--resolution", "24", "--gamma-max", "3"], tmp_path, capsys)
     assert code == 0
-    grid = read_csv(tmp_path / f"{name}.csv")
+    grid = pd.read_csv(tmp_path / f"{name}.csv")
     assert list(grid.columns) == pdg.COLUMNS + extra
     assert grid["gamma"].max() == 3.0
     assert (tmp_path / f"{name}.png").is_file()
