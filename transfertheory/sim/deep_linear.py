@@ -1,0 +1,592 @@
+r"""Gradient-flow simulator of transfer learning in deep linear networks (FaF §3).
+
+Model (THEORY §A): f(x) = xᵀW₁W₂⋯W_L with W_l ∈ ℝ^{d×d} (l < L), W_L ∈ ℝ^d,
+end-to-end vector β = W₁⋯W_L, x ~ N(0, I_d). Pretraining runs gradient flow
+on the population loss ½‖β − β_s‖² (FaF Eq. 4); the target task has n = γd
+samples and loss (1/2n)‖y − Xβ‖² (Eq. 5). Compared methods:
+
+* ``scratch`` — gradient flow from W_l(0) = αW̄_l on the target (Thm 3.5/3.6);
+* ``linear`` — frozen pretrained features Φ = XW₁⋯W_{L−1}, last layer solved
+  exactly (minimum-norm least squares, or ridge with the (1/2n, λ/2)
+  normalization of Eq. 14), or by gradient flow on W_L (Thm 3.7/3.8);
+* ``finetune`` — gradient flow on all layers from the pretrained weights
+  (Thm 3.9).
+
+Cost per gradient evaluation is O(L·d²) per instance: for a scalar-output
+deep linear net ∇_{W_l}L = (W₁⋯W_{l−1})ᵀ g (W_{l+1}⋯W_L)ᵀ is a rank-one outer
+product of two vectors obtained by matrix–vector chains, with g = ∇_βL. The
+data enter only through Σ̂ = XᵀX/n (shared by all θ and methods of one target
+draw, so the batch's Σ̂β is one grouped matrix product) and ĉ = Xᵀy/n.
+Instances of a call advance together in :func:`~transfertheory.sim.integrator.integrate_gradient_flow`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..backend import backend_name, get_array_module, to_host
+from ..theory.linear import GAMMA, THETA, NONNEG
+from .._validation import Interval, check_integer_param, check_param
+from .integrator import FlowResult, integrate_gradient_flow
+
+__all__ = [
+    "Architecture",
+    "init_weights",
+    "end_to_end",
+    "chain_gradient",
+    "conserved_imbalance",
+    "assumption22_margin",
+    "PopulationLoss",
+    "LeastSquaresLoss",
+    "LastLayerLoss",
+    "PretrainResult",
+    "pretrain",
+    "feature_matrix",
+    "linear_transfer_exact",
+    "train",
+    "run_transfer_experiment",
+    "METHODS",
+    "INITS",
+]
+
+METHODS = ("scratch", "linear", "finetune")
+INITS = ("gaussian", "balanced", "assumption22")
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Widths of an L-layer scalar-output linear network on ℝ^d.
+
+    A batch of networks is stored as one array (b, P), P = (L−1)d² + d:
+    the d×d matrices W₁ … W_{L−1} row-major, then the vector W_L.
+    """
+
+    d: int
+    depth: int = 2
+
+    def __post_init__(self):
+        check_integer_param(self.d, "d", 1)
+        check_integer_param(self.depth, "depth", 2)
+
+    @property
+    def n_params(self) -> int:
+        return (self.depth - 1) * self.d**2 + self.d
+
+    def layers(self, y):
+        """Views [W₁ … W_{L−1}] of shape (b, d, d) and W_L of shape (b, d)."""
+        d, b = self.d, y.shape[0]
+        mats = [y[:, l * d * d:(l + 1) * d * d].reshape(b, d, d) for l in range(self.depth - 1)]
+        return mats, y[:, (self.depth - 1) * d * d:]
+
+    def pack(self, mats, last, xp):
+        b = last.shape[0]
+        return xp.concatenate([m.reshape(b, -1) for m in mats] + [last], axis=1)
+
+
+def _matvec(xp, M, v):
+    """Batched M @ v for M (b, d, d), v (b, d)."""
+    return xp.matmul(M, v[:, :, None])[:, :, 0]
+
+
+def _rmatvec(xp, M, v):
+    """Batched Mᵀ @ v."""
+    return xp.matmul(v[:, None, :], M)[:, 0, :]
+
+
+def end_to_end(arch: Architecture, y, xp):
+    """β = W₁W₂⋯W_L for each network of the batch, right to left (O(L d²))."""
+    mats, r = arch.layers(y)
+    for W in reversed(mats):
+        r = _matvec(xp, W, r)
+    return r
+
+
+def chain_gradient(arch: Architecture, y, g, xp):
+    r"""∇ of L(β(W)) given g = ∇_βL, as a packed (b, P) array.
+
+    ∇_{W_l}L = a_l r_lᵀ with a_l = (W₁⋯W_{l−1})ᵀg and r_l = W_{l+1}⋯W_L
+    (FaF App. B.2, Eq. 39); ∇_{W_L}L = a_L.
+    """
+    mats, last = arch.layers(y)
+    rights = [last]
+    for W in reversed(mats[1:]):
+        rights.append(_matvec(xp, W, rights[-1]))
+    rights.reverse()  # rights[l] = W_{l+2}⋯W_L for l = 0 … L−2
+    grads, a = [], g
+    for W, r in zip(mats, rights):
+        grads.append(a[:, :, None] * r[:, None, :])
+        a = _rmatvec(xp, W, a)
+    return arch.pack(grads, a, xp)
+
+
+def conserved_imbalance(arch: Architecture, y, xp):
+    r"""D_l = W_lᵀW_l − W_{l+1}W_{l+1}ᵀ for l = 1 … L−1 (FaF Eq. 35), list of (b, d, d).
+
+    Exactly conserved by gradient flow on any loss of β.
+    """
+    mats, last = arch.layers(y)
+    nxt = mats[1:] + [last[:, :, None]]
+    return [xp.matmul(W.transpose(0, 2, 1), W) - xp.matmul(V, V.transpose(0, 2, 1)) for W, V in zip(mats, nxt)]
+
+
+def assumption22_margin(arch: Architecture, y, xp):
+    r"""min_l λ_min(D_l) per network: Assumption (22) of FaF holds iff this is > 0."""
+    return xp.min(xp.stack([xp.linalg.eigvalsh(D)[:, 0] for D in conserved_imbalance(arch, y, xp)]), axis=0)
+
+
+def _imbalance_drift(arch, y0, y1, xp):
+    """max_l ‖D_l(y1) − D_l(y0)‖_F / max(‖W_l(y1)‖²_F, ‖W_{l+1}(y1)‖²_F): the integrator's Eq. 35 error."""
+    D0, D1 = conserved_imbalance(arch, y0, xp), conserved_imbalance(arch, y1, xp)
+    mats, last = arch.layers(y1)
+    sq = [xp.sum(W * W, axis=(1, 2)) for W in mats] + [xp.sum(last * last, axis=1)]
+    drifts = [
+        xp.sqrt(xp.sum((a - b) ** 2, axis=(1, 2))) / xp.maximum(xp.maximum(sq[l], sq[l + 1]), 1e-300)
+        for l, (a, b) in enumerate(zip(D0, D1))
+    ]
+    return xp.max(xp.stack(drifts), axis=0)
+
+
+def init_weights(arch: Architecture, alpha: float, seeds, scheme: str, xp, dtype=np.float64):
+    r"""Initial weights W_l(0) = αW̄_l for a batch, one network per seed.
+
+    ``scheme``:
+
+    * ``"gaussian"`` — entries of W̄_l i.i.d. N(0, 1/d) (FaF App. D.1);
+    * ``"balanced"`` — D_l = 0 exactly: the rank-one chain W̄_l = u_l u_{l+1}ᵀ,
+      W̄_L = u_L with random unit vectors;
+    * ``"assumption22"`` — D_l = α²I exactly, so FaF Assumption (22) holds with
+      λ = 1: W̄_L Gaussian, then W̄_l = Q_l (I + W̄_{l+1}W̄_{l+1}ᵀ)^{1/2} with Q_l
+      Haar-orthogonal, from the last layer backwards.
+
+    ``seeds`` is a sequence of :class:`numpy.random.SeedSequence` (or ints).
+    """
+    if scheme not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {scheme!r}")
+    d, L = arch.d, arch.depth
+    out = np.empty((len(seeds), arch.n_params))
+    for i, seed in enumerate(seeds):
+        gen = np.random.default_rng(seed)
+        if scheme == "gaussian":
+            out[i] = gen.normal(0.0, 1.0 / math.sqrt(d), arch.n_params)
+            continue
+        if scheme == "balanced":
+            u = gen.standard_normal((L, d))
+            u /= np.linalg.norm(u, axis=1, keepdims=True)
+            mats = [np.outer(u[l], u[l + 1]) for l in range(L - 1)]
+            last = u[L - 1]
+        else:
+            last = gen.normal(0.0, 1.0 / math.sqrt(d), d)
+            nxt, mats = last[:, None], []
+            for _ in range(L - 1):
+                evals, evecs = np.linalg.eigh(np.eye(d) + nxt @ nxt.T)
+                root = (evecs * np.sqrt(evals)) @ evecs.T
+                q, r = np.linalg.qr(gen.standard_normal((d, d)))
+                nxt = (q * np.sign(np.diag(r))) @ root
+                mats.insert(0, nxt)
+        out[i] = np.concatenate([m.ravel() for m in mats] + [last])
+    return xp.asarray((alpha * out).astype(dtype))
+
+
+# --------------------------------------------------------------------------- losses
+
+
+class PopulationLoss:
+    """Population source loss ½E(f − y)² = ½‖β − β_s‖² + const (FaF Eq. 4)."""
+
+    def __init__(self, arch: Architecture, beta_s, xp):
+        self.arch, self.beta_s, self.xp = arch, beta_s, xp
+
+    def __call__(self, y, rows):
+        beta = end_to_end(self.arch, y, self.xp)
+        g = beta - self.beta_s
+        return chain_gradient(self.arch, y, g, self.xp), 0.5 * self.xp.sum(g * g, axis=1)
+
+
+class LeastSquaresLoss:
+    r"""Empirical target loss (1/2n)‖y − Xβ‖² = ½βᵀΣ̂β − ĉᵀβ + ‖y‖²/2n (FaF Eq. 5).
+
+    Instances are grouped: instance i uses Gram matrix ``gram[i // k]``
+    (Σ̂ = XᵀX/n of its target draw) and its own ``c[i]`` (ĉ = Xᵀy/n) and
+    ``y2[i]`` (‖y‖²/n). With the whole batch active, Σ̂β is one grouped
+    matrix product (m, d, d) @ (m, d, k).
+    """
+
+    def __init__(self, arch: Architecture, gram, c, y2, xp):
+        self.arch, self.gram, self.c, self.y2, self.xp = arch, gram, c, y2, xp
+        self.k = c.shape[0] // gram.shape[0]
+
+    def beta_gradient(self, beta, rows):
+        """(∇_βL, L) for end-to-end vectors ``beta`` of instances ``rows``."""
+        xp, m, d = self.xp, self.gram.shape[0], self.arch.d
+        if rows.size == self.c.shape[0]:
+            Sb = xp.matmul(self.gram, beta.reshape(m, self.k, d).transpose(0, 2, 1)).transpose(0, 2, 1).reshape(-1, d)
+            c, y2 = self.c, self.y2
+        else:
+            dev_rows = xp.asarray(rows)
+            Sb = _matvec(xp, self.gram[xp.asarray(rows // self.k)], beta)
+            c, y2 = self.c[dev_rows], self.y2[dev_rows]
+        g = Sb - c
+        loss = 0.5 * xp.sum(beta * Sb, axis=1) - xp.sum(c * beta, axis=1) + 0.5 * y2
+        return g, xp.maximum(loss, 0.0)
+
+    def __call__(self, y, rows):
+        beta = end_to_end(self.arch, y, self.xp)
+        g, loss = self.beta_gradient(beta, rows)
+        return chain_gradient(self.arch, y, g, self.xp), loss
+
+
+class LastLayerLoss:
+    r"""Linear transfer by gradient flow on W_L alone: frozen features F = W₁⋯W_{L−1}.
+
+    Loss (1/2n)‖XFw − y‖² + (λ/2)‖w‖² (FaF Eq. 11 / Eq. 14); ∇_w = Fᵀ∇_βL + λw.
+    """
+
+    def __init__(self, target: LeastSquaresLoss, features, lam: float):
+        self.target, self.features, self.lam = target, features, lam
+
+    def __call__(self, w, rows):
+        xp = self.target.xp
+        beta = w @ self.features.T
+        g, loss = self.target.beta_gradient(beta, rows)
+        return g @ self.features + self.lam * w, loss + 0.5 * self.lam * xp.sum(w * w, axis=1)
+
+
+# --------------------------------------------------------------------------- pretraining
+
+
+@dataclass
+class PretrainResult:
+    """Pretrained network and the structure checks of FaF Lemma 3.3 / Thm 3.4.
+
+    Attributes: ``weights`` (1, P) backend array; ``beta`` end-to-end vector;
+    ``flow`` the :class:`FlowResult`; ``feature_singular_values`` of
+    F = W₁⋯W_{L−1} (descending); ``v_norm`` = σ₁(F)/‖β_s‖ (the ‖v‖ of
+    F = β_s vᵀ); ``imbalance_drift`` (Eq. 35 error, relative);
+    ``assumption22_margin`` of the initialization (divided by α²);
+    ``init_imbalance`` = Σ_l ‖D_l(0)‖_F + the absolute drift (the scale of
+    the residue that gradient flow never removes).
+    """
+
+    arch: Architecture
+    weights: object
+    beta: np.ndarray
+    flow: FlowResult
+    feature_singular_values: np.ndarray
+    v_norm: float
+    imbalance_drift: float
+    assumption22_margin: float
+    init_imbalance: float
+    alpha: float
+
+    @property
+    def singular_value_ratio(self) -> float:
+        """σ₂/σ₁ of the feature matrix (→ 0 as α → 0, FaF Thm 3.4)."""
+        s = self.feature_singular_values
+        return float(s[1] / s[0]) if s.size > 1 else 0.0
+
+    def summary(self) -> dict:
+        return {
+            "converged": bool(self.flow.converged[0]),
+            "status": str(self.flow.status[0]),
+            "t_final": float(self.flow.t[0]),
+            "steps": int(self.flow.steps[0]),
+            "grad_norm": float(self.flow.grad_norm[0]),
+            "sv_ratio": self.singular_value_ratio,
+            "v_norm": self.v_norm,
+            "imbalance_drift": self.imbalance_drift,
+            "assumption22_margin": self.assumption22_margin,
+        }
+
+
+def feature_matrix(arch: Architecture, y, xp):
+    """F = W₁⋯W_{L−1} for each network of the batch, shape (b, d, d)."""
+    mats, _ = arch.layers(y)
+    F = mats[0]
+    for W in mats[1:]:
+        F = xp.matmul(F, W)
+    return F
+
+
+def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None):
+    """Gradient flow of ``loss`` from ``y0`` with the package integrator (absolute tolerance from the init scale)."""
+    xp = loss.xp if hasattr(loss, "xp") else loss.target.xp
+    scale = float(to_host(xp.sqrt(xp.mean(y0 * y0))))
+    atol = rtol * max(scale, 1e-12) * 1e-2
+    return integrate_gradient_flow(
+        loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps, progress=progress
+    )
+
+
+def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", rtol=1e-6, gtol=1e-9,
+             max_time=1e4, backend=None) -> PretrainResult:
+    r"""Gradient flow on the population source loss from W_l(0) = αW̄_l (FaF Lemma 3.3, Thm 3.4)."""
+    xp = get_array_module(backend)
+    beta_s = xp.asarray(beta_s, dtype=xp.float64)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    y0 = init_weights(arch, alpha, [seq], init, xp)
+    flow = train(PopulationLoss(arch, beta_s[None, :], xp), y0, rtol=rtol, gtol=gtol, max_time=max_time)
+    svals = to_host(xp.linalg.svd(feature_matrix(arch, flow.y, xp)[0], compute_uv=False))
+    D0, D1 = conserved_imbalance(arch, y0, xp), conserved_imbalance(arch, flow.y, xp)
+    imbalance = sum(float(to_host(xp.linalg.norm(a[0]) + xp.linalg.norm(b[0] - a[0]))) for a, b in zip(D0, D1))
+    return PretrainResult(
+        arch=arch,
+        weights=flow.y,
+        beta=to_host(end_to_end(arch, flow.y, xp)[0]),
+        flow=flow,
+        feature_singular_values=svals,
+        v_norm=float(svals[0] / to_host(xp.linalg.norm(beta_s))),
+        imbalance_drift=float(to_host(_imbalance_drift(arch, y0, flow.y, xp))[0]),
+        assumption22_margin=float(to_host(assumption22_margin(arch, y0, xp))[0]) / alpha**2,
+        init_imbalance=imbalance,
+        alpha=alpha,
+    )
+
+
+def _feature_basis(pre: PretrainResult, cutoff, xp):
+    """Truncated SVD (U_r, s_r, V_r) of the pretrained features F = W₁⋯W_{L−1}, and F.
+
+    Singular values ≤ ``cutoff`` are the initialization residue that gradient
+    flow never removes (FaF Eq. 60 bounds its squared size by the imbalance
+    ‖D‖ = O(α²)). Default cutoff: 10·√(Σ_l‖D_l‖_F) including the integrator's
+    drift (:attr:`PretrainResult.init_imbalance`), never below the numerical
+    rank tolerance.
+    """
+    F = feature_matrix(pre.arch, pre.weights, xp)[0]
+    U, s, Vt = xp.linalg.svd(F)
+    s_host = to_host(s)
+    if cutoff is None:
+        cutoff = 10 * math.sqrt(pre.init_imbalance)
+    cutoff = max(cutoff, s_host[0] * pre.arch.d * np.finfo(float).eps)
+    r = max(1, int((s_host > cutoff).sum()))
+    return U[:, :r], s[:r], Vt[:r].T, F
+
+
+def linear_transfer_exact(target: LeastSquaresLoss, U, s, V, lam: float, xp):
+    r"""Exact last-layer solution on the features F ≈ U_r diag(s_r) V_rᵀ.
+
+    Eq. 14 with W_L = V_r w: (S A S + λI) w = S U_rᵀĉ, A = U_rᵀΣ̂U_r; λ = 0
+    gives the minimum-norm least-squares solution (pseudo-inverse; FaF
+    Eq. 11, 104). Returns (β̂ = U_r S w, W_L = V_r w), each of shape (B, d).
+    """
+    A = xp.matmul(xp.matmul(U.T[None], target.gram), U[None])  # (m, r, r)
+    A = xp.repeat(A, target.k, axis=0)
+    M = s[None, :, None] * A * s[None, None, :] + lam * xp.eye(s.shape[0])[None]
+    rhs = (target.c @ U) * s[None, :]
+    evals, evecs = xp.linalg.eigh(M)
+    tol = evals[:, -1:] * s.shape[0] * np.finfo(float).eps
+    inv = xp.where(evals > tol, 1.0 / xp.where(evals > tol, evals, 1.0), 0.0)
+    w = xp.matmul(evecs, (inv * xp.matmul(rhs[:, None, :], evecs)[:, 0, :])[:, :, None])[:, :, 0]
+    return (w * s[None, :]) @ U.T, w @ V.T
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+def _accumulate(stats: dict, flow: FlowResult) -> None:
+    stats["evaluations"] += flow.evaluations
+    stats["rejected"] += flow.rejected
+    stats["max_stages"] = max(stats["max_stages"], flow.max_stages)
+
+
+def _target_statistics(d, n, beta_t, sigma, seed_seq, xp):
+    """Σ̂ = XᵀX/n and, for each target vector, ĉ = Xᵀy/n and ‖y‖²/n (one target draw)."""
+    gen = np.random.default_rng(seed_seq)
+    X = gen.standard_normal((n, d))
+    eps = sigma * gen.standard_normal(n)
+    Y = X @ beta_t.T + eps[:, None]  # (n, n_targets)
+    return X.T @ X / n, (X.T @ Y / n).T, (Y * Y).sum(axis=0) / n
+
+
+def run_transfer_experiment(
+    d,
+    gammas,
+    thetas,
+    sigma,
+    instances,
+    depth=2,
+    alpha=1e-5,
+    methods=METHODS,
+    ridge=(0.0,),
+    seed=0,
+    backend="auto",
+    tol=1e-8,
+    max_time=1e5,
+    rtol=1e-4,
+    init="gaussian",
+    linear_solver="exact",
+    feature_cutoff=None,
+    chunk_size=None,
+    progress=None,
+) -> pd.DataFrame:
+    r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
+
+    For each γ and instance a target set (X, ε) with n = round(γd) is drawn;
+    all θ share it (common random numbers, so T = R_sc − R_tx is estimated
+    with a paired difference). One network is pretrained on β_s. Scratch and
+    fine-tuning of every (γ, θ, instance) advance together as one batched
+    gradient flow; linear transfer is solved exactly per λ in ``ridge`` (or
+    by gradient flow on W_L, ``linear_solver="flow"``).
+
+    Parameters
+    ----------
+    d : int ≥ 2
+    gammas, thetas : sequences (γ > 0, θ ∈ [0, π])
+    sigma : float ≥ 0
+    instances : int ≥ 1
+        Target draws per γ.
+    depth : int ≥ 2
+    alpha : float > 0
+        Initialization scale (FaF App. D.1 uses 1e-5).
+    methods : subset of ("scratch", "linear", "finetune")
+    ridge : sequence of λ ≥ 0 for linear transfer (Eq. 14)
+    seed : int
+        Seeds the task vectors, initializations and target draws; results do
+        not depend on ``chunk_size`` or the backend beyond rounding.
+    backend : "auto" | "numpy" | "cupy"
+    tol : float
+        Convergence: ‖∇L‖ ≤ tol (gradient w.r.t. all trained weights).
+    max_time : float
+        Gradient-flow time budget per instance.
+    rtol : float
+        Relative local-error tolerance of the integrator.
+    init : "gaussian" | "balanced" | "assumption22"
+    linear_solver : "exact" | "flow"
+    feature_cutoff : float or None
+        Singular values of the pretrained features treated as residue
+        (default 10·√‖D(0)‖, see :func:`_feature_basis`); 0 keeps them all.
+    chunk_size : int or None
+        Target draws (γ, instance pairs) per batched integration (memory).
+    progress : bool or None
+        tqdm progress bar (None: shown only if the run exceeds 2 s).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method, gamma, n, d, theta, sigma, lam, instance, risk,
+        converged, status, t_final, steps, grad_norm, loss, imbalance_drift,
+        assumption22``; ``df.attrs`` holds the pretraining diagnostics,
+        the backend and the integrator statistics.
+    """
+    d = int(check_integer_param(d, "d", 2))
+    depth = int(check_integer_param(depth, "depth", 2))
+    instances = int(check_integer_param(instances, "instances", 1))
+    gammas = np.atleast_1d(check_param(gammas, "gammas", GAMMA))
+    thetas = np.atleast_1d(check_param(thetas, "thetas", THETA))
+    sigma = float(check_param(sigma, "sigma", NONNEG))
+    alpha = float(check_param(alpha, "alpha", Interval(0, np.inf, "neither")))
+    ridge = np.atleast_1d(check_param(ridge, "ridge", NONNEG))
+    unknown = set(methods) - set(METHODS)
+    if unknown or not methods:
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {tuple(methods)}")
+    if linear_solver not in ("exact", "flow"):
+        raise ValueError(f"linear_solver must be 'exact' or 'flow', got {linear_solver!r}")
+    ns = np.maximum(1, np.round(gammas * d).astype(int))
+    xp = get_array_module(backend)
+    arch = Architecture(d, depth)
+
+    task_gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    beta_s = task_gen.standard_normal(d)
+    beta_s /= np.linalg.norm(beta_s)
+    nu = task_gen.standard_normal(d)
+    nu -= (nu @ beta_s) * beta_s
+    nu /= np.linalg.norm(nu)
+    beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu  # (Θ, d)
+
+    needs_pre = "linear" in methods or "finetune" in methods
+    pre = None
+    if needs_pre:
+        pre = pretrain(arch, beta_s, alpha, seed=np.random.SeedSequence(seed, spawn_key=(1,)), init=init,
+                       backend=backend_name(xp))
+        U, s_feat, V, F = _feature_basis(pre, feature_cutoff, xp)
+    flow_methods = [m for m in ("scratch", "finetune") if m in methods]
+    groups = [(gi, i) for gi in range(len(gammas)) for i in range(instances)]
+    chunk = len(groups) if chunk_size is None else int(check_integer_param(chunk_size, "chunk_size", 1))
+    rows, stats = [], {"evaluations": 0, "rejected": 0, "max_stages": 0}
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(groups), desc="transfer experiment", unit="draw", delay=0 if progress else 2.0,
+               disable=progress is False)
+    for start in range(0, len(groups), chunk):
+        part = groups[start:start + chunk]
+        gram, c, y2 = [], [], []
+        for gi, i in part:
+            S, cc, yy = _target_statistics(d, ns[gi], beta_t, sigma, np.random.SeedSequence(seed, spawn_key=(2, gi, i)), xp)
+            gram.append(S)
+            c.append(cc)
+            y2.append(yy)
+        gram_dev = xp.asarray(np.stack(gram))
+        meta = [(gi, i, ti) for gi, i in part for ti in range(len(thetas))]
+
+        def emit(method, risk, lam=0.0, **cols):
+            for j, (gi, i, ti) in enumerate(meta):
+                row = dict(method=method, gamma=gammas[gi], n=ns[gi], d=d, theta=thetas[ti], sigma=sigma,
+                           lam=lam, instance=i, risk=risk[j])
+                row.update({k: (v[j] if isinstance(v, np.ndarray) else v) for k, v in cols.items()})
+                rows.append(row)
+
+        targets = np.repeat(beta_t[None], len(part), axis=0).reshape(-1, d)
+        if flow_methods:
+            k_cols = len(flow_methods) * len(thetas)
+            c_rep = np.concatenate([np.stack(c)] * len(flow_methods), axis=1).reshape(-1, d)
+            y2_rep = np.concatenate([np.stack(y2)] * len(flow_methods), axis=1).reshape(-1)
+            loss = LeastSquaresLoss(arch, gram_dev, xp.asarray(c_rep), xp.asarray(y2_rep), xp)
+            starts = []
+            if "scratch" in flow_methods:
+                scratch0 = init_weights(arch, alpha, [np.random.SeedSequence(seed, spawn_key=(3, gi, i)) for gi, i in part],
+                                        init, xp)
+                starts.append(xp.repeat(scratch0[:, None, :], len(thetas), axis=1))
+            if "finetune" in flow_methods:
+                starts.append(xp.broadcast_to(pre.weights[None], (len(part), len(thetas), arch.n_params)))
+            y0 = xp.stack(starts, axis=1).reshape(-1, arch.n_params)
+            flow = train(loss, y0, rtol=rtol, gtol=tol, max_time=max_time)
+            beta_hat = to_host(end_to_end(arch, flow.y, xp)).reshape(len(part), len(flow_methods), len(thetas), d)
+            drift = to_host(_imbalance_drift(arch, y0, flow.y, xp))
+            _accumulate(stats, flow)
+            for mi, method in enumerate(flow_methods):
+                def pick(a):
+                    return np.asarray(a).reshape(len(part), len(flow_methods), len(thetas))[:, mi].reshape(-1)
+
+                if method == "scratch":
+                    holds = np.repeat(to_host(assumption22_margin(arch, scratch0, xp)) > 0, len(thetas))
+                else:
+                    holds = pre.assumption22_margin > 0
+                risk = ((beta_hat[:, mi].reshape(-1, d) - targets) ** 2).sum(axis=1)
+                emit(method, risk, converged=pick(flow.converged), status=pick(flow.status), t_final=pick(flow.t),
+                     steps=pick(flow.steps), grad_norm=pick(flow.grad_norm), loss=pick(flow.loss),
+                     imbalance_drift=pick(drift), assumption22=holds)
+        if "linear" in methods:
+            c_dev = xp.asarray(np.stack(c).reshape(-1, d))
+            lin = LeastSquaresLoss(arch, gram_dev, c_dev, xp.asarray(np.stack(y2).reshape(-1)), xp)
+            pre_ok = bool(pre.flow.converged[0])
+            for lam in ridge:
+                if linear_solver == "exact":
+                    beta_hat, w_last = linear_transfer_exact(lin, U, s_feat, V, float(lam), xp)
+                    g_beta, loss_v = lin.beta_gradient(beta_hat, np.arange(c_dev.shape[0]))
+                    grad = g_beta @ F + float(lam) * w_last
+                    cols = dict(converged=pre_ok, status="exact" if pre_ok else "pretrain_" + pre.flow.status[0],
+                                t_final=np.nan, steps=0, grad_norm=to_host(xp.linalg.norm(grad, axis=1)),
+                                loss=to_host(loss_v + 0.5 * float(lam) * xp.sum(w_last * w_last, axis=1)))
+                else:
+                    w0 = xp.repeat(arch.layers(pre.weights)[1], c_dev.shape[0], axis=0)
+                    flow = train(LastLayerLoss(lin, F, float(lam)), w0, rtol=rtol, gtol=tol, max_time=max_time)
+                    beta_hat = flow.y @ F.T
+                    _accumulate(stats, flow)
+                    cols = dict(converged=flow.converged & pre_ok, status=flow.status, t_final=flow.t,
+                                steps=flow.steps, grad_norm=flow.grad_norm, loss=flow.loss)
+                risk = ((to_host(beta_hat) - targets) ** 2).sum(axis=1)
+                emit("linear", risk, lam=float(lam), imbalance_drift=np.nan,
+                     assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), **cols)
+        bar.update(len(part))
+    bar.close()
+    df = pd.DataFrame(rows)
+    df.attrs.update(backend=backend_name(xp), depth=depth, alpha=alpha, init=init, rtol=rtol, tol=tol,
+                    max_time=max_time, integrator=stats, beta_s=beta_s, nu=nu,
+                    pretrain=None if pre is None else pre.summary())
+    return df
