@@ -226,6 +226,7 @@ def integrate_gradient_flow(
     since_rho = 0
     rejected = 0
     s_max_used = 0
+    workspace = {}
 
     def finish(mask_host, label):
         nonlocal y, F, loss, loss_ref, t, steps, h, rho, eigvec, rows
@@ -259,15 +260,8 @@ def integrate_gradient_flow(
     while rows.size:
         h = xp.minimum(xp.minimum(h, max_time - t), beta_cap / rho)
         s_row = tables.stages(to_host(h * rho))
-        order = np.argsort(-s_row, kind="stable")
-        if np.any(order != np.arange(order.size)):
-            s_row, rows = s_row[order], rows[order]
-            dev = xp.asarray(order)
-            y, F, loss, loss_ref, t, steps, h, rho, eigvec = (
-                a[dev] for a in (y, F, loss, loss_ref, t, steps, h, rho, eigvec)
-            )
-        s_max_used = max(s_max_used, int(s_row[0]))
-        y_new, evals_step = _rkc_step(gradient, y, F, h, s_row, tables.table(int(s_row[0])), rows, xp)
+        s_max_used = max(s_max_used, int(s_row.max()))
+        y_new, evals_step = _rkc_step(gradient, y, F, h, s_row, tables.table(int(s_row.max())), rows, xp, workspace)
         grad_new, loss_new = gradient(y_new, rows)
         evals += evals_step + rows.size
         F_new = -grad_new
@@ -313,46 +307,64 @@ def integrate_gradient_flow(
     )
 
 
-# slots of the stage buffer: Y₀, hF(Y₀), three rotating stage vectors, −h∇L(Y_{j−1})
-_Y0, _HF0, _ROT, _HG = 0, 1, (2, 3, 4), 5
+# slots of the stage buffer: Y₀, F(Y₀), three rotating stage vectors, F(Y_{j−1})
+_Y0, _F0, _ROT, _FJ = 0, 1, (2, 3, 4), 5
 
 
-def _rkc_step(gradient, y, F, h, s_row, coef, rows, xp):
+def _rkc_step(gradient, y, F, h, s_row, coef, rows, xp, workspace):
     """One RKC2 step per instance with its own stage count s_row[i] (Sommeijer et al. Eq. 2.4).
 
     Y₀ = y, Y₁ = Y₀ + μ̃₁hF(Y₀), Y_j = (1−μ_j−ν_j)Y₀ + μ_jY_{j−1} + ν_jY_{j−2}
-    + μ̃_jhF(Y_{j−1}) + γ̃_jhF(Y₀); the result is Y_{s_i}. Rows are sorted by
-    decreasing s, so the instances still in stage j are a prefix: a batch costs
-    Σ_i s_i gradient evaluations, not B·max s_i. Each stage's five-term
-    combination is one batched (b,1,6)@(b,6,P) product over a stage buffer
-    (one pass over memory instead of nine). Returns (y_new, evaluations).
+    + μ̃_jhF(Y_{j−1}) + γ̃_jhF(Y₀); the result is Y_{s_i}. Instances are
+    ordered by decreasing s while the stage buffer is filled, so those still
+    in stage j are a prefix: a batch costs Σ_i s_i gradient evaluations, not
+    B·max s_i, without gathers. Each stage's five-term combination is one
+    batched (b,1,6)@(b,6,P) product over the buffer (one pass over memory
+    instead of nine). Returns (y_new in the caller's order, evaluations).
     """
     mu, nu, mu_t, gam_t = coef
     b, P = y.shape
-    hh = h[:, None]
-    buf = xp.zeros((b, 6, P), dtype=y.dtype)
-    buf[:, _Y0] = y
-    buf[:, _HF0] = hh * F
-    buf[:, _ROT[0]] = y
-    buf[:, _ROT[1]] = y + xp.asarray(mu_t[s_row, 1])[:, None] * buf[:, _HF0]
-    prev2, prev1, free = _ROT
-    counts = np.bincount(s_row, minlength=int(s_row[0]) + 1)[::-1].cumsum()[::-1]  # counts[j] = #(s ≥ j)
+    order = np.argsort(-s_row, kind="stable")
+    s_row, rows = s_row[order], rows[order]
+    dev_order = xp.asarray(order)
+    buf = workspace.get("buf")
+    if buf is None or buf.shape[0] < b or buf.shape[2] != P or buf.dtype != y.dtype:
+        buf = workspace["buf"] = xp.zeros((b, 6, P), dtype=y.dtype)
+    buf[:b, _Y0] = y[dev_order]
+    buf[:b, _F0] = F[dev_order]
+    prev2, prev1, free = _Y0, _ROT[0], _ROT[1]  # Y_{j−2} = Y₀ at j = 2
+    buf[:b, prev1] = buf[:b, _Y0] + xp.asarray(mu_t[s_row, 1] * to_host(h)[order])[:, None] * buf[:b, _F0]
+    counts = np.append(np.bincount(s_row)[::-1].cumsum()[::-1], 0)  # counts[j] = #(s ≥ j)
+    # stage-combination weights for every (stage, instance), one transfer to the device:
+    # columns Y₀, F(Y₀), Y_{j−1}, Y_{j−2}, F(Y_{j−1}); rows past an instance's s are unused
+    h_host = to_host(h)[order]
+    mu_, nu_, mu_t_, gam_t_ = mu[s_row], nu[s_row], mu_t[s_row], gam_t[s_row]  # (b, s_max + 1)
+    weights = np.stack([1 - mu_ - nu_, gam_t_ * h_host[:, None], mu_, nu_, -mu_t_ * h_host[:, None]], axis=-1)
+    weights = xp.asarray(np.ascontiguousarray(weights.transpose(1, 0, 2)))  # (s_max + 1, b, 5)
+    y_sorted = xp.empty_like(y)
+    coeffs = xp.zeros((b, 1, 6), dtype=y.dtype)
     evals = 0
     for j in range(2, int(s_row[0]) + 1):
         k = int(counts[j])
         evals += k
         g_j, _ = gradient(buf[:k, prev1], rows[:k])
-        buf[:k, _HG] = -hh[:k] * g_j
-        coeffs = np.zeros((k, 6))
-        sj = s_row[:k]
-        coeffs[:, _Y0] = 1 - mu[sj, j] - nu[sj, j]
-        coeffs[:, _HF0] = gam_t[sj, j]
-        coeffs[:, prev1] = mu[sj, j]
-        coeffs[:, prev2] = nu[sj, j]
-        coeffs[:, _HG] = mu_t[sj, j]
-        buf[:k, free] = xp.matmul(xp.asarray(coeffs)[:, None, :], buf[:k])[:, 0, :]
-        prev2, prev1, free = prev1, free, prev2
-    return buf[:, prev1].copy(), evals
+        buf[:k, _FJ] = g_j
+        w = weights[j, :k]
+        c = coeffs[:k, 0]
+        c[:] = 0.0
+        c[:, _Y0] = w[:, 0]
+        c[:, _F0] = w[:, 1]
+        c[:, prev1] = w[:, 2]
+        c[:, prev2] += w[:, 3]
+        c[:, _FJ] = w[:, 4]
+        buf[:k, free] = xp.matmul(coeffs[:k], buf[:k])[:, 0, :]
+        done = slice(int(counts[j + 1]), k)  # rows whose last stage is j
+        y_sorted[done] = buf[done, free]
+        prev2, prev1 = prev1, free
+        free = next(slot for slot in _ROT if slot not in (prev1, prev2))
+    y_new = xp.empty_like(y)
+    y_new[dev_order] = y_sorted
+    return y_new, evals
 
 
 def _spectral_radius(gradient, y, F, rows, eigvec, iterations, xp):
