@@ -42,6 +42,9 @@ __all__ = [
     "opening_angle",
     "plot_phase_diagram",
     "summary",
+    "simulate_slices",
+    "simulation_summary",
+    "SIM_COLUMNS",
     "output_name",
     "main",
 ]
@@ -52,6 +55,12 @@ COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch
 #: θ of the slices in panel (c), as in FaF Figs. 1c and 3c.
 SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
 THETA_MAX = np.pi / 2
+#: --simulate defaults (about a minute on a 2-core CPU, docs/phase_diagram.md) and the paper's size (FaF App. D.1)
+SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
+PAPER_D, PAPER_DRAWS = 500, 20
+#: columns of the ``*_simulated.csv`` table written by ``--simulate``
+SIM_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "transferability_mean", "transferability_sd",
+               "transferability_se", "theory_finite", "theory_asymptotic", "z", "agrees", "n_converged", "n_draws"]
 #: |T| is clipped to this for display only (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
 _TITLES = {
@@ -306,18 +315,44 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
         (line,) = ax.plot(gamma, np.where(np.isfinite(values), values, np.nan), lw=1.5, label=f"θ = {label}")
         colors[th] = line.get_color()
     if simulated is not None and len(simulated):
-        for th, pts in simulated.groupby("theta", sort=True):
-            match = [c for s, c in colors.items() if math.isclose(s, th, abs_tol=1e-9)]
-            ax.errorbar(
-                pts["gamma"], pts["transferability_mean"], yerr=pts["transferability_sd"], fmt="o", ms=4, capsize=2,
-                color=match[0] if match else None, label=None if match else f"simulated θ = {th:.3g}",
-            )
+        _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma[-1])
     ax.axhline(0.0, color="k", lw=0.6)
     ax.set(xlabel="γ", ylabel="T", xlim=(0, gamma[-1]), ylim=(-1.05 * DISPLAY_LIMIT, 1.05 * DISPLAY_LIMIT))
     ax.set_title("(c) slices" + (" (points: simulation)" if simulated is not None and len(simulated) else ""))
     ax.legend(loc="lower right", fontsize=8)
     fig.subplots_adjust(left=0.03, right=0.98, bottom=0.12, top=0.86, wspace=0.28)
     return fig
+
+
+def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
+    r"""Simulated points ± SD on the slices panel; dashed exact finite-d theory when ``simulated`` has a ``d`` column.
+
+    A θ equal to a slice's takes its colour. Points with ``n_converged`` < ``n_draws`` (unconverged draws omitted
+    from the mean) are hollow; points without any converged draw cannot be drawn (the summary counts them).
+    """
+    for th, pts in simulated.groupby("theta", sort=True):
+        match = [c for s, c in colors.items() if math.isclose(s, th, abs_tol=1e-9)]
+        color = match[0] if match else None
+        complete = pts["n_converged"] == pts["n_draws"] if "n_converged" in pts else np.ones(len(pts), bool)
+        bars = ax.errorbar(
+            pts["gamma"][complete], pts["transferability_mean"][complete], yerr=pts["transferability_sd"][complete],
+            fmt="o", ms=4, capsize=2, color=color, label=None if match else f"simulated θ = {th:.3g}",
+        )
+        color = bars.lines[0].get_color()
+        if not complete.all():
+            ax.errorbar(
+                pts["gamma"][~complete], pts["transferability_mean"][~complete],
+                yerr=pts["transferability_sd"][~complete], fmt="o", ms=5, mfc="none", capsize=2, color=color,
+            )
+        if "d" in pts:
+            d = int(pts["d"].iloc[0])
+            n = np.arange(1, int(gamma_max * d) + 1)
+            exact, _, _ = evaluate(method, n / d, th, sigma, lam, finite_d=d)
+            ax.plot(n / d, np.where(np.isfinite(exact), exact, np.nan), ls="--", lw=1, color=color)
+    if "d" in simulated:
+        ax.plot([], [], "k--", lw=1, label=f"exact, d = {int(simulated['d'].iloc[0])}")
+    if "n_converged" in simulated and (simulated["n_converged"] < simulated["n_draws"]).any():
+        ax.plot([], [], "ko", mfc="none", ms=5, label="some draws unconverged")
 
 
 # --------------------------------------------------------------------------- summary
@@ -357,6 +392,50 @@ def _angle(value):
     return "none" if math.isnan(value) else f"{value:.4f} rad ({math.degrees(value):.2f}°)"
 
 
+# --------------------------------------------------------------------------- simulation
+
+
+def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS, gamma_max=2.0, lam=0.0,
+                    thetas=SLICE_THETAS, seed=0, backend="auto", progress=None):
+    r"""Simulated transferability on the slices, against the exact finite-size theory at the simulated d.
+
+    Gradient-flow runs of the FaF deep linear model (L = 2, α = 1e-5;
+    :mod:`transfertheory.sim.deep_linear`) at n = round(γ_max·d·k/n_gammas),
+    k = 1…n_gammas, skipping |n − d| ≤ 1 (and n < 3 for linear/ridge transfer):
+    there the exact risk is +inf for σ > 0 and gradient flow does not reach its
+    limit. Per (γ, θ): mean, SD and SE over ``draws`` target draws of the paired
+    difference R_scratch − R_transfer (:func:`~transfertheory.figures._simstats.transferability_stats`),
+    ``theory_finite`` = :func:`evaluate` at ``finite_d=d``, ``theory_asymptotic``
+    its n, d → ∞ value, z and ``agrees`` (:func:`~transfertheory.figures._simstats.compare`).
+    Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
+    """
+    from .figures import _simstats
+
+    ns, skipped = _simstats.simulation_ns(d, gamma_max, n_gammas, min_n=1 if method == "finetune" else 3)
+    if ns.size == 0:
+        raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
+    raw = _simstats.simulate(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress)
+    stats = _simstats.transferability_stats(raw, method)
+    theory = evaluate(method, stats["gamma"], stats["theta"], sigma, lam, finite_d=d)[0] + 0.0  # −0.0 → 0.0
+    table = _simstats.compare(stats, theory, "transferability")
+    table["theory_asymptotic"] = evaluate(method, table["gamma"], table["theta"], sigma, lam)[0] + 0.0
+    table = table[SIM_COLUMNS]
+    table.attrs["skipped_n"] = [int(n) for n in skipped]
+    return table
+
+
+def simulation_summary(table):
+    """Summary lines of :func:`simulate_slices`: skipped n, convergence, the largest |z| against exact theory."""
+    from .figures import _simstats
+
+    skipped = table.attrs.get("skipped_n", [])
+    lines = _simstats.agreement_lines(table, "transferability", f"d = {int(table['d'].iloc[0])}, "
+                                      f"{int(table['n_draws'].max())} draws per point, error bars ±SD")
+    if skipped:
+        lines.insert(1, f"not simulated: n = {', '.join(map(str, skipped))} (|n − d| ≤ 1 or n too small)")
+    return lines
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -389,6 +468,22 @@ def build_parser():
     parser.add_argument("--resolution", type=int, default=400, metavar="N", help="grid points per axis, >= 2 (default 400)")
     parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
     parser.add_argument("--format", choices=sorted(FORMATS), default="png", help="figure format (default png)")
+    sim = parser.add_argument_group(
+        "simulation", "gradient-flow runs of the deep linear network (L = 2, α = 1e-5) drawn on the slices (c) as "
+        "mean ± SD over target draws, with the exact finite-size theory at the simulated d dashed; writes "
+        "NAME_simulated.csv and prints the largest |z| against that theory")
+    sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")
+    sim.add_argument("--sim-d", type=int, default=None, metavar="D",
+                     help=f"simulated input dimension d >= 3 (default {SIM_D}; {PAPER_D} with --paper-size)")
+    sim.add_argument("--sim-draws", type=int, default=None, metavar="K",
+                     help=f"target draws per point, >= 2 (default {SIM_DRAWS})")
+    sim.add_argument("--sim-gammas", type=int, default=None, metavar="M",
+                     help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
+    sim.add_argument("--paper-size", action="store_true",
+                     help=f"the paper's size (FaF App. D.1): d = {PAPER_D}, {PAPER_DRAWS} draws (slow on a CPU)")
+    sim.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    sim.add_argument("--backend", choices=("auto", "numpy", "cupy"), default="auto",
+                     help="array backend of the simulator (default auto: CuPy if a GPU is usable)")
     return parser
 
 
@@ -409,6 +504,20 @@ def _validate(parser, args):
         parser.error(f"--resolution must be >= 2, got {args.resolution}")
     if args.finite_d is not None and args.finite_d < 3:
         parser.error(f"--finite-d must be >= 3, got {args.finite_d}")
+    given = [flag for flag, value in (("--sim-d", args.sim_d), ("--sim-draws", args.sim_draws),
+                                      ("--sim-gammas", args.sim_gammas), ("--paper-size", args.paper_size or None))
+             if value is not None]
+    if given and not args.simulate:
+        parser.error(f"{', '.join(given)} applies with --simulate only")
+    args.sim_gammas = SIM_GAMMAS if args.sim_gammas is None else args.sim_gammas
+    args.sim_d = args.sim_d if args.sim_d is not None else PAPER_D if args.paper_size else SIM_D
+    args.sim_draws = args.sim_draws if args.sim_draws is not None else PAPER_DRAWS if args.paper_size else SIM_DRAWS
+    if args.sim_d < 3:
+        parser.error(f"--sim-d must be >= 3, got {args.sim_d}")
+    if args.sim_draws < 2:
+        parser.error(f"--sim-draws must be >= 2 (the SD needs two draws), got {args.sim_draws}")
+    if args.sim_gammas < 1:
+        parser.error(f"--sim-gammas must be >= 1, got {args.sim_gammas}")
 
 
 def main(argv=None):
@@ -417,14 +526,26 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _validate(parser, args)
     grid = compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d)
-    fig = plot_phase_diagram(grid, args.method, args.noise, args.lam, args.finite_d)
+    sims = None
+    if args.simulate:
+        try:
+            sims = simulate_slices(args.method, args.noise, args.sim_d, args.sim_draws, args.sim_gammas,
+                                   args.gamma_max, args.lam, seed=args.seed, backend=args.backend)
+        except ValueError as err:
+            parser.error(str(err))
+    fig = plot_phase_diagram(grid, args.method, args.noise, args.lam, args.finite_d, simulated=sims)
     name = output_name(args.method, args.noise, args.lam, args.finite_d)
     try:
         paths = save_figure(fig, _csv_frame(grid), name, args.out, args.format)
+        if sims is not None:
+            paths.append(paths[-1].with_name(f"{name}_simulated.csv"))
+            sims.to_csv(paths[-1], index=False)
     except OSError as err:
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return 1
     print(summary(grid, args.method, args.noise, args.lam, args.finite_d))
+    if sims is not None:
+        print("\n".join(simulation_summary(sims)))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

@@ -1,0 +1,191 @@
+r"""Simulated points for the FaF §3 figures: paired statistics and their comparison with exact theory.
+
+Shared by ``python -m transfertheory.phase_diagram --simulate`` (FaF Figs. 1c, 3c)
+and the builders :mod:`.faf_fig2`, :mod:`.faf_fig6`, :mod:`.faf_fig7`. The
+simulations are gradient-flow runs of deep linear networks
+(:func:`transfertheory.sim.deep_linear.run_transfer_experiment`, imported
+lazily: the theory-only paths stay import-light).
+
+Conventions (FaF Figs. 1–3, 6: "error bars represent the standard deviation
+over 20 draws of the target set"):
+
+* transferability per draw is the paired difference R_scratch − R_transfer of
+  the same target draw (same X, ε, β_t); the point is its mean over draws, the
+  error bar its SD (ddof = 1), and SE = SD/√(draws) is what the comparison with
+  theory uses;
+* a draw counts only if every run entering it converged (``converged`` column);
+  unconverged draws — near γ = 1 gradient flow has not reached its limit — are
+  omitted from the mean and counted in ``n_converged`` < ``n_draws``; plots mark
+  such points (hollow markers) and the summaries say how many;
+* z = (mean − theory)/SE against the *exact* finite-size expectation at the
+  simulated d and n = round(γd) (:mod:`transfertheory.theory.linear`); a point
+  *agrees* when |mean − theory| ≤ 4·SE + :data:`ALLOWANCE`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "ALLOWANCE",
+    "SIM_METHODS",
+    "STAT_COLUMNS",
+    "simulation_ns",
+    "simulate",
+    "transferability_stats",
+    "risk_stats",
+    "compare",
+    "largest_z",
+    "agreement_lines",
+]
+
+#: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3: against rtol = 1e-6 the
+#: per-draw risks moved by at most 8.8e-4 (fine-tuning, d = 32, γ < 1), 5.5e-4 (d = 64), 2.4e-5 (scratch); the exact
+#: linear-transfer solve has none. Finite α = 1e-5 enters as O(α²). Measured in docs/figures.md.
+ALLOWANCE = 1e-3
+#: simulator methods run for each transfer method (the scratch run is the paired baseline)
+SIM_METHODS = {"linear": ("scratch", "linear"), "ridge": ("scratch", "linear"), "finetune": ("scratch", "finetune")}
+#: columns of a statistics table (before :func:`compare` adds the theory)
+STAT_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "mean", "sd", "se", "n_converged", "n_draws"]
+
+
+def simulation_ns(d, gamma_max, count, min_n=1):
+    r"""Target sizes n_k = round(γ_max·d·k/count), k = 1…count, split into (kept, skipped).
+
+    Skipped: |n − d| ≤ 1 (E R_sc = +∞ for σ > 0, and gradient flow does not
+    reach its limit in any budget since λ_min(XᵀX/n) → 0) and n < ``min_n``
+    (linear transfer needs n ≥ 3). Duplicates are dropped. Returns two sorted
+    integer arrays.
+    """
+    ns = np.unique(np.rint(gamma_max * d * np.arange(1, count + 1) / count).astype(int))
+    bad = (np.abs(ns - d) <= 1) | (ns < min_n)
+    return ns[~bad], ns[bad]
+
+
+def simulate(method, d, ns, thetas, sigma, draws, lam=0.0, seed=0, backend="auto", progress=None):
+    """Raw simulator table for ``method`` and its scratch baseline at γ = n/d (one row per run)."""
+    from ..sim.deep_linear import run_transfer_experiment
+
+    return run_transfer_experiment(
+        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, methods=SIM_METHODS[method],
+        ridge=(float(lam),), seed=seed, backend=backend, progress=progress,
+    )
+
+
+def _plain(raw):
+    """Shallow copy of a simulator table without ``attrs``: they hold arrays (β_s, ν), which pandas' joins compare
+    with ``==`` and fail on ("truth value of an array is ambiguous")."""
+    out = raw.copy(deep=False)
+    out.attrs = {}
+    return out
+
+
+def _describe(keys, values):
+    """Mean, SD (ddof 1), SE and counts of ``values`` (NaN = unconverged draw) per group of ``keys``."""
+    import pandas as pd
+
+    frame = keys.assign(_v=values)
+    grouped = frame.groupby(list(keys.columns), sort=True)["_v"]
+    out = grouped.agg(mean="mean", sd=lambda v: v.std(ddof=1), n_converged="count", n_draws="size").reset_index()
+    out["se"] = out["sd"] / np.sqrt(out["n_converged"])
+    return pd.DataFrame(out)
+
+
+def _finish(stats, method):
+    stats.insert(len(stats.columns), "method", method)
+    return stats[STAT_COLUMNS].reset_index(drop=True)
+
+
+def transferability_stats(raw, method):
+    r"""Per (γ, θ, λ) statistics of the paired transferability R_scratch − R_transfer.
+
+    ``raw`` is a :func:`simulate` table; ``method`` is ``linear``, ``ridge``
+    (the simulator's ``linear`` rows, one λ per row) or ``finetune``. A draw
+    whose scratch or transfer run did not converge (or has a non-finite risk)
+    is omitted. Columns :data:`STAT_COLUMNS`.
+    """
+    keys = ["gamma", "theta", "instance"]
+    sim = "finetune" if method == "finetune" else "linear"
+    raw = _plain(raw)
+    scratch = raw[raw["method"] == "scratch"].set_index(keys)
+    transfer = raw[raw["method"] == sim].set_index(keys)
+    both = transfer.join(scratch[["risk", "converged"]], rsuffix="_scratch").reset_index()
+    ok = both["converged"].astype(bool) & both["converged_scratch"].astype(bool)
+    diff = both["risk_scratch"] - both["risk"]
+    diff = diff.where(ok & np.isfinite(diff))
+    stats = _describe(both[["gamma", "theta", "lam", "n", "d", "sigma"]], diff)
+    return _finish(stats, method)
+
+
+def risk_stats(raw, method):
+    """Per (γ, θ, λ) statistics of the risk of one simulator method (unconverged runs omitted)."""
+    raw = _plain(raw)
+    rows = raw[raw["method"] == method]
+    ok = rows["converged"].astype(bool) & np.isfinite(rows["risk"])
+    stats = _describe(rows[["gamma", "theta", "lam", "n", "d", "sigma"]], rows["risk"].where(ok))
+    return _finish(stats, method)
+
+
+def compare(stats, theory, prefix):
+    """``stats`` with columns renamed ``{prefix}_mean/sd/se`` and ``theory_finite``, ``z``, ``agrees`` added.
+
+    ``theory``: the exact finite-size expectation at each row (array). z = (mean − theory)/SE
+    (±inf when SE = 0 and they differ, NaN without converged draws); ``agrees`` is
+    |mean − theory| ≤ 4·SE + :data:`ALLOWANCE`.
+    """
+    out = stats.rename(columns={c: f"{prefix}_{c}" for c in ("mean", "sd", "se")})
+    mean, se = out[f"{prefix}_mean"].to_numpy(float), out[f"{prefix}_se"].to_numpy(float)
+    theory = np.asarray(theory, dtype=float)
+    gap = mean - theory
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(gap == 0, 0.0, gap / se)
+    out["theory_finite"] = theory
+    out["z"] = np.where(np.isnan(gap), np.nan, z)
+    out["agrees"] = np.abs(gap) <= 4 * np.nan_to_num(se, nan=np.inf) + ALLOWANCE
+    return out
+
+
+def largest_z(table, prefix):
+    """Index of the row with the largest |z| among rows farther than :data:`ALLOWANCE` from the theory (None if none).
+
+    Rows within the allowance are left out: their SE can be far below the integrator's error (fine-tuning at
+    γ > 1 reaches the same unique minimizer as scratch training, T = 0 pathwise, SE ~ 1e-7), so their z measures
+    integration error, not statistics.
+    """
+    gap = np.abs(table[f"{prefix}_mean"] - table["theory_finite"])
+    z = table["z"].abs().where(gap > ALLOWANCE)
+    return z.idxmax() if z.notna().any() else None
+
+
+def agreement_lines(table, prefix, what):
+    """Summary lines: draws omitted as unconverged, the largest |z| (with its point), points outside 4·SE + allowance."""
+    draws, conv = int(table["n_draws"].sum()), int(table["n_converged"].sum())
+    lines = [f"simulation ({what}): {len(table)} points, {conv}/{draws} draws converged"
+             + (f" — {draws - conv} unconverged draws omitted (hollow markers)" if conv < draws else "")]
+    z = largest_z(table, prefix)
+    if z is not None:
+        worst = table.loc[z]
+        lines.append(
+            f"largest |z| = {abs(worst['z']):.2f} (sim − exact finite-size theory, in SE) at γ = {worst['gamma']:.4g} "
+            f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {worst['theta']:.4g}, λ = {worst['lam']:g}: "
+            f"sim {worst[f'{prefix}_mean']:.4g} ± {worst[f'{prefix}_se']:.2g} (SE), theory {worst['theory_finite']:.4g}"
+        )
+    tiny = int((np.abs(table[f"{prefix}_mean"] - table["theory_finite"]) <= ALLOWANCE).sum())
+    if tiny:
+        lines.append(f"({tiny} points within the integrator allowance {ALLOWANCE:g} of the theory are left out of the "
+                     "largest |z|: there the SE can be far below the integration error, e.g. T_ft = 0 pathwise at γ > 1)")
+    bad = int((~table["agrees"]).sum())
+    lines.append(f"points outside 4·SE + {ALLOWANCE:g} of the exact theory: {bad} of {len(table)}")
+    return lines
+
+
+def format_angle(theta):
+    """θ as a multiple of π/8 when it is one (π/8, π/4, 3π/8, …), else 3 significant digits."""
+    k = theta / (math.pi / 8)
+    if abs(k - round(k)) < 1e-9 and round(k) > 0:
+        num, den = round(k), 8
+        g = math.gcd(num, den)
+        num, den = num // g, den // g
+        return f"{'' if num == 1 else num}π" + ("" if den == 1 else f"/{den}")
+    return f"{theta:.3g}"
