@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from .figures import FORMATS, save_figure, use_agg
+from .figures import FORMATS, _simstats, save_figure, use_agg
 from .theory import linear
 
 __all__ = [
@@ -55,9 +55,8 @@ COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch
 #: θ of the slices in panel (c), as in FaF Figs. 1c and 3c.
 SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
 THETA_MAX = np.pi / 2
-#: --simulate defaults (about a minute on a 2-core CPU, docs/phase_diagram.md) and the paper's size (FaF App. D.1)
+#: --simulate defaults (about half a minute on a 2-core CPU, docs/phase_diagram.md); --paper-size: d = 500, 20 draws
 SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
-PAPER_D, PAPER_DRAWS = 500, 20
 #: columns of the ``*_simulated.csv`` table written by ``--simulate``
 SIM_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "transferability_mean", "transferability_sd",
                "transferability_se", "theory_finite", "theory_asymptotic", "z", "agrees", "n_converged", "n_draws"]
@@ -409,8 +408,6 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     its n, d → ∞ value, z and ``agrees`` (:func:`~transfertheory.figures._simstats.compare`).
     Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
     """
-    from .figures import _simstats
-
     ns, skipped = _simstats.simulation_ns(d, gamma_max, n_gammas, min_n=1 if method == "finetune" else 3)
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
@@ -426,8 +423,6 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
 
 def simulation_summary(table):
     """Summary lines of :func:`simulate_slices`: skipped n, convergence, the largest |z| against exact theory."""
-    from .figures import _simstats
-
     skipped = table.attrs.get("skipped_n", [])
     lines = _simstats.agreement_lines(table, "transferability", f"d = {int(table['d'].iloc[0])}, "
                                       f"{int(table['n_draws'].max())} draws per point, error bars ±SD")
@@ -473,17 +468,9 @@ def build_parser():
         "mean ± SD over target draws, with the exact finite-size theory at the simulated d dashed; writes "
         "NAME_simulated.csv and prints the largest |z| against that theory")
     sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")
-    sim.add_argument("--sim-d", type=int, default=None, metavar="D",
-                     help=f"simulated input dimension d >= 3 (default {SIM_D}; {PAPER_D} with --paper-size)")
-    sim.add_argument("--sim-draws", type=int, default=None, metavar="K",
-                     help=f"target draws per point, >= 2 (default {SIM_DRAWS})")
     sim.add_argument("--sim-gammas", type=int, default=None, metavar="M",
                      help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
-    sim.add_argument("--paper-size", action="store_true",
-                     help=f"the paper's size (FaF App. D.1): d = {PAPER_D}, {PAPER_DRAWS} draws (slow on a CPU)")
-    sim.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    sim.add_argument("--backend", choices=("auto", "numpy", "cupy"), default="auto",
-                     help="array backend of the simulator (default auto: CuPy if a GPU is usable)")
+    _simstats.add_size_arguments(sim, d=SIM_D, draws=SIM_DRAWS, prefix="sim-")
     return parser
 
 
@@ -510,12 +497,7 @@ def _validate(parser, args):
     if given and not args.simulate:
         parser.error(f"{', '.join(given)} applies with --simulate only")
     args.sim_gammas = SIM_GAMMAS if args.sim_gammas is None else args.sim_gammas
-    args.sim_d = args.sim_d if args.sim_d is not None else PAPER_D if args.paper_size else SIM_D
-    args.sim_draws = args.sim_draws if args.sim_draws is not None else PAPER_DRAWS if args.paper_size else SIM_DRAWS
-    if args.sim_d < 3:
-        parser.error(f"--sim-d must be >= 3, got {args.sim_d}")
-    if args.sim_draws < 2:
-        parser.error(f"--sim-draws must be >= 2 (the SD needs two draws), got {args.sim_draws}")
+    args.sim_d, args.sim_draws = _simstats.resolve_size(parser, args, d=SIM_D, draws=SIM_DRAWS, prefix="sim-")
     if args.sim_gammas < 1:
         parser.error(f"--sim-gammas must be >= 1, got {args.sim_gammas}")
 

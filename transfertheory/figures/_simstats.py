@@ -189,3 +189,56 @@ def format_angle(theta):
         num, den = num // g, den // g
         return f"{'' if num == 1 else num}π" + ("" if den == 1 else f"/{den}")
     return f"{theta:.3g}"
+
+
+# --------------------------------------------------------------------------- CLI pieces shared by the builders
+
+
+def add_size_arguments(parser, *, d, draws, paper_d=500, paper_draws=20, prefix=""):
+    """Flags ``--{prefix}d``, ``--{prefix}draws``, ``--paper-size``, ``--seed``, ``--backend`` (size defaults None)."""
+    parser.add_argument(f"--{prefix}d", type=int, default=None, metavar="D",
+                        help=f"simulated input dimension d >= 3 (default {d}; {paper_d} with --paper-size)")
+    parser.add_argument(f"--{prefix}draws", type=int, default=None, metavar="K",
+                        help=f"target draws per point, >= 2 (default {draws}; {paper_draws} with --paper-size)")
+    parser.add_argument("--paper-size", action="store_true",
+                        help=f"the paper's size (FaF App. D.1): d = {paper_d}, {paper_draws} draws")
+    parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    parser.add_argument("--backend", choices=("auto", "numpy", "cupy"), default="auto",
+                        help="array backend of the simulator (default auto: CuPy if a GPU is usable)")
+
+
+def resolve_size(parser, args, *, d, draws, paper_d=500, paper_draws=20, prefix=""):
+    """(d, draws) from the flags of :func:`add_size_arguments`; out-of-range values exit 2 via ``parser.error``."""
+    key = prefix.replace("-", "_")
+    given_d, given_draws = getattr(args, f"{key}d"), getattr(args, f"{key}draws")
+    d = given_d if given_d is not None else paper_d if args.paper_size else d
+    draws = given_draws if given_draws is not None else paper_draws if args.paper_size else draws
+    if d < 3:
+        parser.error(f"--{prefix}d must be >= 3, got {d}")
+    if draws < 2:
+        parser.error(f"--{prefix}draws must be >= 2 (the SD needs two draws), got {draws}")
+    return d, draws
+
+
+def add_output_arguments(parser):
+    """``--out`` and ``--format`` (the figures/ convention: PNG + PDF by default)."""
+    from ._io import FORMATS
+
+    parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="both", help="figure format (default both)")
+
+
+def write_and_report(fig, table, name, args, lines):
+    """Save ``fig`` + ``table`` (CSV) as ``name`` under ``args.out``, print ``lines`` and the paths; exit code 0 or 1."""
+    import sys
+
+    from ._io import save_figure
+
+    try:
+        paths = save_figure(fig, table, name, args.out, args.format)
+    except OSError as err:
+        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
