@@ -411,7 +411,8 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     ns, skipped = _simstats.simulation_ns(d, gamma_max, n_gammas, min_n=1 if method == "finetune" else 3)
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
-    raw = _simstats.simulate(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress)
+    raw = _simstats.simulate(_simstats.SIM_METHODS[method], d, ns, thetas, sigma, draws, (lam,), seed, backend,
+                             progress)
     stats = _simstats.transferability_stats(raw, method)
     theory = evaluate(method, stats["gamma"], stats["theta"], sigma, lam, finite_d=d)[0] + 0.0  # −0.0 → 0.0
     table = _simstats.compare(stats, theory, "transferability")
