@@ -257,7 +257,7 @@ def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d):
     ax.plot(g_minus, theta, color="tab:cyan", lw=1.5, label=f"γ₋, γ₊{tag}")
     ax.plot(g_plus, theta, color="tab:cyan", lw=1.5)
     ax.plot(np.where(g_c <= gamma_max, g_c, np.nan), theta, color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}")
-    ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (E R_sc = ∞)")
+    ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (E R_sc = ∞)" if sigma > 0 else "γ = 1 (σ = 0: R_sc = 0 beyond)")
 
 
 def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated=None):
@@ -394,6 +394,11 @@ def _angle(value):
 # --------------------------------------------------------------------------- simulation
 
 
+def _min_n(method):
+    """Smallest n with a finite exact transfer risk: 3 for linear/ridge transfer (E‖z‖⁻²), 1 for fine-tuning."""
+    return 1 if method == "finetune" else 3
+
+
 def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS, gamma_max=2.0, lam=0.0,
                     thetas=SLICE_THETAS, seed=0, backend="auto", progress=None):
     r"""Simulated transferability on the slices, against the exact finite-size theory at the simulated d.
@@ -408,7 +413,7 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     its n, d → ∞ value, z and ``agrees`` (:func:`~transfertheory.figures._simstats.compare`).
     Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
     """
-    ns, skipped = _simstats.simulation_ns(d, gamma_max, n_gammas, min_n=1 if method == "finetune" else 3)
+    ns, skipped = _simstats.simulation_ns(d, gamma_max, n_gammas, min_n=_min_n(method))
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
     raw = _simstats.simulate(_simstats.SIM_METHODS[method], d, ns, thetas, sigma, draws, (lam,), seed, backend,
@@ -501,6 +506,10 @@ def _validate(parser, args):
     args.sim_d, args.sim_draws = _simstats.resolve_size(parser, args, d=SIM_D, draws=SIM_DRAWS, prefix="sim-")
     if args.sim_gammas < 1:
         parser.error(f"--sim-gammas must be >= 1, got {args.sim_gammas}")
+    min_n = _min_n(args.method)
+    if args.simulate and _simstats.simulation_ns(args.sim_d, args.gamma_max, args.sim_gammas, min_n)[0].size == 0:
+        parser.error(f"no simulable n = round(γ_max·d·k/M) >= {min_n} with |n − d| >= 2 "
+                     f"(d = {args.sim_d}, M = {args.sim_gammas}, γ_max = {args.gamma_max:g})")
 
 
 def main(argv=None):
@@ -511,11 +520,8 @@ def main(argv=None):
     grid = compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d)
     sims = None
     if args.simulate:
-        try:
-            sims = simulate_slices(args.method, args.noise, args.sim_d, args.sim_draws, args.sim_gammas,
-                                   args.gamma_max, args.lam, seed=args.seed, backend=args.backend)
-        except ValueError as err:
-            parser.error(str(err))
+        sims = simulate_slices(args.method, args.noise, args.sim_d, args.sim_draws, args.sim_gammas, args.gamma_max,
+                               args.lam, seed=args.seed, backend=args.backend)
     fig = plot_phase_diagram(grid, args.method, args.noise, args.lam, args.finite_d, simulated=sims)
     name = output_name(args.method, args.noise, args.lam, args.finite_d)
     try:

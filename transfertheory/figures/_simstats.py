@@ -229,14 +229,20 @@ def add_output_arguments(parser):
     parser.add_argument("--format", choices=sorted(FORMATS), default="both", help="figure format (default both)")
 
 
-def write_and_report(fig, table, name, args, lines):
-    """Save ``fig`` + ``table`` (CSV) as ``name`` under ``args.out``, print ``lines`` and the paths; exit code 0 or 1."""
+def write_and_report(fig, table, name, args, lines, extra=()):
+    """Save ``fig`` + ``table`` (CSV) as ``name`` under ``args.out``, print ``lines`` and the paths; exit code 0 or 1.
+
+    ``extra``: (suffix, DataFrame) pairs written as ``name{suffix}.csv`` beside it.
+    """
     import sys
 
     from ._io import save_figure
 
     try:
         paths = save_figure(fig, table, name, args.out, args.format)
+        for suffix, frame in extra:
+            paths.append(paths[-1].with_name(f"{name}{suffix}.csv"))
+            frame.to_csv(paths[-1], index=False)
     except OSError as err:
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return 1
