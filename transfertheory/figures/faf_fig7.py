@@ -1,0 +1,165 @@
+r"""FaF Fig. 7: linear transferability at σ = 0, theory against simulation as heat maps over (θ, γ) (FaF App. E).
+
+Model (THEORY §A1–A3, as :mod:`.faf_fig6`): two-layer linear network pretrained
+on y = β_sᵀx, last layer refit on n = γd noiseless target samples
+y = β_tᵀx (β_sᵀβ_t = cos θ), compared with training from scratch;
+T = E[R_scratch − R_transfer], R = ‖β̂ − β_t‖².
+
+The paper's caption (text truncated in the extraction) reads: "(a) Identical to
+Fig. 6(b), but shaded according to the value of the transferability. (b)
+Results of numerical simulations with L = 2, d = 500"; both panels have θ on
+the x axis, γ on the y axis and the colour scale [−1, 1]. Here:
+
+* (a) theory: the exact finite-size T at the simulated d (THEORY §A1, A2:
+  E R_sc = 1 − n/d for n < d, 0 for n ≥ d; E R_lt = sin²θ(1 + 1/(n − 2))),
+  on the simulation's (θ, γ) cells, with the n, d → ∞ boundary γ = cos²θ
+  (FaF §3.3, σ → 0) and γ = 1 drawn;
+* (b) simulation: mean over target draws of the paired R_scratch − R_transfer
+  (gradient flow, :func:`transfertheory.phase_diagram.simulate_slices` on a θ grid);
+* (c) z = (simulation − exact theory)/SE per cell, clipped to ±4 — the
+  verification the paper shows only by eye.
+
+Reading (c): all θ of one γ row share the target draws, and at σ = 0 the
+transfer risk is sin²θ·(1 + ξ) with the same random ξ = (zᵀw)²/‖z‖⁴ for every θ
+(z = Xβ_s, w = Xν), while the scratch risk does not depend on θ for γ > 1 — so
+the z of a row are nearly one random variable, not independent cells: one row
+at |z| ≈ 3 among a dozen is not a discrepancy.
+
+Cells with |n − d| ≤ 1 are not simulated (gradient flow does not reach its limit
+there) and are grey in every panel; cells with unconverged draws are hatched.
+The CSV has one row per simulated cell with both theory columns
+(``theory_finite``, ``theory_asymptotic`` = FaF Eq. 13 at σ = 0).
+
+Run ``python -m transfertheory.figures.faf_fig7 --help``; see docs/figures.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .. import phase_diagram as pdg
+from . import _simstats
+from ._io import use_agg
+
+__all__ = ["NAME", "build", "plot", "build_parser", "main"]
+
+NAME = "faf_fig7"
+DEFAULTS = dict(d=32, draws=10, gammas=12, thetas=9, sigma=0.0)
+Z_LIMIT = 4.0
+
+
+def _edges(centers):
+    """Cell edges around sorted ``centers`` (midpoints; the outer cells symmetric)."""
+    c = np.asarray(centers, float)
+    if c.size == 1:
+        return np.array([c[0] - 0.5, c[0] + 0.5])
+    mid = (c[1:] + c[:-1]) / 2
+    return np.concatenate([[2 * c[0] - mid[0]], mid, [2 * c[-1] - mid[-1]]])
+
+
+def _cells(points, skipped_n, column):
+    """(θ axis, γ axis, values[γ, θ]) over simulated and skipped n (skipped rows NaN)."""
+    d = int(points["d"].iloc[0])
+    theta = np.unique(points["theta"])
+    gamma = np.unique(np.concatenate([points["gamma"].to_numpy(), np.asarray(skipped_n, float) / d]))
+    values = np.full((gamma.size, theta.size), np.nan)
+    gi = np.searchsorted(gamma, points["gamma"].to_numpy())
+    ti = np.searchsorted(theta, points["theta"].to_numpy())
+    values[gi, ti] = points[column].to_numpy(float)
+    return theta, gamma, values
+
+
+def plot(points):
+    """Three heat maps over (θ, γ): (a) exact theory, (b) simulation mean, (c) z, clipped to ±4."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    first = points.iloc[0]
+    d, sigma = int(first["d"]), float(first["sigma"])
+    skipped = points.attrs.get("skipped_n", [])
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharey=True)
+    panels = (
+        ("theory_finite", f"(a) theory, exact d = {d}", "RdBu", pdg.DISPLAY_LIMIT),
+        ("transferability_mean", f"(b) simulation, mean of {int(points['n_draws'].max())} draws", "RdBu",
+         pdg.DISPLAY_LIMIT),
+        ("z", "(c) z = (simulation − theory)/SE", "PuOr", Z_LIMIT),
+    )
+    theta, gamma, incomplete = _cells(points, skipped, "n_converged")
+    _, _, draws = _cells(points, skipped, "n_draws")
+    incomplete = incomplete < draws
+    te, ge = _edges(theta), _edges(gamma)
+    for ax, (column, title, cmap, limit) in zip(axes, panels):
+        _, _, values = _cells(points, skipped, column)
+        cmap = plt.get_cmap(cmap).with_extremes(bad="#bdbdbd")
+        mesh = ax.pcolormesh(te, ge, np.clip(values, -limit, limit), cmap=cmap, vmin=-limit, vmax=limit)
+        fig.colorbar(mesh, ax=ax, fraction=0.046, pad=0.03)
+        for gi, ti in zip(*np.nonzero(incomplete)):
+            ax.add_patch(plt.Rectangle((te[ti], ge[gi]), te[ti + 1] - te[ti], ge[gi + 1] - ge[gi], fill=False,
+                                       hatch="//", lw=0))
+        th = np.linspace(0, np.pi / 2, 200)
+        g_minus, _ = pdg.linear.negative_transfer_interval(th, sigma)
+        ax.plot(th, g_minus, color="tab:cyan", lw=1.2, label="γ₋(θ) (n, d → ∞; = cos²θ at σ = 0)")
+        ax.axhline(1.0, color="k", lw=0.8, ls=":", label="γ = 1")
+        ax.set(xlabel="θ", title=title, xlim=(te[0], te[-1]), ylim=(ge[0], ge[-1]))
+        ax.set_xticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
+    axes[0].set_ylabel("γ = n/d")
+    axes[0].legend(loc="upper right", fontsize=7, framealpha=0.8)
+    note = f"; grey: n = {', '.join(map(str, skipped))} not simulated" if skipped else ""
+    fig.suptitle(f"FaF Fig. 7: linear transferability, σ = {sigma:g}, theory vs simulation (L = 2, d = {d}){note}")
+    fig.tight_layout()
+    return fig
+
+
+def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], n_gammas=DEFAULTS["gammas"], n_thetas=DEFAULTS["thetas"],
+          sigma=DEFAULTS["sigma"], gamma_max=2.0, seed=0, backend="auto", progress=None):
+    """Simulate T on an (n_gammas × n_thetas) grid, θ ∈ [0, π/2], and draw FaF Fig. 7; returns ``(fig, points)``.
+
+    ``points``: :data:`transfertheory.phase_diagram.SIM_COLUMNS`, one row per simulated cell.
+    """
+    thetas = np.linspace(0.0, np.pi / 2, n_thetas)
+    points = pdg.simulate_slices("linear", sigma, d, draws, n_gammas, gamma_max, thetas=thetas, seed=seed,
+                                 backend=backend, progress=progress)
+    return plot(points), points
+
+
+def build_parser():
+    """The ``python -m transfertheory.figures.faf_fig7`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m transfertheory.figures.faf_fig7",
+        description="FaF Fig. 7: linear transferability at σ = 0 as heat maps over (θ, γ) — exact finite-d theory, "
+        "gradient-flow simulation, and their z-score. Writes faf_fig7.{png,pdf,csv}, prints the largest |z|.",
+    )
+    parser.add_argument("--gammas", type=int, default=DEFAULTS["gammas"], metavar="M",
+                        help=f"γ rows, γ = 2k/M, k = 1…M (|n − d| <= 1 not simulated; default {DEFAULTS['gammas']})")
+    parser.add_argument("--thetas", type=int, default=DEFAULTS["thetas"], metavar="K",
+                        help=f"θ columns in [0, π/2], >= 2 (default {DEFAULTS['thetas']})")
+    parser.add_argument("--noise", type=float, default=DEFAULTS["sigma"], metavar="SIGMA",
+                        help="label-noise sd σ >= 0 (default 0, as in the paper)")
+    _simstats.add_size_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    _simstats.add_output_arguments(parser)
+    return parser
+
+
+def main(argv=None):
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    d, draws = _simstats.resolve_size(parser, args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    if args.gammas < 1:
+        parser.error(f"--gammas must be >= 1, got {args.gammas}")
+    if args.thetas < 2:
+        parser.error(f"--thetas must be >= 2, got {args.thetas}")
+    if not (np.isfinite(args.noise) and args.noise >= 0):
+        parser.error(f"--noise must be a finite number >= 0, got {args.noise}")
+    if _simstats.simulation_ns(d, 2.0, args.gammas, min_n=3)[0].size == 0:
+        parser.error(f"no simulable n = round(2dk/M) >= 3 with |n − d| >= 2 for d = {d}, M = {args.gammas}")
+    fig, points = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=args.backend)
+    lines = [f"FaF Fig. 7: σ = {args.noise:g}, d = {d}, {draws} draws, {args.gammas} γ × {args.thetas} θ cells, "
+             f"seed {args.seed}", *pdg.simulation_summary(points)]
+    return _simstats.write_and_report(fig, points, NAME, args, lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
