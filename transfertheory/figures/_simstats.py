@@ -108,9 +108,9 @@ def transferability_stats(raw, method):
     keys = ["gamma", "theta", "instance"]
     sim = "finetune" if method == "finetune" else "linear"
     raw = _plain(raw)
-    scratch = raw[raw["method"] == "scratch"].set_index(keys)
-    transfer = raw[raw["method"] == sim].set_index(keys)
-    both = transfer.join(scratch[["risk", "converged"]], rsuffix="_scratch").reset_index()
+    scratch = raw.loc[raw["method"] == "scratch", [*keys, "risk", "converged"]]
+    both = raw[raw["method"] == sim].merge(scratch, on=keys, how="left", suffixes=("", "_scratch"),
+                                           validate="many_to_one")
     ok = both["converged"].astype(bool) & both["converged_scratch"].astype(bool)
     diff = both["risk_scratch"] - both["risk"]
     diff = diff.where(ok & np.isfinite(diff))

@@ -153,8 +153,6 @@ def main(argv=None):
         parser.error(f"--thetas must be >= 2, got {args.thetas}")
     if not (np.isfinite(args.noise) and args.noise >= 0):
         parser.error(f"--noise must be a finite number >= 0, got {args.noise}")
-    if _simstats.simulation_ns(d, 2.0, args.gammas, min_n=3)[0].size == 0:
-        parser.error(f"no simulable n = round(2dk/M) >= 3 with |n − d| >= 2 for d = {d}, M = {args.gammas}")
     fig, points = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=args.backend)
     lines = [f"FaF Fig. 7: σ = {args.noise:g}, d = {d}, {draws} draws, {args.gammas} γ × {args.thetas} θ cells, "
              f"seed {args.seed}", *pdg.simulation_summary(points)]

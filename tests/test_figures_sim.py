@@ -1,0 +1,277 @@
+"""Simulation figures: ``phase_diagram --simulate`` (FaF Figs. 1c, 3c) and the builders of FaF Figs. 2, 6, 7.
+
+End to end through each CLI's ``main([...])`` at tiny sizes (files, CSV columns, exit codes), the shared
+statistics of :mod:`transfertheory.figures._simstats` on hand-made tables, and one statistical check per
+figure: every simulated mean within 4·SE + ALLOWANCE of the exact finite-size theory at the simulated d.
+ALLOWANCE (1e-3) is the measured integrator error at the default rtol (docs/figures.md); the exact
+linear-transfer solve has none. Sizes keep d ≥ 12 and n ≥ 8 away from |n − d| ≤ 3, where the risks
+(inverse-Wishart and 1/χ² moments) are heavy-tailed and a normal 4·SE band is not a fair test.
+"""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from transfertheory import phase_diagram as pdg
+from transfertheory.figures import _simstats, faf_fig2, faf_fig6, faf_fig7
+from transfertheory.theory import linear as L
+
+
+def run(main, args, tmp_path, capsys):
+    """``main(args + --out tmp_path)``; returns (exit code, stdout)."""
+    code = main([*args, "--out", str(tmp_path)])
+    return code, capsys.readouterr().out
+
+
+def assert_agrees_with_exact_theory(table, prefix):
+    """The statistical check of every figure (see module docstring)."""
+    assert (table["n_converged"] == table["n_draws"]).all()
+    gap = (table[f"{prefix}_mean"] - table["theory_finite"]).abs()
+    assert (gap <= 4 * table[f"{prefix}_se"] + _simstats.ALLOWANCE).all(), table.loc[gap.idxmax()]
+    assert table["agrees"].all()
+
+
+# --------------------------------------------------------------------------- _simstats on hand-made tables
+
+
+def _raw(risk_scratch, risk_transfer, converged_transfer, method="linear"):
+    rows = []
+    for i, (rs, rt, ok) in enumerate(zip(risk_scratch, risk_transfer, converged_transfer)):
+        common = dict(gamma=0.5, n=8, d=16, theta=0.3, sigma=0.1, lam=0.0, instance=i)
+        rows.append(dict(common, method="scratch", risk=rs, converged=True))
+        rows.append(dict(common, method=method, risk=rt, converged=ok))
+    raw = pd.DataFrame(rows)
+    raw.attrs["beta_s"] = np.ones(3)  # the simulator's attrs hold arrays: joins must not compare them
+    return raw
+
+
+def test_paired_transferability_stats_omit_unconverged_draws():
+    raw = _raw([1.0, 2.0, 4.0, 9.0], [0.5, 0.5, 1.0, 0.0], [True, True, True, False])
+    stats = _simstats.transferability_stats(raw, "linear")
+    assert list(stats.columns) == _simstats.STAT_COLUMNS and len(stats) == 1
+    row = stats.iloc[0]
+    diffs = np.array([0.5, 1.5, 3.0])
+    assert row["n_converged"] == 3 and row["n_draws"] == 4
+    assert row["mean"] == pytest.approx(diffs.mean())
+    assert row["sd"] == pytest.approx(diffs.std(ddof=1))
+    assert row["se"] == pytest.approx(diffs.std(ddof=1) / math.sqrt(3))
+    risks = _simstats.risk_stats(raw, "linear").iloc[0]
+    assert risks["mean"] == pytest.approx(2 / 3) and risks["n_converged"] == 3
+
+
+def test_compare_z_agreement_and_ranking():
+    stats = pd.DataFrame({"gamma": [0.5, 2.0], "theta": [0.1, 0.1], "n": [8, 32], "d": [16, 16], "lam": [0.0, 0.0],
+                          "mean": [0.30, 1e-6], "sd": [0.1, 1e-7], "se": [0.02, 3e-8],
+                          "n_converged": [25, 25], "n_draws": [25, 25]})
+    table = _simstats.compare(stats, [0.25, 0.0], "transferability")
+    assert table["z"].tolist() == pytest.approx([2.5, 1e-6 / 3e-8])
+    assert table["agrees"].all()  # 0.05 ≤ 4·0.02 + 1e-3; 1e-6 within the allowance
+    # the second point's huge z is integration error, not statistics: it is not ranked
+    assert _simstats.largest_z(table, "transferability") == 0
+    text = "\n".join(_simstats.agreement_lines(table, "transferability", "test"))
+    assert "largest |z| = 2.50" in text and "not ranked: 1 points" in text and "outside 4·SE + 0.001" in text
+
+
+def test_simulation_ns_skips_the_interpolation_threshold():
+    kept, skipped = _simstats.simulation_ns(32, 2.0, 8, min_n=3)
+    assert kept.tolist() == [8, 16, 24, 40, 48, 56, 64] and skipped.tolist() == [32]
+    kept, skipped = _simstats.simulation_ns(16, 2.0, 32, min_n=3)  # n = 1 … 32
+    assert skipped.tolist() == [1, 2, 15, 16, 17] and kept.size == 27
+
+
+def test_hollow_markers_for_points_with_unconverged_draws():
+    import matplotlib.pyplot as plt
+
+    grid = pdg.compute_grid("linear", 0.2, resolution=20)
+    sims = pd.DataFrame({"gamma": [0.5, 1.5], "theta": [math.pi / 8] * 2, "d": [16, 16],
+                         "transferability_mean": [0.3, -0.1], "transferability_sd": [0.05, 0.05],
+                         "n_converged": [10, 7], "n_draws": [10, 10]})
+    fig = pdg.plot_phase_diagram(grid, "linear", 0.2, simulated=sims)
+    try:
+        ax = fig.axes[2]
+        assert len(ax.containers) == 2  # complete points, then the hollow ones
+        assert ax.containers[1].lines[0].get_markerfacecolor() == "none"
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "some draws unconverged" in labels and "exact, d = 16" in labels
+    finally:
+        plt.close(fig)
+
+
+# --------------------------------------------------------------------------- phase_diagram --simulate
+
+TINY_SIM = ["--sim-d", "12", "--sim-draws", "3", "--sim-gammas", "4", "--resolution", "20"]
+
+
+@pytest.mark.parametrize("method", ["linear", "finetune", "ridge"])
+def test_phase_diagram_simulate_end_to_end(method, tmp_path, capsys):
+    extra = ["--lam", "0.2"] if method == "ridge" else []
+    code, out = run(pdg.main, ["--method", method, "--simulate", *TINY_SIM, *extra], tmp_path, capsys)
+    assert code == 0
+    name = pdg.output_name(method, 0.2, 0.2 if method == "ridge" else 0.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{name}.csv", f"{name}.png",
+                                                                 f"{name}_simulated.csv"])
+    sims = pd.read_csv(tmp_path / f"{name}_simulated.csv")
+    assert list(sims.columns) == pdg.SIM_COLUMNS
+    assert set(sims["n"]) == {6, 18, 24} and set(sims["d"]) == {12}  # n = 24k/4 without n = 12 = d
+    assert np.allclose(sorted(set(sims["theta"])), pdg.SLICE_THETAS)
+    assert (sims["n_draws"] == 3).all() and set(sims["method"]) == {method}
+    expected = pdg.evaluate(method, sims["gamma"], sims["theta"], 0.2, 0.2 if method == "ridge" else 0.0,
+                            finite_d=12)[0]
+    np.testing.assert_allclose(sims["theory_finite"], expected)
+    assert "not simulated: n = 12" in out and "largest |z|" in out and str(tmp_path / f"{name}_simulated.csv") in out
+
+
+def test_phase_diagram_simulated_linear_agrees_with_exact_theory():
+    """FaF Fig. 1c: σ = 0.2, d = 16, n ∈ {10, 20, 30, 40}, 40 draws."""
+    table = pdg.simulate_slices("linear", 0.2, d=16, draws=40, n_gammas=4, gamma_max=2.5, progress=False)
+    assert sorted(set(table["n"])) == [10, 20, 30, 40]
+    assert_agrees_with_exact_theory(table, "transferability")
+
+
+def test_phase_diagram_simulated_finetune_agrees_with_exact_theory():
+    """FaF Fig. 3c: σ = 0.2; for γ > 1 fine-tuning and scratch reach the same minimizer (T = 0 pathwise)."""
+    table = pdg.simulate_slices("finetune", 0.2, d=16, draws=30, n_gammas=4, gamma_max=2.0, progress=False)
+    assert_agrees_with_exact_theory(table, "transferability")
+    beyond = table[table["n"] > 16]
+    assert (beyond["transferability_mean"].abs() <= _simstats.ALLOWANCE).all()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sim-d", "12"],  # without --simulate
+        ["--paper-size"],
+        ["--sim-gammas", "4"],
+        ["--simulate", "--sim-d", "2"],
+        ["--simulate", "--sim-draws", "1"],
+        ["--simulate", "--sim-gammas", "0"],
+        ["--simulate", "--sim-d", "4", "--sim-gammas", "2", "--gamma-max", "1"],  # n ∈ {2, 4}: nothing simulable
+        ["--simulate", "--backend", "tpu"],
+    ],
+)
+def test_phase_diagram_simulate_usage_errors(args, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        pdg.main([*args, "--resolution", "8", "--out", str(tmp_path)])
+    assert info.value.code == 2 and "usage:" in capsys.readouterr().err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------- FaF Fig. 2
+
+
+def test_fig2_cli_end_to_end(tmp_path, capsys):
+    code, out = run(faf_fig2.main, ["--d", "16", "--draws", "4", "--lams", "3", "--format", "pdf"], tmp_path, capsys)
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig2.csv", "faf_fig2.pdf"]
+    table = pd.read_csv(tmp_path / "faf_fig2.csv")
+    assert list(table.columns) == faf_fig2.COLUMNS
+    assert table["lam"].tolist() == [0.0, 0.3, 0.6] and (table["n"] == 8).all()
+    np.testing.assert_allclose(table["theory_eq15"], L.ridge_transfer_risk(math.pi / 8, table["lam"]))
+    np.testing.assert_allclose(table["theory_finite"], L.ridge_transfer_risk_finite(math.pi / 8, 0.2, 8, table["lam"]))
+    assert "λ* =" in out and "largest |z|" in out
+
+
+def test_fig2_simulation_agrees_with_exact_finite_n_theory():
+    """n = 16: the finite-n risk differs from Eq. 15 by ≈ (sin²θ + σ²)/(n − 2) ≈ 0.013, resolved by 100 draws."""
+    _, table = faf_fig2.build(d=32, draws=100, lams=[0.0, 0.1, 0.3, 0.6])
+    assert_agrees_with_exact_theory(table, "risk")
+    # ... and Eq. 15 alone is rejected at λ = 0: the finite-n offset is many SE
+    first = table.iloc[0]
+    assert (first["risk_mean"] - first["theory_eq15"]) / first["risk_se"] > 4
+
+
+# --------------------------------------------------------------------------- FaF Figs. 6 and 7
+
+
+def test_fig6_cli_end_to_end_and_agreement(tmp_path, capsys):
+    code, out = run(faf_fig6.main, ["--d", "16", "--draws", "30", "--gammas", "4", "--resolution", "16",
+                                    "--format", "png"], tmp_path, capsys)
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig6.csv", "faf_fig6.png", "faf_fig6_grid.csv"]
+    points = pd.read_csv(tmp_path / "faf_fig6.csv")
+    assert list(points.columns) == pdg.SIM_COLUMNS and (points["sigma"] == 0).all()
+    grid = pd.read_csv(tmp_path / "faf_fig6_grid.csv")
+    assert len(grid) == 16 * 16 and list(grid.columns) == pdg.COLUMNS
+    assert "σ = 0" in out and "largest |z|" in out
+    assert_agrees_with_exact_theory(points, "transferability")
+
+
+def test_fig7_build_agrees_with_exact_theory():
+    """σ = 0 heat map: 4 γ rows (n = 8, 24, 32; 16 = d skipped) × 4 θ columns, 30 draws."""
+    fig, points = faf_fig7.build(d=16, draws=30, n_gammas=4, n_thetas=4, progress=False)
+    try:
+        assert points.attrs["skipped_n"] == [16]
+        assert len(points) == 3 * 4 and np.allclose(sorted(set(points["theta"])), np.linspace(0, np.pi / 2, 4))
+        assert_agrees_with_exact_theory(points, "transferability")
+        # θ = 0 and γ > 1: both models learn β_t exactly (σ = 0), T = 0 up to the integrator
+        exact = points[(points["theta"] == 0) & (points["n"] > 16)]
+        assert (exact["transferability_mean"].abs() <= _simstats.ALLOWANCE).all()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def test_fig7_cli_end_to_end(tmp_path, capsys):
+    code, out = run(faf_fig7.main, ["--d", "12", "--draws", "3", "--gammas", "4", "--thetas", "3"], tmp_path, capsys)
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig7.csv", "faf_fig7.pdf", "faf_fig7.png"]
+    points = pd.read_csv(tmp_path / "faf_fig7.csv")
+    assert list(points.columns) == pdg.SIM_COLUMNS and len(points) == 3 * 3
+    assert "not simulated: n = 12" in out
+
+
+@pytest.mark.parametrize(
+    "main, args",
+    [
+        (faf_fig2.main, ["--d", "2"]),
+        (faf_fig2.main, ["--draws", "1"]),
+        (faf_fig2.main, ["--gamma", "0.05", "--d", "16"]),  # n = 1
+        (faf_fig2.main, ["--theta", "4"]),
+        (faf_fig2.main, ["--noise", "-1"]),
+        (faf_fig2.main, ["--lams", "1"]),
+        (faf_fig2.main, ["--lam-max", "nan"]),
+        (faf_fig2.main, ["--format", "jpg"]),
+        (faf_fig6.main, ["--gammas", "0"]),
+        (faf_fig6.main, ["--resolution", "1"]),
+        (faf_fig6.main, ["--d", "x"]),
+        (faf_fig7.main, ["--thetas", "1"]),
+        (faf_fig7.main, ["--noise", "inf"]),
+        (faf_fig7.main, ["--bogus"]),
+    ],
+)
+def test_builder_usage_errors(main, args, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--out", str(tmp_path)])
+    assert info.value.code == 2 and "usage:" in capsys.readouterr().err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_unwritable_output_returns_1(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert faf_fig2.main(["--d", "12", "--draws", "2", "--lams", "2", "--out", str(blocker / "sub")]) == 1
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_module_entry_points_help():
+    import subprocess
+    import sys
+
+    for module in ("faf_fig2", "faf_fig6", "faf_fig7"):
+        done = subprocess.run([sys.executable, "-m", f"transfertheory.figures.{module}", "--help"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0
+        for flag in ("--out", "--format", "--seed", "--paper-size", "--d", "--draws", "--backend"):
+            assert flag in done.stdout
+
+
+@pytest.mark.slow
+def test_phase_diagram_default_simulation_agrees(tmp_path, capsys):
+    """The CLI default (d = 64, 20 draws, 8 γ) for both methods: no point outside 4·SE + ALLOWANCE."""
+    for method in ("linear", "finetune"):
+        code, _ = run(pdg.main, ["--method", method, "--simulate", "--resolution", "40"], tmp_path, capsys)
+        assert code == 0
+        table = pd.read_csv(tmp_path / f"{pdg.output_name(method, 0.2)}_simulated.csv")
+        assert_agrees_with_exact_theory(table, "transferability")
