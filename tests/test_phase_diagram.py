@@ -300,3 +300,19 @@ def test_module_entry_point_exit_codes():
         [sys.executable, "-m", "transfertheory.phase_diagram", "--noise", "-1"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "--noise must be >= 0" in bad.stderr
+
+
+def test_help_lists_the_simulation_flags():
+    """--simulate and its options (exercised end to end in tests/test_figures_sim.py)."""
+    text = pdg.build_parser().format_help()
+    for flag in ("--simulate", "--sim-d", "--sim-draws", "--sim-gammas", "--paper-size", "--seed", "--backend"):
+        assert flag in text
+
+
+def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
+    """The theory-only CLI stays import-light: the simulator loads only with --simulate."""
+    code = ("import sys; from transfertheory import phase_diagram as p; "
+            f"p.main(['--resolution', '8', '--out', {str(tmp_path)!r}]); "
+            "print('transfertheory.sim.deep_linear' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "False"
