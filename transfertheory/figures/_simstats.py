@@ -175,7 +175,8 @@ def agreement_lines(table, prefix, what):
     hidden = table["z"].abs().where(near)
     if hidden.notna().any() and (z is None or hidden.max() > abs(table.loc[z, "z"])):
         lines.append(f"(not ranked: {int(near.sum())} points within {ALLOWANCE:g} of the theory, |z| up to "
-                     f"{hidden.max():.3g}, where the SE is below the integrator's error — e.g. T_ft = 0 at γ > 1)")
+                     f"{hidden.max():.3g}, where the SE is below the integrator's error: T = 0 pathwise, e.g. fine-tuning "
+                     "at γ > 1, or σ = 0, θ = 0, γ > 1)")
     bad = int((~table["agrees"]).sum())
     lines.append(f"points outside 4·SE + {ALLOWANCE:g} of the exact theory: {bad} of {len(table)}")
     return lines
