@@ -1,0 +1,738 @@
+#!/usr/bin/env python
+r"""Benchmark (ISSUE #3): gradient-flow simulator vs plain fixed-step gradient descent.
+
+Runs, in one process, the same FaF §3 deep-linear transfer experiment twice:
+
+* **baseline** — the paper's setup written plainly (FaF App. D.1, public code):
+  full-batch gradient descent with a fixed step η on the forward pass
+  (X·W₁)·W₂, vectorized over instances with batched matmul. Pretraining: GD on
+  the population loss ½‖W₁W₂ − β_s‖² from αW̄; per target size n: scratch GD
+  from αW̄ and fine-tuning GD from the pretrained weights on (1/2n)‖y − XW₁W₂‖²
+  (advanced together as one batch), and linear transfer = GD on W₂ alone with
+  W₁ frozen at its pretrained value (features Φ = XW₁ formed once). Same η and
+  number of steps everywhere.
+* **simulator** — :func:`transfertheory.sim.run_transfer_experiment` with its
+  defaults (adaptive RKC2 gradient flow to ‖∇L‖ ≤ tol, exact linear transfer).
+
+Both use the *same* draws: the baseline regenerates the simulator's task
+vectors, initializations and target sets from the same ``SeedSequence``
+spawn keys (checked at run time against ``df.attrs["beta_s"]``), so their
+per-instance risks are paired and differ only by optimization error.
+
+Printed: per method × n the mean risk ± SE of each implementation, the exact
+finite-size theory (THEORY §A), |error| and z-scores, the risk of the exact
+t → ∞, α → 0 limit on the same draws, convergence diagnostics, both wall
+times and their ratio, and where the simulator's time goes.
+
+``--fig1`` instead times the full FaF Fig. 1 data set (20 θ × 20 γ × 20
+draws at d = 500; meant for ``--backend cupy`` on a GPU).
+
+Examples::
+
+    python benchmarks/bench_deep_linear.py                    # issue settings (~4 min on 2 cores)
+    python benchmarks/bench_deep_linear.py --quick            # smoke run
+    python benchmarks/bench_deep_linear.py --backend cupy --fig1
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _blas_threads_from_argv(argv):
+    """``--blas-threads N`` must act before NumPy loads its BLAS: set the usual env variables."""
+    for k, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--blas-threads=") else (
+            argv[k + 1] if arg == "--blas-threads" and k + 1 < len(argv) else None)
+        if value is not None and value.isdigit() and int(value) > 0:
+            for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ[var] = value
+
+
+if __name__ == "__main__":
+    _blas_threads_from_argv(sys.argv[1:])
+
+import argparse
+import contextlib
+import cProfile
+import io
+import math
+import platform
+import pstats
+import time
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from transfertheory.backend import backend_name, get_array_module, to_host
+from transfertheory.sim import deep_linear
+from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment
+from transfertheory.theory.linear import (
+    fine_tune_risk_finite,
+    linear_transfer_risk,
+    linear_transferability_finite,
+    scratch_risk_finite,
+)
+
+METHODS = ("scratch", "finetune", "linear")
+ALPHA = 1e-5  # FaF App. D.1
+GTOL = 1e-6  # run_transfer_experiment's default convergence criterion ‖∇L‖ ≤ tol
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine_line(xp) -> str:
+    parts = [f"CPU: {cpu_name()} ({os.cpu_count()} logical cores)"]
+    with contextlib.suppress(OSError):
+        parts.append("load avg %.2f %.2f %.2f" % os.getloadavg())
+    parts.append("BLAS threads: " + os.environ.get("OPENBLAS_NUM_THREADS", "library default"))
+    if backend_name(xp) == "cupy":
+        with contextlib.suppress(Exception):
+            props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
+            parts.append(f"GPU: {props['name'].decode() if isinstance(props['name'], bytes) else props['name']}")
+    parts.append(f"numpy {np.__version__}, python {platform.python_version()}")
+    parts.append(git_line())
+    return "; ".join(parts)
+
+
+def git_line() -> str:
+    """Commit of the checkout and whether the simulator sources differ from it."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "transfertheory/sim"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "git: unavailable"
+    return f"git {head or '?'}" + (" (transfertheory/sim has uncommitted changes)" if dirty else "")
+
+
+def sync(xp) -> None:
+    """Wait for queued device work (no-op on NumPy) so that wall times are honest."""
+    if backend_name(xp) == "cupy":
+        xp.cuda.Device().synchronize()
+
+
+def exact_theory(method: str, n: int, d: int, theta: float, sigma: float) -> float:
+    """Exact finite-size expected risk (THEORY §A1, A2, A5); +inf at the interpolation peak."""
+    if method == "scratch":
+        return float(scratch_risk_finite(n, d, sigma))
+    if method == "finetune":
+        return float(fine_tune_risk_finite(n, d, theta, sigma))
+    return float(linear_transfer_risk(theta, sigma, n))
+
+
+# --------------------------------------------------------------------------- draws (shared with the simulator)
+
+
+def task_vectors(d: int, thetas, seed: int):
+    """β_s, ν and β_t(θ) exactly as run_transfer_experiment draws them (spawn key (0,))."""
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    beta_s = gen.standard_normal(d)
+    beta_s /= np.linalg.norm(beta_s)
+    nu = gen.standard_normal(d)
+    nu -= (nu @ beta_s) * beta_s
+    nu /= np.linalg.norm(nu)
+    beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
+    return beta_s, nu, beta_t
+
+
+def target_draw(d: int, n: int, beta_t, sigma: float, seed: int, gi: int, i: int):
+    """(X, Y) of target draw (γ index gi, instance i): spawn key (2, gi, i), X first, then ε."""
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gi, i)))
+    X = gen.standard_normal((n, d))
+    eps = sigma * gen.standard_normal(n)
+    return X, X @ beta_t.T + eps[:, None]  # (n, d), (n, Θ)
+
+
+def initial_weights(d: int, seeds, xp):
+    """W₁ (b, d, d), W₂ (b, d) = αW̄ with the simulator's Gaussian init (FaF App. D.1)."""
+    y0 = init_weights(Architecture(d, 2), ALPHA, seeds, "gaussian", xp)
+    return y0[:, : d * d].reshape(-1, d, d).copy(), y0[:, d * d:].copy()
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp):
+    """Plain fixed-step full-batch GD, paper style; returns (tidy rows, timings dict).
+
+    Forward pass (X·W₁)·W₂ as in a Sequential of two Linear layers; the
+    backward pass is the hand-derived one (cheaper than autograd's, which
+    would add a second n·d² product Xᵀ(rW₂ᵀ)): ∇W₂ = (XW₁)ᵀr, ∇W₁ = (Xᵀr)W₂ᵀ
+    with r = (XW₁W₂ − y)/n. Cost per step and instance: one n·d² product.
+    """
+    timings = {}
+    rows = []
+    t_all = time.perf_counter()
+    beta_s, _, beta_t = task_vectors(d, np.array([theta]), seed)
+    beta_t = beta_t[0]
+
+    # pretraining: GD on ½‖W₁W₂ − β_s‖² (population loss, FaF Eq. 4)
+    t0 = time.perf_counter()
+    W1, W2 = initial_weights(d, [np.random.SeedSequence(seed, spawn_key=(1,))], xp)
+    W1, W2 = W1[0], W2[0]
+    bs = xp.asarray(beta_s)
+    for _ in range(steps):
+        r = W1 @ W2 - bs
+        g1 = xp.outer(r, W2)
+        g2 = W1.T @ r
+        W1 -= eta * g1
+        W2 -= eta * g2
+    r = W1 @ W2 - bs
+    pre_grad = float(to_host(xp.sqrt(xp.sum(xp.outer(r, W2) ** 2) + xp.sum((W1.T @ r) ** 2))))
+    pre_loss = float(to_host(0.5 * r @ r))
+    W1_pre, W2_pre = W1, W2
+    sync(xp)
+    timings["pretrain"] = time.perf_counter() - t0
+    timings["pretrain_grad_norm"] = pre_grad
+    timings["pretrain_loss"] = pre_loss
+
+    timings["target"] = {}
+    timings["linear"] = {}
+    for gi, gamma in enumerate(gammas):
+        n = max(1, int(round(gamma * d)))
+        t0 = time.perf_counter()
+        draws = [target_draw(d, n, beta_t[None], sigma, seed, gi, i) for i in range(instances)]
+        X = xp.asarray(np.stack([x for x, _ in draws]))  # (I, n, d)
+        y = xp.asarray(np.stack([yy[:, 0] for _, yy in draws]))  # (I, n)
+        Xt = X.transpose(0, 2, 1)
+        # batch (2, I): scratch from αW̄, fine-tuning from the pretrained weights
+        S1, S2 = initial_weights(d, [np.random.SeedSequence(seed, spawn_key=(3, gi, i)) for i in range(instances)], xp)
+        W1 = xp.stack([S1, xp.broadcast_to(W1_pre, S1.shape)])  # (2, I, d, d)
+        W2 = xp.stack([S2, xp.broadcast_to(W2_pre, S2.shape)])  # (2, I, d)
+
+        def gradients(W1, W2):
+            H = xp.matmul(X, W1)  # (2, I, n, d): the n·d² forward product
+            r = (xp.matmul(H, W2[..., None])[..., 0] - y) / n  # (2, I, n)
+            g2 = xp.matmul(r[..., None, :], H)[..., 0, :]  # (XW₁)ᵀr
+            a = xp.matmul(r[..., None, :], X)[..., 0, :]  # Xᵀr
+            return a[..., :, None] * W2[..., None, :], g2, r
+
+        for _ in range(steps):
+            g1, g2, _ = gradients(W1, W2)
+            W1 -= eta * g1
+            W2 -= eta * g2
+        g1, g2, r = gradients(W1, W2)
+        grad = to_host(xp.sqrt(xp.sum(g1 * g1, axis=(2, 3)) + xp.sum(g2 * g2, axis=2)))
+        loss = to_host(0.5 * n * xp.sum(r * r, axis=2))
+        beta = to_host(xp.matmul(W1, W2[..., None])[..., 0])  # (2, I, d)
+        sync(xp)
+        timings["target"][n] = time.perf_counter() - t0
+
+        # linear transfer: GD on W₂ with W₁ frozen (Φ = XW₁ is formed once)
+        t0 = time.perf_counter()
+        Phi = xp.matmul(X, W1_pre)  # (I, n, d)
+        w = xp.repeat(W2_pre[None], instances, axis=0)
+        for _ in range(steps):
+            r_l = (xp.matmul(Phi, w[:, :, None])[:, :, 0] - y) / n
+            w -= eta * xp.matmul(r_l[:, None, :], Phi)[:, 0, :]
+        r_l = (xp.matmul(Phi, w[:, :, None])[:, :, 0] - y) / n
+        g_l = to_host(xp.linalg.norm(xp.matmul(r_l[:, None, :], Phi)[:, 0, :], axis=1))
+        loss_l = to_host(0.5 * n * xp.sum(r_l * r_l, axis=1))
+        beta_l = to_host(w @ W1_pre.T)
+        sync(xp)
+        timings["linear"][n] = time.perf_counter() - t0
+
+        for mi, method in enumerate(("scratch", "finetune")):
+            for i in range(instances):
+                rows.append(dict(impl="baseline", method=method, n=n, instance=i,
+                                 risk=float(np.sum((beta[mi, i] - beta_t) ** 2)),
+                                 grad_norm=float(grad[mi, i]), loss=float(loss[mi, i]), converged=np.nan))
+        for i in range(instances):
+            rows.append(dict(impl="baseline", method="linear", n=n, instance=i,
+                             risk=float(np.sum((beta_l[i] - beta_t) ** 2)),
+                             grad_norm=float(g_l[i]), loss=float(loss_l[i]), converged=np.nan))
+    timings["total"] = time.perf_counter() - t_all
+    return rows, timings
+
+
+def limit_risks(d, gammas, theta, sigma, instances, seed):
+    """Risk of the exact t → ∞, α → 0 limits on the same draws (FaF Thms 3.5, 3.7, 3.9).
+
+    scratch X⁺y; fine-tuning X⁺y + (I − X⁺X)β_s; linear transfer bβ_s with
+    b = zᵀy/‖z‖², z = Xβ_s. Their mean minus theory is pure sampling error.
+    """
+    beta_s, _, beta_t = task_vectors(d, np.array([theta]), seed)
+    beta_t = beta_t[0]
+    rows = []
+    for gi, gamma in enumerate(gammas):
+        n = max(1, int(round(gamma * d)))
+        for i in range(instances):
+            X, Y = target_draw(d, n, beta_t[None], sigma, seed, gi, i)
+            y = Y[:, 0]
+            pinv = np.linalg.pinv(X)
+            b_sc = pinv @ y
+            b_ft = b_sc + beta_s - pinv @ (X @ beta_s)
+            z = X @ beta_s
+            b_lt = (z @ y) / (z @ z) * beta_s
+            for method, b in (("scratch", b_sc), ("finetune", b_ft), ("linear", b_lt)):
+                rows.append(dict(impl="limit", method=method, n=n, instance=i, risk=float(np.sum((b - beta_t) ** 2))))
+    return rows
+
+
+# --------------------------------------------------------------------------- simulator (instrumented)
+
+
+class PhaseTimer:
+    """Exclusive wall time per phase, by wrapping module-level functions of deep_linear.
+
+    A call nested inside ``pretrain`` is charged to pretraining. Each wrapped
+    ``integrate_gradient_flow`` call records its progress timeline (wall time
+    vs fraction of instances finished) and the final statuses.
+    """
+
+    WRAPPED = {
+        "pretrain": "pretraining",
+        "train": "target flows",
+        "_target_statistics": "target data (X, XᵀX/n)",
+        "_feature_basis": "linear transfer (exact)",
+        "linear_transfer_exact": "linear transfer (exact)",
+        "init_weights": "init + diagnostics",
+        "assumption22_margin": "init + diagnostics",
+        "_imbalance_drift": "init + diagnostics",
+    }
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.excl = defaultdict(float)
+        self.evals = defaultdict(int)
+        self.stack = []
+        self.flows = []
+        self._saved = {}
+
+    def _label(self, name):
+        if any(frame[0] == "pretraining" for frame in self.stack):
+            return "pretraining"
+        return self.WRAPPED[name]
+
+    def _wrap(self, name, fn):
+        def wrapped(*args, **kwargs):
+            label = self._label(name)
+            t0 = time.perf_counter()
+            self.stack.append([label, 0.0])
+            try:
+                out = fn(*args, **kwargs)
+                if name == "train":
+                    sync(self.xp)
+                    self.evals[label] += int(getattr(out, "evaluations", 0))
+                return out
+            finally:
+                lab, child = self.stack.pop()
+                elapsed = time.perf_counter() - t0
+                self.excl[lab] += elapsed - child
+                if self.stack:
+                    self.stack[-1][1] += elapsed
+        return wrapped
+
+    def _wrap_flow(self, fn):
+        def wrapped(gradient, y0, **kwargs):
+            timeline = []
+            t0 = time.perf_counter()
+            user = kwargs.get("progress")
+
+            def progress(frac):
+                timeline.append((time.perf_counter() - t0, frac))
+                if user is not None:
+                    user(frac)
+
+            kwargs["progress"] = progress
+            out = fn(gradient, y0, **kwargs)
+            self.flows.append(dict(label=self._label("train"), B=int(y0.shape[0]), wall=time.perf_counter() - t0,
+                                   timeline=timeline, status=np.asarray(out.status), evaluations=out.evaluations,
+                                   max_stages=out.max_stages, rejected=out.rejected))
+            return out
+        return wrapped
+
+    def __enter__(self):
+        for name in self.WRAPPED:
+            if hasattr(deep_linear, name):
+                self._saved[name] = getattr(deep_linear, name)
+                setattr(deep_linear, name, self._wrap(name, self._saved[name]))
+        if hasattr(deep_linear, "integrate_gradient_flow"):
+            self._saved["integrate_gradient_flow"] = deep_linear.integrate_gradient_flow
+            deep_linear.integrate_gradient_flow = self._wrap_flow(deep_linear.integrate_gradient_flow)
+        return self
+
+    def __exit__(self, *exc):
+        for name, fn in self._saved.items():
+            setattr(deep_linear, name, fn)
+        return False
+
+    def tail(self, flow):
+        """Wall time spent while only instances that end unconverged remain active (γ = 1 rows:
+        max_time, step_underflow, ...); returns (seconds, number of such instances)."""
+        n_budget = int(np.sum(flow["status"] != "converged"))
+        if n_budget == 0 or not flow["timeline"]:
+            return 0.0, n_budget
+        B = flow["B"]
+        for wall, frac in flow["timeline"]:
+            if B * (1.0 - frac) <= n_budget + 0.5:
+                return flow["wall"] - wall, n_budget
+        return 0.0, n_budget
+
+
+def run_simulator(xp, timer=None, **kwargs):
+    t0 = time.perf_counter()
+    if timer is None:
+        df = run_transfer_experiment(**kwargs)
+    else:
+        with timer:
+            df = run_transfer_experiment(**kwargs)
+    sync(xp)
+    return df, time.perf_counter() - t0
+
+
+def per_evaluation_costs(d, ns, instances, xp, reps=5):
+    """Micro-timings (ms per instance) of one simulator gradient evaluation, one RKC stage
+    combination, and one baseline GD step at each n (batch = 2·instances)."""
+    gen = np.random.default_rng(0)
+    b = 2 * instances
+    arch = Architecture(d, 2)
+    y = xp.asarray(gen.standard_normal((b, arch.n_params)) / math.sqrt(d))
+    gram = xp.asarray(np.stack([np.eye(d)] * instances))
+    c = xp.asarray(gen.standard_normal((b, d)))
+    loss = deep_linear.LeastSquaresLoss(arch, gram, c, xp.ones(b), xp)
+    rows = np.arange(b)
+
+    def best(fn):
+        fn()
+        sync(xp)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            sync(xp)
+            times.append(time.perf_counter() - t0)
+        return 1e3 * min(times) / b
+
+    out = {"sim_gradient": best(lambda: loss(y, rows))}
+    buf = xp.asarray(gen.standard_normal((b, 6, arch.n_params)))
+    coef = xp.asarray(gen.standard_normal((b, 1, 6)))
+    out["sim_stage_combination"] = best(lambda: xp.matmul(coef, buf)[:, 0, :])
+    W1 = xp.asarray(gen.standard_normal((2, instances, d, d)))
+    W2 = xp.asarray(gen.standard_normal((2, instances, d)))
+    for n in ns:
+        X = xp.asarray(gen.standard_normal((instances, n, d)))
+        yy = xp.asarray(gen.standard_normal((instances, n)))
+
+        def step():
+            H = xp.matmul(X, W1)
+            r = (xp.matmul(H, W2[..., None])[..., 0] - yy) / n
+            g2 = xp.matmul(r[..., None, :], H)[..., 0, :]
+            a = xp.matmul(r[..., None, :], X)[..., 0, :]
+            return a[..., :, None] * W2[..., None, :], g2
+
+        out[f"baseline_step_n{n}"] = best(step)
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def summarize(tidy: pd.DataFrame, d, theta, sigma):
+    rows = []
+    for (method, n), grp in tidy.groupby(["method", "n"], sort=False):
+        theory = exact_theory(method, int(n), d, theta, sigma)
+        row = dict(method=method, n=int(n), theory=theory)
+        for impl in ("baseline", "simulator", "limit"):
+            r = grp.loc[grp.impl == impl, "risk"].to_numpy()
+            mean = float(np.mean(r)) if r.size else np.nan
+            se = float(np.std(r, ddof=1) / math.sqrt(r.size)) if r.size > 1 else np.nan
+            row[f"{impl}_mean"], row[f"{impl}_se"] = mean, se
+            finite = math.isfinite(theory)
+            row[f"{impl}_err"] = abs(mean - theory) if finite else np.nan
+            row[f"{impl}_z"] = (mean - theory) / se if finite and se > 0 else np.nan
+        lim = grp[grp.impl == "limit"].set_index("instance")["risk"]
+        for impl in ("baseline", "simulator"):
+            sub = grp[grp.impl == impl].set_index("instance")
+            row[f"{impl}_gap"] = float(np.mean(np.abs(sub["risk"] - lim.reindex(sub.index))))
+        base = grp[grp.impl == "baseline"]
+        sim = grp[grp.impl == "simulator"]
+        row["baseline_grad_median"] = float(base["grad_norm"].median())
+        row["baseline_grad_max"] = float(base["grad_norm"].max())
+        row["baseline_frac_loss_lt_1e6"] = float((base["loss"] < 1e-6).mean())
+        row["baseline_frac_grad_le_tol"] = float((base["grad_norm"] <= GTOL).mean())
+        row["simulator_converged"] = float(sim["converged"].astype(float).mean())
+        row["simulator_grad_max"] = float(sim["grad_norm"].max())
+        row["simulator_t_final_mean"] = float(sim["t_final"].mean()) if "t_final" in sim else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fmt(x, spec=".4f"):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, float) and math.isinf(x):
+        return "+inf"
+    if abs(x) >= 1e4:
+        return format(x, ".1e")
+    return format(x, spec)
+
+
+def print_report(summary, times, sim_df, timer, costs, args, d, eta, steps, flow_time_gd):
+    print()
+    print("== agreement with exact finite-size theory (THEORY §A1, A2, A5) ==")
+    print("mean risk ± SE over instances; err = |mean − theory|; z = (mean − theory)/SE;")
+    print("'limit' = the papers' t→∞, α→0 limit formula evaluated on the same draws (FaF Thms 3.5, 3.7, 3.9):")
+    print("its deviation from theory is sampling error only (for fine-tuning it is the α→0 approximation")
+    print("β_sc + (I − P)β_s, not the exact limit of a flow started from finite pretrained weights).")
+    hdr = (f"{'method':9s}{'n':>5s}{'theory':>9s} | {'baseline':>17s}{'err':>8s}{'z':>7s} | "
+           f"{'simulator':>17s}{'err':>8s}{'z':>7s} | {'limit':>8s}{'z':>7s}")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in summary.itertuples():
+        print(f"{r.method:9s}{r.n:5d}{fmt(r.theory):>9s} | "
+              f"{fmt(r.baseline_mean):>8s} ± {fmt(r.baseline_se):<6s}{fmt(r.baseline_err):>8s}{fmt(r.baseline_z, '.2f'):>7s} | "
+              f"{fmt(r.simulator_mean):>8s} ± {fmt(r.simulator_se):<6s}{fmt(r.simulator_err):>8s}{fmt(r.simulator_z, '.2f'):>7s} | "
+              f"{fmt(r.limit_mean):>8s}{fmt(r.limit_z, '.2f'):>7s}")
+    inf_rows = summary[~np.isfinite(summary.theory)]
+    if len(inf_rows):
+        ns = sorted(set(inf_rows.n))
+        print(f"n = {', '.join(map(str, ns))} (|n − d| ≤ 1): exact expected risk is +inf (σ > 0); these rows are "
+              "reported but EXCLUDED from the error comparison.")
+    print()
+    print("== convergence (fixed-step baseline vs adaptive flow) ==")
+    print(f"baseline: {steps} GD steps, η = {eta:g} (flow time {flow_time_gd:g}); "
+          "gap = mean |R − R_limit| per instance on the same draws")
+    hdr = (f"{'method':9s}{'n':>5s} | {'base ‖∇‖ med':>13s}{'max':>10s}{'‖∇‖≤1e-6':>9s}{'loss<1e-6':>10s}{'gap':>10s} | "
+           f"{'sim conv':>9s}{'‖∇‖ max':>10s}{'t_final':>9s}{'gap':>10s}")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in summary.itertuples():
+        print(f"{r.method:9s}{r.n:5d} | {r.baseline_grad_median:13.2e}{r.baseline_grad_max:10.2e}"
+              f"{r.baseline_frac_grad_le_tol:9.2f}"
+              f"{r.baseline_frac_loss_lt_1e6:10.2f}"
+              f"{r.baseline_gap:10.2e} | {r.simulator_converged:9.2f}{r.simulator_grad_max:10.2e}"
+              f"{fmt(r.simulator_t_final_mean, '.0f'):>9s}{r.simulator_gap:10.2e}")
+    print(f"baseline pretraining: ‖∇‖ = {times['pretrain_grad_norm']:.2e}, loss = {times['pretrain_loss']:.2e}; "
+          f"simulator pretraining: {sim_df.attrs.get('pretrain')}")
+    reached = summary[np.isfinite(summary.theory)]
+    frac = float(reached.baseline_frac_grad_le_tol.mean())
+    print(f"did the fixed-step baseline reach its limit? ‖∇‖ ≤ {GTOL:g} (the simulator's criterion) in "
+          f"{100 * frac:.0f}% of the finite-theory instances: " + ("yes" if frac == 1 else "NO, it stopped at its step limit")
+          + "; 'gap' is the resulting risk difference to the limit formula")
+
+    print()
+    print("== wall times (same process, same draws) ==")
+    tb, ts = times["total"], times["simulator"]
+    tgt = ", ".join(f"n={n}: {t:.2f}" for n, t in times["target"].items())
+    lin = ", ".join(f"n={n}: {t:.2f}" for n, t in times["linear"].items())
+    print(f"baseline : {tb:8.2f} s  (pretrain {times['pretrain']:.2f}; scratch+finetune GD {tgt}; linear GD {lin})")
+    print(f"simulator: {ts:8.2f} s  (run_transfer_experiment, defaults)")
+    print(f"ratio baseline/simulator: {tb / ts:.1f}x  (target >= 30x: {'met' if tb / ts >= 30 else 'NOT met'})")
+    fin = summary[np.isfinite(summary.theory)]
+    better = (fin.simulator_err <= fin.baseline_err).sum()
+    print(f"agreement (rows with finite theory, {len(fin)}): simulator |err| <= baseline |err| in {better}/{len(fin)}; "
+          f"sum |err| baseline {fin.baseline_err.sum():.4f}, simulator {fin.simulator_err.sum():.4f}; "
+          f"max |z| baseline {np.nanmax(np.abs(fin.baseline_z)):.2f}, simulator {np.nanmax(np.abs(fin.simulator_z)):.2f}")
+
+    print()
+    print("== where the simulator's time goes ==")
+    if timer is not None:
+        total = ts
+        accounted = 0.0
+        for label, t in sorted(timer.excl.items(), key=lambda kv: -kv[1]):
+            ev = timer.evals.get(label, 0)
+            extra = f", {ev} instance-gradient evaluations, {1e3 * t / ev:.3f} ms/eval" if ev else ""
+            print(f"  {label:28s}{t:8.2f} s  {100 * t / total:5.1f}%{extra}")
+            accounted += t
+        print(f"  {'other (DataFrame, glue)':28s}{total - accounted:8.2f} s  {100 * (total - accounted) / total:5.1f}%")
+        for flow in timer.flows:
+            if flow["label"] != "target flows":
+                continue
+            tail, nb = timer.tail(flow)
+            print(f"  target flow batch of {flow['B']} instances: {flow['wall']:.2f} s, {flow['evaluations']} evaluations, "
+                  f"max {flow['max_stages']} RKC stages, {flow['rejected']} rejected steps; "
+                  f"{nb} instances end unconverged, the last {tail:.2f} s ({100 * tail / max(flow['wall'], 1e-12):.0f}%) "
+                  "run only those")
+    stats = sim_df.attrs.get("integrator", {})
+    print(f"  integrator totals: {stats}")
+    if costs:
+        print("  per-instance cost of one evaluation (best of 5, ms): "
+              + ", ".join(f"{k} {v:.4f}" for k, v in costs.items()))
+        base_evals = steps * 2 * args.instances * len(times["target"])
+        print(f"  baseline instance-gradient evaluations (scratch+finetune): {base_evals} "
+              f"(= steps × 2 × instances × #n), simulator target flows: {timer.evals.get('target flows', 0) if timer else '?'}")
+
+
+# --------------------------------------------------------------------------- Fig. 1
+
+
+def run_fig1(args, xp):
+    d, grid, instances = args.d, args.fig1_grid, args.instances
+    gammas = np.linspace(0.1, 2.0, grid)
+    thetas = np.linspace(0.0, np.pi / 2, grid)
+    chunk = args.chunk or (100 if backend_name(xp) == "cupy" else 20)
+    print(f"FaF Fig. 1 data: d = {d}, {grid} θ ∈ [0, π/2] × {grid} γ ∈ [0.1, 2] × {instances} draws, "
+          f"σ = {args.sigma}, methods scratch + linear, chunk = {chunk} draws, backend {backend_name(xp)}")
+    print(machine_line(xp))
+    timer = PhaseTimer(xp)
+    df, wall = run_simulator(xp, timer, d=d, gammas=gammas, thetas=thetas, sigma=args.sigma, instances=instances,
+                             methods=("scratch", "linear"), seed=args.seed, backend=backend_name(xp),
+                             chunk_size=chunk, progress=False)
+    print(f"Fig. 1 wall time: {wall:.2f} s  (target < 60 s on one H100: {'met' if wall < 60 else 'NOT met'})")
+    for label, t in sorted(timer.excl.items(), key=lambda kv: -kv[1]):
+        ev = timer.evals.get(label, 0)
+        extra = f", {ev} evaluations, {1e6 * t / ev:.2f} µs/eval" if ev else ""
+        print(f"  {label:28s}{t:8.2f} s  {100 * t / wall:5.1f}%{extra}")
+    print(f"  {'other (DataFrame, glue)':28s}{wall - sum(timer.excl.values()):8.2f} s")
+    for k, flow in enumerate(f for f in timer.flows if f["label"] == "target flows"):
+        tail, nb = timer.tail(flow)
+        st = pd.Series(flow["status"]).value_counts().to_dict()
+        print(f"  chunk {k}: {flow['B']} instances, {flow['wall']:.2f} s, {flow['evaluations']} evaluations, "
+              f"max {flow['max_stages']} stages, statuses {st}; unconverged-only tail {tail:.2f} s")
+    sc = df[df.method == "scratch"].set_index(["gamma", "theta", "instance"])["risk"]
+    lt = df[(df.method == "linear")].set_index(["gamma", "theta", "instance"])["risk"]
+    T = (sc - lt.reindex(sc.index)).groupby(level=[0, 1]).agg(["mean", "sem"]).reset_index()
+    n = np.maximum(1, np.round(T["gamma"].to_numpy() * d).astype(int))
+    T["theory"] = np.nan
+    valid = n >= 3  # Eq. 12 needs n > 2
+    if valid.any():
+        T.loc[valid, "theory"] = linear_transferability_finite(n[valid], d, T["theta"].to_numpy()[valid], args.sigma)
+    T["z"] = (T["mean"] - T["theory"]) / T["sem"]
+    ok = np.isfinite(T["theory"]) & np.isfinite(T["z"])
+    conv = df[df.method == "scratch"].groupby("gamma")["converged"].mean()
+    if ok.any():
+        print(f"  transferability T = R_sc − R_lt vs exact finite theory: {int(ok.sum())} cells with finite theory, "
+              f"median |z| {np.median(np.abs(T.z[ok])):.2f}, max |z| {np.max(np.abs(T.z[ok])):.2f}")
+    print("  scratch fraction converged per γ: " + ", ".join(f"{g:.1f}:{c:.2f}" for g, c in conv.items()))
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    print(f"fig1 time: {wall:.2f} s")
+    return 0
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description="ISSUE #3 benchmark: gradient-flow simulator vs plain fixed-step full-batch GD on the FaF "
+                    "deep-linear transfer experiment (pretrain + scratch + fine-tune + linear transfer).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--d", type=int, default=None, help="input dimension (default 100; 500 with --fig1; 40 with --quick)")
+    p.add_argument("--instances", type=int, default=None, help="target draws per n (default 20; 4 with --quick)")
+    p.add_argument("--steps", type=int, default=5000, help="GD steps of the baseline (pretraining and each target run)")
+    p.add_argument("--eta", type=float, default=1e-2, help="GD learning rate of the baseline")
+    p.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.0, 1.5], help="n/d values")
+    p.add_argument("--theta", type=float, default=math.pi / 4, help="angle between source and target")
+    p.add_argument("--sigma", type=float, default=0.2, help="label noise")
+    p.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "auto"), help="array backend (both runs)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="smoke run: 2000 steps, 4 instances, d = 40 (unless given)")
+    p.add_argument("--fig1", action="store_true",
+                   help="time the full FaF Fig. 1 data (20 θ × 20 γ ∈ [0.1, 2] × 20 draws, d = 500) with the simulator")
+    p.add_argument("--fig1-grid", type=int, default=None, help="θ and γ grid size for --fig1 (default 20; 3 with --quick)")
+    p.add_argument("--chunk", type=int, default=None, help="target draws per batched integration for --fig1")
+    p.add_argument("--csv", default=None, help="write per-instance results here (summary next to it, *_summary.csv)")
+    p.add_argument("--profile", action="store_true", help="also run the simulator once more under cProfile")
+    p.add_argument("--blas-threads", type=int, default=None,
+                   help="BLAS threads for both implementations (sets OPENBLAS/OMP/MKL_NUM_THREADS before NumPy "
+                        "loads; default: the library's own choice). 1 avoids OpenBLAS oversubscription on a loaded machine")
+    p.add_argument("--no-baseline", action="store_true", help="skip the baseline (simulator timing only)")
+    args = p.parse_args(argv)
+
+    def default(name, value):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+    if args.quick:
+        if args.steps == p.get_default("steps"):
+            args.steps = 2000
+        default("instances", 4)
+        default("d", 16 if args.fig1 else 40)
+        default("fig1_grid", 3)
+    default("fig1_grid", 20)
+    default("d", 500 if args.fig1 else 100)
+    default("instances", 20)
+    for name in ("d", "instances", "steps", "fig1_grid"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.d < 2:
+        p.error("--d must be >= 2")
+    if args.instances < 2:
+        p.error("--instances must be >= 2 (standard errors)")
+    if args.eta <= 0:
+        p.error("--eta must be > 0")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    xp = get_array_module(args.backend)
+    if args.fig1:
+        return run_fig1(args, xp)
+    d, steps, eta, inst = args.d, args.steps, args.eta, args.instances
+    gammas = tuple(args.gammas)
+    ns = [max(1, int(round(g * d))) for g in gammas]
+    print(f"deep-linear transfer benchmark: d = {d}, L = 2, n ∈ {ns}, θ = {args.theta:.4f}, σ = {args.sigma}, "
+          f"{inst} instances, α = {ALPHA:g}, seed {args.seed}, backend {backend_name(xp)}")
+    print(f"baseline: fixed-step full-batch GD, η = {eta:g}, {steps} steps (pretraining and every target run)")
+    print("simulator: run_transfer_experiment defaults " + "(tol=1e-6, rtol=1e-3, max_time=1e4, exact linear transfer)")
+    print(machine_line(xp))
+
+    sim_kwargs = dict(d=d, gammas=gammas, thetas=(args.theta,), sigma=args.sigma, instances=inst,
+                      seed=args.seed, backend=backend_name(xp), progress=False)
+    rows = []
+    times = {}
+    if not args.no_baseline:
+        print("running baseline ...", flush=True)
+        base_rows, times = baseline_experiment(d, gammas, args.theta, args.sigma, inst, eta, steps, args.seed, xp)
+        rows += base_rows
+    print("running simulator ...", flush=True)
+    timer = PhaseTimer(xp)
+    sim_df, times["simulator"] = run_simulator(xp, timer, **sim_kwargs)
+    beta_s, _, _ = task_vectors(d, np.array([args.theta]), args.seed)
+    same = "beta_s" in sim_df.attrs and np.allclose(sim_df.attrs["beta_s"], beta_s)
+    print(f"identical task vectors and draw seeds in both implementations: {'yes' if same else 'NO (same law only)'}")
+    for r in sim_df.itertuples():
+        rows.append(dict(impl="simulator", method=r.method, n=int(r.n), instance=int(r.instance), risk=float(r.risk),
+                         grad_norm=float(r.grad_norm), loss=float(r.loss), converged=bool(r.converged),
+                         t_final=float(r.t_final)))
+    rows += limit_risks(d, gammas, args.theta, args.sigma, inst, args.seed)
+    tidy = pd.DataFrame(rows)
+    costs = per_evaluation_costs(d, ns, inst, xp)
+    if args.no_baseline:
+        print(f"simulator wall time: {times['simulator']:.2f} s")
+        return 0
+    summary = summarize(tidy, d, args.theta, args.sigma)
+    print_report(summary, times, sim_df, timer, costs, args, d, eta, steps, steps * eta)
+    if args.profile:
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.runcall(run_transfer_experiment, **sim_kwargs)
+        sync(xp)
+        print(f"\n== cProfile of a second simulator run ({time.perf_counter() - t0:.2f} s with profiling) ==")
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(15)
+        print(s.getvalue())
+    print(machine_line(xp))
+    if args.csv:
+        tidy.to_csv(args.csv, index=False)
+        root, ext = os.path.splitext(args.csv)
+        summary.to_csv(root + "_summary" + (ext or ".csv"), index=False)
+        print(f"wrote {args.csv} and {root}_summary{ext or '.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Smoke test of benchmarks/bench_deep_linear.py: it runs and prints its report (no timing assertions)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "benchmarks", "bench_deep_linear.py")
+
+
+def _run(*args, timeout=120):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_help():
+    out = _run("--help")
+    assert out.returncode == 0, out.stderr
+    for option in ("--d", "--instances", "--steps", "--eta", "--backend", "--seed", "--quick", "--fig1", "--csv"):
+        assert option in out.stdout
+
+
+def test_quick_run_prints_ratio_and_writes_csv(tmp_path):
+    csv = tmp_path / "bench.csv"
+    out = _run("--quick", "--d", "12", "--instances", "3", "--steps", "300", "--csv", str(csv))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "ratio baseline/simulator:" in out.stdout
+    assert "identical task vectors and draw seeds in both implementations: yes" in out.stdout
+    assert "where the simulator's time goes" in out.stdout
+    assert csv.exists() and (tmp_path / "bench_summary.csv").exists()
+
+
+def test_quick_fig1_path_runs():
+    out = _run("--fig1", "--quick", "--d", "8", "--instances", "2", "--fig1-grid", "2")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "fig1 time:" in out.stdout
+
+
+@pytest.mark.parametrize("bad", [["--instances", "1"], ["--d", "0"]])
+def test_bad_arguments_exit_2(bad):
+    assert _run(*bad).returncode == 2
