@@ -46,7 +46,7 @@ from ._io import use_agg
 __all__ = ["NAME", "build", "plot", "build_parser", "main"]
 
 NAME = "faf_fig7"
-DEFAULTS = dict(d=32, draws=20, gammas=12, thetas=9, sigma=0.0)
+DEFAULTS = dict(d=48, draws=20, gammas=8, thetas=9, sigma=0.0)
 Z_LIMIT = 4.0
 
 
