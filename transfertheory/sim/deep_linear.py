@@ -49,10 +49,12 @@ __all__ = [
     "train",
     "run_transfer_experiment",
     "METHODS",
+    "ROW_KEYS",
     "INITS",
 ]
 
 METHODS = ("scratch", "linear", "finetune")
+ROW_KEYS = ("method", "gamma", "theta", "lam", "instance")  # one row per key; the output is sorted by it
 INITS = ("gaussian", "balanced", "assumption22")
 
 
@@ -586,7 +588,7 @@ def run_transfer_experiment(
                      assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), **cols)
         bar.update(len(part))
     bar.close()
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows).sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
     df.attrs.update(backend=backend_name(xp), depth=depth, alpha=alpha, init=init, rtol=rtol, tol=tol,
                     max_time=max_time, integrator=stats, beta_s=beta_s, nu=nu,
                     pretrain=None if pre is None else pre.summary())

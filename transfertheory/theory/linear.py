@@ -41,6 +41,11 @@ __all__ = [
     "fine_tune_risk_finite",
     "fine_tune_transferability",
     "fine_tune_transferability_finite",
+    "fine_tune_scale",
+    "fine_tune_risk_corrected",
+    "fine_tune_transferability_corrected",
+    "fine_tune_limit",
+    "min_norm_solution",
     "min_norm_noise_gain",
     "chi2_resolvent_moments",
 ]
@@ -339,3 +344,111 @@ def fine_tune_transferability_finite(n, d, theta):
     n_, d_ = check_integer_param(n, "n", 1), check_integer_param(d, "d", 1)
     t = _theta(theta)
     return scalar_or_array(-np.clip(1 - n_ / d_, 0, None) * (1 - 2 * np.cos(t)), n, d, theta)
+
+
+# --------------------------------------------------------------------------- fine-tuning: the gradient-flow limit
+#
+# FaF Thm 3.9 (App. B.8, Eq. 142) takes the pretrained component (I − P)β_s to be
+# carried over unchanged. It is not: the last layer also moves along v during
+# fine-tuning, and with balanced weights (D_l → 0 as α → 0) every layer stays
+# rank one with a common singular value s, so the frozen (I − P)W₁ forces
+# (I − P)β_ft = c·(I − P)β_pre with c = (‖β_ft‖/‖β_pre‖)^{(L−1)/L}. Self-consistency
+# ‖β_ft‖² = ‖X⁺y‖² + c²‖(I − P)β_pre‖² fixes c (docs/errata.md; tests compare it
+# with the simulated gradient flow to 1e-6).
+
+
+def _scale_root(a, b, norm_pre2, depth):
+    """Positive root c of norm_pre2·c^{2L/(L−1)} = a·c² + b (bisection; the root is unique)."""
+    p = 2 * depth / (depth - 1)
+    a, b, w = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float), np.asarray(norm_pre2, float))
+    lo = np.zeros(a.shape)
+    hi = np.maximum(1.0, (a + b) / np.maximum(w, 1e-300)) ** 0.5 + 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        above = w * mid**p - a * mid**2 - b > 0
+        hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def _design(X, *vectors):
+    X = np.asarray(X, float)
+    if X.ndim < 2:
+        raise ValueError(f"X must have shape (..., n, d), got {X.shape}")
+    return (X, *(np.asarray(v, float) for v in vectors))
+
+
+def _row_space_solve(X, rhs):
+    """Xᵀ(XXᵀ)⁻¹ rhs for n ≤ d, (XᵀX)⁻¹Xᵀ rhs otherwise; rhs (..., n, k). One Gram solve, no SVD."""
+    n, d = X.shape[-2:]
+    Xt = np.swapaxes(X, -1, -2)
+    if n <= d:
+        return Xt @ np.linalg.solve(X @ Xt, rhs)
+    return np.linalg.solve(Xt @ X, Xt @ rhs)
+
+
+def min_norm_solution(X, y):
+    r"""X⁺y, the limit of scratch gradient flow (FaF Thm 3.5), for full-rank X.
+
+    ``X`` (..., n, d), ``y`` (..., n) → (..., d); stacks broadcast. Uses one Gram
+    solve (Xᵀ(XXᵀ)⁻¹y or (XᵀX)⁻¹Xᵀy), exact for full-rank designs such as
+    Gaussian X, and much cheaper than an SVD-based pseudo-inverse.
+    """
+    X, y = _design(X, y)
+    return _row_space_solve(X, y[..., None])[..., 0]
+
+
+def fine_tune_limit(X, y, beta_pre, depth=2):
+    r"""Per-draw limit of fine-tuning by gradient flow (α → 0, t → ∞), for an L-layer net.
+
+    β_ft = X⁺y + c·(I − P_row(X))β_pre with c > 0 solving
+    ‖β_pre‖² c^{2L/(L−1)} = ‖X⁺y‖² + c²‖(I − P)β_pre‖². Corrects FaF Eq. 142,
+    which has c = 1 (true asymptotically only for σ = 0, see :func:`fine_tune_scale`).
+    ``X`` is (..., n, d) of full rank, ``y`` (..., n), ``beta_pre`` (..., d): stacks
+    of draws broadcast; returns (..., d).
+    """
+    X, y, beta_pre = _design(X, y, beta_pre)
+    if y.shape[-1:] != X.shape[-2:-1] or beta_pre.shape[-1:] != X.shape[-1:]:
+        raise ValueError(f"X must be (..., n, d), y (..., n) and beta_pre (..., d); got {X.shape}, {y.shape}, {beta_pre.shape}")
+    check_integer_param(depth, "depth", 2)
+    rhs = np.stack(np.broadcast_arrays(y, (X @ beta_pre[..., None])[..., 0]), axis=-1)
+    sol = _row_space_solve(X, rhs)
+    sc, carried = sol[..., 0], beta_pre - sol[..., 1]
+    c = _scale_root(np.sum(carried**2, -1), np.sum(sc**2, -1), np.sum(beta_pre**2, -1), int(depth))
+    return sc + c[..., None] * carried
+
+
+def fine_tune_scale(gamma, sigma, depth=2):
+    r"""Asymptotic rescaling c of the carried-over component (n, d → ∞, unit β_s, β_t).
+
+    c solves c^{2L/(L−1)} = (1 − γ)c² + γ(1 + σ²/(1 − γ)) for γ < 1 (‖(I−P)β_s‖² → 1 − γ,
+    ‖X⁺y‖² → γ + σ²γ/(1 − γ)); c = 1 for γ ≥ 1 (nothing is carried over) and for σ = 0.
+    For L = 2: c² = [(1 − γ) + √((1 − γ)² + 4γ(1 + σ²/(1 − γ)))]/2.
+    """
+    g, s = _gamma(gamma), _sigma(sigma)
+    check_integer_param(depth, "depth", 2)
+    under = g < 1
+    gg = np.where(under, g, 0.5)
+    c = _scale_root(1 - gg, gg * (1 + s**2 / (1 - gg)), 1.0, int(depth))
+    return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
+
+
+def fine_tune_risk_corrected(gamma, theta, sigma, depth=2):
+    r"""Fine-tuning risk of the actual gradient-flow limit, n, d → ∞ (corrects FaF Eq. 16).
+
+    E R_ft = E R_sc + (1 − γ)(c² − 2c cos θ) for γ < 1 with c = :func:`fine_tune_scale`;
+    E R_sc for γ ≥ 1. Equals Eq. 16 when c = 1 (σ = 0).
+    """
+    g, t = _gamma(gamma), _theta(theta)
+    c = np.asarray(fine_tune_scale(g, sigma, depth))
+    extra = np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t))
+    return scalar_or_array(scratch_risk(g, sigma) + extra, gamma, theta, sigma)
+
+
+def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2):
+    r"""T_ft = −(1 − γ)(c² − 2c cos θ) for γ < 1, else 0 (corrects FaF Eq. 17).
+
+    Positive iff cos θ > c/2: the sign flips at θ* = arccos(c/2) < π/3 when σ > 0.
+    """
+    g, t = _gamma(gamma), _theta(theta)
+    c = np.asarray(fine_tune_scale(g, sigma, depth))
+    return scalar_or_array(-np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t)), gamma, theta, sigma)

@@ -1,0 +1,111 @@
+"""The batched RKC2 gradient-flow integrator against exact solutions and identities."""
+import numpy as np
+import pytest
+
+from transfertheory.sim.integrator import (
+    integrate_gradient_flow,
+    rkc_coefficients,
+    rkc_stability_bound,
+)
+
+
+def _stability_polynomial(s, z):
+    """Apply one s-stage RKC step to y' = λy with hλ = z (exact recursion)."""
+    mu, nu, mu_t, gam_t = rkc_coefficients(s)
+    y0 = np.ones_like(z)
+    prev2, prev1 = y0, y0 + mu_t[1] * z * y0
+    for j in range(2, s + 1):
+        y = (1 - mu[j] - nu[j]) * y0 + mu[j] * prev1 + nu[j] * prev2 + mu_t[j] * z * prev1 + gam_t[j] * z * y0
+        prev2, prev1 = prev1, y
+    return prev1
+
+
+@pytest.mark.parametrize("s", [2, 3, 7, 20, 60])
+def test_rkc_is_second_order_consistent(s):
+    # P_s(z) = 1 + z + z²/2 + O(z³): compare at small z (Sommeijer et al. 1998, Eq. 2.3)
+    z = np.array([1e-3, -1e-3, 2e-3])
+    err = np.abs(_stability_polynomial(s, z) - (1 + z + z**2 / 2))
+    assert np.all(err < 10 * np.abs(z) ** 3 * s**2)
+
+
+@pytest.mark.parametrize("s", [2, 3, 7, 20, 60])
+def test_rkc_real_stability_interval(s):
+    beta = rkc_stability_bound(s)
+    z = -np.linspace(0, beta, 2001)
+    assert np.max(np.abs(_stability_polynomial(s, z))) <= 1 + 1e-9
+    assert abs(_stability_polynomial(s, np.array([-1.3 * beta])))[0] > 1  # and not far beyond it
+    # β(s) ≈ (2/3)(s² − 1)(1 − 2ε/15), ε = 2/13 (Sommeijer et al. 1998, Sec. 2)
+    assert beta == pytest.approx(2 / 3 * (s**2 - 1) * (1 - 4 / 195), rel=0.02)
+
+
+def _quadratic(lams):
+    def gradient(y, rows):
+        lam = lams[rows]
+        return lam * y, 0.5 * np.sum(lam * y * y, axis=1)
+
+    return gradient
+
+
+def test_trajectory_matches_exact_solution_of_linear_flow():
+    # L = ½ Σ λ_i y_i²: y(t) = y0·exp(−λt). A stiff spectrum (κ = 1e4) on purpose.
+    lam = np.logspace(-2, 2, 40)[None, :].repeat(3, axis=0)
+    y0 = np.ones((3, 40))
+    for rtol in (1e-3, 1e-5):
+        res = integrate_gradient_flow(_quadratic(lam), y0, rtol=rtol, atol=1e-12, gtol=1e-300, max_time=5.0)
+        assert np.all(res.status == "max_time") and np.allclose(res.t, 5.0)
+        exact = y0 * np.exp(-lam * 5.0)
+        # global error of a second-order method with local tolerance rtol: a small multiple of rtol
+        assert np.max(np.abs(res.y - exact)) < 20 * rtol, rtol
+
+
+def test_converges_and_reports_every_instance():
+    lam = np.array([[1e-3, 1.0], [1.0, 1.0], [0.5, 2.0]])
+    res = integrate_gradient_flow(_quadratic(lam), np.ones((3, 2)), gtol=1e-8, max_time=1e3)
+    # instance 0 needs t ≈ ln(1e5)/1e-3 ≈ 1.2e4 > max_time: honestly not converged
+    assert list(res.status) == ["max_time", "converged", "converged"]
+    assert res.grad_norm[0] > 1e-8 and np.all(res.grad_norm[1:] <= 1e-8)
+    assert res.t[0] == pytest.approx(1e3)
+    assert res.converged.tolist() == [False, True, True]
+
+
+def test_cost_grows_no_faster_than_sqrt_kappa():
+    # Explicit Euler at its stability limit needs t·λ_max/2 ∝ κ evaluations to converge
+    # (t ∝ 1/λ_min); RKC's stability interval grows like s², so its cost should grow
+    # like √κ at most: from κ = 1e3 to 1e5 (100×) it must grow by less than 10×.
+    evals = {}
+    for k in (3, 5):
+        lam = np.logspace(-k, 0, 50)[None, :]
+        res = integrate_gradient_flow(_quadratic(lam), np.ones((1, 50)), gtol=1e-8, max_time=1e8)
+        assert res.converged[0]
+        evals[k] = res.evaluations
+        if k == 5:
+            assert res.evaluations < res.t[0] / 2 / 5  # ≥ 5× fewer than explicit Euler
+    assert evals[5] / evals[3] < 10
+
+
+def test_divergence_is_detected_with_a_hint():
+    def gradient(y, rows):
+        g = -y * np.where(rows == 1, 5.0, -1.0)[:, None]  # instance 1 ascends: L = −(5/2)y² → −∞? use blow-up
+        loss = np.where(rows == 1, np.exp(np.minimum(np.abs(y[:, 0]), 700)), 0.5 * (y * y).sum(1))
+        return g, loss
+
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        res = integrate_gradient_flow(gradient, np.ones((2, 3)), max_time=1e3)
+    assert res.status[1] == "diverged" and res.status[0] == "converged"
+
+
+def test_nan_gradient_is_reported_as_divergence():
+    def gradient(y, rows):
+        g = y.copy()
+        g[rows == 0] = np.nan
+        return g, 0.5 * (y * y).sum(1)
+
+    with pytest.warns(RuntimeWarning, match="hint"):
+        res = integrate_gradient_flow(gradient, np.ones((2, 3)))
+    assert list(res.status) == ["diverged", "converged"]
+
+
+@pytest.mark.parametrize("kw", [dict(rtol=0), dict(gtol=-1), dict(max_time=np.inf), dict(max_steps=0), dict(max_stages=1)])
+def test_bad_settings_raise(kw):
+    with pytest.raises(ValueError):
+        integrate_gradient_flow(_quadratic(np.ones((1, 2))), np.ones((1, 2)), **kw)
