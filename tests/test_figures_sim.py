@@ -229,6 +229,8 @@ def test_fig7_cli_end_to_end(tmp_path, capsys):
         (faf_fig2.main, ["--draws", "1"]),
         (faf_fig2.main, ["--gamma", "0.05", "--d", "16"]),  # n = 1
         (faf_fig2.main, ["--theta", "4"]),
+        (faf_fig2.main, ["--theta", "-0.1"]),
+        (faf_fig2.main, ["--gamma", "0"]),
         (faf_fig2.main, ["--noise", "-1"]),
         (faf_fig2.main, ["--lams", "1"]),
         (faf_fig2.main, ["--lam-max", "nan"]),

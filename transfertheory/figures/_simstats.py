@@ -38,6 +38,12 @@ __all__ = [
     "compare",
     "largest_z",
     "agreement_lines",
+    "format_angle",
+    "add_size_arguments",
+    "resolve_size",
+    "add_figure_arguments",
+    "parse_figure_args",
+    "write_and_report",
 ]
 
 #: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3: against rtol = 1e-6 the
@@ -168,7 +174,7 @@ def agreement_lines(table, prefix, what):
         worst = table.loc[z]
         lines.append(
             f"largest |z| = {abs(worst['z']):.2f} (sim − exact finite-size theory, in SE) at γ = {worst['gamma']:.4g} "
-            f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {worst['theta']:.4g}, λ = {worst['lam']:g}: "
+            f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {format_angle(worst['theta'])}, λ = {worst['lam']:g}: "
             f"sim {worst[f'{prefix}_mean']:.4g} ± {worst[f'{prefix}_se']:.2g} (SE), theory {worst['theory_finite']:.4g}"
         )
     near = np.abs(table[f"{prefix}_mean"] - table["theory_finite"]) <= ALLOWANCE
@@ -183,10 +189,12 @@ def agreement_lines(table, prefix, what):
 
 
 def format_angle(theta):
-    """θ as a multiple of π/8 when it is one (π/8, π/4, 3π/8, …), else 3 significant digits."""
-    k = theta / (math.pi / 8)
-    if abs(k - round(k)) < 1e-9 and round(k) > 0:
-        num, den = round(k), 8
+    """θ as a multiple of π/16 when it is one (π/8, 3π/16, π/4, …; 0 as "0"), else 3 significant digits."""
+    k = theta / (math.pi / 16)
+    if abs(k - round(k)) < 1e-9:
+        if round(k) == 0:
+            return "0"
+        num, den = round(k), 16
         g = math.gcd(num, den)
         num, den = num // g, den // g
         return f"{'' if num == 1 else num}π" + ("" if den == 1 else f"/{den}")
@@ -222,12 +230,31 @@ def resolve_size(parser, args, *, d, draws, paper_d=500, paper_draws=20, prefix=
     return d, draws
 
 
-def add_output_arguments(parser):
-    """``--out`` and ``--format`` (the figures/ convention: PNG + PDF by default)."""
+def add_figure_arguments(parser, *, d, draws):
+    """The builders' common flags: :func:`add_size_arguments`, ``--out`` and ``--format`` (PNG + PDF by default)."""
     from ._io import FORMATS
 
+    add_size_arguments(parser, d=d, draws=draws)
     parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
     parser.add_argument("--format", choices=sorted(FORMATS), default="both", help="figure format (default both)")
+
+
+def parse_figure_args(parser, argv, *, d, draws, minimums=(), positive=()):
+    """Parse ``argv``; returns ``(args, d, draws)``. Usage errors (exit 2): a float flag that is NaN or ±inf, a flag
+    of ``minimums`` ((flag, smallest) pairs) below its smallest value, a flag of ``positive`` that is <= 0."""
+    args = parser.parse_args(argv)
+    sizes = resolve_size(parser, args, d=d, draws=draws)
+    for name, value in vars(args).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            parser.error(f"--{name.replace('_', '-')} must be finite, got {value}")
+    checks = [(flag, value, value >= smallest, f">= {smallest}") for flag, smallest in minimums
+              for value in [getattr(args, flag.lstrip("-").replace("-", "_"))]]
+    checks += [(flag, value, value > 0, "> 0") for flag in positive
+               for value in [getattr(args, flag.lstrip("-").replace("-", "_"))]]
+    for flag, value, ok, bound in checks:
+        if not ok:
+            parser.error(f"{flag} must be {bound}, got {value}")
+    return (args, *sizes)
 
 
 def write_and_report(fig, table, name, args, lines, extra=()):

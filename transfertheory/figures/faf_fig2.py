@@ -125,25 +125,18 @@ def build_parser():
                         help="label-noise sd σ >= 0 (default 0.2)")
     parser.add_argument("--lam-max", type=float, default=DEFAULTS["lam_max"], help="largest λ (default 0.6)")
     parser.add_argument("--lams", type=int, default=DEFAULTS["lams"], help="λ points in [0, λ_max], >= 2 (default 13)")
-    _simstats.add_size_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    _simstats.add_output_arguments(parser)
+    _simstats.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
     return parser
 
 
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    d, draws = _simstats.resolve_size(parser, args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    for flag, value in (("--gamma", args.gamma), ("--lam-max", args.lam_max)):
-        if not (math.isfinite(value) and value > 0):
-            parser.error(f"{flag} must be a finite number > 0, got {value}")
-    if not (math.isfinite(args.theta) and 0 <= args.theta <= math.pi):
+    args, d, draws = _simstats.parse_figure_args(parser, argv, d=DEFAULTS["d"], draws=DEFAULTS["draws"],
+                                                 minimums=[("--lams", 2), ("--noise", 0), ("--theta", 0)],
+                                                 positive=["--gamma", "--lam-max"])
+    if args.theta > math.pi:
         parser.error(f"--theta must be in [0, π], got {args.theta}")
-    if not (math.isfinite(args.noise) and args.noise >= 0):
-        parser.error(f"--noise must be a finite number >= 0, got {args.noise}")
-    if args.lams < 2:
-        parser.error(f"--lams must be >= 2, got {args.lams}")
     n = round(args.gamma * d)
     if n < 3:
         parser.error(f"n = round(γd) must be >= 3 (E‖z‖⁻² is infinite below), got n = {n}")

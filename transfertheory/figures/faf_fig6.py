@@ -67,20 +67,14 @@ def build_parser():
                         help=f"simulated γ points per slice, γ = 2k/M (|n − d| <= 1 skipped; default {DEFAULTS['gammas']})")
     parser.add_argument("--resolution", type=int, default=DEFAULTS["resolution"], metavar="N",
                         help=f"theory grid points per axis, >= 2 (default {DEFAULTS['resolution']})")
-    _simstats.add_size_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    _simstats.add_output_arguments(parser)
+    _simstats.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
     return parser
 
 
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    d, draws = _simstats.resolve_size(parser, args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    if args.gammas < 1:
-        parser.error(f"--gammas must be >= 1, got {args.gammas}")
-    if args.resolution < 2:
-        parser.error(f"--resolution must be >= 2, got {args.resolution}")
+    args, d, draws = _simstats.parse_figure_args(build_parser(), argv, d=DEFAULTS["d"], draws=DEFAULTS["draws"],
+                                                 minimums=[("--gammas", 1), ("--resolution", 2)])
     fig, points = build(d, draws, args.gammas, args.resolution, seed=args.seed, backend=args.backend)
     lines = [f"FaF Fig. 6 (σ = 0): d = {d}, {draws} draws, {args.gammas} γ points, seed {args.seed}",
              pdg.summary(points.attrs["grid"], "linear", SIGMA), *pdg.simulation_summary(points)]

@@ -137,22 +137,14 @@ def build_parser():
                         help=f"θ columns in [0, π/2], >= 2 (default {DEFAULTS['thetas']})")
     parser.add_argument("--noise", type=float, default=DEFAULTS["sigma"], metavar="SIGMA",
                         help="label-noise sd σ >= 0 (default 0, as in the paper)")
-    _simstats.add_size_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    _simstats.add_output_arguments(parser)
+    _simstats.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
     return parser
 
 
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    d, draws = _simstats.resolve_size(parser, args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    if args.gammas < 1:
-        parser.error(f"--gammas must be >= 1, got {args.gammas}")
-    if args.thetas < 2:
-        parser.error(f"--thetas must be >= 2, got {args.thetas}")
-    if not (np.isfinite(args.noise) and args.noise >= 0):
-        parser.error(f"--noise must be a finite number >= 0, got {args.noise}")
+    args, d, draws = _simstats.parse_figure_args(build_parser(), argv, d=DEFAULTS["d"], draws=DEFAULTS["draws"],
+                                                 minimums=[("--gammas", 1), ("--thetas", 2), ("--noise", 0)])
     fig, points = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=args.backend)
     lines = [f"FaF Fig. 7: σ = {args.noise:g}, d = {d}, {draws} draws, {args.gammas} γ × {args.thetas} θ cells, "
              f"seed {args.seed}", *pdg.simulation_summary(points)]
