@@ -123,6 +123,15 @@ def git_line() -> str:
     return f"git {head or '?'}" + (" (transfertheory/sim has uncommitted changes)" if dirty else "")
 
 
+def load_warning() -> str | None:
+    with contextlib.suppress(OSError):
+        load = os.getloadavg()[0]
+        if load > 0.75 * (os.cpu_count() or 1):
+            return (f"WARNING: 1-min load average {load:.2f} on {os.cpu_count()} logical cores: other processes "
+                    "compete for the CPU; wall times are inflated and noisy (see --blas-threads 1)")
+    return None
+
+
 def sync(xp) -> None:
     """Wait for queued device work (no-op on NumPy) so that wall times are honest."""
     if backend_name(xp) == "cupy":
@@ -538,10 +547,38 @@ def print_report(summary, times, sim_df, timer, costs, args, d, eta, steps, flow
     print(f"simulator: {ts:8.2f} s  (run_transfer_experiment, defaults)")
     print(f"ratio baseline/simulator: {tb / ts:.1f}x  (target >= 30x: {'met' if tb / ts >= 30 else 'NOT met'})")
     fin = summary[np.isfinite(summary.theory)]
-    better = (fin.simulator_err <= fin.baseline_err).sum()
-    print(f"agreement (rows with finite theory, {len(fin)}): simulator |err| <= baseline |err| in {better}/{len(fin)}; "
-          f"sum |err| baseline {fin.baseline_err.sum():.4f}, simulator {fin.simulator_err.sum():.4f}; "
-          f"max |z| baseline {np.nanmax(np.abs(fin.baseline_z)):.2f}, simulator {np.nanmax(np.abs(fin.simulator_z)):.2f}")
+    # the implementations share their draws, so sampling error cancels in the comparison: a row counts as
+    # "equal or better" when the simulator's |err| exceeds the baseline's by at most 0.1 SE
+    ok = fin.simulator_err <= fin.baseline_err + 0.1 * fin[["baseline_se", "simulator_se"]].max(axis=1)
+    print(f"agreement with theory (the {len(fin)} rows with finite theory): simulator equal (within 0.1 SE) or "
+          f"better in {int(ok.sum())}/{len(fin)} rows; sum |err| baseline {fin.baseline_err.sum():.4f}, "
+          f"simulator {fin.simulator_err.sum():.4f}; max |z| baseline {np.nanmax(np.abs(fin.baseline_z)):.2f}, "
+          f"simulator {np.nanmax(np.abs(fin.simulator_z)):.2f}")
+    # decomposition: ratio = (evaluation-count ratio) × (cost-per-evaluation ratio), target flows only
+    base_evals = steps * 2 * args.instances * len(times["target"])
+    base_t = sum(times["target"].values())
+    sim_evals = timer.evals.get("target flows", 0) if timer is not None else 0
+    sim_t = timer.excl.get("target flows", 0.0) if timer is not None else 0.0
+    if sim_evals and sim_t > 0:
+        print(f"target training only (scratch + fine-tune): baseline {base_t:.2f} s for {base_evals} instance-steps "
+              f"({1e3 * base_t / base_evals:.4f} ms each); simulator {sim_t:.2f} s for {sim_evals} instance-gradient "
+              f"evaluations ({1e3 * sim_t / sim_evals:.4f} ms each): ratio {base_t / sim_t:.1f}x = "
+              f"{base_evals / sim_evals:.2f} (fewer evaluations) x {(base_t / base_evals) / (sim_t / sim_evals):.2f} "
+              "(cheaper evaluation)")
+    # extrapolation: fixed-step GD to the flow time at which the simulator met ‖∇‖ ≤ tol
+    sim = sim_df[np.isfinite(sim_df["t_final"]) & sim_df["converged"].astype(bool)] if "t_final" in sim_df else sim_df[:0]
+    extra = 0.0
+    parts = []
+    for n, t_n in times["target"].items():
+        theory_finite = np.isfinite(summary[summary.n == n].theory).all()
+        t_need = float(sim[sim.n == n]["t_final"].max()) if theory_finite and (sim.n == n).any() else np.nan
+        k = max(steps, math.ceil(t_need / eta)) if math.isfinite(t_need) else steps
+        extra += t_n * k / steps
+        parts.append(f"n={n}: {k} steps" + ("" if math.isfinite(t_need) else " (as run: no finite limit)"))
+    total_eq = tb - base_t + extra
+    print(f"ESTIMATE (not measured): fixed-step GD run to the flow time at which every simulator instance met "
+          f"‖∇‖ ≤ {GTOL:g} ({'; '.join(parts)}) would take ≈ {total_eq:.0f} s at the measured per-step cost, "
+          f"ratio ≈ {total_eq / ts:.1f}x")
 
     print()
     print("== where the simulator's time goes ==")
@@ -567,9 +604,6 @@ def print_report(summary, times, sim_df, timer, costs, args, d, eta, steps, flow
     if costs:
         print("  per-instance cost of one evaluation (best of 5, ms): "
               + ", ".join(f"{k} {v:.4f}" for k, v in costs.items()))
-        base_evals = steps * 2 * args.instances * len(times["target"])
-        print(f"  baseline instance-gradient evaluations (scratch+finetune): {base_evals} "
-              f"(= steps × 2 × instances × #n), simulator target flows: {timer.evals.get('target flows', 0) if timer else '?'}")
 
 
 # --------------------------------------------------------------------------- Fig. 1
@@ -689,6 +723,8 @@ def main(argv=None) -> int:
     print(f"baseline: fixed-step full-batch GD, η = {eta:g}, {steps} steps (pretraining and every target run)")
     print("simulator: run_transfer_experiment defaults " + "(tol=1e-6, rtol=1e-3, max_time=1e4, exact linear transfer)")
     print(machine_line(xp))
+    if load_warning():
+        print(load_warning())
 
     sim_kwargs = dict(d=d, gammas=gammas, thetas=(args.theta,), sigma=args.sigma, instances=inst,
                       seed=args.seed, backend=backend_name(xp), progress=False)
