@@ -532,6 +532,10 @@ def main(argv=None):
     except OSError as err:
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return 1
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)  # main() may run many times in one process (tests)
     print(summary(grid, args.method, args.noise, args.lam, args.finite_d))
     if sims is not None:
         print("\n".join(simulation_summary(sims)))

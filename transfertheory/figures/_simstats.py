@@ -258,11 +258,14 @@ def parse_figure_args(parser, argv, *, d, draws, minimums=(), positive=()):
 
 
 def write_and_report(fig, table, name, args, lines, extra=()):
-    """Save ``fig`` + ``table`` (CSV) as ``name`` under ``args.out``, print ``lines`` and the paths; exit code 0 or 1.
+    """Save ``fig`` + ``table`` (CSV) as ``name`` under ``args.out`` and close ``fig``; print ``lines`` and the
+    paths; exit code 0 or 1.
 
     ``extra``: (suffix, DataFrame) pairs written as ``name{suffix}.csv`` beside it.
     """
     import sys
+
+    import matplotlib.pyplot as plt
 
     from ._io import save_figure
 
@@ -274,6 +277,8 @@ def write_and_report(fig, table, name, args, lines, extra=()):
     except OSError as err:
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return 1
+    finally:
+        plt.close(fig)
     print("\n".join(lines))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
