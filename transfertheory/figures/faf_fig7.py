@@ -17,7 +17,10 @@ the x axis, γ on the y axis and the colour scale [−1, 1]. Here:
 * (b) simulation: mean over target draws of the paired R_scratch − R_transfer
   (gradient flow, :func:`transfertheory.phase_diagram.simulate_slices` on a θ grid);
 * (c) z = (simulation − exact theory)/SE per cell, clipped to ±4 — the
-  verification the paper shows only by eye.
+  verification the paper shows only by eye. Cells within the integrator
+  allowance of the theory (dotted, light green: θ = 0 with γ > 1, where both
+  models learn β_t exactly and the SE is ~1e-8) are not coloured by z, which
+  there measures integration error.
 
 Reading (c): all θ of one γ row share the target draws, and at σ = 0 the
 transfer risk is sin²θ·(1 + ξ) with the same random ξ = (zᵀw)²/‖z‖⁴ for every θ
@@ -89,23 +92,32 @@ def plot(points):
     theta, gamma, incomplete = _cells(points, skipped, "n_converged")
     _, _, draws = _cells(points, skipped, "n_draws")
     incomplete = incomplete < draws
+    gap = points.assign(gap=(points["transferability_mean"] - points["theory_finite"]).abs())
+    near = _cells(gap, skipped, "gap")[2] <= _simstats.ALLOWANCE
     te, ge = _edges(theta), _edges(gamma)
+
+    def mark(ax, cells, **style):
+        for gi, ti in zip(*np.nonzero(cells)):
+            ax.add_patch(plt.Rectangle((te[ti], ge[gi]), te[ti + 1] - te[ti], ge[gi + 1] - ge[gi], lw=0, **style))
+
     for ax, (column, title, cmap, limit) in zip(axes, panels):
         _, _, values = _cells(points, skipped, column)
         cmap = plt.get_cmap(cmap).with_extremes(bad="#bdbdbd")
         mesh = ax.pcolormesh(te, ge, np.clip(values, -limit, limit), cmap=cmap, vmin=-limit, vmax=limit)
         fig.colorbar(mesh, ax=ax, fraction=0.046, pad=0.03)
-        for gi, ti in zip(*np.nonzero(incomplete)):
-            ax.add_patch(plt.Rectangle((te[ti], ge[gi]), te[ti + 1] - te[ti], ge[gi + 1] - ge[gi], fill=False,
-                                       hatch="//", lw=0))
+        mark(ax, incomplete, fill=False, hatch="//")
         th = np.linspace(0, np.pi / 2, 200)
         g_minus, _ = pdg.linear.negative_transfer_interval(th, sigma)
         ax.plot(th, g_minus, color="tab:cyan", lw=1.2, label="γ₋(θ) (n, d → ∞; = cos²θ at σ = 0)")
         ax.axhline(1.0, color="k", lw=0.8, ls=":", label="γ = 1")
         ax.set(xlabel="θ", title=title, xlim=(te[0], te[-1]), ylim=(ge[0], ge[-1]))
         ax.set_xticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
+    # z of cells within the integrator allowance measures integration error (T = 0 pathwise), not statistics
+    mark(axes[2], near, facecolor="#e5f5e0", hatch="..", label=f"|sim − theory| ≤ {_simstats.ALLOWANCE:g}")
     axes[0].set_ylabel("γ = n/d")
     axes[0].legend(loc="upper right", fontsize=7, framealpha=0.8)
+    if near.any():
+        axes[2].legend(handles=axes[2].patches[-1:], loc="upper right", fontsize=7, framealpha=0.8)
     note = f"; grey: n = {', '.join(map(str, skipped))} not simulated" if skipped else ""
     fig.suptitle(f"FaF Fig. 7: linear transferability, σ = {sigma:g}, theory vs simulation (L = 2, d = {d}){note}")
     fig.tight_layout()
