@@ -15,10 +15,16 @@ By default the n, d → ∞ closed forms are used; ``--finite-d D`` draws the ex
 finite-size expectations at d = D, n = round(γD) instead
 (:mod:`transfertheory.theory.linear`).
 
+``--simulate`` adds gradient-flow simulations of the deep linear network
+(:func:`simulate_slices`, FaF Figs. 1c and 3c): paired mean ± SD over target
+draws on the slices, the exact finite-size theory at the simulated d dashed,
+a second CSV with z-scores against it (docs/figures.md). The simulator is
+imported only on that path.
+
 Run ``python -m transfertheory.phase_diagram --help``; see docs/phase_diagram.md.
-The pieces (:func:`compute_grid`, :func:`plot_phase_diagram`, :func:`summary`)
-are reusable: :func:`plot_phase_diagram` overlays simulated points on the
-slices when given them.
+The pieces (:func:`compute_grid`, :func:`plot_phase_diagram`, :func:`summary`,
+:func:`simulate_slices`) are reusable: :func:`plot_phase_diagram` overlays
+simulated points on the slices when given them.
 """
 from __future__ import annotations
 
