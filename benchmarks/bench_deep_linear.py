@@ -537,6 +537,10 @@ def print_report(summary, times, sim_df, timer, costs, args, d, eta, steps, flow
               f"{r.baseline_frac_loss_lt_1e6:10.2f}"
               f"{r.baseline_gap:10.2e} | {r.simulator_converged:9.2f}{r.simulator_grad_max:10.2e}"
               f"{fmt(r.simulator_t_final_mean, '.0f'):>9s}{r.simulator_gap:10.2e}")
+    unconv = sim_df[~sim_df["converged"].astype(bool)]
+    if len(unconv):
+        counts = unconv.groupby(["method", "n"])["status"].value_counts()
+        print("simulator rows not converged: " + ", ".join(f"{m} n={n} {st}: {c}" for (m, n, st), c in counts.items()))
     print(f"baseline pretraining: ‖∇‖ = {times['pretrain_grad_norm']:.2e}, loss = {times['pretrain_loss']:.2e}; "
           f"simulator pretraining: {sim_df.attrs.get('pretrain')}")
     reached = summary[np.isfinite(summary.theory)]
@@ -750,7 +754,7 @@ def main(argv=None) -> int:
     for r in sim_df.itertuples():
         rows.append(dict(impl="simulator", method=r.method, n=int(r.n), instance=int(r.instance), risk=float(r.risk),
                          grad_norm=float(r.grad_norm), loss=float(r.loss), converged=bool(r.converged),
-                         t_final=float(r.t_final)))
+                         t_final=float(r.t_final), status=str(r.status)))
     rows += limit_risks(d, gammas, args.theta, args.sigma, inst, args.seed)
     tidy = pd.DataFrame(rows)
     costs = per_evaluation_costs(d, ns, inst, xp)
