@@ -48,6 +48,7 @@ __all__ = [
     "linear_transfer_exact",
     "train",
     "run_transfer_experiment",
+    "task_vectors",
     "METHODS",
     "ROW_KEYS",
     "INITS",
@@ -395,6 +396,21 @@ def _accumulate(stats: dict, flow: FlowResult) -> None:
     stats["max_stages"] = max(stats["max_stages"], flow.max_stages)
 
 
+def task_vectors(d: int, thetas, seed):
+    """Unit β_s, unit ν ⊥ β_s and β_t(θ) = cos θ β_s + sin θ ν (Θ, d), drawn from spawn key (0,) of ``seed``.
+
+    The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
+    can reproduce the same tasks.
+    """
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    beta_s = gen.standard_normal(d)
+    beta_s /= np.linalg.norm(beta_s)
+    nu = gen.standard_normal(d)
+    nu -= (nu @ beta_s) * beta_s
+    nu /= np.linalg.norm(nu)
+    return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
+
+
 def _target_statistics(d, n, beta_t, sigma, seed_seq, xp):
     """Σ̂ = XᵀX/n and, for each target vector, ĉ = Xᵀy/n and ‖y‖²/n (one target draw)."""
     gen = np.random.default_rng(seed_seq)
@@ -493,13 +509,7 @@ def run_transfer_experiment(
     xp = get_array_module(backend)
     arch = Architecture(d, depth)
 
-    task_gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
-    beta_s = task_gen.standard_normal(d)
-    beta_s /= np.linalg.norm(beta_s)
-    nu = task_gen.standard_normal(d)
-    nu -= (nu @ beta_s) * beta_s
-    nu /= np.linalg.norm(nu)
-    beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu  # (Θ, d)
+    beta_s, nu, beta_t = task_vectors(d, thetas, seed)
 
     needs_pre = "linear" in methods or "finetune" in methods
     pre = None
