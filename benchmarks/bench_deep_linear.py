@@ -513,8 +513,8 @@ def print_report(summary, times, sim_df, timer, costs, args, d, eta, steps, flow
               f"{fmt(r.limit_mean):>8s}{fmt(r.limit_z, '.2f'):>7s}")
     inf_rows = summary[~np.isfinite(summary.theory)]
     if len(inf_rows):
-        ns = sorted(set(inf_rows.n))
-        print(f"n = {', '.join(map(str, ns))} (|n − d| ≤ 1): exact expected risk is +inf (σ > 0); these rows are "
+        which = ", ".join(f"{m} n = {n}" for m, n in zip(inf_rows.method, inf_rows.n))
+        print(f"{which} (|n − d| ≤ 1): exact expected risk is +inf (σ > 0); these rows are "
               "reported but EXCLUDED from the error comparison.")
     corr = getattr(_linear, "fine_tune_risk_corrected", None)
     ft_gammas = sorted({r.n / d for r in summary.itertuples() if r.method == "finetune" and r.n < d})
