@@ -163,6 +163,7 @@ def _norm(x, xp):
     return xp.sqrt(xp.sum(x * x, axis=1))
 
 
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def integrate_gradient_flow(
     gradient,
     y0,
@@ -195,6 +196,10 @@ def integrate_gradient_flow(
         Cap on RKC stages per step (bounds h·ρ ≤ β(max_stages)).
     divergence_factor : float
         Loss above ``divergence_factor · max(1, L(y0))`` counts as divergence.
+
+    Floating-point overflow inside a trial step is expected (an unstable trial is
+    rejected and the step shrunk) and is not warned about; a non-finite accepted
+    state is reported as ``diverged`` with a :class:`RuntimeWarning` and a hint.
     progress : callable or None
         Called as ``progress(done_fraction)`` after each step (e.g. tqdm).
     """
