@@ -67,7 +67,7 @@ import pandas as pd
 
 from transfertheory.backend import backend_name, get_array_module, to_host
 from transfertheory.sim import deep_linear
-from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment
+from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment, task_vectors
 from transfertheory.theory import linear as _linear
 from transfertheory.theory.linear import (
     fine_tune_risk,
@@ -150,18 +150,6 @@ def exact_theory(method: str, n: int, d: int, theta: float, sigma: float) -> flo
 
 
 # --------------------------------------------------------------------------- draws (shared with the simulator)
-
-
-def task_vectors(d: int, thetas, seed: int):
-    """β_s, ν and β_t(θ) exactly as run_transfer_experiment draws them (spawn key (0,))."""
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
-    beta_s = gen.standard_normal(d)
-    beta_s /= np.linalg.norm(beta_s)
-    nu = gen.standard_normal(d)
-    nu -= (nu @ beta_s) * beta_s
-    nu /= np.linalg.norm(nu)
-    beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
-    return beta_s, nu, beta_t
 
 
 def target_draw(d: int, n: int, beta_t, sigma: float, seed: int, gi: int, i: int):
