@@ -65,7 +65,8 @@ THETA_MAX = np.pi / 2
 SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
 #: columns of the ``*_simulated.csv`` table written by ``--simulate``
 SIM_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "transferability_mean", "transferability_sd",
-               "transferability_se", "theory_finite", "theory_asymptotic", "z", "agrees", "n_converged", "n_draws"]
+               "transferability_se", "theory_finite", "theory_finite_se", "theory_paper_finite", "theory_asymptotic",
+               "z", "agrees", "n_converged", "n_draws"]
 #: |T| is clipped to this for display only (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
 _TITLES = {
@@ -354,8 +355,13 @@ def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
             n = np.arange(1, int(gamma_max * d) + 1)
             exact, _, _ = evaluate(method, n / d, th, sigma, lam, finite_d=d)
             ax.plot(n / d, np.where(np.isfinite(exact), exact, np.nan), ls="--", lw=1, color=color)
+        if method == "finetune" and "theory_finite" in pts:
+            ax.plot(pts["gamma"], pts["theory_finite"], "x", ms=6, color=color)
     if "d" in simulated:
-        ax.plot([], [], "k--", lw=1, label=f"exact, d = {int(simulated['d'].iloc[0])}")
+        what = "Eq. 17" if method == "finetune" else "exact"
+        ax.plot([], [], "k--", lw=1, label=f"{what}, d = {int(simulated['d'].iloc[0])}")
+    if method == "finetune" and "theory_finite" in simulated:
+        ax.plot([], [], "kx", ms=6, label="gradient-flow limit (MC)")
     if "n_converged" in simulated and (simulated["n_converged"] < simulated["n_draws"]).any():
         ax.plot([], [], "ko", mfc="none", ms=5, label="some draws unconverged")
 
@@ -414,9 +420,13 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     k = 1…n_gammas, skipping |n − d| ≤ 1 (and n < 3 for linear/ridge transfer):
     there the exact risk is +inf for σ > 0 and gradient flow does not reach its
     limit. Per (γ, θ): mean, SD and SE over ``draws`` target draws of the paired
-    difference R_scratch − R_transfer (:func:`~transfertheory.figures._simstats.transferability_stats`),
-    ``theory_finite`` = :func:`evaluate` at ``finite_d=d``, ``theory_asymptotic``
-    its n, d → ∞ value, z and ``agrees`` (:func:`~transfertheory.figures._simstats.compare`).
+    difference R_scratch − R_transfer (:func:`~transfertheory.figures._simstats.transferability_stats`);
+    ``theory_paper_finite`` = :func:`evaluate` at ``finite_d=d`` (the paper's formula at finite size) and
+    ``theory_asymptotic`` its n, d → ∞ value; ``theory_finite`` = the exact expectation of the gradient-flow
+    limit — the same as ``theory_paper_finite`` for linear and ridge transfer, a Monte Carlo
+    (:func:`~transfertheory.figures._simstats.finetune_reference`, SE in ``theory_finite_se``) for fine-tuning,
+    whose limit is not FaF Eq. 142 (docs/errata.md); z and ``agrees`` against it
+    (:func:`~transfertheory.figures._simstats.compare`).
     Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
     """
     ns, skipped = _simstats.simulation_ns(d, gamma_max, n_gammas, min_n=_min_n(method))
@@ -425,8 +435,17 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     raw = _simstats.simulate(_simstats.SIM_METHODS[method], d, ns, thetas, sigma, draws, (lam,), seed, backend,
                              progress)
     stats = _simstats.transferability_stats(raw, method)
-    theory = evaluate(method, stats["gamma"], stats["theta"], sigma, lam, finite_d=d)[0] + 0.0  # −0.0 → 0.0
-    table = _simstats.compare(stats, theory, "transferability")
+    paper = evaluate(method, stats["gamma"], stats["theta"], sigma, lam, finite_d=d)[0] + 0.0  # −0.0 → 0.0
+    if method == "finetune":  # Eq. 17 is not the gradient-flow limit (docs/errata.md): Monte Carlo of the true one
+        theory, theory_se = np.empty(len(stats)), np.empty(len(stats))
+        for n, rows in stats.groupby("n").groups.items():
+            at = stats.index.get_indexer(rows)
+            theory[at], theory_se[at] = _simstats.finetune_reference(int(n), d, stats["theta"].iloc[at], sigma,
+                                                                     seed=seed)
+    else:
+        theory, theory_se = paper, 0.0
+    table = _simstats.compare(stats, theory, "transferability", theory_se)
+    table["theory_paper_finite"] = paper
     table["theory_asymptotic"] = evaluate(method, table["gamma"], table["theta"], sigma, lam)[0] + 0.0
     table = table[SIM_COLUMNS]
     table.attrs["skipped_n"] = [int(n) for n in skipped]

@@ -33,6 +33,7 @@ __all__ = [
     "STAT_COLUMNS",
     "simulation_ns",
     "simulate",
+    "finetune_reference",
     "transferability_stats",
     "risk_stats",
     "compare",
@@ -50,6 +51,8 @@ __all__ = [
 #: per-draw risks moved by at most 8.8e-4 (fine-tuning, d = 32, γ < 1), 5.5e-4 (d = 64), 2.4e-5 (scratch); the exact
 #: linear-transfer solve has none. Finite α = 1e-5 enters as O(α²). Measured in docs/figures.md.
 ALLOWANCE = 1e-3
+#: Monte Carlo draws of :func:`finetune_reference` (its SE is then ~1/10 of a 20-draw simulated point's)
+REFERENCE_DRAWS = 4000
 #: simulator methods run for each transfer method (the scratch run is the paired baseline)
 SIM_METHODS = {"linear": ("scratch", "linear"), "ridge": ("scratch", "linear"), "finetune": ("scratch", "finetune")}
 #: columns of a statistics table (before :func:`compare` adds the theory)
@@ -77,6 +80,36 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
         d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, methods=methods, ridge=ridge, seed=seed,
         backend=backend, progress=progress,
     )
+
+
+def finetune_reference(n, d, thetas, sigma, draws=REFERENCE_DRAWS, seed=0, chunk=500):
+    r"""Exact finite-size fine-tuning transferability of the gradient-flow limit, by Monte Carlo: (mean, SE) per θ.
+
+    FaF Eq. 142 (hence the finite-size Eq. 17, ``fine_tune_transferability_finite``) is not the gradient-flow
+    limit: the carried-over component is rescaled, β_ft = X⁺y + c(I − P)β_s with a per-draw c
+    (:func:`transfertheory.theory.linear.fine_tune_limit`, docs/errata.md); c = 1 only asymptotically at σ = 0.
+    The expectation of R_scratch − R_ft has no closed form, so it is averaged over ``draws`` Gaussian designs
+    (β_s = e₁, β_t = cos θ e₁ + sin θ e₂ by rotation invariance; common draws for all θ). For n ≥ d nothing
+    is carried over and T = 0 exactly (SE 0).
+    """
+    from ..theory import linear
+
+    thetas = np.atleast_1d(np.asarray(thetas, dtype=float))
+    if n >= d:
+        return np.zeros(thetas.size), np.zeros(thetas.size)
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(n, d)))
+    beta_s = np.eye(d)[0]
+    beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * np.eye(d)[1]
+    values = []
+    for start in range(0, draws, chunk):
+        m = min(chunk, draws - start)
+        X = gen.standard_normal((m, 1, n, d))
+        y = (X @ beta_t[None, :, :, None])[..., 0] + sigma * gen.standard_normal((m, 1, n))  # (m, Θ, n)
+        err_sc = linear.min_norm_solution(X, y) - beta_t
+        err_ft = linear.fine_tune_limit(X, y, beta_s) - beta_t
+        values.append((err_sc**2).sum(-1) - (err_ft**2).sum(-1))
+    values = np.concatenate(values)
+    return values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(draws)
 
 
 def _plain(raw):
@@ -133,22 +166,25 @@ def risk_stats(raw, method):
     return _finish(stats, method)
 
 
-def compare(stats, theory, prefix):
-    """``stats`` with columns renamed ``{prefix}_mean/sd/se`` and ``theory_finite``, ``z``, ``agrees`` added.
+def compare(stats, theory, prefix, theory_se=0.0):
+    """``stats`` with columns renamed ``{prefix}_mean/sd/se`` and ``theory_finite(_se)``, ``z``, ``agrees`` added.
 
-    ``theory``: the exact finite-size expectation at each row (array). z = (mean − theory)/SE
-    (±inf when SE = 0 and they differ, NaN without converged draws); ``agrees`` is
-    |mean − theory| ≤ 4·SE + :data:`ALLOWANCE`.
+    ``theory``: the exact finite-size expectation at each row (array); ``theory_se`` its Monte Carlo SE (0 for a
+    closed form). With s = √(SE² + theory_se²): z = (mean − theory)/s (±inf when s = 0 and they differ, NaN
+    without converged draws); ``agrees`` is |mean − theory| ≤ 4·s + :data:`ALLOWANCE`.
     """
     out = stats.rename(columns={c: f"{prefix}_{c}" for c in ("mean", "sd", "se")})
-    mean, se = out[f"{prefix}_mean"].to_numpy(float), out[f"{prefix}_se"].to_numpy(float)
+    mean = out[f"{prefix}_mean"].to_numpy(float)
     theory = np.asarray(theory, dtype=float)
+    theory_se = np.broadcast_to(np.asarray(theory_se, dtype=float), theory.shape)
+    scale = np.hypot(out[f"{prefix}_se"].to_numpy(float), theory_se)
     gap = mean - theory
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(gap == 0, 0.0, gap / se)
+        z = np.where(gap == 0, 0.0, gap / scale)
     out["theory_finite"] = theory
+    out["theory_finite_se"] = theory_se
     out["z"] = np.where(np.isnan(gap), np.nan, z)
-    out["agrees"] = np.abs(gap) <= 4 * np.nan_to_num(se, nan=np.inf) + ALLOWANCE
+    out["agrees"] = np.abs(gap) <= 4 * np.nan_to_num(scale, nan=np.inf) + ALLOWANCE
     return out
 
 
@@ -176,6 +212,7 @@ def agreement_lines(table, prefix, what):
             f"largest |z| = {abs(worst['z']):.2f} (sim − exact finite-size theory, in SE) at γ = {worst['gamma']:.4g} "
             f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {format_angle(worst['theta'])}, λ = {worst['lam']:g}: "
             f"sim {worst[f'{prefix}_mean']:.4g} ± {worst[f'{prefix}_se']:.2g} (SE), theory {worst['theory_finite']:.4g}"
+            + (f" ± {worst['theory_finite_se']:.1g} (Monte Carlo)" if worst.get("theory_finite_se", 0) > 0 else "")
         )
     near = np.abs(table[f"{prefix}_mean"] - table["theory_finite"]) <= ALLOWANCE
     hidden = table["z"].abs().where(near)

@@ -40,7 +40,7 @@ NAME = "faf_fig2"
 DEFAULTS = dict(d=64, draws=20, gamma=0.5, theta=math.pi / 8, sigma=0.2, lam_max=0.6, lams=13)
 #: CSV columns: one row per simulated λ
 COLUMNS = ["lam", "gamma", "n", "d", "theta", "sigma", "risk_mean", "risk_sd", "risk_se", "theory_eq15",
-           "theory_finite", "z", "agrees", "n_converged", "n_draws"]
+           "theory_finite", "theory_finite_se", "z", "agrees", "n_converged", "n_draws"]
 
 
 def simulate_points(d, draws, gamma, theta, sigma, lams, seed=0, backend="auto", progress=None):
