@@ -67,7 +67,7 @@ import pandas as pd
 
 from transfertheory.backend import backend_name, get_array_module, to_host
 from transfertheory.sim import deep_linear
-from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment, task_vectors
+from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment, target_draw, task_vectors
 from transfertheory.theory import linear as _linear
 from transfertheory.theory.linear import (
     fine_tune_risk,
@@ -150,14 +150,6 @@ def exact_theory(method: str, n: int, d: int, theta: float, sigma: float) -> flo
 
 
 # --------------------------------------------------------------------------- draws (shared with the simulator)
-
-
-def target_draw(d: int, n: int, beta_t, sigma: float, seed: int, gi: int, i: int):
-    """(X, Y) of target draw (γ index gi, instance i): spawn key (2, gi, i), X first, then ε."""
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gi, i)))
-    X = gen.standard_normal((n, d))
-    eps = sigma * gen.standard_normal(n)
-    return X, X @ beta_t.T + eps[:, None]  # (n, d), (n, Θ)
 
 
 def initial_weights(d: int, seeds, xp):

@@ -49,6 +49,7 @@ __all__ = [
     "train",
     "run_transfer_experiment",
     "task_vectors",
+    "target_draw",
     "METHODS",
     "ROW_KEYS",
     "INITS",
@@ -411,12 +412,20 @@ def task_vectors(d: int, thetas, seed):
     return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
 
 
-def _target_statistics(d, n, beta_t, sigma, seed_seq, xp):
-    """Σ̂ = XᵀX/n and, for each target vector, ĉ = Xᵀy/n and ‖y‖²/n (one target draw)."""
-    gen = np.random.default_rng(seed_seq)
+def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, instance: int):
+    """(X, Y) of the target draw (γ index, instance) of ``seed``: spawn key (2, γ index, instance).
+
+    X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
+    """
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gamma_index, instance)))
     X = gen.standard_normal((n, d))
     eps = sigma * gen.standard_normal(n)
-    Y = X @ beta_t.T + eps[:, None]  # (n, n_targets)
+    return X, X @ beta_t.T + eps[:, None]
+
+
+def _target_statistics(X, Y):
+    """Σ̂ = XᵀX/n and, for each target (column of Y), ĉ = Xᵀy/n and ‖y‖²/n."""
+    n = X.shape[0]
     return X.T @ X / n, (X.T @ Y / n).T, (Y * Y).sum(axis=0) / n
 
 
@@ -530,7 +539,7 @@ def run_transfer_experiment(
         part = groups[start:start + chunk]
         gram, c, y2 = [], [], []
         for gi, i in part:
-            S, cc, yy = _target_statistics(d, ns[gi], beta_t, sigma, np.random.SeedSequence(seed, spawn_key=(2, gi, i)), xp)
+            S, cc, yy = _target_statistics(*target_draw(d, ns[gi], beta_t, sigma, seed, gi, i))
             gram.append(S)
             c.append(cc)
             y2.append(yy)
