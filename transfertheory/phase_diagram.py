@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from .figures import FORMATS, _simstats, save_figure, use_agg
+from .figures import FORMATS, _simstats, use_agg
 from .theory import linear
 
 __all__ = [
@@ -549,23 +549,11 @@ def main(argv=None):
                                args.lam, seed=args.seed, backend=args.backend)
     fig = plot_phase_diagram(grid, args.method, args.noise, args.lam, args.finite_d, simulated=sims)
     name = output_name(args.method, args.noise, args.lam, args.finite_d)
-    try:
-        paths = save_figure(fig, _csv_frame(grid), name, args.out, args.format)
-        if sims is not None:
-            paths.append(paths[-1].with_name(f"{name}_simulated.csv"))
-            sims.to_csv(paths[-1], index=False)
-    except OSError as err:
-        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
-        return 1
-    finally:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)  # main() may run many times in one process (tests)
-    print(summary(grid, args.method, args.noise, args.lam, args.finite_d))
+    lines = [summary(grid, args.method, args.noise, args.lam, args.finite_d)]
     if sims is not None:
-        print("\n".join(simulation_summary(sims)))
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
+        lines += simulation_summary(sims)
+    extra = [] if sims is None else [("_simulated", sims)]
+    return _simstats.write_and_report(fig, _csv_frame(grid), name, args, lines, extra)
 
 
 if __name__ == "__main__":
