@@ -51,7 +51,7 @@ __all__ = [
 #: per-draw risks moved by at most 8.8e-4 (fine-tuning, d = 32, γ < 1), 5.5e-4 (d = 64), 2.4e-5 (scratch); the exact
 #: linear-transfer solve has none. Finite α = 1e-5 enters as O(α²). Measured in docs/figures.md.
 ALLOWANCE = 1e-3
-#: Monte Carlo draws of :func:`finetune_reference` (its SE is then ~1/10 of a 20-draw simulated point's)
+#: Monte Carlo draws of :func:`finetune_reference` at d ≲ 64 (its SE is then ~1/10 of a 20-draw simulated point's)
 REFERENCE_DRAWS = 4000
 #: simulator methods run for each transfer method (the scratch run is the paired baseline)
 SIM_METHODS = {"linear": ("scratch", "linear"), "ridge": ("scratch", "linear"), "finetune": ("scratch", "finetune")}
@@ -82,7 +82,7 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     )
 
 
-def finetune_reference(n, d, thetas, sigma, draws=REFERENCE_DRAWS, seed=0, chunk=500):
+def finetune_reference(n, d, thetas, sigma, draws=None, seed=0):
     r"""Exact finite-size fine-tuning transferability of the gradient-flow limit, by Monte Carlo: (mean, SE) per θ.
 
     FaF Eq. 142 (hence the finite-size Eq. 17, ``fine_tune_transferability_finite``) is not the gradient-flow
@@ -90,17 +90,20 @@ def finetune_reference(n, d, thetas, sigma, draws=REFERENCE_DRAWS, seed=0, chunk
     (:func:`transfertheory.theory.linear.fine_tune_limit`, docs/errata.md); c = 1 only asymptotically at σ = 0.
     The expectation of R_scratch − R_ft has no closed form, so it is averaged over ``draws`` Gaussian designs
     (β_s = e₁, β_t = cos θ e₁ + sin θ e₂ by rotation invariance; common draws for all θ). For n ≥ d nothing
-    is carried over and T = 0 exactly (SE 0).
+    is carried over and T = 0 exactly (SE 0). Default ``draws``: :data:`REFERENCE_DRAWS` up to n·d = 64², then
+    fewer in proportion to the cost (at least 500: ≈ 25 s per n at d = 500 on 2 cores).
     """
     from ..theory import linear
 
     thetas = np.atleast_1d(np.asarray(thetas, dtype=float))
+    if draws is None:
+        draws = int(np.clip(REFERENCE_DRAWS * 64**2 / (n * d), 500, REFERENCE_DRAWS))
     if n >= d:
         return np.zeros(thetas.size), np.zeros(thetas.size)
     gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(n, d)))
     beta_s = np.eye(d)[0]
     beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * np.eye(d)[1]
-    values = []
+    values, chunk = [], max(1, 4_000_000 // (n * d))  # designs per batch: ~32 MB of X
     for start in range(0, draws, chunk):
         m = min(chunk, draws - start)
         X = gen.standard_normal((m, 1, n, d))
