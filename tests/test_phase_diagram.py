@@ -316,3 +316,15 @@ def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
             "print('transfertheory.sim.deep_linear' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("sigma", [0.2, 1.0])
+def test_flow_limit_sign_angle_is_where_corrected_fine_tuning_transferability_vanishes(sigma):
+    gamma = np.array([0.1, 0.5, 0.8])
+    angle = pdg.flow_limit_sign_angle(gamma, sigma)
+    assert np.all(angle < np.pi / 3)  # σ > 0 moves the sign change below Eq. 17's π/3 (docs/errata.md)
+    t = L.fine_tune_transferability_corrected(gamma, angle, sigma)
+    np.testing.assert_allclose(t, 0.0, atol=1e-12)
+    np.testing.assert_allclose(pdg.flow_limit_sign_angle(gamma, 0.0), np.pi / 3)
+    text = pdg.summary(pdg.compute_grid("finetune", sigma, resolution=20), "finetune", sigma)
+    assert "θ* = arccos(c/2)" in text

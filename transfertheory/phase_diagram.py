@@ -110,6 +110,18 @@ def opening_angle(method, sigma, lam=0.0):
     return 0.0 if cos_open >= 1 else math.acos(cos_open)
 
 
+def flow_limit_sign_angle(gamma, sigma):
+    r"""θ*(γ) = arccos(min(c/2, 1)) where the gradient-flow fine-tuning transferability changes sign.
+
+    FaF Eq. 17 puts the sign change at θ = π/3 for every γ < 1; the actual
+    gradient-flow limit rescales the carried-over component by
+    c = :func:`~transfertheory.theory.linear.fine_tune_scale` (docs/errata.md),
+    so T_ft > 0 iff cos θ > c/2. θ* < π/3 for σ > 0 and → 0 as γ → 1.
+    """
+    c = np.asarray(linear.fine_tune_scale(gamma, sigma))
+    return np.arccos(np.minimum(c / 2, 1.0))
+
+
 def evaluate(method, gamma, theta, sigma, lam=0.0, finite_d=None):
     r"""(T, E R_scratch, E R_transfer) broadcast over ``gamma`` and ``theta``.
 
@@ -253,6 +265,10 @@ def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d):
     limit = [] if finite_d is None else ["n, d → ∞"]
     if method == "finetune":
         ax.plot([0, 1], [np.pi / 3] * 2, color="tab:cyan", lw=1.5, label=f"θ = π/3 ({', '.join(['T_ft = 0', *limit])})")
+        if sigma > 0:
+            gamma = np.linspace(1e-3, 1 - 1e-3, 400)
+            ax.plot(gamma, flow_limit_sign_angle(gamma, sigma), color="tab:orange", lw=1.5, ls="--",
+                    label="θ* = arccos(c/2): gradient-flow limit (errata)")
         ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (T_ft = 0 for γ ≥ 1)")
         return
     theta = np.linspace(1e-3, THETA_MAX, 600)
@@ -396,6 +412,10 @@ def summary(grid_df, method, sigma, lam=0.0, finite_d=None):
         f"γ < 1 negative region opens at θ = {_angle(grid_open)} on the grid; theory (n, d → ∞): {_angle(theory_open)}",
         f"arccos(1 − σ) = {_angle(onset)}" + ("" if method == "linear" else " (the linear-transfer opening angle)"),
     ]
+    if method == "finetune" and sigma > 0:
+        probe = np.array([0.1, 0.5, 0.9])
+        angles = ", ".join(f"{_angle(a)} at γ = {g:g}" for g, a in zip(probe, flow_limit_sign_angle(probe, sigma)))
+        lines.append(f"gradient-flow limit (docs/errata.md): T_ft changes sign at θ* = arccos(c/2) = {angles}, not π/3")
     return "\n".join(lines)
 
 
