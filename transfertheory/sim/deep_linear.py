@@ -251,10 +251,10 @@ class LastLayerLoss:
     """
 
     def __init__(self, target: LeastSquaresLoss, features, lam: float):
-        self.target, self.features, self.lam = target, features, lam
+        self.target, self.features, self.lam, self.xp = target, features, lam, target.xp
 
     def __call__(self, w, rows):
-        xp = self.target.xp
+        xp = self.xp
         beta = w @ self.features.T
         g, loss = self.target.beta_gradient(beta, rows)
         return g @ self.features + self.lam * w, loss + 0.5 * self.lam * xp.sum(w * w, axis=1)
@@ -318,7 +318,7 @@ def feature_matrix(arch: Architecture, y, xp):
 
 def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None):
     """Gradient flow of ``loss`` from ``y0`` with the package integrator (absolute tolerance from the init scale)."""
-    xp = loss.xp if hasattr(loss, "xp") else loss.target.xp
+    xp = loss.xp
     scale = float(to_host(xp.sqrt(xp.mean(y0 * y0))))
     atol = rtol * max(scale, 1e-12) * 1e-2
     return integrate_gradient_flow(
@@ -556,7 +556,6 @@ def run_transfer_experiment(
 
         targets = np.repeat(beta_t[None], len(part), axis=0).reshape(-1, d)
         if flow_methods:
-            k_cols = len(flow_methods) * len(thetas)
             c_rep = np.concatenate([np.stack(c)] * len(flow_methods), axis=1).reshape(-1, d)
             y2_rep = np.concatenate([np.stack(y2)] * len(flow_methods), axis=1).reshape(-1)
             loss = LeastSquaresLoss(arch, gram_dev, xp.asarray(c_rep), xp.asarray(y2_rep), xp)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -144,7 +144,6 @@ class FlowResult:
     evaluations: int = 0
     rejected: int = 0
     max_stages: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def converged(self) -> np.ndarray:
