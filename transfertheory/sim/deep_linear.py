@@ -217,12 +217,27 @@ class LeastSquaresLoss:
     (Σ̂ = XᵀX/n of its target draw) and its own ``c[i]`` (ĉ = Xᵀy/n) and
     ``y2[i]`` (‖y‖²/n). With the whole batch active in its original order,
     Σ̂β is one grouped matrix product (m, d, d) @ (m, d, k); otherwise the
-    Gram matrices of the requested rows are gathered.
+    Gram matrices of the requested rows are gathered (once per row order).
     """
 
     def __init__(self, arch: Architecture, gram, c, y2, xp):
         self.arch, self.gram, self.c, self.y2, self.xp = arch, gram, c, y2, xp
         self.k = c.shape[0] // gram.shape[0]
+        self._cached_rows, self._cached_gram = np.empty(0, dtype=np.int64), None
+
+    def _gram_of(self, rows):
+        """Σ̂ of each requested row, gathered once per row order.
+
+        The integrator's stages within a step request prefixes of one sorted row
+        order, so one gather serves all of them (a gather moves as many bytes as
+        the first layer's weights).
+        """
+        cached = self._cached_rows
+        if rows.size <= cached.size and np.array_equal(cached[: rows.size], rows):
+            return self._cached_gram[: rows.size]
+        self._cached_rows = np.array(rows, copy=True)
+        self._cached_gram = self.gram[self.xp.asarray(rows // self.k)]
+        return self._cached_gram
 
     def beta_gradient(self, beta, rows):
         """(∇_βL, L) for end-to-end vectors ``beta`` of instances ``rows``."""
@@ -232,7 +247,7 @@ class LeastSquaresLoss:
             c, y2 = self.c, self.y2
         else:
             dev_rows = xp.asarray(rows)
-            Sb = _matvec(xp, self.gram[xp.asarray(rows // self.k)], beta)
+            Sb = _matvec(xp, self._gram_of(rows), beta)
             c, y2 = self.c[dev_rows], self.y2[dev_rows]
         g = Sb - c
         loss = 0.5 * xp.sum(beta * Sb, axis=1) - xp.sum(c * beta, axis=1) + 0.5 * y2
