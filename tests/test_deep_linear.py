@@ -206,18 +206,8 @@ def experiment():
 
 @functools.lru_cache(maxsize=None)
 def fine_tune_reference(n, d, theta, sigma, draws=4000, seed=0):
-    """Mean and SE of the risk and of T = R_sc − R_ft for the corrected per-draw limit.
-
-    Monte Carlo of th.fine_tune_limit (the exact gradient-flow limit for each draw), which
-    has no closed-form finite-size expectation; β_s = e₁, β_t = cos θ e₁ + sin θ e₂ (WLOG).
-    """
-    gen = np.random.default_rng(seed)
-    beta_s, beta_t = np.eye(d)[0], np.cos(theta) * np.eye(d)[0] + np.sin(theta) * np.eye(d)[1]
-    X = gen.standard_normal((draws, n, d))
-    y = X @ beta_t + sigma * gen.standard_normal((draws, n))
-    risk = np.sum((th.fine_tune_limit(X, y, beta_s) - beta_t) ** 2, axis=1)
-    transf = np.sum((th.min_norm_solution(X, y) - beta_t) ** 2, axis=1) - risk
-    return tuple((v.mean(), v.std(ddof=1) / np.sqrt(draws)) for v in (risk, transf))
+    """((risk mean, SE), (T mean, SE)) of the corrected per-draw limit (th.fine_tune_flow_expectation), cached."""
+    return th.fine_tune_flow_expectation(n, d, theta, sigma, draws=draws, seed=seed)
 
 
 def _exact_risk(method, n, theta, lam):

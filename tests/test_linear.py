@@ -525,6 +525,9 @@ VALID = {
     L.fine_tune_risk_finite: dict(n=5, d=10, theta=0.5, sigma=0.2),
     L.fine_tune_transferability: dict(gamma=0.5, theta=0.5),
     L.fine_tune_transferability_finite: dict(n=5, d=10, theta=0.5),
+    L.fine_tune_scale: dict(gamma=0.5, sigma=0.2),
+    L.fine_tune_risk_corrected: dict(gamma=0.5, theta=0.5, sigma=0.2),
+    L.fine_tune_transferability_corrected: dict(gamma=0.5, theta=0.5, sigma=0.2),
 }
 #: n must exceed 2 where the formula has 1/(n − 2) (or the χ²_n moments it needs).
 NEEDS_N3 = {L.linear_transfer_risk, L.linear_transferability_finite, L.ridge_transfer_risk_finite, L.chi2_resolvent_moments}
@@ -561,3 +564,35 @@ def test_valid_reference_inputs_are_accepted(func, kwargs):
     """The VALID table itself is valid (so each bad-input case fails for the one bad parameter)."""
     result = func(**kwargs)
     assert all(isinstance(r, float) for r in (result if isinstance(result, tuple) else (result,)))
+
+
+
+def test_bad_input_of_the_per_draw_fine_tuning_functions():
+    X, y, beta = np.ones((3, 5)), np.ones(3), np.ones(5)
+    with pytest.raises(ValueError, match="X must"):
+        L.fine_tune_limit(np.ones(5), y, beta)
+    with pytest.raises(ValueError, match="y \\(..., n\\)"):
+        L.fine_tune_limit(X, np.ones(4), beta)
+    with pytest.raises(ValueError, match="depth must be an integer >= 2"):
+        L.fine_tune_limit(X, y, beta, depth=1)
+    with pytest.raises(ValueError, match="X must have shape"):
+        L.min_norm_solution(np.ones(3), y)
+    for kwargs, message in [(dict(draws=1), "draws must be an integer >= 2"), (dict(d=1), "d must be an integer >= 2"),
+                            (dict(theta=4.0), "theta must be in"), (dict(sigma=-1.0), "sigma must be in")]:
+        with pytest.raises(ValueError, match=message):
+            L.fine_tune_flow_expectation(**{**dict(n=3, d=6, theta=0.5, sigma=0.2), **kwargs})
+
+
+@pytest.mark.parametrize("depth", [2, 3, 5])
+def test_corrected_fine_tuning_reduces_to_eqs_16_17_without_noise(depth):
+    # c solves c^{2L/(L−1)} = (1 − γ)c² + γ(1 + σ²/(1 − γ)): c = 1 at σ = 0 for every depth (docs/errata.md)
+    gamma, theta = np.linspace(0.05, 1.9, 12)[:, None], np.linspace(0, math.pi, 7)[None, :]
+    np.testing.assert_allclose(L.fine_tune_scale(gamma, 0.0, depth), 1.0, atol=1e-12)
+    np.testing.assert_allclose(L.fine_tune_risk_corrected(gamma, theta, 0.0, depth), L.fine_tune_risk(gamma, theta, 0.0), atol=1e-12)
+    np.testing.assert_allclose(L.fine_tune_transferability_corrected(gamma, theta, 0.0, depth),
+                               L.fine_tune_transferability(gamma, theta), atol=1e-12)
+    c = L.fine_tune_scale(gamma, 0.7, depth)
+    assert np.all(c[gamma[:, 0] < 1] > 1) and np.all(c[gamma[:, 0] >= 1] == 1)  # noise inflates the carried part
+    p = 2 * depth / (depth - 1)
+    g = gamma[gamma < 1]
+    np.testing.assert_allclose(c[gamma[:, 0] < 1, 0] ** p, (1 - g) * c[gamma[:, 0] < 1, 0] ** 2 + g * (1 + 0.49 / (1 - g)), rtol=1e-10)

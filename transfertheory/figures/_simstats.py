@@ -100,19 +100,7 @@ def finetune_reference(n, d, thetas, sigma, draws=None, seed=0):
         draws = int(np.clip(REFERENCE_DRAWS * 64**2 / (n * d), 500, REFERENCE_DRAWS))
     if n >= d:
         return np.zeros(thetas.size), np.zeros(thetas.size)
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(n, d)))
-    beta_s = np.eye(d)[0]
-    beta_t = np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * np.eye(d)[1]
-    values, chunk = [], max(1, 4_000_000 // (n * d))  # designs per batch: ~32 MB of X
-    for start in range(0, draws, chunk):
-        m = min(chunk, draws - start)
-        X = gen.standard_normal((m, 1, n, d))
-        y = (X @ beta_t[None, :, :, None])[..., 0] + sigma * gen.standard_normal((m, 1, n))  # (m, Θ, n)
-        err_sc = linear.min_norm_solution(X, y) - beta_t
-        err_ft = linear.fine_tune_limit(X, y, beta_s) - beta_t
-        values.append((err_sc**2).sum(-1) - (err_ft**2).sum(-1))
-    values = np.concatenate(values)
-    return values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(draws)
+    return linear.fine_tune_flow_expectation(n, d, thetas, sigma, draws=draws, seed=seed)[1]
 
 
 def _plain(raw):

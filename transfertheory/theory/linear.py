@@ -46,6 +46,7 @@ __all__ = [
     "fine_tune_transferability_corrected",
     "fine_tune_limit",
     "min_norm_solution",
+    "fine_tune_flow_expectation",
     "min_norm_noise_gain",
     "chi2_resolvent_moments",
 ]
@@ -452,3 +453,35 @@ def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2):
     g, t = _gamma(gamma), _theta(theta)
     c = np.asarray(fine_tune_scale(g, sigma, depth))
     return scalar_or_array(-np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t)), gamma, theta, sigma)
+
+
+def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):
+    r"""Finite-size E R_ft and T_ft = E[R_sc − R_ft] of the gradient-flow fine-tuning limit, by Monte Carlo.
+
+    The corrected limit (:func:`fine_tune_limit`, docs/errata.md) has a per-draw
+    rescaling c, so its finite-size expectation has no closed form; this averages
+    it over ``draws`` Gaussian designs X (n, d) with β_s = e₁ and
+    β_t = cos θ e₁ + sin θ e₂ (rotation invariance makes this WLOG), the same
+    designs for every θ, in chunks of ~32 MB. Returns ``((risk_mean, risk_se),
+    (T_mean, T_se))``, arrays over ``theta`` (floats for a scalar θ).
+    For n ≥ d nothing is carried over: R_ft = R_sc pathwise and T_ft = 0.
+    """
+    n_, d_ = int(check_integer_param(n, "n", 1)), int(check_integer_param(d, "d", 2))
+    t, s = np.atleast_1d(_theta(theta)), float(_sigma(sigma))
+    draws = int(check_integer_param(draws, "draws", 2))
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(n_, d_)))
+    e1, e2 = np.eye(d_)[0], np.eye(d_)[1]
+    beta_t = np.cos(t)[:, None] * e1 + np.sin(t)[:, None] * e2  # (Θ, d)
+    risks, gaps, chunk = [], [], max(1, 4_000_000 // (n_ * d_))
+    for start in range(0, draws, chunk):
+        m = min(chunk, draws - start)
+        X = gen.standard_normal((m, 1, n_, d_))
+        y = (X @ beta_t[None, :, :, None])[..., 0] + s * gen.standard_normal((m, 1, n_))  # (m, Θ, n)
+        r_ft = ((fine_tune_limit(X, y, e1, depth) - beta_t) ** 2).sum(-1)
+        risks.append(r_ft)
+        gaps.append(((min_norm_solution(X, y) - beta_t) ** 2).sum(-1) - r_ft)
+    pick = (lambda a: float(a[0])) if np.ndim(theta) == 0 else (lambda a: a)
+    return tuple(
+        (pick(v.mean(axis=0)), pick(v.std(axis=0, ddof=1) / np.sqrt(draws)))
+        for v in (np.concatenate(risks), np.concatenate(gaps))
+    )
