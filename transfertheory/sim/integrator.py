@@ -29,6 +29,7 @@ Design
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -106,13 +107,22 @@ class _RKCTables:
         return np.clip(np.maximum(rule, needed), 2, self.max_stages)
 
     def table(self, s_max: int) -> np.ndarray:
-        """Array (4, s_max + 1, s_max + 1): [μ, ν, μ̃, γ̃][s, j]."""
-        if self.coeffs.shape[1] <= s_max:
-            tab = np.zeros((4, s_max + 1, s_max + 1))
-            for k in range(2, s_max + 1):
+        """Array (4, S, S), S > s_max: [μ, ν, μ̃, γ̃][s, j]; rows are computed once and kept."""
+        old = self.coeffs.shape[1]
+        if old <= s_max:
+            size = max(s_max + 1, 2 * old)
+            tab = np.zeros((4, size, size))
+            tab[:, :old, :old] = self.coeffs
+            for k in range(max(2, old), size):
                 tab[:, k, : k + 1] = rkc_coefficients(k)
             self.coeffs = tab
         return self.coeffs
+
+
+@functools.lru_cache(maxsize=4)
+def _tables(max_stages: int) -> _RKCTables:
+    """One table per stage cap, shared by every integration (they are pure functions of s)."""
+    return _RKCTables(max_stages)
 
 
 @dataclass
@@ -213,7 +223,7 @@ def integrate_gradient_flow(
     t_out, steps_out = np.zeros(B), np.zeros(B, dtype=np.int64)
     gnorm_out, loss_out = np.full(B, np.nan), np.full(B, np.nan)
     status_out = np.full(B, "", dtype=object)
-    tables = _RKCTables(max_stages)
+    tables = _tables(max_stages)
     beta_cap = tables.beta[-1]
 
     rows = np.arange(B)
