@@ -30,7 +30,7 @@ import pandas as pd
 from ..backend import backend_name, get_array_module, to_host
 from ..theory.linear import GAMMA, THETA, NONNEG
 from .._validation import Interval, check_integer_param, check_param
-from .integrator import FlowResult, integrate_gradient_flow
+from .integrator import FlowResult, integrate_gradient_flow, rkc_butcher_rows
 
 __all__ = [
     "Architecture",
@@ -42,6 +42,7 @@ __all__ = [
     "PopulationLoss",
     "LeastSquaresLoss",
     "LastLayerLoss",
+    "LowRankStages",
     "PretrainResult",
     "pretrain",
     "feature_matrix",
@@ -204,10 +205,15 @@ class PopulationLoss:
     def __init__(self, arch: Architecture, beta_s, xp):
         self.arch, self.beta_s, self.xp = arch, beta_s, xp
 
+    def beta_gradient(self, beta, rows, with_loss=True):
+        """∇_βL = β − β_s (and L if ``with_loss``)."""
+        g = beta - self.beta_s
+        return (g, 0.5 * self.xp.sum(g * g, axis=1)) if with_loss else g
+
     def __call__(self, y, rows):
         beta = end_to_end(self.arch, y, self.xp)
-        g = beta - self.beta_s
-        return chain_gradient(self.arch, y, g, self.xp), 0.5 * self.xp.sum(g * g, axis=1)
+        g, loss = self.beta_gradient(beta, rows)
+        return chain_gradient(self.arch, y, g, self.xp), loss
 
 
 class LeastSquaresLoss:
@@ -217,39 +223,40 @@ class LeastSquaresLoss:
     (Σ̂ = XᵀX/n of its target draw) and its own ``c[i]`` (ĉ = Xᵀy/n) and
     ``y2[i]`` (‖y‖²/n). With the whole batch active in its original order,
     Σ̂β is one grouped matrix product (m, d, d) @ (m, d, k); otherwise the
-    Gram matrices of the requested rows are gathered (once per row order).
+    data of the requested rows are gathered (once per row order).
     """
 
     def __init__(self, arch: Architecture, gram, c, y2, xp):
         self.arch, self.gram, self.c, self.y2, self.xp = arch, gram, c, y2, xp
         self.k = c.shape[0] // gram.shape[0]
-        self._cached_rows, self._cached_gram = np.empty(0, dtype=np.int64), None
+        self._cached_rows, self._cached = np.empty(0, dtype=np.int64), None
 
-    def _gram_of(self, rows):
-        """Σ̂ of each requested row, gathered once per row order.
+    def _data_of(self, rows):
+        """(Σ̂, ĉ, ‖y‖²/n) of each requested row, gathered once per row order.
 
         The integrator's stages within a step request prefixes of one sorted row
         order, so one gather serves all of them (a gather moves as many bytes as
         the first layer's weights).
         """
         cached = self._cached_rows
-        if rows.size <= cached.size and np.array_equal(cached[: rows.size], rows):
-            return self._cached_gram[: rows.size]
-        self._cached_rows = np.array(rows, copy=True)
-        self._cached_gram = self.gram[self.xp.asarray(rows // self.k)]
-        return self._cached_gram
+        if rows.size > cached.size or not np.array_equal(cached[: rows.size], rows):
+            self._cached_rows = np.array(rows, copy=True)
+            dev_rows = self.xp.asarray(rows)
+            self._cached = (self.gram[self.xp.asarray(rows // self.k)], self.c[dev_rows], self.y2[dev_rows])
+        return tuple(a[: rows.size] for a in self._cached)
 
-    def beta_gradient(self, beta, rows):
-        """(∇_βL, L) for end-to-end vectors ``beta`` of instances ``rows``."""
+    def beta_gradient(self, beta, rows, with_loss=True):
+        """∇_βL = Σ̂β − ĉ for end-to-end vectors ``beta`` of instances ``rows`` (and L if ``with_loss``)."""
         xp, m, d = self.xp, self.gram.shape[0], self.arch.d
         if rows.size == self.c.shape[0] and np.array_equal(rows, np.arange(rows.size)):
             Sb = xp.matmul(self.gram, beta.reshape(m, self.k, d).transpose(0, 2, 1)).transpose(0, 2, 1).reshape(-1, d)
             c, y2 = self.c, self.y2
         else:
-            dev_rows = xp.asarray(rows)
-            Sb = _matvec(xp, self._gram_of(rows), beta)
-            c, y2 = self.c[dev_rows], self.y2[dev_rows]
+            gram, c, y2 = self._data_of(rows)
+            Sb = _matvec(xp, gram, beta)
         g = Sb - c
+        if not with_loss:
+            return g
         loss = 0.5 * xp.sum(beta * Sb, axis=1) - xp.sum(c * beta, axis=1) + 0.5 * y2
         return g, xp.maximum(loss, 0.0)
 
@@ -257,6 +264,88 @@ class LeastSquaresLoss:
         beta = end_to_end(self.arch, y, self.xp)
         g, loss = self.beta_gradient(beta, rows)
         return chain_gradient(self.arch, y, g, self.xp), loss
+
+
+def _low_rank_apply(left, right, coef, v, xp):
+    """Σ_m coef_m left_m (right_mᵀ v) for factor stacks left, right (b, k, d), coef (b, k), v (b, d)."""
+    proj = coef * xp.matmul(right, v[:, :, None])[:, :, 0]
+    return xp.matmul(proj[:, None, :], left)[:, 0, :]
+
+
+class LowRankStages:
+    r"""RKC stage kernel for losses of the end-to-end vector (rank-one layer gradients).
+
+    Every stage of a step is Y_k = Y₀ + hΣ_{m<k} A_k[m]F(Y_m)
+    (:func:`~transfertheory.sim.integrator.rkc_butcher_rows`), and every
+    matrix layer's gradient is rank one, ∇_{W_l}L = a_l r_lᵀ (Eq. 39). So a stage's
+    weights are W_l⁰ + Σ_m c_m a_{l,m}r_{l,m}ᵀ (c = −hA_k): the kernel stores
+    the vectors a, r of each stage instead of d×d gradients and applies a
+    stage's W_l to a vector as W_l⁰v + Σ_m c_m a_m(r_mᵀv). A stage then reads
+    each W_l⁰ twice (one matrix–vector product each way) instead of
+    combining five d×d buffers, and the new weights are formed once per step
+    by one (d×s)(s×d) product. Same result as :func:`dense_stages` up to
+    rounding; works with any loss that exposes ``beta_gradient(beta, rows,
+    with_loss=False)`` (:class:`PopulationLoss`, :class:`LeastSquaresLoss`).
+    """
+
+    def __init__(self, loss):
+        self.loss, self.arch, self.xp = loss, loss.arch, loss.xp
+        self._workspace = None
+
+    def _buffers(self, b, S, dtype):
+        """Factor stacks (layer, left/right, b, S, d) and last-layer gradients (b, S, d), reused across steps."""
+        nl, d = self.arch.depth - 1, self.arch.d
+        ws = self._workspace
+        if ws is None or ws[0].shape[2] < b or ws[0].shape[3] < S or ws[0].dtype != dtype:
+            size_b, size_s = max(b, 0 if ws is None else ws[0].shape[2]), max(S, 0 if ws is None else ws[0].shape[3])
+            ws = self._workspace = (self.xp.empty((nl, 2, size_b, size_s, d), dtype=dtype),
+                                    self.xp.empty((size_b, size_s, d), dtype=dtype))
+        return ws
+
+    def __call__(self, y, G, order, h, s_row, rows, coef, xp):
+        arch, loss = self.arch, self.loss
+        b, nl, d2 = y.shape[0], arch.depth - 1, arch.d**2
+        factors, last_grads = self._buffers(b, int(s_row[0]), y.dtype)
+        dev_order = xp.asarray(order)
+        mats0, last0 = arch.layers(y[dev_order])  # G is not needed: stage 0 is re-evaluated in factored form
+        y_new = xp.empty_like(y)
+        counts = np.append(np.bincount(s_row)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
+        h_dev = xp.asarray(h, dtype=y.dtype)
+
+        def evaluate(k, kb, c):
+            """Store the factors of ∇L at stage Y_k of the first kb instances (c = −hA_k, or None at k = 0)."""
+            r = last0[:kb] if c is None else last0[:kb] + xp.matmul(c[:, None, :], last_grads[:kb, :k])[:, 0, :]
+            for l in reversed(range(nl)):  # right chain r_l = W_{l+1}⋯W_L, then β
+                left, right = factors[l, 0, :kb, :k], factors[l, 1, :kb, :k]
+                factors[l, 1, :kb, k] = r
+                v = _matvec(xp, mats0[l][:kb], r)
+                r = v if c is None else v + _low_rank_apply(left, right, c, r, xp)
+            a = loss.beta_gradient(r, rows[:kb], with_loss=False)
+            for l in range(nl):  # left chain a_{l+1} = W_lᵀa_l
+                left, right = factors[l, 0, :kb, :k], factors[l, 1, :kb, :k]
+                factors[l, 0, :kb, k] = a
+                v = _rmatvec(xp, mats0[l][:kb], a)
+                a = v if c is None else v + _low_rank_apply(right, left, c, a, xp)
+            last_grads[:kb, k] = a
+
+        evaluate(0, b, None)
+        evals = b
+        for k, A_k in rkc_butcher_rows(coef, s_row):
+            kb = int(counts[k])
+            c = -h_dev[:kb, None] * xp.asarray(A_k[:kb], dtype=y.dtype)
+            fin = slice(int(counts[k + 1]), kb)  # instances whose last stage is k: form Y_k
+            if fin.start < fin.stop:
+                cf = c[fin]
+                for l in range(nl):
+                    scaled = factors[l, 0, fin, :k] * cf[:, :, None]
+                    update = xp.matmul(scaled.transpose(0, 2, 1), factors[l, 1, fin, :k])
+                    update += mats0[l][fin]
+                    y_new[dev_order[fin], l * d2:(l + 1) * d2] = update.reshape(-1, d2)
+                y_new[dev_order[fin], nl * d2:] = last0[fin] + xp.matmul(cf[:, None, :], last_grads[fin, :k])[:, 0, :]
+            if fin.start > 0:  # the others evaluate the gradient at Y_k
+                evaluate(k, fin.start, c[: fin.start])
+                evals += fin.start
+        return y_new, evals
 
 
 class LastLayerLoss:
@@ -332,13 +421,14 @@ def feature_matrix(arch: Architecture, y, xp):
 
 
 def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None):
-    """Gradient flow of ``loss`` from ``y0`` with the package integrator (absolute tolerance from the init scale)."""
+    """Gradient flow of ``loss`` from ``y0`` with the package integrator (absolute tolerance from the init scale;
+    low-rank stages for losses of the end-to-end vector, dense stages otherwise)."""
     xp = loss.xp
     scale = float(to_host(xp.sqrt(xp.mean(y0 * y0))))
     atol = rtol * max(scale, 1e-12) * 1e-2
-    return integrate_gradient_flow(
-        loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps, progress=progress
-    )
+    kernel = LowRankStages(loss) if isinstance(loss, (PopulationLoss, LeastSquaresLoss)) else None
+    return integrate_gradient_flow(loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps,
+                                   progress=progress, stage_kernel=kernel)
 
 
 def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", rtol=1e-6, gtol=1e-9,

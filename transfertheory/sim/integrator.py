@@ -38,7 +38,15 @@ import numpy as np
 
 from ..backend import array_module_of, to_host
 
-__all__ = ["FlowResult", "integrate_gradient_flow", "rkc_coefficients", "rkc_stability_bound", "STATUSES"]
+__all__ = [
+    "FlowResult",
+    "integrate_gradient_flow",
+    "rkc_coefficients",
+    "rkc_stability_bound",
+    "rkc_butcher_rows",
+    "dense_stages",
+    "STATUSES",
+]
 
 STATUSES = ("converged", "max_time", "max_steps", "diverged", "step_underflow")
 _EPS_DAMPING = 2.0 / 13.0  # RKC damping ε: shrinks the interval by ~2ε/15, keeps |P_s| ≤ 1 − ε/3 inside
@@ -143,6 +151,8 @@ class FlowResult:
         Rejected steps.
     max_stages : int
         Largest RKC stage count used.
+    residual : numpy array (B,)
+        Final value of the ``residual`` stationarity measure (NaN without one).
     """
 
     y: object
@@ -154,6 +164,7 @@ class FlowResult:
     evaluations: int = 0
     rejected: int = 0
     max_stages: int = 0
+    residual: np.ndarray = None
 
     @property
     def converged(self) -> np.ndarray:
@@ -164,12 +175,30 @@ class FlowResult:
         return self.status == "diverged"
 
 
-def _rms(x, xp):
-    return xp.sqrt(xp.mean(x * x, axis=1))
-
-
 def _norm(x, xp):
     return xp.sqrt(xp.sum(x * x, axis=1))
+
+
+def _error_norm(y, y_new, G, G_new, h, rtol, atol, work, xp):
+    r"""RMS of the RKC2 local error estimate, est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
+    (Sommeijer et al. Eq. 2.9), componentwise relative to atol + rtol·max(|y|, |y_new|).
+
+    Written in place into ``work`` (2, b, P): these are the only passes over the
+    full state outside the stage kernel. Non-finite estimates give +inf.
+    """
+    est, scale = work[0], work[1]
+    xp.add(G, G_new, out=est)
+    est *= (-0.5 * h)[:, None]
+    est += y
+    est -= y_new
+    est *= 0.8
+    xp.abs(y, out=scale)
+    xp.maximum(scale, xp.abs(y_new), out=scale)
+    scale *= rtol
+    scale += atol
+    est /= scale
+    err = xp.sqrt(xp.einsum("ij,ij->i", est, est) / est.shape[1])
+    return xp.where(xp.isfinite(err), err, xp.asarray(np.inf, dtype=err.dtype))
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
@@ -185,6 +214,8 @@ def integrate_gradient_flow(
     max_stages: int = 400,
     divergence_factor: float = 1e8,
     progress=None,
+    stage_kernel=None,
+    residual=None,
 ) -> FlowResult:
     r"""Integrate dy/dt = −∇L(y) for a batch of independent instances.
 
@@ -198,7 +229,7 @@ def integrate_gradient_flow(
     rtol, atol : float
         Local error tolerances of the RKC error estimate (RMS norm).
     gtol : float
-        An instance has converged when ‖∇L‖₂ ≤ gtol.
+        An instance has converged when ‖∇L‖₂ ≤ gtol (and ``residual`` ≤ gtol).
     max_time, max_steps : float, int
         Per-instance budget of flow time and accepted steps.
     max_stages : int
@@ -211,6 +242,19 @@ def integrate_gradient_flow(
     state is reported as ``diverged`` with a :class:`RuntimeWarning` and a hint.
     progress : callable or None
         Called as ``progress(done_fraction)`` after each step (e.g. tqdm).
+    stage_kernel : callable or None
+        Computes the RKC stages of one step (see :func:`dense_stages` for the
+        contract). Default: dense stages on ``gradient``. A model whose
+        gradients have structure supplies its own, e.g. the deep linear
+        networks' rank-one layer gradients (:class:`~transfertheory.sim.deep_linear.LowRankStages`,
+        built on :func:`rkc_butcher_rows`); step control, error estimate,
+        spectral radius and statuses are the same for every kernel.
+    residual : callable or None
+        ``residual(y, rows) -> (b,)``, a second stationarity measure that must
+        also be ≤ gtol for convergence, evaluated only where ‖∇L‖ ≤ gtol. It
+        guards against saddles with a small gradient: for a deep linear net at
+        W ≈ 0 (initialization scale α) ‖∇L‖ = O(α) while ‖∇_βL‖ = O(1).
+        Its final value is reported in :attr:`FlowResult.residual`.
     """
     for name, val in (("rtol", rtol), ("atol", atol), ("gtol", gtol), ("max_time", max_time)):
         if not (val > 0 and math.isfinite(val)):
@@ -221,29 +265,29 @@ def integrate_gradient_flow(
     B = y0.shape[0]
     y_out = y0.copy()
     t_out, steps_out = np.zeros(B), np.zeros(B, dtype=np.int64)
-    gnorm_out, loss_out = np.full(B, np.nan), np.full(B, np.nan)
+    gnorm_out, loss_out, resid_out = np.full(B, np.nan), np.full(B, np.nan), np.full(B, np.nan)
     status_out = np.full(B, "", dtype=object)
     tables = _tables(max_stages)
     beta_cap = tables.beta[-1]
 
     rows = np.arange(B)
     y = y0.copy()
-    grad, loss = gradient(y, rows)
+    G, loss = gradient(y, rows)
     evals = B
-    F = -grad
     loss_ref = xp.maximum(loss, 1.0) * divergence_factor
     t = xp.zeros(B, dtype=y.dtype)
     steps = xp.zeros(B, dtype=xp.int64)
-    rho, eigvec = _spectral_radius(gradient, y, F, rows, None, 8, xp)
+    rho, eigvec = _spectral_radius(gradient, y, G, rows, None, 8, xp)
     evals += 8 * B
     h = xp.minimum(0.5 / rho, xp.asarray(max_time, dtype=y.dtype))
     since_rho = 0
     rejected = 0
     s_max_used = 0
-    workspace = {}
+    kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
+    work = xp.empty((2,) + y.shape, dtype=y.dtype)  # error-estimate scratch, reused by every step
 
     def finish(mask_host, label):
-        nonlocal y, F, loss, loss_ref, t, steps, h, rho, eigvec, rows
+        nonlocal y, G, loss, loss_ref, t, steps, h, rho, eigvec, rows
         idx = np.flatnonzero(mask_host)
         if idx.size == 0:
             return
@@ -252,60 +296,63 @@ def integrate_gradient_flow(
         y_out[xp.asarray(out_rows)] = y[dev_idx]
         t_out[out_rows] = to_host(t[dev_idx])
         steps_out[out_rows] = to_host(steps[dev_idx])
-        gnorm_out[out_rows] = to_host(_norm(F[dev_idx], xp))
+        gnorm_out[out_rows] = to_host(_norm(G[dev_idx], xp))
         loss_out[out_rows] = to_host(loss[dev_idx])
+        if residual is not None:
+            resid_out[out_rows] = to_host(residual(y[dev_idx], out_rows))
         status_out[out_rows] = label
         keep = xp.asarray(np.flatnonzero(~mask_host))
-        y, F, loss, loss_ref, t, steps, h, rho, eigvec = (
-            a[keep] for a in (y, F, loss, loss_ref, t, steps, h, rho, eigvec)
+        y, G, loss, loss_ref, t, steps, h, rho, eigvec = (
+            a[keep] for a in (y, G, loss, loss_ref, t, steps, h, rho, eigvec)
         )
         rows = rows[np.flatnonzero(~mask_host)]
 
     def classify():
-        gn = to_host(_norm(F, xp))
+        gn = to_host(_norm(G, xp))
         ls = to_host(loss)
         bad = ~np.isfinite(gn) | ~np.isfinite(ls) | (ls > to_host(loss_ref))
         finish(bad, "diverged")
-        finish(gn[~bad] <= gtol, "converged")
+        small = gn[~bad] <= gtol
+        if residual is not None and small.any():  # a saddle (e.g. W = 0) has a small ‖∇L‖ but a large residual
+            cand = np.flatnonzero(small)
+            small[cand] = to_host(residual(y[xp.asarray(cand)], rows[cand])) <= gtol
+        finish(small, "converged")
         finish(to_host(t) >= max_time * (1 - 1e-12), "max_time")
         finish(to_host(steps) >= max_steps, "max_steps")
 
     classify()
     while rows.size:
+        b = rows.size
         h = xp.minimum(xp.minimum(h, max_time - t), beta_cap / rho)
         s_row = tables.stages(to_host(h * rho))
         s_max_used = max(s_max_used, int(s_row.max()))
-        y_new, evals_step = _rkc_step(gradient, y, F, h, s_row, tables.table(int(s_row.max())), rows, xp, workspace)
-        grad_new, loss_new = gradient(y_new, rows)
-        evals += evals_step + rows.size
-        F_new = -grad_new
-        hh = h[:, None]
-        est = 0.8 * (y - y_new) + 0.4 * hh * (F + F_new)
-        scale = atol + rtol * xp.maximum(xp.abs(y), xp.abs(y_new))
-        err = _rms(est / scale, xp)
-        err = xp.where(xp.isfinite(err), err, xp.asarray(np.inf, dtype=err.dtype))
+        y_new, evals_step = _rkc_step(kernel, y, G, h, s_row, tables.table(int(s_row.max())), rows, xp)
+        G_new, loss_new = gradient(y_new, rows)
+        evals += evals_step + b
+        err = _error_norm(y, y_new, G, G_new, h, rtol, atol, work[:, :b], xp)
         accept = err <= 1.0
-        acc_b = accept[:, None]
-        y = xp.where(acc_b, y_new, y)
-        F = xp.where(acc_b, F_new, F)
-        loss = xp.where(accept, loss_new, loss)
+        rejected_host = ~to_host(accept)
+        rej = np.flatnonzero(rejected_host)
+        if rej.size:  # rejected instances keep their state
+            dev_rej = xp.asarray(rej)
+            y_new[dev_rej], G_new[dev_rej], loss_new[dev_rej] = y[dev_rej], G[dev_rej], loss[dev_rej]
+        y, G, loss = y_new, G_new, loss_new
         t = t + xp.where(accept, h, 0.0)
         steps = steps + accept.astype(steps.dtype)
-        rejected_host = ~to_host(accept)
-        rejected += int(rejected_host.sum())
+        rejected += int(rej.size)
         fac = xp.where(err > 0, 0.8 * err ** (-1.0 / 3.0), 10.0)
         h = h * xp.clip(fac, 0.1, 10.0)
         underflow = to_host(h < 1e-13 * xp.maximum(t, 1.0))
         since_rho += 1
-        refresh = np.flatnonzero(rejected_host) if since_rho < _RHO_REFRESH else np.arange(rows.size)
+        refresh = rej if since_rho < _RHO_REFRESH else np.arange(b)
         if refresh.size:
             sub = xp.asarray(refresh)
-            rho_sub, vec_sub = _spectral_radius(gradient, y[sub], F[sub], rows[refresh], eigvec[sub], 3, xp)
+            rho_sub, vec_sub = _spectral_radius(gradient, y[sub], G[sub], rows[refresh], eigvec[sub], 3, xp)
             rho[sub], eigvec[sub] = rho_sub, vec_sub
             evals += 3 * refresh.size
-            since_rho = 0 if refresh.size == rows.size else since_rho
+            since_rho = 0 if refresh.size == b else since_rho
         if progress is not None:
-            progress(1.0 - rows.size / B)
+            progress(1.0 - b / B)
         finish(underflow, "step_underflow")
         classify()
     if (status_out == "diverged").any():
@@ -318,70 +365,109 @@ def integrate_gradient_flow(
     return FlowResult(
         y=y_out, t=t_out, steps=steps_out, grad_norm=gnorm_out, loss=loss_out,
         status=status_out.astype(str), evaluations=evals, rejected=rejected, max_stages=s_max_used,
+        residual=resid_out,
     )
 
 
-# slots of the stage buffer: Y₀, F(Y₀), three rotating stage vectors, F(Y_{j−1})
+def rkc_butcher_rows(coef, s_row):
+    r"""Stage rows of the RKC2 Butcher tableau for a batch, one stage at a time.
+
+    The recursion of :func:`dense_stages` is affine in the stage gradients, so
+    Y_k = Y₀ + h Σ_{m<k} A_k[m] F(Y_m) with A₁ = μ̃₁e₀ and
+    A_k = μ_k A_{k−1} + ν_k A_{k−2} + μ̃_k e_{k−1} + γ̃_k e₀. Yields
+    ``(k, A_k)`` for k = 1 … max s with A_k a host array (b, k) whose row i uses
+    instance i's stage count s_row[i] (rows with s_row[i] < k are meaningless).
+    A kernel that stores the F(Y_m) in factored form evaluates any stage from
+    these rows; the entries stay O(1) (Chebyshev recursion with w₀ ≈ 1).
+    """
+    mu, nu, mu_t, gam_t = coef
+    b, top = s_row.size, int(s_row.max())
+    prev2, prev1 = np.zeros((b, top)), np.zeros((b, top))
+    prev1[:, 0] = mu_t[s_row, 1]
+    yield 1, prev1[:, :1]
+    for k in range(2, top + 1):
+        cur = mu[s_row, k][:, None] * prev1 + nu[s_row, k][:, None] * prev2
+        cur[:, k - 1] += mu_t[s_row, k]
+        cur[:, 0] += gam_t[s_row, k]
+        prev2, prev1 = prev1, cur
+        yield k, cur[:, :k]
+
+
+# slots of the dense stage buffer: Y₀, ∇L(Y₀), three rotating stage vectors, ∇L(Y_{j−1})
 _Y0, _F0, _ROT, _FJ = 0, 1, (2, 3, 4), 5
 
 
-def _rkc_step(gradient, y, F, h, s_row, coef, rows, xp, workspace):
-    """One RKC2 step per instance with its own stage count s_row[i] (Sommeijer et al. Eq. 2.4).
+def dense_stages(gradient):
+    """The default stage kernel: RKC2 stages on dense (b, P) states, any ``gradient``.
 
-    Y₀ = y, Y₁ = Y₀ + μ̃₁hF(Y₀), Y_j = (1−μ_j−ν_j)Y₀ + μ_jY_{j−1} + ν_jY_{j−2}
-    + μ̃_jhF(Y_{j−1}) + γ̃_jhF(Y₀); the result is Y_{s_i}. Instances are
-    ordered by decreasing s while the stage buffer is filled, so those still
-    in stage j are a prefix: a batch costs Σ_i s_i gradient evaluations, not
-    B·max s_i, without gathers. Each stage's five-term combination is one
-    batched (b,1,6)@(b,6,P) product over the buffer (one pass over memory
-    instead of nine). Returns (y_new in the caller's order, evaluations).
+    Returns ``kernel(y, G, order, h, s_row, rows, coef, xp) -> (y_new, evaluations)``,
+    the contract of every stage kernel: ``y`` and ``G = ∇L(y)`` (b, P) in the
+    caller's order, ``order`` (host) sorts the batch by decreasing stage count,
+    ``h``, ``s_row`` (host) and ``rows`` are already in that order, ``coef`` is
+    the (μ, ν, μ̃, γ̃)[s, j] table; ``y_new`` comes back in the caller's order.
+    With F = −∇L: Y₁ = Y₀ + μ̃₁hF(Y₀),
+    Y_j = (1−μ_j−ν_j)Y₀ + μ_jY_{j−1} + ν_jY_{j−2} + μ̃_jhF(Y_{j−1}) + γ̃_jhF(Y₀)
+    (Sommeijer et al. Eq. 2.4); the result is Y_{s_i}. Instances still in stage
+    j are a prefix of the batch, so a batch costs Σ_i s_i gradient evaluations,
+    not B·max s_i. Each stage's five-term combination is one batched
+    (b,1,6)@(b,6,P) product over the buffer (one pass over memory instead of nine).
     """
-    mu, nu, mu_t, gam_t = coef
-    b, P = y.shape
+    workspace = {}
+
+    def kernel(y, G, order, h, s_row, rows, coef, xp):
+        mu, nu, mu_t, gam_t = coef
+        b, P = y.shape
+        buf = workspace.get("buf")
+        if buf is None or buf.shape[0] < b or buf.shape[2] != P or buf.dtype != y.dtype:
+            buf = workspace["buf"] = xp.zeros((b, 6, P), dtype=y.dtype)
+        dev_order = xp.asarray(order)
+        buf[:b, _Y0] = y[dev_order]
+        buf[:b, _F0] = G[dev_order]
+        prev2, prev1, free = _Y0, _ROT[0], _ROT[1]  # Y_{j−2} = Y₀ at j = 2
+        buf[:b, prev1] = buf[:b, _Y0] - xp.asarray(mu_t[s_row, 1] * h)[:, None] * buf[:b, _F0]
+        counts = np.append(np.bincount(s_row)[::-1].cumsum()[::-1], 0)  # counts[j] = #(s ≥ j)
+        # stage-combination weights for every (stage, instance), one transfer to the device:
+        # columns Y₀, ∇L(Y₀), Y_{j−1}, Y_{j−2}, ∇L(Y_{j−1}); rows past an instance's s are unused
+        mu_, nu_, mu_t_, gam_t_ = mu[s_row], nu[s_row], mu_t[s_row], gam_t[s_row]  # (b, s_max + 1)
+        weights = np.stack([1 - mu_ - nu_, -gam_t_ * h[:, None], mu_, nu_, -mu_t_ * h[:, None]], axis=-1)
+        weights = xp.asarray(np.ascontiguousarray(weights.transpose(1, 0, 2)))  # (s_max + 1, b, 5)
+        y_sorted = xp.empty_like(y)
+        coeffs = xp.zeros((b, 1, 6), dtype=y.dtype)
+        evals = 0
+        for j in range(2, int(s_row[0]) + 1):
+            k = int(counts[j])
+            evals += k
+            g_j, _ = gradient(buf[:k, prev1], rows[:k])
+            buf[:k, _FJ] = g_j
+            w = weights[j, :k]
+            c = coeffs[:k, 0]
+            c[:] = 0.0
+            c[:, _Y0] = w[:, 0]
+            c[:, _F0] = w[:, 1]
+            c[:, prev1] = w[:, 2]
+            c[:, prev2] += w[:, 3]
+            c[:, _FJ] = w[:, 4]
+            buf[:k, free] = xp.matmul(coeffs[:k], buf[:k])[:, 0, :]
+            done = slice(int(counts[j + 1]), k)  # rows whose last stage is j
+            y_sorted[done] = buf[done, free]
+            prev2, prev1 = prev1, free
+            free = next(slot for slot in _ROT if slot not in (prev1, prev2))
+        y_new = xp.empty_like(y)
+        y_new[dev_order] = y_sorted
+        return y_new, evals
+
+    return kernel
+
+
+def _rkc_step(kernel, y, G, h, s_row, coef, rows, xp):
+    """One RKC2 step per instance with its own stage count s_row[i]: the stage
+    kernel sees the batch sorted by decreasing s (instances still in stage j are
+    then a prefix). Returns (y_new in the caller's order, evaluations)."""
     order = np.argsort(-s_row, kind="stable")
-    s_row, rows = s_row[order], rows[order]
-    dev_order = xp.asarray(order)
-    buf = workspace.get("buf")
-    if buf is None or buf.shape[0] < b or buf.shape[2] != P or buf.dtype != y.dtype:
-        buf = workspace["buf"] = xp.zeros((b, 6, P), dtype=y.dtype)
-    buf[:b, _Y0] = y[dev_order]
-    buf[:b, _F0] = F[dev_order]
-    prev2, prev1, free = _Y0, _ROT[0], _ROT[1]  # Y_{j−2} = Y₀ at j = 2
-    buf[:b, prev1] = buf[:b, _Y0] + xp.asarray(mu_t[s_row, 1] * to_host(h)[order])[:, None] * buf[:b, _F0]
-    counts = np.append(np.bincount(s_row)[::-1].cumsum()[::-1], 0)  # counts[j] = #(s ≥ j)
-    # stage-combination weights for every (stage, instance), one transfer to the device:
-    # columns Y₀, F(Y₀), Y_{j−1}, Y_{j−2}, F(Y_{j−1}); rows past an instance's s are unused
-    h_host = to_host(h)[order]
-    mu_, nu_, mu_t_, gam_t_ = mu[s_row], nu[s_row], mu_t[s_row], gam_t[s_row]  # (b, s_max + 1)
-    weights = np.stack([1 - mu_ - nu_, gam_t_ * h_host[:, None], mu_, nu_, -mu_t_ * h_host[:, None]], axis=-1)
-    weights = xp.asarray(np.ascontiguousarray(weights.transpose(1, 0, 2)))  # (s_max + 1, b, 5)
-    y_sorted = xp.empty_like(y)
-    coeffs = xp.zeros((b, 1, 6), dtype=y.dtype)
-    evals = 0
-    for j in range(2, int(s_row[0]) + 1):
-        k = int(counts[j])
-        evals += k
-        g_j, _ = gradient(buf[:k, prev1], rows[:k])
-        buf[:k, _FJ] = g_j
-        w = weights[j, :k]
-        c = coeffs[:k, 0]
-        c[:] = 0.0
-        c[:, _Y0] = w[:, 0]
-        c[:, _F0] = w[:, 1]
-        c[:, prev1] = w[:, 2]
-        c[:, prev2] += w[:, 3]
-        c[:, _FJ] = w[:, 4]
-        buf[:k, free] = xp.matmul(coeffs[:k], buf[:k])[:, 0, :]
-        done = slice(int(counts[j + 1]), k)  # rows whose last stage is j
-        y_sorted[done] = buf[done, free]
-        prev2, prev1 = prev1, free
-        free = next(slot for slot in _ROT if slot not in (prev1, prev2))
-    y_new = xp.empty_like(y)
-    y_new[dev_order] = y_sorted
-    return y_new, evals
+    return kernel(y, G, order, to_host(h)[order], s_row[order], rows[order], coef, xp)
 
 
-def _spectral_radius(gradient, y, F, rows, eigvec, iterations, xp):
+def _spectral_radius(gradient, y, G, rows, eigvec, iterations, xp):
     """Nonlinear power iteration for ρ(∇²L) per instance (RKC's ``spcrad``).
 
     Differences of the gradient along a unit direction v, with a relative
@@ -394,13 +480,13 @@ def _spectral_radius(gradient, y, F, rows, eigvec, iterations, xp):
     b, P = y.shape
     if eigvec is None:  # start from the gradient direction, nudged off it by a fixed row-independent vector
         nudge = xp.asarray(np.cos(np.arange(P) * 0.7548776662), dtype=y.dtype)[None, :]
-        v = -F / xp.maximum(_norm(F, xp), 1e-300)[:, None] + 1e-2 * nudge / math.sqrt(P)
+        v = G / xp.maximum(_norm(G, xp), 1e-300)[:, None] + 1e-2 * nudge / math.sqrt(P)
     else:
         v = eigvec
     v = v / xp.maximum(_norm(v, xp), 1e-300)[:, None]
     delta = (1e-7 * xp.maximum(_norm(y, xp), 1e-8))[:, None]
     rho = xp.zeros(b, dtype=y.dtype)
-    g0 = -F
+    g0 = G
     for _ in range(iterations):
         g1, _ = gradient(y + delta * v, rows)
         w = (g1 - g0) / delta
