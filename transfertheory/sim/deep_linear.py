@@ -247,13 +247,9 @@ class LeastSquaresLoss:
 
     def beta_gradient(self, beta, rows, with_loss=True):
         """∇_βL = Σ̂β − ĉ for end-to-end vectors ``beta`` of instances ``rows`` (and L if ``with_loss``)."""
-        xp, m, d = self.xp, self.gram.shape[0], self.arch.d
-        if rows.size == self.c.shape[0] and np.array_equal(rows, np.arange(rows.size)):
-            Sb = xp.matmul(self.gram, beta.reshape(m, self.k, d).transpose(0, 2, 1)).transpose(0, 2, 1).reshape(-1, d)
-            c, y2 = self.c, self.y2
-        else:
-            gram, c, y2 = self._data_of(rows)
-            Sb = _matvec(xp, gram, beta)
+        xp = self.xp
+        gram, c, y2 = self._data_of(rows)
+        Sb = _matvec(xp, gram, beta)  # one product per instance: results do not depend on the batch
         g = Sb - c
         if not with_loss:
             return g
@@ -282,10 +278,17 @@ class LowRankStages:
     the vectors a, r of each stage instead of d×d gradients and applies a
     stage's W_l to a vector as W_l⁰v + Σ_m c_m a_m(r_mᵀv). A stage then reads
     each W_l⁰ twice (one matrix–vector product each way) instead of
-    combining five d×d buffers, and the new weights are formed once per step
-    by one (d×s)(s×d) product. Same result as :func:`dense_stages` up to
-    rounding; works with any loss that exposes ``beta_gradient(beta, rows,
-    with_loss=False)`` (:class:`PopulationLoss`, :class:`LeastSquaresLoss`).
+    combining five d×d buffers; the new weights are formed once per step by
+    one (d×s)(s×d) product, and no dense gradient is ever formed.
+
+    Error norm: the RKC2 estimate est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
+    is a sum of the stored rank-one terms, so its Frobenius norm per layer
+    comes from the (s+1)×(s+1) Gram matrices of the factors; the norm is the
+    RMS over layers of RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new)))
+    (layerwise, invariant under the rotations W_l → Q W_l that leave the model
+    unchanged). The new states equal :func:`dense_stages`' up to rounding.
+    Works with any loss that exposes ``beta_gradient(beta, rows,
+    with_loss=...)`` (:class:`PopulationLoss`, :class:`LeastSquaresLoss`).
     """
 
     def __init__(self, loss):
@@ -302,15 +305,21 @@ class LowRankStages:
                                     self.xp.empty((size_b, size_s, d), dtype=dtype))
         return ws
 
-    def __call__(self, y, G, order, h, s_row, rows, coef, xp):
+    def __call__(self, y, G, order, h, s_row, rows, coef, tol, xp):
+        from .integrator import StepOutcome
+
         arch, loss = self.arch, self.loss
-        b, nl, d2 = y.shape[0], arch.depth - 1, arch.d**2
-        factors, last_grads = self._buffers(b, int(s_row[0]), y.dtype)
+        (rtol, atol), d = tol, arch.d
+        b, nl, d2 = y.shape[0], arch.depth - 1, d**2
+        h_s, s_s, rows_s = h[order], s_row[order], rows[order]
+        factors, last_grads = self._buffers(b, int(s_s[0]) + 1, y.dtype)
         dev_order = xp.asarray(order)
-        mats0, last0 = arch.layers(y[dev_order])  # G is not needed: stage 0 is re-evaluated in factored form
+        mats0, last0 = arch.layers(y[dev_order])
+        h_dev = xp.asarray(h_s, dtype=y.dtype)
+        atol = atol[dev_order]
         y_new = xp.empty_like(y)
-        counts = np.append(np.bincount(s_row)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
-        h_dev = xp.asarray(h, dtype=y.dtype)
+        err, loss_new, gnorm_new = (xp.empty(b, dtype=y.dtype) for _ in range(3))
+        counts = np.append(np.bincount(s_s)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
 
         def evaluate(k, kb, c):
             """Store the factors of ∇L at stage Y_k of the first kb instances (c = −hA_k, or None at k = 0)."""
@@ -320,32 +329,54 @@ class LowRankStages:
                 factors[l, 1, :kb, k] = r
                 v = _matvec(xp, mats0[l][:kb], r)
                 r = v if c is None else v + _low_rank_apply(left, right, c, r, xp)
-            a = loss.beta_gradient(r, rows[:kb], with_loss=False)
+            a, lossv = loss.beta_gradient(r, rows_s[:kb], with_loss=True)
             for l in range(nl):  # left chain a_{l+1} = W_lᵀa_l
                 left, right = factors[l, 0, :kb, :k], factors[l, 1, :kb, :k]
                 factors[l, 0, :kb, k] = a
                 v = _rmatvec(xp, mats0[l][:kb], a)
                 a = v if c is None else v + _low_rank_apply(right, left, c, a, xp)
             last_grads[:kb, k] = a
+            return lossv
+
+        def complete(k, fin, c):
+            """Form Y_k, its error estimate and ‖∇L(Y_k)‖ for the instances ``fin`` whose last stage is k."""
+            e = -0.8 * c  # est = Σ_m e_m ∇L(Y_m), m = 0 … k
+            e = xp.concatenate([e, xp.zeros_like(e[:, :1])], axis=1)
+            e[:, 0] -= 0.4 * h_dev[fin]
+            e[:, k] -= 0.4 * h_dev[fin]
+            ratio = []
+            gn2 = xp.sum(last_grads[fin, k] ** 2, axis=1)
+            for l in range(nl):
+                left, right = factors[l, 0, fin, : k + 1], factors[l, 1, fin, : k + 1]
+                new = xp.matmul((left[:, :k] * c[:, :, None]).transpose(0, 2, 1), right[:, :k])
+                new += mats0[l][fin]
+                y_new[dev_order[fin], l * d2:(l + 1) * d2] = new.reshape(-1, d2)
+                gram = xp.matmul(left, left.transpose(0, 2, 1)) * xp.matmul(right, right.transpose(0, 2, 1))
+                est2 = xp.einsum("bm,bmp,bp->b", e, gram, e)
+                size2 = xp.maximum(xp.einsum("bij,bij->b", new, new), xp.einsum("bij,bij->b", mats0[l][fin], mats0[l][fin]))
+                ratio.append(xp.sqrt(xp.maximum(est2, 0.0) / d2) / (atol[fin] + rtol * xp.sqrt(size2 / d2)))
+                gn2 += xp.sum(left[:, k] ** 2, axis=1) * xp.sum(right[:, k] ** 2, axis=1)
+            new = last0[fin] + xp.matmul(c[:, None, :], last_grads[fin, :k])[:, 0, :]
+            y_new[dev_order[fin], nl * d2:] = new
+            est = xp.matmul(e[:, None, :], last_grads[fin, : k + 1])[:, 0, :]
+            size2 = xp.maximum(xp.sum(new * new, axis=1), xp.sum(last0[fin] ** 2, axis=1))
+            ratio.append(xp.sqrt(xp.sum(est * est, axis=1) / d) / (atol[fin] + rtol * xp.sqrt(size2 / d)))
+            total = xp.sqrt(xp.mean(xp.stack(ratio) ** 2, axis=0))
+            err[dev_order[fin]] = xp.where(xp.isfinite(total), total, xp.inf)
+            gnorm_new[dev_order[fin]] = xp.sqrt(gn2)
 
         evaluate(0, b, None)
-        evals = b
-        for k, A_k in rkc_butcher_rows(coef, s_row):
+        evals = 0
+        for k, A_k in rkc_butcher_rows(coef, s_s):
             kb = int(counts[k])
             c = -h_dev[:kb, None] * xp.asarray(A_k[:kb], dtype=y.dtype)
-            fin = slice(int(counts[k + 1]), kb)  # instances whose last stage is k: form Y_k
+            loss_k = evaluate(k, kb, c)  # stage gradients, and ∇L(y_new) for those finishing at k
+            evals += kb
+            fin = slice(int(counts[k + 1]), kb)
             if fin.start < fin.stop:
-                cf = c[fin]
-                for l in range(nl):
-                    scaled = factors[l, 0, fin, :k] * cf[:, :, None]
-                    update = xp.matmul(scaled.transpose(0, 2, 1), factors[l, 1, fin, :k])
-                    update += mats0[l][fin]
-                    y_new[dev_order[fin], l * d2:(l + 1) * d2] = update.reshape(-1, d2)
-                y_new[dev_order[fin], nl * d2:] = last0[fin] + xp.matmul(cf[:, None, :], last_grads[fin, :k])[:, 0, :]
-            if fin.start > 0:  # the others evaluate the gradient at Y_k
-                evaluate(k, fin.start, c[: fin.start])
-                evals += fin.start
-        return y_new, evals
+                loss_new[dev_order[fin]] = loss_k[fin]
+                complete(k, fin, c[fin])
+        return StepOutcome(y_new, None, evals + b, err, loss_new, gnorm_new)
 
 
 class LastLayerLoss:
@@ -421,11 +452,13 @@ def feature_matrix(arch: Architecture, y, xp):
 
 
 def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None):
-    """Gradient flow of ``loss`` from ``y0`` with the package integrator (absolute tolerance from the init scale;
-    low-rank stages for losses of the end-to-end vector, dense stages otherwise)."""
+    """Gradient flow of ``loss`` from ``y0`` with the package integrator.
+
+    Absolute tolerance per instance from its initial scale, 10⁻²·rtol·RMS(y0ᵢ);
+    low-rank stages for losses of the end-to-end vector, dense stages otherwise.
+    """
     xp = loss.xp
-    scale = float(to_host(xp.sqrt(xp.mean(y0 * y0))))
-    atol = rtol * max(scale, 1e-12) * 1e-2
+    atol = rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
     kernel = LowRankStages(loss) if isinstance(loss, (PopulationLoss, LeastSquaresLoss)) else None
     return integrate_gradient_flow(loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps,
                                    progress=progress, stage_kernel=kernel)
@@ -485,12 +518,12 @@ def linear_transfer_exact(target: LeastSquaresLoss, U, s, V, lam: float, xp):
     A = xp.matmul(xp.matmul(U.T[None], target.gram), U[None])  # (m, r, r)
     A = xp.repeat(A, target.k, axis=0)
     M = s[None, :, None] * A * s[None, None, :] + lam * xp.eye(s.shape[0])[None]
-    rhs = (target.c @ U) * s[None, :]
+    rhs = _rmatvec(xp, U[None], target.c) * s[None, :]  # row by row: results do not depend on the batch
     evals, evecs = xp.linalg.eigh(M)
     tol = evals[:, -1:] * s.shape[0] * np.finfo(float).eps
     inv = xp.where(evals > tol, 1.0 / xp.where(evals > tol, evals, 1.0), 0.0)
     w = xp.matmul(evecs, (inv * xp.matmul(rhs[:, None, :], evecs)[:, 0, :])[:, :, None])[:, :, 0]
-    return (w * s[None, :]) @ U.T, w @ V.T
+    return _rmatvec(xp, U.T[None], w * s[None, :]), _rmatvec(xp, V.T[None], w)
 
 
 # --------------------------------------------------------------------------- experiment

@@ -33,6 +33,7 @@ import functools
 import math
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,6 +46,7 @@ __all__ = [
     "rkc_stability_bound",
     "rkc_butcher_rows",
     "dense_stages",
+    "StepOutcome",
     "STATUSES",
 ]
 
@@ -175,16 +177,34 @@ class FlowResult:
         return self.status == "diverged"
 
 
+class StepOutcome(NamedTuple):
+    """What a stage kernel returns for one RKC2 step of a batch (caller's order).
+
+    ``y`` (b, P) the step's result; ``grad`` ∇L(y) (b, P), or None for kernels
+    that do not form dense gradients; ``evaluations`` instance-gradient
+    evaluations spent; ``error`` the local error estimate in the kernel's
+    norm (≤ 1: accept); ``loss`` and ``grad_norm`` (b,) at ``y``.
+    """
+
+    y: object
+    grad: object
+    evaluations: int
+    error: object
+    loss: object
+    grad_norm: object
+
+
 def _norm(x, xp):
     return xp.sqrt(xp.sum(x * x, axis=1))
 
 
 def _error_norm(y, y_new, G, G_new, h, rtol, atol, work, xp):
     r"""RMS of the RKC2 local error estimate, est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
-    (Sommeijer et al. Eq. 2.9), componentwise relative to atol + rtol·max(|y|, |y_new|).
+    (Sommeijer et al. Eq. 2.9), componentwise relative to atol + rtol·max(|y|, |y_new|)
+    (``atol`` per instance, shape (b,)).
 
-    Written in place into ``work`` (2, b, P): these are the only passes over the
-    full state outside the stage kernel. Non-finite estimates give +inf.
+    Written in place into ``work`` (2, b, P), the dense kernel's free stage
+    buffers. Non-finite estimates give +inf.
     """
     est, scale = work[0], work[1]
     xp.add(G, G_new, out=est)
@@ -195,7 +215,7 @@ def _error_norm(y, y_new, G, G_new, h, rtol, atol, work, xp):
     xp.abs(y, out=scale)
     xp.maximum(scale, xp.abs(y_new), out=scale)
     scale *= rtol
-    scale += atol
+    scale += atol[:, None]
     est /= scale
     err = xp.sqrt(xp.einsum("ij,ij->i", est, est) / est.shape[1])
     return xp.where(xp.isfinite(err), err, xp.asarray(np.inf, dtype=err.dtype))
@@ -207,7 +227,7 @@ def integrate_gradient_flow(
     y0,
     *,
     rtol: float = 1e-5,
-    atol: float = 1e-12,
+    atol=1e-12,
     gtol: float = 1e-8,
     max_time: float = 1e5,
     max_steps: int = 200_000,
@@ -226,8 +246,11 @@ def integrate_gradient_flow(
         array of indices into the batch) at states ``y`` (b, P).
     y0 : array (B, P)
         Initial states on the backend.
-    rtol, atol : float
-        Local error tolerances of the RKC error estimate (RMS norm).
+    rtol : float
+        Relative local error tolerance of the RKC error estimate (RMS norm).
+    atol : float or array (B,)
+        Absolute local error tolerance, one per instance if an array (so that
+        an instance's integration never depends on the rest of its batch).
     gtol : float
         An instance has converged when ‖∇L‖₂ ≤ gtol (and ``residual`` ≤ gtol).
     max_time, max_steps : float, int
@@ -256,7 +279,8 @@ def integrate_gradient_flow(
         W ≈ 0 (initialization scale α) ‖∇L‖ = O(α) while ‖∇_βL‖ = O(1).
         Its final value is reported in :attr:`FlowResult.residual`.
     """
-    for name, val in (("rtol", rtol), ("atol", atol), ("gtol", gtol), ("max_time", max_time)):
+    atol_host = np.broadcast_to(np.asarray(atol, dtype=float), (y0.shape[0],))
+    for name, val in (("rtol", rtol), ("atol", atol_host.min(initial=1.0)), ("gtol", gtol), ("max_time", max_time)):
         if not (val > 0 and math.isfinite(val)):
             raise ValueError(f"{name} must be a finite number > 0, got {val}")
     if max_steps < 1 or max_stages < 2:
@@ -272,7 +296,8 @@ def integrate_gradient_flow(
 
     rows = np.arange(B)
     y = y0.copy()
-    G, loss = gradient(y, rows)
+    G, loss = gradient(y, rows)  # carried only while the kernel returns dense gradients
+    gnorm = _norm(G, xp)
     evals = B
     loss_ref = xp.maximum(loss, 1.0) * divergence_factor
     t = xp.zeros(B, dtype=y.dtype)
@@ -280,14 +305,14 @@ def integrate_gradient_flow(
     rho, eigvec = _spectral_radius(gradient, y, G, rows, None, 8, xp)
     evals += 8 * B
     h = xp.minimum(0.5 / rho, xp.asarray(max_time, dtype=y.dtype))
-    since_rho = 0
+    atol = xp.asarray(atol_host, dtype=y.dtype)
+    since_rho = np.zeros(B, dtype=np.int64)  # per instance: no instance's steps depend on its batch
     rejected = 0
     s_max_used = 0
     kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
-    work = xp.empty((2,) + y.shape, dtype=y.dtype)  # error-estimate scratch, reused by every step
 
     def finish(mask_host, label):
-        nonlocal y, G, loss, loss_ref, t, steps, h, rho, eigvec, rows
+        nonlocal y, G, gnorm, loss, loss_ref, t, steps, h, rho, eigvec, atol, rows, since_rho
         idx = np.flatnonzero(mask_host)
         if idx.size == 0:
             return
@@ -296,19 +321,20 @@ def integrate_gradient_flow(
         y_out[xp.asarray(out_rows)] = y[dev_idx]
         t_out[out_rows] = to_host(t[dev_idx])
         steps_out[out_rows] = to_host(steps[dev_idx])
-        gnorm_out[out_rows] = to_host(_norm(G[dev_idx], xp))
+        gnorm_out[out_rows] = to_host(gnorm[dev_idx])
         loss_out[out_rows] = to_host(loss[dev_idx])
         if residual is not None:
             resid_out[out_rows] = to_host(residual(y[dev_idx], out_rows))
         status_out[out_rows] = label
         keep = xp.asarray(np.flatnonzero(~mask_host))
-        y, G, loss, loss_ref, t, steps, h, rho, eigvec = (
-            a[keep] for a in (y, G, loss, loss_ref, t, steps, h, rho, eigvec)
+        y, gnorm, loss, loss_ref, t, steps, h, rho, eigvec, atol = (
+            a[keep] for a in (y, gnorm, loss, loss_ref, t, steps, h, rho, eigvec, atol)
         )
-        rows = rows[np.flatnonzero(~mask_host)]
+        G = None if G is None else G[keep]
+        rows, since_rho = rows[~mask_host], since_rho[~mask_host]
 
     def classify():
-        gn = to_host(_norm(G, xp))
+        gn = to_host(gnorm)
         ls = to_host(loss)
         bad = ~np.isfinite(gn) | ~np.isfinite(ls) | (ls > to_host(loss_ref))
         finish(bad, "diverged")
@@ -326,17 +352,19 @@ def integrate_gradient_flow(
         h = xp.minimum(xp.minimum(h, max_time - t), beta_cap / rho)
         s_row = tables.stages(to_host(h * rho))
         s_max_used = max(s_max_used, int(s_row.max()))
-        y_new, evals_step = _rkc_step(kernel, y, G, h, s_row, tables.table(int(s_row.max())), rows, xp)
-        G_new, loss_new = gradient(y_new, rows)
-        evals += evals_step + b
-        err = _error_norm(y, y_new, G, G_new, h, rtol, atol, work[:, :b], xp)
+        order = np.argsort(-s_row, kind="stable")  # kernels see stage j's instances as a prefix
+        out = kernel(y, G, order, to_host(h), s_row, rows, tables.table(int(s_row.max())), (rtol, atol), xp)
+        evals += out.evaluations
+        err = out.error
         accept = err <= 1.0
-        rejected_host = ~to_host(accept)
-        rej = np.flatnonzero(rejected_host)
+        rej = np.flatnonzero(~to_host(accept))
+        y_new, G_new, loss_new, gnorm_new = out.y, out.grad, out.loss, out.grad_norm
         if rej.size:  # rejected instances keep their state
             dev_rej = xp.asarray(rej)
-            y_new[dev_rej], G_new[dev_rej], loss_new[dev_rej] = y[dev_rej], G[dev_rej], loss[dev_rej]
-        y, G, loss = y_new, G_new, loss_new
+            y_new[dev_rej], loss_new[dev_rej], gnorm_new[dev_rej] = y[dev_rej], loss[dev_rej], gnorm[dev_rej]
+            if G_new is not None:
+                G_new[dev_rej] = G[dev_rej]
+        y, G, loss, gnorm = y_new, G_new, loss_new, gnorm_new
         t = t + xp.where(accept, h, 0.0)
         steps = steps + accept.astype(steps.dtype)
         rejected += int(rej.size)
@@ -344,13 +372,14 @@ def integrate_gradient_flow(
         h = h * xp.clip(fac, 0.1, 10.0)
         underflow = to_host(h < 1e-13 * xp.maximum(t, 1.0))
         since_rho += 1
-        refresh = rej if since_rho < _RHO_REFRESH else np.arange(b)
+        refresh = np.flatnonzero(~to_host(accept) | (since_rho >= _RHO_REFRESH))
         if refresh.size:
             sub = xp.asarray(refresh)
-            rho_sub, vec_sub = _spectral_radius(gradient, y[sub], G[sub], rows[refresh], eigvec[sub], 3, xp)
+            rho_sub, vec_sub = _spectral_radius(gradient, y[sub], None if G is None else G[sub], rows[refresh],
+                                                eigvec[sub], 3, xp)
             rho[sub], eigvec[sub] = rho_sub, vec_sub
-            evals += 3 * refresh.size
-            since_rho = 0 if refresh.size == b else since_rho
+            evals += (3 + (G is None)) * refresh.size
+            since_rho[refresh] = 0
         if progress is not None:
             progress(1.0 - b / B)
         finish(underflow, "step_underflow")
@@ -400,23 +429,26 @@ _Y0, _F0, _ROT, _FJ = 0, 1, (2, 3, 4), 5
 def dense_stages(gradient):
     """The default stage kernel: RKC2 stages on dense (b, P) states, any ``gradient``.
 
-    Returns ``kernel(y, G, order, h, s_row, rows, coef, xp) -> (y_new, evaluations)``,
-    the contract of every stage kernel: ``y`` and ``G = ∇L(y)`` (b, P) in the
-    caller's order, ``order`` (host) sorts the batch by decreasing stage count,
-    ``h``, ``s_row`` (host) and ``rows`` are already in that order, ``coef`` is
-    the (μ, ν, μ̃, γ̃)[s, j] table; ``y_new`` comes back in the caller's order.
-    With F = −∇L: Y₁ = Y₀ + μ̃₁hF(Y₀),
+    Returns ``kernel(y, G, order, h, s_row, rows, coef, tol, xp) -> StepOutcome``,
+    the contract of every stage kernel: ``y``, ``G = ∇L(y)`` (b, P; a kernel
+    may accept None), ``h``, ``s_row`` (host) and ``rows`` in the caller's
+    order; ``order`` (host) sorts the batch by decreasing stage count, so
+    that the instances still in stage j are a prefix; ``coef`` is the
+    (μ, ν, μ̃, γ̃)[s, j] table and ``tol`` = (rtol, atol (b,)). With F = −∇L:
+    Y₁ = Y₀ + μ̃₁hF(Y₀),
     Y_j = (1−μ_j−ν_j)Y₀ + μ_jY_{j−1} + ν_jY_{j−2} + μ̃_jhF(Y_{j−1}) + γ̃_jhF(Y₀)
-    (Sommeijer et al. Eq. 2.4); the result is Y_{s_i}. Instances still in stage
-    j are a prefix of the batch, so a batch costs Σ_i s_i gradient evaluations,
-    not B·max s_i. Each stage's five-term combination is one batched
-    (b,1,6)@(b,6,P) product over the buffer (one pass over memory instead of nine).
+    (Sommeijer et al. Eq. 2.4); the result is Y_{s_i}, so a batch costs
+    Σ_i s_i gradient evaluations (the one at the result is reused by the next
+    step), not B·max s_i. Each stage's five-term combination is one batched
+    (b,1,6)@(b,6,P) product over the buffer (one pass over memory instead of
+    nine). Error norm: componentwise, :func:`_error_norm`.
     """
     workspace = {}
 
-    def kernel(y, G, order, h, s_row, rows, coef, xp):
+    def kernel(y, G, order, h, s_row, rows, coef, tol, xp):
         mu, nu, mu_t, gam_t = coef
         b, P = y.shape
+        h_s, s_s, rows_s = h[order], s_row[order], rows[order]
         buf = workspace.get("buf")
         if buf is None or buf.shape[0] < b or buf.shape[2] != P or buf.dtype != y.dtype:
             buf = workspace["buf"] = xp.zeros((b, 6, P), dtype=y.dtype)
@@ -424,20 +456,20 @@ def dense_stages(gradient):
         buf[:b, _Y0] = y[dev_order]
         buf[:b, _F0] = G[dev_order]
         prev2, prev1, free = _Y0, _ROT[0], _ROT[1]  # Y_{j−2} = Y₀ at j = 2
-        buf[:b, prev1] = buf[:b, _Y0] - xp.asarray(mu_t[s_row, 1] * h)[:, None] * buf[:b, _F0]
-        counts = np.append(np.bincount(s_row)[::-1].cumsum()[::-1], 0)  # counts[j] = #(s ≥ j)
+        buf[:b, prev1] = buf[:b, _Y0] - xp.asarray(mu_t[s_s, 1] * h_s)[:, None] * buf[:b, _F0]
+        counts = np.append(np.bincount(s_s)[::-1].cumsum()[::-1], 0)  # counts[j] = #(s ≥ j)
         # stage-combination weights for every (stage, instance), one transfer to the device:
         # columns Y₀, ∇L(Y₀), Y_{j−1}, Y_{j−2}, ∇L(Y_{j−1}); rows past an instance's s are unused
-        mu_, nu_, mu_t_, gam_t_ = mu[s_row], nu[s_row], mu_t[s_row], gam_t[s_row]  # (b, s_max + 1)
-        weights = np.stack([1 - mu_ - nu_, -gam_t_ * h[:, None], mu_, nu_, -mu_t_ * h[:, None]], axis=-1)
+        mu_, nu_, mu_t_, gam_t_ = mu[s_s], nu[s_s], mu_t[s_s], gam_t[s_s]  # (b, s_max + 1)
+        weights = np.stack([1 - mu_ - nu_, -gam_t_ * h_s[:, None], mu_, nu_, -mu_t_ * h_s[:, None]], axis=-1)
         weights = xp.asarray(np.ascontiguousarray(weights.transpose(1, 0, 2)))  # (s_max + 1, b, 5)
         y_sorted = xp.empty_like(y)
         coeffs = xp.zeros((b, 1, 6), dtype=y.dtype)
         evals = 0
-        for j in range(2, int(s_row[0]) + 1):
+        for j in range(2, int(s_s[0]) + 1):
             k = int(counts[j])
             evals += k
-            g_j, _ = gradient(buf[:k, prev1], rows[:k])
+            g_j, _ = gradient(buf[:k, prev1], rows_s[:k])
             buf[:k, _FJ] = g_j
             w = weights[j, :k]
             c = coeffs[:k, 0]
@@ -454,17 +486,11 @@ def dense_stages(gradient):
             free = next(slot for slot in _ROT if slot not in (prev1, prev2))
         y_new = xp.empty_like(y)
         y_new[dev_order] = y_sorted
-        return y_new, evals
+        G_new, loss_new = gradient(y_new, rows)
+        err = _error_norm(y, y_new, G, G_new, xp.asarray(h, dtype=y.dtype), *tol, buf[:b, :2].transpose(1, 0, 2), xp)
+        return StepOutcome(y_new, G_new, evals + b, err, loss_new, _norm(G_new, xp))
 
     return kernel
-
-
-def _rkc_step(kernel, y, G, h, s_row, coef, rows, xp):
-    """One RKC2 step per instance with its own stage count s_row[i]: the stage
-    kernel sees the batch sorted by decreasing s (instances still in stage j are
-    then a prefix). Returns (y_new in the caller's order, evaluations)."""
-    order = np.argsort(-s_row, kind="stable")
-    return kernel(y, G, order, to_host(h)[order], s_row[order], rows[order], coef, xp)
 
 
 def _spectral_radius(gradient, y, G, rows, eigvec, iterations, xp):
@@ -475,9 +501,12 @@ def _spectral_radius(gradient, y, G, rows, eigvec, iterations, xp):
     direction is warm-started from the previous call. Every instance's
     estimate depends on that instance alone, so results do not depend on the
     batch an instance is integrated in. Returns
-    ``(safety·ρ, v)`` after ``iterations`` gradient evaluations.
+    ``(safety·ρ, v)`` after ``iterations`` gradient evaluations (one more
+    when the gradient ``G`` at ``y`` is not given).
     """
     b, P = y.shape
+    if G is None:
+        G, _ = gradient(y, rows)
     if eigvec is None:  # start from the gradient direction, nudged off it by a fixed row-independent vector
         nudge = xp.asarray(np.cos(np.arange(P) * 0.7548776662), dtype=y.dtype)[None, :]
         v = G / xp.maximum(_norm(G, xp), 1e-300)[:, None] + 1e-2 * nudge / math.sqrt(P)
