@@ -734,7 +734,7 @@ def run_transfer_experiment(
                 if linear_solver == "exact":
                     beta_hat, w_last = linear_transfer_exact(lin, U, s_feat, V, float(lam), xp)
                     g_beta, loss_v = lin.beta_gradient(beta_hat, np.arange(c_dev.shape[0]))
-                    grad = g_beta @ F + float(lam) * w_last
+                    grad = _rmatvec(xp, F[None], g_beta) + float(lam) * w_last
                     cols = dict(converged=pre_ok, status="exact" if pre_ok else "pretrain_" + pre.flow.status[0],
                                 t_final=np.nan, steps=0, grad_norm=to_host(xp.linalg.norm(grad, axis=1)),
                                 loss=to_host(loss_v + 0.5 * float(lam) * xp.sum(w_last * w_last, axis=1)))
