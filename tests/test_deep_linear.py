@@ -129,6 +129,20 @@ def test_scratch_flow_reaches_min_norm_solution_thm_3_5(n):
         assert errors[1e-2] < 1e-6
 
 
+def test_saddle_at_small_init_is_not_mistaken_for_convergence():
+    # At W = αW̄ the weight gradient is O(α) (here ≪ gtol) although the network is at the saddle
+    # W = 0, far from any minimizer: convergence also needs ‖∇_βL‖ ≤ gtol (the integrator's residual).
+    d, n, gtol = 10, 5, 1e-6
+    arch = dl.Architecture(d, 2)
+    X, y, _ = _draw(d, n, 0.2, 3)
+    loss = _target_loss(arch, X, y)
+    w0 = dl.init_weights(arch, 1e-9, [np.random.SeedSequence(4)], "gaussian", np)
+    assert np.linalg.norm(loss(w0, np.arange(1))[0]) < gtol  # the trap: ‖∇L(w0)‖ is already below tolerance
+    flow = dl.train(loss, w0, rtol=1e-3, gtol=gtol, max_time=1e4)
+    assert flow.converged[0] and flow.t[0] > 10 and flow.residual[0] <= gtol
+    assert np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - np.linalg.pinv(X) @ y) < 1e-4
+
+
 @pytest.fixture(scope="module")
 def pretrained():
     arch, beta_s = dl.Architecture(16, 2), _unit(16, 7)

@@ -199,7 +199,22 @@ def init_weights(arch: Architecture, alpha: float, seeds, scheme: str, xp, dtype
 # --------------------------------------------------------------------------- losses
 
 
-class PopulationLoss:
+class _EndToEndLoss:
+    """A loss of the end-to-end vector β: subclasses define ``beta_gradient(beta, rows, with_loss)``."""
+
+    def __call__(self, y, rows):
+        beta = end_to_end(self.arch, y, self.xp)
+        g, loss = self.beta_gradient(beta, rows)
+        return chain_gradient(self.arch, y, g, self.xp), loss
+
+    def residual(self, y, rows):
+        """‖∇_βL‖ per instance: vanishes at the minimizers of L(β) but is O(1) at the saddle W = 0,
+        where the weight gradient is only O(α^{L−1}) (the integrator's ``residual`` guard)."""
+        g = self.beta_gradient(end_to_end(self.arch, y, self.xp), rows, with_loss=False)
+        return self.xp.sqrt(self.xp.sum(g * g, axis=1))
+
+
+class PopulationLoss(_EndToEndLoss):
     """Population source loss ½E(f − y)² = ½‖β − β_s‖² + const (FaF Eq. 4)."""
 
     def __init__(self, arch: Architecture, beta_s, xp):
@@ -210,13 +225,8 @@ class PopulationLoss:
         g = beta - self.beta_s
         return (g, 0.5 * self.xp.sum(g * g, axis=1)) if with_loss else g
 
-    def __call__(self, y, rows):
-        beta = end_to_end(self.arch, y, self.xp)
-        g, loss = self.beta_gradient(beta, rows)
-        return chain_gradient(self.arch, y, g, self.xp), loss
 
-
-class LeastSquaresLoss:
+class LeastSquaresLoss(_EndToEndLoss):
     r"""Empirical target loss (1/2n)‖y − Xβ‖² = ½βᵀΣ̂β − ĉᵀβ + ‖y‖²/2n (FaF Eq. 5).
 
     Instances are grouped: instance i uses Gram matrix ``gram[i // k]``
@@ -255,11 +265,6 @@ class LeastSquaresLoss:
             return g
         loss = 0.5 * xp.sum(beta * Sb, axis=1) - xp.sum(c * beta, axis=1) + 0.5 * y2
         return g, xp.maximum(loss, 0.0)
-
-    def __call__(self, y, rows):
-        beta = end_to_end(self.arch, y, self.xp)
-        g, loss = self.beta_gradient(beta, rows)
-        return chain_gradient(self.arch, y, g, self.xp), loss
 
 
 def _low_rank_apply(left, right, coef, v, xp):
@@ -454,14 +459,17 @@ def feature_matrix(arch: Architecture, y, xp):
 def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None):
     """Gradient flow of ``loss`` from ``y0`` with the package integrator.
 
-    Absolute tolerance per instance from its initial scale, 10⁻²·rtol·RMS(y0ᵢ);
-    low-rank stages for losses of the end-to-end vector, dense stages otherwise.
+    Absolute tolerance per instance from its initial scale, 10⁻²·rtol·RMS(y0ᵢ).
+    For losses of the end-to-end vector: low-rank stages, and convergence
+    needs ‖∇_βL‖ ≤ gtol as well as ‖∇L‖ ≤ gtol (no false convergence at the
+    saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise.
     """
     xp = loss.xp
     atol = rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
-    kernel = LowRankStages(loss) if isinstance(loss, (PopulationLoss, LeastSquaresLoss)) else None
+    structured = isinstance(loss, _EndToEndLoss)
     return integrate_gradient_flow(loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps,
-                                   progress=progress, stage_kernel=kernel)
+                                   progress=progress, stage_kernel=LowRankStages(loss) if structured else None,
+                                   residual=loss.residual if structured else None)
 
 
 def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", rtol=1e-6, gtol=1e-9,
@@ -614,7 +622,8 @@ def run_transfer_experiment(
         not depend on ``chunk_size`` or the backend beyond rounding.
     backend : "auto" | "numpy" | "cupy"
     tol : float
-        Convergence: ‖∇L‖ ≤ tol (gradient w.r.t. all trained weights).
+        Convergence: ‖∇L‖ ≤ tol (gradient w.r.t. all trained weights) and
+        ‖∇_βL‖ ≤ tol (end-to-end gradient; rules out the saddle W = 0).
     max_time : float
         Gradient-flow time budget per instance.
     rtol : float
@@ -636,8 +645,10 @@ def run_transfer_experiment(
     -------
     pandas.DataFrame
         Columns ``method, gamma, n, d, theta, sigma, lam, instance, risk,
-        converged, status, t_final, steps, grad_norm, loss, imbalance_drift,
-        assumption22``; ``df.attrs`` holds the pretraining diagnostics,
+        converged, status, t_final, steps, grad_norm, beta_grad_norm, loss,
+        imbalance_drift, assumption22`` (``beta_grad_norm`` = ‖∇_βL‖ of the
+        flows, which must also be ≤ tol for ``converged``; NaN for linear
+        transfer); ``df.attrs`` holds the pretraining diagnostics,
         the backend and the integrator statistics.
     """
     d = int(check_integer_param(d, "d", 2))
@@ -724,8 +735,8 @@ def run_transfer_experiment(
                     holds = pre.assumption22_margin > 0
                 risk = ((beta_hat[:, mi].reshape(-1, d) - targets) ** 2).sum(axis=1)
                 emit(method, risk, converged=pick(flow.converged), status=pick(flow.status), t_final=pick(flow.t),
-                     steps=pick(flow.steps), grad_norm=pick(flow.grad_norm), loss=pick(flow.loss),
-                     imbalance_drift=pick(drift), assumption22=holds)
+                     steps=pick(flow.steps), grad_norm=pick(flow.grad_norm), beta_grad_norm=pick(flow.residual),
+                     loss=pick(flow.loss), imbalance_drift=pick(drift), assumption22=holds)
         if "linear" in methods:
             c_dev = xp.asarray(np.stack(c).reshape(-1, d))
             lin = LeastSquaresLoss(arch, gram_dev, c_dev, xp.asarray(np.stack(y2).reshape(-1)), xp)
@@ -746,7 +757,7 @@ def run_transfer_experiment(
                     cols = dict(converged=flow.converged & pre_ok, status=flow.status, t_final=flow.t,
                                 steps=flow.steps, grad_norm=flow.grad_norm, loss=flow.loss)
                 risk = ((to_host(beta_hat) - targets) ** 2).sum(axis=1)
-                emit("linear", risk, lam=float(lam), imbalance_drift=np.nan,
+                emit("linear", risk, lam=float(lam), imbalance_drift=np.nan, beta_grad_norm=np.nan,
                      assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), **cols)
         bar.update(start + len(part) - bar.n)
     bar.close()
