@@ -674,6 +674,8 @@ def parse_args(argv=None):
                    help="BLAS threads for both implementations (sets OPENBLAS/OMP/MKL_NUM_THREADS before NumPy "
                         "loads; default: the library's own choice). 1 avoids OpenBLAS oversubscription on a loaded machine")
     p.add_argument("--no-baseline", action="store_true", help="skip the baseline (simulator timing only)")
+    p.add_argument("--max-time", type=float, default=None,
+                   help="the simulator's gradient-flow time budget (default: run_transfer_experiment's, 1e4)")
     args = p.parse_args(argv)
 
     def default(name, value):
@@ -712,13 +714,16 @@ def main(argv=None) -> int:
     print(f"deep-linear transfer benchmark: d = {d}, L = 2, n ∈ {ns}, θ = {args.theta:.4f}, σ = {args.sigma}, "
           f"{inst} instances, α = {ALPHA:g}, seed {args.seed}, backend {backend_name(xp)}")
     print(f"baseline: fixed-step full-batch GD, η = {eta:g}, {steps} steps (pretraining and every target run)")
-    print("simulator: run_transfer_experiment defaults " + "(tol=1e-6, rtol=1e-3, max_time=1e4, exact linear transfer)")
+    print("simulator: run_transfer_experiment defaults (tol=1e-6, rtol=1e-3, exact linear transfer), max_time="
+          + ("1e4 (default)" if args.max_time is None else f"{args.max_time:g}"))
     print(machine_line(xp))
     if load_warning():
         print(load_warning())
 
     sim_kwargs = dict(d=d, gammas=gammas, thetas=(args.theta,), sigma=args.sigma, instances=inst,
                       seed=args.seed, backend=backend_name(xp), progress=False)
+    if args.max_time is not None:
+        sim_kwargs["max_time"] = args.max_time
     rows = []
     times = {}
     if not args.no_baseline:

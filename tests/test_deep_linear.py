@@ -129,6 +129,26 @@ def test_scratch_flow_reaches_min_norm_solution_thm_3_5(n):
         assert errors[1e-2] < 1e-6
 
 
+@pytest.mark.parametrize("depth, alpha", [(2, 1e-4), (3, 1e-2)])
+def test_flow_in_the_data_eigenbasis_is_the_rotated_flow(depth, alpha):
+    # an exact change of variables: the same accepted steps, and β = Qβ̃ up to rounding
+    d, k = 10, 2
+    arch = dl.Architecture(d, depth)
+    draws = [_draw(d, n, 0.2, n) for n in (6, 15)]
+    gram = np.stack([X.T @ X / len(X) for X, _, _ in draws])
+    c = np.repeat(np.stack([X.T @ y / len(X) for X, y, _ in draws]), k, axis=0)
+    y2 = np.repeat([y @ y / len(y) for _, y, _ in draws], k)
+    y0 = dl.init_weights(arch, alpha, list(range(2 * k)), "gaussian", np)
+    plain = dl.train(dl.LeastSquaresLoss(arch, gram, c, y2, np), y0, rtol=1e-3, gtol=1e-6, max_time=1e5)
+    lam, Q, c_rot, y0_rot = dl.rotate_to_data_eigenbasis(arch, gram, c, y0, np)
+    rotated = dl.train(dl.LeastSquaresLoss(arch, lam, c_rot, y2, np), y0_rot, rtol=1e-3, gtol=1e-6, max_time=1e5)
+    assert plain.converged.all() and rotated.converged.all()
+    np.testing.assert_array_equal(plain.steps, rotated.steps)
+    beta = np.einsum("gij,gkj->gki", Q, dl.end_to_end(arch, rotated.y, np).reshape(2, k, d)).reshape(-1, d)
+    np.testing.assert_allclose(beta, dl.end_to_end(arch, plain.y, np), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(rotated.loss, plain.loss, rtol=1e-9, atol=1e-15)
+
+
 def test_saddle_at_small_init_is_not_mistaken_for_convergence():
     # At W = αW̄ the weight gradient is O(α) (here ≪ gtol) although the network is at the saddle
     # W = 0, far from any minimizer: convergence also needs ‖∇_βL‖ ≤ gtol (the integrator's residual).

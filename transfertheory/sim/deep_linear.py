@@ -43,6 +43,7 @@ __all__ = [
     "LeastSquaresLoss",
     "LastLayerLoss",
     "LowRankStages",
+    "rotate_to_data_eigenbasis",
     "PretrainResult",
     "pretrain",
     "feature_matrix",
@@ -231,9 +232,10 @@ class LeastSquaresLoss(_EndToEndLoss):
 
     Instances are grouped: instance i uses Gram matrix ``gram[i // k]``
     (Σ̂ = XᵀX/n of its target draw) and its own ``c[i]`` (ĉ = Xᵀy/n) and
-    ``y2[i]`` (‖y‖²/n). With the whole batch active in its original order,
-    Σ̂β is one grouped matrix product (m, d, d) @ (m, d, k); otherwise the
-    data of the requested rows are gathered (once per row order).
+    ``y2[i]`` (‖y‖²/n). ``gram`` of shape (m, d) is a diagonal Σ̂ = diag(λ):
+    the loss in the eigenbasis of the data, where Σ̂β costs O(d) instead of
+    O(d²) (see :func:`rotate_to_data_eigenbasis`). The data of the requested
+    rows are gathered once per row order.
     """
 
     def __init__(self, arch: Architecture, gram, c, y2, xp):
@@ -259,12 +261,34 @@ class LeastSquaresLoss(_EndToEndLoss):
         """∇_βL = Σ̂β − ĉ for end-to-end vectors ``beta`` of instances ``rows`` (and L if ``with_loss``)."""
         xp = self.xp
         gram, c, y2 = self._data_of(rows)
-        Sb = _matvec(xp, gram, beta)  # one product per instance: results do not depend on the batch
+        # one product per instance: results do not depend on the batch
+        Sb = gram * beta if gram.ndim == 2 else _matvec(xp, gram, beta)
         g = Sb - c
         if not with_loss:
             return g
         loss = 0.5 * xp.sum(beta * Sb, axis=1) - xp.sum(c * beta, axis=1) + 0.5 * y2
         return g, xp.maximum(loss, 0.0)
+
+
+def rotate_to_data_eigenbasis(arch: Architecture, gram, c, y0, xp):
+    r"""The target flows in the eigenbasis of their data, Σ̂ = Q diag(λ) Qᵀ.
+
+    Gradient flow commutes with the orthogonal change of variables
+    W₁ → QᵀW₁ (the loss depends on W₁ only through XW₁, and the Euclidean
+    metric is invariant), so the flow of (QᵀW₁(0), W₂, …) on the loss with
+    diagonal Gram λ and ĉ → Qᵀĉ is the original flow rotated: β(t) = Qβ̃(t),
+    and losses, gradient norms, D_l (Eq. 35) and the layerwise error norm of
+    :class:`LowRankStages` are unchanged. ``gram`` (m, d, d), ``c`` and
+    ``y0`` (m·k, ·) grouped as in :class:`LeastSquaresLoss`. Returns
+    (λ (m, d), Q (m, d, d), Qᵀĉ, rotated y0).
+    """
+    lam, Q = xp.linalg.eigh(gram)
+    m, d, k = gram.shape[0], arch.d, c.shape[0] // gram.shape[0]
+    c_rot = _rmatvec(xp, xp.repeat(Q, k, axis=0), c)
+    y_rot = y0.copy().reshape(m, k, -1)
+    W1 = y_rot[:, :, : d * d].reshape(m, k, d, d)
+    y_rot[:, :, : d * d] = xp.matmul(Q.transpose(0, 2, 1)[:, None], W1).reshape(m, k, d * d)
+    return xp.maximum(lam, 0.0), Q, c_rot, y_rot.reshape(y0.shape)
 
 
 def _low_rank_apply(left, right, coef, v, xp):
@@ -707,7 +731,6 @@ def run_transfer_experiment(
         if flow_methods:
             c_rep = np.concatenate([np.stack(c)] * len(flow_methods), axis=1).reshape(-1, d)
             y2_rep = np.concatenate([np.stack(y2)] * len(flow_methods), axis=1).reshape(-1)
-            loss = LeastSquaresLoss(arch, gram_dev, xp.asarray(c_rep), xp.asarray(y2_rep), xp)
             starts = []
             if "scratch" in flow_methods:
                 scratch0 = init_weights(arch, alpha, [np.random.SeedSequence(seed, spawn_key=(3, gi, i)) for gi, i in part],
@@ -716,14 +739,18 @@ def run_transfer_experiment(
             if "finetune" in flow_methods:
                 starts.append(xp.broadcast_to(pre.weights[None], (len(part), len(thetas), arch.n_params)))
             y0 = xp.stack(starts, axis=1).reshape(-1, arch.n_params)
+            lam, Q, c_rot, y0_rot = rotate_to_data_eigenbasis(arch, gram_dev, xp.asarray(c_rep), y0, xp)
+            loss = LeastSquaresLoss(arch, lam, c_rot, xp.asarray(y2_rep), xp)
             done_before = bar.n
 
             def advance(fraction, base=done_before, size=len(part)):  # instances finished in this chunk
                 bar.update(base + fraction * size - bar.n)
 
-            flow = train(loss, y0, rtol=rtol, gtol=tol, max_time=max_time, progress=advance)
-            beta_hat = to_host(end_to_end(arch, flow.y, xp)).reshape(len(part), len(flow_methods), len(thetas), d)
-            drift = to_host(_imbalance_drift(arch, y0, flow.y, xp))
+            flow = train(loss, y0_rot, rtol=rtol, gtol=tol, max_time=max_time, progress=advance)
+            beta_rot = end_to_end(arch, flow.y, xp).reshape(len(part), -1, d)
+            beta_hat = to_host(xp.matmul(Q[:, None], beta_rot[..., None])[..., 0])  # β = Qβ̃
+            beta_hat = beta_hat.reshape(len(part), len(flow_methods), len(thetas), d)
+            drift = to_host(_imbalance_drift(arch, y0_rot, flow.y, xp))
             _accumulate(stats, flow)
             for mi, method in enumerate(flow_methods):
                 def pick(a):
