@@ -34,8 +34,13 @@ def test_rkc_real_stability_interval(s):
     z = -np.linspace(0, beta, 2001)
     assert np.max(np.abs(_stability_polynomial(s, z))) <= 1 + 1e-9
     assert abs(_stability_polynomial(s, np.array([-1.3 * beta])))[0] > 1  # and not far beyond it
-    # β(s) ≈ (2/3)(s² − 1)(1 − 2ε/15), ε = 2/13 (Sommeijer et al. 1998, Sec. 2)
-    assert beta == pytest.approx(2 / 3 * (s**2 - 1) * (1 - 4 / 195), rel=0.02)
+    assert beta > 0.5 * s**2 - 1  # the stage-count rule's growth
+    # strong damping of every stiff mode with ε = 2 (the damped Chebyshev amplitude a_s + b_s:
+    # 0.65 at s = 3, 0.603 at s = 7, → 0.591), what convergence to a steady state needs; with
+    # Sommeijer et al.'s ε = 2/13 it would be 0.95
+    if s >= 3:
+        stiff = z[z < -0.1 * beta]
+        assert np.max(np.abs(_stability_polynomial(s, stiff))) < (0.66 if s < 7 else 0.61)
 
 
 def _quadratic(lams):

@@ -350,15 +350,17 @@ class LowRankStages:
         err, loss_new, gnorm_new = (xp.empty(b, dtype=y.dtype) for _ in range(3))
         counts = np.append(np.bincount(s_s)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
 
-        def evaluate(k, kb, c):
-            """Store the factors of ∇L at stage Y_k of the first kb instances (c = −hA_k, or None at k = 0)."""
+        def evaluate(k, kb, c, with_loss):
+            """Store the factors of ∇L at stage Y_k of the first kb instances (c = −hA_k, or None at k = 0);
+            returns their losses if ``with_loss``."""
             r = last0[:kb] if c is None else last0[:kb] + xp.matmul(c[:, None, :], last_grads[:kb, :k])[:, 0, :]
             for l in reversed(range(nl)):  # right chain r_l = W_{l+1}⋯W_L, then β
                 left, right = factors[l, 0, :kb, :k], factors[l, 1, :kb, :k]
                 factors[l, 1, :kb, k] = r
                 v = _matvec(xp, mats0[l][:kb], r)
                 r = v if c is None else v + _low_rank_apply(left, right, c, r, xp)
-            a, lossv = loss.beta_gradient(r, rows_s[:kb], with_loss=True)
+            a = loss.beta_gradient(r, rows_s[:kb], with_loss=with_loss)
+            a, lossv = a if with_loss else (a, None)
             for l in range(nl):  # left chain a_{l+1} = W_lᵀa_l
                 left, right = factors[l, 0, :kb, :k], factors[l, 1, :kb, :k]
                 factors[l, 0, :kb, k] = a
@@ -394,14 +396,15 @@ class LowRankStages:
             err[dev_order[fin]] = xp.where(xp.isfinite(total), total, xp.inf)
             gnorm_new[dev_order[fin]] = xp.sqrt(gn2)
 
-        evaluate(0, b, None)
+        evaluate(0, b, None, False)
         evals = 0
         for k, A_k in rkc_butcher_rows(coef, s_s):
-            kb = int(counts[k])
-            c = -h_dev[:kb, None] * xp.asarray(A_k[:kb], dtype=y.dtype)
-            loss_k = evaluate(k, kb, c)  # stage gradients, and ∇L(y_new) for those finishing at k
-            evals += kb
+            kb = A_k.shape[0]
+            c = -h_dev[:kb, None] * xp.asarray(A_k, dtype=y.dtype)
             fin = slice(int(counts[k + 1]), kb)
+            # stage gradients, and ∇L(y_new) with the loss for the instances finishing at k
+            loss_k = evaluate(k, kb, c, fin.start < fin.stop)
+            evals += kb
             if fin.start < fin.stop:
                 loss_new[dev_order[fin]] = loss_k[fin]
                 complete(k, fin, c[fin])
