@@ -46,6 +46,7 @@ __all__ = [
     "rkc_stability_bound",
     "rkc_butcher_rows",
     "dense_stages",
+    "dense_spectral_radius",
     "StepOutcome",
     "STATUSES",
 ]
@@ -307,14 +308,21 @@ def integrate_gradient_flow(
     loss_ref = xp.maximum(loss, 1.0) * divergence_factor
     t = xp.zeros(B, dtype=y.dtype)
     steps = xp.zeros(B, dtype=xp.int64)
-    rho, eigvec = _spectral_radius(gradient, y, G, rows, None, 8, xp)
-    evals += 8 * B
+    kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
+    estimate = getattr(kernel, "spectral_radius", None) or dense_spectral_radius(gradient)
+
+    def radius(y, G, rows, state, iterations):
+        """ρ(∇²L)·safety per instance (1 where the estimate is not a positive number), warm state, evaluations."""
+        rho, state, n = estimate(y, G, rows, state, iterations, xp)
+        return _SAFETY * xp.where(xp.isfinite(rho) & (rho > 0), rho, 1.0), state, n
+
+    rho, eigvec, n = radius(y, G, rows, None, 8)
+    evals += n
     h = xp.minimum(0.5 / rho, xp.asarray(max_time, dtype=y.dtype))
     atol = xp.asarray(atol_host, dtype=y.dtype)
     since_rho = np.zeros(B, dtype=np.int64)  # per instance: no instance's steps depend on its batch
     rejected = 0
     s_max_used = 0
-    kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
 
     def finish(mask_host, label):
         nonlocal y, G, gnorm, loss, loss_ref, t, steps, h, rho, eigvec, atol, rows, since_rho
@@ -380,10 +388,8 @@ def integrate_gradient_flow(
         refresh = np.flatnonzero(~to_host(accept) | (since_rho >= _RHO_REFRESH))
         if refresh.size:
             sub = xp.asarray(refresh)
-            rho_sub, vec_sub = _spectral_radius(gradient, y[sub], None if G is None else G[sub], rows[refresh],
-                                                eigvec[sub], 3, xp)
-            rho[sub], eigvec[sub] = rho_sub, vec_sub
-            evals += (3 + (G is None)) * refresh.size
+            rho[sub], eigvec[sub], n = radius(y[sub], None if G is None else G[sub], rows[refresh], eigvec[sub], 3)
+            evals += n
             since_rho[refresh] = 0
         if progress is not None:
             progress(1.0 - b / B)
@@ -505,33 +511,39 @@ def dense_stages(gradient):
     return kernel
 
 
-def _spectral_radius(gradient, y, G, rows, eigvec, iterations, xp):
-    """Nonlinear power iteration for ρ(∇²L) per instance (RKC's ``spcrad``).
+def dense_spectral_radius(gradient):
+    """Default spectral-radius estimator: nonlinear power iteration (RKC's ``spcrad``).
 
-    Differences of the gradient along a unit direction v, with a relative
-    perturbation 10⁻⁷‖y‖, approximate the Hessian–vector product; the
-    direction is warm-started from the previous call. Every instance's
-    estimate depends on that instance alone, so results do not depend on the
-    batch an instance is integrated in. Returns
-    ``(safety·ρ, v)`` after ``iterations`` gradient evaluations (one more
-    when the gradient ``G`` at ``y`` is not given).
+    Returns ``estimate(y, G, rows, state, iterations, xp) -> (ρ, state, evaluations)``,
+    the contract of every estimator (a stage kernel may provide its own as a
+    ``spectral_radius`` attribute): ρ (b,) an estimate of ρ(∇²L) per instance,
+    ``state`` a per-instance warm start (an array whose first axis is the
+    batch, or None). Here differences of the gradient along a unit direction
+    v, with a relative perturbation 10⁻⁷‖y‖, approximate the Hessian–vector
+    product; v is the state. Every instance's estimate depends on that
+    instance alone. ``iterations`` evaluations, one more when the gradient
+    ``G`` at ``y`` is not given.
     """
-    b, P = y.shape
-    if G is None:
-        G, _ = gradient(y, rows)
-    if eigvec is None:  # start from the gradient direction, nudged off it by a fixed row-independent vector
-        nudge = xp.asarray(np.cos(np.arange(P) * 0.7548776662), dtype=y.dtype)[None, :]
-        v = G / xp.maximum(_norm(G, xp), 1e-300)[:, None] + 1e-2 * nudge / math.sqrt(P)
-    else:
-        v = eigvec
-    v = v / xp.maximum(_norm(v, xp), 1e-300)[:, None]
-    delta = (1e-7 * xp.maximum(_norm(y, xp), 1e-8))[:, None]
-    rho = xp.zeros(b, dtype=y.dtype)
-    g0 = G
-    for _ in range(iterations):
-        g1, _ = gradient(y + delta * v, rows)
-        w = (g1 - g0) / delta
-        rho = _norm(w, xp)
-        v = w / xp.maximum(rho, 1e-300)[:, None]
-    rho = xp.where(xp.isfinite(rho) & (rho > 0), rho, 1.0)
-    return _SAFETY * rho, v
+
+    def estimate(y, G, rows, state, iterations, xp):
+        b, P = y.shape
+        evals = iterations * b
+        if G is None:
+            G, _ = gradient(y, rows)
+            evals += b
+        if state is None:  # start from the gradient direction, nudged off it by a fixed row-independent vector
+            nudge = xp.asarray(np.cos(np.arange(P) * 0.7548776662), dtype=y.dtype)[None, :]
+            v = G / xp.maximum(_norm(G, xp), 1e-300)[:, None] + 1e-2 * nudge / math.sqrt(P)
+        else:
+            v = state
+        v = v / xp.maximum(_norm(v, xp), 1e-300)[:, None]
+        delta = (1e-7 * xp.maximum(_norm(y, xp), 1e-8))[:, None]
+        rho = xp.zeros(b, dtype=y.dtype)
+        for _ in range(iterations):
+            g1, _ = gradient(y + delta * v, rows)
+            w = (g1 - G) / delta
+            rho = _norm(w, xp)
+            v = w / xp.maximum(rho, 1e-300)[:, None]
+        return rho, v, evals
+
+    return estimate
