@@ -458,8 +458,16 @@ class LowRankStages:
             err[dev_order[fin]] = xp.where(xp.isfinite(total), total, xp.inf)
             gnorm_new[dev_order[fin]] = xp.sqrt(gn2)
 
-        evaluate(0, b, None, False)
+        # stage 0: the factors of ∇L(y) carried from the step that produced y, else evaluated
+        fsal_new = xp.empty((b, (2 * nl + 1) * arch.d), dtype=y.dtype)
         evals = 0
+        if G is None:
+            evaluate(0, b, None, False)
+            evals += b
+        else:
+            packed = G[dev_order].reshape(b, 2 * nl + 1, arch.d)
+            factors[:, :, :b, 0] = packed[:, : 2 * nl].reshape(b, nl, 2, arch.d).transpose(1, 2, 0, 3)
+            last_grads[:b, 0] = packed[:, 2 * nl]
         for k, A_k in rkc_butcher_rows(coef, s_s):
             kb = A_k.shape[0]
             c = -h_dev[:kb, None] * xp.asarray(A_k, dtype=y.dtype)
@@ -470,7 +478,10 @@ class LowRankStages:
             if fin.start < fin.stop:
                 loss_new[dev_order[fin]] = loss_k[fin]
                 complete(k, fin, c[fin])
-        return StepOutcome(y_new, None, evals + b, err, loss_new, gnorm_new)
+                fsal = xp.concatenate([factors[:, :, fin, k].transpose(2, 0, 1, 3).reshape(fin.stop - fin.start, -1),
+                                       last_grads[fin, k]], axis=1)
+                fsal_new[dev_order[fin]] = fsal
+        return StepOutcome(y_new, fsal_new, evals, err, loss_new, gnorm_new)
 
 
 class LastLayerLoss:

@@ -186,8 +186,11 @@ class FlowResult:
 class StepOutcome(NamedTuple):
     """What a stage kernel returns for one RKC2 step of a batch (caller's order).
 
-    ``y`` (b, P) the step's result; ``grad`` ∇L(y) (b, P), or None for kernels
-    that do not form dense gradients; ``evaluations`` instance-gradient
+    ``y`` (b, P) the step's result; ``grad`` the kernel's representation of
+    ∇L(y) (one row per instance: the dense gradient for :func:`dense_stages`,
+    factors for :class:`~transfertheory.sim.deep_linear.LowRankStages`, or
+    None), handed back to the kernel as ``G`` at the next step of an accepted
+    instance (first same as last); ``evaluations`` instance-gradient
     evaluations spent; ``error`` the local error estimate in the kernel's
     norm (≤ 1: accept); ``loss`` and ``grad_norm`` (b,) at ``y``.
     """
@@ -302,7 +305,7 @@ def integrate_gradient_flow(
 
     rows = np.arange(B)
     y = y0.copy()
-    G, loss = gradient(y, rows)  # carried only while the kernel returns dense gradients
+    G, loss = gradient(y, rows)
     gnorm = _norm(G, xp)
     evals = B
     loss_ref = xp.maximum(loss, 1.0) * divergence_factor
@@ -318,6 +321,9 @@ def integrate_gradient_flow(
 
     rho, eigvec, n = radius(y, G, rows, None, 8)
     evals += n
+    # what the kernel carries from one step to the next (first same as last): the dense gradient for
+    # the default kernel; a kernel with its own representation starts from None
+    G = G if stage_kernel is None else None
     h = xp.minimum(0.5 / rho, xp.asarray(max_time, dtype=y.dtype))
     atol = xp.asarray(atol_host, dtype=y.dtype)
     since_rho = np.zeros(B, dtype=np.int64)  # per instance: no instance's steps depend on its batch
@@ -375,7 +381,9 @@ def integrate_gradient_flow(
         if rej.size:  # rejected instances keep their state
             dev_rej = xp.asarray(rej)
             y_new[dev_rej], loss_new[dev_rej], gnorm_new[dev_rej] = y[dev_rej], loss[dev_rej], gnorm[dev_rej]
-            if G_new is not None:
+            if G is None:  # nothing carried for the rejected rows (first step): the kernel recomputes
+                G_new = None
+            elif G_new is not None:
                 G_new[dev_rej] = G[dev_rej]
         y, G, loss, gnorm = y_new, G_new, loss_new, gnorm_new
         t = t + xp.where(accept, h, 0.0)
@@ -448,8 +456,9 @@ def dense_stages(gradient):
     """The default stage kernel: RKC2 stages on dense (b, P) states, any ``gradient``.
 
     Returns ``kernel(y, G, order, h, s_row, rows, coef, tol, xp) -> StepOutcome``,
-    the contract of every stage kernel: ``y``, ``G = ∇L(y)`` (b, P; a kernel
-    may accept None), ``h``, ``s_row`` (host) and ``rows`` in the caller's
+    the contract of every stage kernel: ``y``, ``G`` (what the kernel returned
+    as :attr:`StepOutcome.grad` for these states, or None at the first step),
+    ``h``, ``s_row`` (host) and ``rows`` in the caller's
     order; ``order`` (host) sorts the batch by decreasing stage count, so
     that the instances still in stage j are a prefix; ``coef`` is the
     (μ, ν, μ̃, γ̃)[s, j] table and ``tol`` = (rtol, atol (b,)). With F = −∇L:
@@ -470,6 +479,8 @@ def dense_stages(gradient):
         buf = workspace.get("buf")
         if buf is None or buf.shape[0] < b or buf.shape[2] != P or buf.dtype != y.dtype:
             buf = workspace["buf"] = xp.zeros((b, 6, P), dtype=y.dtype)
+        if G is None:
+            G, _ = gradient(y, rows)
         dev_order = xp.asarray(order)
         buf[:b, _Y0] = y[dev_order]
         buf[:b, _F0] = G[dev_order]
