@@ -408,8 +408,6 @@ class LowRankStages:
         mats0, last0 = arch.layers(y[dev_order])
         h_dev = xp.asarray(h_s, dtype=y.dtype)
         atol = atol[dev_order]
-        y_new = xp.empty_like(y)
-        err, loss_new, gnorm_new = (xp.empty(b, dtype=y.dtype) for _ in range(3))
         counts = np.append(np.bincount(s_s)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
 
         def evaluate(k, kb, c, with_loss):
@@ -431,42 +429,41 @@ class LowRankStages:
             last_grads[:kb, k] = a
             return lossv
 
+        # per instance, in sorted order: the new state, ‖est‖² and ‖W_new‖² per layer (matrix layers, then
+        # W_L), ‖∇L(y_new)‖², the loss and the factors of ∇L(y_new) that the next step starts from
+        y_sorted = xp.empty_like(y)
+        est2, size2 = xp.empty((nl + 1, b), dtype=y.dtype), xp.empty((nl + 1, b), dtype=y.dtype)
+        gn2, loss_sorted = xp.zeros(b, dtype=y.dtype), xp.empty(b, dtype=y.dtype)
+        fsal = xp.empty((b, 2 * nl + 1, d), dtype=y.dtype)
+
         def complete(k, fin, c):
-            """Form Y_k, its error estimate and ‖∇L(Y_k)‖ for the instances ``fin`` whose last stage is k."""
-            e = -0.8 * c  # est = Σ_m e_m ∇L(Y_m), m = 0 … k
-            e = xp.concatenate([e, xp.zeros_like(e[:, :1])], axis=1)
-            e[:, 0] -= 0.4 * h_dev[fin]
-            e[:, k] -= 0.4 * h_dev[fin]
-            ratio = []
-            gn2 = xp.sum(last_grads[fin, k] ** 2, axis=1)
+            """Form Y_k and the ingredients of its error estimate for the instances ``fin`` whose last stage is k."""
+            e = xp.concatenate([-0.8 * c, xp.zeros_like(c[:, :1])], axis=1)  # est = Σ_{m ≤ k} e_m ∇L(Y_m)
+            e[:, [0, k]] -= 0.4 * h_dev[fin, None]
             for l in range(nl):
                 left, right = factors[l, 0, fin, : k + 1], factors[l, 1, fin, : k + 1]
-                new = xp.matmul((left[:, :k] * c[:, :, None]).transpose(0, 2, 1), right[:, :k])
-                new += mats0[l][fin]
-                y_new[dev_order[fin], l * d2:(l + 1) * d2] = new.reshape(-1, d2)
+                W_new = y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, d, d)
+                xp.add(xp.matmul((left[:, :k] * c[:, :, None]).transpose(0, 2, 1), right[:, :k]), mats0[l][fin], out=W_new)
                 gram = xp.matmul(left, left.transpose(0, 2, 1)) * xp.matmul(right, right.transpose(0, 2, 1))
-                est2 = xp.einsum("bm,bmp,bp->b", e, gram, e)
-                size2 = xp.maximum(xp.einsum("bij,bij->b", new, new), xp.einsum("bij,bij->b", mats0[l][fin], mats0[l][fin]))
-                ratio.append(xp.sqrt(xp.maximum(est2, 0.0) / d2) / (atol[fin] + rtol * xp.sqrt(size2 / d2)))
-                gn2 += xp.sum(left[:, k] ** 2, axis=1) * xp.sum(right[:, k] ** 2, axis=1)
-            new = last0[fin] + xp.matmul(c[:, None, :], last_grads[fin, :k])[:, 0, :]
-            y_new[dev_order[fin], nl * d2:] = new
+                est2[l, fin] = xp.einsum("bm,bmp,bp->b", e, gram, e)
+                size2[l, fin] = xp.einsum("bij,bij->b", W_new, W_new)
+                gn2[fin] += gram[:, k, k]
+            w_new = y_sorted[fin, nl * d2:]
+            xp.add(last0[fin], xp.matmul(c[:, None, :], last_grads[fin, :k])[:, 0, :], out=w_new)
             est = xp.matmul(e[:, None, :], last_grads[fin, : k + 1])[:, 0, :]
-            size2 = xp.maximum(xp.sum(new * new, axis=1), xp.sum(last0[fin] ** 2, axis=1))
-            ratio.append(xp.sqrt(xp.sum(est * est, axis=1) / d) / (atol[fin] + rtol * xp.sqrt(size2 / d)))
-            total = xp.sqrt(xp.mean(xp.stack(ratio) ** 2, axis=0))
-            err[dev_order[fin]] = xp.where(xp.isfinite(total), total, xp.inf)
-            gnorm_new[dev_order[fin]] = xp.sqrt(gn2)
+            est2[nl, fin], size2[nl, fin] = xp.sum(est * est, axis=1), xp.sum(w_new * w_new, axis=1)
+            gn2[fin] += xp.sum(last_grads[fin, k] ** 2, axis=1)
+            fsal[fin, : 2 * nl] = factors[:, :, fin, k].transpose(2, 0, 1, 3).reshape(-1, 2 * nl, d)
+            fsal[fin, 2 * nl] = last_grads[fin, k]
 
         # stage 0: the factors of ∇L(y) carried from the step that produced y, else evaluated
-        fsal_new = xp.empty((b, (2 * nl + 1) * arch.d), dtype=y.dtype)
         evals = 0
         if G is None:
             evaluate(0, b, None, False)
             evals += b
         else:
-            packed = G[dev_order].reshape(b, 2 * nl + 1, arch.d)
-            factors[:, :, :b, 0] = packed[:, : 2 * nl].reshape(b, nl, 2, arch.d).transpose(1, 2, 0, 3)
+            packed = G[dev_order].reshape(b, 2 * nl + 1, d)
+            factors[:, :, :b, 0] = packed[:, : 2 * nl].reshape(b, nl, 2, d).transpose(1, 2, 0, 3)
             last_grads[:b, 0] = packed[:, 2 * nl]
         for k, A_k in rkc_butcher_rows(coef, s_s):
             kb = A_k.shape[0]
@@ -476,12 +473,17 @@ class LowRankStages:
             loss_k = evaluate(k, kb, c, fin.start < fin.stop)
             evals += kb
             if fin.start < fin.stop:
-                loss_new[dev_order[fin]] = loss_k[fin]
+                loss_sorted[fin] = loss_k[fin]
                 complete(k, fin, c[fin])
-                fsal = xp.concatenate([factors[:, :, fin, k].transpose(2, 0, 1, 3).reshape(fin.stop - fin.start, -1),
-                                       last_grads[fin, k]], axis=1)
-                fsal_new[dev_order[fin]] = fsal
-        return StepOutcome(y_new, fsal_new, evals, err, loss_new, gnorm_new)
+        # layerwise RMS error norm: RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new))), RMS over layers
+        sizes = xp.asarray([d2] * nl + [d], dtype=y.dtype)[:, None]
+        size0 = xp.stack([xp.einsum("bij,bij->b", W, W) for W in mats0] + [xp.sum(last0 * last0, axis=1)])
+        scale = atol[None, :] + rtol * xp.sqrt(xp.maximum(size0, size2) / sizes)
+        total = xp.sqrt(xp.mean(xp.maximum(est2, 0.0) / sizes / scale**2, axis=0))
+        err_sorted = xp.where(xp.isfinite(total), total, xp.inf)
+        inverse = xp.asarray(np.argsort(order))
+        return StepOutcome(y_sorted[inverse], fsal.reshape(b, -1)[inverse], evals, err_sorted[inverse],
+                           loss_sorted[inverse], xp.sqrt(gn2)[inverse])
 
 
 class LastLayerLoss:
