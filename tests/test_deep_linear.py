@@ -63,6 +63,60 @@ def test_loss_from_sufficient_statistics_equals_direct_loss():
     assert loss[0] == pytest.approx(np.sum((y - X @ beta) ** 2) / (2 * len(y)), rel=1e-12)
 
 
+def _grouped_problem(d, depth, sizes=(6, 9, 14), seed=0):
+    """A batch of LeastSquaresLoss instances on different draws, and random states of O(1) scale."""
+    rng = np.random.default_rng(seed)
+    arch = dl.Architecture(d, depth)
+    Xs = [rng.standard_normal((n, d)) for n in sizes]
+    gram = np.stack([X.T @ X / len(X) for X in Xs])
+    c = np.stack([X.T @ (X @ rng.standard_normal(d) / np.sqrt(d)) / len(X) for X in Xs])
+    loss = dl.LeastSquaresLoss(arch, gram, c, np.ones(len(sizes)), np)
+    return arch, loss, rng.standard_normal((len(sizes), arch.n_params)) * 0.4
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_low_rank_stages_equal_dense_stages(depth):
+    # the factored stages are an exact rewriting of the RKC recursion: same states to rounding, and the
+    # layerwise error norm equals the one computed from the dense estimate
+    from transfertheory.sim import integrator as it
+
+    arch, loss, y = _grouped_problem(7, depth)
+    rows, h, s_row = np.arange(3), np.array([0.3, 0.05, 0.1]), np.array([3, 9, 5])
+    order, tol = np.argsort(-s_row, kind="stable"), (1e-3, np.full(3, 1e-6))
+    coef = it._tables(400).table(9)
+    G, _ = loss(y, rows)
+    dense = it.dense_stages(loss)(y, G, order, h, s_row, rows, coef, tol, np)
+    low = dl.LowRankStages(loss)(y, None, order, h, s_row, rows, coef, tol, np)
+    np.testing.assert_allclose(low.y, dense.y, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(low.loss, dense.loss, rtol=1e-13)
+    np.testing.assert_allclose(low.grad_norm, dense.grad_norm, rtol=1e-12)
+    assert low.evaluations == s_row.sum() + 3 and dense.evaluations == s_row.sum()  # + stage 0 when not carried
+    est = 0.8 * (y - dense.y) - 0.4 * h[:, None] * (G + dense.grad)
+    blocks = [slice(l * 49, (l + 1) * 49) for l in range(depth - 1)] + [slice((depth - 1) * 49, None)]
+
+    def rms(x):
+        return np.sqrt(np.mean(x * x, axis=1))
+
+    ratios = [rms(est[:, bl]) / (1e-6 + 1e-3 * np.maximum(rms(y[:, bl]), rms(dense.y[:, bl]))) for bl in blocks]
+    np.testing.assert_allclose(low.error, np.sqrt(np.mean(np.square(ratios), axis=0)), rtol=1e-8)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_factored_power_iteration_finds_the_hessian_spectral_radius(depth):
+    # exact rank-two Hessian–vector products vs the spectrum of the Hessian built by finite differences
+    from transfertheory.sim import integrator as it
+
+    arch, loss, y = _grouped_problem(4, depth)
+    rows, P, e = np.arange(3), arch.n_params, 1e-5
+    H = np.stack([(loss(y + e * np.eye(P)[j], rows)[0] - loss(y - e * np.eye(P)[j], rows)[0]) / (2 * e)
+                  for j in range(P)], axis=2)
+    exact = np.abs(np.linalg.eigvalsh(0.5 * (H + H.transpose(0, 2, 1)))).max(axis=1)
+    rho, _, _ = dl.LowRankStages(loss).spectral_radius(y, None, rows, None, 300, np)
+    np.testing.assert_allclose(rho, exact, rtol=1e-7)  # the explicit Hessian's own error: O(e²) ~ 1e-10
+    rho_fd, _, _ = it.dense_spectral_radius(loss)(y, None, rows, None, 300, np)
+    np.testing.assert_allclose(rho_fd, exact, rtol=1e-5)  # finite differences with step 1e-7‖y‖
+
+
 def test_initialization_schemes():
     arch = dl.Architecture(12, 3)
     seeds = [np.random.SeedSequence(k) for k in range(3)]
