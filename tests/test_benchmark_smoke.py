@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/bench_deep_linear.py: it runs and prints its report (no timing assertions)."""
+"""Smoke tests of the benchmark scripts: they run and print their reports (no timing assertions)."""
 import os
 import subprocess
 import sys
@@ -9,9 +9,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "bench_deep_linear.py")
 
 
-def _run(*args, timeout=120):
+def _run(*args, timeout=120, script=SCRIPT):
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, script, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -24,7 +24,7 @@ def test_help():
 
 def test_quick_run_prints_ratio_and_writes_csv(tmp_path):
     csv = tmp_path / "bench.csv"
-    out = _run("--quick", "--d", "12", "--instances", "3", "--steps", "300", "--csv", str(csv))
+    out = _run("--quick", "--d", "12", "--instances", "3", "--steps", "300", "--repeat", "1", "--csv", str(csv))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "ratio baseline/simulator:" in out.stdout
     assert "identical task vectors and draw seeds in both implementations: yes" in out.stdout
@@ -41,3 +41,10 @@ def test_quick_fig1_path_runs():
 @pytest.mark.parametrize("bad", [["--instances", "1"], ["--d", "0"]])
 def test_bad_arguments_exit_2(bad):
     assert _run(*bad).returncode == 2
+
+
+def test_integrator_accuracy_table():
+    out = _run("--d", "8", "--instances", "2", script=os.path.join(ROOT, "benchmarks", "integrator_accuracy.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| 0.") or line.startswith("| 1e")]
+    assert len(rows) == 4  # the reference and three settings

@@ -15,12 +15,13 @@ from transfertheory.sim import deep_linear as dl
 from transfertheory.sim.deep_linear import run_transfer_experiment
 from transfertheory.theory import linear as th
 
-# Allowance for what the limit theorems leave out, added to 4·SE in the mean-risk checks:
-# the integrator's error at the default rtol = 1e-3 shifted mean risks by ≤ 3e-4 against an
-# rtol = 1e-6 reference (this file's settings; per draw ≤ 6e-4 for fine-tuning, ≤ 2e-5 for
-# scratch; docs/simulator.md), finite α = 1e-5 shifts limits by O(α), and stopping at
-# ‖∇L‖ ≤ 1e-6 by ≲ 1e-5: 1e-3 covers the three together with margin ≥ 3×.
-ALLOWANCE = 1e-3
+# Allowance for what the limit theorems leave out, added to 4·SE in the mean-risk checks: the
+# integrator's error at the default rtol = 1e-3 moved single risks by ≤ 1.5e-3 (fine-tuning; scratch
+# ≤ 2.2e-5) and mean risks by ≤ 7.3e-4 against an rtol = 1e-6 reference at this file's settings
+# (benchmarks/integrator_accuracy.py --d 32 --thetas 0.5236 1.0472 --sigma 0.3 --instances 40 --seed 11;
+# docs/simulator.md); finite α = 1e-5 shifts limits by O(α), stopping at ‖∇L‖ ≤ 1e-6 by ≲ 1e-5.
+# 2e-3 bounds every single draw's error, hence every mean's, whatever the seed.
+ALLOWANCE = 2e-3
 
 
 def _target_loss(arch, X, y):

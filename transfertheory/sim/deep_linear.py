@@ -736,9 +736,10 @@ def run_transfer_experiment(
         Gradient-flow time budget per instance.
     rtol : float
         Relative local-error tolerance of the integrator. The default 1e-3
-        moves mean risks by ≤ 3e-4 against an rtol = 1e-6 reference (single
-        fine-tuning draws by ≤ 9e-4; scratch ≤ 3e-5; docs/simulator.md), far
-        below the statistical error of 20 draws.
+        moves single fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6
+        reference (mean risks ≤ 9e-4, scratch ≤ 2e-5; d = 32 … 100,
+        docs/simulator.md), far below the statistical error of 20 draws;
+        1e-4 halves that error at twice the cost.
     init : "gaussian" | "balanced" | "assumption22"
     linear_solver : "exact" | "flow"
     feature_cutoff : float or None

@@ -6,22 +6,33 @@ least-squares problems of FaF §3 the ratio of the largest to the smallest
 Hessian eigenvalue grows like 1/(1 − √γ)⁴ and is ~d² at γ = 1. An explicit
 method with error control then needs ~κ steps; the damped second-order
 Runge–Kutta–Chebyshev method (Sommeijer, Shampine & Verwer 1998, *J. Comput.
-Appl. Math.* 88:315) stretches its real stability interval to β(s) ≈ 0.65 s²
-with s stages (≈ 0.54 s² with the strong damping used here), so it needs only ~√κ gradient evaluations, while remaining an
-accurate second-order method through the non-stiff small-α plateau.
+Appl. Math.* 88:315) stretches its real stability interval to β(s) ∝ s² with
+s stages (≈ 0.54 s² with the strong damping used here), so it needs only ~√κ
+gradient evaluations, while remaining an accurate second-order method through
+the non-stiff small-α plateau.
 
 Design
 ------
-* Every instance of a batch has its own time t, step h, spectral-radius
-  estimate ρ (nonlinear power iteration on the gradient) and error control
-  (the RKC local error estimate, mixed absolute/relative RMS norm). One
-  common stage count s (enough for the stiffest active instance) keeps the
-  arrays rectangular. Arrays live on any backend (NumPy or CuPy).
-* Instances stop individually: ``converged`` when ‖∇L‖ ≤ gtol,
-  ``max_time`` / ``max_steps`` when the budget ends first, ``diverged`` on a
-  non-finite or exploding loss, ``step_underflow`` when h collapses.
-  Finished instances are frozen and the working set is compacted, so slow
-  instances (γ ≈ 1) do not make the whole batch pay.
+* Every instance of a batch has its own time t, step h, absolute tolerance,
+  spectral-radius estimate ρ (power iteration, refreshed on its own
+  schedule), stage count s and error control, so an instance's result never
+  depends on the rest of its batch. Instances are sorted by s each step, so
+  those still in stage k are a prefix and a batch costs Σᵢ sᵢ evaluations.
+  Arrays live on any backend (NumPy or CuPy).
+* The stages are computed by a *stage kernel*: :func:`dense_stages` for any
+  ``gradient`` (dense states, componentwise error norm), or a model's own
+  (:class:`~transfertheory.sim.deep_linear.LowRankStages` keeps rank-one
+  layer gradients factored, :func:`rkc_butcher_rows`). A kernel returns a
+  :class:`StepOutcome` and may carry its representation of ∇L from one step
+  to the next (first same as last) and provide its own spectral-radius
+  estimator; step control, statuses and accounting are shared.
+* Strong damping (ε = 2) suits integration to a steady state.
+* Instances stop individually: ``converged`` when ‖∇L‖ ≤ gtol (and an
+  optional ``residual`` ≤ gtol, which rules out saddles), ``max_time`` /
+  ``max_steps`` when the budget ends first, ``diverged`` on a non-finite or
+  exploding loss, ``step_underflow`` when h collapses. Finished instances
+  are frozen and the working set is compacted, so slow instances (γ ≈ 1) do
+  not make the whole batch pay.
 * Any explicit RK combination of gradients keeps the invariant subspaces of
   the flow exactly (e.g. components of W₁ orthogonal to row(X)); quadratic
   invariants such as FaF Eq. 35 drift at the level of the tolerance, which
