@@ -442,8 +442,9 @@ class LowRankStages:
             e[:, [0, k]] -= 0.4 * h_dev[fin, None]
             for l in range(nl):
                 left, right = factors[l, 0, fin, : k + 1], factors[l, 1, fin, : k + 1]
-                W_new = y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, d, d)
-                xp.add(xp.matmul((left[:, :k] * c[:, :, None]).transpose(0, 2, 1), right[:, :k]), mats0[l][fin], out=W_new)
+                W_new = xp.matmul((left[:, :k] * c[:, :, None]).transpose(0, 2, 1), right[:, :k])
+                W_new += mats0[l][fin]
+                y_sorted[fin, l * d2:(l + 1) * d2] = W_new.reshape(-1, d2)
                 gram = xp.matmul(left, left.transpose(0, 2, 1)) * xp.matmul(right, right.transpose(0, 2, 1))
                 est2[l, fin] = xp.einsum("bm,bmp,bp->b", e, gram, e)
                 size2[l, fin] = xp.einsum("bij,bij->b", W_new, W_new)
