@@ -387,7 +387,8 @@ def integrate_gradient_flow(
         evals += out.evaluations
         err = out.error
         accept = err <= 1.0
-        rej = np.flatnonzero(~to_host(accept))
+        rejected_host = ~to_host(accept)
+        rej = np.flatnonzero(rejected_host)
         y_new, G_new, loss_new, gnorm_new = out.y, out.grad, out.loss, out.grad_norm
         if rej.size:  # rejected instances keep their state
             dev_rej = xp.asarray(rej)
@@ -404,7 +405,7 @@ def integrate_gradient_flow(
         h = h * xp.clip(fac, 0.1, 10.0)
         underflow = to_host(h < 1e-13 * xp.maximum(t, 1.0))
         since_rho += 1
-        refresh = np.flatnonzero(~to_host(accept) | (since_rho >= _RHO_REFRESH))
+        refresh = np.flatnonzero(rejected_host | (since_rho >= _RHO_REFRESH))
         if refresh.size:
             sub = xp.asarray(refresh)
             rho[sub], eigvec[sub], n = radius(y[sub], None if G is None else G[sub], rows[refresh], eigvec[sub], 3)
