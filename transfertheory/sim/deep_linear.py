@@ -30,7 +30,7 @@ import pandas as pd
 from ..backend import backend_name, get_array_module, to_host
 from ..theory.linear import GAMMA, THETA, NONNEG
 from .._validation import Interval, check_integer_param, check_param
-from .integrator import FlowResult, integrate_gradient_flow, rkc_butcher_rows
+from .integrator import FlowResult, StepOutcome, integrate_gradient_flow, rkc_butcher_rows
 
 __all__ = [
     "Architecture",
@@ -397,8 +397,6 @@ class LowRankStages:
         return rho, state, (iterations + 1) * b
 
     def __call__(self, y, G, order, h, s_row, rows, coef, tol, xp):
-        from .integrator import StepOutcome
-
         arch, loss = self.arch, self.loss
         (rtol, atol), d = tol, arch.d
         b, nl, d2 = y.shape[0], arch.depth - 1, d**2
