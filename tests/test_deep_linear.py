@@ -437,11 +437,17 @@ def test_bad_input_names_the_parameter(kw, match):
 
 @pytest.mark.gpu
 def test_cpu_and_gpu_agree():
-    kw = dict(d=24, gammas=[0.5, 1.5], thetas=[0.5, 1.2], sigma=0.2, instances=4, seed=1, progress=False)
-    cpu = run_transfer_experiment(**kw, backend="numpy")
-    gpu = run_transfer_experiment(**kw, backend="cupy")
+    # Different rounding can flip an accept/reject decision, after which the two runs are two valid
+    # discretizations and differ by up to twice the integration error — measured here on the CPU as the
+    # change of every risk when rtol is divided by 10 (a tighter run is ~10× more accurate). Both CPU runs
+    # share one pretraining, whose own error (weights within ~1e-9 of a tight run) bounds the rest: 1e-8.
+    kw = dict(d=24, gammas=[0.5, 1.5], thetas=[0.5, 1.2], sigma=0.2, instances=4, seed=1, progress=False, tol=1e-8)
+    cpu = run_transfer_experiment(**kw, rtol=1e-6, backend="numpy")
+    tight = run_transfer_experiment(**kw, rtol=1e-7, backend="numpy")
+    gpu = run_transfer_experiment(**kw, rtol=1e-6, backend="cupy")
     assert gpu.attrs["backend"] == "cupy" and backend.cupy_available()
-    np.testing.assert_allclose(cpu.risk, gpu.risk, rtol=1e-6, atol=1e-8)
+    integration_error = np.abs(cpu.risk - tight.risk).to_numpy()
+    assert np.all(np.abs(cpu.risk - gpu.risk).to_numpy() <= 2 * integration_error + 1e-8)
 
 
 @pytest.mark.slow
