@@ -102,18 +102,23 @@ def rkc_coefficients(s: int):
     return mu, nu, mu_t, gam_t
 
 
-def rkc_stability_bound(s: int) -> float:
+def rkc_stability_bound(s):
     """Length β(s) of the real stability interval [−β(s), 0] of s-stage RKC2.
 
     β(s) = (1 + w₀)·T_s''(w₀)/T_s'(w₀) (≈ 0.537 s² for ε = 2, 0.653 s² for ε = 2/13).
+    ``s`` an integer ≥ 2 (returns a float) or an array of them (one recursion for all).
     """
-    w0 = 1.0 + _EPS_DAMPING / s**2
-    T0, T1, d0, d1, dd0, dd1 = 1.0, w0, 0.0, 1.0, 0.0, 0.0
-    for _ in range(2, s + 1):
-        T0, T1, d0, d1, dd0, dd1 = (
-            T1, 2 * w0 * T1 - T0, d1, 2 * T1 + 2 * w0 * d1 - d0, dd1, 4 * d1 + 2 * w0 * dd1 - dd0
-        )
-    return (1 + w0) * dd1 / d1
+    s_arr = np.asarray(s)
+    w0 = 1.0 + _EPS_DAMPING / s_arr.astype(float) ** 2
+    T0, T1 = np.ones_like(w0), w0  # T_j(w₀), T_j'(w₀), T_j''(w₀) for j = 0, 1
+    d0, d1 = np.zeros_like(w0), np.ones_like(w0)
+    dd0, dd1 = np.zeros_like(w0), np.zeros_like(w0)
+    for j in range(2, int(s_arr.max()) + 1):
+        new = (T1, 2 * w0 * T1 - T0, d1, 2 * T1 + 2 * w0 * d1 - d0, dd1, 4 * d1 + 2 * w0 * dd1 - dd0)
+        active = j <= s_arr
+        T0, T1, d0, d1, dd0, dd1 = (np.where(active, n, o) for n, o in zip(new, (T0, T1, d0, d1, dd0, dd1)))
+    beta = (1 + w0) * dd1 / d1
+    return float(beta) if beta.ndim == 0 else beta
 
 
 class _RKCTables:
@@ -121,7 +126,7 @@ class _RKCTables:
 
     def __init__(self, max_stages: int):
         self.max_stages = max_stages
-        self.beta = np.array([0.0, 0.0] + [rkc_stability_bound(k) for k in range(2, max_stages + 1)])
+        self.beta = np.concatenate([[0.0, 0.0], rkc_stability_bound(np.arange(2, max_stages + 1))])
         self.beta_per_stage2 = rkc_stability_bound(1000) / 1000**2
         self.coeffs = np.zeros((4, 1, 1))
 
