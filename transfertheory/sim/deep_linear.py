@@ -15,9 +15,13 @@ samples and loss (1/2n)‖y − Xβ‖² (Eq. 5). Compared methods:
 Cost per gradient evaluation is O(L·d²) per instance: for a scalar-output
 deep linear net ∇_{W_l}L = (W₁⋯W_{l−1})ᵀ g (W_{l+1}⋯W_L)ᵀ is a rank-one outer
 product of two vectors obtained by matrix–vector chains, with g = ∇_βL. The
-data enter only through Σ̂ = XᵀX/n (shared by all θ and methods of one target
-draw, so the batch's Σ̂β is one grouped matrix product) and ĉ = Xᵀy/n.
-Instances of a call advance together in :func:`~transfertheory.sim.integrator.integrate_gradient_flow`.
+data enter only through Σ̂ = XᵀX/n and ĉ = Xᵀy/n; the target flows run in the
+eigenbasis of Σ̂ (:func:`rotate_to_data_eigenbasis`, an exact change of
+variables), and the integrator's stages keep the rank-one gradients factored
+(:class:`LowRankStages`), so a stage costs two d×d matrix–vector products
+per layer. Instances of a call advance together in
+:func:`~transfertheory.sim.integrator.integrate_gradient_flow`; each one's
+result is independent of the rest of its batch, bit for bit.
 """
 from __future__ import annotations
 
