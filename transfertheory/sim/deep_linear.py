@@ -105,12 +105,39 @@ def _rmatvec(xp, M, v):
     return xp.matmul(v[:, None, :], M)[:, 0, :]
 
 
+def _right_vectors(arch: Architecture, y, xp):
+    """r_l = W_{l+1}⋯W_L for every matrix layer l (a list) and β = W₁r₁, right to left (L − 1 products)."""
+    mats, r = arch.layers(y)
+    rights = [None] * len(mats)
+    for l in reversed(range(len(mats))):
+        rights[l] = r
+        r = _matvec(xp, mats[l], r)
+    return rights, r
+
+
+def _left_vectors(arch: Architecture, y, g, xp):
+    """a_l = (W₁⋯W_{l−1})ᵀg for every matrix layer l (a list) and ∇_{W_L}L = a_L, left to right."""
+    mats, _ = arch.layers(y)
+    lefts, a = [], g
+    for W in mats:
+        lefts.append(a)
+        a = _rmatvec(xp, W, a)
+    return lefts, a
+
+
+def _packed_gradient(arch: Architecture, rights, lefts, a_last, xp):
+    """The packed (b, P) gradient from its factors: ∇_{W_l}L = a_l r_lᵀ, then ∇_{W_L}L = a_L."""
+    d2 = arch.d**2
+    out = xp.empty((a_last.shape[0], arch.n_params), dtype=a_last.dtype)
+    for l, (a, r) in enumerate(zip(lefts, rights)):
+        out[:, l * d2:(l + 1) * d2] = (a[:, :, None] * r[:, None, :]).reshape(-1, d2)
+    out[:, (arch.depth - 1) * d2:] = a_last
+    return out
+
+
 def end_to_end(arch: Architecture, y, xp):
     """β = W₁W₂⋯W_L for each network of the batch, right to left (O(L d²))."""
-    mats, r = arch.layers(y)
-    for W in reversed(mats):
-        r = _matvec(xp, W, r)
-    return r
+    return _right_vectors(arch, y, xp)[1]
 
 
 def chain_gradient(arch: Architecture, y, g, xp):
@@ -119,18 +146,7 @@ def chain_gradient(arch: Architecture, y, g, xp):
     ∇_{W_l}L = a_l r_lᵀ with a_l = (W₁⋯W_{l−1})ᵀg and r_l = W_{l+1}⋯W_L
     (FaF App. B.2, Eq. 39); ∇_{W_L}L = a_L.
     """
-    mats, last = arch.layers(y)
-    rights = [last]
-    for W in reversed(mats[1:]):
-        rights.append(_matvec(xp, W, rights[-1]))
-    rights.reverse()  # rights[l] = W_{l+2}⋯W_L for l = 0 … L−2
-    out = xp.empty((y.shape[0], arch.n_params), dtype=y.dtype)
-    d2, a = arch.d**2, g
-    for l, (W, r) in enumerate(zip(mats, rights)):
-        xp.multiply(a[:, :, None], r[:, None, :], out=out[:, l * d2:(l + 1) * d2].reshape(-1, arch.d, arch.d))
-        a = _rmatvec(xp, W, a)
-    out[:, (arch.depth - 1) * d2:] = a
-    return out
+    return _packed_gradient(arch, _right_vectors(arch, y, xp)[0], *_left_vectors(arch, y, g, xp), xp)
 
 
 def conserved_imbalance(arch: Architecture, y, xp):
@@ -208,9 +224,9 @@ class _EndToEndLoss:
     """A loss of the end-to-end vector β: subclasses define ``beta_gradient(beta, rows, with_loss)``."""
 
     def __call__(self, y, rows):
-        beta = end_to_end(self.arch, y, self.xp)
+        rights, beta = _right_vectors(self.arch, y, self.xp)
         g, loss = self.beta_gradient(beta, rows)
-        return chain_gradient(self.arch, y, g, self.xp), loss
+        return _packed_gradient(self.arch, rights, *_left_vectors(self.arch, y, g, self.xp), self.xp), loss
 
     def residual(self, y, rows):
         """‖∇_βL‖ per instance: vanishes at the minimizers of L(β) but is O(1) at the saddle W = 0,
@@ -354,17 +370,11 @@ class LowRankStages:
         """
         arch, loss = self.arch, self.loss
         nl, d, b = arch.depth - 1, arch.d, y.shape[0]
-        mats, last = arch.layers(y)
-        rights, r = [None] * nl, last
-        for l in reversed(range(nl)):
-            rights[l] = r
-            r = _matvec(xp, mats[l], r)
-        g = loss.beta_gradient(r, rows, with_loss=False)
-        g_at_zero = loss.beta_gradient(xp.zeros_like(r), rows, with_loss=False)  # ∇²_βL·x = ∇_βL(x) − ∇_βL(0)
-        lefts, a = [], g
-        for l in range(nl):
-            lefts.append(a)
-            a = _rmatvec(xp, mats[l], a)
+        mats, _ = arch.layers(y)
+        rights, beta = _right_vectors(arch, y, xp)
+        g = loss.beta_gradient(beta, rows, with_loss=False)
+        g_at_zero = loss.beta_gradient(xp.zeros_like(beta), rows, with_loss=False)  # ∇²_βL·x = ∇_βL(x) − ∇_βL(0)
+        lefts, a = _left_vectors(arch, y, g, xp)
         if state is None:
             nudge = xp.broadcast_to(xp.asarray(1e-2 * np.cos(np.arange(d) * 0.7548776662) / math.sqrt(d)), (b, d))
             P = xp.stack([xp.stack([lefts[l], nudge], axis=-1) for l in range(nl)], axis=1)  # (b, nl, d, 2)
