@@ -337,9 +337,7 @@ def integrate_gradient_flow(
 
     rho, eigvec, n = radius(y, G, rows, None, 8)
     evals += n
-    # what the kernel carries from one step to the next (first same as last): the dense gradient for
-    # the default kernel; a kernel with its own representation starts from None
-    G = G if stage_kernel is None else None
+    G = None  # what the kernel carries from one step to the next (first same as last): none before the first step
     h = xp.minimum(0.5 / rho, xp.asarray(max_time, dtype=y.dtype))
     atol = xp.asarray(atol_host, dtype=y.dtype)
     since_rho = np.zeros(B, dtype=np.int64)  # per instance: no instance's steps depend on its batch
@@ -496,8 +494,10 @@ def dense_stages(gradient):
         buf = workspace.get("buf")
         if buf is None or buf.shape[0] < b or buf.shape[2] != P or buf.dtype != y.dtype:
             buf = workspace["buf"] = xp.zeros((b, 6, P), dtype=y.dtype)
+        evals = b  # ∇L(y_new) at the end; one more per instance when nothing was carried (first step)
         if G is None:
             G, _ = gradient(y, rows)
+            evals += b
         dev_order = xp.asarray(order)
         buf[:b, _Y0] = y[dev_order]
         buf[:b, _F0] = G[dev_order]
@@ -511,7 +511,6 @@ def dense_stages(gradient):
         weights = xp.asarray(np.ascontiguousarray(weights.transpose(1, 0, 2)))  # (s_max + 1, b, 5)
         y_sorted = xp.empty_like(y)
         coeffs = xp.zeros((b, 1, 6), dtype=y.dtype)
-        evals = 0
         for j in range(2, int(s_s[0]) + 1):
             k = int(counts[j])
             evals += k
@@ -534,7 +533,7 @@ def dense_stages(gradient):
         y_new[dev_order] = y_sorted
         G_new, loss_new = gradient(y_new, rows)
         err = _error_norm(y, y_new, G, G_new, xp.asarray(h, dtype=y.dtype), *tol, buf[:b, :2].transpose(1, 0, 2), xp)
-        return StepOutcome(y_new, G_new, evals + b, err, loss_new, _norm(G_new, xp))
+        return StepOutcome(y_new, G_new, evals, err, loss_new, _norm(G_new, xp))
 
     return kernel
 
