@@ -83,37 +83,41 @@ def test_simulator_names_exist_in_the_simulator():
 # --------------------------------------------------------------------------- paper_* are the paper's formulas
 
 
+def same(got, expected):
+    """Identical values, the record's output having the broadcast shape of all its inputs."""
+    np.testing.assert_array_equal(got, np.broadcast_to(expected, np.shape(got)))
+    assert np.ndim(got) >= np.ndim(expected)
+
+
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_paper_forms_are_the_linear_module_functions(sigma):
     g, t = GAMMAS, THETAS
     lin, ridge, ft, sc = (METHODS[k] for k in ("linear", "ridge", "finetune", "scratch"))
     r_sc = L.scratch_risk(g, sigma)
-    np.testing.assert_array_equal(sc.paper_risk(g, t, sigma), np.broadcast_to(r_sc, (6, 7)))
-    np.testing.assert_array_equal(lin.paper_risk(g, t, sigma), np.broadcast_to(np.sin(t) ** 2, (6, 7)))
-    np.testing.assert_array_equal(lin.paper_transferability(g, t, sigma), L.linear_transferability(g, t, sigma))
-    np.testing.assert_array_equal(ridge.paper_risk(g, t, sigma, 0.4), np.broadcast_to(L.ridge_transfer_risk(t, 0.4), (6, 7)))
-    np.testing.assert_array_equal(ridge.paper_transferability(g, t, sigma, 0.4), r_sc - L.ridge_transfer_risk(t, 0.4))
-    np.testing.assert_array_equal(ft.paper_risk(g, t, sigma), L.fine_tune_risk(g, t, sigma))
-    np.testing.assert_array_equal(ft.paper_transferability(g, t, sigma), L.fine_tune_transferability(g, t))
-    np.testing.assert_array_equal(ft.flow_risk(g, t, sigma), L.fine_tune_risk_corrected(g, t, sigma))
-    np.testing.assert_array_equal(ft.flow_transferability(g, t, sigma, depth=3),
-                                  L.fine_tune_transferability_corrected(g, t, sigma, 3))
+    same(sc.paper_risk(g, t, sigma), r_sc)
+    same(lin.paper_risk(g, t, sigma), np.sin(t) ** 2)
+    same(lin.paper_transferability(g, t, sigma), L.linear_transferability(g, t, sigma))
+    same(ridge.paper_risk(g, t, sigma, 0.4), L.ridge_transfer_risk(t, 0.4))
+    same(ridge.paper_transferability(g, t, sigma, 0.4), r_sc - L.ridge_transfer_risk(t, 0.4))
+    same(ft.paper_risk(g, t, sigma), L.fine_tune_risk(g, t, sigma))
+    same(ft.paper_transferability(g, t, sigma), L.fine_tune_transferability(g, t))
+    same(ft.flow_risk(g, t, sigma), L.fine_tune_risk_corrected(g, t, sigma))
+    same(ft.flow_transferability(g, t, sigma, depth=3), L.fine_tune_transferability_corrected(g, t, sigma, 3))
 
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_paper_finite_forms_are_the_linear_module_functions(sigma):
     n, d, t = np.array([3, 5, 19, 20, 21, 40])[:, None], 20, THETAS
     lin, ridge, ft, sc = (METHODS[k] for k in ("linear", "ridge", "finetune", "scratch"))
-    np.testing.assert_array_equal(sc.paper_risk_finite(n, d, t, sigma), np.broadcast_to(L.scratch_risk_finite(n, d, sigma), (6, 7)))
-    np.testing.assert_array_equal(lin.paper_risk_finite(n, d, t, sigma), L.linear_transfer_risk(t, sigma, n))
-    np.testing.assert_array_equal(lin.paper_transferability_finite(n, d, t, sigma), L.linear_transferability_finite(n, d, t, sigma))
-    np.testing.assert_array_equal(ridge.paper_risk_finite(n, d, t, sigma, 0.4), L.ridge_transfer_risk_finite(t, sigma, n, 0.4))
-    np.testing.assert_array_equal(ft.paper_risk_finite(n, d, t, sigma), L.fine_tune_risk_finite_paper(n, d, t, sigma))
-    np.testing.assert_array_equal(ft.paper_transferability_finite(n, d, t, sigma),
-                                  np.broadcast_to(L.fine_tune_transferability_finite_paper(n, d, t), (6, 7)))
+    same(sc.paper_risk_finite(n, d, t, sigma), L.scratch_risk_finite(n, d, sigma))
+    same(lin.paper_risk_finite(n, d, t, sigma), L.linear_transfer_risk(t, sigma, n))
+    same(lin.paper_transferability_finite(n, d, t, sigma), L.linear_transferability_finite(n, d, t, sigma))
+    same(ridge.paper_risk_finite(n, d, t, sigma, 0.4), L.ridge_transfer_risk_finite(t, sigma, n, 0.4))
+    same(ft.paper_risk_finite(n, d, t, sigma), L.fine_tune_risk_finite_paper(n, d, t, sigma))
+    same(ft.paper_transferability_finite(n, d, t, sigma), L.fine_tune_transferability_finite_paper(n, d, t))
     # the deprecated names are the paper's c = 1 formulas
-    np.testing.assert_array_equal(L.fine_tune_risk_finite(n, d, t, sigma), L.fine_tune_risk_finite_paper(n, d, t, sigma))
-    np.testing.assert_array_equal(L.fine_tune_transferability_finite(n, d, t), L.fine_tune_transferability_finite_paper(n, d, t))
+    same(L.fine_tune_risk_finite(n, d, t, sigma), L.fine_tune_risk_finite_paper(n, d, t, sigma))
+    same(L.fine_tune_transferability_finite(n, d, t), L.fine_tune_transferability_finite_paper(n, d, t))
 
 
 # --------------------------------------------------------------------------- identities
@@ -143,11 +147,11 @@ def test_ridge_at_zero_lambda_is_linear_transfer(sigma):
     lin, ridge = METHODS["linear"], METHODS["ridge"]
     np.testing.assert_allclose(ridge.paper_risk(GAMMAS, THETAS, sigma, 0.0), lin.paper_risk(GAMMAS, THETAS, sigma),
                                atol=1e-15)
-    np.testing.assert_allclose(ridge.paper_transferability(GAMMAS, THETAS, sigma), lin.paper_transferability(GAMMAS, THETAS, sigma),
-                               atol=1e-15)
+    np.testing.assert_allclose(ridge.paper_transferability(GAMMAS, THETAS, sigma),
+                               lin.paper_transferability(GAMMAS, THETAS, sigma), atol=1e-15)
     n = np.array([3, 7, 40])[:, None]
-    np.testing.assert_allclose(ridge.paper_risk_finite(n, 20, THETAS, sigma), lin.paper_risk_finite(n, 20, THETAS, sigma),
-                               rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(ridge.paper_risk_finite(n, 20, THETAS, sigma),
+                               lin.paper_risk_finite(n, 20, THETAS, sigma), rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(ridge.flow_transferability_finite(n, 20, THETAS, sigma)[0],
                                lin.flow_transferability_finite(n, 20, THETAS, sigma)[0], rtol=1e-14, atol=1e-14)
 
@@ -155,13 +159,14 @@ def test_ridge_at_zero_lambda_is_linear_transfer(sigma):
 @pytest.mark.parametrize("name", ["scratch", "linear", "ridge"])
 def test_flow_is_paper_with_zero_standard_error(name):
     record, lam = METHODS[name], lam_for(METHODS[name])
-    np.testing.assert_array_equal(record.flow_risk(GAMMAS, THETAS, 0.3, lam), record.paper_risk(GAMMAS, THETAS, 0.3, lam))
+    same(record.flow_risk(GAMMAS, THETAS, 0.3, lam), record.paper_risk(GAMMAS, THETAS, 0.3, lam))
     np.testing.assert_array_equal(record.flow_transferability(GAMMAS, THETAS, 0.3, lam),
                                   record.paper_transferability(GAMMAS, THETAS, 0.3, lam))
     mean, se = record.flow_risk_finite(10, 20, THETAS, 0.3, lam)
     np.testing.assert_array_equal(mean, record.paper_risk_finite(10, 20, THETAS, 0.3, lam))
     assert np.all(se == 0) and se.shape == mean.shape
-    assert record.flow_transferability_finite(10, 20, 0.5, 0.3, lam) == (record.paper_transferability_finite(10, 20, 0.5, 0.3, lam), 0.0)
+    exact = record.paper_transferability_finite(10, 20, 0.5, 0.3, lam)
+    assert record.flow_transferability_finite(10, 20, 0.5, 0.3, lam) == (exact, 0.0)
 
 
 def test_fine_tuning_flow_equals_paper_without_noise_asymptotically():
@@ -178,7 +183,8 @@ def test_fine_tuning_flow_equals_paper_without_noise_asymptotically():
 def test_finite_forms_refuse_n_below_min_n(name):
     record, lam = METHODS[name], lam_for(METHODS[name])
     assert math.isfinite(record.paper_risk_finite(record.min_n, 40, 0.5, 0.2, lam))
-    for method in ("paper_risk_finite", "paper_transferability_finite", "flow_risk_finite", "flow_transferability_finite"):
+    for method in ("paper_risk_finite", "paper_transferability_finite", "flow_risk_finite",
+                   "flow_transferability_finite"):
         with pytest.raises(ValueError, match=rf"^n must be an integer >= {record.min_n}, got {record.min_n - 1}"):
             getattr(record, method)(record.min_n - 1, 40, 0.5, 0.2, lam)
 

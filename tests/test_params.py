@@ -198,7 +198,8 @@ def test_legacy_checks_keep_their_signatures_and_reject_bool_and_str():
             check_integer_param(bad, "n", 1)
     with pytest.raises(ValueError, match=r"^n must be an integer >= 3, got 2"):
         check_integer_param(2, "n", 3)
-    assert scalar_or_array(np.asarray(2.0), 1, 2.0) == 2.0 and isinstance(scalar_or_array(np.ones(2), [1, 2]), np.ndarray)
+    assert type(scalar_or_array(np.asarray(2.0), 1, 2.0)) is float
+    assert isinstance(scalar_or_array(np.ones(2), [1, 2]), np.ndarray)
 
 
 @pytest.mark.parametrize("bad", ["10", True, np.bool_(True)])

@@ -153,7 +153,8 @@ def fine_tune_limit(X, y, beta_pre, depth=2):
     """
     X, y, beta_pre = design(X, y=y, beta_pre=beta_pre)
     if y.shape[-1:] != X.shape[-2:-1] or beta_pre.shape[-1:] != X.shape[-1:]:
-        raise ValueError(f"X must be (..., n, d), y (..., n) and beta_pre (..., d); got {X.shape}, {y.shape}, {beta_pre.shape}")
+        raise ValueError(f"X must be (..., n, d), y (..., n) and beta_pre (..., d); "
+                         f"got {X.shape}, {y.shape}, {beta_pre.shape}")
     depth = P.DEPTH.scalar(depth)
     rhs = np.stack(np.broadcast_arrays(y, (X @ beta_pre[..., None])[..., 0]), axis=-1)
     sol = row_space_solve(X, rhs)

@@ -125,44 +125,39 @@ class TransferMethod:
         lm = P.LAM.check(lam)
         if not self.takes_lambda and np.any(lm != 0):
             raise ValueError(f"lam must be 0 for method {self.name!r} (only 'ridge' takes a ridge strength), "
-                             f"got {np.asarray(lam).flat[0]!r}")
+                             f"got {lm[lm != 0].flat[0]:g}")
         return lm
 
-    def _asymptotic(self, gamma, theta, sigma, lam):
-        return P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
+    def _asymptotic(self, formula, gamma, theta, sigma, lam, *extra):
+        """``formula`` on validated n, d → ∞ arguments, broadcast to all inputs."""
+        args = P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
+        return _broadcast(formula(*args, *extra), gamma, theta, sigma, lam)
 
-    def _finite(self, n, d, theta, sigma, lam):
-        n_ = P.N.with_range(low=self.min_n).check(n)
-        return n_, P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
-
-    @staticmethod
-    def _out(result, *inputs):
-        shape = np.broadcast_shapes(np.shape(result), *map(np.shape, inputs))
-        result = np.asarray(result, dtype=float)
-        if result.shape != shape:
-            result = np.array(np.broadcast_to(result, shape))
-        return scalar_or_array(result, *inputs)
+    def _finite(self, formula, n, d, theta, sigma, lam):
+        """``formula`` on validated finite-size arguments (n >= :attr:`min_n`), broadcast to all inputs."""
+        args = (P.N.with_range(low=self.min_n).check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma),
+                self.check_lam(lam))
+        return _broadcast(formula(*args), n, d, theta, sigma, lam)
 
     # ------------------------------------------------------------------ risks
 
     def paper_risk(self, gamma, theta, sigma, lam=0.0):
         """The paper's n, d → ∞ expected risk (:attr:`source`)."""
-        return self._out(self.formulas.paper_risk(*self._asymptotic(gamma, theta, sigma, lam)), gamma, theta, sigma,
-                         lam)
+        return self._asymptotic(self.formulas.paper_risk, gamma, theta, sigma, lam)
 
     def paper_risk_finite(self, n, d, theta, sigma, lam=0.0):
         """Exact finite-size expected risk of the paper's limit point (fine-tuning: the c = 1 formula)."""
-        return self._out(self.formulas.paper_risk_finite(*self._finite(n, d, theta, sigma, lam)), n, d, theta, sigma,
-                         lam)
+        return self._finite(self.formulas.paper_risk_finite, n, d, theta, sigma, lam)
 
     def flow_risk(self, gamma, theta, sigma, lam=0.0, *, depth=2):
-        """n, d → ∞ expected risk of the gradient-flow limit of an L = ``depth`` network (= :meth:`paper_risk`
-        except for fine-tuning, where it uses the corrected rescaling c)."""
-        args = self._asymptotic(gamma, theta, sigma, lam)
+        """n, d → ∞ expected risk of the gradient-flow limit of an L = ``depth`` network.
+
+        Equal to :meth:`paper_risk` except for fine-tuning, whose carried-over component is rescaled by c.
+        """
         depth = P.DEPTH.scalar(depth)
-        value = (self.formulas.paper_risk(*args) if self.formulas.flow_risk is None
-                 else self.formulas.flow_risk(*args, depth))
-        return self._out(value, gamma, theta, sigma, lam)
+        if self.formulas.flow_risk is None:
+            return self.paper_risk(gamma, theta, sigma, lam)
+        return self._asymptotic(self.formulas.flow_risk, gamma, theta, sigma, lam, depth)
 
     def flow_risk_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size expected risk of the gradient-flow limit: ``(mean, se)``.
@@ -177,21 +172,19 @@ class TransferMethod:
 
     def paper_transferability(self, gamma, theta, sigma, lam=0.0):
         """The paper's n, d → ∞ transferability E[R_scratch − R_method]."""
-        return self._out(self.formulas.paper_transferability(*self._asymptotic(gamma, theta, sigma, lam)), gamma,
-                         theta, sigma, lam)
+        return self._asymptotic(self.formulas.paper_transferability, gamma, theta, sigma, lam)
 
     def paper_transferability_finite(self, n, d, theta, sigma, lam=0.0):
         """Exact finite-size transferability of the paper's limit point."""
-        return self._out(self.formulas.paper_transferability_finite(*self._finite(n, d, theta, sigma, lam)), n, d,
-                         theta, sigma, lam)
+        return self._finite(self.formulas.paper_transferability_finite, n, d, theta, sigma, lam)
 
     def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2):
-        """n, d → ∞ transferability of the gradient-flow limit (= :meth:`paper_transferability` but for fine-tuning)."""
-        args = self._asymptotic(gamma, theta, sigma, lam)
+        """n, d → ∞ transferability of the gradient-flow limit (= :meth:`paper_transferability` except for
+        fine-tuning)."""
         depth = P.DEPTH.scalar(depth)
-        value = (self.formulas.paper_transferability(*args) if self.formulas.flow_transferability is None
-                 else self.formulas.flow_transferability(*args, depth))
-        return self._out(value, gamma, theta, sigma, lam)
+        if self.formulas.flow_transferability is None:
+            return self.paper_transferability(gamma, theta, sigma, lam)
+        return self._asymptotic(self.formulas.flow_transferability, gamma, theta, sigma, lam, depth)
 
     def flow_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size transferability of the gradient-flow limit: ``(mean, se)``, as :meth:`flow_risk_finite`.
@@ -201,19 +194,26 @@ class TransferMethod:
         return self._flow_finite(n, d, theta, sigma, lam, draws, seed, depth)[1]
 
     def _flow_finite(self, n, d, theta, sigma, lam, draws, seed, depth):
+        """((risk mean, se), (T mean, se)) of the gradient-flow limit at size (n, d)."""
         depth = P.DEPTH.scalar(depth)
         if self.formulas.flow_finite is None:
             exact = (self.paper_risk_finite(n, d, theta, sigma, lam),
                      self.paper_transferability_finite(n, d, theta, sigma, lam))
-            return tuple((value, self._out(0.0, value)) for value in exact)
+            return tuple((value, _broadcast(0.0, value)) for value in exact)
         self.check_lam(lam)
-        n, d = P.N.with_range(low=self.min_n).scalar(n), P.D.scalar(d)
-        sigma = P.SIGMA.scalar(sigma)
+        n, d, sigma = P.N.with_range(low=self.min_n).scalar(n), P.D.scalar(d), P.SIGMA.scalar(sigma)
         draws = reference_draws(n, d) if draws is None else draws
-        (risk, risk_se), (gap, gap_se) = self.formulas.flow_finite(n, d, P.THETA.check(theta), sigma, depth, draws,
-                                                                   seed)
-        return ((self._out(risk, theta), self._out(risk_se, theta)),
-                (self._out(gap, theta), self._out(gap_se, theta)))
+        estimates = self.formulas.flow_finite(n, d, P.THETA.check(theta), sigma, depth, draws, seed)
+        return tuple(tuple(_broadcast(v, theta) for v in pair) for pair in estimates)
+
+
+def _broadcast(result, *inputs):
+    """``result`` broadcast to the shape of all ``inputs`` (a fresh array), or a float when they are all scalars."""
+    shape = np.broadcast_shapes(np.shape(result), *map(np.shape, inputs))
+    result = np.asarray(result, dtype=float)
+    if result.shape != shape:
+        result = np.array(np.broadcast_to(result, shape))
+    return scalar_or_array(result, *inputs)
 
 
 # --------------------------------------------------------------------------- the formulas of each method
