@@ -118,7 +118,7 @@ def test_arg_type_parses_valid_text(param, text, value):
         (P.SIGMA, "nan", "must not be NaN, got nan"),
         (P.SIGMA, "abc", "must be a real number, got 'abc'"),
         (P.SIGMA, "", "must be a real number, got ''"),
-        (P.RESOLUTION, "100000000", "must be an integer in [2, 4000], got 1e+08"),
+        (P.RESOLUTION, "100000000", "must be an integer in [2, 4000], got 100000000"),
         (P.RESOLUTION, "1.5", "must be an integer, got '1.5'"),
         (P.N, "True", "must be an integer, got 'True'"),
         (P.SEED, "-3", "must be an integer >= 0, got -3"),

@@ -74,8 +74,9 @@ class Param:
             return f"an integer >= {self.interval.low:g}"
         return f"an integer in {self.interval}"
 
-    def _fail(self, name, shown):
-        return f"{name} must be {self.range_text()}, got {shown}"
+    def _fail(self, name, bad):
+        integral = self.integer and np.isfinite(bad) and bad == round(bad)
+        return f"{name} must be {self.range_text()}, got {int(bad) if integral else format(bad, 'g')}"
 
     def check(self, value, name=None) -> np.ndarray:
         """``value`` as a float array, every element in range (integral for an integer parameter).
@@ -92,10 +93,10 @@ class Param:
         if self.integer:
             bad = ~np.isfinite(arr) | (arr != np.round(np.where(np.isfinite(arr), arr, 0.0)))
             if bad.any():
-                raise ValueError(self._fail(name, f"{arr[bad].flat[0]:g}"))
+                raise ValueError(self._fail(name, arr[bad].flat[0]))
         bad = ~self.interval.contains(arr)
         if bad.any():
-            raise ValueError(self._fail(name, f"{arr[bad].flat[0]:g}"))
+            raise ValueError(self._fail(name, arr[bad].flat[0]))
         return arr
 
     def scalar(self, value, name=None):
