@@ -19,7 +19,7 @@ implemented.
 from .kernel import PopulationLossGradients, arccos_kernel, population_loss, population_loss_and_gradients
 from .power_law import PowerLawFit, negative_transfer_boundary, power_law_fit
 from .projection import ProjectionNorms, rkhs_projection_norms
-from .teachers import M_STAR, MU, AblatedTeacher, ablated_teacher, dropped_count, random_teacher
+from .teachers import M_STAR, MU, TEACHER_OUTPUTS, AblatedTeacher, ablated_teacher, dropped_count, random_teacher
 
 __all__ = [
     "arccos_kernel",
@@ -30,6 +30,7 @@ __all__ = [
     "ProjectionNorms",
     "MU",
     "M_STAR",
+    "TEACHER_OUTPUTS",
     "AblatedTeacher",
     "ablated_teacher",
     "dropped_count",

@@ -8,8 +8,11 @@ features absent from the source ("excess target features").
 When μm* is not an integer, |A| = round(μm*) and the source keeps the mean-field normalisation of
 its own width, 1/(m* − |A|); this is FaF Eq. 19 whenever μm* is an integer.
 
-FaF does not state how the teacher's output weights are drawn; :func:`random_teacher` draws
-c*ᵢ ~ N(0, 1) independently (hidden rows uniform on the sphere, as in FaF §4 and App. D.2).
+FaF does not state the teacher's output weights. :func:`random_teacher` sets c*ᵢ = 1 by default
+(hidden rows uniform on the sphere, as in FaF §4 and App. D.2): at the paper's size (d = m* = 100) this
+gives ‖P⊥ f_t*‖²/‖f_t*‖² ≈ 0.005, 0.016, 0.05 at μ = 0.25, 0.5, 0.75 with P the projection on the source
+teacher's features, the scale of FaF Fig. 4d (0–0.04), while c*ᵢ ~ N(0, 1) (``output="normal"``) gives
+≈ 0.13, 0.28, 0.47 (docs/relu.md).
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from ...backend import SeededGenerator, to_device
 from ..._validation import Interval
 from . import _inputs
 
-__all__ = ["MU", "M_STAR", "AblatedTeacher", "ablated_teacher", "random_teacher", "dropped_count"]
+__all__ = ["MU", "M_STAR", "TEACHER_OUTPUTS", "AblatedTeacher", "ablated_teacher", "random_teacher", "dropped_count"]
 
 #: fraction μ of the target teacher's neurons absent from the source teacher (FaF Eq. 19)
 MU = P.Param("mu", Interval(0, 1, "left"), description="fraction μ of target-teacher neurons ablated from the source")
@@ -93,8 +96,11 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
                           c=xp.take_along_axis(c_b, index, axis=-1), kept=kept)
 
 
-def random_teacher(m_star, d, rng, batch=(), xp=np):
-    r"""A target teacher of FaF Eq. 20: rows w*ᵢ uniform on S^{d−1}, output weights c*ᵢ ~ N(0, 1).
+TEACHER_OUTPUTS = ("ones", "normal")
+
+
+def random_teacher(m_star, d, rng, batch=(), xp=np, output="ones"):
+    r"""A target teacher of FaF Eq. 20: rows w*ᵢ uniform on S^{d−1}; output weights c*ᵢ = 1 or c*ᵢ ~ N(0, 1).
 
     Parameters
     ----------
@@ -104,6 +110,10 @@ def random_teacher(m_star, d, rng, batch=(), xp=np):
         Drawn on the host, then placed on the array module ``xp``.
     batch : tuple of int
         Leading batch shape (independent teachers).
+    xp : module
+        Array module of the result (NumPy or CuPy).
+    output : {"ones", "normal"}
+        c*ᵢ = 1 (default; see the module docstring) or independent N(0, 1).
 
     Returns
     -------
@@ -111,8 +121,10 @@ def random_teacher(m_star, d, rng, batch=(), xp=np):
     """
     m_star, d = M_STAR.scalar(m_star), P.D.scalar(d)
     batch = tuple(P.N.scalar(b, "batch") for b in batch)
+    if output not in TEACHER_OUTPUTS:
+        raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
     generator = _host_generator(rng)
     W = generator.standard_normal(batch + (m_star, d))
     W /= np.linalg.norm(W, axis=-1, keepdims=True)
-    c = generator.standard_normal(batch + (m_star,))
+    c = generator.standard_normal(batch + (m_star,)) if output == "normal" else np.ones(batch + (m_star,))
     return to_device(W, xp), to_device(c, xp)
