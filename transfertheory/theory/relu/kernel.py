@@ -50,20 +50,22 @@ def _norms_and_cosines(A, B, xp):
     return norm_a, norm_b, xp.clip(cosine, -1.0, 1.0)
 
 
-def _check_pair(A, B, a_name, b_name):
-    xp = _inputs.xp_of(A, B)
+def _check_pair(A, B, a_name, b_name, xp):
+    """Validated hidden-weight arrays A (..., p, d) and B (..., q, d) of array module ``xp``."""
     A, B = _inputs.weights(A, a_name, xp), _inputs.weights(B, b_name, xp)
     if A.shape[-1] != B.shape[-1]:
         raise ValueError(f"{a_name} and {b_name} must have the same number of columns d, got {A.shape[-1]} "
                          f"and {B.shape[-1]}")
-    return xp, A, B
+    return A, B
 
 
 def _kernel(A, B, xp):
+    """k(A, B) of validated arrays."""
     return _kernel_from(*_norms_and_cosines(A, B, xp), xp)
 
 
 def _kernel_from(norm_a, norm_b, u, xp):
+    """k from the row norms and cosines of :func:`_norms_and_cosines` (FaF Eq. 153 scaled by ‖a‖‖b‖)."""
     bracket = xp.sqrt(1.0 - u * u) + u * (math.pi - xp.arccos(u))
     return norm_a[..., :, None] * norm_b[..., None, :] * bracket / (2 * math.pi)
 
@@ -84,7 +86,8 @@ def arccos_kernel(A, B):
         (‖aᵢ‖‖bⱼ‖/2π)(√(1 − u²) + u(π − arccos u)), u the cosine between aᵢ and bⱼ (clipped to
         [−1, 1] against rounding). Symmetric and positive semi-definite when A = B.
     """
-    xp, A, B = _check_pair(A, B, "A", "B")
+    xp = _inputs.xp_of(A, B)
+    A, B = _check_pair(A, B, "A", "B", xp)
     return _kernel(A, B, xp)
 
 
@@ -103,7 +106,7 @@ def _kernel_gradient_sum(A, B, v, norm_a, norm_b, u, xp):
 def _check_network(W, c, W_star, c_star):
     """Validated (xp, W, c, W*, c*): matching d, c of shape (..., m), c* of shape (..., m*)."""
     xp = _inputs.xp_of(W, c, W_star, c_star)
-    xp, W, W_star = _check_pair(W, W_star, "W", "W_star")
+    W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
     c = _inputs.output_weights(c, W, "c", "W", xp)
     c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
     return xp, W, c, W_star, c_star

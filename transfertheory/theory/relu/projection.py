@@ -61,7 +61,7 @@ def rkhs_projection_norms(W, W_star, c_star):
         ``(inside, outside)``, both ≥ 0, arrays of the batch shape.
     """
     xp = _inputs.xp_of(W, W_star, c_star)
-    xp, W, W_star = _check_pair(W, W_star, "W", "W_star")
+    W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
     c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
     m, m_star = W.shape[-2], W_star.shape[-2]
     gram = _function_gram(W, W_star, c_star / m_star, xp)
