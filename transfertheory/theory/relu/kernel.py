@@ -156,7 +156,7 @@ def population_loss(W, c, W_star, c_star):
 
     Returns
     -------
-    array of the broadcast batch shape (a 0-d array for a single instance)
+    array of the broadcast batch shape (a scalar for a single instance)
     """
     xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
     B, v = _difference_network(W, c, W_star, c_star, xp)
