@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from ..params import RESOLUTION
 from . import cli
 from . import phase_diagram as pdg
-from .output import FigureOutput
 from .registry import Figure, register
-from .simulation import (SIM_COLUMN_DEFINITIONS, SIM_D, SIM_DRAWS, SIM_GAMMAS, SLICE_THETAS, simulate_slices,
-                         simulation_summary)
-from .stats import agreement_record
+from .simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
 
 __all__ = ["NAME", "SIGMA", "build", "build_parser", "main"]
 
@@ -55,16 +53,12 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], r
     grid = pdg.compute_grid("linear", SIGMA, gamma_max, resolution)
     points = simulate_slices("linear", SIGMA, d, draws, gammas, gamma_max, seed=seed, backend=backend,
                              progress=progress)
-    fig = pdg.plot_phase_diagram(grid, "linear", SIGMA, simulated=points)
-    fig.suptitle("FaF Fig. 6: linear transferability, σ = 0 (theory n, d → ∞; points: simulation ± SD, dashed: exact "
-                 f"d = {d})")
-    parameters = dict(sigma=SIGMA, d=d, draws=draws, gammas=gammas, gamma_max=gamma_max, resolution=resolution,
-                      seed=seed, slice_thetas=SLICE_THETAS, skipped_n=points.attrs["skipped_n"])
-    lines = (f"FaF Fig. 6 (σ = 0): d = {d}, {draws} draws, {gammas} γ points, seed {seed}",
-             pdg.summary(grid, "linear", SIGMA), *simulation_summary(points))
-    return FigureOutput(fig, points, SIM_COLUMN_DEFINITIONS, parameters, lines,
-                        extra=(("_grid", pdg.csv_frame(grid), pdg.grid_columns(grid)),),
-                        agreement=agreement_record(points, "transferability"))
+    output = pdg.phase_diagram_output(grid, "linear", SIGMA, points=points, primary="points",
+                                      parameters=dict(sim_gammas=gammas, seed=seed))
+    output.figure.suptitle("FaF Fig. 6: linear transferability, σ = 0 (theory n, d → ∞; points: simulation ± SD, "
+                           f"dashed: exact d = {d})")
+    return replace(output, summary=(f"FaF Fig. 6 (σ = 0): d = {d}, {draws} draws, {gammas} γ points, seed {seed}",
+                                    *output.summary))
 
 
 def build_parser():

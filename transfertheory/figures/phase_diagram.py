@@ -244,7 +244,7 @@ def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d, limit):
 
 
 def _surface_panel(fig, gamma, theta, t):
-    """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample, with a colour bar."""
+    """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample; returns (axes, surface) for the colour bar."""
     from matplotlib.ticker import MaxNLocator
 
     ax = fig.add_subplot(1, 3, 1, projection="3d")
@@ -256,6 +256,11 @@ def _surface_panel(fig, gamma, theta, t):
     ax.set_yticks([0, np.pi / 4, np.pi / 2], ["0", "π/4", "π/2"])
     ax.set_zticks([-DISPLAY_LIMIT, 0, DISPLAY_LIMIT])
     ax.tick_params(labelsize=8)
+    return ax, surface
+
+
+def _colour_bar(fig, ax, surface):
+    """The colour bar of panel (a), added last so that ``fig.axes`` keeps the panels in order (a), (b), (c)."""
     bar = fig.colorbar(surface, ax=ax, shrink=0.5, pad=0.02, location="left")
     bar.set_label(f"T (clipped to ±{DISPLAY_LIMIT:g})", fontsize=8)
     bar.ax.tick_params(labelsize=8)
@@ -329,9 +334,10 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
     fig.suptitle(f"Transferability, {_title(method, limit, finite_d)}: {setting}")
-    _surface_panel(fig, gamma, theta, t)
+    surface_axes, surface = _surface_panel(fig, gamma, theta, t)
     _sign_panel(fig, gamma, theta, t, method, sigma, lam, finite_d, limit)
     _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated)
+    _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.12, top=0.86, wspace=0.3)
     return fig
 
@@ -432,37 +438,45 @@ def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
 # --------------------------------------------------------------------------- registered FaF Figs. 1 and 3
 
 
-def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=None, parameters=None):
+def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=None, parameters=None, primary="grid"):
     """The phase diagram of ``grid`` as a :class:`~transfertheory.figures.output.FigureOutput`.
 
-    ``data`` is the grid (:func:`csv_frame`); simulated ``points`` of
-    :func:`~transfertheory.figures.simulation.simulate_slices`, when given, are drawn on the slices and become the
-    extra table ``_simulated`` with their agreement counts. ``parameters``: further entries of the metadata.
+    Simulated ``points`` of :func:`~transfertheory.figures.simulation.simulate_slices`, when given, are drawn on
+    the slices and counted in ``agreement``. ``primary="grid"``: ``data`` is the grid (:func:`csv_frame`) and the
+    points the extra table ``_simulated`` (the command line's layout); ``primary="points"``: ``data`` is the
+    points and the grid the extra table ``_grid`` (the registered figures': the points are the measured data, the
+    grid is closed forms). ``parameters``: further entries of the metadata.
     """
+    if primary not in ("grid", "points") or (primary == "points" and points is None):
+        raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
     limit = grid.attrs["limit"]
     fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
     gamma = grid["gamma"].to_numpy()
     record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, gamma_max=float(gamma.max()),
                   resolution=int(np.unique(gamma).size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, limit)]
-    extra, agreement = (), None
-    if points is not None:
-        record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
-                      slice_thetas=SLICE_THETAS, skipped_n=points.attrs.get("skipped_n", []))
-        lines += simulation_summary(points)
-        extra = (("_simulated", points, SIM_COLUMN_DEFINITIONS),)
-        agreement = agreement_record(points, "transferability")
-    return FigureOutput(fig, csv_frame(grid), grid_columns(grid), record, tuple(lines), extra=extra,
-                        agreement=agreement)
+    if points is None:
+        return FigureOutput(fig, csv_frame(grid), grid_columns(grid), record, tuple(lines))
+    record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
+                  slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
+    lines += simulation_summary(points)
+    tables = {"grid": (csv_frame(grid), grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
+    data, columns = tables[primary]
+    other = "points" if primary == "grid" else "grid"
+    suffix = "_simulated" if other == "points" else "_grid"
+    return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
+                        agreement=agreement_record(points, "transferability"))
 
 
 def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend="auto",
           progress=None):
-    """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`."""
+    """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
+    simulated points as ``data`` and the theory grid as the extra ``_grid`` table."""
     grid = compute_grid(method, sigma, gamma_max, resolution)
     points = simulate_slices(method, sigma, d, draws, gammas, gamma_max, seed=seed, backend=backend,
                              progress=progress)
-    return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed))
+    return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed),
+                                primary="points")
 
 
 def _registered(method):
@@ -485,7 +499,7 @@ register(Figure(
     sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
     build=_registered("linear"),
     profiles={"quick": _QUICK, "paper": _PAPER},
-    extra_suffixes=("_simulated",),
+    extra_suffixes=("_grid",),
 ))
 register(Figure(
     name="faf_fig3",
@@ -497,5 +511,5 @@ register(Figure(
     sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
     build=_registered("finetune"),
     profiles={"quick": _QUICK, "paper": _PAPER},
-    extra_suffixes=("_simulated",),
+    extra_suffixes=("_grid",),
 ))
