@@ -29,7 +29,8 @@ python -m transfertheory.figures --all --quick
 (`--paper` for the papers' sizes, `--list` for the names, `NAME …` for some). Each figure `NAME` is written as
 `NAME.png` and `NAME.pdf`, the data behind it as `NAME.csv`, and `NAME.json` with its parameters, the definition
 and unit of every CSV column, the package version, the backend and the runtime. The repository keeps the quick
-profile's PNG, CSV and JSON (PDFs are not committed).
+profile's PNG, CSV and JSON; PDFs and the theory grids `NAME_grid.csv` (closed forms, rebuilt in a second) are
+not committed.
 """
 
 
@@ -40,8 +41,28 @@ def _load(path):
         return None
 
 
+#: what the repository keeps of a figure (the other files are listed without a link: they are not committed)
+_LINKED = (".png", ".csv", ".json")
+
+
+def _value(value):
+    """A parameter for reading: floats to 4 significant digits, lists element by element."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def _parameters(params):
-    return ", ".join(f"{k} = {v}" for k, v in params.items())
+    return ", ".join(f"{k} = {_value(v)}" for k, v in params.items())
+
+
+def _files(meta):
+    names = [f for f in meta.get("files", []) if not f.endswith(THUMBNAIL)]
+    linked = [f"[{f}]({f})" for f in names if f.endswith(_LINKED) and not f.endswith("_grid.csv")]
+    other = [f"`{f}`" for f in names if f"[{f}]({f})" not in linked]
+    return ", ".join(linked) + (f"; also written, not committed: {', '.join(other)}" if other else "")
 
 
 def _section(figure, meta, out):
@@ -63,8 +84,7 @@ def _section(figure, meta, out):
         lines.append(f"- Simulation vs exact theory: {agreement['outside']} of {agreement['points']} points outside "
                      f"{agreement['tolerance']}; largest |z| = {agreement['largest_abs_z']}; "
                      f"{agreement['converged_draws']}/{agreement['draws']} draws converged.")
-    files = ", ".join(f"[{f}]({f})" for f in meta.get("files", []) if not f.endswith(THUMBNAIL))
-    lines.append(f"- Files: {files}.")
+    lines.append(f"- Files: {_files(meta)}.")
     return lines
 
 
