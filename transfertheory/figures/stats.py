@@ -163,9 +163,9 @@ def agreement_lines(table, prefix, what):
     near = np.abs(table[f"{prefix}_mean"] - table["theory_finite"]) <= ALLOWANCE
     hidden = table["z"].abs().where(near)
     if hidden.notna().any() and (z is None or hidden.max() > abs(table.loc[z, "z"])):
-        lines.append(f"(not ranked: {int(near.sum())} points within {ALLOWANCE:g} of the theory, |z| up to "
-                     f"{hidden.max():.3g}, where the SE is below the integrator's error: T = 0 pathwise, e.g. fine-tuning "
-                     "at γ > 1, or σ = 0, θ = 0, γ > 1)")
+        lines.append(f"(not ranked: {int(near.sum())} points within the allowance {ALLOWANCE:g} of the theory, |z| up "
+                     f"to {hidden.max():.3g}: there the integrator's error can exceed the SE, e.g. T = 0 pathwise for "
+                     "fine-tuning at γ > 1 or σ = 0, θ = 0, γ > 1)")
     bad = int((~table["agrees"]).sum())
     lines.append(f"points outside the tolerance {TOLERANCE} (exact theory at the simulated size): {bad} of {len(table)}")
     return lines
