@@ -67,7 +67,7 @@ def main(argv=None):
     if args.list:
         width = max(len(name) for name in figures())
         for name, figure in figures().items():
-            print(f"{name:<{width}}  {figure.summary}")
+            print(f"{name:<{width}}  {figure.title}")
         return EXIT_OK
     backend = resolve_backend(args.backend) if any(f.simulates for f in chosen) else None
     import matplotlib.pyplot as plt

@@ -70,7 +70,8 @@ def build_parser():
         "faf_fig6.{png,pdf,csv,json} and faf_fig6_grid.csv, prints the largest |z| against the exact theory.",
     )
     parser.add_argument("--gammas", type=cli.COUNT.arg_type(), default=DEFAULTS["gammas"], metavar="M",
-                        help=f"simulated γ points per slice, γ = 2k/M (|n − d| <= 1 skipped; default {DEFAULTS['gammas']})")
+                        help="simulated γ points per slice, γ = 2k/M (|n − d| <= 1 skipped; "
+                        f"default {DEFAULTS['gammas']})")
     parser.add_argument("--resolution", type=RESOLUTION.arg_type(), default=DEFAULTS["resolution"], metavar="N",
                         help=f"theory grid points per axis, an integer in {RESOLUTION.interval} "
                         f"(default {DEFAULTS['resolution']})")

@@ -18,9 +18,10 @@ size, saying so in its title.
 
 The pieces: :func:`compute_grid` (tidy table), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
-:func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`. The
-registry's FaF Figs. 1 and 3 (:func:`build`) simulate the slices as well. The
-command line is :mod:`transfertheory.phase_diagram`.
+:func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
+:func:`phase_diagram_output` (all of it as a written figure). The registered
+FaF Figs. 1 and 3 are :mod:`transfertheory.figures.faf_fig1_3`; the command
+line is :mod:`transfertheory.phase_diagram`.
 """
 from __future__ import annotations
 
@@ -32,8 +33,7 @@ from ..params import D, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .output import FigureOutput, use_agg
-from .registry import Figure, register
-from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulate_slices, simulation_summary
+from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "summary",
     "grid_columns",
     "phase_diagram_output",
-    "build",
 ]
 
 #: transfer methods with a phase diagram (the records of :mod:`transfertheory.theory.methods`)
@@ -240,7 +239,8 @@ def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d, limit):
     ax.plot(g_minus, theta, color="tab:cyan", lw=1.5, label=f"γ₋, γ₊: T = 0{tag}")
     ax.plot(g_plus, theta, color="tab:cyan", lw=1.5)
     ax.plot(np.where(g_c <= gamma_max, g_c, np.nan), theta, color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}")
-    ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (E R_sc = ∞)" if sigma > 0 else "γ = 1 (σ = 0: R_sc = 0 beyond)")
+    beyond = "γ = 1 (E R_sc = ∞)" if sigma > 0 else "γ = 1 (σ = 0: R_sc = 0 beyond)"
+    ax.axvline(1.0, color="k", lw=1, ls=":", label=beyond)
 
 
 def _surface_panel(fig, gamma, theta, t):
@@ -435,7 +435,7 @@ def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- registered FaF Figs. 1 and 3
+# --------------------------------------------------------------------------- the written figure
 
 
 def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=None, parameters=None, primary="grid"):
@@ -466,50 +466,3 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     suffix = "_simulated" if other == "points" else "_grid"
     return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
                         agreement=agreement_record(points, "transferability"))
-
-
-def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend="auto",
-          progress=None):
-    """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
-    simulated points as ``data`` and the theory grid as the extra ``_grid`` table."""
-    grid = compute_grid(method, sigma, gamma_max, resolution)
-    points = simulate_slices(method, sigma, d, draws, gammas, gamma_max, seed=seed, backend=backend,
-                             progress=progress)
-    return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed),
-                                primary="points")
-
-
-def _registered(method):
-    def build_registered(params, backend, progress):
-        return build(method, backend=backend, progress=progress, **params)
-
-    return build_registered
-
-
-_QUICK = dict(sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8)
-_PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
-
-register(Figure(
-    name="faf_fig1",
-    title="FaF Fig. 1: linear transferability phase diagram, σ = 0.2",
-    description="Transferability T = E[R_scratch − R_transfer] of linear transfer (last layer retrained on the "
-    "pretrained rank-one features) over (γ, θ): (a) the n, d → ∞ surface, (b) its sign with the boundaries γ₋, γ₊ "
-    "and 1 + σ²/sin²θ, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simulations (mean ± SD over target draws) "
-    "and, dashed, the exact theory at the simulated d.",
-    sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
-    build=_registered("linear"),
-    profiles={"quick": _QUICK, "paper": _PAPER},
-    extra_suffixes=("_grid",),
-))
-register(Figure(
-    name="faf_fig3",
-    title="FaF Fig. 3: fine-tuning transferability phase diagram (gradient-flow limit), σ = 0.2",
-    description="Transferability of fine-tuning (every layer trained from the pretrained weights) over (γ, θ), "
-    "shaded by what gradient flow converges to: the sign changes at θ* = arccos(c/2) < π/3 (corrected FaF "
-    "Thm 3.9), the paper's Eq. 17 boundary θ = π/3 is dashed and its slices dotted. Slices carry gradient-flow "
-    "simulations (mean ± SD) and crosses at the Monte Carlo of the exact finite-d gradient-flow limit.",
-    sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
-    build=_registered("finetune"),
-    profiles={"quick": _QUICK, "paper": _PAPER},
-    extra_suffixes=("_grid",),
-))

@@ -51,11 +51,6 @@ class Figure:
         object.__setattr__(self, "profiles", MappingProxyType(frozen))
         object.__setattr__(self, "sources", tuple(self.sources))
 
-    @property
-    def summary(self) -> str:
-        """One line for ``--list``: the title."""
-        return self.title
-
 
 _FIGURES: dict[str, Figure] = {}
 

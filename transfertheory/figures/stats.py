@@ -147,7 +147,8 @@ def largest_z(table, prefix):
 
 
 def agreement_lines(table, prefix, what):
-    """Summary lines: draws omitted as unconverged, the largest |z| (with its point), points outside :data:`TOLERANCE`."""
+    """Summary lines: draws omitted as unconverged, the largest |z| (with its point), points outside
+    :data:`TOLERANCE`."""
     draws, conv = int(table["n_draws"].sum()), int(table["n_converged"].sum())
     lines = [f"simulation ({what}): {len(table)} points, {conv}/{draws} draws converged"
              + (f" — {draws - conv} unconverged draws omitted (hollow markers)" if conv < draws else "")]
@@ -156,7 +157,8 @@ def agreement_lines(table, prefix, what):
         worst = table.loc[z]
         lines.append(
             f"largest |z| = {abs(worst['z']):.2f} (sim − exact finite-size theory, in SE) at γ = {worst['gamma']:.4g} "
-            f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {format_angle(worst['theta'])}, λ = {worst['lam']:g}: "
+            f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {format_angle(worst['theta'])}, "
+            f"λ = {worst['lam']:g}: "
             f"sim {worst[f'{prefix}_mean']:.4g} ± {worst[f'{prefix}_se']:.2g} (SE), theory {worst['theory_finite']:.4g}"
             + (f" ± {worst['theory_finite_se']:.1g} (Monte Carlo)" if worst.get("theory_finite_se", 0) > 0 else "")
         )
@@ -167,7 +169,8 @@ def agreement_lines(table, prefix, what):
                      f"to {hidden.max():.3g}: there the integrator's error can exceed the SE, e.g. T = 0 pathwise for "
                      "fine-tuning at γ > 1 or σ = 0, θ = 0, γ > 1)")
     bad = int((~table["agrees"]).sum())
-    lines.append(f"points outside the tolerance {TOLERANCE} (exact theory at the simulated size): {bad} of {len(table)}")
+    lines.append(f"points outside the tolerance {TOLERANCE} (exact theory at the simulated size): {bad} of "
+                 f"{len(table)}")
     return lines
 
 
