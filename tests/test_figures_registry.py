@@ -231,3 +231,17 @@ def test_backend_choice_falls_back_to_the_environment(monkeypatch):
     with pytest.raises(SystemExit) as info:
         figure_cli.resolve_backend(None)
     assert info.value.code == 3
+
+
+@pytest.mark.slow
+def test_all_quick_builds_every_figure_within_the_tolerance(tmp_path, capsys):
+    """``--all --quick`` (about half a minute on 2 cores): every FaF figure, no simulated point outside 4·SE + 0.002."""
+    args = ["--all", "--quick", "--backend", "numpy", "--format", "png", "--out", str(tmp_path)]
+    assert registry_cli.main(args) == 0
+    capsys.readouterr()
+    for name in FAF:
+        meta = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+        assert (tmp_path / f"{name}.png").is_file() and (tmp_path / f"{name}.csv").is_file()
+        if registry.get_figure(name).simulates:
+            agreement = meta["agreement"]
+            assert agreement["outside"] == 0 and agreement["converged_draws"] == agreement["draws"]
