@@ -106,6 +106,26 @@ def test_status_of_a_check(expected, result, status):
     assert outcome.status == status and outcome.result is result
 
 
+def test_a_statistical_failure_is_confirmed_with_more_draws():
+    """First stage unexpected → re-checked at CONFIRM_FACTOR × the draws; the second stage decides."""
+
+    def flaky(case):  # fails at the profile's draws only: a false alarm
+        z = 5.0 if case.profile.sim_draws == QUICK.sim_draws else 1.0
+        return CheckResult(z, 4.0, z <= 4, z=z, threshold=4.0)
+
+    outcome = claims.check_point(_claim(flaky), {}, QUICK)
+    assert outcome.status == claims.PASS and outcome.first.z == 5.0 and outcome.result.z == 1.0
+
+    def broken(case):  # a real discrepancy: its z grows with the draws
+        z = 5.0 * (case.profile.sim_draws / QUICK.sim_draws) ** 0.5
+        return CheckResult(z, 4.0, False, z=z, threshold=4.0)
+
+    outcome = claims.check_point(_claim(broken), {}, QUICK)
+    assert outcome.status == claims.FAIL and outcome.result.z == pytest.approx(10.0) and outcome.first.z == 5.0
+    exact = claims.check_point(_claim(lambda case: _result(False)), {}, QUICK)  # no z: nothing to confirm
+    assert exact.status == claims.FAIL and exact.first is None
+
+
 def test_an_exception_in_a_check_is_an_error_not_a_crash():
     def broken(case):
         raise ZeroDivisionError("boom")

@@ -102,6 +102,7 @@ def outcome_record(outcome):
         "allowance": claim.allowance,
         "allowance_reason": claim.allowance_reason,
         "points": len(outcome.points),
+        "confirmations": sum(p.first is not None for p in outcome.points),
         "seconds": round(outcome.seconds, 3),
         "erratum": claim.erratum_link or "",
         "detail": (result.detail if result else worst.error) or "",
@@ -175,6 +176,11 @@ def main(argv=None):
     records = [outcome_record(o) for o in outcomes]
     print(format_table(records))
     for outcome in outcomes:
+        for point in outcome.points:
+            if point.first is not None:
+                print(f"\n{outcome.claim.id}: at {dict(point.params)} the first stage was unexpected (z = "
+                      f"{point.first.z:+.2f}); re-checked with {claims.CONFIRM_FACTOR}x the draws: {point.status}"
+                      + (f" (z = {point.result.z:+.2f})" if point.result is not None and point.result.z is not None else ""))
         for point in outcome.failing:
             why = point.error or (point.result.detail if point.result else "")
             print(f"\n{outcome.claim.id}: {point.status} at {dict(point.params) or 'its fixed point'} — {why}\n"

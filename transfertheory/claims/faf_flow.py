@@ -281,12 +281,14 @@ def _fine_tune_limit_point(case):
 @register("faf.eq142", source="FaF Thm 3.9 (App. B.8, Eq. 142)", kind="simulation", method="finetune",
           expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", strategy=_fine_tune_point,
           statement="paper: fine-tuning converges to X⁺y + (I − P)β_s. With label noise the simulated limit misses "
-                    "it by more than 10× the corrected limit's tolerance")
+                    "it by more than the simulation's accuracy and by 10× its distance to the corrected limit")
 def _eq142_erratum(case):
     beta_ft, corrected, paper = _fine_tuned(case)
-    tol = 10 * _LIMIT_TOLERANCE[case.params["depth"]]
+    accuracy = _LIMIT_TOLERANCE[case.params["depth"]]
     miss = float(np.linalg.norm(beta_ft - paper))
-    return exceeds(miss, tol, "‖β_ft − Eq. 142 limit‖", paper_holds=miss <= _LIMIT_TOLERANCE[case.params["depth"]])
+    margin = max(accuracy, 10 * float(np.linalg.norm(beta_ft - corrected)))
+    return exceeds(miss, margin, "‖β_ft − Eq. 142 limit‖ vs max(accuracy, 10‖β_ft − corrected limit‖)",
+                   paper_holds=miss <= accuracy)
 
 
 @register("faf.appD1.assumption22", source="FaF App. D.1 vs Assumption (22)", kind="simulation",

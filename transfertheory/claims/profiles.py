@@ -6,7 +6,7 @@ expectation, and how many hypothesis points a claim with a strategy is checked a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["Profile", "PROFILES", "PROFILE_NAMES", "get_profile"]
 
@@ -30,6 +30,11 @@ class Profile:
     reference_draws: int | None
     backend: str
     description: str
+
+    def enlarged(self, factor: int) -> "Profile":
+        """The same profile with ``factor`` × the draws, repetitions and reference draws (same points)."""
+        return replace(self, sim_draws=self.sim_draws * factor, mc_reps=self.mc_reps * factor,
+                       reference_draws=None if self.reference_draws is None else self.reference_draws * factor)
 
 
 PROFILES = {
