@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from transfertheory import claims, verify
-from transfertheory.theory import linear
+from transfertheory.theory import linear, methods
 
 #: cheap claims (exact identities and closed forms): the CLI tests run in a fraction of a second
 CHEAP = "faf.eq13"
@@ -75,15 +75,16 @@ def test_unwritable_report_exits_3(tmp_path, capsys):
 
 
 def test_a_perturbed_formula_turns_the_audit_red(monkeypatch, tmp_path, capsys):
-    """Scale the exact finite-size scratch risk by 1.05: the claims built on it must FAIL and the exit status be 1."""
-    original = linear.scratch_risk_finite
-    monkeypatch.setattr(linear, "scratch_risk_finite", lambda *a, **k: 1.05 * original(*a, **k))
+    """Scale the exact finite-size scratch risk (as the method records call it) by 1.05: the claims built on it
+    must FAIL and the exit status be 1."""
+    original = methods.scratch_risk_finite
+    monkeypatch.setattr(methods, "scratch_risk_finite", lambda *a, **k: 1.05 * original(*a, **k))
     code, out, _ = _run(capsys, "-k", "faf.eq10", "--json", str(tmp_path / "v.json"))
     assert code == 1
     records = {r["claim"]: r for r in json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))}
     assert records["faf.eq10"]["status"] == "FAIL" and records["faf.eq10"]["discrepancy"] > records["faf.eq10"]["tolerance"]
     assert "reproduce: python -c" in out and " FAIL" in out.splitlines()[-1]
-    monkeypatch.setattr(linear, "scratch_risk_finite", original)
+    monkeypatch.setattr(methods, "scratch_risk_finite", original)
     assert _run(capsys, "-k", "faf.eq10")[0] == 0
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..sim import deep_linear as dl
-from ..theory import linear as L
+from ..theory.fine_tuning import fine_tune_limit
+from ..theory.methods import METHODS
 from .compare import agreement, exceeds, holds, mean_se, refutation, within
 from .registry import KNOWN_ERRATUM, combine, register
 
@@ -80,81 +81,59 @@ def _label(case):
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
 
 
-def _reference_draws(case, n, d):
-    """Monte Carlo draws of the fine-tuning reference: the profile's, else 4000 up to n·d = 64², fewer beyond."""
-    if case.profile.reference_draws is not None:
-        return case.profile.reference_draws
-    return int(np.clip(4000 * 64**2 / (n * d), 500, 4000))
-
-
-def _fine_tune_reference(case, n, d, theta, sigma):
-    """((risk mean, SE), (T mean, SE)) of the corrected gradient-flow limit at (n, d) (docs/errata.md)."""
-    if n >= d:  # nothing is carried over: R_ft = R_sc pathwise, T = 0
-        risk = L.scratch_risk_finite(n, d, sigma)
-        return (risk, 0.0), (0.0, 0.0)
-    return L.fine_tune_flow_expectation(n, d, theta, sigma, draws=_reference_draws(case, n, d), seed=case.seed % 2**32)
-
-
 # --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
 
 
-@register("faf.thm3.6", source="FaF Thm 3.6 (Eq. 10, exact finite size)", kind="simulation", method="scratch",
+def _mean_risk_and_transferability(case, method):
+    """The simulated mean risk of ``method`` (and its paired T against scratch) against the record's exact
+    finite-size gradient-flow expectation (a Monte Carlo with its own SE for fine-tuning below n = d)."""
+    p, record = case.params, METHODS[method]
+    lam = p.get("lam", 0.0)
+    df = _simulate(case, tuple(dict.fromkeys(("scratch", record.simulator))), ridge=(lam,))
+    args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
+    reference = dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)  # None: the record's policy
+    compared = [("risk", df.loc[df["method"] == record.simulator, "risk"], record.flow_risk_finite)]
+    if method != "scratch":
+        compared.append(("paired T", _paired(df, record.simulator), record.flow_transferability_finite))
+    results = []
+    for what, sample, expectation in compared:
+        ref, ref_se = expectation(*args, **reference)
+        results.append(agreement(*mean_se(sample), float(ref), reference_se=float(ref_se),
+                                 allowance=case.claim.allowance, label=f"{method} {what} {_label(case)}"))
+    return combine(results)
+
+
+_FLOW_CLAIM = dict(kind="simulation", allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
+
+
+@register("faf.thm3.6", source="FaF Thm 3.6 (Eq. 10, exact finite size)", method="scratch", strategy=_sim_point,
           statement="gradient flow from small init reaches X⁺y: the mean simulated scratch risk equals "
-                    "(1 − n/d)₊ + σ²E tr((XᵀX)⁺)",
-          strategy=_sim_point, allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
+                    "(1 − n/d)₊ + σ²E tr((XᵀX)⁺)", **_FLOW_CLAIM)
 def _scratch_mean(case):
-    p = case.params
-    df = _simulate(case, ("scratch",))
-    mean, se = mean_se(df["risk"])
-    return agreement(mean, se, L.scratch_risk_finite(p["n"], p["d"], p["sigma"]), allowance=case.claim.allowance,
-                     label=_label(case))
+    return _mean_risk_and_transferability(case, "scratch")
 
 
-@register("faf.thm3.7", source="FaF Thm 3.7 (Eqs. 12, 13)", kind="simulation", method="linear",
+@register("faf.thm3.7", source="FaF Thm 3.7 (Eqs. 12, 13)", method="linear", strategy=_sim_point,
           statement="linear transfer on the pretrained features: mean risk = sin²θ + (σ² + sin²θ)/(n − 2), and the "
-                    "paired T = E[R_sc − R_lt] = T_lt(n, d) exactly",
-          strategy=_sim_point, allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
+                    "paired T = E[R_sc − R_lt] = T_lt(n, d) exactly", **_FLOW_CLAIM)
 def _linear_mean(case):
-    p = case.params
-    df = _simulate(case, ("scratch", "linear"))
-    risk = mean_se(df.loc[df["method"] == "linear", "risk"])
-    gap = mean_se(_paired(df, "linear"))
-    allowance = case.claim.allowance
-    return combine([
-        agreement(*risk, L.linear_transfer_risk(p["theta"], p["sigma"], p["n"]), allowance=allowance,
-                  label=f"R_lt {_label(case)}"),
-        agreement(*gap, L.linear_transferability_finite(p["n"], p["d"], p["theta"], p["sigma"]), allowance=allowance,
-                  label="paired T_lt"),
-    ])
+    return _mean_risk_and_transferability(case, "linear")
 
 
-@register("faf.thm3.8", source="FaF Thm 3.8 (Eq. 14, exact finite n)", kind="simulation", method="ridge",
-          statement="ridge linear transfer (1/2n)‖ΦW − y‖² + (λ/2)‖W‖² on the pretrained features: mean risk = the "
-                    "exact finite-n ridge risk",
-          strategy=lambda profile: _sim_point(profile, lam=True), allowance=INTEGRATOR_ALLOWANCE,
-          allowance_reason=_ALLOWANCE_REASON)
+@register("faf.thm3.8", source="FaF Thm 3.8 (Eq. 14, exact finite n)", method="ridge",
+          strategy=lambda profile: _sim_point(profile, lam=True),
+          statement="ridge linear transfer (1/2n)‖ΦW − y‖² + (λ/2)‖W‖² on the pretrained features: mean risk and "
+                    "paired T = the exact finite-n ridge expectations", **_FLOW_CLAIM)
 def _ridge_mean(case):
-    p = case.params
-    df = _simulate(case, ("linear",), ridge=(p["lam"],))
-    return agreement(*mean_se(df["risk"]), L.ridge_transfer_risk_finite(p["theta"], p["sigma"], p["n"], p["lam"]),
-                     allowance=case.claim.allowance, label=_label(case))
+    return _mean_risk_and_transferability(case, "ridge")
 
 
-@register("faf.thm3.9.corrected", source="FaF Thm 3.9 (corrected limit)", kind="simulation", method="finetune",
+@register("faf.thm3.9.corrected", source="FaF Thm 3.9 (corrected limit)", method="finetune",
+          strategy=lambda profile: _sim_point(profile, sigma=(0.0, 2.0)),
           statement="fine-tuning converges to X⁺y + c(I − P)β_pre with c from ‖β_pre‖²c⁴ = ‖X⁺y‖² + c²‖(I − P)β_pre‖² "
-                    "(L = 2): mean risk and paired T equal a Monte Carlo of that limit",
-          strategy=lambda profile: _sim_point(profile, sigma=(0.0, 2.0)), allowance=INTEGRATOR_ALLOWANCE,
-          allowance_reason=_ALLOWANCE_REASON)
+                    "(L = 2): mean risk and paired T equal a Monte Carlo of that limit", **_FLOW_CLAIM)
 def _fine_tune_mean(case):
-    p = case.params
-    df = _simulate(case, ("scratch", "finetune"))
-    (risk_ref, risk_se), (t_ref, t_se) = _fine_tune_reference(case, p["n"], p["d"], p["theta"], p["sigma"])
-    allowance = case.claim.allowance
-    return combine([
-        agreement(*mean_se(df.loc[df["method"] == "finetune", "risk"]), risk_ref, reference_se=risk_se,
-                  allowance=allowance, label=f"R_ft {_label(case)}"),
-        agreement(*mean_se(_paired(df, "finetune")), t_ref, reference_se=t_se, allowance=allowance, label="paired T_ft"),
-    ])
+    return _mean_risk_and_transferability(case, "finetune")
 
 
 @register("faf.thm3.9.eq17", source="FaF Thm 3.9 (Eq. 17, Eq. 142)", kind="simulation", method="finetune",
@@ -168,7 +147,8 @@ def _eq17_erratum(case):
     draws = max(case.profile.sim_draws, 40)  # 40 paired draws put the paper's value ~9 SE away at d = 32
     df = _simulate(case, ("scratch", "finetune"), draws=draws, d=d, n=n, theta=theta, sigma=sigma)
     mean, se = mean_se(_paired(df, "finetune"))
-    return refutation(mean, se, L.fine_tune_transferability_finite(n, d, theta), allowance=case.claim.allowance,
+    paper = METHODS["finetune"].paper_transferability_finite(n, d, theta, sigma)
+    return refutation(mean, se, paper, allowance=case.claim.allowance,
                       label=f"paired T_ft at d={d}, n={n}, θ=π/2, σ=2 vs Eq. 17 (c = 1)")
 
 
@@ -248,7 +228,7 @@ def _fine_tuned_draw(d, n, depth, sigma, seed):
         raise RuntimeError(f"pretraining ({pre.flow.status[0]}) or fine-tuning ({flow.status[0]}) did not converge")
     pinv = np.linalg.pinv(X)
     paper = pinv @ y + (np.eye(d) - pinv @ X) @ pre.beta
-    return dl.end_to_end(arch, flow.y, np)[0], L.fine_tune_limit(X, y, pre.beta, depth=depth), paper
+    return dl.end_to_end(arch, flow.y, np)[0], fine_tune_limit(X, y, pre.beta, depth=depth), paper
 
 
 def _fine_tune_point(profile):

@@ -25,6 +25,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..theory import linear as L
+from ..theory.methods import METHODS
 from .compare import exceeds, holds, mc_agreement, within
 from .registry import KNOWN_ERRATUM, combine, register
 
@@ -113,8 +114,8 @@ def _label(case):
 def _scratch_finite(case):
     p = case.params
     _, x, y, _, beta_t = _sample(case)
-    return mc_agreement(_risk(_scratch(x, y), beta_t), L.scratch_risk_finite(p["n"], p["d"], p["sigma"]),
-                        label=_label(case))
+    return mc_agreement(_risk(_scratch(x, y), beta_t), METHODS["scratch"].paper_risk_finite(
+        p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
 
 
 @register("faf.eq12", source="FaF Eq. 12 (Thm 3.7)", kind="monte-carlo", method="linear",
@@ -124,7 +125,7 @@ def _linear_risk(case):
     p = case.params
     rng, x, y, beta_s, beta_t = _sample(case)
     return mc_agreement(_risk(_rank_one_head(rng, x, y, beta_s), beta_t),
-                        L.linear_transfer_risk(p["theta"], p["sigma"], p["n"]), label=_label(case))
+                        METHODS["linear"].paper_risk_finite(p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
 
 
 @register("faf.eq13.finite", source="FaF Eq. 13 (exact finite n, d)", kind="monte-carlo", method="linear",
@@ -134,7 +135,8 @@ def _linear_transferability_finite(case):
     p = case.params
     rng, x, y, beta_s, beta_t = _sample(case)
     diff = _risk(_scratch(x, y), beta_t) - _risk(_rank_one_head(rng, x, y, beta_s), beta_t)
-    return mc_agreement(diff, L.linear_transferability_finite(p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
+    return mc_agreement(diff, METHODS["linear"].paper_transferability_finite(p["n"], p["d"], p["theta"], p["sigma"]),
+                        label=_label(case))
 
 
 @register("faf.eq15.finite", source="FaF Eq. 15 (exact finite n)", kind="monte-carlo", method="ridge",
@@ -145,7 +147,8 @@ def _ridge_finite(case):
     p = case.params
     rng, x, y, beta_s, beta_t = _sample(case)
     return mc_agreement(_risk(_rank_one_head(rng, x, y, beta_s, p["lam"]), beta_t),
-                        L.ridge_transfer_risk_finite(p["theta"], p["sigma"], p["n"], p["lam"]), label=_label(case))
+                        METHODS["ridge"].paper_risk_finite(p["n"], p["d"], p["theta"], p["sigma"], p["lam"]),
+                        label=_label(case))
 
 
 @register("faf.eq16.finite", source="FaF Eq. 16 (exact finite n, d, Eq. 142 limit)", kind="monte-carlo",
@@ -155,7 +158,7 @@ def _fine_tune_finite(case):
     p = case.params
     _, x, y, beta_s, beta_t = _sample(case)
     return mc_agreement(_risk(_fine_tune_paper(x, y, beta_s), beta_t),
-                        L.fine_tune_risk_finite(p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
+                        METHODS["finetune"].paper_risk_finite(p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
 
 
 @register("faf.eq17.finite", source="FaF Eq. 17 (exact finite n, d, Eq. 142 limit)", kind="monte-carlo",
@@ -167,7 +170,8 @@ def _fine_tune_transferability_finite(case):
     p = case.params
     _, x, y, beta_s, beta_t = _sample(case)
     diff = _risk(_scratch(x, y), beta_t) - _risk(_fine_tune_paper(x, y, beta_s), beta_t)
-    return mc_agreement(diff, L.fine_tune_transferability_finite(p["n"], p["d"], p["theta"]), label=_label(case))
+    return mc_agreement(diff, METHODS["finetune"].paper_transferability_finite(p["n"], p["d"], p["theta"], p["sigma"]),
+                        label=_label(case))
 
 
 # --------------------------------------------------------------------------- exact limits and identities
@@ -179,35 +183,37 @@ _GAMMAS = (0.25, 0.5, 0.8, 1.25, 2.0)
           statement="E R_sc → (1 − γ) + σ²γ/(1 − γ) (γ < 1), σ²/(γ − 1) (γ > 1) as d → ∞, "
                     "with d·(gap) → σ²γ/(1−γ)² resp. σ²/(γ−1)²; +∞ at γ = 1")
 def _scratch_limit(case):
-    sigma, results = 0.3, []
+    scratch, sigma, theta, results = METHODS["scratch"], 0.3, 0.5, []
     for gamma in _GAMMAS:
         coef = sigma**2 * (gamma / (1 - gamma) ** 2 if gamma < 1 else 1 / (gamma - 1) ** 2)
         for d in (400, 40000, 400000):
-            n = round(gamma * d)
-            gap = L.scratch_risk_finite(n, d, sigma) - L.scratch_risk(gamma, sigma)
+            gap = scratch.paper_risk_finite(round(gamma * d), d, theta, sigma) - scratch.paper_risk(gamma, theta, sigma)
             results.append(within(d * gap / coef, 1.0, 5 / (d * abs(1 - gamma)), f"d·gap/coef at γ={gamma}, d={d}"))
-    diverges = [L.scratch_risk_finite(n, 500, 0.2) for n in (499, 500, 501)] + [L.scratch_risk(1.0, 0.2)]
+    diverges = [scratch.paper_risk_finite(n, 500, theta, 0.2) for n in (499, 500, 501)]
+    diverges.append(scratch.paper_risk(1.0, theta, 0.2))
     results.append(holds(all(math.isinf(v) for v in diverges), "+∞ at |n − d| ≤ 1 (n = 499, 500, 501; d = 500) and at γ = 1"))
     return combine(results)
 
 
-def _finite_to_asymptotic(finite, asymptotic, label):
-    """Errors at d = 400 and 40000: ≤ 20/40000 (O(1/d), constants ≲ 1/(1 − γ)² ≤ 16 here), shrinking ≥ 50×."""
+def _finite_to_asymptotic(method, quantity, sigma=0.4, lam=0.0):
+    """The record's exact finite-size ``quantity`` ("risk" or "transferability") against its n, d → ∞ form at
+    d = 400 and 40000, n = γd: error ≤ 20/40000 (O(1/d), constants ≲ 1/(1 − γ)² ≤ 16 here), shrinking ≥ 50×."""
+    record = METHODS[method]
+    finite, asymptotic = getattr(record, f"paper_{quantity}_finite"), getattr(record, f"paper_{quantity}")
     results = []
     for gamma in _GAMMAS:
         for theta in (0.0, math.pi / 5, math.pi / 2, 2.0):
-            small, large = (abs(finite(round(gamma * d), d, theta) - asymptotic(gamma, theta)) for d in (400, 40000))
+            limit = asymptotic(gamma, theta, sigma, lam)
+            small, large = (abs(finite(round(gamma * d), d, theta, sigma, lam) - limit) for d in (400, 40000))
             results.append(within(large, 0, min(20 / 40000, small / 50 + 1e-12),
-                                  f"{label} at γ={gamma}, θ={theta:.3g}, d=40000 (error at d=400: {small:.3g})"))
+                                  f"{method} {quantity} at γ={gamma}, θ={theta:.3g}, d=40000 (error at d=400: {small:.3g})"))
     return combine(results)
 
 
 @register("faf.eq13", source="FaF Eq. 13", kind="exact", method="linear",
           statement="T_lt = E R_sc − sin²θ as n, d → ∞: the exact finite-size T_lt(n, d) tends to it at rate 1/d")
 def _linear_transferability_limit(case):
-    sigma = 0.4
-    return _finite_to_asymptotic(lambda n, d, t: L.linear_transferability_finite(n, d, t, sigma),
-                                 lambda g, t: L.linear_transferability(g, t, sigma), "T_lt")
+    return _finite_to_asymptotic("linear", "transferability")
 
 
 @register("faf.eq13.negative-region", source="FaF §3.3 (from Eq. 13)", kind="exact", method="linear",
@@ -259,10 +265,11 @@ def _threshold(case):
 def _ridge_limit(case):
     theta, lam = case.params["theta"], case.params["lam"]
     sigma, h = 0.4, 1e-6
-    errors = [abs(L.ridge_transfer_risk_finite(theta, sigma, n, lam) - L.ridge_transfer_risk(theta, lam))
+    ridge = METHODS["ridge"]
+    errors = [abs(ridge.paper_risk_finite(n, n, theta, sigma, lam) - ridge.paper_risk(1.0, theta, sigma, lam))
               for n in (400, 40000)]
     lo = max(lam - h, 0.0)
-    slope = (L.ridge_transfer_risk(theta, lam + h) - L.ridge_transfer_risk(theta, lo)) / (lam + h - lo)
+    slope = (ridge.paper_risk(1.0, theta, sigma, lam + h) - ridge.paper_risk(1.0, theta, sigma, lo)) / (lam + h - lo)
     return combine([
         within(errors[1], 0, min(20 / 40000, errors[0] / 50 + 1e-12), f"|finite − Eq. 15| at n=40000 (n=400: {errors[0]:.3g})"),
         within(slope, 2 * lam * math.cos(theta) ** 2 / (1 + lam) ** 3, 2e-6, "dR/dλ (central difference, h = 1e-6)"),
@@ -273,11 +280,11 @@ def _ridge_limit(case):
           statement="the exact finite-size risk of the Eq. 142 limit tends to Eq. 16 at rate 1/d, and "
                     "Eq. 16 = Eq. 10 − Eq. 17")
 def _fine_tune_limit(case):
-    sigma = 0.4
-    limit = _finite_to_asymptotic(lambda n, d, t: L.fine_tune_risk_finite(n, d, t, sigma),
-                                  lambda g, t: L.fine_tune_risk(g, t, sigma), "R_ft")
+    sigma, finetune = 0.4, METHODS["finetune"]
+    limit = _finite_to_asymptotic("finetune", "risk", sigma)
     gamma, theta = np.linspace(0.05, 2.95, 30)[:, None], np.linspace(0, math.pi, 9)[None, :]
-    gap = L.fine_tune_risk(gamma, theta, sigma) - (L.scratch_risk(gamma, sigma) - L.fine_tune_transferability(gamma, theta))
+    gap = finetune.paper_risk(gamma, theta, sigma) - (
+        METHODS["scratch"].paper_risk(gamma, theta, sigma) - finetune.paper_transferability(gamma, theta, sigma))
     return combine([limit, within(float(np.max(np.abs(gap))), 0.0, 1e-12, "max |Eq. 16 − (Eq. 10 − Eq. 17)|")])
 
 
@@ -285,13 +292,14 @@ def _fine_tune_limit(case):
           statement="T_ft = (γ − 1)(1 − 2cos θ) for γ ≤ 1, 0 for γ > 1: positive iff θ < π/3; the exact "
                     "finite-size T_ft(n, d) tends to it at rate 1/d")
 def _fine_tune_sign(case):
-    limit = _finite_to_asymptotic(L.fine_tune_transferability_finite, L.fine_tune_transferability, "T_ft")
+    finetune = METHODS["finetune"]
+    limit = _finite_to_asymptotic("finetune", "transferability")
     gamma, theta = np.linspace(0.01, 3.0, 60)[:, None], np.linspace(0, math.pi, 61)[None, :]
-    t = L.fine_tune_transferability(gamma, theta)
+    t = finetune.paper_transferability(gamma, theta, 0.7)
     expected_sign = np.where(gamma >= 1, 0, np.sign(math.pi / 3 - theta))
     wrong = int(np.sum((np.sign(t) != expected_sign) & (np.abs(theta - math.pi / 3) > 1e-12)))
     return combine([limit, within(wrong, 0, 0, "grid points with the wrong sign (positive iff θ < π/3, 0 for γ ≥ 1)"),
-                    within(L.fine_tune_transferability(0.5, math.pi / 3), 0.0, 1e-15, "T_ft at θ = π/3")])
+                    within(finetune.paper_transferability(0.5, math.pi / 3, 0.7), 0.0, 1e-15, "T_ft at θ = π/3")])
 
 
 @register("faf.thm3.8.finite-n", source="FaF Thm 3.8 (§3.3.1, App. B.7)", kind="exact", method="ridge",
@@ -301,13 +309,13 @@ def _fine_tune_sign(case):
 def _ridge_finite_n(case):
     """Richardson-extrapolated forward difference (error O(h²), needs E‖z‖⁻⁸ < ∞: n > 8); h = 1e-4 keeps the
     quadrature's ~1e-13 rounding far below the tolerance after division by h."""
-    sigma, h, results = 0.3, 1e-4, []
+    ridge, sigma, h, results = METHODS["ridge"], 0.3, 1e-4, []
     for n in (10, 50, 250):
         for theta in (0.0, math.pi / 4, math.pi / 2):
-            risk0 = L.ridge_transfer_risk_finite(theta, sigma, n, 0.0)
+            risk0 = ridge.paper_risk_finite(n, n, theta, sigma, 0.0)
 
             def forward(step, theta=theta, n=n, risk0=risk0):
-                return (L.ridge_transfer_risk_finite(theta, sigma, n, step) - risk0) / step
+                return (ridge.paper_risk_finite(n, n, theta, sigma, step) - risk0) / step
 
             slope = 2 * forward(h) - forward(2 * h)
             expected = -2 * n * (math.sin(theta) ** 2 + sigma**2) / ((n - 2) * (n - 4))
