@@ -24,9 +24,10 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
+from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory.methods import METHODS
-from .compare import exceeds, holds, mc_agreement, within
+from .compare import agreement, exceeds, holds, mc_agreement, refutation, within
 from .registry import KNOWN_ERRATUM, combine, register
 
 # --------------------------------------------------------------------------- estimators (independent of the formulas)
@@ -325,3 +326,67 @@ def _ridge_finite_n(case):
                                    f"n={n}, θ={theta:.3g}: −dR/dλ|₀ = {-slope:.6g} (formula {-expected:.6g})",
                                    paper_holds=slope >= 0))
     return combine(results, expected=KNOWN_ERRATUM)
+
+
+# --------------------------------------------------------------------------- the corrected fine-tuning limit (docs/errata.md)
+
+#: the large-d check of the corrected limit: d, and the O(1/d) finite-size corrections the n, d → ∞ formula leaves
+#: out beyond the noise term's (which is added exactly): the per-draw fluctuation of c, bounded by 5/d
+_LARGE_D = 256
+_LARGE_D_ALLOWANCE = 5 / _LARGE_D
+_LARGE_D_REASON = ("finite d = 256: O(1/d) corrections of the per-draw rescaling c, bounded by 5/d (the noise term's "
+                   "own finite-d bias is added exactly)")
+
+
+def _large_d_fine_tuning(case):
+    """Monte Carlo mean (and SE) of the corrected per-draw limit's risk at γ = 1/2, σ = 1, θ = π/3, d = 256, and
+    the n, d → ∞ values to compare it with: (mean, se, flow limit, paper's Eq. 16), both shifted by the noise
+    term's exact finite-d bias."""
+    gamma, theta, sigma, d = 0.5, math.pi / 3, 1.0, _LARGE_D
+    n = round(gamma * d)
+    (mean, se), _ = FT.fine_tune_flow_expectation(n, d, theta, sigma, draws=case.profile.mc_reps // 5,
+                                                  seed=case.seed % 2**32)
+    scratch = METHODS["scratch"]
+    finite_d = scratch.paper_risk_finite(n, d, theta, sigma) - scratch.paper_risk(gamma, theta, sigma)
+    finetune = METHODS["finetune"]
+    return (mean, se, finetune.flow_risk(gamma, theta, sigma) + finite_d,
+            finetune.paper_risk(gamma, theta, sigma) + finite_d)
+
+
+@register("faf.thm3.9.corrected.large-d", source="FaF Thm 3.9 (corrected limit, n, d → ∞)", kind="monte-carlo",
+          method="finetune", allowance=_LARGE_D_ALLOWANCE, allowance_reason=_LARGE_D_REASON,
+          statement="E R_ft → E R_sc + (1 − γ)(c² − 2c cos θ), c² = [(1 − γ) + √((1 − γ)² + 4γ(1 + σ²/(1 − γ)))]/2: "
+                    "the mean risk of the per-draw corrected limit at d = 256 (γ = 1/2, σ = 1, θ = π/3)")
+def _corrected_large_d(case):
+    mean, se, flow, _ = _large_d_fine_tuning(case)
+    return agreement(mean, se, flow, allowance=case.claim.allowance, label="corrected limit at d = 256")
+
+
+@register("faf.eq16.noise", source="FaF Eq. 16 (Thm 3.9) with label noise", kind="monte-carlo", method="finetune",
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", allowance=_LARGE_D_ALLOWANCE,
+          allowance_reason=_LARGE_D_REASON,
+          statement="paper: E R_ft = E R_sc + (1 − γ)(1 − 2cos θ). At σ = 1 (γ = 1/2, θ = π/3, d = 256) the "
+                    "gradient-flow limit's mean risk is > 6 SE + 5/d away from it")
+def _eq16_noise(case):
+    mean, se, _, paper = _large_d_fine_tuning(case)
+    return refutation(mean, se, paper, allowance=case.claim.allowance, label="corrected limit at d = 256 vs Eq. 16")
+
+
+@register("faf.thm3.9.corrected.sigma0", source="FaF Thm 3.9 (corrected limit, σ = 0)", kind="exact", method="finetune",
+          statement="c solves c^{2L/(L−1)} = (1 − γ)c² + γ(1 + σ²/(1 − γ)): c = 1 at σ = 0 for every depth, so the "
+                    "corrected limit reduces to Eqs. 16–17 there; label noise makes c > 1 (γ < 1)")
+def _corrected_sigma0(case):
+    finetune, results = METHODS["finetune"], []
+    gamma, theta = np.linspace(0.05, 1.9, 12)[:, None], np.linspace(0, math.pi, 7)[None, :]
+    for depth in (2, 3, 5):
+        for quantity in ("risk", "transferability"):
+            flow = getattr(finetune, f"flow_{quantity}")(gamma, theta, 0.0, depth=depth)
+            paper = getattr(finetune, f"paper_{quantity}")(gamma, theta, 0.0)
+            results.append(within(float(np.max(np.abs(flow - paper))), 0.0, 1e-12, f"σ = 0, L = {depth}: {quantity}"))
+        c = FT.fine_tune_scale(gamma[:, 0], 0.7, depth)
+        under = gamma[:, 0] < 1
+        g, p = gamma[under, 0], 2 * depth / (depth - 1)
+        residual = np.max(np.abs(c[under] ** p - (1 - g) * c[under] ** 2 - g * (1 + 0.49 / (1 - g))))
+        results.append(within(residual, 0.0, 1e-10, f"σ = 0.7, L = {depth}: residual of the equation for c"))
+        results.append(holds(np.all(c[under] > 1) and np.all(c[~under] == 1), f"σ = 0.7, L = {depth}: c > 1 iff γ < 1"))
+    return combine(results)
