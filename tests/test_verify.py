@@ -74,6 +74,21 @@ def test_unwritable_report_exits_3(tmp_path, capsys):
     assert code == 3 and "cannot write" in err
 
 
+def test_missing_hypothesis_is_reported_not_raised(monkeypatch, capsys):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_claims(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 1 and fromlist and "claims" in fromlist:
+            raise ModuleNotFoundError("No module named 'hypothesis'", name="hypothesis")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", no_claims)
+    code, _, err = _run(capsys, "-k", CHEAP)
+    assert code == 3 and "hypothesis" in err and "transfertheory[test]" in err
+
+
 def test_a_perturbed_formula_turns_the_audit_red(monkeypatch, tmp_path, capsys):
     """Scale the exact finite-size scratch risk (as the method records call it) by 1.05: the claims built on it
     must FAIL and the exit status be 1."""

@@ -9,7 +9,7 @@ a failing point is printed with a one-line command that reproduces it. See docs/
 
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
 is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim);
-3 when the JSON or CSV report cannot be written.
+3 when the JSON or CSV report cannot be written or a dependency of the claims (hypothesis) is missing.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import time
 __all__ = ["build_parser", "main", "outcome_record", "format_table"]
 
 COLUMNS = ("claim", "source", "method", "discrepancy", "tolerance", "status", "seconds")
-EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
+EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
 
 
 def _positive_int(text):
@@ -55,7 +55,7 @@ def build_parser():
         "and print claim, source, method, discrepancy, tolerance, status and seconds. Exit 0 when every claim has "
         "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong), 1 otherwise.",
         epilog="exit status: 0 all expected, 1 unexpected FAIL / UNEXPECTED-PASS / ERROR, 2 usage error, "
-        "3 report file not writable",
+        "3 report file not writable or hypothesis missing",
     )
     size = parser.add_mutually_exclusive_group()
     for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
@@ -149,7 +149,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.seed is not None and not args.explore:
         parser.error("--seed only applies with --explore")
-    from . import claims
+    try:
+        from . import claims
+    except ImportError as err:  # hypothesis (the strategies' library) comes with the test extra
+        print(f"error: the claims need {err.name or err}: pip install 'transfertheory[test]'", file=sys.stderr)
+        return EXIT_ENVIRONMENT
 
     selected = claims.select(args.pattern, profile=args.profile)
     if not selected:
@@ -193,7 +197,7 @@ def main(argv=None):
         _write(records, args.json, args.csv)
     except OSError as err:
         print(f"error: cannot write the report: {err}", file=sys.stderr)
-        return EXIT_WRITE
+        return EXIT_ENVIRONMENT
     return EXIT_UNEXPECTED if any(o.unexpected for o in outcomes) else EXIT_OK
 
 
