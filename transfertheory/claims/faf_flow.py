@@ -157,18 +157,24 @@ def _eq17_erratum(case):
 
 @register("faf.lemma3.3", source="FaF Lemma 3.3 (Eq. 35)", kind="simulation",
           statement="gradient flow on the population source loss from small init reaches β_s and conserves the "
-                    "imbalances D_l = W_lᵀW_l − W_{l+1}W_{l+1}ᵀ",
+                    "imbalances D_l = W_lᵀW_l − W_{l+1}W_{l+1}ᵀ (their drift vanishes with the integration error)",
           strategy=lambda profile: st.fixed_dictionaries({
               "d": st.integers(8, 24), "depth": st.sampled_from((2, 3)), "alpha": st.sampled_from((1e-2, 3e-3, 1e-3))}))
 def _pretraining(case):
+    """At the pretraining default (rtol 1e-4, gtol 1e-8) and 100× tighter: converged, ‖β − β_s‖ ≤ gtol, and the
+    relative drift of D_l (an exact invariant of the flow, Eq. 35) below rtol and shrinking ≥ 10× with the
+    tolerance (measured ≈ 20×: a conserved quantity, not an approximately conserved one)."""
     p = case.params
     beta_s = _unit(p["d"], case.rng)
-    pre = dl.pretrain(dl.Architecture(p["d"], p["depth"]), beta_s, p["alpha"], seed=case.seed % 2**32, backend="numpy")
-    return combine([
-        holds(pre.flow.converged[0], f"converged ({pre.flow.status[0]})"),
-        within(float(np.linalg.norm(pre.beta - beta_s)), 0.0, 1e-8, "‖β − β_s‖ (gtol 1e-8)"),
-        within(pre.imbalance_drift, 0.0, 1e-6, "relative drift of D_l (Eq. 35) at rtol = 1e-4"),
-    ])
+    arch, results, drifts = dl.Architecture(p["d"], p["depth"]), [], []
+    for rtol, gtol in ((1e-4, 1e-8), (1e-6, 1e-10)):
+        pre = dl.pretrain(arch, beta_s, p["alpha"], seed=case.seed % 2**32, rtol=rtol, gtol=gtol, backend="numpy")
+        results += [holds(pre.flow.converged[0], f"rtol {rtol:g}: converged ({pre.flow.status[0]})"),
+                    within(float(np.linalg.norm(pre.beta - beta_s)), 0.0, gtol, f"rtol {rtol:g}: ‖β − β_s‖")]
+        drifts.append(pre.imbalance_drift)
+    results += [within(drifts[0], 0.0, 1e-4, "relative drift of D_l at rtol 1e-4"),
+                within(drifts[1], 0.0, drifts[0] / 10 + 1e-12, "drift at rtol 1e-6 vs (drift at 1e-4)/10")]
+    return combine(results)
 
 
 @register("faf.thm3.4", source="FaF Thm 3.4 (Lemma B.1)", kind="simulation",
