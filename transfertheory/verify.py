@@ -170,8 +170,8 @@ def main(argv=None):
     from tqdm.auto import tqdm
 
     outcomes, start = [], time.perf_counter()
-    bar = tqdm(selected, desc=f"verify --{args.profile}", unit="claim", disable=True if args.no_progress else None, file=sys.stderr,
-               leave=False)
+    bar = tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
+               disable=True if args.no_progress else None)  # None: no bar when stderr is not a terminal
     for claim in bar:
         bar.set_postfix_str(claim.id)
         outcomes.append(claims.run(claim, args.profile, explore=args.explore or 0, seed=seed))
@@ -182,9 +182,10 @@ def main(argv=None):
     for outcome in outcomes:
         for point in outcome.points:
             if point.first is not None:
+                second = point.result.z if point.result is not None else None
                 print(f"\n{outcome.claim.id}: at {dict(point.params)} the first stage was unexpected (z = "
                       f"{point.first.z:+.2f}); re-checked with {claims.CONFIRM_FACTOR}x the draws: {point.status}"
-                      + (f" (z = {point.result.z:+.2f})" if point.result is not None and point.result.z is not None else ""))
+                      + (f" (z = {second:+.2f})" if second is not None else ""))
         for point in outcome.failing:
             why = point.error or (point.result.detail if point.result else "")
             print(f"\n{outcome.claim.id}: {point.status} at {dict(point.params) or 'its fixed point'} — {why}\n"

@@ -97,7 +97,8 @@ def _kl_constant(case):
     f = np.array([0.01, 0.0])
     alpha = 1.0001 * sigma * math.sqrt(delta) / np.linalg.norm(f)
     kl = D.kl_linear_gaussian(f, D.far_target(f, -alpha), sigma)
-    return exceeds(delta - kl, 0.0, f"δ − D_KL(p_f ‖ p_g) with the paper's α (D_KL = {kl:.6g})", paper_holds=kl >= delta)
+    return exceeds(delta - kl, 0.0, f"δ − D_KL(p_f ‖ p_g) with the paper's α (D_KL = {kl:.6g})",
+                   paper_holds=kl >= delta)
 
 
 @register("faf.thm2.2.dudley", source="FaF Thm 2.2 (Dudley half), App. B.1", kind="exact",
@@ -202,7 +203,8 @@ def _fig5(case):
     near = points[(points["norm"] == 1.0) & np.isclose(points["theta"], math.pi / 2)].iloc[0]
     results.append(holds(far["kl"] > near["kl"] and far["w1_empirical"] > near["w1_empirical"]
                          and far["transferability"] > 0 > near["transferability"],
-                         f"far target T = {far['transferability']:.3g} > 0 > near target T = {near['transferability']:.3g}"))
+                         f"far target T = {far['transferability']:.3g} > 0 > "
+                         f"near target T = {near['transferability']:.3g}"))
     rho = faf_fig5.spearman_table(points).set_index("distance")["spearman_rho"].dropna()
     results.append(holds((rho > -0.9).all(), f"Spearman ρ (min {rho.min():+.2f}) > −0.9"))
     return combine(results)

@@ -192,7 +192,7 @@ def _scratch_limit(case):
             results.append(within(d * gap / coef, 1.0, 5 / (d * abs(1 - gamma)), f"d·gap/coef at γ={gamma}, d={d}"))
     diverges = [scratch.paper_risk_finite(n, 500, theta, 0.2) for n in (499, 500, 501)]
     diverges.append(scratch.paper_risk(1.0, theta, 0.2))
-    results.append(holds(all(math.isinf(v) for v in diverges), "+∞ at |n − d| ≤ 1 (n = 499, 500, 501; d = 500) and at γ = 1"))
+    results.append(holds(all(math.isinf(v) for v in diverges), "+∞ at |n − d| ≤ 1 (d = 500) and at γ = 1"))
     return combine(results)
 
 
@@ -206,8 +206,8 @@ def _finite_to_asymptotic(method, quantity, sigma=0.4, lam=0.0):
         for theta in (0.0, math.pi / 5, math.pi / 2, 2.0):
             limit = asymptotic(gamma, theta, sigma, lam)
             small, large = (abs(finite(round(gamma * d), d, theta, sigma, lam) - limit) for d in (400, 40000))
-            results.append(within(large, 0, min(20 / 40000, small / 50 + 1e-12),
-                                  f"{method} {quantity} at γ={gamma}, θ={theta:.3g}, d=40000 (error at d=400: {small:.3g})"))
+            label = f"{method} {quantity} at γ={gamma}, θ={theta:.3g}, d=40000 (error at d=400: {small:.3g})"
+            results.append(within(large, 0, min(20 / 40000, small / 50 + 1e-12), label))
     return combine(results)
 
 
@@ -272,7 +272,8 @@ def _ridge_limit(case):
     lo = max(lam - h, 0.0)
     slope = (ridge.paper_risk(1.0, theta, sigma, lam + h) - ridge.paper_risk(1.0, theta, sigma, lo)) / (lam + h - lo)
     return combine([
-        within(errors[1], 0, min(20 / 40000, errors[0] / 50 + 1e-12), f"|finite − Eq. 15| at n=40000 (n=400: {errors[0]:.3g})"),
+        within(errors[1], 0, min(20 / 40000, errors[0] / 50 + 1e-12),
+               f"|finite − Eq. 15| at n=40000 (n=400: {errors[0]:.3g})"),
         within(slope, 2 * lam * math.cos(theta) ** 2 / (1 + lam) ** 3, 2e-6, "dR/dλ (central difference, h = 1e-6)"),
     ])
 
@@ -328,7 +329,7 @@ def _ridge_finite_n(case):
     return combine(results, expected=KNOWN_ERRATUM)
 
 
-# --------------------------------------------------------------------------- the corrected fine-tuning limit (docs/errata.md)
+# --------------------------------------------------------------------------- the corrected fine-tuning limit
 
 #: the large-d check of the corrected limit: d, and the O(1/d) finite-size corrections the n, d → ∞ formula leaves
 #: out beyond the noise term's (which is added exactly): the per-draw fluctuation of c, bounded by 5/d

@@ -117,7 +117,8 @@ class Claim:
             raise ValueError(f"claim {self.id}: an erratum anchor is given exactly for KNOWN-ERRATUM claims")
         unknown = set(self.profiles) - set(PROFILE_NAMES)
         if unknown or not self.profiles:
-            raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} (claim {self.id})")
+            raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} "
+                             f"(claim {self.id})")
         if not (self.allowance >= 0):
             raise ValueError(f"allowance must be >= 0, got {self.allowance} (claim {self.id})")
 
