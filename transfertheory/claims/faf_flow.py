@@ -279,10 +279,12 @@ def _eq142_erratum(case):
 
 @register("faf.appD1.assumption22", source="FaF App. D.1 vs Assumption (22)", kind="simulation",
           expected=KNOWN_ERRATUM, erratum="erratum-assumption22",
-          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(8, 64), "depth": st.sampled_from((2, 3))}),
-          statement="paper: its experiments (Gaussian W̄_l, entries N(0, 1/d)) satisfy (22), W̄_lᵀW̄_l − "
-                    "W̄_{l+1}W̄_{l+1}ᵀ ≽ λI, λ > 0. The drawn initialization violates it (margin < 0)")
+          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(32, 128), "depth": st.sampled_from((2, 3))}),
+          statement="paper: its experiments (Gaussian W̄_l, entries N(0, 1/d), d = 500) satisfy (22), W̄_lᵀW̄_l − "
+                    "W̄_{l+1}W̄_{l+1}ᵀ ≽ λI, λ > 0. The drawn initialization violates it (margin < 0) for d ≥ 32")
 def _assumption22(case):
+    """The violation has probability → 1 as d grows; measured over 2000 draws, P(margin > 0) = 2.9 % at d = 8,
+    0.35 % at d = 12, 0.1 % at d = 16 (L = 2; 0 for L = 3) and 0 for d ≥ 24: the strategy keeps d ≥ 32."""
     p = case.params
     arch = dl.Architecture(p["d"], p["depth"])
     w0 = dl.init_weights(arch, 1.0, [np.random.SeedSequence(case.seed % 2**32)], "gaussian", np)
