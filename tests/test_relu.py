@@ -1,15 +1,18 @@
 r"""Checks of :mod:`transfertheory.theory.relu` (FaF §4, App. C; derivations in docs/relu.md).
 
-Every closed form is compared with an independent computation:
+Every closed form is compared with an independent computation. The claims registry
+(transfertheory/claims/faf_relu.py, run by tests/test_claims.py and ``python -m transfertheory.verify``)
+holds four of them at a few points each: the kernel, the projection and the population loss against
+Monte Carlo, and the growth of ‖P⊥ f_t*‖² with μ. This module reuses the claims' estimators and adds:
 
-* the arc-cosine kernel with a Monte Carlo of E[σ(aᵀx)σ(bᵀx)] (hypothesis draws norms and cosines,
-  u = ±1 included) and with a 2-d quadrature; exact values at u = 1, 0, −1;
-* the population loss with the sampled loss ½ mean (f − f*)², its gradients with central finite
-  differences (tolerance from the step, see :func:`assert_gradient_matches`), the sphere gradient with
-  finite differences along great circles;
-* ‖P⊥ f*‖² with the residual of a least-squares regression of f* on sampled student features, and
-  with K⁻¹ (FaF Eq. 158) where K is well conditioned;
-* ‖P⊥ f_t*‖² growing with μ: exactly for nested ablations, on average (paired z) for random ones;
+* the arc-cosine kernel against Monte Carlo over 25 hypothesis examples (norms and cosines, u = ±1
+  included) and against a quadrature; exact values at u = 1, 0, −1; symmetry, PSD, batching;
+* the population loss against the sampled loss over 25 examples; its gradients against central finite
+  differences (tolerance from the step, see :func:`assert_gradient_matches`), the sphere gradient
+  against finite differences along great circles;
+* ‖P f*‖² against K⁻¹ (FaF Eq. 158) where K is well conditioned; singular K; a teacher inside the span;
+* ‖P⊥ f_t*‖² nondecreasing in μ for nested ablations (exact);
+* the ablated teacher (FaF Eq. 19) and the uniformity of its subsets;
 * the power-law fit by the coverage of its intervals on synthetic data, the boundary by its identity.
 
 Monte Carlo comparisons pass when |z| ≤ 4, z = (estimate − theory)/SE; the largest |z| is printed.
@@ -23,6 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+from transfertheory.claims.faf_relu import network_on, rows_with_cosines, sampled_half_square_error, sampled_kernel
 from transfertheory.theory import relu as R
 
 #: (|z|, label) of every Monte Carlo comparison of this module
@@ -58,27 +62,6 @@ def assert_z(estimate, se, theory, label, threshold=4.0):
         f"{label}: estimate {estimate.flat[worst]:.6g} vs theory {theory.flat[worst]:.6g}, z = {z.flat[worst]:.2f}")
 
 
-def relu(t):
-    return np.maximum(t, 0.0)
-
-
-def network(x, W, c):
-    """f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) on the rows of x."""
-    return relu(x @ W.T) @ c / W.shape[0]
-
-
-def rows_with_cosines(rng, d, norms_a, norms_b, cosines):
-    """Rows aᵢ (random directions) and bᵢ with cos∠(aᵢ, bᵢ) = cosinesᵢ exactly, of the given norms."""
-    a_hat = rng.standard_normal((len(norms_a), d))
-    a_hat /= np.linalg.norm(a_hat, axis=1, keepdims=True)
-    perp = rng.standard_normal((len(norms_a), d))
-    perp -= (perp * a_hat).sum(axis=1, keepdims=True) * a_hat
-    perp /= np.linalg.norm(perp, axis=1, keepdims=True)
-    u = np.asarray(cosines)[:, None]
-    b_hat = u * a_hat + np.sqrt(1 - u * u) * perp
-    return np.asarray(norms_a)[:, None] * a_hat, np.asarray(norms_b)[:, None] * b_hat
-
-
 # --------------------------------------------------------------------------- the arc-cosine kernel
 
 norms = st.floats(0.05, 5.0)
@@ -95,9 +78,7 @@ def test_kernel_matches_monte_carlo(d, norms_a, norms_b, cos):
     """
     rng = rng_for(d, norms_a, norms_b, cos)
     A, B = rows_with_cosines(rng, d, norms_a, norms_b, cos)
-    x = rng.standard_normal((200_000, d))
-    products = relu(x @ A.T)[:, :, None] * relu(x @ B.T)[:, None, :]
-    mean, se = products.mean(axis=0), products.std(axis=0, ddof=1) / math.sqrt(len(x))
+    mean, se = sampled_kernel(rng, A, B, 200_000)
     kernel = R.arccos_kernel(A, B)
     degenerate = se == 0
     scale = np.outer(norms_a, norms_b)
@@ -168,10 +149,9 @@ def test_population_loss_matches_sampled_loss(m, m_star, d, sphere):
     """½E(f − f*)² vs ½ mean over 100 000 x of (f(x) − f*(x))² (|z| ≤ 4)."""
     rng = rng_for("loss", m, m_star, d, sphere)
     W, c, W_star, c_star = student_and_teacher(rng, m, m_star, d, sphere)
-    x = rng.standard_normal((100_000, d))
-    half_sq = 0.5 * (network(x, W, c) - network(x, W_star, c_star)) ** 2
+    half_sq = sampled_half_square_error(rng, W, c, W_star, c_star, 100_000)
     loss = R.population_loss(W, c, W_star, c_star)
-    assert_z(half_sq.mean(), half_sq.std(ddof=1) / math.sqrt(len(x)), loss, f"population loss m={m} m*={m_star}")
+    assert_z(half_sq.mean(), half_sq.std(ddof=1) / math.sqrt(half_sq.size), loss, f"population loss m={m} m*={m_star}")
 
 
 def test_population_loss_identities():
@@ -258,47 +238,6 @@ def test_gradients_batched_equal_loop():
 # --------------------------------------------------------------------------- projections
 
 
-def least_squares_residual(rng, W, W_star, c_star, samples):
-    """(MSE of the least-squares fit of f* on σ(Wx), its SE, the in-sample optimism) over ``samples`` x.
-
-    The L² projection is the population least-squares fit, so the residual MSE → ‖P⊥ f*‖². In-sample it
-    is low by eᵀHe/N (H the hat matrix) whose mean is tr(K⁻¹ E[φφᵀe²])/N to first order — estimated here
-    from the samples (sandwich formula) and used as the stated allowance.
-    """
-    x = rng.standard_normal((samples, W.shape[1]))
-    features = relu(x @ W.T)
-    target = network(x, W_star, c_star)
-    coef, *_ = np.linalg.lstsq(features, target, rcond=None)
-    residual_sq = (target - features @ coef) ** 2
-    gram = features.T @ features / samples
-    meat = features.T @ (features * residual_sq[:, None]) / samples
-    optimism = np.trace(np.linalg.pinv(gram) @ meat) / samples
-    return residual_sq.mean(), residual_sq.std(ddof=1) / math.sqrt(samples), optimism
-
-
-@pytest.mark.parametrize("case", ["random student", "ablated teacher plus one", "wider student"])
-def test_projection_matches_least_squares_on_samples(case):
-    """‖P⊥ f*‖² vs the residual MSE of regressing f* on the student's features (400 000 samples).
-
-    Passes when |MSE − ‖P⊥ f*‖²| ≤ 4·SE + the in-sample optimism (see :func:`least_squares_residual`;
-    it is ~1e-5 relative here, < 2% of the SE).
-    """
-    rng = rng_for("projection", case)
-    d = 5
-    W_star, c_star = R.random_teacher(6, d, rng, output="normal")
-    W = {
-        "random student": R.random_teacher(4, d, rng)[0],
-        "ablated teacher plus one": np.vstack([R.ablated_teacher(W_star, c_star, 0.5, rng).W,
-                                               R.random_teacher(1, d, rng)[0]]),
-        "wider student": R.random_teacher(9, d, rng)[0],
-    }[case]
-    inside, outside = R.rkhs_projection_norms(W, W_star, c_star)
-    mse, se, optimism = least_squares_residual(rng, W, W_star, c_star, 400_000)
-    assert optimism < 0.05 * se
-    assert_z(mse, se, outside, f"projection: {case}", threshold=4 + optimism / se)
-    assert inside + outside == pytest.approx(c_star @ R.arccos_kernel(W_star, W_star) @ c_star / 36, rel=1e-12)
-
-
 def test_projection_matches_inverse_formula_when_well_conditioned():
     """FaF Eq. 158 with K⁻¹ (condition number below 1e4): ‖P f*‖² = c*ᵀK̃ᵀK⁻¹K̃c*/m* to 1e-9 relative."""
     rng = np.random.default_rng(3)
@@ -344,23 +283,6 @@ def test_pperp_grows_with_mu_for_nested_ablations(output):
     assert outside[-1] > 0.05 * norm_sq
 
 
-@pytest.mark.parametrize("output", R.TEACHER_OUTPUTS)
-def test_pperp_grows_with_mu_on_average(output):
-    """Random teachers (m* = 20, d = 10), independent random ablations at μ = 0.25 and 0.5: the paired
-    difference of ‖P⊥ f_t*‖²/‖f_t*‖² over 300 teachers is positive with z > 4 (P: on the source teacher's
-    features, the kernel a pretrained student sparsifies to, FaF Fig. 4a–b)."""
-    rng = np.random.default_rng(9)
-    W_star, c_star = R.random_teacher(20, 10, rng, batch=(300,), output=output)
-    fractions = []
-    for mu in (0.25, 0.5):
-        source = R.ablated_teacher(W_star, c_star, mu, rng)
-        inside, outside = R.rkhs_projection_norms(source.W, W_star, c_star)
-        fractions.append(outside / (inside + outside))
-    diff = fractions[1] - fractions[0]
-    z = diff.mean() / (diff.std(ddof=1) / math.sqrt(diff.size))
-    assert z > 4, f"mean increase {diff.mean():.3g}, z = {z:.2f}"
-
-
 # --------------------------------------------------------------------------- teachers
 
 
@@ -375,8 +297,8 @@ def test_ablated_teacher_is_eq19():
     np.testing.assert_array_equal(source.c, c_star[source.kept])
     x = rng.standard_normal((50, 4))
     kept_mask = np.isin(np.arange(10), source.kept)
-    eq19 = relu(x @ W_star.T)[:, kept_mask] @ c_star[kept_mask] / ((1 - 0.3) * 10)
-    np.testing.assert_allclose(network(x, source.W, source.c), eq19, rtol=1e-13)
+    eq19 = np.maximum(x @ W_star.T, 0.0)[:, kept_mask] @ c_star[kept_mask] / ((1 - 0.3) * 10)
+    np.testing.assert_allclose(network_on(x, source.W, source.c), eq19, rtol=1e-13)
     assert R.ablated_teacher(W_star, c_star, 0.0, rng).W.shape == (10, 4)
     assert R.dropped_count(0.24, 10) == 2 and R.dropped_count(0.26, 10) == 3
 
@@ -445,6 +367,24 @@ def test_negative_transfer_boundary():
     # log n_c is linear in log A and nearly linear in ν (ν_se/ν ~ 2%): the t interval of log n_c covers 95%
     coverage = np.mean(np.abs(np.log(n_c) - math.log(truth)) <= stats.t.ppf(0.975, fit.dof) * se / n_c)
     assert_z(coverage, math.sqrt(0.95 * 0.05 / fits), 0.95, "boundary interval coverage (delta method)")
+
+
+# --------------------------------------------------------------------------- the registered claims can fail
+
+
+@pytest.mark.parametrize("claim, name, wrong", [
+    ("faf.eq152-153.arccos-kernel", "arccos_kernel", lambda f: lambda *a: 1.02 * f(*a)),
+    ("faf.eq154-159.projection", "rkhs_projection_norms",
+     lambda f: lambda *a: R.ProjectionNorms(f(*a).inside, 1.01 * f(*a).outside)),
+    ("faf.relu.population-loss", "population_loss", lambda f: lambda *a: 1.02 * f(*a)),
+])
+def test_claims_fail_on_a_perturbed_formula(monkeypatch, claim, name, wrong):
+    """A formula off by 1–2% turns its claim FAIL in the quick profile (the audit would go red)."""
+    from transfertheory.claims import registry  # noqa: PLC0415
+
+    assert registry.run(claim, "quick").status == registry.PASS
+    monkeypatch.setattr(R, name, wrong(getattr(R, name)))
+    assert registry.run(claim, "quick").status == registry.FAIL
 
 
 # --------------------------------------------------------------------------- bad input
