@@ -30,6 +30,8 @@ __all__ = ["MU", "M_STAR", "TEACHER_OUTPUTS", "AblatedTeacher", "ablated_teacher
 
 #: fraction μ of the target teacher's neurons absent from the source teacher (FaF Eq. 19)
 MU = P.Param("mu", Interval(0, 1, "left"), description="fraction μ of target-teacher neurons ablated from the source")
+#: laws of the teacher's output weights offered by :func:`random_teacher` (c*ᵢ = 1, or N(0, 1) draws)
+TEACHER_OUTPUTS = ("ones", "normal")
 #: width m* of the target teacher (FaF Eq. 20)
 M_STAR = P.Param("m_star", Interval(1, np.inf, "left"), integer=True, description="width m* of the target teacher")
 
@@ -94,9 +96,6 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
     c_b = xp.broadcast_to(c_star, batch + (m_star,))
     return AblatedTeacher(W=xp.take_along_axis(W_b, index[..., None], axis=-2),
                           c=xp.take_along_axis(c_b, index, axis=-1), kept=kept)
-
-
-TEACHER_OUTPUTS = ("ones", "normal")
 
 
 def random_teacher(m_star, d, rng, batch=(), xp=np, output="ones"):
