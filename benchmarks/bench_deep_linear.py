@@ -65,8 +65,9 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from transfertheory.backend import backend_name, get_array_module, to_host
-from transfertheory.sim import deep_linear
+from transfertheory.backend import backend_name, resolve_backend, to_device, to_host
+from transfertheory.sim.deep_linear import experiment as _experiment
+from transfertheory.sim.deep_linear import training as _training
 from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment, target_draw, task_vectors
 from transfertheory.theory import linear as _linear
 from transfertheory.theory.linear import (
@@ -154,7 +155,7 @@ def exact_theory(method: str, n: int, d: int, theta: float, sigma: float) -> flo
 
 def initial_weights(d: int, seeds, xp):
     """W₁ (b, d, d), W₂ (b, d) = αW̄ with the simulator's Gaussian init (FaF App. D.1)."""
-    y0 = init_weights(Architecture(d, 2), ALPHA, seeds, "gaussian", xp)
+    y0 = to_device(init_weights(Architecture(d, 2), ALPHA, seeds, "gaussian"), xp)
     return y0[:, : d * d].reshape(-1, d, d).copy(), y0[:, d * d:].copy()
 
 
@@ -280,9 +281,10 @@ def limit_risks(d, gammas, theta, sigma, instances, seed):
 
 
 class PhaseTimer:
-    """Exclusive wall time per phase, by wrapping module-level functions of deep_linear.
+    """Exclusive wall time per phase, by wrapping the functions the experiment pipeline calls.
 
-    A call nested inside ``pretrain`` is charged to pretraining. Each wrapped
+    The names are looked up in ``transfertheory.sim.deep_linear.experiment`` (and
+    ``integrate_gradient_flow`` in ``...training``), so they are patched there. A call nested inside ``pretrain`` is charged to pretraining. Each wrapped
     ``integrate_gradient_flow`` call records its progress timeline (wall time
     vs fraction of instances finished) and the final statuses.
     """
@@ -291,11 +293,11 @@ class PhaseTimer:
         "pretrain": "pretraining",
         "train": "target flows",
         "_target_statistics": "target data (X, XᵀX/n)",
-        "_feature_basis": "linear transfer (exact)",
+        "feature_basis": "linear transfer (exact)",
         "linear_transfer_exact": "linear transfer (exact)",
         "init_weights": "init + diagnostics",
         "assumption22_margin": "init + diagnostics",
-        "_imbalance_drift": "init + diagnostics",
+        "imbalance_drift": "init + diagnostics",
     }
 
     def __init__(self, xp):
@@ -351,17 +353,15 @@ class PhaseTimer:
 
     def __enter__(self):
         for name in self.WRAPPED:
-            if hasattr(deep_linear, name):
-                self._saved[name] = getattr(deep_linear, name)
-                setattr(deep_linear, name, self._wrap(name, self._saved[name]))
-        if hasattr(deep_linear, "integrate_gradient_flow"):
-            self._saved["integrate_gradient_flow"] = deep_linear.integrate_gradient_flow
-            deep_linear.integrate_gradient_flow = self._wrap_flow(deep_linear.integrate_gradient_flow)
+            self._saved[(_experiment, name)] = getattr(_experiment, name)
+            setattr(_experiment, name, self._wrap(name, self._saved[(_experiment, name)]))
+        self._saved[(_training, "integrate_gradient_flow")] = _training.integrate_gradient_flow
+        _training.integrate_gradient_flow = self._wrap_flow(_training.integrate_gradient_flow)
         return self
 
     def __exit__(self, *exc):
-        for name, fn in self._saved.items():
-            setattr(deep_linear, name, fn)
+        for (module, name), fn in self._saved.items():
+            setattr(module, name, fn)
         return False
 
     def tail(self, flow):
@@ -646,7 +646,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    xp = get_array_module(args.backend)
+    xp = resolve_backend(args.backend)
     if args.fig1:
         return run_fig1(args, xp)
     d, steps, eta, inst = args.d, args.steps, args.eta, args.instances

@@ -26,7 +26,7 @@ ALLOWANCE = 2e-3
 
 def _target_loss(arch, X, y):
     n = X.shape[0]
-    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]), np)
+    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]))
 
 
 def _draw(d, n, sigma, seed):
@@ -59,7 +59,7 @@ def test_loss_from_sufficient_statistics_equals_direct_loss():
     arch = dl.Architecture(6, 2)
     X, y, _ = _draw(6, 9, 0.3, 1)
     w = np.random.default_rng(2).standard_normal((1, arch.n_params))
-    beta = dl.end_to_end(arch, w, np)[0]
+    beta = dl.end_to_end(arch, w)[0]
     _, loss = _target_loss(arch, X, y)(w, np.arange(1))
     assert loss[0] == pytest.approx(np.sum((y - X @ beta) ** 2) / (2 * len(y)), rel=1e-12)
 
@@ -71,7 +71,7 @@ def _grouped_problem(d, depth, sizes=(6, 9, 14), seed=0):
     Xs = [rng.standard_normal((n, d)) for n in sizes]
     gram = np.stack([X.T @ X / len(X) for X in Xs])
     c = np.stack([X.T @ (X @ rng.standard_normal(d) / np.sqrt(d)) / len(X) for X in Xs])
-    loss = dl.LeastSquaresLoss(arch, gram, c, np.ones(len(sizes)), np)
+    loss = dl.LeastSquaresLoss(arch, gram, c, np.ones(len(sizes)))
     return arch, loss, rng.standard_normal((len(sizes), arch.n_params)) * 0.4
 
 
@@ -83,11 +83,14 @@ def test_low_rank_stages_equal_dense_stages(depth):
 
     arch, loss, y = _grouped_problem(7, depth)
     rows, h, s_row = np.arange(3), np.array([0.3, 0.05, 0.1]), np.array([3, 9, 5])
-    order, tol = np.argsort(-s_row, kind="stable"), (1e-3, np.full(3, 1e-6))
-    coef = it._tables(400).table(9)
     G, _ = loss(y, rows)
-    dense = it.dense_stages(loss)(y, G, order, h, s_row, rows, coef, tol, np)
-    low = dl.LowRankStages(loss)(y, None, order, h, s_row, rows, coef, tol, np)
+
+    def request(carried):
+        return it.StepRequest(y=y, carried=carried, order=np.argsort(-s_row, kind="stable"), h=h, stages=s_row,
+                              rows=rows, coefficients=it.tables(400).table(9), rtol=1e-3, atol=np.full(3, 1e-6))
+
+    dense = it.dense_stages(loss)(request(G))
+    low = dl.LowRankStages(loss)(request(None))
     np.testing.assert_allclose(low.y, dense.y, rtol=0, atol=1e-13)
     np.testing.assert_allclose(low.loss, dense.loss, rtol=1e-13)
     np.testing.assert_allclose(low.grad_norm, dense.grad_norm, rtol=1e-12)
@@ -112,26 +115,26 @@ def test_factored_power_iteration_finds_the_hessian_spectral_radius(depth):
     H = np.stack([(loss(y + e * np.eye(P)[j], rows)[0] - loss(y - e * np.eye(P)[j], rows)[0]) / (2 * e)
                   for j in range(P)], axis=2)
     exact = np.abs(np.linalg.eigvalsh(0.5 * (H + H.transpose(0, 2, 1)))).max(axis=1)
-    rho, _, _ = dl.LowRankStages(loss).spectral_radius(y, None, rows, None, 300, np)
+    rho, _, _ = dl.LowRankStages(loss).spectral_radius(y, None, rows, None, 300)
     np.testing.assert_allclose(rho, exact, rtol=1e-7)  # the explicit Hessian's own error: O(e²) ~ 1e-10
-    rho_fd, _, _ = it.dense_spectral_radius(loss)(y, None, rows, None, 300, np)
+    rho_fd, _, _ = it.dense_spectral_radius(loss)(y, None, rows, None, 300)
     np.testing.assert_allclose(rho_fd, exact, rtol=1e-5)  # finite differences with step 1e-7‖y‖
 
 
 def test_initialization_schemes():
     arch = dl.Architecture(12, 3)
     seeds = [np.random.SeedSequence(k) for k in range(3)]
-    bal = dl.init_weights(arch, 0.1, seeds, "balanced", np)
-    for D in dl.conserved_imbalance(arch, bal, np):
+    bal = dl.init_weights(arch, 0.1, seeds, "balanced")
+    for D in dl.conserved_imbalance(arch, bal):
         assert np.abs(D).max() < 1e-15  # D_l = 0 exactly
-    a22 = dl.init_weights(arch, 0.1, seeds, "assumption22", np)
-    for D in dl.conserved_imbalance(arch, a22, np):
+    a22 = dl.init_weights(arch, 0.1, seeds, "assumption22")
+    for D in dl.conserved_imbalance(arch, a22):
         np.testing.assert_allclose(D, 0.01 * np.eye(12)[None].repeat(3, 0), atol=1e-14)  # D_l = α² I
-    np.testing.assert_allclose(dl.assumption22_margin(arch, a22, np) / 0.01, 1.0, rtol=1e-10)
-    gau = dl.init_weights(arch, 1.0, [np.random.SeedSequence(5)], "gaussian", np)
+    np.testing.assert_allclose(dl.assumption22_margin(arch, a22) / 0.01, 1.0, rtol=1e-10)
+    gau = dl.init_weights(arch, 1.0, [np.random.SeedSequence(5)], "gaussian")
     assert np.var(gau) == pytest.approx(1 / 12, rel=0.1)  # W̄ entries N(0, 1/d), FaF App. D.1
     with pytest.raises(ValueError, match="init"):
-        dl.init_weights(arch, 0.1, seeds, "orthogonal", np)
+        dl.init_weights(arch, 0.1, seeds, "orthogonal")
 
 
 # --------------------------------------------------------------------------- per-instance limits
@@ -158,7 +161,7 @@ def test_features_sparsify_to_rank_one_thm_3_4():
     for a, r in ratios.items():
         assert 0.1 * a < r < 10 * a
     pre = dl.pretrain(arch, beta_s, 1e-3, seed=4, backend="numpy")
-    U, s, Vt = np.linalg.svd(dl.feature_matrix(arch, pre.weights, np)[0])
+    U, s, Vt = np.linalg.svd(dl.feature_matrix(arch, pre.weights)[0])
     assert abs(U[:, 0] @ beta_s) == pytest.approx(1, abs=1e-6)  # left feature direction = β_s
     assert pre.v_norm == pytest.approx(1, abs=1e-3)  # balanced pretraining: ‖v‖ = 1 (THEORY §A4)
 
@@ -173,10 +176,10 @@ def test_scratch_flow_reaches_min_norm_solution_thm_3_5(n):
     target = np.linalg.pinv(X) @ y
     errors = {}
     for alpha in (1e-2, 1e-3):
-        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(9)], "gaussian", np)
+        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(9)], "gaussian")
         flow = dl.train(_target_loss(arch, X, y), w0, rtol=1e-6, gtol=1e-10, max_time=1e5)
         assert flow.converged[0]
-        errors[alpha] = np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - target)
+        errors[alpha] = np.linalg.norm(dl.end_to_end(arch, flow.y)[0] - target)
     assert errors[1e-3] < 3e-3
     if n < d:  # interpolation regime: the offset is ∝ α
         assert errors[1e-3] < errors[1e-2] / 5
@@ -193,14 +196,14 @@ def test_flow_in_the_data_eigenbasis_is_the_rotated_flow(depth, alpha):
     gram = np.stack([X.T @ X / len(X) for X, _, _ in draws])
     c = np.repeat(np.stack([X.T @ y / len(X) for X, y, _ in draws]), k, axis=0)
     y2 = np.repeat([y @ y / len(y) for _, y, _ in draws], k)
-    y0 = dl.init_weights(arch, alpha, list(range(2 * k)), "gaussian", np)
-    plain = dl.train(dl.LeastSquaresLoss(arch, gram, c, y2, np), y0, rtol=1e-3, gtol=1e-6, max_time=1e5)
-    lam, Q, c_rot, y0_rot = dl.rotate_to_data_eigenbasis(arch, gram, c, y0, np)
-    rotated = dl.train(dl.LeastSquaresLoss(arch, lam, c_rot, y2, np), y0_rot, rtol=1e-3, gtol=1e-6, max_time=1e5)
+    y0 = dl.init_weights(arch, alpha, list(range(2 * k)), "gaussian")
+    plain = dl.train(dl.LeastSquaresLoss(arch, gram, c, y2), y0, rtol=1e-3, gtol=1e-6, max_time=1e5)
+    lam, Q, c_rot, y0_rot = dl.rotate_to_data_eigenbasis(arch, gram, c, y0)
+    rotated = dl.train(dl.LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, rtol=1e-3, gtol=1e-6, max_time=1e5)
     assert plain.converged.all() and rotated.converged.all()
     np.testing.assert_array_equal(plain.steps, rotated.steps)
-    beta = np.einsum("gij,gkj->gki", Q, dl.end_to_end(arch, rotated.y, np).reshape(2, k, d)).reshape(-1, d)
-    np.testing.assert_allclose(beta, dl.end_to_end(arch, plain.y, np), rtol=0, atol=1e-10)
+    beta = np.einsum("gij,gkj->gki", Q, dl.end_to_end(arch, rotated.y).reshape(2, k, d)).reshape(-1, d)
+    np.testing.assert_allclose(beta, dl.end_to_end(arch, plain.y), rtol=0, atol=1e-10)
     np.testing.assert_allclose(rotated.loss, plain.loss, rtol=1e-9, atol=1e-15)
 
 
@@ -211,11 +214,11 @@ def test_saddle_at_small_init_is_not_mistaken_for_convergence():
     arch = dl.Architecture(d, 2)
     X, y, _ = _draw(d, n, 0.2, 3)
     loss = _target_loss(arch, X, y)
-    w0 = dl.init_weights(arch, 1e-9, [np.random.SeedSequence(4)], "gaussian", np)
+    w0 = dl.init_weights(arch, 1e-9, [np.random.SeedSequence(4)], "gaussian")
     assert np.linalg.norm(loss(w0, np.arange(1))[0]) < gtol  # the trap: ‖∇L(w0)‖ is already below tolerance
     flow = dl.train(loss, w0, rtol=1e-3, gtol=gtol, max_time=1e4)
     assert flow.converged[0] and flow.t[0] > 10 and flow.residual[0] <= gtol
-    assert np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - np.linalg.pinv(X) @ y) < 1e-4
+    assert np.linalg.norm(dl.end_to_end(arch, flow.y)[0] - np.linalg.pinv(X) @ y) < 1e-4
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +237,7 @@ def test_fine_tuning_limit_rescales_the_carried_component_erratum_thm_3_9(pretra
     X, y, _ = _draw(16, 8, sigma, 3)
     flow = dl.train(_target_loss(arch, X, y), pre.weights.copy(), rtol=1e-7, gtol=1e-11, max_time=1e5)
     assert flow.converged[0]
-    beta_ft = dl.end_to_end(arch, flow.y, np)[0]
+    beta_ft = dl.end_to_end(arch, flow.y)[0]
     P = np.linalg.pinv(X) @ X
     paper = np.linalg.pinv(X) @ y + (np.eye(16) - P) @ pre.beta
     assert np.linalg.norm(beta_ft - th.fine_tune_limit(X, y, pre.beta, depth=2)) < 1e-4
@@ -248,7 +251,7 @@ def test_fine_tuning_limit_for_depth_three():
     X, y, _ = _draw(12, 5, 0.5, 4)
     flow = dl.train(_target_loss(arch, X, y), pre.weights.copy(), rtol=1e-7, gtol=1e-11, max_time=1e5)
     assert flow.converged[0]
-    beta_ft = dl.end_to_end(arch, flow.y, np)[0]
+    beta_ft = dl.end_to_end(arch, flow.y)[0]
     # finite α = 3e-2 leaves an O(α²) imbalance: allow a few times that
     assert np.linalg.norm(beta_ft - th.fine_tune_limit(X, y, pre.beta, depth=3)) < 1e-2
     paper = np.linalg.pinv(X) @ y + (np.eye(12) - np.linalg.pinv(X) @ X) @ pre.beta
@@ -261,9 +264,9 @@ def test_linear_transfer_is_ridge_on_the_rank_one_feature_thm_3_7_3_8(pretrained
     pre, beta_s = pretrained
     X, y, _ = _draw(16, 10, 0.3, 5)
     target = _target_loss(pre.arch, X, y)
-    U, s, V, F = dl._feature_basis(pre, None, np)
+    U, s, V, F = dl.feature_basis(pre)
     assert U.shape[1] == 1  # the O(α) residue is cut: rank-one features
-    beta_hat, w_last = dl.linear_transfer_exact(target, U, s, V, lam, np)
+    beta_hat, w_last = dl.linear_transfer_exact(target, U, s, V, lam)
     z = X @ beta_s
     b = z @ y / (z @ z + len(y) * lam * pre.v_norm**-2)  # effective ridge λ/‖v‖²
     np.testing.assert_allclose(beta_hat[0], b * beta_s, atol=1e-4)
