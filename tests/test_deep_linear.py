@@ -10,6 +10,9 @@ import functools
 import numpy as np
 import pytest
 
+import pandas as pd
+import strict_backend
+
 from transfertheory import backend
 from transfertheory.sim import deep_linear as dl
 from transfertheory.sim.deep_linear import run_transfer_experiment
@@ -402,8 +405,9 @@ def test_near_gamma_one_is_reported_unconverged():
     assert (df.grad_norm > 1e-6).all()
 
 
-def test_deterministic_and_independent_of_chunking():
-    kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, instances=3, seed=5, backend="numpy", progress=False)
+def test_deterministic_and_independent_of_chunking(array_backend):
+    name, _ = array_backend
+    kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, instances=3, seed=5, backend=name, progress=False)
     a, b, c = run_transfer_experiment(**kw), run_transfer_experiment(**kw), run_transfer_experiment(**kw, chunk_size=1)
     np.testing.assert_array_equal(a.risk, b.risk)
     # every instance's arithmetic (tolerances, step control, spectral-radius refreshes, per-row
@@ -413,9 +417,58 @@ def test_deterministic_and_independent_of_chunking():
     assert list(a[list(dl.ROW_KEYS)].itertuples(index=False)) == list(c[list(dl.ROW_KEYS)].itertuples(index=False))
 
 
+@pytest.mark.parametrize("kw", [
+    dict(d=12, gammas=[0.5, 1.5], thetas=[0.4, 1.1], sigma=0.2, instances=2, ridge=(0.0, 0.3), seed=5),
+    dict(d=8, gammas=[0.5, 1.25], thetas=[0.7], sigma=0.3, instances=2, seed=2, depth=3, alpha=1e-2,
+         init="assumption22", chunk_size=1),
+    dict(d=10, gammas=[0.6], thetas=[0.3], sigma=0.1, instances=2, seed=1, methods=("linear",),
+         linear_solver="flow", ridge=(0.0, 0.2)),
+])
+def test_strict_device_stand_in_gives_bit_identical_results(kw):
+    # The strict CuPy stand-in computes with NumPy but refuses implicit host/device transfers: the whole pipeline
+    # (pretraining, low-rank and dense stages, spectral radii, eigenbasis rotation, exact and flow linear
+    # transfer) runs on it, and every column equals the NumPy run's bit for bit.
+    host = run_transfer_experiment(**kw, backend="numpy", progress=False)
+    device = run_transfer_experiment(**kw, backend=strict_backend.NAME, progress=False)
+    assert device.attrs["backend"] == strict_backend.NAME
+    pd.testing.assert_frame_equal(device, host, check_exact=True)
+    assert device.attrs["integrator"] == host.attrs["integrator"] and device.attrs["pretrain"] == host.attrs["pretrain"]
+
+
+def test_backend_environment_variable_is_honoured(monkeypatch):
+    kw = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, instances=1, methods=("scratch",), progress=False)
+    monkeypatch.setenv(backend.ENV_VAR, strict_backend.NAME)
+    assert run_transfer_experiment(**kw).attrs["backend"] == strict_backend.NAME
+    assert run_transfer_experiment(**kw, backend="numpy").attrs["backend"] == "numpy"  # explicit choice wins
+    monkeypatch.setenv(backend.ENV_VAR, "bogus")
+    with pytest.raises(ValueError, match=f"environment variable {backend.ENV_VAR} must be one of"):
+        run_transfer_experiment(**kw)
+    if not backend.cupy_available():
+        monkeypatch.setenv(backend.ENV_VAR, "cupy")
+        with pytest.raises(backend.BackendUnavailableError):
+            run_transfer_experiment(**kw)
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
+        (dict(gammas=[]), "gammas must be a non-empty sequence"),
+        (dict(thetas=()), "thetas must be a non-empty sequence"),
+        (dict(ridge=[]), "ridge must be a non-empty sequence"),
+        (dict(d=16, gammas=[0.1], methods=("scratch", "linear")), r"gammas: gamma = 0.1 gives n = .* = 2 .*minimum n = 3"),
+        (dict(d=16, gammas=[0.02], methods=("scratch",)), r"gammas: gamma = 0.02 gives n = .* = 0 .*minimum n = 1"),
+        (dict(d=True), "d must be a number"),
+        (dict(d=8.5), "d must be an integer"),
+        (dict(sigma="0.2"), "sigma must be a number"),
+        (dict(gammas=[0.5, True]), "gammas must be a number"),
+        (dict(instances=True), "instances must be a number"),
+        (dict(seed=-1), "seed must be an integer >= 0"),
+        (dict(tol=0.0), "tol must be"),
+        (dict(max_time=np.inf), r"max_time must be in \(0, inf\), got inf"),
+        (dict(rtol="1e-3"), "rtol must be a number"),
+        (dict(chunk_size=0), "chunk_size must be"),
+        (dict(methods="scratch"), "methods must be"),
+        (dict(methods=()), "methods must be"),
         (dict(d=1), "d must be"),
         (dict(gammas=[0.0]), "gammas must be"),
         (dict(thetas=[4.0]), "thetas must be"),

@@ -13,14 +13,13 @@ rounding.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..._validation import Interval, check_integer_param, check_param
-from ...backend import backend_name, get_backend, resolve_backend, to_device, to_host
+from ...backend import backend_name, resolve_backend, to_device, to_host
 from ..integrator import FlowResult
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
@@ -158,19 +157,12 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
         d=d, depth=_integer(depth, "depth", 2), gammas=gammas, ns=ns, thetas=_numbers(thetas, "thetas", _THETA),
         sigma=_scalar(sigma, "sigma", _NONNEG), instances=_integer(instances, "instances", 1),
         alpha=_scalar(alpha, "alpha", _POSITIVE), methods=methods, ridge=_numbers(ridge, "ridge", _NONNEG),
-        seed=_integer(seed, "seed", 0), tol=_finite_positive(tol, "tol"),
-        max_time=_finite_positive(max_time, "max_time"), rtol=_finite_positive(rtol, "rtol"), init=init,
+        seed=_integer(seed, "seed", 0), tol=_scalar(tol, "tol", _POSITIVE),
+        max_time=_scalar(max_time, "max_time", _POSITIVE), rtol=_scalar(rtol, "rtol", _POSITIVE), init=init,
         linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _scalar(feature_cutoff, "feature_cutoff", _NONNEG),
         chunk_size=None if chunk_size is None else _integer(chunk_size, "chunk_size", 1),
     )
-
-
-def _finite_positive(value, name):
-    value = _scalar(value, name, _POSITIVE)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
 
 
 # --------------------------------------------------------------------------- chunks of target draws
