@@ -36,6 +36,7 @@ import numpy as np
 __all__ = [
     "BACKENDS",
     "ENV_VAR",
+    "EXIT_BACKEND_UNAVAILABLE",
     "BackendUnavailableError",
     "ArrayBackend",
     "register_backend",
@@ -55,6 +56,9 @@ __all__ = [
 
 BACKENDS = ("auto", "numpy", "cupy")  # the built-in names; registered backends add theirs
 ENV_VAR = "TRANSFERTHEORY_BACKEND"
+#: Exit status of a command-line tool whose requested backend cannot run on this machine
+#: (:class:`BackendUnavailableError`; 0 success, 1 output not writable, 2 usage error).
+EXIT_BACKEND_UNAVAILABLE = 3
 
 
 class BackendUnavailableError(RuntimeError):
