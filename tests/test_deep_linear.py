@@ -1,8 +1,9 @@
-"""Theorem checks for the deep-linear gradient-flow simulator (FaF §3, THEORY §A).
+"""Theorem checks for the deep-linear gradient-flow simulator (FaF §3).
 
 Per-instance limits (Lemma 3.3, Thms 3.4, 3.5, 3.7, 3.9) are checked against the
 closed-form limit points computed from the same draw; mean risks (Thms 3.6–3.9)
-against the exact finite-size formulas of :mod:`transfertheory.theory.linear`
+against what gradient flow converges to at the simulated size, from the method records
+(:mod:`transfertheory.theory.methods`, ``flow_risk_finite`` / ``flow_transferability_finite``),
 within 4 standard errors plus a stated allowance for what the theorems leave out.
 """
 import functools
@@ -17,6 +18,7 @@ from transfertheory import backend
 from transfertheory.sim import deep_linear as dl
 from transfertheory.sim.deep_linear import run_transfer_experiment
 from transfertheory.theory import linear as th
+from transfertheory.theory.methods import get_method
 
 # Allowance for what the limit theorems leave out, added to 4·SE in the mean-risk checks: the
 # integrator's error at the default rtol = 1e-3 moved single risks by ≤ 1.5e-3 (fine-tuning; scratch
@@ -166,7 +168,7 @@ def test_features_sparsify_to_rank_one_thm_3_4():
     pre = dl.pretrain(arch, beta_s, 1e-3, seed=4, backend="numpy")
     U, s, Vt = np.linalg.svd(dl.feature_matrix(arch, pre.weights)[0])
     assert abs(U[:, 0] @ beta_s) == pytest.approx(1, abs=1e-6)  # left feature direction = β_s
-    assert pre.v_norm == pytest.approx(1, abs=1e-3)  # balanced pretraining: ‖v‖ = 1 (THEORY §A4)
+    assert pre.v_norm == pytest.approx(1, abs=1e-3)  # balanced pretraining: ‖v‖ = 1 (FaF Lemma B.1)
 
 
 @pytest.mark.parametrize("n", [6, 24])
@@ -299,19 +301,19 @@ def experiment():
     return run_transfer_experiment(D, GAMMAS, THETAS, SIGMA, 40, ridge=LAMS, seed=11, backend="numpy", progress=False)
 
 
+def _record(method, lam=0.0):
+    """The theory record of a simulator row: ``linear`` rows with λ > 0 are ridge transfer (FaF Eq. 14)."""
+    return get_method("ridge" if method == "linear" and lam > 0 else method)
+
+
 @functools.lru_cache(maxsize=None)
-def fine_tune_reference(n, d, theta, sigma, draws=4000, seed=0):
-    """((risk mean, SE), (T mean, SE)) of the corrected per-draw limit (th.fine_tune_flow_expectation), cached."""
-    return th.fine_tune_flow_expectation(n, d, theta, sigma, draws=draws, seed=seed)
-
-
-def _exact_risk(method, n, theta, lam):
-    """Reference mean risk and its own SE (0 for closed forms)."""
-    if method == "scratch":
-        return th.scratch_risk_finite(n, D, SIGMA), 0.0  # Thm 3.6, exact version (THEORY §A1)
-    if method == "finetune":  # Thm 3.9 with the corrected limit (docs/errata.md)
-        return fine_tune_reference(n, D, theta, SIGMA)[0]
-    return th.ridge_transfer_risk_finite(theta, SIGMA, n, lam), 0.0  # Thms 3.7/3.8 (Eq. 12 at λ = 0)
+def flow_reference(method, n, d, theta, sigma, lam=0.0, draws=None, seed=0):
+    """((risk mean, SE), (T mean, SE)) of what gradient flow converges to, from the method records
+    (``flow_risk_finite`` / ``flow_transferability_finite``: exact with SE 0, or the fine-tuning Monte Carlo of
+    the corrected limit, docs/errata.md), cached."""
+    record, kw = _record(method, lam), dict(draws=draws, seed=seed)
+    return (record.flow_risk_finite(n, d, theta, sigma, lam, **kw),
+            record.flow_transferability_finite(n, d, theta, sigma, lam, **kw))
 
 
 def test_every_instance_converged_and_reports_diagnostics(experiment):
@@ -330,7 +332,7 @@ def test_mean_risk_matches_exact_finite_size_theory(experiment, method):
     zs = []
     for (gamma, theta, lam), grp in df.groupby(["gamma", "theta", "lam"]):
         n = int(grp.n.iloc[0])
-        exact, ref_se = _exact_risk(method, n, theta, lam)
+        exact, ref_se = flow_reference(method, n, D, theta, SIGMA, lam)[0]
         mean, se = grp.risk.mean(), np.hypot(grp.risk.sem(), ref_se)
         zs.append((mean - exact) / se)
         assert abs(mean - exact) <= 4 * se + ALLOWANCE, f"{method} γ={gamma} θ={theta:.3f} λ={lam}: z={zs[-1]:.2f}"
@@ -344,10 +346,7 @@ def test_paired_transferability_matches_exact_theory(experiment, method):
     diff = (df["scratch"] - df[method]).groupby(level=["gamma", "theta"])
     for (gamma, theta), grp in diff:
         n = round(gamma * D)
-        if method == "linear":
-            exact, ref_se = th.linear_transferability_finite(n, D, theta, SIGMA), 0.0
-        else:
-            exact, ref_se = fine_tune_reference(n, D, theta, SIGMA)[1]
+        exact, ref_se = flow_reference(method, n, D, theta, SIGMA)[1]
         se = np.hypot(grp.std(ddof=1) / np.sqrt(len(grp)), ref_se)
         assert abs(grp.mean() - exact) <= 4 * se + ALLOWANCE, (gamma, theta, (grp.mean() - exact) / se)
 
@@ -363,8 +362,8 @@ def test_erratum_fine_tuning_transferability_eq_17_fails_with_label_noise():
     paired = df.pivot_table(index="instance", columns="method", values="risk")
     T = paired["scratch"] - paired["finetune"]
     mean, se = T.mean(), T.std(ddof=1) / np.sqrt(len(T))
-    paper = th.fine_tune_transferability_finite(8, d, theta)
-    _, (ref, ref_se) = fine_tune_reference(8, d, theta, sigma)
+    paper = get_method("finetune").paper_transferability_finite(8, d, theta, sigma)
+    _, (ref, ref_se) = flow_reference("finetune", 8, d, theta, sigma)
     assert (paper - mean) / se > 6
     assert abs(mean - ref) <= 4 * np.hypot(se, ref_se) + ALLOWANCE
 
@@ -372,12 +371,13 @@ def test_erratum_fine_tuning_transferability_eq_17_fails_with_label_noise():
 def test_corrected_fine_tuning_theory_is_the_large_d_limit():
     # The asymptotic c (fine_tune_scale) is the d → ∞ limit of the per-draw limit's risk.
     d, gamma, sigma, theta = 200, 0.5, 1.0, np.pi / 3
-    (mean, se), _ = fine_tune_reference(int(gamma * d), d, theta, sigma, draws=400, seed=4)
-    asym = th.fine_tune_risk_corrected(gamma, theta, sigma)
+    (mean, se), _ = flow_reference("finetune", int(gamma * d), d, theta, sigma, draws=400, seed=4)
+    finetune, scratch = get_method("finetune"), get_method("scratch")
+    asym = finetune.flow_risk(gamma, theta, sigma)
     # finite-d bias of the noise term: σ²n/(d−n−1) vs σ²γ/(1−γ) differs by O(1/d)
-    finite_d = th.scratch_risk_finite(int(gamma * d), d, sigma) - th.scratch_risk(gamma, sigma)
+    finite_d = scratch.paper_risk_finite(int(gamma * d), d, theta, sigma) - scratch.paper_risk(gamma, theta, sigma)
     assert abs(mean - asym - finite_d) <= 4 * se + 5 / d
-    assert abs(th.fine_tune_risk(gamma, theta, sigma) - asym) > 8 * se + 5 / d  # Eq. 16 is not the limit
+    assert abs(finetune.paper_risk(gamma, theta, sigma) - asym) > 8 * se + 5 / d  # Eq. 16 is not the limit
 
 
 def test_ridge_cannot_fix_negative_transfer_at_large_n_but_helps_at_finite_n(experiment):
@@ -386,8 +386,9 @@ def test_ridge_cannot_fix_negative_transfer_at_large_n_but_helps_at_finite_n(exp
     df = experiment[(experiment.method == "linear") & (experiment.gamma == 0.5)]
     for theta in THETAS:
         r = df[df.theta == theta].groupby("lam").risk.mean()
-        exact = [th.ridge_transfer_risk_finite(theta, SIGMA, 16, lam) for lam in LAMS]
-        asym = [th.ridge_transfer_risk(theta, lam) for lam in LAMS]
+        ridge = get_method("ridge")
+        exact = [ridge.paper_risk_finite(16, D, theta, SIGMA, lam) for lam in LAMS]
+        asym = [ridge.paper_risk(0.5, theta, SIGMA, lam) for lam in LAMS]
         assert asym[1] > asym[0]  # Eq. 15: increasing in λ
         assert np.sign(r[LAMS[1]] - r[LAMS[0]]) == np.sign(exact[1] - exact[0])
 
@@ -457,15 +458,15 @@ def test_backend_environment_variable_is_honoured(monkeypatch):
         (dict(ridge=[]), "ridge must be a non-empty sequence"),
         (dict(d=16, gammas=[0.1], methods=("scratch", "linear")), r"gammas: gamma = 0.1 gives n = .* = 2 .*minimum n = 3"),
         (dict(d=16, gammas=[0.02], methods=("scratch",)), r"gammas: gamma = 0.02 gives n = .* = 0 .*minimum n = 1"),
-        (dict(d=True), "d must be a number"),
-        (dict(d=8.5), "d must be an integer"),
-        (dict(sigma="0.2"), "sigma must be a number"),
-        (dict(gammas=[0.5, True]), "gammas must be a number"),
-        (dict(instances=True), "instances must be a number"),
+        (dict(d=True), "d must be a real number"),
+        (dict(d=8.5), "d must be an integer >= 2, got 8.5"),
+        (dict(sigma="0.2"), "sigma must be a real number"),
+        (dict(gammas=[0.5, True]), "gammas must be a real number"),
+        (dict(instances=True), "instances must be a real number"),
         (dict(seed=-1), "seed must be an integer >= 0"),
         (dict(tol=0.0), "tol must be"),
         (dict(max_time=np.inf), r"max_time must be in \(0, inf\), got inf"),
-        (dict(rtol="1e-3"), "rtol must be a number"),
+        (dict(rtol="1e-3"), "rtol must be a real number"),
         (dict(chunk_size=0), "chunk_size must be"),
         (dict(methods="scratch"), "methods must be"),
         (dict(methods=()), "methods must be"),
@@ -511,7 +512,6 @@ def test_mean_risks_at_larger_size():
     d, sigma = 128, 0.2
     df = run_transfer_experiment(d, [0.5, 1.5], [np.pi / 4], sigma, 20, seed=3, backend="auto", progress=False)
     for (method, gamma), grp in df.groupby(["method", "gamma"]):
-        n = int(grp.n.iloc[0])
-        exact = {"scratch": th.scratch_risk_finite(n, d, sigma), "finetune": th.fine_tune_risk_finite(n, d, np.pi / 4, sigma),
-                 "linear": th.linear_transfer_risk(np.pi / 4, sigma, n)}[method]
-        assert abs(grp.risk.mean() - exact) <= 4 * grp.risk.sem() + ALLOWANCE, (method, gamma)
+        # what gradient flow converges to, by construction (fine-tuning: the corrected limit, not FaF Eq. 142's c = 1)
+        exact, ref_se = flow_reference(method, int(grp.n.iloc[0]), d, np.pi / 4, sigma)[0]
+        assert abs(grp.risk.mean() - exact) <= 4 * np.hypot(grp.risk.sem(), ref_se) + ALLOWANCE, (method, gamma)

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..._validation import Interval, check_integer_param, check_param
+from ... import params as P
+from ..._validation import Interval
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ..integrator import FlowResult
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
+from ...theory.methods import get_method
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
 from .training import PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
@@ -33,9 +35,14 @@ ROW_KEYS = ("method", "gamma", "theta", "lam", "instance")  # one row per key; t
 COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "instance", "risk", "converged", "status",
            "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
            "feature_rank")
-_POSITIVE = Interval(0, np.inf, "neither")
-_NONNEG = Interval(0, np.inf, "left")
-_THETA = Interval(0, np.pi, "both")
+# the simulator's own settings (the model parameters' ranges are in transfertheory.params)
+_D = P.D.with_range(low=2)
+_TOL = P.Param("tol", Interval(0, np.inf, "neither"), description="convergence threshold on ‖∇L‖ and ‖∇_βL‖")
+_MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
+_RTOL = P.Param("rtol", Interval(0, np.inf, "neither"), description="integrator's relative local-error tolerance")
+_FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
+_CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
+                      description="target draws per batched integration")
 
 
 # --------------------------------------------------------------------------- draws
@@ -103,46 +110,29 @@ class _Plan:
         return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.instances)]
 
 
-def _reject_non_numbers(value, name):
-    """Booleans and strings are not numbers (NumPy would read True as 1 and "0.2" as 0.2)."""
-    items = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
-    if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in np.ravel(np.asarray(items, dtype=object))):
-        raise ValueError(f"{name} must be a number (or a sequence of numbers), got {value!r}")
-
-
-def _numbers(value, name, interval):
-    """A non-empty 1-D float array of ``value`` in ``interval``."""
-    _reject_non_numbers(value, name)
-    arr = np.atleast_1d(check_param(value, name, interval))
+def _sequence(param: P.Param, value, name) -> np.ndarray:
+    """A non-empty 1-D float array of valid ``param`` values."""
+    arr = np.atleast_1d(param.check(value, name))
     if arr.size == 0 or arr.ndim != 1:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers in {interval}, got {value!r}")
+        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
     return arr
 
 
-def _integer(value, name, minimum):
-    _reject_non_numbers(value, name)
-    if np.ndim(value) != 0:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(check_integer_param(value, name, minimum))
-
-
-def _scalar(value, name, interval):
-    _reject_non_numbers(value, name)
-    if np.ndim(value) != 0:
-        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
-    return float(check_param(value, name, interval))
+def _min_n(methods) -> int:
+    """The smallest n every requested method's exact expected risk allows (the method records' ``min_n``)."""
+    return max(get_method(m).min_n for m in methods)
 
 
 def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
           linear_solver, feature_cutoff, chunk_size) -> _Plan:
-    """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter)."""
-    d = _integer(d, "d", 2)
-    gammas = _numbers(gammas, "gammas", _POSITIVE)
+    """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
+    d = _D.scalar(d)
+    gammas = _sequence(P.GAMMA, gammas, "gammas")
     methods = tuple(methods) if isinstance(methods, (list, tuple)) else methods
     if not isinstance(methods, tuple) or not methods or not set(methods) <= set(METHODS):
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
-    min_n = 3 if "linear" in methods else 1
     ns = np.round(gammas * d).astype(int)
+    min_n = _min_n(methods)
     if (ns < min_n).any():
         gamma = gammas[ns < min_n][0]
         reason = ("the exact linear-transfer risk needs n >= 3 and 'linear' is among the methods" if min_n == 3
@@ -154,14 +144,12 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     return _Plan(
-        d=d, depth=_integer(depth, "depth", 2), gammas=gammas, ns=ns, thetas=_numbers(thetas, "thetas", _THETA),
-        sigma=_scalar(sigma, "sigma", _NONNEG), instances=_integer(instances, "instances", 1),
-        alpha=_scalar(alpha, "alpha", _POSITIVE), methods=methods, ridge=_numbers(ridge, "ridge", _NONNEG),
-        seed=_integer(seed, "seed", 0), tol=_scalar(tol, "tol", _POSITIVE),
-        max_time=_scalar(max_time, "max_time", _POSITIVE), rtol=_scalar(rtol, "rtol", _POSITIVE), init=init,
-        linear_solver=linear_solver,
-        feature_cutoff=None if feature_cutoff is None else _scalar(feature_cutoff, "feature_cutoff", _NONNEG),
-        chunk_size=None if chunk_size is None else _integer(chunk_size, "chunk_size", 1),
+        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=_sequence(P.THETA, thetas, "thetas"),
+        sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
+        methods=methods, ridge=_sequence(P.LAM, ridge, "ridge"), seed=P.SEED.scalar(seed), tol=_TOL.scalar(tol),
+        max_time=_MAX_TIME.scalar(max_time), rtol=_RTOL.scalar(rtol), init=init, linear_solver=linear_solver,
+        feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
+        chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validation import check_integer_param
+from ... import params as P
 from ...backend import get_backend
 
 __all__ = [
@@ -46,8 +46,8 @@ class Architecture:
     depth: int = 2
 
     def __post_init__(self):
-        check_integer_param(self.d, "d", 1)
-        check_integer_param(self.depth, "depth", 2)
+        P.D.scalar(self.d)
+        P.DEPTH.scalar(self.depth)
 
     @property
     def n_params(self) -> int:
