@@ -20,7 +20,8 @@ spawn keys (checked at run time against ``df.attrs["beta_s"]``), so their
 per-instance risks are paired and differ only by optimization error.
 
 Printed: per method × n the mean risk ± SE of each implementation, the exact
-finite-size theory (THEORY §A), |error| and z-scores, the risk of the exact
+finite-size theory of the gradient-flow limit (the method records of
+:mod:`transfertheory.theory.methods`), |error| and z-scores, the risk of the exact
 t → ∞, α → 0 limit on the same draws, convergence diagnostics, both wall
 times and their ratio, and where the simulator's time goes.
 
@@ -76,14 +77,8 @@ from transfertheory.backend import (
 from transfertheory.sim.deep_linear import experiment as _experiment
 from transfertheory.sim.deep_linear import training as _training
 from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment, target_draw, task_vectors
-from transfertheory.theory import linear as _linear
-from transfertheory.theory.linear import (
-    fine_tune_risk,
-    fine_tune_risk_finite,
-    linear_transfer_risk,
-    linear_transferability_finite,
-    scratch_risk_finite,
-)
+from transfertheory.theory.fine_tuning import fine_tune_limit
+from transfertheory.theory.methods import get_method
 
 METHODS = ("scratch", "finetune", "linear")
 ALPHA = 1e-5  # FaF App. D.1
@@ -148,13 +143,12 @@ def sync(xp) -> None:
         xp.cuda.Device().synchronize()
 
 
-def exact_theory(method: str, n: int, d: int, theta: float, sigma: float) -> float:
-    """Exact finite-size expected risk (THEORY §A1, A2, A5); +inf at the interpolation peak."""
-    if method == "scratch":
-        return float(scratch_risk_finite(n, d, sigma))
-    if method == "finetune":
-        return float(fine_tune_risk_finite(n, d, theta, sigma))
-    return float(linear_transfer_risk(theta, sigma, n))
+def flow_theory(method: str, n: int, d: int, theta: float, sigma: float) -> tuple[float, float]:
+    """(mean, SE) of the finite-size expected risk of what gradient flow converges to: the method record's
+    ``flow_risk_finite`` (exact for scratch and linear transfer, SE 0; for fine-tuning a Monte Carlo of the
+    corrected limit, docs/errata.md); +inf at the interpolation peak |n − d| ≤ 1."""
+    mean, se = get_method(method).flow_risk_finite(n, d, theta, sigma)
+    return float(mean), float(se)
 
 
 # --------------------------------------------------------------------------- draws (shared with the simulator)
@@ -264,11 +258,10 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
 def limit_risks(d, gammas, theta, sigma, instances, seed):
     """Risk of the t → ∞, α → 0 limits on the same draws: scratch X⁺y (FaF Thm 3.5); linear transfer
     bβ_s, b = zᵀy/‖z‖², z = Xβ_s (Thm 3.7); fine-tuning the corrected limit X⁺y + c(I − P)β_s
-    (``theory.linear.fine_tune_limit``, docs/errata.md on Thm 3.9; Eq. 142's c = 1 if it is unavailable).
+    (``theory.fine_tuning.fine_tune_limit``, docs/errata.md on Thm 3.9).
     Their mean minus theory is sampling error only."""
     beta_s, _, beta_t = task_vectors(d, np.array([theta]), seed)
     beta_t = beta_t[0]
-    ft_limit = getattr(_linear, "fine_tune_limit", None)
     rows = []
     for gi, gamma in enumerate(gammas):
         n = max(1, int(round(gamma * d)))
@@ -276,7 +269,7 @@ def limit_risks(d, gammas, theta, sigma, instances, seed):
             X, Y = target_draw(d, n, beta_t[None], sigma, seed, gi, i)
             y = Y[:, 0]
             b_sc = np.linalg.lstsq(X, y, rcond=None)[0]
-            b_ft = ft_limit(X, y, beta_s) if ft_limit is not None else b_sc + beta_s - np.linalg.pinv(X) @ (X @ beta_s)
+            b_ft = fine_tune_limit(X, y, beta_s)
             z = X @ beta_s
             b_lt = (z @ y) / (z @ z) * beta_s
             for method, b in (("scratch", b_sc), ("finetune", b_ft), ("linear", b_lt)):
@@ -401,8 +394,8 @@ def run_simulator(xp, timer=None, **kwargs):
 def summarize(tidy: pd.DataFrame, d, theta, sigma):
     rows = []
     for (method, n), grp in tidy.groupby(["method", "n"], sort=False):
-        theory = exact_theory(method, int(n), d, theta, sigma)
-        row = dict(method=method, n=int(n), theory=theory)
+        theory, theory_se = flow_theory(method, int(n), d, theta, sigma)
+        row = dict(method=method, n=int(n), theory=theory, theory_se=theory_se)
         for impl in ("baseline", "simulator", "limit"):
             r = grp.loc[grp.impl == impl, "risk"].to_numpy()
             mean = float(np.mean(r)) if r.size else np.nan
@@ -410,7 +403,7 @@ def summarize(tidy: pd.DataFrame, d, theta, sigma):
             row[f"{impl}_mean"], row[f"{impl}_se"] = mean, se
             finite = math.isfinite(theory)
             row[f"{impl}_err"] = abs(mean - theory) if finite else np.nan
-            row[f"{impl}_z"] = (mean - theory) / se if finite and se > 0 else np.nan
+            row[f"{impl}_z"] = (mean - theory) / math.hypot(se, theory_se) if finite and se > 0 else np.nan
         lim = grp[grp.impl == "limit"].set_index("instance")["risk"]
         for impl in ("baseline", "simulator"):
             sub = grp[grp.impl == impl].set_index("instance")
@@ -440,8 +433,8 @@ def fmt(x, spec=".4f"):
 
 def print_report(summary, times, sim_df, timer, args, d, eta, steps, flow_time_gd):
     print()
-    print("== agreement with exact finite-size theory (THEORY §A1, A2, A5) ==")
-    print("mean risk ± SE over instances; err = |mean − theory|; z = (mean − theory)/SE;")
+    print("== agreement with finite-size theory of the gradient-flow limit (method records' flow_risk_finite) ==")
+    print("mean risk ± SE over instances; err = |mean − theory|; z = (mean − theory)/√(SE² + SE_theory²);")
     print("'limit' = the t→∞, α→0 limit evaluated on the same draws (X⁺y; bβ_s; fine-tuning: the corrected")
     print("limit X⁺y + c(I − P)β_s of docs/errata.md): its deviation from theory is sampling error only.")
     hdr = (f"{'method':9s}{'n':>5s}{'theory':>9s} | {'baseline':>17s}{'err':>8s}{'z':>7s} | "
@@ -458,12 +451,13 @@ def print_report(summary, times, sim_df, timer, args, d, eta, steps, flow_time_g
         which = ", ".join(f"{m} n = {n}" for m, n in zip(inf_rows.method, inf_rows.n))
         print(f"{which} (|n − d| ≤ 1): exact expected risk is +inf (σ > 0); these rows are "
               "reported but EXCLUDED from the error comparison.")
-    ft_gammas = sorted({r.n / d for r in summary.itertuples() if r.method == "finetune" and r.n < d})
-    if ft_gammas:
-        shifts = ", ".join(f"γ = {g:g}: {float(_linear.fine_tune_risk_corrected(g, args.theta, args.sigma) - fine_tune_risk(g, args.theta, args.sigma)):+.4f}"
-                           for g in ft_gammas)
-        print(f"fine-tuning theory is FaF Eq. 142 (fine_tune_risk_finite), which ignores the rescaling c of the carried "
-              f"component (docs/errata.md); the corrected n,d→∞ risk differs by {shifts} (compare with the SE).")
+    ft_rows = [r for r in summary.itertuples() if r.method == "finetune" and r.n < d]
+    if ft_rows:
+        finetune = get_method("finetune")
+        shifts = ", ".join(f"n = {r.n}: {r.theory - finetune.paper_risk_finite(r.n, d, args.theta, args.sigma):+.4f} "
+                           f"(Monte Carlo SE {r.theory_se:.4f})" for r in ft_rows)
+        print(f"fine-tuning theory is a Monte Carlo of the corrected gradient-flow limit (docs/errata.md); FaF Eq. 142's "
+              f"c = 1 formula would differ by {shifts}.")
     print()
     print("== convergence (fixed-step baseline vs adaptive flow) ==")
     print(f"baseline: {steps} GD steps, η = {eta:g} (flow time {flow_time_gd:g}); "
@@ -579,9 +573,11 @@ def run_fig1(args, xp):
     T = (sc - lt.reindex(sc.index)).groupby(level=[0, 1]).agg(["mean", "sem"]).reset_index()
     n = np.maximum(1, np.round(T["gamma"].to_numpy() * d).astype(int))
     T["theory"] = np.nan
-    valid = n >= 3  # Eq. 12 needs n > 2
+    linear = get_method("linear")
+    valid = n >= linear.min_n
     if valid.any():
-        T.loc[valid, "theory"] = linear_transferability_finite(n[valid], d, T["theta"].to_numpy()[valid], args.sigma)
+        T.loc[valid, "theory"] = linear.flow_transferability_finite(n[valid], d, T["theta"].to_numpy()[valid],
+                                                                   args.sigma)[0]
     T["z"] = (T["mean"] - T["theory"]) / T["sem"]
     ok = np.isfinite(T["theory"]) & np.isfinite(T["z"])
     conv = df[df.method == "scratch"].groupby("gamma")["converged"].mean()
