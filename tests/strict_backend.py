@@ -159,7 +159,9 @@ def _transfer(function):
         if isinstance(obj, StrictArray):
             return _wrap(function(obj._data, *args, **kwargs))
         if isinstance(obj, (list, tuple)) and any(isinstance(v, StrictArray) for v in obj):
-            raise TypeError(_IMPLICIT)  # cupy.array of a list holding device arrays fails the same way
+            if not all(isinstance(v, StrictArray) for v in obj):  # CuPy: device arrays mixed with host values fail
+                raise TypeError(_IMPLICIT)
+            return _wrap(function([v._data for v in obj], *args, **kwargs))  # a list of device arrays stays there
         return StrictArray(np.array(obj, *args, **kwargs, copy=True))
 
     return transfer

@@ -54,3 +54,11 @@ def test_asarray_of_host_data_copies(a):
     dev = xp.asarray(x)
     x[:] = 0.0
     np.testing.assert_array_equal(backend.to_host(dev), np.ones(3))
+
+
+def test_asarray_of_a_list_of_device_arrays_stays_on_the_device(a):
+    stacked = xp.asarray([a[0], a[1]])
+    assert type(stacked) is strict_backend.StrictArray
+    np.testing.assert_array_equal(backend.to_host(stacked), backend.to_host(a))
+    with pytest.raises(TypeError):  # device arrays mixed with host values, as CuPy refuses
+        xp.asarray([a[0], np.ones(3)])
