@@ -201,9 +201,12 @@ def get_backend(*arrays):
     return found.module
 
 
-# Former names, kept for callers written against them.
-get_array_module = resolve_backend
-array_module_of = get_backend
+def get_array_module(backend: str | None = None):
+    """Former name of :func:`resolve_backend` (same behaviour), kept for callers written against it."""
+    return resolve_backend(backend)
+
+
+array_module_of = get_backend  # former name of get_backend
 
 
 def backend_name(xp) -> str:
