@@ -1,7 +1,7 @@
 """The batched state of a gradient-flow integration and the record of finished instances.
 
 :class:`FlowState` holds, for the instances still integrating (the *working
-set*), every per-instance quantity the step control needs; :meth:`FlowState.take`
+set*), every per-instance quantity the step control needs; :meth:`FlowState.compact`
 compacts it when instances finish. :class:`FlowRecord` collects each finished
 instance's final values in batch order. Device arrays stay on the backend of
 the states; the few host arrays are marked.
@@ -49,7 +49,7 @@ class FlowState:
     def size(self) -> int:
         return int(self.rows.size)
 
-    def take(self, keep: np.ndarray) -> "FlowState":
+    def compact(self, keep: np.ndarray) -> "FlowState":
         """The working set restricted to the host boolean mask ``keep``."""
         dev_keep = get_backend(self.y).asarray(np.flatnonzero(keep))
         parts = {}
@@ -92,4 +92,4 @@ class FlowRecord:
         if residual is not None:
             self.residual[out_rows] = to_host(residual(state.y[dev_idx], out_rows))
         self.status[out_rows] = label
-        return state.take(~mask)
+        return state.compact(~mask)
