@@ -64,6 +64,14 @@ def fmt(x, spec=".4f"):
 
 
 def print_report(summary, times, sim_df, timer, args, d, eta, steps, flow_time_gd):
+    """The four sections of the report: agreement with theory, convergence, wall times, the simulator's time."""
+    _print_agreement(summary, args, d)
+    _print_convergence(summary, sim_df, times, eta, steps, flow_time_gd)
+    _print_wall_times(summary, times, timer, args, steps)
+    _print_breakdown(times, sim_df, timer)
+
+
+def _print_agreement(summary, args, d):
     print()
     print("== agreement with finite-size theory of the gradient-flow limit (method records' flow_risk_finite) ==")
     print("mean risk ± SE over instances; err = |mean − theory|; z = (mean − theory)/√(SE² + SE_theory²);")
@@ -90,6 +98,9 @@ def print_report(summary, times, sim_df, timer, args, d, eta, steps, flow_time_g
                            f"(Monte Carlo SE {r.theory_se:.4f})" for r in ft_rows)
         print(f"fine-tuning theory is a Monte Carlo of the corrected gradient-flow limit (docs/errata.md); FaF Eq. 142's "
               f"c = 1 formula would differ by {shifts}.")
+
+
+def _print_convergence(summary, sim_df, times, eta, steps, flow_time_gd):
     print()
     print("== convergence (fixed-step baseline vs adaptive flow) ==")
     print(f"baseline: {steps} GD steps, η = {eta:g} (flow time {flow_time_gd:g}); "
@@ -116,6 +127,9 @@ def print_report(summary, times, sim_df, timer, args, d, eta, steps, flow_time_g
           f"{100 * frac:.0f}% of the finite-theory instances: " + ("yes" if frac == 1 else "NO, it stopped at its step limit")
           + "; 'gap' is the resulting risk difference to the limit formula")
 
+
+
+def _print_wall_times(summary, times, timer, args, steps):
     print()
     print("== wall times (same process, same draws) ==")
     tb, ts = times["total"], times["simulator"]
@@ -146,10 +160,13 @@ def print_report(summary, times, sim_df, timer, args, d, eta, steps, flow_time_g
               f"evaluations ({1e3 * sim_t / sim_evals:.4f} ms each): ratio {base_t / sim_t:.1f}x = "
               f"{base_evals / sim_evals:.2f} (fewer evaluations) x {(base_t / base_evals) / (sim_t / sim_evals):.2f} "
               "(cheaper evaluation)")
+
+
+def _print_breakdown(times, sim_df, timer):
     print()
     print("== where the simulator's time goes ==")
     if timer is not None:
-        total = ts
+        total = times["simulator"]
         accounted = 0.0
         for label, t in sorted(timer.excl.items(), key=lambda kv: -kv[1]):
             ev = timer.evals.get(label, 0)
