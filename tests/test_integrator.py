@@ -135,10 +135,13 @@ def test_nan_gradient_is_reported_as_divergence():
     assert list(res.status) == ["diverged", "converged"]
 
 
-@pytest.mark.parametrize("kw", [dict(rtol=0), dict(gtol=-1), dict(max_time=np.inf), dict(max_steps=0), dict(max_stages=1)])
-def test_bad_settings_raise(kw):
-    with pytest.raises(ValueError):
-        integrate_gradient_flow(_quadratic(np.ones((1, 2))), np.ones((1, 2)), **kw)
+@pytest.mark.parametrize("kw", [dict(rtol=0), dict(gtol=-1), dict(max_time=np.inf), dict(max_steps=0), dict(max_stages=1),
+                                dict(rtol=True), dict(atol=np.array([1e-12, 0.0])), dict(max_steps=2.5),
+                                dict(divergence_factor="1e8")])
+def test_bad_settings_raise_naming_the_setting(kw):
+    (name,) = kw
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        integrate_gradient_flow(_quadratic(np.ones((2, 2))), np.ones((2, 2)), **kw)
 
 
 class _CountingKernel:

@@ -39,13 +39,14 @@ Design
 """
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import Interval
 from ...backend import get_backend, to_host
+from ...params import Param
 from .kernels import StageKernel, StepRequest, dense_stages, row_norms
 from .rkc import tables
 from .state import FlowRecord, FlowState
@@ -53,6 +54,15 @@ from .state import FlowRecord, FlowState
 __all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES"]
 
 STATUSES = ("converged", "max_time", "max_steps", "diverged", "step_underflow")
+_MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
+_MAX_STAGES = Param("max_stages", Interval(2, np.inf, "left"), integer=True)
+
+
+def _positive(name: str) -> Param:
+    """A setting that must be a finite number > 0."""
+    return Param(name, Interval(0, np.inf, "neither"))
+
+
 _SAFETY = 1.2  # multiplies the power-iteration estimate of ρ
 _RHO_REFRESH = 25  # accepted steps between spectral-radius refreshes
 
@@ -101,6 +111,8 @@ class FlowResult:
 
 @dataclass(frozen=True)
 class _Budget:
+    """The validated per-instance budget and tolerances of one integration."""
+
     rtol: float
     gtol: float
     max_time: float
@@ -282,15 +294,12 @@ def integrate_gradient_flow(
     rejected and the step shrunk) and is not warned about; a non-finite accepted
     state is reported as ``diverged`` with a :class:`RuntimeWarning` and a hint.
     """
-    atol_host = np.broadcast_to(np.asarray(atol, dtype=float), (y0.shape[0],))
-    for name, val in (("rtol", rtol), ("atol", atol_host.min(initial=1.0)), ("gtol", gtol), ("max_time", max_time)):
-        if not (val > 0 and math.isfinite(val)):
-            raise ValueError(f"{name} must be a finite number > 0, got {val}")
-    if max_steps < 1 or max_stages < 2:
-        raise ValueError("max_steps must be >= 1 and max_stages >= 2")
+    budget = _Budget(_positive("rtol").scalar(rtol), _positive("gtol").scalar(gtol),
+                     _positive("max_time").scalar(max_time), _MAX_STEPS.scalar(max_steps),
+                     _positive("divergence_factor").scalar(divergence_factor))
+    atol_host = np.broadcast_to(_positive("atol").check(atol), (y0.shape[0],))
     kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
-    run = _Integration(kernel, residual, _Budget(rtol, gtol, max_time, max_steps, divergence_factor), max_stages,
-                       y0, progress)
+    run = _Integration(kernel, residual, budget, _MAX_STAGES.scalar(max_stages), y0, progress)
     state = run.start(y0, gradient, atol_host)
     while state.size:
         state = run.step(state)
