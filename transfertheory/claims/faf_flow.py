@@ -41,7 +41,7 @@ def _unit(d, rng):
 def _target_loss(arch, X, y):
     """The target loss (1/2n)‖y − Xβ‖² of one draw, from its sufficient statistics."""
     n = X.shape[0]
-    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]), np)
+    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]))
 
 
 def _sim_point(profile, *, lam=False, theta=(0.0, math.pi / 2), sigma=(0.0, 1.0)):
@@ -186,7 +186,7 @@ def _rank_one_features(case):
     arch, beta_s = dl.Architecture(d, 2), _unit(d, case.rng)
     pres = {a: dl.pretrain(arch, beta_s, a, seed=case.seed % 2**32, backend="numpy") for a in (1e-1, 1e-2, 1e-3)}
     ratio = {a: pre.singular_value_ratio for a, pre in pres.items()}
-    U = np.linalg.svd(dl.feature_matrix(arch, pres[1e-3].weights, np)[0])[0]
+    U = np.linalg.svd(dl.feature_matrix(arch, pres[1e-3].weights)[0])[0]
     results = [within(math.log10(r / a), 0.0, 1.0, f"log10((σ₂/σ₁)/α) at α={a:g} (σ₂/σ₁ = {r:.3g})")
                for a, r in ratio.items()]
     results += [holds(ratio[1e-2] < ratio[1e-1] / 5 and ratio[1e-3] < ratio[1e-2] / 5,
@@ -210,11 +210,11 @@ def _scratch_limit_point(case):
     target = np.linalg.pinv(X) @ y
     errors = {}
     for alpha in (1e-2, 1e-3):
-        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(case.seed % 2**32)], "gaussian", np)
+        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(case.seed % 2**32)], "gaussian")
         flow = dl.train(_target_loss(arch, X, y), w0, rtol=1e-6, gtol=1e-10, max_time=1e5)
         if not flow.converged[0]:
             raise RuntimeError(f"scratch flow at α={alpha} did not converge: {flow.status[0]}")
-        errors[alpha] = float(np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - target))
+        errors[alpha] = float(np.linalg.norm(dl.end_to_end(arch, flow.y)[0] - target))
     shrink = (within(errors[1e-3], 0.0, errors[1e-2] / 5, "offset at α=1e-3 vs α=1e-2 / 5 (∝ α)") if n < d
               else within(errors[1e-2], 0.0, 1e-6, "n > d: no implicit bias at α = 1e-2"))
     return combine([within(errors[1e-3], 0.0, 3e-3, "‖β − X⁺y‖ at α = 1e-3"), shrink])
@@ -234,7 +234,7 @@ def _fine_tuned_draw(d, n, depth, sigma, seed):
         raise RuntimeError(f"pretraining ({pre.flow.status[0]}) or fine-tuning ({flow.status[0]}) did not converge")
     pinv = np.linalg.pinv(X)
     paper = pinv @ y + (np.eye(d) - pinv @ X) @ pre.beta
-    return dl.end_to_end(arch, flow.y, np)[0], fine_tune_limit(X, y, pre.beta, depth=depth), paper
+    return dl.end_to_end(arch, flow.y)[0], fine_tune_limit(X, y, pre.beta, depth=depth), paper
 
 
 def _fine_tune_point(profile):
@@ -287,6 +287,6 @@ def _assumption22(case):
     0.35 % at d = 12, 0.1 % at d = 16 (L = 2; 0 for L = 3) and 0 for d ≥ 24: the strategy keeps d ≥ 32."""
     p = case.params
     arch = dl.Architecture(p["d"], p["depth"])
-    w0 = dl.init_weights(arch, 1.0, [np.random.SeedSequence(case.seed % 2**32)], "gaussian", np)
-    margin = float(dl.assumption22_margin(arch, w0, np)[0])
+    w0 = dl.init_weights(arch, 1.0, [np.random.SeedSequence(case.seed % 2**32)], "gaussian")
+    margin = float(dl.assumption22_margin(arch, w0)[0])
     return exceeds(-margin, 0.0, f"violation −min_l λ_min(D_l) at d={p['d']}, L={p['depth']}", paper_holds=margin > 0)
