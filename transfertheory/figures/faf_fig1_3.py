@@ -18,7 +18,7 @@ from .simulation import simulate_slices
 __all__ = ["build", "FIGURE_1", "FIGURE_3"]
 
 
-def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend="auto",
+def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend=None,
           progress=None):
     """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
     simulated points as ``data`` and the theory grid as the extra ``_grid`` table."""

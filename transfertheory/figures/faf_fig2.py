@@ -67,7 +67,7 @@ COLUMNS = list(COLUMN_DEFINITIONS)
 RISK_LABEL = r"$R_{\mathrm{lt}}^{\lambda}$"
 
 
-def simulate_points(d, draws, gamma, theta, sigma, lams, seed=0, backend="auto", progress=None):
+def simulate_points(d, draws, gamma, theta, sigma, lams, seed=0, backend=None, progress=None):
     """Simulated ridge-transfer risk per λ (mean, SD, SE) with Eq. 15 and the exact finite-n theory; :data:`COLUMNS`.
 
     All λ share the pretrained network and the target draws (the simulator solves the ridge head exactly, Eq. 14).
@@ -143,7 +143,7 @@ def _summary(table, lam_max, seed):
 
 
 def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], theta=DEFAULTS["theta"],
-          sigma=DEFAULTS["sigma"], lam_max=DEFAULTS["lam_max"], lams=DEFAULTS["lams"], seed=0, backend="auto",
+          sigma=DEFAULTS["sigma"], lam_max=DEFAULTS["lam_max"], lams=DEFAULTS["lams"], seed=0, backend=None,
           progress=None):
     """Simulate and draw FaF Fig. 2 at ``lams`` λ in [0, ``lam_max``] (or the λ values given as a sequence).
 

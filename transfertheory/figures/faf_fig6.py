@@ -44,7 +44,7 @@ DEFAULTS = dict(d=SIM_D, draws=SIM_DRAWS, gammas=SIM_GAMMAS, resolution=200)
 
 
 def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], resolution=DEFAULTS["resolution"],
-          gamma_max=2.0, seed=0, backend="auto", progress=None):
+          gamma_max=2.0, seed=0, backend=None, progress=None):
     """Simulate and draw FaF Fig. 6; a :class:`~transfertheory.figures.output.FigureOutput`.
 
     ``data``: the simulated points (:data:`~transfertheory.figures.simulation.SIM_COLUMNS`); the theory grid of

@@ -130,7 +130,7 @@ def plot(points):
 
 
 def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], thetas=DEFAULTS["thetas"],
-          sigma=DEFAULTS["sigma"], gamma_max=2.0, seed=0, backend="auto", progress=None):
+          sigma=DEFAULTS["sigma"], gamma_max=2.0, seed=0, backend=None, progress=None):
     """Simulate T on a (gammas × thetas) grid, θ ∈ [0, π/2], and draw FaF Fig. 7.
 
     Returns a :class:`~transfertheory.figures.output.FigureOutput`; ``data`` has

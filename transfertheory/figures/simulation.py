@@ -75,7 +75,7 @@ def simulation_ns(d, gamma_max, count, min_n=1):
     return ns[~bad], ns[bad]
 
 
-def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend="auto", progress=None):
+def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None):
     """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d; ``ridge``: λ of linear transfer."""
     from ..sim.deep_linear import run_transfer_experiment
 
@@ -96,7 +96,7 @@ def _flow_reference(record, table, d, sigma, lam, seed):
 
 
 def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS, gamma_max=2.0, lam=0.0,
-                    thetas=SLICE_THETAS, seed=0, backend="auto", progress=None):
+                    thetas=SLICE_THETAS, seed=0, backend=None, progress=None):
     r"""Simulated transferability at γ = γ_max·k/n_gammas on the angles ``thetas``, against exact theory at d.
 
     Gradient-flow runs at n = round(γ_max·d·k/n_gammas), k = 1…n_gammas, skipping |n − d| ≤ 1 and
