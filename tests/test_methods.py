@@ -115,9 +115,6 @@ def test_paper_finite_forms_are_the_linear_module_functions(sigma):
     same(ridge.paper_risk_finite(n, d, t, sigma, 0.4), L.ridge_transfer_risk_finite(t, sigma, n, 0.4))
     same(ft.paper_risk_finite(n, d, t, sigma), L.fine_tune_risk_finite_paper(n, d, t, sigma))
     same(ft.paper_transferability_finite(n, d, t, sigma), L.fine_tune_transferability_finite_paper(n, d, t))
-    # the deprecated names are the paper's c = 1 formulas
-    same(L.fine_tune_risk_finite(n, d, t, sigma), L.fine_tune_risk_finite_paper(n, d, t, sigma))
-    same(L.fine_tune_transferability_finite(n, d, t), L.fine_tune_transferability_finite_paper(n, d, t))
 
 
 # --------------------------------------------------------------------------- identities

@@ -210,7 +210,3 @@ def test_closed_forms_reject_strings_and_booleans(bad):
     with pytest.raises(ValueError, match=r"^sigma must be a real number"):
         L.scratch_risk(0.5, bad)
 
-
-def test_linear_keeps_its_interval_names():
-    """sim.deep_linear imports these three intervals from theory.linear."""
-    assert (L.GAMMA, L.THETA, L.NONNEG) == (P.GAMMA.interval, P.THETA.interval, P.SIGMA.interval)

@@ -42,8 +42,6 @@ __all__ = [
     "fine_tune_transferability",
     "fine_tune_risk_finite_paper",
     "fine_tune_transferability_finite_paper",
-    "fine_tune_risk_finite",
-    "fine_tune_transferability_finite",
     "fine_tune_scale",
     "fine_tune_risk_corrected",
     "fine_tune_transferability_corrected",
@@ -108,22 +106,6 @@ def fine_tune_transferability_finite_paper(n, d, theta):
     """
     n_, d_, t = P.N.check(n), P.D.check(d), P.THETA.check(theta)
     return scalar_or_array(-np.clip(1 - n_ / d_, 0, None) * (1 - 2 * np.cos(t)), n, d, theta)
-
-
-def fine_tune_risk_finite(n, d, theta, sigma):
-    r"""Deprecated name of :func:`fine_tune_risk_finite_paper`: the paper's c = 1 formula (FaF Eq. 142).
-
-    Not the gradient-flow limit (docs/errata.md); kept importable for existing callers.
-    """
-    return fine_tune_risk_finite_paper(n, d, theta, sigma)
-
-
-def fine_tune_transferability_finite(n, d, theta):
-    r"""Deprecated name of :func:`fine_tune_transferability_finite_paper`: the paper's c = 1 formula (FaF Eq. 142).
-
-    Not the gradient-flow limit (docs/errata.md); kept importable for existing callers.
-    """
-    return fine_tune_transferability_finite_paper(n, d, theta)
 
 
 # --------------------------------------------------------------------------- the gradient-flow limit

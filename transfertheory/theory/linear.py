@@ -37,12 +37,10 @@ from .fine_tuning import (
     fine_tune_limit,
     fine_tune_risk,
     fine_tune_risk_corrected,
-    fine_tune_risk_finite,
     fine_tune_risk_finite_paper,
     fine_tune_scale,
     fine_tune_transferability,
     fine_tune_transferability_corrected,
-    fine_tune_transferability_finite,
     fine_tune_transferability_finite_paper,
 )
 from .scratch import min_norm_noise_gain, min_norm_solution, scratch_risk, scratch_risk_finite
@@ -60,10 +58,8 @@ __all__ = [
     "ridge_transfer_risk_finite",
     "fine_tune_risk",
     "fine_tune_risk_finite_paper",
-    "fine_tune_risk_finite",
     "fine_tune_transferability",
     "fine_tune_transferability_finite_paper",
-    "fine_tune_transferability_finite",
     "fine_tune_scale",
     "fine_tune_risk_corrected",
     "fine_tune_transferability_corrected",
@@ -74,8 +70,6 @@ __all__ = [
     "chi2_resolvent_moments",
 ]
 
-#: The intervals of :data:`transfertheory.params.GAMMA`, ``THETA`` and ``SIGMA`` (kept for existing importers).
-GAMMA, THETA, NONNEG = P.GAMMA.interval, P.THETA.interval, P.SIGMA.interval
 #: n ≥ 3: the linear-transfer risk has E‖z‖⁻² = 1/(n − 2), z ~ N(0, I_n)
 N_HEAD = P.N.with_range(low=3)
 
