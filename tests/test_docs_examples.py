@@ -145,6 +145,98 @@ def test_documentation_examples_run(path, example_session):
     )
 
 
+# --- links between the pages --------------------------------------------------------------------------
+
+_LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+_ANCHOR = re.compile(r"<a\s+id=\"(?P<id>[^\"]+)\"\s*>")
+_HEADING = re.compile(r"^#{1,6}\s+(?P<text>.+?)\s*#*\s*$")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Explicit ``<a id=...>`` anchors and heading anchors of a Markdown file (outside code fences)."""
+    found, seen, fenced = set(), {}, False
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        found.update(m["id"] for m in _ANCHOR.finditer(line))
+        heading = _HEADING.match(line)
+        if heading:
+            slug = _slug(heading["text"])
+            found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def broken_links(path: Path) -> list[str]:
+    """Relative links of a Markdown file whose file or anchor does not exist (web links are not followed)."""
+    broken, fenced = [], False
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced:
+            continue
+        for match in _LINK.finditer(line):
+            target = match["target"]
+            if re.match(r"^[a-z]+:", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            linked = Path(path).parent / file_part if file_part else Path(path)
+            if not linked.exists():
+                broken.append(f"line {number}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                broken.append(f"line {number}: {target} (no such anchor in {linked.name})")
+    return broken
+
+
+@pytest.mark.parametrize("path", documentation_files(), ids=lambda p: p.name)
+def test_documentation_links_resolve(path):
+    broken = broken_links(path)
+    assert not broken, f"{_display(path)}: broken links\n" + "\n".join(broken)
+
+
+ERRATA_CLAIMS = {
+    "faf.thm2.2.dudley": "erratum-dudley",
+    "faf.eq27-28": "erratum-eq27-28",
+    "faf.thm2.2.kl-constant": "erratum-kl-constant",
+    "faf.thm3.9.eq17": "erratum-finetune-limit",
+    "faf.thm3.8.finite-n": "erratum-ridge-finite-n",
+    "faf.appD1.assumption22": "erratum-assumption22",
+}
+
+
+def _errata_sections() -> dict[str, str]:
+    """Text of errata.md after each explicit anchor, up to the next one."""
+    text = (ROOT / "docs" / "errata.md").read_text(encoding="utf-8")
+    parts = _ANCHOR.split(text)  # [before, id1, body1, id2, body2, ...]
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_each_erratum_names_its_claim_and_how_to_run_it():
+    sections = _errata_sections()
+    for claim_id, anchor in ERRATA_CLAIMS.items():
+        assert anchor in sections, f"docs/errata.md has no anchor {anchor!r} (claim {claim_id})"
+        expected = f"Audit claim: `{claim_id}` — run `python -m transfertheory.verify -k {claim_id}`"
+        assert expected in sections[anchor], f"docs/errata.md#{anchor} does not name its claim: {expected!r}"
+    assert set(sections) == set(ERRATA_CLAIMS.values()), "an anchor in errata.md without a claim, or vice versa"
+
+
+def test_errata_and_the_claims_registry_link_both_ways():
+    pytest.importorskip("transfertheory.claims.registry", reason="the claims registry is not on this branch yet")
+    import transfertheory.claims.catalog  # noqa: F401  (registers the claims)
+    from transfertheory.claims.registry import CLAIMS
+
+    registered = {claim.id: claim.erratum for claim in CLAIMS.values() if claim.erratum is not None}
+    assert registered == ERRATA_CLAIMS
+
+
 # --- the collector itself, on a synthetic Markdown file ---------------------------------------------------
 
 SYNTHETIC = """\
