@@ -1,4 +1,4 @@
-"""Task distances (FaF §2.1, App. B.1; THEORY §B): each formula against an independent computation.
+"""Task distances (FaF §2.1, App. B.1; FaF Assumption 2.1): each formula against an independent computation.
 
 Statistical checks: |MC mean − formula| ≤ K·SE (+ a stated allowance, 0 unless said), with SE the
 sample standard deviation of the Monte Carlo estimator divided by √N. Seeds are derived from the
@@ -349,7 +349,7 @@ def test_scaled_target_formulas_reduce_to_unit_target_and_expand_correctly(theta
     n, d = 40, 97
     assert D.scaled_target_transferability_finite(n, d, theta, sigma, 1.0) == pytest.approx(
         linear.linear_transferability_finite(n, d, theta, sigma), rel=1e-12, abs=1e-12)
-    # expanded forms (THEORY §A with β_t of norm a)
+    # expanded forms (the FaF §3 risks with β_t of norm a)
     s2 = np.sin(theta) ** 2
     assert D.scaled_target_linear_transfer_risk(theta, sigma, n, norm) == pytest.approx(
         norm**2 * s2 + (sigma**2 + norm**2 * s2) / (n - 2), rel=1e-12, abs=1e-12)

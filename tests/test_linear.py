@@ -1,4 +1,4 @@
-r"""Theorem checks for :mod:`transfertheory.theory.linear` (FaF §3, THEORY §A).
+r"""Theorem checks for :mod:`transfertheory.theory.linear` (FaF §3; exact finite-size forms derived in docs/linear.md).
 
 Three kinds of check (docs/testing.md):
 
@@ -17,6 +17,7 @@ cos θ (both unit vectors).
 """
 import hashlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -172,22 +173,22 @@ def test_scratch_risk_finite_matches_monte_carlo(sizes, theta):
 
 
 @given(sizes=min_norm_sizes(), theta=thetas)
-def test_fine_tune_risk_finite_matches_monte_carlo(sizes, theta):
+def test_fine_tune_risk_finite_paper_matches_monte_carlo(sizes, theta):
     n, d, sigma = sizes
     rng = rng_for("finetune", n, d, theta, sigma)
     x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
     samples = risk(fine_tune_estimate(x, y, beta_s), beta_t)
-    expected = L.fine_tune_risk_finite(n, d, theta, sigma)
+    expected = L.fine_tune_risk_finite_paper(n, d, theta, sigma)
     assert_mc_agrees(samples, expected, f"finetune n={n} d={d} θ={theta:.3g} σ={sigma:.3g}")
 
 
 @given(n=st.integers(1, 24), d=st.integers(2, 24), theta=thetas, sigma=st.floats(0.0, 1.5))
 def test_fine_tune_transferability_cancels_noise_pathwise(n, d, theta, sigma):
-    """R_sc − R_ft does not involve ε (THEORY §A5): bounded, finite mean even at |n − d| ≤ 1, σ > 0."""
+    """R_sc − R_ft does not involve ε (the X⁺ε terms are equal): bounded, finite mean even at |n − d| ≤ 1, σ > 0."""
     rng = rng_for("ft-T", n, d, theta, sigma)
     x, y, beta_s, beta_t = draw(rng, n, d, theta, sigma)
     samples = risk(scratch_estimate(x, y), beta_t) - risk(fine_tune_estimate(x, y, beta_s), beta_t)
-    expected = L.fine_tune_transferability_finite(n, d, theta)
+    expected = L.fine_tune_transferability_finite_paper(n, d, theta)
     assert_mc_agrees(samples, expected, f"T_ft n={n} d={d} θ={theta:.3g} σ={sigma:.3g}")
 
 
@@ -324,7 +325,7 @@ def test_ridge_risk_increases_with_lambda(theta, lam, dlam):
 def test_finite_n_ridge_slope_at_zero_is_negative(n, theta):
     """At finite n the optimal ridge is *not* 0: dR/dλ|₀ = −2n(sin²θ + σ²)E‖z‖⁻⁴ = −2n(sin²θ+σ²)/((n−2)(n−4)).
 
-    (Differentiate THEORY §A4 at c = nλ = 0.) The slope is O(1/n), so λ* → 0
+    (Differentiate the exact ridge risk at c = nλ = 0.) The slope is O(1/n), so λ* → 0
     and Thm 3.8 holds in its n → ∞ form only; see docs/linear.md. Checked by
     a Richardson-extrapolated forward difference (error O(h²), needs
     E‖z‖⁻⁸ < ∞, i.e. n > 8); h = 1e-4 keeps the quadrature's ~1e-13 rounding
@@ -400,8 +401,8 @@ def test_finite_forms_tend_to_asymptotic_ones(gamma, theta):
         errors.append(
             [
                 L.linear_transferability_finite(n, d, theta, sigma) - L.linear_transferability(gamma, theta, sigma),
-                L.fine_tune_risk_finite(n, d, theta, sigma) - L.fine_tune_risk(gamma, theta, sigma),
-                L.fine_tune_transferability_finite(n, d, theta) - L.fine_tune_transferability(gamma, theta),
+                L.fine_tune_risk_finite_paper(n, d, theta, sigma) - L.fine_tune_risk(gamma, theta, sigma),
+                L.fine_tune_transferability_finite_paper(n, d, theta) - L.fine_tune_transferability(gamma, theta),
                 L.ridge_transfer_risk_finite(theta, sigma, n, lam) - L.ridge_transfer_risk(theta, lam),
             ]
         )
@@ -438,8 +439,8 @@ def test_fine_tuning_sign_flips_at_pi_over_3(gamma, theta, sigma):
 
 @given(n=st.integers(1, 60), d=st.integers(1, 60), theta=thetas, sigma=st.floats(0.0, 1.5))
 def test_finite_fine_tuning_is_scratch_minus_transferability(n, d, theta, sigma):
-    r_sc, r_ft = L.scratch_risk_finite(n, d, sigma), L.fine_tune_risk_finite(n, d, theta, sigma)
-    t_ft = L.fine_tune_transferability_finite(n, d, theta)
+    r_sc, r_ft = L.scratch_risk_finite(n, d, sigma), L.fine_tune_risk_finite_paper(n, d, theta, sigma)
+    t_ft = L.fine_tune_transferability_finite_paper(n, d, theta)
     if math.isinf(r_sc):
         assert math.isinf(r_ft) and sigma > 0 and abs(n - d) <= 1
     else:
@@ -464,8 +465,8 @@ def test_finite_fine_tuning_is_scratch_minus_transferability(n, d, theta, sigma)
         (lambda: L.scratch_risk_finite(8, 8, 0.0), 0.0),
         (lambda: L.scratch_risk_finite(7, 8, 0.0), 1 / 8),
         (lambda: L.min_norm_noise_gain(9, 8), math.inf),
-        (lambda: L.fine_tune_risk_finite(8, 9, 0.5, 0.1), math.inf),
-        (lambda: L.fine_tune_transferability_finite(8, 9, 0.5), -(1 / 9) * (1 - 2 * math.cos(0.5))),
+        (lambda: L.fine_tune_risk_finite_paper(8, 9, 0.5, 0.1), math.inf),
+        (lambda: L.fine_tune_transferability_finite_paper(8, 9, 0.5), -(1 / 9) * (1 - 2 * math.cos(0.5))),
         (lambda: L.negative_transfer_threshold(0.0, 0.2), math.inf),
         (lambda: L.negative_transfer_threshold(math.pi, 0.2), math.inf),
         (lambda: L.negative_transfer_interval(0.3, 0.2)[0], math.nan),
@@ -498,12 +499,20 @@ def test_scalar_in_float_out_and_broadcasting():
 
 
 def test_warnings_free_on_singular_grids():
-    """The singular points are values: no RuntimeWarning escapes (setup.cfg turns them into errors)."""
+    """The singular points are values: no warning of any kind escapes, and the values are the documented ones."""
     gamma = np.array([0.5, 1.0, 2.0])
-    L.scratch_risk(gamma, np.array([[0.0], [0.2]]))
-    L.fine_tune_risk(gamma, 1.0, 0.0)
-    L.scratch_risk_finite(np.arange(1, 12), 6, 0.0)
-    L.negative_transfer_threshold(np.array([0.0, 1.0, math.pi]), 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        risks = L.scratch_risk(gamma, np.array([[0.0], [0.2]]))
+        fine = L.fine_tune_risk(gamma, 1.0, 0.0)
+        finite = L.scratch_risk_finite(np.arange(1, 12), 6, 0.0)
+        threshold = L.negative_transfer_threshold(np.array([0.0, 1.0, math.pi]), 0.0)
+        corrected = L.fine_tune_transferability_corrected(gamma, 1.0, 0.2)
+    np.testing.assert_allclose(risks, [[0.5, 0.0, 0.0], [0.5 + 0.04, math.inf, 0.04]])
+    np.testing.assert_allclose(fine, [0.5 * (2 - 2 * math.cos(1.0)), 0.0, 0.0])
+    np.testing.assert_allclose(finite, np.clip(1 - np.arange(1, 12) / 6, 0, None))
+    np.testing.assert_array_equal(threshold, [math.inf, 1.0, math.inf])
+    assert np.all(np.isfinite(corrected)) and np.all(corrected[1:] == 0)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -522,8 +531,10 @@ VALID = {
     L.ridge_transfer_risk_finite: dict(theta=0.5, sigma=0.2, n=10, lam=0.1),
     L.chi2_resolvent_moments: dict(n=10, c=1.0),
     L.fine_tune_risk: dict(gamma=0.5, theta=0.5, sigma=0.2),
+    L.fine_tune_risk_finite_paper: dict(n=5, d=10, theta=0.5, sigma=0.2),
     L.fine_tune_risk_finite: dict(n=5, d=10, theta=0.5, sigma=0.2),
     L.fine_tune_transferability: dict(gamma=0.5, theta=0.5),
+    L.fine_tune_transferability_finite_paper: dict(n=5, d=10, theta=0.5),
     L.fine_tune_transferability_finite: dict(n=5, d=10, theta=0.5),
     L.fine_tune_scale: dict(gamma=0.5, sigma=0.2),
     L.fine_tune_risk_corrected: dict(gamma=0.5, theta=0.5, sigma=0.2),
@@ -535,10 +546,12 @@ NEEDS_N3 = {L.linear_transfer_risk, L.linear_transferability_finite, L.ridge_tra
 BAD = {
     "gamma": [(0.0, r"\(0, inf\)"), (-1.0, r"\(0, inf\)"), ([0.5, -2.0], r"\(0, inf\)"), (math.nan, "NaN")],
     "theta": [(-0.1, r"\[0, π\]"), (3.2, r"\[0, π\]"), (math.nan, "NaN")],
-    "sigma": [(-0.1, r"\[0, inf\)"), (math.inf, r"\[0, inf\)"), (math.nan, "NaN"), ("abc", "real number")],
+    "sigma": [(-0.1, r"\[0, inf\)"), (math.inf, r"\[0, inf\)"), (math.nan, "NaN"), ("abc", "real number"),
+              (True, "real number")],
     "lam": [(-1e-3, r"\[0, inf\)"), (math.nan, "NaN")],
     "c": [(-1.0, r"\[0, inf\)")],
-    "n": [(2.5, "integer"), (0, "integer >= "), (math.nan, "NaN"), (math.inf, "integer")],
+    "n": [(2.5, "integer"), (0, "integer >= "), (math.nan, "NaN"), (math.inf, "integer"), ("10", "real number"),
+          (True, "real number")],
     "d": [(1.5, "integer"), (0, "integer >= 1"), (math.nan, "NaN")],
 }
 
@@ -577,6 +590,13 @@ def test_bad_input_of_the_per_draw_fine_tuning_functions():
         L.fine_tune_limit(X, y, beta, depth=1)
     with pytest.raises(ValueError, match="X must have shape"):
         L.min_norm_solution(np.ones(3), y)
+    for bad in ("X", "y", "beta_pre"):
+        arrays = dict(X=X.copy(), y=y.copy(), beta_pre=beta.copy())
+        arrays[bad].flat[1] = math.nan
+        with pytest.raises(ValueError, match=rf"^{bad} must be finite \(no NaN or inf\)"):
+            L.fine_tune_limit(**arrays)
+    with pytest.raises(ValueError, match=r"^y must be finite"):
+        L.min_norm_solution(X, np.array([1.0, math.inf, 0.0]))
     for kwargs, message in [(dict(draws=1), "draws must be an integer >= 2"), (dict(d=1), "d must be an integer >= 2"),
                             (dict(theta=4.0), "theta must be in"), (dict(sigma=-1.0), "sigma must be in")]:
         with pytest.raises(ValueError, match=message):

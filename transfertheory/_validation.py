@@ -1,38 +1,97 @@
 """Input validation in the spirit of scikit-learn's ``check_*`` helpers.
 
-Every public closed form validates its parameters here, so that bad input
+Every public closed form and simulator validates its parameters here (usually
+through the named ranges of :mod:`transfertheory.params`), so that bad input
 raises a :class:`ValueError` that names the parameter and its valid range,
 instead of silently returning NaN deep inside a formula.
+
+Accepted values are real numbers and arrays of them (Python ``int``/``float``,
+NumPy integer and floating scalars/arrays, nested lists). Rejected, with a
+message naming the parameter: booleans (``True`` is not the number 1 here),
+strings, ``None``, complex numbers, object arrays, and NaN.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["Interval", "check_param", "check_integer_param", "scalar_or_array"]
+__all__ = ["Interval", "as_real_array", "check_param", "check_integer_param", "scalar_or_array"]
+
+_CLOSED = ("both", "left", "right", "neither")
 
 
+@dataclass(frozen=True)
 class Interval:
-    """A real interval with open/closed ends, printable as e.g. ``(0, inf)``."""
+    """A real interval with open/closed ends, printable as e.g. ``(0, inf)``.
 
-    def __init__(self, low=-np.inf, high=np.inf, closed="both"):
-        if closed not in ("both", "left", "right", "neither"):
-            raise ValueError(f"closed must be 'both', 'left', 'right' or 'neither', got {closed!r}")
-        self.low, self.high, self.closed = low, high, closed
+    ``closed`` is ``"both"``, ``"left"``, ``"right"`` or ``"neither"``. An
+    infinite end is never attained, whatever ``closed`` says of it: ``[0, inf)``
+    and ``Interval(0, inf, "both")`` both exclude ``inf``.
+    """
 
-    def contains(self, x: np.ndarray) -> np.ndarray:
-        lo_ok = x >= self.low if self.closed in ("both", "left") else x > self.low
-        hi_ok = x <= self.high if self.closed in ("both", "right") else x < self.high
+    low: float = -np.inf
+    high: float = np.inf
+    closed: str = "both"
+
+    def __post_init__(self):
+        if self.closed not in _CLOSED:
+            raise ValueError(f"closed must be 'both', 'left', 'right' or 'neither', got {self.closed!r}")
+        if not self.low <= self.high:
+            raise ValueError(f"an interval needs low <= high, got low={self.low!r}, high={self.high!r}")
+
+    @property
+    def left_closed(self) -> bool:
+        return self.closed in ("both", "left") and np.isfinite(self.low)
+
+    @property
+    def right_closed(self) -> bool:
+        return self.closed in ("both", "right") and np.isfinite(self.high)
+
+    def contains(self, x) -> np.ndarray:
+        """Elementwise membership (NaN is in no interval)."""
+        x = np.asarray(x, dtype=float)
+        lo_ok = x >= self.low if self.left_closed else x > self.low
+        hi_ok = x <= self.high if self.right_closed else x < self.high
         return lo_ok & hi_ok
+
+    def issubset(self, other: "Interval") -> bool:
+        """True when every point of this interval lies in ``other``."""
+        lo_ok = self.low > other.low or (self.low == other.low and (other.left_closed or not self.left_closed))
+        hi_ok = self.high < other.high or (self.high == other.high and (other.right_closed or not self.right_closed))
+        return lo_ok and hi_ok
 
     def __str__(self) -> str:
         def fmt(v):
-            if v == np.pi:
-                return "π"
-            return "inf" if v == np.inf else "-inf" if v == -np.inf else f"{v:g}"
+            for value, text in ((np.pi, "π"), (np.pi / 2, "π/2"), (np.inf, "inf"), (-np.inf, "-inf")):
+                if v == value:
+                    return text
+            return f"{v:g}"
 
-        left = "[" if self.closed in ("both", "left") else "("
-        right = "]" if self.closed in ("both", "right") else ")"
+        left = "[" if self.left_closed else "("
+        right = "]" if self.right_closed else ")"
         return f"{left}{fmt(self.low)}, {fmt(self.high)}{right}"
+
+
+def _holds_bool(value) -> bool:
+    """True if a (nested) list or tuple holds a boolean, which NumPy would silently turn into 0.0 or 1.0."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_bool(v) for v in value)
+    return isinstance(value, (bool, np.bool_))
+
+
+def as_real_array(value, name: str) -> np.ndarray:
+    """``value`` as a float array; ValueError naming ``name`` for non-numbers (bool, str, None, complex) and NaN."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nested sequences
+        arr = None
+    if arr is None or arr.dtype.kind not in "iuf" or _holds_bool(value):
+        raise ValueError(f"{name} must be a real number or array of reals, got {value!r}")
+    arr = arr.astype(float)
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not be NaN, got {value!r}")
+    return arr
 
 
 def check_param(value, name: str, interval: Interval | None = None) -> np.ndarray:
@@ -41,25 +100,24 @@ def check_param(value, name: str, interval: Interval | None = None) -> np.ndarra
     Raises
     ------
     ValueError
-        If ``value`` is not numeric, contains NaN, or leaves ``interval``.
+        If ``value`` is not a real number or array of reals (booleans and
+        strings included), contains NaN, or leaves ``interval``; the message
+        names ``name`` and the interval.
     """
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number or array of reals, got {value!r}") from None
-    if np.isnan(arr).any():
-        raise ValueError(f"{name} must not be NaN")
+    arr = as_real_array(value, name)
     if interval is not None:
         bad = ~interval.contains(arr)
         if bad.any():
-            example = arr[bad].flat[0]
-            raise ValueError(f"{name} must be in {interval}, got {example:g}")
+            raise ValueError(f"{name} must be in {interval}, got {arr[bad].flat[0]:g}")
     return arr
 
 
 def check_integer_param(value, name: str, minimum: int) -> np.ndarray:
-    """Like :func:`check_param` for integer-valued parameters (n, d) ≥ ``minimum``."""
-    arr = check_param(value, name)
+    """Like :func:`check_param` for integer-valued parameters (n, d) ≥ ``minimum``; returns a float array.
+
+    Integral floats (``3.0``) are accepted, so that ``np.rint(gamma * d)`` can be passed as ``n``.
+    """
+    arr = as_real_array(value, name)
     if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
         raise ValueError(f"{name} must be an integer (or array of integers), got {value!r}")
     if np.any(arr < minimum):

@@ -1,10 +1,27 @@
 """Closed-form predictions of the transfer-learning papers (pure, vectorized NumPy).
 
-* :mod:`.linear` — FaF §3, deep linear networks (imported here);
+* :mod:`.linear` — FaF §3, deep linear networks (imported here), built from
+  :mod:`.scratch` (FaF Thms 3.5–3.6) and :mod:`.fine_tuning` (FaF Thm 3.9 and
+  its gradient-flow correction);
+* :mod:`.methods` — one record per transfer method (:class:`TransferMethod`,
+  :data:`METHODS`, :func:`get_method`);
+* :mod:`.transfer` — transferability on the (γ, θ) plane and its boundary angles;
 * :mod:`.distances` — FaF §2.1, task distances (``from transfertheory.theory import distances``;
   not imported eagerly because it loads POT).
 """
-from . import linear
+from . import linear, methods, transfer
 from .linear import *  # noqa: F401,F403  (the public contract of FaF §3)
+from .methods import METHODS, TRANSFER_METHODS, TransferMethod, get_method
+from .transfer import effective_angle, flow_limit_sign_angle, opening_angle, transfer_risks
 
-__all__ = list(linear.__all__)
+__all__ = [
+    *linear.__all__,
+    "METHODS",
+    "TRANSFER_METHODS",
+    "TransferMethod",
+    "get_method",
+    "effective_angle",
+    "flow_limit_sign_angle",
+    "opening_angle",
+    "transfer_risks",
+]

@@ -1,6 +1,6 @@
 r"""Distances between source and target tasks, and why they do not predict transfer (FaF §2.1, App. B.1).
 
-Model (THEORY §B; FaF Assumption 2.1). A task is a function f ∈ Φ ⊂ L²(p);
+Model (FaF Assumption 2.1, §2.1). A task is a function f ∈ Φ ⊂ L²(p);
 its data law p_f(x, y) is x ~ p, y = f(x) + ε, ε ~ N(0, σ²). With an
 orthonormal basis {φ_i} of Φ in L²(p), f = Σ α_i φ_i is given by its
 coefficient vector α. The linear tasks of FaF §3 are the case
@@ -37,6 +37,7 @@ import warnings
 
 import numpy as np
 
+from .. import params as P
 from .._validation import Interval, check_param
 from .linear import (
     linear_transfer_risk,
@@ -64,7 +65,9 @@ __all__ = [
     "scaled_target_transferability_finite",
 ]
 
-POSITIVE = Interval(0, np.inf, "neither")
+#: σ > 0 here: the laws p_f of noiseless tasks are singular (KL = ∞)
+SIGMA_POSITIVE = P.SIGMA.with_range(closed="neither")
+POSITIVE = SIGMA_POSITIVE.interval
 FINITE = Interval(-np.inf, np.inf, "neither")
 DUDLEY_MAX = 2.0  # sup over ‖h‖_BL ≤ 1 of |E_p h − E_q h| ≤ 2‖h‖_∞ ≤ 2
 
@@ -76,7 +79,7 @@ def _out(result):
 
 
 def _sigma(sigma):
-    return check_param(sigma, "sigma", POSITIVE)
+    return SIGMA_POSITIVE.check(sigma)
 
 
 def _vector(value, name):
@@ -221,7 +224,7 @@ def dudley_upper_bound(beta_f, beta_g, sigma):
 def joint_covariance(beta, sigma):
     r"""Covariance of the joint law of (x, y) for the linear task y = βᵀx + ε, x ~ N(0, I_d).
 
-    THEORY §B: Σ_β = [[I_d, β], [βᵀ, ‖β‖² + σ²]] ∈ ℝ^{(d+1)×(d+1)} (the mean is 0).
+    Σ_β = [[I_d, β], [βᵀ, ‖β‖² + σ²]] ∈ ℝ^{(d+1)×(d+1)} (the mean is 0).
     ``beta`` of shape (..., d) gives shape (..., d+1, d+1).
     """
     b = _vector(beta, "beta")
@@ -260,7 +263,7 @@ def wasserstein2_gaussian(cov_p, cov_q, mean_p=None, mean_q=None):
     r"""W₂ between N(m_p, Σ_p) and N(m_q, Σ_q): the Bures closed form.
 
     W₂² = ‖m_p − m_q‖² + tr Σ_p + tr Σ_q − 2 tr (Σ_p^{1/2} Σ_q Σ_p^{1/2})^{1/2}
-    (Dowson & Landau 1982; Givens & Shortt 1984). THEORY §B uses it for the
+    (Dowson & Landau 1982; Givens & Shortt 1984). Applied here to the
     joint laws of linear tasks (:func:`joint_covariance`).
 
     Both square roots are taken by ``numpy.linalg.eigh`` of symmetric matrices
@@ -387,11 +390,11 @@ def dudley_proof_scale(beta, delta, sigma):
 
 
 def _rescaled(risk, norm, sigma):
-    """a²·risk(σ/a) for a target of norm a (THEORY §A risks are quadratic; σ enters as σ²)."""
+    """a²·risk(σ/a) for a target of norm a (the FaF §3 risks are quadratic in (β_t, ε); σ enters as σ²)."""
     a = check_param(norm, "norm", POSITIVE)
     if not np.all(np.isfinite(a)):
         raise ValueError("norm must be finite")
-    s = check_param(sigma, "sigma", Interval(0, np.inf, "left"))
+    s = P.SIGMA.check(sigma)
     return a**2 * np.asarray(risk(s / a))
 
 
@@ -406,7 +409,7 @@ def scaled_target_scratch_risk(gamma, sigma, norm):
 
 
 def scaled_target_scratch_risk_finite(n, d, sigma, norm):
-    r"""Exact finite-size scratch risk for a target of norm a: a²·E R_sc(n, d, σ/a) (THEORY §A1 rescaled)."""
+    r"""Exact finite-size scratch risk for a target of norm a: a²·E R_sc(n, d, σ/a) (FaF Eq. 10 at finite size, rescaled)."""
     return _out(_rescaled(lambda s: scratch_risk_finite(n, d, s), norm, sigma))
 
 
@@ -428,7 +431,7 @@ def scaled_target_transferability(gamma, theta, sigma, norm):
 def scaled_target_transferability_finite(n, d, theta, sigma, norm):
     r"""Exact finite-size linear transferability for a target of norm a: a²·T_lt(n, d, θ, σ/a).
 
-    THEORY §A3 rescaled: E R_sc − E R_lt with both risks from
+    The exact T_lt of :func:`~transfertheory.theory.linear.linear_transferability_finite` rescaled: E R_sc − E R_lt with both risks from
     :func:`scaled_target_scratch_risk_finite` and
     :func:`scaled_target_linear_transfer_risk`. Used for FaF Fig. 5.
     """
