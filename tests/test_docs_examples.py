@@ -242,6 +242,25 @@ def test_errata_and_the_claims_registry_link_both_ways():
         assert f"`{claim_id}`" in sections[anchor], f"docs/errata.md#{anchor} does not name claim {claim_id}"
 
 
+_CLAIM_ID = re.compile(r"`((?:faf|merlin|tdr|mtl)\.[A-Za-z0-9.\-]*[A-Za-z0-9])`")
+
+
+def test_claim_ids_named_in_the_documentation_are_registered():
+    """A backticked claim id (`faf.eq13`) in README.md or docs/*.md names a registered claim."""
+    pytest.importorskip("transfertheory.claims.registry", reason="the claims registry is not on this branch yet")
+    import transfertheory.claims.catalog  # noqa: F401  (registers the claims)
+    from transfertheory.claims.registry import CLAIMS
+
+    unknown = [
+        f"{_display(path)}:{number}: {claim_id}"
+        for path in documentation_files()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for claim_id in _CLAIM_ID.findall(line)
+        if claim_id not in CLAIMS and not claim_id.startswith("merlin.")  # the architecture page's sketch
+    ]
+    assert not unknown, "claim ids not in the registry:\n" + "\n".join(unknown)
+
+
 # --- the collector itself, on a synthetic Markdown file ---------------------------------------------------
 
 SYNTHETIC = """\
