@@ -261,6 +261,19 @@ def test_claim_ids_named_in_the_documentation_are_registered():
     assert not unknown, "claim ids not in the registry:\n" + "\n".join(unknown)
 
 
+SETUP_COMMANDS = [
+    "pip install -e . && python -m transfertheory.phase_diagram --noise 0.2",
+    'pip install -e ".[test]" && python -m pytest',
+]
+
+
+def test_readme_offers_exactly_the_two_setup_commands():
+    """The README's shell blocks are the two set-up commands: install + phase diagram, install + tests."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    shell_blocks = re.findall(r"^```(?:bash|sh|console|shell)\s*\n(.*?)^```", text, flags=re.M | re.S)
+    assert [block.strip() for block in shell_blocks] == SETUP_COMMANDS
+
+
 # --- the collector itself, on a synthetic Markdown file ---------------------------------------------------
 
 SYNTHETIC = """\
