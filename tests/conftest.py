@@ -1,8 +1,14 @@
-"""Shared pytest configuration: markers, hypothesis profiles, backends."""
+"""Shared pytest configuration: markers, hypothesis profiles, backends.
+
+The strict CPU stand-in for CuPy's host/device boundary (:mod:`strict_backend`)
+is registered as backend ``"strict"`` for the whole session; the fixture
+``array_backend`` runs a test on NumPy and on it (``xp`` the array module).
+"""
 import os
 
 import numpy as np
 import pytest
+import strict_backend
 from hypothesis import HealthCheck, settings
 
 from transfertheory import backend
@@ -14,6 +20,8 @@ settings.register_profile(
 )
 settings.register_profile("explore", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+strict_backend.register()
 
 
 def pytest_addoption(parser):
@@ -30,6 +38,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(params=["numpy", strict_backend.NAME])
+def array_backend(request):
+    """(name, array module) of NumPy and of the strict CuPy stand-in: a test using it runs on both."""
+    return request.param, backend.resolve_backend(request.param)
 
 
 @pytest.fixture

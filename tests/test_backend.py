@@ -1,56 +1,103 @@
+"""The backend layer: names and the environment variable, inference from arrays, host/device transfers."""
 import numpy as np
 import pytest
+import strict_backend
 
 from transfertheory import backend
 
-
-def test_numpy_backend_explicit_and_env(monkeypatch):
-    assert backend.get_array_module("numpy") is np
-    monkeypatch.setenv(backend.ENV_VAR, "numpy")
-    assert backend.get_array_module() is np
+STRICT = strict_backend.NAME
 
 
-def test_auto_falls_back_to_numpy_without_gpu():
-    xp = backend.get_array_module("auto")
-    assert xp is np or backend.cupy_available()
+def test_explicit_name_and_environment_variable(monkeypatch):
+    monkeypatch.delenv(backend.ENV_VAR, raising=False)
+    assert backend.resolve_backend("numpy") is np
+    assert backend.resolve_backend(" NumPy ") is np  # names are case- and space-insensitive
+    monkeypatch.setenv(backend.ENV_VAR, STRICT)
+    assert backend.resolve_backend() is strict_backend.strict  # None reads the variable
+    assert backend.resolve_backend("numpy") is np  # an explicit choice wins over the variable
+    assert backend.get_array_module(backend="numpy") is np and backend.get_array_module() is strict_backend.strict
 
 
-def test_bad_backend_name_is_clear(monkeypatch):
+def test_auto_is_numpy_exactly_when_no_gpu_is_usable(monkeypatch):
+    monkeypatch.delenv(backend.ENV_VAR, raising=False)
+    expected = "cupy" if backend.cupy_available() else "numpy"
+    assert backend.backend_name(backend.resolve_backend("auto")) == expected
+    assert backend.backend_name(backend.resolve_backend()) == expected  # the variable's default is auto
+
+
+@pytest.mark.parametrize("bad", ["torch", "", "bogus"])
+def test_unknown_name_names_the_argument_or_the_variable(monkeypatch, bad):
+    monkeypatch.delenv(backend.ENV_VAR, raising=False)
+    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'numpy', 'cupy', 'strict'\)"):
+        backend.resolve_backend(bad)
+    monkeypatch.setenv(backend.ENV_VAR, bad)
+    with pytest.raises(ValueError, match=f"environment variable {backend.ENV_VAR} must be one of"):
+        backend.resolve_backend()
+
+
+@pytest.mark.parametrize("bad", [True, 1, 0.5])
+def test_non_string_name_is_rejected(bad):
     with pytest.raises(ValueError, match="backend must be one of"):
-        backend.get_array_module("torch")
-    monkeypatch.setenv(backend.ENV_VAR, "tpu")
-    with pytest.raises(ValueError, match="TRANSFERTHEORY_BACKEND"):
-        backend.get_array_module()
+        backend.resolve_backend(bad)
 
 
-def test_cupy_request_without_gpu_is_a_clear_error():
+def test_cupy_request_without_gpu_is_a_one_line_error(monkeypatch):
     if backend.cupy_available():
         pytest.skip("a GPU is available here")
-    with pytest.raises(backend.BackendUnavailableError, match="gpu"):
-        backend.get_array_module("cupy")
+    with pytest.raises(backend.BackendUnavailableError, match="gpu") as info:
+        backend.resolve_backend("cupy")
+    assert "\n" not in str(info.value)
+    monkeypatch.setenv(backend.ENV_VAR, "cupy")  # the variable is honoured, not silently replaced by NumPy
+    with pytest.raises(backend.BackendUnavailableError):
+        backend.resolve_backend()
 
 
-def test_seeded_generator_is_reproducible_and_spawns_independent_streams():
-    a = backend.make_rng(7, np).normal((3, 4))
-    b = backend.make_rng(7, np).normal((3, 4))
-    np.testing.assert_array_equal(a, b)
+def test_get_backend_infers_the_module_and_refuses_mixing(array_backend):
+    name, xp = array_backend
+    a = xp.asarray(np.arange(3.0))
+    assert backend.get_backend(a) is xp and backend.get_backend(a, 2.0, None, np.float64(1.0)) is xp
+    assert backend.get_backend() is np and backend.get_backend(np.ones(2), 3) is np
+    assert backend.backend_name(xp) == name
+    if name != "numpy":
+        with pytest.raises(TypeError, match="host"):
+            backend.get_backend(a, np.ones(3))
+
+
+def test_to_host_and_to_device_round_trip_copies(array_backend):
+    name, xp = array_backend
+    x = np.arange(4.0)
+    dev = backend.to_device(x, xp)
+    assert backend.get_backend(dev) is xp
+    assert backend.get_backend(backend.to_device(x, like=dev)) is xp
+    host = backend.to_host(dev)
+    assert type(host) is np.ndarray
+    np.testing.assert_array_equal(host, x)
+    if name != "numpy":  # a device array never aliases host memory
+        x[0] = 7.0
+        assert backend.to_host(dev)[0] == 0.0
+
+
+def test_registered_names_are_listed_and_built_in_names_protected():
+    assert backend.backend_names() == backend.BACKENDS + (STRICT,)
+    with pytest.raises(ValueError, match="built in"):
+        backend.register_backend("numpy", np, np.ndarray, np.asarray)
+
+
+def test_seeded_generator_is_reproducible_and_spawns_independent_streams(array_backend):
+    _, xp = array_backend
+    a = backend.to_host(backend.make_rng(7, xp).normal((3, 4)))
+    np.testing.assert_array_equal(a, backend.make_rng(7, np).normal((3, 4)))  # same draws on every backend
     c1, c2 = backend.make_rng(7, np).spawn(2)
     assert not np.allclose(c1.normal(5), c2.normal(5))
-    u = backend.make_rng(1, np).unit_vector(50)
-    assert np.isclose(np.linalg.norm(u), 1.0)
-
-
-def test_to_host_roundtrip():
-    x = np.arange(4.0)
-    assert backend.to_host(backend.to_device(x, np)) is not None
-    np.testing.assert_array_equal(backend.to_host(x), x)
-    assert backend.backend_name(np) == "numpy"
-    assert backend.array_module_of(x) is np
+    u = backend.to_host(backend.make_rng(1, xp).unit_vector(50))
+    assert np.linalg.norm(u) == pytest.approx(1.0, rel=1e-14)
 
 
 @pytest.mark.gpu
 def test_cupy_draws_match_numpy_draws():
-    cp = backend.get_array_module("cupy")
+    cp = backend.resolve_backend("cupy")
     g_cpu = backend.make_rng(3, np).normal((5, 5))
     g_gpu = backend.make_rng(3, cp).normal((5, 5))
     np.testing.assert_array_equal(g_cpu, backend.to_host(g_gpu))
+    with pytest.raises(TypeError):  # what the strict stand-in imitates
+        np.asarray(g_gpu)

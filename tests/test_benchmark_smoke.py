@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from transfertheory import backend
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "bench_deep_linear.py")
 
@@ -27,6 +29,7 @@ def test_quick_run_prints_ratio_and_writes_csv(tmp_path):
     out = _run("--quick", "--d", "12", "--instances", "3", "--steps", "300", "--repeat", "1", "--csv", str(csv))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "ratio baseline/simulator:" in out.stdout
+    assert "smoke run" in out.stdout and "target >=" not in out.stdout  # no speed verdict from a smoke run
     assert "identical task vectors and draw seeds in both implementations: yes" in out.stdout
     assert "where the simulator's time goes" in out.stdout
     assert csv.exists() and (tmp_path / "bench_summary.csv").exists()
@@ -41,6 +44,14 @@ def test_quick_fig1_path_runs():
 @pytest.mark.parametrize("bad", [["--instances", "1"], ["--d", "0"]])
 def test_bad_arguments_exit_2(bad):
     assert _run(*bad).returncode == 2
+
+
+def test_unusable_cupy_backend_is_a_one_line_error():
+    if backend.cupy_available():
+        pytest.skip("a GPU is available here")
+    out = _run("--backend", "cupy", "--quick")
+    assert out.returncode == backend.EXIT_BACKEND_UNAVAILABLE
+    assert out.stderr.startswith("error: backend 'cupy' requested but unusable") and out.stderr.count("\n") == 1
 
 
 def test_integrator_accuracy_table():

@@ -1,8 +1,9 @@
-"""Theorem checks for the deep-linear gradient-flow simulator (FaF §3, THEORY §A).
+"""Theorem checks for the deep-linear gradient-flow simulator (FaF §3).
 
 Per-instance limits (Lemma 3.3, Thms 3.4, 3.5, 3.7, 3.9) are checked against the
 closed-form limit points computed from the same draw; mean risks (Thms 3.6–3.9)
-against the exact finite-size formulas of :mod:`transfertheory.theory.linear`
+against what gradient flow converges to at the simulated size, from the method records
+(:mod:`transfertheory.theory.methods`, ``flow_risk_finite`` / ``flow_transferability_finite``),
 within 4 standard errors plus a stated allowance for what the theorems leave out.
 """
 import functools
@@ -10,10 +11,14 @@ import functools
 import numpy as np
 import pytest
 
+import pandas as pd
+import strict_backend
+
 from transfertheory import backend
 from transfertheory.sim import deep_linear as dl
 from transfertheory.sim.deep_linear import run_transfer_experiment
 from transfertheory.theory import linear as th
+from transfertheory.theory.methods import get_method
 
 # Allowance for what the limit theorems leave out, added to 4·SE in the mean-risk checks: the
 # integrator's error at the default rtol = 1e-3 moved single risks by ≤ 1.5e-3 (fine-tuning; scratch
@@ -26,7 +31,7 @@ ALLOWANCE = 2e-3
 
 def _target_loss(arch, X, y):
     n = X.shape[0]
-    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]), np)
+    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]))
 
 
 def _draw(d, n, sigma, seed):
@@ -59,7 +64,7 @@ def test_loss_from_sufficient_statistics_equals_direct_loss():
     arch = dl.Architecture(6, 2)
     X, y, _ = _draw(6, 9, 0.3, 1)
     w = np.random.default_rng(2).standard_normal((1, arch.n_params))
-    beta = dl.end_to_end(arch, w, np)[0]
+    beta = dl.end_to_end(arch, w)[0]
     _, loss = _target_loss(arch, X, y)(w, np.arange(1))
     assert loss[0] == pytest.approx(np.sum((y - X @ beta) ** 2) / (2 * len(y)), rel=1e-12)
 
@@ -71,7 +76,7 @@ def _grouped_problem(d, depth, sizes=(6, 9, 14), seed=0):
     Xs = [rng.standard_normal((n, d)) for n in sizes]
     gram = np.stack([X.T @ X / len(X) for X in Xs])
     c = np.stack([X.T @ (X @ rng.standard_normal(d) / np.sqrt(d)) / len(X) for X in Xs])
-    loss = dl.LeastSquaresLoss(arch, gram, c, np.ones(len(sizes)), np)
+    loss = dl.LeastSquaresLoss(arch, gram, c, np.ones(len(sizes)))
     return arch, loss, rng.standard_normal((len(sizes), arch.n_params)) * 0.4
 
 
@@ -83,11 +88,14 @@ def test_low_rank_stages_equal_dense_stages(depth):
 
     arch, loss, y = _grouped_problem(7, depth)
     rows, h, s_row = np.arange(3), np.array([0.3, 0.05, 0.1]), np.array([3, 9, 5])
-    order, tol = np.argsort(-s_row, kind="stable"), (1e-3, np.full(3, 1e-6))
-    coef = it._tables(400).table(9)
     G, _ = loss(y, rows)
-    dense = it.dense_stages(loss)(y, G, order, h, s_row, rows, coef, tol, np)
-    low = dl.LowRankStages(loss)(y, None, order, h, s_row, rows, coef, tol, np)
+
+    def request(carried):
+        return it.StepRequest(y=y, carried=carried, order=np.argsort(-s_row, kind="stable"), h=h, stages=s_row,
+                              rows=rows, coefficients=it.tables(400).table(9), rtol=1e-3, atol=np.full(3, 1e-6))
+
+    dense = it.dense_stages(loss)(request(G))
+    low = dl.LowRankStages(loss)(request(None))
     np.testing.assert_allclose(low.y, dense.y, rtol=0, atol=1e-13)
     np.testing.assert_allclose(low.loss, dense.loss, rtol=1e-13)
     np.testing.assert_allclose(low.grad_norm, dense.grad_norm, rtol=1e-12)
@@ -112,26 +120,26 @@ def test_factored_power_iteration_finds_the_hessian_spectral_radius(depth):
     H = np.stack([(loss(y + e * np.eye(P)[j], rows)[0] - loss(y - e * np.eye(P)[j], rows)[0]) / (2 * e)
                   for j in range(P)], axis=2)
     exact = np.abs(np.linalg.eigvalsh(0.5 * (H + H.transpose(0, 2, 1)))).max(axis=1)
-    rho, _, _ = dl.LowRankStages(loss).spectral_radius(y, None, rows, None, 300, np)
+    rho, _, _ = dl.LowRankStages(loss).spectral_radius(y, None, rows, None, 300)
     np.testing.assert_allclose(rho, exact, rtol=1e-7)  # the explicit Hessian's own error: O(e²) ~ 1e-10
-    rho_fd, _, _ = it.dense_spectral_radius(loss)(y, None, rows, None, 300, np)
+    rho_fd, _, _ = it.dense_spectral_radius(loss)(y, None, rows, None, 300)
     np.testing.assert_allclose(rho_fd, exact, rtol=1e-5)  # finite differences with step 1e-7‖y‖
 
 
 def test_initialization_schemes():
     arch = dl.Architecture(12, 3)
     seeds = [np.random.SeedSequence(k) for k in range(3)]
-    bal = dl.init_weights(arch, 0.1, seeds, "balanced", np)
-    for D in dl.conserved_imbalance(arch, bal, np):
+    bal = dl.init_weights(arch, 0.1, seeds, "balanced")
+    for D in dl.conserved_imbalance(arch, bal):
         assert np.abs(D).max() < 1e-15  # D_l = 0 exactly
-    a22 = dl.init_weights(arch, 0.1, seeds, "assumption22", np)
-    for D in dl.conserved_imbalance(arch, a22, np):
+    a22 = dl.init_weights(arch, 0.1, seeds, "assumption22")
+    for D in dl.conserved_imbalance(arch, a22):
         np.testing.assert_allclose(D, 0.01 * np.eye(12)[None].repeat(3, 0), atol=1e-14)  # D_l = α² I
-    np.testing.assert_allclose(dl.assumption22_margin(arch, a22, np) / 0.01, 1.0, rtol=1e-10)
-    gau = dl.init_weights(arch, 1.0, [np.random.SeedSequence(5)], "gaussian", np)
+    np.testing.assert_allclose(dl.assumption22_margin(arch, a22) / 0.01, 1.0, rtol=1e-10)
+    gau = dl.init_weights(arch, 1.0, [np.random.SeedSequence(5)], "gaussian")
     assert np.var(gau) == pytest.approx(1 / 12, rel=0.1)  # W̄ entries N(0, 1/d), FaF App. D.1
     with pytest.raises(ValueError, match="init"):
-        dl.init_weights(arch, 0.1, seeds, "orthogonal", np)
+        dl.init_weights(arch, 0.1, seeds, "orthogonal")
 
 
 # --------------------------------------------------------------------------- per-instance limits
@@ -158,9 +166,9 @@ def test_features_sparsify_to_rank_one_thm_3_4():
     for a, r in ratios.items():
         assert 0.1 * a < r < 10 * a
     pre = dl.pretrain(arch, beta_s, 1e-3, seed=4, backend="numpy")
-    U, s, Vt = np.linalg.svd(dl.feature_matrix(arch, pre.weights, np)[0])
+    U, s, Vt = np.linalg.svd(dl.feature_matrix(arch, pre.weights)[0])
     assert abs(U[:, 0] @ beta_s) == pytest.approx(1, abs=1e-6)  # left feature direction = β_s
-    assert pre.v_norm == pytest.approx(1, abs=1e-3)  # balanced pretraining: ‖v‖ = 1 (THEORY §A4)
+    assert pre.v_norm == pytest.approx(1, abs=1e-3)  # balanced pretraining: ‖v‖ = 1 (FaF Lemma B.1)
 
 
 @pytest.mark.parametrize("n", [6, 24])
@@ -173,10 +181,10 @@ def test_scratch_flow_reaches_min_norm_solution_thm_3_5(n):
     target = np.linalg.pinv(X) @ y
     errors = {}
     for alpha in (1e-2, 1e-3):
-        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(9)], "gaussian", np)
+        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(9)], "gaussian")
         flow = dl.train(_target_loss(arch, X, y), w0, rtol=1e-6, gtol=1e-10, max_time=1e5)
         assert flow.converged[0]
-        errors[alpha] = np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - target)
+        errors[alpha] = np.linalg.norm(dl.end_to_end(arch, flow.y)[0] - target)
     assert errors[1e-3] < 3e-3
     if n < d:  # interpolation regime: the offset is ∝ α
         assert errors[1e-3] < errors[1e-2] / 5
@@ -193,14 +201,14 @@ def test_flow_in_the_data_eigenbasis_is_the_rotated_flow(depth, alpha):
     gram = np.stack([X.T @ X / len(X) for X, _, _ in draws])
     c = np.repeat(np.stack([X.T @ y / len(X) for X, y, _ in draws]), k, axis=0)
     y2 = np.repeat([y @ y / len(y) for _, y, _ in draws], k)
-    y0 = dl.init_weights(arch, alpha, list(range(2 * k)), "gaussian", np)
-    plain = dl.train(dl.LeastSquaresLoss(arch, gram, c, y2, np), y0, rtol=1e-3, gtol=1e-6, max_time=1e5)
-    lam, Q, c_rot, y0_rot = dl.rotate_to_data_eigenbasis(arch, gram, c, y0, np)
-    rotated = dl.train(dl.LeastSquaresLoss(arch, lam, c_rot, y2, np), y0_rot, rtol=1e-3, gtol=1e-6, max_time=1e5)
+    y0 = dl.init_weights(arch, alpha, list(range(2 * k)), "gaussian")
+    plain = dl.train(dl.LeastSquaresLoss(arch, gram, c, y2), y0, rtol=1e-3, gtol=1e-6, max_time=1e5)
+    lam, Q, c_rot, y0_rot = dl.rotate_to_data_eigenbasis(arch, gram, c, y0)
+    rotated = dl.train(dl.LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, rtol=1e-3, gtol=1e-6, max_time=1e5)
     assert plain.converged.all() and rotated.converged.all()
     np.testing.assert_array_equal(plain.steps, rotated.steps)
-    beta = np.einsum("gij,gkj->gki", Q, dl.end_to_end(arch, rotated.y, np).reshape(2, k, d)).reshape(-1, d)
-    np.testing.assert_allclose(beta, dl.end_to_end(arch, plain.y, np), rtol=0, atol=1e-10)
+    beta = np.einsum("gij,gkj->gki", Q, dl.end_to_end(arch, rotated.y).reshape(2, k, d)).reshape(-1, d)
+    np.testing.assert_allclose(beta, dl.end_to_end(arch, plain.y), rtol=0, atol=1e-10)
     np.testing.assert_allclose(rotated.loss, plain.loss, rtol=1e-9, atol=1e-15)
 
 
@@ -211,11 +219,11 @@ def test_saddle_at_small_init_is_not_mistaken_for_convergence():
     arch = dl.Architecture(d, 2)
     X, y, _ = _draw(d, n, 0.2, 3)
     loss = _target_loss(arch, X, y)
-    w0 = dl.init_weights(arch, 1e-9, [np.random.SeedSequence(4)], "gaussian", np)
+    w0 = dl.init_weights(arch, 1e-9, [np.random.SeedSequence(4)], "gaussian")
     assert np.linalg.norm(loss(w0, np.arange(1))[0]) < gtol  # the trap: ‖∇L(w0)‖ is already below tolerance
     flow = dl.train(loss, w0, rtol=1e-3, gtol=gtol, max_time=1e4)
     assert flow.converged[0] and flow.t[0] > 10 and flow.residual[0] <= gtol
-    assert np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - np.linalg.pinv(X) @ y) < 1e-4
+    assert np.linalg.norm(dl.end_to_end(arch, flow.y)[0] - np.linalg.pinv(X) @ y) < 1e-4
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +242,7 @@ def test_fine_tuning_limit_rescales_the_carried_component_erratum_thm_3_9(pretra
     X, y, _ = _draw(16, 8, sigma, 3)
     flow = dl.train(_target_loss(arch, X, y), pre.weights.copy(), rtol=1e-7, gtol=1e-11, max_time=1e5)
     assert flow.converged[0]
-    beta_ft = dl.end_to_end(arch, flow.y, np)[0]
+    beta_ft = dl.end_to_end(arch, flow.y)[0]
     P = np.linalg.pinv(X) @ X
     paper = np.linalg.pinv(X) @ y + (np.eye(16) - P) @ pre.beta
     assert np.linalg.norm(beta_ft - th.fine_tune_limit(X, y, pre.beta, depth=2)) < 1e-4
@@ -248,7 +256,7 @@ def test_fine_tuning_limit_for_depth_three():
     X, y, _ = _draw(12, 5, 0.5, 4)
     flow = dl.train(_target_loss(arch, X, y), pre.weights.copy(), rtol=1e-7, gtol=1e-11, max_time=1e5)
     assert flow.converged[0]
-    beta_ft = dl.end_to_end(arch, flow.y, np)[0]
+    beta_ft = dl.end_to_end(arch, flow.y)[0]
     # finite α = 3e-2 leaves an O(α²) imbalance: allow a few times that
     assert np.linalg.norm(beta_ft - th.fine_tune_limit(X, y, pre.beta, depth=3)) < 1e-2
     paper = np.linalg.pinv(X) @ y + (np.eye(12) - np.linalg.pinv(X) @ X) @ pre.beta
@@ -261,9 +269,9 @@ def test_linear_transfer_is_ridge_on_the_rank_one_feature_thm_3_7_3_8(pretrained
     pre, beta_s = pretrained
     X, y, _ = _draw(16, 10, 0.3, 5)
     target = _target_loss(pre.arch, X, y)
-    U, s, V, F = dl._feature_basis(pre, None, np)
+    U, s, V, F = dl.feature_basis(pre)
     assert U.shape[1] == 1  # the O(α) residue is cut: rank-one features
-    beta_hat, w_last = dl.linear_transfer_exact(target, U, s, V, lam, np)
+    beta_hat, w_last = dl.linear_transfer_exact(target, U, s, V, lam)
     z = X @ beta_s
     b = z @ y / (z @ z + len(y) * lam * pre.v_norm**-2)  # effective ridge λ/‖v‖²
     np.testing.assert_allclose(beta_hat[0], b * beta_s, atol=1e-4)
@@ -293,19 +301,19 @@ def experiment():
     return run_transfer_experiment(D, GAMMAS, THETAS, SIGMA, 40, ridge=LAMS, seed=11, backend="numpy", progress=False)
 
 
+def _record(method, lam=0.0):
+    """The theory record of a simulator row: ``linear`` rows with λ > 0 are ridge transfer (FaF Eq. 14)."""
+    return get_method("ridge" if method == "linear" and lam > 0 else method)
+
+
 @functools.lru_cache(maxsize=None)
-def fine_tune_reference(n, d, theta, sigma, draws=4000, seed=0):
-    """((risk mean, SE), (T mean, SE)) of the corrected per-draw limit (th.fine_tune_flow_expectation), cached."""
-    return th.fine_tune_flow_expectation(n, d, theta, sigma, draws=draws, seed=seed)
-
-
-def _exact_risk(method, n, theta, lam):
-    """Reference mean risk and its own SE (0 for closed forms)."""
-    if method == "scratch":
-        return th.scratch_risk_finite(n, D, SIGMA), 0.0  # Thm 3.6, exact version (THEORY §A1)
-    if method == "finetune":  # Thm 3.9 with the corrected limit (docs/errata.md)
-        return fine_tune_reference(n, D, theta, SIGMA)[0]
-    return th.ridge_transfer_risk_finite(theta, SIGMA, n, lam), 0.0  # Thms 3.7/3.8 (Eq. 12 at λ = 0)
+def flow_reference(method, n, d, theta, sigma, lam=0.0, draws=None, seed=0):
+    """((risk mean, SE), (T mean, SE)) of what gradient flow converges to, from the method records
+    (``flow_risk_finite`` / ``flow_transferability_finite``: exact with SE 0, or the fine-tuning Monte Carlo of
+    the corrected limit, docs/errata.md), cached."""
+    record, kw = _record(method, lam), dict(draws=draws, seed=seed)
+    return (record.flow_risk_finite(n, d, theta, sigma, lam, **kw),
+            record.flow_transferability_finite(n, d, theta, sigma, lam, **kw))
 
 
 def test_every_instance_converged_and_reports_diagnostics(experiment):
@@ -324,7 +332,7 @@ def test_mean_risk_matches_exact_finite_size_theory(experiment, method):
     zs = []
     for (gamma, theta, lam), grp in df.groupby(["gamma", "theta", "lam"]):
         n = int(grp.n.iloc[0])
-        exact, ref_se = _exact_risk(method, n, theta, lam)
+        exact, ref_se = flow_reference(method, n, D, theta, SIGMA, lam)[0]
         mean, se = grp.risk.mean(), np.hypot(grp.risk.sem(), ref_se)
         zs.append((mean - exact) / se)
         assert abs(mean - exact) <= 4 * se + ALLOWANCE, f"{method} γ={gamma} θ={theta:.3f} λ={lam}: z={zs[-1]:.2f}"
@@ -338,10 +346,7 @@ def test_paired_transferability_matches_exact_theory(experiment, method):
     diff = (df["scratch"] - df[method]).groupby(level=["gamma", "theta"])
     for (gamma, theta), grp in diff:
         n = round(gamma * D)
-        if method == "linear":
-            exact, ref_se = th.linear_transferability_finite(n, D, theta, SIGMA), 0.0
-        else:
-            exact, ref_se = fine_tune_reference(n, D, theta, SIGMA)[1]
+        exact, ref_se = flow_reference(method, n, D, theta, SIGMA)[1]
         se = np.hypot(grp.std(ddof=1) / np.sqrt(len(grp)), ref_se)
         assert abs(grp.mean() - exact) <= 4 * se + ALLOWANCE, (gamma, theta, (grp.mean() - exact) / se)
 
@@ -357,8 +362,8 @@ def test_erratum_fine_tuning_transferability_eq_17_fails_with_label_noise():
     paired = df.pivot_table(index="instance", columns="method", values="risk")
     T = paired["scratch"] - paired["finetune"]
     mean, se = T.mean(), T.std(ddof=1) / np.sqrt(len(T))
-    paper = th.fine_tune_transferability_finite(8, d, theta)
-    _, (ref, ref_se) = fine_tune_reference(8, d, theta, sigma)
+    paper = get_method("finetune").paper_transferability_finite(8, d, theta, sigma)
+    _, (ref, ref_se) = flow_reference("finetune", 8, d, theta, sigma)
     assert (paper - mean) / se > 6
     assert abs(mean - ref) <= 4 * np.hypot(se, ref_se) + ALLOWANCE
 
@@ -366,12 +371,13 @@ def test_erratum_fine_tuning_transferability_eq_17_fails_with_label_noise():
 def test_corrected_fine_tuning_theory_is_the_large_d_limit():
     # The asymptotic c (fine_tune_scale) is the d → ∞ limit of the per-draw limit's risk.
     d, gamma, sigma, theta = 200, 0.5, 1.0, np.pi / 3
-    (mean, se), _ = fine_tune_reference(int(gamma * d), d, theta, sigma, draws=400, seed=4)
-    asym = th.fine_tune_risk_corrected(gamma, theta, sigma)
+    (mean, se), _ = flow_reference("finetune", int(gamma * d), d, theta, sigma, draws=400, seed=4)
+    finetune, scratch = get_method("finetune"), get_method("scratch")
+    asym = finetune.flow_risk(gamma, theta, sigma)
     # finite-d bias of the noise term: σ²n/(d−n−1) vs σ²γ/(1−γ) differs by O(1/d)
-    finite_d = th.scratch_risk_finite(int(gamma * d), d, sigma) - th.scratch_risk(gamma, sigma)
+    finite_d = scratch.paper_risk_finite(int(gamma * d), d, theta, sigma) - scratch.paper_risk(gamma, theta, sigma)
     assert abs(mean - asym - finite_d) <= 4 * se + 5 / d
-    assert abs(th.fine_tune_risk(gamma, theta, sigma) - asym) > 8 * se + 5 / d  # Eq. 16 is not the limit
+    assert abs(finetune.paper_risk(gamma, theta, sigma) - asym) > 8 * se + 5 / d  # Eq. 16 is not the limit
 
 
 def test_ridge_cannot_fix_negative_transfer_at_large_n_but_helps_at_finite_n(experiment):
@@ -380,8 +386,9 @@ def test_ridge_cannot_fix_negative_transfer_at_large_n_but_helps_at_finite_n(exp
     df = experiment[(experiment.method == "linear") & (experiment.gamma == 0.5)]
     for theta in THETAS:
         r = df[df.theta == theta].groupby("lam").risk.mean()
-        exact = [th.ridge_transfer_risk_finite(theta, SIGMA, 16, lam) for lam in LAMS]
-        asym = [th.ridge_transfer_risk(theta, lam) for lam in LAMS]
+        ridge = get_method("ridge")
+        exact = [ridge.paper_risk_finite(16, D, theta, SIGMA, lam) for lam in LAMS]
+        asym = [ridge.paper_risk(0.5, theta, SIGMA, lam) for lam in LAMS]
         assert asym[1] > asym[0]  # Eq. 15: increasing in λ
         assert np.sign(r[LAMS[1]] - r[LAMS[0]]) == np.sign(exact[1] - exact[0])
 
@@ -399,8 +406,9 @@ def test_near_gamma_one_is_reported_unconverged():
     assert (df.grad_norm > 1e-6).all()
 
 
-def test_deterministic_and_independent_of_chunking():
-    kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, instances=3, seed=5, backend="numpy", progress=False)
+def test_deterministic_and_independent_of_chunking(array_backend):
+    name, _ = array_backend
+    kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, instances=3, seed=5, backend=name, progress=False)
     a, b, c = run_transfer_experiment(**kw), run_transfer_experiment(**kw), run_transfer_experiment(**kw, chunk_size=1)
     np.testing.assert_array_equal(a.risk, b.risk)
     # every instance's arithmetic (tolerances, step control, spectral-radius refreshes, per-row
@@ -410,9 +418,58 @@ def test_deterministic_and_independent_of_chunking():
     assert list(a[list(dl.ROW_KEYS)].itertuples(index=False)) == list(c[list(dl.ROW_KEYS)].itertuples(index=False))
 
 
+@pytest.mark.parametrize("kw", [
+    dict(d=12, gammas=[0.5, 1.5], thetas=[0.4, 1.1], sigma=0.2, instances=2, ridge=(0.0, 0.3), seed=5),
+    dict(d=8, gammas=[0.5, 1.25], thetas=[0.7], sigma=0.3, instances=2, seed=2, depth=3, alpha=1e-2,
+         init="assumption22", chunk_size=1),
+    dict(d=10, gammas=[0.6], thetas=[0.3], sigma=0.1, instances=2, seed=1, methods=("linear",),
+         linear_solver="flow", ridge=(0.0, 0.2)),
+])
+def test_strict_device_stand_in_gives_bit_identical_results(kw):
+    # The strict CuPy stand-in computes with NumPy but refuses implicit host/device transfers: the whole pipeline
+    # (pretraining, low-rank and dense stages, spectral radii, eigenbasis rotation, exact and flow linear
+    # transfer) runs on it, and every column equals the NumPy run's bit for bit.
+    host = run_transfer_experiment(**kw, backend="numpy", progress=False)
+    device = run_transfer_experiment(**kw, backend=strict_backend.NAME, progress=False)
+    assert device.attrs["backend"] == strict_backend.NAME
+    pd.testing.assert_frame_equal(device, host, check_exact=True)
+    assert device.attrs["integrator"] == host.attrs["integrator"] and device.attrs["pretrain"] == host.attrs["pretrain"]
+
+
+def test_backend_environment_variable_is_honoured(monkeypatch):
+    kw = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, instances=1, methods=("scratch",), progress=False)
+    monkeypatch.setenv(backend.ENV_VAR, strict_backend.NAME)
+    assert run_transfer_experiment(**kw).attrs["backend"] == strict_backend.NAME
+    assert run_transfer_experiment(**kw, backend="numpy").attrs["backend"] == "numpy"  # explicit choice wins
+    monkeypatch.setenv(backend.ENV_VAR, "bogus")
+    with pytest.raises(ValueError, match=f"environment variable {backend.ENV_VAR} must be one of"):
+        run_transfer_experiment(**kw)
+    if not backend.cupy_available():
+        monkeypatch.setenv(backend.ENV_VAR, "cupy")
+        with pytest.raises(backend.BackendUnavailableError):
+            run_transfer_experiment(**kw)
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
+        (dict(gammas=[]), "gammas must be a non-empty sequence"),
+        (dict(thetas=()), "thetas must be a non-empty sequence"),
+        (dict(ridge=[]), "ridge must be a non-empty sequence"),
+        (dict(d=16, gammas=[0.1], methods=("scratch", "linear")), r"gammas: gamma = 0.1 gives n = .* = 2 .*minimum n = 3"),
+        (dict(d=16, gammas=[0.02], methods=("scratch",)), r"gammas: gamma = 0.02 gives n = .* = 0 .*minimum n = 1"),
+        (dict(d=True), "d must be a real number"),
+        (dict(d=8.5), "d must be an integer >= 2, got 8.5"),
+        (dict(sigma="0.2"), "sigma must be a real number"),
+        (dict(gammas=[0.5, True]), "gammas must be a real number"),
+        (dict(instances=True), "instances must be a real number"),
+        (dict(seed=-1), "seed must be an integer >= 0"),
+        (dict(tol=0.0), "tol must be"),
+        (dict(max_time=np.inf), r"max_time must be in \(0, inf\), got inf"),
+        (dict(rtol="1e-3"), "rtol must be a real number"),
+        (dict(chunk_size=0), "chunk_size must be"),
+        (dict(methods="scratch"), "methods must be"),
+        (dict(methods=()), "methods must be"),
         (dict(d=1), "d must be"),
         (dict(gammas=[0.0]), "gammas must be"),
         (dict(thetas=[4.0]), "thetas must be"),
@@ -455,7 +512,6 @@ def test_mean_risks_at_larger_size():
     d, sigma = 128, 0.2
     df = run_transfer_experiment(d, [0.5, 1.5], [np.pi / 4], sigma, 20, seed=3, backend="auto", progress=False)
     for (method, gamma), grp in df.groupby(["method", "gamma"]):
-        n = int(grp.n.iloc[0])
-        exact = {"scratch": th.scratch_risk_finite(n, d, sigma), "finetune": th.fine_tune_risk_finite(n, d, np.pi / 4, sigma),
-                 "linear": th.linear_transfer_risk(np.pi / 4, sigma, n)}[method]
-        assert abs(grp.risk.mean() - exact) <= 4 * grp.risk.sem() + ALLOWANCE, (method, gamma)
+        # what gradient flow converges to, by construction (fine-tuning: the corrected limit, not FaF Eq. 142's c = 1)
+        exact, ref_se = flow_reference(method, int(grp.n.iloc[0]), d, np.pi / 4, sigma)[0]
+        assert abs(grp.risk.mean() - exact) <= 4 * np.hypot(grp.risk.sem(), ref_se) + ALLOWANCE, (method, gamma)

@@ -20,7 +20,7 @@ def test_cli_end_to_end_writes_figure_csv_and_correlations(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    for ext in ("png", "pdf", "csv"):
+    for ext in ("png", "pdf", "csv", "json"):
         assert (tmp_path / "out" / f"faf_fig5.{ext}").stat().st_size > 0
     points = pd.read_csv(tmp_path / "out" / "faf_fig5.csv")
     assert set(points.columns) == COLUMNS
@@ -89,7 +89,8 @@ def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
     """FaF §2.1 / Fig. 5 at the default settings: there are pairs of targets where the *farther* target
     (in D_KL, and in empirical W₁) transfers *better*, including a far target with positive T and a near
     one with negative T."""
-    fig, points = faf_fig5.build()
+    output = faf_fig5.build()
+    points, (suffix, spearman, _) = output.data, output.extra[0]
     t = points["transferability"].to_numpy()
     for column in ("kl", "w1_empirical"):
         dist = points[column].to_numpy()
@@ -99,9 +100,19 @@ def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
     near = points[(points["norm"] == 1.0) & np.isclose(points["theta"], np.pi / 2)].iloc[0]
     assert far["kl"] > near["kl"] and far["w1_empirical"] > near["w1_empirical"]
     assert far["transferability"] > 0 > near["transferability"]
-    rho = points.attrs["spearman"].set_index("distance")["spearman_rho"]
+    rho = spearman.set_index("distance")["spearman_rho"]
     assert (rho > -0.9).all()  # far from the ρ = −1 of a distance that predicted transfer
-    assert len(fig.axes) == 2
+    assert suffix == "_spearman"
+    # panel (b) starts at W₁ = 0 and shades the sampling-bias floor, the W₁ of the source law against itself
+    panel = output.figure.axes[1]
+    floor = points.attrs["w1_floor"]
+    assert floor == points.loc[(points["norm"] == 1.0) & (points["theta"] == 0.0), "w1_empirical"].iloc[0]
+    assert panel.get_xlim()[0] == 0 and panel.patches[0].get_x() == 0
+    assert panel.patches[0].get_width() == pytest.approx(floor)
+    assert "sampling-bias floor" in panel.get_legend().get_texts()[0].get_text()
+    import matplotlib.pyplot as plt
+
+    plt.close(output.figure)
 
 
 def test_spearman_of_a_constant_column_is_nan():

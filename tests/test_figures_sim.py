@@ -1,10 +1,9 @@
 """Simulation figures: ``phase_diagram --simulate`` (FaF Figs. 1c, 3c) and the builders of FaF Figs. 2, 6, 7.
 
-End to end through each CLI's ``main([...])`` at tiny sizes (files, CSV columns, exit codes), the shared
-statistics of :mod:`transfertheory.figures._simstats` on hand-made tables, and one statistical check per
-figure: every simulated mean within 4·SE + ALLOWANCE of the exact finite-size theory at the simulated d.
-ALLOWANCE (1e-3) is the measured integrator error at the default rtol (docs/figures.md); the exact
-linear-transfer solve has none. Sizes keep d ≥ 12 and n ≥ 8 away from |n − d| ≤ 3, where the risks
+End to end through each CLI's ``main([...])`` at tiny sizes (files, CSV columns, exit codes), the statistics of
+:mod:`transfertheory.figures.stats` on hand-made tables, and one statistical check per figure: every simulated
+mean within 4·SE + ALLOWANCE of the exact finite-size theory at the simulated d. ALLOWANCE (2e-3) bounds the
+measured integrator error at the default rtol (docs/figures.md); the exact linear-transfer solve has none. Sizes keep d ≥ 12 and n ≥ 8 away from |n − d| ≤ 3, where the risks
 (inverse-Wishart and 1/χ² moments) are heavy-tailed and a normal 4·SE band is not a fair test.
 """
 import math
@@ -13,9 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transfertheory import phase_diagram as pdg
-from transfertheory.figures import _simstats, faf_fig2, faf_fig6, faf_fig7
+from transfertheory import phase_diagram as cli
+from transfertheory.figures import faf_fig2, faf_fig6, faf_fig7, simulation, stats
+from transfertheory.figures import phase_diagram as pdg
 from transfertheory.theory import linear as L
+from transfertheory.theory.methods import get_method
 
 
 def run(main, args, tmp_path, capsys):
@@ -29,11 +30,11 @@ def assert_agrees_with_exact_theory(table, prefix):
     assert (table["n_converged"] == table["n_draws"]).all()
     gap = (table[f"{prefix}_mean"] - table["theory_finite"]).abs()
     scale = np.hypot(table[f"{prefix}_se"], table["theory_finite_se"])
-    assert (gap <= 4 * scale + _simstats.ALLOWANCE).all(), table.loc[gap.idxmax()]
+    assert (gap <= 4 * scale + stats.ALLOWANCE).all(), table.loc[gap.idxmax()]
     assert table["agrees"].all()
 
 
-# --------------------------------------------------------------------------- _simstats on hand-made tables
+# --------------------------------------------------------------------------- stats on hand-made tables
 
 
 def _raw(risk_scratch, risk_transfer, converged_transfer, method="linear"):
@@ -49,35 +50,38 @@ def _raw(risk_scratch, risk_transfer, converged_transfer, method="linear"):
 
 def test_paired_transferability_stats_omit_unconverged_draws():
     raw = _raw([1.0, 2.0, 4.0, 9.0], [0.5, 0.5, 1.0, 0.0], [True, True, True, False])
-    stats = _simstats.transferability_stats(raw, "linear")
-    assert list(stats.columns) == _simstats.STAT_COLUMNS and len(stats) == 1
-    row = stats.iloc[0]
+    table = stats.transferability_stats(raw, "linear")
+    assert list(table.columns) == stats.STAT_COLUMNS and len(table) == 1
+    row = table.iloc[0]
     diffs = np.array([0.5, 1.5, 3.0])
     assert row["n_converged"] == 3 and row["n_draws"] == 4
     assert row["mean"] == pytest.approx(diffs.mean())
     assert row["sd"] == pytest.approx(diffs.std(ddof=1))
     assert row["se"] == pytest.approx(diffs.std(ddof=1) / math.sqrt(3))
-    risks = _simstats.risk_stats(raw, "linear").iloc[0]
+    risks = stats.risk_stats(raw, "linear").iloc[0]
     assert risks["mean"] == pytest.approx(2 / 3) and risks["n_converged"] == 3
 
 
 def test_compare_z_agreement_and_ranking():
-    stats = pd.DataFrame({"gamma": [0.5, 2.0], "theta": [0.1, 0.1], "n": [8, 32], "d": [16, 16], "lam": [0.0, 0.0],
+    summary = pd.DataFrame({"gamma": [0.5, 2.0], "theta": [0.1, 0.1], "n": [8, 32], "d": [16, 16], "lam": [0.0, 0.0],
                           "mean": [0.30, 1e-6], "sd": [0.1, 1e-7], "se": [0.02, 3e-8],
                           "n_converged": [25, 25], "n_draws": [25, 25]})
-    table = _simstats.compare(stats, [0.25, 0.0], "transferability")
+    table = stats.compare(summary, [0.25, 0.0], "transferability")
     assert table["z"].tolist() == pytest.approx([2.5, 1e-6 / 3e-8])
     assert table["agrees"].all()  # 0.05 ≤ 4·0.02 + 1e-3; 1e-6 within the allowance
     # the second point's huge z is integration error, not statistics: it is not ranked
-    assert _simstats.largest_z(table, "transferability") == 0
-    text = "\n".join(_simstats.agreement_lines(table, "transferability", "test"))
-    assert "largest |z| = 2.50" in text and "not ranked: 1 points" in text and f"outside 4·SE + {_simstats.ALLOWANCE:g}" in text
+    assert stats.largest_z(table, "transferability") == 0
+    text = "\n".join(stats.agreement_lines(table, "transferability", "test"))
+    assert "largest |z| = 2.50" in text and "not ranked: 1 points" in text and stats.TOLERANCE in text
+    record = stats.agreement_record(table, "transferability")
+    assert record == {"tolerance": stats.TOLERANCE, "points": 2, "outside": 0, "draws": 50, "converged_draws": 50,
+                      "largest_abs_z": 2.5}
 
 
 def test_simulation_ns_skips_the_interpolation_threshold():
-    kept, skipped = _simstats.simulation_ns(32, 2.0, 8, min_n=3)
+    kept, skipped = simulation.simulation_ns(32, 2.0, 8, min_n=3)
     assert kept.tolist() == [8, 16, 24, 40, 48, 56, 64] and skipped.tolist() == [32]
-    kept, skipped = _simstats.simulation_ns(16, 2.0, 32, min_n=3)  # n = 1 … 32
+    kept, skipped = simulation.simulation_ns(16, 2.0, 32, min_n=3)  # n = 1 … 32
     assert skipped.tolist() == [1, 2, 15, 16, 17] and kept.size == 27
 
 
@@ -107,18 +111,18 @@ TINY_SIM = ["--sim-d", "12", "--sim-draws", "3", "--sim-gammas", "4", "--resolut
 @pytest.mark.parametrize("method", ["linear", "finetune", "ridge"])
 def test_phase_diagram_simulate_end_to_end(method, tmp_path, capsys):
     extra = ["--lam", "0.2"] if method == "ridge" else []
-    code, out = run(pdg.main, ["--method", method, "--simulate", *TINY_SIM, *extra], tmp_path, capsys)
+    code, out = run(cli.main, ["--method", method, "--simulate", *TINY_SIM, *extra], tmp_path, capsys)
     assert code == 0
-    name = pdg.output_name(method, 0.2, 0.2 if method == "ridge" else 0.0)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{name}.csv", f"{name}.png",
+    name = cli.output_name(method, 0.2, 0.2 if method == "ridge" else 0.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{name}.csv", f"{name}.png", f"{name}.json",
                                                                  f"{name}_simulated.csv"])
     sims = pd.read_csv(tmp_path / f"{name}_simulated.csv")
-    assert list(sims.columns) == pdg.SIM_COLUMNS
+    assert list(sims.columns) == simulation.SIM_COLUMNS
     assert set(sims["n"]) == {6, 18, 24} and set(sims["d"]) == {12}  # n = 24k/4 without n = 12 = d
-    assert np.allclose(sorted(set(sims["theta"])), pdg.SLICE_THETAS)
+    assert np.allclose(sorted(set(sims["theta"])), simulation.SLICE_THETAS)
     assert (sims["n_draws"] == 3).all() and set(sims["method"]) == {method}
-    expected = pdg.evaluate(method, sims["gamma"], sims["theta"], 0.2, 0.2 if method == "ridge" else 0.0,
-                            finite_d=12)[0]
+    record, lam = get_method(method), 0.2 if method == "ridge" else 0.0
+    expected = record.paper_transferability_finite(sims["n"].to_numpy(), 12, sims["theta"].to_numpy(), 0.2, lam)
     np.testing.assert_allclose(sims["theory_paper_finite"], expected)
     if method == "finetune":  # the gradient-flow limit, by Monte Carlo (Eq. 17 is not it, docs/errata.md)
         assert (sims.loc[sims["n"] < 12, "theory_finite_se"] > 0).all()
@@ -131,7 +135,7 @@ def test_phase_diagram_simulate_end_to_end(method, tmp_path, capsys):
 
 def test_phase_diagram_simulated_linear_agrees_with_exact_theory():
     """FaF Fig. 1c: σ = 0.2, d = 16, n ∈ {10, 20, 30, 40}, 40 draws."""
-    table = pdg.simulate_slices("linear", 0.2, d=16, draws=40, n_gammas=4, gamma_max=2.5, progress=False)
+    table = simulation.simulate_slices("linear", 0.2, d=16, draws=40, n_gammas=4, gamma_max=2.5, progress=False)
     assert sorted(set(table["n"])) == [10, 20, 30, 40]
     assert_agrees_with_exact_theory(table, "transferability")
 
@@ -139,25 +143,24 @@ def test_phase_diagram_simulated_linear_agrees_with_exact_theory():
 def test_phase_diagram_simulated_finetune_agrees_with_exact_theory():
     """FaF Fig. 3c: σ = 0.2, against the Monte Carlo of the gradient-flow limit; for γ > 1 fine-tuning and scratch
     reach the same minimizer (T = 0 pathwise)."""
-    table = pdg.simulate_slices("finetune", 0.2, d=16, draws=30, n_gammas=4, gamma_max=2.0, progress=False)
+    table = simulation.simulate_slices("finetune", 0.2, d=16, draws=30, n_gammas=4, gamma_max=2.0, progress=False)
     assert_agrees_with_exact_theory(table, "transferability")
     beyond = table[table["n"] > 16]
-    assert (beyond["transferability_mean"].abs() <= _simstats.ALLOWANCE).all()
+    assert (beyond["transferability_mean"].abs() <= stats.ALLOWANCE).all()
 
 
 def test_finetune_reference_is_the_gradient_flow_limit_not_eq17():
     """Erratum FaF Thm 3.9 (docs/errata.md) at d = 32, n = 8, σ = 2, θ = π/2, where it is large: the simulated
-    fine-tuning transferability agrees with the Monte Carlo of the corrected limit and not with Eq. 17."""
+    fine-tuning transferability agrees with the record's Monte Carlo of the corrected limit and not with Eq. 17."""
+    finetune = get_method("finetune")
     theta = [math.pi / 2]
-    ref, ref_se = _simstats.finetune_reference(8, 32, theta, 2.0)
-    eq17 = L.fine_tune_transferability_finite(8, 32, math.pi / 2)
-    raw = _simstats.simulate(_simstats.SIM_METHODS["finetune"], 32, [8], theta, 2.0, 40, progress=False)
-    sim = _simstats.transferability_stats(raw, "finetune").iloc[0]
+    ref, ref_se = finetune.flow_transferability_finite(8, 32, theta, 2.0)
+    eq17 = finetune.paper_transferability_finite(8, 32, math.pi / 2, 2.0)
+    raw = simulation.simulate(("scratch", finetune.simulator), 32, [8], theta, 2.0, 40, progress=False)
+    sim = stats.transferability_stats(raw, "finetune").iloc[0]
     scale = math.hypot(sim["se"], ref_se[0])
-    assert abs(sim["mean"] - ref[0]) <= 4 * scale + _simstats.ALLOWANCE
+    assert abs(sim["mean"] - ref[0]) <= 4 * scale + stats.ALLOWANCE
     assert abs(sim["mean"] - eq17) > 4 * scale
-    # nothing is carried over once n >= d: T = 0 exactly
-    assert _simstats.finetune_reference(40, 32, [0.3, 1.0], 2.0)[0].tolist() == [0.0, 0.0]
 
 
 @pytest.mark.parametrize(
@@ -175,7 +178,7 @@ def test_finetune_reference_is_the_gradient_flow_limit_not_eq17():
 )
 def test_phase_diagram_simulate_usage_errors(args, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        pdg.main([*args, "--resolution", "8", "--out", str(tmp_path)])
+        cli.main([*args, "--resolution", "8", "--out", str(tmp_path)])
     assert info.value.code == 2 and "usage:" in capsys.readouterr().err
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
@@ -186,18 +189,23 @@ def test_phase_diagram_simulate_usage_errors(args, tmp_path, capsys):
 def test_fig2_cli_end_to_end(tmp_path, capsys):
     code, out = run(faf_fig2.main, ["--d", "16", "--draws", "4", "--lams", "3", "--format", "pdf"], tmp_path, capsys)
     assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig2.csv", "faf_fig2.pdf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig2.csv", "faf_fig2.json", "faf_fig2.pdf"]
     table = pd.read_csv(tmp_path / "faf_fig2.csv")
     assert list(table.columns) == faf_fig2.COLUMNS
     assert table["lam"].tolist() == [0.0, 0.3, 0.6] and (table["n"] == 8).all()
-    np.testing.assert_allclose(table["theory_eq15"], L.ridge_transfer_risk(math.pi / 8, table["lam"]))
-    np.testing.assert_allclose(table["theory_finite"], L.ridge_transfer_risk_finite(math.pi / 8, 0.2, 8, table["lam"]))
+    np.testing.assert_allclose(table["theory_eq15"], L.ridge_transfer_risk(math.pi / 8, table["lam"].to_numpy()))
+    np.testing.assert_allclose(table["theory_finite"],
+                               L.ridge_transfer_risk_finite(math.pi / 8, 0.2, 8, table["lam"].to_numpy()))
     assert "λ* =" in out and "largest |z|" in out
 
 
 def test_fig2_simulation_agrees_with_exact_finite_n_theory():
     """n = 16: the finite-n risk differs from Eq. 15 by ≈ (sin²θ + σ²)/(n − 2) ≈ 0.013, resolved by 100 draws."""
-    _, table = faf_fig2.build(d=32, draws=100, lams=[0.0, 0.1, 0.3, 0.6])
+    output = faf_fig2.build(d=32, draws=100, lams=[0.0, 0.1, 0.3, 0.6])
+    import matplotlib.pyplot as plt
+
+    plt.close(output.figure)
+    table = output.data
     assert_agrees_with_exact_theory(table, "risk")
     # ... and Eq. 15 alone is rejected at λ = 0: the finite-n offset is many SE
     first = table.iloc[0]
@@ -211,9 +219,10 @@ def test_fig6_cli_end_to_end_and_agreement(tmp_path, capsys):
     code, out = run(faf_fig6.main, ["--d", "16", "--draws", "30", "--gammas", "4", "--resolution", "16",
                                     "--format", "png"], tmp_path, capsys)
     assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig6.csv", "faf_fig6.png", "faf_fig6_grid.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig6.csv", "faf_fig6.json", "faf_fig6.png",
+                                                          "faf_fig6_grid.csv"]
     points = pd.read_csv(tmp_path / "faf_fig6.csv")
-    assert list(points.columns) == pdg.SIM_COLUMNS and (points["sigma"] == 0).all()
+    assert list(points.columns) == simulation.SIM_COLUMNS and (points["sigma"] == 0).all()
     grid = pd.read_csv(tmp_path / "faf_fig6_grid.csv")
     assert len(grid) == 16 * 16 and list(grid.columns) == pdg.COLUMNS
     assert "σ = 0" in out and "largest |z|" in out
@@ -222,14 +231,15 @@ def test_fig6_cli_end_to_end_and_agreement(tmp_path, capsys):
 
 def test_fig7_build_agrees_with_exact_theory():
     """σ = 0 heat map: 4 γ rows (n = 8, 24, 32; 16 = d skipped) × 4 θ columns, 30 draws."""
-    fig, points = faf_fig7.build(d=16, draws=30, n_gammas=4, n_thetas=4, progress=False)
+    output = faf_fig7.build(d=16, draws=30, gammas=4, thetas=4, progress=False)
+    fig, points = output.figure, output.data
     try:
         assert points.attrs["skipped_n"] == [16]
         assert len(points) == 3 * 4 and np.allclose(sorted(set(points["theta"])), np.linspace(0, np.pi / 2, 4))
         assert_agrees_with_exact_theory(points, "transferability")
         # θ = 0 and γ > 1: both models learn β_t exactly (σ = 0), T = 0 up to the integrator
         exact = points[(points["theta"] == 0) & (points["n"] > 16)]
-        assert (exact["transferability_mean"].abs() <= _simstats.ALLOWANCE).all()
+        assert (exact["transferability_mean"].abs() <= stats.ALLOWANCE).all()
     finally:
         import matplotlib.pyplot as plt
 
@@ -239,9 +249,10 @@ def test_fig7_build_agrees_with_exact_theory():
 def test_fig7_cli_end_to_end(tmp_path, capsys):
     code, out = run(faf_fig7.main, ["--d", "12", "--draws", "3", "--gammas", "4", "--thetas", "3"], tmp_path, capsys)
     assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig7.csv", "faf_fig7.pdf", "faf_fig7.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig7.csv", "faf_fig7.json", "faf_fig7.pdf",
+                                                          "faf_fig7.png"]
     points = pd.read_csv(tmp_path / "faf_fig7.csv")
-    assert list(points.columns) == pdg.SIM_COLUMNS and len(points) == 3 * 3
+    assert list(points.columns) == simulation.SIM_COLUMNS and len(points) == 3 * 3
     assert "not simulated: n = 12" in out
 
 
@@ -296,7 +307,7 @@ def test_module_entry_points_help():
 def test_phase_diagram_default_simulation_agrees(tmp_path, capsys):
     """The CLI default (d = 64, 20 draws, 8 γ) for both methods: no point outside 4·SE + ALLOWANCE."""
     for method in ("linear", "finetune"):
-        code, _ = run(pdg.main, ["--method", method, "--simulate", "--resolution", "40"], tmp_path, capsys)
+        code, _ = run(cli.main, ["--method", method, "--simulate", "--resolution", "40"], tmp_path, capsys)
         assert code == 0
-        table = pd.read_csv(tmp_path / f"{pdg.output_name(method, 0.2)}_simulated.csv")
+        table = pd.read_csv(tmp_path / f"{cli.output_name(method, 0.2)}_simulated.csv")
         assert_agrees_with_exact_theory(table, "transferability")

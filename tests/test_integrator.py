@@ -2,11 +2,16 @@
 import numpy as np
 import pytest
 
+from transfertheory.backend import to_device, to_host
 from transfertheory.sim.integrator import (
+    StageKernel,
+    StepRequest,
+    dense_stages,
     integrate_gradient_flow,
     rkc_coefficients,
     rkc_stability_bound,
 )
+from transfertheory.sim.integrator.rkc import EPS_DAMPING
 
 
 def _stability_polynomial(s, z):
@@ -28,19 +33,36 @@ def test_rkc_is_second_order_consistent(s):
     assert np.all(err < 10 * np.abs(z) ** 3 * s**2)
 
 
+def _chebyshev_at_w0(s):
+    """w₀ = 1 + ε/s² and T_s(w₀), T_s'(w₀), T_s''(w₀), from NumPy's Chebyshev class (independent of the package)."""
+    w0 = 1.0 + EPS_DAMPING / s**2
+    T = np.polynomial.Chebyshev.basis(s)
+    return w0, T(w0), T.deriv(1)(w0), T.deriv(2)(w0)
+
+
 @pytest.mark.parametrize("s", [2, 3, 7, 20, 60])
 def test_rkc_real_stability_interval(s):
+    # Sommeijer et al. (1998) §2: P_s(z) = a_s + b_s·T_s(w₀ + w₁z) with w₁ = T_s'(w₀)/T_s''(w₀),
+    # b_s = T_s''(w₀)/T_s'(w₀)², a_s = 1 − b_s·T_s(w₀); stable while w₀ + w₁z ≥ −1, i.e. β(s) = (1 + w₀)/w₁.
+    w0, T, dT, ddT = _chebyshev_at_w0(s)
+    w1, b = dT / ddT, ddT / dT**2
+    a = 1 - b * T
     beta = rkc_stability_bound(s)
+    assert beta == pytest.approx((1 + w0) / w1, rel=1e-12)
     z = -np.linspace(0, beta, 2001)
     assert np.max(np.abs(_stability_polynomial(s, z))) <= 1 + 1e-9
     assert abs(_stability_polynomial(s, np.array([-1.3 * beta])))[0] > 1  # and not far beyond it
     assert beta > 0.5 * s**2 - 1  # the stage-count rule's growth
-    # strong damping of every stiff mode with ε = 2 (the damped Chebyshev amplitude a_s + b_s:
-    # 0.65 at s = 3, 0.603 at s = 7, → 0.591), what convergence to a steady state needs; with
-    # Sommeijer et al.'s ε = 2/13 it would be 0.95
+    # Damping of the stiff modes, where x = w₀ + w₁z ∈ [−1, 1] and |T_s(x)| ≤ 1: sup |P_s| = |a_s| + b_s exactly,
+    # attained at the extrema x_k = cos(kπ/s) (T_s = ±1). With ε = 2 it is 0.650 at s = 3, 0.603 at s = 7,
+    # → 0.591 (what convergence to a steady state needs); Sommeijer et al.'s ε = 2/13 gives 0.95.
+    amplitude = abs(a) + b
+    stiff = z[w0 + w1 * z <= 1]
+    extrema = (np.cos(np.arange(s + 1) * np.pi / s) - w0) / w1
+    assert np.max(np.abs(_stability_polynomial(s, extrema))) == pytest.approx(amplitude, rel=1e-9)
+    assert np.max(np.abs(_stability_polynomial(s, stiff))) <= amplitude * (1 + 1e-9)
     if s >= 3:
-        stiff = z[z < -0.1 * beta]
-        assert np.max(np.abs(_stability_polynomial(s, stiff))) < (0.66 if s < 7 else 0.61)
+        assert amplitude < 0.66  # strong damping (ε = 2/13 would give ≈ 0.95)
 
 
 def _quadratic(lams):
@@ -51,21 +73,24 @@ def _quadratic(lams):
     return gradient
 
 
-def test_trajectory_matches_exact_solution_of_linear_flow():
+def test_trajectory_matches_exact_solution_of_linear_flow(array_backend):
     # L = ½ Σ λ_i y_i²: y(t) = y0·exp(−λt). A stiff spectrum (κ = 1e4) on purpose.
+    _, xp = array_backend
     lam = np.logspace(-2, 2, 40)[None, :].repeat(3, axis=0)
     y0 = np.ones((3, 40))
     for rtol in (1e-3, 1e-5):
-        res = integrate_gradient_flow(_quadratic(lam), y0, rtol=rtol, atol=1e-12, gtol=1e-300, max_time=5.0)
+        res = integrate_gradient_flow(_quadratic(to_device(lam, xp)), to_device(y0, xp), rtol=rtol, atol=1e-12,
+                                      gtol=1e-300, max_time=5.0)
         assert np.all(res.status == "max_time") and np.allclose(res.t, 5.0)
         exact = y0 * np.exp(-lam * 5.0)
         # global error of a second-order method with local tolerance rtol: a small multiple of rtol
-        assert np.max(np.abs(res.y - exact)) < 20 * rtol, rtol
+        assert np.max(np.abs(to_host(res.y) - exact)) < 20 * rtol, rtol
 
 
-def test_converges_and_reports_every_instance():
-    lam = np.array([[1e-3, 1.0], [1.0, 1.0], [0.5, 2.0]])
-    res = integrate_gradient_flow(_quadratic(lam), np.ones((3, 2)), gtol=1e-8, max_time=1e3)
+def test_converges_and_reports_every_instance(array_backend):
+    _, xp = array_backend
+    lam = to_device(np.array([[1e-3, 1.0], [1.0, 1.0], [0.5, 2.0]]), xp)
+    res = integrate_gradient_flow(_quadratic(lam), to_device(np.ones((3, 2)), xp), gtol=1e-8, max_time=1e3)
     # instance 0 needs t ≈ ln(1e5)/1e-3 ≈ 1.2e4 > max_time: honestly not converged
     assert list(res.status) == ["max_time", "converged", "converged"]
     assert res.grad_norm[0] > 1e-8 and np.all(res.grad_norm[1:] <= 1e-8)
@@ -110,7 +135,41 @@ def test_nan_gradient_is_reported_as_divergence():
     assert list(res.status) == ["diverged", "converged"]
 
 
-@pytest.mark.parametrize("kw", [dict(rtol=0), dict(gtol=-1), dict(max_time=np.inf), dict(max_steps=0), dict(max_stages=1)])
-def test_bad_settings_raise(kw):
-    with pytest.raises(ValueError):
-        integrate_gradient_flow(_quadratic(np.ones((1, 2))), np.ones((1, 2)), **kw)
+@pytest.mark.parametrize("kw", [dict(rtol=0), dict(gtol=-1), dict(max_time=np.inf), dict(max_steps=0), dict(max_stages=1),
+                                dict(rtol=True), dict(atol=np.array([1e-12, 0.0])), dict(max_steps=2.5),
+                                dict(divergence_factor="1e8")])
+def test_bad_settings_raise_naming_the_setting(kw):
+    (name,) = kw
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        integrate_gradient_flow(_quadratic(np.ones((2, 2))), np.ones((2, 2)), **kw)
+
+
+class _CountingKernel:
+    """A stage kernel written against the StageKernel protocol: delegates to the dense kernel and counts calls."""
+
+    def __init__(self, gradient):
+        self.dense = dense_stages(gradient)
+        self.steps = self.radii = 0
+
+    def __call__(self, step: StepRequest):
+        self.steps += 1
+        assert np.all(np.diff(step.stages[step.order]) <= 0)  # the order sorts by decreasing stage count
+        return self.dense(step)
+
+    def spectral_radius(self, y, carried, rows, state, iterations):
+        self.radii += 1
+        return self.dense.spectral_radius(y, carried, rows, state, iterations)
+
+
+def test_a_custom_stage_kernel_plugs_in_through_the_protocol():
+    # the documented interface (docs/simulator.md): a kernel object with __call__(StepRequest) and
+    # spectral_radius; the integrator uses both, and a delegating kernel reproduces the default run exactly
+    lam = np.logspace(-2, 1, 12)[None, :].repeat(2, axis=0) * np.array([[1.0], [3.0]])
+    kernel: StageKernel = _CountingKernel(_quadratic(lam))
+    custom = integrate_gradient_flow(_quadratic(lam), np.ones((2, 12)), stage_kernel=kernel, gtol=1e-8, max_time=1e4)
+    default = integrate_gradient_flow(_quadratic(lam), np.ones((2, 12)), gtol=1e-8, max_time=1e4)
+    # one kernel call per batch step: at least the most accepted steps of an instance, at most that plus the rejections
+    assert custom.steps.max() <= kernel.steps <= custom.steps.max() + custom.rejected and kernel.radii >= 2
+    np.testing.assert_array_equal(custom.y, default.y)
+    np.testing.assert_array_equal(custom.steps, default.steps)
+    assert custom.evaluations == default.evaluations and list(custom.status) == ["converged", "converged"]

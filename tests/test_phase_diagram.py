@@ -1,8 +1,10 @@
-"""End-to-end tests of ``python -m transfertheory.phase_diagram`` (FaF Figs. 1 and 3).
+"""``python -m transfertheory.phase_diagram`` and the phase-diagram figure module (FaF Figs. 1 and 3).
 
 The CLI runs in-process through ``main([...])`` with ``tmp_path`` as output
-folder (plus one subprocess run for the module entry point and exit codes).
-Grids are small (resolution ≤ 80) to keep the file at a few seconds.
+folder (plus subprocess runs for the module entry point and exit codes).
+Grids are small (resolution ≤ 80) to keep the file at a few seconds. The grid
+is checked against the method records' closed forms (wiring), the summary's
+opening angles against their geometric bounds on the grid.
 """
 import math
 import re
@@ -13,13 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transfertheory import phase_diagram as pdg
+from transfertheory import phase_diagram as cli
+from transfertheory.figures import phase_diagram as pdg
 from transfertheory.theory import linear as L
+from transfertheory.theory import transfer
+from transfertheory.theory.methods import get_method
 
 
 def run(args, tmp_path, capsys):
     """main() with --out tmp_path; returns (exit code, stdout)."""
-    code = pdg.main([*args, "--out", str(tmp_path)])
+    code = cli.main([*args, "--out", str(tmp_path)])
     return code, capsys.readouterr().out
 
 
@@ -30,8 +35,8 @@ def test_default_run_writes_png_and_tidy_csv(tmp_path, capsys):
     code, out = run(["--noise", "0.2", "--resolution", "40"], tmp_path, capsys)
     assert code == 0
     name = "phase_diagram_linear_sigma0.2"
-    png, csv = tmp_path / f"{name}.png", tmp_path / f"{name}.csv"
-    assert sorted(tmp_path.iterdir()) == [csv, png]
+    png, csv, meta = tmp_path / f"{name}.png", tmp_path / f"{name}.csv", tmp_path / f"{name}.json"
+    assert sorted(tmp_path.iterdir()) == [csv, meta, png]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     grid = pd.read_csv(csv)
     assert list(grid.columns) == pdg.COLUMNS
@@ -61,7 +66,8 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "fmt, suffixes", [("png", {".png", ".csv"}), ("pdf", {".pdf", ".csv"}), ("both", {".png", ".pdf", ".csv"})]
+    "fmt, suffixes",
+    [("png", {".png", ".csv", ".json"}), ("pdf", {".pdf", ".csv", ".json"}), ("both", {".png", ".pdf", ".csv", ".json"})]
 )
 def test_formats(fmt, suffixes, tmp_path, capsys):
     code, _ = run(["--resolution", "12", "--format", fmt], tmp_path, capsys)
@@ -95,19 +101,30 @@ def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
 
 def test_grid_values_are_the_closed_forms():
     grid = pdg.compute_grid("linear", 0.2, resolution=17)
-    np.testing.assert_array_equal(
-        grid["transferability"], L.linear_transferability(grid["gamma"].to_numpy(), grid["theta"].to_numpy(), 0.2)
-    )
-    np.testing.assert_array_equal(grid["risk_scratch"], L.scratch_risk(grid["gamma"].to_numpy(), 0.2))
-    np.testing.assert_array_equal(grid["risk_transfer"], np.sin(grid["theta"].to_numpy()) ** 2)
+    gamma, theta = grid["gamma"].to_numpy(), grid["theta"].to_numpy()
+    np.testing.assert_array_equal(grid["transferability"], L.linear_transferability(gamma, theta, 0.2))
+    np.testing.assert_array_equal(grid["risk_transfer"], np.sin(theta) ** 2)
+    assert grid.attrs["limit"] == "flow"
+    # fine-tuning: gradient flow by default (corrected rescaling c), the paper's Eq. 17 on request
+    finetune = get_method("finetune")
     ft = pdg.compute_grid("finetune", 0.2, resolution=17)
-    np.testing.assert_array_equal(
-        ft["transferability"], L.fine_tune_transferability(ft["gamma"].to_numpy(), ft["theta"].to_numpy()) + 0.0
-    )
+    np.testing.assert_array_equal(ft["transferability"], finetune.flow_transferability(gamma, theta, 0.2) + 0.0)
+    paper = pdg.compute_grid("finetune", 0.2, resolution=17, limit="paper")
+    np.testing.assert_array_equal(paper["transferability"], finetune.paper_transferability(gamma, theta, 0.2) + 0.0)
+    assert np.abs(ft["transferability"] - paper["transferability"]).max() > 0.01
     # T_ft = 0 at γ = 1 although both risks are +inf (pathwise cancellation)
     ft = pdg.compute_grid("finetune", 0.2, resolution=20)
     one = ft[ft["gamma"] == 1.0]
     assert np.all(one["transferability"] == 0) and np.all(np.isposinf(one["risk_transfer"]))
+
+
+def test_finite_d_fine_tuning_draws_the_paper_formula_and_says_so():
+    """The finite-size gradient-flow limit of fine-tuning is a Monte Carlo, so a finite-d grid is Eq. 17."""
+    grid = pdg.compute_grid("finetune", 0.2, resolution=12, finite_d=20)
+    assert grid.attrs["limit"] == "paper"
+    with pytest.raises(ValueError, match="limit='flow'"):
+        pdg.compute_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
+    assert "not the gradient-flow limit" in pdg.summary(grid, "finetune", 0.2, finite_d=20)
 
 
 def test_ridge_at_zero_lambda_is_linear_transfer():
@@ -115,22 +132,11 @@ def test_ridge_at_zero_lambda_is_linear_transfer():
     np.testing.assert_allclose(ridge["transferability"], lin["transferability"], rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("lam", [0.1, 1.0])
-def test_ridge_boundaries_follow_the_effective_angle(lam):
-    """Eq. 15 = sin²θ_eff, so ridge T vanishes on Eq. 13's boundaries at θ_eff (what panel (b) draws)."""
-    theta = np.linspace(0.05, math.pi / 2, 9)
-    assert np.allclose(L.ridge_transfer_risk(theta, lam), np.sin(pdg.effective_angle(theta, lam)) ** 2, atol=1e-14)
-    sigma = 0.2
-    g_c = L.negative_transfer_threshold(pdg.effective_angle(theta, lam), sigma)
-    t, _, _ = pdg.evaluate("ridge", g_c, theta, sigma, lam)
-    assert np.all(np.abs(t) < 1e-12)
-
-
 def test_finite_d_grid_approaches_the_limit():
-    """Away from γ = 1 the exact d = 20000 surface is within O(1/d) of the n, d → ∞ one."""
+    """Away from γ = 1 the exact d = 20000 surface is within O(1/d) of the n, d → ∞ one (paper's formulas)."""
     for method in ("linear", "finetune"):
         exact = pdg.compute_grid(method, 0.2, resolution=41, finite_d=20000)
-        limit = pdg.compute_grid(method, 0.2, resolution=41)
+        limit = pdg.compute_grid(method, 0.2, resolution=41, limit="paper")
         far = np.abs(exact["gamma"] - 1) > 0.1
         gap = np.abs(exact["transferability"] - limit["transferability"])[far]
         assert gap.max() < 2e-3
@@ -150,7 +156,7 @@ def test_finite_d_undefined_points_are_nan():
 
 
 def _opening(out):
-    grid_value, theory = re.search(r"opens at θ = ([\d.]+) rad .* theory \(n, d → ∞\): ([\d.]+) rad", out).groups()
+    grid_value, theory = re.search(r"opens at θ = ([\d.]+) rad .* theory \(n, d → ∞\): .*?([\d.]+) rad", out).groups()
     return float(grid_value), float(theory)
 
 
@@ -172,32 +178,41 @@ def test_summary_opening_angle_is_arccos_one_minus_sigma(sigma, tmp_path, capsys
     assert share == pytest.approx((grid["transferability"] < 0).mean(), abs=1e-4)
 
 
-def test_summary_for_fine_tuning_opens_at_pi_over_3(tmp_path, capsys):
+def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
+    """Paper limit: opens at π/3 (Eq. 17). Gradient flow: θ*(γ) = arccos(c/2) < π/3, printed at three γ; the
+    linear-transfer angle arccos(1 − σ) is not printed."""
     res = 61
-    code, out = run(["--method", "finetune", "--resolution", str(res)], tmp_path, capsys)
+    code, out = run(["--method", "finetune", "--limit", "paper", "--resolution", str(res)], tmp_path, capsys)
     assert code == 0
     grid_open, theory = _opening(out)
     assert theory == pytest.approx(math.pi / 3, abs=1e-4)
     assert math.pi / 3 - 1e-4 <= grid_open <= math.pi / 3 + (math.pi / 2) / (res - 1) + 1e-4
+    code, out = run(["--method", "finetune", "--resolution", str(res)], tmp_path, capsys)
+    assert code == 0 and "arccos(1 − σ)" not in out and "linear-transfer" not in out
+    angles = [float(a) for a in re.findall(r"([\d.]+) rad \([\d.]+°\) at γ = ", out)]
+    np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 0.2), atol=1e-4)
+    assert max(angles) < math.pi / 3
+    # on the grid the flow's negative region starts no lower than the smallest θ* up to the grid's largest γ < 1
+    grid = pdg.compute_grid("finetune", 0.2, resolution=res)
+    gammas = np.unique(grid["gamma"])
+    floor = transfer.flow_limit_sign_angle(gammas[gammas < 1].max(), 0.2)
+    assert _opening(out)[0] >= floor - 1e-4
 
 
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
     code, out = run(["--noise", "1.2", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
-    assert "opens at θ = none on the grid; theory (n, d → ∞): none" in out
+    assert "opens at θ = none on the grid; theory (n, d → ∞): arccos(1 − σ) = none" in out
 
 
-def test_opening_angle_for_ridge():
-    """Ridge: cos θ_open = (1−σ)(1+λ)/√(1+2λ); the grid agrees, and λ > 0 widens the negative region."""
+def test_opening_angle_on_a_ridge_grid():
+    """Ridge: the grid's negative region opens at the theory's cos θ_open = (1−σ)(1+λ)/√(1+2λ)."""
     sigma, lam = 0.2, 0.3
     expected = math.acos((1 - sigma) * (1 + lam) / math.sqrt(1 + 2 * lam))
-    assert pdg.opening_angle("ridge", sigma, lam) == pytest.approx(expected)
-    assert pdg.opening_angle("ridge", sigma, 0.0) == pytest.approx(math.acos(1 - sigma))
-    assert expected < math.acos(1 - sigma)
-    assert pdg.opening_angle("ridge", 0.05, 5.0) == 0.0  # open already at θ = 0
     grid = pdg.compute_grid("ridge", sigma, resolution=120, lam=lam)
     neg = grid[(grid["gamma"] < 1) & (grid["transferability"] < 0)]
     assert expected <= neg["theta"].min() <= expected + (math.pi / 2) / 119 + 1e-3
+    assert "arccos((1 − σ)(1 + λ)/√(1 + 2λ))" in pdg.summary(grid, "ridge", sigma, lam)
 
 
 # --------------------------------------------------------------------------- figure
@@ -226,7 +241,7 @@ def test_plot_overlays_simulated_points():
         plt.close(fig)
 
 
-def test_plot_handles_infinite_and_undefined_values():
+def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
     import matplotlib.pyplot as plt
 
     grid = pdg.compute_grid("linear", 0.2, resolution=20, finite_d=10)
@@ -234,6 +249,36 @@ def test_plot_handles_infinite_and_undefined_values():
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2, finite_d=10)
     try:
         fig.canvas.draw()
+        labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+        assert "undefined: n = round(γd) < 3" in labels
+    finally:
+        plt.close(fig)
+
+
+def test_panel_a_has_a_colour_bar():
+    import matplotlib.pyplot as plt
+
+    fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
+    try:
+        bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+        assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (clipped")
+    finally:
+        plt.close(fig)
+
+
+def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
+    """Panel (b) is the sign of the flow transferability; the legend names both boundaries, the title says which."""
+    import matplotlib.pyplot as plt
+
+    grid = pdg.compute_grid("finetune", 0.5, resolution=40)
+    fig = pdg.plot_phase_diagram(grid, "finetune", 0.5)
+    try:
+        labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+        assert any(label.startswith("θ* = arccos(c/2): gradient flow") for label in labels)
+        assert any(label.startswith("θ = π/3: paper's Eq. 17") for label in labels)
+        assert "gradient-flow limit" in fig._suptitle.get_text()
+        image = fig.axes[1].get_images()[0].get_array()
+        np.testing.assert_array_equal(image, np.sign(pdg._matrix(grid)[2]))
     finally:
         plt.close(fig)
 
@@ -249,6 +294,8 @@ def test_plot_handles_infinite_and_undefined_values():
         ["--noise", "abc"],
         ["--resolution", "1"],
         ["--resolution", "2.5"],
+        ["--resolution", "100000000"],  # would allocate petabytes: bounded by params.RESOLUTION
+        ["--limit", "flow", "--method", "finetune", "--finite-d", "20"],
         ["--method", "ridge", "--lam", "-0.1"],
         ["--lam", "0.1"],  # λ without --method ridge
         ["--finite-d", "2"],
@@ -261,7 +308,7 @@ def test_plot_handles_infinite_and_undefined_values():
 )
 def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        pdg.main([*args, "--out", str(tmp_path)])
+        cli.main([*args, "--out", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "usage:" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
@@ -271,6 +318,7 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
     "kwargs, message",
     [
         (dict(resolution=1), "resolution"),
+        (dict(resolution=10**8), "resolution"),
         (dict(gamma_max=-1.0), "gamma_max"),
         (dict(finite_d=2), "finite_d"),
         (dict(lam=0.1), "lam applies"),
@@ -287,7 +335,7 @@ def test_compute_grid_rejects_bad_arguments(kwargs, message):
 def test_unwritable_output_returns_1(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    assert pdg.main(["--resolution", "8", "--out", str(blocker / "sub")]) == 1
+    assert cli.main(["--resolution", "8", "--out", str(blocker / "sub")]) == 1
     assert "cannot write" in capsys.readouterr().err
 
 
@@ -299,12 +347,12 @@ def test_module_entry_point_exit_codes():
     bad = subprocess.run(
         [sys.executable, "-m", "transfertheory.phase_diagram", "--noise", "-1"], capture_output=True, text=True
     )
-    assert bad.returncode == 2 and "--noise must be >= 0" in bad.stderr
+    assert bad.returncode == 2 and "argument --noise: must be in [0, inf), got -1" in bad.stderr
 
 
 def test_help_lists_the_simulation_flags():
     """--simulate and its options (exercised end to end in tests/test_figures_sim.py)."""
-    text = pdg.build_parser().format_help()
+    text = cli.build_parser().format_help()
     for flag in ("--simulate", "--sim-d", "--sim-draws", "--sim-gammas", "--paper-size", "--seed", "--backend"):
         assert flag in text
 
@@ -316,15 +364,3 @@ def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
             "print('transfertheory.sim.deep_linear' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "False"
-
-
-@pytest.mark.parametrize("sigma", [0.2, 1.0])
-def test_flow_limit_sign_angle_is_where_corrected_fine_tuning_transferability_vanishes(sigma):
-    gamma = np.array([0.1, 0.5, 0.8])
-    angle = pdg.flow_limit_sign_angle(gamma, sigma)
-    assert np.all(angle < np.pi / 3)  # σ > 0 moves the sign change below Eq. 17's π/3 (docs/errata.md)
-    t = L.fine_tune_transferability_corrected(gamma, angle, sigma)
-    np.testing.assert_allclose(t, 0.0, atol=1e-12)
-    np.testing.assert_allclose(pdg.flow_limit_sign_angle(gamma, 0.0), np.pi / 3)
-    text = pdg.summary(pdg.compute_grid("finetune", sigma, resolution=20), "finetune", sigma)
-    assert "θ* = arccos(c/2)" in text

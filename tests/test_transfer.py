@@ -1,8 +1,7 @@
 """Transfer quantities on the (γ, θ) plane (transfertheory.theory.transfer) against independent computations.
 
 * ``transfer_risks(limit="paper")`` against the closed forms of theory.linear
-  composed by hand, and against the phase-diagram CLI's own ``evaluate`` on
-  grids (identity; skipped once the CLI no longer has its copy);
+  composed by hand;
   ``limit="flow"`` for fine-tuning against the corrected closed forms;
 * the angles against their defining property: the sign of T on either side,
   found by scanning the formulas themselves.
@@ -12,7 +11,6 @@ import math
 import numpy as np
 import pytest
 
-from transfertheory import phase_diagram as pdg
 from transfertheory.theory import linear as L
 from transfertheory.theory import transfer as T
 from transfertheory.theory.methods import METHODS
@@ -20,12 +18,6 @@ from transfertheory.theory.methods import METHODS
 GAMMA = np.linspace(0.02, 2.0, 100)[None, :]  # contains γ = 1 exactly
 THETA = np.linspace(0.0, math.pi / 2, 41)[:, None]
 
-
-def cli_copy(name):
-    """The phase-diagram CLI's own copy of ``name`` (the code transfer.py was moved from), or skip once it is gone."""
-    if not hasattr(pdg, name):
-        pytest.skip(f"phase_diagram.{name} has been replaced by theory.transfer")
-    return getattr(pdg, name)
 
 
 def _paper_by_hand(method, gamma, theta, sigma, lam, finite_d):
@@ -59,16 +51,6 @@ def test_paper_limit_is_the_closed_forms(method, lam, sigma, finite_d):
     got = T.transfer_risks(method, GAMMA, THETA, sigma, lam, finite_d, limit="paper")
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-15, atol=1e-15)
-
-
-@pytest.mark.parametrize("method, lam", [("linear", 0.0), ("finetune", 0.0), ("ridge", 0.0), ("ridge", 0.7)])
-@pytest.mark.parametrize("sigma", [0.0, 0.2, 1.3])
-@pytest.mark.parametrize("finite_d", [None, 3, 20, 57])
-def test_paper_limit_is_the_cli_evaluate(method, lam, sigma, finite_d):
-    old = cli_copy("evaluate")(method, GAMMA, THETA, sigma, lam, finite_d)
-    new = T.transfer_risks(method, GAMMA, THETA, sigma, lam, finite_d, limit="paper")
-    for a, b in zip(old, new):
-        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("sigma", [0.0, 0.2, 1.3])
@@ -132,8 +114,6 @@ def test_effective_angle_reproduces_the_ridge_risk(theta, lam):
     np.testing.assert_allclose(ridge, L.linear_transferability(GAMMA, eff, 0.2), atol=1e-14)
     if theta <= math.pi / 2 and lam == 0:
         assert eff == pytest.approx(theta, abs=1e-7)  # arccos near 1 loses half the digits
-    if hasattr(pdg, "effective_angle"):  # the CLI's copy, while it has one
-        assert eff == float(pdg.effective_angle(theta, lam))
 
 
 def _first_negative_theta(method, sigma, lam, limit, thetas):
@@ -156,8 +136,6 @@ def test_opening_angle_is_where_the_negative_region_appears(method, sigma, lam, 
     found = _first_negative_theta(method, sigma, lam, limit, thetas)
     # the region opens with width ∝ √(θ − θ_open), so the scan may lag by a few steps
     assert expected - 1e-9 <= found <= expected + 0.01, (expected, found)
-    if method != "finetune" and hasattr(pdg, "opening_angle"):  # the CLI's copy, while it has one
-        assert expected == pytest.approx(pdg.opening_angle(method, sigma, lam), abs=1e-15)
 
 
 def test_opening_angle_special_values():
@@ -186,5 +164,3 @@ def test_flow_sign_angle_is_the_zero_of_the_flow_transferability(sigma, depth):
         np.testing.assert_allclose(star, math.pi / 3, atol=1e-12)
     else:
         assert np.all(star < math.pi / 3)
-    if depth == 2 and hasattr(pdg, "flow_limit_sign_angle"):  # the CLI's copy, while it has one
-        np.testing.assert_array_equal(star, pdg.flow_limit_sign_angle(gamma, sigma))

@@ -1,30 +1,49 @@
 """Array backend: the one module that knows about CuPy.
 
-Every numerical routine in :mod:`transfertheory` is written once against an
-*array module* ``xp`` (NumPy or CuPy) obtained from :func:`get_array_module`,
-in the spirit of POT's backend layer. This module
+Numerical code in :mod:`transfertheory` is written once against an *array
+module* ``xp`` (NumPy, CuPy, or a registered stand-in), in the spirit of POT's
+backend layer:
 
-* chooses the array module (``TRANSFERTHEORY_BACKEND=auto|numpy|cupy``;
-  ``auto`` = CuPy when a usable CUDA device exists, else NumPy),
-* moves arrays between host and device (:func:`to_host`, :func:`to_device`),
-* creates seeded random generators (:func:`make_rng`) whose draws are made on
-  the host with NumPy's PCG64 and then copied to the device, so that a seed
-  defines the *same* experiment on every backend (CPU and GPU runs of one seed
-  differ only by floating-point rounding).
+* **Entry points** (``run_transfer_experiment``, the CLIs) take a backend
+  *name* and turn it into a module with :func:`resolve_backend`: ``"numpy"``,
+  ``"cupy"``, ``"auto"`` (CuPy when a usable CUDA device exists, else NumPy)
+  or a registered name; ``None`` reads the environment variable
+  ``TRANSFERTHEORY_BACKEND`` (default ``"auto"``). An unknown name is a
+  :class:`ValueError` naming the argument or the variable; ``"cupy"`` without
+  a usable GPU is a :class:`BackendUnavailableError` whose message is one line.
+* **Inside** the simulators the module is inferred from the arrays themselves
+  with :func:`get_backend` (no ``xp`` argument is threaded through); mixing
+  host (NumPy) and device arrays is an error there, as it is in CuPy.
+* Every host/device transfer goes through :func:`to_host` and
+  :func:`to_device`.
+* :func:`make_rng` draws on the host with NumPy's PCG64 and copies to the
+  device, so a seed defines the *same* experiment on every backend.
 
-No other module imports ``cupy``.
+A test-only backend can be registered with :func:`register_backend` (the test
+suite registers a strict CPU stand-in for CuPy's host/device boundary); this
+module never imports it. No other module imports ``cupy``.
 """
 from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Callable
 
 import numpy as np
 
 __all__ = [
     "BACKENDS",
+    "ENV_VAR",
+    "EXIT_BACKEND_UNAVAILABLE",
     "BackendUnavailableError",
+    "ArrayBackend",
+    "register_backend",
+    "unregister_backend",
+    "backend_names",
+    "resolve_backend",
+    "get_backend",
     "get_array_module",
     "array_module_of",
     "backend_name",
@@ -35,31 +54,71 @@ __all__ = [
     "SeededGenerator",
 ]
 
-BACKENDS = ("auto", "numpy", "cupy")
+BACKENDS = ("auto", "numpy", "cupy")  # the built-in names; registered backends add theirs
 ENV_VAR = "TRANSFERTHEORY_BACKEND"
+#: Exit status of a command-line tool whose requested backend cannot run on this machine
+#: (:class:`BackendUnavailableError`; 0 success, 1 output not writable, 2 usage error).
+EXIT_BACKEND_UNAVAILABLE = 3
 
 
 class BackendUnavailableError(RuntimeError):
-    """Raised when the CuPy backend is requested but no usable GPU exists."""
+    """Raised when the CuPy backend is requested but no usable GPU exists (one-line message)."""
+
+
+@dataclass(frozen=True)
+class ArrayBackend:
+    """A device backend: its array module, its array type and the copy of an array to the host."""
+
+    name: str
+    module: object
+    array_type: type
+    to_host: Callable[[object], np.ndarray]
+
+
+_REGISTERED: dict[str, ArrayBackend] = {}
+
+
+def register_backend(name: str, module, array_type: type, to_host: Callable[[object], np.ndarray]) -> ArrayBackend:
+    """Make a device backend known by ``name`` (e.g. a test stand-in); returns its record."""
+    if name in BACKENDS:
+        raise ValueError(f"backend name {name!r} is built in")
+    record = ArrayBackend(name, module, array_type, to_host)
+    _REGISTERED[name] = record
+    return record
+
+
+def unregister_backend(name: str) -> None:
+    """Forget a backend registered with :func:`register_backend` (no error if unknown)."""
+    _REGISTERED.pop(name, None)
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every name :func:`resolve_backend` accepts: the built-in ones, then the registered ones."""
+    return BACKENDS + tuple(_REGISTERED)
 
 
 @functools.lru_cache(maxsize=1)
 def _load_cupy() -> tuple[ModuleType | None, str]:
     """Import CuPy and check that a CUDA device can run a kernel.
 
-    Returns ``(cupy or None, reason)``; the reason explains a failure.
+    Returns ``(cupy or None, reason)``; the reason explains a failure in one line.
     """
     try:
         import cupy  # noqa: PLC0415  (the only cupy import in the package)
     except Exception as exc:  # ImportError, or a broken CUDA install
-        return None, f"CuPy is not importable ({type(exc).__name__}: {exc})"
+        return None, f"CuPy is not importable ({type(exc).__name__}: {_one_line(exc)})"
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None, "CuPy is installed but no CUDA device is visible"
         float(cupy.arange(3.0).sum())  # compiles and runs a kernel
     except Exception as exc:
-        return None, f"CuPy cannot use a CUDA device ({type(exc).__name__}: {exc})"
+        return None, f"CuPy cannot use a CUDA device ({type(exc).__name__}: {_one_line(exc)})"
     return cupy, "ok"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def cupy_available() -> bool:
@@ -67,63 +126,118 @@ def cupy_available() -> bool:
     return _load_cupy()[0] is not None
 
 
-def _requested(backend: str | None) -> str:
-    name = (backend if backend is not None else os.environ.get(ENV_VAR, "auto")).strip().lower()
-    if name not in BACKENDS:
-        source = "backend" if backend is not None else f"environment variable {ENV_VAR}"
-        raise ValueError(f"{source} must be one of {BACKENDS}, got {name!r}")
-    return name
-
-
-def get_array_module(backend: str | None = None) -> ModuleType:
-    """Return the array module (``numpy`` or ``cupy``) for ``backend``.
+def resolve_backend(name: str | None = None):
+    """The array module for a backend name, for entry points.
 
     Parameters
     ----------
-    backend : {"auto", "numpy", "cupy"} or None
+    name : {"auto", "numpy", "cupy"}, a registered name, or None
         ``None`` reads ``TRANSFERTHEORY_BACKEND`` (default ``"auto"``).
         ``"auto"`` picks CuPy when a usable GPU exists, else NumPy.
 
     Raises
     ------
+    ValueError
+        ``name`` (or the environment variable) is not a known backend.
     BackendUnavailableError
         ``"cupy"`` was requested but CuPy cannot run on this machine.
     """
-    name = _requested(backend)
-    if name == "numpy":
+    source = "backend" if name is not None else f"environment variable {ENV_VAR}"
+    raw = name if name is not None else os.environ.get(ENV_VAR, "auto")
+    key = raw.strip().lower() if isinstance(raw, str) else None
+    if key not in backend_names():
+        raise ValueError(f"{source} must be one of {backend_names()}, got {raw!r}")
+    if key == "numpy":
         return np
+    if key in _REGISTERED:
+        return _REGISTERED[key].module
     cupy, reason = _load_cupy()
     if cupy is not None:
         return cupy
-    if name == "cupy":
+    if key == "cupy":
         raise BackendUnavailableError(
-            f"backend 'cupy' requested but unusable: {reason}. Install the 'gpu' extra "
-            f"on a machine with a CUDA GPU, or use backend='numpy' / {ENV_VAR}=numpy."
+            f"backend 'cupy' requested but unusable: {reason}. Install the 'gpu' extra on a machine with a "
+            f"CUDA GPU, or use backend 'numpy' ({ENV_VAR}=numpy)."
         )
     return np
 
 
-def array_module_of(*arrays) -> ModuleType:
-    """The array module owning ``arrays`` (CuPy if any is a CuPy array)."""
-    cupy = _load_cupy()[0] if any(type(a).__module__.startswith("cupy") for a in arrays) else None
-    return cupy if cupy is not None else np
+def _device_backend(array) -> ArrayBackend | None:
+    """The device backend owning ``array``, or None for host objects (NumPy arrays, scalars, None)."""
+    kind = type(array)
+    for record in _REGISTERED.values():
+        if issubclass(kind, record.array_type):
+            return record
+    if kind.__module__.startswith("cupy"):
+        cupy = _load_cupy()[0]
+        return ArrayBackend("cupy", cupy, kind, lambda a: a.get())
+    return None
 
 
-def backend_name(xp: ModuleType) -> str:
-    """``"numpy"`` or ``"cupy"`` for an array module."""
-    return "cupy" if xp.__name__.startswith("cupy") else "numpy"
+def get_backend(*arrays):
+    """The array module owning ``arrays`` (NumPy, CuPy or a registered backend).
+
+    Host objects — NumPy arrays and scalars, Python numbers, None — belong to
+    every backend's host side: with only those the answer is NumPy. Device
+    arrays decide the module; a NumPy array mixed with device arrays, or
+    arrays of two device backends, raise :class:`TypeError` (CuPy would fail
+    later, at the first operation that mixes them).
+    """
+    found = None
+    host_array = False
+    for a in arrays:
+        record = _device_backend(a)
+        if record is None:
+            host_array |= isinstance(a, np.ndarray)
+        elif found is None:
+            found = record
+        elif record.name != found.name:
+            raise TypeError(f"arrays of two device backends mixed: {found.name} and {record.name}")
+    if found is None:
+        return np
+    if host_array:
+        raise TypeError(f"host (NumPy) arrays mixed with {found.name} device arrays: move them with "
+                        "transfertheory.backend.to_device first")
+    return found.module
 
 
-def to_host(array):
-    """Copy ``array`` to a NumPy array on the host (no copy if already NumPy)."""
-    if type(array).__module__.startswith("cupy"):
-        return array.get()
+def get_array_module(backend: str | None = None):
+    """Former name of :func:`resolve_backend` (same behaviour), kept for callers written against it."""
+    return resolve_backend(backend)
+
+
+array_module_of = get_backend  # former name of get_backend
+
+
+def backend_name(xp) -> str:
+    """The name of an array module: ``"numpy"``, ``"cupy"`` or a registered name."""
+    if xp is np:
+        return "numpy"
+    for record in _REGISTERED.values():
+        if xp is record.module:
+            return record.name
+    if getattr(xp, "__name__", "").startswith("cupy"):
+        return "cupy"
+    raise ValueError(f"not an array module of a known backend: {xp!r}")
+
+
+def to_host(array) -> np.ndarray:
+    """Copy a device array to a NumPy array on the host; host input is returned as a NumPy array."""
+    record = _device_backend(array)
+    if record is not None:
+        return record.to_host(array)
     return np.asarray(array)
 
 
-def to_device(array, xp: ModuleType):
-    """Place a host array on the device of array module ``xp``."""
+def to_device(array, like):
+    """Place a host array on the backend of ``like`` (an array of that backend, or its array module)."""
+    xp = like if _is_array_module(like) else get_backend(like)
     return xp.asarray(array)
+
+
+def _is_array_module(obj) -> bool:
+    return obj is np or any(obj is r.module for r in _REGISTERED.values()) or (
+        isinstance(obj, ModuleType) and obj.__name__.startswith("cupy"))
 
 
 class SeededGenerator:
@@ -134,7 +248,7 @@ class SeededGenerator:
     :meth:`spawn` for independent child streams (e.g. one per chunk of work).
     """
 
-    def __init__(self, seed, xp: ModuleType = np, dtype=np.float64):
+    def __init__(self, seed, xp=np, dtype=np.float64):
         self.xp = xp
         self.dtype = np.dtype(dtype)
         self._seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
@@ -146,14 +260,14 @@ class SeededGenerator:
 
     def normal(self, size, scale=1.0):
         """Gaussian draws N(0, scale²) of shape ``size`` on the device."""
-        return self.xp.asarray(self.host.normal(0.0, scale, size=size).astype(self.dtype, copy=False))
+        return to_device(self.host.normal(0.0, scale, size=size).astype(self.dtype, copy=False), self.xp)
 
     def unit_vector(self, d: int):
         """A uniformly random unit vector in ℝ^d on the device."""
         v = self.host.standard_normal(d)
-        return self.xp.asarray((v / np.linalg.norm(v)).astype(self.dtype, copy=False))
+        return to_device((v / np.linalg.norm(v)).astype(self.dtype, copy=False), self.xp)
 
 
-def make_rng(seed=0, xp: ModuleType | None = None, dtype=np.float64) -> SeededGenerator:
-    """Seeded generator for array module ``xp`` (default: the active backend)."""
-    return SeededGenerator(seed, get_array_module() if xp is None else xp, dtype)
+def make_rng(seed=0, xp=None, dtype=np.float64) -> SeededGenerator:
+    """Seeded generator for array module ``xp`` (default: the backend :func:`resolve_backend` picks)."""
+    return SeededGenerator(seed, resolve_backend() if xp is None else xp, dtype)

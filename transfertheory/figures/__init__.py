@@ -1,8 +1,13 @@
-"""Figure builders (headless, Agg) and the shared output convention.
+"""Figures: builders (headless, Agg), their statistics and simulations, the registry and the output convention.
 
-Every builder writes ``NAME.png`` and/or ``NAME.pdf`` plus ``NAME.csv`` — the
-tidy data behind the figure — into an output folder (default ``figures/``).
+Every figure ``NAME`` writes ``NAME.png`` and/or ``NAME.pdf``, ``NAME.csv`` (the tidy data behind it) and
+``NAME.json`` (parameters, column definitions with units, version, backend, runtime) into an output folder
+(default ``figures/``); see :mod:`.output`. ``python -m transfertheory.figures --list`` names the registered
+figures (:mod:`.registry`). Modules: :mod:`.stats` (paired statistics against exact theory), :mod:`.simulation`
+(simulated points), :mod:`.cli` (shared command-line pieces and exit codes), :mod:`.phase_diagram` (the phase
+diagram of FaF Figs. 1 and 3), :mod:`.faf_fig1_3`, :mod:`.faf_fig2`, :mod:`.faf_fig5`, :mod:`.faf_fig6`,
+:mod:`.faf_fig7`, :mod:`.gallery` (the README).
 """
-from ._io import FORMATS, output_paths, save_figure, use_agg
+from .output import FORMATS, FigureOutput, output_paths, save_figure, use_agg
 
-__all__ = ["FORMATS", "output_paths", "save_figure", "use_agg"]
+__all__ = ["FORMATS", "FigureOutput", "output_paths", "save_figure", "use_agg"]

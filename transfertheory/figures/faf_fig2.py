@@ -1,13 +1,13 @@
 r"""FaF Fig. 2: ridge linear transfer risk against the ridge strength λ at γ = 0.5 (FaF §3.3.1, Thm 3.8).
 
-Model (THEORY §A4): a two-layer linear network pretrained by gradient flow on
+Model (FaF §3.3.1): a two-layer linear network pretrained by gradient flow on
 the population source loss collapses to rank-one features β_s vᵀ (FaF Thm 3.4);
 its last layer is then refit on n = γd target samples (x, y = β_tᵀx + ε),
 β_sᵀβ_t = cos θ, ε ~ N(0, σ²), with the ridge objective of FaF Eq. 14,
 (1/2n)‖ΦW − y‖² + (λ/2)‖W‖². The risk is R = ‖β̂ − β_t‖². Drawn against λ:
 
 * FaF Eq. 15 (n → ∞): R = 1 − cos²θ (1 + 2λ)/(1 + λ)², strictly increasing, λ* = 0;
-* the exact finite-n expectation (:func:`transfertheory.theory.linear.ridge_transfer_risk_finite`),
+* the exact finite-n expectation (``get_method("ridge").paper_risk_finite``, :mod:`transfertheory.theory.methods`),
   which lies (sin²θ + σ²)/(n − 2) above Eq. 15 at λ = 0 and *decreases* there,
   with slope −2n(sin²θ + σ²)/((n − 2)(n − 4)): at finite n a small λ > 0 helps,
   by O(1/n²);
@@ -30,17 +30,41 @@ import sys
 
 import numpy as np
 
-from ..theory import linear
-from . import _simstats
-from ._io import use_agg
+from ..params import GAMMA, LAM, SIGMA, THETA
+from ..theory.methods import get_method
+from . import cli, stats
+from .output import FigureOutput, use_agg
+from .registry import Figure, register
+from .simulation import simulate
 
-__all__ = ["NAME", "COLUMNS", "simulate_points", "plot", "build", "build_parser", "main"]
+__all__ = ["NAME", "COLUMNS", "COLUMN_DEFINITIONS", "simulate_points", "finite_minimum", "plot", "build",
+           "build_parser", "main"]
 
 NAME = "faf_fig2"
+RIDGE = get_method("ridge")
 DEFAULTS = dict(d=64, draws=20, gamma=0.5, theta=math.pi / 8, sigma=0.2, lam_max=0.6, lams=13)
-#: CSV columns: one row per simulated λ
-COLUMNS = ["lam", "gamma", "n", "d", "theta", "sigma", "risk_mean", "risk_sd", "risk_se", "theory_eq15",
-           "theory_finite", "theory_finite_se", "z", "agrees", "n_converged", "n_draws"]
+#: CSV columns (one row per simulated λ) and their definitions; risks in units of ‖β_t‖² = 1
+COLUMN_DEFINITIONS = {
+    "lam": "ridge strength λ of the transfer head (FaF Eq. 14)",
+    "gamma": "γ = n/d (dimensionless)",
+    "n": "target samples n = round(γd)",
+    "d": "input dimension d",
+    "theta": "angle θ between the unit source and target vectors (rad)",
+    "sigma": "label-noise standard deviation σ (label units)",
+    "risk_mean": "mean over converged target draws of the ridge linear-transfer risk ‖β̂ − β_t‖² (units of ‖β_t‖²)",
+    "risk_sd": "standard deviation over draws (ddof 1): the error bars of panel (a)",
+    "risk_se": "standard error of the mean: the error bars of panel (b)",
+    "theory_eq15": "FaF Eq. 15, the n → ∞ risk 1 − cos²θ(1 + 2λ)/(1 + λ)²",
+    "theory_finite": "exact expected risk at this n (what the simulation is compared with)",
+    "theory_finite_se": "its standard error (0: a closed form)",
+    "z": "(risk_mean − theory_finite)/risk_se",
+    "agrees": f"whether the point is within the tolerance {stats.TOLERANCE}",
+    "n_converged": "target draws whose run converged",
+    "n_draws": "target draws simulated",
+}
+COLUMNS = list(COLUMN_DEFINITIONS)
+#: the axis name of the ridge risk (mathtext)
+RISK_LABEL = r"$R_{\mathrm{lt}}^{\lambda}$"
 
 
 def simulate_points(d, draws, gamma, theta, sigma, lams, seed=0, backend="auto", progress=None):
@@ -48,19 +72,19 @@ def simulate_points(d, draws, gamma, theta, sigma, lams, seed=0, backend="auto",
 
     All λ share the pretrained network and the target draws (the simulator solves the ridge head exactly, Eq. 14).
     """
-    raw = _simstats.simulate(("linear",), d, [round(gamma * d)], [theta], sigma, draws, tuple(lams), seed, backend,
-                             progress)
-    stats = _simstats.risk_stats(raw, "linear")
-    table = _simstats.compare(stats, linear.ridge_transfer_risk_finite(theta, sigma, stats["n"], stats["lam"]),
-                              "risk")
-    table["theory_eq15"] = linear.ridge_transfer_risk(theta, table["lam"])
+    n = round(gamma * d)
+    raw = simulate((RIDGE.simulator,), d, [n], [theta], sigma, draws, tuple(lams), seed, backend, progress)
+    table = stats.risk_stats(raw, RIDGE.simulator)
+    table = stats.compare(table, RIDGE.paper_risk_finite(table["n"].to_numpy(), d, theta, sigma,
+                                                          table["lam"].to_numpy()), "risk")
+    table["theory_eq15"] = RIDGE.paper_risk(n / d, theta, sigma, table["lam"].to_numpy())
     return table[COLUMNS]
 
 
-def finite_minimum(theta, sigma, n, lam_max, points=601):
+def finite_minimum(theta, sigma, n, d, lam_max, points=601):
     """(λ*, R(λ*), R(0)) of the exact finite-n ridge risk on a grid of ``points`` λ in [0, λ_max]."""
     lam = np.linspace(0.0, lam_max, points)
-    risk = linear.ridge_transfer_risk_finite(theta, sigma, n, lam)
+    risk = RIDGE.paper_risk_finite(n, d, theta, sigma, lam)
     k = int(np.argmin(risk))
     return float(lam[k]), float(risk[k]), float(risk[0])
 
@@ -73,8 +97,8 @@ def plot(table, lam_max):
     first = table.iloc[0]
     theta, sigma, n, d = float(first["theta"]), float(first["sigma"]), int(first["n"]), int(first["d"])
     lam = np.linspace(0.0, lam_max, 301)
-    eq15 = linear.ridge_transfer_risk(theta, lam)
-    exact = linear.ridge_transfer_risk_finite(theta, sigma, n, lam)
+    eq15 = RIDGE.paper_risk(n / d, theta, sigma, lam)
+    exact = RIDGE.paper_risk_finite(n, d, theta, sigma, lam)
     complete = (table["n_converged"] == table["n_draws"]).to_numpy()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, base, base_pts, err, what in (
@@ -89,25 +113,49 @@ def plot(table, lam_max):
         if not complete.all():
             ax.errorbar(table["lam"][~complete], y[~complete], yerr=err[~complete], fmt="o", mfc="none", ms=5,
                         capsize=2, color="C0", label="some draws unconverged")
-        ax.set(xlabel="λ", xlim=(-0.02 * lam_max, 1.02 * lam_max))
+        ax.set(xlabel=r"ridge strength $\lambda$", xlim=(-0.02 * lam_max, 1.02 * lam_max))
         ax.legend(fontsize=8)
-    lam_star, r_star, r0 = finite_minimum(theta, sigma, n, lam_max)
-    axes[0].set(ylabel="linear transfer risk R_lt^λ", title="(a) risk vs ridge strength")
+    lam_star, r_star, r0 = finite_minimum(theta, sigma, n, d, lam_max)
+    axes[0].set(ylabel=f"linear transfer risk {RISK_LABEL}", title="(a) risk vs ridge strength")
     axes[1].axhline(0.0, color="k", lw=0.6)
-    axes[1].set(ylabel="R_lt^λ − Eq. 15",
+    axes[1].set(ylabel=f"{RISK_LABEL} − Eq. 15",
                 title=f"(b) finite-n excess; exact minimum at λ* = {lam_star:.3g} ({r_star - r0:+.2g} vs λ = 0)")
-    fig.suptitle(f"FaF Fig. 2: ridge linear transfer, γ = {n / d:g} (n = {n}), θ = {_simstats.format_angle(theta)}, "
+    fig.suptitle(f"FaF Fig. 2: ridge linear transfer, γ = {n / d:g} (n = {n}), θ = {stats.format_angle(theta)}, "
                  f"σ = {sigma:g}")
     fig.tight_layout()
     return fig
 
 
+def _summary(table, lam_max, seed):
+    first = table.iloc[0]
+    theta, sigma, n, d = float(first["theta"]), float(first["sigma"]), int(first["n"]), int(first["d"])
+    draws = int(table["n_draws"].max())
+    lam_star, r_star, r0 = finite_minimum(theta, sigma, n, d, lam_max)
+    head = (f"FaF Fig. 2: ridge linear transfer, d = {d}, n = {n}, θ = {theta:.4g}, σ = {sigma:g}, {draws} draws, "
+            f"λ in [0, {lam_max:g}] ({len(table)} points), seed {seed}")
+    if n > 4:
+        slope = -2 * n * (math.sin(theta) ** 2 + sigma**2) / ((n - 2) * (n - 4))
+        exact = (f"exact finite-n risk: R(0) = {r0:.6g}, minimum R = {r_star:.6g} at λ* = {lam_star:.4g} "
+                 f"(Eq. 15 has λ* = 0; slope at 0 = {slope:.4g} for n > 4)")
+    else:
+        exact = f"exact finite-n risk: R(0) = {r0:.6g}"
+    return (head, exact, *stats.agreement_lines(table, "risk", f"d = {d}, {draws} draws per λ, error bars ±SD"))
+
+
 def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], theta=DEFAULTS["theta"],
-          sigma=DEFAULTS["sigma"], lams=None, seed=0, backend="auto", progress=None):
-    """Simulate and draw FaF Fig. 2; returns ``(fig, table)`` (``table``: :data:`COLUMNS`, one row per λ)."""
-    lams = np.linspace(0.0, DEFAULTS["lam_max"], DEFAULTS["lams"]) if lams is None else np.asarray(lams, float)
-    table = simulate_points(d, draws, gamma, theta, sigma, lams, seed, backend, progress)
-    return plot(table, float(lams.max()) if lams.max() > 0 else DEFAULTS["lam_max"]), table
+          sigma=DEFAULTS["sigma"], lam_max=DEFAULTS["lam_max"], lams=DEFAULTS["lams"], seed=0, backend="auto",
+          progress=None):
+    """Simulate and draw FaF Fig. 2 at ``lams`` λ in [0, ``lam_max``] (or the λ values given as a sequence).
+
+    Returns a :class:`~transfertheory.figures.output.FigureOutput`; its ``data`` has :data:`COLUMNS`, one row per λ.
+    """
+    grid = np.linspace(0.0, lam_max, lams) if np.ndim(lams) == 0 else np.asarray(lams, float)
+    table = simulate_points(d, draws, gamma, theta, sigma, grid, seed, backend, progress)
+    shown = float(grid.max()) if grid.max() > 0 else DEFAULTS["lam_max"]
+    parameters = dict(d=d, draws=draws, gamma=gamma, n=round(gamma * d), theta=theta, sigma=sigma, lams=grid,
+                      seed=seed)
+    return FigureOutput(plot(table, shown), table, COLUMN_DEFINITIONS, parameters, _summary(table, shown, seed),
+                        agreement=stats.agreement_record(table, "risk"))
 
 
 def build_parser():
@@ -116,42 +164,52 @@ def build_parser():
         prog="python -m transfertheory.figures.faf_fig2",
         description="FaF Fig. 2: ridge linear-transfer risk of a deep linear network against λ at γ = 0.5 — Eq. 15 "
         "(n → ∞), the exact finite-n risk and gradient-flow simulations (mean ± SD over target draws). Writes "
-        "faf_fig2.{png,pdf,csv}, prints the largest |z| of simulation against the exact theory.",
+        "faf_fig2.{png,pdf,csv,json}, prints the largest |z| of simulation against the exact theory.",
     )
-    parser.add_argument("--gamma", type=float, default=DEFAULTS["gamma"], help="n/d (default 0.5); n = round(γd) >= 3")
-    parser.add_argument("--theta", type=float, default=DEFAULTS["theta"],
+    parser.add_argument("--gamma", type=GAMMA.arg_type(), default=DEFAULTS["gamma"],
+                        help="n/d (default 0.5); n = round(γd) >= 3")
+    parser.add_argument("--theta", type=THETA.arg_type(), default=DEFAULTS["theta"],
                         help="source–target angle in [0, π] (default π/8, inferred from the paper's axis)")
-    parser.add_argument("--noise", type=float, default=DEFAULTS["sigma"], metavar="SIGMA",
-                        help="label-noise sd σ >= 0 (default 0.2)")
-    parser.add_argument("--lam-max", type=float, default=DEFAULTS["lam_max"], help="largest λ (default 0.6)")
-    parser.add_argument("--lams", type=int, default=DEFAULTS["lams"], help="λ points in [0, λ_max], >= 2 (default 13)")
-    _simstats.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    parser.add_argument("--noise", type=SIGMA.arg_type(), default=DEFAULTS["sigma"], metavar="SIGMA",
+                        help="label-noise sd σ in [0, inf) (default 0.2)")
+    parser.add_argument("--lam-max", type=LAM.with_range(closed="neither").arg_type(), default=DEFAULTS["lam_max"],
+                        help="largest λ, in (0, inf) (default 0.6)")
+    parser.add_argument("--lams", type=cli.COUNT.with_range(low=2).arg_type(), default=DEFAULTS["lams"],
+                        help="λ points in [0, λ_max], >= 2 (default 13)")
+    cli.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
     return parser
 
 
 def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
     parser = build_parser()
-    args, d, draws = _simstats.parse_figure_args(parser, argv, d=DEFAULTS["d"], draws=DEFAULTS["draws"],
-                                                 minimums=[("--lams", 2), ("--noise", 0), ("--theta", 0)],
-                                                 positive=["--gamma", "--lam-max"])
-    if args.theta > math.pi:
-        parser.error(f"--theta must be in [0, π], got {args.theta}")
+    args = parser.parse_args(argv)
+    d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
     n = round(args.gamma * d)
-    if n < 3:
-        parser.error(f"n = round(γd) must be >= 3 (E‖z‖⁻² is infinite below), got n = {n}")
-    lams = np.linspace(0.0, args.lam_max, args.lams)
-    fig, table = build(d, draws, args.gamma, args.theta, args.noise, lams, args.seed, args.backend)
-    lam_star, r_star, r0 = finite_minimum(args.theta, args.noise, n, args.lam_max)
-    lines = [
-        f"FaF Fig. 2: ridge linear transfer, d = {d}, n = {n}, θ = {args.theta:.4g}, σ = {args.noise:g}, "
-        f"{draws} draws, λ in [0, {args.lam_max:g}] ({args.lams} points), seed {args.seed}",
-        f"exact finite-n risk: R(0) = {r0:.6g}, minimum R = {r_star:.6g} at λ* = {lam_star:.4g} "
-        f"(Eq. 15 has λ* = 0; slope at 0 = {-2 * n * (math.sin(args.theta) ** 2 + args.noise**2) / ((n - 2) * (n - 4)):.4g}"
-        f" for n > 4)" if n > 4 else f"exact finite-n risk: R(0) = {r0:.6g}",
-        *_simstats.agreement_lines(table, "risk", f"d = {d}, {draws} draws per λ, error bars ±SD"),
-    ]
-    return _simstats.write_and_report(fig, table, NAME, args, lines)
+    if n < RIDGE.min_n:
+        parser.error(f"n = round(γd) must be >= {RIDGE.min_n} (E‖z‖⁻² is infinite below), got n = {n}")
+    timer = cli.Timer()
+    backend = cli.resolve_backend(args.backend)
+    output = build(d, draws, args.gamma, args.theta, args.noise, args.lam_max, args.lams, args.seed, backend)
+    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
+                                sources=FIGURE.sources, backend=backend, runtime_s=timer.elapsed)
+
+
+def _build_registered(params, backend, progress):
+    return build(backend=backend, progress=progress, **params)
+
+
+FIGURE = register(Figure(
+    name=NAME,
+    title="FaF Fig. 2: ridge linear-transfer risk against the ridge strength λ, γ = 0.5",
+    description="Risk of ridge linear transfer (last layer refit with FaF Eq. 14's penalty on the rank-one "
+    "pretrained features) against λ: (a) Eq. 15 (n → ∞), the exact finite-n risk (dashed) and gradient-flow "
+    "simulations (mean ± SD); (b) the same minus Eq. 15 (± SE), where the finite-n excess and its decrease with a "
+    "small λ are visible. θ = π/8 and σ = 0.2 are inferred (the caption gives γ = 0.5 and 20 draws only).",
+    sources=("FaF Eq. 14", "FaF Eq. 15", "FaF Thm 3.8", "FaF Fig. 2"),
+    build=_build_registered,
+    profiles={"quick": dict(d=64, draws=20), "paper": dict(d=500, draws=20)},
+))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 r"""FaF Fig. 5: transferability is not predicted by task distances (FaF §2.1, App. E).
 
-Model (THEORY §A, §B): x ~ N(0, I_d), source β_s = e₁ (unit), targets
+Model (FaF §2.1, §3): x ~ N(0, I_d), source β_s = e₁ (unit), targets
 β_t = a·(cos θ e₁ + sin θ e₂) over a grid of angles θ and norms a, labels
 y = β_tᵀx + ε, ε ~ N(0, σ²), n target samples. For every target this module
 computes
@@ -18,9 +18,10 @@ of T with every distance: a distance that *predicted* transfer would make T a
 decreasing function of it (ρ = −1). The empirical W₁ uses common random
 numbers — one source sample, and one (x, ε) sample reused for every target —
 so that its variation across targets is not sampling noise. In d + 1
-dimensions the empirical W₁ carries a large positive bias (the W₁ of two
-independent samples of the *same* law, printed as the "W₁ floor"), as the
-values near 527 in the paper's Fig. 5b show.
+dimensions the empirical W₁ carries a large positive bias: the W₁ of two
+independent samples of the *same* law (the "W₁ floor", computed with the
+same samples and drawn as a shaded band on the W₁ axis), as the values near
+527 in the paper's Fig. 5b show.
 
 Run ``python -m transfertheory.figures.faf_fig5 --help``; see docs/distances.md.
 """
@@ -31,15 +32,18 @@ import math
 import sys
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
 from ..backend import make_rng
+from ..params import GAMMA, SEED, SIGMA, Interval, Param
+from ..params import D as D_PARAM
+from ..params import N as N_PARAM
 from ..theory import distances
-from ._io import FORMATS, save_figure, use_agg
+from . import cli
+from .output import FigureOutput, use_agg
+from .registry import Figure, register
 
-__all__ = ["NAME", "DISTANCES", "target_family", "compute_points", "spearman_table", "plot", "build",
-           "build_parser", "main"]
+__all__ = ["NAME", "DISTANCES", "COLUMN_DEFINITIONS", "target_family", "compute_points", "spearman_table", "plot",
+           "build", "build_parser", "main"]
 
 NAME = "faf_fig5"
 #: distance columns of the CSV, with their plot / report labels
@@ -50,9 +54,33 @@ DISTANCES = {
     "dudley_lower": "Dudley lower bound",
     "dudley_upper": "Dudley upper bound",
 }
+#: definitions (with units) of the CSV columns, one row per target
+COLUMN_DEFINITIONS = {
+    "theta": "angle θ between β_s = e₁ and the target direction (rad)",
+    "norm": "target norm a = ‖β_t‖",
+    "d": "input dimension d",
+    "n": "target samples n",
+    "sigma": "label-noise standard deviation σ (label units)",
+    "samples": "joint draws (x, y) per task for the empirical W₁",
+    "risk_scratch": "exact E R_scratch = E‖β̂ − β_t‖² at n, d for this target (label units²)",
+    "risk_transfer": "exact E R_transfer of linear transfer (label units²)",
+    "transferability": "T = risk_scratch − risk_transfer (label units²)",
+    "kl": "D_KL(p_s ‖ p_t) of the joint laws of (x, y), FaF Eq. 34 (nats)",
+    "w1_empirical": "W₁ between the empirical measures of the samples in ℝ^{d+1} (Euclidean cost, label units)",
+    "w2_gaussian": "W₂ between the Gaussian joint laws, Bures closed form (label units)",
+    "dudley_lower": "Dudley lower bound on W₁ (label units)",
+    "dudley_upper": "Dudley upper bound on W₁ (label units)",
+}
+SPEARMAN_COLUMNS = {
+    "distance": "distance column of faf_fig5.csv",
+    "label": "its name on the figure",
+    "spearman_rho": "Spearman rank correlation of T with the distance (−1: closer tasks always transfer better)",
+    "p_value": "two-sided p-value of ρ = 0",
+}
 DEFAULT_NORMS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: T scales like ‖β_t‖²: the y-axis is symlog, linear below this |T| (display only; the CSV keeps raw values)
 SYMLOG_LINTHRESH = 0.1
+NORM = Param("norm", Interval(0, math.inf, "neither"), description="target norm a = ‖β_t‖")
 
 
 def target_family(d, thetas, norms):
@@ -63,11 +91,16 @@ def target_family(d, thetas, norms):
     betas = np.zeros((theta.size, d))
     betas[:, 0] = norm * np.cos(theta)
     betas[:, 1] = norm * np.sin(theta)
+    import pandas as pd
+
     return beta_s, pd.DataFrame({"theta": theta, "norm": norm}), betas
 
 
 def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAULT_NORMS, seed=0):
     r"""The table behind FaF Fig. 5: T and every distance for each target of :func:`target_family`.
+
+    ``attrs["w1_floor"]`` is the empirical W₁ between the source sample and a target sample of the source law
+    itself (β_t = β_s, the same target draws): the sampling bias every W₁ value carries.
 
     Parameters
     ----------
@@ -109,6 +142,7 @@ def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAUL
     source = np.column_stack([xs, xs @ beta_s + es])
     table["w1_empirical"] = [distances.wasserstein1_empirical(source, np.column_stack([xt, xt @ b + et]))
                              for b in betas]
+    table.attrs["w1_floor"] = distances.wasserstein1_empirical(source, np.column_stack([xt, xt @ beta_s + et]))
     return table
 
 
@@ -118,6 +152,9 @@ def spearman_table(points):
     A column that is constant up to round-off (relative spread ≤ 1e-9, e.g. the cos(y)/2 Dudley
     bound when every target has unit norm) gets NaN: its ranks would only order round-off errors.
     """
+    import pandas as pd
+    from scipy import stats
+
     rows = []
     for column, label in DISTANCES.items():
         values = points[column].to_numpy()
@@ -130,21 +167,42 @@ def spearman_table(points):
 
 
 def plot(points, spearman):
-    """Two panels: T against D_KL (a) and against empirical W₁ (b), one colour per target norm."""
+    """Two panels: T against D_KL (a) and against empirical W₁ (b), one colour per target norm.
+
+    Panel (b) starts at W₁ = 0 and shades [0, floor]: the W₁ two samples of the *same* law already have, so the
+    reader sees how little of each W₁ value depends on the target; an inset zooms on the values above the floor.
+    """
     use_agg()
     import matplotlib.pyplot as plt
 
     rho = dict(zip(spearman["distance"], spearman["spearman_rho"]))
     first = points.iloc[0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    floor = points.attrs.get("w1_floor")
+    zoom = None
+    if floor is not None:
+        axes[1].axvspan(0, floor, color="#e0e0e0", lw=0, zorder=0,
+                        label=f"sampling-bias floor: W₁ of two samples of one law = {floor:.3g}")
+        axes[1].set_xlim(0, 1.02 * points["w1_empirical"].max())
+        zoom = axes[1].inset_axes([0.07, 0.3, 0.6, 0.6])
     colours = plt.cm.viridis(np.linspace(0, 0.9, points["norm"].nunique()))
-    for panel, (ax, column) in enumerate(zip(axes, ("kl", "w1_empirical"))):
+    for ax, column in ((axes[0], "kl"), (axes[1], "w1_empirical"), (zoom, "w1_empirical")):
+        if ax is None:
+            continue
         for colour, (norm, group) in zip(colours, points.groupby("norm")):
             group = group.sort_values("theta")
-            ax.plot(group[column], group["transferability"], "o-", color=colour, ms=4, lw=1, label=f"‖β_t‖ = {norm:g}")
+            ax.plot(group[column], group["transferability"], "o-", color=colour, ms=4 if ax is not zoom else 2.5,
+                    lw=1, label=f"‖β_t‖ = {norm:g}")
         ax.axhline(0, color="grey", lw=0.8, ls="--")
         ax.set_yscale("symlog", linthresh=SYMLOG_LINTHRESH)
+    for panel, (ax, column) in enumerate(zip(axes, ("kl", "w1_empirical"))):
         ax.set(xlabel=DISTANCES[column], title=f"({'ab'[panel]}) Spearman ρ(T, ·) = {rho[column]:+.2f}")
+    if zoom is not None:
+        zoom.set_ylim(axes[1].get_ylim())
+        zoom.axvline(floor, color="k", lw=0.8, ls=":")
+        zoom.set_title("zoom: W₁ above the floor (dotted)", fontsize=7)
+        zoom.tick_params(labelsize=6)
+        axes[1].legend(handles=axes[1].patches[:1], fontsize=7, loc="lower left")
     axes[0].set_ylabel("transferability T (linear transfer, exact)")
     axes[0].legend(fontsize=8, title="θ from 0 to π along each line", title_fontsize=8)
     fig.suptitle(f"FaF Fig. 5: T vs task distances — d = {int(first['d'])}, n = {int(first['n'])}, "
@@ -153,12 +211,29 @@ def plot(points, spearman):
     return fig
 
 
-def build(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAULT_NORMS, seed=0):
-    """Compute the points and draw FaF Fig. 5; returns ``(fig, points)`` with ``points.attrs["spearman"]``."""
-    points = compute_points(d, n, sigma, samples, thetas, norms, seed)
+def _summary(points, spearman, seed):
+    first = points.iloc[0]
+    lines = [f"FaF Fig. 5: d = {int(first['d'])}, n = {int(first['n'])}, sigma = {first['sigma']:g}, "
+             f"{len(points)} targets, {int(first['samples'])} samples per task, seed {seed}",
+             f"W1 floor (empirical W1 between two samples of the source law itself): {points.attrs['w1_floor']:.4g}",
+             "Spearman correlation of T with each distance (rho = -1 would mean 'closer tasks transfer better'):"]
+    lines += [f"  {row.distance:14s} rho = {row.spearman_rho:+.3f}  (p = {row.p_value:.2g})"
+              for row in spearman.itertuples()]
+    return tuple(lines)
+
+
+def build(d=50, n=25, sigma=0.2, samples=300, angles=9, norms=DEFAULT_NORMS, seed=0):
+    """Compute the points (``angles`` θ in [0, π] × ``norms``) and draw FaF Fig. 5.
+
+    Returns a :class:`~transfertheory.figures.output.FigureOutput`: ``data`` one row per target, the Spearman
+    table as the extra ``_spearman`` CSV.
+    """
+    points = compute_points(d, n, sigma, samples, np.linspace(0, np.pi, angles), norms, seed)
     spearman = spearman_table(points)
-    points.attrs["spearman"] = spearman
-    return plot(points, spearman), points
+    parameters = dict(d=d, n=n, sigma=sigma, samples=samples, angles=angles, norms=norms, seed=seed)
+    return FigureOutput(plot(points, spearman), points, COLUMN_DEFINITIONS, parameters,
+                        _summary(points, spearman, seed), extra=(("_spearman", spearman, SPEARMAN_COLUMNS),),
+                        notes={"w1_floor": points.attrs["w1_floor"]})
 
 
 def build_parser():
@@ -166,43 +241,35 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m transfertheory.figures.faf_fig5",
         description="FaF Fig. 5: linear transferability of deep linear networks against D_KL and empirical W₁ "
-        "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv} and "
+        "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv,json} and "
         "faf_fig5_spearman.csv, prints Spearman correlations of T with each distance.",
     )
-    parser.add_argument("--d", type=int, default=50, help="input dimension d >= 2 (default 50)")
+    parser.add_argument("--d", type=D_PARAM.with_range(low=2).arg_type(), default=50,
+                        help="input dimension d >= 2 (default 50)")
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--n", type=int, default=None, help="target samples n >= 3 (default round(d/2))")
-    size.add_argument("--gamma", type=float, default=None, help="n/d instead of --n (n = round(γd))")
-    parser.add_argument("--sigma", type=float, default=0.2, help="label-noise sd σ > 0 (default 0.2)")
-    parser.add_argument("--samples", type=int, default=300, help="joint draws per task for W₁ (default 300)")
-    parser.add_argument("--angles", type=int, default=9, help="number of angles θ in [0, π] (default 9)")
-    parser.add_argument("--norms", type=float, nargs="+", default=list(DEFAULT_NORMS), metavar="A",
-                        help=f"target norms a > 0 (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the W₁ samples (default 0)")
-    parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
-    parser.add_argument("--format", choices=sorted(FORMATS), default="both", help="figure format (default both)")
+    size.add_argument("--n", type=N_PARAM.with_range(low=3).arg_type(), default=None,
+                      help="target samples n >= 3 (default round(d/2))")
+    size.add_argument("--gamma", type=GAMMA.arg_type(), default=None, help="n/d instead of --n (n = round(γd))")
+    parser.add_argument("--sigma", type=SIGMA.with_range(closed="neither").arg_type(), default=0.2,
+                        help="label-noise sd σ in (0, inf) (default 0.2)")
+    parser.add_argument("--samples", type=cli.COUNT.arg_type(), default=300,
+                        help="joint draws per task for W₁, >= 1 (default 300)")
+    parser.add_argument("--angles", type=cli.COUNT.with_range(low=2).arg_type(), default=9,
+                        help="number of angles θ in [0, π], >= 2 (default 9)")
+    parser.add_argument("--norms", type=NORM.arg_type(), nargs="+", default=list(DEFAULT_NORMS), metavar="A",
+                        help=f"target norms a in (0, inf) (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
+    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="seed of the W₁ samples (default 0)")
+    cli.add_output_arguments(parser)
     return parser
 
 
 def _resolve_n(parser, args):
-    """n from --n / --gamma / the default d/2, with the range checks argparse cannot express (exit 2)."""
-    if args.d < 2:
-        parser.error(f"--d must be >= 2, got {args.d}")
-    if args.gamma is not None and not (math.isfinite(args.gamma) and args.gamma > 0):
-        parser.error(f"--gamma must be a finite number > 0, got {args.gamma}")
+    """n from --n / --gamma / the default d/2; n >= 3 and |n − d| >= 2 (exit 2 otherwise)."""
     n = args.n if args.n is not None else round((args.gamma if args.gamma is not None else 0.5) * args.d)
     if n < 3:
         parser.error(f"n must be >= 3 (linear transfer needs n > 2), got {n}")
     if abs(n - args.d) <= 1:
         parser.error(f"|n - d| must be >= 2 (the scratch risk is infinite otherwise), got n = {n}, d = {args.d}")
-    if not (math.isfinite(args.sigma) and args.sigma > 0):
-        parser.error(f"--sigma must be a finite number > 0, got {args.sigma}")
-    if args.samples < 1:
-        parser.error(f"--samples must be >= 1, got {args.samples}")
-    if args.angles < 2:
-        parser.error(f"--angles must be >= 2, got {args.angles}")
-    if not all(math.isfinite(a) and a > 0 for a in args.norms):
-        parser.error(f"--norms must all be finite numbers > 0, got {args.norms}")
     return n
 
 
@@ -211,26 +278,28 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     n = _resolve_n(parser, args)
-    fig, points = build(args.d, n, args.sigma, args.samples, np.linspace(0, np.pi, args.angles), args.norms,
-                        args.seed)
-    spearman = points.attrs["spearman"]
-    try:
-        paths = save_figure(fig, points, NAME, args.out, args.format)
-        spearman_path = paths[-1].with_name(f"{NAME}_spearman.csv")
-        spearman.to_csv(spearman_path, index=False)
-    except OSError as err:
-        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
-        return 1
-    floor = points.loc[(points["theta"] == 0) & (points["norm"] == 1.0), "w1_empirical"]
-    print(f"FaF Fig. 5: d = {args.d}, n = {n}, sigma = {args.sigma:g}, {len(points)} targets, "
-          f"{args.samples} samples per task, seed {args.seed}")
-    if len(floor):
-        print(f"W1 floor (empirical W1 between two samples of the source law itself): {floor.iloc[0]:.4g}")
-    print("Spearman correlation of T with each distance (rho = -1 would mean 'closer tasks transfer better'):")
-    for row in spearman.itertuples():
-        print(f"  {row.distance:14s} rho = {row.spearman_rho:+.3f}  (p = {row.p_value:.2g})")
-    print("wrote " + ", ".join(str(p) for p in [*paths, spearman_path]))
-    return 0
+    timer = cli.Timer()
+    output = build(args.d, n, args.sigma, args.samples, args.angles, tuple(args.norms), args.seed)
+    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
+                                sources=FIGURE.sources, runtime_s=timer.elapsed)
+
+
+def _build_registered(params, backend, progress):
+    return build(**params)
+
+
+FIGURE = register(Figure(
+    name=NAME,
+    title="FaF Fig. 5: transferability is not predicted by task distances",
+    description="Exact linear transferability T of a family of targets (angles θ ∈ [0, π] × norms a) against "
+    "D_KL(p_s‖p_t) (a) and the empirical W₁ of samples of the two tasks (b), one line per norm, with Spearman "
+    "correlations of T with five distances: a distance that predicted transfer would make T decreasing in it. "
+    "The W₁ axis shades its sampling-bias floor (W₁ of two samples of the same law).",
+    sources=("FaF Eq. 13", "FaF Eq. 34", "FaF Fig. 5"),
+    build=_build_registered,
+    profiles={"quick": dict(d=50, n=25, samples=300), "paper": dict(d=50, n=25, samples=1000)},
+    simulates=False,
+))
 
 
 if __name__ == "__main__":

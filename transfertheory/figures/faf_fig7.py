@@ -1,6 +1,6 @@
 r"""FaF Fig. 7: linear transferability at σ = 0, theory against simulation as heat maps over (θ, γ) (FaF App. E).
 
-Model (THEORY §A1–A3, as :mod:`.faf_fig6`): two-layer linear network pretrained
+Model (FaF §3, App. E, as :mod:`.faf_fig6`): two-layer linear network pretrained
 on y = β_sᵀx, last layer refit on n = γd noiseless target samples
 y = β_tᵀx (β_sᵀβ_t = cos θ), compared with training from scratch;
 T = E[R_scratch − R_transfer], R = ‖β̂ − β_t‖².
@@ -10,12 +10,13 @@ Fig. 6(b), but shaded according to the value of the transferability. (b)
 Results of numerical simulations with L = 2, d = 500"; both panels have θ on
 the x axis, γ on the y axis and the colour scale [−1, 1]. Here:
 
-* (a) theory: the exact finite-size T at the simulated d (THEORY §A1, A2:
+* (a) theory: the exact finite-size T at the simulated d (FaF Eqs. 10, 12 at
+  finite size:
   E R_sc = 1 − n/d for n < d, 0 for n ≥ d; E R_lt = sin²θ(1 + 1/(n − 2))),
   on the simulation's (θ, γ) cells, with the n, d → ∞ boundary γ = cos²θ
   (FaF §3.3, σ → 0) and γ = 1 drawn;
 * (b) simulation: mean over target draws of the paired R_scratch − R_transfer
-  (gradient flow, :func:`transfertheory.phase_diagram.simulate_slices` on a θ grid);
+  (gradient flow, :func:`transfertheory.figures.simulation.simulate_slices` on a θ grid);
 * (c) z = (simulation − exact theory)/SE per cell, clipped to ±4 — the
   verification the paper shows only by eye. Cells within the integrator
   allowance of the theory (dotted, light green: θ = 0 with γ > 1, where both
@@ -42,9 +43,13 @@ import sys
 
 import numpy as np
 
-from .. import phase_diagram as pdg
-from . import _simstats
-from ._io import use_agg
+from ..params import SIGMA
+from ..theory import linear
+from . import cli, stats
+from .output import FigureOutput, use_agg
+from .phase_diagram import DISPLAY_LIMIT
+from .registry import Figure, register
+from .simulation import SIM_COLUMN_DEFINITIONS, simulate_slices, simulation_summary
 
 __all__ = ["NAME", "build", "plot", "build_parser", "main"]
 
@@ -84,16 +89,16 @@ def plot(points):
     skipped = points.attrs.get("skipped_n", [])
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharey=True)
     panels = (
-        ("theory_finite", f"(a) theory, exact d = {d}", "RdBu", pdg.DISPLAY_LIMIT),
+        ("theory_finite", f"(a) theory, exact d = {d}", "RdBu", DISPLAY_LIMIT),
         ("transferability_mean", f"(b) simulation, mean of {int(points['n_draws'].max())} draws", "RdBu",
-         pdg.DISPLAY_LIMIT),
+         DISPLAY_LIMIT),
         ("z", "(c) z = (simulation − theory)/SE", "PuOr", Z_LIMIT),
     )
     theta, gamma, incomplete = _cells(points, skipped, "n_converged")
     _, _, draws = _cells(points, skipped, "n_draws")
     incomplete = incomplete < draws
     gap = points.assign(gap=(points["transferability_mean"] - points["theory_finite"]).abs())
-    near = _cells(gap, skipped, "gap")[2] <= _simstats.ALLOWANCE
+    near = _cells(gap, skipped, "gap")[2] <= stats.ALLOWANCE
     te, ge = _edges(theta), _edges(gamma)
 
     def mark(ax, cells, **style):
@@ -107,13 +112,13 @@ def plot(points):
         fig.colorbar(mesh, ax=ax, fraction=0.046, pad=0.03)
         mark(ax, incomplete, fill=False, hatch="//")
         th = np.linspace(0, np.pi / 2, 200)
-        g_minus, _ = pdg.linear.negative_transfer_interval(th, sigma)
+        g_minus, _ = linear.negative_transfer_interval(th, sigma)
         ax.plot(th, g_minus, color="tab:cyan", lw=1.2, label="γ₋(θ) (n, d → ∞; = cos²θ at σ = 0)")
         ax.axhline(1.0, color="k", lw=0.8, ls=":", label="γ = 1")
         ax.set(xlabel="θ", title=title, xlim=(te[0], te[-1]), ylim=(ge[0], ge[-1]))
         ax.set_xticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
     # z of cells within the integrator allowance measures integration error (T = 0 pathwise), not statistics
-    mark(axes[2], near, facecolor="#e5f5e0", hatch="..", label=f"|sim − theory| ≤ {_simstats.ALLOWANCE:g}")
+    mark(axes[2], near, facecolor="#e5f5e0", hatch="..", label=f"|sim − theory| ≤ {stats.ALLOWANCE:g}")
     axes[0].set_ylabel("γ = n/d")
     axes[0].legend(loc="upper right", fontsize=7, framealpha=0.8)
     if near.any():
@@ -124,16 +129,21 @@ def plot(points):
     return fig
 
 
-def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], n_gammas=DEFAULTS["gammas"], n_thetas=DEFAULTS["thetas"],
+def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], thetas=DEFAULTS["thetas"],
           sigma=DEFAULTS["sigma"], gamma_max=2.0, seed=0, backend="auto", progress=None):
-    """Simulate T on an (n_gammas × n_thetas) grid, θ ∈ [0, π/2], and draw FaF Fig. 7; returns ``(fig, points)``.
+    """Simulate T on a (gammas × thetas) grid, θ ∈ [0, π/2], and draw FaF Fig. 7.
 
-    ``points``: :data:`transfertheory.phase_diagram.SIM_COLUMNS`, one row per simulated cell.
+    Returns a :class:`~transfertheory.figures.output.FigureOutput`; ``data`` has
+    :data:`~transfertheory.figures.simulation.SIM_COLUMNS`, one row per simulated cell.
     """
-    thetas = np.linspace(0.0, np.pi / 2, n_thetas)
-    points = pdg.simulate_slices("linear", sigma, d, draws, n_gammas, gamma_max, thetas=thetas, seed=seed,
-                                 backend=backend, progress=progress)
-    return plot(points), points
+    points = simulate_slices("linear", sigma, d, draws, gammas, gamma_max, thetas=np.linspace(0.0, np.pi / 2, thetas),
+                             seed=seed, backend=backend, progress=progress)
+    parameters = dict(sigma=sigma, d=d, draws=draws, gammas=gammas, thetas=thetas, gamma_max=gamma_max, seed=seed,
+                      skipped_n=points.attrs["skipped_n"])
+    lines = (f"FaF Fig. 7: σ = {sigma:g}, d = {d}, {draws} draws, {gammas} γ × {thetas} θ cells, seed {seed}",
+             *simulation_summary(points))
+    return FigureOutput(plot(points), points, SIM_COLUMN_DEFINITIONS, parameters, lines,
+                        agreement=stats.agreement_record(points, "transferability"))
 
 
 def build_parser():
@@ -141,26 +151,43 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m transfertheory.figures.faf_fig7",
         description="FaF Fig. 7: linear transferability at σ = 0 as heat maps over (θ, γ) — exact finite-d theory, "
-        "gradient-flow simulation, and their z-score. Writes faf_fig7.{png,pdf,csv}, prints the largest |z|.",
+        "gradient-flow simulation, and their z-score. Writes faf_fig7.{png,pdf,csv,json}, prints the largest |z|.",
     )
-    parser.add_argument("--gammas", type=int, default=DEFAULTS["gammas"], metavar="M",
+    parser.add_argument("--gammas", type=cli.COUNT.arg_type(), default=DEFAULTS["gammas"], metavar="M",
                         help=f"γ rows, γ = 2k/M, k = 1…M (|n − d| <= 1 not simulated; default {DEFAULTS['gammas']})")
-    parser.add_argument("--thetas", type=int, default=DEFAULTS["thetas"], metavar="K",
-                        help=f"θ columns in [0, π/2], >= 2 (default {DEFAULTS['thetas']})")
-    parser.add_argument("--noise", type=float, default=DEFAULTS["sigma"], metavar="SIGMA",
-                        help="label-noise sd σ >= 0 (default 0, as in the paper)")
-    _simstats.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    parser.add_argument("--thetas", type=cli.COUNT.with_range(low=2).arg_type(), default=DEFAULTS["thetas"],
+                        metavar="K", help=f"θ columns in [0, π/2], >= 2 (default {DEFAULTS['thetas']})")
+    parser.add_argument("--noise", type=SIGMA.arg_type(), default=DEFAULTS["sigma"], metavar="SIGMA",
+                        help="label-noise sd σ in [0, inf) (default 0, as in the paper)")
+    cli.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
     return parser
 
 
 def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
-    args, d, draws = _simstats.parse_figure_args(build_parser(), argv, d=DEFAULTS["d"], draws=DEFAULTS["draws"],
-                                                 minimums=[("--gammas", 1), ("--thetas", 2), ("--noise", 0)])
-    fig, points = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=args.backend)
-    lines = [f"FaF Fig. 7: σ = {args.noise:g}, d = {d}, {draws} draws, {args.gammas} γ × {args.thetas} θ cells, "
-             f"seed {args.seed}", *pdg.simulation_summary(points)]
-    return _simstats.write_and_report(fig, points, NAME, args, lines)
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
+    args = build_parser().parse_args(argv)
+    d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    timer = cli.Timer()
+    backend = cli.resolve_backend(args.backend)
+    output = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=backend)
+    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
+                                sources=FIGURE.sources, backend=backend, runtime_s=timer.elapsed)
+
+
+def _build_registered(params, backend, progress):
+    return build(backend=backend, progress=progress, **params)
+
+
+FIGURE = register(Figure(
+    name=NAME,
+    title="FaF Fig. 7: linear transferability at σ = 0, theory vs simulation heat maps",
+    description="Heat maps over (θ, γ): (a) the exact finite-d transferability, with the n, d → ∞ boundary "
+    "γ = cos²θ and γ = 1; (b) the gradient-flow simulation (mean over target draws); (c) z = (simulation − "
+    "theory)/SE, clipped to ±4 — the check the paper leaves to the eye. Rows |n − d| ≤ 1 are not simulated (grey).",
+    sources=("FaF Eq. 13", "FaF Fig. 7"),
+    build=_build_registered,
+    profiles={"quick": dict(d=48, draws=20, gammas=8, thetas=9), "paper": dict(d=500, draws=20, gammas=8, thetas=9)},
+))
 
 
 if __name__ == "__main__":

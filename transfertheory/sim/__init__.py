@@ -1,9 +1,14 @@
-"""Simulators of the training processes the papers analyse (NumPy or CuPy backend).
+"""Simulators of the training processes the papers analyse (NumPy, CuPy, or any registered backend).
 
-All simulators share one integrator (:mod:`.integrator`, batched adaptive
-Runge–Kutta–Chebyshev gradient flow) and return tidy pandas DataFrames.
+All simulators share one integrator (:mod:`.integrator`: batched adaptive
+Runge–Kutta–Chebyshev gradient flow; a new simulator supplies a gradient
+callable and optionally a :class:`~.integrator.StageKernel` and a residual
+guard, see docs/simulator.md) and return tidy pandas DataFrames. The array
+module is inferred from the arrays; entry points take a backend name
+(:func:`transfertheory.backend.resolve_backend`).
 """
 from .deep_linear import run_transfer_experiment
-from .integrator import FlowResult, integrate_gradient_flow
+from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
 
-__all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult"]
+__all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "StageKernel", "StepRequest",
+           "StepOutcome"]

@@ -1,0 +1,131 @@
+"""Instrumentation of the simulator for ``bench_deep_linear.py``: exclusive wall time per phase.
+
+:class:`PhaseTimer` wraps, for the duration of a ``with`` block, the functions the experiment pipeline calls
+(looked up in ``transfertheory.sim.deep_linear.experiment``, and ``integrate_gradient_flow`` in
+``...training``); :func:`run_simulator` times one ``run_transfer_experiment`` call.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from transfertheory.backend import backend_name
+from transfertheory.sim.deep_linear import experiment as _experiment
+from transfertheory.sim.deep_linear import run_transfer_experiment
+from transfertheory.sim.deep_linear import training as _training
+
+
+def sync(xp) -> None:
+    """Wait for queued device work (no-op on NumPy) so that wall times are honest."""
+    if backend_name(xp) == "cupy":
+        xp.cuda.Device().synchronize()
+
+
+class PhaseTimer:
+    """Exclusive wall time per phase, by wrapping the functions the experiment pipeline calls.
+
+    The names are looked up in ``transfertheory.sim.deep_linear.experiment`` (and
+    ``integrate_gradient_flow`` in ``...training``), so they are patched there. A call nested inside ``pretrain`` is charged to pretraining. Each wrapped
+    ``integrate_gradient_flow`` call records its progress timeline (wall time
+    vs fraction of instances finished) and the final statuses.
+    """
+
+    WRAPPED = {
+        "pretrain": "pretraining",
+        "train": "target flows",
+        "_target_statistics": "target data (X, XᵀX/n)",
+        "feature_basis": "linear transfer (exact)",
+        "linear_transfer_exact": "linear transfer (exact)",
+        "init_weights": "init + diagnostics",
+        "assumption22_margin": "init + diagnostics",
+        "imbalance_drift": "init + diagnostics",
+    }
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.excl = defaultdict(float)
+        self.evals = defaultdict(int)
+        self.stack = []
+        self.flows = []
+        self._saved = {}
+
+    def _label(self, name):
+        if any(frame[0] == "pretraining" for frame in self.stack):
+            return "pretraining"
+        return self.WRAPPED[name]
+
+    def _wrap(self, name, fn):
+        def wrapped(*args, **kwargs):
+            label = self._label(name)
+            t0 = time.perf_counter()
+            self.stack.append([label, 0.0])
+            try:
+                out = fn(*args, **kwargs)
+                if name == "train":
+                    sync(self.xp)
+                    self.evals[label] += int(getattr(out, "evaluations", 0))
+                return out
+            finally:
+                lab, child = self.stack.pop()
+                elapsed = time.perf_counter() - t0
+                self.excl[lab] += elapsed - child
+                if self.stack:
+                    self.stack[-1][1] += elapsed
+        return wrapped
+
+    def _wrap_flow(self, fn):
+        def wrapped(gradient, y0, **kwargs):
+            timeline = []
+            t0 = time.perf_counter()
+            user = kwargs.get("progress")
+
+            def progress(frac):
+                timeline.append((time.perf_counter() - t0, frac))
+                if user is not None:
+                    user(frac)
+
+            kwargs["progress"] = progress
+            out = fn(gradient, y0, **kwargs)
+            self.flows.append(dict(label=self._label("train"), B=int(y0.shape[0]), wall=time.perf_counter() - t0,
+                                   timeline=timeline, status=np.asarray(out.status), evaluations=out.evaluations,
+                                   max_stages=out.max_stages, rejected=out.rejected))
+            return out
+        return wrapped
+
+    def __enter__(self):
+        for name in self.WRAPPED:
+            self._saved[(_experiment, name)] = getattr(_experiment, name)
+            setattr(_experiment, name, self._wrap(name, self._saved[(_experiment, name)]))
+        self._saved[(_training, "integrate_gradient_flow")] = _training.integrate_gradient_flow
+        _training.integrate_gradient_flow = self._wrap_flow(_training.integrate_gradient_flow)
+        return self
+
+    def __exit__(self, *exc):
+        for (module, name), fn in self._saved.items():
+            setattr(module, name, fn)
+        return False
+
+    def tail(self, flow):
+        """Wall time spent while only instances that end unconverged remain active (γ = 1 rows:
+        max_time, step_underflow, ...); returns (seconds, number of such instances)."""
+        n_budget = int(np.sum(flow["status"] != "converged"))
+        if n_budget == 0 or not flow["timeline"]:
+            return 0.0, n_budget
+        B = flow["B"]
+        for wall, frac in flow["timeline"]:
+            if B * (1.0 - frac) <= n_budget + 0.5:
+                return flow["wall"] - wall, n_budget
+        return 0.0, n_budget
+
+
+def run_simulator(xp, timer=None, **kwargs):
+    t0 = time.perf_counter()
+    if timer is None:
+        df = run_transfer_experiment(**kwargs)
+    else:
+        with timer:
+            df = run_transfer_experiment(**kwargs)
+    sync(xp)
+    return df, time.perf_counter() - t0

@@ -1,0 +1,215 @@
+"""The theorem tests, generated from the claims registry (one test per claim and quick-profile point).
+
+The registry (:mod:`transfertheory.claims`) is the one list of the papers' claims; ``python -m
+transfertheory.verify`` runs the same checks. Run only these with ``python -m pytest -m theorem``. Below
+them: the registry's own semantics (status mapping, reproducible points, records).
+"""
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from transfertheory import claims
+from transfertheory.claims import compare
+from transfertheory.claims.registry import Claim, CheckResult, combine
+
+QUICK = claims.get_profile("quick")
+
+
+def _theorem_cases():
+    for claim in claims.select(profile="quick"):
+        marks = [pytest.mark.theorem] + ([pytest.mark.slow] if claim.slow else [])
+        for index, point in enumerate(claims.points(claim, QUICK)):
+            yield pytest.param(claim.id, point, id=f"{claim.id}[{index}]", marks=marks)
+
+
+@pytest.mark.parametrize("claim_id, point", list(_theorem_cases()))
+def test_claim(claim_id, point):
+    claim = claims.get_claim(claim_id)
+    outcome = claims.check_point(claim, point, QUICK)
+    why = outcome.error or outcome.result.detail
+    assert outcome.status == claim.expected, (
+        f"{claim_id} ({claim.source}) at {point}: {outcome.status}, expected {claim.expected} — {why}\n"
+        f"reproduce: {claims.reproduction(claim, point, QUICK)}")
+
+
+# --------------------------------------------------------------------------- the records
+
+#: the erratum claims that docs/errata.md links to, with their anchors
+ERRATA = {
+    "faf.thm2.2.dudley": "erratum-dudley",
+    "faf.eq27-28": "erratum-eq27-28",
+    "faf.thm2.2.kl-constant": "erratum-kl-constant",
+    "faf.thm3.9.eq17": "erratum-finetune-limit",
+    "faf.thm3.8.finite-n": "erratum-ridge-finite-n",
+    "faf.appD1.assumption22": "erratum-assumption22",
+}
+
+
+def test_erratum_claims_carry_their_anchors():
+    for claim_id, anchor in ERRATA.items():
+        claim = claims.get_claim(claim_id)
+        assert claim.expected == claims.KNOWN_ERRATUM and claim.erratum == anchor
+    for claim in claims.CLAIMS.values():
+        assert (claim.expected == claims.KNOWN_ERRATUM) == (claim.erratum is not None)
+        if claim.erratum:
+            assert claim.erratum in ERRATA.values(), claim.id
+
+
+def test_every_faf_statement_of_the_package_is_registered():
+    required = {"faf.eq10", "faf.eq10.finite", "faf.eq12", "faf.eq13", "faf.eq15", "faf.eq15.finite", "faf.eq16",
+                "faf.eq17", "faf.lemma3.3", "faf.thm3.4", "faf.thm3.5", "faf.thm3.6", "faf.thm3.7", "faf.thm3.8",
+                "faf.thm3.9.corrected", "faf.thm2.2.kl", "faf.fig5.no-correlation", *ERRATA}
+    assert required <= set(claims.CLAIMS)
+    for claim in claims.CLAIMS.values():
+        assert re.fullmatch(r"faf\.[A-Za-z0-9.\-]+", claim.id), claim.id
+        assert claim.source.startswith("FaF") and claim.statement and claim.kind in claims.KINDS
+        assert claim.allowance == 0 or claim.allowance_reason.startswith(("integrator", "finite d"))
+
+
+def test_errata_page_links_each_anchor_to_its_claim():
+    text = (Path(__file__).parents[1] / "docs" / "errata.md").read_text(encoding="utf-8")
+    if "erratum-" not in text:
+        pytest.skip("docs/errata.md has no erratum anchors yet")
+    for claim_id, anchor in ERRATA.items():
+        assert anchor in text and claim_id in text, (claim_id, anchor)
+
+
+# --------------------------------------------------------------------------- registry semantics
+
+
+def _claim(check, expected=claims.PASS, strategy=None):
+    erratum = "erratum-test" if expected == claims.KNOWN_ERRATUM else None
+    return Claim("test.claim", "FaF test", "a statement", "exact", check, expected=expected, erratum=erratum,
+                 strategy=strategy)
+
+
+def _result(passed, paper_holds=False):
+    return CheckResult(1.0, 2.0 if passed else 0.5, passed, paper_holds=paper_holds)
+
+
+@pytest.mark.parametrize(
+    "expected, result, status",
+    [
+        (claims.PASS, _result(True), claims.PASS),
+        (claims.PASS, _result(False), claims.FAIL),
+        (claims.KNOWN_ERRATUM, _result(True), claims.KNOWN_ERRATUM),
+        (claims.KNOWN_ERRATUM, _result(False), claims.FAIL),
+        (claims.KNOWN_ERRATUM, _result(False, paper_holds=True), claims.UNEXPECTED_PASS),
+    ],
+)
+def test_status_of_a_check(expected, result, status):
+    outcome = claims.check_point(_claim(lambda case: result, expected), {}, QUICK)
+    assert outcome.status == status and outcome.result is result
+
+
+def test_a_statistical_failure_is_confirmed_with_more_draws():
+    """First stage unexpected → re-checked at CONFIRM_FACTOR × the draws; the second stage decides."""
+
+    def flaky(case):  # fails at the profile's draws only: a false alarm
+        z = 5.0 if case.profile.sim_draws == QUICK.sim_draws else 1.0
+        return CheckResult(z, 4.0, z <= 4, z=z, threshold=4.0)
+
+    outcome = claims.check_point(_claim(flaky), {}, QUICK)
+    assert outcome.status == claims.PASS and outcome.first.z == 5.0 and outcome.result.z == 1.0
+
+    def broken(case):  # a real discrepancy: its z grows with the draws
+        z = 5.0 * (case.profile.sim_draws / QUICK.sim_draws) ** 0.5
+        return CheckResult(z, 4.0, False, z=z, threshold=4.0)
+
+    outcome = claims.check_point(_claim(broken), {}, QUICK)
+    assert outcome.status == claims.FAIL and outcome.result.z == pytest.approx(10.0) and outcome.first.z == 5.0
+    exact = claims.check_point(_claim(lambda case: _result(False)), {}, QUICK)  # no z: nothing to confirm
+    assert exact.status == claims.FAIL and exact.first is None
+
+
+def test_an_exception_in_a_check_is_an_error_not_a_crash():
+    def broken(case):
+        raise ZeroDivisionError("boom")
+
+    outcome = claims.run(_claim(broken), QUICK)
+    assert outcome.status == claims.ERROR and outcome.unexpected and "ZeroDivisionError: boom" in outcome.worst.error
+    assert claims.check_point(_claim(lambda case: 1.0), {}, QUICK).status == claims.ERROR  # not a CheckResult
+
+
+def test_points_are_reproducible_and_explore_draws_fresh_ones():
+    claim = _claim(lambda case: _result(True), strategy=lambda p: st.fixed_dictionaries({"x": st.floats(0, 1)}))
+    fixed = claims.points(claim, QUICK)
+    assert len(fixed) == QUICK.examples and fixed == claims.points(claim, QUICK)
+    explored = claims.points(claim, QUICK, explore=7, seed=3)
+    assert len(explored) == 7 and explored == claims.points(claim, QUICK, explore=7, seed=3)
+    assert explored != claims.points(claim, QUICK, explore=7, seed=4)
+    assert claims.points(_claim(lambda case: _result(True)), QUICK) == [{}]
+
+
+def test_a_claim_is_as_bad_as_its_worst_point():
+    strategy = lambda p: st.fixed_dictionaries({"x": st.floats(0, 1)})  # noqa: E731
+    claim = _claim(lambda case: _result(case.params["x"] < 0.5), strategy=strategy)
+    outcome = claims.run(claim, QUICK, explore=20, seed=1)
+    assert outcome.status == claims.FAIL and outcome.worst.params["x"] >= 0.5
+    assert all(p.params["x"] >= 0.5 for p in outcome.failing) and len(outcome.points) == 20
+
+
+def test_case_seed_depends_on_the_point_and_fixes_the_draws():
+    seen = []
+    claim = _claim(lambda case: seen.append((case.seed, case.rng.standard_normal())) or _result(True))
+    for params in ({"a": 1}, {"a": 1}, {"a": 2}):
+        claims.check_point(claim, params, QUICK)
+    assert seen[0] == seen[1] and seen[0][0] != seen[2][0]
+
+
+def test_bad_records_and_lookups_raise_value_errors():
+    with pytest.raises(ValueError, match="kind must be"):
+        Claim("x", "FaF", "s", "guess", lambda c: None)
+    with pytest.raises(ValueError, match="erratum anchor"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, expected=claims.KNOWN_ERRATUM)
+    with pytest.raises(ValueError, match="expected must be"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, expected="FAIL")
+    with pytest.raises(ValueError, match="profiles must be"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, profiles=("huge",))
+    with pytest.raises(ValueError, match="claim must be a registered claim id"):
+        claims.get_claim("faf.nothing")
+    with pytest.raises(ValueError, match="profile must be one of"):
+        claims.get_profile("huge")
+    with pytest.raises(ValueError, match="already registered"):
+        claims.register("faf.eq10", source="FaF", statement="s", kind="exact")(lambda case: None)
+
+
+def test_select_by_substring_glob_and_method():
+    assert [c.id for c in claims.select("faf.eq10")] == ["faf.eq10.finite", "faf.eq10"]
+    assert {c.id for c in claims.select("faf.thm3.9.*")} == {
+        "faf.thm3.9.corrected", "faf.thm3.9.eq17", "faf.thm3.9.limit", "faf.thm3.9.corrected.large-d",
+        "faf.thm3.9.corrected.sigma0"}
+    assert all(c.method == "ridge" or "ridge" in c.id for c in claims.select("ridge"))
+    assert claims.select("no such claim") == []
+
+
+def test_comparisons():
+    ok = compare.agreement(1.03, 0.01, 1.0, allowance=0.0)
+    assert ok.passed and ok.z == pytest.approx(3.0) and ok.tolerance == pytest.approx(0.04 + 2e-9)
+    bad = compare.agreement(1.05, 0.01, 1.0)
+    assert not bad.passed and bad.z == pytest.approx(5.0)
+    assert compare.agreement(1.05, 0.01, 1.0, allowance=0.02).passed
+    combined = compare.agreement(1.0, 0.03, 1.0, reference_se=0.04)
+    assert combined.tolerance == pytest.approx(4 * 0.05 + 2e-9)
+    refuted = compare.refutation(0.0, 0.1, 0.7)
+    assert refuted.passed and refuted.z == pytest.approx(-7.0)
+    weak = compare.refutation(0.0, 0.1, 0.5)
+    assert not weak.passed and not weak.paper_holds
+    assert compare.refutation(0.0, 0.1, 0.3).paper_holds
+    assert compare.mean_se([1.0, 3.0]) == (2.0, 1.0)
+    with pytest.raises(ValueError, match="samples must"):
+        compare.mean_se([1.0, math.nan])
+    worst = combine([compare.within(1.0, 1.0, 0.1), compare.within(1.05, 1.0, 0.1)])
+    assert worst.passed and worst.discrepancy == pytest.approx(0.05)
+    assert not combine([compare.holds(True), compare.holds(False)]).passed
+
+
+def test_every_profile_is_consistent():
+    for name, profile in claims.PROFILES.items():
+        assert profile.name == name and profile.examples >= 1 and profile.sim_d[0] <= profile.sim_d[1]
+        assert profile.sim_draws >= 2 and profile.mc_reps >= 100
+    assert np.all([claims.PROFILES[n].sim_d[1] >= claims.PROFILES["quick"].sim_d[1] for n in claims.PROFILE_NAMES])

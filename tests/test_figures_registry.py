@@ -1,0 +1,247 @@
+"""The figures registry and its command line, the output convention (metadata, stale files), backend errors, layers.
+
+``python -m transfertheory.figures`` runs in-process through ``main([...])`` with ``tmp_path`` as output folder,
+building FaF Fig. 2 at its quick profile (about a second); backend errors run as subprocesses, because what they
+promise is what a user sees: one line on stderr and exit code 3, no traceback.
+"""
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import transfertheory
+from transfertheory import phase_diagram as cli
+from transfertheory.backend import cupy_available
+from transfertheory.figures import __main__ as registry_cli
+from transfertheory.figures import cli as figure_cli
+from transfertheory.figures import gallery, output, registry
+
+PACKAGE = Path(transfertheory.__file__).parent
+FAF = ("faf_fig1", "faf_fig2", "faf_fig3", "faf_fig5", "faf_fig6", "faf_fig7")
+TINY_SIM = ["--simulate", "--sim-d", "12", "--sim-draws", "2", "--sim-gammas", "2", "--resolution", "8"]
+
+
+# --------------------------------------------------------------------------- layers
+
+
+def _imports(path):
+    """Absolute names of the modules ``path`` imports (relative imports resolved against its package)."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _modules(folder):
+    return sorted((PACKAGE / folder).rglob("*.py")) if folder else sorted(PACKAGE.glob("*.py"))
+
+
+def test_import_parser_resolves_relative_imports():
+    names = _imports(PACKAGE / "figures" / "faf_fig6.py")
+    assert "transfertheory.figures.phase_diagram" in names and "transfertheory.params" in names
+
+
+@pytest.mark.parametrize("path", _modules("figures"), ids=lambda p: p.name)
+def test_no_figure_module_imports_a_command_line(path):
+    """Figures sit below the CLIs: none imports ``transfertheory.phase_diagram`` or the registry's ``__main__``."""
+    faces = {"transfertheory.phase_diagram", "transfertheory.figures.__main__"}
+    assert not (_imports(path) & faces)
+
+
+@pytest.mark.parametrize("path", [*_modules("theory"), *_modules("sim")], ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_core_modules_import_no_face(path):
+    """theory and sim never import figures or a CLI (layers: backend ← theory ← sim ← figures ← CLIs)."""
+    bad = [n for n in _imports(path) if n.startswith(("transfertheory.figures", "transfertheory.phase_diagram"))]
+    assert not bad
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def test_every_faf_figure_is_registered_once_with_both_profiles():
+    known = registry.figures()
+    assert tuple(known) == FAF  # sorted by name
+    for name, figure in known.items():
+        assert figure.name == name and figure.title and figure.description
+        assert all(s.startswith(("FaF ", "errata")) for s in figure.sources)
+        assert set(figure.profiles) == {"quick", "paper"}
+    with pytest.raises(TypeError):
+        known["faf_fig2"].profiles["quick"]["d"] = 1  # frozen
+
+
+def test_registry_refuses_duplicates_unknown_names_and_missing_profiles():
+    figure = registry.get_figure("faf_fig2")
+    assert registry.register(figure) is figure  # registering the same record again is harmless
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(registry.Figure("faf_fig2", "t", "d", (), figure.build, figure.profiles))
+    with pytest.raises(ValueError, match="figure must be one of"):
+        registry.get_figure("fig99")
+    with pytest.raises(ValueError, match="lacks the profiles"):
+        registry.Figure("new", "t", "d", (), figure.build, {"quick": {}})
+
+
+def test_list_names_every_figure_with_its_title(capsys):
+    assert registry_cli.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(FAF)
+    assert all(registry.get_figure(line.split()[0]).title in line for line in lines)
+
+
+@pytest.mark.parametrize("args", [[], ["fig99"], ["--all", "faf_fig2"], ["faf_fig2", "--quick", "--paper"],
+                                  ["faf_fig2", "--backend", "tpu"], ["faf_fig2", "--format", "svg"]])
+def test_registry_usage_errors_exit_2(args, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        registry_cli.main([*args, "--out", str(tmp_path)])
+    assert info.value.code == 2 and "usage:" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, capsys):
+    assert registry_cli.main(["faf_fig2", "--quick", "--backend", "numpy", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["README.md", "faf_fig2.csv", "faf_fig2.json", "faf_fig2.pdf", "faf_fig2.png",
+                     "faf_fig2_thumb.png"]
+    assert "faf_fig2:" in out and "points outside the tolerance" in out
+    meta = json.loads((tmp_path / "faf_fig2.json").read_text(encoding="utf-8"))
+    table = pd.read_csv(tmp_path / "faf_fig2.csv")
+    figure = registry.get_figure("faf_fig2")
+    assert meta["figure"] == "faf_fig2" and meta["title"] == figure.title and meta["profile"] == "quick"
+    assert meta["sources"] == list(figure.sources) and meta["version"] == transfertheory.__version__
+    assert meta["backend"] == "numpy" and meta["runtime_s"] > 0
+    assert meta["parameters"]["d"] == figure.profiles["quick"]["d"] == int(table["d"].iloc[0])
+    assert list(meta["columns"]["faf_fig2.csv"]) == list(table.columns)  # every column defined
+    assert all(meta["columns"]["faf_fig2.csv"].values())
+    agreement = meta["agreement"]
+    assert agreement["points"] == len(table) and agreement["outside"] == int((~table["agrees"]).sum())
+    assert agreement["draws"] == int(table["n_draws"].sum())
+    assert sorted(meta["files"]) == [n for n in names if n != "README.md"]
+    from PIL import Image
+
+    assert Image.open(tmp_path / "faf_fig2_thumb.png").size[0] == output.THUMBNAIL_WIDTH
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert figure.title in readme and "(faf_fig2_thumb.png)](faf_fig2.png)" in readme
+    assert "0 of 13 points outside" in readme
+    for name in FAF:
+        assert f"`{name}`" in readme
+    assert "Not built yet: `python -m transfertheory.figures faf_fig5 --quick`" in readme
+
+
+def test_gallery_links_each_figure_to_its_section(tmp_path):
+    text = gallery.render_readme(tmp_path)
+    for name in FAF:
+        anchor = f"{name}--" + gallery._anchor(registry.get_figure(name).title)
+        assert f"(#{anchor})" in text
+
+
+# --------------------------------------------------------------------------- output convention
+
+
+def test_stale_outputs_of_the_same_figure_are_removed(tmp_path, capsys):
+    """A redraw without --simulate removes NAME_simulated.csv; a PNG-only redraw removes the PDF; other names stay."""
+    other = tmp_path / "phase_diagram_linear_sigma0.2_d25.csv"  # another configuration sharing the prefix
+    other.write_text("keep")
+    assert cli.main([*TINY_SIM, "--format", "both", "--out", str(tmp_path)]) == 0
+    name = "phase_diagram_linear_sigma0.2"
+    assert (tmp_path / f"{name}_simulated.csv").is_file() and (tmp_path / f"{name}.pdf").is_file()
+    assert cli.main(["--resolution", "8", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{name}.csv", f"{name}.json", f"{name}.png",
+                                                                 other.name])
+    meta = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+    assert meta["agreement"] is None and meta["backend"].startswith("numpy (closed forms")
+    assert "phase_diagram_linear_sigma0.2_simulated.csv" not in meta["columns"]
+    capsys.readouterr()
+
+
+def test_simulated_metadata_counts_points_outside_the_tolerance(tmp_path, capsys):
+    assert cli.main([*TINY_SIM, "--out", str(tmp_path)]) == 0
+    name = "phase_diagram_linear_sigma0.2"
+    meta = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+    points = pd.read_csv(tmp_path / f"{name}_simulated.csv")
+    assert meta["agreement"]["outside"] == int((~points["agrees"]).sum())
+    assert meta["agreement"]["points"] == len(points) and meta["agreement"]["tolerance"] in capsys.readouterr().out
+    assert list(meta["columns"][f"{name}_simulated.csv"]) == list(points.columns)
+    assert list(meta["columns"][f"{name}.csv"]) == list(pd.read_csv(tmp_path / f"{name}.csv").columns)
+    assert meta["parameters"]["sim_d"] == 12 and meta["parameters"]["seed"] == 0
+
+
+def test_remove_stale_only_touches_the_names_a_figure_writes(tmp_path):
+    for file in ("a.png", "a.pdf", "a.csv", "a.json", "a_thumb.png", "a_grid.csv", "a_b.csv", "ab.png"):
+        (tmp_path / file).write_text("")
+    removed = output.remove_stale(tmp_path, "a", [tmp_path / "a.png", tmp_path / "a.csv"], ["_grid"])
+    assert sorted(p.name for p in removed) == ["a.json", "a.pdf", "a_grid.csv", "a_thumb.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.png", "a_b.csv", "ab.png"]
+
+
+# --------------------------------------------------------------------------- backend
+
+
+def _run(args, env_backend=None):
+    env = dict(os.environ)
+    env.pop("TRANSFERTHEORY_BACKEND", None)
+    if env_backend is not None:
+        env["TRANSFERTHEORY_BACKEND"] = env_backend
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _assert_one_line_exit_3(done, *words):
+    assert done.returncode == figure_cli.EXIT_BACKEND == 3, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr
+    assert all(word in lines[0] for word in words)
+
+
+def test_unknown_backend_in_the_environment_is_one_line_and_exit_3(tmp_path):
+    done = _run(["transfertheory.phase_diagram", *TINY_SIM, "--out", str(tmp_path)], env_backend="tpu")
+    _assert_one_line_exit_3(done, "TRANSFERTHEORY_BACKEND", "'tpu'")
+    done = _run(["transfertheory.figures", "faf_fig2", "--out", str(tmp_path)], env_backend="bogus")
+    _assert_one_line_exit_3(done, "TRANSFERTHEORY_BACKEND")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(cupy_available(), reason="a usable GPU: --backend cupy works here")
+def test_cupy_without_a_gpu_is_one_line_and_exit_3(tmp_path):
+    done = _run(["transfertheory.figures.faf_fig2", "--d", "12", "--draws", "2", "--backend", "cupy",
+                 "--out", str(tmp_path)])
+    _assert_one_line_exit_3(done, "cupy")
+    done = _run(["transfertheory.phase_diagram", *TINY_SIM, "--out", str(tmp_path)], env_backend="cupy")
+    _assert_one_line_exit_3(done, "cupy")
+
+
+def test_backend_choice_falls_back_to_the_environment(monkeypatch):
+    monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "numpy")
+    assert figure_cli.resolve_backend(None) == "numpy"
+    monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
+    assert figure_cli.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
+    with pytest.raises(SystemExit) as info:
+        figure_cli.resolve_backend(None)
+    assert info.value.code == 3
+
+
+@pytest.mark.slow
+def test_all_quick_builds_every_figure_within_the_tolerance(tmp_path, capsys):
+    """``--all --quick`` (about half a minute on 2 cores): every FaF figure, no simulated point outside 4·SE + 0.002."""
+    args = ["--all", "--quick", "--backend", "numpy", "--format", "png", "--out", str(tmp_path)]
+    assert registry_cli.main(args) == 0
+    capsys.readouterr()
+    for name in FAF:
+        meta = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+        assert (tmp_path / f"{name}.png").is_file() and (tmp_path / f"{name}.csv").is_file()
+        if registry.get_figure(name).simulates:
+            agreement = meta["agreement"]
+            assert agreement["outside"] == 0 and agreement["converged_draws"] == agreement["draws"]

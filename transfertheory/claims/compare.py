@@ -1,0 +1,90 @@
+r"""Comparisons that checks return: agreement within k·SE + allowance, a paper's value refuted, exact bounds.
+
+The 4-SE rule (docs/testing.md): a statistical comparison passes when
+|measured − reference| ≤ 4·s + allowance, s = √(SE² + SE_ref²) (the reference's own SE when it is
+itself a Monte Carlo), z = (measured − reference)/s. Under the null |z| > 4 has probability 6·10⁻⁵.
+An erratum is demonstrated when the paper's value is more than 6·s + allowance from the measurement.
+A rounding allowance of 1e-9·(1 + |reference|) — the accuracy of an SVD pseudo-inverse — covers the
+degenerate points where every sample equals the reference up to rounding (SE ≈ 0: σ = 0 with n ≥ d,
+or θ = σ = 0).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .registry import CheckResult
+
+__all__ = ["Z_THRESHOLD", "ERRATUM_Z", "ROUNDING", "mean_se", "agreement", "mc_agreement", "refutation", "within",
+           "holds", "exceeds"]
+
+Z_THRESHOLD = 4.0
+ERRATUM_Z = 6.0
+ROUNDING = 1e-9
+
+
+def mean_se(samples):
+    """(mean, SE = sample sd/√N) of a 1-D sample (NaNs are not allowed)."""
+    samples = np.asarray(samples, dtype=float).ravel()
+    if samples.size < 2 or not np.all(np.isfinite(samples)):
+        raise ValueError(f"samples must hold >= 2 finite values, got {samples.size} with "
+                         f"{int((~np.isfinite(samples)).sum())} non-finite")
+    return float(samples.mean()), float(samples.std(ddof=1) / math.sqrt(samples.size))
+
+
+def _z(gap, scale):
+    if scale > 0:
+        return gap / scale
+    return 0.0 if gap == 0 else math.copysign(math.inf, gap)
+
+
+def agreement(measured, se, reference, *, reference_se=0.0, allowance=0.0, threshold=Z_THRESHOLD, label=""):
+    """|measured − reference| ≤ threshold·s + allowance (+ rounding), s = √(se² + reference_se²)."""
+    scale = math.hypot(se, reference_se)
+    gap = float(measured) - float(reference)
+    rounding = ROUNDING * (1 + abs(float(reference)))
+    tol = threshold * scale + allowance + rounding
+    z = 0.0 if abs(gap) <= rounding else _z(gap, scale)  # equal up to rounding: no statistics to report
+    detail = (f"{label}: measured {measured:.6g} ± {se:.2g}, reference {reference:.6g}"
+              + (f" ± {reference_se:.2g}" if reference_se else "") + f", z = {z:+.2f}")
+    return CheckResult(abs(gap), tol, abs(gap) <= tol, z, threshold, detail)
+
+
+def mc_agreement(samples, reference, *, allowance=0.0, label=""):
+    """:func:`agreement` of a sample mean (SE from the sample) with an exact reference."""
+    mean, se = mean_se(samples)
+    return agreement(mean, se, reference, allowance=allowance, label=label)
+
+
+def refutation(measured, se, paper_value, *, paper_se=0.0, allowance=0.0, threshold=ERRATUM_Z, label=""):
+    """The paper's value lies more than threshold·s + allowance from the measurement (an erratum demonstrated).
+
+    ``paper_holds`` is set when the measurement agrees with the paper's value by the 4-SE rule.
+    """
+    scale = math.hypot(se, paper_se)
+    gap = float(measured) - float(paper_value)
+    tol = threshold * scale + allowance
+    z = _z(gap, scale)
+    detail = f"{label}: measured {measured:.6g} ± {se:.2g}, paper {paper_value:.6g}, z = {z:+.2f}"
+    return CheckResult(abs(gap), tol, abs(gap) > tol, z, threshold, detail,
+                       paper_holds=abs(gap) <= Z_THRESHOLD * scale + allowance)
+
+
+def within(value, reference, tolerance, label=""):
+    """A deterministic comparison |value − reference| ≤ tolerance."""
+    gap = abs(float(value) - float(reference))
+    return CheckResult(gap, float(tolerance), bool(gap <= tolerance),
+                       detail=f"{label}: {value:.10g} vs {reference:.10g} (tolerance {tolerance:.2g})")
+
+
+def holds(condition, label=""):
+    """A deterministic yes/no statement (discrepancy 0 if it holds, 1 if not; tolerance 0)."""
+    condition = bool(condition)
+    return CheckResult(0.0 if condition else 1.0, 0.0, condition, detail=f"{label}: {'holds' if condition else 'fails'}")
+
+
+def exceeds(amount, margin=0.0, label="", paper_holds=False):
+    """A demonstration by an exact inequality: ``amount`` (how far the paper's statement fails) > ``margin``."""
+    return CheckResult(float(amount), float(margin), bool(amount > margin), detail=f"{label}: {amount:.6g} > {margin:g}",
+                       paper_holds=paper_holds)

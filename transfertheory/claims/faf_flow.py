@@ -1,0 +1,292 @@
+r"""FaF §3 theorems against the gradient-flow simulator of deep linear networks (Lemma 3.3, Thms 3.4–3.9).
+
+Model (FaF §3, docs/simulator.md): f(x) = xᵀW₁⋯W_L, pretrained by gradient flow on the population
+source loss from W_l(0) = αW̄_l (Gaussian W̄, FaF App. D.1), then trained on n = γd target samples
+by scratch training, linear transfer (last layer on frozen features, optionally ridge) or
+fine-tuning (all layers from the pretrained weights); :func:`transfertheory.sim.run_transfer_experiment`.
+
+Per-instance claims compare the simulated limit with the closed-form limit point of the same draw.
+Mean-risk claims compare the mean over ``profile.sim_draws`` target draws with the exact
+finite-size expectation at the simulated n, d (4-SE rule) plus :data:`INTEGRATOR_ALLOWANCE` for what
+the theorems leave out. Strategies keep |n − d| ≥ 8 and n ≥ 9, where the risks' fourth moments are
+finite and the SE is reliable (docs/testing.md).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..sim import deep_linear as dl
+from ..theory.fine_tuning import fine_tune_limit
+from ..theory.methods import METHODS
+from .compare import agreement, exceeds, holds, mean_se, refutation, within
+from .registry import KNOWN_ERRATUM, combine, register
+
+#: Allowance (risk units) for the integrator's error at its default rtol = 1e-3: against rtol = 1e-6 every
+#: single draw's risk moved by ≤ 1.5e-3 (fine-tuning, d = 32; scratch ≤ 2.2e-5) — a bound on every draw
+#: bounds every mean (docs/simulator.md); finite α = 1e-5 enters as O(α²).
+INTEGRATOR_ALLOWANCE = 2e-3
+_ALLOWANCE_REASON = ("integrator error at rtol = 1e-3: every draw's risk within 1.5e-3 of an rtol = 1e-6 run "
+                     "(docs/simulator.md); finite α = 1e-5 adds O(α²)")
+
+
+def _unit(d, rng):
+    v = rng.standard_normal(d)
+    return v / np.linalg.norm(v)
+
+
+def _target_loss(arch, X, y):
+    """The target loss (1/2n)‖y − Xβ‖² of one draw, from its sufficient statistics."""
+    n = X.shape[0]
+    return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]), np)
+
+
+def _sim_point(profile, *, lam=False, theta=(0.0, math.pi / 2), sigma=(0.0, 1.0)):
+    """d from the profile's range, n with |n − d| ≥ 8 and n ≥ 9, θ, σ (and a ridge λ)."""
+    lo, hi = profile.sim_d
+
+    def at(d):
+        fields = {"d": st.just(d), "n": st.integers(9, 2 * d).filter(lambda n: abs(n - d) >= 8),
+                  "theta": st.floats(*theta), "sigma": st.floats(*sigma)}
+        if lam:
+            fields["lam"] = st.floats(0.05, 2.0)
+        return st.fixed_dictionaries(fields)
+
+    return st.integers(lo, hi).flatmap(at)
+
+
+def _simulate(case, methods, ridge=(0.0,), draws=None, **point):
+    """Simulator table at the case's point (overridden by ``point``); raises if a draw did not converge."""
+    p = {**case.params, **point}
+    df = dl.run_transfer_experiment(
+        p["d"], [p["n"] / p["d"]], [p["theta"]], p["sigma"], draws or case.profile.sim_draws, methods=methods,
+        ridge=ridge, seed=case.seed % 2**32, backend=case.profile.backend, progress=False)
+    if not df["converged"].all():
+        bad = df.loc[~df["converged"], ["method", "status"]].value_counts().to_dict()
+        raise RuntimeError(f"{int((~df['converged']).sum())} of {len(df)} runs did not converge: {bad}")
+    return df
+
+
+def _paired(df, method):
+    """R_scratch − R_method per draw (same X, ε)."""
+    table = df.pivot_table(index="instance", columns="method", values="risk")
+    return (table["scratch"] - table[method]).to_numpy()
+
+
+def _label(case):
+    p = case.params
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
+
+
+# --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
+
+
+def _mean_risk_and_transferability(case, method):
+    """The simulated mean risk of ``method`` (and its paired T against scratch) against the record's exact
+    finite-size gradient-flow expectation (a Monte Carlo with its own SE for fine-tuning below n = d)."""
+    p, record = case.params, METHODS[method]
+    lam = p.get("lam", 0.0)
+    df = _simulate(case, tuple(dict.fromkeys(("scratch", record.simulator))), ridge=(lam,))
+    args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
+    reference = dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)  # None: the record's policy
+    compared = [("risk", df.loc[df["method"] == record.simulator, "risk"], record.flow_risk_finite)]
+    if method != "scratch":
+        compared.append(("paired T", _paired(df, record.simulator), record.flow_transferability_finite))
+    results = []
+    for what, sample, expectation in compared:
+        ref, ref_se = expectation(*args, **reference)
+        results.append(agreement(*mean_se(sample), float(ref), reference_se=float(ref_se),
+                                 allowance=case.claim.allowance, label=f"{method} {what} {_label(case)}"))
+    return combine(results)
+
+
+_FLOW_CLAIM = dict(kind="simulation", allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
+
+
+@register("faf.thm3.6", source="FaF Thm 3.6 (Eq. 10, exact finite size)", method="scratch", strategy=_sim_point,
+          statement="gradient flow from small init reaches X⁺y: the mean simulated scratch risk equals "
+                    "(1 − n/d)₊ + σ²E tr((XᵀX)⁺)", **_FLOW_CLAIM)
+def _scratch_mean(case):
+    return _mean_risk_and_transferability(case, "scratch")
+
+
+@register("faf.thm3.7", source="FaF Thm 3.7 (Eqs. 12, 13)", method="linear", strategy=_sim_point,
+          statement="linear transfer on the pretrained features: mean risk = sin²θ + (σ² + sin²θ)/(n − 2), and the "
+                    "paired T = E[R_sc − R_lt] = T_lt(n, d) exactly", **_FLOW_CLAIM)
+def _linear_mean(case):
+    return _mean_risk_and_transferability(case, "linear")
+
+
+@register("faf.thm3.8", source="FaF Thm 3.8 (Eq. 14, exact finite n)", method="ridge",
+          strategy=lambda profile: _sim_point(profile, lam=True),
+          statement="ridge linear transfer (1/2n)‖ΦW − y‖² + (λ/2)‖W‖² on the pretrained features: mean risk and "
+                    "paired T = the exact finite-n ridge expectations", **_FLOW_CLAIM)
+def _ridge_mean(case):
+    return _mean_risk_and_transferability(case, "ridge")
+
+
+@register("faf.thm3.9.corrected", source="FaF Thm 3.9 (corrected limit)", method="finetune",
+          strategy=lambda profile: _sim_point(profile, sigma=(0.0, 2.0)),
+          statement="fine-tuning converges to X⁺y + c(I − P)β_pre with c from ‖β_pre‖²c⁴ = ‖X⁺y‖² + c²‖(I − P)β_pre‖² "
+                    "(L = 2): mean risk and paired T equal a Monte Carlo of that limit", **_FLOW_CLAIM)
+def _fine_tune_mean(case):
+    return _mean_risk_and_transferability(case, "finetune")
+
+
+@register("faf.thm3.9.eq17", source="FaF Thm 3.9 (Eq. 17, Eq. 142)", kind="simulation", method="finetune",
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", allowance=INTEGRATOR_ALLOWANCE,
+          allowance_reason=_ALLOWANCE_REASON,
+          statement="paper: T_ft = (γ − 1)(1 − 2cos θ) whatever σ. With label noise (σ = 2, γ = 1/4, θ = π/2) the "
+                    "simulated paired T_ft is > 6 SE below the exact finite-size Eq. 17")
+def _eq17_erratum(case):
+    d = case.profile.sim_d[1]
+    n, theta, sigma = d // 4, math.pi / 2, 2.0
+    draws = max(case.profile.sim_draws, 40)  # 40 paired draws put the paper's value ~9 SE away at d = 32
+    df = _simulate(case, ("scratch", "finetune"), draws=draws, d=d, n=n, theta=theta, sigma=sigma)
+    mean, se = mean_se(_paired(df, "finetune"))
+    paper = METHODS["finetune"].paper_transferability_finite(n, d, theta, sigma)
+    return refutation(mean, se, paper, allowance=case.claim.allowance,
+                      label=f"paired T_ft at d={d}, n={n}, θ=π/2, σ=2 vs Eq. 17 (c = 1)")
+
+
+# --------------------------------------------------------------------------- per-instance limits
+
+
+@register("faf.lemma3.3", source="FaF Lemma 3.3 (Eq. 35)", kind="simulation",
+          statement="gradient flow on the population source loss from small init reaches β_s and conserves the "
+                    "imbalances D_l = W_lᵀW_l − W_{l+1}W_{l+1}ᵀ (their drift vanishes with the integration error)",
+          strategy=lambda profile: st.fixed_dictionaries({
+              "d": st.integers(8, 24), "depth": st.sampled_from((2, 3)), "alpha": st.sampled_from((1e-2, 3e-3, 1e-3))}))
+def _pretraining(case):
+    """At the pretraining default (rtol 1e-4, gtol 1e-8) and 100× tighter: converged, ‖β − β_s‖ ≤ gtol, and the
+    relative drift of D_l (an exact invariant of the flow, Eq. 35) below rtol and shrinking ≥ 10× with the
+    tolerance (measured ≈ 20×: a conserved quantity, not an approximately conserved one)."""
+    p = case.params
+    beta_s = _unit(p["d"], case.rng)
+    arch, results, drifts = dl.Architecture(p["d"], p["depth"]), [], []
+    for rtol, gtol in ((1e-4, 1e-8), (1e-6, 1e-10)):
+        pre = dl.pretrain(arch, beta_s, p["alpha"], seed=case.seed % 2**32, rtol=rtol, gtol=gtol, backend="numpy")
+        results += [holds(pre.flow.converged[0], f"rtol {rtol:g}: converged ({pre.flow.status[0]})"),
+                    within(float(np.linalg.norm(pre.beta - beta_s)), 0.0, gtol, f"rtol {rtol:g}: ‖β − β_s‖")]
+        drifts.append(pre.imbalance_drift)
+    results += [within(drifts[0], 0.0, 1e-4, "relative drift of D_l at rtol 1e-4"),
+                within(drifts[1], 0.0, drifts[0] / 10 + 1e-12, "drift at rtol 1e-6 vs (drift at 1e-4)/10")]
+    return combine(results)
+
+
+@register("faf.thm3.4", source="FaF Thm 3.4 (Lemma B.1)", kind="simulation",
+          statement="pretrained features W₁⋯W_{L−1} → β_s vᵀ (rank one, left direction β_s, ‖v‖ = 1) with a "
+                    "residue σ₂/σ₁ ∝ α",
+          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(8, 24)}))
+def _rank_one_features(case):
+    d = case.params["d"]
+    arch, beta_s = dl.Architecture(d, 2), _unit(d, case.rng)
+    pres = {a: dl.pretrain(arch, beta_s, a, seed=case.seed % 2**32, backend="numpy") for a in (1e-1, 1e-2, 1e-3)}
+    ratio = {a: pre.singular_value_ratio for a, pre in pres.items()}
+    U = np.linalg.svd(dl.feature_matrix(arch, pres[1e-3].weights, np)[0])[0]
+    results = [within(math.log10(r / a), 0.0, 1.0, f"log10((σ₂/σ₁)/α) at α={a:g} (σ₂/σ₁ = {r:.3g})")
+               for a, r in ratio.items()]
+    results += [holds(ratio[1e-2] < ratio[1e-1] / 5 and ratio[1e-3] < ratio[1e-2] / 5,
+                      "σ₂/σ₁ shrinks ≥ 5× per decade of α"),
+                within(abs(U[:, 0] @ beta_s), 1.0, 1e-6, "|⟨u₁, β_s⟩|"),
+                within(pres[1e-3].v_norm, 1.0, 1e-3, "‖v‖ (balanced pretraining)")]
+    return combine(results)
+
+
+@register("faf.thm3.5", source="FaF Thm 3.5 (App. B.4)", kind="simulation", method="scratch",
+          statement="scratch gradient flow from W = αW̄ converges to X⁺y as α → 0, with an O(α) offset for n < d "
+                    "(Eq. 90) and none for n > d",
+          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(10, 16), "n": st.integers(4, 28)}).filter(
+              lambda p: abs(p["n"] - p["d"]) >= 4))
+def _scratch_limit_point(case):
+    d, n = case.params["d"], case.params["n"]
+    rng = case.rng
+    X = rng.standard_normal((n, d))
+    y = X @ _unit(d, rng) + 0.2 * rng.standard_normal(n)
+    arch = dl.Architecture(d, 2)
+    target = np.linalg.pinv(X) @ y
+    errors = {}
+    for alpha in (1e-2, 1e-3):
+        w0 = dl.init_weights(arch, alpha, [np.random.SeedSequence(case.seed % 2**32)], "gaussian", np)
+        flow = dl.train(_target_loss(arch, X, y), w0, rtol=1e-6, gtol=1e-10, max_time=1e5)
+        if not flow.converged[0]:
+            raise RuntimeError(f"scratch flow at α={alpha} did not converge: {flow.status[0]}")
+        errors[alpha] = float(np.linalg.norm(dl.end_to_end(arch, flow.y, np)[0] - target))
+    shrink = (within(errors[1e-3], 0.0, errors[1e-2] / 5, "offset at α=1e-3 vs α=1e-2 / 5 (∝ α)") if n < d
+              else within(errors[1e-2], 0.0, 1e-6, "n > d: no implicit bias at α = 1e-2"))
+    return combine([within(errors[1e-3], 0.0, 3e-3, "‖β − X⁺y‖ at α = 1e-3"), shrink])
+
+
+@functools.lru_cache(maxsize=8)
+def _fine_tuned_draw(d, n, depth, sigma, seed):
+    """(β_ft, corrected limit, Eq. 142 limit) for one draw: pretraining on a random β_s, then fine-tuning."""
+    rng = np.random.default_rng(seed)
+    arch, beta_s = dl.Architecture(d, depth), _unit(d, rng)
+    alpha = 1e-4 if depth == 2 else 3e-2  # deeper nets escape the plateau in t ~ α^{2−L}
+    pre = dl.pretrain(arch, beta_s, alpha, seed=seed, backend="numpy")
+    X = rng.standard_normal((n, d))
+    y = X @ _unit(d, rng) + sigma * rng.standard_normal(n)
+    flow = dl.train(_target_loss(arch, X, y), pre.weights.copy(), rtol=1e-7, gtol=1e-11, max_time=1e5)
+    if not (pre.flow.converged[0] and flow.converged[0]):
+        raise RuntimeError(f"pretraining ({pre.flow.status[0]}) or fine-tuning ({flow.status[0]}) did not converge")
+    pinv = np.linalg.pinv(X)
+    paper = pinv @ y + (np.eye(d) - pinv @ X) @ pre.beta
+    return dl.end_to_end(arch, flow.y, np)[0], fine_tune_limit(X, y, pre.beta, depth=depth), paper
+
+
+def _fine_tune_point(profile):
+    return st.fixed_dictionaries({"d": st.integers(10, 16), "n_fraction": st.floats(0.3, 0.6),
+                                  "depth": st.sampled_from((2, 3)), "sigma": st.floats(0.5, 2.0)})
+
+
+def _fine_tuned(case):
+    p = case.params
+    n = max(2, round(p["n_fraction"] * p["d"]))
+    return _fine_tuned_draw(p["d"], n, p["depth"], p["sigma"], case.seed % 2**32)
+
+
+#: per-draw tolerance of the corrected limit: integration at rtol = 1e-7 and finite α (O(α) for L = 2, α = 1e-4;
+#: O(α²) imbalance for L = 3, α = 3e-2, measured ≲ 3e-3)
+_LIMIT_TOLERANCE = {2: 1e-4, 3: 1e-2}
+
+
+@register("faf.thm3.9.limit", source="FaF Thm 3.9 (App. B.8, corrected Eq. 142)", kind="simulation",
+          method="finetune", strategy=_fine_tune_point,
+          statement="per draw, fine-tuning by gradient flow converges to X⁺y + c(I − P)β_pre, "
+                    "‖β_pre‖²c^{2L/(L−1)} = ‖X⁺y‖² + c²‖(I − P)β_pre‖² (L = 2, 3)")
+def _fine_tune_limit_point(case):
+    beta_ft, corrected, _ = _fine_tuned(case)
+    depth = case.params["depth"]
+    return within(float(np.linalg.norm(beta_ft - corrected)), 0.0, _LIMIT_TOLERANCE[depth],
+                  f"‖β_ft − corrected limit‖, L={depth}")
+
+
+@register("faf.eq142", source="FaF Thm 3.9 (App. B.8, Eq. 142)", kind="simulation", method="finetune",
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", strategy=_fine_tune_point,
+          statement="paper: fine-tuning converges to X⁺y + (I − P)β_s. With label noise the simulated limit misses "
+                    "it by more than the simulation's accuracy and by 10× its distance to the corrected limit")
+def _eq142_erratum(case):
+    beta_ft, corrected, paper = _fine_tuned(case)
+    accuracy = _LIMIT_TOLERANCE[case.params["depth"]]
+    miss = float(np.linalg.norm(beta_ft - paper))
+    margin = max(accuracy, 10 * float(np.linalg.norm(beta_ft - corrected)))
+    return exceeds(miss, margin, "‖β_ft − Eq. 142 limit‖ vs max(accuracy, 10‖β_ft − corrected limit‖)",
+                   paper_holds=miss <= accuracy)
+
+
+@register("faf.appD1.assumption22", source="FaF App. D.1 vs Assumption (22)", kind="simulation",
+          expected=KNOWN_ERRATUM, erratum="erratum-assumption22",
+          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(32, 128), "depth": st.sampled_from((2, 3))}),
+          statement="paper: its experiments (Gaussian W̄_l, entries N(0, 1/d), d = 500) satisfy (22), W̄_lᵀW̄_l − "
+                    "W̄_{l+1}W̄_{l+1}ᵀ ≽ λI, λ > 0. The drawn initialization violates it (margin < 0) for d ≥ 32")
+def _assumption22(case):
+    """The violation has probability → 1 as d grows; measured over 2000 draws, P(margin > 0) = 2.9 % at d = 8,
+    0.35 % at d = 12, 0.1 % at d = 16 (L = 2; 0 for L = 3) and 0 for d ≥ 24: the strategy keeps d ≥ 32."""
+    p = case.params
+    arch = dl.Architecture(p["d"], p["depth"])
+    w0 = dl.init_weights(arch, 1.0, [np.random.SeedSequence(case.seed % 2**32)], "gaussian", np)
+    margin = float(dl.assumption22_margin(arch, w0, np)[0])
+    return exceeds(-margin, 0.0, f"violation −min_l λ_min(D_l) at d={p['d']}, L={p['depth']}", paper_holds=margin > 0)

@@ -1,0 +1,104 @@
+r"""``python -m transfertheory.figures``: list and build the registered figures.
+
+    python -m transfertheory.figures --list                 # every figure, one line each
+    python -m transfertheory.figures faf_fig2 faf_fig5      # build some (quick profile)
+    python -m transfertheory.figures --all --quick          # every figure, CPU-sized (a few minutes on 2 cores)
+    python -m transfertheory.figures --all --paper --backend cupy   # the papers' sizes, on a GPU
+
+Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
+``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
+writable, 2 usage error (e.g. an unknown figure name), 3 array backend unusable (see
+:mod:`transfertheory.figures.cli`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .cli import EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments, resolve_backend
+from .registry import figures
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser():
+    """The ``python -m transfertheory.figures`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m transfertheory.figures",
+        description="Build the registered figures (FaF Figs. 1, 2, 3, 5, 6, 7): PNG + PDF, the CSV of the data, a "
+        "metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
+    )
+    parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
+    parser.add_argument("--all", action="store_true", help="build every registered figure")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="profile", action="store_const", const="quick",
+                      help="CPU-sized parameters (the default): all FaF figures in a few minutes on 2 cores")
+    size.add_argument("--paper", dest="profile", action="store_const", const="paper",
+                      help="the papers' sizes (d = 500 simulations: use a GPU, --backend cupy)")
+    parser.set_defaults(profile="quick")
+    add_output_arguments(parser)
+    add_backend_argument(parser)
+    return parser
+
+
+def _selected(parser, args):
+    known = figures()
+    if args.list:
+        return []
+    if args.all and args.names:
+        parser.error("give figure names or --all, not both")
+    if not args.all and not args.names:
+        parser.error("name at least one figure, or use --all or --list")
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"unknown figure {', '.join(map(repr, unknown))}; choose from {', '.join(known)}")
+    return list(known.values()) if args.all else [known[n] for n in dict.fromkeys(args.names)]
+
+
+def main(argv=None):
+    """Entry point; returns the exit code (usage errors exit 2, an unusable backend 3, via ``SystemExit``)."""
+    from .gallery import write_readme
+    from .output import write_outputs
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    chosen = _selected(parser, args)
+    if args.list:
+        width = max(len(name) for name in figures())
+        for name, figure in figures().items():
+            print(f"{name:<{width}}  {figure.title}")
+        return EXIT_OK
+    backend = resolve_backend(args.backend) if any(f.simulates for f in chosen) else None
+    import matplotlib.pyplot as plt
+
+    runtimes = {}
+    for figure in chosen:
+        print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
+        timer = Timer()
+        output = figure.build(dict(figure.profiles[args.profile]), backend, None)
+        runtimes[figure.name] = timer.elapsed
+        try:
+            paths = write_outputs(output, figure.name, args.out, args.format, title=figure.title,
+                                  description=figure.description, sources=figure.sources,
+                                  backend=backend if figure.simulates else None, runtime_s=runtimes[figure.name],
+                                  extra_suffixes=figure.extra_suffixes, thumbnail=True,
+                                  context={"profile": args.profile})
+        except OSError as err:
+            print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
+            return EXIT_UNWRITABLE
+        finally:
+            plt.close(output.figure)
+        print("\n".join(output.summary))
+        print(f"{figure.name}: {runtimes[figure.name]:.1f} s; wrote " + ", ".join(str(p) for p in paths), flush=True)
+    try:
+        readme = write_readme(args.out)
+    except OSError as err:
+        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
+        return EXIT_UNWRITABLE
+    print("runtimes: " + ", ".join(f"{name} {t:.1f} s" for name, t in runtimes.items()) + f"; wrote {readme}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""The figure modules that register into :mod:`transfertheory.figures.registry`, imported in one place.
+
+Add a new figure module here (one import); its module calls
+:func:`~transfertheory.figures.registry.register` at import time. ``--list`` and ``figures/README.md`` sort the
+figures by name.
+"""
+from . import faf_fig1_3  # noqa: F401  FaF Figs. 1 and 3
+from . import faf_fig2  # noqa: F401
+from . import faf_fig5  # noqa: F401
+from . import faf_fig6  # noqa: F401
+from . import faf_fig7  # noqa: F401

@@ -1,0 +1,141 @@
+r"""Command-line pieces shared by the figure CLIs: size flags, the array backend, writing and reporting.
+
+Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -m transfertheory.phase_diagram``,
+``python -m transfertheory.figures.faf_figN``):
+
+* 0 — success;
+* 1 — the output folder cannot be written;
+* 2 — usage error (unknown flag, a value out of range: the message names the flag and its range);
+* 3 — the array backend cannot be used: ``TRANSFERTHEORY_BACKEND`` names no backend, or CuPy was asked for
+  (``--backend cupy`` or the variable) on a machine without a usable GPU. One line on stderr, no traceback.
+
+The backend is chosen by ``--backend`` when given, else by the environment variable ``TRANSFERTHEORY_BACKEND``,
+else ``auto`` (CuPy when a GPU is usable, NumPy otherwise); :func:`resolve_backend` turns the choice into the
+name of the backend the simulations will run on, which the metadata records.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from ..params import D, DRAWS, SEED, Interval, Param
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_UNWRITABLE",
+    "EXIT_USAGE",
+    "EXIT_BACKEND",
+    "COUNT",
+    "PAPER_D",
+    "PAPER_DRAWS",
+    "add_backend_argument",
+    "resolve_backend",
+    "add_size_arguments",
+    "resolve_size",
+    "add_output_arguments",
+    "add_figure_arguments",
+    "Timer",
+    "write_and_report",
+]
+
+EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, 3
+#: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
+COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
+#: the paper's simulation size (FaF App. D.1): d = 500, 20 target draws per point
+PAPER_D, PAPER_DRAWS = 500, 20
+
+
+def add_backend_argument(parser):
+    """``--backend {auto,numpy,cupy}``, default None: the environment variable, else auto."""
+    from ..backend import BACKENDS, ENV_VAR
+
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
+                        help=f"array backend of the simulator (default: ${ENV_VAR}, else auto = CuPy if a GPU is "
+                        "usable, NumPy otherwise); an unusable choice exits with code 3")
+
+
+def resolve_backend(choice):
+    """Name (``"numpy"`` or ``"cupy"``) of the backend for ``choice`` (None: ``TRANSFERTHEORY_BACKEND``, else auto).
+
+    An unknown name in the environment variable, or CuPy without a usable GPU, prints one line on stderr and exits
+    with :data:`EXIT_BACKEND` (``SystemExit``), never a traceback.
+    """
+    from ..backend import BackendUnavailableError, backend_name, get_array_module
+
+    try:
+        return backend_name(get_array_module(choice))
+    except (ValueError, BackendUnavailableError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_BACKEND) from None
+
+
+def add_size_arguments(parser, *, d, draws, d_type, draws_type, paper_d=PAPER_D, paper_draws=PAPER_DRAWS, prefix=""):
+    """Flags ``--{prefix}d``, ``--{prefix}draws``, ``--paper-size``, ``--seed``, ``--backend`` (size defaults None).
+
+    ``d_type`` / ``draws_type``: argparse ``type=`` callables that validate the ranges.
+    """
+    parser.add_argument(f"--{prefix}d", type=d_type, default=None, metavar="D",
+                        help=f"simulated input dimension d (default {d}; {paper_d} with --paper-size)")
+    parser.add_argument(f"--{prefix}draws", type=draws_type, default=None, metavar="K",
+                        help=f"target draws per point, >= 2 (default {draws}; {paper_draws} with --paper-size)")
+    parser.add_argument("--paper-size", action="store_true",
+                        help=f"the paper's size (FaF App. D.1): d = {paper_d}, {paper_draws} draws")
+    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
+    add_backend_argument(parser)
+
+
+def resolve_size(args, *, d, draws, paper_d=PAPER_D, paper_draws=PAPER_DRAWS, prefix=""):
+    """(d, draws) from the flags of :func:`add_size_arguments`: explicit flags win over ``--paper-size``."""
+    key = prefix.replace("-", "_")
+    given_d, given_draws = getattr(args, f"{key}d"), getattr(args, f"{key}draws")
+    d = given_d if given_d is not None else paper_d if args.paper_size else d
+    draws = given_draws if given_draws is not None else paper_draws if args.paper_size else draws
+    return d, draws
+
+
+def add_output_arguments(parser, fmt="both"):
+    """``--out DIR`` (default ``figures/``) and ``--format {png,pdf,both}``."""
+    from .output import FORMATS
+
+    parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default=fmt, help=f"figure format (default {fmt})")
+
+
+def add_figure_arguments(parser, *, d, draws):
+    """The simulated builders' common flags: sizes (``--d`` ≥ 3, ``--draws`` ≥ 2), seed, backend, output."""
+    add_size_arguments(parser, d=d, draws=draws, d_type=D.with_range(low=3).arg_type(),
+                       draws_type=DRAWS.with_range(low=2).arg_type())
+    add_output_arguments(parser)
+
+
+class Timer:
+    """Wall-clock seconds since construction (``elapsed``), for the metadata's runtime."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    @property
+    def elapsed(self):
+        return time.perf_counter() - self.start
+
+
+def write_and_report(output, name, args, *, title, description="", sources=(), backend=None, runtime_s=None,
+                     extra_suffixes=()):
+    """Write a :class:`~transfertheory.figures.output.FigureOutput` under ``args.out`` (``args.format``), close its
+    figure, print its summary lines and the written paths; returns the exit code (0, or 1 if not writable)."""
+    import matplotlib.pyplot as plt
+
+    from .output import write_outputs
+
+    try:
+        paths = write_outputs(output, name, args.out, args.format, title=title, description=description,
+                              sources=sources, backend=backend, runtime_s=runtime_s, extra_suffixes=extra_suffixes)
+    except OSError as err:
+        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
+        return EXIT_UNWRITABLE
+    finally:
+        plt.close(output.figure)
+    print("\n".join(output.summary))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return EXIT_OK

@@ -1,0 +1,65 @@
+r"""FaF Figs. 1 and 3 in the registry: the phase diagrams of linear transfer and fine-tuning with simulated slices.
+
+FaF §3.3–3.4: the transferability T(γ, θ) = E[R_scratch − R_transfer] of a deep
+linear network at σ = 0.2 — (a) the n, d → ∞ surface, (b) its sign with the
+analytic boundaries, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simulations
+(mean ± SD over target draws) against the exact theory at the simulated d. The
+drawing is :mod:`transfertheory.figures.phase_diagram`; fine-tuning (Fig. 3) is
+shaded by what gradient flow converges to, the paper's Eq. 17 overlaid
+(docs/errata.md). ``NAME.csv`` holds the simulated points, ``NAME_grid.csv`` the
+theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``.
+"""
+from __future__ import annotations
+
+from .phase_diagram import compute_grid, phase_diagram_output
+from .registry import Figure, register
+from .simulation import simulate_slices
+
+__all__ = ["build", "FIGURE_1", "FIGURE_3"]
+
+
+def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend="auto",
+          progress=None):
+    """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
+    simulated points as ``data`` and the theory grid as the extra ``_grid`` table."""
+    grid = compute_grid(method, sigma, gamma_max, resolution)
+    points = simulate_slices(method, sigma, d, draws, gammas, gamma_max, seed=seed, backend=backend,
+                             progress=progress)
+    return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed),
+                                primary="points")
+
+
+def _registered(method):
+    def build_registered(params, backend, progress):
+        return build(method, backend=backend, progress=progress, **params)
+
+    return build_registered
+
+
+_QUICK = dict(sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8)
+_PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
+
+FIGURE_1 = register(Figure(
+    name="faf_fig1",
+    title="FaF Fig. 1: linear transferability phase diagram, σ = 0.2",
+    description="Transferability T = E[R_scratch − R_transfer] of linear transfer (last layer retrained on the "
+    "pretrained rank-one features) over (γ, θ): (a) the n, d → ∞ surface, (b) its sign with the boundaries γ₋, γ₊ "
+    "and 1 + σ²/sin²θ, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simulations (mean ± SD over target draws) "
+    "and, dashed, the exact theory at the simulated d.",
+    sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
+    build=_registered("linear"),
+    profiles={"quick": _QUICK, "paper": _PAPER},
+    extra_suffixes=("_grid",),
+))
+FIGURE_3 = register(Figure(
+    name="faf_fig3",
+    title="FaF Fig. 3: fine-tuning transferability phase diagram (gradient-flow limit), σ = 0.2",
+    description="Transferability of fine-tuning (every layer trained from the pretrained weights) over (γ, θ), "
+    "shaded by what gradient flow converges to: the sign changes at θ* = arccos(c/2) < π/3 (corrected FaF "
+    "Thm 3.9), the paper's Eq. 17 boundary θ = π/3 is dashed and its slices dotted. Slices carry gradient-flow "
+    "simulations (mean ± SD) and crosses at the Monte Carlo of the exact finite-d gradient-flow limit.",
+    sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
+    build=_registered("finetune"),
+    profiles={"quick": _QUICK, "paper": _PAPER},
+    extra_suffixes=("_grid",),
+))

@@ -1,0 +1,190 @@
+r"""Figure output: PNG / PDF, the CSV of the plotted data and a metadata file that makes the CSV self-explanatory.
+
+Every figure ``NAME`` is written into one folder as
+
+* ``NAME.png`` and/or ``NAME.pdf`` (``fmt``: ``png``, ``pdf`` or ``both``);
+* ``NAME.csv`` — the tidy data behind the figure, and optional extra tables
+  ``NAME{suffix}.csv`` (e.g. ``_simulated``, ``_grid``);
+* ``NAME.json`` — the metadata (:func:`metadata_record`): what the figure is,
+  its parameters, the definition and unit of every CSV column, the package
+  version, the array backend, the runtime, the agreement counts of simulated
+  points with theory, and the command line.
+
+A figure's outputs are written together: files of the same ``NAME`` that the
+current run does not write (a ``NAME_simulated.csv`` left from an earlier run
+with ``--simulate``, a ``NAME.pdf`` from an earlier ``--format both``) are
+removed, so the folder never shows a CSV beside a figure drawn from other data.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = [
+    "FORMATS",
+    "THUMBNAIL",
+    "FigureOutput",
+    "use_agg",
+    "output_paths",
+    "save_figure",
+    "metadata_record",
+    "write_outputs",
+    "remove_stale",
+]
+
+FORMATS = {"png": ("png",), "pdf": ("pdf",), "both": ("png", "pdf")}
+#: every figure format an earlier run may have left behind
+_ALL_FORMATS = ("png", "pdf")
+#: suffix and width in pixels of the small PNG the figures README shows
+THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
+
+
+@dataclass(frozen=True)
+class FigureOutput:
+    """What a figure builder returns: the drawing, its data and everything the metadata file needs.
+
+    ``columns`` maps every column of ``data`` to its definition with units; ``extra`` holds further tables
+    written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
+    the counts of :func:`transfertheory.figures.stats.agreement_record`; ``summary`` the console lines.
+    """
+
+    figure: Any
+    data: Any
+    columns: Mapping[str, str]
+    parameters: Mapping[str, Any]
+    summary: tuple[str, ...] = ()
+    extra: tuple[tuple[str, Any, Mapping[str, str]], ...] = ()
+    agreement: Mapping[str, Any] | None = None
+    notes: Mapping[str, Any] = field(default_factory=dict)
+
+
+def use_agg() -> None:
+    """Select matplotlib's non-interactive Agg backend (call before pyplot)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+
+
+def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Path]:
+    """Paths ``{ext: out/NAME.ext}`` for the figure formats and the CSV."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {sorted(FORMATS)}, got {fmt!r}")
+    out = Path(out)
+    return {ext: out / f"{name}.{ext}" for ext in (*FORMATS[fmt], "csv")}
+
+
+def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = 150) -> list[Path]:
+    """Write ``fig`` (PNG/PDF per ``fmt``) and ``data`` (a DataFrame) as CSV; returns the paths. Creates ``out``."""
+    paths = output_paths(name, out, fmt)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    for ext, path in paths.items():
+        if ext == "csv":
+            data.to_csv(path, index=False)
+        else:
+            fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    return list(paths.values())
+
+
+def _json_value(value):
+    """Parameters as JSON: NumPy scalars → Python numbers, ±inf/NaN → strings, tuples/arrays → lists."""
+    import numpy as np
+
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else str(value)
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def metadata_record(name, output: FigureOutput, *, title="", description="", sources=(), backend=None,
+                    runtime_s=None, files=(), context=None):
+    """The content of ``NAME.json``: figure, parameters, column definitions, version, backend, runtime, agreement.
+
+    ``backend`` is the array backend the simulations ran on (``"numpy"`` / ``"cupy"``), or None for a figure
+    of closed forms only (they are evaluated with NumPy).
+    """
+    from .. import __version__
+
+    tables = {f"{name}.csv": dict(output.columns)}
+    tables.update({f"{name}{suffix}.csv": dict(columns) for suffix, _, columns in output.extra})
+    record = {
+        "figure": name,
+        "title": title,
+        "description": description,
+        "sources": list(sources),
+        "parameters": _json_value(dict(output.parameters)),
+        "columns": tables,
+        "package": "transfertheory",
+        "version": __version__,
+        "backend": backend if backend is not None else "numpy (closed forms only)",
+        "runtime_s": None if runtime_s is None else round(float(runtime_s), 2),
+        "agreement": None if output.agreement is None else _json_value(dict(output.agreement)),
+        "command": " ".join(["python -m " + _entry_module(), *sys.argv[1:]]) if sys.argv else "",
+        "files": [Path(f).name for f in files],
+    }
+    record.update(_json_value({**output.notes, **(context or {})}))
+    return record
+
+
+def _entry_module():
+    """The module name of the running program (``python -m X``), or the script path."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:
+        return spec.name.removesuffix(".__main__")
+    return sys.argv[0] if sys.argv else "python"
+
+
+def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Path]:
+    """Delete ``NAME.{png,pdf,csv,json}`` and ``NAME{suffix}.csv`` in ``out`` that are not in ``keep``.
+
+    Only the file names a figure of this ``NAME`` can write are considered (so another configuration whose
+    name merely starts with ``NAME`` is never touched). Returns the removed paths.
+    """
+    out = Path(out)
+    keep = {Path(p).resolve() for p in keep}
+    candidates = [out / f"{name}.{ext}" for ext in (*_ALL_FORMATS, "csv", "json")] + [out / f"{name}{THUMBNAIL}"]
+    candidates += [out / f"{name}{suffix}.csv" for suffix in extra_suffixes]
+    removed = []
+    for path in candidates:
+        if path.is_file() and path.resolve() not in keep:
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, title="", description="", sources=(),
+                  backend=None, runtime_s=None, extra_suffixes=(), thumbnail=False, context=None,
+                  dpi=150) -> list[Path]:
+    """Write figure, CSV(s) and ``NAME.json`` into ``out``, remove stale siblings; returns the written paths.
+
+    ``extra_suffixes``: every suffix of an extra table this figure *can* write (those not written now are stale).
+    ``thumbnail``: also write ``NAME_thumb.png``, :data:`THUMBNAIL_WIDTH` pixels wide (the gallery's).
+    ``context``: further metadata fields (e.g. the registry profile). Raises :class:`OSError` when ``out`` cannot
+    be written.
+    """
+    paths = save_figure(output.figure, output.data, name, out, fmt, dpi)
+    if thumbnail:
+        paths.append(Path(out) / f"{name}{THUMBNAIL}")
+        output.figure.savefig(paths[-1], dpi=THUMBNAIL_WIDTH / output.figure.get_figwidth())
+    for suffix, table, _ in output.extra:
+        paths.append(Path(out) / f"{name}{suffix}.csv")
+        table.to_csv(paths[-1], index=False)
+    meta_path = Path(out) / f"{name}.json"
+    record = metadata_record(name, output, title=title, description=description, sources=sources, backend=backend,
+                             runtime_s=runtime_s, files=[*paths, meta_path], context=context)
+    meta_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths.append(meta_path)
+    remove_stale(out, name, paths, {*extra_suffixes, *(s for s, _, _ in output.extra)})
+    return paths

@@ -1,0 +1,468 @@
+r"""Transferability phase diagrams of deep linear networks (FaF §3, Figs. 1 and 3): grid, figure, summary.
+
+Model (FaF §3): x ~ N(0, I_d), unit source/target vectors with β_sᵀβ_t = cos θ,
+labels y = β_tᵀx + ε with ε ~ N(0, σ²), n = γd target samples, a two-layer
+linear network pretrained on the source. The transferability
+T = E[R_scratch − R_transfer] (T > 0: transfer helps), R = ‖β̂ − β_t‖², is
+drawn over the (γ, θ) plane for one transfer method of
+:mod:`transfertheory.theory.methods` (linear transfer, FaF Fig. 1, Eq. 13;
+fine-tuning, FaF Fig. 3; ridge linear transfer, Eqs. 10 and 15).
+
+``limit="flow"`` (the default) draws what gradient-flow training converges to;
+``limit="paper"`` the paper's formulas. They differ for fine-tuning only: the
+paper's Eq. 17 changes sign at θ = π/3, gradient flow at θ* = arccos(c/2) < π/3
+(docs/errata.md). The fine-tuning figure shades what training does and overlays
+the paper's boundary. A finite-size grid of fine-tuning (``finite_d``) has no
+closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
+size, saying so in its title.
+
+The pieces: :func:`compute_grid` (tidy table), :func:`plot_phase_diagram` (the
+three panels, optionally with simulated points from
+:func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
+:func:`phase_diagram_output` (all of it as a written figure). The registered
+FaF Figs. 1 and 3 are :mod:`transfertheory.figures.faf_fig1_3`; the command
+line is :mod:`transfertheory.phase_diagram`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..params import D, GAMMA_MAX, LAM, RESOLUTION, SIGMA
+from ..theory import linear, transfer
+from ..theory.methods import get_method
+from .output import FigureOutput, use_agg
+from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
+from .stats import agreement_record
+
+__all__ = [
+    "METHODS",
+    "LIMITS",
+    "COLUMNS",
+    "COLUMN_DEFINITIONS",
+    "THETA_MAX",
+    "DISPLAY_LIMIT",
+    "grid_limit",
+    "compute_grid",
+    "csv_frame",
+    "plot_phase_diagram",
+    "summary",
+    "grid_columns",
+    "phase_diagram_output",
+]
+
+#: transfer methods with a phase diagram (the records of :mod:`transfertheory.theory.methods`)
+METHODS = ("linear", "finetune", "ridge")
+LIMITS = ("flow", "paper")
+#: definitions (with units) of the tidy grid's columns; ``lam`` (ridge) and ``n``, ``d`` (finite d) when present
+COLUMN_DEFINITIONS = {
+    "gamma": "γ = n/d, target samples per input dimension (dimensionless)",
+    "theta": "angle θ between the unit source and target vectors (rad)",
+    "sigma": "label-noise standard deviation σ (label units)",
+    "method": "transfer method",
+    "transferability": "T = E[R_scratch − R_transfer], R = ‖β̂ − β_t‖² (units of ‖β_t‖² = 1); inf where a risk "
+                       "diverges, empty where undefined",
+    "risk_scratch": "E R_scratch, training from scratch (FaF Eq. 10 or its exact finite-size form)",
+    "risk_transfer": "E R_transfer of the method",
+    "lam": "ridge strength λ (FaF Eq. 14)",
+    "n": "target samples n = round(γd)",
+    "d": "input dimension d of the finite-size grid",
+}
+#: the tidy CSV's fixed columns; finite-d grids add ``n``, ``d``, ridge adds ``lam``
+COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch", "risk_transfer"]
+THETA_MAX = np.pi / 2
+#: |T| is clipped to this for display only (the paper's z-range); the CSV keeps raw values, ±inf included.
+DISPLAY_LIMIT = 1.0
+_THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
+_SLICE_LABELS = ("π/8", "π/4", "3π/8")
+
+
+# --------------------------------------------------------------------------- theory on a grid
+
+
+def grid_limit(method, finite_d=None, limit=None):
+    """The limit a grid draws: ``limit`` if given, else ``"flow"`` — except a finite-d fine-tuning grid, ``"paper"``.
+
+    The gradient-flow limit of fine-tuning at finite size is known only by Monte Carlo (one per n), so a finite-d
+    fine-tuning grid draws the paper's exact finite-size Eq. 17; asking for ``limit="flow"`` there is a ValueError.
+    """
+    if limit is not None and limit not in LIMITS:
+        raise ValueError(f"limit must be one of {LIMITS}, got {limit!r}")
+    if method == "finetune" and finite_d is not None:
+        if limit == "flow":
+            raise ValueError("limit='flow' with finite_d is not available for fine-tuning (Monte Carlo only: use "
+                             "TransferMethod.flow_transferability_finite per n)")
+        return "paper"
+    return limit or "flow"
+
+
+def _axes(gamma_max, resolution):
+    """γ = γ_max·k/R, k = 1…R (γ = 1 lands exactly on the grid when γ_max·k = R); θ ∈ [0, π/2]."""
+    gamma = gamma_max * np.arange(1, resolution + 1) / resolution
+    theta = np.linspace(0.0, THETA_MAX, resolution)
+    return gamma, theta
+
+
+def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None):
+    r"""Tidy DataFrame of the transferability on a resolution × resolution (γ, θ) grid.
+
+    Columns :data:`COLUMNS`, plus ``lam`` for ridge and ``n``, ``d`` for a finite-d grid; one row per (θ, γ),
+    θ-major. Values: :func:`transfertheory.theory.transfer.transfer_risks` at :func:`grid_limit` (±inf kept:
+    they are the theory's values at the singular points; NaN where n < the method's smallest n).
+    ``attrs["limit"]`` records the limit drawn.
+    """
+    import pandas as pd
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    sigma = SIGMA.scalar(sigma)
+    gamma_max = GAMMA_MAX.scalar(gamma_max)
+    resolution = RESOLUTION.scalar(resolution)
+    lam = LAM.scalar(lam)
+    if finite_d is not None:
+        finite_d = D.with_range(low=3).scalar(finite_d, "finite_d")
+    if method != "ridge" and lam != 0:
+        raise ValueError(f"lam applies to method 'ridge' only, got lam={lam:g} for method {method!r}")
+    limit = grid_limit(method, finite_d, limit)
+    gamma, theta = _axes(gamma_max, resolution)
+    t, r_sc, r_tr = transfer.transfer_risks(method, gamma[None, :], theta[:, None], sigma, lam, finite_d, limit)
+    t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0
+    shape = t.shape
+    cols = {
+        "gamma": np.broadcast_to(gamma[None, :], shape).ravel(),
+        "theta": np.broadcast_to(theta[:, None], shape).ravel(),
+        "sigma": np.full(t.size, sigma),
+        "method": np.full(t.size, method, dtype=object),
+        "transferability": t.ravel(),
+        "risk_scratch": np.broadcast_to(r_sc, shape).ravel(),
+        "risk_transfer": np.broadcast_to(r_tr, shape).ravel(),
+    }
+    if method == "ridge":
+        cols["lam"] = np.full(t.size, lam)
+    if finite_d is not None:
+        cols["n"] = np.broadcast_to(np.rint(gamma * finite_d)[None, :], shape).ravel().astype(int)
+        cols["d"] = np.full(t.size, finite_d)
+    grid = pd.DataFrame(cols)
+    grid.attrs["limit"] = limit
+    return grid
+
+
+def grid_columns(grid_df):
+    """The definitions of ``grid_df``'s columns (for the metadata file)."""
+    return {c: COLUMN_DEFINITIONS[c] for c in grid_df.columns}
+
+
+def csv_frame(grid_df):
+    """``grid_df`` with low-cardinality float columns pre-formatted: the same CSV text, written faster.
+
+    Float → text conversion dominates writing a 160 000-row CSV. Columns such as
+    γ, θ, σ and (n, d → ∞) the scratch/transfer risks take ≤ resolution
+    distinct values, so each distinct value is formatted once, as pandas
+    itself would (``str`` of the float, NaN as an empty field), and the column
+    becomes a categorical over those strings. ``compute_grid`` has already
+    turned −0.0 into 0.0, so distinct values have distinct text.
+    """
+    import pandas as pd
+
+    out = {}
+    for col in grid_df.columns:
+        values = grid_df[col].to_numpy()
+        if values.dtype.kind == "f":
+            uniq, inverse = np.unique(values, return_inverse=True)
+            if uniq.size <= values.size // 4:
+                text = uniq.astype(str).astype(object)
+                text[np.isnan(uniq)] = ""
+                values = pd.Categorical.from_codes(inverse.ravel(), categories=text)
+        out[col] = values
+    return pd.DataFrame(out)
+
+
+def _matrix(grid_df, column="transferability"):
+    """(γ axis, θ axis, values[θ, γ]) recovered from a tidy grid in any row order."""
+    gamma, gi = np.unique(grid_df["gamma"].to_numpy(), return_inverse=True)
+    theta, ti = np.unique(grid_df["theta"].to_numpy(), return_inverse=True)
+    values = np.full((theta.size, gamma.size), np.nan)
+    values[ti, gi] = grid_df[column].to_numpy(dtype=float)
+    return gamma, theta, values
+
+
+# --------------------------------------------------------------------------- figure
+
+
+def _display(values):
+    """Clip to ±DISPLAY_LIMIT for drawing (+inf → the top of the range); NaN stays NaN."""
+    return np.clip(values, -DISPLAY_LIMIT, DISPLAY_LIMIT)
+
+
+#: the paper's equations of each method's transferability (the records carry the equation of the risk)
+_TRANSFERABILITY_SOURCE = {"linear": "Eq. 13", "ridge": "Eqs. 10, 15", "finetune": "Eq. 17"}
+
+
+def _title(method, limit, finite_d):
+    """What the figure shows, in words: the method, the paper figure, which limit and its equation."""
+    record = get_method(method)
+    where = f"{record.figure}, " if record.figure else ""
+    source = _TRANSFERABILITY_SOURCE[method]
+    if method != "finetune":
+        return f"{record.label} ({where}{source})"
+    if limit == "flow":
+        return f"{record.label}, gradient-flow limit ({where}corrected {source}; the paper's boundary dashed)"
+    size = " at finite d" if finite_d is not None else ""
+    return f"{record.label}, the paper's {source}{size} (not the gradient-flow limit: see errata)"
+
+
+def _draw_fine_tune_boundaries(ax, sigma, limit, asymptotic_note):
+    """Fine-tuning: the gradient-flow sign boundary θ* = arccos(c/2) and the paper's θ = π/3 (Eq. 17)."""
+    flow_style = dict(ls="-", lw=1.8) if limit == "flow" else dict(ls="--", lw=1.3)
+    paper_style = dict(ls="--", lw=1.3) if limit == "flow" else dict(ls="-", lw=1.8)
+    gamma = np.linspace(1e-3, 1 - 1e-3, 400)
+    ax.plot(gamma, transfer.flow_limit_sign_angle(gamma, sigma), color="tab:orange",
+            label=f"θ* = arccos(c/2): gradient flow, T = 0{asymptotic_note}", **flow_style)
+    ax.plot([0, 1], [np.pi / 3] * 2, color="tab:cyan", label=f"θ = π/3: paper's Eq. 17, T = 0{asymptotic_note}",
+            **paper_style)
+    ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (T = 0 for γ ≥ 1)")
+
+
+def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d, limit):
+    """Analytic n, d → ∞ boundaries of the negative regions on the top view (γ on x, θ on y)."""
+    note = "" if finite_d is None else ", n, d → ∞"
+    if method == "finetune":
+        _draw_fine_tune_boundaries(ax, sigma, limit, note)
+        return
+    theta = np.linspace(1e-3, THETA_MAX, 600)
+    theta_eff = transfer.effective_angle(theta, lam)
+    g_minus, g_plus = linear.negative_transfer_interval(theta_eff, sigma)
+    g_c = linear.negative_transfer_threshold(theta_eff, sigma)
+    notes = (["at θ_eff"] if method == "ridge" else []) + ([note.lstrip(", ")] if note else [])
+    tag = f" ({', '.join(notes)})" if notes else ""
+    ax.plot(g_minus, theta, color="tab:cyan", lw=1.5, label=f"γ₋, γ₊: T = 0{tag}")
+    ax.plot(g_plus, theta, color="tab:cyan", lw=1.5)
+    ax.plot(np.where(g_c <= gamma_max, g_c, np.nan), theta, color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}")
+    beyond = "γ = 1 (E R_sc = ∞)" if sigma > 0 else "γ = 1 (σ = 0: R_sc = 0 beyond)"
+    ax.axvline(1.0, color="k", lw=1, ls=":", label=beyond)
+
+
+def _surface_panel(fig, gamma, theta, t):
+    """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample; returns (axes, surface) for the colour bar."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax = fig.add_subplot(1, 3, 1, projection="3d")
+    gg, tt = np.meshgrid(gamma, theta)
+    surface = ax.plot_surface(gg, tt, _display(t), rcount=60, ccount=60, cmap="RdBu", vmin=-DISPLAY_LIMIT,
+                              vmax=DISPLAY_LIMIT, linewidth=0, antialiased=False)
+    ax.set(xlabel="γ", ylabel="θ", zlabel="T", zlim=(-DISPLAY_LIMIT, DISPLAY_LIMIT), title="(a) T(γ, θ)")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=3, steps=[1, 2, 5, 10]))
+    ax.set_yticks([0, np.pi / 4, np.pi / 2], ["0", "π/4", "π/2"])
+    ax.set_zticks([-DISPLAY_LIMIT, 0, DISPLAY_LIMIT])
+    ax.tick_params(labelsize=8)
+    return ax, surface
+
+
+def _colour_bar(fig, ax, surface):
+    """The colour bar of panel (a), added last so that ``fig.axes`` keeps the panels in order (a), (b), (c)."""
+    bar = fig.colorbar(surface, ax=ax, shrink=0.5, pad=0.02, location="left")
+    bar.set_label(f"T (clipped to ±{DISPLAY_LIMIT:g})", fontsize=8)
+    bar.ax.tick_params(labelsize=8)
+
+
+def _sign_panel(fig, gamma, theta, t, method, sigma, lam, finite_d, limit):
+    """(b) the sign of T (red < 0, white = 0, blue > 0, grey undefined) with the analytic boundaries."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    ax = fig.add_subplot(1, 3, 2)
+    dg, dt = gamma[1] - gamma[0], theta[1] - theta[0]
+    sign = np.where(np.isnan(t), 2.0, np.sign(t))
+    ax.imshow(sign, origin="lower", aspect="auto", interpolation="nearest", vmin=-1.5, vmax=2.5,
+              cmap=ListedColormap(["#d6604d", "white", "#4393c3", "#bdbdbd"]),
+              extent=(gamma[0] - dg / 2, gamma[-1] + dg / 2, theta[0] - dt / 2, theta[-1] + dt / 2))
+    _draw_boundaries(ax, method, sigma, lam, gamma[-1], finite_d, limit)
+    handles, labels = ax.get_legend_handles_labels()
+    if np.isnan(t).any():
+        handles.append(Patch(facecolor="#bdbdbd", edgecolor="none"))
+        labels.append(f"undefined: n = round(γd) < {get_method(method).min_n}")
+    # fine-tuning: the legend sits on the white γ > 1 half (T = 0), away from the sign boundaries
+    ax.legend(handles, labels, loc="center right" if method == "finetune" else "upper right", fontsize=7,
+              framealpha=0.85)
+    ax.set(xlabel="γ", ylabel="θ", xlim=(gamma[0] - dg / 2, gamma[-1] + dg / 2), ylim=(0, THETA_MAX))
+    shades = "red T < 0, blue T > 0" + (", white T = 0" if method == "finetune" else "")
+    ax.set_title(f"(b) sign of T: {shades}", fontsize=10)
+    ax.set_yticks(*_THETA_TICKS)
+
+
+def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated):
+    """(c) T at θ = π/8, π/4, 3π/8 (the paper's formula dotted where it differs), simulated points if given."""
+    ax = fig.add_subplot(1, 3, 3)
+    colors = {}
+    for th, label in zip(SLICE_THETAS, _SLICE_LABELS):
+        values = transfer.transfer_risks(method, gamma, th, sigma, lam, finite_d, limit)[0]
+        (line,) = ax.plot(gamma, np.where(np.isfinite(values), values, np.nan), lw=1.5, label=f"θ = {label}")
+        colors[th] = line.get_color()
+        if method == "finetune" and limit == "flow":
+            paper = transfer.transfer_risks(method, gamma, th, sigma, lam, finite_d, "paper")[0]
+            ax.plot(gamma, np.where(np.isfinite(paper), paper, np.nan), lw=1, ls=":", color=line.get_color())
+    if method == "finetune" and limit == "flow":
+        ax.plot([], [], "k:", lw=1, label="paper's Eq. 17")
+    if simulated is not None and len(simulated):
+        _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma[-1])
+    ax.axhline(0.0, color="k", lw=0.6)
+    ax.set(xlabel="γ", ylabel="T", xlim=(0, gamma[-1]), ylim=(-1.05 * DISPLAY_LIMIT, 1.05 * DISPLAY_LIMIT))
+    ax.set_title("(c) slices" + (" (points: simulation ± SD)" if simulated is not None and len(simulated) else ""),
+                 fontsize=10)
+    ax.legend(loc="lower right", fontsize=7, framealpha=0.85)
+
+
+def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
+    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table; returns the Figure.
+
+    (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets, with a colour bar; (b) its top view shaded by
+    sign (red T < 0, blue T > 0, white T = 0, grey undefined) with the analytic n, d → ∞ boundaries — for
+    fine-tuning the gradient-flow boundary θ* solid and the paper's θ = π/3 dashed; (c) slices at θ = π/8, π/4,
+    3π/8, evaluated exactly at those angles on the grid's γ values. Values are clipped to ±:data:`DISPLAY_LIMIT`
+    for display only. ``limit``: as in :func:`compute_grid` (default: the grid's ``attrs["limit"]``).
+
+    ``simulated``: optional DataFrame with columns ``gamma, theta, transferability_mean, transferability_sd``,
+    drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour).
+    """
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
+    gamma, theta, t = _matrix(grid_df)
+    fig = plt.figure(figsize=(16, 4.8))
+    setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
+    setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
+    fig.suptitle(f"Transferability, {_title(method, limit, finite_d)}: {setting}")
+    surface_axes, surface = _surface_panel(fig, gamma, theta, t)
+    _sign_panel(fig, gamma, theta, t, method, sigma, lam, finite_d, limit)
+    _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated)
+    _colour_bar(fig, surface_axes, surface)
+    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.12, top=0.86, wspace=0.3)
+    return fig
+
+
+def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
+    r"""Simulated points ± SD on the slices panel, with the exact theory at the simulated d when it has a ``d`` column.
+
+    A θ equal to a slice's takes its colour. Points with ``n_converged`` < ``n_draws`` (unconverged draws omitted
+    from the mean) are hollow. The exact finite-d theory is a dashed curve where it is a closed form (linear and
+    ridge transfer) and crosses at the simulated points (``theory_finite``) for fine-tuning, whose gradient-flow
+    limit at finite size is a Monte Carlo.
+    """
+    for th, pts in simulated.groupby("theta", sort=True):
+        match = [c for s, c in colors.items() if math.isclose(s, th, abs_tol=1e-9)]
+        color = match[0] if match else None
+        complete = pts["n_converged"] == pts["n_draws"] if "n_converged" in pts else np.ones(len(pts), bool)
+        bars = ax.errorbar(
+            pts["gamma"][complete], pts["transferability_mean"][complete], yerr=pts["transferability_sd"][complete],
+            fmt="o", ms=4, capsize=2, color=color, label=None if match else f"simulated θ = {th:.3g}",
+        )
+        color = bars.lines[0].get_color()
+        if not complete.all():
+            ax.errorbar(pts["gamma"][~complete], pts["transferability_mean"][~complete],
+                        yerr=pts["transferability_sd"][~complete], fmt="o", ms=5, mfc="none", capsize=2, color=color)
+        if method == "finetune":
+            if "theory_finite" in pts:
+                ax.plot(pts["gamma"], pts["theory_finite"], "x", ms=6, color=color)
+        elif "d" in pts:
+            d = int(pts["d"].iloc[0])
+            n = np.arange(1, int(gamma_max * d) + 1)
+            exact = transfer.transfer_risks(method, n / d, th, sigma, lam, finite_d=d, limit="flow")[0]
+            ax.plot(n / d, np.where(np.isfinite(exact), exact, np.nan), ls="--", lw=1, color=color)
+    if "d" in simulated:
+        d = int(simulated["d"].iloc[0])
+        if method == "finetune":
+            if "theory_finite" in simulated:
+                ax.plot([], [], "kx", ms=6, label=f"gradient-flow limit, d = {d} (Monte Carlo)")
+        else:
+            ax.plot([], [], "k--", lw=1, label=f"exact, d = {d}")
+    if "n_converged" in simulated and (simulated["n_converged"] < simulated["n_draws"]).any():
+        ax.plot([], [], "ko", mfc="none", ms=5, label="some draws unconverged")
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _angle(value):
+    return "none" if math.isnan(value) else f"{value:.4f} rad ({math.degrees(value):.2f}°)"
+
+
+def _opening_theory(method, sigma, lam, limit):
+    """The summary's theory line for the γ < 1 opening angle: the formula that applies to ``method``."""
+    angle = transfer.opening_angle(method, sigma, lam, limit=limit)
+    if method == "linear":
+        return f"arccos(1 − σ) = {_angle(angle)}"
+    if method == "ridge":
+        return f"arccos((1 − σ)(1 + λ)/√(1 + 2λ)) = {_angle(angle)}"
+    if limit == "paper":
+        return f"π/3 (FaF Eq. 17) = {_angle(angle)}"
+    return f"inf over γ < 1 of θ*(γ) = arccos(c/2) = {_angle(angle)} (approached only as γ → 1⁻, where c → ∞)"
+
+
+def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
+    r"""Short text: share of the grid in negative transfer, the γ < 1 opening angle (grid vs theory).
+
+    The grid's opening angle is the smallest grid θ with T < 0 at some γ < 1; it exceeds the n, d → ∞ value
+    (:func:`transfertheory.theory.transfer.opening_angle`) by at most about one θ step plus what the γ step misses
+    (the region opens with width ∝ √(θ − θ_open)). Only the formulas of ``method`` are printed; for fine-tuning
+    the gradient-flow sign angle θ*(γ) at a few γ, against the paper's π/3.
+    """
+    limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
+    t = grid_df["transferability"].to_numpy(dtype=float)
+    gamma = grid_df["gamma"].to_numpy()
+    theta = grid_df["theta"].to_numpy()
+    defined = ~np.isnan(t)
+    negative = defined & (t < 0)
+    opens = negative & (gamma < 1)
+    grid_open = float(theta[opens].min()) if opens.any() else math.nan
+    size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
+    lines = [
+        f"{_title(method, limit, finite_d)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
+        + f", {size}",
+        f"grid: {np.unique(gamma).size} γ in ({gamma.min():.4g}, {gamma.max():.4g}] × {np.unique(theta).size} θ in "
+        "[0, π/2]" + (f"; {int((~defined).sum())} points undefined (NaN)" if not defined.all() else ""),
+        f"negative transfer (T < 0): {negative.sum() / max(defined.sum(), 1):.2%} of the defined grid",
+        f"γ < 1 negative region opens at θ = {_angle(grid_open)} on the grid; theory (n, d → ∞): "
+        + _opening_theory(method, sigma, lam, limit),
+    ]
+    if method == "finetune" and sigma > 0:
+        probe = np.array([0.1, 0.5, 0.9])
+        angles = ", ".join(f"{_angle(a)} at γ = {g:g}"
+                           for g, a in zip(probe, transfer.flow_limit_sign_angle(probe, sigma)))
+        lines.append(f"gradient-flow limit: T changes sign at θ* = arccos(c/2) = {angles}; the paper's Eq. 17 "
+                     "puts it at π/3 for every γ < 1 (docs/errata.md)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the written figure
+
+
+def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=None, parameters=None, primary="grid"):
+    """The phase diagram of ``grid`` as a :class:`~transfertheory.figures.output.FigureOutput`.
+
+    Simulated ``points`` of :func:`~transfertheory.figures.simulation.simulate_slices`, when given, are drawn on
+    the slices and counted in ``agreement``. ``primary="grid"``: ``data`` is the grid (:func:`csv_frame`) and the
+    points the extra table ``_simulated`` (the command line's layout); ``primary="points"``: ``data`` is the
+    points and the grid the extra table ``_grid`` (the registered figures': the points are the measured data, the
+    grid is closed forms). ``parameters``: further entries of the metadata.
+    """
+    if primary not in ("grid", "points") or (primary == "points" and points is None):
+        raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
+    limit = grid.attrs["limit"]
+    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
+    gamma = grid["gamma"].to_numpy()
+    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, gamma_max=float(gamma.max()),
+                  resolution=int(np.unique(gamma).size), **(parameters or {}))
+    lines = [summary(grid, method, sigma, lam, finite_d, limit)]
+    if points is None:
+        return FigureOutput(fig, csv_frame(grid), grid_columns(grid), record, tuple(lines))
+    record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
+                  slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
+    lines += simulation_summary(points)
+    tables = {"grid": (csv_frame(grid), grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
+    data, columns = tables[primary]
+    other = "points" if primary == "grid" else "grid"
+    suffix = "_simulated" if other == "points" else "_grid"
+    return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
+                        agreement=agreement_record(points, "transferability"))

@@ -1,0 +1,134 @@
+r"""Simulated points of the FaF §3 figures: which n to simulate, the simulator call, slices against exact theory.
+
+The simulations are gradient-flow runs of the FaF deep linear network (L = 2,
+α = 1e-5; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
+imported lazily so that theory-only figures stay import-light). For each
+transfer method the record of :mod:`transfertheory.theory.methods` says which
+simulator methods run (scratch, the paired baseline, and ``record.simulator``),
+whether λ is passed (ridge), the smallest n with a finite expected risk, and
+which expectation a simulation is compared with:
+``record.flow_transferability_finite`` — the exact finite-size expectation of
+what gradient flow converges to (a closed form, or for fine-tuning a Monte
+Carlo of the corrected limit, whose SE enters the comparison).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory.methods import get_method
+from . import stats
+
+__all__ = [
+    "SLICE_THETAS",
+    "SIM_D",
+    "SIM_DRAWS",
+    "SIM_GAMMAS",
+    "SIM_COLUMNS",
+    "SIM_COLUMN_DEFINITIONS",
+    "simulation_ns",
+    "simulate",
+    "simulate_slices",
+    "simulation_summary",
+]
+
+#: θ of the slices in panel (c) of FaF Figs. 1 and 3 (π/8, π/4, 3π/8)
+SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
+#: default simulation size of the slices: d = 64, 20 target draws, 8 γ points (a few seconds on a 2-core CPU)
+SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
+#: columns of a :func:`simulate_slices` table, with their definitions (all risks in units of ‖β_t‖² = 1)
+SIM_COLUMN_DEFINITIONS = {
+    "gamma": "γ = n/d, target samples per input dimension (dimensionless)",
+    "theta": "angle θ between the unit source and target vectors (rad)",
+    "n": "target samples n = round(γd)",
+    "d": "input dimension d",
+    "sigma": "label-noise standard deviation σ (label units)",
+    "lam": "ridge strength λ of the transfer head (FaF Eq. 14; 0 without ridge)",
+    "method": "transfer method (scratch is the paired baseline)",
+    "transferability_mean": "mean over converged target draws of R_scratch − R_transfer, R = ‖β̂ − β_t‖² "
+                            "(dimensionless, units of ‖β_t‖²)",
+    "transferability_sd": "standard deviation over draws (ddof 1): the error bars",
+    "transferability_se": "standard error of the mean, SD/√(converged draws)",
+    "theory_finite": "exact expectation of T at this n, d for the gradient-flow limit (what the simulation is "
+                     "compared with)",
+    "theory_finite_se": "Monte Carlo standard error of theory_finite (0 for a closed form)",
+    "theory_paper_finite": "the paper's formula at this n, d (differs from theory_finite for fine-tuning only)",
+    "theory_asymptotic": "n, d → ∞ limit of T at this γ, θ for the gradient-flow limit",
+    "theory_paper_asymptotic": "the paper's n, d → ∞ formula at this γ, θ",
+    "z": "(transferability_mean − theory_finite)/√(SE² + theory_finite_se²)",
+    "agrees": f"whether the point is within the tolerance {stats.TOLERANCE}",
+    "n_converged": "target draws whose every run converged (the others are left out of the mean)",
+    "n_draws": "target draws simulated",
+}
+SIM_COLUMNS = list(SIM_COLUMN_DEFINITIONS)
+
+
+def simulation_ns(d, gamma_max, count, min_n=1):
+    r"""Target sizes n_k = round(γ_max·d·k/count), k = 1…count, split into (kept, skipped).
+
+    Skipped: |n − d| ≤ 1 (E R_sc = +∞ for σ > 0, and gradient flow does not
+    reach its limit in any budget since λ_min(XᵀX/n) → 0) and n < ``min_n``
+    (the method's smallest n with a finite expected risk). Duplicates are
+    dropped. Returns two sorted integer arrays.
+    """
+    ns = np.unique(np.rint(gamma_max * d * np.arange(1, count + 1) / count).astype(int))
+    bad = (np.abs(ns - d) <= 1) | (ns < min_n)
+    return ns[~bad], ns[bad]
+
+
+def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend="auto", progress=None):
+    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d; ``ridge``: λ of linear transfer."""
+    from ..sim.deep_linear import run_transfer_experiment
+
+    return run_transfer_experiment(
+        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, methods=methods, ridge=ridge, seed=seed,
+        backend=backend, progress=progress,
+    )
+
+
+def _flow_reference(record, table, d, sigma, lam, seed):
+    """(mean, SE) of ``record.flow_transferability_finite`` for every row of ``table``, one call per n."""
+    mean, se = np.empty(len(table)), np.empty(len(table))
+    for n, rows in table.groupby("n").groups.items():
+        at = table.index.get_indexer(rows)
+        m, s = record.flow_transferability_finite(int(n), d, table["theta"].to_numpy()[at], sigma, lam, seed=seed)
+        mean[at], se[at] = m, s
+    return mean, se
+
+
+def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS, gamma_max=2.0, lam=0.0,
+                    thetas=SLICE_THETAS, seed=0, backend="auto", progress=None):
+    r"""Simulated transferability at γ = γ_max·k/n_gammas on the angles ``thetas``, against exact theory at d.
+
+    Gradient-flow runs at n = round(γ_max·d·k/n_gammas), k = 1…n_gammas, skipping |n − d| ≤ 1 and
+    n < ``record.min_n`` (:func:`simulation_ns`). Per (γ, θ): mean, SD and SE over ``draws`` target draws of the
+    paired difference R_scratch − R_transfer (:func:`~transfertheory.figures.stats.transferability_stats`),
+    compared (:func:`~transfertheory.figures.stats.compare`) with ``record.flow_transferability_finite`` — for
+    fine-tuning a Monte Carlo of the gradient-flow limit, since the paper's Eq. 17 is not that limit (its value
+    stays in ``theory_paper_finite``). Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
+    """
+    record = get_method(method)
+    lam = float(lam) if record.takes_lambda else 0.0
+    ns, skipped = simulation_ns(d, gamma_max, n_gammas, min_n=record.min_n)
+    if ns.size == 0:
+        raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
+    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress)
+    table = stats.transferability_stats(raw, method)
+    theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed)
+    table = stats.compare(table, theory, "transferability", theory_se)
+    n, theta, gamma = table["n"].to_numpy(), table["theta"].to_numpy(), table["gamma"].to_numpy()
+    table["theory_paper_finite"] = record.paper_transferability_finite(n, d, theta, sigma, lam) + 0.0  # −0 → 0
+    table["theory_asymptotic"] = record.flow_transferability(gamma, theta, sigma, lam) + 0.0
+    table["theory_paper_asymptotic"] = record.paper_transferability(gamma, theta, sigma, lam) + 0.0
+    table = table[SIM_COLUMNS]
+    table.attrs["skipped_n"] = [int(k) for k in skipped]
+    return table
+
+
+def simulation_summary(table):
+    """Summary lines of :func:`simulate_slices`: skipped n, convergence, the largest |z|, points outside."""
+    skipped = table.attrs.get("skipped_n", [])
+    lines = stats.agreement_lines(table, "transferability", f"d = {int(table['d'].iloc[0])}, "
+                                  f"{int(table['n_draws'].max())} draws per point, error bars ±SD")
+    if skipped:
+        lines.insert(1, f"not simulated: n = {', '.join(map(str, skipped))} (|n − d| ≤ 1 or n too small)")
+    return lines

@@ -1,0 +1,200 @@
+r"""Statistics of simulated points and their comparison with exact finite-size theory (FaF §3 figures).
+
+Conventions (FaF Figs. 1–3, 6: "error bars represent the standard deviation
+over 20 draws of the target set"):
+
+* transferability per draw is the paired difference R_scratch − R_transfer of
+  the same target draw (same X, ε, β_t); the point is its mean over draws, the
+  error bar its SD (ddof = 1), and SE = SD/√(draws) is what the comparison with
+  theory uses;
+* a draw counts only if every run entering it converged (``converged`` column);
+  unconverged draws — near γ = 1 gradient flow has not reached its limit — are
+  omitted from the mean and counted in ``n_converged`` < ``n_draws``; plots mark
+  such points (hollow markers) and the summaries say how many;
+* z = (mean − theory)/s against the *exact* finite-size expectation at the
+  simulated d and n = round(γd), s = √(SE² + SE_theory²) (the theory's own SE is
+  non-zero only for a Monte Carlo reference); a point *agrees* when
+  |mean − theory| ≤ 4·s + :data:`ALLOWANCE`.
+
+Why 4·s + ALLOWANCE: the mean of ≥ 20 paired draws is close to normal away from
+the heavy-tailed corners (|n − d| ≤ 3, n ≤ 8), so |z| > 4 has probability
+≈ 6e-5 per point — a figure of a few dozen points fails by chance about once in
+several hundred runs; ALLOWANCE bounds what the integrator adds on top of the
+statistics (below).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "ALLOWANCE",
+    "Z_BAND",
+    "STAT_COLUMNS",
+    "transferability_stats",
+    "risk_stats",
+    "compare",
+    "largest_z",
+    "agreement_lines",
+    "agreement_record",
+    "TOLERANCE",
+    "format_angle",
+]
+
+#: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3. Rerunning the same
+#: draws with rtol = 1e-6 moved per-draw risks by at most 1.5e-3 (fine-tuning, d = 32), 1.3e-3 (d = 64), 5.6e-4
+#: (d = 100), 2.2e-5 (scratch) (benchmarks/integrator_accuracy.py, docs/simulator.md); a bound on every draw bounds
+#: every mean, and 2e-3 rounds the largest up. The exact linear-transfer solve has no integration error; the finite
+#: initialization α = 1e-5 enters as O(α²).
+ALLOWANCE = 2e-3
+#: the statistical part of the tolerance, in standard errors
+Z_BAND = 4.0
+#: columns of a statistics table (before :func:`compare` adds the theory)
+#: the stated tolerance, in words (summaries and metadata)
+TOLERANCE = f"|sim − theory| ≤ {Z_BAND:g}·SE + {ALLOWANCE:g}"
+STAT_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "mean", "sd", "se", "n_converged", "n_draws"]
+
+
+def _plain(raw):
+    """Shallow copy of a simulator table without ``attrs``: they hold arrays (β_s, ν), which pandas' joins compare
+    with ``==`` and fail on ("truth value of an array is ambiguous")."""
+    out = raw.copy(deep=False)
+    out.attrs = {}
+    return out
+
+
+def _describe(keys, values):
+    """Mean, SD (ddof 1), SE and counts of ``values`` (NaN = unconverged draw) per group of ``keys``."""
+    import pandas as pd
+
+    frame = keys.assign(_v=values)
+    grouped = frame.groupby(list(keys.columns), sort=True)["_v"]
+    out = grouped.agg(mean="mean", sd=lambda v: v.std(ddof=1), n_converged="count", n_draws="size").reset_index()
+    out["se"] = out["sd"] / np.sqrt(out["n_converged"])
+    return pd.DataFrame(out)
+
+
+def _finish(stats, method):
+    stats.insert(len(stats.columns), "method", method)
+    return stats[STAT_COLUMNS].reset_index(drop=True)
+
+
+def transferability_stats(raw, method):
+    r"""Per (γ, θ, λ) statistics of the paired transferability R_scratch − R_transfer.
+
+    ``raw`` is a simulator table (:func:`transfertheory.figures.simulation.simulate`); ``method`` a transfer
+    method of :mod:`transfertheory.theory.methods`, whose ``simulator`` rows are paired with the scratch rows of
+    the same draw (ridge: the simulator's ``linear`` rows, one λ per row). A draw whose scratch or transfer run
+    did not converge (or has a non-finite risk) is omitted. Columns :data:`STAT_COLUMNS`.
+    """
+    from ..theory.methods import get_method
+
+    keys = ["gamma", "theta", "instance"]
+    sim = get_method(method).simulator
+    raw = _plain(raw)
+    scratch = raw.loc[raw["method"] == "scratch", [*keys, "risk", "converged"]]
+    both = raw[raw["method"] == sim].merge(scratch, on=keys, how="left", suffixes=("", "_scratch"),
+                                           validate="many_to_one")
+    ok = both["converged"].astype(bool) & both["converged_scratch"].astype(bool)
+    diff = both["risk_scratch"] - both["risk"]
+    diff = diff.where(ok & np.isfinite(diff))
+    stats = _describe(both[["gamma", "theta", "lam", "n", "d", "sigma"]], diff)
+    return _finish(stats, method)
+
+
+def risk_stats(raw, method):
+    """Per (γ, θ, λ) statistics of the risk of one simulator method (unconverged runs omitted)."""
+    raw = _plain(raw)
+    rows = raw[raw["method"] == method]
+    ok = rows["converged"].astype(bool) & np.isfinite(rows["risk"])
+    stats = _describe(rows[["gamma", "theta", "lam", "n", "d", "sigma"]], rows["risk"].where(ok))
+    return _finish(stats, method)
+
+
+def compare(stats, theory, prefix, theory_se=0.0):
+    """``stats`` with columns renamed ``{prefix}_mean/sd/se`` and ``theory_finite(_se)``, ``z``, ``agrees`` added.
+
+    ``theory``: the exact finite-size expectation at each row (array); ``theory_se`` its Monte Carlo SE (0 for a
+    closed form). With s = √(SE² + theory_se²): z = (mean − theory)/s (±inf when s = 0 and they differ, NaN
+    without converged draws); ``agrees`` is |mean − theory| ≤ 4·s + :data:`ALLOWANCE`.
+    """
+    out = stats.rename(columns={c: f"{prefix}_{c}" for c in ("mean", "sd", "se")})
+    mean = out[f"{prefix}_mean"].to_numpy(float)
+    theory = np.asarray(theory, dtype=float)
+    theory_se = np.broadcast_to(np.asarray(theory_se, dtype=float), theory.shape)
+    scale = np.hypot(out[f"{prefix}_se"].to_numpy(float), theory_se)
+    gap = mean - theory
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(gap == 0, 0.0, gap / scale)
+    out["theory_finite"] = theory
+    out["theory_finite_se"] = theory_se
+    out["z"] = np.where(np.isnan(gap), np.nan, z)
+    out["agrees"] = np.abs(gap) <= Z_BAND * np.nan_to_num(scale, nan=np.inf) + ALLOWANCE
+    return out
+
+
+def largest_z(table, prefix):
+    """Index of the row with the largest |z| among rows farther than :data:`ALLOWANCE` from the theory (None if none).
+
+    Rows within the allowance are left out: their SE can be far below the integrator's error (fine-tuning at
+    γ > 1 reaches the same unique minimizer as scratch training, T = 0 pathwise, SE ~ 1e-7), so their z measures
+    integration error, not statistics.
+    """
+    gap = np.abs(table[f"{prefix}_mean"] - table["theory_finite"])
+    z = table["z"].abs().where(gap > ALLOWANCE)
+    return z.idxmax() if z.notna().any() else None
+
+
+def agreement_lines(table, prefix, what):
+    """Summary lines: draws omitted as unconverged, the largest |z| (with its point), points outside
+    :data:`TOLERANCE`."""
+    draws, conv = int(table["n_draws"].sum()), int(table["n_converged"].sum())
+    lines = [f"simulation ({what}): {len(table)} points, {conv}/{draws} draws converged"
+             + (f" — {draws - conv} unconverged draws omitted (hollow markers)" if conv < draws else "")]
+    z = largest_z(table, prefix)
+    if z is not None:
+        worst = table.loc[z]
+        lines.append(
+            f"largest |z| = {abs(worst['z']):.2f} (sim − exact finite-size theory, in SE) at γ = {worst['gamma']:.4g} "
+            f"(n = {int(worst['n'])}, d = {int(worst['d'])}), θ = {format_angle(worst['theta'])}, "
+            f"λ = {worst['lam']:g}: "
+            f"sim {worst[f'{prefix}_mean']:.4g} ± {worst[f'{prefix}_se']:.2g} (SE), theory {worst['theory_finite']:.4g}"
+            + (f" ± {worst['theory_finite_se']:.1g} (Monte Carlo)" if worst.get("theory_finite_se", 0) > 0 else "")
+        )
+    near = np.abs(table[f"{prefix}_mean"] - table["theory_finite"]) <= ALLOWANCE
+    hidden = table["z"].abs().where(near)
+    if hidden.notna().any() and (z is None or hidden.max() > abs(table.loc[z, "z"])):
+        lines.append(f"(not ranked: {int(near.sum())} points within the allowance {ALLOWANCE:g} of the theory, |z| up "
+                     f"to {hidden.max():.3g}: there the integrator's error can exceed the SE, e.g. T = 0 pathwise for "
+                     "fine-tuning at γ > 1 or σ = 0, θ = 0, γ > 1)")
+    bad = int((~table["agrees"]).sum())
+    lines.append(f"points outside the tolerance {TOLERANCE} (exact theory at the simulated size): {bad} of "
+                 f"{len(table)}")
+    return lines
+
+
+def agreement_record(table, prefix):
+    """Counts for a figure's metadata: points, draws, converged draws, points outside the tolerance, largest |z|."""
+    z = largest_z(table, prefix)
+    return {
+        "tolerance": TOLERANCE,
+        "points": int(len(table)),
+        "outside": int((~table["agrees"].astype(bool)).sum()),
+        "draws": int(table["n_draws"].sum()),
+        "converged_draws": int(table["n_converged"].sum()),
+        "largest_abs_z": None if z is None else round(float(abs(table.loc[z, "z"])), 3),
+    }
+
+
+def format_angle(theta):
+    """θ as a multiple of π/16 when it is one (π/8, 3π/16, π/4, …; 0 as "0"), else 3 significant digits."""
+    k = theta / (math.pi / 16)
+    if abs(k - round(k)) < 1e-9:
+        if round(k) == 0:
+            return "0"
+        num, den = round(k), 16
+        g = math.gcd(num, den)
+        num, den = num // g, den // g
+        return f"{'' if num == 1 else num}π" + ("" if den == 1 else f"/{den}")
+    return f"{theta:.3g}"

@@ -1,0 +1,405 @@
+r"""The FaF §3 transfer experiment as a pipeline of short steps, each returning a DataFrame.
+
+:func:`run_transfer_experiment` validates its arguments (:func:`_plan`), draws
+the task vectors (:func:`task_vectors`), pretrains one network on β_s, and for
+each chunk of target draws (:func:`_chunk`, draws from :func:`target_draw`)
+emits the rows of the gradient-flow methods (:func:`_flow_rows`: scratch and
+fine-tuning of every (γ, θ, draw) as one batched flow in the data eigenbasis)
+and of linear transfer (:func:`_linear_rows`: exact solve per λ, or gradient
+flow on the last layer). Every draw comes from
+``numpy.random.SeedSequence(seed, spawn_key=...)`` keyed by its grid
+position, so results do not depend on chunking or on the backend beyond
+rounding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ... import params as P
+from ..._validation import Interval
+from ...backend import backend_name, resolve_backend, to_device, to_host
+from ..integrator import FlowResult
+from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
+from ...theory.methods import get_method
+from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
+from .training import PretrainResult, pretrain, train
+from .transfer import feature_basis, linear_transfer_exact
+
+__all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "ROW_KEYS", "COLUMNS"]
+
+METHODS = ("scratch", "linear", "finetune")
+ROW_KEYS = ("method", "gamma", "theta", "lam", "instance")  # one row per key; the output is sorted by it
+COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "instance", "risk", "converged", "status",
+           "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
+           "feature_rank")
+# the simulator's own settings (the model parameters' ranges are in transfertheory.params)
+_D = P.D.with_range(low=2)
+_TOL = P.Param("tol", Interval(0, np.inf, "neither"), description="convergence threshold on ‖∇L‖ and ‖∇_βL‖")
+_MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
+_RTOL = P.Param("rtol", Interval(0, np.inf, "neither"), description="integrator's relative local-error tolerance")
+_FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
+_CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
+                      description="target draws per batched integration")
+
+
+# --------------------------------------------------------------------------- draws
+
+
+def task_vectors(d: int, thetas, seed):
+    """Unit β_s, unit ν ⊥ β_s and β_t(θ) = cos θ β_s + sin θ ν (Θ, d), drawn from spawn key (0,) of ``seed``.
+
+    The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
+    can reproduce the same tasks.
+    """
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    beta_s = gen.standard_normal(d)
+    beta_s /= np.linalg.norm(beta_s)
+    nu = gen.standard_normal(d)
+    nu -= (nu @ beta_s) * beta_s
+    nu /= np.linalg.norm(nu)
+    return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
+
+
+def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, instance: int):
+    """(X, Y) of the target draw (γ index, instance) of ``seed``: spawn key (2, γ index, instance).
+
+    X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
+    """
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gamma_index, instance)))
+    X = gen.standard_normal((n, d))
+    eps = sigma * gen.standard_normal(n)
+    return X, X @ beta_t.T + eps[:, None]
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Validated settings of one experiment."""
+
+    d: int
+    depth: int
+    gammas: np.ndarray
+    ns: np.ndarray
+    thetas: np.ndarray
+    sigma: float
+    instances: int
+    alpha: float
+    methods: tuple
+    ridge: np.ndarray
+    seed: int
+    tol: float
+    max_time: float
+    rtol: float
+    init: str
+    linear_solver: str
+    feature_cutoff: float | None
+    chunk_size: int | None
+
+    @property
+    def flow_methods(self) -> list:
+        return [m for m in ("scratch", "finetune") if m in self.methods]
+
+    @property
+    def draws(self) -> list:
+        """(γ index, instance) of every target draw."""
+        return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.instances)]
+
+
+def _sequence(param: P.Param, value, name) -> np.ndarray:
+    """A non-empty 1-D float array of valid ``param`` values."""
+    arr = np.atleast_1d(param.check(value, name))
+    if arr.size == 0 or arr.ndim != 1:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
+    return arr
+
+
+def _min_n(methods) -> int:
+    """The smallest n every requested method's exact expected risk allows (the method records' ``min_n``)."""
+    return max(get_method(m).min_n for m in methods)
+
+
+def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
+          linear_solver, feature_cutoff, chunk_size) -> _Plan:
+    """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
+    d = _D.scalar(d)
+    gammas = _sequence(P.GAMMA, gammas, "gammas")
+    methods = tuple(methods) if isinstance(methods, (list, tuple)) else methods
+    if not isinstance(methods, tuple) or not methods or not set(methods) <= set(METHODS):
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
+    ns = np.round(gammas * d).astype(int)
+    min_n = _min_n(methods)
+    if (ns < min_n).any():
+        gamma = gammas[ns < min_n][0]
+        reason = ("the exact linear-transfer risk needs n >= 3 and 'linear' is among the methods" if min_n == 3
+                  else "every method needs at least one sample")
+        raise ValueError(f"gammas: gamma = {gamma:g} gives n = round(gamma*d) = {round(gamma * d)} samples at "
+                         f"d = {d}, below the minimum n = {min_n} ({reason})")
+    if linear_solver not in ("exact", "flow"):
+        raise ValueError(f"linear_solver must be 'exact' or 'flow', got {linear_solver!r}")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    return _Plan(
+        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=_sequence(P.THETA, thetas, "thetas"),
+        sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
+        methods=methods, ridge=_sequence(P.LAM, ridge, "ridge"), seed=P.SEED.scalar(seed), tol=_TOL.scalar(tol),
+        max_time=_MAX_TIME.scalar(max_time), rtol=_RTOL.scalar(rtol), init=init, linear_solver=linear_solver,
+        feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
+        chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
+    )
+
+
+# --------------------------------------------------------------------------- chunks of target draws
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Sufficient statistics of some target draws, and the row labels of their (draw, θ) pairs."""
+
+    draws: list  # (γ index, instance)
+    gram: np.ndarray  # (m, d, d): Σ̂ = XᵀX/n per draw
+    c: np.ndarray  # (m, Θ, d): ĉ = Xᵀy/n per draw and θ
+    y2: np.ndarray  # (m, Θ): ‖y‖²/n
+    targets: np.ndarray  # (m·Θ, d): β_t of each (draw, θ)
+
+
+def _chunk(plan: _Plan, draws, beta_t) -> _Chunk:
+    """Draw the target sets of ``draws`` and reduce them to Σ̂, ĉ and ‖y‖²/n (one X per draw, shared by all θ)."""
+    stats = [_target_statistics(*target_draw(plan.d, plan.ns[gi], beta_t, plan.sigma, plan.seed, gi, i))
+             for gi, i in draws]
+    gram, c, y2 = (np.stack(s) for s in zip(*stats))
+    return _Chunk(draws, gram, c, y2, np.repeat(beta_t[None], len(draws), axis=0).reshape(-1, plan.d))
+
+
+def _target_statistics(X, Y):
+    """Σ̂ = XᵀX/n and, for each target (column of Y), ĉ = Xᵀy/n and ‖y‖²/n."""
+    n = X.shape[0]
+    return X.T @ X / n, (X.T @ Y / n).T, (Y * Y).sum(axis=0) / n
+
+
+def _rows(plan: _Plan, chunk: _Chunk, method: str, risk, lam=0.0, **columns) -> pd.DataFrame:
+    """One row per (draw, θ) of ``chunk``, in that order: the grid labels, the risk and ``columns``."""
+    gi = np.repeat([g for g, _ in chunk.draws], len(plan.thetas))
+    frame = {"method": method, "gamma": plan.gammas[gi], "n": plan.ns[gi], "d": plan.d,
+             "theta": np.tile(plan.thetas, len(chunk.draws)), "sigma": plan.sigma, "lam": lam,
+             "instance": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk}
+    frame.update(columns)
+    return pd.DataFrame(frame)
+
+
+# --------------------------------------------------------------------------- methods
+
+
+class _Totals:
+    """Integrator statistics summed over a run's flows (``df.attrs["integrator"]``)."""
+
+    def __init__(self):
+        self.stats = {"evaluations": 0, "rejected": 0, "max_stages": 0}
+
+    def add(self, flow: FlowResult) -> FlowResult:
+        self.stats["evaluations"] += flow.evaluations
+        self.stats["rejected"] += flow.rejected
+        self.stats["max_stages"] = max(self.stats["max_stages"], flow.max_stages)
+        return flow
+
+
+def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult | None, xp, totals: _Totals,
+               progress) -> pd.DataFrame:
+    """Scratch (from αW̄) and fine-tuning (from the pretrained weights) of every (draw, θ): one batched flow
+    in the eigenbasis of each draw's Σ̂ (:func:`~.losses.rotate_to_data_eigenbasis`)."""
+    methods, m, n_theta, d = plan.flow_methods, len(chunk.draws), len(plan.thetas), plan.d
+    starts = []
+    if "scratch" in methods:
+        seeds = [np.random.SeedSequence(plan.seed, spawn_key=(3, gi, i)) for gi, i in chunk.draws]
+        scratch0 = to_device(init_weights(arch, plan.alpha, seeds, plan.init), xp)
+        starts.append(xp.repeat(scratch0[:, None, :], n_theta, axis=1))
+    if "finetune" in methods:
+        starts.append(xp.broadcast_to(pre.weights[None], (m, n_theta, arch.n_params)))
+    y0 = xp.stack(starts, axis=1).reshape(-1, arch.n_params)  # (draw, method, θ)
+    c = to_device(np.concatenate([chunk.c] * len(methods), axis=1).reshape(-1, d), xp)
+    y2 = to_device(np.concatenate([chunk.y2] * len(methods), axis=1).reshape(-1), xp)
+    lam, Q, c_rot, y0_rot = rotate_to_data_eigenbasis(arch, to_device(chunk.gram, xp), c, y0)
+    flow = totals.add(train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, rtol=plan.rtol, gtol=plan.tol,
+                            max_time=plan.max_time, progress=progress))
+    beta_rot = end_to_end(arch, flow.y).reshape(m, -1, d)
+    beta_hat = to_host((Q[:, None] @ beta_rot[..., None])[..., 0]).reshape(m, len(methods), n_theta, d)  # β = Qβ̃
+    drift = to_host(imbalance_drift(arch, y0_rot, flow.y))
+    frames = []
+    for mi, method in enumerate(methods):
+        def pick(a):
+            return a.reshape(m, len(methods), n_theta)[:, mi].reshape(-1)
+
+        if method == "scratch":
+            holds = np.repeat(to_host(assumption22_margin(arch, scratch0)) > 0, n_theta)
+        else:
+            holds = pre.assumption22_margin > 0
+        risk = ((beta_hat[:, mi].reshape(-1, d) - chunk.targets) ** 2).sum(axis=1)
+        frames.append(_rows(plan, chunk, method, risk, converged=pick(flow.converged), status=pick(flow.status),
+                            t_final=pick(flow.t), steps=pick(flow.steps), grad_norm=pick(flow.grad_norm),
+                            beta_grad_norm=pick(flow.residual), loss=pick(flow.loss),
+                            imbalance_drift=pick(drift), assumption22=holds))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult, basis, xp,
+                 totals: _Totals) -> pd.DataFrame:
+    """Linear transfer on the pretrained features for every λ of ``plan.ridge``: exact solve on the kept
+    feature directions (:func:`~.transfer.linear_transfer_exact`) or gradient flow on the last layer."""
+    U, s_feat, V, F = basis
+    c = to_device(chunk.c.reshape(-1, plan.d), xp)
+    target = LeastSquaresLoss(arch, to_device(chunk.gram, xp), c, to_device(chunk.y2.reshape(-1), xp))
+    pre_ok = bool(pre.flow.converged[0])
+    frames = []
+    for lam in map(float, plan.ridge):
+        if plan.linear_solver == "exact":
+            beta_hat, w_last = linear_transfer_exact(target, U, s_feat, V, lam)
+            g_beta, loss = target.beta_gradient(beta_hat, np.arange(c.shape[0]))
+            grad = rmatvec(F[None], g_beta) + lam * w_last
+            cols = dict(converged=pre_ok, status="exact" if pre_ok else "pretrain_" + pre.flow.status[0],
+                        t_final=np.nan, steps=0, grad_norm=to_host(xp.linalg.norm(grad, axis=1)),
+                        loss=to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1)))
+        else:
+            w0 = xp.repeat(arch.layers(pre.weights)[1], c.shape[0], axis=0)
+            flow = totals.add(train(LastLayerLoss(target, F, lam), w0, rtol=plan.rtol, gtol=plan.tol,
+                                    max_time=plan.max_time))
+            beta_hat = flow.y @ F.T
+            cols = dict(converged=flow.converged & pre_ok, status=flow.status, t_final=flow.t, steps=flow.steps,
+                        grad_norm=flow.grad_norm, loss=flow.loss)
+        risk = ((to_host(beta_hat) - chunk.targets) ** 2).sum(axis=1)
+        frames.append(_rows(plan, chunk, "linear", risk, lam=lam, imbalance_drift=np.nan, beta_grad_norm=np.nan,
+                            assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), **cols))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _progress_bar(total: int, progress):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=float(total), desc="transfer experiment", unit="draw", delay=0 if progress else 2.0,
+                disable=progress is False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} draws [{elapsed}<{remaining}]")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def run_transfer_experiment(
+    d,
+    gammas,
+    thetas,
+    sigma,
+    instances,
+    depth=2,
+    alpha=1e-5,
+    methods=METHODS,
+    ridge=(0.0,),
+    seed=0,
+    backend=None,
+    tol=1e-6,
+    max_time=1e4,
+    rtol=1e-3,
+    init="gaussian",
+    linear_solver="exact",
+    feature_cutoff=None,
+    chunk_size=None,
+    progress=None,
+) -> pd.DataFrame:
+    r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
+
+    For each γ and instance a target set (X, ε) with n = round(γd) is drawn;
+    all θ share it (common random numbers, so T = R_sc − R_tx is estimated
+    with a paired difference). One network is pretrained on β_s. Scratch and
+    fine-tuning of every (γ, θ, instance) advance together as one batched
+    gradient flow; linear transfer is solved exactly per λ in ``ridge`` (or
+    by gradient flow on W_L, ``linear_solver="flow"``).
+
+    Parameters
+    ----------
+    d : int ≥ 2
+    gammas, thetas : non-empty sequences (γ > 0, θ ∈ [0, π])
+        n = round(γd) must be ≥ 3 when "linear" is among the methods (the
+        exact expected linear-transfer risk needs n ≥ 3), else ≥ 1.
+    sigma : float ≥ 0
+    instances : int ≥ 1
+        Target draws per γ.
+    depth : int ≥ 2
+    alpha : float > 0
+        Initialization scale (FaF App. D.1 uses 1e-5).
+    methods : non-empty subset of ("scratch", "linear", "finetune")
+    ridge : non-empty sequence of λ ≥ 0 for linear transfer (Eq. 14)
+    seed : int ≥ 0
+        Seeds the task vectors, initializations and target draws; results do
+        not depend on ``chunk_size`` or the backend beyond rounding.
+    backend : "auto" | "numpy" | "cupy" | None
+        None (default) reads the environment variable
+        ``TRANSFERTHEORY_BACKEND`` (default "auto": CuPy when a GPU is usable).
+    tol : float > 0
+        Convergence: ‖∇L‖ ≤ tol (gradient w.r.t. all trained weights) and
+        ‖∇_βL‖ ≤ tol (end-to-end gradient; rules out the saddle W = 0).
+    max_time : float > 0
+        Gradient-flow time budget per instance.
+    rtol : float > 0
+        Relative local-error tolerance of the integrator. The default 1e-3
+        moves single fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6
+        reference (mean risks ≤ 9e-4, scratch ≤ 2e-5; d = 32 … 100,
+        docs/simulator.md), far below the statistical error of 20 draws;
+        1e-4 halves that error at twice the cost.
+    init : "gaussian" | "balanced" | "assumption22"
+    linear_solver : "exact" | "flow"
+    feature_cutoff : float ≥ 0 or None
+        Singular values of the pretrained features treated as residue
+        (default 10·√‖D(0)‖, see :func:`~.transfer.feature_basis`); 0 keeps them all.
+    chunk_size : int ≥ 1 or None
+        Target draws (γ, instance pairs) per batched integration (memory).
+    progress : bool or None
+        tqdm progress bar (None: shown only if the run exceeds 2 s).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS` (``feature_rank`` only with linear transfer;
+        ``beta_grad_norm`` = ‖∇_βL‖ of the flows, which must also be ≤ tol for
+        ``converged``; NaN for linear transfer); ``df.attrs`` holds the
+        pretraining diagnostics, the backend and the integrator statistics.
+
+    Raises
+    ------
+    ValueError
+        An argument out of its range (the message names it).
+    transfertheory.backend.BackendUnavailableError
+        ``backend="cupy"`` (or the variable) without a usable GPU.
+    """
+    plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
+                 linear_solver, feature_cutoff, chunk_size)
+    xp = resolve_backend(backend)
+    arch = Architecture(plan.d, plan.depth)
+    beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed)
+    pre = basis = None
+    if "linear" in plan.methods or "finetune" in plan.methods:
+        pre = pretrain(arch, beta_s, plan.alpha, seed=np.random.SeedSequence(plan.seed, spawn_key=(1,)),
+                       init=plan.init, backend=backend_name(xp))
+        basis = feature_basis(pre, plan.feature_cutoff)
+    draws = plan.draws
+    size = len(draws) if plan.chunk_size is None else plan.chunk_size
+    frames, totals = [], _Totals()
+    bar = _progress_bar(len(draws), progress)
+    for start in range(0, len(draws), size):
+        chunk = _chunk(plan, draws[start:start + size], beta_t)
+        if plan.flow_methods:
+            def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
+                bar.update(base + fraction * count - bar.n)
+
+            frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
+        if "linear" in plan.methods:
+            frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
+        bar.update(start + len(chunk.draws) - bar.n)
+    bar.close()
+    df = pd.concat(frames, ignore_index=True)
+    df = df[[c for c in COLUMNS if c in df.columns]]
+    df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
+    df.attrs.update(backend=backend_name(xp), depth=plan.depth, alpha=plan.alpha, init=plan.init, rtol=plan.rtol,
+                    tol=plan.tol, max_time=plan.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
+                    pretrain=None if pre is None else pre.summary())
+    return df

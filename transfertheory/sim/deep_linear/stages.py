@@ -1,0 +1,232 @@
+r"""Factored RKC stage kernel for losses of the end-to-end vector (rank-one layer gradients).
+
+Every stage of an RKC2 step is Y_k = Y₀ + hΣ_{m<k} A_k[m]F(Y_m)
+(:func:`~transfertheory.sim.integrator.rkc_butcher_rows`), and every matrix
+layer's gradient is rank one, ∇_{W_l}L = a_l r_lᵀ (FaF Eq. 39). So a stage's
+weights are W_l⁰ + Σ_m c_m a_{l,m}r_{l,m}ᵀ (c = −hA_k): :class:`LowRankStages`
+stores the vectors a, r of each stage instead of d×d gradients and applies a
+stage's W_l to a vector as W_l⁰v + Σ_m c_m a_m(r_mᵀv). A stage then reads each
+W_l⁰ twice (one matrix–vector product each way) instead of combining five d×d
+buffers; the new weights are formed once per step by one (d×s)(s×d) product,
+and no dense gradient is ever formed. It implements
+:class:`~transfertheory.sim.integrator.StageKernel`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..integrator import StepOutcome, StepRequest, rkc_butcher_rows
+from .losses import EndToEndLoss
+from .network import left_vectors, matvec, right_vectors, rmatvec
+
+__all__ = ["LowRankStages"]
+
+
+def _low_rank_apply(left, right, coef, v):
+    """Σ_m coef_m left_m (right_mᵀ v) for factor stacks left, right (b, k, d), coef (b, k), v (b, d)."""
+    proj = coef * (right @ v[:, :, None])[:, :, 0]
+    return (proj[:, None, :] @ left)[:, 0, :]
+
+
+class _Factors:
+    """Per-step workspace: the factors of ∇L at every stage, reused across steps.
+
+    ``lefts[l, i, m]`` = a_{l,m} and ``rights[l, i, m]`` = r_{l,m} of matrix
+    layer l at stage m of instance i (sorted order), ``last[i, m]`` = ∇_{W_L}L.
+    """
+
+    def __init__(self, xp, n_layers, b, S, d, dtype):
+        self.lefts = xp.empty((n_layers, b, S, d), dtype=dtype)
+        self.rights = xp.empty((n_layers, b, S, d), dtype=dtype)
+        self.last = xp.empty((b, S, d), dtype=dtype)
+
+    def fits(self, b, S, dtype) -> bool:
+        return self.last.shape[0] >= b and self.last.shape[1] >= S and self.last.dtype == dtype
+
+
+class LowRankStages:
+    r"""RKC stage kernel for an :class:`~.losses.EndToEndLoss` (rank-one layer gradients).
+
+    The carried gradient representation (:attr:`StepOutcome.grad`) is, per
+    instance, the (2(L−1)+1, d) stack [a₁ … a_{L−1}, r₁ … r_{L−1}, a_L] of ∇L
+    at the step's result: the next step's stage 0.
+
+    Error norm: the RKC2 estimate est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
+    is a sum of the stored rank-one terms, so its Frobenius norm per layer
+    comes from the (s+1)×(s+1) Gram matrices of the factors; the norm is the
+    RMS over layers of RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new)))
+    (layerwise, invariant under the rotations W_l → Q W_l that leave the model
+    unchanged). The new states equal the dense kernel's up to rounding.
+    """
+
+    def __init__(self, loss: EndToEndLoss):
+        self.loss, self.arch, self.xp = loss, loss.arch, loss.xp
+        self._workspace = None
+
+    def _factors(self, b, S, dtype) -> _Factors:
+        ws = self._workspace
+        if ws is None or not ws.fits(b, S, dtype):
+            size_b = max(b, 0 if ws is None else ws.last.shape[0])
+            size_s = max(S, 0 if ws is None else ws.last.shape[1])
+            ws = self._workspace = _Factors(self.xp, self.arch.depth - 1, size_b, size_s, self.arch.d, dtype)
+        return ws
+
+    def spectral_radius(self, y, carried, rows, state, iterations):
+        r"""Power iteration for ρ(∇²L) with exact, factored Hessian–vector products.
+
+        For a direction D = (V₁ … V_{L−1}, u), differentiating the chains of
+        :func:`~.network.chain_gradient` gives δr_{l−1} = V_l r_l + W_l δr_l
+        (δr_{L−1} = u), δg = ∇²_βL·δβ, δa_{l+1} = V_lᵀa_l + W_lᵀδa_l (δa₁ = δg)
+        and ∇²L·D = (δa_l r_lᵀ + a_l δr_lᵀ, …, δa_L): rank two in every matrix
+        layer. So after the first product every iterate is V_l = P_lQ_lᵀ with
+        P_l, Q_l of shape (d, 2), and an iteration costs 2(L−1) matrix–vector
+        products instead of a dense gradient with finite differences. The state
+        (per instance: P, Q of every layer and u, packed) warm-starts the next
+        call; the first direction is the gradient nudged by a fixed rank-one term.
+        """
+        arch, loss, xp = self.arch, self.loss, self.xp
+        nl, d, b = arch.depth - 1, arch.d, y.shape[0]
+        mats, _ = arch.layers(y)
+        rights, beta = right_vectors(arch, y)
+        g = loss.beta_gradient(beta, rows, with_loss=False)
+        g_at_zero = loss.beta_gradient(xp.zeros_like(beta), rows, with_loss=False)  # ∇²_βL·x = ∇_βL(x) − ∇_βL(0)
+        lefts, a = left_vectors(arch, y, g)
+        if state is None:
+            nudge = xp.broadcast_to(xp.asarray(1e-2 * np.cos(np.arange(d) * 0.7548776662) / math.sqrt(d)), (b, d))
+            P = xp.stack([xp.stack([lefts[l], nudge], axis=-1) for l in range(nl)], axis=1)  # (b, nl, d, 2)
+            Q = xp.stack([xp.stack([rights[l], nudge], axis=-1) for l in range(nl)], axis=1)
+            u = a
+        else:
+            P = state[:, : 2 * nl * d].reshape(b, nl, d, 2)
+            Q = state[:, 2 * nl * d: 4 * nl * d].reshape(b, nl, d, 2)
+            u = state[:, 4 * nl * d:]
+
+        def norm(P, Q, u):
+            frob = xp.einsum("bljk,bljk->b", xp.einsum("bldj,bldk->bljk", P, P), xp.einsum("bldj,bldk->bljk", Q, Q))
+            return xp.sqrt(xp.maximum(frob, 0.0) + xp.sum(u * u, axis=1))
+
+        rho = xp.zeros(b, dtype=y.dtype)
+        for _ in range(iterations):
+            scale = 1.0 / xp.maximum(norm(P, Q, u), 1e-300)
+            P, u = P * scale[:, None, None, None], u * scale[:, None]
+            dr, drs = u, [None] * nl
+            for l in reversed(range(nl)):
+                drs[l] = dr
+                Vr = xp.einsum("bdk,bk->bd", P[:, l], xp.einsum("bdk,bd->bk", Q[:, l], rights[l]))
+                dr = Vr + matvec(mats[l], dr)
+            da = loss.beta_gradient(dr, rows, with_loss=False) - g_at_zero
+            newP, newQ = [], []
+            for l in range(nl):
+                newP.append(xp.stack([da, lefts[l]], axis=-1))
+                newQ.append(xp.stack([rights[l], drs[l]], axis=-1))
+                Vta = xp.einsum("bdk,bk->bd", Q[:, l], xp.einsum("bdk,bd->bk", P[:, l], lefts[l]))
+                da = Vta + rmatvec(mats[l], da)
+            P, Q, u = xp.stack(newP, axis=1), xp.stack(newQ, axis=1), da
+            rho = norm(P, Q, u)
+        state = xp.concatenate([P.reshape(b, -1), Q.reshape(b, -1), u], axis=1)
+        return rho, state, (iterations + 1) * b
+
+    def __call__(self, step: StepRequest) -> StepOutcome:
+        return _LowRankStep(self, step).run()
+
+
+class _LowRankStep:
+    """One step of :class:`LowRankStages` for a batch sorted by decreasing stage count."""
+
+    def __init__(self, kernel: LowRankStages, step: StepRequest):
+        xp, arch, y = kernel.xp, kernel.arch, step.y
+        self.xp, self.arch, self.loss, self.step = xp, arch, kernel.loss, step
+        self.b, self.nl, self.d = y.shape[0], arch.depth - 1, arch.d
+        order = step.order
+        self.s_sorted, self.rows_sorted = step.stages[order], step.rows[order]
+        self.f = kernel._factors(self.b, int(self.s_sorted[0]) + 1, y.dtype)
+        self.dev_order = xp.asarray(order)
+        self.mats0, self.last0 = arch.layers(y[self.dev_order])
+        self.h = xp.asarray(step.h[order], dtype=y.dtype)
+        self.counts = np.append(np.bincount(self.s_sorted)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
+        # per instance, in sorted order: the new state, ‖est‖² and ‖W_new‖² per layer (matrix layers, then
+        # W_L), ‖∇L(y_new)‖², the loss and the factors of ∇L(y_new) that the next step starts from
+        b, nl, d = self.b, self.nl, self.d
+        self.y_sorted = xp.empty_like(y)
+        self.est2, self.size2 = xp.empty((nl + 1, b), dtype=y.dtype), xp.empty((nl + 1, b), dtype=y.dtype)
+        self.gn2, self.loss_sorted = xp.zeros(b, dtype=y.dtype), xp.empty(b, dtype=y.dtype)
+        self.carry = xp.empty((b, 2 * nl + 1, d), dtype=y.dtype)
+
+    def run(self) -> StepOutcome:
+        step, f, nl, b = self.step, self.f, self.nl, self.b
+        evals = 0
+        if step.carried is None:  # stage 0: the factors of ∇L(y) carried from the step that produced y
+            self.evaluate(0, b, None, False)
+            evals += b
+        else:
+            carried = step.carried[self.dev_order]
+            f.lefts[:, :b, 0] = carried[:, :nl].transpose(1, 0, 2)
+            f.rights[:, :b, 0] = carried[:, nl: 2 * nl].transpose(1, 0, 2)
+            f.last[:b, 0] = carried[:, 2 * nl]
+        for k, A_k in rkc_butcher_rows(step.coefficients, self.s_sorted):
+            kb = A_k.shape[0]
+            c = -self.h[:kb, None] * self.xp.asarray(A_k, dtype=step.y.dtype)
+            fin = slice(int(self.counts[k + 1]), kb)
+            # stage gradients, and ∇L(y_new) with the loss for the instances finishing at k
+            loss_k = self.evaluate(k, kb, c, fin.start < fin.stop)
+            evals += kb
+            if fin.start < fin.stop:
+                self.loss_sorted[fin] = loss_k[fin]
+                self.complete(k, fin, c[fin])
+        inverse = self.xp.asarray(np.argsort(step.order))
+        return StepOutcome(self.y_sorted[inverse], self.carry[inverse], evals, self.error_norm()[inverse],
+                           self.loss_sorted[inverse], self.xp.sqrt(self.gn2)[inverse])
+
+    def evaluate(self, k, kb, c, with_loss):
+        """Store the factors of ∇L at stage Y_k of the first kb instances (c = −hA_k, or None at k = 0);
+        returns their losses if ``with_loss``."""
+        f, mats0 = self.f, self.mats0
+        r = self.last0[:kb] if c is None else self.last0[:kb] + (c[:, None, :] @ f.last[:kb, :k])[:, 0, :]
+        for l in reversed(range(self.nl)):  # right chain r_l = W_{l+1}⋯W_L, then β
+            left, right = f.lefts[l, :kb, :k], f.rights[l, :kb, :k]
+            f.rights[l, :kb, k] = r
+            v = matvec(mats0[l][:kb], r)
+            r = v if c is None else v + _low_rank_apply(left, right, c, r)
+        a = self.loss.beta_gradient(r, self.rows_sorted[:kb], with_loss=with_loss)
+        a, loss = a if with_loss else (a, None)
+        for l in range(self.nl):  # left chain a_{l+1} = W_lᵀa_l
+            left, right = f.lefts[l, :kb, :k], f.rights[l, :kb, :k]
+            f.lefts[l, :kb, k] = a
+            v = rmatvec(mats0[l][:kb], a)
+            a = v if c is None else v + _low_rank_apply(right, left, c, a)
+        f.last[:kb, k] = a
+        return loss
+
+    def complete(self, k, fin, c):
+        """Form Y_k and the ingredients of its error estimate for the instances ``fin`` whose last stage is k."""
+        xp, f, nl, d2 = self.xp, self.f, self.nl, self.d**2
+        e = xp.concatenate([-0.8 * c, xp.zeros_like(c[:, :1])], axis=1)  # est = Σ_{m ≤ k} e_m ∇L(Y_m)
+        e[:, [0, k]] -= 0.4 * self.h[fin, None]
+        for l in range(nl):
+            left, right = f.lefts[l, fin, : k + 1], f.rights[l, fin, : k + 1]
+            W_new = (left[:, :k] * c[:, :, None]).transpose(0, 2, 1) @ right[:, :k]
+            W_new += self.mats0[l][fin]
+            self.y_sorted[fin, l * d2:(l + 1) * d2] = W_new.reshape(-1, d2)
+            gram = (left @ left.transpose(0, 2, 1)) * (right @ right.transpose(0, 2, 1))
+            self.est2[l, fin] = xp.einsum("bm,bmp,bp->b", e, gram, e)
+            self.size2[l, fin] = xp.einsum("bij,bij->b", W_new, W_new)
+            self.gn2[fin] += gram[:, k, k]
+        w_new = self.y_sorted[fin, nl * d2:]
+        xp.add(self.last0[fin], (c[:, None, :] @ f.last[fin, :k])[:, 0, :], out=w_new)
+        est = (e[:, None, :] @ f.last[fin, : k + 1])[:, 0, :]
+        self.est2[nl, fin], self.size2[nl, fin] = xp.sum(est * est, axis=1), xp.sum(w_new * w_new, axis=1)
+        self.gn2[fin] += xp.sum(f.last[fin, k] ** 2, axis=1)
+        self.carry[fin, :nl] = f.lefts[:, fin, k].transpose(1, 0, 2)
+        self.carry[fin, nl: 2 * nl] = f.rights[:, fin, k].transpose(1, 0, 2)
+        self.carry[fin, 2 * nl] = f.last[fin, k]
+
+    def error_norm(self):
+        """Layerwise RMS error norm: RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new))), RMS over layers."""
+        xp, nl, d = self.xp, self.nl, self.d
+        sizes = xp.asarray([d**2] * nl + [d], dtype=self.y_sorted.dtype)[:, None]
+        size0 = xp.stack([xp.einsum("bij,bij->b", W, W) for W in self.mats0] + [xp.sum(self.last0 * self.last0, axis=1)])
+        scale = self.step.atol[self.dev_order][None, :] + self.step.rtol * xp.sqrt(xp.maximum(size0, self.size2) / sizes)
+        total = xp.sqrt(xp.mean(xp.maximum(self.est2, 0.0) / sizes / scale**2, axis=0))
+        return xp.where(xp.isfinite(total), total, xp.inf)

@@ -1,0 +1,38 @@
+"""Batched adaptive Runge–Kutta–Chebyshev integrator of gradient flows.
+
+* :mod:`.rkc` — the RKC2 tables (coefficients, stability bound, Butcher rows);
+* :mod:`.kernels` — the stage-kernel contract (:class:`StageKernel`,
+  :class:`StepRequest`, :class:`StepOutcome`) and the dense kernel;
+* :mod:`.state` — the batched flow state and the record of finished instances;
+* :mod:`.flow` — :func:`integrate_gradient_flow` and :class:`FlowResult`.
+
+How a new simulator plugs in is described in docs/simulator.md.
+"""
+from .flow import STATUSES, FlowResult, integrate_gradient_flow
+from .kernels import (
+    DenseStages,
+    StageKernel,
+    StepOutcome,
+    StepRequest,
+    dense_spectral_radius,
+    dense_stages,
+    row_norms,
+)
+from .rkc import rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
+
+__all__ = [
+    "FlowResult",
+    "integrate_gradient_flow",
+    "STATUSES",
+    "StageKernel",
+    "StepRequest",
+    "StepOutcome",
+    "DenseStages",
+    "dense_stages",
+    "dense_spectral_radius",
+    "row_norms",
+    "rkc_coefficients",
+    "rkc_stability_bound",
+    "rkc_butcher_rows",
+    "tables",
+]

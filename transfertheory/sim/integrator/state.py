@@ -1,0 +1,95 @@
+"""The batched state of a gradient-flow integration and the record of finished instances.
+
+:class:`FlowState` holds, for the instances still integrating (the *working
+set*), every per-instance quantity the step control needs; :meth:`FlowState.compact`
+compacts it when instances finish. :class:`FlowRecord` collects each finished
+instance's final values in batch order. Device arrays stay on the backend of
+the states; the few host arrays are marked.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from ...backend import get_backend, to_host
+
+__all__ = ["FlowState", "FlowRecord"]
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """Per-instance arrays of the working set (first axis: instance), device unless marked *host*.
+
+    ``rows`` (host) each instance's index in the whole batch; ``since_rho``
+    (host) accepted steps since its last spectral-radius estimate; ``y``
+    states (b, P); ``carried`` the stage kernel's gradient representation at
+    ``y`` (None when nothing is carried); ``grad_norm``, ``loss`` at ``y``;
+    ``loss_limit`` the loss above which it counts as diverged; ``t``,
+    ``steps``, ``h`` time, accepted steps, next step size; ``rho``, ``eigvec``
+    the spectral-radius estimate and its warm start; ``atol`` its absolute
+    tolerance.
+    """
+
+    rows: np.ndarray
+    since_rho: np.ndarray
+    y: object
+    carried: object
+    grad_norm: object
+    loss: object
+    loss_limit: object
+    t: object
+    steps: object
+    h: object
+    rho: object
+    eigvec: object
+    atol: object
+
+    @property
+    def size(self) -> int:
+        return int(self.rows.size)
+
+    def compact(self, keep: np.ndarray) -> "FlowState":
+        """The working set restricted to the host boolean mask ``keep``."""
+        dev_keep = get_backend(self.y).asarray(np.flatnonzero(keep))
+        parts = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("rows", "since_rho"):
+                parts[f.name] = value[keep]
+            else:
+                parts[f.name] = None if value is None else value[dev_keep]
+        return FlowState(**parts)
+
+    def with_(self, **changes) -> "FlowState":
+        """A copy with some fields replaced."""
+        return replace(self, **changes)
+
+
+class FlowRecord:
+    """Final values of every instance in batch order: states on the backend, the rest on the host."""
+
+    def __init__(self, y0):
+        B = y0.shape[0]
+        self.y = y0.copy()
+        self.t, self.steps = np.zeros(B), np.zeros(B, dtype=np.int64)
+        self.grad_norm, self.loss, self.residual = np.full(B, np.nan), np.full(B, np.nan), np.full(B, np.nan)
+        self.status = np.full(B, "", dtype=object)
+
+    def finish(self, state: FlowState, mask: np.ndarray, label: str, residual=None) -> FlowState:
+        """Record the instances of the host mask ``mask`` with status ``label``; returns the rest."""
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return state
+        xp = get_backend(state.y)
+        out_rows = state.rows[idx]
+        dev_idx = xp.asarray(idx)
+        self.y[xp.asarray(out_rows)] = state.y[dev_idx]
+        self.t[out_rows] = to_host(state.t[dev_idx])
+        self.steps[out_rows] = to_host(state.steps[dev_idx])
+        self.grad_norm[out_rows] = to_host(state.grad_norm[dev_idx])
+        self.loss[out_rows] = to_host(state.loss[dev_idx])
+        if residual is not None:
+            self.residual[out_rows] = to_host(residual(state.y[dev_idx], out_rows))
+        self.status[out_rows] = label
+        return state.compact(~mask)

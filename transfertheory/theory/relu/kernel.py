@@ -1,0 +1,205 @@
+r"""The degree-1 arc-cosine kernel and the exact population loss of a two-layer ReLU network (FaF §4, App. C).
+
+For x ~ N(0, I_d) and σ = ReLU, FaF Eqs. 152–153 (Cho & Saul 2009):
+
+    k(a, b) = E[σ(aᵀx) σ(bᵀx)] = (‖a‖‖b‖ / 2π) · J(u),   J(u) = √(1 − u²) + u(π − arccos u),
+
+u = aᵀb / (‖a‖‖b‖) the cosine of the angle θ between a and b (J(cos θ) = sin θ + (π − θ) cos θ).
+Special values: k(a, a) = ‖a‖²/2, k(a, −a) = 0, k(a, b) = ‖a‖‖b‖/2π for a ⊥ b; a zero row gives 0.
+
+Its gradient in the first argument (derived in docs/relu.md; J'(u) = π − arccos u):
+
+    ∇_a k(a, b) = (1/2π) [ (π − θ) b + ‖b‖ sin θ · a/‖a‖ ],   a ≠ 0,
+
+continuous up to u = ±1: b/2 at θ = 0 (so ∇_a k(a, a) = a/2, half of ∇‖a‖²/2) and 0 at θ = π.
+
+A mean-field network f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) (FaF Eq. 18) and a teacher
+f*(x) = (1/m*) Σⱼ c*ⱼ σ(w*ⱼᵀx) (FaF Eq. 20) differ by g = f − f* = Σₖ vₖ σ(bₖᵀx) with
+B = [W; W*] and v = [c/m; −c*/m*], so the population loss is exact in weight space:
+
+    L = ½ E(f − f*)² = ½ vᵀ k(B, B) v
+      = ½ [cᵀk(W,W)c/m² − 2cᵀk(W,W*)c*/(m m*) + c*ᵀk(W*,W*)c*/m*²],
+
+with gradients ∂L/∂cᵢ = (1/m) Σₖ k(wᵢ, bₖ) vₖ and ∇_{wᵢ}L = (cᵢ/m) Σₖ vₖ ∇_a k(wᵢ, bₖ). With the
+hidden weights on the unit sphere (FaF §4) the Riemannian gradient is the Euclidean one projected
+on the tangent space of each row: (I − ŵᵢŵᵢᵀ) ∇_{wᵢ}L.
+
+Every function takes a leading batch of instances (W of shape (..., m, d), c of shape (..., m);
+batch axes broadcast) and runs on the array module of its inputs (NumPy or CuPy).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _inputs
+
+__all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", "PopulationLossGradients"]
+
+
+def _norms_and_cosines(A, B, xp):
+    """Row norms of A (..., p), of B (..., q) and the clipped cosines u (..., p, q); u = 0 where a norm is 0."""
+    norm_a = xp.linalg.norm(A, axis=-1)
+    norm_b = xp.linalg.norm(B, axis=-1)
+    inner = A @ xp.swapaxes(B, -1, -2)
+    scale = norm_a[..., :, None] * norm_b[..., None, :]
+    cosine = xp.where(scale > 0, inner / xp.where(scale > 0, scale, 1.0), 0.0)
+    return norm_a, norm_b, xp.clip(cosine, -1.0, 1.0)
+
+
+def _check_pair(A, B, a_name, b_name, xp):
+    """Validated hidden-weight arrays A (..., p, d) and B (..., q, d) of array module ``xp``."""
+    A, B = _inputs.weights(A, a_name, xp), _inputs.weights(B, b_name, xp)
+    if A.shape[-1] != B.shape[-1]:
+        raise ValueError(f"{a_name} and {b_name} must have the same number of columns d, got {A.shape[-1]} "
+                         f"and {B.shape[-1]}")
+    return A, B
+
+
+def _kernel(A, B, xp):
+    """k(A, B) of validated arrays."""
+    return _kernel_from(*_norms_and_cosines(A, B, xp), xp)
+
+
+def _kernel_from(norm_a, norm_b, u, xp):
+    """k from the row norms and cosines of :func:`_norms_and_cosines` (FaF Eq. 153 scaled by ‖a‖‖b‖)."""
+    bracket = xp.sqrt(1.0 - u * u) + u * (math.pi - xp.arccos(u))
+    return norm_a[..., :, None] * norm_b[..., None, :] * bracket / (2 * math.pi)
+
+
+def arccos_kernel(A, B):
+    r"""The matrix k(aᵢ, bⱼ) = E[σ(aᵢᵀx) σ(bⱼᵀx)], x ~ N(0, I_d), σ = ReLU (FaF Eqs. 152–153).
+
+    Parameters
+    ----------
+    A : array_like, shape (..., p, d)
+        Rows aᵢ of any norm (a zero row gives a zero row of the kernel).
+    B : array_like, shape (..., q, d)
+        Rows bⱼ of any norm; leading batch axes broadcast with those of ``A``.
+
+    Returns
+    -------
+    array, shape (..., p, q)
+        (‖aᵢ‖‖bⱼ‖/2π)(√(1 − u²) + u(π − arccos u)), u the cosine between aᵢ and bⱼ (clipped to
+        [−1, 1] against rounding). Symmetric and positive semi-definite when A = B.
+    """
+    xp = _inputs.xp_of(A, B)
+    A, B = _check_pair(A, B, "A", "B", xp)
+    return _kernel(A, B, xp)
+
+
+def _kernel_gradient_sum(A, B, v, norm_a, norm_b, u, xp):
+    r"""Σₖ vₖ ∇_a k(aᵢ, bₖ) for every row aᵢ (nonzero): shape (..., p, d).
+
+    ``norm_a``, ``norm_b``, ``u`` are those of :func:`_norms_and_cosines`. With θᵢₖ = arccos uᵢₖ:
+    (1/2π)[ ((π − θ) ∘ v) B + (Σₖ vₖ ‖bₖ‖ sin θᵢₖ) âᵢ ].
+    """
+    weight_b = (math.pi - xp.arccos(u)) * v[..., None, :]
+    weight_a = (xp.sqrt(1.0 - u * u) * (norm_b * v)[..., None, :]).sum(axis=-1)
+    unit_a = A / norm_a[..., None]
+    return (weight_b @ B + weight_a[..., None] * unit_a) / (2 * math.pi)
+
+
+def _check_network(W, c, W_star, c_star):
+    """Validated (xp, W, c, W*, c*): matching d, c of shape (..., m), c* of shape (..., m*)."""
+    xp = _inputs.xp_of(W, c, W_star, c_star)
+    W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
+    c = _inputs.output_weights(c, W, "c", "W", xp)
+    c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
+    return xp, W, c, W_star, c_star
+
+
+def _difference_network(W, c, W_star, c_star, xp):
+    """(B, v) with f − f* = Σₖ vₖ σ(bₖᵀx): B = [W; W*], v = [c/m; −c*/m*], batch axes broadcast."""
+    m, m_star = W.shape[-2], W_star.shape[-2]
+    batch = _broadcast_batch(W.shape[:-2], c.shape[:-1], W_star.shape[:-2], c_star.shape[:-1])
+    d = W.shape[-1]
+    B = xp.concatenate([xp.broadcast_to(W, batch + (m, d)), xp.broadcast_to(W_star, batch + (m_star, d))], axis=-2)
+    v = xp.concatenate([xp.broadcast_to(c / m, batch + (m,)), xp.broadcast_to(-c_star / m_star, batch + (m_star,))],
+                       axis=-1)
+    return B, v
+
+
+def _broadcast_batch(*shapes):
+    """The broadcast of the batch shapes of the inputs; ValueError listing them when they do not broadcast."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"the leading (batch) axes of the weight arrays {shapes} do not broadcast") from None
+
+
+def _quadratic_form(K, v):
+    """vᵀ K v per instance (batch shape)."""
+    return (v[..., None, :] @ K @ v[..., :, None])[..., 0, 0]
+
+
+def population_loss(W, c, W_star, c_star):
+    r"""½ E_x (f(x) − f*(x))², x ~ N(0, I_d), exactly (no sampling).
+
+    f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) (FaF Eq. 18), f*(x) = (1/m*) Σⱼ c*ⱼ σ(w*ⱼᵀx) (FaF Eq. 20); the value
+    is ½[cᵀk(W,W)c/m² − 2cᵀk(W,W*)c*/(m m*) + c*ᵀk(W*,W*)c*/m*²] with k the arc-cosine kernel.
+    A sum of terms of size ~‖f*‖², it is accurate to about 1e-16·(‖f‖² + ‖f*‖²) in absolute terms.
+
+    Parameters
+    ----------
+    W : array_like, shape (..., m, d)
+        Student hidden weights (rows of any norm; FaF §4 keeps them on the unit sphere).
+    c : array_like, shape (..., m)
+        Student output weights.
+    W_star : array_like, shape (..., m*, d)
+        Teacher hidden weights.
+    c_star : array_like, shape (..., m*)
+        Teacher output weights.
+
+    Returns
+    -------
+    array of the broadcast batch shape (a scalar for a single instance)
+    """
+    xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
+    B, v = _difference_network(W, c, W_star, c_star, xp)
+    return 0.5 * _quadratic_form(_kernel(B, B, xp), v)
+
+
+@dataclass(frozen=True)
+class PopulationLossGradients:
+    """The population loss and its gradients at one point (arrays of the batch shape + the parameter's shape).
+
+    ``grad_W_sphere`` is the Riemannian gradient on the product of spheres (each row of W on its own
+    sphere ‖wᵢ‖ = const): ``grad_W`` minus its component along each row.
+    """
+
+    loss: Any  #: ½ E(f − f*)², shape (...)
+    grad_c: Any  #: ∂L/∂c, shape (..., m)
+    grad_W: Any  #: Euclidean ∇_W L, shape (..., m, d)
+    grad_W_sphere: Any  #: (I − ŵᵢŵᵢᵀ) ∇_{wᵢ} L, shape (..., m, d)
+
+
+def population_loss_and_gradients(W, c, W_star, c_star):
+    r"""The population loss of :func:`population_loss` and its exact gradients in c and W.
+
+    ∂L/∂cᵢ = (1/m)[Σₗ k(wᵢ,wₗ) cₗ/m − Σⱼ k(wᵢ,w*ⱼ) c*ⱼ/m*] and
+    ∇_{wᵢ}L = (cᵢ/m)[Σₗ (cₗ/m) ∇_a k(wᵢ,wₗ) − Σⱼ (c*ⱼ/m*) ∇_a k(wᵢ,w*ⱼ)], with
+    ∇_a k(a, b) = (1/2π)[(π − θ) b + ‖b‖ sin θ a/‖a‖] (docs/relu.md). Both carry a factor 1/m: the
+    mean-field scaling, which FaF App. D.2 compensates with a learning rate 0.01·m.
+
+    Parameters are those of :func:`population_loss`; every row of ``W`` must be nonzero.
+
+    Returns
+    -------
+    PopulationLossGradients
+    """
+    xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
+    _inputs.nonzero_rows(W, "W", xp)
+    B, v = _difference_network(W, c, W_star, c_star, xp)
+    m = W.shape[-2]
+    norms, _, u = _norms_and_cosines(B, B, xp)
+    K = _kernel_from(norms, norms, u, xp)
+    grad_c = (K[..., :m, :] @ v[..., :, None])[..., 0] / m
+    grad_W = v[..., :m, None] * _kernel_gradient_sum(B[..., :m, :], B, v, norms[..., :m], norms, u[..., :m, :], xp)
+    unit = B[..., :m, :] / norms[..., :m, None]
+    grad_sphere = grad_W - (grad_W * unit).sum(axis=-1, keepdims=True) * unit
+    return PopulationLossGradients(loss=0.5 * _quadratic_form(K, v), grad_c=grad_c, grad_W=grad_W,
+                                   grad_W_sphere=grad_sphere)
