@@ -30,7 +30,7 @@ draws at d = 500; meant for ``--backend cupy`` on a GPU).
 
 Examples::
 
-    python benchmarks/bench_deep_linear.py                    # issue settings (~4 min on 2 cores)
+    python benchmarks/bench_deep_linear.py                    # default settings (~2 min on 2 cores)
     python benchmarks/bench_deep_linear.py --quick            # smoke run
     python benchmarks/bench_deep_linear.py --backend cupy --fig1
 """

@@ -4,12 +4,10 @@
 building FaF Fig. 2 at its quick profile (about a second); backend errors run as subprocesses, because what they
 promise is what a user sees: one line on stderr and exit code 3, no traceback.
 """
-import ast
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,53 +19,8 @@ from transfertheory.figures import __main__ as registry_cli
 from transfertheory.figures import cli as figure_cli
 from transfertheory.figures import gallery, output, registry
 
-PACKAGE = Path(transfertheory.__file__).parent
 FAF = ("faf_fig1", "faf_fig2", "faf_fig3", "faf_fig5", "faf_fig6", "faf_fig7")
 TINY_SIM = ["--simulate", "--sim-d", "12", "--sim-draws", "2", "--sim-gammas", "2", "--resolution", "8"]
-
-
-# --------------------------------------------------------------------------- layers
-
-
-def _imports(path):
-    """Absolute names of the modules ``path`` imports (relative imports resolved against its package)."""
-    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
-
-
-def _modules(folder):
-    return sorted((PACKAGE / folder).rglob("*.py")) if folder else sorted(PACKAGE.glob("*.py"))
-
-
-def test_import_parser_resolves_relative_imports():
-    names = _imports(PACKAGE / "figures" / "faf_fig6.py")
-    assert "transfertheory.figures.phase_diagram" in names and "transfertheory.params" in names
-
-
-@pytest.mark.parametrize("path", _modules("figures"), ids=lambda p: p.name)
-def test_no_figure_module_imports_a_command_line(path):
-    """Figures sit below the CLIs: none imports ``transfertheory.phase_diagram`` or the registry's ``__main__``."""
-    faces = {"transfertheory.phase_diagram", "transfertheory.figures.__main__"}
-    assert not (_imports(path) & faces)
-
-
-@pytest.mark.parametrize("path", [*_modules("theory"), *_modules("sim")], ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_core_modules_import_no_face(path):
-    """theory and sim never import figures or a CLI (layers: backend ← theory ← sim ← figures ← CLIs)."""
-    bad = [n for n in _imports(path) if n.startswith(("transfertheory.figures", "transfertheory.phase_diagram"))]
-    assert not bad
 
 
 # --------------------------------------------------------------------------- registry

@@ -68,8 +68,8 @@ COLUMN_DEFINITIONS = {
     "kl": "D_KL(p_s ‖ p_t) of the joint laws of (x, y), FaF Eq. 34 (nats)",
     "w1_empirical": "W₁ between the empirical measures of the samples in ℝ^{d+1} (Euclidean cost, label units)",
     "w2_gaussian": "W₂ between the Gaussian joint laws, Bures closed form (label units)",
-    "dudley_lower": "Dudley lower bound on W₁ (label units)",
-    "dudley_upper": "Dudley upper bound on W₁ (label units)",
+    "dudley_lower": "lower bound on the Dudley metric γ_β(p_s, p_t) ≤ 2 (FaF Eqs. 25–27)",
+    "dudley_upper": "upper bound on the Dudley metric: min(2, W₂, √(2 D_KL))",
 }
 SPEARMAN_COLUMNS = {
     "distance": "distance column of faf_fig5.csv",

@@ -1,0 +1,76 @@
+"""The package's layers point one way (docs/architecture.md), checked on the import statements of every module.
+
+backend ← theory ← sim ← figures, claims ← command lines (``phase_diagram``, ``verify``, ``figures.__main__``).
+theory never imports sim; nothing below the command lines imports one; ``backend.py`` is the only module that
+imports CuPy; no package module imports the test suite (its strict CuPy stand-in is registered from tests/).
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+import transfertheory
+
+PACKAGE = Path(transfertheory.__file__).parent
+CLIS = ("transfertheory.phase_diagram", "transfertheory.verify", "transfertheory.figures.__main__")
+
+
+def _imports(path):
+    """Absolute names of the modules ``path`` imports (relative imports resolved against its package)."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _modules(folder):
+    return sorted((PACKAGE / folder).rglob("*.py"))
+
+
+def _offending(path, forbidden):
+    return sorted(n for n in _imports(path) if n.startswith(forbidden))
+
+
+def test_import_parser_resolves_relative_imports():
+    names = _imports(PACKAGE / "figures" / "faf_fig6.py")
+    assert "transfertheory.figures.phase_diagram" in names and "transfertheory.params" in names
+    assert "transfertheory.backend" in _imports(PACKAGE / "sim" / "integrator" / "flow.py")
+
+
+@pytest.mark.parametrize("path", _modules("theory"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_theory_imports_no_simulator_and_nothing_above(path):
+    assert not _offending(path, ("transfertheory.sim", "transfertheory.figures", "transfertheory.claims", *CLIS))
+
+
+@pytest.mark.parametrize("path", _modules("sim"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_simulators_import_no_figure_claim_or_command_line(path):
+    assert not _offending(path, ("transfertheory.figures", "transfertheory.claims", *CLIS))
+
+
+@pytest.mark.parametrize("path", [p for p in _modules("figures") if p.name != "__main__.py"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_figures_import_no_command_line_and_no_claim(path):
+    assert not _offending(path, ("transfertheory.claims", *CLIS))
+
+
+@pytest.mark.parametrize("path", _modules("claims"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_claims_import_no_command_line(path):
+    assert not _offending(path, CLIS)
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_backend_imports_cupy_and_nothing_imports_the_tests(path):
+    names = _imports(path)
+    if path.name != "backend.py" or path.parent != PACKAGE:
+        assert not any(n == "cupy" or n.startswith("cupy.") for n in names)
+    assert not any(n.split(".")[0] in ("tests", "strict_backend", "conftest") for n in names)
