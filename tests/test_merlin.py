@@ -168,3 +168,17 @@ def test_cupy_matches_numpy():
         np.testing.assert_allclose(cp.asnumpy(g), h, rtol=1e-12)
     x, y = M.sample_source(10, 4, 2, make_rng(0, cp))
     assert isinstance(x, cp.ndarray) and isinstance(y, cp.ndarray)
+
+
+def test_any_wrong_fit_and_lemma2_inputs():
+    # n = 1: x₁ = 0 lets γ = 0 fit; otherwise some x_j ≠ 0 among k − 1 features: 1 − (2/3)·3^{−(k−1)}
+    for k in (2, 3, 7):
+        assert M.any_wrong_feature_fit_probability(1, k) == pytest.approx(1 - 2 / 3 * 3.0 ** (1 - k), rel=1e-13)
+    assert M.any_wrong_feature_fit_probability(400, 10 ** 6) < 1e-60
+    theta_s, theta_t, phi = M.joint_training_construction(0.1, 0.5, np.zeros(4))
+    assert not theta_t.any() and not phi[:, 1].any() and theta_s[0] > 0
+    assert M.joint_training_construction_value(0.1, 0.5, 0.0) < M.joint_training_construction_value(0.1, 0.5, 1.0)
+    with pytest.raises(ValueError, match=re.escape("feature must be a finite vector of shape (d,)")):
+        M.joint_training_construction(0.1, 0.5, np.ones((2, 2)))
+    with pytest.raises(ValueError, match=re.escape("k must be an integer >= 2, got 1")):
+        M.any_wrong_feature_fit_probability(3, 1)

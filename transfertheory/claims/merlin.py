@@ -95,7 +95,7 @@ def _lemma4_point(profile):
                     "μ* = argmin (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², μ* > 0 iff λ < 2^{1/3}/3",
           strategy=_lemma4_point,
           allowance=1e-7,
-          allowance_reason="L-BFGS stops at a gradient norm ~1e-8 on a quartic loss: the value found lies "
+          allowance_reason="optimizer: L-BFGS stops at a gradient norm ~1e-8 on a quartic loss: the value found lies "
                            "within 1e-7 of the minimum it approaches")
 def _lemma4(case):
     p = case.params
@@ -292,3 +292,42 @@ def _sample_size(case):
     return combine([holds(half_zero <= xi / 2, label=f"n={n}: P(≥ half zeros) = {half_zero:.3g} ≤ ξ/2"),
                     holds(wrong <= xi / 2, label=f"(k−1)·P(fit) = {wrong:.3g} ≤ ξ/2"),
                     holds(n - 1 < max(18 * math.log(2 / xi), 3 * math.log(2 * k / xi)), label="n is the smallest")])
+
+
+@register("merlin.thm2.any-wrong-fit", source="MeRLin Thm 2 (proof: union bound k(2/3)ⁿ)", kind="monte-carlo",
+          statement="P(some wrong feature e_j, 2 ≤ j ≤ k, fits n target samples) has the exact form "
+                    "any_wrong_feature_fit_probability(n, k) (Monte Carlo over the target sampler), and stays "
+                    "below the paper's union bound k(2/3)ⁿ even at n = 1",
+          strategy=lambda profile: st.fixed_dictionaries({"n": st.integers(1, 10), "k": st.integers(2, 12)}))
+def _any_wrong_fit(case):
+    n, k = case.params["n"], case.params["k"]
+    draws = 10 * case.profile.mc_reps
+    x, _ = M.sample_target(n * draws, k, case.rng)
+    x2 = x.reshape(draws, n, k) ** 2
+    any_fit = np.zeros(draws, bool)
+    for j in range(1, k):
+        any_fit |= _fits_exactly(x2[..., j], x2[..., 0])
+    exact = M.any_wrong_feature_fit_probability(n, k)
+    return combine([mc_agreement(any_fit.astype(float), exact, label=f"MC n={n}, k={k}"),
+                    within(M.any_wrong_feature_fit_probability(n, 2), M.wrong_feature_fit_probability(n),
+                           ROUNDING, label="k = 2 is one wrong feature"),
+                    holds(exact <= M.any_wrong_feature_fit_bound(n, k), label=f"{exact:.4g} ≤ k(2/3)ⁿ")])
+
+
+@register("merlin.lemma2.joint-construction", source="MeRLin Lemma 2, Eq. 26", kind="exact",
+          statement="the Lemma 2 solution fits the n_t target samples exactly and its joint objective "
+                    "(1 − α)L_Ds + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F) equals Eq. 26 with ‖φ̂_t‖ of the min-norm feature",
+          strategy=lambda profile: st.fixed_dictionaries({"lam": st.floats(0.01, 1.0), "alpha": st.floats(0.0, 1.0),
+                                                          "n": st.integers(1, 8), "d": st.integers(10, 24),
+                                                          "k": st.integers(2, 4)}))
+def _joint_construction(case):
+    p = case.params
+    x, y = M.sample_target(p["n"], p["d"], case.rng)
+    feature = np.linalg.pinv(x) @ x[:, 0]  # min-norm φ̂_t with Xφ̂_t = Xe₁ (always solvable: e₁ is a solution)
+    theta_s, theta_t, phi = M.joint_training_construction(p["lam"], p["alpha"], feature)
+    fitted = ((x @ phi) ** 2) @ theta_t
+    joint = ((1 - p["alpha"]) * M.source_loss(theta_s, phi, p["k"])
+             + p["lam"] * (theta_s @ theta_s + theta_t @ theta_t + (phi ** 2).sum()))
+    value = M.joint_training_construction_value(p["lam"], p["alpha"], np.linalg.norm(feature))
+    return combine([within(np.abs(fitted - y).max(), 0.0, 1e-9, label="empirical target residual"),
+                    within(joint, value, 1e-12 * (1 + value), label="joint objective vs Eq. 26")])

@@ -49,8 +49,9 @@ __all__ = [
     "scale_objective", "optimal_scale", "optimal_source_scale", "source_scale_objective", "source_minimizer",
     "SOURCE_SCALE_THRESHOLD", "SOURCE_SCALE_JUMP",
     "finetune_head_loss", "FINETUNE_HEAD_MIN", "FINETUNE_HEAD_ARGMIN", "finetune_failure_probability",
-    "joint_training_lower_bound",
-    "wrong_feature_fit_probability", "wrong_feature_fit_bound", "merlin_sample_size",
+    "joint_training_lower_bound", "joint_training_construction", "joint_training_construction_value",
+    "wrong_feature_fit_probability", "wrong_feature_fit_bound", "any_wrong_feature_fit_probability",
+    "any_wrong_feature_fit_bound", "merlin_sample_size",
     "LABEL_ZERO_PROBABILITY",
 ]
 
@@ -322,6 +323,36 @@ def joint_training_lower_bound(lam, alpha, eps):
     return scalar_or_array(source_part + target_part, lam, alpha, eps)
 
 
+def joint_training_construction(lam, alpha, feature, m=2):
+    """Lemma 2's joint-training solution (θ_s, θ_t, φ) for a target feature φ̂_t ∈ ℝ^d that fits the target
+    samples (⟨φ̂_t, x_i⟩ = x_i1): neuron 1 carries the source, θ_s1 = (μ*/2)^{1/3}, φ₁ = (√2μ*)^{1/3}e₁,
+    μ* = argmin (3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²; neuron 2 the target, φ₂ = 2^{1/6}φ̂_t/‖φ̂_t‖^{1/3},
+    θ_t2 = ‖φ̂_t‖^{2/3}/2^{1/3}. Its empirical target loss is 0. φ̂_t = 0 (every sample has x₁ = 0, so every
+    label is 0) leaves the target neuron at 0, the limit of the construction."""
+    lam, alpha = LAM_POS.scalar(lam), ALPHA_JOINT.scalar(alpha)
+    feature = np.asarray(feature, dtype=float)
+    norm = float(np.linalg.norm(feature)) if feature.ndim == 1 else np.nan
+    if not np.isfinite(norm):
+        raise ValueError(f"feature must be a finite vector of shape (d,), got shape {feature.shape}")
+    m = P.N.with_range(low=2).scalar(m, "m")
+    mu = float(optimal_scale(3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)))
+    theta_s, theta_t, phi = np.zeros(m), np.zeros(m), np.zeros((feature.size, m))
+    theta_s[0], phi[0, 0] = (mu / 2) ** (1 / 3), (math.sqrt(2) * mu) ** (1 / 3)
+    if norm > 0:
+        theta_t[1], phi[:, 1] = norm ** (2 / 3) / 2 ** (1 / 3), 2 ** (1 / 6) * feature / norm ** (1 / 3)
+    return theta_s, theta_t, phi
+
+
+def joint_training_construction_value(lam, alpha, feature_norm):
+    """Lemma 2 (Eq. 26): L^λ_joint of :func:`joint_training_construction` =
+    min_μ[(3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{2/3})‖φ̂_t‖^{4/3}."""
+    lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
+    feature_norm = P.Param("feature_norm", Interval(0, np.inf, "left")).check(feature_norm)
+    penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
+    source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
+    return scalar_or_array(source_part + penalty * feature_norm ** (4 / 3), lam, alpha, feature_norm)
+
+
 # --------------------------------------------------------------------------- Theorem 1: fine-tuning
 
 
@@ -356,6 +387,25 @@ def wrong_feature_fit_bound(n):
     """The paper's bound (2/3)ⁿ on :func:`wrong_feature_fit_probability` (proof of Thm 2); false at n = 1."""
     n = P.N.check(n)
     return scalar_or_array((2 / 3) ** n, n)
+
+
+def any_wrong_feature_fit_probability(n, k):
+    """P(some wrong feature e_j, 2 ≤ j ≤ k, fits n target samples exactly): the event that MeRLin's validation
+    loss cannot tell e_j from e₁ (proof of Thm 2). Given z samples with x₁ = 0: z = n lets every feature fit
+    (γ = 0); otherwise the features fit independently, each w.p. (1/3)^z(2/3)^{n−z}:
+    (1/3)ⁿ + Σ_{z<n} C(n, z)(1/3)^z(2/3)^{n−z}[1 − (1 − (1/3)^z(2/3)^{n−z})^{k−1}]."""
+    n, k = P.N.scalar(n), SOURCE_K.scalar(k)
+    z = np.arange(n)
+    log_weight = (np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in z])
+                  + z * math.log(1 / 3) + (n - z) * math.log(2 / 3))
+    fit_one = np.exp(z * math.log(1 / 3) + (n - z) * math.log(2 / 3))
+    return float((1 / 3) ** n + np.sum(np.exp(log_weight) * -np.expm1((k - 1) * np.log1p(-fit_one))))
+
+
+def any_wrong_feature_fit_bound(n, k):
+    """The paper's union bound k(2/3)ⁿ on :func:`any_wrong_feature_fit_probability` (proof of Thm 2)."""
+    n, k = P.N.check(n), SOURCE_K.check(k)
+    return scalar_or_array(k * (2 / 3) ** n, n, k)
 
 
 def merlin_sample_size(k, xi):
