@@ -74,6 +74,8 @@ EPS = P.Param("eps", Interval(0, 2.0 / 3.0, "both"), description="target populat
 XI = P.Param("xi", Interval(0, 1, "neither"), description="failure probability ξ of Theorem 2")
 GAMMA_HEAD = P.Param("gamma", Interval(-np.inf, np.inf, "neither"), description="fine-tuned head γ")
 COEF = P.Param("coefficient", Interval(0, np.inf, "left"), description="coefficient of a scale objective")
+MU = P.Param("mu", Interval(-np.inf, np.inf, "neither"), description="scale μ = tr A of the source predictor")
+FEATURE_NORM = P.Param("feature_norm", Interval(0, np.inf, "left"), description="‖φ̂_t‖ of Lemma 2")
 
 
 # --------------------------------------------------------------------------- the data laws
@@ -249,7 +251,7 @@ def regularized_source_loss(theta, phi, k, lam):
 
 def scale_objective(mu, penalty, fit):
     """penalty·|μ|^{2/3} + fit·(μ − 1)²: Lemma 4 (penalty = 3λ/2^{2/3}, fit = 2/3) and Lemma 1."""
-    mu = P.Param("mu", Interval(-np.inf, np.inf, "neither")).check(mu)
+    mu = MU.check(mu)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     return scalar_or_array(penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2, mu, penalty, fit)
 
@@ -347,7 +349,7 @@ def joint_training_construction_value(lam, alpha, feature_norm):
     """Lemma 2 (Eq. 26): L^λ_joint of :func:`joint_training_construction` =
     min_μ[(3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{2/3})‖φ̂_t‖^{4/3}."""
     lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
-    feature_norm = P.Param("feature_norm", Interval(0, np.inf, "left")).check(feature_norm)
+    feature_norm = FEATURE_NORM.check(feature_norm)
     penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
     source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
     return scalar_or_array(source_part + penalty * feature_norm ** (4 / 3), lam, alpha, feature_norm)
