@@ -1,0 +1,368 @@
+r"""MeRLin §5 and App. B closed forms (two-layer quadratic network): exact enumeration, Monte Carlo, numerical minimization.
+
+Model (MeRLin §5, docs/merlin.md): f(x) = θᵀ(φᵀx)², loss (f − y)²; source law D_s with k label-carrying
+coordinates, target law D_t = the k = 1 case. The independent computations here never use the
+package's moment formulas: the laws are enumerated from their definition (every x ∈ {−1, 0, 1}^d with
+its probability, f evaluated neuron by neuron), drawn with the package's samplers for Monte Carlo, and
+the minimizers are searched with L-BFGS from random starts (the gradients used there are the package's,
+checked against finite differences in tests/test_merlin.py; the values compared are exact losses).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import strategies as st
+from scipy.optimize import minimize, minimize_scalar
+from scipy.stats import binom
+
+from ..theory import merlin as M
+from .compare import ROUNDING, exceeds, holds, mc_agreement, within
+from .registry import KNOWN_ERRATUM, CheckResult, combine, register
+
+# --------------------------------------------------------------------------- independent references
+
+
+def _enumerate_law(d, k):
+    """Every (x, y) of the law with k label-carrying coordinates, with its probability (MeRLin §5, from the text)."""
+    xs, ys, ps = [], [], []
+    for y, weight in ((0.0, 1 / 3), (1.0, 2 / 3)):
+        head = [(0.0,)] * k if y == 0 else [(-1.0, 1.0)] * k
+        for x in itertools.product(*head, *[(-1.0, 0.0, 1.0)] * (d - k)):
+            xs.append(x)
+            ys.append(y)
+            ps.append(weight * (0.5 ** k if y == 1 else 1.0) / 3 ** (d - k))
+    return np.array(xs), np.array(ys), np.array(ps)
+
+
+def _network_output(theta, phi, x):
+    return (((x @ phi) ** 2) * theta).sum(axis=-1)
+
+
+def _random_network(rng, d, m):
+    return rng.normal(size=m), rng.normal(size=(d, m)) / math.sqrt(d)
+
+
+def _label(case):
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
+
+
+def _lbfgs(fun, x0):
+    """L-BFGS on ``fun`` (returning value and gradient) from ``x0``; returns the final point."""
+    return minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 3000, "gtol": 1e-12, "ftol": 1e-15}).x
+
+
+# --------------------------------------------------------------------------- the population loss
+
+
+def _network_point(profile):
+    return st.integers(2, 12).flatmap(lambda d: st.fixed_dictionaries(
+        {"d": st.just(d), "k": st.integers(1, d), "m": st.integers(1, 4)}))
+
+
+@register("merlin.population-loss", source="MeRLin §5 (model and laws)", kind="monte-carlo",
+          statement="the exact population loss E[(θᵀ(φᵀx)² − y)²] (moment formula) equals the law's exact "
+                    "enumeration (d ≤ 6) and the Monte Carlo mean of (f − y)² over the package's samplers",
+          strategy=_network_point)
+def _population_loss(case):
+    p = case.params
+    rng = case.rng
+    theta, phi = _random_network(rng, p["d"], p["m"])
+    exact = M.population_loss(theta, phi, p["k"])
+    draws = 10 * case.profile.mc_reps
+    x, y = M.sample_target(draws, p["d"], rng) if p["k"] == 1 else M.sample_source(draws, p["d"], p["k"], rng)
+    results = [mc_agreement((_network_output(theta, phi, x) - y) ** 2, exact, label=f"MC {_label(case)}")]
+    d, k = min(p["d"], 6), min(p["k"], 6)  # enumeration: the first min(d, 6) coordinates (3^6 · 2 points)
+    xs, ys, ps = _enumerate_law(d, k)
+    enumerated = float(ps @ (_network_output(theta, phi[:d], xs) - ys) ** 2)
+    results.append(within(M.population_loss(theta, phi[:d], k), enumerated, 1e-10 * (1 + abs(enumerated)),
+                          label=f"enumeration d={d}, k={k}"))
+    return combine(results)
+
+
+# --------------------------------------------------------------------------- Lemma 4
+
+
+def _lemma4_point(profile):
+    return st.fixed_dictionaries({"lam": st.one_of(st.floats(0.01, 0.41), st.floats(0.43, 1.5)),
+                                  "d": st.integers(3, 4), "k": st.integers(2, 3)})
+
+
+@register("merlin.lemma4", source="MeRLin Lemma 4", kind="exact",
+          statement="min of L_Ds + λ(‖θ‖² + ‖φ‖²_F) is L(μ*) at one neuron θ = (μ*/2)^{1/3}, φ = ±√2θe_j, "
+                    "μ* = argmin (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², μ* > 0 iff λ < 2^{1/3}/3",
+          strategy=_lemma4_point,
+          allowance=1e-7,
+          allowance_reason="optimizer: L-BFGS stops at a gradient norm ~1e-8 on a quartic loss: the value found lies "
+                           "within 1e-7 of the minimum it approaches")
+def _lemma4(case):
+    p = case.params
+    lam, d, k = p["lam"], p["d"], p["k"]
+    mu = M.optimal_source_scale(lam)
+    best_scalar = min((minimize_scalar(lambda t: M.source_scale_objective(t, lam), bounds=b, method="bounded",
+                                       options={"xatol": 1e-12}) for b in ((-1.0, 0.0), (0.0, 0.5), (0.5, 2.0))),
+                      key=lambda r: r.fun)
+    value = M.source_scale_objective(mu, lam)
+    results = [within(value, min(best_scalar.fun, 2 / 3), 1e-10, label=f"L(μ*) vs numerical min, μ*={mu:.6g}"),
+               holds((mu > 0) == (lam < M.SOURCE_SCALE_THRESHOLD), label="μ* > 0 iff λ < 2^{1/3}/3")]
+    theta, phi = M.source_minimizer(lam, d, 2, k, k) if mu > 0 else (np.zeros(2), np.zeros((d, 2)))
+    results.append(within(M.regularized_source_loss(theta, phi, k, lam), value, 1e-12, label="L^λ at the minimizer"))
+
+    m = 2
+    def objective(z):
+        th, ph = z[:m], z[m:].reshape(d, m)
+        loss, gt, gp = M.population_loss_and_grad(th, ph, k)
+        reg = lam * (th @ th + (ph ** 2).sum())
+        return loss + reg, np.concatenate([gt + 2 * lam * th, (gp + 2 * lam * ph).ravel()])
+
+    rng = case.rng
+    runs = [_lbfgs(objective, rng.normal(size=m + d * m)) for _ in range(8)]
+    found = [objective(z)[0] for z in runs]
+    best = runs[int(np.argmin(found))]
+    A = best[m:].reshape(d, m) @ np.diag(best[:m]) @ best[m:].reshape(d, m).T
+    distance = min(np.linalg.norm(A - mu * np.outer(e, e)) for e in np.eye(d)[:k])
+    results.append(within(min(found), value, case.claim.allowance,
+                          label=f"best of 8 L-BFGS runs (m=2, d={d}, k={k}) vs L(μ*)"))
+    results.append(holds(min(found) >= value - case.claim.allowance, label="no run below L(μ*)"))
+    results.append(within(distance, 0.0, 1e-3, label="best run's A = Σθᵢφᵢφᵢᵀ vs μ*e_je_jᵀ (Frobenius; the value "
+                                                     "is within 1e-7, so A within ~√1e-7)"))
+    return combine(results)
+
+
+# --------------------------------------------------------------------------- Theorem 1
+
+
+@register("merlin.thm1.finetune-head-loss", source="MeRLin Thm 1, Eqs. 52–54", kind="exact",
+          statement="the head γ on a wrong feature e_j has exact target loss (2/3)γ² − (8/9)γ + 2/3 ≥ 10/27; "
+                    "a head fine-tuned on n_t target samples (ridge) stays ≥ 10/27",
+          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(2, 16), "gamma": st.floats(-3, 3),
+                                                          "n": st.integers(1, 40), "lam": st.floats(0.0, 1.0)}))
+def _finetune_head_loss(case):
+    p = case.params
+    d, gamma = p["d"], p["gamma"]
+    rng = case.rng
+    j = int(rng.integers(2, d + 1))
+    scale = rng.uniform(0.5, 2.0)  # φ = s·e_j, θ = γ/s²: the same predictor γ·x_j²
+    phi = np.zeros((d, 1))
+    phi[j - 1, 0] = scale
+    exact = M.target_loss([gamma / scale ** 2], phi)
+    results = [within(M.finetune_head_loss(gamma), exact, ROUNDING * (1 + exact), label=f"γ={gamma:.4g}, j={j}")]
+    # the fine-tuned head: ridge on the target samples, min_γ Σ(γx_j² − y)² + λγ² (feature scale 1)
+    losses = []
+    for _ in range(50):
+        x, y = M.sample_target(p["n"], d, rng)
+        f = x[:, j - 1] ** 2
+        head = (f @ y) / (f @ f + p["lam"]) if f @ f + p["lam"] > 0 else 0.0
+        losses.append(M.target_loss([head], np.eye(d)[:, [j - 1]]))
+    results.append(holds(min(losses) >= M.FINETUNE_HEAD_MIN - ROUNDING,
+                         label=f"min over 50 fine-tuned heads {min(losses):.6g} ≥ 10/27"))
+    vertex = minimize_scalar(lambda g: M.target_loss([g], phi / scale), bounds=(-5, 5), method="bounded",
+                             options={"xatol": 1e-12})
+    results.append(within(vertex.fun, M.FINETUNE_HEAD_MIN, 1e-12, label="min_γ of the exact target loss"))
+    return combine(results)
+
+
+@register("merlin.thm1.failure-probability", source="MeRLin Thm 1 (fine-tuning)", kind="exact",
+          statement="every Lemma 4 minimizer e_j, j ∈ [k], has the same regularized source loss, and the best head "
+                    "on it has target loss 0 (j = 1) or 10/27 (j ≠ 1): failure probability 1 − 1/k under a uniform j",
+          strategy=lambda profile: st.fixed_dictionaries({"k": st.integers(2, 8), "lam": st.floats(0.01, 0.4)}))
+def _failure_probability(case):
+    k, lam = case.params["k"], case.params["lam"]
+    d = k + 1
+    source, best_heads = [], []
+    for j in range(1, k + 1):
+        theta, phi = M.source_minimizer(lam, d, 1, k, j, sign=1 if j % 2 else -1)
+        source.append(M.regularized_source_loss(theta, phi, k, lam))
+        fit = minimize_scalar(lambda g: M.target_loss([g], phi), bounds=(-10, 10), method="bounded",
+                              options={"xatol": 1e-13})
+        best_heads.append(fit.fun)
+    failing = sum(h >= M.FINETUNE_HEAD_MIN - 1e-9 for h in best_heads)
+    return combine([within(max(source) - min(source), 0.0, 1e-12, label="source loss equal over j"),
+                    within(best_heads[0], 0.0, 1e-9, label="best head on e_1"),
+                    holds(failing == k - 1, label=f"{failing} of k={k} features fail"),
+                    within(M.finetune_failure_probability(k), (k - 1) / k, ROUNDING, label="1 − 1/k")])
+
+
+@register("merlin.thm1.pretrained-feature", source="MeRLin Thm 1 (fine-tuning: the pre-trained feature)",
+          kind="simulation",
+          statement="pre-training (L-BFGS on the exact L^λ_Ds from i.i.d. Gaussian starts) that reaches the Lemma 4 "
+                    "minimum ends on feature e₁ with probability 1/k, so fine-tuning fails w.p. 1 − 1/k",
+          strategy=lambda profile: st.fixed_dictionaries({"k": st.integers(2, 5), "lam": st.floats(0.01, 0.4),
+                                                          "m": st.integers(1, 3)}))
+def _pretrained_feature(case):
+    k, lam, m = case.params["k"], case.params["lam"], case.params["m"]
+    d = k + 1  # one source-irrelevant coordinate
+
+    def objective(z):
+        th, ph = z[:m], z[m:].reshape(d, m)
+        loss, gt, gp = M.population_loss_and_grad(th, ph, k)
+        return loss + lam * (th @ th + (ph ** 2).sum()), np.concatenate([gt + 2 * lam * th, (gp + 2 * lam * ph).ravel()])
+
+    minimum = M.source_scale_objective(M.optimal_source_scale(lam), lam)
+    rng = case.rng
+    runs = case.profile.mc_reps // 10
+    on_e1 = []
+    for _ in range(runs):
+        z = _lbfgs(objective, 0.5 * rng.normal(size=m + d * m))
+        if objective(z)[0] <= minimum + 1e-7:  # a Lemma 4 minimizer (others: stationary points L-BFGS stopped at)
+            A = z[m:].reshape(d, m) @ np.diag(z[:m]) @ z[m:].reshape(d, m).T
+            on_e1.append(float(np.argmax(np.abs(np.diag(A))) == 0))
+    if len(on_e1) < runs // 2:
+        return CheckResult(1.0, 0.0, False, detail=f"only {len(on_e1)} of {runs} runs reached the minimum")
+    return mc_agreement(on_e1, 1 / k, label=f"P(feature e₁) over {len(on_e1)} of {runs} runs at the minimum, k={k}")
+
+
+# --------------------------------------------------------------------------- Lemma 1
+
+
+@register("merlin.lemma1.joint-bound", source="MeRLin Lemma 1", kind="exact",
+          statement="(1 − α)L_Ds(θ_s, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F) ≥ the Lemma 1 bound at ε = L_Dt(θ_t, φ) ≤ 2/3 "
+                    "(a counterexample search: constrained minimization from random starts)",
+          strategy=lambda profile: st.fixed_dictionaries({"lam": st.floats(0.01, 0.4), "alpha": st.floats(0.0, 0.9),
+                                                          "eps": st.floats(0.0, 0.6)}),
+          allowance=1e-9, allowance_reason="rounding of the exact losses at the points found")
+def _joint_bound(case):
+    lam, alpha, eps = case.params["lam"], case.params["alpha"], case.params["eps"]
+    d, k, m = 3, 2, 3
+    penalty_weight = 1e3
+
+    def unpack(z):
+        return z[:m], z[m:2 * m], z[2 * m:].reshape(d, m)
+
+    def objective(z):
+        ts, tt, ph = unpack(z)
+        ls, gts, gps = M.population_loss_and_grad(ts, ph, k)
+        lt, gtt, gpt = M.population_loss_and_grad(tt, ph, 1)
+        excess = max(lt - eps, 0.0)
+        value = (1 - alpha) * ls + lam * (ts @ ts + tt @ tt + (ph ** 2).sum()) + penalty_weight * excess ** 2
+        grad = np.concatenate([(1 - alpha) * gts + 2 * lam * ts, 2 * penalty_weight * excess * gtt + 2 * lam * tt,
+                               ((1 - alpha) * gps + 2 * penalty_weight * excess * gpt + 2 * lam * ph).ravel()])
+        return value, grad
+
+    rng = case.rng
+    margins = []
+    for _ in range(6):
+        ts, tt, ph = unpack(_lbfgs(objective, rng.normal(size=2 * m + d * m)))
+        achieved = M.target_loss(tt, ph)
+        if achieved > 2 / 3:
+            continue
+        joint = (1 - alpha) * M.source_loss(ts, ph, k) + lam * (ts @ ts + tt @ tt + (ph ** 2).sum())
+        margins.append(joint - M.joint_training_lower_bound(lam, alpha, achieved))
+    if not margins:
+        return CheckResult(1.0, 0.0, False, detail="no search run reached a target loss <= 2/3")
+    worst = min(margins)
+    return CheckResult(max(-worst, 0.0), case.claim.allowance, worst >= -case.claim.allowance,
+                       detail=f"smallest margin L_joint − bound over {len(margins)} runs: {worst:.4g}")
+
+
+# --------------------------------------------------------------------------- Theorem 2
+
+
+def _fits_exactly(xj2, x12):
+    """Whether some γ gives γ·x_j² = x₁² on every sample (least squares γ, exact residual on {0, 1} data)."""
+    denominator = (xj2 * xj2).sum(axis=-1)
+    gamma = np.where(denominator > 0, (xj2 * x12).sum(axis=-1) / np.where(denominator > 0, denominator, 1), 0.0)
+    return np.all(gamma[..., None] * xj2 == x12, axis=-1)
+
+
+def _enumerated_fit_probability(n):
+    """Exact P(fit) by enumerating the 9ⁿ configurations of (x₁, x_j) over n samples (fractions).
+
+    Per sample: x₁ = 0 (y = 0) w.p. 1/3, x₁ = ±1 w.p. 2/3 · 1/2; x_j ∈ {−1, 0, 1} w.p. 1/3 each, independent.
+    """
+    per_sample = [((x1, xj), (Fraction(1, 3) if x1 == 0 else Fraction(1, 3)) * Fraction(1, 3))
+                  for x1 in (-1, 0, 1) for xj in (-1, 0, 1)]
+    total = Fraction(0)
+    for combo in itertools.product(per_sample, repeat=n):
+        x12 = np.array([c[0][0] ** 2 for c in combo], float)
+        xj2 = np.array([c[0][1] ** 2 for c in combo], float)
+        if _fits_exactly(xj2, x12):
+            total += math.prod((c[1] for c in combo), start=Fraction(1))
+    return total
+
+
+@register("merlin.thm2.wrong-fit-probability", source="MeRLin Thm 2 (proof)", kind="monte-carlo",
+          statement="a wrong feature e_j fits n target samples exactly w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ: exact "
+                    "enumeration (n ≤ 4) and Monte Carlo over the target sampler",
+          strategy=lambda profile: st.fixed_dictionaries({"n": st.integers(1, 12), "d": st.integers(2, 20)}))
+def _wrong_fit(case):
+    n, d = case.params["n"], case.params["d"]
+    rng = case.rng
+    draws = 20 * case.profile.mc_reps
+    x, _ = M.sample_target(n * draws, d, rng)
+    x = x.reshape(draws, n, d)
+    j = rng.integers(1, d, size=draws)
+    xj2 = np.take_along_axis(x, j[:, None, None], axis=2)[..., 0] ** 2
+    fits = _fits_exactly(xj2, x[..., 0] ** 2).astype(float)
+    exact = M.wrong_feature_fit_probability(n)
+    results = [mc_agreement(fits, exact, label=f"MC n={n}, d={d}")]
+    if n <= 4:
+        enumerated = _enumerated_fit_probability(n)
+        results.append(within(exact, float(enumerated), 1e-15, label=f"enumeration n={n}: {enumerated}"))
+    return combine(results)
+
+
+@register("merlin.thm2.bound-2-3", source="MeRLin Thm 2 (proof: P(e_j fits) ≤ (2/3)ⁿ)", kind="exact",
+          expected=KNOWN_ERRATUM, erratum="erratum-merlin-fit-bound",
+          statement="the probability that a wrong feature fits n target samples is at most (2/3)ⁿ: false at n = 1 "
+                    "(7/9 > 2/3), true for every n ≥ 2")
+def _bound_2_3(case):
+    exact = Fraction(5, 9) + Fraction(1, 3) - Fraction(1, 9)
+    excess = exact - Fraction(2, 3)
+    return exceeds(float(excess), 0.0, label=f"P(fit | n=1) − (2/3) = {exact} − 2/3 = {excess}")
+
+
+@register("merlin.thm2.sample-size", source="MeRLin Thm 2 (proof)", kind="exact",
+          statement="at n_t = max(⌈18 log(2/ξ)⌉, ⌈3 log(2k/ξ)⌉) the exact binomial tail P(≥ n_t/2 samples with "
+                    "x₁ = 0) ≤ ξ/2 and (k − 1)·P(a wrong feature fits) ≤ ξ/2",
+          strategy=lambda profile: st.fixed_dictionaries({"k": st.integers(2, 10 ** 6),
+                                                          "xi": st.floats(1e-6, 0.99)}))
+def _sample_size(case):
+    k, xi = case.params["k"], case.params["xi"]
+    n = M.merlin_sample_size(k, xi)
+    half_zero = float(binom.sf(math.ceil(n / 2) - 1, n, 1 / 3))
+    wrong = (k - 1) * M.wrong_feature_fit_probability(n)
+    return combine([holds(half_zero <= xi / 2, label=f"n={n}: P(≥ half zeros) = {half_zero:.3g} ≤ ξ/2"),
+                    holds(wrong <= xi / 2, label=f"(k−1)·P(fit) = {wrong:.3g} ≤ ξ/2"),
+                    holds(n - 1 < max(18 * math.log(2 / xi), 3 * math.log(2 * k / xi)), label="n is the smallest")])
+
+
+@register("merlin.thm2.any-wrong-fit", source="MeRLin Thm 2 (proof: union bound k(2/3)ⁿ)", kind="monte-carlo",
+          statement="P(some wrong feature e_j, 2 ≤ j ≤ k, fits n target samples) has the exact form "
+                    "any_wrong_feature_fit_probability(n, k) (Monte Carlo over the target sampler), and stays "
+                    "below the paper's union bound k(2/3)ⁿ even at n = 1",
+          strategy=lambda profile: st.fixed_dictionaries({"n": st.integers(1, 10), "k": st.integers(2, 12)}))
+def _any_wrong_fit(case):
+    n, k = case.params["n"], case.params["k"]
+    draws = 10 * case.profile.mc_reps
+    x, _ = M.sample_target(n * draws, k, case.rng)
+    x2 = x.reshape(draws, n, k) ** 2
+    any_fit = np.zeros(draws, bool)
+    for j in range(1, k):
+        any_fit |= _fits_exactly(x2[..., j], x2[..., 0])
+    exact = M.any_wrong_feature_fit_probability(n, k)
+    return combine([mc_agreement(any_fit.astype(float), exact, label=f"MC n={n}, k={k}"),
+                    within(M.any_wrong_feature_fit_probability(n, 2), M.wrong_feature_fit_probability(n),
+                           ROUNDING, label="k = 2 is one wrong feature"),
+                    holds(exact <= M.any_wrong_feature_fit_bound(n, k), label=f"{exact:.4g} ≤ k(2/3)ⁿ")])
+
+
+@register("merlin.lemma2.joint-construction", source="MeRLin Lemma 2, Eq. 26", kind="exact",
+          statement="the Lemma 2 solution fits the n_t target samples exactly and its joint objective "
+                    "(1 − α)L_Ds + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F) equals Eq. 26 with ‖φ̂_t‖ of the min-norm feature",
+          strategy=lambda profile: st.fixed_dictionaries({"lam": st.floats(0.01, 1.0), "alpha": st.floats(0.0, 1.0),
+                                                          "n": st.integers(1, 8), "d": st.integers(10, 24),
+                                                          "k": st.integers(2, 4)}))
+def _joint_construction(case):
+    p = case.params
+    x, y = M.sample_target(p["n"], p["d"], case.rng)
+    feature = np.linalg.pinv(x) @ x[:, 0]  # min-norm φ̂_t with Xφ̂_t = Xe₁ (always solvable: e₁ is a solution)
+    theta_s, theta_t, phi = M.joint_training_construction(p["lam"], p["alpha"], feature)
+    fitted = ((x @ phi) ** 2) @ theta_t
+    joint = ((1 - p["alpha"]) * M.source_loss(theta_s, phi, p["k"])
+             + p["lam"] * (theta_s @ theta_s + theta_t @ theta_t + (phi ** 2).sum()))
+    value = M.joint_training_construction_value(p["lam"], p["alpha"], np.linalg.norm(feature))
+    return combine([within(np.abs(fitted - y).max(), 0.0, 1e-9, label="empirical target residual"),
+                    within(joint, value, 1e-12 * (1 + value), label="joint objective vs Eq. 26")])
