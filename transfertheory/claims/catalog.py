@@ -2,3 +2,4 @@
 from . import faf_distances  # noqa: F401  FaF §2.1: Thm 2.2, Eqs. 25–34, Fig. 5
 from . import faf_linear  # noqa: F401  FaF §3: Eqs. 10–17 and their finite-size versions, Thm 3.8 at finite n
 from . import faf_flow  # noqa: F401  FaF §3 against the gradient-flow simulator: Lemma 3.3, Thms 3.4–3.9
+from . import tdr  # noqa: F401  TDR §6: H∞ Gram matrices, transformed labels, Thms 1–2 (NTK regime)
