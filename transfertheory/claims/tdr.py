@@ -48,7 +48,7 @@ def _sphere(rng, n, d):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def _gram_mc_free_lambda_min(x):
+def _arccos_lambda_min(x):
     """λ_min of H∞ from the arccos formula (used only to reject ill-conditioned draws)."""
     c = np.clip(x @ x.T, -1.0, 1.0)
     return np.linalg.eigvalsh(c * (math.pi - np.arccos(c)) / (2 * math.pi))[0]
@@ -60,7 +60,7 @@ def _data(case):
     d = p["d"]
     while True:
         x_p, x_q = _sphere(rng, p["n_P"], d), _sphere(rng, p["n_Q"], d)
-        if min(_gram_mc_free_lambda_min(x_p), _gram_mc_free_lambda_min(x_q)) >= LAMBDA_FLOOR:
+        if min(_arccos_lambda_min(x_p), _arccos_lambda_min(x_q)) >= LAMBDA_FLOOR:
             break
     beta_p, beta_q = np.zeros(d), np.zeros(d)
     beta_p[0] = 1.0
