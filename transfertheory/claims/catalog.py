@@ -4,3 +4,4 @@ from . import faf_linear  # noqa: F401  FaF §3: Eqs. 10–17 and their finite-s
 from . import faf_flow  # noqa: F401  FaF §3 against the gradient-flow simulator: Lemma 3.3, Thms 3.4–3.9
 from . import faf_relu  # noqa: F401  FaF §4: arc-cosine kernel, projections (Eqs. 152–159), population loss, Fig. 4d
 from . import merlin  # noqa: F401  MeRLin §5, App. B: quadratic network, Lemmas 1 and 4, Thms 1–2 closed forms
+from . import tdr  # noqa: F401  TDR §6: H∞ Gram matrices, transformed labels, Thms 1–2 (NTK regime)
