@@ -7,7 +7,11 @@
   :data:`METHODS`, :func:`get_method`);
 * :mod:`.transfer` — transferability on the (γ, θ) plane and its boundary angles;
 * :mod:`.distances` — FaF §2.1, task distances (``from transfertheory.theory import distances``;
-  not imported eagerly because it loads POT).
+  not imported eagerly because it loads POT);
+* :mod:`.relu` — FaF §4, two-layer ReLU student–teacher networks (arc-cosine kernel, projections);
+* :mod:`.merlin` — MeRLin §5, the two-layer quadratic network;
+* :mod:`.ntk_two_layer` — TDR §6, NTK Gram quantities of fine-tuning
+  (each imported on demand: ``from transfertheory.theory import relu``).
 """
 from . import linear, methods, transfer
 from .linear import *  # noqa: F401,F403  (the public contract of FaF §3)
