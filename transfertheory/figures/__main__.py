@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli import EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments, resolve_backend
+from .cli import (EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments, resolve_backend,
+                  write_and_report)
 from .registry import figures
 
 __all__ = ["build_parser", "main"]
@@ -59,7 +60,6 @@ def _selected(parser, args):
 def main(argv=None):
     """Entry point; returns the exit code (usage errors exit 2, an unusable backend 3, via ``SystemExit``)."""
     from .gallery import write_readme
-    from .output import write_outputs
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -70,27 +70,17 @@ def main(argv=None):
             print(f"{name:<{width}}  {figure.title}")
         return EXIT_OK
     backend = resolve_backend(args.backend) if any(f.simulates for f in chosen) else None
-    import matplotlib.pyplot as plt
-
     runtimes = {}
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
         timer = Timer()
-        output = figure.build(dict(figure.profiles[args.profile]), backend, None)
+        output = figure.make(args.profile, backend)
         runtimes[figure.name] = timer.elapsed
-        try:
-            paths = write_outputs(output, figure.name, args.out, args.format, title=figure.title,
-                                  description=figure.description, sources=figure.sources,
-                                  backend=backend if figure.simulates else None, runtime_s=runtimes[figure.name],
-                                  extra_suffixes=figure.extra_suffixes, thumbnail=True,
-                                  context={"profile": args.profile})
-        except OSError as err:
-            print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
-            return EXIT_UNWRITABLE
-        finally:
-            plt.close(output.figure)
-        print("\n".join(output.summary))
-        print(f"{figure.name}: {runtimes[figure.name]:.1f} s; wrote " + ", ".join(str(p) for p in paths), flush=True)
+        code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtimes[figure.name]:.1f} s; ",
+                                **figure.labels(), backend=backend if figure.simulates else None,
+                                runtime_s=runtimes[figure.name], thumbnail=True, context={"profile": args.profile})
+        if code != EXIT_OK:
+            return code
     try:
         readme = write_readme(args.out)
     except OSError as err:

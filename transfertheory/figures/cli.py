@@ -120,22 +120,22 @@ class Timer:
         return time.perf_counter() - self.start
 
 
-def write_and_report(output, name, args, *, title, description="", sources=(), backend=None, runtime_s=None,
-                     extra_suffixes=()):
+def write_and_report(output, name, args, *, label="", **labels):
     """Write a :class:`~transfertheory.figures.output.FigureOutput` under ``args.out`` (``args.format``), close its
-    figure, print its summary lines and the written paths; returns the exit code (0, or 1 if not writable)."""
+    figure, print its summary lines and the written paths (after ``label``); returns the exit code (0, or 1 if not
+    writable). ``labels``: the keywords of :func:`~transfertheory.figures.output.write_outputs` (title, description,
+    sources, backend, runtime_s, extra_suffixes, thumbnail, context; :meth:`Figure.labels` gives the first ones)."""
     import matplotlib.pyplot as plt
 
     from .output import write_outputs
 
     try:
-        paths = write_outputs(output, name, args.out, args.format, title=title, description=description,
-                              sources=sources, backend=backend, runtime_s=runtime_s, extra_suffixes=extra_suffixes)
+        paths = write_outputs(output, name, args.out, args.format, **labels)
     except OSError as err:
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return EXIT_UNWRITABLE
     finally:
         plt.close(output.figure)
     print("\n".join(output.summary))
-    print("wrote " + ", ".join(str(p) for p in paths))
+    print(f"{label}wrote " + ", ".join(str(p) for p in paths), flush=True)
     return EXIT_OK

@@ -11,6 +11,8 @@ theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``.
 """
 from __future__ import annotations
 
+import functools
+
 from .phase_diagram import compute_grid, phase_diagram_output
 from .registry import Figure, register
 from .simulation import simulate_slices
@@ -29,12 +31,6 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
                                 primary="points")
 
 
-def _registered(method):
-    def build_registered(params, backend, progress):
-        return build(method, backend=backend, progress=progress, **params)
-
-    return build_registered
-
 
 _QUICK = dict(sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8)
 _PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
@@ -47,7 +43,7 @@ FIGURE_1 = register(Figure(
     "and 1 + σ²/sin²θ, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simulations (mean ± SD over target draws) "
     "and, dashed, the exact theory at the simulated d.",
     sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
-    build=_registered("linear"),
+    build=functools.partial(build, "linear"),
     profiles={"quick": _QUICK, "paper": _PAPER},
     extra_suffixes=("_grid",),
 ))
@@ -59,7 +55,7 @@ FIGURE_3 = register(Figure(
     "Thm 3.9), the paper's Eq. 17 boundary θ = π/3 is dashed and its slices dotted. Slices carry gradient-flow "
     "simulations (mean ± SD) and crosses at the Monte Carlo of the exact finite-d gradient-flow limit.",
     sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
-    build=_registered("finetune"),
+    build=functools.partial(build, "finetune"),
     profiles={"quick": _QUICK, "paper": _PAPER},
     extra_suffixes=("_grid",),
 ))

@@ -191,12 +191,7 @@ def main(argv=None):
     timer = cli.Timer()
     backend = cli.resolve_backend(args.backend)
     output = build(d, draws, args.gamma, args.theta, args.noise, args.lam_max, args.lams, args.seed, backend)
-    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
-                                sources=FIGURE.sources, backend=backend, runtime_s=timer.elapsed)
-
-
-def _build_registered(params, backend, progress):
-    return build(backend=backend, progress=progress, **params)
+    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 
 
 FIGURE = register(Figure(
@@ -207,7 +202,7 @@ FIGURE = register(Figure(
     "simulations (mean ± SD); (b) the same minus Eq. 15 (± SE), where the finite-n excess and its decrease with a "
     "small λ are visible. θ = π/8 and σ = 0.2 are inferred (the caption gives γ = 0.5 and 20 draws only).",
     sources=("FaF Eq. 14", "FaF Eq. 15", "FaF Thm 3.8", "FaF Fig. 2"),
-    build=_build_registered,
+    build=build,
     profiles={"quick": dict(d=64, draws=20), "paper": dict(d=500, draws=20)},
 ))
 

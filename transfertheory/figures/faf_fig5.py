@@ -280,12 +280,7 @@ def main(argv=None):
     n = _resolve_n(parser, args)
     timer = cli.Timer()
     output = build(args.d, n, args.sigma, args.samples, args.angles, tuple(args.norms), args.seed)
-    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
-                                sources=FIGURE.sources, runtime_s=timer.elapsed)
-
-
-def _build_registered(params, backend, progress):
-    return build(**params)
+    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), runtime_s=timer.elapsed)
 
 
 FIGURE = register(Figure(
@@ -296,7 +291,7 @@ FIGURE = register(Figure(
     "correlations of T with five distances: a distance that predicted transfer would make T decreasing in it. "
     "The W₁ axis shades its sampling-bias floor (W₁ of two samples of the same law).",
     sources=("FaF Eq. 13", "FaF Eq. 34", "FaF Fig. 5"),
-    build=_build_registered,
+    build=build,
     profiles={"quick": dict(d=50, n=25, samples=300), "paper": dict(d=50, n=25, samples=1000)},
     simulates=False,
 ))

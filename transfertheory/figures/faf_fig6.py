@@ -86,13 +86,7 @@ def main(argv=None):
     timer = cli.Timer()
     backend = cli.resolve_backend(args.backend)
     output = build(d, draws, args.gammas, args.resolution, seed=args.seed, backend=backend)
-    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
-                                sources=FIGURE.sources, backend=backend, runtime_s=timer.elapsed,
-                                extra_suffixes=FIGURE.extra_suffixes)
-
-
-def _build_registered(params, backend, progress):
-    return build(backend=backend, progress=progress, **params)
+    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 
 
 FIGURE = register(Figure(
@@ -103,7 +97,7 @@ FIGURE = register(Figure(
     "scratch model learns β_t exactly), (c) slices with gradient-flow simulations (mean ± SD) and the exact theory "
     "at the simulated d (dashed).",
     sources=("FaF Eq. 13", "FaF Fig. 6"),
-    build=_build_registered,
+    build=build,
     profiles={"quick": dict(d=64, draws=20, gammas=8, resolution=200),
               "paper": dict(d=500, draws=20, gammas=8, resolution=400)},
     extra_suffixes=("_grid",),

@@ -170,12 +170,7 @@ def main(argv=None):
     timer = cli.Timer()
     backend = cli.resolve_backend(args.backend)
     output = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=backend)
-    return cli.write_and_report(output, NAME, args, title=FIGURE.title, description=FIGURE.description,
-                                sources=FIGURE.sources, backend=backend, runtime_s=timer.elapsed)
-
-
-def _build_registered(params, backend, progress):
-    return build(backend=backend, progress=progress, **params)
+    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 
 
 FIGURE = register(Figure(
@@ -185,7 +180,7 @@ FIGURE = register(Figure(
     "γ = cos²θ and γ = 1; (b) the gradient-flow simulation (mean over target draws); (c) z = (simulation − "
     "theory)/SE, clipped to ±4 — the check the paper leaves to the eye. Rows |n − d| ≤ 1 are not simulated (grey).",
     sources=("FaF Eq. 13", "FaF Fig. 7"),
-    build=_build_registered,
+    build=build,
     profiles={"quick": dict(d=48, draws=20, gammas=8, thetas=9), "paper": dict(d=500, draws=20, gammas=8, thetas=9)},
 ))
 

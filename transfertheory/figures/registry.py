@@ -3,11 +3,12 @@ r"""The figures registry: one record per reproducible figure, looked up by name.
 A figure module registers its figure with one call at import time::
 
     register(Figure(name="faf_fig2", title=..., description=..., sources=("FaF Eq. 15",),
-                    build=_build, profiles={"quick": {...}, "paper": {...}}))
+                    build=build, profiles={"quick": {...}, "paper": {...}}))
 
-``build(params, backend, progress)`` takes one profile's parameters, the array backend name (``"numpy"`` /
-``"cupy"``) and whether to show progress bars, and returns a
-:class:`~transfertheory.figures.output.FigureOutput`. The profiles are the sizes the registry CLI offers:
+``build(**params, backend=..., progress=...)`` is the module's own builder: it takes one profile's parameters as
+keywords — and, for a figure that simulates, the array backend name (``"numpy"`` / ``"cupy"``) and whether to
+show progress bars — and returns a :class:`~transfertheory.figures.output.FigureOutput`
+(:meth:`Figure.make` calls it). The profiles are the sizes the registry CLI offers:
 ``quick`` (CPU-sized: every FaF figure together in a few minutes on 2 cores) and ``paper`` (the paper's sizes).
 
 The modules that register are imported in one place, :mod:`transfertheory.figures.catalog`; :func:`figures` and
@@ -29,8 +30,8 @@ class Figure:
     """A registered figure.
 
     name: file stem and CLI name (``faf_fig1``); title: one line; description: what it shows (a paragraph);
-    sources: the equations / figures it reproduces (``"FaF Eq. 13"``); build: ``(params, backend, progress) ->
-    FigureOutput``; profiles: ``{"quick": params, "paper": params}``; simulates: whether ``build`` runs the
+    sources: the equations / figures it reproduces (``"FaF Eq. 13"``); build: ``(**params, backend, progress) ->
+    FigureOutput`` (without ``backend`` and ``progress`` when it does not simulate); profiles: ``{"quick": params, "paper": params}``; simulates: whether ``build`` runs the
     simulator (then the backend matters); extra_suffixes: every ``NAME{suffix}.csv`` the figure can write.
     """
 
@@ -50,6 +51,19 @@ class Figure:
         frozen = {p: MappingProxyType(dict(v)) for p, v in self.profiles.items()}
         object.__setattr__(self, "profiles", MappingProxyType(frozen))
         object.__setattr__(self, "sources", tuple(self.sources))
+
+    def make(self, profile, backend=None, progress=None):
+        """Build the figure at a profile's parameters (``"quick"`` / ``"paper"``); a ``FigureOutput``."""
+        params = dict(self.profiles[profile])
+        if self.simulates:
+            params.update(backend=backend, progress=progress)
+        return self.build(**params)
+
+    def labels(self):
+        """The metadata a figure's outputs carry: title, description, sources, extra CSV suffixes (keywords of
+        :func:`~transfertheory.figures.output.write_outputs`)."""
+        return dict(title=self.title, description=self.description, sources=self.sources,
+                    extra_suffixes=self.extra_suffixes)
 
 
 _FIGURES: dict[str, Figure] = {}
