@@ -21,30 +21,12 @@ import random
 import sys
 import time
 
+from .params import DRAWS, SEED
+
 __all__ = ["build_parser", "main", "outcome_record", "format_table"]
 
 COLUMNS = ("claim", "source", "method", "discrepancy", "tolerance", "status", "seconds")
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
-
-
-def _seed(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
 
 
 def build_parser():
@@ -66,9 +48,9 @@ def build_parser():
                         help="only claims whose id, source or method contains PATTERN (a glob on the id if it has * ? [)")
     parser.add_argument("--json", metavar="PATH", help="write the results as a JSON list of objects")
     parser.add_argument("--csv", metavar="PATH", help="write the results as CSV")
-    parser.add_argument("--explore", type=_positive_int, metavar="N",
+    parser.add_argument("--explore", type=DRAWS.arg_type(), metavar="N",
                         help="check each claim that has a strategy at N fresh random points instead of the fixed ones")
-    parser.add_argument("--seed", type=_seed, metavar="S",
+    parser.add_argument("--seed", type=SEED.arg_type(), metavar="S",
                         help="seed of --explore (default: random, printed so that the run can be repeated)")
     parser.add_argument("--list", action="store_true", help="list the selected claims and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -45,8 +45,6 @@ from .stages import LowRankStages
 from .training import PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
-_feature_basis = feature_basis  # former private name
-
 __all__ = [
     "Architecture",
     "init_weights",
