@@ -140,3 +140,23 @@ def test_bad_data_is_a_value_error_naming_it(data):
         simulate_transfer(x_p, 2 * y_p, x_q, y_q, [20])
     with pytest.raises(ValueError, match="width"):
         initial_weights(7, 3, 1)
+
+
+def test_spectral_radius_is_that_of_the_explicit_jacobian(data):
+    """ρ(∇²L) = λ_max(JJᵀ) where the pattern is locally constant; J from central differences of the outputs."""
+    from transfertheory.sim.ntk_two_layer import tangent_kernel_radius
+
+    x = data[0]
+    w, a = initial_weights(10, 4, 2, symmetric=False, seed=4)
+    rho, _, evaluations = tangent_kernel_radius(x, a)(w.reshape(2, -1), None, np.arange(2), None, 3)
+    step = 1e-6
+    for s in range(2):
+        jac = np.zeros((x.shape[0], w[s].size))
+        for k in range(w[s].size):
+            e = np.zeros(w[s].size)
+            e[k] = step
+            plus, minus = (two_layer_outputs((w[s].ravel() + sign * e).reshape(1, 10, 4), a[s:s + 1], x)[0]
+                           for sign in (1, -1))
+            jac[:, k] = (plus - minus) / (2 * step)
+        np.testing.assert_allclose(rho[s], np.linalg.eigvalsh(jac @ jac.T)[-1], rtol=1e-8)
+    assert evaluations == 0
