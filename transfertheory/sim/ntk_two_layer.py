@@ -168,7 +168,7 @@ def tangent_kernel_radius(x, signs):
     return estimate
 
 
-def train_two_layer(weights, signs, x, y, *, rtol=1e-3, gtol=1e-6, max_time=1e6, max_steps=200_000):
+def train_two_layer(weights, signs, x, y, *, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000):
     """Gradient flow of every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
 
     Returns (final weights (b, m, d), :class:`~transfertheory.sim.integrator.FlowResult`).
@@ -213,7 +213,7 @@ def _one_width(width, data, seeds, kappa, symmetric, seed, xp, flow):
 
 
 def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0,
-                      rtol=1e-3, gtol=1e-6, max_time=1e6, max_steps=200_000, backend=None):
+                      rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
     """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
     Parameters
