@@ -160,3 +160,19 @@ def test_spectral_radius_is_that_of_the_explicit_jacobian(data):
             jac[:, k] = (plus - minus) / (2 * step)
         np.testing.assert_allclose(rho[s], np.linalg.eigvalsh(jac @ jac.T)[-1], rtol=1e-8)
     assert evaluations == 0
+
+
+def test_tdr_figure_builds_its_tables_and_identical_tasks_do_not_move():
+    """The figure module (not yet in the figures catalog): tables match their column definitions; at similarity 1
+    both families are the source task itself, so fine-tuning moves nothing and the bound is 0."""
+    from transfertheory.figures import tdr_fig
+
+    out = tdr_fig.build(widths=(16, 64), seeds=2, similarity_width=64, angles=2, backend="numpy")
+    assert list(out.data.columns) == list(tdr_fig.COLUMNS) and len(out.data) == 2
+    (suffix, table, columns), = out.extra
+    assert suffix == "_similarity" and list(table.columns) == list(columns) and len(table) == 4
+    same = table[np.isclose(table["similarity"], 1.0)]
+    assert len(same) == 2 and np.all(same["finetune_mean"] < 1e-6) and np.all(same["finetune_bound"] < 1e-9)
+    assert (table["converged"] == 2).all() and (out.data["converged"] == 2).all()
+    with pytest.raises(ValueError, match="family"):
+        tdr_fig.task_pair("other", 0.0)
