@@ -1,0 +1,178 @@
+"""The TDR §6 training simulator (transfertheory.sim.ntk_two_layer): gradient, initialization, batching,
+convergence reporting, input errors, and the trained network against the linearized network of the same
+initial units. The comparison with the Gram formulas over widths is in the claims (tdr.sim.*)."""
+import math
+
+import numpy as np
+import pytest
+
+from transfertheory.sim.ntk_two_layer import (
+    initial_weights,
+    simulate_transfer,
+    train_two_layer,
+    two_layer_gradient,
+    two_layer_outputs,
+)
+
+
+def _sphere(rng, n, d):
+    x = rng.standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(1)
+    x_p, x_q = _sphere(rng, 6, 4), _sphere(rng, 5, 4)
+    return x_p, x_p[:, 0], x_q, 0.8 * x_q[:, 1]
+
+
+def _loss(w, a, x, y):
+    return 0.5 * ((two_layer_outputs(w, a, x) - y) ** 2).sum(axis=1)
+
+
+def test_gradient_matches_central_differences(data):
+    x, y = data[0], data[1]
+    w, a = initial_weights(6, 4, 2, symmetric=False, seed=3)
+    w = w + 0.3  # a generic point: f ≠ 0 and no pre-activation within the differencing step of a kink
+    gradient = two_layer_gradient(x, y, a)
+    grad, loss = gradient(w.reshape(2, -1), np.arange(2))
+    np.testing.assert_allclose(loss, _loss(w, a, x, y), rtol=1e-14)
+    step, numeric = 1e-6, np.zeros_like(w)
+    for idx in np.ndindex(w.shape[1:]):
+        e = np.zeros_like(w)
+        e[(slice(None),) + idx] = step
+        numeric[(slice(None),) + idx] = (_loss(w + e, a, x, y) - _loss(w - e, a, x, y)) / (2 * step)
+    assert np.min(np.abs(w @ x.T)) > 10 * step  # no pre-activation crosses a kink within the differences
+    np.testing.assert_allclose(grad.reshape(w.shape), numeric, atol=1e-8)
+
+
+def test_symmetric_initialization_has_zero_output_and_gaussian_units(data):
+    x = data[0]
+    w, a = initial_weights(8, 4, 3, kappa=0.5, seed=2)
+    np.testing.assert_allclose(two_layer_outputs(w, a, x), 0.0, atol=1e-15)  # zero up to summation order
+    np.testing.assert_array_equal(w[:, :4], w[:, 4:])
+    np.testing.assert_array_equal(a[:, :4], -a[:, 4:])
+    w_iid, a_iid = initial_weights(8, 4, 3, kappa=0.5, symmetric=False, seed=2)
+    assert np.abs(two_layer_outputs(w_iid, a_iid, x)).max() > 0.1  # the i.i.d. draw has an O(κ) output
+    # scale κ: the sample variance of 3·4·4 draws of N(0, κ²)
+    assert abs(w.var() / 0.25 - 1) < 0.5
+
+
+def test_draw_depends_on_seed_width_and_index_only():
+    w3, _ = initial_weights(10, 3, 3, seed=5)
+    w2, _ = initial_weights(10, 3, 2, seed=5)
+    np.testing.assert_array_equal(w3[:2], w2)
+    assert not np.array_equal(initial_weights(10, 3, 1, seed=6)[0], w2[:1])
+
+
+def test_results_do_not_depend_on_the_batch(data):
+    two = simulate_transfer(*data, [40, 60], seeds=2)
+    three = simulate_transfer(*data, [60], seeds=3)[0]
+    np.testing.assert_allclose(three.finetune_distance[:2], two[1].finetune_distance, rtol=1e-12)
+    np.testing.assert_allclose(three.pretrained_outputs[:2], two[1].pretrained_outputs, rtol=1e-12)
+    assert [r.width for r in two] == [40, 60]
+
+
+def test_trained_networks_interpolate_and_report_convergence(data):
+    x_p, y_p, x_q, y_q = data
+    (run,) = simulate_transfer(*data, [200], seeds=3, gtol=1e-7)
+    assert run.converged.all()
+    for stage in (run.pretrain, run.finetune, run.scratch):
+        assert np.all(stage.grad_norm <= 1e-7) and np.all(stage.loss < 1e-10) and np.all(stage.steps > 0)
+    # Thm 1's gradient norms: ‖∂L/∂X¹‖² = ‖u_Q − y_Q‖², u_Q(0) = 0 with the symmetric initialization
+    np.testing.assert_allclose(run.gradient_norm_init, (y_q**2).sum(), rtol=1e-14)
+    np.testing.assert_allclose(run.gradient_norm_pretrained, ((run.pretrained_outputs - y_q) ** 2).sum(axis=1),
+                               rtol=1e-14)
+
+
+def test_budget_exhaustion_is_reported_not_hidden(data):
+    x_p, y_p = data[0], data[1]
+    w, a = initial_weights(20, 4, 2)
+    _, result = train_two_layer(w, a, x_p, y_p, max_steps=2)
+    assert list(result.status) == ["max_steps", "max_steps"] and not result.converged.any()
+    (run,) = simulate_transfer(*data, [20], seeds=2, max_steps=2)
+    assert not run.converged.any() and set(run.pretrain.status) == {"max_steps"}
+
+
+def _features(w, a, x):
+    m, d = w.shape
+    active = (x @ w.T >= 0).T * a[:, None]
+    return (active[:, None, :] * x.T[None]).reshape(m * d, -1) / math.sqrt(m)
+
+
+def test_trained_network_follows_the_linearized_network_of_its_initial_units(data):
+    """At width m the trained ReLU network differs from the minimum-norm solution of its linearization around
+    W(0) (TDR App. C) only through activation patterns that change during training: a unit moves by
+    O(1/√m) against its norm κ√d, so the differences are O(1/(κ√m)) — 1/√m at κ = 1 is the allowance
+    (measured at m = 2000, d = 4: ≤ 5·10⁻³ for the distance, ≤ 4·10⁻³ for the outputs)."""
+    x_p, y_p, x_q, y_q = data
+    m, seeds = 2000, 2
+    (run,) = simulate_transfer(*data, [m], seeds=seeds)
+    w0, a = initial_weights(m, 4, seeds)
+    for s in range(seeds):
+        z_p, z_q = _features(w0[s], a[s], x_p), _features(w0[s], a[s], x_q)
+        delta_p = np.linalg.lstsq(z_p.T, y_p, rcond=None)[0]
+        u_q = z_q.T @ delta_p
+        scratch = np.linalg.norm(np.linalg.lstsq(z_q.T, y_q, rcond=None)[0])
+        finetune = np.linalg.norm(np.linalg.lstsq(z_q.T, y_q - u_q, rcond=None)[0])
+        assert np.max(np.abs(run.pretrained_outputs[s] - u_q)) < 1 / math.sqrt(m)
+        assert abs(run.scratch_distance[s] - scratch) < 1 / math.sqrt(m)
+        assert abs(run.finetune_distance[s] - finetune) < 1 / math.sqrt(m)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(widths=[41]), "even"),
+    (dict(widths=[1]), "widths"),
+    (dict(widths=[40], kappa=0.0), "kappa"),
+    (dict(widths=[40], seeds=0), "seeds"),
+])
+def test_bad_settings_are_value_errors(data, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        simulate_transfer(*data, **kwargs)
+
+
+def test_bad_data_is_a_value_error_naming_it(data):
+    x_p, y_p, x_q, y_q = data
+    with pytest.raises(ValueError, match="X_Q"):
+        simulate_transfer(x_p, y_p, 2 * x_q, y_q, [20])
+    with pytest.raises(ValueError, match="y_P"):
+        simulate_transfer(x_p, 2 * y_p, x_q, y_q, [20])
+    with pytest.raises(ValueError, match="width"):
+        initial_weights(7, 3, 1)
+
+
+def test_spectral_radius_is_that_of_the_explicit_jacobian(data):
+    """ρ(∇²L) = λ_max(JJᵀ) where the pattern is locally constant; J from central differences of the outputs."""
+    from transfertheory.sim.ntk_two_layer import tangent_kernel_radius
+
+    x = data[0]
+    w, a = initial_weights(10, 4, 2, symmetric=False, seed=4)
+    rho, _, evaluations = tangent_kernel_radius(x, a)(w.reshape(2, -1), None, np.arange(2), None, 3)
+    step = 1e-6
+    for s in range(2):
+        jac = np.zeros((x.shape[0], w[s].size))
+        for k in range(w[s].size):
+            e = np.zeros(w[s].size)
+            e[k] = step
+            plus, minus = (two_layer_outputs((w[s].ravel() + sign * e).reshape(1, 10, 4), a[s:s + 1], x)[0]
+                           for sign in (1, -1))
+            jac[:, k] = (plus - minus) / (2 * step)
+        np.testing.assert_allclose(rho[s], np.linalg.eigvalsh(jac @ jac.T)[-1], rtol=1e-8)
+    assert evaluations == 0
+
+
+def test_tdr_figure_builds_its_tables_and_identical_tasks_do_not_move():
+    """The figure module (not yet in the figures catalog): tables match their column definitions; at similarity 1
+    both families are the source task itself, so fine-tuning moves nothing and the bound is 0."""
+    from transfertheory.figures import tdr_fig
+
+    out = tdr_fig.build(widths=(16, 64), seeds=2, similarity_width=64, angles=2, backend="numpy")
+    assert list(out.data.columns) == list(tdr_fig.COLUMNS) and len(out.data) == 2
+    (suffix, table, columns), = out.extra
+    assert suffix == "_similarity" and list(table.columns) == list(columns) and len(table) == 4
+    same = table[np.isclose(table["similarity"], 1.0)]
+    assert len(same) == 2 and np.all(same["finetune_mean"] < 1e-6) and np.all(same["finetune_bound"] < 1e-9)
+    assert (table["converged"] == 2).all() and (out.data["converged"] == 2).all()
+    with pytest.raises(ValueError, match="family"):
+        tdr_fig.task_pair("other", 0.0)

@@ -1,0 +1,244 @@
+r"""TDR §6: training the wide two-layer ReLU network by gradient flow — pretraining, fine-tuning, scratch.
+
+Model (TDR §6.1, "Towards understanding the transferability of deep representations"):
+f(x) = (1/√m) aᵀσ(Wᵀx), σ = ReLU, W = (w₁, …, w_m) ∈ ℝ^{d×m}, a_r ∈ {±1} fixed, only W trained,
+w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs. Gradient flow dW/dt = −∇L(W) is the
+paper's gradient descent in the small-step limit; it is integrated by the package's batched RKC
+integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`) with the analytic gradient
+
+    ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
+
+(no automatic differentiation; O(n·m·d) per evaluation). For each width m and each seed:
+
+1. W(P): gradient flow on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
+2. W(Q): gradient flow on (X_Q, y_Q) from W(P) (fine-tuning);
+3. W_s(Q): gradient flow on (X_Q, y_Q) from the same W(0) (training from scratch);
+
+and :class:`WidthRun` records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the pretrained outputs
+u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms of TDR Thm 1 at W(0)
+and W(P) — ‖∂L/∂X¹‖²_F = ‖u_Q − y_Q‖² exactly, X¹ = σ(WᵀX_Q) the hidden activations, since aᵀa = m —
+and, per stage, the integrator's status, time, steps, final ‖∇L‖ and loss.
+
+Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; instances of different widths cannot share one
+(b, m·d) array, so there is one integration per width and stage, seeds batched (fine-tuning and scratch
+share X_Q and run as one batch of 2·seeds instances).
+
+Initialization: ``symmetric=True`` (default) draws m/2 units and duplicates each with the opposite a_r, so
+f(·; W(0)) = 0 (to rounding) (the κ → 0 limit of the paper, where u(0) = O(κ) is dropped) while the Gram
+matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d. draw, a_r uniform.
+κ enters only through the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the
+activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import Interval
+from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
+from ..params import Param
+from ..theory.ntk_two_layer import transfer_summary
+from .integrator import dense_stages, integrate_gradient_flow
+
+__all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "two_layer_gradient", "tangent_kernel_radius",
+           "train_two_layer", "simulate_transfer"]
+
+_WIDTH = Param("widths", Interval(2, np.inf, "left"), integer=True)
+_SEEDS = Param("seeds", Interval(1, np.inf, "left"), integer=True)
+_KAPPA = Param("kappa", Interval(0, np.inf, "neither"))
+
+
+@dataclass(frozen=True)
+class FlowSummary:
+    """How one training stage ended, per seed (numpy arrays of shape (seeds,)); see the integrator's statuses."""
+
+    status: np.ndarray
+    time: np.ndarray
+    steps: np.ndarray
+    grad_norm: np.ndarray
+    loss: np.ndarray
+
+    @property
+    def converged(self) -> np.ndarray:
+        return self.status == "converged"
+
+    @classmethod
+    def from_result(cls, result, rows=slice(None)):
+        return cls(result.status[rows], result.t[rows], result.steps[rows], result.grad_norm[rows],
+                   result.loss[rows])
+
+
+@dataclass(frozen=True)
+class WidthRun:
+    """Pretraining, fine-tuning and scratch training of ``seeds`` networks of one width (module docstring).
+
+    Arrays are numpy, leading axis the seeds. ``gradient_norm_init`` = ‖∂L(W(0))/∂X¹‖² and
+    ``gradient_norm_pretrained`` = ‖∂L(W(P))/∂X¹‖² on the target set (TDR Thm 1).
+    """
+
+    width: int
+    kappa: float
+    symmetric: bool
+    finetune_distance: np.ndarray
+    scratch_distance: np.ndarray
+    pretrained_outputs: np.ndarray
+    gradient_norm_init: np.ndarray
+    gradient_norm_pretrained: np.ndarray
+    pretrain: FlowSummary
+    finetune: FlowSummary
+    scratch: FlowSummary
+    backend: str
+
+    @property
+    def converged(self) -> np.ndarray:
+        """Per seed: every stage converged (‖∇L‖ ≤ gtol)."""
+        return self.pretrain.converged & self.finetune.converged & self.scratch.converged
+
+
+def initial_weights(width, d, seeds, *, kappa=1.0, symmetric=True, seed=0):
+    """W(0) (seeds, m, d) with rows w_r ~ N(0, κ²I) and a (seeds, m) ∈ {±1} on the host (module docstring).
+
+    ``symmetric``: rows m/2.. repeat rows ..m/2 with a_r negated (f(·; W(0)) = 0; m must be even).
+    The draw of seed s at width m depends on (seed, m, s) only.
+    """
+    width, seeds, kappa = _WIDTH.scalar(width, "width"), _SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
+    if symmetric and width % 2:
+        raise ValueError(f"width must be even with symmetric=True, got {width}")
+    weights, signs = np.empty((seeds, width, d)), np.empty((seeds, width))
+    for s in range(seeds):
+        rng = np.random.default_rng([seed, width, s])
+        if symmetric:
+            half = kappa * rng.standard_normal((width // 2, d))
+            weights[s] = np.vstack([half, half])
+            signs[s] = np.repeat([1.0, -1.0], width // 2)
+        else:
+            weights[s] = kappa * rng.standard_normal((width, d))
+            signs[s] = rng.choice([-1.0, 1.0], width)
+    return weights, signs
+
+
+def two_layer_outputs(weights, signs, x):
+    """f(X) = (1/√m) aᵀσ(WᵀX) per instance: weights (b, m, d), signs (b, m), x (n, d) → (b, n)."""
+    pre = weights @ x.T
+    return (signs[:, None, :] @ (pre * (pre > 0)))[:, 0, :] / math.sqrt(weights.shape[1])
+
+
+def two_layer_gradient(x, y, signs):
+    """The integrator's gradient callable ``(state, rows) -> (grad, loss)`` for L = ½‖y − f(X)‖².
+
+    ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
+    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states).
+    """
+    m, d = signs.shape[1], x.shape[1]
+    root_m, xp = math.sqrt(m), get_backend(x)
+
+    def gradient(state, rows):
+        b = state.shape[0]
+        a = signs[rows]
+        pre = (state.reshape(b * m, d) @ x.T).reshape(b, m, -1)  # one GEMM for the batch: (b, m, n)
+        residual = xp.einsum("bm,bmn->bn", a, xp.maximum(pre, 0)) / root_m - y[None, :]
+        slopes = xp.where(pre > 0, a[:, :, None] * residual[:, None, :], 0.0)
+        grad = (slopes.reshape(b * m, -1) @ x) / root_m
+        return grad.reshape(state.shape), 0.5 * (residual**2).sum(axis=1)
+
+    return gradient
+
+
+def tangent_kernel_radius(x, signs):
+    """The stage kernel's spectral-radius estimate: λ_max of the empirical tangent kernel, per instance.
+
+    L is piecewise quadratic in W (σ is piecewise linear), so wherever the activation pattern is locally
+    constant ∇²L = JᵀJ, J = ∂f(X)/∂W, and ρ(∇²L) = λ_max(JJᵀ) with (JJᵀ)_ij = x_iᵀx_j·(1/m)Σ_r 1{w_rᵀx_i > 0}
+    1{w_rᵀx_j > 0} (the finite-width H∞; a_r² = 1). A finite-difference power iteration would instead see the
+    gradient's jumps where a pre-activation crosses 0 and overestimate ρ by orders of magnitude. Returns the
+    ``spectral_radius(y, carried, rows, state, iterations) -> (ρ, state, evaluations)`` callable of the
+    integrator's stage-kernel contract (no gradient evaluations).
+    """
+    m, d = signs.shape[1], x.shape[1]
+    inner = x @ x.T
+
+    def estimate(state, carried, rows, warm, iterations):  # no warm start: the estimate is direct
+        xp = get_backend(state)
+        active = (state.reshape(state.shape[0], m, d) @ x.T > 0).astype(state.dtype)  # (b, m, n)
+        kernel = inner[None] * (active.transpose(0, 2, 1) @ active) / m
+        return xp.linalg.eigvalsh(kernel)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
+
+    return estimate
+
+
+def train_two_layer(weights, signs, x, y, *, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000):
+    """Gradient flow of every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
+
+    Returns (final weights (b, m, d), :class:`~transfertheory.sim.integrator.FlowResult`).
+    """
+    b, m, d = weights.shape
+    state = weights.reshape(b, m * d)
+    # absolute tolerance: rtol × the instance's RMS weight (weights crossing 0 would otherwise set the scale)
+    atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5
+    kernel = dense_stages(two_layer_gradient(x, y, signs))
+    kernel.spectral_radius = tangent_kernel_radius(x, signs)
+    result = integrate_gradient_flow(kernel.gradient, state, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
+                                     max_steps=max_steps, stage_kernel=kernel)
+    return result.y.reshape(b, m, d), result
+
+
+def _squared_residual(weights, signs, x, y):
+    return ((two_layer_outputs(weights, signs, x) - y[None, :]) ** 2).sum(axis=1)
+
+
+def _frobenius(difference):
+    return (difference**2).sum(axis=(1, 2)) ** 0.5
+
+
+def _one_width(width, data, seeds, kappa, symmetric, seed, xp, flow):
+    x_p, y_p, x_q, y_q = data
+    w0_host, a_host = initial_weights(width, x_p.shape[1], seeds, kappa=kappa, symmetric=symmetric, seed=seed)
+    w0, a = to_device(w0_host, xp), to_device(a_host, xp)
+    w_p, pretrain = train_two_layer(w0, a, x_p, y_p, **flow)
+    both, target = train_two_layer(xp.concatenate([w_p, w0]), xp.concatenate([a, a]), x_q, y_q, **flow)
+    w_q, w_s = both[:seeds], both[seeds:]
+    return WidthRun(
+        width=width, kappa=kappa, symmetric=symmetric,
+        finetune_distance=to_host(_frobenius(w_q - w_p)),
+        scratch_distance=to_host(_frobenius(w_s - w0)),
+        pretrained_outputs=to_host(two_layer_outputs(w_p, a, x_q)),
+        gradient_norm_init=to_host(_squared_residual(w0, a, x_q, y_q)),
+        gradient_norm_pretrained=to_host(_squared_residual(w_p, a, x_q, y_q)),
+        pretrain=FlowSummary.from_result(pretrain),
+        finetune=FlowSummary.from_result(target, slice(0, seeds)),
+        scratch=FlowSummary.from_result(target, slice(seeds, 2 * seeds)),
+        backend=backend_name(xp))
+
+
+def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0,
+                      rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
+    """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
+
+    Parameters
+    ----------
+    X_P, y_P, X_Q, y_Q : array-likes
+        Unit-norm inputs (n, d) and labels (n,) in [−1, 1] (validated as in
+        :mod:`transfertheory.theory.ntk_two_layer`; λ_min of both Grams must be positive for convergence).
+    widths : iterable of int ≥ 2 (even with ``symmetric``)
+    seeds : int ≥ 1
+    kappa : float > 0
+        Initialization scale κ.
+    rtol, gtol, max_time, max_steps
+        Integrator settings: ``converged`` when ‖∇L‖ ≤ gtol; the per-stage status is reported.
+    backend : "auto" | "numpy" | "cupy" | None
+
+    Returns
+    -------
+    tuple of :class:`WidthRun`, one per width in the given order.
+    """
+    transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
+    widths = [int(m) for m in np.atleast_1d(_WIDTH.check(widths))]
+    seeds, kappa = _SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
+    if symmetric and any(m % 2 for m in widths):
+        raise ValueError(f"widths must be even with symmetric=True, got {widths}")
+    xp = resolve_backend(backend)
+    data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
+    flow = dict(rtol=rtol, gtol=gtol, max_time=max_time, max_steps=max_steps)
+    return tuple(_one_width(m, data, seeds, kappa, symmetric, seed, xp, flow) for m in widths)
