@@ -20,18 +20,19 @@ from transfertheory.figures import cli as figure_cli
 from transfertheory.figures import gallery, output, registry
 
 FAF = ("faf_fig1", "faf_fig2", "faf_fig3", "faf_fig5", "faf_fig6", "faf_fig7")
+ALL = (*FAF, "tdr_fig")  # every registered figure, sorted by name
 TINY_SIM = ["--simulate", "--sim-d", "12", "--sim-draws", "2", "--sim-gammas", "2", "--resolution", "8"]
 
 
 # --------------------------------------------------------------------------- registry
 
 
-def test_every_faf_figure_is_registered_once_with_both_profiles():
+def test_every_figure_is_registered_once_with_both_profiles():
     known = registry.figures()
-    assert tuple(known) == FAF  # sorted by name
+    assert tuple(known) == ALL  # sorted by name
     for name, figure in known.items():
         assert figure.name == name and figure.title and figure.description
-        assert all(s.startswith(("FaF ", "errata")) for s in figure.sources)
+        assert all(s.startswith(("FaF ", "MeRLin ", "TDR ", "MTL ", "errata")) for s in figure.sources)
         assert set(figure.profiles) == {"quick", "paper"}
     with pytest.raises(TypeError):
         known["faf_fig2"].profiles["quick"]["d"] = 1  # frozen
@@ -51,7 +52,7 @@ def test_registry_refuses_duplicates_unknown_names_and_missing_profiles():
 def test_list_names_every_figure_with_its_title(capsys):
     assert registry_cli.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == list(FAF)
+    assert [line.split()[0] for line in lines] == list(ALL)
     assert all(registry.get_figure(line.split()[0]).title in line for line in lines)
 
 

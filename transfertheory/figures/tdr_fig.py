@@ -20,7 +20,7 @@ import pandas as pd
 from ..sim.ntk_two_layer import simulate_transfer
 from ..theory.ntk_two_layer import transfer_summary
 from .output import FigureOutput, use_agg
-from .registry import Figure
+from .registry import Figure, register
 
 NAME = "tdr_fig"
 #: source-set size, dimension and the seed of the data
@@ -155,7 +155,7 @@ def build(widths=(64, 256, 1024, 4096), seeds=8, similarity_width=1024, angles=5
                         notes=dict(fitted_rates=rates))
 
 
-FIGURE = Figure(
+FIGURE = register(Figure(
     name=NAME,
     title="TDR §6: measured fine-tuning and scratch distances of trained ReLU networks against the Gram formulas",
     description="(a) RMS gap over seeds between the trained networks' ‖W(Q) − W(P)‖_F and Thm 2's bound, and "
@@ -168,4 +168,4 @@ FIGURE = Figure(
               "paper": dict(widths=(64, 256, 1024, 4096, 16384, 65536, 131072), seeds=16, similarity_width=16384,
                             angles=9)},
     extra_suffixes=("_similarity",),
-)
+))
