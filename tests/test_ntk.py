@@ -53,8 +53,7 @@ def test_depth_one_is_the_arc_cosine_pair(n, m, d, w_std, seed):
     ref_nngp, ref_theta = _arccos_kernels(x, y, w_std)
     scale = w_std**4 * np.outer(np.linalg.norm(x, axis=1), np.linalg.norm(y, axis=1)) / d
     assert np.all(np.abs(nngp - ref_nngp) <= 1e-12 * scale)
-    # Θ carries the arccos's √ε error in ψ at (near-)collinear pairs (documented): 1e-7 relative
-    assert np.all(np.abs(theta - ref_theta) <= 1e-7 * scale)
+    assert np.all(np.abs(theta - ref_theta) <= 1e-12 * scale)  # d = 1: every pair collinear or antipodal
 
 
 @settings(max_examples=20, deadline=None)
@@ -64,8 +63,8 @@ def test_gram_is_symmetric_psd_with_the_diagonal_recursion(n, d, depth, w_std, b
     x = np.random.default_rng(seed).standard_normal((n, d))
     nngp, theta = relu_kernels(x, depth=depth, w_std=w_std, b_std=b_std)
     assert nngp.shape == theta.shape == (n, n)
-    np.testing.assert_allclose(nngp, nngp.T, rtol=1e-14, atol=1e-15 * np.abs(nngp).max())
-    np.testing.assert_allclose(theta, theta.T, rtol=1e-14, atol=1e-15 * np.abs(theta).max())
+    np.testing.assert_allclose(nngp, nngp.T, rtol=1e-13, atol=1e-15 * np.abs(nngp).max())
+    np.testing.assert_allclose(theta, theta.T, rtol=1e-13, atol=1e-15 * np.abs(theta).max())
     k_diag, t_diag = relu_kernel_diagonal(x, depth=depth, w_std=w_std, b_std=b_std)
     np.testing.assert_allclose(np.diag(nngp), k_diag, rtol=1e-13, atol=0)
     np.testing.assert_allclose(np.diag(theta), t_diag, rtol=1e-13, atol=0)
@@ -75,7 +74,7 @@ def test_gram_is_symmetric_psd_with_the_diagonal_recursion(n, d, depth, w_std, b
     # the cross form on the same set equals the Gram (the diagonal then goes through the clipped arccos)
     cross_nngp, cross_theta = relu_kernels(x, x.copy(), depth=depth, w_std=w_std, b_std=b_std)
     np.testing.assert_allclose(cross_nngp, nngp, rtol=1e-12, atol=1e-12 * np.abs(nngp).max())
-    np.testing.assert_allclose(cross_theta, theta, rtol=1e-7, atol=1e-12 * np.abs(theta).max())
+    np.testing.assert_allclose(cross_theta, theta, rtol=1e-12, atol=1e-12 * np.abs(theta).max())
 
 
 def test_depth_zero_is_the_linear_kernel():
@@ -100,10 +99,35 @@ def test_zero_input_and_coincident_and_antipodal_pairs():
     assert np.all(np.isfinite(nngp)) and np.all(np.isfinite(theta))
     np.testing.assert_array_equal(nngp[0], 0.0)  # b_std = 0: a zero input has zero covariance
     np.testing.assert_allclose(nngp[1, 2], nngp[1, 1], rtol=1e-14)
-    np.testing.assert_allclose(theta[1, 2], theta[1, 1], rtol=1e-7)  # √ε error in ψ off the diagonal
+    np.testing.assert_allclose(theta[1, 2], theta[1, 1], rtol=1e-14)
     # antipodal at depth 1: ψ = π, so Σ¹ = 0 and Σ̇¹ = 0; deeper layers see zero correlation
     k1, t1 = relu_kernels(x[1:2], x[3:4], depth=1)
     assert abs(k1[0, 0]) <= 1e-15 and abs(t1[0, 0]) <= 1e-15
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize("offset", [1e-4, 1e-7, 1e-10, 1e-13, 0.0])
+def test_near_duplicate_and_near_antipodal_pairs_are_accurate(offset, sign):
+    """Against the same recursion in 50-digit arithmetic (mpmath) for a pair at distance ``offset``."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 4))
+    y = sign * x + offset * rng.standard_normal((1, 4))
+    w, b, depth = 2**0.5, 0.3, 6
+    xs, ys = [mpmath.mpf(float(v)) for v in x[0]], [mpmath.mpf(float(v)) for v in y[0]]
+    def dot(u, v):
+        return sum(p * q for p, q in zip(u, v))
+    sxx, syy, sxy = (w**2 * dot(u, v) / 4 + b**2 for u, v in ((xs, xs), (ys, ys), (xs, ys)))
+    theta = sxy
+    for _ in range(depth):
+        psi = mpmath.acos(sxy / mpmath.sqrt(sxx * syy))
+        new = w**2 / (2 * mpmath.pi) * mpmath.sqrt(sxx * syy) * (mpmath.sin(psi) + (mpmath.pi - psi) * mpmath.cos(psi))
+        theta = new + b**2 + theta * w**2 / (2 * mpmath.pi) * (mpmath.pi - psi)
+        sxy, sxx, syy = new + b**2, w**2 / 2 * sxx + b**2, w**2 / 2 * syy + b**2
+    nngp, ntk_ = relu_kernels(x, y, depth=depth, w_std=w, b_std=b)
+    assert abs(nngp[0, 0] - float(sxy)) <= 1e-14 * float(sxx)
+    assert abs(ntk_[0, 0] - float(theta)) <= 1e-13 * float(theta) + 1e-14 * float(sxx)
 
 
 def test_float32_inputs_give_float32_kernels():

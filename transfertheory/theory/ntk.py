@@ -19,12 +19,14 @@ applied ``depth`` times; the NNGP kernel K = E[f(x)f(x′)] is the last Σ and t
 linear and K = Θ = Σ⁰. At depth 1 with b_std = 0 these are the arc-cosine kernels of degree 1 and 0
 (Cho & Saul 2009): K = (w_std⁴/2πd)‖x‖‖x′‖(sin ψ + (π − ψ)cos ψ), ψ the angle between x and x′.
 
-Numerics: cos ψ is clipped to [−1, 1] before the arccos; on the diagonal of a Gram matrix of one set
-(``Y`` omitted) ψ = 0 exactly. Off the diagonal, near-coincident pairs (ψ ≲ 10⁻⁸) carry the
-arccos's √ε absolute error in ψ, i.e. ≲ 10⁻⁸ relative error in Σ̇ and ≲ 10⁻¹⁵ in Σ (whose ψ-derivative
-vanishes at ψ = 0). A zero input (Σ(x, x) = 0) has zero covariance with everything: cos ψ is taken as
-1 there (its Σ⁺ is b_std² whatever ψ is, and Σ̇⁺ is the value at ψ = 0, w_std²/2). Large Gram
-matrices are computed in row blocks. The array module (NumPy or CuPy) is inferred from the inputs.
+Numerics: the fast path clips cos ψ to [−1, 1] before the arccos, whose absolute error in ψ is ~√ε near
+ψ = 0 and π. Pairs whose input angle is that close to 0 or π (|1 − |cos ψ₀|| ≤ 10⁻⁶: the diagonal, duplicated
+or near-duplicated inputs, antipodal ones) are recomputed by an equivalent recursion on the non-negative gaps
+g∓ = √(Σ(x,x)Σ(x′,x′)) ∓ Σ(x,x′), started from the inputs' unit-vector differences ‖x̂ ∓ x̂′‖² and free of
+cancellation (:func:`_pairs_accurate`); other pairs keep |1 − cos ψ| ≥ 10⁻⁶ at every layer in practice
+(deep correlations approach 1 only like 1/L²), where the arccos is accurate to ~10⁻¹³. A zero input has
+zero covariance with everything (ψ is taken as 0; its Σ⁺ is b_std² whatever ψ is). Large Gram matrices are
+computed in row blocks. The array module (NumPy or CuPy) is inferred from the inputs.
 """
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ HIDDEN_DEPTH = Param("depth", Interval(0, np.inf, "left"), integer=True,
 W_STD = Param("w_std", Interval(0, np.inf, "neither"), description="weight standard deviation (NTK parameterization)")
 B_STD = Param("b_std", Interval(0, np.inf, "left"), description="bias standard deviation")
 
+#: |1 − |cos ψ₀|| below which an input pair goes through the accurate gap recursion (1 − cos ψ ≈ ψ²/2)
+_NEAR_COLLINEAR = 1e-6
 #: entries of one row block of the pairwise recursion (bounds its working memory to ~10 such arrays)
 _BLOCK_ELEMENTS = 2**20
 
@@ -63,7 +67,7 @@ def _inputs(x, name, d=None):
     return xp.asarray(x, dtype=dtype), xp
 
 
-def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var, diagonal):
+def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var):
     """One ReLU + Dense layer on the covariances, in place: Σ → Σ⁺; returns Σ̇⁺ and Σ⁺ of both diagonals."""
     root_x, root_y = xp.sqrt(sigma_x), xp.sqrt(sigma_y)
     inv_x = xp.where(root_x > 0, 1.0 / xp.where(root_x > 0, root_x, 1.0), 0.0)
@@ -74,8 +78,6 @@ def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var, diagonal):
     if bool(zero.any()):
         cos[zero] = 1.0
     xp.clip(cos, -1.0, 1.0, out=cos)
-    if diagonal is not None:
-        cos[diagonal] = 1.0
     psi = xp.arccos(cos)
     scale = w_var / (2 * math.pi)
     dot = math.pi - psi  # (π − ψ), scaled below
@@ -93,17 +95,87 @@ def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var, diagonal):
     return dot, w_var / 2 * sigma_x + b_var, w_var / 2 * sigma_y + b_var
 
 
-def _kernels_block(xp, x, y, depth, w_var, b_var, diagonal):
+def _kernels_block(xp, x, y, depth, w_var, b_var):
     d = x.shape[1]
     sigma = w_var * (x @ y.T) / d + b_var
     sigma_x = w_var * (x * x).sum(axis=1) / d + b_var
     sigma_y = w_var * (y * y).sum(axis=1) / d + b_var
     theta = sigma.copy()
     for _ in range(depth):
-        dot, sigma_x, sigma_y = _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var, diagonal)
+        dot, sigma_x, sigma_y = _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var)
         theta *= dot
         theta += sigma
     return sigma, theta
+
+
+def _psi_minus_sin(xp, psi, sin):
+    """ψ − sin ψ without cancellation: its Taylor series below ψ = 0.5 (error < 10⁻¹⁶ relative), else direct."""
+    p2 = psi * psi
+    series = psi * p2 / 6 * (1 - p2 / 20 * (1 - p2 / 42 * (1 - p2 / 72 * (1 - p2 / 110))))
+    return xp.where(psi < 0.5, series, psi - sin)
+
+
+def _bracket(xp, a, c, b_var):
+    """√((a + β)(c + β)) − √(ac) − β = β(√a − √c)²/(√((a + β)(c + β)) + √(ac) + β) ≥ 0, elementwise."""
+    sa, sc = xp.sqrt(a), xp.sqrt(c)
+    denominator = xp.sqrt((a + b_var) * (c + b_var)) + sa * sc + b_var
+    return b_var * (sa - sc) ** 2 / xp.where(denominator > 0, denominator, 1.0)
+
+
+def _pairs_accurate(xp, x, y, depth, w_var, b_var):
+    """(K, Θ) of the row pairs (x[k], y[k]) by the recursion on the gaps g∓ = √(Σ(x,x)Σ(y,y)) ∓ Σ(x,y) ≥ 0.
+
+    With r = (g₋ + g₊)/2: ψ = 2·atan2(√g₋, √g₊), sin ψ = √(g₋g₊)/r, 1 − cos ψ = g₋/r, and per layer
+    (s = w_std²/2π, β = b_std², J = sin ψ + (π − ψ)cos ψ, [·] = :func:`_bracket` of the new diagonals)
+    Σ⁺ = s·r·J + β, g₋⁺ = [·] + s·r·((π − ψ)(1 − cos ψ) + ψ − sin ψ), g₊⁺ = [·] + 2β + s·r·(π + J):
+    every term is non-negative, so ψ keeps full relative accuracy near 0 and π.
+    """
+    d = x.shape[1]
+    nx, ny = xp.sqrt((x * x).sum(axis=1)), xp.sqrt((y * y).sum(axis=1))
+    safe_x, safe_y = xp.where(nx > 0, nx, 1.0), xp.where(ny > 0, ny, 1.0)
+    ux, uy = x / safe_x[:, None], y / safe_y[:, None]
+    norms = nx * ny
+    a, c = w_var * nx**2 / d, w_var * ny**2 / d
+    bracket = _bracket(xp, a, c, b_var)
+    minus = bracket + w_var / d * norms * ((ux - uy) ** 2).sum(axis=1) / 2
+    plus = bracket + 2 * b_var + w_var / d * norms * ((ux + uy) ** 2).sum(axis=1) / 2
+    sigma = w_var * (x * y).sum(axis=1) / d + b_var
+    sigma_x, sigma_y = a + b_var, c + b_var
+    theta = sigma
+    scale = w_var / (2 * math.pi)
+    for _ in range(depth):
+        root_minus, root_plus = xp.sqrt(minus), xp.sqrt(plus)
+        root = (minus + plus) / 2
+        safe = xp.where(root > 0, root, 1.0)
+        psi = 2 * xp.arctan2(root_minus, root_plus)
+        sin = xp.where(root > 0, root_minus * root_plus / safe, 0.0)
+        one_minus_cos = xp.where(root > 0, minus / safe, 0.0)
+        j = sin + (math.pi - psi) * (1 - one_minus_cos)
+        sigma = scale * root * j + b_var
+        a, c = w_var / 2 * sigma_x, w_var / 2 * sigma_y
+        bracket = _bracket(xp, a, c, b_var)
+        minus = bracket + scale * root * ((math.pi - psi) * one_minus_cos + _psi_minus_sin(xp, psi, sin))
+        plus = bracket + 2 * b_var + scale * root * (math.pi + j)
+        sigma_x, sigma_y = a + b_var, c + b_var
+        theta = sigma + theta * (scale * (math.pi - psi))
+    return sigma, theta
+
+
+def _refine_near_collinear(xp, x, y, nngp, ntk, depth, w_var, b_var):
+    """Recompute in place, by :func:`_pairs_accurate`, the pairs whose input angle is within √(2·10⁻⁶) of 0 or π
+    (where the arccos of the fast path loses digits): typically the diagonal and duplicated inputs."""
+    if depth == 0:
+        return
+    nx, ny = xp.sqrt((x * x).sum(axis=1)), xp.sqrt((y * y).sum(axis=1))
+    near = xp.zeros(nngp.shape, dtype=bool)
+    rows = max(1, _BLOCK_ELEMENTS // y.shape[0])
+    for start in range(0, x.shape[0], rows):
+        stop = min(x.shape[0], start + rows)
+        norms = nx[start:stop, None] * ny[None, :]
+        near[start:stop] = xp.abs(xp.abs(x[start:stop] @ y.T) - norms) <= _NEAR_COLLINEAR * norms
+    i, j = xp.nonzero(near)
+    if i.size:
+        nngp[i, j], ntk[i, j] = _pairs_accurate(xp, x[i], y[j], depth, w_var, b_var)
 
 
 def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
@@ -114,7 +186,7 @@ def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
     X : array (n, d)
         Inputs, real and finite, used as given (MTL standardizes to ‖x‖² = d).
     Y : array (m, d), optional
-        Second set; omitted, the Gram matrices of ``X`` (with ψ = 0 exactly on the diagonal).
+        Second set; omitted, the Gram matrices of ``X``.
     depth : int >= 0
         Hidden ReLU layers (``stax.serial(*[Dense, Relu()] * depth, Dense)``).
     w_std : float > 0
@@ -138,11 +210,8 @@ def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
     rows = max(1, _BLOCK_ELEMENTS // m)
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        diagonal = None
-        if Y is None:
-            i = xp.arange(start, stop)
-            diagonal = (i - start, i)
-        nngp[start:stop], ntk[start:stop] = _kernels_block(xp, x[start:stop], y, depth, w_var, b_var, diagonal)
+        nngp[start:stop], ntk[start:stop] = _kernels_block(xp, x[start:stop], y, depth, w_var, b_var)
+    _refine_near_collinear(xp, x, y, nngp, ntk, depth, w_var, b_var)
     return nngp, ntk
 
 
