@@ -156,7 +156,7 @@ def test_the_array_module_follows_the_inputs(array_backend):
                                                  (20, 2**0.5, 0.1)])
 def test_neural_tangents_analytic_kernels(depth, w_std, b_std):
     """Neural Tangents' stax analytic kernels (an optional, independent implementation) to float precision
-    (measured max relative difference 2.4e-15 over these cases)."""
+    (measured max relative difference 3.6e-15 over these cases)."""
     pytest.importorskip("neural_tangents")
     import jax
     jax.config.update("jax_enable_x64", True)
