@@ -31,7 +31,6 @@ ValueError. The array module (NumPy or CuPy) is inferred from the inputs.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
