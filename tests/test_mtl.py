@@ -1,0 +1,105 @@
+"""theory.mtl: bad input, singular points, matrix functions, backends (identities and rates are claims)."""
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+from hypothesis import given, settings, strategies as st
+
+from transfertheory import backend
+from transfertheory.theory import mtl as MTL
+
+
+def _data(seed=0, tasks=3, n=2, d=4, depth=3):
+    rng = np.random.default_rng(seed)
+    sets = [rng.standard_normal((n, d)) for _ in range(tasks)]
+    support, query = rng.standard_normal((3, d)), rng.standard_normal((2, d))
+    tk = MTL.task_kernels(MTL.ReluNetwork(depth), sets, support, query)
+    labels = [rng.standard_normal((n, 1)) for _ in range(tasks)]
+    return sets, support, query, tk, labels, rng.standard_normal((3, 1))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda tk, y, ys: MTL.mtl_predictions(tk, y, ys, -0.1), r"lam_tau must be in \[0, inf\)"),
+    (lambda tk, y, ys: MTL.anil_predictions(tk, y, ys, 0.1, 0.1, "lemma"), "variant must be one of"),
+    (lambda tk, y, ys: MTL.mtl_predictions(tk, y[:-1], ys, 0.1), "labels must hold one array per task"),
+    (lambda tk, y, ys: MTL.mtl_predictions(tk, y, np.ones((3, 2)), 0.1), "support_labels must have 1 output"),
+    (lambda tk, y, ys: MTL.ReluNetwork(-1), "depth must be an integer >= 0"),
+    (lambda tk, y, ys: MTL.task_kernels(MTL.ReluNetwork(1), []), "tasks must hold at least one array"),
+    (lambda tk, y, ys: MTL.task_kernels(MTL.ReluNetwork(1), [np.ones(3)]), r"tasks\[0\] must be a 2-D array"),
+])
+def test_bad_input_is_a_value_error(call, match):
+    _, _, _, tk, labels, y_support = _data()
+    with pytest.raises(ValueError, match=match):
+        call(tk, labels, y_support)
+
+
+def test_duplicated_training_inputs_make_the_kernels_singular():
+    """A point repeated within a task makes Θ and Φ_MTL singular; repeated across tasks only Θ (the heads differ,
+    so Φ_MTL = Θ − K + blockdiag K keeps full rank)."""
+    x = np.random.default_rng(1).standard_normal((2, 3))
+    within = MTL.task_kernels(MTL.ReluNetwork(2), [x[[0, 0]], x[1:]], x[:1], x[:1])
+    with pytest.raises(ValueError, match="Phi_MTL is singular"):
+        MTL.mtl_predictions(within, [np.ones((2, 1)), np.zeros((1, 1))], np.ones((1, 1)), 0.0)
+    across = MTL.task_kernels(MTL.ReluNetwork(2), [x, x.copy()], x[:1], x[:1])
+    with pytest.raises(ValueError, match="Theta is singular"):
+        MTL.kernel_inverse_gap(across)
+    assert np.all(np.isfinite(MTL.mtl_predictions(across, [np.ones((2, 1)), np.zeros((2, 1))], np.ones((1, 1)), 0.0)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 6), lam_tau=st.floats(0.0, 5.0), seed=st.integers(0, 2**31))
+def test_matrix_functions_match_scipy(n, lam_tau, seed):
+    a = np.random.default_rng(seed).standard_normal((n, n + 2))
+    k = a @ a.T / n
+    np.testing.assert_allclose(MTL.symmetric_exp(k, lam_tau), scipy.linalg.expm(-lam_tau * k), atol=1e-12)
+    reference = np.linalg.solve(k, np.eye(n) - scipy.linalg.expm(-lam_tau * k))
+    scale = max(1.0, lam_tau)
+    np.testing.assert_allclose(MTL.adaptation_operator(k, lam_tau), reference,
+                               atol=1e-9 * scale * np.linalg.cond(k))
+
+
+def test_adaptation_operator_at_a_singular_kernel_is_the_limit():
+    """T = K⁻¹(I − e^{−sK}) → s on the null space of K (documented value); T = 0 at s = 0."""
+    v = np.array([[1.0], [1.0]]) / math.sqrt(2)
+    k = 3.0 * v @ v.T  # rank one: eigenvalues 3 and 0
+    t = MTL.adaptation_operator(k, 0.5)
+    expected = (1 - math.exp(-1.5)) / 3 * v @ v.T + 0.5 * (np.eye(2) - v @ v.T)
+    np.testing.assert_allclose(t, expected, atol=1e-15)
+    np.testing.assert_array_equal(MTL.adaptation_operator(k, 0.0), 0.0)
+
+
+def test_long_adaptation_interpolates_the_support_set():
+    """λτ̂ → ∞: G_τ̂(X′, X′, Y′) = (I − e^{−λτ̂K})Y′ → Y′ (the adapted head fits the support labels)."""
+    _, support, _, tk, _, y_support = _data()
+    k_ss = tk.block("nngp", "support", "support")
+    np.testing.assert_allclose(MTL.adapted_outputs(k_ss, k_ss, y_support, 1e4), y_support, atol=1e-10)
+
+
+def test_shapes_and_multi_output_labels():
+    sets, _, _, tk, _, _ = _data(tasks=2, n=3)
+    rng = np.random.default_rng(3)
+    labels = [rng.standard_normal((3, 2)) for _ in sets]
+    y_support = rng.standard_normal((3, 2))
+    assert MTL.mtl_kernel(tk).shape == MTL.anil_kernel(tk, 0.2).shape == (6, 6)
+    assert MTL.mtl_test_kernel(tk, 0.2).shape == MTL.anil_test_kernel(tk, 0.1, 0.2).shape == (2, 6)
+    both = MTL.anil_predictions(tk, labels, y_support, 0.1, 0.2)
+    assert both.shape == (2, 2)
+    first = MTL.anil_predictions(tk, [y[:, :1] for y in labels], y_support[:, :1], 0.1, 0.2)
+    np.testing.assert_allclose(both[:, :1], first, rtol=1e-12)
+
+
+def test_the_array_module_follows_the_inputs(array_backend):
+    _, xp = array_backend
+    sets, support, query, tk, labels, y_support = _data()
+    dev = MTL.task_kernels(MTL.ReluNetwork(3), [xp.asarray(s) for s in sets], xp.asarray(support), xp.asarray(query))
+    dev_labels, dev_support = [xp.asarray(y) for y in labels], xp.asarray(y_support)
+    for ours, ref in [
+        (MTL.mtl_predictions(dev, dev_labels, dev_support, 0.3), MTL.mtl_predictions(tk, labels, y_support, 0.3)),
+        (MTL.anil_predictions(dev, dev_labels, dev_support, 0.2, 0.3, "statement"),
+         MTL.anil_predictions(tk, labels, y_support, 0.2, 0.3, "statement")),
+        (MTL.anil_kernel(dev, 0.2), MTL.anil_kernel(tk, 0.2)),
+    ]:
+        assert backend.get_backend(ours) is xp
+        np.testing.assert_allclose(backend.to_host(ours), ref, rtol=1e-10, atol=1e-12)
+    assert MTL.kernel_inverse_gap(dev) == pytest.approx(MTL.kernel_inverse_gap(tk), rel=1e-10)

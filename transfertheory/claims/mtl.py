@@ -1,0 +1,341 @@
+r"""MTL §4 (Lemmas 1, 3–5; App. B.3–B.4): deep ReLU kernels against random finite-width networks, and the
+MTL/ANIL kernel identities and large-depth structure as exact computations.
+
+Finite-width networks (the independent computation of the NNGP and NTK): the network of
+:mod:`transfertheory.theory.ntk` at width h, weights and biases N(0, 1), NTK parameterization. For each random
+network the checks form, with explicit per-layer Jacobians (no autograd),
+
+* the readout Gram c²aᴸ(x)·aᴸ(x′) + b² = E[f(x)f(x′) | hidden layers] (the exact mean over the readout layer,
+  so its mean over networks is E[f(x)f(x′)]; c = w_std/√h, aᴸ the last hidden activations);
+* the empirical NTK Σ_l ⟨∂f(x)/∂θ_l, ∂f(x′)/∂θ_l⟩ = Σ_l (c_l²(δ_l(x)·δ_l(x′))(a_{l−1}(x)·a_{l−1}(x′)) +
+  b²δ_l(x)·δ_l(x′)), δ_l = ∂f/∂z_l by backpropagation;
+* the empirical multi-head Gram Φ̂_MTL: the shared-body part (NTK minus readout Gram) plus the readout Gram
+  within a task only (each task its own head), whose mean is Φ_MTL (MTL App. Eq. 64).
+
+At width h the means carry an O(depth/h) finite-width bias. The width grows with the number of networks R
+(h = max(64, R)), so bias/SE ∝ depth/√R shrinks with the profile; measured at h = 64, depth 3, 300 networks:
+every entry within |z| ≤ 1.4 of the infinite-width kernel, so at h ≥ 200 the bias is below 0.3 SE: no allowance.
+Inputs: standard normal rows of random norms (the kernels take inputs as given).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+from hypothesis import strategies as st
+
+from ..theory import mtl as MTL
+from ..theory.ntk import relu_kernels
+from .compare import agreement, exceeds, holds, mc_agreement, within
+from .registry import KNOWN_ERRATUM, combine, register
+
+# --------------------------------------------------------------------------- finite-width networks
+
+
+def network_grams(rng, x, depth, width, w_std, b_std):
+    """(readout Gram, empirical NTK) of one random network of the module docstring on the rows of ``x``."""
+    acts, masks, coefs, weights = [x], [], [], []
+    a = x
+    for _ in range(depth):
+        coef = w_std / math.sqrt(a.shape[1])
+        w = rng.standard_normal((width, a.shape[1]))
+        z = coef * a @ w.T + b_std * rng.standard_normal(width)
+        weights.append(w)
+        coefs.append(coef)
+        masks.append(z > 0)
+        a = np.maximum(z, 0.0)
+        acts.append(a)
+    c_out = w_std / math.sqrt(a.shape[1])
+    readout = c_out**2 * a @ a.T + b_std**2
+    ntk = readout.copy()
+    if depth:
+        delta = c_out * rng.standard_normal(a.shape[1]) * masks[-1]  # ∂f/∂z_depth, one row per input
+        for layer in range(depth - 1, -1, -1):
+            g = delta @ delta.T
+            ntk += coefs[layer] ** 2 * g * (acts[layer] @ acts[layer].T) + b_std**2 * g
+            if layer:
+                delta = (delta @ weights[layer]) * coefs[layer] * masks[layer - 1]
+    return readout, ntk
+
+
+def _networks(case):
+    reps = max(50, case.profile.mc_reps // 10)
+    return reps, max(64, reps)
+
+
+def _kernel_point(profile):
+    return st.fixed_dictionaries({"depth": st.integers(1, 3), "w_std": st.floats(1.0, 2.0),
+                                  "b_std": st.floats(0.0, 0.5), "d": st.integers(2, 6)})
+
+
+def _label(case):
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
+
+
+def _finite_width(case, n=4):
+    p, rng = case.params, case.rng
+    x = rng.standard_normal((n, p["d"])) * rng.uniform(0.5, 2.0, (n, 1))
+    reps, width = _networks(case)
+    grams = [network_grams(rng, x, p["depth"], width, p["w_std"], p["b_std"]) for _ in range(reps)]
+    readout, ntk = (np.array(g) for g in zip(*grams))
+    return x, readout, ntk
+
+
+def _entrywise(samples, reference, what, case):
+    n = reference.shape[0]
+    return combine(mc_agreement(samples[:, i, j], float(reference[i, j]), label=f"{what}[{i},{j}] {_label(case)}")
+                   for i in range(n) for j in range(i, n))
+
+
+@register("mtl.ntk.nngp-mc", source="MTL §4.3 (NNGP K), App. B.4", kind="monte-carlo", strategy=_kernel_point,
+          statement="K(x, x′) of relu_kernels = E[f(x)f(x′)] over random finite-width ReLU networks (NTK "
+                    "parameterization), entrywise within 4 SE")
+def _nngp_mc(case):
+    x, readout, _ = _finite_width(case)
+    p = case.params
+    return _entrywise(readout, relu_kernels(x, depth=p["depth"], w_std=p["w_std"], b_std=p["b_std"])[0], "K", case)
+
+
+@register("mtl.ntk.ntk-mc", source="MTL §4.3 (NTK Θ), App. B.3 Eq. 55", kind="monte-carlo", strategy=_kernel_point,
+          statement="Θ(x, x′) of relu_kernels = E⟨∂f(x)/∂θ, ∂f(x′)/∂θ⟩ over random finite-width networks "
+                    "(explicit per-layer Jacobians), entrywise within 4 SE")
+def _ntk_mc(case):
+    x, _, ntk = _finite_width(case)
+    p = case.params
+    return _entrywise(ntk, relu_kernels(x, depth=p["depth"], w_std=p["w_std"], b_std=p["b_std"])[1], "Θ", case)
+
+
+@register("mtl.lemma3.phi-mtl-mc", source="MTL Lemma 3 (Φ_MTL), App. Eq. 64", kind="monte-carlo",
+          strategy=_kernel_point,
+          statement="Φ_MTL = Θ − K + blockdiag(K) is the mean Gram of the multi-head network's parameter gradients "
+                    "(shared body, one readout head per task): two tasks of two points, entrywise within 4 SE")
+def _phi_mtl_mc(case):
+    x, readout, ntk = _finite_width(case)
+    same_task = np.kron(np.eye(2), np.ones((2, 2)))
+    samples = ntk - readout + readout * same_task
+    p = case.params
+    tk = MTL.task_kernels(MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"]), [x[:2], x[2:]])
+    return _entrywise(samples, MTL.mtl_kernel(tk), "Φ_MTL", case)
+
+
+@register("mtl.ntk.fluctuation-rate", source="MTL App. B.4 (Lemma 1's O(1/√h) finite-width error)",
+          kind="monte-carlo", allowance=0.06,
+          allowance_reason="the O(1/h) relative correction to the NTK variance over h = 64…512 at depth 2 "
+                           "(Hanin & Nica 2020: variance ∝ (e^{c·depth/h} − 1)) tilts a log-log slope by up "
+                           "to ~0.05",
+          statement="the empirical NTK's fluctuation over random networks decays like h^(−1/2): the fitted "
+                    "exponent of sd(Θ̂(x, x′)) against the width h is −1/2")
+def _fluctuation_rate(case):
+    rng = case.rng
+    x = rng.standard_normal((3, 4))
+    widths = np.array([64, 128, 256, 512])
+    reps = max(100, case.profile.mc_reps // 10)
+    log_sd, se = [], []
+    for h in widths:
+        samples = np.array([network_grams(rng, x, 2, int(h), 2**0.5, 0.0)[1][0, 1] for _ in range(reps)])
+        log_sd.append(math.log(samples.std(ddof=1)))
+        se.append(1 / math.sqrt(2 * (reps - 1)))  # SE of log(sample sd) for near-normal samples
+    design = np.vstack([np.log(widths), np.ones(len(widths))]).T
+    weights = 1 / np.array(se) ** 2
+    cov = np.linalg.inv(design.T @ (design * weights[:, None]))
+    slope = (cov @ design.T @ (weights * np.array(log_sd)))[0]
+    return agreement(slope, math.sqrt(cov[0, 0]), -0.5, allowance=case.claim.allowance,
+                     label=f"fitted exponent of sd(Θ̂) vs width ({reps} networks per width)")
+
+
+# --------------------------------------------------------------------------- MTL / ANIL kernels: exact identities
+
+
+def _task_point(profile):
+    return st.fixed_dictionaries({"depth": st.integers(1, 8), "tasks": st.integers(1, 4), "n": st.integers(1, 4),
+                                  "lam_tau": st.floats(0.0, 1.0), "lam_tau_hat": st.floats(0.0, 1.0),
+                                  "d": st.integers(2, 6)})
+
+
+def _standardized(rng, n, d):
+    x = rng.standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True) * math.sqrt(d)  # MTL: ‖x‖² = d
+
+
+def _task_data(case):
+    p, rng = case.params, case.rng
+    tasks = [_standardized(rng, p["n"], p["d"]) for _ in range(p["tasks"])]
+    support, query = _standardized(rng, 3, p["d"]), _standardized(rng, 2, p["d"])
+    tk = MTL.task_kernels(MTL.ReluNetwork(p["depth"]), tasks, support, query)
+    return tasks, support, query, tk, rng
+
+
+def _reference_test_kernel(net, tasks, support, query, lam_tau, lam_tau_hat, variant):
+    """Φ′_ANIL block by block from the paper's formulas, with scipy's expm and dense solves (App. Eq. 61 or Lemma 1)."""
+    k_ss, _ = net.kernels(support)
+    k_qs, _ = net.kernels(query, support)
+    t = np.linalg.solve(k_ss, np.eye(len(k_ss)) - scipy.linalg.expm(-lam_tau_hat * k_ss))
+    blocks = []
+    for xj in tasks:
+        k_qj, th_qj = net.kernels(query, xj)
+        k_sj, th_sj = net.kernels(support, xj)
+        k_jj, _ = net.kernels(xj)
+        if variant == "derivation":
+            core = (th_qj - k_qj) - k_qs @ t @ (th_sj - k_sj)
+        else:
+            core = th_qj - k_qs @ t @ th_sj
+        blocks.append(core @ scipy.linalg.expm(-lam_tau * k_jj))
+    return np.hstack(blocks)
+
+
+@register("mtl.lemma1.kernels-exact", source="MTL Lemma 1, App. Eqs. 60, 61, 64–66", kind="exact",
+          strategy=_task_point,
+          statement="Φ_MTL (block form), Φ_ANIL = DΘD, Φ′_MTL and Φ′_ANIL = Φ′_MTL·D (Eq. 66) equal the paper's "
+                    "block formulas assembled pair by pair with scipy.linalg.expm and dense solves")
+def _kernels_exact(case):
+    tasks, support, query, tk, _ = _task_data(case)
+    p, net = case.params, MTL.ReluNetwork(case.params["depth"])
+    scale = float(np.abs(tk.ntk).max())
+    results = []
+    def pair(i, j):  # a task with itself as a Gram (ψ = 0 exactly on its diagonal, module ntk's numerics)
+        return net.kernels(tasks[i]) if i == j else net.kernels(tasks[i], tasks[j])
+
+    phi = np.block([[pair(i, j)[1] - (i != j) * pair(i, j)[0] for j in range(len(tasks))] for i in range(len(tasks))])
+    results.append(within(np.abs(MTL.mtl_kernel(tk) - phi).max(), 0.0, 1e-12 * scale, "Φ_MTL vs its blocks"))
+    decay = scipy.linalg.block_diag(*[scipy.linalg.expm(-p["lam_tau"] * net.kernels(a)[0]) for a in tasks])
+    anil = decay @ tk.block("ntk", "train", "train") @ decay
+    results.append(within(np.abs(MTL.anil_kernel(tk, p["lam_tau"]) - anil).max(), 0.0, 1e-10 * scale, "Φ_ANIL"))
+    for variant in MTL.ANIL_VARIANTS:
+        ref = _reference_test_kernel(net, tasks, support, query, p["lam_tau"], p["lam_tau_hat"], variant)
+        ours = MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], variant)
+        results.append(within(np.abs(ours - ref).max(), 0.0, 1e-8 * scale, f"Φ′_ANIL ({variant}) {_label(case)}"))
+    ref_mtl = _reference_test_kernel(net, tasks, support, query, 0.0, p["lam_tau_hat"], "derivation")
+    results.append(within(np.abs(MTL.mtl_test_kernel(tk, p["lam_tau_hat"]) - ref_mtl).max(), 0.0, 1e-8 * scale,
+                          "Φ′_MTL"))
+    return combine(results)
+
+
+@register("mtl.lemma1.no-adaptation", source="MTL Lemma 1 (Eqs. 15–16) at λτ = λτ̂ = 0; App. Eq. 67",
+          kind="exact", strategy=_task_point,
+          statement="without adaptation (λτ = λτ̂ = 0) G = 0, Φ_ANIL = Θ and F_ANIL − F_MTL = "
+                    "Φ′_MTL(Θ⁻¹ − Φ_MTL⁻¹)𝒴 exactly: the predictions differ only through Φ_MTL ≠ Θ (the gap "
+                    "Thm 1 bounds by O(1/L))")
+def _no_adaptation(case):
+    tasks, support, query, tk, rng = _task_data(case)
+    labels = [rng.standard_normal((a.shape[0], 1)) for a in tasks]
+    y_support = rng.standard_normal((3, 1))
+    diff = MTL.anil_predictions(tk, labels, y_support, 0.0, 0.0) - MTL.mtl_predictions(tk, labels, y_support, 0.0)
+    theta = tk.block("ntk", "train", "train")
+    y = np.vstack(labels)
+    reference = MTL.mtl_test_kernel(tk, 0.0) @ (np.linalg.inv(theta) - np.linalg.inv(MTL.mtl_kernel(tk))) @ y
+    cond = np.linalg.cond(theta) * np.linalg.cond(MTL.mtl_kernel(tk))
+    tol = 1e-13 * cond * float(np.abs(tk.ntk).max()) * float(np.abs(y).max())
+    g = MTL.adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support, 0)
+    return combine([within(np.abs(diff - reference).max(), 0.0, tol, f"F_ANIL − F_MTL {_label(case)}"),
+                    holds(np.all(g == 0), "G_0 = 0")])
+
+
+@register("mtl.lemma1.phi-prime-anil-inconsistent", source="MTL Lemma 1 and Lemma 3 vs App. Eqs. 61, 66",
+          kind="exact", strategy=_task_point, expected=KNOWN_ERRATUM, erratum="erratum-mtl-phi-prime-anil",
+          statement="MTL: Φ′_ANIL block j = [Θ(X,Xⱼ) − K(X,X′)T Θ(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} (Lemmas 1, 3); the "
+                    "paper's own derivation (Eq. 61, relation 66) gives Φ′_MTL·e^{−λτK(Xⱼ,Xⱼ)}, which differs "
+                    "by [K(X,X′)T K(X′,Xⱼ) − K(X,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} ≠ 0")
+def _phi_prime_inconsistent(case):
+    _, _, _, tk, _ = _task_data(case)
+    p = case.params
+    gap = (MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], "statement")
+           - MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], "derivation"))
+    relative = float(np.abs(gap).max() / np.abs(tk.ntk).max())
+    return exceeds(relative, 1e-6, label=f"max |statement − derivation| / max Θ {_label(case)}")
+
+
+# --------------------------------------------------------------------------- large depth (Lemmas 4 and 5)
+
+
+def _depth_structure(depths, seed=0, tasks=3, n=4, d=10):
+    """Per depth L (He initialization, ‖x‖² = d): max|K/q − 11ᵀ|, max|Θ/q − L(¼11ᵀ + ¾I)| and
+    ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (q = K(x, x), the same for every x)."""
+    rng = np.random.default_rng(seed)
+    sets = [_standardized(rng, n, d) for _ in range(tasks)]
+    rows = []
+    for depth in depths:
+        tk = MTL.task_kernels(MTL.ReluNetwork(int(depth)), sets)
+        q = float(tk.nngp[0, 0])
+        size = tk.n_train
+        rows.append((float(np.abs(tk.nngp / q - 1).max()),
+                     float(np.abs(tk.ntk / q - depth * (0.25 + 0.75 * np.eye(size))).max()),
+                     MTL.kernel_inverse_gap(tk)))
+    return np.array(rows)
+
+
+def _local_slope(values, depths):
+    return float(np.log(values[-1] / values[-2]) / np.log(depths[-1] / depths[-2]))
+
+
+@register("mtl.lemma4.nngp-rate", source="MTL Lemma 4 (Eq. 70)", kind="exact", allowance=0.05,
+          allowance_reason="pre-asymptotic: the local exponent of max|K/q − 11ᵀ| approaches −2 from above "
+                           "(−1.82, −1.90, −1.94, −1.97 at the doublings 64→…→1024)",
+          statement="K^(L) = q(11ᵀ + B/L²) with B = O(1): the local exponent of max|K/q − 11ᵀ| between "
+                    "L = 512 and 1024 is −2")
+def _nngp_rate(case):
+    depths = np.array([512, 1024])
+    slope = _local_slope(_depth_structure(depths)[:, 0], depths)
+    return within(slope, -2.0, case.claim.allowance, "local exponent of the NNGP's distance to 11ᵀ")
+
+
+@register("mtl.lemma5.inverse-gap-rate", source="MTL Lemma 5 (Eq. 73)", kind="exact", allowance=0.05,
+          allowance_reason="pre-asymptotic: the local exponent approaches −2 (−1.57 at L = 4→8, −1.99 at 128→256)",
+          statement="‖Θ⁻¹ − Φ_MTL⁻¹‖_op = O(1/L²): the local exponent between L = 512 and 1024 is at most −2 "
+                    "(+ allowance); measured −2.000")
+def _inverse_gap_rate(case):
+    depths = np.array([512, 1024])
+    slope = _local_slope(_depth_structure(depths)[:, 2], depths)
+    return within(max(slope, -2.0), -2.0, case.claim.allowance, f"local exponent of the inverse gap ({slope:.4f})")
+
+
+@register("mtl.lemma4.ntk-remainder-log", source="MTL Lemma 4 (Eq. 69)", kind="exact",
+          expected=KNOWN_ERRATUM, erratum="erratum-mtl-ntk-remainder",
+          statement="MTL: Θ^(L) = L(¼11ᵀ + ¾I) + A with A = O(1) (q = 1). The remainder grows like log L: "
+                    "max|Θ/q − L(¼11ᵀ + ¾I)| increases by a non-vanishing ≈ 0.26 per doubling of L up to L = 2¹⁴")
+def _ntk_remainder_log(case):
+    depths = 2 ** np.arange(10, 15)
+    remainder = _depth_structure(depths)[:, 1]
+    increments = np.diff(remainder)
+    # a bounded remainder needs increments → 0; measured they settle at ≈ 0.26 (within 3 % of each other)
+    settled = float(increments.min() / increments.max())
+    detail_ok = settled > 0.95
+    amount = float(increments.min()) if detail_ok else 0.0
+    return exceeds(amount, 0.1, label=f"smallest increment per doubling of max|A|/q over L = 2^10…2^14 "
+                                      f"(increments {np.round(increments, 4).tolist()})")
+
+
+# --------------------------------------------------------------------------- Theorem 1 on the synthetic tasks of MTL §5.1
+
+
+def _synthetic_task(rng, n, d):
+    """MTL §5.1: μ ~ N(0, I), ν ~ Unif(1.3, 1.6), x ~ N(μ, ν²I), y = ν‖x − μ‖²; inputs standardized to ‖x‖² = d."""
+    mu, nu = rng.standard_normal(d), rng.uniform(1.3, 1.6)
+    x = mu + nu * rng.standard_normal((n, d))
+    y = nu * ((x - mu) ** 2).sum(axis=1, keepdims=True)
+    return x / np.linalg.norm(x, axis=1, keepdims=True) * math.sqrt(d), y
+
+
+def _prediction_gap(depths, seed=0, tasks=20, n=10, d=10):
+    """‖F_ANIL − F_MTL‖₂ at λτ = λτ̂ = 0 per depth, on one draw of the MTL §5.1 tasks (5 support, 10 query)."""
+    rng = np.random.default_rng(seed)
+    train = [_synthetic_task(rng, n, d) for _ in range(tasks)]
+    (support, y_support), (query, _) = _synthetic_task(rng, 5, d), _synthetic_task(rng, 10, d)
+    gaps = []
+    for depth in depths:
+        tk = MTL.task_kernels(MTL.ReluNetwork(int(depth)), [x for x, _ in train], support, query)
+        labels = [y for _, y in train]
+        gaps.append(float(np.linalg.norm(MTL.anil_predictions(tk, labels, y_support, 0.0, 0.0)
+                                         - MTL.mtl_predictions(tk, labels, y_support, 0.0))))
+    return np.array(gaps)
+
+
+@register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact", allowance=0.05,
+          allowance_reason="pre-asymptotic: the local exponent approaches −1 from above (−0.63 at L = 4→8, "
+                           "−0.95 at 64→128, −0.990 at 512→1024)",
+          statement="‖F_ANIL − F_MTL‖₂ = O(1/L) at λτ = λτ̂ = 0 (infinite width, MTL §5.1 tasks: 20 training tasks "
+                    "of 10 points, d = 10): the local exponent between L = 512 and 1024 is at most −1 (+ allowance)")
+def _thm1_depth_rate(case):
+    depths = np.array([512, 1024])
+    slope = _local_slope(_prediction_gap(depths), depths)
+    return within(max(slope, -1.0), -1.0, case.claim.allowance, f"local exponent of ‖F_ANIL − F_MTL‖ ({slope:.4f})")

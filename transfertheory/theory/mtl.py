@@ -1,0 +1,239 @@
+r"""MTL §4.3 (Lemma 1), App. B.3–B.4 (Lemmas 3–5): MTL and ANIL kernels and test predictions of wide ReLU networks.
+
+Setting (MTL §3–4, "Bridging multi-task learning and meta-learning"): N training tasks with inputs Xᵢ (nᵢ × d)
+and labels Yᵢ, stacked as 𝒳 = (Xᵢ)ᵢ, 𝒴 = vec((Yᵢ)ᵢ); a test task with query inputs X and support set
+(X′, Y′). A deep ReLU network (:mod:`transfertheory.theory.ntk`) of infinite width is trained by gradient
+flow with MTL (a multi-head network, one head per task) or with ANIL (inner loop: τ steps of learning rate λ
+on the last layer only); at test time the last layer is adapted on the support set for τ̂ steps. Only the
+products λτ and λτ̂ enter. With the NTK Θ and the NNGP kernel K (Gram matrices over the point sets given):
+
+* T(X′) = K(X′,X′)⁻¹(I − e^{−λτ̂K(X′,X′)})                                  (MTL Eq. 17)
+* G_τ̂(X, X′, Y′) = K(X,X′)·T(X′)·Y′                                        (Lemma 1, "Function G")
+* Φ_MTL = Θ(𝒳,𝒳) − K(𝒳,𝒳) + blockdiag(K(Xᵢ,Xᵢ))                           (Lemma 1; App. Eq. 64)
+* Φ′_MTL block j = Θ(X,Xⱼ) − K(X,Xⱼ) − K(X,X′)T(X′)[Θ(X′,Xⱼ) − K(X′,Xⱼ)]    (Lemma 1; App. Eq. 65)
+* Φ_ANIL = D Θ(𝒳,𝒳) D, D = blockdiag(e^{−λτK(Xᵢ,Xᵢ)})                      (Lemma 1; App. Eq. 60)
+* Φ′_ANIL = Φ′_MTL·D                                   (App. Eq. 61 and relation 66; ``variant="derivation"``)
+* F_MTL = G_τ̂(X,X′,Y′) + Φ′_MTL Φ_MTL⁻¹ 𝒴                                  (MTL Eq. 15)
+* F_ANIL = G_τ̂(X,X′,Y′) + Φ′_ANIL Φ_ANIL⁻¹ [𝒴 − G_τ(𝒳,𝒳,𝒴)],
+  G_τ(𝒳,𝒳,𝒴) block i = (I − e^{−λτK(Xᵢ,Xᵢ)})Yᵢ                             (MTL Eq. 16)
+
+The statement of Lemma 1 (and of Lemma 3) writes Φ′_ANIL block j as [Θ(X,Xⱼ) − K(X,X′)T(X′)Θ(X′,Xⱼ)]·
+e^{−λτK(Xⱼ,Xⱼ)}, which disagrees with its own derivation (App. Eq. 61, relation 66) by
+[−K(X,Xⱼ) + K(X,X′)T(X′)K(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)}. Both are computed here (``variant="statement"``
+for the Lemma's text); which one finite-width networks follow needs the training simulator (not yet
+implemented). Lemma 5 bounds ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (:func:`kernel_inverse_gap`).
+
+Numerics: matrix functions of the symmetric PSD Gram matrices go through their eigendecomposition —
+e^{−sK} = V e^{−sμ} Vᵀ and T = V diag((1 − e^{−sμ})/μ) Vᵀ with its limit s at μ = 0, so T exists even for a
+singular K(X′,X′) (at λτ̂ = 0, T = 0 and G = 0). Solves with Φ_MTL and Φ_ANIL use the symmetric
+eigendecomposition; eigenvalues at or below n·ε·λ_max (duplicated inputs across or within tasks) are a
+ValueError. The array module (NumPy or CuPy) is inferred from the inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import Interval
+from ..backend import array_module_of, to_host
+from ..params import Param
+from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
+
+__all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "task_kernels", "symmetric_exp",
+           "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
+           "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap"]
+
+LAM_TAU = Param("lam_tau", Interval(0, np.inf, "left"), description="inner-loop learning rate × steps, λτ (or λτ̂)")
+#: Φ′_ANIL per App. Eq. 61/66 ("derivation") or per the text of Lemma 1/3 ("statement")
+ANIL_VARIANTS = ("derivation", "statement")
+
+
+@dataclass(frozen=True)
+class ReluNetwork:
+    """The fully connected ReLU network of :func:`~transfertheory.theory.ntk.relu_kernels` (He: w_std = √2)."""
+
+    depth: int
+    w_std: float = 2**0.5
+    b_std: float = 0.0
+
+    def __post_init__(self):
+        HIDDEN_DEPTH.scalar(self.depth)
+        W_STD.scalar(self.w_std)
+        B_STD.scalar(self.b_std)
+
+    def kernels(self, x, y=None):
+        """(K, Θ) of the point sets (MTL §4.3)."""
+        return relu_kernels(x, y, depth=self.depth, w_std=self.w_std, b_std=self.b_std)
+
+
+@dataclass(frozen=True)
+class TaskKernels:
+    """Gram matrices of the training tasks 𝒳 (``train``), the support set X′ and the query set X.
+
+    ``nngp``/``ntk`` are over all points stacked as [𝒳; X′; X]; ``sizes`` are the task sizes nᵢ.
+    """
+
+    nngp: object
+    ntk: object
+    sizes: tuple
+    n_support: int
+    n_query: int
+
+    @property
+    def n_train(self) -> int:
+        return sum(self.sizes)
+
+    def block(self, which, rows, cols):
+        """The sub-matrix of ``which`` ("nngp" or "ntk") between two of "train", "support", "query"."""
+        edges = {"train": (0, self.n_train), "support": (self.n_train, self.n_train + self.n_support),
+                 "query": (self.n_train + self.n_support, self.n_train + self.n_support + self.n_query)}
+        (r0, r1), (c0, c1) = edges[rows], edges[cols]
+        return getattr(self, which)[r0:r1, c0:c1]
+
+    def task_slices(self):
+        starts = np.cumsum((0,) + tuple(self.sizes))
+        return [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _stack(arrays, name):
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError(f"{name} must hold at least one array")
+    xp = array_module_of(*arrays)
+    for i, a in enumerate(arrays):
+        if getattr(a, "ndim", None) != 2:
+            raise ValueError(f"{name}[{i}] must be a 2-D array (n, d), got {np.shape(to_host(a))}")
+    return xp.concatenate([xp.asarray(a, dtype=float) for a in arrays]), tuple(a.shape[0] for a in arrays)
+
+
+def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
+    """The NNGP and NTK Gram matrices of the training tasks ``tasks`` (a sequence of (nᵢ, d) arrays), the
+    support set and the query set (each (n, d) or None), computed once over all points."""
+    sets = list(tasks) + [s for s in (support, query) if s is not None]
+    points, sizes = _stack(sets, "tasks")
+    nngp, ntk = network.kernels(points)
+    n_tasks = len(list(tasks))
+    n_support = 0 if support is None else support.shape[0]
+    n_query = 0 if query is None else query.shape[0]
+    return TaskKernels(nngp, ntk, sizes[:n_tasks], n_support, n_query)
+
+
+def _eigh(a):
+    xp = array_module_of(a)
+    mu, v = xp.linalg.eigh((a + a.T) / 2)
+    return xp, xp.maximum(mu, 0.0), v
+
+
+def symmetric_exp(k, lam_tau):
+    """e^{−λτ·K} of a symmetric PSD matrix K by its eigendecomposition."""
+    lam_tau = LAM_TAU.scalar(lam_tau)
+    xp, mu, v = _eigh(k)
+    return (v * xp.exp(-lam_tau * mu)) @ v.T
+
+
+def adaptation_operator(k, lam_tau):
+    """T = K⁻¹(I − e^{−λτK}) (MTL Eq. 17) as V diag((1 − e^{−λτμ})/μ) Vᵀ, with the value λτ at μ = 0."""
+    lam_tau = LAM_TAU.scalar(lam_tau)
+    xp, mu, v = _eigh(k)
+    safe = xp.where(mu > 0, mu, 1.0)
+    weights = xp.where(mu > 0, -xp.expm1(-lam_tau * safe) / safe, lam_tau)
+    return (v * weights) @ v.T
+
+
+def adapted_outputs(k_query_support, k_support, y_support, lam_tau):
+    """G_λτ(X, X′, Y′) = K(X,X′)·T(X′)·Y′ (MTL Lemma 1): the last-layer adaptation on (X′, Y′) seen on X."""
+    return k_query_support @ (adaptation_operator(k_support, lam_tau) @ y_support)
+
+
+def _block_diag_map(tk, fn):
+    """blockdiag(fn(K(Xᵢ,Xᵢ))) over the training tasks."""
+    k = tk.block("nngp", "train", "train")
+    xp = array_module_of(k)
+    out = xp.zeros_like(k)
+    for s in tk.task_slices():
+        out[s, s] = fn(k[s, s])
+    return out
+
+
+def mtl_kernel(tk: TaskKernels):
+    """Φ_MTL = Θ(𝒳,𝒳) − K(𝒳,𝒳) + blockdiag(K(Xᵢ,Xᵢ)) (MTL Lemma 1; App. Eq. 64)."""
+    k, theta = tk.block("nngp", "train", "train"), tk.block("ntk", "train", "train")
+    return theta - k + _block_diag_map(tk, lambda block: block)
+
+
+def anil_kernel(tk: TaskKernels, lam_tau):
+    """Φ_ANIL = D Θ(𝒳,𝒳) D, D = blockdiag(e^{−λτK(Xᵢ,Xᵢ)}) (MTL Lemma 1; App. Eq. 60)."""
+    d = _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
+    return d @ tk.block("ntk", "train", "train") @ d
+
+
+def mtl_test_kernel(tk: TaskKernels, lam_tau_hat):
+    """Φ′_MTL (n × Nn): block j = Θ(X,Xⱼ) − K(X,Xⱼ) − K(X,X′)T(X′)[Θ(X′,Xⱼ) − K(X′,Xⱼ)] (Lemma 1; App. Eq. 65)."""
+    residual_query = tk.block("ntk", "query", "train") - tk.block("nngp", "query", "train")
+    residual_support = tk.block("ntk", "support", "train") - tk.block("nngp", "support", "train")
+    return residual_query - adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
+                                            residual_support, lam_tau_hat)
+
+
+def anil_test_kernel(tk: TaskKernels, lam_tau, lam_tau_hat, variant="derivation"):
+    """Φ′_ANIL (n × Nn). ``"derivation"``: Φ′_MTL·blockdiag(e^{−λτK(Xⱼ,Xⱼ)}) (App. Eqs. 61, 66);
+    ``"statement"``: block j = [Θ(X,Xⱼ) − K(X,X′)T(X′)Θ(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} (the text of Lemmas 1 and 3)."""
+    if variant not in ANIL_VARIANTS:
+        raise ValueError(f"variant must be one of {ANIL_VARIANTS}, got {variant!r}")
+    d = _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
+    if variant == "derivation":
+        return mtl_test_kernel(tk, lam_tau_hat) @ d
+    adapted = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
+                              tk.block("ntk", "support", "train"), lam_tau_hat)
+    return (tk.block("ntk", "query", "train") - adapted) @ d
+
+
+def _solve(a, b, name):
+    """a⁻¹b for a symmetric positive definite ``a`` by its eigendecomposition (ValueError if singular)."""
+    xp, mu, v = _eigh(a)
+    floor = a.shape[0] * np.finfo(float).eps * float(mu.max()) if a.shape[0] else 0.0
+    if float(mu.min()) <= floor:
+        raise ValueError(f"{name} is singular (smallest eigenvalue {float(mu.min()):.3g} <= {floor:.3g}): "
+                         "duplicated training inputs?")
+    return v @ ((v.T @ b) / (mu[:, None] if b.ndim == 2 else mu))
+
+
+def _labels(tk, labels, support_labels):
+    xp = array_module_of(tk.nngp)
+    y = xp.concatenate([xp.asarray(a, dtype=float).reshape(a.shape[0], -1) for a in labels])
+    y_support = xp.asarray(support_labels, dtype=float).reshape(tk.n_support, -1)
+    if y.shape[0] != tk.n_train or len(labels) != len(tk.sizes) or any(
+            a.shape[0] != n for a, n in zip(labels, tk.sizes)):
+        raise ValueError(f"labels must hold one array per task with {tk.sizes} rows")
+    if y_support.shape[1] != y.shape[1]:
+        raise ValueError(f"support_labels must have {y.shape[1]} output columns like labels")
+    return y, y_support
+
+
+def mtl_predictions(tk: TaskKernels, labels, support_labels, lam_tau_hat):
+    """F_MTL(X, X′, Y′) = G_τ̂(X,X′,Y′) + Φ′_MTL Φ_MTL⁻¹ 𝒴 (MTL Eq. 15); (n, k) for labels of k columns."""
+    y, y_support = _labels(tk, labels, support_labels)
+    g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
+                        lam_tau_hat)
+    return g + mtl_test_kernel(tk, lam_tau_hat) @ _solve(mtl_kernel(tk), y, "Phi_MTL")
+
+
+def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_hat, variant="derivation"):
+    """F_ANIL = G_τ̂(X,X′,Y′) + Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ(𝒳,𝒳,𝒴)] (MTL Eq. 16), G_τ block i = (I − e^{−λτKᵢᵢ})Yᵢ."""
+    y, y_support = _labels(tk, labels, support_labels)
+    g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
+                        lam_tau_hat)
+    decay = _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
+    residual = decay @ y  # 𝒴 − G_τ(𝒳,𝒳,𝒴) = blockdiag(e^{−λτKᵢᵢ})𝒴
+    return g + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ _solve(anil_kernel(tk, lam_tau), residual,
+                                                                              "Phi_ANIL")
+
+
+def kernel_inverse_gap(tk: TaskKernels) -> float:
+    """‖Θ(𝒳,𝒳)⁻¹ − Φ_MTL⁻¹‖_op (MTL Lemma 5, Eq. 73), by symmetric solves."""
+    theta = tk.block("ntk", "train", "train")
+    xp = array_module_of(theta)
+    eye = xp.eye(theta.shape[0])
+    gap = _solve(theta, eye, "Theta") - _solve(mtl_kernel(tk), eye, "Phi_MTL")
+    return float(xp.linalg.norm((gap + gap.T) / 2, ord=2))
