@@ -47,6 +47,8 @@ ERRATA = {
     "faf.appD1.assumption22": "erratum-assumption22",
     "merlin.thm2.bound-2-3": "erratum-merlin-fit-bound",
     "tdr.thm2.scratch-sqrt": "erratum-tdr-scratch-sqrt",
+    "mtl.lemma1.phi-prime-anil-inconsistent": "erratum-mtl-phi-prime-anil",
+    "mtl.lemma4.ntk-remainder-log": "erratum-mtl-ntk-remainder",
 }
 #: claim-id prefix → how the claim's source names its paper
 PAPERS = {"faf": "FaF", "merlin": "MeRLin", "tdr": "TDR", "mtl": "MTL"}
