@@ -96,3 +96,22 @@ def pretrain_source(W_star, c_star, m, rng, *, max_time=1e3, gtol=1e-8, loss_tol
     return PretrainResult(W, c, loss, initial, converged, result.status, result.t, result.steps,
                           result.grad_norm, drift)
 
+
+
+def feature_kernel(W, X):
+    """Feature Gram matrix K(x, x') = (1/m) Σᵢ σ(wᵢᵀx) σ(wᵢᵀx') of hidden rows W (..., m, d) on probes X (p, d)."""
+    xp = array_module_of(W)
+    features = xp.maximum(xp.asarray(X) @ xp.swapaxes(W, -1, -2), 0.0)  # (..., p, m)
+    return features @ xp.swapaxes(features, -1, -2) / W.shape[-2]
+
+
+def kernel_distance(W, W_star, X):
+    """Relative Frobenius distance ‖K_W − K_W*‖_F / ‖K_W*‖_F of the feature kernels on probes X (per instance).
+
+    The alignment criterion of FaF Fig. 4a–b: a student whose rows have moved onto the teacher's
+    directions has a feature kernel close to the teacher's; at initialization (random rows) the
+    distance is O(1).
+    """
+    xp = array_module_of(W)
+    K, K_star = feature_kernel(W, X), feature_kernel(W_star, X)
+    return np.asarray(to_host(xp.linalg.norm(K - K_star, axis=(-2, -1)) / xp.linalg.norm(K_star, axis=(-2, -1))))
