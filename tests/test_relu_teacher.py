@@ -1,8 +1,15 @@
 """Tests of the FaF §4 ReLU student–teacher simulator (transfertheory.sim.relu_teacher)."""
 import numpy as np
 
-from transfertheory.sim.relu_teacher import INIT_OUTPUT_SCALE, kernel_distance, paper_init, pretrain_source
-from transfertheory.theory.relu import population_loss, random_teacher
+from transfertheory.sim.relu_teacher import (
+    INIT_OUTPUT_SCALE,
+    kernel_distance,
+    linear_transfer,
+    paper_init,
+    pretrain_source,
+    teacher_samples,
+)
+from transfertheory.theory.relu import population_loss, random_teacher, rkhs_projection_norms
 
 
 def test_paper_init_on_sphere_with_tiny_outputs():
@@ -36,3 +43,24 @@ def test_pretraining_aligns_the_student_kernel_with_the_source_teacher():
     before, after = kernel_distance(W0, W_star, X), kernel_distance(res.W, W_star, X)
     assert np.all(before > 0.5), before
     assert np.all(after < 0.5 * before), (before, after)
+
+
+def test_linear_transfer_risk_approaches_the_projection_residual():
+    # FaF Eq. 21: retraining the outputs on frozen features converges, as n → ∞, to the L² projection of
+    # the target on span{σ(wᵢᵀx)}, whose risk 2L is ‖P⊥ f_t*‖² (computed independently in closed form).
+    # Exact bound: 2L ≥ ‖P⊥‖² for every n (the projection is the best approximation). Measured excess
+    # 2L − ‖P⊥‖² (4 instances, m = 40): 1–7e-3 at n = 400, 4–9e-4 at n = 1600, 1–4e-4 at n = 6400, i.e. the
+    # least-squares rate ~ m/n; we require the excess to fall ≥ 2× from n = 1600 to 6400 and to be within
+    # 5% of ‖P⊥‖² (≈ 0.015–0.036) at n = 6400.
+    W_source, c_source = random_teacher(5, 10, 1, batch=(4,))
+    W = pretrain_source(W_source, c_source, 40, 2, max_time=300.0).W
+    W_target, c_target = random_teacher(5, 10, 3, batch=(4,))
+    pperp = np.asarray(rkhs_projection_norms(W, W_target, c_target).outside)
+    excess = {}
+    for n in (1600, 6400):
+        X, y = teacher_samples(W_target, c_target, n, 7)
+        risk = 2 * np.asarray(population_loss(W, linear_transfer(W, X, y), W_target, c_target))
+        assert np.all(risk >= pperp * (1 - 1e-9)), (n, risk, pperp)
+        excess[n] = risk - pperp
+    assert np.all(excess[6400] < 0.5 * excess[1600]), excess
+    assert np.all(excess[6400] < 0.05 * pperp), (excess, pperp)

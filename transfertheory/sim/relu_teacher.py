@@ -115,3 +115,25 @@ def kernel_distance(W, W_star, X):
     xp = array_module_of(W)
     K, K_star = feature_kernel(W, X), feature_kernel(W_star, X)
     return np.asarray(to_host(xp.linalg.norm(K - K_star, axis=(-2, -1)) / xp.linalg.norm(K_star, axis=(-2, -1))))
+
+
+def teacher_samples(W_star, c_star, n, rng):
+    """n noiseless samples (σ = 0, FaF App. D.2) of teachers (B, m*, d): X (B, n, d), y (B, n)."""
+    xp = array_module_of(W_star)
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    X = xp.asarray(generator.standard_normal(W_star.shape[:-2] + (n, W_star.shape[-1])))
+    y = xp.maximum(X @ xp.swapaxes(W_star, -1, -2), 0.0) @ c_star[..., None] / W_star.shape[-2]
+    return X, y[..., 0]
+
+
+def linear_transfer(W, X, y):
+    """Output weights retrained on frozen features: minimum-norm least squares of y on σ(XWᵀ)/m (per instance).
+
+    Returns c (B, m) with f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx); its population risk is exact through
+    :func:`transfertheory.theory.relu.population_loss`. As n → ∞ the fit becomes the L² projection of
+    the target on span{σ(wᵢᵀx)}, so 2·L → ‖P⊥ f_t*‖² (FaF Eq. 21).
+    """
+    xp = array_module_of(W)
+    m = W.shape[-2]
+    features = xp.maximum(X @ xp.swapaxes(W, -1, -2), 0.0) / m  # (B, n, m)
+    return xp.stack([xp.linalg.lstsq(F, t, rcond=None)[0] for F, t in zip(features, y)])
