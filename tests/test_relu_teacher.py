@@ -1,6 +1,8 @@
 """Tests of the FaF §4 ReLU student–teacher simulator (transfertheory.sim.relu_teacher)."""
 import numpy as np
 
+from transfertheory.backend import to_host
+
 from transfertheory.sim.relu_teacher import (
     INIT_OUTPUT_SCALE,
     kernel_distance,
@@ -64,3 +66,17 @@ def test_linear_transfer_risk_approaches_the_projection_residual():
         excess[n] = risk - pperp
     assert np.all(excess[6400] < 0.5 * excess[1600]), excess
     assert np.all(excess[6400] < 0.05 * pperp), (excess, pperp)
+
+
+def test_pretraining_and_linear_transfer_respect_the_device_boundary(array_backend):
+    # Run on NumPy and on the strict CuPy stand-in (host transfers only through the backend): same numbers.
+    _, xp = array_backend
+    W_star, c_star = random_teacher(3, 4, 1, batch=(2,), xp=xp)
+    res = pretrain_source(W_star, c_star, 12, 2, max_time=50.0)
+    X, y = teacher_samples(W_star, c_star, 30, 4)
+    c = linear_transfer(res.W, X, y)
+    W_host, c_host = random_teacher(3, 4, 1, batch=(2,))
+    ref = pretrain_source(W_host, c_host, 12, 2, max_time=50.0)
+    np.testing.assert_allclose(res.loss, ref.loss, rtol=1e-12)
+    X_host, y_host = teacher_samples(W_host, c_host, 30, 4)
+    np.testing.assert_allclose(to_host(c), linear_transfer(ref.W, X_host, y_host), rtol=1e-9)
