@@ -46,16 +46,6 @@ def unit_pair(d, theta):
 # --------------------------------------------------------------------------- KL
 
 
-def random_pair(rng, d, norm_f, norm_g):
-    """Two vectors in uniformly random directions with the given norms."""
-    u = rng.standard_normal((2, d))
-    u /= np.linalg.norm(u, axis=1, keepdims=True)
-    return norm_f * u[0], norm_g * u[1]
-
-
-PAIRS = dict(d=st.integers(1, 5), sigma=st.floats(0.1, 2.0), norm_f=st.floats(0.0, 2.5), norm_g=st.floats(0.0, 2.5))
-
-
 def test_kl_divergence_in_a_nonlinear_orthonormal_basis_matches_monte_carlo():
     """Eq. 30/34 for f, g in the normalized Hermite basis He_k/√k! of L²(N(0,1))."""
     rng = np.random.default_rng(7)
@@ -282,20 +272,6 @@ def test_far_target_and_proof_scale():
     g = D.far_target(beta, a)
     # the proof's choice makes ‖f‖² + ‖g‖² = max(2δe^{σ²/2}, 2‖f‖² − 2δe^{σ²/2}) ≥ 2δe^{σ²/2}
     assert beta @ beta + g @ g == pytest.approx(2 * 3.0 * np.exp(0.02))
-
-
-def simulate_risks(n, d, theta, sigma, norm, reps, rng):
-    """Direct simulation of scratch (X⁺y) and linear transfer (b = zᵀy/‖z‖², z = Xβ_s) for β_t = a·u."""
-    bs, u = unit_pair(d, theta)
-    bt = norm * u
-    x = rng.standard_normal((reps, n, d))
-    y = x @ bt + sigma * rng.standard_normal((reps, n))
-    scratch = np.einsum("rdn,rn->rd", np.linalg.pinv(x), y)
-    z = x @ bs
-    b = np.einsum("rn,rn->r", z, y) / np.einsum("rn,rn->r", z, z)
-    r_sc = np.sum((scratch - bt) ** 2, axis=1)
-    r_lt = np.sum((b[:, None] * bs - bt) ** 2, axis=1)
-    return r_sc, r_lt
 
 
 @given(theta=st.floats(0, np.pi), sigma=st.floats(0.0, 1.0), norm=st.floats(0.1, 10.0), gamma=st.floats(0.1, 3.0))

@@ -3,11 +3,9 @@ r"""Theorem checks for :mod:`transfertheory.theory.linear` (FaF §3; exact finit
 Three kinds of check (docs/testing.md):
 
 * exact identities and limits of the closed forms (deterministic);
-* Monte Carlo of the *defining* expectations at small d: draw X and ε,
-  compute the estimator the theorem describes (X⁺y, the rank-one least
-  squares, the ridge head, the fine-tuning limit) and compare the sample mean
-  with the exact finite-size formula, |mean − theory| ≤ 4·SE. Hypothesis
-  chooses (n, d, θ, σ, λ); the seed is derived from them;
+* the Monte Carlo checks of the finite-size forms against their defining
+  expectations are claims of the registry (``transfertheory/claims/faf_linear.py``),
+  the record-level ones in ``tests/test_methods.py``;
 * bad input: every public function raises ``ValueError`` naming the parameter.
 
 Rotation invariance makes β_s = e₁, β_t = cos θ e₁ + sin θ e₂ WLOG: the rows
@@ -15,149 +13,20 @@ of X are isotropic Gaussians, so X and XQ have the same law for any
 orthogonal Q, and every risk depends on (β_s, β_t) only through β_sᵀβ_t =
 cos θ (both unit vectors).
 """
-import hashlib
 import math
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from transfertheory.theory import linear as L
 
-# --------------------------------------------------------------------------- Monte Carlo helpers
-
-REPS = 2000
-#: (largest |z|, label) of every non-degenerate Monte Carlo comparison in this module.
-Z_SCORES = []
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report_largest_z(request):
-    """Print the largest Monte Carlo |z| of the module (docs/testing.md asks for it in reports)."""
-    yield
-    if Z_SCORES:
-        z, label = max(Z_SCORES)
-        plugins = request.config.pluginmanager
-        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
-        if reporter is not None and capture is not None:
-            with capture.global_and_fixture_disabled():
-                reporter.write_line(
-                    f"\ntest_linear: largest Monte Carlo |z| = {z:.2f} ({label}) over {len(Z_SCORES)} comparisons"
-                )
-
-
-def rng_for(*params):
-    """Generator seeded by a hash of the parameters: same draws for the same hypothesis example."""
-    digest = hashlib.sha256(repr(params).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
-
-
-def task(theta, d):
-    """β_s = e₁, β_t = cos θ e₁ + sin θ e₂ in ℝ^d (WLOG by rotation invariance)."""
-    beta_s, beta_t = np.zeros(d), np.zeros(d)
-    beta_s[0] = 1.0
-    beta_t[0], beta_t[1] = math.cos(theta), math.sin(theta)
-    return beta_s, beta_t
-
-
-def draw(rng, n, d, theta, sigma, reps=REPS):
-    """REPS target sets: X (reps, n, d) with N(0, 1) entries, y = Xβ_t + ε, ε ~ N(0, σ²)."""
-    beta_s, beta_t = task(theta, d)
-    x = rng.standard_normal((reps, n, d))
-    y = x @ beta_t + sigma * rng.standard_normal((reps, n))
-    return x, y, beta_s, beta_t
-
-
-def risk(beta_hat, beta_t):
-    """R = ‖β̂ − β_t‖² per draw."""
-    return ((beta_hat - beta_t) ** 2).sum(axis=-1)
-
-
-def scratch_estimate(x, y):
-    """Minimum-norm least squares β̂ = X⁺y (FaF Thm 3.5)."""
-    return (np.linalg.pinv(x) @ y[..., None])[..., 0]
-
-
-def fine_tune_estimate(x, y, beta_s):
-    """β̂ = X⁺y + (I − X⁺X)β_s (FaF Thm 3.9, Eq. 142)."""
-    pinv = np.linalg.pinv(x)
-    return (pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0]
-
-
-def linear_transfer_estimate(rng, x, y, beta_s):
-    """Min-norm least squares of the last layer on rank-one features Φ = (Xβ_s)vᵀ (FaF Thm 3.4, Eq. 11).
-
-    v is a random vector of random norm: the end-to-end β̂ = β_s vᵀΦ⁺y does not
-    depend on it. The rank cut-off 1e-10 removes the rounding-level singular
-    values of the (exactly) rank-one Φ.
-    """
-    d = x.shape[-1]
-    v = rng.standard_normal(d) * rng.uniform(0.5, 2.0)
-    phi = (x @ beta_s)[..., None] * v
-    head = (np.linalg.pinv(phi, rcond=1e-10) @ y[..., None])[..., 0]
-    return (head @ v)[:, None] * beta_s
-
-
-def ridge_transfer_estimate(x, y, beta_s, lam, rng):
-    """Ridge head W = (ΦᵀΦ + nλI)⁻¹Φᵀy on balanced rank-one features Φ = (Xβ_s)vᵀ, ‖v‖ = 1 (FaF Eqs. 14, 121)."""
-    reps, n, d = x.shape
-    v = rng.standard_normal(d)
-    v /= np.linalg.norm(v)
-    phi = (x @ beta_s)[..., None] * v
-    gram = np.swapaxes(phi, -1, -2) @ phi + n * lam * np.eye(d)
-    head = np.linalg.solve(gram, (np.swapaxes(phi, -1, -2) @ y[..., None]))[..., 0]
-    return (head @ v)[:, None] * beta_s
-
-
-def assert_mc_agrees(samples, theory, label):
-    """|mean − theory| ≤ 4·SE, SE = sample sd/√reps; records |z|.
-
-    When every sample equals the theory up to rounding (SE below 1e-9: σ = 0
-    with n ≥ d, or θ = σ = 0) the comparison is |mean − theory| ≤ 1e-9, the
-    floating-point allowance of an SVD-based pseudo-inverse.
-    """
-    samples = np.asarray(samples, dtype=float)
-    mean = samples.mean()
-    se = samples.std(ddof=1) / math.sqrt(samples.size)
-    if se < 1e-9:
-        assert abs(mean - theory) <= 1e-9, f"{label}: degenerate MC {mean!r} vs theory {theory!r}"
-        return
-    z = (mean - theory) / se
-    Z_SCORES.append((abs(z), label))
-    assert abs(z) <= 4, f"{label}: MC mean {mean:.6g} vs theory {theory:.6g}, z = {z:.2f} (SE {se:.3g})"
-
-
 # --------------------------------------------------------------------------- strategies
 
 thetas = st.floats(0.0, math.pi)
-noises = st.one_of(st.just(0.0), st.floats(0.05, 1.5))
-
-
-@st.composite
-def min_norm_sizes(draw_, max_d=24, max_n=32):
-    """(n, d, σ) for the minimum-norm risk with finite 4th moment.
-
-    The noise term of R is σ²εᵀ(XXᵀ)⁻¹ε-like, governed by the inverse of a
-    Wishart W_p(m), p = min(n, d), m = max(n, d). The smallest eigenvalue of W
-    has density ∝ λ^{(m−p−1)/2} at 0, so E λ_min^{−k} < ∞ iff m − p + 1 > 2k:
-    the mean needs |n − d| ≥ 2, the variance (k = 2) |n − d| ≥ 4, and the
-    4th moment (k = 4, which makes the sample SD a consistent SE) |n − d| ≥ 8.
-    With σ > 0 we require |n − d| ≥ 8; with σ = 0 the risk is the bounded bias
-    and every (n, d) is allowed, the singular |n − d| ≤ 1 included.
-    """
-    d = draw_(st.integers(2, max_d))
-    n = draw_(st.integers(1, max_n))
-    sigma = draw_(noises)
-    assume(sigma == 0 or abs(n - d) >= 8)
-    return n, d, sigma
-
-
-# E‖z‖⁻⁴ = 1/((n−2)(n−4)) and E‖z‖⁻⁸ < ∞ need n > 8: R_lt = sin²θ + (b − cos θ)², with
-# b − cos θ | z ~ N(0, (sin²θ + σ²)/‖z‖²), has a finite 4th moment iff n ≥ 9.
-head_samples = st.integers(9, 40)
 
 
 # --------------------------------------------------------------------------- Monte Carlo tests

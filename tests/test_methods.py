@@ -3,7 +3,7 @@
 * paper_* against the functions of theory.linear they stand for (identity);
 * the exact finite forms against Monte Carlo of their defining expectation:
   draw X, ε, build the estimator the theorem describes, average its risk
-  (helpers shared with tests/test_linear.py; |mean − theory| ≤ 4·SE);
+  (|mean − theory| ≤ 4·SE);
 * flow_* of fine-tuning against an independent Monte Carlo of the per-draw
   gradient-flow limit ``fine_tune_limit`` (other draws, other task vectors),
   and against its n, d → ∞ form;
@@ -11,20 +11,11 @@
   where gradient flow reaches the paper's limit; validity below min_n.
 """
 import dataclasses
+import hashlib
 import math
 
 import numpy as np
 import pytest
-from test_linear import (
-    assert_mc_agrees,
-    draw,
-    fine_tune_estimate,
-    linear_transfer_estimate,
-    ridge_transfer_estimate,
-    risk,
-    rng_for,
-    scratch_estimate,
-)
 
 from transfertheory.theory import fine_tuning as FT
 from transfertheory.theory import linear as L
@@ -37,6 +28,109 @@ from transfertheory.theory.methods import (
     get_method,
     reference_draws,
 )
+
+# --------------------------------------------------------------------------- Monte Carlo helpers
+
+REPS = 2000
+#: (largest |z|, label) of every non-degenerate Monte Carlo comparison in this module.
+Z_SCORES = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_largest_z(request):
+    """Print the largest Monte Carlo |z| of the module."""
+    yield
+    if Z_SCORES:
+        z, label = max(Z_SCORES)
+        plugins = request.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(
+                    f"\ntest_methods: largest Monte Carlo |z| = {z:.2f} ({label}) over {len(Z_SCORES)} comparisons"
+                )
+
+
+def rng_for(*params):
+    """Generator seeded by a hash of the parameters: same draws for the same hypothesis example."""
+    digest = hashlib.sha256(repr(params).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def task(theta, d):
+    """β_s = e₁, β_t = cos θ e₁ + sin θ e₂ in ℝ^d (WLOG by rotation invariance)."""
+    beta_s, beta_t = np.zeros(d), np.zeros(d)
+    beta_s[0] = 1.0
+    beta_t[0], beta_t[1] = math.cos(theta), math.sin(theta)
+    return beta_s, beta_t
+
+
+def draw(rng, n, d, theta, sigma, reps=REPS):
+    """REPS target sets: X (reps, n, d) with N(0, 1) entries, y = Xβ_t + ε, ε ~ N(0, σ²)."""
+    beta_s, beta_t = task(theta, d)
+    x = rng.standard_normal((reps, n, d))
+    y = x @ beta_t + sigma * rng.standard_normal((reps, n))
+    return x, y, beta_s, beta_t
+
+
+def risk(beta_hat, beta_t):
+    """R = ‖β̂ − β_t‖² per draw."""
+    return ((beta_hat - beta_t) ** 2).sum(axis=-1)
+
+
+def scratch_estimate(x, y):
+    """Minimum-norm least squares β̂ = X⁺y (FaF Thm 3.5)."""
+    return (np.linalg.pinv(x) @ y[..., None])[..., 0]
+
+
+def fine_tune_estimate(x, y, beta_s):
+    """β̂ = X⁺y + (I − X⁺X)β_s (FaF Thm 3.9, Eq. 142)."""
+    pinv = np.linalg.pinv(x)
+    return (pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0]
+
+
+def linear_transfer_estimate(rng, x, y, beta_s):
+    """Min-norm least squares of the last layer on rank-one features Φ = (Xβ_s)vᵀ (FaF Thm 3.4, Eq. 11).
+
+    v is a random vector of random norm: the end-to-end β̂ = β_s vᵀΦ⁺y does not
+    depend on it. The rank cut-off 1e-10 removes the rounding-level singular
+    values of the (exactly) rank-one Φ.
+    """
+    d = x.shape[-1]
+    v = rng.standard_normal(d) * rng.uniform(0.5, 2.0)
+    phi = (x @ beta_s)[..., None] * v
+    head = (np.linalg.pinv(phi, rcond=1e-10) @ y[..., None])[..., 0]
+    return (head @ v)[:, None] * beta_s
+
+
+def ridge_transfer_estimate(x, y, beta_s, lam, rng):
+    """Ridge head W = (ΦᵀΦ + nλI)⁻¹Φᵀy on balanced rank-one features Φ = (Xβ_s)vᵀ, ‖v‖ = 1 (FaF Eqs. 14, 121)."""
+    reps, n, d = x.shape
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    phi = (x @ beta_s)[..., None] * v
+    gram = np.swapaxes(phi, -1, -2) @ phi + n * lam * np.eye(d)
+    head = np.linalg.solve(gram, (np.swapaxes(phi, -1, -2) @ y[..., None]))[..., 0]
+    return (head @ v)[:, None] * beta_s
+
+
+def assert_mc_agrees(samples, theory, label):
+    """|mean − theory| ≤ 4·SE, SE = sample sd/√reps; records |z|.
+
+    When every sample equals the theory up to rounding (SE below 1e-9: σ = 0
+    with n ≥ d, or θ = σ = 0) the comparison is |mean − theory| ≤ 1e-9, the
+    floating-point allowance of an SVD-based pseudo-inverse.
+    """
+    samples = np.asarray(samples, dtype=float)
+    mean = samples.mean()
+    se = samples.std(ddof=1) / math.sqrt(samples.size)
+    if se < 1e-9:
+        assert abs(mean - theory) <= 1e-9, f"{label}: degenerate MC {mean!r} vs theory {theory!r}"
+        return
+    z = (mean - theory) / se
+    Z_SCORES.append((abs(z), label))
+    assert abs(z) <= 4, f"{label}: MC mean {mean:.6g} vs theory {theory:.6g}, z = {z:.2f} (SE {se:.3g})"
+
 
 GAMMAS = np.array([0.1, 0.5, 0.9, 1.0, 1.3, 3.0])[:, None]
 THETAS = np.linspace(0, math.pi, 7)[None, :]
