@@ -2,7 +2,8 @@
 
 The strict CPU stand-in for CuPy's host/device boundary (:mod:`strict_backend`)
 is registered as backend ``"strict"`` for the whole session; the fixture
-``array_backend`` runs a test on NumPy and on it (``xp`` the array module).
+``array_backend`` runs a test on NumPy, on it and, where a GPU is usable, on
+CuPy itself (``xp`` the array module).
 """
 import os
 
@@ -40,9 +41,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
 
 
-@pytest.fixture(params=["numpy", strict_backend.NAME])
+@pytest.fixture(params=["numpy", strict_backend.NAME, pytest.param("cupy", marks=pytest.mark.gpu)])
 def array_backend(request):
-    """(name, array module) of NumPy and of the strict CuPy stand-in: a test using it runs on both."""
+    """(name, array module) of NumPy, the strict CuPy stand-in and (``gpu``-marked) real CuPy: a test using it runs on each."""
     return request.param, backend.resolve_backend(request.param)
 
 
