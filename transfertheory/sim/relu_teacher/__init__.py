@@ -1,0 +1,41 @@
+r"""FaF §4 ReLU student–teacher simulator: pretraining, target training and the transfer experiment.
+
+Model (FaF Eqs. 18–20): a mean-field two-layer network f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx), σ = ReLU, hidden rows
+on the unit sphere, trained against teachers f*(x) = (1/m*) Σⱼ c*ⱼ σ(w*ⱼᵀx) with x ~ N(0, I_d). The
+source task is learned on the exact population loss, the target task on n noiseless samples.
+
+* :mod:`.network` — the network, FaF's initialization, the gradient flow on the product of spheres
+  (package integrator, time rescaled by m, FaF's stopping rule), features, kernels, samples;
+* :mod:`.pretraining` — source pretraining on the exact population loss;
+* :mod:`.target_training` — scratch training, fine-tuning (empirical loss) and linear transfer.
+
+docs/relu.md documents the model, the derivations and what is measured.
+"""
+from .network import (
+    INIT_OUTPUT_SCALE,
+    STATUSES,
+    FlowReport,
+    feature_kernel,
+    features,
+    kernel_distance,
+    network_output,
+    paper_init,
+    sphere_flow,
+    target_variance,
+    teacher_samples,
+)
+from .pretraining import PretrainResult, pretrain_source
+from .target_training import (
+    empirical_loss_and_gradients,
+    fine_tuning,
+    linear_transfer,
+    scratch_training,
+    train_on_samples,
+)
+
+__all__ = [
+    "INIT_OUTPUT_SCALE", "STATUSES", "FlowReport", "feature_kernel", "features", "kernel_distance",
+    "network_output", "paper_init", "sphere_flow", "target_variance", "teacher_samples",
+    "PretrainResult", "pretrain_source",
+    "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "scratch_training", "train_on_samples",
+]

@@ -1,0 +1,184 @@
+r"""The two-layer ReLU network of FaF §4 and its gradient flow on the product of spheres.
+
+f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) (FaF Eq. 18), σ = ReLU, every hidden row on the unit sphere ‖wᵢ‖ = 1.
+
+Parametrization: wᵢ = vᵢ/‖vᵢ‖ and the flow runs on (c, v). The gradient w.r.t. vᵢ is
+(1/‖vᵢ‖)(I − ŵᵢŵᵢᵀ)∇_{wᵢ}L, orthogonal to vᵢ, so the exact flow conserves ‖vᵢ‖; with ‖vᵢ(0)‖ = 1 it
+is Riemannian gradient flow on the product of spheres. The integrator's norm drift max|‖vᵢ‖ − 1| is
+reported as a diagnostic.
+
+Time: the gradients carry a factor 1/m (mean-field scaling), which FaF App. D.2 compensates with the
+learning rate 0.01·m. :func:`sphere_flow` integrates dθ/dt = −m∇L, so flow time t corresponds to the
+paper's iterations × 0.01 (its 1e5 iterations are t = 1e3).
+
+Stopping (FaF App. D.2: "until the loss reaches 1e−6"): the package integrator stops an instance at
+‖m∇L‖ ≤ gtol or at its time budget. :func:`sphere_flow` adds FaF's rule by integrating in segments of
+flow time doubling (ends at t = 1, 2, 4, … and ``max_time``); after each segment the instances whose
+loss is ≤ ``loss_tol`` stop with status ``loss_tol`` (``t_final`` is that segment's end, at most twice the
+first time the rule held), the others continue from their state (the integrator restarts: ~10 power-iteration
+gradients per segment). Segment ends do not depend on the batch, so neither do the results.
+
+Initialization (FaF App. D.2): rows uniform on S^{d−1}, output weights 1e−7.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import params as P
+from ..._validation import Interval
+from ...backend import array_module_of, to_host
+from ...theory.relu import population_loss
+from ...theory.relu.teachers import random_teacher
+from ..integrator import STATUSES as FLOW_STATUSES
+from ..integrator import integrate_gradient_flow
+
+__all__ = ["INIT_OUTPUT_SCALE", "STATUSES", "FlowReport", "paper_init", "sphere_flow", "features", "network_output",
+           "feature_kernel", "kernel_distance", "teacher_samples", "target_variance", "M", "MAX_TIME", "GTOL",
+           "LOSS_TOL", "RTOL"]
+
+INIT_OUTPUT_SCALE = 1e-7  #: FaF App. D.2 output-weight initialization
+#: the integrator's statuses and ``loss_tol`` (stopped by FaF's rule loss ≤ loss_tol)
+STATUSES = FLOW_STATUSES + ("loss_tol",)
+_FIRST_SEGMENT = 1.0  # flow time of the first segment; each next one ends at twice the time
+
+M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m of the student")
+MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
+GTOL = P.Param("gtol", Interval(0, np.inf, "neither"), description="convergence threshold on ‖m∇L‖")
+LOSS_TOL = P.Param("loss_tol", Interval(0, np.inf, "left"), description="FaF's stopping rule: loss ≤ loss_tol")
+RTOL = P.Param("rtol", Interval(0, np.inf, "neither"), description="integrator's relative local-error tolerance")
+
+
+def paper_init(m, d, rng, batch=(), xp=np):
+    """Student at FaF's initialization: rows uniform on S^{d−1} and c = 1e−7 (shapes batch+(m, d), batch+(m,))."""
+    W, c = random_teacher(m, d, rng, batch=batch, xp=xp)
+    return W, INIT_OUTPUT_SCALE * c
+
+
+def _pack(W, c, xp):
+    return xp.concatenate([c, W.reshape(W.shape[0], -1)], axis=1)
+
+
+def _unpack(y, m, d):
+    return y[:, m:].reshape(y.shape[0], m, d), y[:, :m]
+
+
+@dataclass(frozen=True)
+class FlowReport:
+    """Trained networks (batch B) and the flow's convergence report (numpy arrays of shape (B,)).
+
+    ``converged``: status ``converged`` (‖m∇L‖ ≤ gtol) or ``loss_tol`` (FaF's rule); ``loss`` is the
+    trained loss at the end (the callable's); ``norm_drift`` is max|‖vᵢ‖ − 1| (integration error).
+    """
+
+    W: object  #: (B, m, d) rows on the unit sphere
+    c: object  #: (B, m)
+    loss: np.ndarray
+    converged: np.ndarray
+    status: np.ndarray
+    t_final: np.ndarray
+    steps: np.ndarray
+    grad_norm: np.ndarray
+    norm_drift: np.ndarray
+    evaluations: int
+
+
+def sphere_flow(loss_and_gradients, W0, c0, *, max_time, gtol, loss_tol, rtol, atol=1e-12):
+    r"""Gradient flow dθ/dt = −m∇L of networks (B, m, d) with rows on the sphere (module docstring).
+
+    ``loss_and_gradients(W, c, rows) -> (loss (b,), grad_W_sphere (b, m, d), grad_c (b, m))`` evaluates
+    the trained loss of the instances ``rows`` (an int array into the batch) at rows W on the sphere;
+    ``grad_W_sphere`` is the Riemannian gradient (I − ŵᵢŵᵢᵀ)∇_{wᵢ}L.
+    """
+    max_time, gtol = MAX_TIME.scalar(max_time), GTOL.scalar(gtol)
+    loss_tol, rtol = LOSS_TOL.scalar(loss_tol), RTOL.scalar(rtol)
+    xp = array_module_of(W0)
+    B, m, d = W0.shape
+
+    def gradient(y, rows):
+        V, c = _unpack(y, m, d)
+        norms = xp.linalg.norm(V, axis=-1, keepdims=True)
+        loss, grad_w, grad_c = loss_and_gradients(V / norms, c, rows)
+        return m * _pack(grad_w / norms, grad_c, xp), loss
+
+    y = _pack(W0, c0, xp)
+    t = np.zeros(B)
+    steps, evaluations = np.zeros(B, dtype=np.int64), 0
+    status, grad_norm, loss = np.full(B, "max_time", dtype=object), np.full(B, np.nan), np.full(B, np.nan)
+    active, reached, horizon = np.arange(B), 0.0, min(_FIRST_SEGMENT, max_time)
+    while active.size:
+        index = xp.asarray(active)
+
+        def on_active(y_rows, rows, index_map=active):
+            return gradient(y_rows, index_map[rows])
+
+        result = integrate_gradient_flow(on_active, y[index], rtol=rtol, atol=atol, gtol=gtol,
+                                         max_time=horizon - reached)
+        y[index] = result.y
+        t[active] += result.t
+        steps[active] += result.steps
+        evaluations += result.evaluations
+        grad_norm[active], loss[active], status[active] = result.grad_norm, result.loss, result.status
+        stop_by_loss = (result.status == "max_time") & (result.loss <= loss_tol)
+        status[active[stop_by_loss]] = "loss_tol"
+        go_on = (result.status == "max_time") & ~stop_by_loss & (horizon < max_time)
+        active, reached, horizon = active[go_on], horizon, min(2 * horizon, max_time)
+    V, c = _unpack(y, m, d)
+    norms = xp.linalg.norm(V, axis=-1)
+    status = status.astype(str)
+    return FlowReport(W=V / norms[..., None], c=c, loss=loss, converged=np.isin(status, ("converged", "loss_tol")),
+                      status=status, t_final=t, steps=steps, grad_norm=grad_norm,
+                      norm_drift=np.asarray(to_host(xp.max(xp.abs(norms - 1.0), axis=-1))), evaluations=evaluations)
+
+
+def features(W, X):
+    """σ(XWᵀ): features of inputs X (..., n, d) under hidden rows W (..., m, d), shape (..., n, m)."""
+    xp = array_module_of(W, X)
+    return xp.maximum(X @ xp.swapaxes(W, -1, -2), 0.0)
+
+
+def network_output(W, c, X):
+    """f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) on the rows of X (..., n, d): shape (..., n) (FaF Eq. 18)."""
+    return (features(W, X) @ c[..., None])[..., 0] / W.shape[-2]
+
+
+def feature_kernel(W, X):
+    """Feature Gram matrix K(x, x') = (1/m) Σᵢ σ(wᵢᵀx) σ(wᵢᵀx') of hidden rows W (..., m, d) on probes X (p, d)."""
+    xp = array_module_of(W)
+    phi = features(W, xp.asarray(X))  # (..., p, m)
+    return phi @ xp.swapaxes(phi, -1, -2) / W.shape[-2]
+
+
+def kernel_distance(W, W_star, X):
+    """Relative Frobenius distance ‖K_W − K_W*‖_F / ‖K_W*‖_F of the feature kernels on probes X (per instance).
+
+    The alignment criterion of FaF Fig. 4a–b: a student whose rows have moved onto the teacher's
+    directions has a feature kernel close to the teacher's; at initialization (random rows) the
+    distance is O(1).
+    """
+    xp = array_module_of(W)
+    K, K_star = feature_kernel(W, X), feature_kernel(W_star, X)
+    return np.asarray(to_host(xp.linalg.norm(K - K_star, axis=(-2, -1)) / xp.linalg.norm(K_star, axis=(-2, -1))))
+
+
+def teacher_samples(W_star, c_star, n, rng):
+    """n noiseless samples (σ = 0, FaF App. D.2) of teachers (B, m*, d): X (B, n, d), y (B, n)."""
+    xp = array_module_of(W_star)
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    X = xp.asarray(generator.standard_normal(W_star.shape[:-2] + (P.N.scalar(n), W_star.shape[-1])))
+    return X, network_output(W_star, c_star, X)
+
+
+def target_variance(W_star, c_star):
+    r"""Var f*(x), x ~ N(0, I_d), exactly: ‖f*‖² − (E f*)² with E σ(wᵀx) = ‖w‖/√(2π).
+
+    ‖f*‖² = 2·L(0) is the population loss of the zero network (arc-cosine kernel). FaF Fig. 4e
+    normalizes the transferability by this "variance in the target data".
+    """
+    xp = array_module_of(W_star, c_star)
+    m_star = W_star.shape[-2]
+    mean = (xp.linalg.norm(W_star, axis=-1) * c_star).sum(axis=-1) / (m_star * np.sqrt(2 * np.pi))
+    zero = xp.zeros(W_star.shape[:-2] + (1,), dtype=W_star.dtype)
+    second_moment = 2 * population_loss(xp.ones_like(W_star[..., :1, :]), zero, W_star, c_star)
+    return second_moment - mean * mean
