@@ -192,3 +192,54 @@ def test_scratch_training_respects_the_device_boundary(array_backend):
     ref = scratch_training(X_host, y_host, 10, 3, max_time=20.0)
     np.testing.assert_allclose(res.loss, ref.loss, rtol=1e-10)
     np.testing.assert_allclose(to_host(res.W), ref.W, rtol=1e-9, atol=1e-12)
+
+
+def test_linear_transfer_flow_is_the_integrated_flow_and_tends_to_least_squares():
+    # The closed-form flow on c against the package integrator on the same quadratic loss (rtol 1e-8), and,
+    # from c = 0 at t → ∞, the minimum-norm least-squares fit (n > m: unique).
+    from transfertheory.sim.integrator import integrate_gradient_flow
+    from transfertheory.sim.relu_teacher import features, linear_transfer_flow
+
+    W, c0 = random_teacher(6, 4, 0, batch=(2,), output="normal")
+    W_star, c_star = random_teacher(3, 4, 1, batch=(2,))
+    X, y = teacher_samples(W_star, c_star, 30, 2)
+    phi = features(W, X) / 6
+
+    def gradient(c, rows):
+        r = (phi[rows] @ c[..., None])[..., 0] - y[rows]
+        return 6 * (np.swapaxes(phi[rows], -1, -2) @ r[..., None])[..., 0] / 30, 0.5 * (r * r).mean(-1)
+
+    ref = integrate_gradient_flow(gradient, c0.copy(), rtol=1e-8, atol=1e-12, gtol=1e-14, max_time=3.0)
+    flow = linear_transfer_flow(W, c0, X, y, max_time=3.0, loss_tol=0.0)
+    np.testing.assert_allclose(flow.c, ref.y, rtol=1e-5, atol=1e-7)
+    assert list(flow.status) == ["max_time"] * 2
+    limit = linear_transfer_flow(W, np.zeros_like(c0), X, y, max_time=1e9, loss_tol=0.0)
+    np.testing.assert_allclose(limit.c, linear_transfer(W, X, y), rtol=1e-8)
+    stopped = linear_transfer_flow(W_star, np.zeros((2, 3)), X, y, max_time=1e6, loss_tol=1e-6)
+    assert list(stopped.status) == ["loss_tol"] * 2 and np.all(stopped.loss <= 1e-6 * (1 + 1e-9))
+    assert np.all(stopped.loss > 0.5e-6) and np.all(stopped.t_final < 1e6)  # the first time the rule holds
+
+
+def test_run_transfer_experiment_table():
+    from transfertheory.sim.relu_teacher import COLUMNS, run_transfer_experiment
+
+    kw = dict(d=4, m=12, m_star=4, ns=[8, 16], teachers=2, instances=2, seed=3, max_time=50.0,
+              pretrain_max_time=50.0)
+    df = run_transfer_experiment(mus=[0.25, 0.5], methods=("scratch", "linear", "finetune"), **kw)
+    assert list(df.columns) == list(COLUMNS) and len(df) == 3 * 2 * 2 * 2 * 2
+    assert not df.duplicated(["method", "mu", "n", "teacher", "instance"]).any()
+    scratch = df[df.method == "scratch"].pivot_table(index=["n", "teacher", "instance"], columns="mu", values="risk")
+    np.testing.assert_array_equal(scratch[0.25], scratch[0.5])  # μ-independent, repeated for pairing
+    assert np.all(np.isfinite(df.risk)) and np.all(df.risk > 0)
+    np.testing.assert_allclose(df.risk_normalized, df.risk / df.target_variance)
+    assert df.status.isin(("converged", "loss_tol", "max_time")).all()
+    assert df[df.method == "scratch"].pperp.isna().all() and (df[df.method != "scratch"].pperp > 0).all()
+    assert len(df.attrs["pretrain"]["mu"]) == 2 * 2
+    # keyed draws: the μ = 0.5 rows and the scratch rows do not depend on the rest of the grid
+    alone = run_transfer_experiment(mus=[0.5], methods=("scratch", "linear", "finetune"), **kw)
+    both = df[df.mu == 0.5].reset_index(drop=True)
+    np.testing.assert_array_equal(alone[alone.method == "scratch"].risk, both[both.method == "scratch"].risk)
+    with pytest.raises(ValueError, match="methods"):
+        run_transfer_experiment(mus=[0.5], methods=("ridge",), **kw)
+    with pytest.raises(ValueError, match="mu"):
+        run_transfer_experiment(mus=[1.0], **kw)

@@ -7,7 +7,8 @@ source task is learned on the exact population loss, the target task on n noisel
 * :mod:`.network` — the network, FaF's initialization, the gradient flow on the product of spheres
   (package integrator, time rescaled by m, FaF's stopping rule), features, kernels, samples;
 * :mod:`.pretraining` — source pretraining on the exact population loss;
-* :mod:`.target_training` — scratch training, fine-tuning (empirical loss) and linear transfer.
+* :mod:`.target_training` — scratch training, fine-tuning (empirical loss) and linear transfer;
+* :mod:`.experiment` — :func:`run_transfer_experiment`, the tidy table of FaF §4's ablated transfer.
 
 docs/relu.md documents the model, the derivations and what is measured.
 """
@@ -25,10 +26,13 @@ from .network import (
     teacher_samples,
 )
 from .pretraining import PretrainResult, pretrain_source
+from .experiment import COLUMNS, METHODS, ROW_KEYS, draw_generator, run_transfer_experiment
 from .target_training import (
+    LinearFlow,
     empirical_loss_and_gradients,
     fine_tuning,
     linear_transfer,
+    linear_transfer_flow,
     scratch_training,
     train_on_samples,
 )
@@ -37,5 +41,7 @@ __all__ = [
     "INIT_OUTPUT_SCALE", "STATUSES", "FlowReport", "feature_kernel", "features", "kernel_distance",
     "network_output", "paper_init", "sphere_flow", "target_variance", "teacher_samples",
     "PretrainResult", "pretrain_source",
-    "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "scratch_training", "train_on_samples",
+    "LinearFlow", "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "linear_transfer_flow",
+    "scratch_training", "train_on_samples",
+    "COLUMNS", "METHODS", "ROW_KEYS", "draw_generator", "run_transfer_experiment",
 ]

@@ -14,19 +14,30 @@ Methods:
 
 * **scratch** — gradient flow from FaF's initialization (:func:`.network.paper_init`);
 * **fine-tuning** — the same flow from the pretrained student;
-* **linear transfer** — the output weights retrained on the frozen pretrained features: minimum-norm
-  least squares (the limit of gradient flow on c from c = 0; from the pretrained c it differs by the
-  pretrained c's component in the null space of Φ, which is 0 for n ≥ m).
+* **linear transfer** — the output weights retrained on the frozen pretrained features by the same
+  time-rescaled gradient flow dc/dt = −m∂L̂/∂c from the pretrained c, solved exactly
+  (:func:`linear_transfer_flow`: the loss is quadratic in c, so every component along a right singular
+  vector of Φ relaxes exponentially), with FaF's stopping rule; and its t → ∞ limit
+  from c = 0, minimum-norm least squares (:func:`linear_transfer`). After pretraining the features are
+  nearly collinear (neurons gather on the teacher's directions), so ΦᵀΦ has tiny eigenvalues: the
+  minimum-norm solution amplifies the sampling noise along them by 1/sₖ² (its risk spikes near n ≈ m and
+  stays large well beyond), while the flow leaves them at their pretrained values — FaF's procedure
+  (gradient descent for a finite time) and the experiment's ``linear`` method.
 
 The flows run on the sphere with time rescaled by m and FaF's stopping rule (loss ≤ 1e−6, or flow time
 1e3 = the paper's 1e5 iterations at learning rate 0.01·m): :func:`.network.sphere_flow`.
 """
 from __future__ import annotations
 
-from ...backend import array_module_of
-from .network import FlowReport, M, features, paper_init, sphere_flow
+from dataclasses import dataclass
 
-__all__ = ["empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer"]
+import numpy as np
+
+from ...backend import array_module_of, to_device, to_host
+from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
+
+__all__ = ["empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer",
+           "linear_transfer_flow", "LinearFlow"]
 
 
 def empirical_loss_and_gradients(W, c, X, y):
@@ -85,3 +96,61 @@ def linear_transfer(W, X, y):
     xp = array_module_of(W)
     phi = features(W, X) / W.shape[-2]  # (B, n, m)
     return xp.stack([xp.linalg.lstsq(F, t, rcond=None)[0] for F, t in zip(phi, y)])
+
+
+@dataclass(frozen=True)
+class LinearFlow:
+    """Output weights c (B, m) after the exact gradient flow on them, and its report (numpy arrays (B,))."""
+
+    c: object
+    loss: np.ndarray
+    converged: np.ndarray
+    status: np.ndarray  #: ``loss_tol`` (FaF's rule) or ``max_time``
+    t_final: np.ndarray
+    grad_norm: np.ndarray  #: ‖m ∂L̂/∂c‖ at t_final
+
+
+_BISECTIONS = 60  # on log t: the stopping time to a relative 2^(−60)·log range
+
+
+def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearFlow:
+    r"""Exact time-rescaled gradient flow of the output weights on L̂ = (1/2n)‖Φc − y‖², from c0 (per instance).
+
+    Φ = σ(XWᵀ)/m (B, n, m), so f = Φc. The flow dc/dt = −m∂L̂/∂c = −(m/n)Φᵀr, r = Φc − y, is linear: with
+    the thin SVD Φ = Q diag(s) Vᵀ, the residual's components ρₖ = Qₖᵀr decay as e^{−λₖt}, λₖ = m sₖ²/n, the
+    part of r outside range(Φ) stays, and c(t) = c0 − V diag((1 − e^{−λₖt})/sₖ) ρ(0). The flow stops at
+    the first t with L̂ ≤ ``loss_tol`` (FaF's rule; bisection on log t, L̂(t) is decreasing) or at
+    ``max_time``. As t → ∞ from c0 = 0 this is :func:`linear_transfer`.
+    """
+    max_time, loss_tol = MAX_TIME.scalar(max_time), LOSS_TOL.scalar(loss_tol)
+    xp = array_module_of(W, X)
+    n, m = X.shape[-2], W.shape[-2]
+    phi = features(W, X) / m  # f = Φc with Φ (B, n, m) including the 1/m
+    Q, s, Vt = xp.linalg.svd(phi, full_matrices=False)  # Φ = Q diag(s) Vᵀ
+    residual0 = (phi @ c0[..., None])[..., 0] - y
+    rho = (xp.swapaxes(Q, -1, -2) @ residual0[..., None])[..., 0]  # residual along Qₖ
+    outside = to_host((residual0 * residual0).sum(-1) - (rho * rho).sum(-1))
+    rate = to_host(s * s) * m / n  # H = mΦᵀΦ/n has eigenvalues m sₖ²/n
+    rho_h = to_host(rho)
+
+    def loss_at(t):
+        decay = np.exp(-rate * t[:, None])
+        return 0.5 * (np.maximum(outside, 0.0) + ((decay * rho_h) ** 2).sum(-1)) / n
+
+    t = np.full(rate.shape[0], max_time)
+    stopped = loss_at(t) <= loss_tol
+    low, high = np.full_like(t, np.log(max_time) - 60.0), np.full_like(t, np.log(max_time))
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (low + high)
+        below = loss_at(np.exp(mid)) <= loss_tol
+        high, low = np.where(below, mid, high), np.where(below, low, mid)
+    t = np.where(stopped, np.exp(high), max_time)
+    decay = to_device(np.exp(-rate * t[:, None]), xp)
+    # c(t) − c0 = −V diag((1 − e^{−λt})/sₖ) ρ: moves the residual along Qₖ from ρₖ to e^{−λt}ρₖ
+    shift = xp.where(s > 0, (1.0 - decay) * rho / xp.where(s > 0, s, 1.0), 0.0)
+    c = c0 - (xp.swapaxes(Vt, -1, -2) @ shift[..., None])[..., 0]
+    residual = (phi @ c[..., None])[..., 0] - y
+    grad = m * (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / n
+    return LinearFlow(c=c, loss=to_host(0.5 * (residual * residual).mean(-1)), converged=stopped,
+                      status=np.where(stopped, "loss_tol", "max_time"), t_final=t,
+                      grad_norm=to_host(xp.linalg.norm(grad, axis=-1)))

@@ -1,0 +1,227 @@
+r"""The FaF §4 transfer experiment (ablated teachers, FaF Eqs. 18–21, Fig. 4) as one tidy table.
+
+For every teacher (FaF Eq. 20, :func:`~transfertheory.theory.relu.random_teacher`) and every μ, a source
+teacher drops round(μm*) of its neurons (Eq. 19) and a student of width m is pretrained on its exact
+population loss (:func:`.pretraining.pretrain_source`). For every n and data instance, n noiseless samples
+of the target teacher are drawn and shared by every μ and method (paired comparisons):
+
+* ``scratch`` — gradient flow from FaF's initialization (does not depend on μ: one flow per
+  (n, teacher, instance), its row repeated for every μ so that each (μ, n, teacher, instance) has its pair);
+* ``linear`` — the pretrained student's output weights trained by gradient flow on the n samples, exactly
+  (:func:`.target_training.linear_transfer_flow`, FaF's stopping rule);
+* ``finetune`` — gradient flow of all weights from the pretrained student (optional).
+
+Every risk is exact: E(f − f_t*)² = 2·(population loss) against the target teacher, no test sampling.
+Draws come from ``numpy.random.SeedSequence(seed, spawn_key=key)`` keyed by what they are (teacher index,
+μ, n, instance), so the teachers, ablations, samples and scratch initializations of a grid point do not depend
+on the rest of the grid; the pretraining initializations of one μ are drawn for all teachers at once (key (2, μ)).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ... import params as P
+from ..._validation import Interval
+from ...backend import backend_name, resolve_backend, to_device, to_host
+from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
+from ...theory.relu import random_teacher, rkhs_projection_norms
+from .network import LOSS_TOL, M, MAX_TIME, RTOL, paper_init, target_variance
+from .pretraining import pretrain_source
+from .target_training import fine_tuning, linear_transfer_flow, train_on_samples
+
+__all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "draw_generator"]
+
+METHODS = ("scratch", "linear", "finetune")
+ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
+COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "pperp", "pperp_source",
+                      "converged", "status", "t_final", "steps", "grad_norm", "loss", "norm_drift")
+_TEACHERS = P.Param("teachers", Interval(1, np.inf, "left"), integer=True, description="target teachers drawn")
+_MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
+
+
+def draw_generator(seed, *key) -> np.random.Generator:
+    """The generator of the draw named ``key`` (ints) under ``seed``: SeedSequence(seed, spawn_key=key)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The validated arguments of :func:`run_transfer_experiment`."""
+
+    d: int
+    m: int
+    m_star: int
+    mus: tuple
+    ns: tuple
+    teachers: int
+    instances: int
+    methods: tuple
+    seed: int
+    output: str
+    target_flow: dict
+    pretrain_flow: dict
+
+
+def _values(param: P.Param, value, name) -> tuple:
+    arr = np.atleast_1d(param.check(value, name))
+    if arr.size == 0 or arr.ndim != 1:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
+    return tuple(arr.tolist())
+
+
+def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time, rtol,
+          loss_tol) -> _Plan:
+    """Validate the arguments (ValueError naming the parameter and its range)."""
+    m_star = M_STAR.scalar(m_star)
+    mus = _values(MU, mus, "mus")
+    for mu in mus:
+        dropped_count(mu, m_star)
+    methods = tuple(methods)
+    if not methods or set(methods) - set(METHODS):
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
+    if output not in TEACHER_OUTPUTS:
+        raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
+    loss_tol = LOSS_TOL.scalar(loss_tol)
+    flow = dict(max_time=MAX_TIME.scalar(max_time), loss_tol=loss_tol)
+    return _Plan(d=P.D.scalar(d), m=M.scalar(m), m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values(P.N, ns, "ns")),
+                 teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances), methods=methods,
+                 seed=P.SEED.scalar(seed), output=output,
+                 target_flow=dict(flow, **({} if rtol is None else {"rtol": RTOL.scalar(rtol)})),
+                 pretrain_flow=dict(max_time=MAX_TIME.scalar(pretrain_max_time, "pretrain_max_time"),
+                                    loss_tol=loss_tol))
+
+
+def _mu_key(mu) -> int:
+    return int(round(mu * _MU_KEY_SCALE))
+
+
+def _teachers(plan: _Plan, xp):
+    """Target teachers (T, m*, d), (T, m*), one draw per teacher index (key (0, t))."""
+    drawn = [random_teacher(plan.m_star, plan.d, draw_generator(plan.seed, 0, t), output=plan.output)
+             for t in range(plan.teachers)]
+    return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
+
+
+def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
+    """Students pretrained on the μ-ablated source of every teacher, and their table rows."""
+    sources = [ablated_teacher(W_t[t], c_t[t], mu, draw_generator(plan.seed, 1, _mu_key(mu), t))
+               for t in range(plan.teachers)]
+    W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
+    pre = pretrain_source(W_s, c_s, plan.m, draw_generator(plan.seed, 2, _mu_key(mu)), **plan.pretrain_flow)
+    pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
+    pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
+    table = pd.DataFrame(dict(mu=mu, teacher=np.arange(plan.teachers), loss=pre.loss, initial_loss=pre.initial_loss,
+                              converged=pre.converged, status=pre.status, t_final=pre.t_final, steps=pre.steps,
+                              grad_norm=pre.grad_norm, norm_drift=pre.norm_drift, pperp=pperp,
+                              pperp_source=pperp_source))
+    return pre, table
+
+
+def _samples(plan: _Plan, W_t, c_t, n, xp):
+    """X (T·I, n, d), y (T·I, n): noiseless samples of teacher t for instance i (key (3, n, t, i))."""
+    X = np.stack([draw_generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
+                  for t in range(plan.teachers) for i in range(plan.instances)])
+    X = to_device(X, xp)
+    W_rep, c_rep = (xp.repeat(a, plan.instances, axis=0) for a in (W_t, c_t))
+    y = (xp.maximum(X @ xp.swapaxes(W_rep, -1, -2), 0.0) @ c_rep[..., None])[..., 0] / plan.m_star
+    return X, y, W_rep, c_rep
+
+
+def _scratch_init(plan: _Plan, n, xp):
+    """FaF initialization per (teacher, instance) of size n (key (4, n, t, i))."""
+    drawn = [paper_init(plan.m, plan.d, draw_generator(plan.seed, 4, n, t, i))
+             for t in range(plan.teachers) for i in range(plan.instances)]
+    return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
+
+
+def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, variance, flow, **columns) -> pd.DataFrame:
+    """Rows of one method at (μ, n) for every (teacher, instance); ``flow`` a FlowReport or a LinearFlow
+    (closed-form flow: no steps, no sphere)."""
+    risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
+    count = plan.teachers * plan.instances
+    conv = dict(converged=flow.converged, status=flow.status, t_final=flow.t_final,
+                steps=getattr(flow, "steps", 0), grad_norm=flow.grad_norm, loss=flow.loss,
+                norm_drift=getattr(flow, "norm_drift", np.nan))
+    return pd.DataFrame(dict(
+        method=method, mu=mu, n=n, teacher=np.repeat(np.arange(plan.teachers), plan.instances),
+        instance=np.tile(np.arange(plan.instances), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
+        risk=risk, risk_normalized=risk / variance, target_variance=variance, **columns, **conv), index=range(count))
+
+
+def _n_rows(plan: _Plan, n, W_t, c_t, variance, pretrained, xp) -> list:
+    """Every method's rows at sample size n (shared samples)."""
+    X, y, W_rep, c_rep = _samples(plan, W_t, c_t, n, xp)
+    out = []
+    if "scratch" in plan.methods:
+        flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, **plan.target_flow)
+        out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, variance, flow,
+                      pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
+    for mu, (pre, table) in pretrained.items():
+        W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
+        pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
+                     pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
+        if "linear" in plan.methods:
+            flow = linear_transfer_flow(W_pre, c_pre, X, y, max_time=plan.target_flow["max_time"],
+                                        loss_tol=plan.target_flow["loss_tol"])
+            out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, variance, flow, **pperp))
+        if "finetune" in plan.methods:
+            flow = fine_tuning(W_pre, c_pre, X, y, **plan.target_flow)
+            out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, variance, flow, **pperp))
+    return out
+
+
+def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
+                            output="ones", max_time=1e3, pretrain_max_time=1e3, rtol=None, loss_tol=1e-6,
+                            backend=None) -> pd.DataFrame:
+    r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
+
+    Parameters
+    ----------
+    d, m, m_star : int ≥ 1
+        Input dimension, student width, target-teacher width (FaF App. D.2: 100, 1000, 100).
+    mus : sequence of floats in [0, 1)
+        Fractions of the teacher's neurons the source lacks (round(μm*) ≤ m* − 1).
+    ns : sequence of ints ≥ 1
+        Target sample sizes.
+    teachers, instances : int ≥ 1
+        Target teachers, and data sets (with scratch initializations) per teacher and n.
+    methods : subset of ("scratch", "linear", "finetune")
+    seed : int ≥ 0
+    output : "ones" or "normal"
+        Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
+    max_time, pretrain_max_time : float > 0
+        Flow-time budgets of target training and pretraining (1e3 = FaF's 1e5 iterations at rate 0.01·m).
+    rtol : float > 0 or None
+        Integrator tolerance of target training (None: :func:`.target_training.train_on_samples`' default).
+    loss_tol : float ≥ 0
+        FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``).
+    backend : str or None
+        Array backend name (:func:`transfertheory.backend.resolve_backend`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS` (docs/relu.md): ``risk`` = E(f − f_t*)² exactly, ``risk_normalized`` =
+        risk / Var f_t*(x), ``pperp`` = ‖P⊥ f_t*‖² with P on the pretrained student's features (FaF Eq. 21;
+        NaN for scratch), ``pperp_source`` = the same on the source teacher's features, and the convergence
+        columns (linear transfer: ``steps`` 0, ``norm_drift`` NaN). ``df.attrs["pretrain"]``: one row per (μ, teacher)
+        of the pretraining flows (loss, status, t_final, steps, grad_norm, norm_drift, pperp, pperp_source);
+        ``df.attrs`` also holds the backend and settings.
+    """
+    plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
+                 rtol, loss_tol)
+    xp = resolve_backend(backend)
+    W_t, c_t = _teachers(plan, xp)
+    variance = np.repeat(np.asarray(to_host(target_variance(W_t, c_t))), plan.instances)
+    transfer = [mth for mth in plan.methods if mth != "scratch"]
+    pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, variance, pretrained, xp)]
+    df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow,
+                    pretrain_flow=plan.pretrain_flow,
+                    pretrain=pd.concat([t for _, t in pretrained.values()], ignore_index=True).to_dict("list")
+                    if pretrained else {})
+    return df
