@@ -225,18 +225,18 @@ def test_run_transfer_experiment_table():
 
     kw = dict(d=4, m=12, m_star=4, ns=[8, 16], teachers=2, instances=2, seed=3, max_time=50.0,
               pretrain_max_time=50.0)
-    df = run_transfer_experiment(mus=[0.25, 0.5], methods=("scratch", "linear", "finetune"), **kw)
-    assert list(df.columns) == list(COLUMNS) and len(df) == 3 * 2 * 2 * 2 * 2
+    df = run_transfer_experiment(mus=[0.25, 0.5], methods=("scratch", "linear", "linear_minnorm", "finetune"), **kw)
+    assert list(df.columns) == list(COLUMNS) and len(df) == 4 * 2 * 2 * 2 * 2
     assert not df.duplicated(["method", "mu", "n", "teacher", "instance"]).any()
     scratch = df[df.method == "scratch"].pivot_table(index=["n", "teacher", "instance"], columns="mu", values="risk")
     np.testing.assert_array_equal(scratch[0.25], scratch[0.5])  # μ-independent, repeated for pairing
     assert np.all(np.isfinite(df.risk)) and np.all(df.risk > 0)
     np.testing.assert_allclose(df.risk_normalized, df.risk / df.target_variance)
-    assert df.status.isin(("converged", "loss_tol", "max_time")).all()
+    assert df.status.isin(("converged", "loss_tol", "max_time", "exact")).all()
     assert df[df.method == "scratch"].pperp.isna().all() and (df[df.method != "scratch"].pperp > 0).all()
     assert len(df.attrs["pretrain"]["mu"]) == 2 * 2
     # keyed draws: the μ = 0.5 rows and the scratch rows do not depend on the rest of the grid
-    alone = run_transfer_experiment(mus=[0.5], methods=("scratch", "linear", "finetune"), **kw)
+    alone = run_transfer_experiment(mus=[0.5], methods=("scratch", "linear", "linear_minnorm", "finetune"), **kw)
     both = df[df.mu == 0.5].reset_index(drop=True)
     np.testing.assert_array_equal(alone[alone.method == "scratch"].risk, both[both.method == "scratch"].risk)
     with pytest.raises(ValueError, match="methods"):

@@ -9,6 +9,8 @@ of the target teacher are drawn and shared by every μ and method (paired compar
   (n, teacher, instance), its row repeated for every μ so that each (μ, n, teacher, instance) has its pair);
 * ``linear`` — the pretrained student's output weights trained by gradient flow on the n samples, exactly
   (:func:`.target_training.linear_transfer_flow`, FaF's stopping rule);
+* ``linear_minnorm`` — kernel interpolation with the pretrained features (minimum-norm least squares,
+  :func:`.target_training.linear_transfer`, the t → ∞ limit from c = 0; the object of FaF Eq. 21);
 * ``finetune`` — gradient flow of all weights from the pretrained student (optional).
 
 Every risk is exact: E(f − f_t*)² = 2·(population loss) against the target teacher, no test sampling.
@@ -30,16 +32,17 @@ from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped
 from ...theory.relu import random_teacher, rkhs_projection_norms
 from .network import LOSS_TOL, M, MAX_TIME, RTOL, paper_init, target_variance
 from .pretraining import pretrain_source
-from .target_training import fine_tuning, linear_transfer_flow, train_on_samples
+from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "draw_generator"]
 
-METHODS = ("scratch", "linear", "finetune")
+METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
 COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "pperp", "pperp_source",
                       "converged", "status", "t_final", "steps", "grad_norm", "loss", "norm_drift")
 _TEACHERS = P.Param("teachers", Interval(1, np.inf, "left"), integer=True, description="target teachers drawn")
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
+_EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
 
 
 def draw_generator(seed, *key) -> np.random.Generator:
@@ -138,13 +141,17 @@ def _scratch_init(plan: _Plan, n, xp):
 
 
 def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, variance, flow, **columns) -> pd.DataFrame:
-    """Rows of one method at (μ, n) for every (teacher, instance); ``flow`` a FlowReport or a LinearFlow
-    (closed-form flow: no steps, no sphere)."""
+    """Rows of one method at (μ, n) for every (teacher, instance); ``flow`` a FlowReport, a LinearFlow
+    (closed-form flow: no steps, no sphere) or ``_EXACT`` (least squares: status ``exact``)."""
     risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
     count = plan.teachers * plan.instances
-    conv = dict(converged=flow.converged, status=flow.status, t_final=flow.t_final,
-                steps=getattr(flow, "steps", 0), grad_norm=flow.grad_norm, loss=flow.loss,
-                norm_drift=getattr(flow, "norm_drift", np.nan))
+    if flow is _EXACT:
+        conv = dict(converged=True, status="exact", t_final=np.nan, steps=0, grad_norm=np.nan, loss=np.nan,
+                    norm_drift=np.nan)
+    else:
+        conv = dict(converged=flow.converged, status=flow.status, t_final=flow.t_final,
+                    steps=getattr(flow, "steps", 0), grad_norm=flow.grad_norm, loss=flow.loss,
+                    norm_drift=getattr(flow, "norm_drift", np.nan))
     return pd.DataFrame(dict(
         method=method, mu=mu, n=n, teacher=np.repeat(np.arange(plan.teachers), plan.instances),
         instance=np.tile(np.arange(plan.instances), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
@@ -167,6 +174,9 @@ def _n_rows(plan: _Plan, n, W_t, c_t, variance, pretrained, xp) -> list:
             flow = linear_transfer_flow(W_pre, c_pre, X, y, max_time=plan.target_flow["max_time"],
                                         loss_tol=plan.target_flow["loss_tol"])
             out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, variance, flow, **pperp))
+        if "linear_minnorm" in plan.methods:
+            out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, linear_transfer(W_pre, X, y), W_rep, c_rep,
+                             variance, _EXACT, **pperp))
         if "finetune" in plan.methods:
             flow = fine_tuning(W_pre, c_pre, X, y, **plan.target_flow)
             out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, variance, flow, **pperp))
@@ -207,7 +217,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         Columns :data:`COLUMNS` (docs/relu.md): ``risk`` = E(f − f_t*)² exactly, ``risk_normalized`` =
         risk / Var f_t*(x), ``pperp`` = ‖P⊥ f_t*‖² with P on the pretrained student's features (FaF Eq. 21;
         NaN for scratch), ``pperp_source`` = the same on the source teacher's features, and the convergence
-        columns (linear transfer: ``steps`` 0, ``norm_drift`` NaN). ``df.attrs["pretrain"]``: one row per (μ, teacher)
+        columns (``linear``: ``steps`` 0, ``norm_drift`` NaN; ``linear_minnorm``: status ``exact``). ``df.attrs["pretrain"]``: one row per (μ, teacher)
         of the pretraining flows (loss, status, t_final, steps, grad_norm, norm_drift, pperp, pperp_source);
         ``df.attrs`` also holds the backend and settings.
     """

@@ -1,0 +1,164 @@
+r"""FaF §4 against the ReLU student–teacher simulator: pretraining, kernel alignment, ‖P⊥ f_t*‖² vs μ, Eq. 21.
+
+Model (FaF Eqs. 18–20, docs/relu.md): students f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) with rows on the sphere,
+pretrained by gradient flow on the exact population loss against a source teacher that lacks a fraction μ
+of the target teacher's m* neurons (:mod:`transfertheory.sim.relu_teacher`). Each claim simulates the
+training and checks the statement by a computation the training did not use: the pretraining loss by a
+Monte Carlo of ½E(f − f_s*)² on fresh inputs, the kernel alignment on sampled probe inputs, the linear-
+transfer risk against the closed-form projection residual, with the allowances stated per claim
+(finite flow time t = 1e3, FaF's budget, and finite n).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..sim.relu_teacher import kernel_distance, linear_transfer, paper_init, pretrain_source, teacher_samples
+from ..sim.relu_teacher.network import network_output
+from ..theory import relu as R
+from .compare import mean_se
+from .registry import CheckResult, register
+
+__all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess"]
+
+#: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2
+SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 1000, 100, 4)}
+#: probe inputs of the kernel comparison and fresh inputs of the loss Monte Carlo (per teacher)
+PROBES, LOSS_SAMPLES = 300, 100_000
+#: pretraining must bring ½E(f − f_s*)² below this fraction of its value at initialization
+LOSS_REDUCTION = 1e-3
+#: the kernel distance to the source teacher must fall below this fraction of its value at initialization
+KERNEL_REDUCTION = 0.5
+#: Eq. 21 at n = 128·m: mean (2L − ‖P⊥‖²)/‖P⊥‖² at most this (measured ≈ 0.01 at n = 128·m, ≈ m/n·1.2)
+EQ21_ALLOWANCE = 0.05
+
+
+def _sizes(case):
+    return SIZES.get(case.profile.name, SIZES["full"])
+
+
+def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0):
+    """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ.
+
+    ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
+    the sensitivity check trains against a loss off by a few percent).
+    """
+    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,))
+    source = R.ablated_teacher(W_t, c_t, mu, rng)
+    pre = pretrain_source(source.W, teacher_scale * source.c, m, rng)
+    return (W_t, c_t), source, pre
+
+
+def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0):
+    """Per teacher: MC mean and SE of ½(f − f_s*)² after pretraining, the initial loss, kernel distances.
+
+    Returns a dict of arrays (teachers,): ``loss``, ``loss_se``, ``initial``, ``kd_init``, ``kd_source``,
+    ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes).
+    """
+    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale)
+    x = rng.standard_normal((LOSS_SAMPLES, d))
+    half_sq = 0.5 * (network_output(pre.W, pre.c, x) - network_output(source.W, source.c, x)) ** 2  # (T, N)
+    probes = rng.standard_normal((PROBES, d))
+    W0, _ = paper_init(m, d, rng, batch=(teachers,))
+    return dict(loss=half_sq.mean(-1), loss_se=half_sq.std(-1, ddof=1) / math.sqrt(LOSS_SAMPLES),
+                initial=pre.initial_loss, kd_init=kernel_distance(W0, source.W, probes),
+                kd_source=kernel_distance(pre.W, source.W, probes), kd_target=kernel_distance(pre.W, W_t, probes),
+                status=pre.status)
+
+
+def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high):
+    """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers."""
+    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,))
+    fractions = []
+    for mu in (mu_low, mu_high):
+        source = R.ablated_teacher(W_t, c_t, mu, rng)
+        pre = pretrain_source(source.W, source.c, m, rng)
+        inside, outside = R.rkhs_projection_norms(pre.W, W_t, c_t)
+        fractions.append(np.asarray(outside / (inside + outside)))
+    return fractions
+
+
+def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0):
+    """(2L − s·‖P⊥ f_t*‖²)/(s·‖P⊥ f_t*‖²) of kernel-interpolation linear transfer per n: dict n → (teachers,).
+
+    2L is the exact population risk of the min-norm least-squares output weights on n target samples;
+    P projects on the pretrained student's features; s = ``pperp_scale`` (1 = the claim).
+    """
+    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu)
+    pperp = pperp_scale * np.asarray(R.rkhs_projection_norms(pre.W, W_t, c_t).outside)
+    out = {}
+    for n in ns:
+        X, y = teacher_samples(W_t, c_t, n, rng)
+        risk = 2 * np.asarray(R.population_loss(pre.W, linear_transfer(pre.W, X, y), W_t, c_t))
+        out[n] = (risk - pperp) / pperp
+    return out
+
+
+def _size_label(d, m, m_star, teachers):
+    return f"d={d} m={m} m*={m_star}, {teachers} teachers"
+
+
+@register("faf.relu.sim.pretraining-aligns-kernel", source="FaF §4, Fig. 4a–b (ReLU pretraining)", kind="simulation",
+          statement="gradient flow on the population loss brings the student near the source teacher (loss → 0) "
+                    "and its feature kernel near the source teacher's kernel",
+          allowance=LOSS_REDUCTION, allowance_reason="finite time t = 1e3 (FaF's 1e5 iterations) and width: the "
+          "loss must fall below 1e-3 × its initial value (Monte Carlo, + 4 SE) and the kernel distance to the source "
+          "below half its initial value and below the distance to the target teacher's kernel",
+          profiles=("quick", "full", "paper"))
+def _pretraining_aligns(case):
+    """μ = 0.5: per teacher, the loss and the kernel distances (module constants)."""
+    d, m, m_star, teachers = _sizes(case)
+    r = pretraining_alignment(case.rng, d, m, m_star, teachers)
+    loss_ok = r["loss"] + 4 * r["loss_se"] <= LOSS_REDUCTION * r["initial"]
+    kernel_ok = (r["kd_source"] <= KERNEL_REDUCTION * r["kd_init"]) & (r["kd_source"] < r["kd_target"])
+    worst_loss = float(np.max((r["loss"] + 4 * r["loss_se"]) / r["initial"]))
+    detail = (f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: (MC loss + 4 SE)/initial ≤ {worst_loss:.2g} "
+              f"(needs ≤ {LOSS_REDUCTION:g}); kernel distance to source {r['kd_init'].mean():.3f} → "
+              f"{r['kd_source'].mean():.3f} (max ratio {np.max(r['kd_source'] / r['kd_init']):.3f}, needs ≤ "
+              f"{KERNEL_REDUCTION}), to target {r['kd_target'].mean():.3f}; status {sorted(set(map(str, r['status'])))}")
+    passed = bool(loss_ok.all() and kernel_ok.all())
+    return CheckResult(discrepancy=worst_loss, tolerance=LOSS_REDUCTION, passed=passed, detail=detail)
+
+
+_GROWTH_MUS = (0.2, 0.6)
+
+
+@register("faf.relu.sim.pperp-grows-with-mu", source="FaF §4, Fig. 4d (ReLU, pretrained students)",
+          kind="simulation",
+          statement="‖P⊥ f_t*‖²/‖f_t*‖², P on the pretrained student's features, grows with μ on average "
+                    "(here from μ = 0.2 to 0.6, paired teachers)",
+          profiles=("quick", "full", "paper"))
+def _pperp_grows_sim(case):
+    """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE."""
+    d, m, m_star, teachers = _sizes(case)
+    teachers *= 2
+    low, high = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS)
+    mean, se = mean_se(high - low)
+    z = mean / se if se > 0 else math.inf
+    return CheckResult(discrepancy=max(0.0, 4 * se - mean), tolerance=0.0, passed=bool(z > 4), z=z, threshold=4.0,
+                       detail=f"{_size_label(d, m, m_star, teachers)}: fraction {low.mean():.4g} (μ = 0.2) → "
+                              f"{high.mean():.4g} (μ = 0.6), increase {mean:.3g} ± {se:.2g}, z = {z:+.2f} (needs > 4)")
+
+
+_EQ21_FACTORS = (32, 128)  # n = factor × m
+
+
+@register("faf.eq21.linear-transfer-risk", source="FaF Eq. 21 (ReLU linear transfer)", kind="simulation",
+          statement="the risk of linear transfer (kernel interpolation on the pretrained features) tends to "
+                    "‖P⊥ f_t*‖² as n grows, never below it",
+          allowance=EQ21_ALLOWANCE, allowance_reason="finite n: C(n) ≈ m/n·‖P⊥‖² (measured); at n = 128·m the mean "
+          "relative excess must be ≤ 0.05, below its value at n = 32·m, and ≥ 0 for every teacher (exact bound)",
+          profiles=("quick", "full", "paper"))
+def _eq21(case):
+    """μ = 0.5, n = 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher."""
+    d, m, m_star, teachers = _sizes(case)
+    small, large = (f * m for f in _EQ21_FACTORS)
+    excess = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, (small, large))
+    bound = min(excess[small].min(), excess[large].min()) >= -1e-9
+    mean_small, mean_large = float(excess[small].mean()), float(excess[large].mean())
+    passed = bool(bound and mean_large <= EQ21_ALLOWANCE and mean_large < mean_small)
+    return CheckResult(discrepancy=mean_large, tolerance=EQ21_ALLOWANCE, passed=passed,
+                       detail=f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: mean relative excess "
+                              f"{mean_small:.3g} (n = {small}) → {mean_large:.3g} (n = {large}); smallest "
+                              f"{min(excess[small].min(), excess[large].min()):.2g} (needs ≥ 0)")
