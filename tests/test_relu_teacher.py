@@ -243,3 +243,37 @@ def test_run_transfer_experiment_table():
         run_transfer_experiment(mus=[0.5], methods=("ridge",), **kw)
     with pytest.raises(ValueError, match="mu"):
         run_transfer_experiment(mus=[1.0], **kw)
+
+
+def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
+    from transfertheory.figures.faf_fig4 import sign_change, sign_side
+
+    ns = np.array([10.0, 100.0, 1000.0])
+    assert sign_change(ns, [1.0, -1.0, -2.0]) == pytest.approx(np.sqrt(10 * 100))  # halfway in log n
+    assert sign_change(ns, [2.0, 1.0, 0.0]) == pytest.approx(1000.0)
+    assert np.isnan(sign_change(ns, [-1.0, -1.0, 1.0])) and sign_side([-1.0, -1.0, 1.0]) == "below"
+    assert np.isnan(sign_change(ns, [1.0, 2.0, 3.0])) and sign_side([1.0, 2.0, 3.0]) == "above"
+    assert sign_side([1.0, -1.0, -1.0]) == ""
+
+
+@pytest.mark.gpu
+def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
+    # FaF's size (d = 100, m = 1000, m* = 100, μ = 0.5): one exact population-gradient evaluation on CuPy equals
+    # NumPy's to rounding; a short pretraining (t = 10) runs and reports its time (GPU timings: docs/relu.md).
+    import time
+
+    import cupy
+
+    from transfertheory.theory.relu import ablated_teacher, population_loss_and_gradients
+
+    W_star, c_star = random_teacher(100, 100, 1, batch=(2,))
+    source = ablated_teacher(W_star, c_star, 0.5, 2)
+    W, c = paper_init(1000, 100, 3, batch=(2,))
+    host = population_loss_and_gradients(W, c + 1.0, source.W, source.c)
+    device = population_loss_and_gradients(cupy.asarray(W), cupy.asarray(c + 1.0), cupy.asarray(source.W),
+                                           cupy.asarray(source.c))
+    np.testing.assert_allclose(to_host(device.grad_W_sphere), host.grad_W_sphere, rtol=1e-9, atol=1e-15)
+    start = time.perf_counter()
+    res = pretrain_source(cupy.asarray(source.W), cupy.asarray(source.c), 1000, 4, max_time=10.0)
+    print(f"paper-size pretraining to t = 10 on the GPU: {time.perf_counter() - start:.1f} s, steps {res.steps}")
+    assert np.all(res.loss < res.initial_loss)

@@ -38,7 +38,8 @@ __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "draw_ge
 
 METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
-COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "pperp", "pperp_source",
+COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "target_norm_sq", "pperp",
+                      "pperp_source",
                       "converged", "status", "t_final", "steps", "grad_norm", "loss", "norm_drift")
 _TEACHERS = P.Param("teachers", Interval(1, np.inf, "left"), integer=True, description="target teachers drawn")
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
@@ -140,7 +141,7 @@ def _scratch_init(plan: _Plan, n, xp):
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
-def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, variance, flow, **columns) -> pd.DataFrame:
+def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns) -> pd.DataFrame:
     """Rows of one method at (μ, n) for every (teacher, instance); ``flow`` a FlowReport, a LinearFlow
     (closed-form flow: no steps, no sphere) or ``_EXACT`` (least squares: status ``exact``)."""
     risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
@@ -155,16 +156,16 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, variance, flow, **colu
     return pd.DataFrame(dict(
         method=method, mu=mu, n=n, teacher=np.repeat(np.arange(plan.teachers), plan.instances),
         instance=np.tile(np.arange(plan.instances), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
-        risk=risk, risk_normalized=risk / variance, target_variance=variance, **columns, **conv), index=range(count))
+        risk=risk, risk_normalized=risk / norms["target_variance"], **norms, **columns, **conv), index=range(count))
 
 
-def _n_rows(plan: _Plan, n, W_t, c_t, variance, pretrained, xp) -> list:
+def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
     """Every method's rows at sample size n (shared samples)."""
     X, y, W_rep, c_rep = _samples(plan, W_t, c_t, n, xp)
     out = []
     if "scratch" in plan.methods:
         flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, **plan.target_flow)
-        out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, variance, flow,
+        out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow,
                       pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
     for mu, (pre, table) in pretrained.items():
         W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
@@ -173,13 +174,13 @@ def _n_rows(plan: _Plan, n, W_t, c_t, variance, pretrained, xp) -> list:
         if "linear" in plan.methods:
             flow = linear_transfer_flow(W_pre, c_pre, X, y, max_time=plan.target_flow["max_time"],
                                         loss_tol=plan.target_flow["loss_tol"])
-            out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, variance, flow, **pperp))
+            out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, norms, flow, **pperp))
         if "linear_minnorm" in plan.methods:
             out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, linear_transfer(W_pre, X, y), W_rep, c_rep,
-                             variance, _EXACT, **pperp))
+                             norms, _EXACT, **pperp))
         if "finetune" in plan.methods:
             flow = fine_tuning(W_pre, c_pre, X, y, **plan.target_flow)
-            out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, variance, flow, **pperp))
+            out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow, **pperp))
     return out
 
 
@@ -215,20 +216,24 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     -------
     pandas.DataFrame
         Columns :data:`COLUMNS` (docs/relu.md): ``risk`` = E(f − f_t*)² exactly, ``risk_normalized`` =
-        risk / Var f_t*(x), ``pperp`` = ‖P⊥ f_t*‖² with P on the pretrained student's features (FaF Eq. 21;
-        NaN for scratch), ``pperp_source`` = the same on the source teacher's features, and the convergence
-        columns (``linear``: ``steps`` 0, ``norm_drift`` NaN; ``linear_minnorm``: status ``exact``). ``df.attrs["pretrain"]``: one row per (μ, teacher)
-        of the pretraining flows (loss, status, t_final, steps, grad_norm, norm_drift, pperp, pperp_source);
+        risk / Var f_t*(x) (``target_variance``; ``target_norm_sq`` = ‖f_t*‖²), ``pperp`` = ‖P⊥ f_t*‖² with P
+        on the pretrained student's features (FaF Eq. 21; NaN for scratch), ``pperp_source`` = the same on the
+        source teacher's features, and the convergence columns (``linear``: ``steps`` 0, ``norm_drift`` NaN;
+        ``linear_minnorm``: status ``exact``). ``df.attrs["pretrain"]``: one row per (μ, teacher) of the
+        pretraining flows (loss, status, t_final, steps, grad_norm, norm_drift, pperp, pperp_source);
         ``df.attrs`` also holds the backend and settings.
     """
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
                  rtol, loss_tol)
     xp = resolve_backend(backend)
     W_t, c_t = _teachers(plan, xp)
-    variance = np.repeat(np.asarray(to_host(target_variance(W_t, c_t))), plan.instances)
+    zero = xp.zeros(c_t.shape[:-1] + (1,), dtype=c_t.dtype)
+    norms = {"target_variance": target_variance(W_t, c_t),
+             "target_norm_sq": 2 * population_loss(W_t[..., :1, :], zero, W_t, c_t)}  # ‖f_t*‖² = 2 L(0)
+    norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
     pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
-    rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, variance, pretrained, xp)]
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, norms, pretrained, xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow,
                     pretrain_flow=plan.pretrain_flow,

@@ -1,0 +1,261 @@
+r"""FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks (FaF §4, App. D.2), by simulation.
+
+Model (FaF Eqs. 18–21, docs/relu.md): students f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) with rows on the sphere, pretrained
+on the exact population loss of a source teacher lacking a fraction μ of the target teacher's m* neurons, then
+trained on n noiseless target samples (:func:`transfertheory.sim.relu_teacher.run_transfer_experiment`).
+Panels:
+
+(a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs;
+(c) scratch risk E(f − f_t*)² against n (mean ± SE over teachers × data sets) with the power law A n^{−ν}
+    fitted by least squares of log(mean risk) on log n (:func:`transfertheory.theory.relu.power_law_fit`);
+(d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ, P on the pretrained student's features (Eq. 21) and on the source teacher's;
+(e) transferability (R_scratch − R_linear)/Var f_t* over (μ, n), with the predicted boundary
+    n_c(μ) = (A/‖P⊥ f_t*‖²)^{1/ν} (circles) and the simulated sign change (crosses: log-linear interpolation of
+    the n where the mean transferability first turns from positive to non-positive; bootstrap 95% interval over
+    (teacher, data set) units in the boundary table).
+
+``linear`` is FaF's procedure (gradient flow on the output weights for flow time ≤ 1e3, FaF's stopping rule);
+the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``, Eq. 21's object).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..backend import to_host
+from ..sim.relu_teacher import draw_generator, feature_kernel, pretrain_source, run_transfer_experiment
+from ..theory.relu import ablated_teacher, power_law_fit, random_teacher
+from .output import FigureOutput, use_agg
+from .registry import Figure, register
+
+NAME = "faf_fig4"
+#: the CPU size between the registry's quick and paper profiles (a few minutes on 2 cores):
+#: ``build(**CPU_DEFAULT)`` (docs/relu.md)
+CPU_DEFAULT = dict(d=20, m=200, m_star=20, mus=(0.2, 0.35, 0.5, 0.65, 0.8), ns=(25, 50, 100, 200, 400, 800),
+                   teachers=4, instances=3)
+TRANSFER_METHODS = ("linear", "linear_minnorm")
+BOOTSTRAP = 400  #: bootstrap resamples of (teacher, data set) units for the sign-change interval
+GRAM_PROBES = 40  #: probe inputs of panels (a, b)
+COLUMNS = {
+    "mu": "fraction μ of target-teacher neurons absent from the source",
+    "n": "target samples",
+    "scratch_risk": "mean over teachers × data sets of E(f − f_t*)² of scratch training",
+    "scratch_risk_se": "its standard error",
+    "linear_risk": "mean E(f − f_t*)² of linear transfer (gradient flow on the output weights)",
+    "minnorm_risk": "mean E(f − f_t*)² of kernel interpolation (min-norm least squares)",
+    "transferability": "mean of (R_scratch − R_linear)/Var f_t* over paired (teacher, data set)",
+    "transferability_se": "its standard error",
+    "transferability_minnorm": "mean of (R_scratch − R_minnorm)/Var f_t*",
+    "pperp": "mean ‖P⊥ f_t*‖², P on the pretrained student's features",
+    "converged": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within t = 1e3",
+    "runs": "paired (teacher, data set) units",
+}
+BOUNDARY_COLUMNS = {
+    "mu": "fraction μ",
+    "pperp": "mean over teachers of ‖P⊥ f_t*‖² (pretrained student)",
+    "pperp_se": "its standard error",
+    "pperp_fraction": "mean ‖P⊥ f_t*‖²/‖f_t*‖² (pretrained student)",
+    "pperp_fraction_se": "its standard error",
+    "pperp_source_fraction": "mean ‖P⊥ f_t*‖²/‖f_t*‖², P on the source teacher's features",
+    "n_c": "predicted boundary (A/‖P⊥ f_t*‖²)^{1/ν}",
+    "n_c_se": "its delta-method standard error (fit and ‖P⊥‖² uncertainty)",
+    "n_sign_linear": "simulated sign change of the mean transferability (linear); NaN if none in the n range",
+    "n_sign_linear_lo": "bootstrap 2.5% quantile (over resamples with a sign change)",
+    "n_sign_linear_hi": "bootstrap 97.5% quantile",
+    "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at the smallest n) or above the n range",
+    "n_sign_minnorm": "simulated sign change for kernel interpolation",
+    "n_sign_minnorm_lo": "bootstrap 2.5% quantile",
+    "n_sign_minnorm_hi": "bootstrap 97.5% quantile",
+}
+
+
+def sign_change(ns, values):
+    """log-linear interpolated n where ``values`` (over increasing ``ns``) first turns from > 0 to ≤ 0.
+
+    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 from the first n (the change lies
+    below the range) or > 0 throughout (above it).
+    """
+    for k in range(len(ns) - 1):
+        if values[k] > 0 >= values[k + 1]:
+            frac = values[k] / (values[k] - values[k + 1])
+            return float(np.exp(np.log(ns[k]) + frac * (np.log(ns[k + 1]) - np.log(ns[k]))))
+    return float("nan")
+
+
+def sign_side(values) -> str:
+    """Where a missing sign change lies: "below" (≤ 0 at the first n), "above" (> 0 throughout) or "" (found)."""
+    values = np.asarray(values)
+    if np.isfinite(sign_change(np.arange(1, values.size + 1), values)):
+        return ""
+    return "below" if values[0] <= 0 else "above"
+
+
+def _paired(df, method):
+    """(units × n) matrices per μ of the normalized transferability of ``method``: dict μ → (ns, array)."""
+    keys = ["mu", "n", "teacher", "instance"]
+    scratch = df[df.method == "scratch"].set_index(keys).risk_normalized
+    other = df[df.method == method].set_index(keys).risk_normalized
+    table = (scratch - other.reindex(scratch.index)).unstack("n")
+    return {mu: (np.asarray(part.columns, dtype=float), part.to_numpy()) for mu, part in table.groupby(level="mu")}
+
+
+def _sign_with_interval(ns, units, rng):
+    """Sign change of the unit mean and its bootstrap 95% interval (resamples with a sign change)."""
+    point = sign_change(ns, units.mean(axis=0))
+    picks = rng.integers(0, units.shape[0], size=(BOOTSTRAP, units.shape[0]))
+    boot = np.array([sign_change(ns, units[p].mean(axis=0)) for p in picks])
+    boot = boot[np.isfinite(boot)]
+    lo, hi = (np.quantile(boot, [0.025, 0.975]) if boot.size else (np.nan, np.nan))
+    return point, float(lo), float(hi)
+
+
+def summarize(df, seed=0):
+    """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment."""
+    by = df.groupby(["method", "mu", "n"]).risk
+    mean, se = by.mean(), by.sem()
+    paired = {m: _paired(df, m) for m in TRANSFER_METHODS}
+    mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
+    scratch = df[(df.method == "scratch") & (df.mu == mus[0])]
+    fit = power_law_fit(np.asarray(ns, dtype=float), scratch.groupby("n").risk.mean().to_numpy())
+    rows = []
+    for mu in mus:
+        for j, n in enumerate(ns):
+            lin, mn = paired["linear"][mu][1][:, j], paired["linear_minnorm"][mu][1][:, j]
+            part = df[(df.mu == mu) & (df.n == n)]
+            rows.append(dict(mu=mu, n=n, scratch_risk=mean["scratch", mu, n], scratch_risk_se=se["scratch", mu, n],
+                             linear_risk=mean["linear", mu, n], minnorm_risk=mean["linear_minnorm", mu, n],
+                             transferability=lin.mean(), transferability_se=lin.std(ddof=1) / np.sqrt(lin.size),
+                             transferability_minnorm=mn.mean(), pperp=part[part.method == "linear"].pperp.mean(),
+                             converged=part[part.method == "scratch"].converged.mean(), runs=lin.size))
+    return pd.DataFrame(rows, columns=list(COLUMNS)), _boundary(df, mus, paired, fit, seed), fit
+
+
+def _boundary(df, mus, paired, fit, seed):
+    rng = np.random.default_rng(seed)
+    pre = pd.DataFrame(df.attrs["pretrain"])
+    norms = df[df.method == "scratch"].groupby("teacher").target_norm_sq.first()
+    rows = []
+    for mu in mus:
+        teachers = pre[pre.mu == mu].set_index("teacher")
+        fraction, source = teachers.pperp / norms, teachers.pperp_source / norms
+        pperp, pperp_se = teachers.pperp.mean(), teachers.pperp.sem() if len(teachers) > 1 else 0.0
+        n_c, n_c_se = fit.boundary(pperp, pperp_se)
+        row = dict(mu=mu, pperp=pperp, pperp_se=pperp_se, pperp_fraction=fraction.mean(),
+                   pperp_fraction_se=fraction.sem() if len(teachers) > 1 else 0.0,
+                   pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se)
+        for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
+            ns, units = paired[method][mu]
+            row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"] = _sign_with_interval(ns, units,
+                                                                                                          rng)
+            if tag == "linear":
+                row["n_sign_linear_side"] = sign_side(units.mean(axis=0))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(BOUNDARY_COLUMNS))
+
+
+def gram_panels(d, m, m_star, mu, seed, pretrain_max_time):
+    """(K_student, K_source) on GRAM_PROBES Gaussian probes (sorted by the source teacher's output) for the
+    experiment's first teacher (key (0, 0)) at μ, with its own ablation and pretraining draws (host arrays)."""
+    W_t, c_t = random_teacher(m_star, d, draw_generator(seed, 0, 0))
+    source = ablated_teacher(W_t, c_t, mu, draw_generator(seed, 5))
+    pre = pretrain_source(source.W[None], source.c[None], m, draw_generator(seed, 6), max_time=pretrain_max_time)
+    probes = draw_generator(seed, 7).standard_normal((GRAM_PROBES, d))
+    order = np.argsort(np.maximum(probes @ source.W.T, 0.0) @ source.c)
+    probes = probes[order]
+    return np.asarray(to_host(feature_kernel(pre.W[0], probes))), feature_kernel(source.W, probes)
+
+
+def plot(grams, grid, boundary, fit, gram_mu):
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(15, 7.5))
+    spec = fig.add_gridspec(2, 3, width_ratios=(1, 1.1, 1.4))
+    vmax = max(float(g.max()) for g in grams)
+    for k, (gram, title) in enumerate(zip(grams, ("(a) pretrained student", "(b) source teacher"))):
+        ax = fig.add_subplot(spec[k, 0])
+        image = ax.imshow(gram, vmin=0, vmax=vmax, cmap="viridis")
+        ax.set(title=f"{title} kernel, μ = {gram_mu:g}", xticks=[], yticks=[])
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    ax = fig.add_subplot(spec[0, 1])
+    scratch = grid[grid.mu == grid.mu.min()]
+    ax.errorbar(scratch.n, scratch.scratch_risk, yerr=scratch.scratch_risk_se, fmt="o", label="scratch (mean ± SE)")
+    ax.loglog(scratch.n, fit.A * scratch.n.to_numpy(float) ** -fit.nu, "k--",
+              label=f"fit A n^(−ν), ν = {fit.nu:.2f} ± {fit.nu_se:.2f}")
+    ax.set(xlabel="n", ylabel="R_sc = E(f − f_t*)²", title="(c) scratch risk", xticks=scratch.n.to_numpy(float),
+           xticklabels=[str(int(n)) for n in scratch.n])
+    ax.minorticks_off()
+    ax.legend(fontsize=8)
+    ax = fig.add_subplot(spec[1, 1])
+    ax.errorbar(boundary.mu, boundary.pperp_fraction, yerr=boundary.pperp_fraction_se, fmt="o-",
+                label="P on the pretrained student")
+    ax.plot(boundary.mu, boundary.pperp_source_fraction, "s--", label="P on the source teacher")
+    ax.set(xlabel="μ", ylabel="‖P⊥ f_t*‖² / ‖f_t*‖²", title="(d) out-of-RKHS norm")
+    ax.legend(fontsize=8)
+    ax = fig.add_subplot(spec[:, 2])
+    heat = grid.pivot(index="n", columns="mu", values="transferability")
+    limit = float(np.nanmax(np.abs(heat.to_numpy())))
+    mus, ns = heat.columns.to_numpy(float), heat.index.to_numpy(float)
+    image = ax.pcolormesh(np.arange(len(mus) + 1), np.arange(len(ns) + 1), heat.to_numpy(), cmap="RdBu",
+                          vmin=-limit, vmax=limit)
+    fig.colorbar(image, ax=ax, label="(R_sc − R_lt)/Var f_t*")
+
+    def grid_y(n):  # position of n on the heat map's log-spaced rows
+        return np.interp(np.log(n), np.log(ns), np.arange(len(ns)) + 0.5, left=np.nan, right=np.nan)
+
+    x = np.arange(len(mus)) + 0.5
+    ax.plot(x, grid_y(boundary.n_c.to_numpy(float)), "o", mfc="lightgray", mec="k", ms=9,
+            label="predicted n_c (A n^−ν = ‖P⊥ f_t*‖²)")
+    ax.plot(x, grid_y(boundary.n_sign_linear.to_numpy(float)), "kx", ms=9, mew=2, label="simulated sign change")
+    ax.set(xticks=x, xticklabels=[f"{mu:g}" for mu in mus], yticks=np.arange(len(ns)) + 0.5,
+           yticklabels=[f"{int(n)}" for n in ns], xlabel="μ", ylabel="n", title="(e) transferability")
+    ax.legend(fontsize=8, loc="upper right")
+    fig.suptitle("FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks")
+    fig.tight_layout()
+    return fig
+
+
+def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max_time=1e3, seed=0, backend=None,
+          progress=None):
+    """Run the experiment, summarize it and draw the five panels; a :class:`~.output.FigureOutput`."""
+    df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, instances=instances,
+                                 methods=("scratch",) + TRANSFER_METHODS, seed=seed, max_time=max_time,
+                                 pretrain_max_time=pretrain_max_time, backend=backend)
+    grid, boundary, fit = summarize(df, seed)
+    gram_mu = float(mus[len(mus) // 2])
+    grams = gram_panels(d, m, m_star, gram_mu, seed, pretrain_max_time)
+    kernel_gap = float(np.linalg.norm(grams[0] - grams[1]) / np.linalg.norm(grams[1]))
+    lines = [f"FaF Fig. 4 at d = {d}, m = {m}, m* = {m_star}: {teachers} teachers × {instances} data sets, "
+             f"n ∈ {list(ns)}, μ ∈ {list(mus)}",
+             f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g}: {kernel_gap:.3f}",
+             f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
+             f"scratch flows converged (FaF's rule or gtol) within t = {max_time:g}: "
+             f"{df[df.method == 'scratch'].converged.mean():.0%}"]
+    for row in boundary.itertuples():
+        found = (f"{row.n_sign_linear:.3g}" if not row.n_sign_linear_side
+                 else f"{row.n_sign_linear_side} the n range")
+        lines.append(f"(e) μ = {row.mu:g}: predicted n_c = {row.n_c:.3g} ± {row.n_c_se:.2g}; simulated sign change "
+                     f"{found} (bootstrap 95% [{row.n_sign_linear_lo:.3g}, {row.n_sign_linear_hi:.3g}]) (linear), "
+                     f"{row.n_sign_minnorm:.3g} (kernel interpolation)")
+    parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, instances=instances,
+                      max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
+    return FigureOutput(plot(grams, grid, boundary, fit, gram_mu), grid, COLUMNS, parameters, tuple(lines),
+                        extra=(("_boundary", boundary, BOUNDARY_COLUMNS),),
+                        notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap))
+
+
+FIGURE = register(Figure(
+    name=NAME,
+    title="FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks",
+    description="(a, b) Gram matrices of the pretrained student's kernel and of the source teacher's; (c) scratch "
+    "risk against n with the fitted power law; (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ; (e) transferability normalized by "
+    "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles) and "
+    "the simulated sign change (crosses).",
+    sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
+    build=build,
+    profiles={"quick": dict(d=8, m=40, m_star=8, mus=(0.25, 0.5, 0.75), ns=(16, 32, 64, 128, 256), teachers=3,
+                            instances=3, max_time=300.0, pretrain_max_time=300.0),
+              "paper": dict(d=100, m=1000, m_star=100, mus=(0.2, 0.35, 0.5, 0.65, 0.8),
+                            ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=10)},
+    extra_suffixes=("_boundary",),
+))
