@@ -59,3 +59,10 @@ def test_integrator_accuracy_table():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 0.") or line.startswith("| 1e")]
     assert len(rows) == 4  # the reference and three settings
+
+
+def test_relu_teacher_benchmark_quick():
+    out = _run("--quick", script=os.path.join(ROOT, "benchmarks", "bench_relu_teacher.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stdout.count("ratio sampled/exact") == 4 and "pretrained t = 100" in out.stdout
+    assert _run("--d", "0", script=os.path.join(ROOT, "benchmarks", "bench_relu_teacher.py")).returncode == 2
