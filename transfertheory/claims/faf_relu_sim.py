@@ -28,6 +28,12 @@ SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 100
 PROBES, LOSS_SAMPLES = 300, 100_000
 #: pretraining must bring ½E(f − f_s*)² below this fraction of its value at initialization
 LOSS_REDUCTION = 1e-3
+#: flow time of the pretraining claim: 4× FaF's 1e5 iterations (t = 1e3), after which the loss is still falling
+#: (measured loss/initial: 1e-4–1e-3 at t = 1e3, 3e-5–1e-4 at t = 4e3 for d = 20, m = 200, m* = 20, μ = 0.5)
+PRETRAIN_TIME = 4e3
+#: flow time of the other claims' pretraining: FaF's budget, as in FaF Fig. 4 (longer pretraining makes the
+#: features so collinear that the Gram-based ‖P⊥ f_t*‖² loses resolution, docs/relu.md)
+FAF_TIME = 1e3
 #: the kernel distance to the source teacher must fall below this fraction of its value at initialization
 KERNEL_REDUCTION = 0.5
 #: Eq. 21 at n = 128·m: mean (2L − ‖P⊥‖²)/‖P⊥‖² at most this (measured ≈ 0.01 at n = 128·m, ≈ m/n·1.2)
@@ -38,7 +44,7 @@ def _sizes(case):
     return SIZES.get(case.profile.name, SIZES["full"])
 
 
-def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0):
+def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME):
     """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ.
 
     ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
@@ -46,7 +52,7 @@ def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0):
     """
     W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,))
     source = R.ablated_teacher(W_t, c_t, mu, rng)
-    pre = pretrain_source(source.W, teacher_scale * source.c, m, rng)
+    pre = pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)
     return (W_t, c_t), source, pre
 
 
@@ -56,7 +62,7 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
     Returns a dict of arrays (teachers,): ``loss``, ``loss_se``, ``initial``, ``kd_init``, ``kd_source``,
     ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes).
     """
-    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale)
+    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME)
     x = rng.standard_normal((LOSS_SAMPLES, d))
     half_sq = 0.5 * (network_output(pre.W, pre.c, x) - network_output(source.W, source.c, x)) ** 2  # (T, N)
     probes = rng.standard_normal((PROBES, d))
@@ -73,7 +79,7 @@ def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high):
     fractions = []
     for mu in (mu_low, mu_high):
         source = R.ablated_teacher(W_t, c_t, mu, rng)
-        pre = pretrain_source(source.W, source.c, m, rng)
+        pre = pretrain_source(source.W, source.c, m, rng, max_time=FAF_TIME)
         inside, outside = R.rkhs_projection_norms(pre.W, W_t, c_t)
         fractions.append(np.asarray(outside / (inside + outside)))
     return fractions
@@ -102,8 +108,8 @@ def _size_label(d, m, m_star, teachers):
 @register("faf.relu.sim.pretraining-aligns-kernel", source="FaF §4, Fig. 4a–b (ReLU pretraining)", kind="simulation",
           statement="gradient flow on the population loss brings the student near the source teacher (loss → 0) "
                     "and its feature kernel near the source teacher's kernel",
-          allowance=LOSS_REDUCTION, allowance_reason="finite time t = 1e3 (FaF's 1e5 iterations) and width: the "
-          "loss must fall below 1e-3 × its initial value (Monte Carlo, + 4 SE) and the kernel distance to the source "
+          allowance=LOSS_REDUCTION, allowance_reason="finite flow time t = 4e3 (4× FaF's 1e5 iterations) and width: "
+          "the loss must fall below 1e-3 × its initial value (Monte Carlo, + 4 SE) and the kernel distance to the source "
           "below half its initial value and below the distance to the target teacher's kernel",
           profiles=("quick", "full", "paper"))
 def _pretraining_aligns(case):
