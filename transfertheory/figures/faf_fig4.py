@@ -230,7 +230,9 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
              f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g}: {kernel_gap:.3f}",
              f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
              f"scratch flows converged (FaF's rule or gtol) within t = {max_time:g}: "
-             f"{df[df.method == 'scratch'].converged.mean():.0%}"]
+             f"{df[df.method == 'scratch'].converged.mean():.0%}",
+             "row statuses (diverged rows would make their means NaN, not be dropped): "
+             + ", ".join(f"{k} {v}" for k, v in df.status.value_counts().items())]
     for row in boundary.itertuples():
         found = (f"{row.n_sign_linear:.3g}" if not row.n_sign_linear_side
                  else f"{row.n_sign_linear_side} the n range")
