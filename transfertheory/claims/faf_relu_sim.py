@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..backend import resolve_backend, to_host
 from ..sim.relu_teacher import kernel_distance, linear_transfer, paper_init, pretrain_source, teacher_samples
 from ..sim.relu_teacher.network import network_output
 from ..theory import relu as R
@@ -41,62 +42,63 @@ EQ21_ALLOWANCE = 0.05
 
 
 def _sizes(case):
-    return SIZES.get(case.profile.name, SIZES["full"])
+    """(d, m, m*, teachers) of the case's profile and its array module (the profile's backend)."""
+    return SIZES.get(case.profile.name, SIZES["full"]), resolve_backend(case.profile.backend)
 
 
-def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME):
+def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME, xp=np):
     """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ.
 
     ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
     the sensitivity check trains against a loss off by a few percent).
     """
-    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,))
+    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
     source = R.ablated_teacher(W_t, c_t, mu, rng)
     pre = pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)
     return (W_t, c_t), source, pre
 
 
-def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0):
+def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0, xp=np):
     """Per teacher: MC mean and SE of ½(f − f_s*)² after pretraining, the initial loss, kernel distances.
 
     Returns a dict of arrays (teachers,): ``loss``, ``loss_se``, ``initial``, ``kd_init``, ``kd_source``,
     ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes).
     """
-    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME)
-    x = rng.standard_normal((LOSS_SAMPLES, d))
-    half_sq = 0.5 * (network_output(pre.W, pre.c, x) - network_output(source.W, source.c, x)) ** 2  # (T, N)
+    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME, xp)
+    x = xp.asarray(rng.standard_normal((LOSS_SAMPLES, d)))
+    half_sq = to_host(0.5 * (network_output(pre.W, pre.c, x) - network_output(source.W, source.c, x)) ** 2)
     probes = rng.standard_normal((PROBES, d))
-    W0, _ = paper_init(m, d, rng, batch=(teachers,))
+    W0, _ = paper_init(m, d, rng, batch=(teachers,), xp=xp)
     return dict(loss=half_sq.mean(-1), loss_se=half_sq.std(-1, ddof=1) / math.sqrt(LOSS_SAMPLES),
                 initial=pre.initial_loss, kd_init=kernel_distance(W0, source.W, probes),
                 kd_source=kernel_distance(pre.W, source.W, probes), kd_target=kernel_distance(pre.W, W_t, probes),
                 status=pre.status)
 
 
-def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high):
+def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, xp=np):
     """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers."""
-    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,))
+    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
     fractions = []
     for mu in (mu_low, mu_high):
         source = R.ablated_teacher(W_t, c_t, mu, rng)
         pre = pretrain_source(source.W, source.c, m, rng, max_time=FAF_TIME)
         inside, outside = R.rkhs_projection_norms(pre.W, W_t, c_t)
-        fractions.append(np.asarray(outside / (inside + outside)))
+        fractions.append(np.asarray(to_host(outside / (inside + outside))))
     return fractions
 
 
-def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0):
+def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0, xp=np):
     """(2L − s·‖P⊥ f_t*‖²)/(s·‖P⊥ f_t*‖²) of kernel-interpolation linear transfer per n: dict n → (teachers,).
 
     2L is the exact population risk of the min-norm least-squares output weights on n target samples;
     P projects on the pretrained student's features; s = ``pperp_scale`` (1 = the claim).
     """
-    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu)
-    pperp = pperp_scale * np.asarray(R.rkhs_projection_norms(pre.W, W_t, c_t).outside)
+    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu, xp=xp)
+    pperp = pperp_scale * np.asarray(to_host(R.rkhs_projection_norms(pre.W, W_t, c_t).outside))
     out = {}
     for n in ns:
         X, y = teacher_samples(W_t, c_t, n, rng)
-        risk = 2 * np.asarray(R.population_loss(pre.W, linear_transfer(pre.W, X, y), W_t, c_t))
+        risk = 2 * np.asarray(to_host(R.population_loss(pre.W, linear_transfer(pre.W, X, y), W_t, c_t)))
         out[n] = (risk - pperp) / pperp
     return out
 
@@ -114,8 +116,8 @@ def _size_label(d, m, m_star, teachers):
           profiles=("quick", "full", "paper"))
 def _pretraining_aligns(case):
     """μ = 0.5: per teacher, the loss and the kernel distances (module constants)."""
-    d, m, m_star, teachers = _sizes(case)
-    r = pretraining_alignment(case.rng, d, m, m_star, teachers)
+    (d, m, m_star, teachers), xp = _sizes(case)
+    r = pretraining_alignment(case.rng, d, m, m_star, teachers, xp=xp)
     loss_ok = r["loss"] + 4 * r["loss_se"] <= LOSS_REDUCTION * r["initial"]
     kernel_ok = (r["kd_source"] <= KERNEL_REDUCTION * r["kd_init"]) & (r["kd_source"] < r["kd_target"])
     worst_loss = float(np.max((r["loss"] + 4 * r["loss_se"]) / r["initial"]))
@@ -137,9 +139,9 @@ _GROWTH_MUS = (0.2, 0.6)
           profiles=("quick", "full", "paper"))
 def _pperp_grows_sim(case):
     """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE."""
-    d, m, m_star, teachers = _sizes(case)
+    (d, m, m_star, teachers), xp = _sizes(case)
     teachers *= 2
-    low, high = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS)
+    low, high = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, xp=xp)
     mean, se = mean_se(high - low)
     z = mean / se if se > 0 else math.inf
     return CheckResult(discrepancy=max(0.0, 4 * se - mean), tolerance=0.0, passed=bool(z > 4), z=z, threshold=4.0,
@@ -158,9 +160,9 @@ _EQ21_FACTORS = (32, 128)  # n = factor × m
           profiles=("quick", "full", "paper"))
 def _eq21(case):
     """μ = 0.5, n = 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher."""
-    d, m, m_star, teachers = _sizes(case)
+    (d, m, m_star, teachers), xp = _sizes(case)
     small, large = (f * m for f in _EQ21_FACTORS)
-    excess = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, (small, large))
+    excess = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, (small, large), xp=xp)
     bound = min(excess[small].min(), excess[large].min()) >= -1e-9
     mean_small, mean_large = float(excess[small].mean()), float(excess[large].mean())
     passed = bool(bound and mean_large <= EQ21_ALLOWANCE and mean_large < mean_small)
