@@ -59,6 +59,8 @@ BOUNDARY_COLUMNS = {
     "pperp_source_fraction": "mean ‖P⊥ f_t*‖²/‖f_t*‖², P on the source teacher's features",
     "n_c": "predicted boundary (A/‖P⊥ f_t*‖²)^{1/ν}",
     "n_c_se": "its delta-method standard error (fit and ‖P⊥‖² uncertainty)",
+    "n_c_largest_n": "the same with ‖P⊥ f_t*‖² replaced by the mean linear-transfer risk at the largest n (diagnostic: "
+                     "where the power law meets the transfer risk actually reached)",
     "n_sign_linear": "simulated sign change of the mean transferability (linear); NaN if none in the n range",
     "n_sign_linear_lo": "bootstrap 2.5% quantile (over resamples with a sign change)",
     "n_sign_linear_hi": "bootstrap 97.5% quantile",
@@ -140,9 +142,11 @@ def _boundary(df, mus, paired, fit, seed):
         fraction, source = teachers.pperp / norms, teachers.pperp_source / norms
         pperp, pperp_se = teachers.pperp.mean(), teachers.pperp.sem() if len(teachers) > 1 else 0.0
         n_c, n_c_se = fit.boundary(pperp, pperp_se)
+        reached = df[(df.method == "linear") & (df.mu == mu) & (df.n == df.n.max())].risk.mean()
         row = dict(mu=mu, pperp=pperp, pperp_se=pperp_se, pperp_fraction=fraction.mean(),
                    pperp_fraction_se=fraction.sem() if len(teachers) > 1 else 0.0,
-                   pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se)
+                   pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se,
+                   n_c_largest_n=fit.boundary(reached)[0])
         for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
             ns, units = paired[method][mu]
             row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"] = _sign_with_interval(ns, units,
@@ -238,7 +242,8 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
                  else f"{row.n_sign_linear_side} the n range")
         lines.append(f"(e) μ = {row.mu:g}: predicted n_c = {row.n_c:.3g} ± {row.n_c_se:.2g}; simulated sign change "
                      f"{found} (bootstrap 95% [{row.n_sign_linear_lo:.3g}, {row.n_sign_linear_hi:.3g}]) (linear), "
-                     f"{row.n_sign_minnorm:.3g} (kernel interpolation)")
+                     f"{row.n_sign_minnorm:.3g} (kernel interpolation); with the transfer risk reached at the "
+                     f"largest n instead of ‖P⊥‖²: {row.n_c_largest_n:.3g}")
     parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, instances=instances,
                       max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
     return FigureOutput(plot(grams, grid, boundary, fit, gram_mu), grid, COLUMNS, parameters, tuple(lines),
