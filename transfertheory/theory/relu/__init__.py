@@ -13,8 +13,8 @@ A n^{−ν} falls below it.
 * :mod:`.teachers` — the target teacher (Eq. 20) and the ablated source teacher (Eq. 19);
 * :mod:`.power_law` — the scratch power-law fit (Fig. 4c) and the negative-transfer boundary (Fig. 4e).
 
-The derivations are in docs/relu.md. The simulator of FaF §4 training and FaF Fig. 4 are not yet
-implemented.
+The derivations are in docs/relu.md; the training simulator is :mod:`transfertheory.sim.relu_teacher` and
+FaF Fig. 4 is the registered figure ``faf_fig4``.
 """
 from .kernel import PopulationLossGradients, arccos_kernel, population_loss, population_loss_and_gradients
 from .power_law import PowerLawFit, negative_transfer_boundary, power_law_fit
