@@ -256,6 +256,22 @@ def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
     assert sign_side([1.0, -1.0, -1.0]) == ""
 
 
+def test_fig4_command_line_writes_the_outputs_and_turns_bad_input_into_usage_errors(tmp_path, capsys):
+    from transfertheory.figures import faf_fig4
+
+    tiny = ["--d", "4", "--m", "8", "--m-star", "3", "--mus", "0.3", "0.6", "--ns", "8", "16", "32",
+            "--teachers", "2", "--instances", "2", "--max-time", "20", "--format", "png"]
+    assert faf_fig4.main([*tiny, "--out", str(tmp_path)]) == 0
+    for suffix in (".png", ".csv", "_boundary.csv", ".json"):
+        assert (tmp_path / f"faf_fig4{suffix}").stat().st_size > 0
+    assert "predicted n_c" in capsys.readouterr().out
+    for bad in (["--ns", "32", "16", "8"], ["--mus", "1.0"], ["--m", "0"]):
+        with pytest.raises(SystemExit) as exit_info:
+            faf_fig4.main(bad)
+        assert exit_info.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
 @pytest.mark.gpu
 def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     # FaF's size (d = 100, m = 1000, m* = 100, μ = 0.5): one exact population-gradient evaluation on CuPy equals

@@ -16,15 +16,28 @@ Panels:
 
 ``linear`` is FaF's procedure (gradient flow on the output weights for flow time ≤ 1e3, FaF's stopping rule);
 the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``, Eq. 21's object).
+
+Command line (the CPU size by default, a few minutes on 2 cores; ``--paper-size`` for FaF's, on a GPU)::
+
+    python -m transfertheory.figures.faf_fig4 [--d D] [--m M] [--m-star M*] [--mus MU ...] [--ns N ...]
+        [--teachers T] [--instances K] [--max-time T] [--paper-size] [--seed S] [--backend B] [--out DIR]
+
+Exit codes: 0 success, 1 outputs not writable, 2 usage error, 3 backend unavailable.
 """
 from __future__ import annotations
+
+import argparse
+import sys
 
 import numpy as np
 import pandas as pd
 
 from ..backend import to_host
 from ..sim.relu_teacher import draw_generator, feature_kernel, pretrain_source, run_transfer_experiment
-from ..theory.relu import ablated_teacher, power_law_fit, random_teacher
+from ..params import N, SEED
+from ..sim.relu_teacher.network import M, MAX_TIME
+from ..theory.relu import M_STAR, MU, ablated_teacher, power_law_fit, random_teacher
+from . import cli
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
@@ -266,3 +279,51 @@ FIGURE = register(Figure(
                             ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=10)},
     extra_suffixes=("_boundary",),
 ))
+
+
+def build_parser():
+    """The command line of this figure (sizes default to :data:`CPU_DEFAULT`)."""
+    paper = FIGURE.profiles["paper"]
+    parser = argparse.ArgumentParser(
+        prog=f"python -m transfertheory.figures.{NAME}",
+        description=FIGURE.title + ". Writes faf_fig4.{png,pdf,csv,json} and faf_fig4_boundary.csv (predicted and "
+        "simulated boundary per μ). Defaults: the CPU size; --paper-size: FaF's size (App. D.2), for a GPU.")
+    sizes = [("d", cli.D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
+             ("m-star", M_STAR, "target-teacher width m*"), ("teachers", cli.COUNT, "target teachers"),
+             ("instances", cli.COUNT, "data sets per teacher")]
+    for flag, param, text in sizes:
+        key = flag.replace("-", "_")
+        parser.add_argument(f"--{flag}", type=param.arg_type(), default=None,
+                            help=f"{text} (default {CPU_DEFAULT[key]}; {paper[key]} with --paper-size)")
+    parser.add_argument("--mus", type=MU.arg_type(), nargs="+", default=None, metavar="MU",
+                        help=f"ablated fractions μ in [0, 1) (default {list(CPU_DEFAULT['mus'])})")
+    parser.add_argument("--ns", type=N.arg_type(), nargs="+", default=None, metavar="N",
+                        help=f"target sample sizes, increasing (default {list(CPU_DEFAULT['ns'])})")
+    parser.add_argument("--max-time", type=MAX_TIME.arg_type(), default=1e3,
+                        help="gradient-flow time budget of pretraining and target training (default 1e3, as FaF)")
+    parser.add_argument("--paper-size", action="store_true", help="FaF's size: d = 100, m = 1000, m* = 100, 10 × 10")
+    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
+    cli.add_backend_argument(parser)
+    cli.add_output_arguments(parser)
+    return parser
+
+
+def main(argv=None):
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    size = dict(FIGURE.profiles["paper"] if args.paper_size else CPU_DEFAULT)
+    for key in ("d", "m", "m_star", "teachers", "instances", "mus", "ns"):
+        if getattr(args, key) is not None:
+            size[key] = tuple(getattr(args, key)) if key in ("mus", "ns") else getattr(args, key)
+    if list(size["ns"]) != sorted(set(size["ns"])) or len(size["ns"]) < 3:
+        parser.error("--ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them)")
+    size.update(max_time=args.max_time, pretrain_max_time=args.max_time)
+    timer = cli.Timer()
+    backend = cli.resolve_backend(args.backend)
+    output = build(**size, seed=args.seed, backend=backend)
+    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
