@@ -22,9 +22,6 @@ from .registry import CheckResult, combine, register
 FLOW = {"rtol": 1e-4, "gtol": 1e-6}
 #: a flow stops at ‖∇‖ ≤ gtol = 1e-6; a neuron the regularizer removes then has size ≤ gtol/(2λ) ≤ 1e-5 (λ ≥ 0.05)
 PARAM_ALLOWANCE = 1e-4
-#: MeRLin's target head is a ridge head (λ_h = 1e-2): on e₁ it shrinks by ~λ_h, a target loss ~1e-4; a wrong
-#: feature costs ≥ 10/27. "Target loss ≈ 0" is read as ≤ 1e-3.
-SUCCESS_LOSS = 1e-3
 
 
 def _seeds(case, base):
@@ -195,7 +192,7 @@ def _success_at(case, k, xi):
     X, y = Q.target_sets(n_t, d, seeds, case.seed)
     out = Q.merlin(X, y, k, 0.1, 2, restarts, case.rng, splits=2, **FLOW)
     top = Q.feature_usage(out.params["phi"])[0]
-    success = (out.target_loss <= SUCCESS_LOSS) & (top == 1) & out.converged
+    success = (out.target_loss <= Q.RECOVERY_LOSS) & (top == 1) & out.converged
     return combine([
         holds(out.converged.all(), label=f"all kept flows converged (restarts needed ≤ {out.restarts_needed.max()} "
                                          f"of {restarts})"),
