@@ -114,16 +114,17 @@ def test_restart_kept_is_the_first_at_the_best_objective():
 def test_backends_give_the_numpy_result(array_backend):
     name, xp = array_backend
     rng = np.random.default_rng(3)
-    X, y = _data(rng, 3, 6, 4)
-    reference = Q.merlin(X, y, 2, 0.1, 2, 2, np.random.default_rng(5), splits=2, rtol=1e-4)
-    out = Q.merlin(xp.asarray(X), xp.asarray(y), 2, 0.1, 2, 2, np.random.default_rng(5), splits=2, rtol=1e-4)
+    X, y = _data(rng, 2, 6, 4)
+    reference = Q.merlin(X, y, 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3, gtol=1e-5)
+    out = Q.merlin(xp.asarray(X), xp.asarray(y), 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3,
+                   gtol=1e-5)
     assert backend.get_backend(out.params["phi"]) is xp
     np.testing.assert_allclose(out.target_loss, reference.target_loss, rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(out.status, reference.status)
 
 
 def test_run_comparison_rows_and_columns():
-    df = Q.run_comparison(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2, restarts=2, splits=2, rtol=1e-4)
+    df = Q.run_comparison(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2, restarts=1, splits=1, rtol=1e-3, gtol=1e-5)
     assert len(df) == len(Q.ALGORITHMS) * 2 and not df.duplicated(list(Q.ROW_KEYS)).any()
     for column in ("target_loss", "top_coord", "coords", "converged", "status", "t_final", "steps", "grad_norm",
                    "restarts_needed"):
