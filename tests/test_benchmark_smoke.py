@@ -59,3 +59,11 @@ def test_integrator_accuracy_table():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 0.") or line.startswith("| 1e")]
     assert len(rows) == 4  # the reference and three settings
+
+
+def test_bench_quadratic_quick_prints_both_tables():
+    script = os.path.join(ROOT, "benchmarks", "bench_quadratic.py")
+    out = _run("--quick", script=script)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "smoke run" in out.stdout and "| merlin |" in out.stdout and "| S | λ_h |" in out.stdout
+    assert _run("--k", "1", script=script).returncode == 2
