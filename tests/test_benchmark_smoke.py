@@ -66,3 +66,11 @@ def test_relu_teacher_benchmark_quick():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stdout.count("ratio sampled/exact") == 4 and "pretrained t = 100" in out.stdout
     assert _run("--d", "0", script=os.path.join(ROOT, "benchmarks", "bench_relu_teacher.py")).returncode == 2
+
+
+def test_bench_quadratic_quick_prints_both_tables():
+    script = os.path.join(ROOT, "benchmarks", "bench_quadratic.py")
+    out = _run("--quick", script=script)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "smoke run" in out.stdout and "| merlin |" in out.stdout and "| S | λ_h |" in out.stdout
+    assert _run("--k", "1", script=script).returncode == 2

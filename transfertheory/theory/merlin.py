@@ -24,7 +24,8 @@ Closed forms of the theorems:
 * Theorem 1, fine-tuning (Eqs. 51–54): the head on a wrong feature e_j has target loss
   (2/3)γ² − (8/9)γ + 2/3 ≥ 10/27 (:func:`finetune_head_loss`), which happens w.p. 1 − 1/k
   (:func:`finetune_failure_probability`).
-* Theorem 1, joint training (Lemma 1): :func:`joint_training_lower_bound`.
+* Theorem 1, joint training (Lemma 1): :func:`joint_training_lower_bound`; with Lemma 2, the target loss every
+  global minimizer must reach (:func:`joint_training_guaranteed_loss`).
 * Theorem 2: a wrong feature fits n target samples exactly w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ
   (:func:`wrong_feature_fit_probability`; the paper's bound (2/3)ⁿ, :func:`wrong_feature_fit_bound`,
   fails at n = 1), and the sample size of the proof (:func:`merlin_sample_size`).
@@ -50,6 +51,7 @@ __all__ = [
     "SOURCE_SCALE_THRESHOLD", "SOURCE_SCALE_JUMP",
     "finetune_head_loss", "FINETUNE_HEAD_MIN", "FINETUNE_HEAD_ARGMIN", "finetune_failure_probability",
     "joint_training_lower_bound", "joint_training_construction", "joint_training_construction_value",
+    "joint_training_guaranteed_loss",
     "wrong_feature_fit_probability", "wrong_feature_fit_bound", "any_wrong_feature_fit_probability",
     "any_wrong_feature_fit_bound", "merlin_sample_size",
     "LABEL_ZERO_PROBABILITY",
@@ -353,6 +355,24 @@ def joint_training_construction_value(lam, alpha, feature_norm):
     penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
     source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
     return scalar_or_array(source_part + penalty * feature_norm ** (4 / 3), lam, alpha, feature_norm)
+
+
+def joint_training_guaranteed_loss(lam, alpha, feature_norm):
+    """Theorem 1 (joint training) from Lemmas 1 and 2: the target population loss ε* that every global
+    minimizer of L^λ_joint must reach when a feature φ̂_t of norm ``feature_norm`` fits the target samples.
+
+    Lemma 2 gives a point of value C = :func:`joint_training_construction_value`; Lemma 1 says a point with target
+    loss ≤ ε costs at least B(ε) = S + P(1 − √(3ε/2))^{2/3}, P = 3λ/2^{4/3}, decreasing in ε. So the minimizer's loss
+    is ≥ ε* with B(ε*) = C: with r = (C − S)/P, ε* = (2/3)(1 − r^{3/2})² for 0 < r < 1, 0 for r ≥ 1 (no guarantee)
+    and 2/3 for r ≤ 0 (every ε ≤ 2/3 is excluded).
+    """
+    lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
+    feature_norm = FEATURE_NORM.check(feature_norm)
+    penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
+    source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
+    ratio = (np.asarray(joint_training_construction_value(lam, alpha, feature_norm)) - source_part) / penalty
+    clipped = np.clip(ratio, 0.0, 1.0)
+    return scalar_or_array(2 / 3 * (1 - clipped ** 1.5) ** 2, lam, alpha, feature_norm)
 
 
 # --------------------------------------------------------------------------- Theorem 1: fine-tuning

@@ -1,0 +1,142 @@
+"""MeRLin §5 simulators (transfertheory.sim.quadratic): gradients vs finite differences, the ridge inner head,
+convergence reporting, backends and input validation. The theorem checks by training are claims
+(transfertheory/claims/merlin_sim.py)."""
+import numpy as np
+import pytest
+
+from transfertheory import backend
+from transfertheory.sim import quadratic as Q
+from transfertheory.theory import merlin as M
+
+
+def _data(rng, B, n, d):
+    draws = [M.sample_target(n, d, rng) for _ in range(B)]
+    return np.stack([x for x, _ in draws]), np.stack([y for _, y in draws])
+
+
+def _finite_difference(fun, point, eps=1e-6):
+    grad = np.zeros_like(point)
+    for index in np.ndindex(point.shape):
+        step = np.zeros_like(point)
+        step[index] = eps
+        grad[index] = (fun(point + step) - fun(point - step)) / (2 * eps)
+    return grad
+
+
+def test_empirical_loss_gradient_matches_finite_differences(rng):
+    X, y = _data(rng, 2, 7, 4)
+    theta, phi = rng.normal(size=(2, 3)), rng.normal(size=(2, 4, 3))
+    loss, g_theta, g_phi = Q.empirical_loss_and_grad(theta, phi, X, y)
+    direct = ((((X @ phi) ** 2) @ theta[..., None])[..., 0] - y) ** 2
+    np.testing.assert_allclose(loss, direct.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(g_theta, _finite_difference(lambda t: Q.empirical_loss_and_grad(t, phi, X, y)[0].sum(),
+                                                           theta), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g_phi, _finite_difference(lambda p: Q.empirical_loss_and_grad(theta, p, X, y)[0].sum(),
+                                                         phi), rtol=1e-6, atol=1e-8)
+
+
+def test_ridge_head_is_the_ridge_minimizer(rng):
+    H, y = rng.normal(size=(3, 6, 2)), rng.normal(size=(3, 6))
+    head = Q.ridge_head(H, y, 0.1)
+    gradient = 2 / 6 * (H.swapaxes(-1, -2) @ ((H @ head[..., None])[..., 0] - y)[..., None])[..., 0] + 2 * 0.1 * head
+    np.testing.assert_allclose(gradient, 0, atol=1e-12)
+
+
+def test_meta_gradient_through_the_ridge_solve_matches_finite_differences(rng):
+    X, y = _data(rng, 2, 8, 4)
+    splits = Q.random_splits(X, y, 3, rng)
+    phi = rng.normal(size=(2, 4, 3))
+    loss, grad, head = Q.meta_validation_loss_and_grad(phi, *splits, 0.05)
+    X_tr, y_tr, X_v, y_v = splits
+    H_tr, H_v = (X_tr @ phi[:, None]) ** 2, (X_v @ phi[:, None]) ** 2
+    direct = np.stack([np.mean([np.mean((H_v[b, s] @ np.linalg.solve(H_tr[b, s].T @ H_tr[b, s] + 4 * 0.05 * np.eye(3),
+                                                                     H_tr[b, s].T @ y_tr[b, s]) - y_v[b, s]) ** 2)
+                                for s in range(3)]) for b in range(2)])
+    np.testing.assert_allclose(loss, direct, rtol=1e-10)
+    fd = _finite_difference(lambda p: Q.meta_validation_loss_and_grad(p, *splits, 0.05, grad=False)[0].sum(), phi)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("terms", [dict(source_weight=1.0), dict(source_weight=0.4, target_weight=0.6),
+                                   dict(target_weight=1.0), dict(source_weight=1.0, meta_weight=0.7, ridge=0.05)])
+def test_objective_gradient_matches_finite_differences(rng, terms):
+    X, y = _data(rng, 2, 6, 4)
+    splits = Q.random_splits(X, y, 2, rng) if "meta_weight" in terms else None
+    objective = Q.Objective(d=4, m=2, lam=0.1, k=3, X=X, y=y, splits=splits, **terms)
+    state = objective.pack(Q.random_init(objective, 2, rng, 0.7))
+    rows = np.arange(2)
+    grad, _ = objective.value_and_grad(state, rows)
+    fd = _finite_difference(lambda s: objective.value_and_grad(s, rows)[1].sum(), state)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_source_term_is_the_exact_regularized_population_loss(rng):
+    objective = Q.Objective(d=5, m=3, lam=0.2, k=3, source_weight=1.0)
+    start = Q.random_init(objective, 4, rng, 0.5)
+    _, value = objective.value_and_grad(objective.pack(start), np.arange(4))
+    np.testing.assert_allclose(value, M.regularized_source_loss(start["theta_s"], start["phi"], 3, 0.2), rtol=1e-13)
+
+
+def test_head_only_finetuning_flow_reaches_the_closed_form_ridge_head(rng):
+    X, y = _data(rng, 5, 9, 4)
+    phi = rng.normal(size=(5, 4, 2))
+    out = Q.finetune_head(phi, X, y, 0.05)
+    assert out.converged.all()
+    np.testing.assert_allclose(out.head, Q.ridge_head((X @ phi) ** 2, y, 0.05), atol=1e-6)
+    np.testing.assert_allclose(out.target_loss, M.target_loss(out.head, phi), rtol=1e-12)
+
+
+def test_pretraining_reaches_a_lemma4_minimizer_and_reports_convergence(rng):
+    lam = 0.1
+    out = Q.pretrain(4, 2, 2, lam, seeds=4, restarts=4, rng=rng)
+    best = M.source_scale_objective(M.optimal_source_scale(lam), lam)
+    assert out.converged.all() and (out.grad_norm <= Q.FLOW_SETTINGS["gtol"]).all()
+    np.testing.assert_allclose(out.objective, best, atol=1e-9)
+    top, share, _ = Q.feature_usage(out.params["phi"])
+    assert (top <= 2).all() and (share > 1 - 1e-8).all()
+    assert ((1 <= out.restarts_needed) & (out.restarts_needed <= 4)).all()
+
+
+def test_unfinished_flows_are_reported_not_passed_off(rng):
+    out = Q.pretrain(4, 2, 2, 0.1, seeds=3, restarts=1, rng=rng, max_steps=5)
+    assert (out.status == "max_steps").all() and not out.converged.any()
+    assert (out.steps == 5).all() and (out.grad_norm > Q.FLOW_SETTINGS["gtol"]).all()
+
+
+def test_restart_kept_is_the_first_at_the_best_objective():
+    trained = Q.Trained(params={"phi": np.zeros((6, 2, 1))}, objective=np.array([3.0, 1.0, 1.0, 2.0, 2.0, 5.0]),
+                        converged=np.ones(6, bool), status=np.array(["converged"] * 6), t_final=np.zeros(6),
+                        steps=np.zeros(6), grad_norm=np.zeros(6))
+    keep, needed, at_best = Q.algorithms._keep_best(trained, 2, 3)
+    assert keep.tolist() == [1, 3] and needed.tolist() == [2, 1] and at_best.tolist() == [2, 2]
+
+
+def test_backends_give_the_numpy_result(array_backend):
+    name, xp = array_backend
+    rng = np.random.default_rng(3)
+    X, y = _data(rng, 2, 6, 4)
+    reference = Q.merlin(X, y, 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3, gtol=1e-5)
+    out = Q.merlin(xp.asarray(X), xp.asarray(y), 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3,
+                   gtol=1e-5)
+    assert backend.get_backend(out.params["phi"]) is xp
+    np.testing.assert_allclose(out.target_loss, reference.target_loss, rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(out.status, reference.status)
+
+
+def test_run_comparison_rows_and_columns():
+    df = Q.run_comparison(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2, restarts=1, splits=1, rtol=1e-3, gtol=1e-5)
+    assert len(df) == len(Q.ALGORITHMS) * 2 and not df.duplicated(list(Q.ROW_KEYS)).any()
+    for column in ("target_loss", "top_coord", "coords", "converged", "status", "t_final", "steps", "grad_norm",
+                   "restarts_needed"):
+        assert column in df.columns
+    assert df["target_loss"].notna().all() and df.attrs["backend"] == "numpy"
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(k=5), "k"), (dict(n_targets=[]), "n_targets"),
+                                          (dict(algorithms=("sgd",)), "algorithms"), (dict(lam=0.0), "lam"),
+                                          (dict(n_targets=[1]), "n_targets"), (dict(seeds=0), "seeds"),
+                                          (dict(alpha=1.5), "alpha"), (dict(ridge=-1.0), "ridge")])
+def test_bad_input_names_the_parameter(kwargs, name):
+    settings = dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2) | kwargs
+    with pytest.raises(ValueError, match=name):
+        Q.run_comparison(**settings)

@@ -1,0 +1,20 @@
+"""MeRLin §5 simulators: gradient-flow training of the quadratic network f(x) = θᵀ(φᵀx)² (docs/merlin.md).
+
+* :mod:`.losses` — empirical target loss, the ridge inner head (MeRLin Eq. 7), MeRLin's validation loss
+  and their gradients;
+* :mod:`.training` — the regularized objectives as one batched :class:`Objective` and :func:`train`
+  (the package's gradient-flow integrator);
+* :mod:`.algorithms` — pre-training, head-only and full fine-tuning, target-only, joint training and MeRLin,
+  batched over seeds with random restarts;
+* :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed).
+"""
+from .algorithms import (OBJECTIVE_TOL, Outcome, feature_usage, finetune_full, finetune_head, joint, merlin,
+                         pretrain, random_splits, target_only)
+from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, run_comparison, target_sets
+from .losses import empirical_loss_and_grad, features, meta_validation_loss_and_grad, ridge_head
+from .training import FLOW_SETTINGS, Objective, Trained, random_init, train
+
+__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad",
+           "Objective", "Trained", "train", "random_init", "FLOW_SETTINGS",
+           "OBJECTIVE_TOL", "Outcome", "pretrain", "finetune_head", "finetune_full", "target_only", "joint",
+           "merlin", "random_splits", "feature_usage", "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "run_comparison", "target_sets"]

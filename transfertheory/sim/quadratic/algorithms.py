@@ -1,0 +1,167 @@
+r"""The algorithms of MeRLin §5 by gradient flow, batched over seeds, with random restarts.
+
+Each function trains one algorithm for every seed (and restart) at once and returns an :class:`Outcome`:
+the parameters of the restart kept for each seed, the target population loss of its predictor (exact,
+:func:`transfertheory.theory.merlin.target_loss`), its objective and the convergence report.
+
+Restarts. The losses are non-convex and a flow can stop at a poor stationary point (e.g. the zero network,
+a local minimum of every regularized objective because the loss decreases only cubically away from it).
+Where the theorems speak of global minimizers (Lemma 4, Theorem 1 joint training, Theorem 2), each seed
+runs R restarts from independent Gaussian starts and keeps the **first restart whose objective is within**
+``OBJECTIVE_TOL`` **of the best**; ``restarts_needed`` is that restart's index + 1. Keeping the first (not the
+argmin, which among exactly tied minimizers would be decided by rounding) keeps the choice exchangeable over
+the restarts, so symmetric minimizers (e.g. the k source features of Lemma 4) are chosen uniformly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...backend import get_backend, to_host
+from ...theory import merlin as M
+from .losses import features, ridge_head
+from .training import Objective, Trained, random_init, train
+
+__all__ = ["Outcome", "OBJECTIVE_TOL", "pretrain", "finetune_head", "finetune_full", "target_only", "joint",
+           "merlin", "random_splits", "feature_usage"]
+
+#: two restarts reach the same minimum when their objectives differ by at most this (flows stop at ‖∇‖ ≤ 1e-7)
+OBJECTIVE_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One algorithm's result per seed (arrays of length ``seeds``; ``params`` and ``head`` on the backend).
+
+    ``head`` is the target head θ_t the predictor uses with ``params["phi"]`` (for MeRLin the ridge head fit
+    on all n_t target samples). ``restarts_needed``: index + 1 of the restart kept (see module docstring).
+    """
+
+    params: dict
+    head: object
+    target_loss: np.ndarray
+    objective: np.ndarray
+    converged: np.ndarray
+    status: np.ndarray
+    t_final: np.ndarray
+    steps: np.ndarray
+    grad_norm: np.ndarray
+    restarts_needed: np.ndarray
+    restarts_at_best: np.ndarray
+
+
+def _keep_best(trained: Trained, seeds: int, restarts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat index of the kept restart per seed, restarts_needed, number of restarts at the best objective)."""
+    objective = trained.objective.reshape(seeds, restarts)
+    finite = np.where(np.isfinite(objective), objective, np.inf)
+    at_best = finite <= finite.min(axis=1, keepdims=True) + OBJECTIVE_TOL
+    first = at_best.argmax(axis=1)
+    return np.arange(seeds) * restarts + first, first + 1, at_best.sum(axis=1)
+
+
+def _outcome(trained: Trained, seeds: int, restarts: int, head_of) -> Outcome:
+    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks."""
+    keep, needed, at_best = _keep_best(trained, seeds, restarts)
+    xp = get_backend(*trained.params.values())
+    params = {name: value[xp.asarray(keep)] for name, value in trained.params.items()}
+    head = head_of(params, keep)
+    loss = np.asarray(to_host(M.target_loss(head, params["phi"]))) if "phi" in params else None
+    return Outcome(params, head, loss, trained.objective[keep], trained.converged[keep], trained.status[keep],
+                   trained.t_final[keep], trained.steps[keep], trained.grad_norm[keep], needed, at_best)
+
+
+def _repeat(array, times):
+    """Each row of ``array`` repeated ``times`` times (seed-major order, as the restarts are laid out)."""
+    return get_backend(array).repeat(array, times, axis=0)
+
+
+def pretrain(d, m, k, lam, seeds, restarts, rng, xp=np, init_scale=0.5, **flow) -> Outcome:
+    """Pre-training on the exact source population loss + λ(‖θ_s‖² + ‖φ‖²_F) (Lemma 4), R restarts per seed.
+
+    ``head`` is θ_s (the outcome's ``target_loss`` is then that of the source predictor on the target law).
+    """
+    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0)
+    trained = train(objective, random_init(objective, seeds * restarts, rng, init_scale, xp), **flow)
+    return _outcome(trained, seeds, restarts, lambda p, keep: p["theta_s"])
+
+
+def finetune_head(phi, X, y, lam, **flow) -> Outcome:
+    """Head-only fine-tuning: θ_t from 0 by gradient flow on L_D̂t(θ_t, φ) + λ‖θ_t‖² with φ fixed (convex)."""
+    xp = get_backend(phi, X)
+    objective = Objective(d=phi.shape[-2], m=phi.shape[-1], lam=lam, target_weight=1.0, X=X, y=y, fixed_phi=phi)
+    trained = train(objective, {"theta_t": xp.zeros(phi.shape[:1] + phi.shape[-1:])}, **flow)
+    outcome = _outcome(trained, phi.shape[0], 1, lambda p, keep: p["theta_t"])
+    loss = np.asarray(to_host(M.target_loss(outcome.head, phi)))
+    return Outcome(**{**outcome.__dict__, "params": {"theta_t": outcome.head, "phi": phi}, "target_loss": loss})
+
+
+def _target_objective(X, y, lam, d, m):
+    return Objective(d=d, m=m, lam=lam, target_weight=1.0, X=X, y=y)
+
+
+def finetune_full(theta_t, phi, X, y, lam, **flow) -> Outcome:
+    """Full fine-tuning: (θ_t, φ) by gradient flow on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from the fine-tuned head and φ_pre."""
+    objective = _target_objective(X, y, lam, phi.shape[-2], phi.shape[-1])
+    trained = train(objective, {"theta_t": theta_t, "phi": phi}, **flow)
+    return _outcome(trained, phi.shape[0], 1, lambda p, keep: p["theta_t"])
+
+
+def target_only(X, y, lam, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
+    """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
+    seeds, d = X.shape[0], X.shape[-1]
+    objective = _target_objective(_repeat(X, restarts), _repeat(y, restarts), lam, d, m)
+    start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
+    return _outcome(train(objective, start, **flow), seeds, restarts, lambda p, keep: p["theta_t"])
+
+
+def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
+    """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed."""
+    seeds, d = X.shape[0], X.shape[-1]
+    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1 - alpha, target_weight=alpha,
+                          X=_repeat(X, restarts), y=_repeat(y, restarts))
+    start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
+    return _outcome(train(objective, start, **flow), seeds, restarts, lambda p, keep: p["theta_t"])
+
+
+def random_splits(X, y, splits, rng):
+    """S random train/validation splits of each instance's target set (n_tr = ⌊n/2⌋, n_v = n − n_tr).
+
+    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v); the permutations are drawn
+    on the host from ``rng``, independently per instance and split.
+    """
+    xp = get_backend(X, y)
+    B, n = y.shape
+    order = xp.asarray(np.argsort(rng.random((B, splits, n)), axis=-1))
+    Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
+    ys = xp.take_along_axis(y[:, None], order, axis=2)
+    n_tr = n // 2
+    return Xs[:, :, :n_tr], ys[:, :, :n_tr], Xs[:, :, n_tr:], ys[:, :, n_tr:]
+
+
+def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_scale=0.5, **flow) -> Outcome:
+    """MeRLin (Eq. 70, Algorithm 2): L_Ds + λ(‖θ_s‖² + ‖φ‖²_F) + ρ·(1/S)Σ_s L_val,s with the ridge inner head,
+    S splits drawn afresh for every restart; R restarts per seed. The reported head is the ridge head
+    (same λ_h = ``ridge``) fit on all n_t target samples."""
+    seeds, n, d = X.shape
+    if n < 2:
+        raise ValueError(f"n_t must be an integer >= 2 for MeRLin (a train and a validation half), got {n}")
+    Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
+    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge,
+                          splits=random_splits(Xr, yr, splits, rng))
+    start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
+
+    def head_of(params, keep):
+        return ridge_head(features(X, params["phi"])[1], y, ridge)
+
+    return _outcome(train(objective, start, **flow), seeds, restarts, head_of)
+
+
+def feature_usage(phi, threshold=0.01):
+    """Which input coordinates the features φ (B, d, m) use: (top coordinate (1-based), its share of ‖φ‖²_F,
+    the 1-based coordinates with share > ``threshold`` as "1;3"; "" for φ = 0)."""
+    weight = np.asarray(to_host((phi * phi).sum(axis=-1)))
+    total = weight.sum(axis=1, keepdims=True)
+    share = np.divide(weight, total, out=np.zeros_like(weight), where=total > 0)
+    coords = [";".join(str(j + 1) for j in np.flatnonzero(row > threshold)) for row in share]
+    return share.argmax(axis=1) + 1, share.max(axis=1), coords

@@ -1,0 +1,127 @@
+r"""`run_comparison`: every algorithm of MeRLin §5 on the same target sets, one tidy row per (algorithm, n_t, seed).
+
+Seed s draws its target set of size n_t from ``numpy.random.default_rng([seed, s, n_t])`` (the same set for
+every algorithm: comparisons are paired); pre-training does not see target data and is run once per seed,
+its kept network is shared by the two fine-tuning algorithms at every n_t.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ... import params as P
+from ..._validation import Interval
+from ...backend import backend_name, resolve_backend
+from ...theory import merlin as M
+from . import algorithms as A
+from .training import FLOW_SETTINGS
+
+__all__ = ["ALGORITHMS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
+
+ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")
+ROW_KEYS = ("algorithm", "n_t", "seed")
+#: "target loss ≈ 0": a ridge head (λ_h ≤ 1e-2) on the exact feature e₁ leaves a target loss ~1e-4; a wrong
+#: feature leaves ≥ 10/27 (Thm 1), so a run has recovered the target when its loss is ≤ 1e-3 and φ uses e₁
+RECOVERY_LOSS = 1e-3
+
+_M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="number of neurons m")
+_SEEDS = P.Param("seeds", Interval(1, np.inf, "left"), integer=True, description="number of seeds")
+_RESTARTS = P.Param("restarts", Interval(1, np.inf, "left"), integer=True, description="restarts per seed")
+_SPLITS = P.Param("splits", Interval(1, np.inf, "left"), integer=True, description="train/validation splits S")
+_POSITIVE = Interval(0, np.inf, "neither")
+
+
+def target_sets(n_t, d, seeds, seed, xp=np):
+    """(X (seeds, n_t, d), y (seeds, n_t)): seed s's target set, from ``default_rng([seed, s, n_t])``."""
+    draws = [M.sample_target(n_t, d, np.random.default_rng([seed, s, n_t])) for s in range(seeds)]
+    return xp.asarray(np.stack([x for x, _ in draws])), xp.asarray(np.stack([t for _, t in draws]))
+
+
+def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
+    top, share, coords = A.feature_usage(outcome.params["phi"])
+    frame = pd.DataFrame({
+        "algorithm": algorithm, "n_t": n_t, "seed": np.arange(outcome.target_loss.size),
+        "target_loss": outcome.target_loss, "objective": outcome.objective,
+        "top_coord": top, "top_share": share, "coords": coords,
+        "recovered": (outcome.target_loss <= RECOVERY_LOSS) & (top == 1),
+        "restarts_needed": outcome.restarts_needed, "restarts_at_best": outcome.restarts_at_best,
+        "converged": outcome.converged, "status": outcome.status, "t_final": outcome.t_final,
+        "steps": outcome.steps, "grad_norm": outcome.grad_norm,
+    })
+    for name, value in (extra or {}).items():
+        frame[name] = value
+    return frame
+
+
+def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts):
+    d, m, seeds = P.D.scalar(d), _M.scalar(m), _SEEDS.scalar(seeds)
+    k = M.SOURCE_K.scalar(k)
+    if k > d:
+        raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
+    n_targets = [P.N.scalar(n, "n_targets") for n in np.atleast_1d(n_targets)]
+    if not n_targets:
+        raise ValueError("n_targets must hold at least one target-set size, got none")
+    unknown = sorted(set(algorithms) - set(ALGORITHMS))
+    if unknown or not algorithms:
+        raise ValueError(f"algorithms must be a non-empty subset of {ALGORITHMS}, got {list(algorithms)!r}")
+    if "merlin" in algorithms and min(n_targets) < 2:
+        raise ValueError(f"n_targets must be >= 2 with 'merlin' (a train and a validation half), got {min(n_targets)}")
+    return dict(d=d, m=m, k=k, n_targets=n_targets, seeds=seeds, lam=M.LAM_POS.scalar(lam),
+                alpha=M.ALPHA_JOINT.scalar(alpha), rho=P.Param("rho", _POSITIVE).scalar(rho),
+                ridge=P.Param("ridge", _POSITIVE).scalar(ridge), splits=_SPLITS.scalar(splits),
+                restarts=_RESTARTS.scalar(restarts))
+
+
+def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0, ridge=1e-2,
+                   splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, **flow) -> pd.DataFrame:
+    """Train every algorithm for every seed and n_t ∈ ``n_targets``; one row per (algorithm, n_t, seed).
+
+    Columns: ``algorithm, n_t, seed``; ``target_loss`` (exact target population loss of the predictor);
+    ``objective`` (the trained objective's final value); ``recovered`` (target loss ≤ :data:`RECOVERY_LOSS` with
+    top coordinate 1); ``top_coord, top_share, coords`` (which input
+    coordinates the learned φ uses: 1-based coordinate with the largest share of ‖φ‖²_F, that share, and every
+    coordinate above 1 %); ``restarts_needed, restarts_at_best`` (see :mod:`.algorithms`); the convergence
+    columns ``converged, status, t_final, steps, grad_norm`` of the kept flow (for the fine-tuning rows:
+    ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
+    ``df.attrs`` holds the settings and the pre-training report (``pretrain``: per seed objective, top
+    coordinate, restarts needed, status).
+    """
+    s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts)
+    xp = resolve_backend(backend)
+    rng = np.random.default_rng([seed, 1])
+    frames, pre = [], None
+    if {"finetune", "finetune_full"} & set(algorithms):
+        pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["seeds"], s["restarts"], rng, xp, init_scale, **flow)
+    for n_t in s["n_targets"]:
+        X, y = target_sets(n_t, s["d"], s["seeds"], seed, xp)
+        if pre is not None:
+            frames += _finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow)
+        if "joint" in algorithms:
+            frames.append(_rows("joint", n_t, A.joint(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"],
+                                                      rng, init_scale, **flow)))
+        if "target_only" in algorithms:
+            frames.append(_rows("target_only", n_t, A.target_only(X, y, s["lam"], s["m"], s["restarts"], rng,
+                                                                  init_scale, **flow)))
+        if "merlin" in algorithms:
+            frames.append(_rows("merlin", n_t, A.merlin(X, y, s["k"], s["lam"], s["m"], s["restarts"], rng, s["rho"],
+                                                        s["ridge"], s["splits"], init_scale, **flow)))
+    df = pd.concat(frames, ignore_index=True)
+    df.attrs.update({**{key: value for key, value in s.items() if key != "n_targets"},
+                     "n_targets": s["n_targets"], "seed": seed, "init_scale": init_scale,
+                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
+    if pre is not None:
+        df.attrs["pretrain"] = _rows("pretrain", 0, pre).drop(columns=["algorithm", "n_t"]).to_dict("list")
+    return df
+
+
+def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
+    """Head-only (and full) fine-tuning of the pre-trained networks on one target set per seed."""
+    head = A.finetune_head(pre.params["phi"], X, y, lam, **flow)
+    extra = {"pretrain_status": pre.status, "pretrain_restarts_needed": pre.restarts_needed}
+    frames = [_rows("finetune", n_t, head, extra)] if "finetune" in algorithms else []
+    if "finetune_full" in algorithms:
+        frames.append(_rows("finetune_full", n_t, A.finetune_full(head.head, pre.params["phi"], X, y, lam, **flow),
+                            extra))
+    for frame in frames:
+        frame["converged"] &= pre.converged
+    return frames

@@ -1,0 +1,147 @@
+r"""The regularized objectives of MeRLin §5 as one batched objective, and gradient-flow training of it.
+
+Every algorithm of MeRLin §5 minimizes a sum of the same terms over some of the blocks (θ_s, θ_t, φ):
+
+    w_s·L_Ds(θ_s, φ) + w_t·L_D̂t(θ_t, φ) + ρ·L_val(φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F)   (trained blocks only)
+
+* pre-training (Lemma 4): w_s = 1, blocks (θ_s, φ), L_Ds the exact population loss;
+* head-only fine-tuning: w_t = 1, block θ_t, φ fixed to the pre-trained features;
+* full fine-tuning and target-only training: w_t = 1, blocks (θ_t, φ) (from the pre-trained resp. a random φ);
+* joint training (Lemma 1): w_s = 1 − α, w_t = α, blocks (θ_s, θ_t, φ);
+* MeRLin (Eq. 70): w_s = 1, ρ > 0, blocks (θ_s, φ); L_val is the validation loss of the ridge inner head
+  averaged over S fixed random train/validation splits (:func:`.losses.meta_validation_loss_and_grad`).
+
+:func:`train` integrates the gradient flow of an :class:`Objective` with the package's integrator (dense RKC
+stages); every instance (a row of the batch: one seed and restart) has its own data and stops on its own.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...backend import get_backend, to_host
+from ...theory import merlin as M
+from ..integrator import integrate_gradient_flow
+from .losses import empirical_loss_and_grad, meta_validation_loss_and_grad
+
+__all__ = ["Objective", "Trained", "train", "random_init", "FLOW_SETTINGS"]
+
+#: integrator settings of every flow (rtol of the RKC error control, gtol on ‖∇‖, time and step budget)
+FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000}
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One of the regularized objectives above for a batch of B instances (arrays on one backend).
+
+    ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` > 0);
+    ``splits`` = (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v) for MeRLin (``meta_weight`` > 0);
+    ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning).
+    """
+
+    d: int
+    m: int
+    lam: float
+    k: int = 2
+    source_weight: float = 0.0
+    target_weight: float = 0.0
+    meta_weight: float = 0.0
+    ridge: float = 0.0
+    X: object = None
+    y: object = None
+    splits: tuple | None = None
+    fixed_phi: object = None
+
+    @property
+    def blocks(self) -> tuple:
+        """(name, shape) of the trained blocks, in the order of the state vector."""
+        names = []
+        if self.source_weight > 0:
+            names.append(("theta_s", (self.m,)))
+        if self.target_weight > 0:
+            names.append(("theta_t", (self.m,)))
+        if self.fixed_phi is None:
+            names.append(("phi", (self.d, self.m)))
+        return tuple(names)
+
+    @property
+    def size(self) -> int:
+        return sum(math.prod(shape) for _, shape in self.blocks)
+
+    def unpack(self, y) -> dict:
+        out, start = {}, 0
+        for name, shape in self.blocks:
+            width = math.prod(shape)
+            out[name] = y[:, start:start + width].reshape((y.shape[0],) + shape)
+            start += width
+        return out
+
+    def pack(self, params: dict):
+        xp = get_backend(*params.values())
+        return xp.concatenate([params[name].reshape(params[name].shape[0], -1) for name, _ in self.blocks], axis=1)
+
+    def value_and_grad(self, y, rows):
+        """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable."""
+        xp = get_backend(y)
+        p = self.unpack(y)
+        dev_rows = xp.asarray(rows)
+        phi = p["phi"] if self.fixed_phi is None else self.fixed_phi[dev_rows]
+        grads = {name: 2 * self.lam * value for name, value in p.items()}
+        value = self.lam * sum((v * v).reshape(v.shape[0], -1).sum(axis=1) for v in p.values())
+        grad_phi = xp.zeros_like(phi)
+        if self.source_weight > 0:
+            loss, g_theta, g_phi = M.population_loss_and_grad(p["theta_s"], phi, self.k)
+            value = value + self.source_weight * loss
+            grads["theta_s"] = grads["theta_s"] + self.source_weight * g_theta
+            grad_phi = grad_phi + self.source_weight * g_phi
+        if self.target_weight > 0:
+            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[dev_rows], self.y[dev_rows])
+            value = value + self.target_weight * loss
+            grads["theta_t"] = grads["theta_t"] + self.target_weight * g_theta
+            grad_phi = grad_phi + self.target_weight * g_phi
+        if self.meta_weight > 0:
+            X_tr, y_tr, X_v, y_v = (a[dev_rows] for a in self.splits)
+            loss, g_phi, _ = meta_validation_loss_and_grad(phi, X_tr, y_tr, X_v, y_v, self.ridge)
+            value = value + self.meta_weight * loss
+            grad_phi = grad_phi + self.meta_weight * g_phi
+        if "phi" in grads:
+            grads["phi"] = grads["phi"] + grad_phi
+        return self.pack(grads), value
+
+
+@dataclass(frozen=True)
+class Trained:
+    """Final parameters (dict of backend arrays, one row per instance) and the flow's convergence report."""
+
+    params: dict
+    objective: np.ndarray
+    converged: np.ndarray
+    status: np.ndarray
+    t_final: np.ndarray
+    steps: np.ndarray
+    grad_norm: np.ndarray
+    evaluations: int = 0
+    settings: dict = field(default_factory=dict)
+
+
+def random_init(objective: Objective, batch: int, rng: np.random.Generator, scale: float, xp=np) -> dict:
+    """Gaussian start of the trained blocks: θ entries N(0, scale²), φ entries N(0, scale²/d)."""
+    out = {}
+    for name, shape in objective.blocks:
+        width = scale / math.sqrt(objective.d) if name == "phi" else scale
+        out[name] = xp.asarray(width * rng.standard_normal((batch,) + shape))
+    return out
+
+
+def train(objective: Objective, start: dict, **settings) -> Trained:
+    """Gradient flow of ``objective`` from ``start`` (a dict of the trained blocks, batch first).
+
+    ``settings`` override :data:`FLOW_SETTINGS` (rtol, gtol, max_time, max_steps).
+    """
+    options = {**FLOW_SETTINGS, **settings}
+    result = integrate_gradient_flow(objective.value_and_grad, objective.pack(start), **options)
+    return Trained(objective.unpack(result.y), np.asarray(result.loss), result.converged, result.status,
+                   np.asarray(to_host(result.t)), np.asarray(to_host(result.steps)), np.asarray(result.grad_norm),
+                   result.evaluations, options)
