@@ -319,25 +319,16 @@ def _ntk_remainder_log(case):
 # --------------------------------------------------------------------------- Theorem 1 on the synthetic tasks of MTL §5.1
 
 
-def _synthetic_task(rng, n, d):
-    """MTL §5.1: μ ~ N(0, I), ν ~ Unif(1.3, 1.6), x ~ N(μ, ν²I), y = ν‖x − μ‖²; inputs standardized to ‖x‖² = d."""
-    mu, nu = rng.standard_normal(d), rng.uniform(1.3, 1.6)
-    x = mu + nu * rng.standard_normal((n, d))
-    y = nu * ((x - mu) ** 2).sum(axis=1, keepdims=True)
-    return x / np.linalg.norm(x, axis=1, keepdims=True) * math.sqrt(d), y
-
-
 def _prediction_gap(depths, seed=0, tasks=20, n=10, d=10):
-    """‖F_ANIL − F_MTL‖₂ at λτ = λτ̂ = 0 per depth, on one draw of the MTL §5.1 tasks (5 support, 10 query)."""
-    rng = np.random.default_rng(seed)
-    train = [_synthetic_task(rng, n, d) for _ in range(tasks)]
-    (support, y_support), (query, _) = _synthetic_task(rng, 5, d), _synthetic_task(rng, 10, d)
+    """‖F_ANIL − F_MTL‖₂ at λτ = λτ̂ = 0 per depth, on one draw of the MTL §5.1 tasks (one test task: 5 support
+    and 10 query points)."""
+    problem = MTL.synthetic_problem(np.random.default_rng(seed), tasks, n, test_tasks=1, d=d)
     gaps = []
     for depth in depths:
-        tk = MTL.task_kernels(MTL.ReluNetwork(int(depth)), [x for x, _ in train], support, query)
-        labels = [y for _, y in train]
-        gaps.append(float(np.linalg.norm(MTL.anil_predictions(tk, labels, y_support, 0.0, 0.0)
-                                         - MTL.mtl_predictions(tk, labels, y_support, 0.0))))
+        tk = MTL.task_kernels(MTL.ReluNetwork(int(depth)), problem.tasks, problem.support[0], problem.query[0])
+        f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[0], 0.0, 0.0)
+        gaps.append(float(np.linalg.norm(f_anil - MTL.mtl_predictions(tk, problem.labels, problem.support_labels[0],
+                                                                       0.0))))
     return np.array(gaps)
 
 

@@ -10,3 +10,4 @@ from . import faf_fig5  # noqa: F401
 from . import faf_fig6  # noqa: F401
 from . import faf_fig7  # noqa: F401
 from . import tdr_fig  # noqa: F401  TDR §6 by training
+from . import mtl_fig1  # noqa: F401  MTL Fig. 1 (infinite-width predictors, §5.1 tasks)
