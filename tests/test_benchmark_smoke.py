@@ -59,3 +59,13 @@ def test_integrator_accuracy_table():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 0.") or line.startswith("| 1e")]
     assert len(rows) == 4  # the reference and three settings
+
+
+def test_bench_ntk_quick_against_the_per_pair_loop():
+    out = _run("--quick", "--reference", "loop", "--loop-pairs", "500", script=os.path.join(ROOT, "benchmarks",
+                                                                                          "bench_ntk.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "ratio reference/relu_kernels:" in out.stdout and "smoke run: no speed verdict" in out.stdout
+    relative = float(out.stdout.split("max relative difference")[1].split()[0].rstrip(";"))
+    assert relative < 1e-12
+    assert _run("--n", "0", script=os.path.join(ROOT, "benchmarks", "bench_ntk.py")).returncode == 2
