@@ -5,3 +5,9 @@ from .network import (WIDTH, Forward, NetworkShape, backpropagate, body_gram, em
 
 __all__ = ["WIDTH", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
            "empirical_kernels", "random_network_kernels"]
+from .training import METHODS, TEST_HEADS, TaskData, TrainedNetworks, adapted_predictions, train
+
+__all__ += ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "adapted_predictions"]
+from .experiment import MATCHES, REFERENCES, ROW_KEYS, finite_width_study, kernel_predictions
+
+__all__ += ["REFERENCES", "MATCHES", "ROW_KEYS", "kernel_predictions", "finite_width_study"]
