@@ -6,3 +6,4 @@ from . import faf_relu  # noqa: F401  FaF §4: arc-cosine kernel, projections (E
 from . import merlin  # noqa: F401  MeRLin §5, App. B: quadratic network, Lemmas 1 and 4, Thms 1–2 closed forms
 from . import tdr  # noqa: F401  TDR §6: H∞ Gram matrices, transformed labels, Thms 1–2 (NTK regime)
 from . import mtl  # noqa: F401  MTL §4, App. B: deep ReLU NNGP/NTK, MTL and ANIL kernels (Lemmas 1, 3–5)
+from . import mtl_networks  # noqa: F401  MTL §4 against random and trained finite-width networks (sim.mtl)
