@@ -1,4 +1,5 @@
-r"""MTL §4.3 (Lemma 1), App. B.3–B.4 (Lemmas 3–5): MTL and ANIL kernels and test predictions of wide ReLU networks.
+r"""MTL §4.3 (Lemma 1), App. B.3–B.4 (Lemmas 3–5), §5.1: MTL and ANIL kernels and test predictions of wide ReLU
+networks, and the synthetic few-shot regression tasks of MTL §5.1.
 
 Setting (MTL §3–4, "Bridging multi-task learning and meta-learning"): N training tasks with inputs Xᵢ (nᵢ × d)
 and labels Yᵢ, stacked as 𝒳 = (Xᵢ)ᵢ, 𝒴 = vec((Yᵢ)ᵢ); a test task with query inputs X and support set
@@ -20,8 +21,9 @@ products λτ and λτ̂ enter. With the NTK Θ and the NNGP kernel K (Gram matr
 The statement of Lemma 1 (and of Lemma 3) writes Φ′_ANIL block j as [Θ(X,Xⱼ) − K(X,X′)T(X′)Θ(X′,Xⱼ)]·
 e^{−λτK(Xⱼ,Xⱼ)}, which disagrees with its own derivation (App. Eq. 61, relation 66) by
 [−K(X,Xⱼ) + K(X,X′)T(X′)K(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)}. Both are computed here (``variant="statement"``
-for the Lemma's text); which one finite-width networks follow needs the training simulator (not yet
-implemented). Lemma 5 bounds ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (:func:`kernel_inverse_gap`).
+for the Lemma's text). Trained finite-width networks (:mod:`transfertheory.sim.mtl`) follow the derivation's
+when the test head starts from the initial head draw and the statement's when ANIL adapts from its trained head
+(docs/mtl.md). Lemma 5 bounds ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (:func:`kernel_inverse_gap`).
 
 Numerics: matrix functions of the symmetric PSD Gram matrices go through their eigendecomposition —
 e^{−sK} = V e^{−sμ} Vᵀ and T = V diag((1 − e^{−sμ})/μ) Vᵀ with its limit s at μ = 0, so T exists even for a
