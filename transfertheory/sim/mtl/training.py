@@ -88,6 +88,11 @@ class _Objective:
     def __init__(self, method, shape: NetworkShape, data: TaskData, lam_tau, offset):
         self.method, self.shape, self.data, self.lam_tau, self.offset = method, shape, data, lam_tau, offset
         self.n_heads = len(data.slices) if method == "mtl" else 1
+        xp = get_backend(offset)
+        # (Nn, heads): which head a point uses; (Nn, Nn): whether two points share a head (on the device, once)
+        self.head_of_point = xp.asarray(np.eye(self.n_heads)[data.task] if method == "mtl"
+                                        else np.ones((len(data.task), 1)))
+        self.same_head = xp.asarray((data.task[:, None] == data.task[None, :]).astype(float))
 
     def split(self, state):
         pb, hs = self.shape.body_size, self.shape.head_size
@@ -114,10 +119,8 @@ class _Objective:
             out_cot, feat_extra, loss = self._anil_cotangents(fwd.features, u)
         feat_cot = c * out_cot[..., None] * per_point[..., :-1] + feat_extra
         g_body = backpropagate(self.shape, body, fwd, feat_cot)
-        weights = xp.asarray(np.eye(self.n_heads)[self.data.task] if self.method == "mtl"
-                             else np.ones((len(self.data.task), 1)))  # (Nn, heads): which head a point uses
-        g_w = c * xp.einsum("bn,bnh,nk->bkh", out_cot, fwd.features, weights)
-        g_b = self.shape.network.b_std * (out_cot @ weights)
+        g_w = c * xp.einsum("bn,bnh,nk->bkh", out_cot, fwd.features, self.head_of_point)
+        g_b = self.shape.network.b_std * (out_cot @ self.head_of_point)
         grad = xp.concatenate([g_body, xp.concatenate([g_w, g_b[..., None]], axis=2).reshape(state.shape[0], -1)],
                               axis=1)
         return grad, loss
@@ -144,7 +147,7 @@ class _Objective:
         gram = body_gram(self.shape, body, fwd, self.shape.readout_scale * per_point[..., :-1])
         readout = _head_gram(self.shape, fwd.features)
         if self.method == "mtl":
-            gram = gram + readout * xp.asarray(self.data.task[:, None] == self.data.task[None, :])
+            gram = gram + readout * self.same_head
         else:
             decay = xp.zeros_like(gram)
             for s in self.data.slices:
