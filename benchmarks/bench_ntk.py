@@ -16,12 +16,17 @@ Prints the medians over ``--repeats`` runs, the ratio reference/ours (> 1: ours 
 relative difference between the two Grams (on the timed pairs for the loop). Reference (2-core CPU, shared,
 one thread each): docs/benchmarks.md.
 
+``--empirical WIDTH`` times instead the finite-width empirical NTK of ``--networks`` random networks of that width
+(:func:`transfertheory.sim.mtl.empirical_kernels`: explicit per-layer backpropagation, batched over networks)
+against Neural Tangents' ``empirical_ntk_fn`` (JAX autodiff, ``jit``, one network at a time) on the same weights.
+
 Examples::
 
     python benchmarks/bench_ntk.py                         # n = 2000, depth 10, against Neural Tangents
     python benchmarks/bench_ntk.py --reference loop        # against the per-pair loop
     python benchmarks/bench_ntk.py --n 20000 --backend cupy   # GPU Gram (reference skipped: --reference none)
     python benchmarks/bench_ntk.py --quick                 # smoke run (n = 200, depth 3, no speed verdict)
+    python benchmarks/bench_ntk.py --empirical 512 --n 200 --depth 3   # finite-width NTK vs NT's autodiff
 
 Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unavailable.
 """
@@ -45,6 +50,8 @@ POINTS = Param("n", Interval(1, 10**5, "both"), integer=True, description="point
 DIM = Param("d", Interval(1, 10**4, "both"), integer=True, description="input dimension")
 REPEATS = Param("repeats", Interval(1, 100, "both"), integer=True, description="timed repetitions")
 PAIRS = Param("loop_pairs", Interval(1, 10**7, "both"), integer=True, description="pairs timed by the loop")
+WIDTH = Param("empirical", Interval(1, 10**6, "both"), integer=True, description="hidden width")
+NETWORKS = Param("networks", Interval(1, 1000, "both"), integer=True, description="random networks")
 THREADS = Param("jax_threads", Interval(1, 256, "both"), integer=True, description="XLA CPU threads")
 #: a speed verdict is printed for this size and above (the 2000 × 2000 depth-10 target: well under a second)
 TARGET = dict(n=2000, seconds=1.0)
@@ -83,15 +90,10 @@ def _median_time(call, repeats):
 def neural_tangents_reference(x, depth, w_std, b_std, repeats, threads):
     """(median seconds, compile seconds, (nngp, ntk)) of Neural Tangents' jitted analytic kernel_fn; None if it
     is not installed."""
-    if "jax" not in sys.modules:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
-                                   f"{'true' if threads > 1 else 'false'} intra_op_parallelism_threads={threads}")
-    try:
-        import jax
-        from neural_tangents import stax
-    except ImportError:
+    imported = _import_jax(threads)
+    if imported is None:
         return None
-    jax.config.update("jax_enable_x64", True)
+    jax, stax = imported
     kernel_fn = jax.jit(stax.serial(*[stax.Dense(1, W_std=w_std, b_std=b_std), stax.Relu()] * depth,
                                     stax.Dense(1, W_std=w_std, b_std=b_std))[2], static_argnames="get")
     xj = jax.numpy.asarray(x)
@@ -121,6 +123,58 @@ def relative_differences(ours, reference):
     return off, diag
 
 
+def _import_jax(threads):
+    """(jax, stax) with XLA's CPU thread pool limited to ``threads``, or None without Neural Tangents."""
+    if "jax" not in sys.modules:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
+                                   f"{'true' if threads > 1 else 'false'} intra_op_parallelism_threads={threads}")
+    try:
+        import jax
+        from neural_tangents import stax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    return jax, stax
+
+
+def empirical_comparison(x, depth, width, networks, repeats, threads, implementation=2):
+    """(ours s, NT s, NT compile s, max relative difference) of the empirical NTK of ``networks`` random networks;
+    None without Neural Tangents. ``implementation``: Neural Tangents' NtkImplementation (1 Jacobian contraction,
+    2 NTK-vector products)."""
+    from transfertheory.sim.mtl import NetworkShape, empirical_kernels, init_parameters
+    from transfertheory.theory.mtl import ReluNetwork
+    shape = NetworkShape(x.shape[1], width, ReluNetwork(depth))
+    body, head = init_parameters(shape, networks, np.random.default_rng(0))
+    ours_seconds = _median_time(lambda: empirical_kernels(shape, body, head, x), repeats)
+    ours = empirical_kernels(shape, body, head, x)[1]
+    imported = _import_jax(threads)
+    if imported is None:
+        return None
+    jax, stax = imported
+    import neural_tangents as nt
+    apply_fn = stax.serial(*[stax.Dense(width, W_std=2**0.5, b_std=0.0), stax.Relu()] * depth,
+                           stax.Dense(1, W_std=2**0.5, b_std=0.0))[1]
+    ntk_fn = jax.jit(nt.empirical_ntk_fn(apply_fn, trace_axes=(), vmap_axes=0, implementation=implementation))
+
+    def params(r):  # our packed layers (W: (h, fan_in)) as stax's [(W (fan_in, h), b), (), …]
+        layers = [(jax.numpy.asarray(w[r].T), jax.numpy.asarray(b[r])) for w, b, _ in shape.layers(body)]
+        return [p for layer in layers for p in (layer, ())] + [(jax.numpy.asarray(head[r, :-1, None]),
+                                                                  jax.numpy.asarray(head[r, -1:]))]
+
+    xj, all_params = jax.numpy.asarray(x), [params(r) for r in range(networks)]
+
+    def call():
+        out = [ntk_fn(xj, None, p) for p in all_params]
+        out[-1].block_until_ready()
+        return out
+
+    start = time.perf_counter()
+    reference = np.array([np.asarray(k)[:, :, 0, 0] for k in call()])
+    compile_seconds = time.perf_counter() - start
+    seconds = _median_time(call, repeats)
+    return ours_seconds, seconds, compile_seconds, float(np.abs(ours - reference).max() / np.abs(reference).max())
+
+
 def loop_reference(x, depth, w_std, b_std, pairs, seed=1):
     """(extrapolated seconds for all n² pairs, max relative difference to ours on the timed pairs)."""
     rng = np.random.default_rng(seed)
@@ -147,6 +201,12 @@ def _parser():
                         help="auto: Neural Tangents where installed, else the per-pair loop")
     parser.add_argument("--loop-pairs", type=PAIRS.arg_type(), default=20000, help="pairs the loop times")
     parser.add_argument("--jax-threads", type=THREADS.arg_type(), default=1, help="XLA CPU threads (default 1)")
+    parser.add_argument("--empirical", type=WIDTH.arg_type(), default=None, metavar="WIDTH",
+                        help="time the finite-width empirical NTK at this width against Neural Tangents' autodiff")
+    parser.add_argument("--networks", type=NETWORKS.arg_type(), default=4, help="networks of --empirical (default 4)")
+    parser.add_argument("--nt-implementation", type=int, choices=(1, 2), default=2,
+                        help="Neural Tangents' empirical NTK implementation: 1 Jacobian contraction, 2 NTK-vector "
+                             "products (default; 3, structured derivatives, fails with the installed JAX)")
     parser.add_argument("--backend", choices=backend.backend_names(), default="numpy")
     parser.add_argument("--quick", action="store_true", help="smoke run: n = 200, depth 3, 1 repeat, no verdict")
     return parser
@@ -164,6 +224,8 @@ def main(argv=None) -> int:
         return backend.EXIT_BACKEND_UNAVAILABLE
     x_host = inputs(n, args.d)
     x = xp.asarray(x_host)
+    if args.empirical is not None:
+        return _empirical_main(x_host, depth, args, repeats)
 
     def ours_call():
         out = relu_kernels(x, depth=depth, w_std=args.w_std, b_std=args.b_std)
@@ -199,6 +261,22 @@ def main(argv=None) -> int:
     elif n >= TARGET["n"] and args.backend == "numpy":
         verdict = "met" if ours_seconds < TARGET["seconds"] else "MISSED"
         print(f"target {n} × {n} Gram under {TARGET['seconds']:g} s: {verdict}")
+    return 0
+
+
+def _empirical_main(x, depth, args, repeats) -> int:
+    result = empirical_comparison(x, depth, args.empirical, args.networks, repeats, args.jax_threads,
+                                  args.nt_implementation)
+    if result is None:
+        print("bench_ntk: --empirical needs neural_tangents", file=sys.stderr)
+        return 2
+    ours, theirs, compile_seconds, rel = result
+    print(f"empirical NTK, {args.networks} networks of width {args.empirical}, depth {depth}, n = {len(x)}: "
+          f"sim.mtl.empirical_kernels median {ours:.3f} s; Neural Tangents empirical_ntk_fn (implementation "
+          f"{args.nt_implementation}, jit, "
+          f"{args.jax_threads} thread(s)) median {theirs:.3f} s (compile {compile_seconds:.2f} s excluded); "
+          f"max relative difference {rel:.2e}")
+    print(f"ratio reference/empirical_kernels: {theirs / ours:.1f}")
     return 0
 
 
