@@ -74,3 +74,22 @@ def test_bench_quadratic_quick_prints_both_tables():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "smoke run" in out.stdout and "| merlin |" in out.stdout and "| S | λ_h |" in out.stdout
     assert _run("--k", "1", script=script).returncode == 2
+
+
+def test_bench_ntk_quick_against_the_per_pair_loop():
+    out = _run("--quick", "--reference", "loop", "--loop-pairs", "500", script=os.path.join(ROOT, "benchmarks",
+                                                                                          "bench_ntk.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "ratio reference/relu_kernels:" in out.stdout and "smoke run: no speed verdict" in out.stdout
+    relative = float(out.stdout.split("max relative difference")[1].split()[0].rstrip(";"))
+    assert relative < 1e-12
+    assert _run("--n", "0", script=os.path.join(ROOT, "benchmarks", "bench_ntk.py")).returncode == 2
+
+
+def test_bench_ntk_empirical_kernels_against_neural_tangents():
+    pytest.importorskip("neural_tangents")
+    out = _run("--empirical", "16", "--n", "6", "--depth", "2", "--networks", "2", "--repeats", "1",
+               script=os.path.join(ROOT, "benchmarks", "bench_ntk.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "ratio reference/empirical_kernels:" in out.stdout
+    assert float(out.stdout.split("max relative difference")[1].split()[0]) < 1e-12

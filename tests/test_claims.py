@@ -49,6 +49,7 @@ ERRATA = {
     "tdr.thm2.scratch-sqrt": "erratum-tdr-scratch-sqrt",
     "mtl.lemma1.phi-prime-anil-inconsistent": "erratum-mtl-phi-prime-anil",
     "mtl.lemma4.ntk-remainder-log": "erratum-mtl-ntk-remainder",
+    "mtl.lemma1.fresh-test-head": "erratum-mtl-fresh-test-head",
 }
 #: claim-id prefix → how the claim's source names its paper
 PAPERS = {"faf": "FaF", "merlin": "MeRLin", "tdr": "TDR", "mtl": "MTL"}

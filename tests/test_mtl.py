@@ -103,3 +103,57 @@ def test_the_array_module_follows_the_inputs(array_backend):
         assert backend.get_backend(ours) is xp
         np.testing.assert_allclose(backend.to_host(ours), ref, rtol=1e-10, atol=1e-12)
     assert MTL.kernel_inverse_gap(dev) == pytest.approx(MTL.kernel_inverse_gap(tk), rel=1e-10)
+
+
+def test_synthetic_problem_has_the_paper_shapes_and_standardized_inputs():
+    problem = MTL.synthetic_problem(np.random.default_rng(0))
+    assert len(problem.tasks) == len(problem.labels) == 20 and len(problem.support) == len(problem.query) == 20
+    assert all(x.shape == (10, 10) and y.shape == (10, 1) for x, y in zip(problem.tasks, problem.labels))
+    assert all(s.shape == (5, 10) and q.shape == (10, 10) for s, q in zip(problem.support, problem.query))
+    np.testing.assert_allclose((problem.points() ** 2).sum(axis=1), 10.0, rtol=1e-12)
+    assert problem.points().shape == (200 + 20 * 15, 10)
+
+
+def test_synthetic_labels_follow_the_task_law():
+    """y = ν‖x − μ‖² with x ~ N(μ, ν²I): E[y] = ν³d; over many tasks ν ~ Unif(1.3, 1.6), E[ν³] = (1.6⁴ − 1.3⁴)/(4·0.3)."""
+    rng = np.random.default_rng(1)
+    labels = np.concatenate([MTL.synthetic_task(rng, 50, 10)[1].ravel() for _ in range(400)])
+    expected = 10 * (1.6**4 - 1.3**4) / (4 * 0.3)
+    assert abs(labels.mean() - expected) < 4 * labels.std() / np.sqrt(400)  # tasks dominate the variance
+
+
+def test_test_task_kernels_slice_the_joint_gram():
+    problem = MTL.synthetic_problem(np.random.default_rng(2), tasks=3, n=4, test_tasks=3, n_support=2, n_query=3)
+    network = MTL.ReluNetwork(3)
+    nngp, ntk = network.kernels(problem.points())
+    sliced = problem.test_task_kernels(nngp, ntk, 2)
+    direct = MTL.task_kernels(network, problem.tasks, problem.support[2], problem.query[2])
+    np.testing.assert_allclose(sliced.ntk, direct.ntk, rtol=1e-13)
+    np.testing.assert_allclose(sliced.nngp, direct.nngp, rtol=1e-13)
+    assert sliced.sizes == direct.sizes and (sliced.n_support, sliced.n_query) == (2, 3)
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(tasks=0), "tasks"), (dict(n=0), "n"), (dict(n_query=1.5), "n_query"),
+                                           (dict(d=0), "d")])
+def test_synthetic_problem_rejects_bad_sizes(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MTL.synthetic_problem(np.random.default_rng(0), **kwargs)
+
+
+def test_mtl_fig1_table_matches_direct_predictions():
+    """The figure's gaps (Grams sliced per test task) equal the predictions computed task by task."""
+    from transfertheory.figures import mtl_fig1
+    problem = MTL.synthetic_problem(np.random.default_rng([0, 0]), test_tasks=2)
+    gaps = mtl_fig1.run_gaps(problem, 3, 0.2)
+    tk = MTL.task_kernels(MTL.ReluNetwork(3), problem.tasks, problem.support[1], problem.query[1])
+    f_mtl = MTL.mtl_predictions(tk, problem.labels, problem.support_labels[1], 0.2)
+    f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[1], 0.2, 0.2, "statement")
+    assert gaps["statement"][1] == pytest.approx(np.linalg.norm(f_anil - f_mtl), rel=1e-9)
+    table = mtl_fig1.gap_table(depths=(2, 4), lam_taus=(0.0, 0.1), runs=2, test_tasks=2)
+    assert list(table.columns) == list(mtl_fig1.COLUMNS) and len(table) == 8
+    assert (table["gap_mean"] > 0).all() and set(table["variant"]) == set(MTL.ANIL_VARIANTS)
+    first = table[(table["panel"] == "depth") & (table["depth"] == 2) & (table["variant"] == "derivation")]
+    direct = mtl_fig1.run_gaps(MTL.synthetic_problem(np.random.default_rng([0, 0]), test_tasks=2), 2, 0.0)
+    direct_other = mtl_fig1.run_gaps(MTL.synthetic_problem(np.random.default_rng([0, 1]), test_tasks=2), 2, 0.0)
+    expected = np.mean([direct["derivation"], direct_other["derivation"]])
+    assert float(first["gap_mean"].iloc[0]) == pytest.approx(expected, rel=1e-12)

@@ -8,3 +8,4 @@ from . import merlin  # noqa: F401  MeRLin §5, App. B: quadratic network, Lemma
 from . import tdr  # noqa: F401  TDR §6: H∞ Gram matrices, transformed labels, Thms 1–2 (NTK regime)
 from . import mtl  # noqa: F401  MTL §4, App. B: deep ReLU NNGP/NTK, MTL and ANIL kernels (Lemmas 1, 3–5)
 from . import merlin_sim  # noqa: F401  MeRLin §5 by training: Lemma 4, Thm 1 (fine-tuning, joint), Thm 2
+from . import mtl_networks  # noqa: F401  MTL §4 against random and trained finite-width networks (sim.mtl)

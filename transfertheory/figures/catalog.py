@@ -12,3 +12,4 @@ from . import faf_fig7  # noqa: F401
 from . import tdr_fig  # noqa: F401  TDR §6 by training
 from . import faf_fig4  # noqa: F401  FaF Fig. 4 (ReLU student–teacher, by simulation)
 from . import merlin_fig  # noqa: F401  MeRLin §5 by training
+from . import mtl_fig1  # noqa: F401  MTL Fig. 1 (infinite-width predictors, §5.1 tasks)

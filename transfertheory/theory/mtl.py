@@ -1,4 +1,5 @@
-r"""MTL §4.3 (Lemma 1), App. B.3–B.4 (Lemmas 3–5): MTL and ANIL kernels and test predictions of wide ReLU networks.
+r"""MTL §4.3 (Lemma 1), App. B.3–B.4 (Lemmas 3–5), §5.1: MTL and ANIL kernels and test predictions of wide ReLU
+networks, and the synthetic few-shot regression tasks of MTL §5.1.
 
 Setting (MTL §3–4, "Bridging multi-task learning and meta-learning"): N training tasks with inputs Xᵢ (nᵢ × d)
 and labels Yᵢ, stacked as 𝒳 = (Xᵢ)ᵢ, 𝒴 = vec((Yᵢ)ᵢ); a test task with query inputs X and support set
@@ -20,8 +21,9 @@ products λτ and λτ̂ enter. With the NTK Θ and the NNGP kernel K (Gram matr
 The statement of Lemma 1 (and of Lemma 3) writes Φ′_ANIL block j as [Θ(X,Xⱼ) − K(X,X′)T(X′)Θ(X′,Xⱼ)]·
 e^{−λτK(Xⱼ,Xⱼ)}, which disagrees with its own derivation (App. Eq. 61, relation 66) by
 [−K(X,Xⱼ) + K(X,X′)T(X′)K(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)}. Both are computed here (``variant="statement"``
-for the Lemma's text); which one finite-width networks follow needs the training simulator (not yet
-implemented). Lemma 5 bounds ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (:func:`kernel_inverse_gap`).
+for the Lemma's text). Trained finite-width networks (:mod:`transfertheory.sim.mtl`) follow the derivation's
+when the test head starts from the initial head draw and the statement's when ANIL adapts from its trained head
+(docs/mtl.md). Lemma 5 bounds ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (:func:`kernel_inverse_gap`).
 
 Numerics: matrix functions of the symmetric PSD Gram matrices go through their eigendecomposition —
 e^{−sK} = V e^{−sμ} Vᵀ and T = V diag((1 − e^{−sμ})/μ) Vᵀ with its limit s at μ = 0, so T exists even for a
@@ -42,7 +44,8 @@ from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
 __all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "task_kernels", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
-           "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap"]
+           "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap", "FewShotProblem",
+           "synthetic_task", "synthetic_problem"]
 
 LAM_TAU = Param("lam_tau", Interval(0, np.inf, "left"), description="inner-loop learning rate × steps, λτ (or λτ̂)")
 #: Φ′_ANIL per App. Eq. 61/66 ("derivation") or per the text of Lemma 1/3 ("statement")
@@ -237,3 +240,57 @@ def kernel_inverse_gap(tk: TaskKernels) -> float:
     eye = xp.eye(theta.shape[0])
     gap = _solve(theta, eye, "Theta") - _solve(mtl_kernel(tk), eye, "Phi_MTL")
     return float(xp.linalg.norm((gap + gap.T) / 2, ord=2))
+
+
+# --------------------------------------------------------------------------- the synthetic tasks of MTL §5.1
+
+_COUNT = {name: Param(name, Interval(1, np.inf, "left"), integer=True) for name in ("n", "d", "tasks", "test_tasks",
+                                                                                     "n_support", "n_query")}
+
+
+def synthetic_task(rng, n, d=10):
+    """One few-shot regression task of MTL §5.1: μ ~ N(0, I_d), ν ~ Unif(1.3, 1.6), n inputs x ~ N(μ, ν²I_d) with
+    labels y = ν‖x − μ‖²; the inputs are then standardized to ‖x‖² = d (MTL §4.3). Returns (x (n, d), y (n, 1))."""
+    n, d = _COUNT["n"].scalar(n), _COUNT["d"].scalar(d)
+    mu, nu = rng.standard_normal(d), rng.uniform(1.3, 1.6)
+    x = mu + nu * rng.standard_normal((n, d))
+    y = nu * ((x - mu) ** 2).sum(axis=1, keepdims=True)
+    return x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(d), y
+
+
+@dataclass(frozen=True)
+class FewShotProblem:
+    """Training tasks (lists of (nᵢ, d) inputs and (nᵢ, 1) labels) and test tasks, each a support set
+    (X′, Y′) and a query set (X, Y) drawn from one task (MTL §3.4, §5.1)."""
+
+    tasks: tuple
+    labels: tuple
+    support: tuple
+    support_labels: tuple
+    query: tuple
+    query_labels: tuple
+
+    def points(self):
+        """All inputs stacked as [𝒳; X′₁; X₁; X′₂; X₂; …] (one Gram over them serves every test task)."""
+        return np.vstack(list(self.tasks) + [a for pair in zip(self.support, self.query) for a in pair])
+
+    def test_task_kernels(self, nngp, ntk, test):
+        """The :class:`TaskKernels` of test task ``test`` sliced from Grams over :meth:`points`."""
+        n_train = sum(x.shape[0] for x in self.tasks)
+        start = n_train + sum(s.shape[0] + q.shape[0] for s, q in zip(self.support[:test], self.query[:test]))
+        n_s, n_q = self.support[test].shape[0], self.query[test].shape[0]
+        index = np.r_[0:n_train, start:start + n_s + n_q]
+        sizes = tuple(x.shape[0] for x in self.tasks)
+        return TaskKernels(nngp[np.ix_(index, index)], ntk[np.ix_(index, index)], sizes, n_s, n_q)
+
+
+def synthetic_problem(rng, tasks=20, n=10, test_tasks=20, n_support=5, n_query=10, d=10) -> FewShotProblem:
+    """MTL §5.1's data set: ``tasks`` training tasks of ``n`` points and ``test_tasks`` test tasks of ``n_support``
+    support and ``n_query`` query points, every task drawn by :func:`synthetic_task` (defaults: the paper's)."""
+    tasks, test_tasks = _COUNT["tasks"].scalar(tasks), _COUNT["test_tasks"].scalar(test_tasks)
+    n_support, n_query = _COUNT["n_support"].scalar(n_support), _COUNT["n_query"].scalar(n_query)
+    train = [synthetic_task(rng, n, d) for _ in range(tasks)]
+    tests = [synthetic_task(rng, n_support + n_query, d) for _ in range(test_tasks)]
+    return FewShotProblem(tuple(x for x, _ in train), tuple(y for _, y in train),
+                          tuple(x[:n_support] for x, _ in tests), tuple(y[:n_support] for _, y in tests),
+                          tuple(x[n_support:] for x, _ in tests), tuple(y[n_support:] for _, y in tests))

@@ -1,0 +1,92 @@
+r"""MTL Lemma 1 against trained finite-width networks: which infinite-width prediction each training and test
+protocol follows as the width grows (docs/mtl.md, "Finite-width training").
+
+For every width h, ``networks`` random networks (:mod:`.network`) are trained with MTL and with ANIL from the same
+draw (:func:`.training.train`), and their test predictions on one test task (:func:`.training.adapted_predictions`)
+are compared with the four infinite-width predictions of :mod:`transfertheory.theory.mtl`:
+
+* ``"mtl"``: F_MTL of Lemma 1 (MTL Eq. 15);
+* ``"derivation"`` / ``"statement"``: F_ANIL of Lemma 1 (Eq. 16) with Φ′_ANIL from App. Eqs. 61/66 or from the
+  text of Lemmas 1 and 3;
+* ``"adaptation"``: G_τ̂(X, X′, Y′) alone (the test head's adaptation with the body's training invisible).
+
+The derivation in docs/mtl.md predicts the match (:data:`MATCHES`): the test head started from the shared
+initial draw w₀ sees the body's training through the body gradients of the same head (Θ − K, App. Eq. 62) —
+MTL → Eq. 15, ANIL → the derivation's Φ′_ANIL; ANIL's test head started from its outer-loop-trained head adds the
+head's own training (Θ) — the statement's Φ′_ANIL; an independently drawn head's body gradients are uncorrelated
+with the training head's, so only G_τ̂ remains.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...backend import resolve_backend, to_device, to_host
+from ...theory import mtl as MTL
+from .network import NetworkShape, init_parameters
+from .training import adapted_predictions, train
+
+__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "kernel_predictions", "finite_width_study"]
+
+REFERENCES = ("mtl", "derivation", "statement", "adaptation")
+#: (method, test head) → the infinite-width prediction it should approach (module docstring)
+MATCHES = {("mtl", "initial"): "mtl", ("mtl", "fresh"): "adaptation", ("anil", "initial"): "derivation",
+           ("anil", "trained"): "statement", ("anil", "fresh"): "adaptation"}
+#: columns of :func:`finite_width_study`'s table
+ROW_KEYS = ("width", "depth", "method", "test_head", "network", "reference", "matched", "distance", "converged",
+            "status", "t_final", "steps", "grad_norm")
+
+
+def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, lam_tau, lam_tau_hat, test=0):
+    """{reference: (n_query,) infinite-width prediction} on test task ``test`` (module docstring)."""
+    tk = MTL.task_kernels(network, problem.tasks, problem.support[test], problem.query[test])
+    y_support = problem.support_labels[test]
+    g = MTL.adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
+                            lam_tau_hat)
+    out = {"mtl": MTL.mtl_predictions(tk, problem.labels, y_support, lam_tau_hat), "adaptation": g}
+    for variant in MTL.ANIL_VARIANTS:
+        out[variant] = MTL.anil_predictions(tk, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
+    return {k: np.asarray(v)[:, 0] for k, v in out.items()}
+
+
+def _rows(width, network, method, trained, predictions, references):
+    flow = trained.flow
+    for head, values in predictions.items():
+        for reference, exact in references.items():
+            scale = max(float(np.linalg.norm(exact)), float(np.linalg.norm(references["mtl"])))
+            distances = np.linalg.norm(values - exact[None, :], axis=1) / scale
+            for i, distance in enumerate(distances):
+                yield dict(width=width, depth=network.depth, method=method, test_head=head, network=i,
+                           reference=reference, matched=MATCHES[(method, head)] == reference, distance=distance,
+                           converged=bool(flow.converged[i]), status=str(flow.status[i]), t_final=float(flow.t[i]),
+                           steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]))
+
+
+def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
+                       lam_tau_hat=0.3, test=0, seed=0, rtol=1e-3, backend=None) -> pd.DataFrame:
+    """Train ``networks`` networks per width with MTL and ANIL (ANIL's inner loop λτ = ``lam_tau``) and compare
+    their test predictions (adaptation λτ̂ = ``lam_tau_hat``) with the infinite-width ones (module docstring).
+
+    Returns a tidy DataFrame, one row per (width, method, test head, network, reference) (:data:`ROW_KEYS`):
+    ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
+    (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
+    convergence (integrator status, time, steps, final ‖∇L‖). The networks of a width are drawn from
+    ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
+    ``default_rng([seed, width, 1])``.
+    """
+    xp = resolve_backend(backend)
+    references = kernel_predictions(problem, network, lam_tau, lam_tau_hat, test)
+    support, query = problem.support[test], problem.query[test]
+    rows = []
+    for width in widths:
+        shape = NetworkShape(problem.tasks[0].shape[1], int(width), network)
+        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, networks, np.random.default_rng([seed, width])))
+        for method in ("mtl", "anil"):
+            trained = train(method, shape, problem.tasks, problem.labels, body0, head0,
+                            lam_tau=lam_tau if method == "anil" else 0.0, rtol=rtol)
+            heads = [h for (m, h) in MATCHES if m == method]
+            predictions = {h: to_host(adapted_predictions(trained, support, problem.support_labels[test], query,
+                                                          lam_tau_hat, h, np.random.default_rng([seed, width, 1])))
+                           for h in heads}
+            rows.extend(_rows(int(width), network, method, trained, predictions, references))
+    return pd.DataFrame(rows, columns=list(ROW_KEYS))

@@ -1,0 +1,234 @@
+r"""MTL §3–4: multi-task learning (MTL) and ANIL training of finite-width deep ReLU networks by gradient flow, and
+their test-time head adaptation (MTL Eqs. 2–9, 14).
+
+Networks (:mod:`.network`): a shared body and heads (w, b₀). Every head starts from the *same* random draw w₀
+(MTL's N task heads, ANIL's head and the test head): Lemma 3's kernels assume it — with independent head draws
+the body gradients of different heads are uncorrelated and Φ_MTL would lose its off-diagonal blocks (the sum
+Σ_k w_k w′_k/h → 0). Outputs are centered at initialization, f̃(x; θ) = f(x; θ) − f(x; θ₀): the exact form of the
+paper's assumption f_θ₀ ≈ 0 (App. B.3.1), with unchanged gradients and kernels.
+
+* **MTL** (Eq. 2, squared loss): L = ½Σᵢ‖f̃(Xᵢ; body, headᵢ) − Yᵢ‖², trained over the body and the N heads.
+* **ANIL** (Eqs. 3–4): the inner loop adapts the head on task i by gradient flow for time λτ (the λ → 0 limit of
+  τ steps of rate λ, as Lemma 1's e^{−λτK}): the head's features are linear, so the adapted outputs are exactly
+  Fᵢ = Yᵢ − Eᵢ(Yᵢ − f̃(Xᵢ)), Eᵢ = e^{−λτK̂ᵢ}, K̂ᵢ = c²AᵢAᵢᵀ + b_std² the head Gram of the last hidden layer Aᵢ.
+  L = ½Σᵢ‖Eᵢuᵢ‖², uᵢ = f̃(Xᵢ) − Yᵢ, trained over the body and the head (second order: the gradient includes
+  the derivative of Eᵢ through K̂ᵢ — Daleckii–Krein, K̂ = VΛVᵀ, ∂⟨r, E u⟩/∂K̂ = V(Γ ∘ Vᵀruᵀ V)Vᵀ with
+  Γ_ab = (e^{−λτλ_a} − e^{−λτλ_b})/(λ_a − λ_b), Γ_aa = −λτe^{−λτλ_a}; it is O(h^{−1/2}) in the NTK regime).
+* **Test** (Eqs. 6–9): a head on the trained body is adapted on the support set (X′, Y′) for time λτ̂:
+  F = f̃(X) + K̂(X, X′)T̂(X′)(Y′ − f̃(X′)), T̂ = K̂(X′,X′)⁻¹(I − e^{−λτ̂K̂(X′,X′)}). The test head starts from
+  ``"initial"``: w₀ (the shared initial draw); ``"trained"``: ANIL's outer-loop-trained head (MAML-style
+  adaptation from the meta-learned head); ``"fresh"``: an independent draw (centered by its own initial output).
+
+Gradient flow dθ/dt = −∇L (MTL Eq. 14 with η absorbed into t) runs to ‖∇L‖ ≤ gtol through the package's
+integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`) with analytic gradients and the
+Gauss–Newton spectral radius λ_max(JJᵀ) of the empirical tangent kernel (a finite-difference power iteration
+would see the ReLU kinks). Batched over networks; the array module follows the inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validation import Interval
+from ...backend import get_backend, to_host
+from ...params import Param
+from ...theory.mtl import LAM_TAU
+from ..integrator import dense_stages, integrate_gradient_flow
+from .network import NetworkShape, backpropagate, body_gram, forward, outputs
+
+__all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "adapted_predictions"]
+
+METHODS = ("mtl", "anil")
+TEST_HEADS = ("initial", "trained", "fresh")
+_GTOL = Param("gtol", Interval(0, np.inf, "neither"))
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """Training tasks on the networks' backend: ``x`` (Nn, d) stacked inputs, ``y`` (Nn,) labels, ``task`` (Nn,)
+    host task index of every point, ``slices`` the host slices of the tasks."""
+
+    x: object
+    y: object
+    task: np.ndarray
+    slices: tuple
+
+    @classmethod
+    def from_tasks(cls, tasks, labels, xp):
+        sizes = [len(t) for t in tasks]
+        starts = np.cumsum([0] + sizes)
+        return cls(xp.asarray(np.vstack(tasks), dtype=float), xp.asarray(np.vstack(labels)[:, 0], dtype=float),
+                   np.repeat(np.arange(len(tasks)), sizes), tuple(slice(a, b) for a, b in zip(starts[:-1], starts[1:])))
+
+
+def _exp_and_divided_differences(k, s):
+    """Eigen-decomposition of the batched symmetric k (…, n, n): (μ, V, e^{−sμ}, Γ) with Γ the divided differences
+    of e^{−s·} at the eigenvalues μ (module docstring)."""
+    xp = get_backend(k)
+    bad = ~xp.isfinite(k).all(axis=(-1, -2))  # a diverging trial step: NaN results, rejected by the integrator
+    k = xp.where(bad[..., None, None], xp.eye(k.shape[-1]), k)
+    mu, v = xp.linalg.eigh((k + k.swapaxes(-1, -2)) / 2)
+    mu = xp.where(bad[..., None], xp.nan, mu)
+    decay = xp.exp(-s * mu)
+    gap = mu[..., :, None] - mu[..., None, :]
+    small = xp.abs(s * gap) < 1e-8
+    ratio = xp.where(small, -s, xp.expm1(-s * gap) / xp.where(small, 1.0, gap))
+    return mu, v, decay, decay[..., None, :] * ratio  # (e^{−sμ_a} − e^{−sμ_b})/(μ_a − μ_b) = e^{−sμ_b}·expm1(−sΔ)/Δ
+
+
+def _head_gram(shape, a, b=None):
+    c = shape.readout_scale
+    return c**2 * (a @ (a if b is None else b).swapaxes(-1, -2)) + shape.network.b_std**2
+
+
+class _Objective:
+    """Loss, gradient and Gauss–Newton spectral radius of MTL or ANIL on ``data`` for states (b, P)."""
+
+    def __init__(self, method, shape: NetworkShape, data: TaskData, lam_tau, offset):
+        self.method, self.shape, self.data, self.lam_tau, self.offset = method, shape, data, lam_tau, offset
+        self.n_heads = len(data.slices) if method == "mtl" else 1
+        xp = get_backend(offset)
+        # (Nn, heads): which head a point uses; (Nn, Nn): whether two points share a head (on the device, once)
+        self.head_of_point = xp.asarray(np.eye(self.n_heads)[data.task] if method == "mtl"
+                                        else np.ones((len(data.task), 1)))
+        self.same_head = xp.asarray((data.task[:, None] == data.task[None, :]).astype(float))
+
+    def split(self, state):
+        pb, hs = self.shape.body_size, self.shape.head_size
+        return state[:, :pb], state[:, pb:].reshape(state.shape[0], self.n_heads, hs)
+
+    def point_heads(self, heads):
+        return heads[:, self.data.task, :] if self.method == "mtl" else heads[:, [0] * len(self.data.task), :]
+
+    def residuals(self, state, rows):
+        body, heads = self.split(state)
+        fwd = forward(self.shape, body, self.data.x)
+        per_point = self.point_heads(heads)
+        c, b_std = self.shape.readout_scale, self.shape.network.b_std
+        f = c * (fwd.features * per_point[..., :-1]).sum(axis=-1) + b_std * per_point[..., -1]
+        return body, heads, fwd, per_point, f - self.offset[rows] - self.data.y[None, :]
+
+    def __call__(self, state, rows):
+        """The integrator's gradient callable: (∇L (b, P), L (b,))."""
+        xp = get_backend(state)
+        body, heads, fwd, per_point, u = self.residuals(state, rows)
+        c = self.shape.readout_scale
+        out_cot, feat_extra, loss = u, 0.0, 0.5 * (u**2).sum(axis=1)
+        if self.method == "anil" and self.lam_tau > 0:
+            out_cot, feat_extra, loss = self._anil_cotangents(fwd.features, u)
+        feat_cot = c * out_cot[..., None] * per_point[..., :-1] + feat_extra
+        g_body = backpropagate(self.shape, body, fwd, feat_cot)
+        g_w = c * xp.einsum("bn,bnh,nk->bkh", out_cot, fwd.features, self.head_of_point)
+        g_b = self.shape.network.b_std * (out_cot @ self.head_of_point)
+        grad = xp.concatenate([g_body, xp.concatenate([g_w, g_b[..., None]], axis=2).reshape(state.shape[0], -1)],
+                              axis=1)
+        return grad, loss
+
+    def _anil_cotangents(self, features, u):
+        """ANIL's output cotangent Eᵢ²uᵢ, the K̂-derivative's cotangent on the features and the loss ½Σ‖Eᵢuᵢ‖²."""
+        xp = get_backend(u)
+        out_cot, feat_extra, loss = xp.empty_like(u), xp.zeros_like(features), 0.0
+        c2 = self.shape.readout_scale**2
+        for s in self.data.slices:
+            a, ui = features[:, s], u[:, s]
+            _, v, decay, gamma = _exp_and_divided_differences(_head_gram(self.shape, a), self.lam_tau)
+            r = (v * decay[:, None, :]) @ (v.swapaxes(1, 2) @ ui[..., None])  # Eᵢuᵢ (b, n, 1)
+            out_cot[:, s] = ((v * decay[:, None, :]) @ (v.swapaxes(1, 2) @ r))[..., 0]
+            g = v @ (gamma * (v.swapaxes(1, 2) @ r @ ui[:, None, :] @ v)) @ v.swapaxes(1, 2)
+            feat_extra[:, s] = c2 * ((g + g.swapaxes(1, 2)) @ a)
+            loss = loss + 0.5 * (r[..., 0] ** 2).sum(axis=1)
+        return out_cot, feat_extra, loss
+
+    def spectral_radius(self, state, carried, rows, warm, iterations):
+        """λ_max(JJᵀ) of the loss's empirical tangent kernel (the integrator's stage-kernel contract)."""
+        xp = get_backend(state)
+        body, heads, fwd, per_point, _ = self.residuals(state, rows)
+        gram = body_gram(self.shape, body, fwd, self.shape.readout_scale * per_point[..., :-1])
+        readout = _head_gram(self.shape, fwd.features)
+        if self.method == "mtl":
+            gram = gram + readout * self.same_head
+        else:
+            decay = xp.zeros_like(gram)
+            for s in self.data.slices:
+                _, v, e, _ = _exp_and_divided_differences(_head_gram(self.shape, fwd.features[:, s]), self.lam_tau)
+                decay[:, s, s] = (v * e[:, None, :]) @ v.swapaxes(1, 2)
+            gram = decay @ (gram + readout) @ decay
+        return xp.linalg.eigvalsh(gram)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
+
+
+@dataclass(frozen=True)
+class TrainedNetworks:
+    """Result of :func:`train`: the final states (b, P) on the backend, the initial body and head draw w₀, and the
+    integrator's :class:`~transfertheory.sim.integrator.FlowResult` (status, time, steps, ‖∇L‖ per network)."""
+
+    method: str
+    shape: NetworkShape
+    lam_tau: float
+    state: object
+    body0: object
+    head0: object
+    flow: object
+
+    @property
+    def body(self):
+        return self.state[:, :self.shape.body_size]
+
+    @property
+    def heads(self):
+        """The trained heads (b, N, h + 1): MTL's N task heads, ANIL's one outer-loop head."""
+        return self.state[:, self.shape.body_size:].reshape(self.state.shape[0], -1, self.shape.head_size)
+
+
+def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0.0, rtol=1e-4, gtol=None,
+          max_time=1e6, max_steps=100_000) -> TrainedNetworks:
+    """Gradient flow of MTL or ANIL (module docstring) for every network of ``body0`` (R, P_body) / ``head0``
+    (R, h + 1) (backend arrays) on the training tasks (lists of host arrays (nᵢ, d), (nᵢ, 1)).
+
+    ``gtol`` (default 10⁻⁵·‖𝒴‖): convergence when ‖∇L‖ ≤ gtol; the status of every network is in ``flow``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    lam_tau = LAM_TAU.scalar(lam_tau)
+    xp = get_backend(body0, head0)
+    data = TaskData.from_tasks(tasks, labels, xp)
+    offset = outputs(shape, forward(shape, body0, data.x).features, head0)
+    objective = _Objective(method, shape, data, lam_tau, offset)
+    heads = xp.concatenate([head0] * objective.n_heads, axis=1)
+    state = xp.concatenate([body0, heads], axis=1)
+    gtol = 1e-5 * float(np.linalg.norm(np.vstack(labels))) if gtol is None else _GTOL.scalar(gtol)
+    kernel = dense_stages(objective)
+    kernel.spectral_radius = objective.spectral_radius
+    atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5
+    flow = integrate_gradient_flow(objective, state, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
+                                   max_steps=max_steps, stage_kernel=kernel)
+    return TrainedNetworks(method, shape, lam_tau, flow.y, body0, head0, flow)
+
+
+def adapted_predictions(trained: TrainedNetworks, support, support_labels, query, lam_tau_hat, test_head="initial",
+                        rng=None):
+    """F (R, n_query): the test head adapted for time λτ̂ on (X′, Y′) on the trained body, seen on the query set
+    (module docstring); ``test_head`` in :data:`TEST_HEADS` (``"fresh"`` draws from ``rng``)."""
+    if test_head not in TEST_HEADS:
+        raise ValueError(f"test_head must be one of {TEST_HEADS}, got {test_head!r}")
+    if test_head == "trained" and trained.method != "anil":
+        raise ValueError("test_head='trained' needs ANIL's outer-loop head (MTL's heads belong to its tasks)")
+    lam_tau_hat = LAM_TAU.scalar(lam_tau_hat)
+    shape, xp = trained.shape, get_backend(trained.state)
+    start = trained.head0
+    if test_head == "fresh":
+        start = xp.asarray((rng or np.random.default_rng()).standard_normal(trained.head0.shape))
+    head = trained.heads[:, 0] if test_head == "trained" else start
+    points = xp.asarray(np.vstack([support, query]), dtype=float)
+    n_s = len(support)
+    initial = outputs(shape, forward(shape, trained.body0, points).features, start)
+    features = forward(shape, trained.body, points).features
+    f = outputs(shape, features, head) - initial
+    a_s, a_q = features[:, :n_s], features[:, n_s:]
+    mu, v, decay, _ = _exp_and_divided_differences(_head_gram(shape, a_s), lam_tau_hat)
+    mu = xp.maximum(mu, 0.0)
+    safe = xp.where(mu > 0, mu, 1.0)
+    weights = xp.where(mu > 0, (1 - decay) / safe, lam_tau_hat)  # T̂ = V diag((1 − e^{−sμ})/μ) Vᵀ
+    residual = xp.asarray(np.asarray(support_labels, dtype=float)[:, 0])[None, :] - f[:, :n_s]
+    adapted = (v * weights[:, None, :]) @ (v.swapaxes(1, 2) @ residual[..., None])
+    return f[:, n_s:] + (_head_gram(shape, a_q, a_s) @ adapted)[..., 0]
