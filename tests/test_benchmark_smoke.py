@@ -59,3 +59,12 @@ def test_integrator_accuracy_table():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 0.") or line.startswith("| 1e")]
     assert len(rows) == 4  # the reference and three settings
+
+
+def test_ntk_two_layer_benchmark_quick(tmp_path):
+    path = tmp_path / "ntk.csv"
+    out = _run("--quick", "--csv", str(path), script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stdout.count("ratio GD/trainer") == 2 and path.read_text().startswith("width,")
+    bad = _run("--widths", "3", script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
+    assert bad.returncode == 2

@@ -40,7 +40,7 @@ from .._validation import Interval
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..params import Param
 from ..theory.ntk_two_layer import transfer_summary
-from .integrator import dense_stages, integrate_gradient_flow
+from .integrator import dense_stages, integrate_gradient_flow, rkc_stability_bound
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "two_layer_gradient", "tangent_kernel_radius",
            "train_two_layer", "simulate_transfer"]
@@ -125,23 +125,52 @@ def two_layer_outputs(weights, signs, x):
     return (signs[:, None, :] @ (pre * (pre > 0)))[:, 0, :] / math.sqrt(weights.shape[1])
 
 
+#: pre-activations per block of instances on the host: the block's (units, n) arrays stay in the core's cache
+#: (tall-skinny products and elementwise passes slow down several-fold past ~10⁵ elements, measured)
+HOST_BLOCK_ELEMENTS = 2**15
+
+
+def _instances_per_block(width, n, xp):
+    """Instances per gradient block: all of them on a device, a cache-sized block on the host."""
+    return max(1, HOST_BLOCK_ELEMENTS // (width * n)) if xp is np else None
+
+
+def _block_gradient(weights, signs, x, y, root_m, out):
+    """∇L (into ``out`` (k, m, d)) and L for a block of instances, weights (k, m, d), signs (k, m).
+
+    With D = 1{WᵀX > 0} (m × n) and r = u − y: u = aᵀ(D ∘ WᵀX)/√m and ∇_W L = diag(a)·D·(r ∘ X)/√m, a
+    product of the activation pattern with the residual-weighted inputs (n × d), never an (m, n) broadcast.
+    """
+    k, m, d = weights.shape
+    pre = (weights.reshape(k * m, d) @ x.T).reshape(k, m, -1)
+    active = (pre > 0).astype(pre.dtype)
+    pre *= active  # σ(WᵀX)
+    residual = (signs[:, None, :] @ pre)[:, 0, :] / root_m - y[None, :]
+    get_backend(pre).matmul(active, residual[:, :, None] * (x / root_m)[None], out=out)
+    out *= signs[:, :, None]
+    return 0.5 * (residual**2).sum(axis=1)
+
+
 def two_layer_gradient(x, y, signs):
     """The integrator's gradient callable ``(state, rows) -> (grad, loss)`` for L = ½‖y − f(X)‖².
 
     ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
-    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states).
+    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
+    batch is processed in blocks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
+    is its own.
     """
     m, d = signs.shape[1], x.shape[1]
     root_m, xp = math.sqrt(m), get_backend(x)
+    block = _instances_per_block(m, x.shape[0], xp)
 
     def gradient(state, rows):
         b = state.shape[0]
-        a = signs[rows]
-        pre = (state.reshape(b * m, d) @ x.T).reshape(b, m, -1)  # one GEMM for the batch: (b, m, n)
-        residual = xp.einsum("bm,bmn->bn", a, xp.maximum(pre, 0)) / root_m - y[None, :]
-        slopes = xp.where(pre > 0, a[:, :, None] * residual[:, None, :], 0.0)
-        grad = (slopes.reshape(b * m, -1) @ x) / root_m
-        return grad.reshape(state.shape), 0.5 * (residual**2).sum(axis=1)
+        a, weights = signs[rows], state.reshape(b, m, d)
+        grad, loss = xp.empty_like(weights), xp.empty(b, dtype=state.dtype)
+        for start in range(0, b, block or b):
+            part = slice(start, start + (block or b))
+            loss[part] = _block_gradient(weights[part], a[part], x, y, root_m, grad[part])
+        return grad.reshape(state.shape), loss
 
     return gradient
 
@@ -168,19 +197,45 @@ def tangent_kernel_radius(x, signs):
     return estimate
 
 
-def train_two_layer(weights, signs, x, y, *, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000):
-    """Gradient flow of every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
+def _rkc_stage_cap(x, signs, state):
+    """Largest s with β(s) ≤ 1.2·λ_max/λ_min of the tangent kernels at ``state`` (at least 2).
 
-    Returns (final weights (b, m, d), :class:`~transfertheory.sim.integrator.FlowResult`).
+    Integrated to the steady state, RKC contracts a mode z = −hλ by ≈ e^z only while |z| is moderate and by the
+    damping factor (≈ 0.59) once hλ ≫ 1; capping hρ ≤ β(s) keeps the slowest mode at hλ_min ≲ 1, where a stage
+    buys the most decay (docs/tdr.md, "Trainer").
+    """
+    m, d = signs.shape[1], x.shape[1]
+    active = (state.reshape(state.shape[0], m, d) @ x.T > 0).astype(state.dtype)
+    eigenvalues = to_host(get_backend(state).linalg.eigvalsh((x @ x.T)[None] * (active.transpose(0, 2, 1) @ active) / m))
+    condition = float((eigenvalues[:, -1] / np.maximum(eigenvalues[:, 0], 1e-300)).max())
+    s = 2
+    while s < 400 and rkc_stability_bound(s + 1) <= 1.2 * condition:
+        s += 1
+    return s
+
+
+def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
+                    max_steps=200_000):
+    """Train every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
+
+    ``scheme="euler"`` (default): gradient descent W ← W − η∇L with the per-instance step
+    η = step_fraction/λ_max of the instance's empirical tangent kernel, refreshed every 25 steps (TDR §6.1
+    trains by gradient descent). ``scheme="rkc"``: the gradient flow by error-controlled RKC2 (``rtol``), its
+    stage count capped by :func:`_rkc_stage_cap`. Returns (final weights (b, m, d),
+    :class:`~transfertheory.sim.integrator.FlowResult`).
     """
     b, m, d = weights.shape
     state = weights.reshape(b, m * d)
-    # absolute tolerance: rtol × the instance's RMS weight (weights crossing 0 would otherwise set the scale)
-    atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5
     kernel = dense_stages(two_layer_gradient(x, y, signs))
     kernel.spectral_radius = tangent_kernel_radius(x, signs)
-    result = integrate_gradient_flow(kernel.gradient, state, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
-                                     max_steps=max_steps, stage_kernel=kernel)
+    settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, stage_kernel=kernel, scheme=scheme)
+    if scheme == "euler":
+        settings.update(step_fraction=step_fraction)
+    elif scheme == "rkc":
+        # absolute tolerance: rtol × the instance's RMS weight (weights crossing 0 would otherwise set the scale)
+        atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5
+        settings.update(rtol=rtol, atol=atol, max_stages=_rkc_stage_cap(x, signs, state))
+    result = integrate_gradient_flow(kernel.gradient, state, **settings)
     return result.y.reshape(b, m, d), result
 
 
@@ -212,8 +267,8 @@ def _one_width(width, data, seeds, kappa, symmetric, seed, xp, flow):
         backend=backend_name(xp))
 
 
-def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0,
-                      rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
+def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
+                      step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
     """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
     Parameters
@@ -225,8 +280,10 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     seeds : int ≥ 1
     kappa : float > 0
         Initialization scale κ.
-    rtol, gtol, max_time, max_steps
-        Integrator settings: ``converged`` when ‖∇L‖ ≤ gtol; the per-stage status is reported.
+    scheme, step_fraction, rtol, gtol, max_time, max_steps
+        Trainer settings (:func:`train_two_layer`): gradient descent at η = step_fraction/λ_max (``"euler"``,
+        default) or the RKC gradient flow at ``rtol`` (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the
+        per-stage status is reported.
     backend : "auto" | "numpy" | "cupy" | None
 
     Returns
@@ -240,5 +297,6 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")
     xp = resolve_backend(backend)
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
-    flow = dict(rtol=rtol, gtol=gtol, max_time=max_time, max_steps=max_steps)
+    flow = dict(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
+                max_steps=max_steps)
     return tuple(_one_width(m, data, seeds, kappa, symmetric, seed, xp, flow) for m in widths)
