@@ -5,4 +5,5 @@ from . import faf_flow  # noqa: F401  FaF §3 against the gradient-flow simulato
 from . import faf_relu  # noqa: F401  FaF §4: arc-cosine kernel, projections (Eqs. 152–159), population loss, Fig. 4d
 from . import merlin  # noqa: F401  MeRLin §5, App. B: quadratic network, Lemmas 1 and 4, Thms 1–2 closed forms
 from . import tdr  # noqa: F401  TDR §6: H∞ Gram matrices, transformed labels, Thms 1–2 (NTK regime)
+from . import tdr_training  # noqa: F401  TDR §5.1, §6 by training the ReLU network (Thms 1–2, task families)
 from . import mtl  # noqa: F401  MTL §4, App. B: deep ReLU NNGP/NTK, MTL and ANIL kernels (Lemmas 1, 3–5)

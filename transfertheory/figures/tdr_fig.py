@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..sim.ntk_two_layer import simulate_transfer
+from ..sim.ntk_two_layer import task_pair as sim_task_pair
 from ..theory.ntk_two_layer import transfer_summary
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
@@ -49,28 +50,9 @@ SIMILARITY_COLUMNS = {
 }
 
 
-def _unit_rows(x):
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _source(n, d, seed):
-    rng = np.random.default_rng(seed)
-    return _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
-
-
-def task_pair(family, angle, n=DATA["n"], d=DATA["d"], seed=DATA["seed"]):
-    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle).
-
-    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx. ``"shared-labels"``: one teacher
-    e₁, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X' independent unit rows).
-    """
-    x_p, other = _source(n, d, seed)
-    if family == "shared-inputs":
-        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
-    if family == "shared-labels":
-        x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
-        return x_p, x_p[:, 0], x_q, x_q[:, 0]
-    raise ValueError(f"family must be 'shared-inputs' or 'shared-labels', got {family!r}")
+def task_pair(family, angle):
+    """The family member at similarity cos(angle) on the figure's data (:func:`~transfertheory.sim.ntk_two_layer.task_pair`)."""
+    return sim_task_pair(family, angle, **DATA)
 
 
 def width_study(widths, seeds, backend=None):

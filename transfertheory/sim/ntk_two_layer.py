@@ -43,7 +43,7 @@ from ..theory.ntk_two_layer import transfer_summary
 from .integrator import dense_stages, integrate_gradient_flow, rkc_stability_bound
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "two_layer_gradient", "tangent_kernel_radius",
-           "train_two_layer", "simulate_transfer"]
+           "train_two_layer", "simulate_transfer", "TASK_FAMILIES", "task_pair"]
 
 _WIDTH = Param("widths", Interval(2, np.inf, "left"), integer=True)
 _SEEDS = Param("seeds", Interval(1, np.inf, "left"), integer=True)
@@ -300,3 +300,29 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     flow = dict(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
                 max_steps=max_steps)
     return tuple(_one_width(m, data, seeds, kappa, symmetric, seed, xp, flow) for m in widths)
+
+
+#: the two task families of TDR §5.1 (:func:`task_pair`)
+TASK_FAMILIES = ("shared-inputs", "shared-labels")
+
+
+def _unit_rows(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def task_pair(family, angle, n=8, d=5, seed=3):
+    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle), on the host.
+
+    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx (labels vary, inputs do not).
+    ``"shared-labels"``: one labeling function e₁ᵀx, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X'
+    independent unit rows; inputs vary, the labeling function does not). n points uniform on S^{d−1} from
+    ``seed``; at angle 0 both families are the source task itself.
+    """
+    if family not in TASK_FAMILIES:
+        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
+    rng = np.random.default_rng(seed)
+    x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
+    if family == "shared-inputs":
+        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
+    x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
+    return x_p, x_p[:, 0], x_q, x_q[:, 0]
