@@ -1,33 +1,37 @@
-r"""TDR §6: training the wide two-layer ReLU network by gradient flow — pretraining, fine-tuning, scratch.
+r"""TDR §6: training the wide two-layer ReLU network — pretraining, fine-tuning, scratch — and TDR §5.1's task families.
 
 Model (TDR §6.1, "Towards understanding the transferability of deep representations"):
 f(x) = (1/√m) aᵀσ(Wᵀx), σ = ReLU, W = (w₁, …, w_m) ∈ ℝ^{d×m}, a_r ∈ {±1} fixed, only W trained,
-w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs. Gradient flow dW/dt = −∇L(W) is the
-paper's gradient descent in the small-step limit; it is integrated by the package's batched RKC
-integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`) with the analytic gradient
+w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with the analytic gradient
 
     ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
 
-(no automatic differentiation; O(n·m·d) per evaluation). For each width m and each seed:
+(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`). Training goes through
+the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
+full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
+η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
+flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each seed:
 
-1. W(P): gradient flow on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
-2. W(Q): gradient flow on (X_Q, y_Q) from W(P) (fine-tuning);
-3. W_s(Q): gradient flow on (X_Q, y_Q) from the same W(0) (training from scratch);
+1. W(P): training on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
+2. W(Q): training on (X_Q, y_Q) from W(P) (fine-tuning);
+3. W_s(Q): training on (X_Q, y_Q) from the same W(0) (training from scratch);
 
 and :class:`WidthRun` records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the pretrained outputs
 u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms of TDR Thm 1 at W(0)
 and W(P) — ‖∂L/∂X¹‖²_F = ‖u_Q − y_Q‖² exactly, X¹ = σ(WᵀX_Q) the hidden activations, since aᵀa = m —
 and, per stage, the integrator's status, time, steps, final ‖∇L‖ and loss.
 
-Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; instances of different widths cannot share one
-(b, m·d) array, so there is one integration per width and stage, seeds batched (fine-tuning and scratch
-share X_Q and run as one batch of 2·seeds instances).
+Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; there is one integration per width and stage,
+seeds batched (fine-tuning and scratch share X_Q and run as one batch of 2·seeds instances).
 
 Initialization: ``symmetric=True`` (default) draws m/2 units and duplicates each with the opposite a_r, so
 f(·; W(0)) = 0 (to rounding) (the κ → 0 limit of the paper, where u(0) = O(κ) is dropped) while the Gram
 matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d. draw, a_r uniform.
 κ enters only through the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the
 activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
+
+:func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated teachers, one
+labeling function on rotated inputs).
 """
 from __future__ import annotations
 
