@@ -131,6 +131,8 @@ def test_trained_network_follows_the_linearized_network_of_its_initial_units(dat
     (dict(widths=[1]), "widths"),
     (dict(widths=[40], kappa=0.0), "kappa"),
     (dict(widths=[40], seeds=0), "seeds"),
+    (dict(widths=[40], scheme="adam"), "^scheme must be"),
+    (dict(widths=[40], step_fraction=2.5), "^step_fraction must be"),
 ])
 def test_bad_settings_are_value_errors(data, kwargs, match):
     with pytest.raises(ValueError, match=match):
