@@ -271,10 +271,8 @@ class _EulerIntegration(_Integration):
     def step(self, state: FlowState) -> FlowState:
         xp = get_backend(state.y)
         h = xp.minimum(self.step_fraction * _SAFETY / state.rho, self.budget.max_time - state.t)
-        # in place (the record keeps its own copies; the old state and gradient are not used again)
-        y, step = state.y, state.carried
-        step *= h[:, None]
-        y -= step
+        y = state.y  # updated in place: the integration owns its states (the record keeps copies)
+        y -= h[:, None] * state.carried  # the gradient may be the callable's own array: not modified
         G, loss = self.gradient(y, state.rows)
         self.evaluations += state.size
         grad_norm = xp.sqrt(xp.einsum("ij,ij->i", G, G))
