@@ -68,12 +68,19 @@ def test_draw_depends_on_seed_width_and_index_only():
     assert not np.array_equal(initial_weights(10, 3, 1, seed=6)[0], w2[:1])
 
 
-def test_results_do_not_depend_on_the_batch(data):
-    two = simulate_transfer(*data, [40, 60], seeds=2)
-    three = simulate_transfer(*data, [60], seeds=3)[0]
+@pytest.mark.parametrize("scheme", ["euler", "rkc"])
+def test_results_do_not_depend_on_the_batch_or_its_groups(data, scheme, monkeypatch):
+    two = simulate_transfer(*data, [40, 60], seeds=2, scheme=scheme)
+    three = simulate_transfer(*data, [60], seeds=3, scheme=scheme)[0]
     np.testing.assert_allclose(three.finetune_distance[:2], two[1].finetune_distance, rtol=1e-12)
     np.testing.assert_allclose(three.pretrained_outputs[:2], two[1].pretrained_outputs, rtol=1e-12)
     assert [r.width for r in two] == [40, 60]
+    monkeypatch.setattr(ntk_sim, "HOST_GROUP_BYTES", 60 * 4 * 8 * 2)  # groups of two networks on the host
+    grouped = simulate_transfer(*data, [60], seeds=3, scheme=scheme)[0]
+    np.testing.assert_allclose(grouped.finetune_distance, three.finetune_distance, rtol=1e-12)
+    np.testing.assert_allclose(grouped.scratch_distance, three.scratch_distance, rtol=1e-12)
+    np.testing.assert_array_equal(grouped.pretrain.steps, three.pretrain.steps)
+    assert list(grouped.scratch.status) == list(three.scratch.status)
 
 
 def test_trained_networks_interpolate_and_report_convergence(data):
