@@ -93,3 +93,12 @@ def test_bench_ntk_empirical_kernels_against_neural_tangents():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "ratio reference/empirical_kernels:" in out.stdout
     assert float(out.stdout.split("max relative difference")[1].split()[0]) < 1e-12
+
+
+def test_ntk_two_layer_benchmark_quick(tmp_path):
+    path = tmp_path / "ntk.csv"
+    out = _run("--quick", "--csv", str(path), script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stdout.count("ratio GD/trainer") == 2 and path.read_text().startswith("width,")
+    bad = _run("--widths", "3", script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
+    assert bad.returncode == 2

@@ -173,3 +173,62 @@ def test_a_custom_stage_kernel_plugs_in_through_the_protocol():
     np.testing.assert_array_equal(custom.y, default.y)
     np.testing.assert_array_equal(custom.steps, default.steps)
     assert custom.evaluations == default.evaluations and list(custom.status) == ["converged", "converged"]
+
+
+class _ExactRadius:
+    """A stage kernel for scheme="euler" on L = ½Σλᵢyᵢ²: the exact ρ = max λ of each instance, times ``scale``."""
+
+    def __init__(self, lam, scale=None):
+        self.lam, self.scale, self.calls = lam, scale, 0
+
+    def spectral_radius(self, y, carried, rows, state, iterations):
+        self.calls += 1
+        rho = self.lam[rows].max(axis=1)
+        return rho if self.scale is None else self.scale[rows] * rho, y[:, :1] * 0, 0  # no warm start to carry
+
+
+def test_euler_scheme_is_gradient_descent_with_step_over_rho(array_backend):
+    # y_k = (1 − cλ/λ_max)^k y₀ componentwise: the scheme is gradient descent with learning rate c/λ_max
+    _, xp = array_backend
+    lam_host = np.array([np.logspace(-1, 0, 6), np.logspace(-2, 0.5, 6)])
+    lam = to_device(lam_host, xp)
+    kernel = _ExactRadius(lam)
+    res = integrate_gradient_flow(_quadratic(lam), to_device(np.ones((2, 6)), xp), scheme="euler", step_fraction=0.9,
+                                  gtol=1e-6, max_time=1e6, stage_kernel=kernel)
+    assert list(res.status) == ["converged", "converged"]
+    rate = 1 - 0.9 * lam_host / lam_host.max(axis=1, keepdims=True)
+    for i in range(2):
+        k = res.steps[i]
+        gradient_norms = [np.linalg.norm(lam_host[i] * rate[i] ** j) for j in (k - 1, k)]
+        assert gradient_norms[0] > 1e-6 >= gradient_norms[1]  # stopped at the first step with ‖∇L‖ ≤ gtol
+        np.testing.assert_allclose(to_host(res.y)[i], rate[i] ** k, rtol=1e-10, atol=1e-300)
+        assert res.t[i] == pytest.approx(k * 0.9 / lam_host[i].max(), rel=1e-12)
+    assert res.evaluations == 2 + res.steps.sum()  # one evaluation per step and one at the start
+    assert kernel.calls >= 2  # ρ̂ refreshed on schedule
+
+
+def test_euler_scheme_is_independent_of_the_batch_and_reports_budgets():
+    lam = np.array([np.logspace(-3, 0, 5), np.logspace(-1, 0, 5), np.logspace(-1, 0, 5)])
+    both = integrate_gradient_flow(_quadratic(lam), np.ones((3, 5)), scheme="euler", gtol=1e-6, max_steps=500,
+                                   max_time=1e6)
+    alone = integrate_gradient_flow(_quadratic(lam[1:2]), np.ones((1, 5)), scheme="euler", gtol=1e-6, max_steps=500,
+                                    max_time=1e6)
+    assert list(both.status) == ["max_steps", "converged", "converged"]  # κ = 10³ needs ~10⁴ steps
+    np.testing.assert_array_equal(both.y[1], alone.y[0])
+    assert both.steps[0] == 500 and both.grad_norm[0] > 1e-6
+
+
+def test_euler_scheme_reports_an_unstable_step_as_divergence():
+    # ρ̂ three times too small: h = 3/λ_max amplifies the stiffest mode by |1 − 3| = 2 per step
+    lam = np.array([[0.5, 1.0], [0.5, 1.0]])
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        res = integrate_gradient_flow(_quadratic(lam), np.ones((2, 2)), scheme="euler",
+                                      stage_kernel=_ExactRadius(lam, np.array([1 / 3, 1.0])))
+    assert list(res.status) == ["diverged", "converged"]
+
+
+@pytest.mark.parametrize("kw", [dict(scheme="rk4"), dict(step_fraction=2.0), dict(step_fraction=0.0)])
+def test_bad_euler_settings_raise_naming_the_setting(kw):
+    (name,) = kw
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        integrate_gradient_flow(_quadratic(np.ones((2, 2))), np.ones((2, 2)), **kw)

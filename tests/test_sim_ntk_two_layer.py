@@ -6,6 +6,8 @@ import math
 import numpy as np
 import pytest
 
+from transfertheory.backend import to_device, to_host
+from transfertheory.sim import ntk_two_layer as ntk_sim
 from transfertheory.sim.ntk_two_layer import (
     initial_weights,
     simulate_transfer,
@@ -66,12 +68,19 @@ def test_draw_depends_on_seed_width_and_index_only():
     assert not np.array_equal(initial_weights(10, 3, 1, seed=6)[0], w2[:1])
 
 
-def test_results_do_not_depend_on_the_batch(data):
-    two = simulate_transfer(*data, [40, 60], seeds=2)
-    three = simulate_transfer(*data, [60], seeds=3)[0]
+@pytest.mark.parametrize("scheme", ["euler", "rkc"])
+def test_results_do_not_depend_on_the_batch_or_its_groups(data, scheme, monkeypatch):
+    two = simulate_transfer(*data, [40, 60], seeds=2, scheme=scheme)
+    three = simulate_transfer(*data, [60], seeds=3, scheme=scheme)[0]
     np.testing.assert_allclose(three.finetune_distance[:2], two[1].finetune_distance, rtol=1e-12)
     np.testing.assert_allclose(three.pretrained_outputs[:2], two[1].pretrained_outputs, rtol=1e-12)
     assert [r.width for r in two] == [40, 60]
+    monkeypatch.setattr(ntk_sim, "HOST_GROUP_BYTES", 60 * 4 * 8 * 2)  # groups of two networks on the host
+    grouped = simulate_transfer(*data, [60], seeds=3, scheme=scheme)[0]
+    np.testing.assert_allclose(grouped.finetune_distance, three.finetune_distance, rtol=1e-12)
+    np.testing.assert_allclose(grouped.scratch_distance, three.scratch_distance, rtol=1e-12)
+    np.testing.assert_array_equal(grouped.pretrain.steps, three.pretrain.steps)
+    assert list(grouped.scratch.status) == list(three.scratch.status)
 
 
 def test_trained_networks_interpolate_and_report_convergence(data):
@@ -101,14 +110,17 @@ def _features(w, a, x):
     return (active[:, None, :] * x.T[None]).reshape(m * d, -1) / math.sqrt(m)
 
 
-def test_trained_network_follows_the_linearized_network_of_its_initial_units(data):
+@pytest.mark.parametrize("scheme", ["euler", "rkc"])
+def test_trained_network_follows_the_linearized_network_of_its_initial_units(data, scheme):
     """At width m the trained ReLU network differs from the minimum-norm solution of its linearization around
     W(0) (TDR App. C) only through activation patterns that change during training: a unit moves by
     O(1/√m) against its norm κ√d, so the differences are O(1/(κ√m)) — 1/√m at κ = 1 is the allowance
-    (measured at m = 2000, d = 4: ≤ 5·10⁻³ for the distance, ≤ 4·10⁻³ for the outputs)."""
+    (measured at m = 2000, d = 4: ≤ 5·10⁻³ for the distance, ≤ 4·10⁻³ for the outputs). Both trainers: gradient
+    descent (η = 1/λ_max) and the RKC gradient flow."""
     x_p, y_p, x_q, y_q = data
     m, seeds = 2000, 2
-    (run,) = simulate_transfer(*data, [m], seeds=seeds)
+    (run,) = simulate_transfer(*data, [m], seeds=seeds, scheme=scheme)
+    assert run.converged.all()
     w0, a = initial_weights(m, 4, seeds)
     for s in range(seeds):
         z_p, z_q = _features(w0[s], a[s], x_p), _features(w0[s], a[s], x_q)
@@ -126,6 +138,8 @@ def test_trained_network_follows_the_linearized_network_of_its_initial_units(dat
     (dict(widths=[1]), "widths"),
     (dict(widths=[40], kappa=0.0), "kappa"),
     (dict(widths=[40], seeds=0), "seeds"),
+    (dict(widths=[40], scheme="adam"), "^scheme must be"),
+    (dict(widths=[40], step_fraction=2.5), "^step_fraction must be"),
 ])
 def test_bad_settings_are_value_errors(data, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -176,3 +190,19 @@ def test_tdr_figure_builds_its_tables_and_identical_tasks_do_not_move():
     assert (table["converged"] == 2).all() and (out.data["converged"] == 2).all()
     with pytest.raises(ValueError, match="family"):
         tdr_fig.task_pair("other", 0.0)
+
+
+def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array_backend, monkeypatch):
+    name, xp = array_backend
+    x, y = (to_device(v, xp) for v in data[:2])
+    w, a = initial_weights(64, 4, 5, symmetric=False, seed=4)
+    state, signs, rows = to_device(w.reshape(5, -1), xp), to_device(a, xp), np.array([4, 0, 2])
+    whole = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
+    monkeypatch.setattr(ntk_sim, "HOST_BLOCK_ELEMENTS", 64 * 6 * 2)  # two instances per block on the host
+    blocked = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
+    for one, other in zip(whole, blocked):
+        np.testing.assert_allclose(to_host(one), to_host(other), rtol=1e-13, atol=1e-15)
+    explicit = [(_loss(w[r][None], a[r][None], data[0], data[1])[0]) for r in rows]
+    np.testing.assert_allclose(to_host(whole[1]), explicit, rtol=1e-12)
+    (run,) = simulate_transfer(*data, [40], seeds=2, backend=name)
+    assert run.backend == ("numpy" if name == "numpy" else name) and run.converged.all()

@@ -31,10 +31,9 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import strategies as st
 
-from ..sim.ntk_two_layer import simulate_transfer
 from ..theory import ntk_two_layer as NTK
-from .compare import Z_THRESHOLD, agreement, holds, mc_agreement, mean_se, refutation
-from .registry import KNOWN_ERRATUM, CheckResult, combine, register
+from .compare import agreement, mc_agreement, mean_se, refutation
+from .registry import KNOWN_ERRATUM, combine, register
 
 #: the smallest λ_min(H) of a drawn data set (module docstring)
 LAMBDA_FLOOR = 0.04
@@ -238,101 +237,3 @@ def _scratch_sqrt(case):
     supports = combine([sup for _, sup in results])
     return replace(best, passed=best.passed and supports.passed, detail=f"{best.detail}; {supports.detail}",
                    paper_holds=all(r.paper_holds for r, _ in results))
-
-
-# --------------------------------------------------------------------------- the theorems by training (sim.ntk_two_layer)
-#
-# The networks are trained by gradient flow at finite widths m (symmetric initialization, κ = 1, seeds
-# batched; sim/ntk_two_layer.py). A trained quantity q_s(m) of seed s differs from its Gram formula q* by
-# Gram fluctuations O(1/√m), a width bias O(1/m) and the effect of activation patterns that change during
-# training, O(1/(κ√m)); the theorems' claim is that the gap closes as m → ∞. The check is an unpaired
-# two-sample test of that decrease on the log scale: g_s(m) = log((q_s(m) − q*)²) (averaged over components
-# for vectors) at the smallest and the largest width, decrease Δ = mean g(m_small) − mean g(m_large) with SE
-# from both samples, passing when Δ > 4·SE (the 4-SE rule, one-sided). Squared gaps are roughly scaled χ²
-# variables whose log has a stable spread, so the test keeps its power at a few seeds. The fitted rate of the
-# root-mean-square gap in m (log–log least squares over the widths) is reported; 1/√m fluctuations give −½.
-
-#: seeds per width of the training claims per target draw of the profile (16 at the 100 draws of quick and full;
-#: the registry's re-check with 4× the draws trains 4× the seeds)
-SEEDS_PER_DRAW = 0.16
-
-
-def _trained_widths(profile):
-    """Widths of the training claims: a 64× range from m = 32 (the test's power grows with log of the range), up to ~10⁵ at the paper size."""
-    return {"quick": (32, 2048), "full": (32, 256, 2048, 16384)}.get(profile.name, (32, 2048, 131072))
-
-
-def _trained(case, x_p, y_p, x_q, y_q, widths=None):
-    widths = _trained_widths(case.profile) if widths is None else widths
-    seeds = max(2, round(SEEDS_PER_DRAW * case.profile.sim_draws))
-    return simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, seed=case.seed, backend=case.profile.backend)
-
-
-def _fitted_rate(widths, squared_gaps):
-    """Least-squares slope of log RMS gap against log m."""
-    rms = [0.5 * math.log(np.mean(g)) for g in squared_gaps]
-    return float(np.polyfit(np.log(widths), rms, 1)[0])
-
-
-def _gap_closes(runs, squared_gap, label):
-    """The log-scale decrease test of the section comment, with every stage converged (``holds``)."""
-    gaps = [squared_gap(run) for run in runs]
-    small, large = np.log(gaps[0]), np.log(gaps[-1])
-    (mean_s, se_s), (mean_l, se_l) = mean_se(small), mean_se(large)
-    decrease, scale = mean_s - mean_l, math.hypot(se_s, se_l)
-    rate = _fitted_rate([run.width for run in runs], gaps)
-    detail = (f"{label}: log squared gap falls by {decrease:.3g} ± {scale:.2g} from m = {runs[0].width} to "
-              f"{runs[-1].width} (z = {decrease / scale:+.2f}); RMS gap {math.sqrt(np.mean(gaps[0])):.3g} → "
-              f"{math.sqrt(np.mean(gaps[-1])):.3g}, fitted rate m^{rate:+.2f}")
-    closes = CheckResult(Z_THRESHOLD * scale - decrease if decrease < Z_THRESHOLD * scale else 0.0, 0.0,
-                         bool(decrease > Z_THRESHOLD * scale), decrease / scale, Z_THRESHOLD, detail)
-    converged = holds(all(run.converged.all() for run in runs), f"every stage converged ({label})")
-    return combine([closes, converged])
-
-
-@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="simulation",
-          strategy=_pair_point, profiles=("quick", "full"),
-          statement="the outputs on X_Q of the trained network pretrained on P approach y_{P→Q} = H_PQᵀH_P⁻¹y_P "
-                    "as the width m grows (gradient flow of the ReLU network; fitted rate reported)")
-def _trained_transformed_labels(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
-    reference = NTK.transformed_labels(x_p, y_p, x_q)
-    runs = _trained(case, x_p, y_p, x_q, y_q)
-    return _gap_closes(runs, lambda run: ((run.pretrained_outputs - reference) ** 2).mean(axis=1),
-                       f"u_Q(P) − y_P→Q {_label(case)}")
-
-
-@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", kind="simulation", strategy=_pair_point,
-          profiles=("quick", "full"),
-          statement="‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
-                    "up to a remainder that vanishes as m grows: the gap to the bound closes (the mean excess "
-                    "over the bound at each width is reported)")
-def _trained_thm2_bound(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
-    bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    runs = _trained(case, x_p, y_p, x_q, y_q)
-    closes = _gap_closes(runs, lambda run: (run.finetune_distance - bound) ** 2, f"‖W(Q) − W(P)‖ − bound {_label(case)}")
-    excess = [f"{run.width}: {mean:+.3g} ± {se:.2g}" for run in runs
-              for mean, se in [mean_se(run.finetune_distance - bound)]]
-    return replace(closes, detail=f"{closes.detail}; mean excess over the bound (Thm 2's remainder) at m = "
-                                  + ", ".join(excess))
-
-
-@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
-          strategy=_scaled_point, profiles=("quick", "full"),
-          statement="from scratch the trained networks at the largest width move by ‖W(Q) − W(0)‖_F ≈ "
-                    "√(y_QᵀH_Q⁻¹y_Q) at labels s·y_Q and s·y_Q/2 (4-SE agreement); the distance from the paper's "
-                    "y_QᵀH_Q⁻¹y_Q is reported (its refutation is the claim tdr.thm2.scratch-sqrt)")
-def _trained_scratch_sqrt(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
-    s, width = case.params["scale"], _trained_widths(case.profile)[-1:]
-    results = []
-    for factor in (1.0, 0.5):
-        run = _trained(case, x_p, y_p, x_q, factor * s * y_q, widths=width)[0]
-        mean, se = mean_se(run.scratch_distance)
-        true = NTK.scratch_distance(x_q, factor * s * y_q)
-        paper = refutation(mean, se, true**2, label="paper's yᵀH⁻¹y")
-        results.append(agreement(mean, se, true, label=f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
-                                                       f"{_label(case)} ({paper.detail})"))
-        results.append(holds(run.scratch.converged.all(), "scratch training converged"))
-    return combine(results)

@@ -1,10 +1,12 @@
 r"""TDR §6 by training: measured fine-tuning and scratch distances against their Gram formulas.
 
-Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx) trained by gradient flow
+Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx) trained by gradient descent
 (:mod:`transfertheory.sim.ntk_two_layer`, symmetric initialization, κ = 1). Panels:
 
 (a) the root-mean-square gap over seeds of ‖W(Q) − W(P)‖_F to √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) (TDR
-    Thm 2, Eq. 2) and of ‖W_s(Q) − W(0)‖_F to √(y_QᵀH_Q⁻¹y_Q) against the width m, log–log, with the fitted rate;
+    Thm 2, Eq. 2), of ‖W_s(Q) − W(0)‖_F to √(y_QᵀH_Q⁻¹y_Q), of the pretrained outputs u_Q(P) to y_{P→Q} and of
+    the change of ‖∂L/∂X¹‖² to Thm 1's −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² against the width m (10² … 10⁴ in the quick
+    profile), log–log, with the fitted rates;
 (b) the fine-tuning distance (mean ± SD over seeds) and its bound against task similarity for the two task
     families of TDR §5.1: shared inputs with labels from teachers at angle θ (similarity cos θ), and shared
     labels (one teacher) on target inputs rotated away from the source inputs by φ (similarity cos φ); the
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..sim.ntk_two_layer import simulate_transfer
+from ..sim.ntk_two_layer import task_pair as sim_task_pair
 from ..theory.ntk_two_layer import transfer_summary
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
@@ -34,8 +37,14 @@ COLUMNS = {
     "scratch_mean": "mean over seeds of ‖W_s(Q) − W(0)‖_F",
     "scratch_rms_gap": "root-mean-square over seeds of ‖W_s(Q) − W(0)‖_F minus √(y_QᵀH_Q⁻¹y_Q)",
     "scratch_formula": "√(y_QᵀH_Q⁻¹y_Q)",
+    "labels_rms_gap": "root-mean-square over seeds and target points of u_Q(P) minus y_P→Q = H_PQᵀH_P⁻¹y_P",
+    "gradient_change_rms_gap": "root-mean-square over seeds of ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² minus Eq. 1's "
+                               "−y_Qᵀy_Q + ‖y_Q − y_P→Q‖² (TDR Thm 1)",
     "converged": "networks whose three training stages converged (‖∇L‖ <= gtol)",
 }
+#: the gap columns of panel (a) and their short names
+GAP_COLUMNS = {"finetune_rms_gap": "fine-tuning", "scratch_rms_gap": "scratch", "labels_rms_gap": "u_Q(P)",
+               "gradient_change_rms_gap": "Thm 1"}
 SIMILARITY_COLUMNS = {
     "family": "shared-inputs (labels from teachers at angle θ) or shared-labels (inputs rotated by φ)",
     "similarity": "cos θ or cos φ",
@@ -49,28 +58,13 @@ SIMILARITY_COLUMNS = {
 }
 
 
-def _unit_rows(x):
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+def task_pair(family, angle):
+    """The family member at similarity cos(angle) on the figure's data (:func:`~transfertheory.sim.ntk_two_layer.task_pair`)."""
+    return sim_task_pair(family, angle, **DATA)
 
 
-def _source(n, d, seed):
-    rng = np.random.default_rng(seed)
-    return _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
-
-
-def task_pair(family, angle, n=DATA["n"], d=DATA["d"], seed=DATA["seed"]):
-    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle).
-
-    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx. ``"shared-labels"``: one teacher
-    e₁, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X' independent unit rows).
-    """
-    x_p, other = _source(n, d, seed)
-    if family == "shared-inputs":
-        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
-    if family == "shared-labels":
-        x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
-        return x_p, x_p[:, 0], x_q, x_q[:, 0]
-    raise ValueError(f"family must be 'shared-inputs' or 'shared-labels', got {family!r}")
+def _rms(values):
+    return float(np.sqrt(np.mean(np.square(values))))
 
 
 def width_study(widths, seeds, backend=None):
@@ -82,11 +76,14 @@ def width_study(widths, seeds, backend=None):
     summary = transfer_summary(x_p, y_p, x_q, y_q)
     rows = []
     for run in simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, backend=backend):
+        measured_change = run.gradient_norm_pretrained - run.gradient_norm_init
         rows.append(dict(width=run.width, seeds=seeds, finetune_mean=run.finetune_distance.mean(),
-                         finetune_rms_gap=np.sqrt(((run.finetune_distance - summary.finetune_distance) ** 2).mean()),
+                         finetune_rms_gap=_rms(run.finetune_distance - summary.finetune_distance),
                          finetune_bound=summary.finetune_distance, scratch_mean=run.scratch_distance.mean(),
-                         scratch_rms_gap=np.sqrt(((run.scratch_distance - summary.scratch_distance) ** 2).mean()),
-                         scratch_formula=summary.scratch_distance, converged=int(run.converged.sum())))
+                         scratch_rms_gap=_rms(run.scratch_distance - summary.scratch_distance),
+                         scratch_formula=summary.scratch_distance,
+                         labels_rms_gap=_rms(run.pretrained_outputs - summary.transformed_labels),
+                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change), converged=int(run.converged.sum())))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -115,8 +112,10 @@ def plot(widths_table, similarity_table):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for column, label, marker in (("finetune_rms_gap", "fine-tuning − Thm 2 bound", "o"),
-                                  ("scratch_rms_gap", "scratch − √(yᵀH⁻¹y)", "s")):
+    for column, label, marker in (("finetune_rms_gap", "fine-tuning distance − Thm 2 bound", "o"),
+                                  ("scratch_rms_gap", "scratch distance − √(yᵀH⁻¹y)", "s"),
+                                  ("labels_rms_gap", "u_Q(P) − y_P→Q", "^"),
+                                  ("gradient_change_rms_gap", "Δ‖∂L/∂X¹‖² − Thm 1", "d")):
         rate = fitted_rate(widths_table, column)
         m = widths_table["width"].to_numpy(float)
         fit = np.exp(np.polyval(np.polyfit(np.log(m), np.log(widths_table[column]), 1), np.log(m)))
@@ -139,14 +138,13 @@ def plot(widths_table, similarity_table):
     return fig
 
 
-def build(widths=(64, 256, 1024, 4096), seeds=8, similarity_width=1024, angles=5, backend=None, progress=None):
+def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1024, angles=5, backend=None, progress=None):
     """Simulate both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`."""
     widths_table = width_study(widths, seeds, backend)
     similarity_table = similarity_study(similarity_width, seeds, angles, backend)
-    rates = {c: fitted_rate(widths_table, c) for c in ("finetune_rms_gap", "scratch_rms_gap")}
+    rates = {c: fitted_rate(widths_table, c) for c in GAP_COLUMNS}
     summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
-               f"fitted rates of the RMS gap: fine-tuning m^{rates['finetune_rms_gap']:+.2f}, "
-               f"scratch m^{rates['scratch_rms_gap']:+.2f}",
+               "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),
                f"converged networks: {int(widths_table['converged'].sum() + similarity_table['converged'].sum())} of "
                f"{seeds * (len(widths_table) + len(similarity_table))}")
     parameters = dict(widths=list(widths), seeds=seeds, similarity_width=similarity_width, angles=angles, **DATA)
@@ -158,14 +156,15 @@ def build(widths=(64, 256, 1024, 4096), seeds=8, similarity_width=1024, angles=5
 FIGURE = register(Figure(
     name=NAME,
     title="TDR §6: measured fine-tuning and scratch distances of trained ReLU networks against the Gram formulas",
-    description="(a) RMS gap over seeds between the trained networks' ‖W(Q) − W(P)‖_F and Thm 2's bound, and "
-    "between the scratch distance and √(y_QᵀH_Q⁻¹y_Q), against the width (log–log, fitted rate); (b) the "
+    description="(a) RMS gap over seeds between the trained networks' ‖W(Q) − W(P)‖_F and Thm 2's bound, "
+    "between the scratch distance and √(y_QᵀH_Q⁻¹y_Q), between u_Q(P) and y_P→Q and between the change of "
+    "‖∂L/∂X¹‖² and Thm 1, against the width m = 10² … 10⁴ (log–log, fitted rates); (b) the "
     "fine-tuning distance and its bound against task similarity for shared inputs with rotated teachers and "
     "shared labels on rotated inputs (TDR §5.1), with the scratch distance.",
-    sources=("TDR Thm 2", "TDR §6.3", "TDR §5.1"),
+    sources=("TDR Thm 1", "TDR Thm 2", "TDR §6.3", "TDR §5.1"),
     build=build,
-    profiles={"quick": dict(widths=(64, 256, 1024, 4096), seeds=8, similarity_width=1024, angles=5),
-              "paper": dict(widths=(64, 256, 1024, 4096, 16384, 65536, 131072), seeds=16, similarity_width=16384,
+    profiles={"quick": dict(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1024, angles=5),
+              "paper": dict(widths=(100, 316, 1000, 3162, 10000, 31622, 100000), seeds=16, similarity_width=16384,
                             angles=9)},
     extra_suffixes=("_similarity",),
 ))

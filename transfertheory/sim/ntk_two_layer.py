@@ -1,33 +1,38 @@
-r"""TDR §6: training the wide two-layer ReLU network by gradient flow — pretraining, fine-tuning, scratch.
+r"""TDR §6: training the wide two-layer ReLU network — pretraining, fine-tuning, scratch — and TDR §5.1's task families.
 
 Model (TDR §6.1, "Towards understanding the transferability of deep representations"):
 f(x) = (1/√m) aᵀσ(Wᵀx), σ = ReLU, W = (w₁, …, w_m) ∈ ℝ^{d×m}, a_r ∈ {±1} fixed, only W trained,
-w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs. Gradient flow dW/dt = −∇L(W) is the
-paper's gradient descent in the small-step limit; it is integrated by the package's batched RKC
-integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`) with the analytic gradient
+w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with the analytic gradient
 
     ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
 
-(no automatic differentiation; O(n·m·d) per evaluation). For each width m and each seed:
+(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`). Training goes through
+the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
+full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
+η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
+flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each seed:
 
-1. W(P): gradient flow on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
-2. W(Q): gradient flow on (X_Q, y_Q) from W(P) (fine-tuning);
-3. W_s(Q): gradient flow on (X_Q, y_Q) from the same W(0) (training from scratch);
+1. W(P): training on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
+2. W(Q): training on (X_Q, y_Q) from W(P) (fine-tuning);
+3. W_s(Q): training on (X_Q, y_Q) from the same W(0) (training from scratch);
 
 and :class:`WidthRun` records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the pretrained outputs
 u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms of TDR Thm 1 at W(0)
 and W(P) — ‖∂L/∂X¹‖²_F = ‖u_Q − y_Q‖² exactly, X¹ = σ(WᵀX_Q) the hidden activations, since aᵀa = m —
 and, per stage, the integrator's status, time, steps, final ‖∇L‖ and loss.
 
-Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; instances of different widths cannot share one
-(b, m·d) array, so there is one integration per width and stage, seeds batched (fine-tuning and scratch
-share X_Q and run as one batch of 2·seeds instances).
+Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; there is one batch per width and stage, seeds
+batched (fine-tuning and scratch share X_Q and run as one batch of 2·seeds instances), integrated on the
+host in groups of :data:`HOST_GROUP_BYTES` of states that stay in the cache from step to step.
 
 Initialization: ``symmetric=True`` (default) draws m/2 units and duplicates each with the opposite a_r, so
 f(·; W(0)) = 0 (to rounding) (the κ → 0 limit of the paper, where u(0) = O(κ) is dropped) while the Gram
 matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d. draw, a_r uniform.
 κ enters only through the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the
 activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
+
+:func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated teachers, one
+labeling function on rotated inputs).
 """
 from __future__ import annotations
 
@@ -39,11 +44,11 @@ import numpy as np
 from .._validation import Interval
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..params import Param
-from ..theory.ntk_two_layer import transfer_summary
-from .integrator import dense_stages, integrate_gradient_flow
+from ..theory.ntk_two_layer import gram_solve, transfer_summary
+from .integrator import FlowResult, dense_stages, integrate_gradient_flow, rkc_stability_bound
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "two_layer_gradient", "tangent_kernel_radius",
-           "train_two_layer", "simulate_transfer"]
+           "train_two_layer", "simulate_transfer", "TASK_FAMILIES", "task_pair"]
 
 _WIDTH = Param("widths", Interval(2, np.inf, "left"), integer=True)
 _SEEDS = Param("seeds", Interval(1, np.inf, "left"), integer=True)
@@ -125,23 +130,50 @@ def two_layer_outputs(weights, signs, x):
     return (signs[:, None, :] @ (pre * (pre > 0)))[:, 0, :] / math.sqrt(weights.shape[1])
 
 
+#: pre-activations per block of instances on the host: the block's (units, n) arrays stay in the core's cache
+#: (tall-skinny products and elementwise passes slow down several-fold past ~10⁵ elements, measured)
+HOST_BLOCK_ELEMENTS = 2**15
+def _instances_per_block(width, n, xp):
+    """Instances per gradient block: all of them on a device, a cache-sized block on the host."""
+    return max(1, HOST_BLOCK_ELEMENTS // (width * n)) if xp is np else None
+
+
+def _block_gradient(weights, signs, x, y, root_m, out):
+    """∇L (into ``out`` (k, m, d)) and L for a block of instances, weights (k, m, d), signs (k, m).
+
+    With D = 1{WᵀX > 0} (m × n) and r = u − y: u = aᵀ(D ∘ WᵀX)/√m and ∇_W L = diag(a)·D·(r ∘ X)/√m, a
+    product of the activation pattern with the residual-weighted inputs (n × d), never an (m, n) broadcast.
+    """
+    k, m, d = weights.shape
+    pre = (weights.reshape(k * m, d) @ x.T).reshape(k, m, -1)
+    active = (pre > 0).astype(pre.dtype)
+    pre *= active  # σ(WᵀX)
+    residual = (signs[:, None, :] @ pre)[:, 0, :] / root_m - y[None, :]
+    get_backend(pre).matmul(active, residual[:, :, None] * (x / root_m)[None], out=out)
+    out *= signs[:, :, None]
+    return 0.5 * (residual**2).sum(axis=1)
+
+
 def two_layer_gradient(x, y, signs):
     """The integrator's gradient callable ``(state, rows) -> (grad, loss)`` for L = ½‖y − f(X)‖².
 
     ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
-    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states).
+    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
+    batch is processed in blocks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
+    is its own.
     """
     m, d = signs.shape[1], x.shape[1]
     root_m, xp = math.sqrt(m), get_backend(x)
+    block = _instances_per_block(m, x.shape[0], xp)
 
     def gradient(state, rows):
         b = state.shape[0]
-        a = signs[rows]
-        pre = (state.reshape(b * m, d) @ x.T).reshape(b, m, -1)  # one GEMM for the batch: (b, m, n)
-        residual = xp.einsum("bm,bmn->bn", a, xp.maximum(pre, 0)) / root_m - y[None, :]
-        slopes = xp.where(pre > 0, a[:, :, None] * residual[:, None, :], 0.0)
-        grad = (slopes.reshape(b * m, -1) @ x) / root_m
-        return grad.reshape(state.shape), 0.5 * (residual**2).sum(axis=1)
+        a, weights = signs[rows], state.reshape(b, m, d)
+        grad, loss = xp.empty_like(weights), xp.empty(b, dtype=state.dtype)
+        for start in range(0, b, block or b):
+            part = slice(start, start + (block or b))
+            loss[part] = _block_gradient(weights[part], a[part], x, y, root_m, grad[part])
+        return grad.reshape(state.shape), loss
 
     return gradient
 
@@ -168,19 +200,67 @@ def tangent_kernel_radius(x, signs):
     return estimate
 
 
-def train_two_layer(weights, signs, x, y, *, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000):
-    """Gradient flow of every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
+def _rkc_stage_cap(x):
+    """Largest s with β(s) ≤ 1.2·λ_max/λ_min of H∞(X) (at least 2): the RKC stage cap of :func:`train_two_layer`.
 
-    Returns (final weights (b, m, d), :class:`~transfertheory.sim.integrator.FlowResult`).
+    Integrated to the steady state, RKC contracts a mode z = −hλ by ≈ e^z only while |z| is moderate and by the
+    damping factor (≈ 0.59) once hλ ≫ 1; capping hρ ≤ β(s) keeps the slowest mode at hλ_min ≲ 1, where a stage
+    buys the most decay (docs/tdr.md, "Trainer"). From the data's Gram matrix, so the same for every instance.
+    """
+    condition = gram_solve(to_host(x)).condition_number
+    s = 2
+    while s < 400 and rkc_stability_bound(s + 1) <= 1.2 * condition:
+        s += 1
+    return s
+
+
+#: on the host, instances are trained in groups whose states fit this many bytes (one core's L2 cache on the
+#: 2-core CPU): a group's weights and gradients stay in the cache from one step to the next, as a single
+#: network's do in a per-network loop; measured 1.2–1.3× faster than one batch at m = 4096–16 384 (docs/tdr.md)
+HOST_GROUP_BYTES = 2**20
+
+
+def _joined(results):
+    """One :class:`~transfertheory.sim.integrator.FlowResult` from those of consecutive groups of instances."""
+    if len(results) == 1:
+        return results[0]
+    xp = get_backend(results[0].y)
+    fields = {name: np.concatenate([getattr(r, name) for r in results])
+              for name in ("t", "steps", "grad_norm", "loss", "status", "residual")}
+    return FlowResult(y=xp.concatenate([r.y for r in results]), evaluations=sum(r.evaluations for r in results),
+                      rejected=sum(r.rejected for r in results), max_stages=max(r.max_stages for r in results),
+                      **fields)
+
+
+def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
+                    max_steps=200_000):
+    """Train every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
+
+    ``scheme="euler"`` (default): gradient descent W ← W − η∇L with the per-instance step
+    η = step_fraction/λ_max of the instance's empirical tangent kernel, refreshed every 25 steps (TDR §6.1
+    trains by gradient descent). ``scheme="rkc"``: the gradient flow by error-controlled RKC2 (``rtol``), its
+    stage count capped by :func:`_rkc_stage_cap`. On the host the instances are integrated in groups of at
+    most :data:`HOST_GROUP_BYTES` of states (an instance's result does not depend on its group). Returns
+    (final weights (b, m, d), :class:`~transfertheory.sim.integrator.FlowResult`).
     """
     b, m, d = weights.shape
-    state = weights.reshape(b, m * d)
-    # absolute tolerance: rtol × the instance's RMS weight (weights crossing 0 would otherwise set the scale)
-    atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5
-    kernel = dense_stages(two_layer_gradient(x, y, signs))
-    kernel.spectral_radius = tangent_kernel_radius(x, signs)
-    result = integrate_gradient_flow(kernel.gradient, state, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
-                                     max_steps=max_steps, stage_kernel=kernel)
+    settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
+    if scheme == "euler":
+        settings.update(step_fraction=step_fraction)
+    elif scheme == "rkc":
+        settings.update(rtol=rtol, max_stages=_rkc_stage_cap(x))
+    xp = get_backend(weights)
+    group = b if xp is not np else max(1, HOST_GROUP_BYTES // (m * d * weights.itemsize))
+    results = []
+    for start in range(0, b, group):
+        state = weights[start:start + group].reshape(-1, m * d)
+        part = signs[start:start + group]
+        kernel = dense_stages(two_layer_gradient(x, y, part))
+        kernel.spectral_radius = tangent_kernel_radius(x, part)
+        if scheme == "rkc":  # absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
+            settings["atol"] = rtol * to_host((state**2).mean(axis=1)) ** 0.5
+        results.append(integrate_gradient_flow(kernel.gradient, state, stage_kernel=kernel, **settings))
+    result = _joined(results)
     return result.y.reshape(b, m, d), result
 
 
@@ -212,8 +292,8 @@ def _one_width(width, data, seeds, kappa, symmetric, seed, xp, flow):
         backend=backend_name(xp))
 
 
-def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0,
-                      rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
+def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
+                      step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
     """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
     Parameters
@@ -225,8 +305,10 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     seeds : int ≥ 1
     kappa : float > 0
         Initialization scale κ.
-    rtol, gtol, max_time, max_steps
-        Integrator settings: ``converged`` when ‖∇L‖ ≤ gtol; the per-stage status is reported.
+    scheme, step_fraction, rtol, gtol, max_time, max_steps
+        Trainer settings (:func:`train_two_layer`): gradient descent at η = step_fraction/λ_max (``"euler"``,
+        default) or the RKC gradient flow at ``rtol`` (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the
+        per-stage status is reported.
     backend : "auto" | "numpy" | "cupy" | None
 
     Returns
@@ -240,5 +322,32 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")
     xp = resolve_backend(backend)
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
-    flow = dict(rtol=rtol, gtol=gtol, max_time=max_time, max_steps=max_steps)
+    flow = dict(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
+                max_steps=max_steps)
     return tuple(_one_width(m, data, seeds, kappa, symmetric, seed, xp, flow) for m in widths)
+
+
+#: the two task families of TDR §5.1 (:func:`task_pair`)
+TASK_FAMILIES = ("shared-inputs", "shared-labels")
+
+
+def _unit_rows(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def task_pair(family, angle, n=8, d=5, seed=3):
+    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle), on the host.
+
+    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx (labels vary, inputs do not).
+    ``"shared-labels"``: one labeling function e₁ᵀx, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X'
+    independent unit rows; inputs vary, the labeling function does not). n points uniform on S^{d−1} from
+    ``seed``; at angle 0 both families are the source task itself.
+    """
+    if family not in TASK_FAMILIES:
+        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
+    rng = np.random.default_rng(seed)
+    x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
+    if family == "shared-inputs":
+        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
+    x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
+    return x_p, x_p[:, 0], x_q, x_q[:, 0]

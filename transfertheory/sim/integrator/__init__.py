@@ -4,11 +4,12 @@
 * :mod:`.kernels` — the stage-kernel contract (:class:`StageKernel`,
   :class:`StepRequest`, :class:`StepOutcome`) and the dense kernel;
 * :mod:`.state` — the batched flow state and the record of finished instances;
-* :mod:`.flow` — :func:`integrate_gradient_flow` and :class:`FlowResult`.
+* :mod:`.flow` — :func:`integrate_gradient_flow` (RKC2, or fixed-step explicit Euler = batched
+  gradient descent with ``scheme="euler"``) and :class:`FlowResult`.
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
-from .flow import STATUSES, FlowResult, integrate_gradient_flow
+from .flow import SCHEMES, STATUSES, FlowResult, integrate_gradient_flow
 from .kernels import (
     DenseStages,
     StageKernel,
@@ -24,6 +25,7 @@ __all__ = [
     "FlowResult",
     "integrate_gradient_flow",
     "STATUSES",
+    "SCHEMES",
     "StageKernel",
     "StepRequest",
     "StepOutcome",

@@ -32,6 +32,16 @@ Design
   are recorded (:class:`.state.FlowRecord`) and the working set
   (:class:`.state.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
+* ``scheme="euler"`` replaces RKC by fixed-step explicit Euler at the
+  per-instance step h = c/ρ̂ (c = ``step_fraction``): batched gradient
+  descent with learning rate c/λ_max(∇²L), one evaluation per step and no
+  error control. Near a steady state the error control of RKC lets h grow
+  without bound once the remaining displacement is below the tolerance, so
+  the stage count grows like √(hρ) while each step contracts every mode by
+  no more than the damping |P_s| ≈ 0.59: the approach to the minimum becomes
+  algebraic in t and costs hundreds of evaluations even for a
+  well-conditioned Hessian, which gradient descent resolves in ~κ·log(1/gtol)
+  steps (docs/simulator.md).
 * Any explicit RK combination of gradients keeps the invariant subspaces of
   the flow exactly (e.g. components of W₁ orthogonal to row(X)); quadratic
   invariants such as FaF Eq. 35 drift at the level of the tolerance, which
@@ -51,11 +61,13 @@ from .kernels import StageKernel, StepRequest, dense_stages, row_norms
 from .rkc import tables
 from .state import FlowRecord, FlowState
 
-__all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES"]
+__all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "SCHEMES"]
 
 STATUSES = ("converged", "max_time", "max_steps", "diverged", "step_underflow")
 _MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
 _MAX_STAGES = Param("max_stages", Interval(2, np.inf, "left"), integer=True)
+_STEP_FRACTION = Param("step_fraction", Interval(0, 2, "neither"))
+SCHEMES = ("rkc", "euler")
 
 
 def _positive(name: str) -> Param:
@@ -137,6 +149,10 @@ class _Integration:
         self.evaluations += n
         return _SAFETY * xp.where(xp.isfinite(rho) & (rho > 0), rho, 1.0), warm
 
+    def initial_carried(self, gradient):
+        """What the first step receives as ``carried``: nothing for an RKC stage kernel."""
+        return None
+
     def start(self, y0, gradient, atol_host) -> FlowState:
         """The working set at t = 0: gradient, loss and spectral radius of every instance."""
         xp = get_backend(y0)
@@ -148,7 +164,7 @@ class _Integration:
         rho, eigvec = self.radius(y, G, rows, None, 8)
         state = FlowState(
             rows=rows, since_rho=np.zeros(B, dtype=np.int64), y=y,
-            carried=None,  # the kernel carries nothing into the first step
+            carried=self.initial_carried(G),
             grad_norm=row_norms(G), loss=loss, loss_limit=xp.maximum(loss, 1.0) * self.budget.divergence_factor,
             t=xp.zeros(B, dtype=y.dtype), steps=xp.zeros(B, dtype=xp.int64),
             h=xp.minimum(0.5 / rho, xp.asarray(self.budget.max_time, dtype=y.dtype)),
@@ -236,6 +252,38 @@ class _Integration:
         )
 
 
+class _EulerIntegration(_Integration):
+    """``scheme="euler"``: y ← y − h∇L(y) with the fixed per-instance step h = step_fraction/ρ̂.
+
+    ρ̂ is the stage kernel's spectral-radius estimate (refreshed every ``_RHO_REFRESH`` steps), so this is
+    batched full-batch gradient descent with per-instance learning rate step_fraction/λ_max(∇²L); stable on a
+    quadratic for step_fraction < 2 where ρ̂ ≥ ρ. One gradient evaluation per step, every step accepted, no
+    error estimate: the trajectory follows the flow to O(h) (the time reached is the sum of the steps).
+    """
+
+    def __init__(self, gradient, step_fraction, *args):
+        super().__init__(*args)
+        self.gradient, self.step_fraction = gradient, step_fraction
+
+    def initial_carried(self, gradient):
+        return gradient  # the dense gradient at y, reused by the next step
+
+    def step(self, state: FlowState) -> FlowState:
+        xp = get_backend(state.y)
+        h = xp.minimum(self.step_fraction * _SAFETY / state.rho, self.budget.max_time - state.t)
+        y = state.y  # updated in place: the integration owns its states (the record keeps copies)
+        y -= h[:, None] * state.carried  # the gradient may be the callable's own array: not modified
+        G, loss = self.gradient(y, state.rows)
+        self.evaluations += state.size
+        grad_norm = xp.sqrt(xp.einsum("ij,ij->i", G, G))
+        state = state.with_(y=y, carried=G, loss=loss, grad_norm=grad_norm, t=state.t + h, h=h,
+                            steps=state.steps + 1, since_rho=state.since_rho + 1)
+        state = self._refresh_radius(state, np.flatnonzero(state.since_rho >= _RHO_REFRESH))
+        if self.progress is not None:
+            self.progress(1.0 - state.size / self.batch_size)
+        return self.classify(state)
+
+
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def integrate_gradient_flow(
     gradient,
@@ -251,6 +299,8 @@ def integrate_gradient_flow(
     progress=None,
     stage_kernel: StageKernel | None = None,
     residual=None,
+    scheme: str = "rkc",
+    step_fraction: float = 1.0,
 ) -> FlowResult:
     r"""Integrate dy/dt = −∇L(y) for a batch of independent instances.
 
@@ -289,6 +339,19 @@ def integrate_gradient_flow(
         guards against saddles with a small gradient: for a deep linear net at
         W ≈ 0 (initialization scale α) ‖∇L‖ = O(α) while ‖∇_βL‖ = O(1).
         Its final value is reported in :attr:`FlowResult.residual`.
+    scheme : "rkc" or "euler"
+        ``"rkc"`` (default): adaptive RKC2 with error control (module
+        docstring). ``"euler"``: fixed-step explicit Euler at the per-instance
+        step h = step_fraction/ρ̂, ρ̂ the stage kernel's spectral-radius
+        estimate — batched gradient descent with learning rate
+        step_fraction/λ_max. For losses that are (piecewise) quadratic with a
+        well-conditioned Hessian and an exact ρ̂ it reaches a steady state in
+        fewer gradient evaluations than the error-controlled flow; ``rtol``,
+        ``atol`` and ``max_stages`` are not used, the stage kernel supplies
+        only ``spectral_radius`` (which then receives the dense gradient as
+        ``carried``). Statuses and accounting are the same.
+    step_fraction : float in (0, 2)
+        The Euler step in units of 1/ρ̂ (ignored by ``"rkc"``).
 
     Floating-point overflow inside a trial step is expected (an unstable trial is
     rejected and the step shrunk) and is not warned about; a non-finite accepted
@@ -298,8 +361,12 @@ def integrate_gradient_flow(
                      _positive("max_time").scalar(max_time), _MAX_STEPS.scalar(max_steps),
                      _positive("divergence_factor").scalar(divergence_factor))
     atol_host = np.broadcast_to(_positive("atol").check(atol), (y0.shape[0],))
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    step_fraction = _STEP_FRACTION.scalar(step_fraction)
     kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
-    run = _Integration(kernel, residual, budget, _MAX_STAGES.scalar(max_stages), y0, progress)
+    setup = (kernel, residual, budget, _MAX_STAGES.scalar(max_stages), y0, progress)
+    run = _Integration(*setup) if scheme == "rkc" else _EulerIntegration(gradient, step_fraction, *setup)
     state = run.start(y0, gradient, atol_host)
     while state.size:
         state = run.step(state)
