@@ -185,35 +185,6 @@ def _failure_probability(case):
                     within(M.finetune_failure_probability(k), (k - 1) / k, ROUNDING, label="1 − 1/k")])
 
 
-@register("merlin.thm1.pretrained-feature", source="MeRLin Thm 1 (fine-tuning: the pre-trained feature)",
-          kind="simulation",
-          statement="pre-training (L-BFGS on the exact L^λ_Ds from i.i.d. Gaussian starts) that reaches the Lemma 4 "
-                    "minimum ends on feature e₁ with probability 1/k, so fine-tuning fails w.p. 1 − 1/k",
-          strategy=lambda profile: st.fixed_dictionaries({"k": st.integers(2, 5), "lam": st.floats(0.01, 0.4),
-                                                          "m": st.integers(1, 3)}))
-def _pretrained_feature(case):
-    k, lam, m = case.params["k"], case.params["lam"], case.params["m"]
-    d = k + 1  # one source-irrelevant coordinate
-
-    def objective(z):
-        th, ph = z[:m], z[m:].reshape(d, m)
-        loss, gt, gp = M.population_loss_and_grad(th, ph, k)
-        return loss + lam * (th @ th + (ph ** 2).sum()), np.concatenate([gt + 2 * lam * th, (gp + 2 * lam * ph).ravel()])
-
-    minimum = M.source_scale_objective(M.optimal_source_scale(lam), lam)
-    rng = case.rng
-    runs = case.profile.mc_reps // 10
-    on_e1 = []
-    for _ in range(runs):
-        z = _lbfgs(objective, 0.5 * rng.normal(size=m + d * m))
-        if objective(z)[0] <= minimum + 1e-7:  # a Lemma 4 minimizer (others: stationary points L-BFGS stopped at)
-            A = z[m:].reshape(d, m) @ np.diag(z[:m]) @ z[m:].reshape(d, m).T
-            on_e1.append(float(np.argmax(np.abs(np.diag(A))) == 0))
-    if len(on_e1) < runs // 2:
-        return CheckResult(1.0, 0.0, False, detail=f"only {len(on_e1)} of {runs} runs reached the minimum")
-    return mc_agreement(on_e1, 1 / k, label=f"P(feature e₁) over {len(on_e1)} of {runs} runs at the minimum, k={k}")
-
-
 # --------------------------------------------------------------------------- Lemma 1
 
 

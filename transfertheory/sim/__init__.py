@@ -1,10 +1,14 @@
 """Simulators of the training processes the papers analyse (NumPy, CuPy, or any registered backend).
 
-All simulators share one integrator (:mod:`.integrator`: batched adaptive
-Runge–Kutta–Chebyshev gradient flow; a new simulator supplies a gradient
-callable and optionally a :class:`~.integrator.StageKernel` and a residual
-guard, see docs/simulator.md) and return tidy pandas DataFrames. The array
-module is inferred from the arrays; entry points take a backend name
+One package per paper's training process: :mod:`.deep_linear` (FaF §3),
+:mod:`.relu_teacher` (FaF §4), :mod:`.quadratic` (MeRLin §5),
+:mod:`.ntk_two_layer` (TDR §6) and :mod:`.mtl` (MTL §4). All share one
+integrator (:mod:`.integrator`: batched adaptive Runge–Kutta–Chebyshev
+gradient flow, or fixed-step explicit Euler = batched gradient descent; a new
+simulator supplies a gradient callable and optionally a
+:class:`~.integrator.StageKernel` and a residual guard, see docs/simulator.md)
+and return tidy pandas DataFrames. The array module is inferred from the
+arrays; entry points take a backend name
 (:func:`transfertheory.backend.resolve_backend`).
 """
 from .deep_linear import run_transfer_experiment
