@@ -218,6 +218,26 @@ def test_euler_scheme_is_independent_of_the_batch_and_reports_budgets():
     assert both.steps[0] == 500 and both.grad_norm[0] > 1e-6
 
 
+@pytest.mark.parametrize("scheme", ["rkc", "euler"])
+def test_loss_tol_stops_each_instance_at_the_first_step_below_it(scheme):
+    # L(t) = ½ Σ λ y₀² e^{−2λt} falls below loss_tol at a known time; the instance that starts below it
+    # stops at t = 0 without a step, the stiff one before the slow one, and both count as converged.
+    lam = np.array([[1.0, 1.0], [0.05, 0.05], [1.0, 1.0]])
+    y0 = np.array([[1.0, 1.0], [1.0, 1.0], [1e-3, 1e-3]])
+    res = integrate_gradient_flow(_quadratic(lam), y0, scheme=scheme, gtol=1e-12, max_time=1e3, loss_tol=1e-4)
+    assert list(res.status) == ["loss_tol"] * 3 and res.converged.all()
+    assert np.all(res.loss <= 1e-4) and res.steps[2] == 0 and res.t[2] == 0.0
+    assert res.t[0] < res.t[1]
+    if scheme == "rkc":  # the flow's L(t) = λe^{−2λt} reaches 1e-4 at t* (Euler at h = 1/λ_max is not the flow)
+        crossing = np.log(lam[:2, 0] / 1e-4) / (2 * lam[:2, 0])
+        assert np.all(res.t[:2] >= crossing * (1 - 0.05))
+    no_rule = integrate_gradient_flow(_quadratic(np.array([[1.0, 0.05]])), y0[:1], scheme=scheme, gtol=1e-12,
+                                      max_time=5.0)
+    assert list(no_rule.status) == ["max_time"] and not no_rule.converged.any()
+    with pytest.raises(ValueError, match="loss_tol"):
+        integrate_gradient_flow(_quadratic(lam), y0, loss_tol=-1.0)
+
+
 def test_euler_scheme_reports_an_unstable_step_as_divergence():
     # ρ̂ three times too small: h = 3/λ_max amplifies the stiffest mode by |1 − 3| = 2 per step
     lam = np.array([[0.5, 1.0], [0.5, 1.0]])

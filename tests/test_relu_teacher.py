@@ -151,7 +151,7 @@ def test_scratch_training_fits_the_samples_and_reports_convergence():
 
 def test_flows_report_max_time_and_do_not_depend_on_batching():
     # A short budget ends with status max_time and converged False; instance 1 trained alone equals
-    # instance 1 trained in a batch of two (per-instance step control, segment ends per instance).
+    # instance 1 trained in a batch of two (per-instance step control).
     W_star, c_star = random_teacher(3, 4, 1, batch=(2,))
     X, y = teacher_samples(W_star, c_star, 20, 2)
     W0, c0 = paper_init(30, 4, 3, batch=(2,))

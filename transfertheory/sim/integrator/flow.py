@@ -28,7 +28,9 @@ Design
 * Instances stop individually: ``converged`` when ‖∇L‖ ≤ gtol (and an
   optional ``residual`` ≤ gtol, which rules out saddles), ``max_time`` /
   ``max_steps`` when the budget ends first, ``diverged`` on a non-finite or
-  exploding loss, ``step_underflow`` when h collapses. Finished instances
+  exploding loss, ``step_underflow`` when h collapses, and, with
+  ``loss_tol`` > 0, ``loss_tol`` once L ≤ loss_tol (a stopping rule by
+  value, e.g. FaF App. D.2's "until the loss reaches 1e−6"). Finished instances
   are recorded (:class:`.state.FlowRecord`) and the working set
   (:class:`.state.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
@@ -63,10 +65,11 @@ from .state import FlowRecord, FlowState
 
 __all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "SCHEMES"]
 
-STATUSES = ("converged", "max_time", "max_steps", "diverged", "step_underflow")
+STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow")
 _MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
 _MAX_STAGES = Param("max_stages", Interval(2, np.inf, "left"), integer=True)
 _STEP_FRACTION = Param("step_fraction", Interval(0, 2, "neither"))
+_LOSS_TOL = Param("loss_tol", Interval(0, np.inf, "left"))
 SCHEMES = ("rkc", "euler")
 
 
@@ -114,7 +117,8 @@ class FlowResult:
 
     @property
     def converged(self) -> np.ndarray:
-        return self.status == "converged"
+        """Stopped by a convergence criterion: ‖∇L‖ ≤ gtol (``converged``) or L ≤ loss_tol (``loss_tol``)."""
+        return np.isin(self.status, ("converged", "loss_tol"))
 
     @property
     def diverged(self) -> np.ndarray:
@@ -130,6 +134,7 @@ class _Budget:
     max_time: float
     max_steps: int
     divergence_factor: float
+    loss_tol: float = 0.0
 
 
 class _Integration:
@@ -183,6 +188,8 @@ class _Integration:
             cand = np.flatnonzero(small)
             small[cand] = to_host(self.residual(state.y[xp.asarray(cand)], state.rows[cand])) <= budget.gtol
         state = self.record.finish(state, small, "converged", self.residual)
+        if budget.loss_tol > 0:
+            state = self.record.finish(state, to_host(state.loss) <= budget.loss_tol, "loss_tol", self.residual)
         state = self.record.finish(state, to_host(state.t) >= budget.max_time * (1 - 1e-12), "max_time",
                                    self.residual)
         return self.record.finish(state, to_host(state.steps) >= budget.max_steps, "max_steps", self.residual)
@@ -301,6 +308,7 @@ def integrate_gradient_flow(
     residual=None,
     scheme: str = "rkc",
     step_fraction: float = 1.0,
+    loss_tol: float = 0.0,
 ) -> FlowResult:
     r"""Integrate dy/dt = −∇L(y) for a batch of independent instances.
 
@@ -352,6 +360,10 @@ def integrate_gradient_flow(
         ``carried``). Statuses and accounting are the same.
     step_fraction : float in (0, 2)
         The Euler step in units of 1/ρ̂ (ignored by ``"rkc"``).
+    loss_tol : float ≥ 0
+        Stop an instance with status ``loss_tol`` once its loss is ≤ loss_tol
+        (checked after every step, after the gradient criterion); 0 (default)
+        disables the rule. Counts as converged in :attr:`FlowResult.converged`.
 
     Floating-point overflow inside a trial step is expected (an unstable trial is
     rejected and the step shrunk) and is not warned about; a non-finite accepted
@@ -359,7 +371,7 @@ def integrate_gradient_flow(
     """
     budget = _Budget(_positive("rtol").scalar(rtol), _positive("gtol").scalar(gtol),
                      _positive("max_time").scalar(max_time), _MAX_STEPS.scalar(max_steps),
-                     _positive("divergence_factor").scalar(divergence_factor))
+                     _positive("divergence_factor").scalar(divergence_factor), _LOSS_TOL.scalar(loss_tol))
     atol_host = np.broadcast_to(_positive("atol").check(atol), (y0.shape[0],))
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")

@@ -12,11 +12,8 @@ learning rate 0.01·m. :func:`sphere_flow` integrates dθ/dt = −m∇L, so flow
 paper's iterations × 0.01 (its 1e5 iterations are t = 1e3).
 
 Stopping (FaF App. D.2: "until the loss reaches 1e−6"): the package integrator stops an instance at
-‖m∇L‖ ≤ gtol or at its time budget. :func:`sphere_flow` adds FaF's rule by integrating in segments of
-flow time doubling (ends at t = 1, 2, 4, … and ``max_time``); after each segment the instances whose
-loss is ≤ ``loss_tol`` stop with status ``loss_tol`` (``t_final`` is that segment's end, at most twice the
-first time the rule held), the others continue from their state (the integrator restarts: ~10 power-iteration
-gradients per segment). Segment ends do not depend on the batch, so neither do the results.
+‖m∇L‖ ≤ gtol (status ``converged``), at L ≤ ``loss_tol`` after any step (status ``loss_tol``, FaF's rule) or
+at its time budget.
 
 Initialization (FaF App. D.2): rows uniform on S^{d−1}, output weights 1e−7.
 """
@@ -28,7 +25,7 @@ import numpy as np
 
 from ... import params as P
 from ..._validation import Interval
-from ...backend import array_module_of, to_host
+from ...backend import get_backend, to_host
 from ...theory.relu import population_loss
 from ...theory.relu.teachers import random_teacher
 from ..integrator import STATUSES as FLOW_STATUSES
@@ -39,9 +36,8 @@ __all__ = ["INIT_OUTPUT_SCALE", "STATUSES", "FlowReport", "paper_init", "sphere_
            "LOSS_TOL", "RTOL"]
 
 INIT_OUTPUT_SCALE = 1e-7  #: FaF App. D.2 output-weight initialization
-#: the integrator's statuses and ``loss_tol`` (stopped by FaF's rule loss ≤ loss_tol)
-STATUSES = FLOW_STATUSES + ("loss_tol",)
-_FIRST_SEGMENT = 1.0  # flow time of the first segment; each next one ends at twice the time
+#: the integrator's statuses (``loss_tol``: stopped by FaF's rule loss ≤ loss_tol)
+STATUSES = FLOW_STATUSES
 
 M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m of the student")
 MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
@@ -93,8 +89,8 @@ def sphere_flow(loss_and_gradients, W0, c0, *, max_time, gtol, loss_tol, rtol, a
     """
     max_time, gtol = MAX_TIME.scalar(max_time), GTOL.scalar(gtol)
     loss_tol, rtol = LOSS_TOL.scalar(loss_tol), RTOL.scalar(rtol)
-    xp = array_module_of(W0)
-    B, m, d = W0.shape
+    xp = get_backend(W0)
+    m, d = W0.shape[1:]
 
     def gradient(y, rows):
         V, c = _unpack(y, m, d)
@@ -102,39 +98,19 @@ def sphere_flow(loss_and_gradients, W0, c0, *, max_time, gtol, loss_tol, rtol, a
         loss, grad_w, grad_c = loss_and_gradients(V / norms, c, rows)
         return m * _pack(grad_w / norms, grad_c, xp), loss
 
-    y = _pack(W0, c0, xp)
-    t = np.zeros(B)
-    steps, evaluations = np.zeros(B, dtype=np.int64), 0
-    status, grad_norm, loss = np.full(B, "max_time", dtype=object), np.full(B, np.nan), np.full(B, np.nan)
-    active, reached, horizon = np.arange(B), 0.0, min(_FIRST_SEGMENT, max_time)
-    while active.size:
-        index = xp.asarray(active)
-
-        def on_active(y_rows, rows, index_map=active):
-            return gradient(y_rows, index_map[rows])
-
-        result = integrate_gradient_flow(on_active, y[index], rtol=rtol, atol=atol, gtol=gtol,
-                                         max_time=horizon - reached)
-        y[index] = result.y
-        t[active] += result.t
-        steps[active] += result.steps
-        evaluations += result.evaluations
-        grad_norm[active], loss[active], status[active] = result.grad_norm, result.loss, result.status
-        stop_by_loss = (result.status == "max_time") & (result.loss <= loss_tol)
-        status[active[stop_by_loss]] = "loss_tol"
-        go_on = (result.status == "max_time") & ~stop_by_loss & (horizon < max_time)
-        active, reached, horizon = active[go_on], horizon, min(2 * horizon, max_time)
-    V, c = _unpack(y, m, d)
+    result = integrate_gradient_flow(gradient, _pack(W0, c0, xp), rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
+                                     loss_tol=loss_tol)
+    V, c = _unpack(result.y, m, d)
     norms = xp.linalg.norm(V, axis=-1)
-    status = status.astype(str)
-    return FlowReport(W=V / norms[..., None], c=c, loss=loss, converged=np.isin(status, ("converged", "loss_tol")),
-                      status=status, t_final=t, steps=steps, grad_norm=grad_norm,
-                      norm_drift=np.asarray(to_host(xp.max(xp.abs(norms - 1.0), axis=-1))), evaluations=evaluations)
+    return FlowReport(W=V / norms[..., None], c=c, loss=result.loss, converged=result.converged,
+                      status=result.status.astype(str), t_final=result.t, steps=result.steps, grad_norm=result.grad_norm,
+                      norm_drift=np.asarray(to_host(xp.max(xp.abs(norms - 1.0), axis=-1))),
+                      evaluations=result.evaluations)
 
 
 def features(W, X):
     """σ(XWᵀ): features of inputs X (..., n, d) under hidden rows W (..., m, d), shape (..., n, m)."""
-    xp = array_module_of(W, X)
+    xp = get_backend(W, X)
     return xp.maximum(X @ xp.swapaxes(W, -1, -2), 0.0)
 
 
@@ -145,7 +121,7 @@ def network_output(W, c, X):
 
 def feature_kernel(W, X):
     """Feature Gram matrix K(x, x') = (1/m) Σᵢ σ(wᵢᵀx) σ(wᵢᵀx') of hidden rows W (..., m, d) on probes X (p, d)."""
-    xp = array_module_of(W)
+    xp = get_backend(W)
     phi = features(W, xp.asarray(X))  # (..., p, m)
     return phi @ xp.swapaxes(phi, -1, -2) / W.shape[-2]
 
@@ -157,14 +133,14 @@ def kernel_distance(W, W_star, X):
     directions has a feature kernel close to the teacher's; at initialization (random rows) the
     distance is O(1).
     """
-    xp = array_module_of(W)
+    xp = get_backend(W)
     K, K_star = feature_kernel(W, X), feature_kernel(W_star, X)
     return np.asarray(to_host(xp.linalg.norm(K - K_star, axis=(-2, -1)) / xp.linalg.norm(K_star, axis=(-2, -1))))
 
 
 def teacher_samples(W_star, c_star, n, rng):
     """n noiseless samples (σ = 0, FaF App. D.2) of teachers (B, m*, d): X (B, n, d), y (B, n)."""
-    xp = array_module_of(W_star)
+    xp = get_backend(W_star)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     X = xp.asarray(generator.standard_normal(W_star.shape[:-2] + (P.N.scalar(n), W_star.shape[-1])))
     return X, network_output(W_star, c_star, X)
@@ -176,7 +152,7 @@ def target_variance(W_star, c_star):
     ‖f*‖² = 2·L(0) is the population loss of the zero network (arc-cosine kernel). FaF Fig. 4e
     normalizes the transferability by this "variance in the target data".
     """
-    xp = array_module_of(W_star, c_star)
+    xp = get_backend(W_star, c_star)
     m_star = W_star.shape[-2]
     mean = (xp.linalg.norm(W_star, axis=-1) * c_star).sum(axis=-1) / (m_star * np.sqrt(2 * np.pi))
     zero = xp.zeros(W_star.shape[:-2] + (1,), dtype=W_star.dtype)

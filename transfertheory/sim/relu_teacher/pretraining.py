@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import array_module_of, to_host
+from ...backend import get_backend, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
 from .network import FlowReport, M, paper_init, sphere_flow
 
@@ -35,7 +35,7 @@ def pretrain_source(W_star, c_star, m, rng, *, max_time=1e3, gtol=1e-8, loss_tol
     integrator's local error tolerances (at d = 20, m = 200, μ = 0.5, rtol = 1e-3 gives the losses and
     kernel distances of an rtol = 1e-5, atol = 1e-12 run to 1e-3 relative, with 4× fewer evaluations).
     """
-    xp = array_module_of(W_star)
+    xp = get_backend(W_star)
     B, _, d = W_star.shape
     W0, c0 = paper_init(M.scalar(m), d, rng, batch=(B,), xp=xp)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import array_module_of, to_device, to_host
+from ...backend import get_backend, to_device, to_host
 from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
 
 __all__ = ["empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer",
@@ -45,7 +45,7 @@ def empirical_loss_and_gradients(W, c, X, y):
 
     ∇_W is projected on the tangent space of each row, (I − wᵢwᵢᵀ)∇_{wᵢ}L̂ (rows of unit norm).
     """
-    xp = array_module_of(W, X)
+    xp = get_backend(W, X)
     n, m = X.shape[-2], W.shape[-2]
     pre = X @ xp.swapaxes(W, -1, -2)  # (b, n, m)
     phi = xp.maximum(pre, 0.0)
@@ -68,7 +68,7 @@ def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rt
     population risk by 0.2% (docs/relu.md).
     """
     def loss_and_gradients(W, c, rows):
-        index = array_module_of(X).asarray(rows)
+        index = get_backend(X).asarray(rows)
         return empirical_loss_and_gradients(W, c, X[index], y[index])
 
     return sphere_flow(loss_and_gradients, W0, c0, max_time=max_time, gtol=gtol, loss_tol=loss_tol, rtol=rtol,
@@ -77,7 +77,7 @@ def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rt
 
 def scratch_training(X, y, m, rng, **flow) -> FlowReport:
     """Students of width m trained on (X, y) from FaF's initialization (rows on the sphere, c = 1e−7)."""
-    W0, c0 = paper_init(M.scalar(m), X.shape[-1], rng, batch=(X.shape[0],), xp=array_module_of(X))
+    W0, c0 = paper_init(M.scalar(m), X.shape[-1], rng, batch=(X.shape[0],), xp=get_backend(X))
     return train_on_samples(W0, c0, X, y, **flow)
 
 
@@ -93,7 +93,7 @@ def linear_transfer(W, X, y):
     :func:`transfertheory.theory.relu.population_loss`. As n → ∞ the fit becomes the L² projection of
     the target on span{σ(wᵢᵀx)}, so 2·L → ‖P⊥ f_t*‖² (FaF Eq. 21).
     """
-    xp = array_module_of(W)
+    xp = get_backend(W)
     phi = features(W, X) / W.shape[-2]  # (B, n, m)
     return xp.stack([xp.linalg.lstsq(F, t, rcond=None)[0] for F, t in zip(phi, y)])
 
@@ -123,7 +123,7 @@ def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearF
     ``max_time``. As t → ∞ from c0 = 0 this is :func:`linear_transfer`.
     """
     max_time, loss_tol = MAX_TIME.scalar(max_time), LOSS_TOL.scalar(loss_tol)
-    xp = array_module_of(W, X)
+    xp = get_backend(W, X)
     n, m = X.shape[-2], W.shape[-2]
     phi = features(W, X) / m  # f = Φc with Φ (B, n, m) including the 1/m
     Q, s, Vt = xp.linalg.svd(phi, full_matrices=False)  # Φ = Q diag(s) Vᵀ
