@@ -220,19 +220,23 @@ def test_euler_scheme_is_independent_of_the_batch_and_reports_budgets():
 
 @pytest.mark.parametrize("scheme", ["rkc", "euler"])
 def test_loss_tol_stops_each_instance_at_the_first_step_below_it(scheme):
-    # L(t) = ½ Σ λ y₀² e^{−2λt} falls below loss_tol at a known time; the instance that starts below it
-    # stops at t = 0 without a step, the stiff one before the slow one, and both count as converged.
-    lam = np.array([[1.0, 1.0], [0.05, 0.05], [1.0, 1.0]])
+    # Unequal curvatures, so neither scheme lands on the minimum in one step. Each instance stops at the first
+    # step whose loss is ≤ loss_tol: rerun with one step less, it is still above (same trajectory, the run is
+    # deterministic per instance). The instance that starts below the tolerance stops at t = 0 without a step.
+    lam = np.array([[1.0, 0.3], [0.2, 0.05], [1.0, 0.3]])
     y0 = np.array([[1.0, 1.0], [1.0, 1.0], [1e-3, 1e-3]])
-    res = integrate_gradient_flow(_quadratic(lam), y0, scheme=scheme, gtol=1e-12, max_time=1e3, loss_tol=1e-4)
+    kw = dict(scheme=scheme, gtol=1e-12, max_time=1e4, loss_tol=1e-4)
+    res = integrate_gradient_flow(_quadratic(lam), y0, **kw)
     assert list(res.status) == ["loss_tol"] * 3 and res.converged.all()
     assert np.all(res.loss <= 1e-4) and res.steps[2] == 0 and res.t[2] == 0.0
-    assert res.t[0] < res.t[1]
-    if scheme == "rkc":  # the flow's L(t) = λe^{−2λt} reaches 1e-4 at t* (Euler at h = 1/λ_max is not the flow)
-        crossing = np.log(lam[:2, 0] / 1e-4) / (2 * lam[:2, 0])
-        assert np.all(res.t[:2] >= crossing * (1 - 0.05))
-    no_rule = integrate_gradient_flow(_quadratic(np.array([[1.0, 0.05]])), y0[:1], scheme=scheme, gtol=1e-12,
-                                      max_time=5.0)
+    assert np.all(res.steps[:2] >= 3) and res.t[0] < res.t[1]
+    for i in range(2):
+        before = integrate_gradient_flow(_quadratic(lam[i:i + 1]), y0[i:i + 1], **kw, max_steps=int(res.steps[i]) - 1)
+        assert list(before.status) == ["max_steps"] and before.loss[0] > 1e-4
+    if scheme == "rkc":  # the flow's L(t) = ½Σλe^{−2λt} crosses 1e-4 after the slow mode's ln(λ/2e-4)/(2λ)
+        slow = lam[:2, 1]
+        assert np.all(res.t[:2] >= np.log(slow / 2e-4) / (2 * slow) * (1 - 0.05))
+    no_rule = integrate_gradient_flow(_quadratic(lam[:1]), y0[:1], scheme=scheme, gtol=1e-12, max_time=5.0)
     assert list(no_rule.status) == ["max_time"] and not no_rule.converged.any()
     with pytest.raises(ValueError, match="loss_tol"):
         integrate_gradient_flow(_quadratic(lam), y0, loss_tol=-1.0)

@@ -262,10 +262,13 @@ class _Integration:
 class _EulerIntegration(_Integration):
     """``scheme="euler"``: y ← y − h∇L(y) with the fixed per-instance step h = step_fraction/ρ̂.
 
-    ρ̂ is the stage kernel's spectral-radius estimate (refreshed every ``_RHO_REFRESH`` steps), so this is
-    batched full-batch gradient descent with per-instance learning rate step_fraction/λ_max(∇²L); stable on a
-    quadratic for step_fraction < 2 where ρ̂ ≥ ρ. One gradient evaluation per step, every step accepted, no
-    error estimate: the trajectory follows the flow to O(h) (the time reached is the sum of the steps).
+    ρ̂ is the stage kernel's spectral-radius estimate (refreshed every ``_RHO_REFRESH`` steps; the step undoes
+    the RKC safety factor, so an exact ρ̂ gives learning rate exactly step_fraction/λ_max(∇²L)): batched
+    full-batch gradient descent. On a quadratic it is stable iff step_fraction·ρ/ρ̂ < 2. A model kernel with an
+    exact or upper-bound ρ̂ (e.g. the TDR tangent kernel) may use any step_fraction < 2; the dense kernel's power
+    iteration approaches ρ from below, so keep step_fraction ≤ 1 there (an unstable step is still detected and
+    reported as ``diverged``). One gradient evaluation per step, every step accepted, no error estimate: the
+    trajectory follows the flow to O(h) (the time reached is the sum of the steps).
     """
 
     def __init__(self, gradient, step_fraction, *args):
@@ -359,7 +362,9 @@ def integrate_gradient_flow(
         only ``spectral_radius`` (which then receives the dense gradient as
         ``carried``). Statuses and accounting are the same.
     step_fraction : float in (0, 2)
-        The Euler step in units of 1/ρ̂ (ignored by ``"rkc"``).
+        The Euler step in units of 1/ρ̂ (ignored by ``"rkc"``). Stable on a
+        quadratic iff step_fraction·ρ/ρ̂ < 2: values near 2 need a kernel whose
+        ρ̂ bounds ρ from above; with the dense power iteration keep it ≤ 1.
     loss_tol : float ≥ 0
         Stop an instance with status ``loss_tol`` once its loss is ≤ loss_tol
         (checked after every step, after the gradient criterion); 0 (default)
