@@ -14,10 +14,9 @@ import math
 
 import numpy as np
 
-import pandas as pd
-
 from ..backend import get_backend, resolve_backend, to_host
-from ..sim.relu_teacher import kernel_distance, linear_transfer, paper_init, pretrain_source, teacher_samples
+from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source, status_counts,
+                                teacher_samples)
 from ..sim.relu_teacher.network import network_output
 from ..theory import relu as R
 from .compare import agreement, holds, mean_se
@@ -55,11 +54,6 @@ def _sizes(case):
     d, m, m_star, teachers = SIZES.get(case.profile.name, SIZES["full"])
     base = PROFILES.get(case.profile.name, case.profile).sim_draws
     return (d, m, m_star, teachers * max(1, case.profile.sim_draws // base)), resolve_backend(case.profile.backend)
-
-
-def status_counts(statuses) -> str:
-    """"max_time 5, loss_tol 1": how many flows ended with each status, most frequent first."""
-    return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
 
 
 def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..backend import to_host
-from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment
+from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
 from ..params import N, SEED
 from ..sim.relu_teacher.network import M, MAX_TIME
 from ..theory.relu import M_STAR, MU, dropped_count, power_law_fit
@@ -168,11 +168,6 @@ def _sign_with_interval(ns, teachers, units, rng):
     return point, float(lo), float(hi), float(found.mean())
 
 
-def _status_counts(statuses) -> str:
-    """"max_time 3, loss_tol 1": counts of each status, most frequent first."""
-    return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
-
-
 def summarize(df, seed=0):
     """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment."""
     per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
@@ -211,7 +206,7 @@ def _boundary(df, mus, paired, fit, seed):
         row = dict(mu=mu, pperp=pperp, pperp_se=pperp_se, pperp_fraction=fraction.mean(),
                    pperp_fraction_se=fraction.sem() if len(teachers) > 1 else 0.0,
                    pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se,
-                   n_c_largest_n=fit.boundary(reached)[0], pretrain_status=_status_counts(teachers.status),
+                   n_c_largest_n=fit.boundary(reached)[0], pretrain_status=status_counts(teachers.status),
                    pretrain_loss_ratio=float((teachers.loss / teachers.initial_loss).max()))
         for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
             ns, unit_teachers, units = paired[method][mu]
@@ -298,10 +293,10 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
              f"n ∈ {list(ns)}, μ ∈ {list(mus)}",
              f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g} (teacher 0): {kernel_gap:.3f}",
              f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
-             f"pretraining flows (t ≤ {pretrain_max_time:g}): {_status_counts(pre.status)}; loss/initial ≤ "
+             f"pretraining flows (t ≤ {pretrain_max_time:g}): {status_counts(pre.status)}; loss/initial ≤ "
              f"{(pre.loss / pre.initial_loss).max():.2g}",
              *(f"{method} flows converged (FaF's rule or gtol) within t = {max_time:g}: "
-               f"{df[df.method == method].converged.mean():.0%} ({_status_counts(df[df.method == method].status)})"
+               f"{df[df.method == method].converged.mean():.0%} ({status_counts(df[df.method == method].status)})"
                for method in ("scratch", "linear")),
              "unconverged flows (max_time) are averaged in as they stand; diverged rows would make their means NaN"]
     for row in boundary.itertuples():

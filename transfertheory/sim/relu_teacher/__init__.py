@@ -34,6 +34,7 @@ from .experiment import (
     PretrainedStudents,
     draw_generator,
     run_transfer_experiment,
+    status_counts,
 )
 from .target_training import (
     LinearFlow,
@@ -52,4 +53,5 @@ __all__ = [
     "LinearFlow", "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "linear_transfer_flow",
     "scratch_training", "train_on_samples",
     "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "draw_generator", "run_transfer_experiment",
+    "status_counts",
 ]

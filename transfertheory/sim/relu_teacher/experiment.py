@@ -36,7 +36,7 @@ from .pretraining import pretrain_source
 from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
-           "draw_generator"]
+           "draw_generator", "status_counts"]
 
 METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
@@ -48,6 +48,11 @@ _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
 #: the table's statuses: the integrator's (``loss_tol``: FaF's rule) and ``exact`` (``linear_minnorm``)
 STATUSES = tuple(FLOW_STATUSES) + (_EXACT,)
+
+
+def status_counts(statuses) -> str:
+    """"max_time 5, loss_tol 1": how many flows ended with each status, most frequent first (summaries)."""
+    return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
 
 
 def draw_generator(seed, *key) -> np.random.Generator:
