@@ -45,13 +45,15 @@ PILOT, CHUNK, CHUNK_ELEMENTS = 200_000, 100_000, 2 * 10**7  # timed batch: ≤ C
 ACCURACIES = (1e-2, 1e-3)
 
 
-def _median_time(call, repeats, sync):
-    times = []
+def _median_times(calls, repeats, sync):
+    """Median seconds of each call, the calls alternating within every repeat (paired under the same load)."""
+    times = [[] for _ in calls]
     for _ in range(repeats):
-        start = time.perf_counter()
-        sync(call())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for call, record in zip(calls, times):
+            start = time.perf_counter()
+            sync(call())
+            record.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def compare_at(W, c, W_s, c_s, rng, repeats, xp):
@@ -69,8 +71,9 @@ def compare_at(W, c, W_s, c_s, rng, repeats, xp):
     def sync(out):
         float(out[0][0] if out[0].ndim else out[0])  # waits for a device backend
 
-    exact = _median_time(lambda: (population_loss_and_gradients(W, c, W_s, c_s).loss,), repeats, sync)
-    sampled = _median_time(lambda: empirical_loss_and_gradients(W, c, X, y), repeats, sync) / X.shape[1]
+    exact, sampled = _median_times((lambda: (population_loss_and_gradients(W, c, W_s, c_s).loss,),
+                                    lambda: empirical_loss_and_gradients(W, c, X, y)), repeats, sync)
+    sampled /= X.shape[1]
     loss = float(population_loss_and_gradients(W, c, W_s, c_s).loss[0])
     return exact, sampled, cv, loss
 

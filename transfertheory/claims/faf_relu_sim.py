@@ -14,12 +14,14 @@ import math
 
 import numpy as np
 
-from ..backend import resolve_backend, to_host
-from ..sim.relu_teacher import kernel_distance, linear_transfer, paper_init, pretrain_source, teacher_samples
+from ..backend import get_backend, resolve_backend, to_host
+from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source, status_counts,
+                                teacher_samples)
 from ..sim.relu_teacher.network import network_output
 from ..theory import relu as R
-from .compare import mean_se
-from .registry import CheckResult, register
+from .compare import agreement, holds, mean_se
+from .profiles import PROFILES
+from .registry import CheckResult, combine, register
 
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess"]
 
@@ -27,6 +29,8 @@ __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growt
 SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 1000, 100, 4)}
 #: probe inputs of the kernel comparison and fresh inputs of the loss Monte Carlo (per teacher)
 PROBES, LOSS_SAMPLES = 300, 100_000
+#: the loss Monte Carlo evaluates at most this many features (teachers × inputs × m) at a time (~160 MB float64)
+MC_CHUNK_ELEMENTS = 2 * 10**7
 #: pretraining must bring ½E(f − f_s*)² below this fraction of its value at initialization
 LOSS_REDUCTION = 1e-3
 #: flow time of the pretraining claim: 4× FaF's 1e5 iterations (t = 1e3), after which the loss is still falling
@@ -37,13 +41,35 @@ PRETRAIN_TIME = 4e3
 FAF_TIME = 1e3
 #: the kernel distance to the source teacher must fall below this fraction of its value at initialization
 KERNEL_REDUCTION = 0.5
-#: Eq. 21 at n = 128·m: mean (2L − ‖P⊥‖²)/‖P⊥‖² at most this (measured ≈ 0.01 at n = 128·m, ≈ m/n·1.2)
-EQ21_ALLOWANCE = 0.05
+#: Eq. 21: allowance on the mean relative excess (2L − ‖P⊥‖²)/‖P⊥‖² beyond 4 SE from m/(n − m − 1), in units of m/n
+EQ21_ALLOWANCE = 0.25
 
 
 def _sizes(case):
-    """(d, m, m*, teachers) of the case's profile and its array module (the profile's backend)."""
-    return SIZES.get(case.profile.name, SIZES["full"]), resolve_backend(case.profile.backend)
+    """(d, m, m*, teachers) of the case's profile and its array module (the profile's backend).
+
+    The teachers scale with the profile's draws, so the registry's confirmation of an unexpected result at
+    4× the draws uses 4× the teachers.
+    """
+    d, m, m_star, teachers = SIZES.get(case.profile.name, SIZES["full"])
+    base = PROFILES.get(case.profile.name, case.profile).sim_draws
+    return (d, m, m_star, teachers * max(1, case.profile.sim_draws // base)), resolve_backend(case.profile.backend)
+
+
+def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):
+    """(mean, SE) per instance of ½(f − f_ref)² over ``samples`` fresh x ~ N(0, I_d), evaluated in chunks of at most
+    :data:`MC_CHUNK_ELEMENTS` features (FaF's size: 4 teachers × 1e5 inputs × m = 1000 would be 3.2 GB at once)."""
+    batch, (m, d) = W.shape[:-2], W.shape[-2:]
+    chunk = max(1, min(samples, MC_CHUNK_ELEMENTS // (m * max(1, math.prod(batch)))))
+    total, total_sq, drawn = 0.0, 0.0, 0
+    while drawn < samples:
+        size = min(chunk, samples - drawn)
+        x = get_backend(W).asarray(rng.standard_normal((size, d)))
+        half_sq = to_host(0.5 * (network_output(W, c, x) - network_output(W_ref, c_ref, x)) ** 2)
+        total, total_sq, drawn = total + half_sq.sum(-1), total_sq + (half_sq * half_sq).sum(-1), drawn + size
+    mean = total / samples
+    variance = np.maximum(total_sq - samples * mean * mean, 0.0) / (samples - 1)
+    return mean, np.sqrt(variance / samples)
 
 
 def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME, xp=np):
@@ -62,33 +88,35 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
     """Per teacher: MC mean and SE of ½(f − f_s*)² after pretraining, the initial loss, kernel distances.
 
     Returns a dict of arrays (teachers,): ``loss``, ``loss_se``, ``initial``, ``kd_init``, ``kd_source``,
-    ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes).
+    ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes) and ``status``
+    (the pretraining flows' statuses).
     """
     (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME, xp)
-    x = xp.asarray(rng.standard_normal((LOSS_SAMPLES, d)))
-    half_sq = to_host(0.5 * (network_output(pre.W, pre.c, x) - network_output(source.W, source.c, x)) ** 2)
+    loss, loss_se = sampled_half_square_error(pre.W, pre.c, source.W, source.c, rng, LOSS_SAMPLES)
     probes = rng.standard_normal((PROBES, d))
     W0, _ = paper_init(m, d, rng, batch=(teachers,), xp=xp)
-    return dict(loss=half_sq.mean(-1), loss_se=half_sq.std(-1, ddof=1) / math.sqrt(LOSS_SAMPLES),
-                initial=pre.initial_loss, kd_init=kernel_distance(W0, source.W, probes),
+    return dict(loss=loss, loss_se=loss_se, initial=pre.initial_loss, kd_init=kernel_distance(W0, source.W, probes),
                 kd_source=kernel_distance(pre.W, source.W, probes), kd_target=kernel_distance(pre.W, W_t, probes),
                 status=pre.status)
 
 
 def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, xp=np):
-    """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers."""
+    """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers:
+    ([fractions at μ_low, at μ_high] (teachers,) each, the pretraining statuses of both)."""
     W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
-    fractions = []
+    fractions, statuses = [], []
     for mu in (mu_low, mu_high):
         source = R.ablated_teacher(W_t, c_t, mu, rng)
         pre = pretrain_source(source.W, source.c, m, rng, max_time=FAF_TIME)
         inside, outside = R.rkhs_projection_norms(pre.W, W_t, c_t)
         fractions.append(np.asarray(to_host(outside / (inside + outside))))
-    return fractions
+        statuses.append(pre.status)
+    return fractions, np.concatenate(statuses)
 
 
 def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0, xp=np):
-    """(2L − s·‖P⊥ f_t*‖²)/(s·‖P⊥ f_t*‖²) of kernel-interpolation linear transfer per n: dict n → (teachers,).
+    """(2L − s·‖P⊥ f_t*‖²)/(s·‖P⊥ f_t*‖²) of kernel-interpolation linear transfer per n, and the pretraining statuses:
+    (dict n → (teachers,), statuses (teachers,)).
 
     2L is the exact population risk of the min-norm least-squares output weights on n target samples;
     P projects on the pretrained student's features; s = ``pperp_scale`` (1 = the claim).
@@ -100,7 +128,7 @@ def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0,
         X, y = teacher_samples(W_t, c_t, n, rng)
         risk = 2 * np.asarray(to_host(R.population_loss(pre.W, linear_transfer(pre.W, X, y), W_t, c_t)))
         out[n] = (risk - pperp) / pperp
-    return out
+    return out, pre.status
 
 
 def _size_label(d, m, m_star, teachers):
@@ -124,7 +152,8 @@ def _pretraining_aligns(case):
     detail = (f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: (MC loss + 4 SE)/initial ≤ {worst_loss:.2g} "
               f"(needs ≤ {LOSS_REDUCTION:g}); kernel distance to source {r['kd_init'].mean():.3f} → "
               f"{r['kd_source'].mean():.3f} (max ratio {np.max(r['kd_source'] / r['kd_init']):.3f}, needs ≤ "
-              f"{KERNEL_REDUCTION}), to target {r['kd_target'].mean():.3f}; status {sorted(set(map(str, r['status'])))}")
+              f"{KERNEL_REDUCTION}), to target {r['kd_target'].mean():.3f}; pretraining statuses "
+              f"{status_counts(r['status'])}")
     passed = bool(loss_ok.all() and kernel_ok.all())
     return CheckResult(discrepancy=worst_loss, tolerance=LOSS_REDUCTION, passed=passed, detail=detail)
 
@@ -141,12 +170,13 @@ def _pperp_grows_sim(case):
     """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE."""
     (d, m, m_star, teachers), xp = _sizes(case)
     teachers *= 2
-    low, high = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, xp=xp)
+    (low, high), statuses = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, xp=xp)
     mean, se = mean_se(high - low)
     z = mean / se if se > 0 else math.inf
     return CheckResult(discrepancy=max(0.0, 4 * se - mean), tolerance=0.0, passed=bool(z > 4), z=z, threshold=4.0,
-                       detail=f"{_size_label(d, m, m_star, teachers)}: fraction {low.mean():.4g} (μ = 0.2) → "
-                              f"{high.mean():.4g} (μ = 0.6), increase {mean:.3g} ± {se:.2g}, z = {z:+.2f} (needs > 4)")
+                       detail=f"{_size_label(d, m, m_star, teachers)}: fraction {low.mean():.4g} (μ = {_GROWTH_MUS[0]:g})"
+                              f" → {high.mean():.4g} (μ = {_GROWTH_MUS[1]:g}), increase {mean:.3g} ± {se:.2g}, "
+                              f"z = {z:+.2f} (needs > 4); pretraining statuses {status_counts(statuses)}")
 
 
 _EQ21_FACTORS = (32, 128)  # n = factor × m
@@ -154,19 +184,25 @@ _EQ21_FACTORS = (32, 128)  # n = factor × m
 
 @register("faf.eq21.linear-transfer-risk", source="FaF Eq. 21 (ReLU linear transfer)", kind="simulation",
           statement="the risk of linear transfer (kernel interpolation on the pretrained features) tends to "
-                    "‖P⊥ f_t*‖² as n grows, never below it",
-          allowance=EQ21_ALLOWANCE, allowance_reason="finite n: C(n) ≈ m/n·‖P⊥‖² (measured); at n = 128·m the mean "
-          "relative excess must be ≤ 0.05, below its value at n = 32·m, and ≥ 0 for every teacher (exact bound)",
+                    "‖P⊥ f_t*‖² as n grows, never below it, with the least-squares excess C(n) ≈ m/(n − m − 1)·‖P⊥‖²",
+          allowance=EQ21_ALLOWANCE, allowance_reason="finite n: at n = 32·m and 128·m the mean relative excess "
+          "(2L − ‖P⊥‖²)/‖P⊥‖² over teachers must lie within 4 SE + 0.25·m/n of m/(n − m − 1), the excess of "
+          "least squares with m regressors when the misfit ‖P⊥ f_t*‖² acts as noise independent of the features "
+          "(here it is a function of x, uncorrelated with the features but not independent of them: the 0.25·m/n "
+          "allowance); and ≥ 0 for every teacher (exact: the projection is the best approximation)",
           profiles=("quick", "full", "paper"))
 def _eq21(case):
-    """μ = 0.5, n = 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher."""
+    """μ = 0.5, n = 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher against m/(n − m − 1)."""
     (d, m, m_star, teachers), xp = _sizes(case)
-    small, large = (f * m for f in _EQ21_FACTORS)
-    excess = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, (small, large), xp=xp)
-    bound = min(excess[small].min(), excess[large].min()) >= -1e-9
-    mean_small, mean_large = float(excess[small].mean()), float(excess[large].mean())
-    passed = bool(bound and mean_large <= EQ21_ALLOWANCE and mean_large < mean_small)
-    return CheckResult(discrepancy=mean_large, tolerance=EQ21_ALLOWANCE, passed=passed,
-                       detail=f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: mean relative excess "
-                              f"{mean_small:.3g} (n = {small}) → {mean_large:.3g} (n = {large}); smallest "
-                              f"{min(excess[small].min(), excess[large].min()):.2g} (needs ≥ 0)")
+    ns = tuple(f * m for f in _EQ21_FACTORS)
+    excess, statuses = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, ns, xp=xp)
+    smallest = min(float(e.min()) for e in excess.values())
+    checks = [holds(smallest >= -1e-9, f"smallest relative excess {smallest:.2g} ≥ 0")]
+    for n in ns:
+        mean, se = mean_se(excess[n])
+        checks.append(agreement(mean, se, m / (n - m - 1), allowance=EQ21_ALLOWANCE * m / n,
+                                label=f"n = {n}: mean relative excess vs m/(n − m − 1)"))
+    result = combine(checks)
+    detail = f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: {result.detail}; pretraining statuses " \
+             f"{status_counts(statuses)}"
+    return CheckResult(result.discrepancy, result.tolerance, result.passed, result.z, result.threshold, detail)

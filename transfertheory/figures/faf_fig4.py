@@ -5,14 +5,21 @@ on the exact population loss of a source teacher lacking a fraction μ of the ta
 trained on n noiseless target samples (:func:`transfertheory.sim.relu_teacher.run_transfer_experiment`).
 Panels:
 
-(a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs;
-(c) scratch risk E(f − f_t*)² against n (mean ± SE over teachers × data sets) with the power law A n^{−ν}
+(a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs
+    (the experiment's first teacher at the middle μ);
+(c) scratch risk E(f − f_t*)² against n (mean over teachers × data sets ± SE of the per-teacher means) with the power law A n^{−ν}
     fitted by least squares of log(mean risk) on log n (:func:`transfertheory.theory.relu.power_law_fit`);
 (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ, P on the pretrained student's features (Eq. 21) and on the source teacher's;
 (e) transferability (R_scratch − R_linear)/Var f_t* over (μ, n), with the predicted boundary
     n_c(μ) = (A/‖P⊥ f_t*‖²)^{1/ν} (circles) and the simulated sign change (crosses: log-linear interpolation of
-    the n where the mean transferability first turns from positive to non-positive; bootstrap 95% interval over
-    (teacher, data set) units in the boundary table).
+    the n where the mean transferability first turns from positive to non-positive; in the boundary table its
+    95% interval from a two-stage bootstrap — teachers, then data sets within them, because the data sets of one
+    teacher share its pretrained student — with resamples that have no sign change in the n range counted at
+    the range's end and their fraction reported).
+
+Convergence: the grid table gives the converged fraction of the scratch and linear flows per (μ, n), the
+boundary table the pretraining statuses and loss/initial per μ, the summary lines the status counts;
+unconverged (``max_time``) flows are averaged in as they stand, which the summary says.
 
 ``linear`` is FaF's procedure (gradient flow on the output weights for flow time ≤ 1e3, FaF's stopping rule);
 the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``, Eq. 21's object).
@@ -33,10 +40,10 @@ import numpy as np
 import pandas as pd
 
 from ..backend import to_host
-from ..sim.relu_teacher import draw_generator, feature_kernel, pretrain_source, run_transfer_experiment
+from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
 from ..params import N, SEED
 from ..sim.relu_teacher.network import M, MAX_TIME
-from ..theory.relu import M_STAR, MU, ablated_teacher, power_law_fit, random_teacher
+from ..theory.relu import M_STAR, MU, dropped_count, power_law_fit
 from . import cli
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
@@ -53,14 +60,17 @@ COLUMNS = {
     "mu": "fraction μ of target-teacher neurons absent from the source",
     "n": "target samples",
     "scratch_risk": "mean over teachers × data sets of E(f − f_t*)² of scratch training",
-    "scratch_risk_se": "its standard error",
+    "scratch_risk_se": "its standard error, over the per-teacher means (units of one teacher share it)",
     "linear_risk": "mean E(f − f_t*)² of linear transfer (gradient flow on the output weights)",
     "minnorm_risk": "mean E(f − f_t*)² of kernel interpolation (min-norm least squares)",
     "transferability": "mean of (R_scratch − R_linear)/Var f_t* over paired (teacher, data set)",
-    "transferability_se": "its standard error",
+    "transferability_se": "its standard error, over the per-teacher means (units of one teacher share the "
+                          "pretrained student and ‖P⊥ f_t*‖²)",
     "transferability_minnorm": "mean of (R_scratch − R_minnorm)/Var f_t*",
     "pperp": "mean ‖P⊥ f_t*‖², P on the pretrained student's features",
-    "converged": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within t = 1e3",
+    "converged_scratch": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within the "
+                         "time budget (the others end at max_time and are averaged in)",
+    "converged_linear": "fraction of linear-transfer flows that met FaF's loss ≤ 1e-6 within the time budget",
     "runs": "paired (teacher, data set) units",
 }
 BOUNDARY_COLUMNS = {
@@ -75,12 +85,17 @@ BOUNDARY_COLUMNS = {
     "n_c_largest_n": "the same with ‖P⊥ f_t*‖² replaced by the mean linear-transfer risk at the largest n (diagnostic: "
                      "where the power law meets the transfer risk actually reached)",
     "n_sign_linear": "simulated sign change of the mean transferability (linear); NaN if none in the n range",
-    "n_sign_linear_lo": "bootstrap 2.5% quantile (over resamples with a sign change)",
-    "n_sign_linear_hi": "bootstrap 97.5% quantile",
+    "n_sign_linear_lo": "bootstrap 2.5% quantile (teachers resampled, then data sets within them; a resample "
+                        "without a sign change counts as the smallest n if it lies below the range, the largest if above)",
+    "n_sign_linear_hi": "bootstrap 97.5% quantile (same censoring)",
+    "n_sign_linear_found": "fraction of bootstrap resamples with a sign change inside the n range",
     "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at the smallest n) or above the n range",
     "n_sign_minnorm": "simulated sign change for kernel interpolation",
-    "n_sign_minnorm_lo": "bootstrap 2.5% quantile",
+    "n_sign_minnorm_lo": "bootstrap 2.5% quantile (same resampling and censoring)",
     "n_sign_minnorm_hi": "bootstrap 97.5% quantile",
+    "n_sign_minnorm_found": "fraction of bootstrap resamples with a sign change inside the n range",
+    "pretrain_status": "status counts of the pretraining flows at this μ (one per teacher)",
+    "pretrain_loss_ratio": "largest pretrained population loss / its value at initialization over the teachers",
 }
 
 
@@ -106,42 +121,74 @@ def sign_side(values) -> str:
 
 
 def _paired(df, method):
-    """(units × n) matrices per μ of the normalized transferability of ``method``: dict μ → (ns, array)."""
+    """Normalized transferability of ``method`` per μ: dict μ → (ns, teacher of each unit, (units × n) array)."""
     keys = ["mu", "n", "teacher", "instance"]
     scratch = df[df.method == "scratch"].set_index(keys).risk_normalized
     other = df[df.method == method].set_index(keys).risk_normalized
     table = (scratch - other.reindex(scratch.index)).unstack("n")
-    return {mu: (np.asarray(part.columns, dtype=float), part.to_numpy()) for mu, part in table.groupby(level="mu")}
+    return {mu: (np.asarray(part.columns, dtype=float), part.index.get_level_values("teacher").to_numpy(),
+                 part.to_numpy()) for mu, part in table.groupby(level="mu")}
 
 
-def _sign_with_interval(ns, units, rng):
-    """Sign change of the unit mean and its bootstrap 95% interval (resamples with a sign change)."""
+def clustered_mean_se(teachers, values):
+    """(mean, SE) over units clustered by teacher, along axis 0: the SE of the mean of the per-teacher means.
+
+    Units of one teacher share its pretrained student and ‖P⊥ f_t*‖², so they are not independent; the per-teacher
+    means are. With equally many data sets per teacher the mean equals the unit mean. SE NaN for one teacher.
+    """
+    values = np.asarray(values, dtype=float)
+    labels = np.unique(teachers)
+    means = np.stack([values[teachers == t].mean(axis=0) for t in labels])
+    se = means.std(axis=0, ddof=1) / np.sqrt(labels.size) if labels.size > 1 else np.full(means.shape[1:], np.nan)
+    return means.mean(axis=0), se
+
+
+def _cluster_resample(groups, rng):
+    """Unit indices of one two-stage bootstrap resample: teachers with replacement, then data sets within each."""
+    picked = rng.integers(0, len(groups), size=len(groups))
+    return np.concatenate([groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
+
+
+def _censored_sign_change(ns, values):
+    """:func:`sign_change`, with a missing change counted as ns[0] (below the range) or ns[−1] (above it)."""
+    found = sign_change(ns, values)
+    if np.isfinite(found):
+        return found, True
+    return (float(ns[0]) if sign_side(values) == "below" else float(ns[-1])), False
+
+
+def _sign_with_interval(ns, teachers, units, rng):
+    """Sign change of the unit mean, its teacher-clustered bootstrap 95% interval (censored resamples included) and
+    the fraction of resamples with a sign change in the n range."""
     point = sign_change(ns, units.mean(axis=0))
-    picks = rng.integers(0, units.shape[0], size=(BOOTSTRAP, units.shape[0]))
-    boot = np.array([sign_change(ns, units[p].mean(axis=0)) for p in picks])
-    boot = boot[np.isfinite(boot)]
-    lo, hi = (np.quantile(boot, [0.025, 0.975]) if boot.size else (np.nan, np.nan))
-    return point, float(lo), float(hi)
+    groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
+    boot = [_censored_sign_change(ns, units[_cluster_resample(groups, rng)].mean(axis=0)) for _ in range(BOOTSTRAP)]
+    values, found = np.array([b[0] for b in boot]), np.array([b[1] for b in boot])
+    lo, hi = np.quantile(values, [0.025, 0.975])
+    return point, float(lo), float(hi), float(found.mean())
 
 
 def summarize(df, seed=0):
     """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment."""
-    by = df.groupby(["method", "mu", "n"]).risk
-    mean, se = by.mean(), by.sem()
+    per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
+    mean, se = per_teacher.mean(), per_teacher.sem()
+    converged = df.groupby(["method", "mu", "n"]).converged.mean()
     paired = {m: _paired(df, m) for m in TRANSFER_METHODS}
     mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
-    scratch = df[(df.method == "scratch") & (df.mu == mus[0])]
-    fit = power_law_fit(np.asarray(ns, dtype=float), scratch.groupby("n").risk.mean().to_numpy())
+    fit = power_law_fit(np.asarray(ns, dtype=float), np.array([mean["scratch", mus[0], n] for n in ns]))
     rows = []
     for mu in mus:
+        _, teachers, linear = paired["linear"][mu]
+        transfer, transfer_se = clustered_mean_se(teachers, linear)
+        minnorm = paired["linear_minnorm"][mu][2].mean(axis=0)
+        pperp = df[(df.method == "linear") & (df.mu == mu)].groupby("n").pperp.mean()
         for j, n in enumerate(ns):
-            lin, mn = paired["linear"][mu][1][:, j], paired["linear_minnorm"][mu][1][:, j]
-            part = df[(df.mu == mu) & (df.n == n)]
             rows.append(dict(mu=mu, n=n, scratch_risk=mean["scratch", mu, n], scratch_risk_se=se["scratch", mu, n],
                              linear_risk=mean["linear", mu, n], minnorm_risk=mean["linear_minnorm", mu, n],
-                             transferability=lin.mean(), transferability_se=lin.std(ddof=1) / np.sqrt(lin.size),
-                             transferability_minnorm=mn.mean(), pperp=part[part.method == "linear"].pperp.mean(),
-                             converged=part[part.method == "scratch"].converged.mean(), runs=lin.size))
+                             transferability=transfer[j], transferability_se=transfer_se[j],
+                             transferability_minnorm=minnorm[j], pperp=pperp[n],
+                             converged_scratch=converged["scratch", mu, n], converged_linear=converged["linear", mu, n],
+                             runs=linear.shape[0]))
     return pd.DataFrame(rows, columns=list(COLUMNS)), _boundary(df, mus, paired, fit, seed), fit
 
 
@@ -159,27 +206,25 @@ def _boundary(df, mus, paired, fit, seed):
         row = dict(mu=mu, pperp=pperp, pperp_se=pperp_se, pperp_fraction=fraction.mean(),
                    pperp_fraction_se=fraction.sem() if len(teachers) > 1 else 0.0,
                    pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se,
-                   n_c_largest_n=fit.boundary(reached)[0])
+                   n_c_largest_n=fit.boundary(reached)[0], pretrain_status=status_counts(teachers.status),
+                   pretrain_loss_ratio=float((teachers.loss / teachers.initial_loss).max()))
         for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
-            ns, units = paired[method][mu]
-            row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"] = _sign_with_interval(ns, units,
-                                                                                                          rng)
+            ns, unit_teachers, units = paired[method][mu]
+            (row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"],
+             row[f"n_sign_{tag}_found"]) = _sign_with_interval(ns, unit_teachers, units, rng)
             if tag == "linear":
                 row["n_sign_linear_side"] = sign_side(units.mean(axis=0))
         rows.append(row)
     return pd.DataFrame(rows, columns=list(BOUNDARY_COLUMNS))
 
 
-def gram_panels(d, m, m_star, mu, seed, pretrain_max_time):
-    """(K_student, K_source) on GRAM_PROBES Gaussian probes (sorted by the source teacher's output) for the
-    experiment's first teacher (key (0, 0)) at μ, with its own ablation and pretraining draws (host arrays)."""
-    W_t, c_t = random_teacher(m_star, d, draw_generator(seed, 0, 0))
-    source = ablated_teacher(W_t, c_t, mu, draw_generator(seed, 5))
-    pre = pretrain_source(source.W[None], source.c[None], m, draw_generator(seed, 6), max_time=pretrain_max_time)
+def gram_panels(student, source, d, seed):
+    """(K_student, K_source) on GRAM_PROBES Gaussian probes (key (7,), sorted by the source teacher's output) of a
+    pretrained student's rows and its source teacher (W, c): host arrays."""
     probes = draw_generator(seed, 7).standard_normal((GRAM_PROBES, d))
-    order = np.argsort(np.maximum(probes @ source.W.T, 0.0) @ source.c)
-    probes = probes[order]
-    return np.asarray(to_host(feature_kernel(pre.W[0], probes))), feature_kernel(source.W, probes)
+    W_source, c_source = source
+    probes = probes[np.argsort(np.maximum(probes @ W_source.T, 0.0) @ c_source)]
+    return np.asarray(to_host(feature_kernel(student, probes))), feature_kernel(W_source, probes)
 
 
 def plot(grams, grid, boundary, fit, gram_mu):
@@ -240,23 +285,28 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
                                  pretrain_max_time=pretrain_max_time, backend=backend)
     grid, boundary, fit = summarize(df, seed)
     gram_mu = float(mus[len(mus) // 2])
-    grams = gram_panels(d, m, m_star, gram_mu, seed, pretrain_max_time)
+    student = df.attrs["students"][gram_mu]  # the experiment's first teacher at the middle μ (panels a, b)
+    grams = gram_panels(student.W[0], (student.W_source[0], student.c_source[0]), d, seed)
     kernel_gap = float(np.linalg.norm(grams[0] - grams[1]) / np.linalg.norm(grams[1]))
+    pre = pd.DataFrame(df.attrs["pretrain"])
     lines = [f"FaF Fig. 4 at d = {d}, m = {m}, m* = {m_star}: {teachers} teachers × {instances} data sets, "
              f"n ∈ {list(ns)}, μ ∈ {list(mus)}",
-             f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g}: {kernel_gap:.3f}",
+             f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g} (teacher 0): {kernel_gap:.3f}",
              f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
-             f"scratch flows converged (FaF's rule or gtol) within t = {max_time:g}: "
-             f"{df[df.method == 'scratch'].converged.mean():.0%}",
-             "row statuses (diverged rows would make their means NaN, not be dropped): "
-             + ", ".join(f"{k} {v}" for k, v in df.status.value_counts().items())]
+             f"pretraining flows (t ≤ {pretrain_max_time:g}): {status_counts(pre.status)}; loss/initial ≤ "
+             f"{(pre.loss / pre.initial_loss).max():.2g}",
+             *(f"{method} flows converged (FaF's rule or gtol) within t = {max_time:g}: "
+               f"{df[df.method == method].converged.mean():.0%} ({status_counts(df[df.method == method].status)})"
+               for method in ("scratch", "linear")),
+             "unconverged flows (max_time) are averaged in as they stand; diverged rows would make their means NaN"]
     for row in boundary.itertuples():
         found = (f"{row.n_sign_linear:.3g}" if not row.n_sign_linear_side
                  else f"{row.n_sign_linear_side} the n range")
         lines.append(f"(e) μ = {row.mu:g}: predicted n_c = {row.n_c:.3g} ± {row.n_c_se:.2g}; simulated sign change "
-                     f"{found} (bootstrap 95% [{row.n_sign_linear_lo:.3g}, {row.n_sign_linear_hi:.3g}]) (linear), "
-                     f"{row.n_sign_minnorm:.3g} (kernel interpolation); with the transfer risk reached at the "
-                     f"largest n instead of ‖P⊥‖²: {row.n_c_largest_n:.3g}")
+                     f"{found} (teacher-clustered bootstrap 95% [{row.n_sign_linear_lo:.3g}, "
+                     f"{row.n_sign_linear_hi:.3g}], sign change in {row.n_sign_linear_found:.0%} of resamples) "
+                     f"(linear), {row.n_sign_minnorm:.3g} (kernel interpolation); with the transfer risk reached at "
+                     f"the largest n instead of ‖P⊥‖²: {row.n_c_largest_n:.3g}; pretraining {row.pretrain_status}")
     parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, instances=instances,
                       max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
     return FigureOutput(plot(grams, grid, boundary, fit, gram_mu), grid, COLUMNS, parameters, tuple(lines),
@@ -318,6 +368,13 @@ def main(argv=None):
             size[key] = tuple(getattr(args, key)) if key in ("mus", "ns") else getattr(args, key)
     if list(size["ns"]) != sorted(set(size["ns"])) or len(size["ns"]) < 3:
         parser.error("--ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them)")
+    if len(set(size["mus"])) != len(size["mus"]):
+        parser.error("--mus must not repeat a value")
+    for mu in size["mus"]:
+        try:
+            dropped_count(mu, size["m_star"])
+        except ValueError as err:
+            parser.error(f"--mus {mu:g} with --m-star {size['m_star']}: {err}")
     size.update(max_time=args.max_time, pretrain_max_time=args.max_time)
     timer = cli.Timer()
     backend = cli.resolve_backend(args.backend)

@@ -14,7 +14,6 @@ docs/relu.md documents the model, the derivations and what is measured.
 """
 from .network import (
     INIT_OUTPUT_SCALE,
-    STATUSES,
     FlowReport,
     feature_kernel,
     features,
@@ -22,11 +21,21 @@ from .network import (
     network_output,
     paper_init,
     sphere_flow,
+    target_norm_sq,
     target_variance,
     teacher_samples,
 )
 from .pretraining import PretrainResult, pretrain_source
-from .experiment import COLUMNS, METHODS, ROW_KEYS, draw_generator, run_transfer_experiment
+from .experiment import (
+    COLUMNS,
+    METHODS,
+    ROW_KEYS,
+    STATUSES,
+    PretrainedStudents,
+    draw_generator,
+    run_transfer_experiment,
+    status_counts,
+)
 from .target_training import (
     LinearFlow,
     empirical_loss_and_gradients,
@@ -38,10 +47,11 @@ from .target_training import (
 )
 
 __all__ = [
-    "INIT_OUTPUT_SCALE", "STATUSES", "FlowReport", "feature_kernel", "features", "kernel_distance",
-    "network_output", "paper_init", "sphere_flow", "target_variance", "teacher_samples",
+    "INIT_OUTPUT_SCALE", "FlowReport", "feature_kernel", "features", "kernel_distance",
+    "network_output", "paper_init", "sphere_flow", "target_norm_sq", "target_variance", "teacher_samples",
     "PretrainResult", "pretrain_source",
     "LinearFlow", "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "linear_transfer_flow",
     "scratch_training", "train_on_samples",
-    "COLUMNS", "METHODS", "ROW_KEYS", "draw_generator", "run_transfer_experiment",
+    "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "draw_generator", "run_transfer_experiment",
+    "status_counts",
 ]

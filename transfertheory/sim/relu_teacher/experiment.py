@@ -30,11 +30,13 @@ from ..._validation import Interval
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
-from .network import LOSS_TOL, M, MAX_TIME, RTOL, paper_init, target_variance
+from ..integrator import STATUSES as FLOW_STATUSES
+from .network import LOSS_TOL, M, MAX_TIME, RTOL, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import pretrain_source
 from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples
 
-__all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "draw_generator"]
+__all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
+           "draw_generator", "status_counts"]
 
 METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
@@ -44,6 +46,13 @@ COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_var
 _TEACHERS = P.Param("teachers", Interval(1, np.inf, "left"), integer=True, description="target teachers drawn")
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
+#: the table's statuses: the integrator's (``loss_tol``: FaF's rule) and ``exact`` (``linear_minnorm``)
+STATUSES = tuple(FLOW_STATUSES) + (_EXACT,)
+
+
+def status_counts(statuses) -> str:
+    """"max_time 5, loss_tol 1": how many flows ended with each status, most frequent first (summaries)."""
+    return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
 
 
 def draw_generator(seed, *key) -> np.random.Generator:
@@ -69,10 +78,29 @@ class _Plan:
     pretrain_flow: dict
 
 
+@dataclass(frozen=True, eq=False)
+class PretrainedStudents:
+    """Host arrays of the students pretrained at one μ and of their source teachers (batch axis = teacher).
+
+    A read-only record kept in ``df.attrs["students"]``: compared by identity and not duplicated by ``deepcopy``
+    (pandas copies a table's attrs on every operation and compares them when joining).
+    """
+
+    W: np.ndarray  #: (teachers, m, d) pretrained rows
+    c: np.ndarray  #: (teachers, m) pretrained output weights
+    W_source: np.ndarray  #: (teachers, m* − round(μm*), d) source-teacher rows
+    c_source: np.ndarray  #: (teachers, m* − round(μm*)) source-teacher output weights
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 def _values(param: P.Param, value, name) -> tuple:
     arr = np.atleast_1d(param.check(value, name))
     if arr.size == 0 or arr.ndim != 1:
         raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
+    if np.unique(arr).size != arr.size:
+        raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
     return tuple(arr.tolist())
 
 
@@ -110,7 +138,7 @@ def _teachers(plan: _Plan, xp):
 
 
 def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
-    """Students pretrained on the μ-ablated source of every teacher, and their table rows."""
+    """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
     sources = [ablated_teacher(W_t[t], c_t[t], mu, draw_generator(plan.seed, 1, _mu_key(mu), t))
                for t in range(plan.teachers)]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
@@ -121,7 +149,7 @@ def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
                               converged=pre.converged, status=pre.status, t_final=pre.t_final, steps=pre.steps,
                               grad_norm=pre.grad_norm, norm_drift=pre.norm_drift, pperp=pperp,
                               pperp_source=pperp_source))
-    return pre, table
+    return pre, table, PretrainedStudents(*(np.asarray(to_host(a)) for a in (pre.W, pre.c, W_s, c_s)))
 
 
 def _samples(plan: _Plan, W_t, c_t, n, xp):
@@ -130,8 +158,7 @@ def _samples(plan: _Plan, W_t, c_t, n, xp):
                   for t in range(plan.teachers) for i in range(plan.instances)])
     X = to_device(X, xp)
     W_rep, c_rep = (xp.repeat(a, plan.instances, axis=0) for a in (W_t, c_t))
-    y = (xp.maximum(X @ xp.swapaxes(W_rep, -1, -2), 0.0) @ c_rep[..., None])[..., 0] / plan.m_star
-    return X, y, W_rep, c_rep
+    return X, network_output(W_rep, c_rep, X), W_rep, c_rep
 
 
 def _scratch_init(plan: _Plan, n, xp):
@@ -147,7 +174,7 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
     risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
     count = plan.teachers * plan.instances
     if flow is _EXACT:
-        conv = dict(converged=True, status="exact", t_final=np.nan, steps=0, grad_norm=np.nan, loss=np.nan,
+        conv = dict(converged=True, status=_EXACT, t_final=np.nan, steps=0, grad_norm=np.nan, loss=np.nan,
                     norm_drift=np.nan)
     else:
         conv = dict(converged=flow.converged, status=flow.status, t_final=flow.t_final,
@@ -167,7 +194,7 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
         flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, **plan.target_flow)
         out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow,
                       pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
-    for mu, (pre, table) in pretrained.items():
+    for mu, (pre, table, _) in pretrained.items():
         W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
         pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
                      pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
@@ -193,13 +220,13 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     ----------
     d, m, m_star : int ≥ 1
         Input dimension, student width, target-teacher width (FaF App. D.2: 100, 1000, 100).
-    mus : sequence of floats in [0, 1)
+    mus : sequence of distinct floats in [0, 1)
         Fractions of the teacher's neurons the source lacks (round(μm*) ≤ m* − 1).
-    ns : sequence of ints ≥ 1
+    ns : sequence of distinct ints ≥ 1
         Target sample sizes.
     teachers, instances : int ≥ 1
         Target teachers, and data sets (with scratch initializations) per teacher and n.
-    methods : subset of ("scratch", "linear", "finetune")
+    methods : non-empty subset of :data:`METHODS` ("scratch", "linear", "linear_minnorm", "finetune")
     seed : int ≥ 0
     output : "ones" or "normal"
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
@@ -220,16 +247,15 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         on the pretrained student's features (FaF Eq. 21; NaN for scratch), ``pperp_source`` = the same on the
         source teacher's features, and the convergence columns (``linear``: ``steps`` 0, ``norm_drift`` NaN;
         ``linear_minnorm``: status ``exact``). ``df.attrs["pretrain"]``: one row per (μ, teacher) of the
-        pretraining flows (loss, status, t_final, steps, grad_norm, norm_drift, pperp, pperp_source);
-        ``df.attrs`` also holds the backend and settings.
+        pretraining flows (loss, initial_loss, converged, status, t_final, steps, grad_norm, norm_drift, pperp,
+        pperp_source); ``df.attrs["students"]``: μ → :class:`PretrainedStudents` (host arrays of the pretrained
+        students and their source teachers); ``df.attrs`` also holds the backend and settings.
     """
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
                  rtol, loss_tol)
     xp = resolve_backend(backend)
     W_t, c_t = _teachers(plan, xp)
-    zero = xp.zeros(c_t.shape[:-1] + (1,), dtype=c_t.dtype)
-    norms = {"target_variance": target_variance(W_t, c_t),
-             "target_norm_sq": 2 * population_loss(W_t[..., :1, :], zero, W_t, c_t)}  # ‖f_t*‖² = 2 L(0)
+    norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
     pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
@@ -237,6 +263,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow,
                     pretrain_flow=plan.pretrain_flow,
-                    pretrain=pd.concat([t for _, t in pretrained.values()], ignore_index=True).to_dict("list")
-                    if pretrained else {})
+                    pretrain=pd.concat([p[1] for p in pretrained.values()], ignore_index=True).to_dict("list")
+                    if pretrained else {},
+                    students={mu: p[2] for mu, p in pretrained.items()})
     return df

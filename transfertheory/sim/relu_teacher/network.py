@@ -28,16 +28,13 @@ from ..._validation import Interval
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss
 from ...theory.relu.teachers import random_teacher
-from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import integrate_gradient_flow
 
-__all__ = ["INIT_OUTPUT_SCALE", "STATUSES", "FlowReport", "paper_init", "sphere_flow", "features", "network_output",
-           "feature_kernel", "kernel_distance", "teacher_samples", "target_variance", "M", "MAX_TIME", "GTOL",
-           "LOSS_TOL", "RTOL"]
+__all__ = ["INIT_OUTPUT_SCALE", "FlowReport", "paper_init", "sphere_flow", "features", "network_output",
+           "feature_kernel", "kernel_distance", "teacher_samples", "target_norm_sq", "target_variance", "M", "MAX_TIME",
+           "GTOL", "LOSS_TOL", "RTOL"]
 
 INIT_OUTPUT_SCALE = 1e-7  #: FaF App. D.2 output-weight initialization
-#: the integrator's statuses (``loss_tol``: stopped by FaF's rule loss ≤ loss_tol)
-STATUSES = FLOW_STATUSES
 
 M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m of the student")
 MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
@@ -146,15 +143,18 @@ def teacher_samples(W_star, c_star, n, rng):
     return X, network_output(W_star, c_star, X)
 
 
+def target_norm_sq(W_star, c_star):
+    """‖f*‖² = E f*(x)², x ~ N(0, I_d), exactly: twice the population loss of the zero network (arc-cosine kernel)."""
+    xp = get_backend(W_star, c_star)
+    zero = xp.zeros(W_star.shape[:-2] + (1,), dtype=W_star.dtype)
+    return 2 * population_loss(xp.ones_like(W_star[..., :1, :]), zero, W_star, c_star)
+
+
 def target_variance(W_star, c_star):
     r"""Var f*(x), x ~ N(0, I_d), exactly: ‖f*‖² − (E f*)² with E σ(wᵀx) = ‖w‖/√(2π).
 
-    ‖f*‖² = 2·L(0) is the population loss of the zero network (arc-cosine kernel). FaF Fig. 4e
-    normalizes the transferability by this "variance in the target data".
+    FaF Fig. 4e normalizes the transferability by this "variance in the target data".
     """
     xp = get_backend(W_star, c_star)
-    m_star = W_star.shape[-2]
-    mean = (xp.linalg.norm(W_star, axis=-1) * c_star).sum(axis=-1) / (m_star * np.sqrt(2 * np.pi))
-    zero = xp.zeros(W_star.shape[:-2] + (1,), dtype=W_star.dtype)
-    second_moment = 2 * population_loss(xp.ones_like(W_star[..., :1, :]), zero, W_star, c_star)
-    return second_moment - mean * mean
+    mean = (xp.linalg.norm(W_star, axis=-1) * c_star).sum(axis=-1) / (W_star.shape[-2] * np.sqrt(2 * np.pi))
+    return target_norm_sq(W_star, c_star) - mean * mean
