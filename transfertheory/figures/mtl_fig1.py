@@ -10,7 +10,12 @@ the SD over runs of the per-run mean.
 
 Panels, each for both expressions of Φ′_ANIL — the derivation's (App. Eqs. 61, 66) and the Lemma statement's
 (docs/mtl.md, erratum ``erratum-mtl-phi-prime-anil``): (a) against L at λτ = 0 (log–log, with the fitted exponent
-over the deepest half of the depths; Theorem 1: O(1/L)); (b) against λτ at L = 10.
+over the deepest half of the depths; Theorem 1: O(1/L)); (b) against λτ at L = 10. The inner-loop λτ cancels from
+Eq. 16 (docs/mtl.md, "The inner-loop length λτ cancels from F_ANIL"), so panel (b) varies with the test-time
+λτ̂ = λτ only.
+
+All test tasks of a data set are evaluated at once (:class:`~transfertheory.theory.mtl.TestTaskBatch`) and its
+Grams computed once per depth (``benchmarks/bench_mtl_fig1.py``).
 """
 from __future__ import annotations
 
