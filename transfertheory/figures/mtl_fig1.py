@@ -106,7 +106,7 @@ def plot(table):
         axes[1].errorbar(part["lam_tau"], part["gap_mean"], yerr=part["gap_run_sd"], fmt=marker,
                          label=f"Φ′_ANIL: {variant}")
     axes[1].set(xlabel="λτ = λτ̂", ylabel="‖F_ANIL − F_MTL‖₂",
-                title=f"(b) against λτ, L = {int(lam['depth'].iloc[0])}")
+                title=f"(b) against λτ, L = {int(lam['depth'].iloc[0])} (F_ANIL depends on λτ̂ only)")
     axes[1].legend(fontsize=8)
     runs, tests = int(table["runs"].iloc[0]), int(table["test_tasks"].iloc[0])
     fig.suptitle(f"MTL Fig. 1 (infinite width): mean over {tests} test tasks × {runs} runs, MTL §5.1 tasks")
