@@ -102,3 +102,13 @@ def test_ntk_two_layer_benchmark_quick(tmp_path):
     assert out.stdout.count("ratio GD/trainer") == 2 and path.read_text().startswith("width,")
     bad = _run("--widths", "3", script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
     assert bad.returncode == 2
+
+
+def test_bench_mtl_fig1_quick_batched_equals_the_loop():
+    script = os.path.join(ROOT, "benchmarks", "bench_mtl_fig1.py")
+    out = _run("--quick", script=script)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "smoke run: no speed verdict" in out.stdout
+    row = [line for line in out.stdout.splitlines() if line.startswith("| 2 |")]
+    assert len(row) == 1 and float(row[0].split("|")[-2]) < 1e-12
+    assert _run("--test-tasks", "0", script=script).returncode == 2

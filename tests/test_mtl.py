@@ -103,6 +103,16 @@ def test_the_array_module_follows_the_inputs(array_backend):
         assert backend.get_backend(ours) is xp
         np.testing.assert_allclose(backend.to_host(ours), ref, rtol=1e-10, atol=1e-12)
     assert MTL.kernel_inverse_gap(dev) == pytest.approx(MTL.kernel_inverse_gap(tk), rel=1e-10)
+    problem = MTL.synthetic_problem(np.random.default_rng(3), tasks=3, n=2, test_tasks=3, n_support=2, n_query=2)
+    nngp, ntk = MTL.ReluNetwork(2).kernels(problem.points())
+    batch = problem.test_task_batch(xp.asarray(nngp), xp.asarray(ntk))
+    dev_labels = [xp.asarray(y) for y in problem.labels]
+    for variant in MTL.ANIL_VARIANTS:
+        ours = MTL.anil_predictions(batch, dev_labels, xp.asarray(np.stack(problem.support_labels)), 0.2, 0.3, variant)
+        assert backend.get_backend(ours) is xp
+        ref = MTL.anil_predictions(problem.test_task_batch(nngp, ntk), problem.labels,
+                                   np.stack(problem.support_labels), 0.2, 0.3, variant)
+        np.testing.assert_allclose(backend.to_host(ours), ref, rtol=1e-10, atol=1e-12)
 
 
 def test_synthetic_problem_has_the_paper_shapes_and_standardized_inputs():
@@ -157,3 +167,62 @@ def test_mtl_fig1_table_matches_direct_predictions():
     direct_other = mtl_fig1.run_gaps(MTL.synthetic_problem(np.random.default_rng([0, 1]), test_tasks=2), 2, 0.0)
     expected = np.mean([direct["derivation"], direct_other["derivation"]])
     assert float(first["gap_mean"].iloc[0]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_matrix_functions_of_a_stack_equal_those_of_each_matrix():
+    a = np.random.default_rng(4).standard_normal((5, 4, 6))
+    stack = a @ a.swapaxes(1, 2) / 4
+    for fn in (MTL.symmetric_exp, MTL.adaptation_operator):
+        batched = fn(stack, 0.7)
+        np.testing.assert_allclose(batched, [fn(k, 0.7) for k in stack], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("lam_tau", [0.0, 0.1, 0.5, 2.0])
+def test_batched_test_tasks_equal_the_per_task_predictions(lam_tau):
+    """TestTaskBatch (every test task at once) against TaskKernels sliced per test task, all three predictors."""
+    problem = MTL.synthetic_problem(np.random.default_rng(6), tasks=4, n=3, test_tasks=5, n_support=3, n_query=4)
+    nngp, ntk = MTL.ReluNetwork(4).kernels(problem.points())
+    batch = problem.test_task_batch(nngp, ntk)
+    support_labels = np.stack(problem.support_labels)
+    batched = {"mtl": MTL.mtl_predictions(batch, problem.labels, support_labels, lam_tau)}
+    for variant in MTL.ANIL_VARIANTS:
+        batched[variant] = MTL.anil_predictions(batch, problem.labels, support_labels, lam_tau, lam_tau, variant)
+    for test in range(5):
+        tk = problem.test_task_kernels(nngp, ntk, test)
+        y_support = problem.support_labels[test]
+        single = {"mtl": MTL.mtl_predictions(tk, problem.labels, y_support, lam_tau)}
+        for variant in MTL.ANIL_VARIANTS:
+            single[variant] = MTL.anil_predictions(tk, problem.labels, y_support, lam_tau, lam_tau, variant)
+        for name, value in single.items():
+            assert batched[name].shape == (5, 4, 1)
+            np.testing.assert_allclose(batched[name][test], value, rtol=1e-12, atol=1e-12 * np.abs(value).max())
+    assert MTL.anil_test_kernel(batch, 0.2, lam_tau).shape == MTL.mtl_test_kernel(batch, lam_tau).shape == (5, 4, 12)
+
+
+@pytest.mark.parametrize("lam_tau", [0.0, 0.1, 0.5, 1.0])
+@pytest.mark.parametrize("variant", MTL.ANIL_VARIANTS)
+def test_anil_predictions_equal_the_literal_eq16(lam_tau, variant):
+    """F_ANIL = G_τ̂ + Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ] assembled literally (a dense solve with Φ_ANIL = DΘD, G_τ by
+    expm) equals anil_predictions (which cancels D) within the literal form's rounding, ε·cond(Φ_ANIL)."""
+    sets, _, _, tk, labels, y_support = _data(tasks=3, n=3)
+    k = tk.block("nngp", "train", "train")
+    decay = scipy.linalg.block_diag(*(scipy.linalg.expm(-lam_tau * k[s, s]) for s in tk.task_slices()))
+    y = np.concatenate(labels)
+    phi_anil = MTL.anil_kernel(tk, lam_tau)
+    g_train = y - decay @ y
+    g_test = MTL.adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
+                                 y_support, 0.3)
+    literal = g_test + MTL.anil_test_kernel(tk, lam_tau, 0.3, variant) @ np.linalg.solve(phi_anil, y - g_train)
+    ours = MTL.anil_predictions(tk, labels, y_support, lam_tau, 0.3, variant)
+    tol = 100 * np.finfo(float).eps * np.linalg.cond(phi_anil) * np.abs(literal).max()
+    np.testing.assert_allclose(ours, literal, rtol=0, atol=tol)
+
+
+def test_test_task_batch_needs_equal_test_task_sizes():
+    problem = MTL.synthetic_problem(np.random.default_rng(2), tasks=2, n=3, test_tasks=2, n_support=2, n_query=3)
+    uneven = MTL.FewShotProblem(problem.tasks, problem.labels, (problem.support[0], problem.support[1][:1]),
+                                (problem.support_labels[0], problem.support_labels[1][:1]), problem.query,
+                                problem.query_labels)
+    nngp, ntk = MTL.ReluNetwork(2).kernels(uneven.points())
+    with pytest.raises(ValueError, match="test tasks must have equal sizes"):
+        uneven.test_task_batch(nngp, ntk)

@@ -10,7 +10,12 @@ the SD over runs of the per-run mean.
 
 Panels, each for both expressions of Φ′_ANIL — the derivation's (App. Eqs. 61, 66) and the Lemma statement's
 (docs/mtl.md, erratum ``erratum-mtl-phi-prime-anil``): (a) against L at λτ = 0 (log–log, with the fitted exponent
-over the deepest half of the depths; Theorem 1: O(1/L)); (b) against λτ at L = 10.
+over the deepest half of the depths; Theorem 1: O(1/L)); (b) against λτ at L = 10. The inner-loop λτ cancels from
+Eq. 16 (docs/mtl.md, "The inner-loop length λτ cancels from F_ANIL"), so panel (b) varies with the test-time
+λτ̂ = λτ only.
+
+All test tasks of a data set are evaluated at once (:class:`~transfertheory.theory.mtl.TestTaskBatch`) and its
+Grams computed once per depth (``benchmarks/bench_mtl_fig1.py``).
 """
 from __future__ import annotations
 
@@ -34,22 +39,20 @@ COLUMNS = {
 }
 
 
-def run_gaps(problem, depth, lam_tau, variants=MTL.ANIL_VARIANTS):
-    """{variant: array (test tasks,) of ‖F_ANIL − F_MTL‖₂} on one data set at depth L, λτ = λτ̂ = ``lam_tau``;
-    the Grams are computed once over all points of the data set."""
-    nngp, ntk = MTL.ReluNetwork(int(depth)).kernels(problem.points())
-    gaps = {variant: [] for variant in variants}
-    for test in range(len(problem.support)):
-        tk = problem.test_task_kernels(nngp, ntk, test)
-        f_mtl = MTL.mtl_predictions(tk, problem.labels, problem.support_labels[test], lam_tau)
-        for variant in variants:
-            f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[test], lam_tau, lam_tau, variant)
-            gaps[variant].append(float(np.linalg.norm(f_anil - f_mtl)))
-    return {variant: np.array(v) for variant, v in gaps.items()}
+def run_gaps(problem, depth, lam_tau, variants=MTL.ANIL_VARIANTS, grams=None):
+    """{variant: array (test tasks,) of ‖F_ANIL − F_MTL‖₂} on one data set at depth L, λτ = λτ̂ = ``lam_tau``,
+    every test task at once (:meth:`~transfertheory.theory.mtl.FewShotProblem.test_task_batch`); ``grams``: the
+    (NNGP, NTK) Grams over ``problem.points()`` at this depth, computed here if None."""
+    nngp, ntk = grams if grams is not None else MTL.ReluNetwork(int(depth)).kernels(problem.points())
+    batch = problem.test_task_batch(nngp, ntk)
+    support_labels = np.stack(problem.support_labels)
+    f_mtl = MTL.mtl_predictions(batch, problem.labels, support_labels, lam_tau)
+    return {variant: np.linalg.norm(MTL.anil_predictions(batch, problem.labels, support_labels, lam_tau, lam_tau,
+                                                         variant) - f_mtl, axis=(1, 2))
+            for variant in variants}
 
 
-def _rows(problems, panel, depth, lam_tau, variants):
-    per_run = [run_gaps(p, depth, lam_tau, variants) for p in problems]
+def _rows(per_run, panel, depth, lam_tau, variants):
     return [dict(panel=panel, depth=depth, lam_tau=lam_tau, variant=variant,
                  gap_mean=float(np.mean([g[variant] for g in per_run])),
                  gap_run_sd=float(np.std([g[variant].mean() for g in per_run], ddof=1)) if len(per_run) > 1 else 0.0,
@@ -58,13 +61,19 @@ def _rows(problems, panel, depth, lam_tau, variants):
 
 def gap_table(depths, lam_taus, runs=5, test_tasks=20, panel_depth=10, seed=0):
     """The figure's data (:data:`COLUMNS`), both Φ′_ANIL expressions (at λτ̂ = 0 they still differ, by
-    K(X, 𝒳)): panel (a) over ``depths`` at λτ = 0, panel (b) over ``lam_taus`` at L = ``panel_depth``."""
-    problems = [MTL.synthetic_problem(np.random.default_rng([seed, run]), test_tasks=test_tasks) for run in range(runs)]
-    rows = []
-    for depth in depths:
-        rows += _rows(problems, "depth", int(depth), 0.0, MTL.ANIL_VARIANTS)
-    for lam_tau in lam_taus:
-        rows += _rows(problems, "lam_tau", int(panel_depth), float(lam_tau), MTL.ANIL_VARIANTS)
+    K(X, 𝒳)): panel (a) over ``depths`` at λτ = 0, panel (b) over ``lam_taus`` at L = ``panel_depth``. The Grams
+    of a data set are computed once per depth."""
+    points = [(0.0, "depth", int(depth)) for depth in depths] + [(float(lt), "lam_tau", int(panel_depth))
+                                                                for lt in lam_taus]
+    per_run = {point: [] for point in points}
+    for run in range(runs):
+        problem = MTL.synthetic_problem(np.random.default_rng([seed, run]), test_tasks=test_tasks)
+        for depth in sorted({depth for _, _, depth in points}):
+            grams = MTL.ReluNetwork(depth).kernels(problem.points())
+            for point in (p for p in points if p[2] == depth):
+                per_run[point].append(run_gaps(problem, depth, point[0], MTL.ANIL_VARIANTS, grams))
+    rows = [row for (lam_tau, panel, depth), gaps in per_run.items()
+            for row in _rows(gaps, panel, depth, lam_tau, MTL.ANIL_VARIANTS)]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -97,7 +106,7 @@ def plot(table):
         axes[1].errorbar(part["lam_tau"], part["gap_mean"], yerr=part["gap_run_sd"], fmt=marker,
                          label=f"Φ′_ANIL: {variant}")
     axes[1].set(xlabel="λτ = λτ̂", ylabel="‖F_ANIL − F_MTL‖₂",
-                title=f"(b) against λτ, L = {int(lam['depth'].iloc[0])}")
+                title=f"(b) against λτ, L = {int(lam['depth'].iloc[0])} (F_ANIL depends on λτ̂ only)")
     axes[1].legend(fontsize=8)
     runs, tests = int(table["runs"].iloc[0]), int(table["test_tasks"].iloc[0])
     fig.suptitle(f"MTL Fig. 1 (infinite width): mean over {tests} test tasks × {runs} runs, MTL §5.1 tasks")

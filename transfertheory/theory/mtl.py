@@ -42,7 +42,7 @@ from ..backend import array_module_of, to_host
 from ..params import Param
 from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
-__all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "task_kernels", "symmetric_exp",
+__all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
            "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap", "FewShotProblem",
            "synthetic_task", "synthetic_problem"]
@@ -70,8 +70,30 @@ class ReluNetwork:
         return relu_kernels(x, y, depth=self.depth, w_std=self.w_std, b_std=self.b_std)
 
 
+_SETS = ("train", "support", "query")
+
+
+class _TaskLayout:
+    """Index helpers over the training task sizes ``sizes`` and the ``n_support`` and ``n_query`` of a test task."""
+
+    @property
+    def n_train(self) -> int:
+        return sum(self.sizes)
+
+    def task_slices(self):
+        starts = np.cumsum((0,) + tuple(self.sizes))
+        return [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+    def _edges(self, which):
+        """Row/column range of point set ``which`` ("train", "support", "query") in the stacked [𝒳; X′; X]."""
+        if which not in _SETS:
+            raise ValueError(f"point set must be one of {_SETS}, got {which!r}")
+        start = {"train": 0, "support": self.n_train, "query": self.n_train + self.n_support}[which]
+        return start, start + {"train": self.n_train, "support": self.n_support, "query": self.n_query}[which]
+
+
 @dataclass(frozen=True)
-class TaskKernels:
+class TaskKernels(_TaskLayout):
     """Gram matrices of the training tasks 𝒳 (``train``), the support set X′ and the query set X.
 
     ``nngp``/``ntk`` are over all points stacked as [𝒳; X′; X]; ``sizes`` are the task sizes nᵢ.
@@ -83,20 +105,45 @@ class TaskKernels:
     n_support: int
     n_query: int
 
-    @property
-    def n_train(self) -> int:
-        return sum(self.sizes)
+    #: leading axes of the test-task blocks: none for one test task (:class:`TestTaskBatch`: (B,))
+    batch_shape = ()
 
     def block(self, which, rows, cols):
         """The sub-matrix of ``which`` ("nngp" or "ntk") between two of "train", "support", "query"."""
-        edges = {"train": (0, self.n_train), "support": (self.n_train, self.n_train + self.n_support),
-                 "query": (self.n_train + self.n_support, self.n_train + self.n_support + self.n_query)}
-        (r0, r1), (c0, c1) = edges[rows], edges[cols]
+        (r0, r1), (c0, c1) = self._edges(rows), self._edges(cols)
         return getattr(self, which)[r0:r1, c0:c1]
 
-    def task_slices(self):
-        starts = np.cumsum((0,) + tuple(self.sizes))
-        return [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+@dataclass(frozen=True)
+class TestTaskBatch(_TaskLayout):
+    """The kernels of B test tasks (support and query sets of equal sizes) that share the training tasks.
+
+    :meth:`block` gives the (N, N) blocks between training points and stacked (B, ·, ·) blocks otherwise, so
+    every function of this module that takes a :class:`TaskKernels` evaluates the B test tasks at once
+    (support labels (B, n_support) or (B, n_support, k); predictions (B, n_query, k)). ``train`` holds the
+    (NNGP, NTK) Grams of 𝒳; ``tests`` the (NNGP, NTK) rows of each test task's [X′; X] against its own
+    [𝒳; X′; X], each of shape (B, n_support + n_query, N + n_support + n_query).
+    """
+
+    train: tuple
+    tests: tuple
+    sizes: tuple
+    n_support: int
+    n_query: int
+
+    @property
+    def batch_shape(self):
+        return tuple(self.tests[0].shape[:-2])
+
+    def block(self, which, rows, cols):
+        """Like :meth:`TaskKernels.block`; (B, ·, ·) unless both sets are "train"."""
+        index = ("nngp", "ntk").index(which)
+        if rows == cols == "train":
+            return self.train[index]
+        if rows == "train":
+            return self.block(which, cols, rows).swapaxes(-1, -2)
+        (r0, r1), (c0, c1) = self._edges(rows), self._edges(cols)
+        return self.tests[index][..., r0 - self.n_train:r1 - self.n_train, c0:c1]
 
 
 def _stack(arrays, name):
@@ -123,25 +170,31 @@ def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
 
 
 def _eigh(a):
+    """Eigenvalues (clipped at 0) and eigenvectors of a symmetric PSD matrix or a stack (..., n, n) of them."""
     xp = array_module_of(a)
-    mu, v = xp.linalg.eigh((a + a.T) / 2)
+    mu, v = xp.linalg.eigh((a + a.swapaxes(-1, -2)) / 2)
     return xp, xp.maximum(mu, 0.0), v
 
 
+def _spectral(v, weights):
+    """V diag(weights) Vᵀ, stacked over leading axes."""
+    return (v * weights[..., None, :]) @ v.swapaxes(-1, -2)
+
+
 def symmetric_exp(k, lam_tau):
-    """e^{−λτ·K} of a symmetric PSD matrix K by its eigendecomposition."""
+    """e^{−λτ·K} of a symmetric PSD matrix K (or of each in a stack (..., n, n)) by its eigendecomposition."""
     lam_tau = LAM_TAU.scalar(lam_tau)
     xp, mu, v = _eigh(k)
-    return (v * xp.exp(-lam_tau * mu)) @ v.T
+    return _spectral(v, xp.exp(-lam_tau * mu))
 
 
 def adaptation_operator(k, lam_tau):
-    """T = K⁻¹(I − e^{−λτK}) (MTL Eq. 17) as V diag((1 − e^{−λτμ})/μ) Vᵀ, with the value λτ at μ = 0."""
+    """T = K⁻¹(I − e^{−λτK}) (MTL Eq. 17) as V diag((1 − e^{−λτμ})/μ) Vᵀ, with the value λτ at μ = 0 (stacks
+    (..., n, n) give stacks)."""
     lam_tau = LAM_TAU.scalar(lam_tau)
     xp, mu, v = _eigh(k)
     safe = xp.where(mu > 0, mu, 1.0)
-    weights = xp.where(mu > 0, -xp.expm1(-lam_tau * safe) / safe, lam_tau)
-    return (v * weights) @ v.T
+    return _spectral(v, xp.where(mu > 0, -xp.expm1(-lam_tau * safe) / safe, lam_tau))
 
 
 def adapted_outputs(k_query_support, k_support, y_support, lam_tau):
@@ -150,11 +203,18 @@ def adapted_outputs(k_query_support, k_support, y_support, lam_tau):
 
 
 def _block_diag_map(tk, fn):
-    """blockdiag(fn(K(Xᵢ,Xᵢ))) over the training tasks."""
+    """blockdiag(fn(K(Xᵢ,Xᵢ))) over the training tasks; ``fn`` maps a stack of the blocks at once when the tasks
+    have equal sizes."""
     k = tk.block("nngp", "train", "train")
     xp = array_module_of(k)
     out = xp.zeros_like(k)
-    for s in tk.task_slices():
+    slices = tk.task_slices()
+    if len(set(tk.sizes)) == 1:
+        mapped = fn(xp.stack([k[s, s] for s in slices]))
+        for s, block in zip(slices, mapped):
+            out[s, s] = block
+        return out
+    for s in slices:
         out[s, s] = fn(k[s, s])
     return out
 
@@ -179,17 +239,22 @@ def mtl_test_kernel(tk: TaskKernels, lam_tau_hat):
                                             residual_support, lam_tau_hat)
 
 
+def _anil_test_kernel_undecayed(tk, lam_tau_hat, variant):
+    """Φ̃′ with Φ′_ANIL = Φ̃′·blockdiag(e^{−λτK(Xⱼ,Xⱼ)}): Φ′_MTL (derivation) or Θ(X,𝒳) − K(X,X′)T(X′)Θ(X′,𝒳)."""
+    if variant not in ANIL_VARIANTS:
+        raise ValueError(f"variant must be one of {ANIL_VARIANTS}, got {variant!r}")
+    if variant == "derivation":
+        return mtl_test_kernel(tk, lam_tau_hat)
+    adapted = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
+                              tk.block("ntk", "support", "train"), lam_tau_hat)
+    return tk.block("ntk", "query", "train") - adapted
+
+
 def anil_test_kernel(tk: TaskKernels, lam_tau, lam_tau_hat, variant="derivation"):
     """Φ′_ANIL (n × Nn). ``"derivation"``: Φ′_MTL·blockdiag(e^{−λτK(Xⱼ,Xⱼ)}) (App. Eqs. 61, 66);
     ``"statement"``: block j = [Θ(X,Xⱼ) − K(X,X′)T(X′)Θ(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} (the text of Lemmas 1 and 3)."""
-    if variant not in ANIL_VARIANTS:
-        raise ValueError(f"variant must be one of {ANIL_VARIANTS}, got {variant!r}")
-    d = _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
-    if variant == "derivation":
-        return mtl_test_kernel(tk, lam_tau_hat) @ d
-    adapted = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
-                              tk.block("ntk", "support", "train"), lam_tau_hat)
-    return (tk.block("ntk", "query", "train") - adapted) @ d
+    undecayed = _anil_test_kernel_undecayed(tk, lam_tau_hat, variant)
+    return undecayed @ _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
 
 
 def _solve(a, b, name):
@@ -203,13 +268,13 @@ def _solve(a, b, name):
 
 
 def _labels(tk, labels, support_labels):
-    xp = array_module_of(tk.nngp)
+    xp = array_module_of(tk.block("nngp", "train", "train"))
     y = xp.concatenate([xp.asarray(a, dtype=float).reshape(a.shape[0], -1) for a in labels])
-    y_support = xp.asarray(support_labels, dtype=float).reshape(tk.n_support, -1)
+    y_support = xp.asarray(support_labels, dtype=float).reshape(tk.batch_shape + (tk.n_support, -1))
     if y.shape[0] != tk.n_train or len(labels) != len(tk.sizes) or any(
             a.shape[0] != n for a, n in zip(labels, tk.sizes)):
         raise ValueError(f"labels must hold one array per task with {tk.sizes} rows")
-    if y_support.shape[1] != y.shape[1]:
+    if y_support.shape[-1] != y.shape[1]:
         raise ValueError(f"support_labels must have {y.shape[1]} output columns like labels")
     return y, y_support
 
@@ -223,14 +288,20 @@ def mtl_predictions(tk: TaskKernels, labels, support_labels, lam_tau_hat):
 
 
 def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_hat, variant="derivation"):
-    """F_ANIL = G_τ̂(X,X′,Y′) + Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ(𝒳,𝒳,𝒴)] (MTL Eq. 16), G_τ block i = (I − e^{−λτKᵢᵢ})Yᵢ."""
+    """F_ANIL = G_τ̂(X,X′,Y′) + Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ(𝒳,𝒳,𝒴)] (MTL Eq. 16), G_τ block i = (I − e^{−λτKᵢᵢ})Yᵢ.
+
+    Evaluated as G_τ̂ + Φ̃′ Θ(𝒳,𝒳)⁻¹ 𝒴 with Φ′_ANIL = Φ̃′D (either variant): D = blockdiag(e^{−λτKᵢᵢ}) is
+    invertible, 𝒴 − G_τ = D𝒴 and Φ_ANIL⁻¹ = D⁻¹Θ⁻¹D⁻¹, so D cancels and the inner-loop length λτ drops out of
+    the prediction (it is validated, and shapes the training, not its converged limit). The literal form solves
+    with Φ_ANIL = DΘD, whose condition number grows like e^{2λτ·max λ(Kᵢᵢ)} (1.8·10⁸ at λτ = 0.5 on the §5.1
+    tasks at L = 10, singular in float64 beyond λτ ≈ 0.9); this one needs only cond(Θ).
+    """
+    LAM_TAU.scalar(lam_tau)
     y, y_support = _labels(tk, labels, support_labels)
     g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
                         lam_tau_hat)
-    decay = _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
-    residual = decay @ y  # 𝒴 − G_τ(𝒳,𝒳,𝒴) = blockdiag(e^{−λτKᵢᵢ})𝒴
-    return g + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ _solve(anil_kernel(tk, lam_tau), residual,
-                                                                              "Phi_ANIL")
+    theta_solve = _solve(tk.block("ntk", "train", "train"), y, "Theta")
+    return g + _anil_test_kernel_undecayed(tk, lam_tau_hat, variant) @ theta_solve
 
 
 def kernel_inverse_gap(tk: TaskKernels) -> float:
@@ -274,14 +345,34 @@ class FewShotProblem:
         """All inputs stacked as [𝒳; X′₁; X₁; X′₂; X₂; …] (one Gram over them serves every test task)."""
         return np.vstack(list(self.tasks) + [a for pair in zip(self.support, self.query) for a in pair])
 
-    def test_task_kernels(self, nngp, ntk, test):
-        """The :class:`TaskKernels` of test task ``test`` sliced from Grams over :meth:`points`."""
+    def _test_rows(self, test):
+        """Indices of test task ``test``'s [X′; X] in :meth:`points`."""
         n_train = sum(x.shape[0] for x in self.tasks)
         start = n_train + sum(s.shape[0] + q.shape[0] for s, q in zip(self.support[:test], self.query[:test]))
-        n_s, n_q = self.support[test].shape[0], self.query[test].shape[0]
-        index = np.r_[0:n_train, start:start + n_s + n_q]
+        return np.arange(start, start + self.support[test].shape[0] + self.query[test].shape[0])
+
+    def test_task_kernels(self, nngp, ntk, test):
+        """The :class:`TaskKernels` of test task ``test`` sliced from Grams over :meth:`points`."""
+        index = np.r_[0:sum(x.shape[0] for x in self.tasks), self._test_rows(test)]
         sizes = tuple(x.shape[0] for x in self.tasks)
-        return TaskKernels(nngp[np.ix_(index, index)], ntk[np.ix_(index, index)], sizes, n_s, n_q)
+        return TaskKernels(nngp[np.ix_(index, index)], ntk[np.ix_(index, index)], sizes, self.support[test].shape[0],
+                           self.query[test].shape[0])
+
+    def test_task_batch(self, nngp, ntk):
+        """The :class:`TestTaskBatch` of every test task sliced from Grams over :meth:`points` (the test tasks
+        must have equal support and query sizes)."""
+        n_s, n_q = {x.shape[0] for x in self.support}, {x.shape[0] for x in self.query}
+        if len(n_s) != 1 or len(n_q) != 1:
+            raise ValueError(f"test tasks must have equal sizes to be batched, got support sizes {sorted(n_s)} and "
+                             f"query sizes {sorted(n_q)}")
+        n_train = sum(x.shape[0] for x in self.tasks)
+        xp = array_module_of(nngp)
+        rows = np.stack([self._test_rows(test) for test in range(len(self.support))])
+        cols = np.concatenate([np.broadcast_to(np.arange(n_train), (rows.shape[0], n_train)), rows], axis=1)
+        rows, cols = xp.asarray(rows[:, :, None]), xp.asarray(cols[:, None, :])
+        train = (nngp[:n_train, :n_train], ntk[:n_train, :n_train])
+        return TestTaskBatch(train, (nngp[rows, cols], ntk[rows, cols]), tuple(x.shape[0] for x in self.tasks),
+                             n_s.pop(), n_q.pop())
 
 
 def synthetic_problem(rng, tasks=20, n=10, test_tasks=20, n_support=5, n_query=10, d=10) -> FewShotProblem:
