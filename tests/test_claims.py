@@ -50,6 +50,7 @@ ERRATA = {
     "mtl.lemma1.phi-prime-anil-inconsistent": "erratum-mtl-phi-prime-anil",
     "mtl.lemma4.ntk-remainder-log": "erratum-mtl-ntk-remainder",
     "mtl.lemma1.fresh-test-head": "erratum-mtl-fresh-test-head",
+    "mtl.fig1.lam-tau-trend": "erratum-mtl-fig1-lam-tau",
 }
 #: claim-id prefix → how the claim's source names its paper
 PAPERS = {"faf": "FaF", "merlin": "MeRLin", "tdr": "TDR", "mtl": "MTL"}
