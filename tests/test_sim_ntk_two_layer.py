@@ -1,6 +1,8 @@
 """The TDR §6 training simulator (transfertheory.sim.ntk_two_layer): gradient, initialization, batching,
 convergence reporting, input errors, and the trained network against the linearized network of the same
-initial units. The comparison with the Gram formulas over widths is in the claims (tdr.sim.*)."""
+initial units. The comparison with the Gram formulas over widths is in the claims (tdr.sim.*); at the end,
+those claims fail when their formula is off by 5 %."""
+import dataclasses
 import math
 
 import numpy as np
@@ -9,12 +11,15 @@ import pytest
 from transfertheory.backend import to_device, to_host
 from transfertheory.sim import ntk_two_layer as ntk_sim
 from transfertheory.sim.ntk_two_layer import (
+    hidden_activation_gradient,
     initial_weights,
     simulate_transfer,
     train_two_layer,
     two_layer_gradient,
     two_layer_outputs,
+    width_rate,
 )
+from transfertheory.theory import ntk_two_layer as NTK
 
 
 def _sphere(rng, n, d):
@@ -102,6 +107,47 @@ def test_budget_exhaustion_is_reported_not_hidden(data):
     assert list(result.status) == ["max_steps", "max_steps"] and not result.converged.any()
     (run,) = simulate_transfer(*data, [20], seeds=2, max_steps=2)
     assert not run.converged.any() and set(run.pretrain.status) == {"max_steps"}
+
+
+def test_stage_convergence_is_the_integrators_definition():
+    """FlowSummary.converged is FlowResult.converged: ‖∇L‖ ≤ gtol (``converged``) and L ≤ loss_tol (``loss_tol``)."""
+    from transfertheory.sim.integrator import FlowResult
+
+    status = np.array(["converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow"])
+    zeros = np.zeros(status.size)
+    result = FlowResult(y=np.zeros((status.size, 1)), t=zeros, steps=zeros, grad_norm=zeros, loss=zeros, status=status)
+    summary = ntk_sim.FlowSummary.from_result(result, slice(1, 4))
+    np.testing.assert_array_equal(summary.converged, result.converged[1:4])
+    np.testing.assert_array_equal(summary.converged, [True, False, False])
+
+
+def test_hidden_activation_gradient_is_the_derivative_of_the_loss_in_the_activations(data):
+    """∂L/∂X¹ against central differences of L(X¹) = ½‖y − aᵀX¹/√m‖² in every entry of X¹ = σ(WᵀX) (L is
+    quadratic in X¹: the differences are exact up to rounding); its squared norm is ‖u − y‖² (aᵀa = m)."""
+    x, y = data[2], data[3]
+    w, a = initial_weights(6, 4, 2, symmetric=False, seed=5)
+    gradient = hidden_activation_gradient(w, a, x, y)
+    step = 1e-4
+    for s in range(2):
+        hidden = np.maximum(w[s] @ x.T, 0.0)
+
+        def loss(h):
+            return 0.5 * ((y - a[s] @ h / math.sqrt(6)) ** 2).sum()
+
+        numeric = np.zeros_like(hidden)
+        for idx in np.ndindex(hidden.shape):
+            e = np.zeros_like(hidden)
+            e[idx] = step
+            numeric[idx] = (loss(hidden + e) - loss(hidden - e)) / (2 * step)
+        np.testing.assert_allclose(gradient[s], numeric, rtol=1e-8, atol=1e-12)
+    residual = two_layer_outputs(w, a, x) - y
+    np.testing.assert_allclose((gradient**2).sum(axis=(1, 2)), (residual**2).sum(axis=1), rtol=1e-13)
+
+
+def test_width_rate_recovers_a_power_law():
+    widths = np.array([32.0, 256.0, 2048.0])
+    rate, intercept = width_rate(widths, 3.0 * widths**-0.5)
+    assert rate == pytest.approx(-0.5, abs=1e-12) and intercept == pytest.approx(math.log(3.0), abs=1e-12)
 
 
 def _features(w, a, x):
@@ -206,3 +252,48 @@ def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array
     np.testing.assert_allclose(to_host(whole[1]), explicit, rtol=1e-12)
     (run,) = simulate_transfer(*data, [40], seeds=2, backend=name)
     assert run.backend == ("numpy" if name == "numpy" else name) and run.converged.all()
+
+
+# --------------------------------------------------------------------------- the tdr.sim claims can fail
+
+
+def _scaled(factor, name):
+    """NTK.<name> with its formula value multiplied by ``factor`` (the quantity a tdr.sim claim compares with)."""
+    original = getattr(NTK, name)
+    if name == "gradient_norm_change":
+        return lambda *a: dataclasses.replace(original(*a), change=factor * original(*a).change)
+    if name == "transfer_summary":  # the task families' Gram ratio, through the fine-tuning distance
+        return lambda *a: dataclasses.replace(original(*a), finetune_distance=factor * original(*a).finetune_distance)
+    return lambda *a: factor * original(*a)
+
+
+PERTURBED = {"tdr.sim.transformed-labels": "transformed_labels", "tdr.sim.thm2-bound": "finetune_distance_bound",
+             "tdr.sim.thm1-gradient-norm": "gradient_norm_change", "tdr.sim.scratch-sqrt": "scratch_distance",
+             "tdr.sim.task-families": "transfer_summary"}
+
+
+@pytest.mark.parametrize("factor", [1.05, 0.95])
+@pytest.mark.parametrize("claim_id", list(PERTURBED))
+def test_training_claims_fail_on_a_formula_off_by_five_percent(monkeypatch, claim_id, factor):
+    """At a quick point (the last; the claims PASS there unperturbed: tests/test_claims.py) a formula off by 5 %
+    fails the claim's check: the agreement at the largest width, not the closing gap alone, carries the power
+    (docs/tdr.md, "Sensitivity (measured)": 3 % fails at every quick point but one)."""
+    from transfertheory import claims  # noqa: PLC0415
+    from transfertheory.claims.registry import Case  # noqa: PLC0415
+
+    claim, quick = claims.get_claim(claim_id), claims.get_profile("quick")
+    point = claims.points(claim, quick)[-1]
+    monkeypatch.setattr(NTK, PERTURBED[claim_id], _scaled(factor, PERTURBED[claim_id]))
+    result = claim.check(Case(claim, quick, point, seed=0))
+    assert not result.passed, result.detail
+
+
+def test_the_confirmation_with_four_times_the_seeds_does_not_rescue_a_biased_bound(monkeypatch):
+    """The registry re-checks a statistical failure at 4× the draws (fresh data and seeds): a Thm 2 bound off by
+    3 % stays FAIL — the SE halves while the training-bias allowance (in SDs of one seed) does not."""
+    from transfertheory import claims  # noqa: PLC0415
+
+    claim, quick = claims.get_claim("tdr.sim.thm2-bound"), claims.get_profile("quick")
+    monkeypatch.setattr(NTK, "finetune_distance_bound", _scaled(1.03, "finetune_distance_bound"))
+    outcome = claims.check_point(claim, claims.points(claim, quick)[-1], quick)
+    assert outcome.first is not None and outcome.status == claims.FAIL, outcome.result.detail

@@ -48,19 +48,19 @@ def _sphere(rng, n, d):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def _arccos_lambda_min(x):
+def arccos_lambda_min(x):
     """λ_min of H∞ from the arccos formula (used only to reject ill-conditioned draws)."""
     c = np.clip(x @ x.T, -1.0, 1.0)
     return np.linalg.eigvalsh(c * (math.pi - np.arccos(c)) / (2 * math.pi))[0]
 
 
-def _data(case):
+def pair_data(case):
     """(X_P, y_P, X_Q, y_Q) of the point: unit inputs with λ_min(H) ≥ LAMBDA_FLOOR, linear teachers at angle θ."""
     p, rng = case.params, case.rng
     d = p["d"]
     while True:
         x_p, x_q = _sphere(rng, p["n_P"], d), _sphere(rng, p["n_Q"], d)
-        if min(_arccos_lambda_min(x_p), _arccos_lambda_min(x_q)) >= LAMBDA_FLOOR:
+        if min(arccos_lambda_min(x_p), arccos_lambda_min(x_q)) >= LAMBDA_FLOOR:
             break
     beta_p, beta_q = np.zeros(d), np.zeros(d)
     beta_p[0] = 1.0
@@ -111,7 +111,7 @@ def _linearized_runs(case, x_p, y_p, x_q, y_q, rng):
 # --------------------------------------------------------------------------- strategies
 
 
-def _pair_point(profile):
+def pair_point(profile):
     return st.fixed_dictionaries({"n_P": st.integers(2, 10), "n_Q": st.integers(2, 8), "d": st.integers(3, 8),
                                   "theta": st.floats(0.0, math.pi)})
 
@@ -121,7 +121,7 @@ def _gram_point(profile):
                                   "duplicate_angle": st.floats(1e-6, 0.1)})
 
 
-def _label(case):
+def point_label(case):
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
 
 
@@ -154,7 +154,8 @@ def _entrywise(x, y, case, what):
     cosine = np.clip(x @ y.T, -1.0, 1.0)
     p = np.divide(reference, cosine, out=(math.pi - np.arccos(cosine)) / (2 * math.pi), where=cosine != 0)
     se = np.abs(cosine) * np.sqrt(p * (1 - p) / reps)
-    return combine(agreement(measured[i, j], se[i, j], float(reference[i, j]), label=f"{what}[{i},{j}] {_label(case)}")
+    return combine(agreement(measured[i, j], se[i, j], float(reference[i, j]),
+                             label=f"{what}[{i},{j}] {point_label(case)}")
                    for i in range(measured.shape[0]) for j in range(measured.shape[1]))
 
 
@@ -176,52 +177,52 @@ def _cross_gram(case):
 # --------------------------------------------------------------------------- the theorems against the linearized network
 
 
-@register("tdr.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="monte-carlo", strategy=_pair_point,
+@register("tdr.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="monte-carlo", strategy=pair_point,
           statement="y_{P→Q} = H_PQᵀH_P⁻¹y_P equals the predictions on X_Q of the minimum-norm linearized "
                     "network fitted to P, as m → ∞")
 def _transformed_labels(case):
-    x_p, y_p, x_q, y_q, rng = _data(case)
+    x_p, y_p, x_q, y_q, rng = pair_data(case)
     u_q = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[0]
     reference = NTK.transformed_labels(x_p, y_p, x_q)
-    return combine(mc_agreement(u_q[:, j], reference[j], label=f"u_Q(P)[{j}] {_label(case)}")
+    return combine(mc_agreement(u_q[:, j], reference[j], label=f"u_Q(P)[{j}] {point_label(case)}")
                    for j in range(u_q.shape[1]))
 
 
 @register("tdr.thm2.finetune-distance", source="TDR Thm 2 (Eq. 2), App. C.2 (Eq. 42)", kind="monte-carlo",
-          strategy=_pair_point,
+          strategy=pair_point,
           statement="‖W(Q) − W(P)‖_F → √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})): the bound of Thm 2 is attained "
                     "by the minimum-norm linearized fine-tuning step as m → ∞ (gap reported)")
 def _finetune_distance(case):
-    x_p, y_p, x_q, y_q, rng = _data(case)
+    x_p, y_p, x_q, y_q, rng = pair_data(case)
     finetune = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[1]
     bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    result = mc_agreement(finetune, bound, label=_label(case))
+    result = mc_agreement(finetune, bound, label=point_label(case))
     gap = mean_se(finetune)[0] - bound
     return replace(result, detail=f"{result.detail}, gap (measured − bound) {gap:+.3g} at m = {_replicas(case)[1]}")
 
 
 @register("tdr.thm1.gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="monte-carlo",
-          strategy=_pair_point,
+          strategy=pair_point,
           statement="‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² → −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖², X¹ the hidden activations "
                     "on X_Q, in the linearized network (m → ∞, κ → 0)")
 def _gradient_norm(case):
-    x_p, y_p, x_q, y_q, rng = _data(case)
+    x_p, y_p, x_q, y_q, rng = pair_data(case)
     change = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[3]
-    return mc_agreement(change, NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change, label=_label(case))
+    return mc_agreement(change, NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change, label=point_label(case))
 
 
-def _scaled_point(profile):
+def scaled_point(profile):
     return st.fixed_dictionaries({"n_P": st.just(2), "n_Q": st.integers(2, 8), "d": st.integers(3, 8),
                                   "theta": st.just(0.0), "scale": st.floats(0.1, 1.0)})
 
 
-@register("tdr.thm2.scratch-sqrt", source="TDR §6.3 (after Thm 2)", kind="monte-carlo", strategy=_scaled_point,
+@register("tdr.thm2.scratch-sqrt", source="TDR §6.3 (after Thm 2)", kind="monte-carlo", strategy=scaled_point,
           expected=KNOWN_ERRATUM, erratum="erratum-tdr-scratch-sqrt",
           statement="TDR: from scratch ‖W(Q) − W(0)‖_F ≤ y_QᵀH_Q⁻¹y_Q; the minimum-norm linearized weight change "
                     "is √(y_QᵀH_Q⁻¹y_Q) (linear in the labels, the paper's value quadratic): refuted at labels "
                     "s·y_Q and s·y_Q/2")
 def _scratch_sqrt(case):
-    x_p, y_p, x_q, y_q, rng = _data(case)
+    x_p, y_p, x_q, y_q, rng = pair_data(case)
     s = case.params["scale"]
     scratch = _linearized_runs(case, x_p, y_p, x_q, s * y_q, rng)[2]
     results = []
@@ -229,7 +230,7 @@ def _scratch_sqrt(case):
         mean, se = mean_se(factor * scratch)
         true = NTK.scratch_distance(x_q, factor * s * y_q)
         supports = agreement(mean, se, true, label=f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q")
-        refuted = refutation(mean, se, true**2, label=f"paper yᵀH⁻¹y at {factor * s:.3g}·y_Q {_label(case)}")
+        refuted = refutation(mean, se, true**2, label=f"paper yᵀH⁻¹y at {factor * s:.3g}·y_Q {point_label(case)}")
         results.append((refuted, supports))
     # demonstrated when the square root agrees at both scales and the paper's value is refuted at one of them
     # (at one scale yᵀH⁻¹y may happen to be ≈ 1, where it equals its square root)

@@ -1,18 +1,23 @@
 r"""TDR §5.1 and §6 (Thms 1–2) by training the two-layer ReLU network at finite widths.
 
-Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx), a_r = ±1 fixed, symmetric initialization (u(0) = 0, the
-κ → 0 limit of the initial output), κ = 1, trained by full-batch gradient descent with the per-network step
-1/λ_max of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.ntk_two_layer`, seeds
-batched). The data and the strategies are those of the linearized claims (:mod:`.tdr`).
+Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx), a_r = ±1 fixed, symmetric initialization (u(0) = 0 for
+every κ), κ = :data:`TRAINING_KAPPA`, trained by full-batch gradient descent with the per-network step 1/λ_max
+of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.ntk_two_layer`, seeds batched). The
+data and the strategies are those of the linearized claims (:mod:`.tdr`).
 
-A trained quantity q_s(m) of seed s differs from its Gram formula q* by Gram fluctuations O(1/√m), a width bias
-O(1/m) and the effect of activation patterns that change during training, O(1/(κ√m)); the theorems' claim is
-that the gap closes as m → ∞. The check is an unpaired two-sample test of that decrease on the log scale:
-g_s(m) = log((q_s(m) − q*)²) (averaged over components or family members before the log) at the smallest and
-the largest width, decrease Δ = mean g(m_small) − mean g(m_large) with SE from both samples, passing when
-Δ > 4·SE (the 4-SE rule, one-sided). Squared gaps are roughly scaled χ² variables whose log has a stable
-spread, so the test keeps its power at a few seeds. The fitted rate of the root-mean-square gap in m (log–log
-least squares over the widths) is reported; 1/√m fluctuations give −½.
+A trained quantity q_s(m) of seed s differs from its Gram formula q* by Gram fluctuations of SD O(1/√m), a
+width bias O(1/m) and a bias from activation patterns that change during training, O(1/(κ√m)). Two tests:
+
+* **the gap closes**: g_s(m) = log((q_s(m) − q*)²) (averaged over components or family members before the log)
+  falls from the smallest to the largest width by more than 4 SE (unpaired, SEs of both widths). Squared gaps
+  are roughly scaled χ² variables whose log has a stable spread, so the test keeps its power at a few seeds.
+  The fitted rate of the root-mean-square gap in m (:func:`~transfertheory.sim.ntk_two_layer.width_rate`) is
+  reported; 1/√m fluctuations give −½.
+* **the value is the formula's**: at the largest width the mean over seeds agrees with q* within
+  4 SE + :data:`BIAS_ALLOWANCE_SD` × the seed-to-seed SD. The allowance is the bias left by training (the
+  pattern-change and width biases, both measured relative to the SD, which also falls like 1/√m), not a
+  fraction of the formula: a formula off by a few per cent, several SDs at the largest width, fails, and the
+  registry's re-check with 4× the seeds (the SE halves, the allowance stays) can only confirm the failure.
 """
 from __future__ import annotations
 
@@ -22,136 +27,158 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import strategies as st
 
-from ..sim.ntk_two_layer import TASK_FAMILIES, simulate_transfer, task_pair
+from ..sim.ntk_two_layer import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
 from ..theory import ntk_two_layer as NTK
 from .compare import Z_THRESHOLD, agreement, holds, mean_se, refutation
 from .registry import CheckResult, combine, register
-from .tdr import LAMBDA_FLOOR, _arccos_lambda_min, _data, _label, _pair_point, _scaled_point
+from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, point_label, scaled_point
 
 #: seeds per width of the training claims per target draw of the profile (16 at the 100 draws of quick and full;
 #: the registry's re-check with 4× the draws trains 4× the seeds)
 SEEDS_PER_DRAW = 0.16
+#: initialization scale of the training claims. TDR's theorems take κ small (Thm 1: κ = O(λ²δ/(n²√n))) so that
+#: the initial output u(0) = O(κ) is negligible; the symmetric initialization makes u(0) = 0 exactly for every κ.
+#: What is left of κ is the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the activation
+#: patterns that change in training — the remainder the theorems bound — shrink like 1/(κ√m). κ = 4 brings the
+#: trained network closer to the linearized network whose values the theorems state (docs/tdr.md)
+TRAINING_KAPPA = 4.0
+#: the training bias allowed at the largest width, in seed-to-seed SDs of the trained quantity: measured (64
+#: seeds, κ = 4, m = 2048 and 8192, the quick points and three points at the λ_min floor) |bias| ≤ 0.51 ± 0.12 SD
+#: for every quantity (at κ = 1 up to 1.44 SD, at κ = 16 ≤ 0.33 SD; docs/tdr.md)
+BIAS_ALLOWANCE_SD = 0.6
+ALLOWANCE_REASON = (f"training bias at the largest width: {BIAS_ALLOWANCE_SD} × the seed-to-seed SD (activation "
+                    f"patterns that change in training, O(1/(κ√m)) like the SD; measured ≤ 0.51 SD at κ = "
+                    f"{TRAINING_KAPPA:g}); κ = {TRAINING_KAPPA:g} is outside the theorems' small-κ hypothesis, whose "
+                    "role (u(0) → 0) the symmetric initialization fills exactly (u(0) = 0)")
 #: the angles of the task families (TDR §5.1): labels from teachers at angle θ on shared inputs, and one labeling
 #: function on target inputs rotated by φ; similarity cos θ or cos φ
 FAMILY_ANGLES = {"shared-inputs": (math.pi / 6, math.pi / 2, 5 * math.pi / 6),
                  "shared-labels": (math.pi / 8, math.pi / 4, math.pi / 2)}
 
 
-def _trained_widths(profile, quick_top=2048):
-    """Widths of the training claims: from m = 32 (the test's power grows with the log of the range) to
+def _trained_widths(profile, quick_top=8192):
+    """Widths of the training claims: from m = 32 (the gap test's power grows with the log of the range) to
     ``quick_top`` in ``quick``, 16 384 in ``full`` and ~10⁵ at the paper size (GPU)."""
     return {"quick": (32, quick_top), "full": (32, 256, 2048, 16384)}.get(profile.name, (32, 2048, 131072))
 
 
-def _trained(case, x_p, y_p, x_q, y_q, widths=None, kappa=1.0):
+def _trained(case, x_p, y_p, x_q, y_q, widths=None):
     widths = _trained_widths(case.profile) if widths is None else widths
     seeds = max(2, round(SEEDS_PER_DRAW * case.profile.sim_draws))
-    return simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, seed=case.seed, kappa=kappa,
+    return simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, seed=case.seed, kappa=TRAINING_KAPPA,
                              backend=case.profile.backend)
 
 
-def _fitted_rate(widths, squared_gaps):
-    """Least-squares slope of log RMS gap against log m."""
-    rms = [0.5 * math.log(np.mean(g)) for g in squared_gaps]
-    return float(np.polyfit(np.log(widths), rms, 1)[0])
-
-
-def _decrease(widths, gaps, label):
+def _gap_closes(widths, squared_gaps, label):
     """The log-scale decrease test of the module docstring on per-seed squared gaps (one array per width)."""
-    small, large = np.log(gaps[0]), np.log(gaps[-1])
+    small, large = np.log(squared_gaps[0]), np.log(squared_gaps[-1])
     (mean_s, se_s), (mean_l, se_l) = mean_se(small), mean_se(large)
     decrease, scale = mean_s - mean_l, math.hypot(se_s, se_l)
-    rate = _fitted_rate(widths, gaps)
+    rms = [math.sqrt(np.mean(g)) for g in squared_gaps]
     detail = (f"{label}: log squared gap falls by {decrease:.3g} ± {scale:.2g} from m = {widths[0]} to "
-              f"{widths[-1]} (z = {decrease / scale:+.2f}); RMS gap {math.sqrt(np.mean(gaps[0])):.3g} → "
-              f"{math.sqrt(np.mean(gaps[-1])):.3g}, fitted rate m^{rate:+.2f}")
+              f"{widths[-1]} (z = {decrease / scale:+.2f}); RMS gap {rms[0]:.3g} → {rms[-1]:.3g}, fitted rate "
+              f"m^{width_rate(widths, rms)[0]:+.2f}")
     return CheckResult(Z_THRESHOLD * scale - decrease if decrease < Z_THRESHOLD * scale else 0.0, 0.0,
                        bool(decrease > Z_THRESHOLD * scale), decrease / scale, Z_THRESHOLD, detail)
 
 
-def _gap_closes(runs, squared_gap, label):
-    """The decrease test on ``squared_gap(run)`` per seed, with every stage converged (``holds``)."""
-    closes = _decrease([run.width for run in runs], [squared_gap(run) for run in runs], label)
-    converged = holds(all(run.converged.all() for run in runs), f"every stage converged ({label})")
-    return combine([closes, converged])
+def _agrees(samples, reference, label):
+    """Mean over seeds at the largest width vs the formula: 4 SE + BIAS_ALLOWANCE_SD × SD (module docstring)."""
+    mean, se = mean_se(samples)
+    allowance = BIAS_ALLOWANCE_SD * se * math.sqrt(np.size(samples))
+    return agreement(mean, se, reference, allowance=allowance, label=f"{label} (allowance {allowance:.2g})")
+
+
+def _converged(runs, label):
+    return holds(all(run.converged.all() for run in runs), f"every stage converged ({label})")
+
+
+def _excess(runs, samples, reference):
+    """Mean ± SE of the trained quantity minus its formula at each width (the remainder the theorems bound)."""
+    return ", ".join(f"{run.width}: {mean - reference:+.3g} ± {se:.2g}"
+                     for run, q in zip(runs, samples) for mean, se in [mean_se(q)])
 
 
 @register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="simulation",
-          strategy=_pair_point, profiles=("quick", "full"),
+          strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
           statement="the outputs on X_Q of the trained network pretrained on P approach y_{P→Q} = H_PQᵀH_P⁻¹y_P "
-                    "as the width m grows (gradient descent on the ReLU network; fitted rate reported)")
+                    "as the width m grows (the gap closes; fitted rate reported) and agree with it componentwise at "
+                    "the largest width (4 SE + the training-bias allowance)")
 def _trained_transformed_labels(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
+    x_p, y_p, x_q, y_q, _ = pair_data(case)
     reference = NTK.transformed_labels(x_p, y_p, x_q)
     runs = _trained(case, x_p, y_p, x_q, y_q)
-    return _gap_closes(runs, lambda run: ((run.pretrained_outputs - reference) ** 2).mean(axis=1),
-                       f"u_Q(P) − y_P→Q {_label(case)}")
+    label = point_label(case)
+    closes = _gap_closes([run.width for run in runs],
+                         [((run.pretrained_outputs - reference) ** 2).mean(axis=1) for run in runs],
+                         f"u_Q(P) − y_P→Q {label}")
+    outputs = runs[-1].pretrained_outputs
+    agrees = [_agrees(outputs[:, j], reference[j], f"u_Q(P)[{j}] at m = {runs[-1].width} vs y_P→Q[{j}]")
+              for j in range(reference.size)]
+    return combine([closes, *agrees, _converged(runs, label)])
 
 
-@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", kind="simulation", strategy=_pair_point,
-          profiles=("quick", "full"),
+@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", kind="simulation", strategy=pair_point,
+          profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
           statement="‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
-                    "up to a remainder that vanishes as m grows: the gap to the bound closes (the mean excess "
-                    "over the bound at each width is reported)")
+                    "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
+                    "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
+                    "attained); the mean excess over the bound at each width is reported")
 def _trained_thm2_bound(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
+    x_p, y_p, x_q, y_q, _ = pair_data(case)
     bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
     runs = _trained(case, x_p, y_p, x_q, y_q)
-    closes = _gap_closes(runs, lambda run: (run.finetune_distance - bound) ** 2, f"‖W(Q) − W(P)‖ − bound {_label(case)}")
-    excess = [f"{run.width}: {mean:+.3g} ± {se:.2g}" for run in runs
-              for mean, se in [mean_se(run.finetune_distance - bound)]]
-    return replace(closes, detail=f"{closes.detail}; mean excess over the bound (Thm 2's remainder) at m = "
-                                  + ", ".join(excess))
-
-
-#: initialization scale of the Thm 1 check: with u(0) = 0 (symmetric initialization) κ enters only through the
-#: activation-pattern remainder O(1/(κ√m)), which κ = 4 makes 4× smaller than at κ = 1 (docs/tdr.md)
-THM1_KAPPA = 4.0
+    distances, label = [run.finetune_distance for run in runs], point_label(case)
+    closes = _gap_closes([run.width for run in runs], [(q - bound) ** 2 for q in distances],
+                         f"‖W(Q) − W(P)‖ − bound {label}")
+    agrees = _agrees(distances[-1], bound, f"‖W(Q) − W(P)‖ at m = {runs[-1].width} vs the bound (mean excess "
+                                           f"at m = {_excess(runs, distances, bound)})")
+    return combine([closes, agrees, _converged(runs, label)])
 
 
 @register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="simulation",
-          strategy=_pair_point, profiles=("quick", "full"),
-          statement="for the trained networks (κ = 4), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the target set (X¹ the "
-                    "hidden activations) approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows "
-                    "(the gap closes) and agrees with them at the largest width (4 SE)")
+          strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+          statement=f"for the trained networks (κ = {TRAINING_KAPPA:g}), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the "
+                    "target set, from the explicit gradient matrix of the loss with respect to the hidden "
+                    "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
+                    "gap closes) and agrees with them at the largest width (4 SE + the training-bias allowance)")
 def _trained_gradient_norm(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
+    x_p, y_p, x_q, y_q, _ = pair_data(case)
     change = NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change
-    # a scalar per seed (log χ²₁ spread): the quick range is 256× instead of 64× to keep the test's power
-    runs = _trained(case, x_p, y_p, x_q, y_q, widths=_trained_widths(case.profile, quick_top=8192),
-                    kappa=THM1_KAPPA)
-    measured = [run.gradient_norm_pretrained - run.gradient_norm_init for run in runs]
-    closes = _gap_closes(runs, lambda run: (measured[runs.index(run)] - change) ** 2,
-                         f"Δ‖∂L/∂X¹‖² − Eq. 1 {_label(case)}")
-    mean, se = mean_se(measured[-1])
-    remainder = ", ".join(f"{run.width}: {np.mean(q) - change:+.3g} ± {mean_se(q)[1]:.2g}"
-                          for run, q in zip(runs, measured))
-    agrees = agreement(mean, se, change, label=f"Δ‖∂L/∂X¹‖² at m = {runs[-1].width} vs Eq. 1 (mean remainder at "
-                                               f"m = {remainder})")
-    return combine([closes, agrees])
+    runs = _trained(case, x_p, y_p, x_q, y_q)
+    measured, label = [run.gradient_norm_pretrained - run.gradient_norm_init for run in runs], point_label(case)
+    closes = _gap_closes([run.width for run in runs], [(q - change) ** 2 for q in measured],
+                         f"Δ‖∂L/∂X¹‖² − Eq. 1 {label}")
+    agrees = _agrees(measured[-1], change, f"Δ‖∂L/∂X¹‖² at m = {runs[-1].width} vs Eq. 1 (mean remainder at "
+                                           f"m = {_excess(runs, measured, change)})")
+    return combine([closes, agrees, _converged(runs, label)])
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
-          strategy=_scaled_point, profiles=("quick", "full"),
+          strategy=scaled_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
           statement="from scratch the trained networks at the largest width move by ‖W(Q) − W(0)‖_F ≈ "
-                    "√(y_QᵀH_Q⁻¹y_Q) at labels s·y_Q and s·y_Q/2 (4-SE agreement); the distance from the paper's "
-                    "y_QᵀH_Q⁻¹y_Q is reported (its refutation is the claim tdr.thm2.scratch-sqrt)")
+                    "√(y_QᵀH_Q⁻¹y_Q) at labels s·y_Q and s·y_Q/2 (4 SE + the training-bias allowance); the "
+                    "distance from the paper's y_QᵀH_Q⁻¹y_Q is reported (its refutation is the claim "
+                    "tdr.thm2.scratch-sqrt)")
 def _trained_scratch_sqrt(case):
-    x_p, y_p, x_q, y_q, _ = _data(case)
+    x_p, y_p, x_q, y_q, _ = pair_data(case)
     s, width = case.params["scale"], _trained_widths(case.profile)[-1:]
     results = []
     for factor in (1.0, 0.5):
         run = _trained(case, x_p, y_p, x_q, factor * s * y_q, widths=width)[0]
-        mean, se = mean_se(run.scratch_distance)
         true = NTK.scratch_distance(x_q, factor * s * y_q)
-        paper = refutation(mean, se, true**2, label="paper's yᵀH⁻¹y")
-        results.append(agreement(mean, se, true, label=f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
-                                                       f"{_label(case)} ({paper.detail})"))
+        paper = refutation(*mean_se(run.scratch_distance), true**2, label="paper's yᵀH⁻¹y")
+        results.append(_agrees(run.scratch_distance, true, f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
+                                                           f"{point_label(case)} ({paper.detail})"))
         results.append(holds(run.scratch.converged.all(), "scratch training converged"))
     return combine(results)
 
 
 # --------------------------------------------------------------------------- TDR §5.1: both inputs and labels matter
+
+
+#: largest width of the task-family claim in ``quick`` (six members per point)
+FAMILY_QUICK_TOP = 2048
 
 
 def _family_point(profile):
@@ -166,7 +193,7 @@ def _family_members(case):
         members = {family: [task_pair(family, angle, n=n, d=d, seed=seed) for angle in FAMILY_ANGLES[family]]
                    for family in TASK_FAMILIES}
         inputs = [x for pairs in members.values() for data in pairs for x in (data[0], data[2])]
-        if min(_arccos_lambda_min(x) for x in inputs) >= LAMBDA_FLOOR:
+        if min(arccos_lambda_min(x) for x in inputs) >= LAMBDA_FLOOR:
             return members
         seed += 1
 
@@ -184,29 +211,32 @@ def _ratio_contrast(family, ratios, formula):
 
 
 @register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", kind="simulation",
-          strategy=_family_point, profiles=("quick", "full"),
+          strategy=_family_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
           statement="both inputs and labels matter: for the two task families of TDR §5.1 (shared inputs with "
                     "teachers at angle θ; one labeling function on target inputs rotated by φ) the trained ratio "
                     "R = ‖W(Q) − W(P)‖_F/‖W_s(Q) − W(0)‖_F approaches its Gram formula "
-                    "√((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q}))/√(y_QᵀH_Q⁻¹y_Q) as m grows (gap closes, per family), "
+                    "√((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q}))/√(y_QᵀH_Q⁻¹y_Q) as m grows (gap closes, per family) and "
+                    "agrees with it at the largest width (4 SE + the training-bias allowance, every member), "
                     "and in each family R rises by more than 4 SE from the most to the least similar member")
 def _task_families(case):
-    members, widths = _family_members(case), _trained_widths(case.profile)
+    members, widths = _family_members(case), _trained_widths(case.profile, quick_top=FAMILY_QUICK_TOP)
     results, reported = [], []
     for family in TASK_FAMILIES:
         formula, runs = [], []
         for data in members[family]:
             summary = NTK.transfer_summary(*data)
             formula.append(summary.finetune_distance / summary.scratch_distance)
-            runs.append(_trained(case, *data))
+            runs.append(_trained(case, *data, widths=widths))
         ratios = [[run.finetune_distance / run.scratch_distance for run in by_width] for by_width in runs]
         gaps = [np.mean([(ratios[a][w] - formula[a]) ** 2 for a in range(len(formula))], axis=0)
                 for w in range(len(widths))]
-        results.append(_decrease(widths, gaps, f"{family}: R − Gram ratio, mean over {len(formula)} members"))
-        results.append(holds(all(run.converged.all() for by_width in runs for run in by_width),
-                             f"every stage converged ({family})"))
+        results.append(_gap_closes(widths, gaps, f"{family}: R − Gram ratio, mean over {len(formula)} members"))
+        results.extend(_agrees(r[-1], f, f"{family} R at similarity {math.cos(angle):.2f}, m = {widths[-1]} vs the "
+                                         f"Gram ratio")
+                       for r, f, angle in zip(ratios, formula, FAMILY_ANGLES[family]))
+        results.append(_converged([run for by_width in runs for run in by_width], family))
         results.append(_ratio_contrast(family, [r[-1] for r in ratios], formula))
         reported.append(f"{family} R at m = {widths[-1]} / formula: " + ", ".join(
             f"{np.mean(r[-1]):.3f}/{f:.3f}" for r, f in zip(ratios, formula)))
     outcome = combine(results)
-    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({_label(case)})")
+    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({point_label(case)})")

@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..sim.ntk_two_layer import simulate_transfer
+from ..sim.ntk_two_layer import simulate_transfer, width_rate
 from ..sim.ntk_two_layer import task_pair as sim_task_pair
 from ..theory.ntk_two_layer import transfer_summary
 from .output import FigureOutput, use_agg
@@ -103,8 +103,9 @@ def similarity_study(width, seeds, angles, backend=None):
 
 
 def fitted_rate(table, column):
-    """Least-squares slope of log(column) against log m."""
-    return float(np.polyfit(np.log(table["width"]), np.log(table[column]), 1)[0])
+    """(rate, intercept) of the log–log least-squares line of ``column`` against m
+    (:func:`~transfertheory.sim.ntk_two_layer.width_rate`)."""
+    return width_rate(table["width"], table[column])
 
 
 def plot(widths_table, similarity_table):
@@ -116,9 +117,9 @@ def plot(widths_table, similarity_table):
                                   ("scratch_rms_gap", "scratch distance − √(yᵀH⁻¹y)", "s"),
                                   ("labels_rms_gap", "u_Q(P) − y_P→Q", "^"),
                                   ("gradient_change_rms_gap", "Δ‖∂L/∂X¹‖² − Thm 1", "d")):
-        rate = fitted_rate(widths_table, column)
+        rate, intercept = fitted_rate(widths_table, column)
         m = widths_table["width"].to_numpy(float)
-        fit = np.exp(np.polyval(np.polyfit(np.log(m), np.log(widths_table[column]), 1), np.log(m)))
+        fit = np.exp(intercept + rate * np.log(m))
         axes[0].loglog(m, widths_table[column], marker, label=f"{label} (rate m^{rate:+.2f})")
         axes[0].loglog(m, fit, "k:", lw=0.8)
     axes[0].set(xlabel="width m", ylabel="RMS gap over seeds", title="(a) gap to the Gram formulas")
@@ -142,7 +143,7 @@ def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1024, 
     """Simulate both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`."""
     widths_table = width_study(widths, seeds, backend)
     similarity_table = similarity_study(similarity_width, seeds, angles, backend)
-    rates = {c: fitted_rate(widths_table, c) for c in GAP_COLUMNS}
+    rates = {c: fitted_rate(widths_table, c)[0] for c in GAP_COLUMNS}
     summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),
                f"converged networks: {int(widths_table['converged'].sum() + similarity_table['converged'].sum())} of "

@@ -17,9 +17,10 @@ flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each w
 3. W_s(Q): training on (X_Q, y_Q) from the same W(0) (training from scratch);
 
 and :class:`WidthRun` records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the pretrained outputs
-u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms of TDR Thm 1 at W(0)
-and W(P) — ‖∂L/∂X¹‖²_F = ‖u_Q − y_Q‖² exactly, X¹ = σ(WᵀX_Q) the hidden activations, since aᵀa = m —
-and, per stage, the integrator's status, time, steps, final ‖∇L‖ and loss.
+u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms ‖∂L/∂X¹‖²_F of TDR
+Thm 1 at W(0) and W(P) — from the explicit m × n_Q matrix ∂L/∂X¹ of the loss with respect to the hidden
+activations X¹ = σ(WᵀX_Q) (:func:`hidden_activation_gradient`) — and, per stage, the integrator's status,
+time, steps, final ‖∇L‖, loss and convergence.
 
 Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; there is one batch per width and stage, seeds
 batched (fine-tuning and scratch share X_Q and run as one batch of 2·seeds instances), integrated on the
@@ -47,8 +48,9 @@ from ..params import Param
 from ..theory.ntk_two_layer import gram_solve, transfer_summary
 from .integrator import FlowResult, dense_stages, integrate_gradient_flow, rkc_stability_bound
 
-__all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "two_layer_gradient", "tangent_kernel_radius",
-           "train_two_layer", "simulate_transfer", "TASK_FAMILIES", "task_pair"]
+__all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
+           "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
+           "TASK_FAMILIES", "task_pair"]
 
 _WIDTH = Param("widths", Interval(2, np.inf, "left"), integer=True)
 _SEEDS = Param("seeds", Interval(1, np.inf, "left"), integer=True)
@@ -64,15 +66,14 @@ class FlowSummary:
     steps: np.ndarray
     grad_norm: np.ndarray
     loss: np.ndarray
-
-    @property
-    def converged(self) -> np.ndarray:
-        return self.status == "converged"
+    #: stopped by a convergence criterion, as the integrator defines it (:attr:`FlowResult.converged
+    #: <transfertheory.sim.integrator.FlowResult.converged>`)
+    converged: np.ndarray
 
     @classmethod
     def from_result(cls, result, rows=slice(None)):
         return cls(result.status[rows], result.t[rows], result.steps[rows], result.grad_norm[rows],
-                   result.loss[rows])
+                   result.loss[rows], result.converged[rows])
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class WidthRun:
 
     @property
     def converged(self) -> np.ndarray:
-        """Per seed: every stage converged (‖∇L‖ ≤ gtol)."""
+        """Per seed: every stage converged (the integrator's definition)."""
         return self.pretrain.converged & self.finetune.converged & self.scratch.converged
 
 
@@ -128,6 +129,27 @@ def two_layer_outputs(weights, signs, x):
     """f(X) = (1/√m) aᵀσ(WᵀX) per instance: weights (b, m, d), signs (b, m), x (n, d) → (b, n)."""
     pre = weights @ x.T
     return (signs[:, None, :] @ (pre * (pre > 0)))[:, 0, :] / math.sqrt(weights.shape[1])
+
+
+def hidden_activation_gradient(weights, signs, x, y):
+    """∂L/∂X¹ (b, m, n) of L = ½‖y − aᵀX¹/√m‖² with respect to the hidden activations X¹ = σ(WᵀX) (TDR Thm 1).
+
+    L depends on W only through X¹ (m × n), so ∂L/∂X¹_ri = a_r(u_i − y_i)/√m with u = aᵀX¹/√m (TDR App. C.1,
+    Eq. 21): built here entry by entry from the network's activations, its squared Frobenius norm is Thm 1's
+    ‖∂L/∂X¹‖² (equal to ‖u − y‖² because aᵀa = m for a_r = ±1).
+    """
+    pre = weights @ x.T
+    activations = pre * (pre > 0)  # X¹ per instance, (b, m, n)
+    root_m = math.sqrt(weights.shape[1])
+    residual = (signs[:, None, :] @ activations)[:, 0, :] / root_m - y[None, :]
+    return signs[:, :, None] * residual[:, None, :] / root_m
+
+
+def width_rate(widths, values):
+    """(rate, intercept) of the least-squares line log(values) ≈ intercept + rate·log m over the widths: the
+    power of m at which a gap closes (the one log–log fit of the TDR claims and figure)."""
+    rate, intercept = np.polyfit(np.log(np.asarray(widths, dtype=float)), np.log(np.asarray(values, dtype=float)), 1)
+    return float(rate), float(intercept)
 
 
 #: pre-activations per block of instances on the host: the block's (units, n) arrays stay in the core's cache
@@ -264,8 +286,9 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     return result.y.reshape(b, m, d), result
 
 
-def _squared_residual(weights, signs, x, y):
-    return ((two_layer_outputs(weights, signs, x) - y[None, :]) ** 2).sum(axis=1)
+def _gradient_norm(weights, signs, x, y):
+    """Thm 1's ‖∂L/∂X¹‖²_F per instance, from the explicit gradient matrix."""
+    return (hidden_activation_gradient(weights, signs, x, y) ** 2).sum(axis=(1, 2))
 
 
 def _frobenius(difference):
@@ -284,8 +307,8 @@ def _one_width(width, data, seeds, kappa, symmetric, seed, xp, flow):
         finetune_distance=to_host(_frobenius(w_q - w_p)),
         scratch_distance=to_host(_frobenius(w_s - w0)),
         pretrained_outputs=to_host(two_layer_outputs(w_p, a, x_q)),
-        gradient_norm_init=to_host(_squared_residual(w0, a, x_q, y_q)),
-        gradient_norm_pretrained=to_host(_squared_residual(w_p, a, x_q, y_q)),
+        gradient_norm_init=to_host(_gradient_norm(w0, a, x_q, y_q)),
+        gradient_norm_pretrained=to_host(_gradient_norm(w_p, a, x_q, y_q)),
         pretrain=FlowSummary.from_result(pretrain),
         finetune=FlowSummary.from_result(target, slice(0, seeds)),
         scratch=FlowSummary.from_result(target, slice(seeds, 2 * seeds)),
