@@ -57,11 +57,23 @@ def test_meta_gradient_through_the_ridge_solve_matches_finite_differences(rng):
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
 
 
+def test_training_validation_term_equals_the_per_split_form(rng):
+    X, y = _data(rng, 3, 7, 4)
+    orders = Q.split_orders(3, 7, 4, np.random.default_rng(1))
+    splits = Q.random_splits(X, y, 4, np.random.default_rng(1))  # the same draws: the same splits
+    phi = rng.normal(size=(3, 4, 2))
+    loss, grad, _ = Q.meta_validation_loss_and_grad(phi, *splits, 0.05)
+    rows = np.array([2, 0])
+    fast_loss, fast_grad = Q.ValidationSplits(X, y, orders, 0.05).loss_and_grad(phi[rows], rows)
+    np.testing.assert_allclose(fast_loss, loss[rows], rtol=1e-12)
+    np.testing.assert_allclose(fast_grad, grad[rows], rtol=1e-10, atol=1e-14)
+
+
 @pytest.mark.parametrize("terms", [dict(source_weight=1.0), dict(source_weight=0.4, target_weight=0.6),
                                    dict(target_weight=1.0), dict(source_weight=1.0, meta_weight=0.7, ridge=0.05)])
 def test_objective_gradient_matches_finite_differences(rng, terms):
     X, y = _data(rng, 2, 6, 4)
-    splits = Q.random_splits(X, y, 2, rng) if "meta_weight" in terms else None
+    splits = Q.split_orders(2, 6, 2, rng) if "meta_weight" in terms else None
     objective = Q.Objective(d=4, m=2, lam=0.1, k=3, X=X, y=y, splits=splits, **terms)
     state = objective.pack(Q.random_init(objective, 2, rng, 0.7))
     rows = np.arange(2)

@@ -11,10 +11,12 @@
 from .algorithms import (OBJECTIVE_TOL, Outcome, feature_usage, finetune_full, finetune_head, joint, merlin,
                          pretrain, random_splits, target_only)
 from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, run_comparison, target_sets
-from .losses import empirical_loss_and_grad, features, meta_validation_loss_and_grad, ridge_head
+from .losses import (ValidationSplits, empirical_loss_and_grad, features, meta_validation_loss_and_grad, ridge_head,
+                     split_orders)
 from .training import FLOW_SETTINGS, Objective, Trained, random_init, train
 
-__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad",
+__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
+           "split_orders",
            "Objective", "Trained", "train", "random_init", "FLOW_SETTINGS",
            "OBJECTIVE_TOL", "Outcome", "pretrain", "finetune_head", "finetune_full", "target_only", "joint",
            "merlin", "random_splits", "feature_usage", "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "run_comparison", "target_sets"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
-from .losses import features, ridge_head
+from .losses import features, ridge_head, split_orders
 from .training import Objective, Trained, random_init, train
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "pretrain", "finetune_head", "finetune_full", "target_only", "joint",
@@ -127,12 +127,12 @@ def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outc
 def random_splits(X, y, splits, rng):
     """S random train/validation splits of each instance's target set (n_tr = ⌊n/2⌋, n_v = n − n_tr).
 
-    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v); the permutations are drawn
-    on the host from ``rng``, independently per instance and split.
+    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v): the samples in the orders of
+    :func:`.losses.split_orders` (the same draws from ``rng``).
     """
     xp = get_backend(X, y)
     B, n = y.shape
-    order = xp.asarray(np.argsort(rng.random((B, splits, n)), axis=-1))
+    order = xp.asarray(split_orders(B, n, splits, rng))
     Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
     ys = xp.take_along_axis(y[:, None], order, axis=2)
     n_tr = n // 2
@@ -147,8 +147,8 @@ def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_s
     if n < 2:
         raise ValueError(f"n_t must be an integer >= 2 for MeRLin (a train and a validation half), got {n}")
     Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
-    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge,
-                          splits=random_splits(Xr, yr, splits, rng))
+    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge, X=Xr, y=yr,
+                          splits=split_orders(seeds * restarts, n, splits, rng))
     start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
 
     def head_of(params, keep):

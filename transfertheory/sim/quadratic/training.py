@@ -9,7 +9,7 @@ Every algorithm of MeRLin §5 minimizes a sum of the same terms over some of the
 * full fine-tuning and target-only training: w_t = 1, blocks (θ_t, φ) (from the pre-trained resp. a random φ);
 * joint training (Lemma 1): w_s = 1 − α, w_t = α, blocks (θ_s, θ_t, φ);
 * MeRLin (Eq. 70): w_s = 1, ρ > 0, blocks (θ_s, φ); L_val is the validation loss of the ridge inner head
-  averaged over S fixed random train/validation splits (:func:`.losses.meta_validation_loss_and_grad`).
+  averaged over S fixed random train/validation splits (:class:`.losses.ValidationSplits`).
 
 :func:`train` integrates the gradient flow of an :class:`Objective` with the package's integrator (dense RKC
 stages); every instance (a row of the batch: one seed and restart) has its own data and stops on its own.
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from ..integrator import integrate_gradient_flow
-from .losses import empirical_loss_and_grad, meta_validation_loss_and_grad
+from .losses import ValidationSplits, empirical_loss_and_grad
 
 __all__ = ["Objective", "Trained", "train", "random_init", "FLOW_SETTINGS"]
 
@@ -36,8 +37,9 @@ FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_00
 class Objective:
     """One of the regularized objectives above for a batch of B instances (arrays on one backend).
 
-    ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` > 0);
-    ``splits`` = (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v) for MeRLin (``meta_weight`` > 0);
+    ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` or ``meta_weight`` > 0);
+    ``splits`` (B, S, n) for MeRLin (``meta_weight`` > 0): S orderings of each instance's n target samples, the
+    first ⌊n/2⌋ of each the training half (:func:`.losses.split_orders`);
     ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning).
     """
 
@@ -82,32 +84,40 @@ class Objective:
         xp = get_backend(*params.values())
         return xp.concatenate([params[name].reshape(params[name].shape[0], -1) for name, _ in self.blocks], axis=1)
 
+    @cached_property
+    def _source(self):
+        """The exact source population loss, validated and built once (:class:`theory.merlin.PopulationLoss`)."""
+        return M.population_loss_terms(self.d, self.k)
+
+    @cached_property
+    def _validation(self):
+        return ValidationSplits(self.X, self.y, self.splits, self.ridge)
+
     def value_and_grad(self, y, rows):
         """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable."""
         xp = get_backend(y)
+        index = rows if xp is np else xp.asarray(rows)
         p = self.unpack(y)
-        dev_rows = xp.asarray(rows)
-        phi = p["phi"] if self.fixed_phi is None else self.fixed_phi[dev_rows]
-        grads = {name: 2 * self.lam * value for name, value in p.items()}
-        value = self.lam * sum((v * v).reshape(v.shape[0], -1).sum(axis=1) for v in p.values())
-        grad_phi = xp.zeros_like(phi)
+        grads = {name: 2 * self.lam * value for name, value in p.items()}  # the penalty λ‖·‖² of the trained blocks
+        value = self.lam * (y * y).sum(axis=1)
+        phi = p["phi"] if self.fixed_phi is None else self.fixed_phi[index]
+        grad_phi = 0
         if self.source_weight > 0:
-            loss, g_theta, g_phi = M.population_loss_and_grad(p["theta_s"], phi, self.k)
-            value = value + self.source_weight * loss
-            grads["theta_s"] = grads["theta_s"] + self.source_weight * g_theta
+            loss, g_theta, g_phi = self._source.loss_and_grad(p["theta_s"], phi)
+            value += self.source_weight * loss
+            grads["theta_s"] += self.source_weight * g_theta
             grad_phi = grad_phi + self.source_weight * g_phi
         if self.target_weight > 0:
-            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[dev_rows], self.y[dev_rows])
-            value = value + self.target_weight * loss
-            grads["theta_t"] = grads["theta_t"] + self.target_weight * g_theta
+            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[index], self.y[index])
+            value += self.target_weight * loss
+            grads["theta_t"] += self.target_weight * g_theta
             grad_phi = grad_phi + self.target_weight * g_phi
         if self.meta_weight > 0:
-            X_tr, y_tr, X_v, y_v = (a[dev_rows] for a in self.splits)
-            loss, g_phi, _ = meta_validation_loss_and_grad(phi, X_tr, y_tr, X_v, y_v, self.ridge)
-            value = value + self.meta_weight * loss
+            loss, g_phi = self._validation.loss_and_grad(phi, index)
+            value += self.meta_weight * loss
             grad_phi = grad_phi + self.meta_weight * g_phi
         if "phi" in grads:
-            grads["phi"] = grads["phi"] + grad_phi
+            grads["phi"] += grad_phi
         return self.pack(grads), value
 
 
