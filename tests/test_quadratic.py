@@ -69,6 +69,24 @@ def test_training_validation_term_equals_the_per_split_form(rng):
     np.testing.assert_allclose(fast_grad, grad[rows], rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.parametrize("algorithm", ["merlin", "joint", "target_only"])
+def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
+    def problems():
+        rng = np.random.default_rng(4)
+        make = {"merlin": lambda X, y: Q.merlin_problem(X, y, 2, 0.1, 2, 2, rng, ridge=1e-2, splits=2),
+                "joint": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 0.5, 2, 2, rng),
+                "target_only": lambda X, y: Q.target_only_problem(X, y, 0.1, 2, 2, rng)}[algorithm]
+        return [make(*Q.target_sets(n, 4, 2, 0)) for n in (3, 6)]
+
+    flow = dict(rtol=1e-3, gtol=1e-5)
+    together = Q.solve(problems(), **flow)
+    alone = [Q.solve([problem], **flow)[0] for problem in problems()]
+    for joint_run, single in zip(together, alone):
+        np.testing.assert_allclose(joint_run.objective, single.objective, rtol=1e-9)
+        np.testing.assert_allclose(joint_run.params["phi"], single.params["phi"], rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(joint_run.steps, single.steps)
+
+
 @pytest.mark.parametrize("terms", [dict(source_weight=1.0), dict(source_weight=0.4, target_weight=0.6),
                                    dict(target_weight=1.0), dict(source_weight=1.0, meta_weight=0.7, ridge=0.05)])
 def test_objective_gradient_matches_finite_differences(rng, terms):

@@ -24,7 +24,7 @@ import numpy as np
 from ...backend import get_backend
 
 __all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
-           "split_orders"]
+           "split_orders", "pad_orders"]
 
 
 def features(X, phi):
@@ -38,14 +38,19 @@ def _feature_grad(X, z, grad_H):
     return (X.swapaxes(-1, -2) @ (2 * z * grad_H))
 
 
-def empirical_loss_and_grad(theta, phi, X, y):
-    """(L, ∂L/∂θ, ∂L/∂φ) of L = (1/n)Σᵢ(θᵀ(φᵀxᵢ)² − yᵢ)²; θ (B, m), φ (B, d, m), X (B, n, d), y (B, n)."""
-    n = X.shape[-2]
+def empirical_loss_and_grad(theta, phi, X, y, samples=None):
+    """(L, ∂L/∂θ, ∂L/∂φ) of L = (1/n)Σᵢ(θᵀ(φᵀxᵢ)² − yᵢ)²; θ (B, m), φ (B, d, m), X (B, n, d), y (B, n).
+
+    ``samples`` (B,): each instance's n when its target set is padded with zero samples (x = 0, y = 0, which
+    add nothing to the sum); default X.shape[-2].
+    """
+    n = X.shape[-2] if samples is None else samples
+    scale = 2 / n if samples is None else (2 / n)[:, None]
     z, H = features(X, phi)
     r = (H @ theta[..., None])[..., 0] - y
     loss = (r * r).sum(axis=-1) / n
-    grad_theta = 2 / n * (H.swapaxes(-1, -2) @ r[..., None])[..., 0]
-    grad_phi = _feature_grad(X, z, 2 / n * r[..., :, None] * theta[..., None, :])
+    grad_theta = scale * (H.swapaxes(-1, -2) @ r[..., None])[..., 0]
+    grad_phi = _feature_grad(X, z, (scale * r)[..., :, None] * theta[..., None, :])
     return loss, grad_theta, grad_phi
 
 
@@ -86,16 +91,19 @@ def _cholesky_solve(factor, rhs):
     return x
 
 
-def _validation_terms(H_tr, y_tr, H_v, y_v, ridge, grad):
+def _validation_terms(H_tr, y_tr, H_v, y_v, ridge, grad, n_train=None, n_val=None):
     """The ridge inner head, validation loss and ∂L_val/∂H of every split, in the layout (m, S, n, b).
 
     The small dimensions lead and the batch is last (contiguous): every operation is a few whole-array
     operations (the m × m normal matrices are solved by :func:`_cholesky`), not one tiny matrix product
     per split and instance. H_tr (m, S, n_tr, b), y_tr (S, n_tr, b), H_v (m, S, n_v, b), y_v (S, n_v, b).
+    ``n_train, n_val`` (b,): the halves' sizes of instances padded with zero samples (default: the shapes).
     Returns (loss (b,), ∂L/∂H_tr, ∂L/∂H_v (each summed over splits, not averaged), θ̂ (m, S, b)).
     """
     xp = get_backend(H_tr, y_tr)
-    m, n_tr, n_val = H_tr.shape[0], H_tr.shape[2], H_v.shape[2]
+    m = H_tr.shape[0]
+    n_tr = H_tr.shape[2] if n_train is None else n_train
+    n_val = H_v.shape[2] if n_val is None else n_val
     normal = [[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)] + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge]
               for i in range(m)]
     factor = _cholesky(normal)
@@ -141,43 +149,63 @@ class ValidationSplits:
     """MeRLin's validation term for the training flows: S splits of each instance's target set as orderings.
 
     ``X`` (B, n, d), ``y`` (B, n): each instance's target set; ``orders`` (B, S, n): S permutations of its n
-    samples, the first n_tr = ⌊n/2⌋ of each the training half (:func:`split_orders`). Equal to
+    samples, the first ⌊n/2⌋ of each the training half (:func:`split_orders`). Equal to
     :func:`meta_validation_loss_and_grad` on the gathered splits; cheaper because z = Xφ is formed once per
     instance (not once per split) and the per-split algebra runs in the (m, S, n, b) layout.
+    ``samples`` (B,): each instance's own n_i ≤ n when target sets of several sizes share one batch, padded
+    with zero samples (x = 0, y = 0: they add nothing to any sum) placed by :func:`pad_orders`.
     """
 
     X: object
     y: object
     orders: object
     ridge: float
+    samples: object = None
 
     @cached_property
     def _layout(self):
-        """(orders (S, n, B), inverse orders (S, n, B), y in split order (S, n, B)) on the data's backend."""
+        """Per instance (last axis) on the data's backend: orders, inverse orders and y in split order (S, n, B),
+        and the halves' sizes n_tr, n_v (B,)."""
         xp = get_backend(self.X, self.y)
         orders = xp.asarray(self.orders).transpose(1, 2, 0)
         inverse = xp.argsort(orders, axis=1)
-        y = self.y.T  # (n, B)
-        y_split = xp.take_along_axis(y[None], orders, axis=1)
-        return xp.ascontiguousarray(orders), xp.ascontiguousarray(inverse), xp.ascontiguousarray(y_split)
+        y_split = xp.take_along_axis(self.y.T[None], orders, axis=1)
+        n = self.X.shape[1]
+        samples = xp.asarray(np.full(self.X.shape[0], n) if self.samples is None else self.samples)
+        n_train = samples // 2
+        return (xp.ascontiguousarray(orders), xp.ascontiguousarray(inverse), xp.ascontiguousarray(y_split),
+                n_train.astype(self.X.dtype), (samples - n_train).astype(self.X.dtype))
 
     def loss_and_grad(self, phi, rows):
         """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m)."""
         xp = get_backend(phi)
-        orders, inverse, y_split = (xp.take(a, rows, axis=-1) for a in self._layout)
+        orders, inverse, y_split, n_train, n_val = (xp.take(a, rows, axis=-1) for a in self._layout)
         X = xp.take(self.X, rows, axis=0)
         S, n = orders.shape[0], orders.shape[1]
-        b, m, n_tr = phi.shape[0], phi.shape[-1], n // 2
+        b, m, slots = phi.shape[0], phi.shape[-1], n // 2  # the first n // 2 slots of an order: training half
         z = X @ phi  # (b, n, m)
         H = xp.ascontiguousarray((z * z).transpose(2, 1, 0)).reshape(m, n * b)
         column = xp.arange(b)
         H_split = xp.take(H, orders * b + column, axis=1)  # (m, S, n, b): H_split[:, s, i, c] = H[:, orders[s, i, c], c]
-        loss, grad_tr, grad_v, _ = _validation_terms(H_split[:, :, :n_tr], y_split[:, :n_tr], H_split[:, :, n_tr:],
-                                                     y_split[:, n_tr:], self.ridge, True)
+        loss, grad_tr, grad_v, _ = _validation_terms(H_split[:, :, :slots], y_split[:, :slots], H_split[:, :, slots:],
+                                                     y_split[:, slots:], self.ridge, True, n_train, n_val)
         grad_split = xp.concatenate([grad_tr, grad_v], axis=2).reshape(m, S * n * b)
         back = (xp.arange(S)[:, None, None] * n + inverse) * b + column  # sample order of every split
         grad_H = xp.take(grad_split, back, axis=1).sum(axis=1).transpose(2, 1, 0) / S  # (b, n, m)
         return loss, _feature_grad(X, z, grad_H)
+
+
+def pad_orders(orders, size):
+    """Orders (B, S, n) of n samples as orders of ``size`` ≥ n slots whose samples n, …, size − 1 are zero padding.
+
+    The training half (first ⌊n/2⌋) fills the first ⌊size/2⌋ slots, followed by padding; the validation half
+    the remaining slots, followed by the rest of the padding.
+    """
+    B, S, n = orders.shape
+    half, slots = n // 2, size // 2
+    pad = np.broadcast_to(np.arange(n, size), (B, S, size - n))
+    return np.concatenate([orders[..., :half], pad[..., :slots - half], orders[..., half:], pad[..., slots - half:]],
+                          axis=-1)
 
 
 def split_orders(batch, n, splits, rng):

@@ -17,7 +17,7 @@ stages); every instance (a row of the batch: one seed and restart) has its own d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -25,9 +25,9 @@ import numpy as np
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from ..integrator import integrate_gradient_flow
-from .losses import ValidationSplits, empirical_loss_and_grad
+from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
-__all__ = ["Objective", "Trained", "train", "random_init", "FLOW_SETTINGS"]
+__all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS"]
 
 #: integrator settings of every flow (rtol of the RKC error control, gtol on ‖∇‖, time and step budget)
 FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000}
@@ -40,7 +40,9 @@ class Objective:
     ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` or ``meta_weight`` > 0);
     ``splits`` (B, S, n) for MeRLin (``meta_weight`` > 0): S orderings of each instance's n target samples, the
     first ⌊n/2⌋ of each the training half (:func:`.losses.split_orders`);
-    ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning).
+    ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning);
+    ``samples`` (B,): each instance's number of target samples when target sets of several sizes share the
+    batch, padded with zero samples (:func:`stack_objectives`); None: all n.
     """
 
     d: int
@@ -53,8 +55,9 @@ class Objective:
     ridge: float = 0.0
     X: object = None
     y: object = None
-    splits: tuple | None = None
+    splits: object = None
     fixed_phi: object = None
+    samples: object = None
 
     @property
     def blocks(self) -> tuple:
@@ -91,7 +94,12 @@ class Objective:
 
     @cached_property
     def _validation(self):
-        return ValidationSplits(self.X, self.y, self.splits, self.ridge)
+        return ValidationSplits(self.X, self.y, self.splits, self.ridge, self.samples)
+
+    @cached_property
+    def _samples(self):
+        """``samples`` as floats on the data's backend (None when the target sets are not padded)."""
+        return None if self.samples is None else get_backend(self.X).asarray(self.samples, dtype=self.X.dtype)
 
     def value_and_grad(self, y, rows):
         """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable."""
@@ -108,7 +116,8 @@ class Objective:
             grads["theta_s"] += self.source_weight * g_theta
             grad_phi = grad_phi + self.source_weight * g_phi
         if self.target_weight > 0:
-            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[index], self.y[index])
+            samples = None if self.samples is None else self._samples[index]
+            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[index], self.y[index], samples)
             value += self.target_weight * loss
             grads["theta_t"] += self.target_weight * g_theta
             grad_phi = grad_phi + self.target_weight * g_phi
@@ -134,6 +143,38 @@ class Trained:
     grad_norm: np.ndarray
     evaluations: int = 0
     settings: dict = field(default_factory=dict)
+
+
+def _pad(array, size):
+    """Target data (B, n, …) padded with zero samples to (B, size, …)."""
+    xp = get_backend(array)
+    padding = xp.zeros((array.shape[0], size - array.shape[1]) + array.shape[2:], dtype=array.dtype)
+    return xp.concatenate([array, padding], axis=1)
+
+
+def stack_objectives(objectives) -> Objective:
+    """One objective for the instances of several that differ only in their data (instances in order).
+
+    Target sets of different sizes are padded with zero samples (x = 0, y = 0 add nothing to any loss or
+    gradient) and each instance keeps its own n in ``samples``; the integrator's arithmetic is per instance,
+    so training the stack trains each objective as if alone, in one call (fewer, larger batched steps).
+    """
+    first = objectives[0]
+    if len(objectives) == 1:
+        return first
+    data = {}
+    if first.X is not None:
+        xp = get_backend(first.X)
+        size = max(o.X.shape[1] for o in objectives)
+        data["X"] = xp.concatenate([_pad(o.X, size) for o in objectives])
+        data["y"] = xp.concatenate([_pad(o.y, size) for o in objectives])
+        data["samples"] = np.concatenate([np.full(o.X.shape[0], o.X.shape[1]) if o.samples is None else o.samples
+                                          for o in objectives])
+        if first.splits is not None:
+            data["splits"] = np.concatenate([pad_orders(o.splits, size) for o in objectives])
+    if first.fixed_phi is not None:
+        data["fixed_phi"] = get_backend(first.fixed_phi).concatenate([o.fixed_phi for o in objectives])
+    return replace(first, **data)
 
 
 def random_init(objective: Objective, batch: int, rng: np.random.Generator, scale: float, xp=np) -> dict:
