@@ -57,14 +57,16 @@ def test_meta_gradient_through_the_ridge_solve_matches_finite_differences(rng):
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
 
 
-def test_training_validation_term_equals_the_per_split_form(rng):
+def test_training_validation_term_equals_the_per_split_form(rng, array_backend):
+    _, xp = array_backend
     X, y = _data(rng, 3, 7, 4)
     orders = Q.split_orders(3, 7, 4, np.random.default_rng(1))
     splits = Q.random_splits(X, y, 4, np.random.default_rng(1))  # the same draws: the same splits
     phi = rng.normal(size=(3, 4, 2))
     loss, grad, _ = Q.meta_validation_loss_and_grad(phi, *splits, 0.05)
     rows = np.array([2, 0])
-    fast_loss, fast_grad = Q.ValidationSplits(X, y, orders, 0.05).loss_and_grad(phi[rows], rows)
+    validation = Q.ValidationSplits(xp.asarray(X), xp.asarray(y), orders, 0.05)
+    fast_loss, fast_grad = (backend.to_host(a) for a in validation.loss_and_grad(xp.asarray(phi[rows]), rows))
     np.testing.assert_allclose(fast_loss, loss[rows], rtol=1e-12)
     np.testing.assert_allclose(fast_grad, grad[rows], rtol=1e-10, atol=1e-14)
 

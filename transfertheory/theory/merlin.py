@@ -47,7 +47,8 @@ from ..backend import array_module_of, get_backend
 
 __all__ = [
     "Mixture", "mixture", "sample_source", "sample_target", "exact_moments", "Moments",
-    "population_loss", "population_loss_and_grad", "PopulationLoss", "population_loss_terms", "source_loss", "target_loss", "regularized_source_loss",
+    "population_loss", "population_loss_and_grad", "PopulationLoss", "population_loss_terms", "source_loss",
+    "target_loss", "regularized_source_loss",
     "scale_objective", "optimal_scale", "optimal_source_scale", "source_scale_objective", "source_minimizer",
     "SOURCE_SCALE_THRESHOLD", "SOURCE_SCALE_JUMP",
     "finetune_head_loss", "FINETUNE_HEAD_MIN", "FINETUNE_HEAD_ARGMIN", "finetune_failure_probability",
@@ -195,7 +196,7 @@ def _check_network(theta, phi):
 class PopulationLoss:
     """The exact population loss of one law as a validated-once callable (no input checks per call).
 
-    Summing the moment formula over the components c (weights w_c, labels y_c, moments s_c, q_c):
+    Summing the moment formula over the C = 2 components c (weights w_c, labels y_c, moments s_c, q_c):
     L(A) = Σ_c w_c (tr S_cA − y_c)² + 2⟨P, A∘A⟩ + ⟨e, diag(A)²⟩ with P = Σ_c w_c s_c s_cᵀ and
     e = Σ_c w_c (q_c − 3s_c²), and G = ∂L/∂A = 4P∘A + diag(2Σ_c w_c (tr S_cA − y_c) s_c + 2e∘diag(A)).
     Built by :func:`population_loss_terms`; the simulators call :meth:`loss_and_grad` at every gradient
@@ -236,7 +237,7 @@ class PopulationLoss:
         return loss, (phi * G_phi).sum(axis=-2), 2 * G_phi * theta[..., None, :]
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=128)
 def population_loss_terms(d, k) -> PopulationLoss:
     """The :class:`PopulationLoss` of the law with k label-carrying coordinates in dimension d (k = 1: D_t)."""
     law = mixture(d, k)

@@ -13,6 +13,9 @@ instance: seed, restart) and runs on the array module of its inputs.
   ridge solve (derived in docs/merlin.md): with r_v = H_vθ̂ − y_v, g = (2/n_v)H_vᵀr_v, u = M⁻¹g,
   M = H_trᵀH_tr + n_trλ_hI and r_tr = y_tr − H_trθ̂,
   ∂L/∂H_v = (2/n_v) r_v θ̂ᵀ, ∂L/∂H_tr = r_tr uᵀ − (H_tr u) θ̂ᵀ, and ∂L/∂φ = Xᵀ(2z ∘ ∂L/∂H) summed over both.
+* :class:`ValidationSplits` — the same term as the training flows evaluate it: the splits as orderings of each
+  instance's target set (z = Xφ once per instance), the per-split algebra in the (m, S, n, b) layout with a
+  batched Cholesky solve of the m × m systems (docs/merlin.md, "Cost").
 """
 from __future__ import annotations
 
@@ -179,6 +182,7 @@ class ValidationSplits:
     def loss_and_grad(self, phi, rows):
         """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m)."""
         xp = get_backend(phi)
+        rows = xp.asarray(rows)
         orders, inverse, y_split, n_train, n_val = (xp.take(a, rows, axis=-1) for a in self._layout)
         X = xp.take(self.X, rows, axis=0)
         S, n = orders.shape[0], orders.shape[1]
