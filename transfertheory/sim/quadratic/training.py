@@ -29,8 +29,10 @@ from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
 __all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS"]
 
-#: integrator settings of every flow (rtol of the RKC error control, gtol on ‖∇‖, time and step budget)
-FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000}
+#: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
+#: most 40 RKC stages per step (near a minimum h and the stage count grow without bound; measured not to move
+#: any result, docs/merlin.md "Cost")
+FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000, "max_stages": 40}
 
 
 @dataclass(frozen=True)
