@@ -216,7 +216,7 @@ def _success_at(case, k, xi):
           statement="MeRLin trained from the Lemma 4 minimizer on the wrong feature e₂ keeps e₂ with a head "
                     "fitting all n_t target samples exactly when e₂ fits the data, w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ, and "
                     "then its validation loss equals that of the run on e₁",
-          allowance=1e-4, slow=True,
+          allowance=1e-4,
           allowance_reason="validation losses of two flows stopped at ‖∇‖ ≤ 1e-6 that are equal in the limit agree to "
                            "1e-4 (≤ 3.5e-6 measured); unequal ones differ by ≥ 7e-3")
 def _thm2_wrong_fit(case):
