@@ -4,7 +4,12 @@ Part 1 trains each algorithm alone with `run_comparison` on the same target sets
 and prints, per algorithm, the median wall time over ``--repeats`` runs, the median accepted steps of the kept
 flows and the time relative to pre-training + head-only fine-tuning (paired: every algorithm runs in the same
 process, interleaved per repeat). Part 2 times MeRLin alone for S ∈ ``--splits`` and λ_h ∈ ``--ridges``, with the
-success frequency, relative to the first setting.
+success frequency, relative to the first setting. Part 3 times, paired in the same process, the pieces that
+make a MeRLin flow cheap: the validated public population loss against the validated-once
+``PopulationLoss.loss_and_grad`` (one gradient evaluation of B = seeds × restarts networks), MeRLin's validation
+term in its per-split form (``meta_validation_loss_and_grad``) against ``ValidationSplits`` (same splits), and
+MeRLin trained for n_t/4, n_t/2, n_t one integrator call per n_t against one ``solve`` for all three
+(identical flows: the largest objective difference is printed).
 
     python benchmarks/bench_quadratic.py [--d 12] [--k 3] [--m 2] [--n-t 16] [--seeds 8] [--restarts 9]
                                          [--repeats 3] [--splits 1 2 4 8] [--ridges 1e-3 1e-2] [--backend numpy]
@@ -18,8 +23,10 @@ import time
 
 import numpy as np
 
-from transfertheory.backend import BackendUnavailableError
+from transfertheory.backend import BackendUnavailableError, resolve_backend
+from transfertheory.sim import quadratic as Q
 from transfertheory.sim.quadratic import run_comparison
+from transfertheory.theory import merlin as M
 
 ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")
 FLOW = {"rtol": 1e-4, "gtol": 1e-6}
@@ -110,6 +117,55 @@ def split_table(args):
               f"{np.median(df['steps']):.0f} | {df['recovered'].mean():.2f} | {df['converged'].mean():.2f} |")
 
 
+def _median_time(fun, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fun()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def evaluation_table(args):
+    """Paired: validating public vs validated-once population loss, per-split vs ordered validation term, one
+    integrator call per n_t vs one for all (MeRLin)."""
+    xp = resolve_backend(args.backend)
+    B, calls = args.seeds * args.restarts, 20 * args.repeats
+    rng = np.random.default_rng(0)
+    theta, phi = xp.asarray(rng.normal(size=(B, args.m))), xp.asarray(rng.normal(size=(B, args.d, args.m)) / 2)
+    X, y = Q.target_sets(args.n_t, args.d, B, 0, xp)
+    orders = Q.split_orders(B, args.n_t, args.splits[-1], np.random.default_rng(1))
+    split = Q.random_splits(X, y, args.splits[-1], np.random.default_rng(1))
+    fast_loss, validation = M.population_loss_terms(args.d, args.k), Q.ValidationSplits(X, y, orders, args.ridges[-1])
+    rows = np.arange(B)
+    pairs = [("population loss + gradient", lambda: M.population_loss_and_grad(theta, phi, args.k),
+              lambda: fast_loss.loss_and_grad(theta, phi)),
+             (f"validation term (S = {args.splits[-1]})",
+              lambda: Q.meta_validation_loss_and_grad(phi, *split, args.ridges[-1]),
+              lambda: validation.loss_and_grad(phi, rows))]
+    print(f"| per evaluation of B = {B} networks | public per-call form (µs) | form the flows use (µs) | ratio |")
+    print("|---|---|---|---|")
+    for name, before, after in pairs:
+        t_before = _median_time(lambda: [before() for _ in range(calls)], 3) / calls * 1e6
+        t_after = _median_time(lambda: [after() for _ in range(calls)], 3) / calls * 1e6
+        print(f"| {name} | {t_before:.0f} | {t_after:.0f} | {t_before / t_after:.2f} |")
+    sizes = sorted({max(2, args.n_t // 4), max(2, args.n_t // 2), args.n_t})
+
+    def problems():
+        draw = np.random.default_rng(2)
+        return [Q.merlin_problem(*Q.target_sets(n, args.d, args.seeds, 0, xp), args.k, args.lam, args.m,
+                                 args.restarts, draw, ridge=args.ridges[-1], splits=args.splits[-1]) for n in sizes]
+
+    results = {}
+    one_call = _median_time(lambda: results.__setitem__("stacked", Q.solve(problems(), **args.flow)), args.repeats)
+    per_n = _median_time(lambda: results.__setitem__("alone", [Q.solve([p], **args.flow)[0] for p in problems()]),
+                         args.repeats)
+    gap = max(float(np.abs(a.objective - b.objective).max()) for a, b in zip(results["stacked"], results["alone"]))
+    print(f"| MeRLin training, n_t ∈ {sizes} (wall, s) | {per_n:.2f} (one call per n_t) | {one_call:.2f} (one call) | "
+          f"{per_n / one_call:.2f} |")
+    print(f"largest objective difference between the two: {gap:.1e}")
+
+
 def main(argv=None):
     args = parse(argv)
     print(f"MeRLin §5 simulators: d = {args.d}, k = {args.k}, m = {args.m}, n_t = {args.n_t}, λ = {args.lam}, "
@@ -120,6 +176,8 @@ def main(argv=None):
         algorithm_table(args)
         print("\nMeRLin: fixed splits S and inner ridge λ_h")
         split_table(args)
+        print("\ncost of an evaluation, and of one integrator call per n_t (paired)")
+        evaluation_table(args)
     except (ValueError, BackendUnavailableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2 if isinstance(error, ValueError) else 3

@@ -57,11 +57,43 @@ def test_meta_gradient_through_the_ridge_solve_matches_finite_differences(rng):
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
 
 
+def test_training_validation_term_equals_the_per_split_form(rng, array_backend):
+    _, xp = array_backend
+    X, y = _data(rng, 3, 7, 4)
+    orders = Q.split_orders(3, 7, 4, np.random.default_rng(1))
+    splits = Q.random_splits(X, y, 4, np.random.default_rng(1))  # the same draws: the same splits
+    phi = rng.normal(size=(3, 4, 2))
+    loss, grad, _ = Q.meta_validation_loss_and_grad(phi, *splits, 0.05)
+    rows = np.array([2, 0])
+    validation = Q.ValidationSplits(xp.asarray(X), xp.asarray(y), orders, 0.05)
+    fast_loss, fast_grad = (backend.to_host(a) for a in validation.loss_and_grad(xp.asarray(phi[rows]), rows))
+    np.testing.assert_allclose(fast_loss, loss[rows], rtol=1e-12)
+    np.testing.assert_allclose(fast_grad, grad[rows], rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("algorithm", ["merlin", "joint", "target_only"])
+def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
+    def problems():
+        rng = np.random.default_rng(4)
+        make = {"merlin": lambda X, y: Q.merlin_problem(X, y, 2, 0.1, 2, 2, rng, ridge=1e-2, splits=2),
+                "joint": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 0.5, 2, 2, rng),
+                "target_only": lambda X, y: Q.target_only_problem(X, y, 0.1, 2, 2, rng)}[algorithm]
+        return [make(*Q.target_sets(n, 4, 2, 0)) for n in (3, 6)]
+
+    flow = dict(rtol=1e-3, gtol=1e-5)
+    together = Q.solve(problems(), **flow)
+    alone = [Q.solve([problem], **flow)[0] for problem in problems()]
+    for joint_run, single in zip(together, alone):
+        np.testing.assert_allclose(joint_run.objective, single.objective, rtol=1e-9)
+        np.testing.assert_allclose(joint_run.params["phi"], single.params["phi"], rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(joint_run.steps, single.steps)
+
+
 @pytest.mark.parametrize("terms", [dict(source_weight=1.0), dict(source_weight=0.4, target_weight=0.6),
                                    dict(target_weight=1.0), dict(source_weight=1.0, meta_weight=0.7, ridge=0.05)])
 def test_objective_gradient_matches_finite_differences(rng, terms):
     X, y = _data(rng, 2, 6, 4)
-    splits = Q.random_splits(X, y, 2, rng) if "meta_weight" in terms else None
+    splits = Q.split_orders(2, 6, 2, rng) if "meta_weight" in terms else None
     objective = Q.Objective(d=4, m=2, lam=0.1, k=3, X=X, y=y, splits=splits, **terms)
     state = objective.pack(Q.random_init(objective, 2, rng, 0.7))
     rows = np.arange(2)

@@ -36,17 +36,19 @@ their inputs (NumPy or CuPy); scalar parameters are validated on the host.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from .. import params as P
 from .._validation import Interval, scalar_or_array
-from ..backend import array_module_of
+from ..backend import array_module_of, get_backend
 
 __all__ = [
     "Mixture", "mixture", "sample_source", "sample_target", "exact_moments", "Moments",
-    "population_loss", "population_loss_and_grad", "source_loss", "target_loss", "regularized_source_loss",
+    "population_loss", "population_loss_and_grad", "PopulationLoss", "population_loss_terms", "source_loss",
+    "target_loss", "regularized_source_loss",
     "scale_objective", "optimal_scale", "optimal_source_scale", "source_scale_objective", "source_minimizer",
     "SOURCE_SCALE_THRESHOLD", "SOURCE_SCALE_JUMP",
     "finetune_head_loss", "FINETUNE_HEAD_MIN", "FINETUNE_HEAD_ARGMIN", "finetune_failure_probability",
@@ -190,19 +192,59 @@ def _check_network(theta, phi):
     return xp, theta, phi
 
 
-def _loss_and_grad_of_A(xp, A, law, want_grad):
-    diag = xp.diagonal(A, axis1=-2, axis2=-1)
-    loss = 0.0
-    grad = xp.zeros_like(A) if want_grad else None
-    for w, y, s_host, q_host in zip(law.weights, law.labels, law.second, law.fourth):
-        s, excess = xp.asarray(s_host), xp.asarray(q_host - 3 * s_host ** 2)
-        trace = diag @ s - y
-        ss = s[:, None] * s[None, :]
-        loss = loss + w * (trace ** 2 + 2 * (ss * A ** 2).sum(axis=(-2, -1)) + (excess * diag ** 2).sum(axis=-1))
-        if want_grad:
-            grad = grad + w * (4 * ss * A + xp.eye(law.d) * (2 * trace[..., None, None] * s
-                                                             + 2 * (excess * diag)[..., None, :]))
-    return loss, grad
+@dataclass(frozen=True)
+class PopulationLoss:
+    """The exact population loss of one law as a validated-once callable (no input checks per call).
+
+    Summing the moment formula over the C = 2 components c (weights w_c, labels y_c, moments s_c, q_c):
+    L(A) = Σ_c w_c (tr S_cA − y_c)² + 2⟨P, A∘A⟩ + ⟨e, diag(A)²⟩ with P = Σ_c w_c s_c s_cᵀ and
+    e = Σ_c w_c (q_c − 3s_c²), and G = ∂L/∂A = 4P∘A + diag(2Σ_c w_c (tr S_cA − y_c) s_c + 2e∘diag(A)).
+    Built by :func:`population_loss_terms`; the simulators call :meth:`loss_and_grad` at every gradient
+    evaluation, :func:`population_loss_and_grad` is the validating public entry.
+    """
+
+    d: int
+    k: int
+    weights: np.ndarray  # (C,)
+    labels: np.ndarray  # (C,)
+    second: np.ndarray  # (C, d): s_c
+    pair: np.ndarray  # (d, d): Σ_c w_c s_c s_cᵀ
+    excess: np.ndarray  # (d,): Σ_c w_c (q_c − 3 s_c²)
+    _on_device: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _constants(self, xp):
+        """The constants as arrays of ``xp`` (converted once per array module)."""
+        constants = self._on_device.get(xp.__name__)
+        if constants is None:
+            constants = self._on_device[xp.__name__] = tuple(
+                xp.asarray(a) for a in (self.weights, self.labels, self.second.T, self.pair, self.excess))
+        return constants
+
+    def loss_and_grad(self, theta, phi, grad=True):
+        """(L (B,), ∂L/∂θ (B, m), ∂L/∂φ (B, d, m)) for θ (B, m), φ (B, d, m) of one array module (unchecked)."""
+        xp = get_backend(theta, phi)
+        weights, labels, second_t, pair, excess = self._constants(xp)
+        A = (phi * theta[..., None, :]) @ phi.swapaxes(-1, -2)
+        diag = xp.diagonal(A, axis1=-2, axis2=-1)
+        residual = diag @ second_t - labels  # (B, C): tr S_cA − y_c
+        loss = ((residual * residual) @ weights + 2 * (pair * A * A).sum(axis=(-2, -1))
+                + (diag * diag) @ excess)
+        if not grad:
+            return loss, None, None
+        G = 4 * pair * A
+        diagonal_part = 2 * ((residual * weights) @ second_t.T + excess * diag)
+        G_phi = G @ phi + diagonal_part[..., :, None] * phi  # (G + diag(·))φ without forming diag(·)
+        return loss, (phi * G_phi).sum(axis=-2), 2 * G_phi * theta[..., None, :]
+
+
+@lru_cache(maxsize=128)
+def population_loss_terms(d, k) -> PopulationLoss:
+    """The :class:`PopulationLoss` of the law with k label-carrying coordinates in dimension d (k = 1: D_t)."""
+    law = mixture(d, k)
+    weights, second = np.asarray(law.weights), law.second
+    return PopulationLoss(law.d, law.k, weights, np.asarray(law.labels), second,
+                          np.einsum("c,ca,cb->ab", weights, second, second),
+                          weights @ (law.fourth - 3 * second ** 2))
 
 
 def population_loss(theta, phi, k):
@@ -216,14 +258,7 @@ def population_loss(theta, phi, k):
 def population_loss_and_grad(theta, phi, k, grad=True):
     """(loss, ∂loss/∂θ, ∂loss/∂φ) of :func:`population_loss` (gradients None with ``grad=False``)."""
     xp, theta, phi = _check_network(theta, phi)
-    law = mixture(phi.shape[-2], k)
-    A = xp.einsum("...im,...m,...jm->...ij", phi, theta, phi)
-    loss, G = _loss_and_grad_of_A(xp, A, law, grad)
-    dtheta = dphi = None
-    if grad:
-        Gphi = G @ phi
-        dtheta = (phi * Gphi).sum(axis=-2)
-        dphi = 2 * Gphi * theta[..., None, :]
+    loss, dtheta, dphi = population_loss_terms(phi.shape[-2], K_PARAM.scalar(k)).loss_and_grad(theta, phi, grad)
     if loss.ndim == 0:
         loss = float(loss)
     return loss, dtheta, dphi

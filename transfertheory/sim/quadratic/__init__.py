@@ -5,16 +5,20 @@
 * :mod:`.training` — the regularized objectives as one batched :class:`Objective` and :func:`train`
   (the package's gradient-flow integrator);
 * :mod:`.algorithms` — pre-training, head-only and full fine-tuning, target-only, joint training and MeRLin,
-  batched over seeds with random restarts;
+  batched over seeds with random restarts (:class:`Problem`, trained together by :func:`solve`);
 * :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed).
 """
-from .algorithms import (OBJECTIVE_TOL, Outcome, feature_usage, finetune_full, finetune_head, joint, merlin,
-                         pretrain, random_splits, target_only)
+from .algorithms import (OBJECTIVE_TOL, Outcome, Problem, feature_usage, finetune_full, finetune_head, joint,
+                         joint_problem, merlin, merlin_problem, pretrain, random_splits, solve, target_only,
+                         target_only_problem)
 from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, run_comparison, target_sets
-from .losses import empirical_loss_and_grad, features, meta_validation_loss_and_grad, ridge_head
-from .training import FLOW_SETTINGS, Objective, Trained, random_init, train
+from .losses import (ValidationSplits, empirical_loss_and_grad, features, meta_validation_loss_and_grad, pad_orders,
+                     ridge_head, split_orders)
+from .training import FLOW_SETTINGS, Objective, Trained, random_init, stack_objectives, train
 
-__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad",
-           "Objective", "Trained", "train", "random_init", "FLOW_SETTINGS",
-           "OBJECTIVE_TOL", "Outcome", "pretrain", "finetune_head", "finetune_full", "target_only", "joint",
-           "merlin", "random_splits", "feature_usage", "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "run_comparison", "target_sets"]
+__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
+           "split_orders", "pad_orders",
+           "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
+           "OBJECTIVE_TOL", "Outcome", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
+           "target_only", "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem",
+           "random_splits", "feature_usage", "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "run_comparison", "target_sets"]

@@ -20,11 +20,11 @@ import numpy as np
 
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
-from .losses import features, ridge_head
-from .training import Objective, Trained, random_init, train
+from .losses import features, ridge_head, split_orders
+from .training import Objective, Trained, random_init, stack_objectives, train
 
-__all__ = ["Outcome", "OBJECTIVE_TOL", "pretrain", "finetune_head", "finetune_full", "target_only", "joint",
-           "merlin", "random_splits", "feature_usage"]
+__all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full", "target_only",
+           "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage"]
 
 #: two restarts reach the same minimum when their objectives differ by at most this (flows stop at ‖∇‖ ≤ 1e-7)
 OBJECTIVE_TOL = 1e-6
@@ -107,39 +107,93 @@ def finetune_full(theta_t, phi, X, y, lam, **flow) -> Outcome:
     return _outcome(trained, phi.shape[0], 1, lambda p, keep: p["theta_t"])
 
 
-def target_only(X, y, lam, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
+@dataclass(frozen=True)
+class Problem:
+    """One algorithm's flows for a batch of seeds, before training: the objective (R restarts per seed, seed-major),
+    the start, and ``head_of(params, keep)``, the target head of the kept networks. :func:`solve` trains
+    problems of the same algorithm together."""
+
+    objective: Objective
+    start: dict
+    seeds: int
+    restarts: int
+    head_of: object
+
+
+def _slice(trained: Trained, rows: slice) -> Trained:
+    """The instances ``rows`` of a :class:`Trained`."""
+    return Trained({name: value[rows] for name, value in trained.params.items()}, trained.objective[rows],
+                   trained.converged[rows], trained.status[rows], trained.t_final[rows], trained.steps[rows],
+                   trained.grad_norm[rows], trained.evaluations, trained.settings)
+
+
+def solve(problems, **flow) -> list:
+    """Train problems of one algorithm (same terms and settings; their target sets may differ in size) in one
+    integrator call, and keep one restart per seed of each: an :class:`Outcome` per problem, in order.
+
+    The integrator's arithmetic is per instance, so each problem's flows are those it would have alone;
+    one call of many instances pays the per-step overheads once (docs/merlin.md, "Cost").
+    """
+    objective = stack_objectives([p.objective for p in problems])
+    xp = get_backend(*problems[0].start.values())
+    start = {name: xp.concatenate([q.start[name] for q in problems]) for name in problems[0].start}
+    trained = train(objective, start, **flow)
+    outcomes, offset = [], 0
+    for problem in problems:
+        size = problem.seeds * problem.restarts
+        part = _slice(trained, slice(offset, offset + size))
+        outcomes.append(_outcome(part, problem.seeds, problem.restarts, problem.head_of))
+        offset += size
+    return outcomes
+
+
+def _target_head(params, keep):
+    return params["theta_t"]
+
+
+def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
     """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
     seeds, d = X.shape[0], X.shape[-1]
     objective = _target_objective(_repeat(X, restarts), _repeat(y, restarts), lam, d, m)
     start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
-    return _outcome(train(objective, start, **flow), seeds, restarts, lambda p, keep: p["theta_t"])
+    return Problem(objective, start, seeds, restarts, _target_head)
 
 
-def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
+def target_only(X, y, lam, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
+    """:func:`target_only_problem`, trained."""
+    return solve([target_only_problem(X, y, lam, m, restarts, rng, init_scale)], **flow)[0]
+
+
+def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Problem:
     """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed."""
     seeds, d = X.shape[0], X.shape[-1]
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1 - alpha, target_weight=alpha,
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
-    return _outcome(train(objective, start, **flow), seeds, restarts, lambda p, keep: p["theta_t"])
+    return Problem(objective, start, seeds, restarts, _target_head)
+
+
+def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
+    """:func:`joint_problem`, trained."""
+    return solve([joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale)], **flow)[0]
 
 
 def random_splits(X, y, splits, rng):
     """S random train/validation splits of each instance's target set (n_tr = ⌊n/2⌋, n_v = n − n_tr).
 
-    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v); the permutations are drawn
-    on the host from ``rng``, independently per instance and split.
+    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v): the samples in the orders of
+    :func:`.losses.split_orders` (the same draws from ``rng``).
     """
     xp = get_backend(X, y)
     B, n = y.shape
-    order = xp.asarray(np.argsort(rng.random((B, splits, n)), axis=-1))
+    order = xp.asarray(split_orders(B, n, splits, rng))
     Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
     ys = xp.take_along_axis(y[:, None], order, axis=2)
     n_tr = n // 2
     return Xs[:, :, :n_tr], ys[:, :, :n_tr], Xs[:, :, n_tr:], ys[:, :, n_tr:]
 
 
-def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_scale=0.5, **flow) -> Outcome:
+def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_scale=0.5) -> Problem:
     """MeRLin (Eq. 70, Algorithm 2): L_Ds + λ(‖θ_s‖² + ‖φ‖²_F) + ρ·(1/S)Σ_s L_val,s with the ridge inner head,
     S splits drawn afresh for every restart; R restarts per seed. The reported head is the ridge head
     (same λ_h = ``ridge``) fit on all n_t target samples."""
@@ -147,14 +201,19 @@ def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_s
     if n < 2:
         raise ValueError(f"n_t must be an integer >= 2 for MeRLin (a train and a validation half), got {n}")
     Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
-    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge,
-                          splits=random_splits(Xr, yr, splits, rng))
+    objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge, X=Xr, y=yr,
+                          splits=split_orders(seeds * restarts, n, splits, rng))
     start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
 
     def head_of(params, keep):
         return ridge_head(features(X, params["phi"])[1], y, ridge)
 
-    return _outcome(train(objective, start, **flow), seeds, restarts, head_of)
+    return Problem(objective, start, seeds, restarts, head_of)
+
+
+def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_scale=0.5, **flow) -> Outcome:
+    """:func:`merlin_problem`, trained."""
+    return solve([merlin_problem(X, y, k, lam, m, restarts, rng, rho, ridge, splits, init_scale)], **flow)[0]
 
 
 def feature_usage(phi, threshold=0.01):

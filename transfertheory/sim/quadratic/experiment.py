@@ -89,22 +89,28 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts)
     xp = resolve_backend(backend)
     rng = np.random.default_rng([seed, 1])
-    frames, pre = [], None
+    pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):
         pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["seeds"], s["restarts"], rng, xp, init_scale, **flow)
-    for n_t in s["n_targets"]:
+    problems = {name: [] for name in ("joint", "target_only", "merlin") if name in algorithms}
+    for n_t in s["n_targets"]:  # every random draw in this order, then each algorithm trained for all n_t at once
         X, y = target_sets(n_t, s["d"], s["seeds"], seed, xp)
         if pre is not None:
-            frames += _finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow)
-        if "joint" in algorithms:
-            frames.append(_rows("joint", n_t, A.joint(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"],
-                                                      rng, init_scale, **flow)))
-        if "target_only" in algorithms:
-            frames.append(_rows("target_only", n_t, A.target_only(X, y, s["lam"], s["m"], s["restarts"], rng,
-                                                                  init_scale, **flow)))
-        if "merlin" in algorithms:
-            frames.append(_rows("merlin", n_t, A.merlin(X, y, s["k"], s["lam"], s["m"], s["restarts"], rng, s["rho"],
-                                                        s["ridge"], s["splits"], init_scale, **flow)))
+            finetune_frames.append(_finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow))
+        if "joint" in problems:
+            problems["joint"].append(A.joint_problem(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"], rng,
+                                                     init_scale))
+        if "target_only" in problems:
+            problems["target_only"].append(A.target_only_problem(X, y, s["lam"], s["m"], s["restarts"], rng,
+                                                                 init_scale))
+        if "merlin" in problems:
+            problems["merlin"].append(A.merlin_problem(X, y, s["k"], s["lam"], s["m"], s["restarts"], rng, s["rho"],
+                                                       s["ridge"], s["splits"], init_scale))
+    outcomes = {name: A.solve(batch, **flow) for name, batch in problems.items()}
+    frames = []
+    for i, n_t in enumerate(s["n_targets"]):
+        frames += finetune_frames[i] if pre is not None else []
+        frames += [_rows(name, n_t, outcomes[name][i]) for name in problems]
     df = pd.concat(frames, ignore_index=True)
     df.attrs.update({**{key: value for key, value in s.items() if key != "n_targets"},
                      "n_targets": s["n_targets"], "seed": seed, "init_scale": init_scale,

@@ -13,12 +13,21 @@ instance: seed, restart) and runs on the array module of its inputs.
   ridge solve (derived in docs/merlin.md): with r_v = H_vθ̂ − y_v, g = (2/n_v)H_vᵀr_v, u = M⁻¹g,
   M = H_trᵀH_tr + n_trλ_hI and r_tr = y_tr − H_trθ̂,
   ∂L/∂H_v = (2/n_v) r_v θ̂ᵀ, ∂L/∂H_tr = r_tr uᵀ − (H_tr u) θ̂ᵀ, and ∂L/∂φ = Xᵀ(2z ∘ ∂L/∂H) summed over both.
+* :class:`ValidationSplits` — the same term as the training flows evaluate it: the splits as orderings of each
+  instance's target set (z = Xφ once per instance), the per-split algebra in the (m, S, n, b) layout with a
+  batched Cholesky solve of the m × m systems (docs/merlin.md, "Cost").
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
 from ...backend import get_backend
 
-__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad"]
+__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
+           "split_orders", "pad_orders"]
 
 
 def features(X, phi):
@@ -32,14 +41,19 @@ def _feature_grad(X, z, grad_H):
     return (X.swapaxes(-1, -2) @ (2 * z * grad_H))
 
 
-def empirical_loss_and_grad(theta, phi, X, y):
-    """(L, ∂L/∂θ, ∂L/∂φ) of L = (1/n)Σᵢ(θᵀ(φᵀxᵢ)² − yᵢ)²; θ (B, m), φ (B, d, m), X (B, n, d), y (B, n)."""
-    n = X.shape[-2]
+def empirical_loss_and_grad(theta, phi, X, y, samples=None):
+    """(L, ∂L/∂θ, ∂L/∂φ) of L = (1/n)Σᵢ(θᵀ(φᵀxᵢ)² − yᵢ)²; θ (B, m), φ (B, d, m), X (B, n, d), y (B, n).
+
+    ``samples`` (B,): each instance's n when its target set is padded with zero samples (x = 0, y = 0, which
+    add nothing to the sum); default X.shape[-2].
+    """
+    n = X.shape[-2] if samples is None else samples
+    scale = 2 / n if samples is None else (2 / n)[:, None]
     z, H = features(X, phi)
     r = (H @ theta[..., None])[..., 0] - y
     loss = (r * r).sum(axis=-1) / n
-    grad_theta = 2 / n * (H.swapaxes(-1, -2) @ r[..., None])[..., 0]
-    grad_phi = _feature_grad(X, z, 2 / n * r[..., :, None] * theta[..., None, :])
+    grad_theta = scale * (H.swapaxes(-1, -2) @ r[..., None])[..., 0]
+    grad_phi = _feature_grad(X, z, (scale * r)[..., :, None] * theta[..., None, :])
     return loss, grad_theta, grad_phi
 
 
@@ -55,27 +69,149 @@ def ridge_head(H, y, ridge):
     return xp.linalg.solve(_normal_matrix(H, ridge), (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
 
 
+def _cholesky(normal):
+    """Lower Cholesky factor of symmetric positive definite m × m matrices given as ``normal[i][j]`` (j ≤ i)
+    arrays of one shape (one matrix per entry position); m Python-level steps, batched over the arrays."""
+    m = len(normal)
+    factor = [[None] * m for _ in range(m)]
+    for j in range(m):
+        pivot = normal[j][j] - sum(factor[j][p] * factor[j][p] for p in range(j))
+        factor[j][j] = pivot ** 0.5
+        for i in range(j + 1, m):
+            factor[i][j] = (normal[i][j] - sum(factor[i][p] * factor[j][p] for p in range(j))) / factor[j][j]
+    return factor
+
+
+def _cholesky_solve(factor, rhs):
+    """x with L Lᵀ x = rhs for the factor of :func:`_cholesky` and rhs a list of m arrays."""
+    m = len(factor)
+    w = []
+    for i in range(m):
+        w.append((rhs[i] - sum(factor[i][p] * w[p] for p in range(i))) / factor[i][i])
+    x = [None] * m
+    for i in reversed(range(m)):
+        x[i] = (w[i] - sum(factor[p][i] * x[p] for p in range(i + 1, m))) / factor[i][i]
+    return x
+
+
+def _validation_terms(H_tr, y_tr, H_v, y_v, ridge, grad, n_train=None, n_val=None):
+    """The ridge inner head, validation loss and ∂L_val/∂H of every split, in the layout (m, S, n, b).
+
+    The small dimensions lead and the batch is last (contiguous): every operation is a few whole-array
+    operations (the m × m normal matrices are solved by :func:`_cholesky`), not one tiny matrix product
+    per split and instance. H_tr (m, S, n_tr, b), y_tr (S, n_tr, b), H_v (m, S, n_v, b), y_v (S, n_v, b).
+    ``n_train, n_val`` (b,): the halves' sizes of instances padded with zero samples (default: the shapes).
+    Returns (loss (b,), ∂L/∂H_tr, ∂L/∂H_v (each summed over splits, not averaged), θ̂ (m, S, b)).
+    """
+    xp = get_backend(H_tr, y_tr)
+    m = H_tr.shape[0]
+    n_tr = H_tr.shape[2] if n_train is None else n_train
+    n_val = H_v.shape[2] if n_val is None else n_val
+    normal = [[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)] + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge]
+              for i in range(m)]
+    factor = _cholesky(normal)
+    head = xp.stack(_cholesky_solve(factor, [(H_tr[i] * y_tr).sum(axis=1) for i in range(m)]))  # (m, S, b)
+    r_v = (H_v * head[:, :, None]).sum(axis=0) - y_v  # (S, n_v, b)
+    loss = (r_v * r_v).sum(axis=1).mean(axis=0) / n_val
+    if not grad:
+        return loss, None, None, head
+    u = xp.stack(_cholesky_solve(factor, list(2 / n_val * (H_v * r_v).sum(axis=2))))  # M⁻¹g, (m, S, b)
+    r_tr = y_tr - (H_tr * head[:, :, None]).sum(axis=0)  # (S, n_tr, b)
+    grad_H_tr = r_tr * u[:, :, None] - (H_tr * u[:, :, None]).sum(axis=0) * head[:, :, None]
+    grad_H_v = 2 / n_val * r_v * head[:, :, None]
+    return loss, grad_H_tr, grad_H_v, head
+
+
+def _to_split_layout(A):
+    """(B, S, n, m) → (m, S, n, B), contiguous."""
+    return get_backend(A).ascontiguousarray(A.transpose(3, 1, 2, 0))
+
+
 def meta_validation_loss_and_grad(phi, X_train, y_train, X_val, y_val, ridge, grad=True):
     """MeRLin's validation loss averaged over S splits and its gradient in φ.
 
     φ (B, d, m); X_train (B, S, n_tr, d), y_train (B, S, n_tr), X_val (B, S, n_v, d), y_val (B, S, n_v).
-    Returns (loss (B,), ∂loss/∂φ (B, d, m) or None, θ̂ (B, S, m)).
+    Returns (loss (B,), ∂loss/∂φ (B, d, m) or None, θ̂ (B, S, m)). The training flows use the same terms
+    through :class:`ValidationSplits` (the splits as orderings of one target set).
     """
-    xp = get_backend(phi, X_train)
-    S, n_val = X_train.shape[1], X_val.shape[-2]
-    phi_s = phi[:, None]
-    z_tr, H_tr = features(X_train, phi_s)
-    z_v, H_v = features(X_val, phi_s)
-    M = _normal_matrix(H_tr, ridge)
-    head = xp.linalg.solve(M, H_tr.swapaxes(-1, -2) @ y_train[..., None])  # (B, S, m, 1)
-    r_v = (H_v @ head)[..., 0] - y_val
-    loss = (r_v * r_v).sum(axis=-1).mean(axis=-1) / n_val
+    S = X_train.shape[1]
+    z_tr, H_tr = features(X_train, phi[:, None])
+    z_v, H_v = features(X_val, phi[:, None])
+    loss, grad_H_tr, grad_H_v, head = _validation_terms(
+        _to_split_layout(H_tr), y_train.transpose(1, 2, 0), _to_split_layout(H_v), y_val.transpose(1, 2, 0), ridge, grad)
+    head = head.transpose(2, 1, 0)
     if not grad:
-        return loss, None, head[..., 0]
-    u = xp.linalg.solve(M, 2 / n_val * (H_v.swapaxes(-1, -2) @ r_v[..., None]))  # (B, S, m, 1), M symmetric
-    head_row = head.swapaxes(-1, -2)  # (B, S, 1, m)
-    r_tr = y_train[..., None] - H_tr @ head  # (B, S, n_tr, 1)
-    grad_H_tr = r_tr * u.swapaxes(-1, -2) - (H_tr @ u) * head_row
-    grad_H_v = 2 / n_val * r_v[..., None] * head_row
-    grad_phi = (_feature_grad(X_train, z_tr, grad_H_tr) + _feature_grad(X_val, z_v, grad_H_v)).sum(axis=1) / S
-    return loss, grad_phi, head[..., 0]
+        return loss, None, head
+    grad_phi = (_feature_grad(X_train, z_tr, grad_H_tr.transpose(3, 1, 2, 0))
+                + _feature_grad(X_val, z_v, grad_H_v.transpose(3, 1, 2, 0))).sum(axis=1) / S
+    return loss, grad_phi, head
+
+
+@dataclass(frozen=True)
+class ValidationSplits:
+    """MeRLin's validation term for the training flows: S splits of each instance's target set as orderings.
+
+    ``X`` (B, n, d), ``y`` (B, n): each instance's target set; ``orders`` (B, S, n): S permutations of its n
+    samples, the first ⌊n/2⌋ of each the training half (:func:`split_orders`). Equal to
+    :func:`meta_validation_loss_and_grad` on the gathered splits; cheaper because z = Xφ is formed once per
+    instance (not once per split) and the per-split algebra runs in the (m, S, n, b) layout.
+    ``samples`` (B,): each instance's own n_i ≤ n when target sets of several sizes share one batch, padded
+    with zero samples (x = 0, y = 0: they add nothing to any sum) placed by :func:`pad_orders`.
+    """
+
+    X: object
+    y: object
+    orders: object
+    ridge: float
+    samples: object = None
+
+    @cached_property
+    def _layout(self):
+        """Per instance (last axis) on the data's backend: orders, inverse orders and y in split order (S, n, B),
+        and the halves' sizes n_tr, n_v (B,)."""
+        xp = get_backend(self.X, self.y)
+        orders = xp.asarray(self.orders).transpose(1, 2, 0)
+        inverse = xp.argsort(orders, axis=1)
+        y_split = xp.take_along_axis(self.y.T[None], orders, axis=1)
+        n = self.X.shape[1]
+        samples = xp.asarray(np.full(self.X.shape[0], n) if self.samples is None else self.samples)
+        n_train = samples // 2
+        return (xp.ascontiguousarray(orders), xp.ascontiguousarray(inverse), xp.ascontiguousarray(y_split),
+                n_train.astype(self.X.dtype), (samples - n_train).astype(self.X.dtype))
+
+    def loss_and_grad(self, phi, rows):
+        """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m)."""
+        xp = get_backend(phi)
+        rows = xp.asarray(rows)
+        orders, inverse, y_split, n_train, n_val = (xp.take(a, rows, axis=-1) for a in self._layout)
+        X = xp.take(self.X, rows, axis=0)
+        S, n = orders.shape[0], orders.shape[1]
+        b, m, slots = phi.shape[0], phi.shape[-1], n // 2  # the first n // 2 slots of an order: training half
+        z = X @ phi  # (b, n, m)
+        H = xp.ascontiguousarray((z * z).transpose(2, 1, 0)).reshape(m, n * b)
+        column = xp.arange(b)
+        H_split = xp.take(H, orders * b + column, axis=1)  # (m, S, n, b): H_split[:, s, i, c] = H[:, orders[s, i, c], c]
+        loss, grad_tr, grad_v, _ = _validation_terms(H_split[:, :, :slots], y_split[:, :slots], H_split[:, :, slots:],
+                                                     y_split[:, slots:], self.ridge, True, n_train, n_val)
+        grad_split = xp.concatenate([grad_tr, grad_v], axis=2).reshape(m, S * n * b)
+        back = (xp.arange(S)[:, None, None] * n + inverse) * b + column  # sample order of every split
+        grad_H = xp.take(grad_split, back, axis=1).sum(axis=1).transpose(2, 1, 0) / S  # (b, n, m)
+        return loss, _feature_grad(X, z, grad_H)
+
+
+def pad_orders(orders, size):
+    """Orders (B, S, n) of n samples as orders of ``size`` ≥ n slots whose samples n, …, size − 1 are zero padding.
+
+    The training half (first ⌊n/2⌋) fills the first ⌊size/2⌋ slots, followed by padding; the validation half
+    the remaining slots, followed by the rest of the padding.
+    """
+    B, S, n = orders.shape
+    half, slots = n // 2, size // 2
+    pad = np.broadcast_to(np.arange(n, size), (B, S, size - n))
+    return np.concatenate([orders[..., :half], pad[..., :slots - half], orders[..., half:], pad[..., slots - half:]],
+                          axis=-1)
+
+
+def split_orders(batch, n, splits, rng):
+    """(batch, S, n) random permutations of n samples (S per instance, drawn on the host from ``rng``)."""
+    return np.argsort(rng.random((batch, splits, n)), axis=-1)

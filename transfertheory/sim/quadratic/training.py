@@ -9,7 +9,7 @@ Every algorithm of MeRLin §5 minimizes a sum of the same terms over some of the
 * full fine-tuning and target-only training: w_t = 1, blocks (θ_t, φ) (from the pre-trained resp. a random φ);
 * joint training (Lemma 1): w_s = 1 − α, w_t = α, blocks (θ_s, θ_t, φ);
 * MeRLin (Eq. 70): w_s = 1, ρ > 0, blocks (θ_s, φ); L_val is the validation loss of the ridge inner head
-  averaged over S fixed random train/validation splits (:func:`.losses.meta_validation_loss_and_grad`).
+  averaged over S fixed random train/validation splits (:class:`.losses.ValidationSplits`).
 
 :func:`train` integrates the gradient flow of an :class:`Objective` with the package's integrator (dense RKC
 stages); every instance (a row of the batch: one seed and restart) has its own data and stops on its own.
@@ -17,28 +17,34 @@ stages); every instance (a row of the batch: one seed and restart) has its own d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from ..integrator import integrate_gradient_flow
-from .losses import empirical_loss_and_grad, meta_validation_loss_and_grad
+from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
-__all__ = ["Objective", "Trained", "train", "random_init", "FLOW_SETTINGS"]
+__all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS"]
 
-#: integrator settings of every flow (rtol of the RKC error control, gtol on ‖∇‖, time and step budget)
-FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000}
+#: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
+#: most 40 RKC stages per step (near a minimum h and the stage count grow without bound; measured not to move
+#: any result, docs/merlin.md "Cost")
+FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000, "max_stages": 40}
 
 
 @dataclass(frozen=True)
 class Objective:
     """One of the regularized objectives above for a batch of B instances (arrays on one backend).
 
-    ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` > 0);
-    ``splits`` = (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v) for MeRLin (``meta_weight`` > 0);
-    ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning).
+    ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` or ``meta_weight`` > 0);
+    ``splits`` (B, S, n) for MeRLin (``meta_weight`` > 0): S orderings of each instance's n target samples, the
+    first ⌊n/2⌋ of each the training half (:func:`.losses.split_orders`);
+    ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning);
+    ``samples`` (B,): each instance's number of target samples when target sets of several sizes share the
+    batch, padded with zero samples (:func:`stack_objectives`); None: all n.
     """
 
     d: int
@@ -51,8 +57,9 @@ class Objective:
     ridge: float = 0.0
     X: object = None
     y: object = None
-    splits: tuple | None = None
+    splits: object = None
     fixed_phi: object = None
+    samples: object = None
 
     @property
     def blocks(self) -> tuple:
@@ -82,32 +89,46 @@ class Objective:
         xp = get_backend(*params.values())
         return xp.concatenate([params[name].reshape(params[name].shape[0], -1) for name, _ in self.blocks], axis=1)
 
+    @cached_property
+    def _source(self):
+        """The exact source population loss, validated and built once (:class:`theory.merlin.PopulationLoss`)."""
+        return M.population_loss_terms(self.d, self.k)
+
+    @cached_property
+    def _validation(self):
+        return ValidationSplits(self.X, self.y, self.splits, self.ridge, self.samples)
+
+    @cached_property
+    def _samples(self):
+        """``samples`` as floats on the data's backend (None when the target sets are not padded)."""
+        return None if self.samples is None else get_backend(self.X).asarray(self.samples, dtype=self.X.dtype)
+
     def value_and_grad(self, y, rows):
         """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable."""
         xp = get_backend(y)
+        index = rows if xp is np else xp.asarray(rows)
         p = self.unpack(y)
-        dev_rows = xp.asarray(rows)
-        phi = p["phi"] if self.fixed_phi is None else self.fixed_phi[dev_rows]
-        grads = {name: 2 * self.lam * value for name, value in p.items()}
-        value = self.lam * sum((v * v).reshape(v.shape[0], -1).sum(axis=1) for v in p.values())
-        grad_phi = xp.zeros_like(phi)
+        grads = {name: 2 * self.lam * value for name, value in p.items()}  # the penalty λ‖·‖² of the trained blocks
+        value = self.lam * (y * y).sum(axis=1)
+        phi = p["phi"] if self.fixed_phi is None else self.fixed_phi[index]
+        grad_phi = 0
         if self.source_weight > 0:
-            loss, g_theta, g_phi = M.population_loss_and_grad(p["theta_s"], phi, self.k)
-            value = value + self.source_weight * loss
-            grads["theta_s"] = grads["theta_s"] + self.source_weight * g_theta
+            loss, g_theta, g_phi = self._source.loss_and_grad(p["theta_s"], phi)
+            value += self.source_weight * loss
+            grads["theta_s"] += self.source_weight * g_theta
             grad_phi = grad_phi + self.source_weight * g_phi
         if self.target_weight > 0:
-            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[dev_rows], self.y[dev_rows])
-            value = value + self.target_weight * loss
-            grads["theta_t"] = grads["theta_t"] + self.target_weight * g_theta
+            samples = None if self.samples is None else self._samples[index]
+            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[index], self.y[index], samples)
+            value += self.target_weight * loss
+            grads["theta_t"] += self.target_weight * g_theta
             grad_phi = grad_phi + self.target_weight * g_phi
         if self.meta_weight > 0:
-            X_tr, y_tr, X_v, y_v = (a[dev_rows] for a in self.splits)
-            loss, g_phi, _ = meta_validation_loss_and_grad(phi, X_tr, y_tr, X_v, y_v, self.ridge)
-            value = value + self.meta_weight * loss
+            loss, g_phi = self._validation.loss_and_grad(phi, index)
+            value += self.meta_weight * loss
             grad_phi = grad_phi + self.meta_weight * g_phi
         if "phi" in grads:
-            grads["phi"] = grads["phi"] + grad_phi
+            grads["phi"] += grad_phi
         return self.pack(grads), value
 
 
@@ -124,6 +145,38 @@ class Trained:
     grad_norm: np.ndarray
     evaluations: int = 0
     settings: dict = field(default_factory=dict)
+
+
+def _pad(array, size):
+    """Target data (B, n, …) padded with zero samples to (B, size, …)."""
+    xp = get_backend(array)
+    padding = xp.zeros((array.shape[0], size - array.shape[1]) + array.shape[2:], dtype=array.dtype)
+    return xp.concatenate([array, padding], axis=1)
+
+
+def stack_objectives(objectives) -> Objective:
+    """One objective for the instances of several that differ only in their data (instances in order).
+
+    Target sets of different sizes are padded with zero samples (x = 0, y = 0 add nothing to any loss or
+    gradient) and each instance keeps its own n in ``samples``; the integrator's arithmetic is per instance,
+    so training the stack trains each objective as if alone, in one call (fewer, larger batched steps).
+    """
+    first = objectives[0]
+    if len(objectives) == 1:
+        return first
+    data = {}
+    if first.X is not None:
+        xp = get_backend(first.X)
+        size = max(o.X.shape[1] for o in objectives)
+        data["X"] = xp.concatenate([_pad(o.X, size) for o in objectives])
+        data["y"] = xp.concatenate([_pad(o.y, size) for o in objectives])
+        data["samples"] = np.concatenate([np.full(o.X.shape[0], o.X.shape[1]) if o.samples is None else o.samples
+                                          for o in objectives])
+        if first.splits is not None:
+            data["splits"] = np.concatenate([pad_orders(o.splits, size) for o in objectives])
+    if first.fixed_phi is not None:
+        data["fixed_phi"] = get_backend(first.fixed_phi).concatenate([o.fixed_phi for o in objectives])
+    return replace(first, **data)
 
 
 def random_init(objective: Objective, batch: int, rng: np.random.Generator, scale: float, xp=np) -> dict:
