@@ -168,8 +168,10 @@ class DenseStages:
         buf[:b, prev1] = buf[:b, _Y0] - xp.asarray(mu_t[s_s, 1] * h_s)[:, None] * buf[:b, _F0]
         counts = np.append(np.bincount(s_s)[::-1].cumsum()[::-1], 0)  # counts[j] = #(s ≥ j)
         # stage-combination weights for every (stage, instance), one transfer to the device:
-        # columns Y₀, ∇L(Y₀), Y_{j−1}, Y_{j−2}, ∇L(Y_{j−1}); rows past an instance's s are unused
-        mu_, nu_, mu_t_, gam_t_ = mu[s_s], nu[s_s], mu_t[s_s], gam_t[s_s]  # (b, s_max + 1)
+        # columns Y₀, ∇L(Y₀), Y_{j−1}, Y_{j−2}, ∇L(Y_{j−1}); rows past an instance's s are unused. Only the
+        # step's own s_max + 1 columns of the shared table, which grows to the largest s ever used.
+        used = int(s_s[0]) + 1
+        mu_, nu_, mu_t_, gam_t_ = mu[s_s, :used], nu[s_s, :used], mu_t[s_s, :used], gam_t[s_s, :used]
         weights = np.stack([1 - mu_ - nu_, -gam_t_ * h_s[:, None], mu_, nu_, -mu_t_ * h_s[:, None]], axis=-1)
         weights = xp.asarray(np.ascontiguousarray(weights.transpose(1, 0, 2)))  # (s_max + 1, b, 5)
         y_sorted = xp.empty_like(y)
