@@ -1,6 +1,7 @@
 """Finite-width deep ReLU networks (transfertheory.sim.mtl): backpropagation and empirical kernels against
 finite differences and explicit Jacobians, the array backend, bad input; MTL/ANIL training."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from transfertheory import backend
@@ -186,3 +187,16 @@ def test_bad_test_head_is_a_value_error():
         sim.adapted_predictions(trained, tasks[0], labels[0], tasks[1], 0.1, "random")
     with pytest.raises(ValueError, match="needs ANIL"):
         sim.adapted_predictions(trained, tasks[0], labels[0], tasks[1], 0.1, "trained")
+
+
+@pytest.mark.parametrize("claim", ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
+                                   "mtl.lemma1.fresh-test-head"])
+def test_training_claims_are_an_error_when_a_network_did_not_converge(monkeypatch, claim):
+    from transfertheory.claims import check_point, mtl_networks
+    rows = [dict(width=h, depth=1, method=m, test_head="initial", network=0, reference="mtl", matched=True,
+                 distance=0.1, converged=h == 64, status="converged" if h == 64 else "max_steps", t_final=1.0,
+                 steps=10, grad_norm=1e-6 if h == 64 else 0.5) for h in (64, 128) for m in ("mtl", "anil")]
+    monkeypatch.setattr(mtl_networks, "_training_study", lambda profile_name: pd.DataFrame(rows))
+    outcome = check_point(claim, profile="quick")
+    assert outcome.status == "ERROR"
+    assert "2 trained network(s) did not converge" in outcome.error and "h=128" in outcome.error
