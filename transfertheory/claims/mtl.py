@@ -290,28 +290,3 @@ def _fig1_lam_tau_trend(case):
         results.append(exceeds(mean / se, margin, f"λτ̂ = λτ, {variant}'s Φ′_ANIL: gap(0) − gap(0.5) = {mean:.3f} ± "
                                                   f"{se:.2g} (z over 5 runs; the gap {meaning})"))
     return combine(results, expected=KNOWN_ERRATUM)
-
-
-@register("mtl.thm1.lam-tau-linear", source="MTL Thm 1 (Eq. 18), App. B.3.2 (the O(λτ) term)", kind="exact",
-          allowance=0.005, allowance_reason="the O(λτ²) remainder, relative size ~λτ·λ_max(K) (λ_max ≈ 20 here): at "
-                                            "λτ = 10⁻⁴…2·10⁻⁴ it moves the local exponent by 6.6·10⁻⁴ (measured; "
-                                            "6.6·10⁻³ at 10⁻³…2·10⁻³)",
-          statement="the λτ part of Thm 1: with λτ = λτ̂, F_ANIL(λτ) − F_ANIL(0) and F_MTL(λτ) − F_MTL(0) are O(λτ) "
-                    "(T = λτ̂I + O(λτ̂²), G_τ̂ = O(λτ̂); the inner-loop λτ itself cancels from Eq. 16): their local "
-                    "exponent in λτ at 10⁻⁴ → 2·10⁻⁴ is 1 (L = 10, MTL §5.1 tasks, both Φ′_ANIL)")
-def _lam_tau_linear(case):
-    problem = MTL.synthetic_problem(np.random.default_rng(0), test_tasks=1)
-    tk = MTL.task_kernels(MTL.ReluNetwork(10), problem.tasks, problem.support[0], problem.query[0])
-    lam_taus = np.array([0.0, 1e-4, 2e-4])
-    y_support = problem.support_labels[0]
-    predictors = {"F_MTL": lambda s: MTL.mtl_predictions(tk, problem.labels, y_support, s)}
-    for variant in MTL.ANIL_VARIANTS:
-        predictors[f"F_ANIL ({variant})"] = (
-            lambda s, v=variant: MTL.anil_predictions(tk, problem.labels, y_support, s, s, v))
-    results = []
-    for name, predict in predictors.items():
-        values = [predict(s) for s in lam_taus]
-        changes = np.array([np.linalg.norm(v - values[0]) for v in values[1:]])
-        slope = _local_slope(changes, lam_taus[1:])
-        results.append(within(slope, 1.0, case.claim.allowance, f"local exponent of ‖{name}(λτ) − {name}(0)‖"))
-    return combine(results)
