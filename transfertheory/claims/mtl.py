@@ -118,6 +118,41 @@ def _phi_prime_inconsistent(case):
     return exceeds(relative, 1e-6, label=f"max |statement − derivation| / max Θ {point_label(case)}")
 
 
+def _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat):
+    """Φ′_MTL as the last lines of App. Eq. 57 and Eq. 65 print it, block by block (scipy expm, dense solves):
+    Eq. 57: Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)e^{−λτ̂K′}K(X′,Xⱼ);
+    Eq. 65: Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)K′⁻¹e^{−λτ̂K′}K(X′,Xⱼ)."""
+    k_ss, _ = net.kernels(support)
+    k_qs, _ = net.kernels(query, support)
+    decay = scipy.linalg.expm(-lam_tau_hat * k_ss)
+    t = np.linalg.solve(k_ss, np.eye(len(k_ss)) - decay)
+    eq57, eq65 = [], []
+    for xj in tasks:
+        _, th_qj = net.kernels(query, xj)
+        k_sj, th_sj = net.kernels(support, xj)
+        common = th_qj - k_qs @ t @ th_sj
+        eq57.append(common - k_qs @ decay @ k_sj)
+        eq65.append(common - k_qs @ np.linalg.solve(k_ss, decay @ k_sj))
+    return np.hstack(eq57), np.hstack(eq65)
+
+
+@register("mtl.lemma1.phi-prime-mtl-last-line", source="MTL App. Eq. 57 (line 2) and Eq. 65 (last line)",
+          kind="exact", strategy=_task_point, expected=KNOWN_ERRATUM, erratum="erratum-mtl-phi-prime-mtl-last-line",
+          statement="MTL: Eq. 57 and Eq. 65 rewrite Φ′_MTL block j = Θ(X,Xⱼ) − K(X,Xⱼ) − K(X,X′)T[Θ(X′,Xⱼ) − "
+                    "K(X′,Xⱼ)] (their first lines) as Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)[K′⁻¹]e^{−λτ̂K′}K(X′,Xⱼ); "
+                    "the rewriting drops −[K(X,Xⱼ) − K(X,X′)K′⁻¹K(X′,Xⱼ)] (Eq. 57 also K′⁻¹), so both last lines "
+                    "differ from the first line (mtl_test_kernel, checked by mtl.lemma1.kernels-exact) by > 10⁻⁶·max Θ")
+def _phi_prime_mtl_last_line(case):
+    tasks, support, query, tk, _ = _task_data(case)
+    net, lam_tau_hat = MTL.ReluNetwork(case.params["depth"]), case.params["lam_tau_hat"]
+    first_line = MTL.mtl_test_kernel(tk, lam_tau_hat)
+    scale = float(np.abs(tk.ntk).max())
+    results = [exceeds(float(np.abs(printed - first_line).max()) / scale, 1e-6,
+                       label=f"max |Eq. {eq} last line − first line| / max Θ {point_label(case)}")
+               for eq, printed in zip((57, 65), _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat))]
+    return combine(results, expected=KNOWN_ERRATUM)
+
+
 def _inner_loop_point(profile):
     return st.fixed_dictionaries({"depth": st.integers(1, 8), "tasks": st.integers(1, 4), "n": st.integers(1, 4),
                                   "lam_tau": st.floats(0.01, 0.5), "lam_tau_hat": st.floats(0.0, 1.0),
