@@ -200,3 +200,23 @@ def test_training_claims_are_an_error_when_a_network_did_not_converge(monkeypatc
     outcome = check_point(claim, profile="quick")
     assert outcome.status == "ERROR"
     assert "2 trained network(s) did not converge" in outcome.error and "h=128" in outcome.error
+
+
+def test_bad_labels_and_a_missing_rng_are_value_errors():
+    shape = sim.NetworkShape(3, 16, ReluNetwork(1))
+    tasks, labels = _tasks()
+    body0, head0 = sim.init_parameters(shape, 2, np.random.default_rng(3))
+    with pytest.raises(ValueError, match=r"labels\[0\] must have shape \(3,\) or \(3, 1\)"):
+        sim.train("mtl", shape, tasks, [np.ones((3, 2)), labels[1]], body0, head0)
+    with pytest.raises(ValueError, match=r"labels\[1\] must have shape"):
+        sim.train("mtl", shape, tasks, [labels[0], np.ones(4)], body0, head0)
+    with pytest.raises(ValueError, match="one label array per task"):
+        sim.train("mtl", shape, tasks, labels[:1], body0, head0)
+    trained = sim.train("mtl", shape, tasks, labels, body0, head0, max_steps=1)
+    support, query = tasks[0], tasks[1]
+    with pytest.raises(ValueError, match=r"support_labels\[0\] must have shape"):
+        sim.adapted_predictions(trained, support, np.ones((3, 2)), query, 0.3)
+    with pytest.raises(ValueError, match="rng must be a numpy Generator"):
+        sim.adapted_predictions(trained, support, labels[0], query, 0.3, "fresh")
+    flat = sim.adapted_predictions(trained, support, labels[0][:, 0], query, 0.3)
+    np.testing.assert_array_equal(flat, sim.adapted_predictions(trained, support, labels[0], query, 0.3))
