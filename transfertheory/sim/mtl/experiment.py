@@ -38,7 +38,8 @@ ROW_KEYS = ("width", "depth", "method", "test_head", "network", "reference", "ma
 
 
 def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, lam_tau, lam_tau_hat, test=0):
-    """{reference: (n_query,) infinite-width prediction} on test task ``test`` (module docstring)."""
+    """{reference: (n_query,) infinite-width prediction} on test task ``test``, in the order of :data:`REFERENCES`
+    (module docstring)."""
     tk = MTL.task_kernels(network, problem.tasks, problem.support[test], problem.query[test])
     y_support = problem.support_labels[test]
     g = MTL.adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
@@ -46,7 +47,7 @@ def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, la
     out = {"mtl": MTL.mtl_predictions(tk, problem.labels, y_support, lam_tau_hat), "adaptation": g}
     for variant in MTL.ANIL_VARIANTS:
         out[variant] = MTL.anil_predictions(tk, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
-    return {k: np.asarray(v)[:, 0] for k, v in out.items()}
+    return {k: np.asarray(out[k])[:, 0] for k in REFERENCES}
 
 
 def _rows(width, network, method, trained, predictions, references):

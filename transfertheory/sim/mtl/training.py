@@ -33,7 +33,7 @@ import numpy as np
 from ..._validation import Interval
 from ...backend import get_backend, to_host
 from ...params import Param
-from ...theory.mtl import LAM_TAU
+from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
 from ..integrator import dense_stages, integrate_gradient_flow
 from .network import NetworkShape, backpropagate, body_gram, forward, outputs
 
@@ -163,8 +163,7 @@ class _Objective:
         else:
             decay = xp.zeros_like(gram)
             for s in self.data.slices:
-                _, v, e, _ = _exp_and_divided_differences(_head_gram(self.shape, fwd.features[:, s]), self.lam_tau)
-                decay[:, s, s] = (v * e[:, None, :]) @ v.swapaxes(1, 2)
+                decay[:, s, s] = symmetric_exp(_head_gram(self.shape, fwd.features[:, s]), self.lam_tau)
             gram = decay @ (gram + readout) @ decay
         return xp.linalg.eigvalsh(gram)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
 
@@ -241,10 +240,6 @@ def adapted_predictions(trained: TrainedNetworks, support, support_labels, query
     features = forward(shape, trained.body, points).features
     f = outputs(shape, features, head) - initial
     a_s, a_q = features[:, :n_s], features[:, n_s:]
-    mu, v, decay, _ = _exp_and_divided_differences(_head_gram(shape, a_s), lam_tau_hat)
-    mu = xp.maximum(mu, 0.0)
-    safe = xp.where(mu > 0, mu, 1.0)
-    weights = xp.where(mu > 0, (1 - decay) / safe, lam_tau_hat)  # T̂ = V diag((1 − e^{−sμ})/μ) Vᵀ
     residual = xp.asarray(y_support)[None, :] - f[:, :n_s]
-    adapted = (v * weights[:, None, :]) @ (v.swapaxes(1, 2) @ residual[..., None])
+    adapted = adaptation_operator(_head_gram(shape, a_s), lam_tau_hat) @ residual[..., None]  # T̂ (MTL Eq. 17)
     return f[:, n_s:] + (_head_gram(shape, a_q, a_s) @ adapted)[..., 0]
