@@ -32,7 +32,7 @@ def point_label(case):
 
 def standardized(rng, n, d):
     x = rng.standard_normal((n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True) * math.sqrt(d)  # MTL: ‖x‖² = d
+    return MTL.standardize_inputs(x)
 
 
 def _task_data(case):
