@@ -6,7 +6,6 @@ The checks against random and trained finite-width networks are in :mod:`.mtl_ne
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import scipy.linalg

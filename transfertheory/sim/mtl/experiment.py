@@ -34,7 +34,7 @@ MATCHES = {("mtl", "initial"): "mtl", ("mtl", "fresh"): "adaptation", ("anil", "
            ("anil", "trained"): "statement", ("anil", "fresh"): "adaptation"}
 #: columns of :func:`finite_width_study`'s table
 ROW_KEYS = ("width", "depth", "method", "test_head", "network", "reference", "matched", "distance", "converged",
-            "status", "t_final", "steps", "grad_norm")
+            "status", "t_final", "steps", "grad_norm", "loss")
 
 
 def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, lam_tau, lam_tau_hat, test=0):
@@ -60,7 +60,7 @@ def _rows(width, network, method, trained, predictions, references):
                 yield dict(width=width, depth=network.depth, method=method, test_head=head, network=i,
                            reference=reference, matched=MATCHES[(method, head)] == reference, distance=distance,
                            converged=bool(flow.converged[i]), status=str(flow.status[i]), t_final=float(flow.t[i]),
-                           steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]))
+                           steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]), loss=float(flow.loss[i]))
 
 
 def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
@@ -71,8 +71,8 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     Returns a tidy DataFrame, one row per (width, method, test head, network, reference) (:data:`ROW_KEYS`):
     ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
     (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
-    convergence (integrator status, time, steps, final ‖∇L‖). The networks of a width are drawn from
-    ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
+    convergence (integrator status, time, steps, final ‖∇L‖, final training loss). The networks of a width are drawn
+    from ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
     ``default_rng([seed, width, 1])``.
     """
     xp = resolve_backend(backend)
