@@ -220,3 +220,13 @@ def test_bad_labels_and_a_missing_rng_are_value_errors():
         sim.adapted_predictions(trained, support, labels[0], query, 0.3, "fresh")
     flat = sim.adapted_predictions(trained, support, labels[0][:, 0], query, 0.3)
     np.testing.assert_array_equal(flat, sim.adapted_predictions(trained, support, labels[0], query, 0.3))
+
+
+def test_cross_gram_of_a_head_with_itself_is_the_body_part_of_the_ntk():
+    from transfertheory.claims.mtl_networks import independent_head_cross_gram
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    cross = independent_head_cross_gram(ReluNetwork(2), x, 32, 5, np.random.default_rng(7), correlation=1.0)
+    shape = sim.NetworkShape(4, 32, ReluNetwork(2))
+    body, head = sim.init_parameters(shape, 5, np.random.default_rng(7))
+    readout, ntk = sim.empirical_kernels(shape, body, head, x)
+    np.testing.assert_allclose(cross, ntk - readout, rtol=1e-12, atol=1e-12)

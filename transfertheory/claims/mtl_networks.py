@@ -31,6 +31,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..sim.mtl import MATCHES, finite_width_study, random_network_kernels
+from ..sim.mtl.network import NetworkShape, body_gram, forward, init_parameters
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels
 from .compare import Z_THRESHOLD, agreement, exceeds, mc_agreement, mean_se
@@ -93,6 +94,37 @@ def _phi_mtl_mc(case):
     p = case.params
     tk = MTL.task_kernels(MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"]), [x[:2], x[2:]])
     return _entrywise(samples, MTL.mtl_kernel(tk), "Φ_MTL", case)
+
+
+def independent_head_cross_gram(network, x, width, networks, rng, correlation=0.0):
+    """(R, n, n) body-gradient Gram ∇_body f_w(x)·∇_body f_w′(x′)ᵀ of R random networks, each with a second head
+    w′ = ρw + √(1 − ρ²)ξ (ξ independent; ρ = ``correlation``, 0: an independent draw, 1: the same head)."""
+    shape = NetworkShape(x.shape[1], int(width), network)
+    body, head = init_parameters(shape, networks, rng)
+    other = correlation * head + math.sqrt(1 - correlation**2) * rng.standard_normal(head.shape)
+    fwd, c = forward(shape, body, x), shape.readout_scale
+    return body_gram(shape, body, fwd, c * head[:, None, :-1], fwd, c * other[:, None, :-1])
+
+
+@register("mtl.lemma3.independent-heads-mc", source="MTL Lemma 3 (App. Eq. 63, footnote 12), §3.4", kind="monte-carlo",
+          strategy=_kernel_point,
+          statement="the off-diagonal blocks Θ − K of Φ_MTL (and App. Eq. 62) need heads from one draw: for two "
+                    "independently drawn heads w, w′ the mean body-gradient Gram ∇_body f_w·∇_body f_w′ᵀ over random "
+                    "networks is 0 (entrywise within 4 SE) and differs from Θ − K (diagonal entries by > 4 SE)")
+def _independent_heads_mc(case):
+    p, rng = case.params, case.rng
+    network = MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"])
+    x = rng.standard_normal((3, p["d"])) * rng.uniform(0.5, 2.0, (3, 1))
+    reps, width = _networks(case)
+    samples = independent_head_cross_gram(network, x, width, reps, rng)
+    nngp, ntk = relu_kernels(x, depth=p["depth"], w_std=p["w_std"], b_std=p["b_std"])
+    body = ntk - nngp
+    results = [_entrywise(samples, np.zeros_like(body), "independent heads' cross Gram", case)]
+    for i in range(len(x)):
+        mean, se = mean_se(samples[:, i, i])
+        results.append(exceeds(abs(mean - body[i, i]) / se, Z_THRESHOLD,
+                               label=f"|mean − (Θ − K)[{i},{i}]| / SE (mean {mean:.3g}, Θ − K {body[i, i]:.3g})"))
+    return combine(results)
 
 
 @register("mtl.ntk.fluctuation-rate", source="MTL App. B.4 (Lemma 1's O(1/√h) finite-width error)",
