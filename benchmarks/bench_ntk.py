@@ -44,6 +44,7 @@ import numpy as np
 from transfertheory import backend
 from transfertheory._validation import Interval
 from transfertheory.params import Param
+from transfertheory.theory.mtl import standardize_inputs
 from transfertheory.theory.ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
 POINTS = Param("n", Interval(1, 10**5, "both"), integer=True, description="points of the Gram matrix")
@@ -58,8 +59,7 @@ TARGET = dict(n=2000, seconds=1.0)
 
 
 def inputs(n, d, seed=0):
-    x = np.random.default_rng(seed).standard_normal((n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True) * math.sqrt(d)
+    return standardize_inputs(np.random.default_rng(seed).standard_normal((n, d)))
 
 
 def pair_kernels(x, y, depth, w_std, b_std):

@@ -51,6 +51,7 @@ ERRATA = {
     "mtl.lemma4.ntk-remainder-log": "erratum-mtl-ntk-remainder",
     "mtl.lemma1.fresh-test-head": "erratum-mtl-fresh-test-head",
     "mtl.fig1.lam-tau-trend": "erratum-mtl-fig1-lam-tau",
+    "mtl.lemma1.phi-prime-mtl-last-line": "erratum-mtl-phi-prime-mtl-last-line",
 }
 #: claim-id prefix → how the claim's source names its paper
 PAPERS = {"faf": "FaF", "merlin": "MeRLin", "tdr": "TDR", "mtl": "MTL"}

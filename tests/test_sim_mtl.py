@@ -1,6 +1,7 @@
 """Finite-width deep ReLU networks (transfertheory.sim.mtl): backpropagation and empirical kernels against
 finite differences and explicit Jacobians, the array backend, bad input; MTL/ANIL training."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from transfertheory import backend
@@ -186,3 +187,46 @@ def test_bad_test_head_is_a_value_error():
         sim.adapted_predictions(trained, tasks[0], labels[0], tasks[1], 0.1, "random")
     with pytest.raises(ValueError, match="needs ANIL"):
         sim.adapted_predictions(trained, tasks[0], labels[0], tasks[1], 0.1, "trained")
+
+
+@pytest.mark.parametrize("claim", ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
+                                   "mtl.lemma1.fresh-test-head"])
+def test_training_claims_are_an_error_when_a_network_did_not_converge(monkeypatch, claim):
+    from transfertheory.claims import check_point, mtl_networks
+    rows = [dict(width=h, depth=1, method=m, test_head="initial", network=0, reference="mtl", matched=True,
+                 distance=0.1, converged=h == 64, status="converged" if h == 64 else "max_steps", t_final=1.0,
+                 steps=10, grad_norm=1e-6 if h == 64 else 0.5) for h in (64, 128) for m in ("mtl", "anil")]
+    monkeypatch.setattr(mtl_networks, "_training_study", lambda profile_name: pd.DataFrame(rows))
+    outcome = check_point(claim, profile="quick")
+    assert outcome.status == "ERROR"
+    assert "2 trained network(s) did not converge" in outcome.error and "h=128" in outcome.error
+
+
+def test_bad_labels_and_a_missing_rng_are_value_errors():
+    shape = sim.NetworkShape(3, 16, ReluNetwork(1))
+    tasks, labels = _tasks()
+    body0, head0 = sim.init_parameters(shape, 2, np.random.default_rng(3))
+    with pytest.raises(ValueError, match=r"labels\[0\] must have shape \(3,\) or \(3, 1\)"):
+        sim.train("mtl", shape, tasks, [np.ones((3, 2)), labels[1]], body0, head0)
+    with pytest.raises(ValueError, match=r"labels\[1\] must have shape"):
+        sim.train("mtl", shape, tasks, [labels[0], np.ones(4)], body0, head0)
+    with pytest.raises(ValueError, match="one label array per task"):
+        sim.train("mtl", shape, tasks, labels[:1], body0, head0)
+    trained = sim.train("mtl", shape, tasks, labels, body0, head0, max_steps=1)
+    support, query = tasks[0], tasks[1]
+    with pytest.raises(ValueError, match=r"support_labels\[0\] must have shape"):
+        sim.adapted_predictions(trained, support, np.ones((3, 2)), query, 0.3)
+    with pytest.raises(ValueError, match="rng must be a numpy Generator"):
+        sim.adapted_predictions(trained, support, labels[0], query, 0.3, "fresh")
+    flat = sim.adapted_predictions(trained, support, labels[0][:, 0], query, 0.3)
+    np.testing.assert_array_equal(flat, sim.adapted_predictions(trained, support, labels[0], query, 0.3))
+
+
+def test_cross_gram_of_a_head_with_itself_is_the_body_part_of_the_ntk():
+    from transfertheory.claims.mtl_networks import independent_head_cross_gram
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    cross = independent_head_cross_gram(ReluNetwork(2), x, 32, 5, np.random.default_rng(7), correlation=1.0)
+    shape = sim.NetworkShape(4, 32, ReluNetwork(2))
+    body, head = sim.init_parameters(shape, 5, np.random.default_rng(7))
+    readout, ntk = sim.empirical_kernels(shape, body, head, x)
+    np.testing.assert_allclose(cross, ntk - readout, rtol=1e-12, atol=1e-12)

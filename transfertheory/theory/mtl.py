@@ -45,7 +45,7 @@ from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 __all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
            "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap", "FewShotProblem",
-           "synthetic_task", "synthetic_problem"]
+           "standardize_inputs", "synthetic_task", "synthetic_problem"]
 
 LAM_TAU = Param("lam_tau", Interval(0, np.inf, "left"), description="inner-loop learning rate × steps, λτ (or λτ̂)")
 #: Φ′_ANIL per App. Eq. 61/66 ("derivation") or per the text of Lemma 1/3 ("statement")
@@ -319,6 +319,13 @@ _COUNT = {name: Param(name, Interval(1, np.inf, "left"), integer=True) for name 
                                                                                      "n_support", "n_query")}
 
 
+def standardize_inputs(x):
+    """The rows of ``x`` (n, d) rescaled to ‖x‖² = d (MTL §4.3's input normalization; K(x, x) is then the same for
+    every input of a ReLU network with He initialization)."""
+    x = np.asarray(x, dtype=float)
+    return x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(x.shape[1])
+
+
 def synthetic_task(rng, n, d=10):
     """One few-shot regression task of MTL §5.1: μ ~ N(0, I_d), ν ~ Unif(1.3, 1.6), n inputs x ~ N(μ, ν²I_d) with
     labels y = ν‖x − μ‖²; the inputs are then standardized to ‖x‖² = d (MTL §4.3). Returns (x (n, d), y (n, 1))."""
@@ -326,7 +333,7 @@ def synthetic_task(rng, n, d=10):
     mu, nu = rng.standard_normal(d), rng.uniform(1.3, 1.6)
     x = mu + nu * rng.standard_normal((n, d))
     y = nu * ((x - mu) ** 2).sum(axis=1, keepdims=True)
-    return x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(d), y
+    return standardize_inputs(x), y
 
 
 @dataclass(frozen=True)

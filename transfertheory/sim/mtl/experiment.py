@@ -34,11 +34,12 @@ MATCHES = {("mtl", "initial"): "mtl", ("mtl", "fresh"): "adaptation", ("anil", "
            ("anil", "trained"): "statement", ("anil", "fresh"): "adaptation"}
 #: columns of :func:`finite_width_study`'s table
 ROW_KEYS = ("width", "depth", "method", "test_head", "network", "reference", "matched", "distance", "converged",
-            "status", "t_final", "steps", "grad_norm")
+            "status", "t_final", "steps", "grad_norm", "loss")
 
 
 def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, lam_tau, lam_tau_hat, test=0):
-    """{reference: (n_query,) infinite-width prediction} on test task ``test`` (module docstring)."""
+    """{reference: (n_query,) infinite-width prediction} on test task ``test``, in the order of :data:`REFERENCES`
+    (module docstring)."""
     tk = MTL.task_kernels(network, problem.tasks, problem.support[test], problem.query[test])
     y_support = problem.support_labels[test]
     g = MTL.adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
@@ -46,7 +47,7 @@ def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, la
     out = {"mtl": MTL.mtl_predictions(tk, problem.labels, y_support, lam_tau_hat), "adaptation": g}
     for variant in MTL.ANIL_VARIANTS:
         out[variant] = MTL.anil_predictions(tk, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
-    return {k: np.asarray(v)[:, 0] for k, v in out.items()}
+    return {k: np.asarray(out[k])[:, 0] for k in REFERENCES}
 
 
 def _rows(width, network, method, trained, predictions, references):
@@ -59,7 +60,7 @@ def _rows(width, network, method, trained, predictions, references):
                 yield dict(width=width, depth=network.depth, method=method, test_head=head, network=i,
                            reference=reference, matched=MATCHES[(method, head)] == reference, distance=distance,
                            converged=bool(flow.converged[i]), status=str(flow.status[i]), t_final=float(flow.t[i]),
-                           steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]))
+                           steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]), loss=float(flow.loss[i]))
 
 
 def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
@@ -70,8 +71,8 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     Returns a tidy DataFrame, one row per (width, method, test head, network, reference) (:data:`ROW_KEYS`):
     ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
     (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
-    convergence (integrator status, time, steps, final ‖∇L‖). The networks of a width are drawn from
-    ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
+    convergence (integrator status, time, steps, final ‖∇L‖, final training loss). The networks of a width are drawn
+    from ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
     ``default_rng([seed, width, 1])``.
     """
     xp = resolve_backend(backend)

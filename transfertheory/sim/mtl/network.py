@@ -163,8 +163,6 @@ def empirical_kernels(shape: NetworkShape, body, head, x, y=None):
     fy = fx if y is None else forward(shape, body, y)
     c, b_var = shape.readout_scale, shape.network.b_std**2
     readout = c**2 * (fx.features @ fy.features.transpose(0, 2, 1)) + b_var
-    if shape.depth == 0:
-        return readout, readout.copy()
     top = c * head[:, None, :-1]
     ntk = readout + body_gram(shape, body, fx, top, None if y is None else fy, None if y is None else top)
     return readout, ntk

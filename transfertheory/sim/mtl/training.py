@@ -33,7 +33,7 @@ import numpy as np
 from ..._validation import Interval
 from ...backend import get_backend, to_host
 from ...params import Param
-from ...theory.mtl import LAM_TAU
+from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
 from ..integrator import dense_stages, integrate_gradient_flow
 from .network import NetworkShape, backpropagate, body_gram, forward, outputs
 
@@ -42,6 +42,18 @@ __all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "ada
 METHODS = ("mtl", "anil")
 TEST_HEADS = ("initial", "trained", "fresh")
 _GTOL = Param("gtol", Interval(0, np.inf, "neither"))
+
+
+def _single_output(labels, sizes, name):
+    """The labels of point sets of the given sizes as one host vector; a ValueError naming ``name`` unless every
+    array is (n,) or (n, 1) with n its set's size (the networks have one output)."""
+    arrays = [np.asarray(a, dtype=float) for a in labels]
+    if len(arrays) != len(sizes):
+        raise ValueError(f"{name} must hold one label array per task ({len(sizes)}), got {len(arrays)}")
+    for i, (a, n) in enumerate(zip(arrays, sizes)):
+        if a.shape not in ((n,), (n, 1)):
+            raise ValueError(f"{name}[{i}] must have shape ({n},) or ({n}, 1) (one output per point), got {a.shape}")
+    return np.concatenate([a.reshape(-1) for a in arrays])
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,7 @@ class TaskData:
     def from_tasks(cls, tasks, labels, xp):
         sizes = [len(t) for t in tasks]
         starts = np.cumsum([0] + sizes)
-        return cls(xp.asarray(np.vstack(tasks), dtype=float), xp.asarray(np.vstack(labels)[:, 0], dtype=float),
+        return cls(xp.asarray(np.vstack(tasks), dtype=float), xp.asarray(_single_output(labels, sizes, "labels")),
                    np.repeat(np.arange(len(tasks)), sizes), tuple(slice(a, b) for a, b in zip(starts[:-1], starts[1:])))
 
 
@@ -151,8 +163,7 @@ class _Objective:
         else:
             decay = xp.zeros_like(gram)
             for s in self.data.slices:
-                _, v, e, _ = _exp_and_divided_differences(_head_gram(self.shape, fwd.features[:, s]), self.lam_tau)
-                decay[:, s, s] = (v * e[:, None, :]) @ v.swapaxes(1, 2)
+                decay[:, s, s] = symmetric_exp(_head_gram(self.shape, fwd.features[:, s]), self.lam_tau)
             gram = decay @ (gram + readout) @ decay
         return xp.linalg.eigvalsh(gram)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
 
@@ -208,16 +219,20 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
 def adapted_predictions(trained: TrainedNetworks, support, support_labels, query, lam_tau_hat, test_head="initial",
                         rng=None):
     """F (R, n_query): the test head adapted for time λτ̂ on (X′, Y′) on the trained body, seen on the query set
-    (module docstring); ``test_head`` in :data:`TEST_HEADS` (``"fresh"`` draws from ``rng``)."""
+    (module docstring); ``test_head`` in :data:`TEST_HEADS` (``"fresh"`` draws from ``rng``, a numpy Generator,
+    required); ``support_labels`` (n′,) or (n′, 1)."""
     if test_head not in TEST_HEADS:
         raise ValueError(f"test_head must be one of {TEST_HEADS}, got {test_head!r}")
     if test_head == "trained" and trained.method != "anil":
         raise ValueError("test_head='trained' needs ANIL's outer-loop head (MTL's heads belong to its tasks)")
+    if test_head == "fresh" and not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy Generator for test_head='fresh' (the fresh head's draw), got {rng!r}")
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat)
+    y_support = _single_output([support_labels], [len(support)], "support_labels")
     shape, xp = trained.shape, get_backend(trained.state)
     start = trained.head0
     if test_head == "fresh":
-        start = xp.asarray((rng or np.random.default_rng()).standard_normal(trained.head0.shape))
+        start = xp.asarray(rng.standard_normal(trained.head0.shape))
     head = trained.heads[:, 0] if test_head == "trained" else start
     points = xp.asarray(np.vstack([support, query]), dtype=float)
     n_s = len(support)
@@ -225,10 +240,6 @@ def adapted_predictions(trained: TrainedNetworks, support, support_labels, query
     features = forward(shape, trained.body, points).features
     f = outputs(shape, features, head) - initial
     a_s, a_q = features[:, :n_s], features[:, n_s:]
-    mu, v, decay, _ = _exp_and_divided_differences(_head_gram(shape, a_s), lam_tau_hat)
-    mu = xp.maximum(mu, 0.0)
-    safe = xp.where(mu > 0, mu, 1.0)
-    weights = xp.where(mu > 0, (1 - decay) / safe, lam_tau_hat)  # T̂ = V diag((1 − e^{−sμ})/μ) Vᵀ
-    residual = xp.asarray(np.asarray(support_labels, dtype=float)[:, 0])[None, :] - f[:, :n_s]
-    adapted = (v * weights[:, None, :]) @ (v.swapaxes(1, 2) @ residual[..., None])
+    residual = xp.asarray(y_support)[None, :] - f[:, :n_s]
+    adapted = adaptation_operator(_head_gram(shape, a_s), lam_tau_hat) @ residual[..., None]  # T̂ (MTL Eq. 17)
     return f[:, n_s:] + (_head_gram(shape, a_q, a_s) @ adapted)[..., 0]
