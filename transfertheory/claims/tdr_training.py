@@ -99,6 +99,16 @@ def _excess(runs, samples, reference):
                      for run, q in zip(runs, samples) for mean, se in [mean_se(q)])
 
 
+def _scalar_approaches(runs, samples, reference, what, remainder, label):
+    """A per-seed scalar (one sample array per width) against its formula: the gap closes with m, the largest
+    width agrees (4 SE + the training-bias allowance, the mean ``remainder`` at every width reported), and every
+    network converged."""
+    closes = _gap_closes([run.width for run in runs], [(q - reference) ** 2 for q in samples], f"{what} {label}")
+    agrees = _agrees(samples[-1], reference, f"{what} at m = {runs[-1].width} (mean {remainder} at "
+                                             f"m = {_excess(runs, samples, reference)})")
+    return combine([closes, agrees, _converged(runs, label)])
+
+
 @register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="simulation",
           strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
           statement="the outputs on X_Q of the trained network pretrained on P approach y_{P→Q} = H_PQᵀH_P⁻¹y_P "
@@ -128,12 +138,8 @@ def _trained_thm2_bound(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
     runs = _trained(case, x_p, y_p, x_q, y_q)
-    distances, label = [run.finetune_distance for run in runs], point_label(case)
-    closes = _gap_closes([run.width for run in runs], [(q - bound) ** 2 for q in distances],
-                         f"‖W(Q) − W(P)‖ − bound {label}")
-    agrees = _agrees(distances[-1], bound, f"‖W(Q) − W(P)‖ at m = {runs[-1].width} vs the bound (mean excess "
-                                           f"at m = {_excess(runs, distances, bound)})")
-    return combine([closes, agrees, _converged(runs, label)])
+    return _scalar_approaches(runs, [run.finetune_distance for run in runs], bound, "‖W(Q) − W(P)‖ vs the bound",
+                              "excess", point_label(case))
 
 
 @register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="simulation",
@@ -146,12 +152,8 @@ def _trained_gradient_norm(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     change = NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change
     runs = _trained(case, x_p, y_p, x_q, y_q)
-    measured, label = [run.gradient_norm_pretrained - run.gradient_norm_init for run in runs], point_label(case)
-    closes = _gap_closes([run.width for run in runs], [(q - change) ** 2 for q in measured],
-                         f"Δ‖∂L/∂X¹‖² − Eq. 1 {label}")
-    agrees = _agrees(measured[-1], change, f"Δ‖∂L/∂X¹‖² at m = {runs[-1].width} vs Eq. 1 (mean remainder at "
-                                           f"m = {_excess(runs, measured, change)})")
-    return combine([closes, agrees, _converged(runs, label)])
+    measured = [run.gradient_norm_pretrained - run.gradient_norm_init for run in runs]
+    return _scalar_approaches(runs, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", point_label(case))
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
