@@ -4,6 +4,8 @@
 * :mod:`.kernels` — the stage-kernel contract (:class:`StageKernel`,
   :class:`StepRequest`, :class:`StepOutcome`) and the dense kernel;
 * :mod:`.state` — the batched flow state and the record of finished instances;
+* :mod:`.ragged` — batches of instances of different sizes (:class:`RaggedBatch`, one dense block per
+  size) and the stage kernel that runs one dense kernel per block (:class:`BlockwiseStages`);
 * :mod:`.flow` — :func:`integrate_gradient_flow` (RKC2, or fixed-step explicit Euler = batched
   gradient descent with ``scheme="euler"``) and :class:`FlowResult`.
 
@@ -19,6 +21,7 @@ from .kernels import (
     dense_stages,
     row_norms,
 )
+from .ragged import BlockwiseStages, RaggedBatch
 from .rkc import rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
 
 __all__ = [
@@ -33,6 +36,8 @@ __all__ = [
     "dense_stages",
     "dense_spectral_radius",
     "row_norms",
+    "RaggedBatch",
+    "BlockwiseStages",
     "rkc_coefficients",
     "rkc_stability_bound",
     "rkc_butcher_rows",

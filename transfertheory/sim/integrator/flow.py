@@ -57,9 +57,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import Interval
-from ...backend import get_backend, to_host
+from ...backend import to_host
 from ...params import Param
-from .kernels import StageKernel, StepRequest, dense_stages, row_norms
+from .kernels import StageKernel, StepRequest, dense_stages
+from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, subtract_scaled, take
 from .rkc import tables
 from .state import FlowRecord, FlowState
 
@@ -88,8 +89,8 @@ class FlowResult:
 
     Attributes
     ----------
-    y : array (B, P)
-        Final states (backend array).
+    y : array (B, P) or :class:`~.ragged.RaggedBatch`
+        Final states (backend arrays), in the layout of ``y0``.
     t, steps, grad_norm, loss : numpy arrays (B,)
         Time reached, accepted steps, final ‖∇L‖ and loss per instance.
     status : numpy array of str (B,)
@@ -144,12 +145,12 @@ class _Integration:
         self.kernel, self.residual, self.budget, self.progress = kernel, residual, budget, progress
         self.tables = tables(max_stages)
         self.record = FlowRecord(y0)
-        self.batch_size = y0.shape[0]
+        self.batch_size = batch_size(y0)
         self.evaluations = self.rejected = self.max_stages_used = 0
 
     def radius(self, y, carried, rows, warm, iterations):
         """ρ(∇²L)·safety per instance (1 where the estimate is not a positive number) and its warm start."""
-        xp = get_backend(y)
+        xp = array_module(y)
         rho, warm, n = self.kernel.spectral_radius(y, carried, rows, warm, iterations)
         self.evaluations += n
         return _SAFETY * xp.where(xp.isfinite(rho) & (rho > 0), rho, 1.0), warm
@@ -160,8 +161,8 @@ class _Integration:
 
     def start(self, y0, gradient, atol_host) -> FlowState:
         """The working set at t = 0: gradient, loss and spectral radius of every instance."""
-        xp = get_backend(y0)
-        B = y0.shape[0]
+        xp = array_module(y0)
+        B = batch_size(y0)
         rows = np.arange(B)
         y = y0.copy()
         G, loss = gradient(y, rows)
@@ -179,14 +180,14 @@ class _Integration:
 
     def classify(self, state: FlowState) -> FlowState:
         """Finish the instances that diverged, converged or ran out of budget; returns the rest."""
-        budget, xp = self.budget, get_backend(state.y)
+        budget = self.budget
         gn, ls = to_host(state.grad_norm), to_host(state.loss)
         bad = ~np.isfinite(gn) | ~np.isfinite(ls) | (ls > to_host(state.loss_limit))
         state = self.record.finish(state, bad, "diverged", self.residual)
         small = gn[~bad] <= budget.gtol
         if self.residual is not None and small.any():  # a saddle (e.g. W = 0) has a small ‖∇L‖, a large residual
             cand = np.flatnonzero(small)
-            small[cand] = to_host(self.residual(state.y[xp.asarray(cand)], state.rows[cand])) <= budget.gtol
+            small[cand] = to_host(self.residual(take(state.y, cand), state.rows[cand])) <= budget.gtol
         state = self.record.finish(state, small, "converged", self.residual)
         if budget.loss_tol > 0:
             state = self.record.finish(state, to_host(state.loss) <= budget.loss_tol, "loss_tol", self.residual)
@@ -196,7 +197,7 @@ class _Integration:
 
     def step(self, state: FlowState) -> FlowState:
         """One RKC2 step of every working instance: accept or reject, adapt h, refresh ρ where due."""
-        xp, tabs = get_backend(state.y), self.tables
+        xp, tabs = array_module(state.y), self.tables
         h = xp.minimum(xp.minimum(state.h, self.budget.max_time - state.t), tabs.beta[-1] / state.rho)
         s_row = tabs.stages(to_host(h * state.rho))
         self.max_stages_used = max(self.max_stages_used, int(s_row.max()))
@@ -223,22 +224,26 @@ class _Integration:
         y, carried, loss, grad_norm = out.y, out.grad, out.loss, out.grad_norm
         self.rejected += int(rej.size)
         if rej.size:
-            dev_rej = get_backend(y).asarray(rej)
-            y[dev_rej], loss[dev_rej], grad_norm[dev_rej] = state.y[dev_rej], state.loss[dev_rej], state.grad_norm[dev_rej]
+            dev_rej = array_module(y).asarray(rej)
+            put(y, rej, take(state.y, rej))
+            loss[dev_rej], grad_norm[dev_rej] = state.loss[dev_rej], state.grad_norm[dev_rej]
             if state.carried is None:  # nothing carried for the rejected rows (first step): the kernel recomputes
                 carried = None
             elif carried is not None:
-                carried[dev_rej] = state.carried[dev_rej]
+                put(carried, rej, take(state.carried, rej))
         return y, carried, loss, grad_norm
 
     def _refresh_radius(self, state: FlowState, refresh: np.ndarray) -> FlowState:
         """New spectral-radius estimates (3 warm-started iterations) for the host indices ``refresh``."""
         if refresh.size == 0:
             return state
-        sub = get_backend(state.y).asarray(refresh)
+        sub = array_module(state.y).asarray(refresh)
         rho, eigvec, since_rho = state.rho, state.eigvec, state.since_rho.copy()
-        rho[sub], eigvec[sub] = self.radius(state.y[sub], None if state.carried is None else state.carried[sub],
-                                            state.rows[refresh], eigvec[sub], 3)
+        rho[sub], new_eigvec = self.radius(take(state.y, refresh),
+                                           None if state.carried is None else take(state.carried, refresh),
+                                           state.rows[refresh], None if eigvec is None else take(eigvec, refresh), 3)
+        if eigvec is not None:
+            put(eigvec, refresh, new_eigvec)
         since_rho[refresh] = 0
         return state.with_(rho=rho, eigvec=eigvec, since_rho=since_rho)
 
@@ -257,6 +262,12 @@ class _Integration:
             status=record.status.astype(str), evaluations=self.evaluations, rejected=self.rejected,
             max_stages=self.max_stages_used, residual=record.residual,
         )
+
+
+def _einsum_norms(g):
+    """Row norms of a (b, P) gradient by one einsum (the Euler step's; no (b, P) temporary)."""
+    xp = array_module(g)
+    return xp.sqrt(xp.einsum("ij,ij->i", g, g))
 
 
 class _EulerIntegration(_Integration):
@@ -279,13 +290,13 @@ class _EulerIntegration(_Integration):
         return gradient  # the dense gradient at y, reused by the next step
 
     def step(self, state: FlowState) -> FlowState:
-        xp = get_backend(state.y)
+        xp = array_module(state.y)
         h = xp.minimum(self.step_fraction * _SAFETY / state.rho, self.budget.max_time - state.t)
         y = state.y  # updated in place: the integration owns its states (the record keeps copies)
-        y -= h[:, None] * state.carried  # the gradient may be the callable's own array: not modified
+        subtract_scaled(y, h, state.carried)  # the gradient may be the callable's own array: not modified
         G, loss = self.gradient(y, state.rows)
         self.evaluations += state.size
-        grad_norm = xp.sqrt(xp.einsum("ij,ij->i", G, G))
+        grad_norm = row_norms(G, _einsum_norms)
         state = state.with_(y=y, carried=G, loss=loss, grad_norm=grad_norm, t=state.t + h, h=h,
                             steps=state.steps + 1, since_rho=state.since_rho + 1)
         state = self._refresh_radius(state, np.flatnonzero(state.since_rho >= _RHO_REFRESH))
@@ -320,8 +331,13 @@ def integrate_gradient_flow(
     gradient : callable ``(y, rows) -> (grad, loss)``
         Gradient (b, P) and loss (b,) of the instances ``rows`` (a NumPy int
         array of indices into the batch) at states ``y`` (b, P).
-    y0 : array (B, P)
+    y0 : array (B, P) or :class:`~.ragged.RaggedBatch`
         Initial states on the backend (NumPy, CuPy, …: inferred from ``y0``).
+        Instances of different sizes come as a ``RaggedBatch`` (one dense
+        block per size, :mod:`.ragged`) with a ``stage_kernel`` that handles
+        it (:class:`~.ragged.BlockwiseStages`); ``gradient`` then returns a
+        ragged gradient. Statuses, budgets and step control are per instance
+        as for (B, P) states.
     rtol : float
         Relative local error tolerance of the RKC error estimate (RMS norm).
     atol : float or array (B,)
@@ -377,10 +393,13 @@ def integrate_gradient_flow(
     budget = _Budget(_positive("rtol").scalar(rtol), _positive("gtol").scalar(gtol),
                      _positive("max_time").scalar(max_time), _MAX_STEPS.scalar(max_steps),
                      _positive("divergence_factor").scalar(divergence_factor), _LOSS_TOL.scalar(loss_tol))
-    atol_host = np.broadcast_to(_positive("atol").check(atol), (y0.shape[0],))
+    atol_host = np.broadcast_to(_positive("atol").check(atol), (batch_size(y0),))
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     step_fraction = _STEP_FRACTION.scalar(step_fraction)
+    if isinstance(y0, RaggedBatch) and stage_kernel is None:
+        raise ValueError("ragged states (RaggedBatch) need a stage_kernel that handles them, e.g. BlockwiseStages "
+                         "of one dense_stages kernel per block")
     kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
     setup = (kernel, residual, budget, _MAX_STAGES.scalar(max_stages), y0, progress)
     run = _Integration(*setup) if scheme == "rkc" else _EulerIntegration(gradient, step_fraction, *setup)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ...backend import get_backend, to_host
+from ...backend import to_host
+from .ragged import RaggedBatch, array_module, batch_size, put, take
 
 __all__ = ["FlowState", "FlowRecord"]
 
@@ -51,12 +52,15 @@ class FlowState:
 
     def compact(self, keep: np.ndarray) -> "FlowState":
         """The working set restricted to the host boolean mask ``keep``."""
-        dev_keep = get_backend(self.y).asarray(np.flatnonzero(keep))
+        idx = np.flatnonzero(keep)
+        dev_keep = array_module(self.y).asarray(idx)
         parts = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in ("rows", "since_rho"):
                 parts[f.name] = value[keep]
+            elif isinstance(value, RaggedBatch):
+                parts[f.name] = take(value, idx)
             else:
                 parts[f.name] = None if value is None else value[dev_keep]
         return FlowState(**parts)
@@ -70,7 +74,7 @@ class FlowRecord:
     """Final values of every instance in batch order: states on the backend, the rest on the host."""
 
     def __init__(self, y0):
-        B = y0.shape[0]
+        B = batch_size(y0)
         self.y = y0.copy()
         self.t, self.steps = np.zeros(B), np.zeros(B, dtype=np.int64)
         self.grad_norm, self.loss, self.residual = np.full(B, np.nan), np.full(B, np.nan), np.full(B, np.nan)
@@ -81,15 +85,16 @@ class FlowRecord:
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             return state
-        xp = get_backend(state.y)
+        xp = array_module(state.y)
         out_rows = state.rows[idx]
         dev_idx = xp.asarray(idx)
-        self.y[xp.asarray(out_rows)] = state.y[dev_idx]
+        finished = take(state.y, idx)
+        put(self.y, out_rows, finished)
         self.t[out_rows] = to_host(state.t[dev_idx])
         self.steps[out_rows] = to_host(state.steps[dev_idx])
         self.grad_norm[out_rows] = to_host(state.grad_norm[dev_idx])
         self.loss[out_rows] = to_host(state.loss[dev_idx])
         if residual is not None:
-            self.residual[out_rows] = to_host(residual(state.y[dev_idx], out_rows))
+            self.residual[out_rows] = to_host(residual(finished, out_rows))
         self.status[out_rows] = label
         return state.compact(~mask)

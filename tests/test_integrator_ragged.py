@@ -1,0 +1,77 @@
+"""Instances of different sizes in one integration (RaggedBatch + BlockwiseStages): each instance's result is
+the one a separate integration of its block gives — same states, times, steps, statuses — for both schemes, on
+every backend; and the ragged helpers' indexing."""
+import numpy as np
+import pytest
+
+from transfertheory.backend import to_device, to_host
+from transfertheory.sim.integrator import BlockwiseStages, RaggedBatch, dense_stages, integrate_gradient_flow
+from transfertheory.sim.integrator.ragged import put, row_norms, take
+
+SIZES, COUNTS = (3, 7, 12), (2, 3, 2)
+
+
+def _quadratic(lam):
+    """L = ½Σλᵢyᵢ² per instance; ``rows`` index the block's instances."""
+
+    def gradient(y, rows):
+        return lam[rows] * y, 0.5 * (lam[rows] * y * y).sum(axis=1)
+
+    return gradient
+
+
+def _problem(xp):
+    """Per block: λ (spectra from well to badly conditioned, so that some instances run out of budget) and y₀."""
+    rng = np.random.default_rng(7)
+    decades = np.linspace(0.3, 3.5, sum(COUNTS))  # λ_min = 10^−decades: t ≈ 40 … 5·10⁴ to converge
+    lams = [10.0 ** (-decades[start:start + c, None] * np.linspace(1, 0, P)[None, :])
+            for P, c, start in zip(SIZES, COUNTS, np.cumsum((0,) + COUNTS))]
+    y0s = [rng.standard_normal((c, P)) for P, c in zip(SIZES, COUNTS)]
+    return [to_device(v, xp) for v in lams], [to_device(v, xp) for v in y0s]
+
+
+@pytest.mark.parametrize("scheme", ["rkc", "euler"])
+def test_a_ragged_integration_is_the_separate_integrations_of_its_blocks(array_backend, scheme):
+    _, xp = array_backend
+    lams, y0s = _problem(xp)
+    settings = dict(scheme=scheme, gtol=1e-6, max_time=300.0, max_steps=3000, rtol=1e-3)
+    kernels = [dense_stages(_quadratic(lam)) for lam in lams]
+    joint = BlockwiseStages(kernels, COUNTS)
+    ragged = integrate_gradient_flow(joint.gradient, RaggedBatch(tuple(y0s)), stage_kernel=joint, **settings)
+    separate = [integrate_gradient_flow(k.gradient, y0, stage_kernel=dense_stages(_quadratic(lam)), **settings)
+                for k, y0, lam in zip(kernels, y0s, lams)]
+    assert isinstance(ragged.y, RaggedBatch) and len(ragged.y) == sum(COUNTS)
+    assert set(ragged.status) >= {"converged", "max_time"}  # instances of both outcomes
+    for name in ("t", "steps", "grad_norm", "loss", "status"):
+        np.testing.assert_array_equal(getattr(ragged, name), np.concatenate([getattr(r, name) for r in separate]),
+                                      err_msg=name)
+    for block, alone in zip(ragged.y.blocks, separate):
+        np.testing.assert_array_equal(to_host(block), to_host(alone.y))
+    assert ragged.evaluations == sum(r.evaluations for r in separate)
+    assert ragged.rejected == sum(r.rejected for r in separate)
+
+
+def test_take_and_put_address_instances_across_blocks(array_backend):
+    _, xp = array_backend
+    blocks = tuple(to_device(np.arange(c * P, dtype=float).reshape(c, P) + 100 * g, xp)
+                   for g, (P, c) in enumerate(zip(SIZES, COUNTS)))
+    batch = RaggedBatch(blocks)
+    assert len(batch) == 7 and batch.offsets.tolist() == [0, 2, 5, 7]
+    picked = take(batch, np.array([1, 2, 6]))
+    assert picked.counts.tolist() == [1, 1, 1]
+    np.testing.assert_array_equal(to_host(picked.blocks[1]), to_host(blocks[1])[:1])
+    target = RaggedBatch(tuple(xp.zeros_like(b) for b in blocks))
+    put(target, np.array([1, 2, 6]), picked)
+    norms = to_host(row_norms(target))
+    assert np.flatnonzero(norms).tolist() == [1, 2, 6]
+    np.testing.assert_allclose(norms[[1, 2, 6]], to_host(row_norms(picked)), rtol=1e-15)
+
+
+def test_ragged_states_need_a_kernel_that_handles_them():
+    lams, y0s = _problem(np)
+    with pytest.raises(ValueError, match="stage_kernel"):
+        integrate_gradient_flow(lambda y, rows: None, RaggedBatch(tuple(y0s)), scheme="euler")
+    with pytest.raises(ValueError, match="one kernel per block"):
+        BlockwiseStages([dense_stages(_quadratic(lams[0]))], COUNTS)
+    with pytest.raises(ValueError, match="2-D"):
+        RaggedBatch((np.zeros(3),))

@@ -1,0 +1,183 @@
+"""Batches of instances of different sizes: :class:`RaggedBatch` and the per-block stage kernel.
+
+A sweep over model sizes (TDR §6: two-layer networks of widths 10² … 10⁵) integrates instances whose states
+have different lengths P_g. Padding them to the largest P would multiply the small instances' work by P_max/P_g;
+instead a :class:`RaggedBatch` keeps one dense (b_g, P_g) array per *block* of equally sized instances, the
+instances numbered block after block. :func:`~transfertheory.sim.integrator.integrate_gradient_flow` accepts
+one as its states; the per-instance step control is unchanged (each instance has its own t, h, ρ, status), and
+everything that touches the states goes through the functions here — :func:`take`, :func:`put`,
+:func:`row_norms`, :func:`subtract_scaled`, :func:`array_module` — which treat a plain (b, P) array as a
+single block. The model computes each block with its own dense stage kernel; :class:`BlockwiseStages` joins
+them into the one :class:`~transfertheory.sim.integrator.kernels.StageKernel` of the batch. An instance's
+arithmetic is that of its block alone, so its result is the one a separate integration of its block gives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...backend import get_backend
+from .kernels import StepOutcome, StepRequest
+from .kernels import row_norms as dense_row_norms
+
+__all__ = ["RaggedBatch", "BlockwiseStages", "array_module", "batch_size", "take", "put", "row_norms",
+           "subtract_scaled"]
+
+
+@dataclass(frozen=True)
+class RaggedBatch:
+    """Instances of different sizes: ``blocks`` is a tuple of 2-D backend arrays (b_g, P_g), one row per
+    instance, instances numbered block after block. Blocks may be empty (b_g = 0): a working set keeps the
+    block structure of its batch, so block g always holds instances of the batch's block g."""
+
+    blocks: tuple
+
+    def __post_init__(self):
+        if not self.blocks or any(getattr(b, "ndim", None) != 2 for b in self.blocks):
+            raise ValueError("blocks must be a non-empty tuple of 2-D arrays (instances, state size)")
+        get_backend(*self.blocks)  # one backend (TypeError otherwise)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Instances per block (host)."""
+        return np.array([b.shape[0] for b in self.blocks], dtype=np.int64)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Index of each block's first instance, and the batch size last (host, length blocks + 1)."""
+        return np.concatenate([[0], np.cumsum(self.counts)])
+
+    @property
+    def dtype(self):
+        return self.blocks[0].dtype
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    def copy(self) -> "RaggedBatch":
+        return RaggedBatch(tuple(b.copy() for b in self.blocks))
+
+    def split(self, idx: np.ndarray):
+        """Per block: (block, the positions in ``idx`` (host, ascending) of its instances, their local rows)."""
+        offsets = self.offsets
+        owner = np.searchsorted(offsets, idx, side="right") - 1
+        for g, block in enumerate(self.blocks):
+            positions = np.flatnonzero(owner == g)
+            yield block, positions, idx[positions] - offsets[g]
+
+
+def array_module(y):
+    """The array module of plain or ragged states."""
+    return get_backend(*y.blocks) if isinstance(y, RaggedBatch) else get_backend(y)
+
+
+def batch_size(y) -> int:
+    return len(y) if isinstance(y, RaggedBatch) else int(y.shape[0])
+
+
+def take(y, idx: np.ndarray):
+    """The instances ``idx`` (host indices, ascending) of plain or ragged states, as a new batch of that kind."""
+    xp = array_module(y)
+    if not isinstance(y, RaggedBatch):
+        return y[xp.asarray(idx)]
+    return RaggedBatch(tuple(block[xp.asarray(local)] for block, _, local in y.split(np.asarray(idx))))
+
+
+def put(y, idx: np.ndarray, values) -> None:
+    """y[idx] = values in place; for ragged states ``values`` has y's blocks restricted to ``idx`` (ascending)."""
+    xp = array_module(y)
+    if not isinstance(y, RaggedBatch):
+        y[xp.asarray(idx)] = values
+        return
+    for (block, _, local), part in zip(y.split(np.asarray(idx)), values.blocks):
+        if local.size:
+            block[xp.asarray(local)] = part
+
+
+def row_norms(y, norms=dense_row_norms):
+    """Euclidean norm of every instance's state (b,), computed by ``norms`` on each (b_g, P_g) block."""
+    if not isinstance(y, RaggedBatch):
+        return norms(y)
+    return array_module(y).concatenate([norms(b) for b in y.blocks])
+
+
+def subtract_scaled(y, h, g):
+    """y −= h·g in place, h (b,) one factor per instance; returns y."""
+    if not isinstance(y, RaggedBatch):
+        y -= h[:, None] * g
+        return y
+    offsets = y.offsets
+    for k, (block, grad) in enumerate(zip(y.blocks, g.blocks)):
+        block -= h[offsets[k]:offsets[k + 1], None] * grad
+    return y
+
+
+def _joined_blocks(y: RaggedBatch, parts):
+    """The per-block results ``parts`` of the non-empty blocks of ``y`` as one ragged value (empty blocks keep
+    y's empty block), or None when a non-empty block's result is None (nothing to carry)."""
+    if any(part is None for part, block in zip(parts, y.blocks) if block.shape[0]):
+        return None
+    return RaggedBatch(tuple(block if part is None else part for part, block in zip(parts, y.blocks)))
+
+
+def _blocks_of(value, count):
+    """A ragged value's blocks, or ``count`` Nones for None."""
+    return (None,) * count if value is None else value.blocks
+
+
+class BlockwiseStages:
+    """The stage kernel of a :class:`RaggedBatch` whose block g is computed by ``kernels[g]``.
+
+    Each block kernel is a stage kernel for dense (b_g, P_g) states with a ``gradient(y, rows)`` attribute
+    (e.g. :func:`~transfertheory.sim.integrator.dense_stages`), its ``rows`` local to its block of the *whole*
+    batch. Pass :attr:`gradient` and the kernel itself to ``integrate_gradient_flow``. Steps, gradients and
+    spectral radii are computed block by block and joined; warm starts and carried gradients are ragged.
+    """
+
+    def __init__(self, kernels, counts):
+        self.kernels, self.start = tuple(kernels), np.concatenate([[0], np.cumsum(counts)])[:-1]
+        if len(self.kernels) != len(self.start):
+            raise ValueError(f"one kernel per block: {len(self.kernels)} kernels for {len(self.start)} blocks")
+
+    def _local(self, y: RaggedBatch, rows: np.ndarray):
+        """(g, block, the rows of ``rows`` in block g local to it, positions) for the non-empty blocks."""
+        offsets = y.offsets
+        for g, block in enumerate(y.blocks):
+            if block.shape[0]:
+                positions = slice(offsets[g], offsets[g + 1])
+                yield g, block, rows[positions] - self.start[g], positions
+
+    def gradient(self, y: RaggedBatch, rows: np.ndarray):
+        """(∇L ragged like ``y``, L (b,)) from each block kernel's gradient."""
+        xp, grads, losses = array_module(y), list(y.blocks), []
+        for g, block, local, _ in self._local(y, rows):
+            grads[g], loss = self.kernels[g].gradient(block, local)
+            losses.append(loss)
+        return RaggedBatch(tuple(grads)), xp.concatenate(losses)
+
+    def spectral_radius(self, y, carried, rows, state, iterations):
+        xp, count = array_module(y), len(y.blocks)
+        rhos, warm, evaluations = [], [None] * count, 0
+        carried_blocks, state_blocks = _blocks_of(carried, count), _blocks_of(state, count)
+        for g, block, local, _ in self._local(y, rows):
+            rho, warm[g], n = self.kernels[g].spectral_radius(block, carried_blocks[g], local, state_blocks[g],
+                                                             iterations)
+            rhos.append(rho)
+            evaluations += n
+        return xp.concatenate(rhos), _joined_blocks(y, warm), evaluations
+
+    def __call__(self, step: StepRequest) -> StepOutcome:
+        y, xp, count = step.y, array_module(step.y), len(step.y.blocks)
+        new_y, grads, parts, evaluations = list(y.blocks), [None] * count, [], 0
+        carried_blocks = _blocks_of(step.carried, count)
+        for g, block, local, positions in self._local(y, step.rows):
+            stages = step.stages[positions]
+            out = self.kernels[g](StepRequest(
+                y=block, carried=carried_blocks[g], order=np.argsort(-stages, kind="stable"), h=step.h[positions],
+                stages=stages, rows=local, coefficients=step.coefficients, rtol=step.rtol, atol=step.atol[positions]))
+            new_y[g], grads[g] = out.y, out.grad
+            evaluations += out.evaluations
+            parts.append((out.error, out.loss, out.grad_norm))
+        error, loss, grad_norm = (xp.concatenate(p) for p in zip(*parts))
+        return StepOutcome(RaggedBatch(tuple(new_y)), _joined_blocks(y, grads), evaluations, error, loss, grad_norm)
