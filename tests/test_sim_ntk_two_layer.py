@@ -88,6 +88,39 @@ def test_results_do_not_depend_on_the_batch_or_its_groups(data, scheme, monkeypa
     assert list(grouped.scratch.status) == list(three.scratch.status)
 
 
+@pytest.mark.parametrize("scheme", ["euler", "rkc"])
+def test_widths_batched_in_one_integration_equal_one_width_at_a_time(data, scheme, monkeypatch):
+    """All widths train as one ragged batch per stage; each network's result is the one a call with its width
+    alone gives — bit for bit: states, steps, statuses — also when the host groups mix widths."""
+    widths = [20, 40, 60]
+    together = simulate_transfer(*data, widths, seeds=2, scheme=scheme)
+    monkeypatch.setattr(ntk_sim, "HOST_GROUP_BYTES", 80 * 4 * 8)  # groups of ≤ 80 units: mixed widths, split seeds
+    blocks = [np.zeros((2, m, 4)) for m in widths]
+    assert ntk_sim._host_groups(blocks) == [[(0, 0, 2), (1, 0, 1)], [(1, 1, 2)], [(2, 0, 1)], [(2, 1, 2)]]
+    grouped = simulate_transfer(*data, widths, seeds=2, scheme=scheme)
+    for k, width in enumerate(widths):
+        (alone,) = simulate_transfer(*data, [width], seeds=2, scheme=scheme)
+        for run in (together[k], grouped[k]):
+            assert run.width == width
+            for name in ("finetune_distance", "scratch_distance", "pretrained_outputs", "gradient_norm_pretrained"):
+                np.testing.assert_array_equal(getattr(run, name), getattr(alone, name), err_msg=name)
+            for stage in ("pretrain", "finetune", "scratch"):
+                np.testing.assert_array_equal(getattr(run, stage).steps, getattr(alone, stage).steps)
+                assert list(getattr(run, stage).status) == list(getattr(alone, stage).status)
+
+
+def test_train_two_layer_takes_blocks_of_different_widths(data):
+    """A list of width blocks trains as one integration; each block comes back in its own shape, the
+    FlowResult lists the instances block after block."""
+    x_p, y_p = data[0], data[1]
+    (w1, a1), (w2, a2) = initial_weights(20, 4, 2), initial_weights(40, 4, 1)
+    weights, result = train_two_layer([w1, w2], [a1, a2], x_p, y_p)
+    assert [w.shape for w in weights] == [(2, 20, 4), (1, 40, 4)] and result.converged.all()
+    assert result.y.counts.tolist() == [2, 1] and len(result.status) == 3
+    alone, _ = train_two_layer(w2, a2, x_p, y_p)
+    np.testing.assert_array_equal(weights[1], alone)
+
+
 def test_trained_networks_interpolate_and_report_convergence(data):
     x_p, y_p, x_q, y_q = data
     (run,) = simulate_transfer(*data, [200], seeds=3, gtol=1e-7)
@@ -250,8 +283,12 @@ def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array
         np.testing.assert_allclose(to_host(one), to_host(other), rtol=1e-13, atol=1e-15)
     explicit = [(_loss(w[r][None], a[r][None], data[0], data[1])[0]) for r in rows]
     np.testing.assert_allclose(to_host(whole[1]), explicit, rtol=1e-12)
-    (run,) = simulate_transfer(*data, [40], seeds=2, backend=name)
-    assert run.backend == ("numpy" if name == "numpy" else name) and run.converged.all()
+    runs = simulate_transfer(*data, [20, 40], seeds=2, backend=name)  # a device trains both widths in one integration
+    host = simulate_transfer(*data, [20, 40], seeds=2, backend="numpy")  # the host in cache-sized groups
+    for run, reference in zip(runs, host):
+        assert run.backend == name and run.converged.all()
+        np.testing.assert_allclose(run.finetune_distance, reference.finetune_distance, rtol=1e-10)
+        np.testing.assert_allclose(run.scratch_distance, reference.scratch_distance, rtol=1e-10)
 
 
 # --------------------------------------------------------------------------- the tdr.sim claims can fail

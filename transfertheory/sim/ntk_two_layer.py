@@ -22,9 +22,14 @@ Thm 1 at W(0) and W(P) — from the explicit m × n_Q matrix ∂L/∂X¹ of the 
 activations X¹ = σ(WᵀX_Q) (:func:`hidden_activation_gradient`) — and, per stage, the integrator's status,
 time, steps, final ‖∇L‖, loss and convergence.
 
-Batching: the state of one instance is vec(W) ∈ ℝ^{m·d}; there is one batch per width and stage, seeds
-batched (fine-tuning and scratch share X_Q and run as one batch of 2·seeds instances), integrated on the
-host in groups of :data:`HOST_GROUP_BYTES` of states that stay in the cache from step to step.
+Batching over seeds and widths: the state of one instance is vec(W) ∈ ℝ^{m·d}; every network of every
+width is trained in one integration per stage — pretraining one batch of widths × seeds instances,
+fine-tuning and scratch (which share X_Q) one batch of 2 × widths × seeds — held as a
+:class:`~transfertheory.sim.integrator.RaggedBatch` with one dense (seeds, m·d) block per width (no padding
+to the largest width: a block's gradient is one batched computation on its own units), each network with
+its own step, ρ̂ and status. On a device that is one integration; on the host, consecutive networks are
+integrated in groups of at most :data:`HOST_GROUP_BYTES` of states that stay in the cache from step to
+step. A network's result does not depend on the batch or group it is trained in.
 
 Initialization: ``symmetric=True`` (default) draws m/2 units and duplicates each with the opposite a_r, so
 f(·; W(0)) = 0 (to rounding) (the κ → 0 limit of the paper, where u(0) = O(κ) is dropped) while the Gram
@@ -46,7 +51,8 @@ from .._validation import Interval
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..params import Param
 from ..theory.ntk_two_layer import gram_solve, transfer_summary
-from .integrator import FlowResult, dense_stages, integrate_gradient_flow, rkc_stability_bound
+from .integrator import (BlockwiseStages, FlowResult, RaggedBatch, dense_stages, integrate_gradient_flow,
+                         rkc_stability_bound)
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
@@ -242,48 +248,78 @@ def _rkc_stage_cap(x):
 HOST_GROUP_BYTES = 2**20
 
 
-def _joined(results):
-    """One :class:`~transfertheory.sim.integrator.FlowResult` from those of consecutive groups of instances."""
-    if len(results) == 1:
-        return results[0]
-    xp = get_backend(results[0].y)
+def _host_groups(blocks):
+    """Consecutive runs of instances, [(block, start, stop), …] per group, each group's states at most
+    :data:`HOST_GROUP_BYTES` (an instance larger than that is a group of its own)."""
+    groups, current, used = [], [], 0
+    for g, block in enumerate(blocks):
+        size = block[0].nbytes if block.shape[0] else 0
+        for i in range(block.shape[0]):
+            if current and used + size > HOST_GROUP_BYTES:
+                groups.append(current)
+                current, used = [], 0
+            if current and current[-1][0] == g:
+                current[-1] = (g, current[-1][1], i + 1)
+            else:
+                current.append((g, i, i + 1))
+            used += size
+    return groups + [current]
+
+
+def _block_kernel(x, y, signs):
+    """The dense stage kernel of one block of equally wide networks, ρ̂ from the tangent kernel."""
+    kernel = dense_stages(two_layer_gradient(x, y, signs))
+    kernel.spectral_radius = tangent_kernel_radius(x, signs)
+    return kernel
+
+
+def _joined(results, y):
+    """One :class:`~transfertheory.sim.integrator.FlowResult` with final states ``y`` from those of consecutive
+    groups of instances."""
     fields = {name: np.concatenate([getattr(r, name) for r in results])
               for name in ("t", "steps", "grad_norm", "loss", "status", "residual")}
-    return FlowResult(y=xp.concatenate([r.y for r in results]), evaluations=sum(r.evaluations for r in results),
+    return FlowResult(y=y, evaluations=sum(r.evaluations for r in results),
                       rejected=sum(r.rejected for r in results), max_stages=max(r.max_stages for r in results),
                       **fields)
 
 
 def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
                     max_steps=200_000):
-    """Train every instance (weights (b, m, d) on the backend) on one set to ‖∇L‖ ≤ gtol.
+    """Train every instance on one set (x, y) to ‖∇L‖ ≤ gtol, networks of several widths in one integration.
 
-    ``scheme="euler"`` (default): gradient descent W ← W − η∇L with the per-instance step
-    η = step_fraction/λ_max of the instance's empirical tangent kernel, refreshed every 25 steps (TDR §6.1
-    trains by gradient descent). ``scheme="rkc"``: the gradient flow by error-controlled RKC2 (``rtol``), its
-    stage count capped by :func:`_rkc_stage_cap`. On the host the instances are integrated in groups of at
-    most :data:`HOST_GROUP_BYTES` of states (an instance's result does not depend on its group). Returns
-    (final weights (b, m, d), :class:`~transfertheory.sim.integrator.FlowResult`).
+    ``weights`` (b, m, d) and ``signs`` (b, m) on the backend, or lists of such blocks of different widths
+    (b_g, m_g, d) and (b_g, m_g): instances are numbered block after block, and all of them are integrated as one
+    :class:`~transfertheory.sim.integrator.RaggedBatch` (no padding to the largest width; each block's gradient
+    is one batched computation). ``scheme="euler"`` (default): gradient descent W ← W − η∇L with the
+    per-instance step η = step_fraction/λ_max of the instance's empirical tangent kernel, refreshed every 25
+    steps (TDR §6.1 trains by gradient descent). ``scheme="rkc"``: the gradient flow by error-controlled RKC2
+    (``rtol``), its stage count capped by :func:`_rkc_stage_cap`. On a device everything is one integration;
+    on the host, consecutive instances are integrated in groups of at most :data:`HOST_GROUP_BYTES` of states
+    (an instance's result does not depend on its batch or group). Returns (final weights in the layout of
+    ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order).
     """
-    b, m, d = weights.shape
+    single = not isinstance(weights, (list, tuple))
+    blocks, sign_blocks = ([weights], [signs]) if single else (list(weights), list(signs))
     settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
     if scheme == "euler":
         settings.update(step_fraction=step_fraction)
     elif scheme == "rkc":
         settings.update(rtol=rtol, max_stages=_rkc_stage_cap(x))
-    xp = get_backend(weights)
-    group = b if xp is not np else max(1, HOST_GROUP_BYTES // (m * d * weights.itemsize))
-    results = []
-    for start in range(0, b, group):
-        state = weights[start:start + group].reshape(-1, m * d)
-        part = signs[start:start + group]
-        kernel = dense_stages(two_layer_gradient(x, y, part))
-        kernel.spectral_radius = tangent_kernel_radius(x, part)
+    xp = get_backend(*blocks)
+    groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
+    finals, results = [xp.empty_like(b) for b in blocks], []
+    for group in groups:
+        states = RaggedBatch(tuple(blocks[g][i:j].reshape(j - i, -1) for g, i, j in group))
+        kernel = BlockwiseStages([_block_kernel(x, y, sign_blocks[g][i:j]) for g, i, j in group],
+                                 [j - i for _, i, j in group])
         if scheme == "rkc":  # absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
-            settings["atol"] = rtol * to_host((state**2).mean(axis=1)) ** 0.5
-        results.append(integrate_gradient_flow(kernel.gradient, state, stage_kernel=kernel, **settings))
-    result = _joined(results)
-    return result.y.reshape(b, m, d), result
+            settings["atol"] = rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in states.blocks]) ** 0.5
+        result = integrate_gradient_flow(kernel.gradient, states, stage_kernel=kernel, **settings)
+        for (g, i, j), state in zip(group, result.y.blocks):
+            finals[g][i:j] = state.reshape(j - i, *blocks[g].shape[1:])
+        results.append(result)
+    result = _joined(results, RaggedBatch(tuple(f.reshape(f.shape[0], -1) for f in finals)))
+    return (finals[0] if single else finals), result
 
 
 def _gradient_norm(weights, signs, x, y):
@@ -295,24 +331,30 @@ def _frobenius(difference):
     return (difference**2).sum(axis=(1, 2)) ** 0.5
 
 
-def _one_width(width, data, seeds, kappa, symmetric, seed, xp, flow):
+def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
+    """Pretrain every network of every width as one batch, then fine-tune and train from scratch as another."""
     x_p, y_p, x_q, y_q = data
-    w0_host, a_host = initial_weights(width, x_p.shape[1], seeds, kappa=kappa, symmetric=symmetric, seed=seed)
-    w0, a = to_device(w0_host, xp), to_device(a_host, xp)
+    draws = [initial_weights(m, x_p.shape[1], seeds, kappa=kappa, symmetric=symmetric, seed=seed) for m in widths]
+    w0 = [to_device(w, xp) for w, _ in draws]
+    a = [to_device(signs, xp) for _, signs in draws]
     w_p, pretrain = train_two_layer(w0, a, x_p, y_p, **flow)
-    both, target = train_two_layer(xp.concatenate([w_p, w0]), xp.concatenate([a, a]), x_q, y_q, **flow)
-    w_q, w_s = both[:seeds], both[seeds:]
-    return WidthRun(
-        width=width, kappa=kappa, symmetric=symmetric,
-        finetune_distance=to_host(_frobenius(w_q - w_p)),
-        scratch_distance=to_host(_frobenius(w_s - w0)),
-        pretrained_outputs=to_host(two_layer_outputs(w_p, a, x_q)),
-        gradient_norm_init=to_host(_gradient_norm(w0, a, x_q, y_q)),
-        gradient_norm_pretrained=to_host(_gradient_norm(w_p, a, x_q, y_q)),
-        pretrain=FlowSummary.from_result(pretrain),
-        finetune=FlowSummary.from_result(target, slice(0, seeds)),
-        scratch=FlowSummary.from_result(target, slice(seeds, 2 * seeds)),
-        backend=backend_name(xp))
+    target_weights, target = train_two_layer(w_p + w0, a + a, x_q, y_q, **flow)
+    scratch_rows = len(widths) * seeds
+    runs = []
+    for k, width in enumerate(widths):
+        rows = slice(k * seeds, (k + 1) * seeds)
+        runs.append(WidthRun(
+            width=width, kappa=kappa, symmetric=symmetric,
+            finetune_distance=to_host(_frobenius(target_weights[k] - w_p[k])),
+            scratch_distance=to_host(_frobenius(target_weights[len(widths) + k] - w0[k])),
+            pretrained_outputs=to_host(two_layer_outputs(w_p[k], a[k], x_q)),
+            gradient_norm_init=to_host(_gradient_norm(w0[k], a[k], x_q, y_q)),
+            gradient_norm_pretrained=to_host(_gradient_norm(w_p[k], a[k], x_q, y_q)),
+            pretrain=FlowSummary.from_result(pretrain, rows),
+            finetune=FlowSummary.from_result(target, rows),
+            scratch=FlowSummary.from_result(target, slice(scratch_rows + rows.start, scratch_rows + rows.stop)),
+            backend=backend_name(xp)))
+    return tuple(runs)
 
 
 def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
@@ -347,7 +389,7 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
     flow = dict(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
                 max_steps=max_steps)
-    return tuple(_one_width(m, data, seeds, kappa, symmetric, seed, xp, flow) for m in widths)
+    return _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow)
 
 
 #: the two task families of TDR §5.1 (:func:`task_pair`)
