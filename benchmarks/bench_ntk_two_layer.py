@@ -11,8 +11,13 @@ are the medians and the median of the paired ratios baseline/trainer, the time o
 (``scheme="rkc"``) relative to the trainer, and the largest differences of the measured distances (gradient
 descent and gradient flow reach nearby minima).
 
+The sweep (last line): the whole experiment over all widths — one ``simulate_transfer`` call with every width,
+which trains all widths × seeds networks of a stage in one integration (``RaggedBatch``, one block per width) —
+against one call per width and against the per-network loop over every (width, seed), alternating, paired.
+``--backend cupy`` times the package's trainer on a GPU (the loop stays NumPy on the host).
+
     python benchmarks/bench_ntk_two_layer.py [--widths 256 1024 4096] [--seeds 8] [--n 10] [--d 8]
-        [--repeats 5] [--csv PATH] [--quick]
+        [--repeats 5] [--csv PATH] [--quick] [--sweep-only] [--backend numpy|cupy]
 """
 from __future__ import annotations
 
@@ -71,7 +76,7 @@ def _timed(function):
 def _width_row(data, width, args):
     trainer_times, baseline_times, ratios = [], [], []
     for _ in range(args.repeats):
-        seconds, (run,) = _timed(lambda: simulate_transfer(*data, [width], seeds=args.seeds, backend="numpy"))
+        seconds, (run,) = _timed(lambda: simulate_transfer(*data, [width], seeds=args.seeds, backend=args.backend))
         targets = [float(stage.loss.max()) for stage in (run.pretrain, run.finetune, run.scratch)]
         baseline, (finetune, scratch, steps) = _timed(lambda: _baseline(*data, width, args.seeds, targets,
                                                                         args.max_steps))
@@ -79,7 +84,7 @@ def _width_row(data, width, args):
         baseline_times.append(baseline)
         ratios.append(baseline / seconds)
     flow_seconds, (flow,) = _timed(lambda: simulate_transfer(*data, [width], seeds=args.seeds, scheme="rkc",
-                                                             backend="numpy"))
+                                                             backend=args.backend))
     difference = max(np.abs(finetune - run.finetune_distance).max(), np.abs(scratch - run.scratch_distance).max())
     flow_difference = max(np.abs(flow.finetune_distance - run.finetune_distance).max(),
                           np.abs(flow.scratch_distance - run.scratch_distance).max())
@@ -92,6 +97,29 @@ def _width_row(data, width, args):
                 max_distance_difference=difference, flow_distance_difference=flow_difference)
 
 
+def _sweep_row(data, args):
+    """The whole sweep (every width and seed): one call with all widths (the batched-width trainer) against one
+    call per width and against the per-network loop, alternating, ``--repeats`` times; paired ratios."""
+    times = {"batched": [], "per_width": [], "per_network": []}
+    for _ in range(args.repeats):
+        seconds, runs = _timed(lambda: simulate_transfer(*data, args.widths, seeds=args.seeds, backend=args.backend))
+        times["batched"].append(seconds)
+        seconds, _ = _timed(lambda: [simulate_transfer(*data, [m], seeds=args.seeds, backend=args.backend)
+                                     for m in args.widths])
+        times["per_width"].append(seconds)
+        targets = [[float(stage.loss.max()) for stage in (r.pretrain, r.finetune, r.scratch)] for r in runs]
+        seconds, _ = _timed(lambda: [_baseline(*data, m, args.seeds, t, args.max_steps)
+                                     for m, t in zip(args.widths, targets)])
+        times["per_network"].append(seconds)
+    batched = np.array(times["batched"])
+    return dict(widths=" ".join(map(str, args.widths)), seeds=args.seeds, backend=args.backend,
+                batched_s=float(np.median(batched)), per_width_s=float(np.median(times["per_width"])),
+                per_network_s=float(np.median(times["per_network"])),
+                per_width_over_batched=float(np.median(np.array(times["per_width"]) / batched)),
+                per_network_over_batched=float(np.median(np.array(times["per_network"]) / batched)),
+                converged=bool(all(r.converged.all() for r in runs)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--widths", type=int, nargs="+", default=[256, 1024, 4096])
@@ -101,7 +129,9 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5, help="paired timings per width (medians reported)")
     parser.add_argument("--max-steps", type=int, default=1_000_000, help="baseline step budget per stage")
     parser.add_argument("--quick", action="store_true", help="smoke mode: widths 64 and 128, 2 seeds, 1 repeat")
-    parser.add_argument("--csv", help="write one row per width")
+    parser.add_argument("--sweep-only", action="store_true", help="only the whole-sweep comparison")
+    parser.add_argument("--backend", default="numpy", help="backend of the package's trainer (the loop is NumPy)")
+    parser.add_argument("--csv", help="write one row per width, and the sweep to PATH with _sweep before .csv")
     args = parser.parse_args(argv)
     if args.quick:
         args.widths, args.seeds, args.repeats = [64, 128], 2, 1
@@ -109,7 +139,7 @@ def main(argv=None):
         parser.error("widths must be even and >= 2, seeds, n and repeats >= 1, d >= 2")
     data = _data(args.n, args.d, seed=0)
     rows = []
-    for width in args.widths:
+    for width in [] if args.sweep_only else args.widths:
         row = _width_row(data, width, args)
         rows.append(row)
         print(f"m = {width:6d}: trainer {row['trainer_s']:7.3f} s ({row['trainer_steps']} steps max, converged: "
@@ -117,11 +147,18 @@ def main(argv=None):
               f"max), ratio GD/trainer {row['ratio']:.2f}, RKC flow/trainer {row['flow_s_over_trainer']:.1f}, "
               f"final loss <= {row['final_loss']:.2g}, max |Δ distance| vs GD {row['max_distance_difference']:.1e}, "
               f"vs flow {row['flow_distance_difference']:.1e}")
+    sweep = _sweep_row(data, args)
+    print(f"sweep m = {sweep['widths']} ({args.seeds} seeds, trainer on {args.backend}): all widths in one call "
+          f"{sweep['batched_s']:.3f} s, one call per width {sweep['per_width_s']:.3f} s, per-network GD loop "
+          f"{sweep['per_network_s']:.3f} s; paired ratios per-width/batched {sweep['per_width_over_batched']:.2f}, "
+          f"loop/batched {sweep['per_network_over_batched']:.2f}; converged: {sweep['converged']}")
     if args.csv:
-        with open(args.csv, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        for path, table in ((args.csv, rows), (args.csv.removesuffix(".csv") + "_sweep.csv", [sweep])):
+            if table:
+                with open(path, "w", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+                    writer.writeheader()
+                    writer.writerows(table)
     return 0
 
 

@@ -309,13 +309,15 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
     finals, results = [xp.empty_like(b) for b in blocks], []
     for group in groups:
-        states = RaggedBatch(tuple(blocks[g][i:j].reshape(j - i, -1) for g, i, j in group))
-        kernel = BlockwiseStages([_block_kernel(x, y, sign_blocks[g][i:j]) for g, i, j in group],
-                                 [j - i for _, i, j in group])
+        parts = tuple(blocks[g][i:j].reshape(j - i, -1) for g, i, j in group)
+        kernels = [_block_kernel(x, y, sign_blocks[g][i:j]) for g, i, j in group]
+        # one width: its dense block as it is (a ragged batch of one block would only add bookkeeping per step)
+        states, kernel = (parts[0], kernels[0]) if len(group) == 1 else \
+            (RaggedBatch(parts), BlockwiseStages(kernels, [j - i for _, i, j in group]))
         if scheme == "rkc":  # absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
-            settings["atol"] = rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in states.blocks]) ** 0.5
+            settings["atol"] = rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in parts]) ** 0.5
         result = integrate_gradient_flow(kernel.gradient, states, stage_kernel=kernel, **settings)
-        for (g, i, j), state in zip(group, result.y.blocks):
+        for (g, i, j), state in zip(group, result.y.blocks if len(group) > 1 else (result.y,)):
             finals[g][i:j] = state.reshape(j - i, *blocks[g].shape[1:])
         results.append(result)
     result = _joined(results, RaggedBatch(tuple(f.reshape(f.shape[0], -1) for f in finals)))
@@ -338,21 +340,22 @@ def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
     w0 = [to_device(w, xp) for w, _ in draws]
     a = [to_device(signs, xp) for _, signs in draws]
     w_p, pretrain = train_two_layer(w0, a, x_p, y_p, **flow)
-    target_weights, target = train_two_layer(w_p + w0, a + a, x_q, y_q, **flow)
-    scratch_rows = len(widths) * seeds
+    # one block per width: its fine-tuning networks (from W(P)) then its scratch networks (from W(0))
+    target_weights, target = train_two_layer([xp.concatenate(pair) for pair in zip(w_p, w0)],
+                                             [xp.concatenate([signs, signs]) for signs in a], x_q, y_q, **flow)
     runs = []
     for k, width in enumerate(widths):
-        rows = slice(k * seeds, (k + 1) * seeds)
+        rows, w_q, w_s = slice(k * seeds, (k + 1) * seeds), target_weights[k][:seeds], target_weights[k][seeds:]
         runs.append(WidthRun(
             width=width, kappa=kappa, symmetric=symmetric,
-            finetune_distance=to_host(_frobenius(target_weights[k] - w_p[k])),
-            scratch_distance=to_host(_frobenius(target_weights[len(widths) + k] - w0[k])),
+            finetune_distance=to_host(_frobenius(w_q - w_p[k])),
+            scratch_distance=to_host(_frobenius(w_s - w0[k])),
             pretrained_outputs=to_host(two_layer_outputs(w_p[k], a[k], x_q)),
             gradient_norm_init=to_host(_gradient_norm(w0[k], a[k], x_q, y_q)),
             gradient_norm_pretrained=to_host(_gradient_norm(w_p[k], a[k], x_q, y_q)),
             pretrain=FlowSummary.from_result(pretrain, rows),
-            finetune=FlowSummary.from_result(target, rows),
-            scratch=FlowSummary.from_result(target, slice(scratch_rows + rows.start, scratch_rows + rows.stop)),
+            finetune=FlowSummary.from_result(target, slice(2 * k * seeds, (2 * k + 1) * seeds)),
+            scratch=FlowSummary.from_result(target, slice((2 * k + 1) * seeds, (2 * k + 2) * seeds)),
             backend=backend_name(xp)))
     return tuple(runs)
 

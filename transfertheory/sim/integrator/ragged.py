@@ -14,6 +14,7 @@ arithmetic is that of its block alone, so its result is the one a separate integ
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -36,14 +37,18 @@ class RaggedBatch:
     def __post_init__(self):
         if not self.blocks or any(getattr(b, "ndim", None) != 2 for b in self.blocks):
             raise ValueError("blocks must be a non-empty tuple of 2-D arrays (instances, state size)")
-        get_backend(*self.blocks)  # one backend (TypeError otherwise)
 
-    @property
+    @cached_property
+    def module(self):
+        """The array module of the blocks (one backend: TypeError otherwise)."""
+        return get_backend(*self.blocks)
+
+    @cached_property
     def counts(self) -> np.ndarray:
         """Instances per block (host)."""
         return np.array([b.shape[0] for b in self.blocks], dtype=np.int64)
 
-    @property
+    @cached_property
     def offsets(self) -> np.ndarray:
         """Index of each block's first instance, and the batch size last (host, length blocks + 1)."""
         return np.concatenate([[0], np.cumsum(self.counts)])
@@ -53,7 +58,7 @@ class RaggedBatch:
         return self.blocks[0].dtype
 
     def __len__(self) -> int:
-        return int(self.counts.sum())
+        return int(self.offsets[-1])
 
     def copy(self) -> "RaggedBatch":
         return RaggedBatch(tuple(b.copy() for b in self.blocks))
@@ -61,15 +66,15 @@ class RaggedBatch:
     def split(self, idx: np.ndarray):
         """Per block: (block, the positions in ``idx`` (host, ascending) of its instances, their local rows)."""
         offsets = self.offsets
-        owner = np.searchsorted(offsets, idx, side="right") - 1
+        bounds = np.searchsorted(idx, offsets)
         for g, block in enumerate(self.blocks):
-            positions = np.flatnonzero(owner == g)
+            positions = slice(bounds[g], bounds[g + 1])
             yield block, positions, idx[positions] - offsets[g]
 
 
 def array_module(y):
     """The array module of plain or ragged states."""
-    return get_backend(*y.blocks) if isinstance(y, RaggedBatch) else get_backend(y)
+    return y.module if isinstance(y, RaggedBatch) else get_backend(y)
 
 
 def batch_size(y) -> int:
@@ -95,11 +100,16 @@ def put(y, idx: np.ndarray, values) -> None:
             block[xp.asarray(local)] = part
 
 
+def _joined_rows(parts, xp):
+    """Per-instance arrays of consecutive blocks as one (no copy for a single block)."""
+    return parts[0] if len(parts) == 1 else xp.concatenate(parts)
+
+
 def row_norms(y, norms=dense_row_norms):
     """Euclidean norm of every instance's state (b,), computed by ``norms`` on each (b_g, P_g) block."""
     if not isinstance(y, RaggedBatch):
         return norms(y)
-    return array_module(y).concatenate([norms(b) for b in y.blocks])
+    return _joined_rows([norms(b) for b in y.blocks], y.module)
 
 
 def subtract_scaled(y, h, g):
@@ -154,7 +164,7 @@ class BlockwiseStages:
         for g, block, local, _ in self._local(y, rows):
             grads[g], loss = self.kernels[g].gradient(block, local)
             losses.append(loss)
-        return RaggedBatch(tuple(grads)), xp.concatenate(losses)
+        return RaggedBatch(tuple(grads)), _joined_rows(losses, xp)
 
     def spectral_radius(self, y, carried, rows, state, iterations):
         xp, count = array_module(y), len(y.blocks)
@@ -165,7 +175,7 @@ class BlockwiseStages:
                                                              iterations)
             rhos.append(rho)
             evaluations += n
-        return xp.concatenate(rhos), _joined_blocks(y, warm), evaluations
+        return _joined_rows(rhos, xp), _joined_blocks(y, warm), evaluations
 
     def __call__(self, step: StepRequest) -> StepOutcome:
         y, xp, count = step.y, array_module(step.y), len(step.y.blocks)
@@ -179,5 +189,5 @@ class BlockwiseStages:
             new_y[g], grads[g] = out.y, out.grad
             evaluations += out.evaluations
             parts.append((out.error, out.loss, out.grad_norm))
-        error, loss, grad_norm = (xp.concatenate(p) for p in zip(*parts))
+        error, loss, grad_norm = (_joined_rows(p, xp) for p in zip(*parts))
         return StepOutcome(RaggedBatch(tuple(new_y)), _joined_blocks(y, grads), evaluations, error, loss, grad_norm)
