@@ -26,17 +26,17 @@ def build_parser():
     """The ``python -m transfertheory.figures`` argument parser."""
     parser = argparse.ArgumentParser(
         prog="python -m transfertheory.figures",
-        description="Build the registered figures (FaF Figs. 1, 2, 3, 5, 6, 7): PNG + PDF, the CSV of the data, a "
-        "metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
+        description="Build the registered figures of FaF, MeRLin, TDR and MTL (see --list): PNG + PDF, the CSV of "
+        "the data, a metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
     parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
     parser.add_argument("--all", action="store_true", help="build every registered figure")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="profile", action="store_const", const="quick",
-                      help="CPU-sized parameters (the default): all FaF figures in a few minutes on 2 cores")
+                      help="CPU-sized parameters (the default): each figure in seconds to minutes on 2 cores")
     size.add_argument("--paper", dest="profile", action="store_const", const="paper",
-                      help="the papers' sizes (d = 500 simulations: use a GPU, --backend cupy)")
+                      help="the papers' sizes (the largest, e.g. FaF's d = 500 simulations, want a GPU: --backend cupy)")
     parser.set_defaults(profile="quick")
     add_output_arguments(parser)
     add_backend_argument(parser)

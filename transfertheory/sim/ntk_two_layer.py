@@ -364,6 +364,9 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
                       step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
     """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
+    All widths and seeds of a stage are trained in one integration (module docstring, "Batching"); each
+    network's result is the one a call with its width alone gives.
+
     Parameters
     ----------
     X_P, y_P, X_Q, y_Q : array-likes
