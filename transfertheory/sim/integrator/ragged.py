@@ -64,12 +64,11 @@ class RaggedBatch:
         return RaggedBatch(tuple(b.copy() for b in self.blocks))
 
     def split(self, idx: np.ndarray):
-        """Per block: (block, the positions in ``idx`` (host, ascending) of its instances, their local rows)."""
+        """Per block: (block, the rows within it of the instances ``idx`` (host indices, ascending))."""
         offsets = self.offsets
         bounds = np.searchsorted(idx, offsets)
         for g, block in enumerate(self.blocks):
-            positions = slice(bounds[g], bounds[g + 1])
-            yield block, positions, idx[positions] - offsets[g]
+            yield block, idx[bounds[g]:bounds[g + 1]] - offsets[g]
 
 
 def array_module(y):
@@ -86,7 +85,7 @@ def take(y, idx: np.ndarray):
     xp = array_module(y)
     if not isinstance(y, RaggedBatch):
         return y[xp.asarray(idx)]
-    return RaggedBatch(tuple(block[xp.asarray(local)] for block, _, local in y.split(np.asarray(idx))))
+    return RaggedBatch(tuple(block[xp.asarray(local)] for block, local in y.split(np.asarray(idx))))
 
 
 def put(y, idx: np.ndarray, values) -> None:
@@ -95,7 +94,7 @@ def put(y, idx: np.ndarray, values) -> None:
     if not isinstance(y, RaggedBatch):
         y[xp.asarray(idx)] = values
         return
-    for (block, _, local), part in zip(y.split(np.asarray(idx)), values.blocks):
+    for (block, local), part in zip(y.split(np.asarray(idx)), values.blocks):
         if local.size:
             block[xp.asarray(local)] = part
 
