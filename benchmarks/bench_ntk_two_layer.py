@@ -13,7 +13,7 @@ descent and gradient flow reach nearby minima).
 
 The sweep (last line): the whole experiment over all widths — one ``simulate_transfer`` call with every width,
 which trains all widths × seeds networks of a stage in one integration (``RaggedBatch``, one block per width) —
-against one call per width and against the per-network loop over every (width, seed), alternating, paired.
+against one call per width and against the per-network loop over every (width, seed), in rotating order, paired.
 ``--backend cupy`` times the package's trainer on a GPU (the loop stays NumPy on the host).
 
     python benchmarks/bench_ntk_two_layer.py [--widths 256 1024 4096] [--seeds 8] [--n 10] [--d 8]
@@ -99,18 +99,21 @@ def _width_row(data, width, args):
 
 def _sweep_row(data, args):
     """The whole sweep (every width and seed): one call with all widths (the batched-width trainer) against one
-    call per width and against the per-network loop, alternating, ``--repeats`` times; paired ratios."""
-    times = {"batched": [], "per_width": [], "per_network": []}
-    for _ in range(args.repeats):
-        seconds, runs = _timed(lambda: simulate_transfer(*data, args.widths, seeds=args.seeds, backend=args.backend))
-        times["batched"].append(seconds)
-        seconds, _ = _timed(lambda: [simulate_transfer(*data, [m], seeds=args.seeds, backend=args.backend)
-                                     for m in args.widths])
-        times["per_width"].append(seconds)
-        targets = [[float(stage.loss.max()) for stage in (r.pretrain, r.finetune, r.scratch)] for r in runs]
-        seconds, _ = _timed(lambda: [_baseline(*data, m, args.seeds, t, args.max_steps)
-                                     for m, t in zip(args.widths, targets)])
-        times["per_network"].append(seconds)
+    call per width and against the per-network loop, in rotating order, ``--repeats`` times; paired ratios."""
+    runs = simulate_transfer(*data, args.widths, seeds=args.seeds, backend=args.backend)  # the loop's loss targets
+    targets = [[float(stage.loss.max()) for stage in (r.pretrain, r.finetune, r.scratch)] for r in runs]
+    contenders = {
+        "batched": lambda: simulate_transfer(*data, args.widths, seeds=args.seeds, backend=args.backend),
+        "per_width": lambda: [simulate_transfer(*data, [m], seeds=args.seeds, backend=args.backend)
+                              for m in args.widths],
+        "per_network": lambda: [_baseline(*data, m, args.seeds, t, args.max_steps)
+                                for m, t in zip(args.widths, targets)],
+    }
+    times = {name: [] for name in contenders}
+    for repeat in range(args.repeats):  # the order rotates from repeat to repeat
+        names = list(contenders)
+        for name in names[repeat % 3:] + names[:repeat % 3]:
+            times[name].append(_timed(contenders[name])[0])
     batched = np.array(times["batched"])
     return dict(widths=" ".join(map(str, args.widths)), seeds=args.seeds, backend=args.backend,
                 batched_s=float(np.median(batched)), per_width_s=float(np.median(times["per_width"])),

@@ -117,8 +117,11 @@ def test_train_two_layer_takes_blocks_of_different_widths(data):
     weights, result = train_two_layer([w1, w2], [a1, a2], x_p, y_p)
     assert [w.shape for w in weights] == [(2, 20, 4), (1, 40, 4)] and result.converged.all()
     assert result.y.counts.tolist() == [2, 1] and len(result.status) == 3
-    alone, _ = train_two_layer(w2, a2, x_p, y_p)
+    alone, single = train_two_layer(w2, a2, x_p, y_p)
     np.testing.assert_array_equal(weights[1], alone)
+    assert single.y.shape == (1, 40 * 4)  # one block in, dense states out
+    with pytest.raises(ValueError, match="non-empty"):
+        train_two_layer([w1, w2[:0]], [a1, a2[:0]], x_p, y_p)
 
 
 def test_trained_networks_interpolate_and_report_convergence(data):

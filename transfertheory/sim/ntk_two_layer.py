@@ -296,10 +296,13 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     (``rtol``), its stage count capped by :func:`_rkc_stage_cap`. On a device everything is one integration;
     on the host, consecutive instances are integrated in groups of at most :data:`HOST_GROUP_BYTES` of states
     (an instance's result does not depend on its batch or group). Returns (final weights in the layout of
-    ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order).
+    ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order, its states
+    (b, m·d) for one block and a ``RaggedBatch`` for a list).
     """
     single = not isinstance(weights, (list, tuple))
     blocks, sign_blocks = ([weights], [signs]) if single else (list(weights), list(signs))
+    if not blocks or len(sign_blocks) != len(blocks) or any(b.shape[0] == 0 for b in blocks):
+        raise ValueError("weights and signs must be non-empty blocks of networks, one signs block per weights block")
     settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
     if scheme == "euler":
         settings.update(step_fraction=step_fraction)
@@ -311,16 +314,18 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     for group in groups:
         parts = tuple(blocks[g][i:j].reshape(j - i, -1) for g, i, j in group)
         kernels = [_block_kernel(x, y, sign_blocks[g][i:j]) for g, i, j in group]
-        # one width: its dense block as it is (a ragged batch of one block would only add bookkeeping per step)
-        states, kernel = (parts[0], kernels[0]) if len(group) == 1 else \
-            (RaggedBatch(parts), BlockwiseStages(kernels, [j - i for _, i, j in group]))
+        if len(group) == 1:  # one width: its dense block as it is (ragged bookkeeping would only cost time)
+            states, kernel = parts[0], kernels[0]
+        else:
+            states, kernel = RaggedBatch(parts), BlockwiseStages(kernels, [j - i for _, i, j in group])
         if scheme == "rkc":  # absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
             settings["atol"] = rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in parts]) ** 0.5
         result = integrate_gradient_flow(kernel.gradient, states, stage_kernel=kernel, **settings)
         for (g, i, j), state in zip(group, result.y.blocks if len(group) > 1 else (result.y,)):
             finals[g][i:j] = state.reshape(j - i, *blocks[g].shape[1:])
         results.append(result)
-    result = _joined(results, RaggedBatch(tuple(f.reshape(f.shape[0], -1) for f in finals)))
+    states = [f.reshape(f.shape[0], f.shape[1] * f.shape[2]) for f in finals]
+    result = _joined(results, states[0] if single else RaggedBatch(tuple(states)))
     return (finals[0] if single else finals), result
 
 

@@ -365,7 +365,9 @@ def integrate_gradient_flow(
         also be ≤ gtol for convergence, evaluated only where ‖∇L‖ ≤ gtol. It
         guards against saddles with a small gradient: for a deep linear net at
         W ≈ 0 (initialization scale α) ‖∇L‖ = O(α) while ‖∇_βL‖ = O(1).
-        Its final value is reported in :attr:`FlowResult.residual`.
+        Its final value is reported in :attr:`FlowResult.residual`. With
+        ragged states it receives a ``RaggedBatch`` and rows of the whole
+        batch.
     scheme : "rkc" or "euler"
         ``"rkc"`` (default): adaptive RKC2 with error control (module
         docstring). ``"euler"``: fixed-step explicit Euler at the per-instance

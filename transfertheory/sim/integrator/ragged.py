@@ -26,7 +26,7 @@ __all__ = ["RaggedBatch", "BlockwiseStages", "array_module", "batch_size", "take
            "subtract_scaled"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RaggedBatch:
     """Instances of different sizes: ``blocks`` is a tuple of 2-D backend arrays (b_g, P_g), one row per
     instance, instances numbered block after block. Blocks may be empty (b_g = 0): a working set keeps the
@@ -77,6 +77,7 @@ def array_module(y):
 
 
 def batch_size(y) -> int:
+    """Number of instances of plain or ragged states."""
     return len(y) if isinstance(y, RaggedBatch) else int(y.shape[0])
 
 
@@ -94,7 +95,7 @@ def put(y, idx: np.ndarray, values) -> None:
     if not isinstance(y, RaggedBatch):
         y[xp.asarray(idx)] = values
         return
-    for (block, local), part in zip(y.split(np.asarray(idx)), values.blocks):
+    for (block, local), part in zip(y.split(np.asarray(idx)), values.blocks, strict=True):
         if local.size:
             block[xp.asarray(local)] = part
 
@@ -145,17 +146,26 @@ class BlockwiseStages:
     """
 
     def __init__(self, kernels, counts):
-        self.kernels, self.start = tuple(kernels), np.concatenate([[0], np.cumsum(counts)])[:-1]
-        if len(self.kernels) != len(self.start):
-            raise ValueError(f"one kernel per block: {len(self.kernels)} kernels for {len(self.start)} blocks")
+        self.kernels, self.counts = tuple(kernels), np.asarray(counts, dtype=np.int64)
+        self.start = np.concatenate([[0], np.cumsum(self.counts)])[:-1]
+        if len(self.kernels) != len(self.counts):
+            raise ValueError(f"one kernel per block: {len(self.kernels)} kernels for {len(self.counts)} blocks")
 
     def _local(self, y: RaggedBatch, rows: np.ndarray):
-        """(g, block, the rows of ``rows`` in block g local to it, positions) for the non-empty blocks."""
+        """(g, block, the rows of ``rows`` in block g local to it, positions) for the non-empty blocks; the
+        batch must have the kernels' blocks and its rows must lie in them (else ValueError)."""
+        if len(y.blocks) != len(self.kernels):
+            raise ValueError(f"states of {len(y.blocks)} blocks for a kernel of {len(self.kernels)} blocks")
         offsets = y.offsets
         for g, block in enumerate(y.blocks):
             if block.shape[0]:
                 positions = slice(offsets[g], offsets[g + 1])
-                yield g, block, rows[positions] - self.start[g], positions
+                local = rows[positions] - self.start[g]
+                if local[0] < 0 or local[-1] >= self.counts[g]:  # rows ascend within a block
+                    raise ValueError(f"rows {rows[positions]} do not lie in block {g} (instances "
+                                     f"{self.start[g]}..{self.start[g] + self.counts[g] - 1}): counts do not match "
+                                     "the states")
+                yield g, block, local, positions
 
     def gradient(self, y: RaggedBatch, rows: np.ndarray):
         """(∇L ragged like ``y``, L (b,)) from each block kernel's gradient."""
@@ -166,6 +176,7 @@ class BlockwiseStages:
         return RaggedBatch(tuple(grads)), _joined_rows(losses, xp)
 
     def spectral_radius(self, y, carried, rows, state, iterations):
+        """Each block kernel's estimate for its instances, joined; warm starts ragged (None if any is None)."""
         xp, count = array_module(y), len(y.blocks)
         rhos, warm, evaluations = [], [None] * count, 0
         carried_blocks, state_blocks = _blocks_of(carried, count), _blocks_of(state, count)
