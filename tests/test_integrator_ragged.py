@@ -30,6 +30,16 @@ def _problem(xp):
     return [to_device(v, xp) for v in lams], [to_device(v, xp) for v in y0s]
 
 
+def _assert_is_separate(ragged, separate):
+    """Per instance, the ragged integration's result is its block's separate integration's, bit for bit."""
+    for name in ("t", "steps", "grad_norm", "loss", "status", "residual"):
+        np.testing.assert_array_equal(getattr(ragged, name), np.concatenate([getattr(r, name) for r in separate]),
+                                      err_msg=name)
+    for block, alone in zip(ragged.y.blocks, separate, strict=True):
+        np.testing.assert_array_equal(to_host(block), to_host(alone.y))
+    assert ragged.rejected == sum(r.rejected for r in separate)
+
+
 @pytest.mark.parametrize("scheme", ["rkc", "euler"])
 def test_a_ragged_integration_is_the_separate_integrations_of_its_blocks(array_backend, scheme):
     _, xp = array_backend
@@ -45,13 +55,8 @@ def test_a_ragged_integration_is_the_separate_integrations_of_its_blocks(array_b
                 for k, y0, lam, start in zip(kernels, y0s, lams, np.cumsum((0,) + COUNTS))]
     assert isinstance(ragged.y, RaggedBatch) and len(ragged.y) == sum(COUNTS)
     assert set(ragged.status) >= {"converged", "max_time"}  # instances of both outcomes
-    for name in ("t", "steps", "grad_norm", "loss", "status"):
-        np.testing.assert_array_equal(getattr(ragged, name), np.concatenate([getattr(r, name) for r in separate]),
-                                      err_msg=name)
-    for block, alone in zip(ragged.y.blocks, separate):
-        np.testing.assert_array_equal(to_host(block), to_host(alone.y))
+    _assert_is_separate(ragged, separate)
     assert ragged.evaluations == sum(r.evaluations for r in separate)
-    assert ragged.rejected == sum(r.rejected for r in separate)
 
 
 def _pseudo_huber(scale):
@@ -99,15 +104,10 @@ def test_rejections_residual_guard_and_a_middle_block_finishing_first(array_back
         assert ragged.steps[3:5].max() < ragged.steps.max()  # block 1 (instances 3, 4) finished first
     else:  # a step 0.9/ρ̂ with ρ̂ from where the curvature is small jumps to max_time: the outer blocks stop there
         assert list(ragged.status) == ["max_time"] * 3 + ["converged"] * 2 + ["max_time"] * 2
-    for name in ("t", "steps", "status", "loss", "residual"):
-        np.testing.assert_array_equal(getattr(ragged, name), np.concatenate([getattr(r, name) for r in separate]),
-                                      err_msg=name)
-    for block, alone in zip(ragged.y.blocks, separate):
-        np.testing.assert_array_equal(to_host(block), to_host(alone.y))
     # Evaluation counts are not compared here: after a rejection at a batch's first step (nothing carried yet)
     # the whole working set recomputes its gradient at the next step, so the count depends on the batch (the
     # states do not); rejections are per instance.
-    assert ragged.rejected == sum(r.rejected for r in separate)
+    _assert_is_separate(ragged, separate)
 
 
 def test_take_and_put_address_instances_across_blocks(array_backend):
