@@ -25,7 +25,7 @@ time, steps, final ‖∇L‖, loss and convergence.
 Batching over seeds and widths: the state of one instance is vec(W) ∈ ℝ^{m·d}; every network of every
 width is trained in one integration per stage — pretraining one batch of widths × seeds instances,
 fine-tuning and scratch (which share X_Q) one batch of 2 × widths × seeds — held as a
-:class:`~transfertheory.sim.integrator.RaggedBatch` with one dense (seeds, m·d) block per width (no padding
+:class:`~transfertheory.sim.integrator.RaggedBatch` with one dense block per width (no padding
 to the largest width: a block's gradient is one batched computation on its own units), each network with
 its own step, ρ̂ and status. On a device that is one integration; on the host, consecutive networks are
 integrated in groups of at most :data:`HOST_GROUP_BYTES` of states that stay in the cache from step to
@@ -253,7 +253,7 @@ def _host_groups(blocks):
     :data:`HOST_GROUP_BYTES` (an instance larger than that is a group of its own)."""
     groups, current, used = [], [], 0
     for g, block in enumerate(blocks):
-        size = block[0].nbytes if block.shape[0] else 0
+        size = block[0].nbytes
         for i in range(block.shape[0]):
             if current and used + size > HOST_GROUP_BYTES:
                 groups.append(current)
