@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import Interval
-from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
+from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
 from ..params import Param
 from ..theory.ntk_two_layer import gram_solve, transfer_summary
 from .integrator import (BlockwiseStages, FlowResult, RaggedBatch, dense_stages, integrate_gradient_flow,
@@ -223,7 +223,7 @@ def tangent_kernel_radius(x, signs):
         xp = get_backend(state)
         active = (state.reshape(state.shape[0], m, d) @ x.T > 0).astype(state.dtype)  # (b, m, n)
         kernel = inner[None] * (active.transpose(0, 2, 1) @ active) / m
-        return xp.linalg.eigvalsh(kernel)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
+        return stacked_eigvalsh(kernel)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
 
     return estimate
 

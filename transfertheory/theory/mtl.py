@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import Interval
-from ..backend import array_module_of, to_host
+from ..backend import array_module_of, stacked_eigh, to_host
 from ..params import Param
 from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
@@ -172,7 +172,7 @@ def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
 def _eigh(a):
     """Eigenvalues (clipped at 0) and eigenvectors of a symmetric PSD matrix or a stack (..., n, n) of them."""
     xp = array_module_of(a)
-    mu, v = xp.linalg.eigh((a + a.swapaxes(-1, -2)) / 2)
+    mu, v = stacked_eigh((a + a.swapaxes(-1, -2)) / 2)
     return xp, xp.maximum(mu, 0.0), v
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import array_module_of, to_host
+from ..backend import array_module_of, stacked_eigh, to_host
 
 __all__ = [
     "UNIT_NORM_TOLERANCE",
@@ -194,8 +194,7 @@ class GramSolve:
 
 
 def _decompose(gram) -> GramSolve:
-    xp = array_module_of(gram)
-    eigenvalues, eigenvectors = xp.linalg.eigh(gram)
+    eigenvalues, eigenvectors = stacked_eigh(gram)
     cutoff = gram.shape[0] * np.finfo(gram.dtype).eps * max(float(eigenvalues[-1]), 0.0)
     return GramSolve(eigenvalues, eigenvectors, cutoff)
 

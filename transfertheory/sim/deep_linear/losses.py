@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ...backend import get_backend
+from ...backend import get_backend, stacked_eigh
 from .network import Architecture, end_to_end, left_vectors, matvec, packed_gradient, right_vectors, rmatvec
 
 __all__ = ["EndToEndLoss", "PopulationLoss", "LeastSquaresLoss", "LastLayerLoss", "rotate_to_data_eigenbasis"]
@@ -126,7 +126,7 @@ def rotate_to_data_eigenbasis(arch: Architecture, gram, c, y0):
     (λ (m, d), Q (m, d, d), Qᵀĉ, rotated y0).
     """
     xp = get_backend(gram, c, y0)
-    lam, Q = xp.linalg.eigh(gram)
+    lam, Q = stacked_eigh(gram)
     m, d, k = gram.shape[0], arch.d, c.shape[0] // gram.shape[0]
     c_rot = rmatvec(xp.repeat(Q, k, axis=0), c)
     y_rot = y0.copy().reshape(m, k, -1)

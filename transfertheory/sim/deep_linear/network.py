@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import params as P
-from ...backend import get_backend
+from ...backend import get_backend, stacked_eigvalsh
 
 __all__ = [
     "Architecture",
@@ -136,7 +136,7 @@ def conserved_imbalance(arch: Architecture, y):
 def assumption22_margin(arch: Architecture, y):
     r"""min_l λ_min(D_l) per network: Assumption (22) of FaF holds iff this is > 0."""
     xp = get_backend(y)
-    return xp.min(xp.stack([xp.linalg.eigvalsh(D)[:, 0] for D in conserved_imbalance(arch, y)]), axis=0)
+    return xp.min(xp.stack([stacked_eigvalsh(D)[:, 0] for D in conserved_imbalance(arch, y)]), axis=0)
 
 
 def imbalance_drift(arch: Architecture, y0, y1):

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ...backend import get_backend, to_host
+from ...backend import get_backend, stacked_eigh, to_host
 from .losses import LeastSquaresLoss
 from .network import feature_matrix, rmatvec
 from .training import PretrainResult
@@ -51,7 +51,7 @@ def linear_transfer_exact(target: LeastSquaresLoss, U, s, V, lam: float):
     A = xp.repeat(A, target.k, axis=0)
     M = s[None, :, None] * A * s[None, None, :] + lam * xp.eye(s.shape[0])[None]
     rhs = rmatvec(U[None], target.c) * s[None, :]  # row by row: results do not depend on the batch
-    evals, evecs = xp.linalg.eigh(M)
+    evals, evecs = stacked_eigh(M)
     tol = evals[:, -1:] * s.shape[0] * np.finfo(float).eps
     inv = xp.where(evals > tol, 1.0 / xp.where(evals > tol, evals, 1.0), 0.0)
     w = (evecs @ (inv * (rhs[:, None, :] @ evecs)[:, 0, :])[:, :, None])[:, :, 0]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import Interval
-from ...backend import get_backend, to_host
+from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
 from ...params import Param
 from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
 from ..integrator import dense_stages, integrate_gradient_flow
@@ -80,7 +80,7 @@ def _exp_and_divided_differences(k, s):
     xp = get_backend(k)
     bad = ~xp.isfinite(k).all(axis=(-1, -2))  # a diverging trial step: NaN results, rejected by the integrator
     k = xp.where(bad[..., None, None], xp.eye(k.shape[-1]), k)
-    mu, v = xp.linalg.eigh((k + k.swapaxes(-1, -2)) / 2)
+    mu, v = stacked_eigh((k + k.swapaxes(-1, -2)) / 2)
     mu = xp.where(bad[..., None], xp.nan, mu)
     decay = xp.exp(-s * mu)
     gap = mu[..., :, None] - mu[..., None, :]
@@ -165,7 +165,7 @@ class _Objective:
             for s in self.data.slices:
                 decay[:, s, s] = symmetric_exp(_head_gram(self.shape, fwd.features[:, s]), self.lam_tau)
             gram = decay @ (gram + readout) @ decay
-        return xp.linalg.eigvalsh(gram)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
+        return stacked_eigvalsh(gram)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
 
 
 @dataclass(frozen=True)

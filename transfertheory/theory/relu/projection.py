@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...backend import stacked_eigh
 from . import _inputs
 from .kernel import _broadcast_batch, _check_pair, _kernel, _quadratic_form
 
@@ -69,7 +70,7 @@ def rkhs_projection_norms(W, W_star, c_star):
     scale = xp.sqrt(xp.diagonal(gram, axis1=-2, axis2=-1))
     scale = xp.where(scale > 0, scale, 1.0)
     gram = gram / (scale[..., :, None] * scale[..., None, :])
-    eigenvalues, vectors = xp.linalg.eigh(gram)
+    eigenvalues, vectors = stacked_eigh(gram)
     floor = (m + 1) * np.finfo(gram.dtype).eps * eigenvalues[..., -1:]
     coordinates = vectors * xp.sqrt(xp.where(eigenvalues > floor, eigenvalues, 0.0))[..., None, :]
     student, teacher = coordinates[..., :m, :], coordinates[..., m, :]
