@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from transfertheory.backend import EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, resolve_backend
 from transfertheory.sim.ntk_two_layer import initial_weights, simulate_transfer
 from transfertheory.theory.ntk_two_layer import two_layer_gram
 
@@ -140,6 +141,13 @@ def main(argv=None):
         args.widths, args.seeds, args.repeats = [64, 128], 2, 1
     if any(m < 2 or m % 2 for m in args.widths) or args.seeds < 1 or args.n < 1 or args.d < 2 or args.repeats < 1:
         parser.error("widths must be even and >= 2, seeds, n and repeats >= 1, d >= 2")
+    try:
+        resolve_backend(args.backend)
+    except ValueError as exc:
+        parser.error(str(exc))
+    except BackendUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BACKEND_UNAVAILABLE
     data = _data(args.n, args.d, seed=0)
     rows = []
     for width in [] if args.sweep_only else args.widths:
