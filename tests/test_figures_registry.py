@@ -189,13 +189,18 @@ def test_backend_choice_falls_back_to_the_environment(monkeypatch):
 
 @pytest.mark.slow
 def test_all_quick_builds_every_figure_within_the_tolerance(tmp_path, capsys):
-    """``--all --quick`` (about half a minute on 2 cores): every FaF figure, no simulated point outside 4·SE + 0.002."""
+    """``--all --quick`` (about a minute on 2 cores) builds every figure; the FaF §3 simulation figures, which
+    record their agreement with the exact theory, have no simulated point outside 4·SE + 0.002 and every draw
+    converged (the other figures' agreement is checked by their claims)."""
     args = ["--all", "--quick", "--backend", "numpy", "--format", "png", "--out", str(tmp_path)]
     assert registry_cli.main(args) == 0
     capsys.readouterr()
-    for name in FAF:
+    checked = []
+    for name in ALL:
         meta = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
         assert (tmp_path / f"{name}.png").is_file() and (tmp_path / f"{name}.csv").is_file()
-        if registry.get_figure(name).simulates:
-            agreement = meta["agreement"]
-            assert agreement["outside"] == 0 and agreement["converged_draws"] == agreement["draws"]
+        agreement = meta["agreement"]
+        if agreement is not None:
+            checked.append(name)
+            assert agreement["outside"] == 0 and agreement["converged_draws"] == agreement["draws"], name
+    assert checked == ["faf_fig1", "faf_fig2", "faf_fig3", "faf_fig6", "faf_fig7"]
