@@ -63,12 +63,11 @@ def _keep_best(trained: Trained, seeds: int, restarts: int) -> tuple[np.ndarray,
 def _outcome(trained: Trained, seeds: int, restarts: int, head_of) -> Outcome:
     """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks."""
     keep, needed, at_best = _keep_best(trained, seeds, restarts)
-    xp = get_backend(*trained.params.values())
-    params = {name: value[xp.asarray(keep)] for name, value in trained.params.items()}
-    head = head_of(params, keep)
-    loss = np.asarray(to_host(M.target_loss(head, params["phi"]))) if "phi" in params else None
-    return Outcome(params, head, loss, trained.objective[keep], trained.converged[keep], trained.status[keep],
-                   trained.t_final[keep], trained.steps[keep], trained.grad_norm[keep], needed, at_best)
+    kept = trained.rows(keep)
+    head = head_of(kept.params, keep)
+    loss = np.asarray(to_host(M.target_loss(head, kept.params["phi"]))) if "phi" in kept.params else None
+    return Outcome(kept.params, head, loss, kept.objective, kept.converged, kept.status, kept.t_final, kept.steps,
+                   kept.grad_norm, needed, at_best)
 
 
 def _repeat(array, times):
@@ -120,13 +119,6 @@ class Problem:
     head_of: object
 
 
-def _slice(trained: Trained, rows: slice) -> Trained:
-    """The instances ``rows`` of a :class:`Trained`."""
-    return Trained({name: value[rows] for name, value in trained.params.items()}, trained.objective[rows],
-                   trained.converged[rows], trained.status[rows], trained.t_final[rows], trained.steps[rows],
-                   trained.grad_norm[rows], trained.evaluations, trained.settings)
-
-
 def solve(problems, **flow) -> list:
     """Train problems of one algorithm (same terms and settings; their target sets may differ in size) in one
     integrator call, and keep one restart per seed of each: an :class:`Outcome` per problem, in order.
@@ -141,7 +133,7 @@ def solve(problems, **flow) -> list:
     outcomes, offset = [], 0
     for problem in problems:
         size = problem.seeds * problem.restarts
-        part = _slice(trained, slice(offset, offset + size))
+        part = trained.rows(slice(offset, offset + size))
         outcomes.append(_outcome(part, problem.seeds, problem.restarts, problem.head_of))
         offset += size
     return outcomes

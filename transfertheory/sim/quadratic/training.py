@@ -146,6 +146,13 @@ class Trained:
     evaluations: int = 0
     settings: dict = field(default_factory=dict)
 
+    def rows(self, index) -> "Trained":
+        """The instances ``index`` (a slice or a host integer array) of this record."""
+        device_index = index if isinstance(index, slice) else get_backend(*self.params.values()).asarray(index)
+        return Trained({name: value[device_index] for name, value in self.params.items()}, self.objective[index],
+                       self.converged[index], self.status[index], self.t_final[index], self.steps[index],
+                       self.grad_norm[index], self.evaluations, self.settings)
+
 
 def _pad(array, size):
     """Target data (B, n, …) padded with zero samples to (B, size, …)."""
