@@ -1,0 +1,138 @@
+"""The memory guard (transfertheory._memory): limits, refusals before any work, chunking, honest estimates.
+
+Each simulator's refusal is checked by making its first real work step fail if called (the guard must act at
+the public boundary, before allocating), and its estimate against the peak traced by ``tracemalloc`` (NumPy
+reports its allocations there) on a small case, after a warm-up call so that lazy imports are not counted.
+"""
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from transfertheory import _memory
+from transfertheory.sim import run_transfer_experiment
+from transfertheory.sim.deep_linear import experiment as deep_linear_experiment
+
+MEMORY_WORDS = ("needs about", "max_memory", _memory.ENV_VAR)
+
+
+def _forbid(monkeypatch, module, name):
+    """Make ``module.name`` raise if called: the guard must refuse before this work starts."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError(f"{name} was called: the memory guard did not refuse before the work")
+
+    monkeypatch.setattr(module, name, forbidden)
+
+
+def _traced_peak(function) -> int:
+    """Peak bytes traced by tracemalloc while ``function()`` runs (after one warm-up call)."""
+    function()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _assert_refusal(error: pytest.ExceptionInfo, *names):
+    message = str(error.value)
+    for word in MEMORY_WORDS + names:
+        assert word in message, f"{word!r} missing from: {message}"
+
+
+# --------------------------------------------------------------------------- the helper
+
+
+@pytest.mark.parametrize("text, expected", [("64G", 64 * 2**30), ("512 MiB", 512 * 2**20), ("1.5T", int(1.5 * 2**40)),
+                                            ("2e9", 2 * 10**9), (4096, 4096), ("100k", 100 * 1024)])
+def test_parse_memory_reads_bytes_and_binary_units(text, expected):
+    assert _memory.parse_memory(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["lots", "-1G", 0, -5, True, None, float("nan"), "1X"])
+def test_parse_memory_rejects_bad_sizes_naming_the_parameter(bad):
+    with pytest.raises(ValueError, match="max_memory must be a positive number of bytes"):
+        _memory.parse_memory(bad)
+
+
+def test_available_memory_reads_the_machine():
+    available = _memory.available_memory()
+    assert available is None or available > 2**20
+    assert _memory.available_memory(np) == available or available is None
+
+
+def test_check_memory_names_parameters_estimate_and_limit():
+    with pytest.raises(ValueError) as error:
+        _memory.check_memory(3 * 2**40, what="simulate", params={"d": 10**6, "m": 4}, max_memory="1G")
+    message = str(error.value)
+    assert "simulate(d=1000000, m=4)" in message and "3 TiB" in message and "1 GiB allowed by max_memory" in message
+    assert _memory.check_memory(2**20, what="simulate", params={"d": 2}, max_memory="1G") == 2**30
+
+
+def test_environment_variable_sets_the_limit_and_the_argument_overrides_it(monkeypatch):
+    monkeypatch.setenv(_memory.ENV_VAR, "1M")
+    assert _memory.memory_limit() == (2**20, _memory.ENV_VAR)
+    with pytest.raises(ValueError, match=f"allowed by {_memory.ENV_VAR}"):
+        _memory.check_memory(2**21, what="simulate", params={"d": 2})
+    assert _memory.check_memory(2**21, what="simulate", params={"d": 2}, max_memory="1G") == 2**30
+    monkeypatch.setenv(_memory.ENV_VAR, "a lot")
+    with pytest.raises(ValueError, match=f"environment variable {_memory.ENV_VAR} must be a positive"):
+        _memory.memory_limit()
+
+
+def test_items_per_chunk_fits_the_limit():
+    assert _memory.items_per_chunk(10, 100, 50, None) == 50
+    assert _memory.items_per_chunk(10, 100, 50, 200) == 10
+    assert _memory.items_per_chunk(10, 100, 5, 10**6) == 5
+    assert _memory.items_per_chunk(10, 100, 50, 105) == 1
+
+
+# --------------------------------------------------------------------------- FaF §3: deep linear networks
+
+DEEP_LINEAR = dict(gammas=[0.5], thetas=[1.0], sigma=0.2, backend="numpy", progress=False)
+
+
+@pytest.mark.parametrize("sizes, names", [(dict(d=16, instances=10**9), ("instances=1000000000",)),
+                                          (dict(d=10**6, instances=1), ("d=1000000",))])
+def test_deep_linear_refuses_before_any_work(monkeypatch, sizes, names):
+    _forbid(monkeypatch, deep_linear_experiment, "pretrain")
+    _forbid(monkeypatch, deep_linear_experiment, "task_vectors")
+    with pytest.raises(ValueError) as error:
+        run_transfer_experiment(**sizes, **DEEP_LINEAR, max_memory="16G")
+    _assert_refusal(error, *names, "16 GiB")
+
+
+def test_deep_linear_chunks_draws_to_fit_and_gives_the_same_table(monkeypatch):
+    kwargs = dict(d=8, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2, instances=3, seed=1, backend="numpy",
+                  progress=False)
+    whole = run_transfer_experiment(**kwargs)
+    plan = deep_linear_experiment._plan(8, [0.5, 1.0], [0.5, 1.0], 0.2, 3, 2, 1e-5, deep_linear_experiment.METHODS,
+                                        (0.0,), 1, 1e-6, 1e4, 1e-3, "gaussian", "exact", None, None)
+    fixed, per_draw = deep_linear_experiment._memory_estimate(plan)
+    sizes = []
+    chunk = deep_linear_experiment._chunk
+    monkeypatch.setattr(deep_linear_experiment, "_chunk", lambda p, draws, b: sizes.append(len(draws)) or
+                        chunk(p, draws, b))
+    chunked = run_transfer_experiment(**kwargs, max_memory=int(fixed + 2.5 * per_draw))
+    assert sizes == [2, 2, 2]
+    np.testing.assert_array_equal(chunked["risk"], whole["risk"])
+
+
+def test_deep_linear_refuses_a_chunk_size_that_does_not_fit():
+    with pytest.raises(ValueError) as error:
+        run_transfer_experiment(d=64, instances=100, chunk_size=100, **DEEP_LINEAR, max_memory="20M")
+    _assert_refusal(error, "chunk_size=100", "20 MiB")
+
+
+def test_deep_linear_estimate_is_within_a_factor_three_of_the_traced_peak():
+    plan = deep_linear_experiment._plan(64, [0.5, 1.0], [0.5, 1.0], 0.2, 2, 2, 1e-5, deep_linear_experiment.METHODS,
+                                        (0.0,), 0, 1e-6, 1e4, 1e-3, "gaussian", "exact", None, None)
+    fixed, per_draw = deep_linear_experiment._memory_estimate(plan)
+    estimate = fixed + 4 * per_draw
+    peak = _traced_peak(lambda: run_transfer_experiment(d=64, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2,
+                                                        instances=2, backend="numpy", progress=False))
+    assert peak / 3 <= estimate <= 3 * peak
