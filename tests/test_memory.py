@@ -136,3 +136,27 @@ def test_deep_linear_estimate_is_within_a_factor_three_of_the_traced_peak():
     peak = _traced_peak(lambda: run_transfer_experiment(d=64, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2,
                                                         instances=2, backend="numpy", progress=False))
     assert peak / 3 <= estimate <= 3 * peak
+
+
+# --------------------------------------------------------------------------- MeRLin §5: quadratic networks
+
+QUADRATIC = dict(m=3, k=2, lam=0.1, seeds=2, restarts=2, splits=2, rtol=1e-3, gtol=1e-5, max_steps=20, backend="numpy")
+
+
+def test_quadratic_refuses_the_source_loss_at_large_d_before_any_work(monkeypatch):
+    from transfertheory.sim.quadratic import experiment
+
+    _forbid(monkeypatch, experiment.A, "pretrain")
+    _forbid(monkeypatch, experiment, "target_sets")
+    with pytest.raises(ValueError) as error:
+        experiment.run_comparison(d=10**6, m=4, k=2, n_targets=[4], lam=0.1, seeds=2, max_memory="16G")
+    _assert_refusal(error, "run_comparison(d=1000000, m=4, seeds=2", "16 GiB")
+
+
+def test_quadratic_estimate_is_within_a_factor_three_of_the_traced_peak():
+    from transfertheory.sim.quadratic import experiment
+
+    settings = experiment._validate(64, 3, 2, [6, 8], 0.1, 2, experiment.ALGORITHMS, 0.5, 1.0, 1e-2, 2, 2)
+    estimate = experiment._memory_estimate(settings, experiment.ALGORITHMS)
+    peak = _traced_peak(lambda: experiment.run_comparison(d=64, n_targets=[6, 8], **QUADRATIC))
+    assert peak / 3 <= estimate <= 3 * peak
