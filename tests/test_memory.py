@@ -160,3 +160,29 @@ def test_quadratic_estimate_is_within_a_factor_three_of_the_traced_peak():
     estimate = experiment._memory_estimate(settings, experiment.ALGORITHMS)
     peak = _traced_peak(lambda: experiment.run_comparison(d=64, n_targets=[6, 8], **QUADRATIC))
     assert peak / 3 <= estimate <= 3 * peak
+
+
+# --------------------------------------------------------------------------- TDR §6: wide two-layer networks
+
+
+def test_tdr_simulator_refuses_huge_widths_before_drawing_weights(monkeypatch):
+    from transfertheory.sim import ntk_two_layer
+
+    _forbid(monkeypatch, ntk_two_layer, "_initial_weights")
+    data = ntk_two_layer.task_pair("shared-inputs", 0.5, n=8, d=5)
+    with pytest.raises(ValueError) as error:
+        ntk_two_layer.simulate_transfer(*data, [10**9], backend="numpy", max_memory="16G")
+    _assert_refusal(error, "widths=[1000000000]", "seeds=8", "16 GiB")
+    with pytest.raises(ValueError) as error:
+        ntk_two_layer.initial_weights(10**9, 5, 8, max_memory="16G")
+    _assert_refusal(error, "initial_weights(width=1000000000, d=5, seeds=8)")
+
+
+def test_tdr_estimate_is_within_a_factor_three_of_the_traced_peak():
+    from transfertheory.sim import ntk_two_layer
+
+    data = ntk_two_layer.task_pair("shared-inputs", 0.5, n=8, d=5)
+    estimate = ntk_two_layer._memory_estimate([64, 4096], 5, 8, 4, "euler", on_device=False)
+    peak = _traced_peak(lambda: ntk_two_layer.simulate_transfer(*data, [64, 4096], seeds=4, backend="numpy",
+                                                               max_steps=30))
+    assert peak / 3 <= estimate <= 3 * peak
