@@ -186,3 +186,33 @@ def test_tdr_estimate_is_within_a_factor_three_of_the_traced_peak():
     peak = _traced_peak(lambda: ntk_two_layer.simulate_transfer(*data, [64, 4096], seeds=4, backend="numpy",
                                                                max_steps=30))
     assert peak / 3 <= estimate <= 3 * peak
+
+
+# --------------------------------------------------------------------------- MTL §4: finite-width networks
+
+
+def _mtl_problem():
+    from transfertheory.theory import mtl
+
+    return mtl.synthetic_problem(np.random.default_rng(5), tasks=2, n=4, test_tasks=1, n_support=3, n_query=3)
+
+
+def test_mtl_study_refuses_huge_widths_before_any_work(monkeypatch):
+    from transfertheory.sim.mtl import experiment
+    from transfertheory.theory import mtl
+
+    _forbid(monkeypatch, experiment, "kernel_predictions")
+    _forbid(monkeypatch, experiment, "init_parameters")
+    with pytest.raises(ValueError) as error:
+        experiment.finite_width_study(_mtl_problem(), mtl.ReluNetwork(1), [10**9], 4, max_memory="16G")
+    _assert_refusal(error, "widths=[1000000000], networks=4", "16 GiB")
+
+
+def test_mtl_estimate_is_within_a_factor_three_of_the_traced_peak():
+    from transfertheory.sim.mtl import experiment
+    from transfertheory.theory import mtl
+
+    problem = _mtl_problem()
+    estimate = experiment._memory_estimate(problem, 1, 2048, 2)
+    peak = _traced_peak(lambda: experiment.finite_width_study(problem, mtl.ReluNetwork(1), [2048], 2, lam_tau=0.1))
+    assert peak / 3 <= estimate <= 3 * peak

@@ -27,10 +27,11 @@ from ...backend import get_backend
 from ...params import Param
 from ...theory.mtl import ReluNetwork
 
-__all__ = ["WIDTH", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
+__all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
            "empirical_kernels", "random_network_kernels"]
 
 WIDTH = Param("width", Interval(1, np.inf, "left"), integer=True, description="hidden width h of the finite network")
+NETWORKS = Param("networks", Interval(1, np.inf, "left"), integer=True, description="random networks drawn")
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class NetworkShape:
 
 def init_parameters(shape: NetworkShape, networks: int, rng) -> tuple:
     """(body (R, P_body), head (R, h + 1)) of ``networks`` random networks, all entries N(0, 1), on the host."""
-    networks = Param("networks", Interval(1, np.inf, "left"), integer=True).scalar(networks)
+    networks = NETWORKS.scalar(networks)
     return rng.standard_normal((networks, shape.body_size)), rng.standard_normal((networks, shape.head_size))
 
 
@@ -173,7 +174,7 @@ def random_network_kernels(network: ReluNetwork, x, width, networks, rng, chunk=
     chunks of ``chunk`` networks from ``rng`` (the memory of a chunk is ~chunk·depth·h² numbers)."""
     x = np.asarray(x, dtype=float)
     shape = NetworkShape(x.shape[1], WIDTH.scalar(width), network)
-    networks = Param("networks", Interval(1, np.inf, "left"), integer=True).scalar(networks)
+    networks = NETWORKS.scalar(networks)
     parts = []
     for start in range(0, networks, chunk):
         body, head = init_parameters(shape, min(chunk, networks - start), rng)
