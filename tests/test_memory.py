@@ -216,3 +216,58 @@ def test_mtl_estimate_is_within_a_factor_three_of_the_traced_peak():
     estimate = experiment._memory_estimate(problem, 1, 2048, 2)
     peak = _traced_peak(lambda: experiment.finite_width_study(problem, mtl.ReluNetwork(1), [2048], 2, lam_tau=0.1))
     assert peak / 3 <= estimate <= 3 * peak
+
+
+# --------------------------------------------------------------------------- FaF §4: ReLU student–teacher networks
+
+RELU_SMALL = dict(d=10, m=100, m_star=10, mus=[0.0, 0.5], ns=[20, 60], teachers=2, instances=2,
+                  methods=("scratch", "linear", "linear_minnorm", "finetune"), max_time=5.0, pretrain_max_time=5.0,
+                  backend="numpy")
+
+
+def test_relu_experiment_refuses_d_and_m_of_a_million_before_any_work(monkeypatch):
+    from transfertheory.sim.relu_teacher import experiment
+
+    _forbid(monkeypatch, experiment, "_teachers")
+    with pytest.raises(ValueError) as error:
+        experiment.run_transfer_experiment(d=10**6, m=10**6, m_star=10, mus=[0.5], ns=[10], backend="numpy",
+                                           max_memory="16G")
+    _assert_refusal(error, "d=1000000, m=1000000, m_star=10", "16 GiB")
+
+
+def test_relu_pretraining_and_training_entry_points_refuse_before_drawing(monkeypatch):
+    from transfertheory.sim import relu_teacher
+    from transfertheory.sim.relu_teacher import pretraining, target_training
+
+    _forbid(monkeypatch, pretraining, "paper_init")
+    _forbid(monkeypatch, target_training, "paper_init")
+    _forbid(monkeypatch, target_training, "sphere_flow")
+    W_star, c_star = np.ones((1, 3, 4)) / 2, np.ones((1, 3))
+    X, y = np.ones((1, 5, 4)), np.ones((1, 5))
+    calls = [(relu_teacher.pretrain_source, (W_star, c_star, 10**6, np.random.default_rng(0)), "pretrain_source"),
+             (relu_teacher.scratch_training, (X, y, 10**9, np.random.default_rng(0)), "scratch_training"),
+             (relu_teacher.train_on_samples, (np.ones((2, 10**5, 1)), np.ones((2, 10**5)), X[..., :1], y),
+              "train_on_samples")]
+    for function, args, name in calls:
+        with pytest.raises(ValueError) as error:
+            function(*args, max_memory="100M")
+        _assert_refusal(error, name, "100 MiB")
+
+
+def test_relu_experiment_passes_its_limit_on_to_the_flows(monkeypatch):
+    from transfertheory.sim.relu_teacher import experiment
+
+    monkeypatch.setenv(_memory.ENV_VAR, "1M")  # far below the run's needs: only the explicit limit lets it run
+    with pytest.raises(ValueError, match=f"allowed by {_memory.ENV_VAR}"):
+        experiment.run_transfer_experiment(**RELU_SMALL)
+    table = experiment.run_transfer_experiment(**RELU_SMALL, max_memory="1G")
+    assert len(table) == 4 * 2 * 2 * 2 * 2
+
+
+def test_relu_estimate_is_within_a_factor_three_of_the_traced_peak():
+    from transfertheory.sim.relu_teacher import experiment
+
+    plan = experiment._plan(10, 100, 10, [0.0, 0.5], [20, 60], 2, 2, RELU_SMALL["methods"], 0, "ones", 5.0, 5.0,
+                            None, 1e-6)
+    peak = _traced_peak(lambda: experiment.run_transfer_experiment(**RELU_SMALL))
+    assert peak / 3 <= experiment._memory_estimate(plan) <= 3 * peak
