@@ -271,3 +271,17 @@ def test_relu_estimate_is_within_a_factor_three_of_the_traced_peak():
                             None, 1e-6)
     peak = _traced_peak(lambda: experiment.run_transfer_experiment(**RELU_SMALL))
     assert peak / 3 <= experiment._memory_estimate(plan) <= 3 * peak
+
+
+def test_quadratic_algorithms_refuse_before_drawing_and_run_comparison_passes_its_limit_on(monkeypatch):
+    from transfertheory.sim import quadratic
+    from transfertheory.sim.quadratic import algorithms
+
+    _forbid(monkeypatch, algorithms, "random_init")
+    with pytest.raises(ValueError) as error:
+        quadratic.pretrain(10**5, 4, 2, 0.1, 2, 6, np.random.default_rng(0), max_memory="1G")
+    _assert_refusal(error, "pretrain(instances=12, d=100000, m=4", "1 GiB")
+    monkeypatch.undo()
+    monkeypatch.setenv(_memory.ENV_VAR, "1K")  # below every flow: only the explicit limit lets the run go on
+    table = quadratic.run_comparison(d=4, n_targets=[4], **{**QUADRATIC, "max_memory": "1G"})
+    assert set(table["algorithm"]) == set(quadratic.ALGORITHMS)

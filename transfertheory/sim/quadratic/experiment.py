@@ -15,8 +15,7 @@ from ..._validation import Interval
 from ...backend import backend_name, resolve_backend
 from ...theory import merlin as M
 from . import algorithms as A
-from ..integrator import PEAK_STATE_COPIES
-from .training import FLOW_SETTINGS
+from .training import FLOW_SETTINGS, instance_memory
 
 __all__ = ["ALGORITHMS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
 
@@ -82,27 +81,20 @@ def _memory_estimate(s: dict, algorithms) -> float:
     """Peak bytes of :func:`run_comparison`, from the arrays it allocates.
 
     Each algorithm trains B instances in one integrator call (pre-training and the restarts' algorithms
-    seeds·restarts per n_t, fine-tuning seeds per n_t) of P = dm + 2m parameters, held
-    :data:`PEAK_STATE_COPIES` times plus the start and the final parameters; an objective with the source
-    loss forms four (B, d, d) arrays per gradient (A, A∘A, the pair term, G) and the d × d pair weights; the
+    seeds·restarts per n_t, fine-tuning seeds per n_t), each costing :func:`.training.instance_memory`; the
     target data X (B, n_t, d) of joint, target-only and MeRLin training are all built before training (each
-    repeated per restart and padded to the largest n_t, two copies), MeRLin's validation splits add a gathered
-    copy of X and S·n_t·m split features per instance (six arrays).
+    repeated per restart and padded to the largest n_t, two copies), plus the d × d pair weights.
     """
     d, m, seeds, restarts = s["d"], s["m"], s["seeds"], s["restarts"]
     n_max, sizes = max(s["n_targets"]), len(s["n_targets"])
-    n_params = d * m + 2 * m
     batches = {name: seeds * restarts * sizes for name in ("joint", "target_only", "merlin") if name in algorithms}
     data = sum(2 * instances * n_max * d for instances in batches.values()) + seeds * n_max * d * sizes
     if {"finetune", "finetune_full"} & set(algorithms):
         batches.update(pretrain=seeds * restarts, finetune=seeds * sizes)
-    flow = 0
-    for name, instances in batches.items():
-        per_instance = n_params * (PEAK_STATE_COPIES["rkc"] + 2) + (4 * d * d if name in _SOURCE_TERM else 0)
-        if name == "merlin":
-            per_instance += n_max * d + 6 * s["splits"] * n_max * m
-        flow = max(flow, instances * per_instance)
-    return FLOAT_BYTES * (data + flow + d * d)
+    flow = max(instances * instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
+                                           splits=s["splits"] if name == "merlin" else 0)
+               for name, instances in batches.items())
+    return FLOAT_BYTES * (data + d * d) + flow
 
 
 def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0, ridge=1e-2,
@@ -126,9 +118,10 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     """
     s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts)
     xp = resolve_backend(backend)
-    check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
-                 params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
-                         "n_targets": s["n_targets"], "splits": s["splits"]})
+    limit = check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
+                         params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
+                                 "n_targets": s["n_targets"], "splits": s["splits"]})
+    settings, flow = flow, {**flow, "max_memory": limit}  # the flows are checked against the same limit
     rng = np.random.default_rng([seed, 1])
     pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):
@@ -155,7 +148,7 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     df = pd.concat(frames, ignore_index=True)
     df.attrs.update({**{key: value for key, value in s.items() if key != "n_targets"},
                      "n_targets": s["n_targets"], "seed": seed, "init_scale": init_scale,
-                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
+                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **settings}})
     if pre is not None:
         df.attrs["pretrain"] = _rows("pretrain", 0, pre).drop(columns=["algorithm", "n_t"]).to_dict("list")
     return df
