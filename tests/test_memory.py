@@ -84,6 +84,24 @@ def test_environment_variable_sets_the_limit_and_the_argument_overrides_it(monke
         _memory.memory_limit()
 
 
+def test_a_guarded_entry_point_vouches_for_the_checks_of_its_parts(monkeypatch):
+    monkeypatch.setenv(_memory.ENV_VAR, "1M")
+    part = dict(what="part", params={"d": 2})
+
+    @_memory.guarded_entry_point
+    def entry(max_memory, part_bytes):
+        _memory.check_memory(2**19, what="entry", params={"d": 2}, max_memory=max_memory)
+        return _memory.check_memory(part_bytes, **part)
+
+    assert entry("4G", 2**30) == 4 * 2**30  # the part is held to the run's 4 GiB, not to the variable's 1 MiB
+    with pytest.raises(ValueError, match="part.*4 GiB allowed by max_memory"):
+        entry("4G", 2**33)
+    with pytest.raises(ValueError, match=f"part.*1 MiB allowed by {_memory.ENV_VAR}"):
+        entry(None, 2**30)  # without max_memory the run's limit is the variable's
+    with pytest.raises(ValueError, match=f"reduce d, or set {_memory.ENV_VAR} to allow more"):
+        _memory.check_memory(2**30, **part)  # outside a run; a function without a max_memory argument
+
+
 def test_items_per_chunk_fits_the_limit():
     assert _memory.items_per_chunk(10, 100, 50, None) == 50
     assert _memory.items_per_chunk(10, 100, 50, 200) == 10
@@ -285,3 +303,23 @@ def test_quadratic_algorithms_refuse_before_drawing_and_run_comparison_passes_it
     monkeypatch.setenv(_memory.ENV_VAR, "1K")  # below every flow: only the explicit limit lets the run go on
     table = quadratic.run_comparison(d=4, n_targets=[4], **{**QUADRATIC, "max_memory": "1G"})
     assert set(table["algorithm"]) == set(quadratic.ALGORITHMS)
+
+
+# --------------------------------------------------------------------------- closed forms: Grams of user sizes
+
+
+def test_relu_kernel_grams_refuse_a_million_units_before_forming_them(monkeypatch):
+    from transfertheory.theory import relu
+    from transfertheory.theory.relu import kernel, projection
+
+    _forbid(monkeypatch, kernel, "_kernel")
+    _forbid(monkeypatch, projection, "_function_gram")
+    W, c = np.ones((10**6, 3)), np.ones(10**6)
+    for function, args in ((relu.arccos_kernel, (W, W)), (relu.population_loss, (W, c, W[:5], c[:5])),
+                           (relu.population_loss_and_gradients, (W, c, W[:5], c[:5])),
+                           (relu.rkhs_projection_norms, (W, W[:5], c[:5]))):
+        monkeypatch.setenv(_memory.ENV_VAR, "16G")
+        with pytest.raises(ValueError) as error:
+            function(*args)
+        assert f"{function.__name__}(batch=1, rows=100000" in str(error.value)
+        assert "TiB of memory, more than the 16 GiB allowed by" in str(error.value)

@@ -21,16 +21,21 @@ better than the estimate, lets a run proceed.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
+from contextvars import ContextVar
 
 from .backend import device_free_memory
 
-__all__ = ["ENV_VAR", "FLOAT_BYTES", "parse_memory", "available_memory", "memory_limit", "check_memory",
-           "items_per_chunk", "format_bytes"]
+__all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "parse_memory", "available_memory", "memory_limit", "check_memory",
+           "items_per_chunk", "format_bytes", "guarded_entry_point"]
 
 ENV_VAR = "TRANSFERTHEORY_MAX_MEMORY"
+#: without an explicit limit, an estimate up to this many bytes is not checked against the machine (it always
+#: fits; the check then costs no read of /proc/meminfo, so kernels called at every step can afford it)
+ALWAYS_FITS = 64 * 2**20
 #: bytes of one float64, the dtype of every simulator array
 FLOAT_BYTES = 8
 _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -102,19 +107,65 @@ def memory_limit(max_memory=None, xp=None) -> tuple[int | None, str]:
     return _host_available(), "available memory"
 
 
-def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=None, xp=None) -> int | None:
+#: ``max_memory`` of :func:`check_memory` for a function without that argument (only the variable overrides)
+NO_ARGUMENT = object()
+
+
+class _Run:
+    """The memory check of a guarded entry point's call: done yet, and against which limit."""
+
+    def __init__(self):
+        self.checked, self.limit, self.source = False, None, None
+
+
+_RUN: ContextVar[_Run | None] = ContextVar("transfertheory_memory_run", default=None)
+
+
+def guarded_entry_point(function):
+    """Decorator of a public entry point whose first :func:`check_memory` covers its whole run: the checks of
+    the functions it calls (flows, kernels) then use that run's limit (its ``max_memory``, which may exceed
+    what the variable or the machine would allow) instead of reading their own. Nested entry points join the
+    outermost run."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        token = _RUN.set(_Run()) if _RUN.get() is None else None
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if token is not None:
+                _RUN.reset(token)
+
+    return run
+
+
+def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=NO_ARGUMENT, xp=None) -> int | None:
     """Raise ValueError when ``estimate_bytes`` exceeds the limit (:func:`memory_limit`); return the limit.
 
     ``what`` names the computation (``"run_transfer_experiment"``), ``params`` the arguments the estimate grows
     with (printed as ``name=value``). The message names them, the estimate, the limit and how to override it.
+    Without an explicit limit, estimates up to :data:`ALWAYS_FITS` pass unchecked (returning None). A function
+    without a ``max_memory`` argument leaves it out (:data:`NO_ARGUMENT`): its message names only the variable.
+    Inside a :func:`guarded_entry_point`, the first check is the run's; later ones without an explicit limit
+    use the run's limit (none when the run's estimate passed unchecked).
     """
-    limit, source = memory_limit(max_memory, xp)
+    has_argument = max_memory is not NO_ARGUMENT
+    max_memory = max_memory if has_argument else None
+    run = _RUN.get()
+    if run is not None and run.checked and max_memory is None:  # a part of a run checked as a whole
+        limit, source = run.limit, run.source
+    elif max_memory is None and estimate_bytes <= ALWAYS_FITS and not os.environ.get(ENV_VAR, "").strip():
+        limit, source = None, None
+    else:
+        limit, source = memory_limit(max_memory, xp)
     if limit is not None and estimate_bytes > limit:
         shown = ", ".join(f"{name}={value}" for name, value in params.items())
+        override = f"pass max_memory= (or set {ENV_VAR})" if has_argument else f"set {ENV_VAR}"
         raise ValueError(
             f"{what}({shown}) needs about {format_bytes(estimate_bytes)} of memory, more than the "
             f"{format_bytes(limit)} {'allowed by ' + source if source in ('max_memory', ENV_VAR) else source}; "
-            f"reduce {', '.join(params)}, or pass max_memory= (or set {ENV_VAR}) to allow more")
+            f"reduce {', '.join(params)}, or {override} to allow more")
+    if run is not None and not run.checked:
+        run.checked, run.limit, run.source = True, limit, source
     return limit
 
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._memory import FLOAT_BYTES, check_memory
+from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from .._validation import Interval
 from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
 from ..params import Param
@@ -395,6 +395,7 @@ def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:
                           + 3 * seeds * max(widths) * n)
 
 
+@guarded_entry_point
 def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
                       step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None,
                       max_memory=None):

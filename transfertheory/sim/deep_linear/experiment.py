@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
-from ..._memory import FLOAT_BYTES, check_memory, items_per_chunk
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
 from ..._validation import Interval
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ..integrator import PEAK_STATE_COPIES, FlowResult
@@ -190,12 +190,12 @@ def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
     fixed, per_draw = _memory_estimate(plan)
     draws = len(plan.gammas) * plan.instances
     chunk = plan.chunk_size or 1
-    limit = check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
+    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
                          max_memory=max_memory,
                          params={"d": plan.d, "depth": plan.depth, "instances": plan.instances,
                                  "len(gammas)": len(plan.gammas), "len(thetas)": len(plan.thetas),
                                  "len(ridge)": len(plan.ridge), "chunk_size": chunk})
-    return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, limit)
+    return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, memory_limit(max_memory, xp)[0])
 
 
 # --------------------------------------------------------------------------- chunks of target draws
@@ -330,6 +330,7 @@ def _progress_bar(total: int, progress):
 # --------------------------------------------------------------------------- entry point
 
 
+@guarded_entry_point
 def run_transfer_experiment(
     d,
     gammas,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._memory import FLOAT_BYTES, check_memory
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
 from ..integrator import PEAK_STATE_COPIES
@@ -80,6 +80,7 @@ def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networ
     return FLOAT_BYTES * networks * per_network
 
 
+@guarded_entry_point
 def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
                        lam_tau_hat=0.3, test=0, seed=0, rtol=1e-3, backend=None, max_memory=None) -> pd.DataFrame:
     """Train ``networks`` networks per width with MTL and ANIL (ANIL's inner loop λτ = ``lam_tau``) and compare

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import guarded_entry_point
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from .losses import features, ridge_head, split_orders
@@ -75,6 +76,7 @@ def _repeat(array, times):
     return get_backend(array).repeat(array, times, axis=0)
 
 
+@guarded_entry_point
 def pretrain(d, m, k, lam, seeds, restarts, rng, xp=np, init_scale=0.5, **flow) -> Outcome:
     """Pre-training on the exact source population loss + λ(‖θ_s‖² + ‖φ‖²_F) (Lemma 4), R restarts per seed.
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
-from ..._memory import FLOAT_BYTES, check_memory
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval
 from ...backend import backend_name, resolve_backend
 from ...theory import merlin as M
@@ -97,6 +97,7 @@ def _memory_estimate(s: dict, algorithms) -> float:
     return FLOAT_BYTES * (data + d * d) + flow
 
 
+@guarded_entry_point
 def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0, ridge=1e-2,
                    splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, max_memory=None,
                    **flow) -> pd.DataFrame:
@@ -118,10 +119,9 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     """
     s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts)
     xp = resolve_backend(backend)
-    limit = check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
-                         params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
-                                 "n_targets": s["n_targets"], "splits": s["splits"]})
-    settings, flow = flow, {**flow, "max_memory": limit}  # the flows are checked against the same limit
+    check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
+                 params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
+                         "n_targets": s["n_targets"], "splits": s["splits"]})
     rng = np.random.default_rng([seed, 1])
     pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):
@@ -148,7 +148,7 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     df = pd.concat(frames, ignore_index=True)
     df.attrs.update({**{key: value for key, value in s.items() if key != "n_targets"},
                      "n_targets": s["n_targets"], "seed": seed, "init_scale": init_scale,
-                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **settings}})
+                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
     if pre is not None:
         df.attrs["pretrain"] = _rows("pretrain", 0, pre).drop(columns=["algorithm", "n_t"]).to_dict("list")
     return df

@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..._memory import FLOAT_BYTES, check_memory
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from ..integrator import PEAK_STATE_COPIES, integrate_gradient_flow
@@ -215,6 +215,7 @@ def check_flow_memory(what, batch, d, m, *, source=False, samples=0, splits=0, m
                  params={"instances": batch, "d": d, "m": m, "n": samples, "splits": splits})
 
 
+@guarded_entry_point
 def train(objective: Objective, start: dict, *, max_memory=None, **settings) -> Trained:
     """Gradient flow of ``objective`` from ``start`` (a dict of the trained blocks, batch first).
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
-from ..._memory import FLOAT_BYTES, check_memory
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
@@ -138,14 +138,12 @@ def _teachers(plan: _Plan, xp):
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
-def _pretrained(plan: _Plan, W_t, c_t, mu, xp, limit):
-    """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays
-    (``limit``: the memory limit the entry point checked, passed on to the flows)."""
+def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
+    """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
     sources = [ablated_teacher(W_t[t], c_t[t], mu, draw_generator(plan.seed, 1, _mu_key(mu), t))
                for t in range(plan.teachers)]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
-    pre = pretrain_source(W_s, c_s, plan.m, draw_generator(plan.seed, 2, _mu_key(mu)), **plan.pretrain_flow,
-                          max_memory=limit)
+    pre = pretrain_source(W_s, c_s, plan.m, draw_generator(plan.seed, 2, _mu_key(mu)), **plan.pretrain_flow)
     pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
     pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
     table = pd.DataFrame(dict(mu=mu, teacher=np.arange(plan.teachers), loss=pre.loss, initial_loss=pre.initial_loss,
@@ -189,12 +187,12 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
         risk=risk, risk_normalized=risk / norms["target_variance"], **norms, **columns, **conv), index=range(count))
 
 
-def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp, limit) -> list:
+def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
     """Every method's rows at sample size n (shared samples)."""
     X, y, W_rep, c_rep = _samples(plan, W_t, c_t, n, xp)
     out = []
     if "scratch" in plan.methods:
-        flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, **plan.target_flow, max_memory=limit)
+        flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, **plan.target_flow)
         out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow,
                       pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
     for mu, (pre, table, _) in pretrained.items():
@@ -209,7 +207,7 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp, limit) -> list:
             out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, linear_transfer(W_pre, X, y), W_rep, c_rep,
                              norms, _EXACT, **pperp))
         if "finetune" in plan.methods:
-            flow = fine_tuning(W_pre, c_pre, X, y, **plan.target_flow, max_memory=limit)
+            flow = fine_tuning(W_pre, c_pre, X, y, **plan.target_flow)
             out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow, **pperp))
     return out
 
@@ -230,6 +228,7 @@ def _memory_estimate(plan: _Plan) -> float:
     return FLOAT_BYTES * held + max(pretrain, target)
 
 
+@guarded_entry_point
 def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
                             output="ones", max_time=1e3, pretrain_max_time=1e3, rtol=None, loss_tol=1e-6,
                             backend=None, max_memory=None) -> pd.DataFrame:
@@ -278,15 +277,15 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
                  rtol, loss_tol)
     xp = resolve_backend(backend)
-    limit = check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
+    check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
                  params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),
                          "max(ns)": max(plan.ns), "teachers": plan.teachers, "instances": plan.instances})
     W_t, c_t = _teachers(plan, xp)
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
-    pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp, limit) for mu in plan.mus} if transfer else {}
-    rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, norms, pretrained, xp, limit)]
+    pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, norms, pretrained, xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow,
                     pretrain_flow=plan.pretrain_flow,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._memory import FLOAT_BYTES, check_memory
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
 from ..integrator import PEAK_STATE_COPIES
@@ -37,6 +37,7 @@ def pretraining_memory(teachers, m, m_star, d) -> float:
     return FLOAT_BYTES * teachers * (m * (d + 1) * (PEAK_STATE_COPIES["rkc"] + 2) + 6 * units * units)
 
 
+@guarded_entry_point
 def pretrain_source(W_star, c_star, m, rng, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-3, atol=1e-6,
                     max_memory=None):
     """Students (B, m) from FaF's initialization trained on the exact population loss against teachers (B, m*, d).

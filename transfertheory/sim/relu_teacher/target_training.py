@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._memory import FLOAT_BYTES, check_memory
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_device, to_host
 from ..integrator import PEAK_STATE_COPIES
 from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
@@ -72,6 +72,7 @@ def _check_training_memory(what, networks, m, d, n, max_memory):
                  params={"networks": networks, "m": m, "d": d, "n": n})
 
 
+@guarded_entry_point
 def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-2, atol=1e-5,
                      max_memory=None) -> FlowReport:
     """Gradient flow on L̂ of networks (W0 (B, m, d) on the sphere, c0 (B, m)) on their samples X (B, n, d), y (B, n).
@@ -93,6 +94,7 @@ def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rt
                        atol=atol)
 
 
+@guarded_entry_point
 def scratch_training(X, y, m, rng, **flow) -> FlowReport:
     """Students of width m trained on (X, y) from FaF's initialization (rows on the sphere, c = 1e−7); refused
     before drawing them when the flow does not fit in memory (``flow["max_memory"]``, :func:`training_memory`)."""
