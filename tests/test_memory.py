@@ -323,3 +323,30 @@ def test_relu_kernel_grams_refuse_a_million_units_before_forming_them(monkeypatc
             function(*args)
         assert f"{function.__name__}(batch=1, rows=100000" in str(error.value)
         assert "TiB of memory, more than the 16 GiB allowed by" in str(error.value)
+
+
+def _theory_calls():
+    from transfertheory.theory import distances, merlin, ntk, ntk_two_layer
+    from transfertheory.theory.fine_tuning import fine_tune_flow_expectation
+
+    unit = np.random.default_rng(0).standard_normal((1000, 3))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    return [("relu_kernels(len(X)=1000, len(Y)=1000)", ntk.relu_kernels, (unit,)),
+            ("two_layer_gram(len(X)=1000, len(Y)=1000)", ntk_two_layer.two_layer_gram, (unit,)),
+            ("sample_source(n=1000, d=1000)", merlin.sample_source, (1000, 1000, 2, 0)),
+            ("sample_target(n=1000, d=1000)", merlin.sample_target, (1000, 1000, 0)),
+            ("population_loss(batch=1, d=300)", merlin.source_loss, (np.ones(4), np.ones((300, 4)), 2)),
+            ("wasserstein1_empirical(len(samples_p)=1000, len(samples_q)=1000)", distances.wasserstein1_empirical,
+             (unit[:, 0], unit[:, 1])),
+            ("fine_tune_flow_expectation(n=10, d=20, len(theta)=1)", fine_tune_flow_expectation, (10, 20, 1.0, 0.2))]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_closed_forms_refuse_arrays_above_the_limit(monkeypatch, index):
+    """Each forms an O(n²) Gram, an n × d sample or a d × d moment array: refused under a 1 MiB limit."""
+    expected, function, args = _theory_calls()[index]
+    monkeypatch.setenv(_memory.ENV_VAR, "1M")
+    with pytest.raises(ValueError) as error:
+        function(*args)
+    assert str(error.value).startswith(expected + " needs about ")
+    assert f"1 MiB allowed by {_memory.ENV_VAR}" in str(error.value)
