@@ -350,3 +350,35 @@ def test_closed_forms_refuse_arrays_above_the_limit(monkeypatch, index):
         function(*args)
     assert str(error.value).startswith(expected + " needs about ")
     assert f"1 MiB allowed by {_memory.ENV_VAR}" in str(error.value)
+
+
+# --------------------------------------------------------------------------- command lines
+
+
+def test_figures_cli_refuses_a_simulation_above_max_memory_in_one_line(monkeypatch, tmp_path, capsys):
+    from transfertheory.figures.__main__ import main
+
+    monkeypatch.setenv(_memory.ENV_VAR, "1T")  # the flag overrides it (and the test's teardown restores it)
+    assert main(["faf_fig2", "--max-memory", "64K", "--backend", "numpy", "--out", str(tmp_path)]) == 4
+    error = capsys.readouterr().err
+    assert error.startswith("error: faf_fig2: ") and error.count("\n") == 1 and "64 KiB allowed by" in error
+
+
+def test_phase_diagram_cli_refuses_a_simulation_above_max_memory_in_one_line(monkeypatch, tmp_path, capsys):
+    from transfertheory.phase_diagram import main
+
+    monkeypatch.setenv(_memory.ENV_VAR, "1T")
+    code = main(["--simulate", "--max-memory", "1M", "--backend", "numpy", "--resolution", "20", "--out",
+                 str(tmp_path)])
+    error = capsys.readouterr().err
+    assert code == 4 and error.startswith("error: run_transfer_experiment(") and error.count("\n") == 1
+
+
+@pytest.mark.parametrize("module", ["transfertheory.figures.__main__", "transfertheory.phase_diagram",
+                                    "transfertheory.verify"])
+def test_clis_reject_a_bad_max_memory_as_a_usage_error(module, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit) as exit_info:
+        importlib.import_module(module).main(["--max-memory", "lots"])
+    assert exit_info.value.code == 2 and "--max-memory: must be a positive number of bytes" in capsys.readouterr().err

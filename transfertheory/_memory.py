@@ -21,6 +21,7 @@ better than the estimate, lets a run proceed.
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import math
 import os
@@ -29,7 +30,8 @@ from contextvars import ContextVar
 
 from .backend import device_free_memory
 
-__all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "parse_memory", "available_memory", "memory_limit", "check_memory",
+__all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "MemoryLimitError", "parse_memory", "arg_type",
+           "set_limit", "available_memory", "memory_limit", "check_memory",
            "items_per_chunk", "format_bytes", "guarded_entry_point"]
 
 ENV_VAR = "TRANSFERTHEORY_MAX_MEMORY"
@@ -63,6 +65,25 @@ def parse_memory(value, name: str = "max_memory") -> int:
     if not math.isfinite(size) or size <= 0:
         raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
     return int(size)
+
+
+class MemoryLimitError(ValueError):
+    """A computation refused because its estimated peak memory exceeds the limit (a ValueError: bad sizes)."""
+
+
+def arg_type(text: str) -> int:
+    """argparse ``type=`` of a ``--max-memory SIZE`` flag: bytes, or ``argparse.ArgumentTypeError`` (exit 2)."""
+    try:
+        return parse_memory(text, "--max-memory")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--max-memory ")) from None
+
+
+def set_limit(size: int | None) -> None:
+    """Make ``size`` bytes the limit of every check in this process (a CLI's ``--max-memory``: it sets
+    ``TRANSFERTHEORY_MAX_MEMORY``); None leaves the limit as it is."""
+    if size is not None:
+        os.environ[ENV_VAR] = str(int(size))
 
 
 def format_bytes(size: float) -> str:
@@ -139,7 +160,7 @@ def guarded_entry_point(function):
 
 
 def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=NO_ARGUMENT, xp=None) -> int | None:
-    """Raise ValueError when ``estimate_bytes`` exceeds the limit (:func:`memory_limit`); return the limit.
+    """Raise :class:`MemoryLimitError` (a ValueError) when ``estimate_bytes`` exceeds the limit (:func:`memory_limit`); return the limit.
 
     ``what`` names the computation (``"run_transfer_experiment"``), ``params`` the arguments the estimate grows
     with (printed as ``name=value``). The message names them, the estimate, the limit and how to override it.
@@ -160,7 +181,7 @@ def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=N
     if limit is not None and estimate_bytes > limit:
         shown = ", ".join(f"{name}={value}" for name, value in params.items())
         override = f"pass max_memory= (or set {ENV_VAR})" if has_argument else f"set {ENV_VAR}"
-        raise ValueError(
+        raise MemoryLimitError(
             f"{what}({shown}) needs about {format_bytes(estimate_bytes)} of memory, more than the "
             f"{format_bytes(limit)} {'allowed by ' + source if source in ('max_memory', ENV_VAR) else source}; "
             f"reduce {', '.join(params)}, or {override} to allow more")

@@ -6,14 +6,15 @@ It draws T(γ, θ) = E[R_scratch − R_transfer] for linear transfer (FaF Fig. 1
 by default what gradient flow converges to, with the paper's Eq. 17 boundary overlaid) or ridge linear transfer
 (Eqs. 10 and 15), writes the figure, the tidy CSV of the grid and its metadata JSON, and prints a summary.
 
-Exit codes: 0 success, 1 output folder not writable, 2 usage error, 3 array backend unusable
-(:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
+Exit codes: 0 success, 1 output folder not writable, 2 usage error, 3 array backend unusable, 4 the simulation
+does not fit in memory (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from ._memory import MemoryLimitError, set_limit
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
@@ -39,7 +40,8 @@ def build_parser():
         prog="python -m transfertheory.phase_diagram",
         description="Transferability phase diagram of deep linear networks (FaF §3): Fig. 1 (linear transfer), "
         "Fig. 3 (fine-tuning) or ridge transfer. Writes the figure, a tidy CSV of the grid and its metadata JSON, "
-        "prints a summary. Exit codes: 0 ok, 1 output not writable, 2 usage error, 3 backend unusable.",
+        "prints a summary. Exit codes: 0 ok, 1 output not writable, 2 usage error, 3 backend unusable, 4 "
+        "simulation does not fit in memory.",
     )
     parser.add_argument("--noise", type=SIGMA.arg_type(), default=0.2, metavar="SIGMA",
                         help="label-noise sd σ in [0, inf) (default 0.2)")
@@ -65,6 +67,7 @@ def build_parser():
                      help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
     cli.add_size_arguments(sim, d=SIM_D, draws=SIM_DRAWS, d_type=D.with_range(low=3).arg_type(),
                            draws_type=DRAWS.with_range(low=2).arg_type(), prefix="sim-")
+    cli.add_memory_argument(sim)
     return parser
 
 
@@ -89,18 +92,24 @@ def _validate(parser, args):
 
 
 def main(argv=None):
-    """Entry point; returns 0, or 1 if the outputs cannot be written. Usage errors exit 2, an unusable backend 3."""
+    """Entry point; returns 0, 1 if the outputs cannot be written, 4 if the simulation does not fit in memory.
+    Usage errors exit 2, an unusable backend 3."""
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(parser, args)
     timer = cli.Timer()
     backend = cli.resolve_backend(args.backend) if args.simulate else None
+    set_limit(args.max_memory)
     grid = figure.compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit)
     points, parameters = None, {}
     if args.simulate:
-        points = simulate_slices(args.method, args.noise, args.sim_d, args.sim_draws, args.sim_gammas,
-                                 args.gamma_max, args.lam, seed=args.seed, backend=backend)
+        try:
+            points = simulate_slices(args.method, args.noise, args.sim_d, args.sim_draws, args.sim_gammas,
+                                     args.gamma_max, args.lam, seed=args.seed, backend=backend)
+        except MemoryLimitError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return cli.EXIT_MEMORY
         parameters = dict(sim_gammas=args.sim_gammas, seed=args.seed)
     output = figure.phase_diagram_output(grid, args.method, args.noise, args.lam, args.finite_d, points, parameters)
     record = get_method(args.method)

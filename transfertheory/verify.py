@@ -21,6 +21,7 @@ import random
 import sys
 import time
 
+from . import _memory
 from .params import DRAWS, SEED
 
 __all__ = ["build_parser", "main", "outcome_record", "format_table"]
@@ -54,6 +55,9 @@ def build_parser():
                         help="seed of --explore (default: random, printed so that the run can be repeated)")
     parser.add_argument("--list", action="store_true", help="list the selected claims and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--max-memory", type=_memory.arg_type, metavar="SIZE",
+                        help=f"memory the checks may use, e.g. 64G (default: ${_memory.ENV_VAR}, else the memory "
+                        "available); a check estimated above it is an ERROR naming its sizes")
     return parser
 
 
@@ -131,6 +135,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.seed is not None and not args.explore:
         parser.error("--seed only applies with --explore")
+    _memory.set_limit(args.max_memory)
     try:
         from . import claims
     except ImportError as err:  # hypothesis (the strategies' library) comes with the test extra

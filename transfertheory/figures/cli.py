@@ -7,7 +7,9 @@ Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -
 * 1 — the output folder cannot be written;
 * 2 — usage error (unknown flag, a value out of range: the message names the flag and its range);
 * 3 — the array backend cannot be used: ``TRANSFERTHEORY_BACKEND`` names no backend, or CuPy was asked for
-  (``--backend cupy`` or the variable) on a machine without a usable GPU. One line on stderr, no traceback.
+  (``--backend cupy`` or the variable) on a machine without a usable GPU. One line on stderr, no traceback;
+* 4 — a simulation does not fit in memory: its estimated peak exceeds the memory available, or ``--max-memory``
+  (``TRANSFERTHEORY_MAX_MEMORY``). One line on stderr naming the sizes, the estimate and the limit.
 
 The backend is chosen by ``--backend`` when given, else by the environment variable ``TRANSFERTHEORY_BACKEND``,
 else ``auto`` (CuPy when a GPU is usable, NumPy otherwise); :func:`resolve_backend` turns the choice into the
@@ -26,6 +28,8 @@ __all__ = [
     "EXIT_UNWRITABLE",
     "EXIT_USAGE",
     "EXIT_BACKEND",
+    "EXIT_MEMORY",
+    "add_memory_argument",
     "COUNT",
     "PAPER_D",
     "PAPER_DRAWS",
@@ -39,7 +43,7 @@ __all__ = [
     "write_and_report",
 ]
 
-EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, 3
+EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND, EXIT_MEMORY = 0, 1, 2, 3, 4
 #: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
 COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
 #: the paper's simulation size (FaF App. D.1): d = 500, 20 target draws per point
@@ -53,6 +57,16 @@ def add_backend_argument(parser):
     parser.add_argument("--backend", choices=BACKENDS, default=None,
                         help=f"array backend of the simulator (default: ${ENV_VAR}, else auto = CuPy if a GPU is "
                         "usable, NumPy otherwise); an unusable choice exits with code 3")
+
+
+def add_memory_argument(parser):
+    """``--max-memory SIZE`` (bytes, or 512M, 64G, …): the simulators' memory limit for this run (it sets
+    ``TRANSFERTHEORY_MAX_MEMORY``; the CLI applies it with :func:`transfertheory._memory.set_limit`)."""
+    from .._memory import ENV_VAR, arg_type
+
+    parser.add_argument("--max-memory", type=arg_type, default=None, metavar="SIZE",
+                        help=f"memory the simulations may use, e.g. 64G (default: ${ENV_VAR}, else the memory "
+                        "available); a simulation estimated above it exits with code 4 before it starts")
 
 
 def resolve_backend(choice):
