@@ -382,3 +382,42 @@ def test_clis_reject_a_bad_max_memory_as_a_usage_error(module, capsys):
     with pytest.raises(SystemExit) as exit_info:
         importlib.import_module(module).main(["--max-memory", "lots"])
     assert exit_info.value.code == 2 and "--max-memory: must be a positive number of bytes" in capsys.readouterr().err
+
+
+def test_a_closed_form_checked_before_the_entry_points_own_check_does_not_claim_the_run(monkeypatch):
+    """simulate_transfer validates its data through two_layer_gram (a small, unchecked Gram) before its own check."""
+    from transfertheory.sim import ntk_two_layer
+
+    _forbid(monkeypatch, ntk_two_layer, "_initial_weights")
+    data = ntk_two_layer.task_pair("shared-inputs", 0.5, n=8, d=5)
+    with pytest.raises(ValueError, match=r"simulate_transfer\(widths=\[1000000000\]"):
+        ntk_two_layer.simulate_transfer(*data, [10**9], backend="numpy")
+
+
+def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
+    from transfertheory.sim import deep_linear, mtl, ntk_two_layer
+    from transfertheory.sim.deep_linear import training
+    from transfertheory.sim.mtl import network as mtl_network
+    from transfertheory.sim.mtl import training as mtl_training
+    from transfertheory.theory.mtl import ReluNetwork
+
+    for module, name in ((training, "init_weights"), (training, "integrate_gradient_flow"),
+                         (mtl_training, "integrate_gradient_flow"), (mtl_network, "init_parameters"),
+                         (ntk_two_layer, "integrate_gradient_flow")):
+        _forbid(monkeypatch, module, name)
+    shape = mtl_network.NetworkShape(3, 1024, ReluNetwork(2))
+    tasks, labels = [np.ones((4, 3))] * 2, [np.ones((4, 1))] * 2
+    calls = [("pretrain(d=100000, depth=2)", deep_linear.pretrain,
+              (deep_linear.Architecture(10**5), np.ones(10**5), 1e-5), {}),
+             ("train(instances=100, parameters=10000)", deep_linear.train, (None, np.zeros((100, 10**4))),
+              dict(rtol=1e-3, gtol=1e-6, max_time=1.0)),
+             ("train(networks=2, width=1024, depth=2, heads=2)", mtl.train,
+              ("mtl", shape, tasks, labels, np.zeros((2, shape.body_size)), np.zeros((2, shape.head_size))), {}),
+             ("random_network_kernels(width=65536, depth=2", mtl.random_network_kernels,
+              (ReluNetwork(2), np.ones((4, 3)), 2**16, 4, np.random.default_rng(0)), {}),
+             ("train_two_layer(networks=2, largest width=300000, n=8)", ntk_two_layer.train_two_layer,
+              (np.ones((2, 3 * 10**5, 5)), np.ones((2, 3 * 10**5)), np.ones((8, 5)) / 5**0.5, np.zeros(8)), {})]
+    for expected, function, args, kwargs in calls:
+        with pytest.raises(ValueError) as error:
+            function(*args, **kwargs, max_memory="100M")
+        assert str(error.value).startswith(expected) and "100 MiB allowed by max_memory" in str(error.value)

@@ -143,10 +143,10 @@ _RUN: ContextVar[_Run | None] = ContextVar("transfertheory_memory_run", default=
 
 
 def guarded_entry_point(function):
-    """Decorator of a public entry point whose first :func:`check_memory` covers its whole run: the checks of
-    the functions it calls (flows, kernels) then use that run's limit (its ``max_memory``, which may exceed
-    what the variable or the machine would allow) instead of reading their own. Nested entry points join the
-    outermost run."""
+    """Decorator of a public entry point whose own :func:`check_memory` (the first one made with a ``max_memory``
+    argument) covers its whole run: the later checks of the functions it calls (flows, kernels) then use that
+    run's limit (its ``max_memory``, which may exceed what the variable or the machine would allow) instead of
+    reading their own. Nested entry points join the outermost run."""
     @functools.wraps(function)
     def run(*args, **kwargs):
         token = _RUN.set(_Run()) if _RUN.get() is None else None
@@ -166,8 +166,9 @@ def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=N
     with (printed as ``name=value``). The message names them, the estimate, the limit and how to override it.
     Without an explicit limit, estimates up to :data:`ALWAYS_FITS` pass unchecked (returning None). A function
     without a ``max_memory`` argument leaves it out (:data:`NO_ARGUMENT`): its message names only the variable.
-    Inside a :func:`guarded_entry_point`, the first check is the run's; later ones without an explicit limit
-    use the run's limit (none when the run's estimate passed unchecked).
+    Inside a :func:`guarded_entry_point`, the first check made with a ``max_memory`` argument is the run's (the
+    entry point's own); later ones without an explicit limit use the run's limit (none when the run's estimate
+    passed unchecked).
     """
     has_argument = max_memory is not NO_ARGUMENT
     max_memory = max_memory if has_argument else None
@@ -185,7 +186,7 @@ def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=N
             f"{what}({shown}) needs about {format_bytes(estimate_bytes)} of memory, more than the "
             f"{format_bytes(limit)} {'allowed by ' + source if source in ('max_memory', ENV_VAR) else source}; "
             f"reduce {', '.join(params)}, or {override} to allow more")
-    if run is not None and not run.checked:
+    if run is not None and not run.checked and has_argument:  # the entry point's own check (it takes max_memory)
         run.checked, run.limit, run.source = True, limit, source
     return limit
 

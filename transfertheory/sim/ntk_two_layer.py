@@ -292,8 +292,9 @@ def _joined(results, y):
                       **fields)
 
 
+@guarded_entry_point
 def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
-                    max_steps=200_000):
+                    max_steps=200_000, max_memory=None):
     """Train every instance on one set (x, y) to ‖∇L‖ ≤ gtol, networks of several widths in one integration.
 
     ``weights`` (b, m, d) and ``signs`` (b, m) on the backend, or lists of such blocks of different widths
@@ -306,18 +307,25 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     on the host, consecutive instances are integrated in groups of at most :data:`HOST_GROUP_BYTES` of states
     (an instance's result does not depend on its batch or group). Returns (final weights in the layout of
     ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order, its states
-    (b, m·d) for one block and a ``RaggedBatch`` for a list).
+    (b, m·d) for one block and a ``RaggedBatch`` for a list). ``max_memory``: the memory guard's limit (bytes or
+    ``"64G"``); training whose working set (the final weights and :func:`_trainer_bytes`) exceeds it is refused.
     """
     single = not isinstance(weights, (list, tuple))
     blocks, sign_blocks = ([weights], [signs]) if single else (list(weights), list(signs))
     if not blocks or len(sign_blocks) != len(blocks) or any(b.shape[0] == 0 for b in blocks):
         raise ValueError("weights and signs must be non-empty blocks of networks, one signs block per weights block")
+    _check_scheme(scheme)
+    units, largest = sum(b.shape[0] * b.shape[1] for b in blocks), max(b.shape[1] for b in blocks)
+    xp = get_backend(*blocks)
+    check_memory(FLOAT_BYTES * units * x.shape[1] + _trainer_bytes(units, largest, x.shape[1], x.shape[0], scheme,
+                                                                    xp is not np),
+                 what="train_two_layer", xp=xp, max_memory=max_memory,
+                 params={"networks": sum(b.shape[0] for b in blocks), "largest width": largest, "n": x.shape[0]})
     settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
     if scheme == "euler":
         settings.update(step_fraction=step_fraction)
     elif scheme == "rkc":
         settings.update(rtol=rtol, max_stages=_rkc_stage_cap(x))
-    xp = get_backend(*blocks)
     groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
     finals, results = [xp.empty_like(b) for b in blocks], []
     for group in groups:
@@ -374,25 +382,37 @@ def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
     return tuple(runs)
 
 
+def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
+    """Peak bytes :func:`train_two_layer` adds to the weights of networks of ``units`` hidden units in all (the
+    largest ``largest`` wide) on n samples: the integrator holds :data:`PEAK_STATE_COPIES` copies of the states
+    it integrates at once (on a device all of them; on the host one group of :data:`HOST_GROUP_BYTES`, or one
+    network if larger) and three (instances, m, n) activation patterns of them (the tangent-kernel radius, the
+    gradient's pre-activations)."""
+    if on_device:
+        flow_states, patterns = units * d, units * n
+    else:
+        flow_states = min(units * d, max(HOST_GROUP_BYTES // FLOAT_BYTES, largest * d))
+        patterns = flow_states // d * n
+    return FLOAT_BYTES * (PEAK_STATE_COPIES[scheme] * flow_states + 3 * patterns)
+
+
 def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:
     """Peak bytes of :func:`simulate_transfer` from the arrays it allocates.
 
     With S = seeds·Σm·d the floats of all networks' weights: six copies stay allocated (W(0), W(P), the
-    fine-tuning + scratch batch and its final weights, two each); the integrator holds
-    :data:`PEAK_STATE_COPIES` copies of the states it integrates at once (on a device the whole target
-    stage, 2S; on the host one group of :data:`HOST_GROUP_BYTES`, or one network if larger) and three
-    (instances, m, n) activation patterns of them (the tangent-kernel radius, the gradient's pre-activations);
-    Thm 1's gradients ∂L/∂X¹ take three (seeds, m, n) arrays at the largest width (pre-activations,
-    activations, the gradient; then the gradient and its square). n = the larger sample size.
+    fine-tuning + scratch batch and its final weights, two each); the trainer's working set of the target stage
+    (2·seeds·Σm units, :func:`_trainer_bytes`); Thm 1's gradients ∂L/∂X¹ take three (seeds, m, n) arrays at the
+    largest width (pre-activations, activations, the gradient; then the gradient and its square). n = the larger
+    sample size.
     """
     units = seeds * sum(widths)
-    if on_device:
-        flow_states, patterns = 2 * units * d, 2 * units * n
-    else:
-        flow_states = min(2 * units * d, max(HOST_GROUP_BYTES // FLOAT_BYTES, max(widths) * d))
-        patterns = flow_states // d * n
-    return FLOAT_BYTES * (6 * units * d + PEAK_STATE_COPIES[scheme] * flow_states + 3 * patterns
-                          + 3 * seeds * max(widths) * n)
+    return (FLOAT_BYTES * (6 * units * d + 3 * seeds * max(widths) * n)
+            + _trainer_bytes(2 * units, max(widths), d, n, scheme, on_device))
+
+
+def _check_scheme(scheme):
+    if scheme not in PEAK_STATE_COPIES:
+        raise ValueError(f"scheme must be one of {tuple(PEAK_STATE_COPIES)}, got {scheme!r}")
 
 
 @guarded_entry_point
@@ -433,8 +453,7 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     if symmetric and any(m % 2 for m in widths):
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")
     xp = resolve_backend(backend)
-    if scheme not in PEAK_STATE_COPIES:
-        raise ValueError(f"scheme must be one of {tuple(PEAK_STATE_COPIES)}, got {scheme!r}")
+    _check_scheme(scheme)
     d, n = np.shape(X_P)[1], max(np.shape(X_P)[0], np.shape(X_Q)[0])
     check_memory(_memory_estimate(widths, d, n, seeds, scheme, xp is not np), what="simulate_transfer", xp=xp,
                  max_memory=max_memory, params={"widths": widths, "seeds": seeds, "d": d, "n": n})

@@ -22,7 +22,7 @@ from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
 from ..._validation import Interval
 from ...backend import backend_name, resolve_backend, to_device, to_host
-from ..integrator import PEAK_STATE_COPIES, FlowResult
+from ..integrator import FlowResult, flow_state_bytes
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
@@ -170,8 +170,8 @@ def _memory_estimate(plan: _Plan) -> tuple[float, float]:
     the draw list; the largest target draw X (n, d) with its Gram d² while it is reduced; the pretrained
     network and its feature SVD (≈ 6 d² at depth L: (L − 1)d² weights, F, U, Vᵀ). Per draw of a chunk: Σ̂,
     its eigenvectors Q and the device copies (4 d²), and the flow of scratch/fine-tuning, Θ·(flow methods)
-    instances of P = (L − 1)d² + d parameters held :data:`PEAK_STATE_COPIES` times by the RKC integrator,
-    plus the start and rotated-start copies (2).
+    instances of P = (L − 1)d² + d parameters (:func:`~..integrator.flow_state_bytes`: the RKC integrator's
+    copies, the start and the rotated start).
     """
     d, n_theta, draws = plan.d, len(plan.thetas), len(plan.gammas) * plan.instances
     n_params = (plan.depth - 1) * d * d + d
@@ -180,7 +180,7 @@ def _memory_estimate(plan: _Plan) -> tuple[float, float]:
     fixed = rows * _ROW_BYTES + draws * _DRAW_BYTES + FLOAT_BYTES * (int(plan.ns.max()) * d + d * d
                                                                      + 2 * n_params + 6 * d * d)
     flow_rows = n_theta * len(plan.flow_methods)
-    per_draw = FLOAT_BYTES * (4 * d * d + 2 * n_theta * d + flow_rows * n_params * (PEAK_STATE_COPIES["rkc"] + 2))
+    per_draw = FLOAT_BYTES * (4 * d * d + 2 * n_theta * d) + flow_state_bytes(flow_rows, n_params)
     return fixed, per_draw
 
 

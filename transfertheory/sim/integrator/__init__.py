@@ -11,7 +11,7 @@
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
-from .flow import PEAK_STATE_COPIES, SCHEMES, STATUSES, FlowResult, integrate_gradient_flow
+from .flow import PEAK_STATE_COPIES, SCHEMES, STATUSES, FlowResult, flow_state_bytes, integrate_gradient_flow
 from .kernels import (
     DenseStages,
     StageKernel,
@@ -30,6 +30,7 @@ __all__ = [
     "STATUSES",
     "SCHEMES",
     "PEAK_STATE_COPIES",
+    "flow_state_bytes",
     "StageKernel",
     "StepRequest",
     "StepOutcome",

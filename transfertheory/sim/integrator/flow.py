@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES
 from ..._validation import Interval
 from ...backend import to_host
 from ...params import Param
@@ -64,7 +65,7 @@ from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, subtr
 from .rkc import tables
 from .state import FlowRecord, FlowState
 
-__all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "SCHEMES", "PEAK_STATE_COPIES"]
+__all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "SCHEMES", "PEAK_STATE_COPIES", "flow_state_bytes"]
 
 STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow")
 _MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
@@ -77,6 +78,12 @@ SCHEMES = ("rkc", "euler")
 #: the compaction copies (measured with tracemalloc on a dense least-squares batch: 18 and 12; the simulators'
 #: memory estimates multiply by it, tests/test_memory.py)
 PEAK_STATE_COPIES = {"rkc": 18, "euler": 12}
+
+
+def flow_state_bytes(instances: int, parameters: int, scheme: str = "rkc") -> int:
+    """Bytes of the float64 states of a flow of ``instances`` × ``parameters`` at its peak: the integrator's
+    :data:`PEAK_STATE_COPIES` plus the caller's start and result (the simulators' memory estimates)."""
+    return FLOAT_BYTES * instances * parameters * (PEAK_STATE_COPIES[scheme] + 2)
 
 
 def _positive(name: str) -> Param:

@@ -24,7 +24,7 @@ import pandas as pd
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
-from ..integrator import PEAK_STATE_COPIES
+from ..integrator import flow_state_bytes
 from .network import NETWORKS, WIDTH, NetworkShape, init_parameters
 from .training import adapted_predictions, train
 
@@ -68,16 +68,16 @@ def _rows(width, network, method, trained, predictions, references):
 def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
     """Peak bytes of training the ``networks`` networks of one width (the widths run one after another).
 
-    The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters, held
-    :data:`PEAK_STATE_COPIES` times by the integrator plus the initial draw and the gradient's two copies (the
-    layer gradients and their concatenation); a gradient evaluation holds per hidden layer the activations, the
+    The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters,
+    held by the integrator (:func:`~..integrator.flow_state_bytes`) and once more as the gradient's layer parts
+    before their concatenation; a gradient evaluation holds per hidden layer the activations, the
     ReLU masks and the backpropagated deltas on all Nn training points ((R, Nn, h) each), and the radius the
     (R, Nn, Nn) tangent-kernel Grams (three). Nn = the training points of all N tasks.
     """
     d, points, heads = problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks), len(problem.tasks)
     n_params = width * (d + 1) + (depth - 1) * width * (width + 1) + heads * (width + 1)
-    per_network = n_params * (PEAK_STATE_COPIES["rkc"] + 3) + 3 * depth * points * width + 3 * points * points
-    return FLOAT_BYTES * networks * per_network
+    arrays = n_params + 3 * depth * points * width + 3 * points * points
+    return flow_state_bytes(networks, n_params) + FLOAT_BYTES * networks * arrays
 
 
 @guarded_entry_point

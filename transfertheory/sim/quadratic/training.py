@@ -25,7 +25,7 @@ import numpy as np
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
-from ..integrator import PEAK_STATE_COPIES, integrate_gradient_flow
+from ..integrator import flow_state_bytes, integrate_gradient_flow
 from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
 __all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "instance_memory",
@@ -198,13 +198,11 @@ def random_init(objective: Objective, batch: int, rng: np.random.Generator, scal
 
 
 def instance_memory(d, m, *, source=False, samples=0, splits=0) -> float:
-    """Peak bytes one instance adds to a flow: its dm + 2m parameters held :data:`PEAK_STATE_COPIES` + 2 times
-    (with the start and the result); with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ)
+    """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`); with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ)
     φᵀ, A∘A, the pair term, G); with MeRLin's S validation splits of n samples a gathered copy of X (n, d) and
     six (m, S, n) split-feature arrays."""
     validation = samples * d + 6 * splits * samples * m if splits else 0
-    return FLOAT_BYTES * ((d * m + 2 * m) * (PEAK_STATE_COPIES["rkc"] + 2) + (4 * d * d if source else 0)
-                          + validation)
+    return flow_state_bytes(1, d * m + 2 * m) + FLOAT_BYTES * ((4 * d * d if source else 0) + validation)
 
 
 def check_flow_memory(what, batch, d, m, *, source=False, samples=0, splits=0, max_memory=None):

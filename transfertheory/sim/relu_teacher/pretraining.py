@@ -15,7 +15,7 @@ import numpy as np
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
-from ..integrator import PEAK_STATE_COPIES
+from ..integrator import flow_state_bytes
 from .network import FlowReport, M, paper_init, sphere_flow
 
 __all__ = ["PretrainResult", "pretrain_source", "pretraining_memory"]
@@ -30,11 +30,11 @@ class PretrainResult(FlowReport):
 
 
 def pretraining_memory(teachers, m, m_star, d) -> float:
-    """Peak bytes of pretraining one student of width m per teacher of width m* in dimension d: the flow holds the
-    m(d + 1) parameters :data:`PEAK_STATE_COPIES` + 2 times, and the exact loss's arc-cosine Grams of the
+    """Peak bytes of pretraining one student of width m per teacher of width m* in dimension d: the flow of the
+    m(d + 1) parameters (:func:`~..integrator.flow_state_bytes`), and the exact loss's arc-cosine Grams of the
     m + m* units take six (m + m*)² arrays (norms, cosines, kernel, its gradient terms)."""
     units = m + m_star
-    return FLOAT_BYTES * teachers * (m * (d + 1) * (PEAK_STATE_COPIES["rkc"] + 2) + 6 * units * units)
+    return flow_state_bytes(teachers, m * (d + 1)) + FLOAT_BYTES * teachers * 6 * units * units
 
 
 @guarded_entry_point

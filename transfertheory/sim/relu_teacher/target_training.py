@@ -35,7 +35,7 @@ import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_device, to_host
-from ..integrator import PEAK_STATE_COPIES
+from ..integrator import flow_state_bytes
 from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
 
 __all__ = ["training_memory", "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer",
@@ -61,10 +61,10 @@ def empirical_loss_and_gradients(W, c, X, y):
 
 
 def training_memory(networks, m, d, n) -> float:
-    """Peak bytes of training ``networks`` networks of width m on n samples in dimension d: the flow holds the
-    m(d + 1) parameters :data:`PEAK_STATE_COPIES` + 2 times (with the start and the result), the samples X (n, d)
+    """Peak bytes of training ``networks`` networks of width m on n samples in dimension d: the flow of the
+    m(d + 1) parameters (:func:`~..integrator.flow_state_bytes`), the samples X (n, d)
     and six (n, m) arrays (pre-activations, features, active residuals, and linear transfer's SVD)."""
-    return FLOAT_BYTES * networks * (m * (d + 1) * (PEAK_STATE_COPIES["rkc"] + 2) + n * d + 6 * n * m)
+    return flow_state_bytes(networks, m * (d + 1)) + FLOAT_BYTES * networks * (n * d + 6 * n * m)
 
 
 def _check_training_memory(what, networks, m, d, n, max_memory):
