@@ -65,6 +65,22 @@ def test_available_memory_reads_the_machine():
     assert _memory.available_memory(np) == available or available is None
 
 
+def test_device_arrays_are_held_to_the_free_device_memory(monkeypatch):
+    from types import SimpleNamespace
+
+    from transfertheory import backend
+
+    runtime = SimpleNamespace(memGetInfo=lambda: (3 * 2**30, 8 * 2**30))  # (free, total)
+    fake_cupy = SimpleNamespace(__name__="cupy", cuda=SimpleNamespace(runtime=runtime),
+                                get_default_memory_pool=lambda: SimpleNamespace(free_bytes=lambda: 2**30))
+    assert backend.device_free_memory(fake_cupy) == 4 * 2**30
+    assert backend.device_free_memory(np) is None
+    monkeypatch.delenv(_memory.ENV_VAR, raising=False)
+    assert _memory.memory_limit(None, fake_cupy) == (4 * 2**30, "free device memory")
+    with pytest.raises(ValueError, match="more than the 4 GiB free device memory"):
+        _memory.check_memory(5 * 2**30, what="simulate", params={"d": 2}, xp=fake_cupy)
+
+
 def test_check_memory_names_parameters_estimate_and_limit():
     with pytest.raises(ValueError) as error:
         _memory.check_memory(3 * 2**40, what="simulate", params={"d": 10**6, "m": 4}, max_memory="1G")

@@ -159,8 +159,10 @@ def guarded_entry_point(function):
     return run
 
 
-def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=NO_ARGUMENT, xp=None) -> int | None:
-    """Raise :class:`MemoryLimitError` (a ValueError) when ``estimate_bytes`` exceeds the limit (:func:`memory_limit`); return the limit.
+def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=NO_ARGUMENT,
+                 xp=None) -> int | None:
+    """Raise :class:`MemoryLimitError` (a ValueError) when ``estimate_bytes`` exceeds the limit
+    (:func:`memory_limit`); return the limit.
 
     ``what`` names the computation (``"run_transfer_experiment"``), ``params`` the arguments the estimate grows
     with (printed as ``name=value``). The message names them, the estimate, the limit and how to override it.

@@ -198,9 +198,9 @@ def random_init(objective: Objective, batch: int, rng: np.random.Generator, scal
 
 
 def instance_memory(d, m, *, source=False, samples=0, splits=0) -> float:
-    """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`); with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ)
-    φᵀ, A∘A, the pair term, G); with MeRLin's S validation splits of n samples a gathered copy of X (n, d) and
-    six (m, S, n) split-feature arrays."""
+    """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`);
+    with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ) φᵀ, A∘A, the pair term, G); with
+    MeRLin's S validation splits of n samples a gathered copy of X (n, d) and six (m, S, n) split-feature arrays."""
     validation = samples * d + 6 * splits * samples * m if splits else 0
     return flow_state_bytes(1, d * m + 2 * m) + FLOAT_BYTES * ((4 * d * d if source else 0) + validation)
 

@@ -38,8 +38,8 @@ from ...backend import get_backend, to_device, to_host
 from ..integrator import flow_state_bytes
 from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
 
-__all__ = ["training_memory", "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer",
-           "linear_transfer_flow", "LinearFlow"]
+__all__ = ["training_memory", "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning",
+           "linear_transfer", "linear_transfer_flow", "LinearFlow"]
 
 
 def empirical_loss_and_gradients(W, c, X, y):
