@@ -225,3 +225,46 @@ def test_profile_descriptions_in_the_code_agree_with_the_profiles():
         points = [int(v) for v in _POINTS.findall(profile.description)]
         draws = [int(v) for v in _DRAWS.findall(profile.description)]
         assert points in ([], [profile.examples]) and draws == [profile.sim_draws], profile
+
+
+# --- the glossary ------------------------------------------------------------------------------------------
+
+#: glossary anchor → how the term is written in the pages
+GLOSSARY_TERMS = {
+    "rkc": r"\bRKC",
+    "allowance": r"\b[Aa]llowances?\b",
+    "flow-limit": r"flow limit",
+    "phi-prime-anil": r"Φ′_ANIL",
+    "lambda-tau": r"λτ",
+    "known-erratum": r"KNOWN-ERRATUM",
+}
+
+
+def first_uses(path: Path) -> dict[str, tuple[int, str]]:
+    """glossary anchor → (line number, line) of the term's first use in a page, outside code blocks."""
+    found, fenced = {}, False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for anchor, term in GLOSSARY_TERMS.items():
+            if anchor not in found and re.search(term, line):
+                found[anchor] = (number, line)
+    return found
+
+
+def test_the_glossary_defines_every_term_and_the_index_links_it():
+    glossary = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    for anchor in GLOSSARY_TERMS:
+        assert f'<a id="{anchor}"></a>' in glossary, anchor
+    assert "](glossary.md)" in (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name != "glossary.md"], ids=lambda p: p.name)
+def test_each_glossary_term_links_the_glossary_where_a_page_first_uses_it(path):
+    prefix = "docs/" if path.name == "README.md" else ""
+    unlinked = [f"{path.relative_to(ROOT)}:{number}: {anchor}" for anchor, (number, line) in first_uses(path).items()
+                if f"]({prefix}glossary.md#{anchor})" not in line]
+    assert not unlinked, "first uses of a glossary term without a link to docs/glossary.md:\n" + "\n".join(unlinked)
