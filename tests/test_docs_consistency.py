@@ -268,3 +268,19 @@ def test_each_glossary_term_links_the_glossary_where_a_page_first_uses_it(path):
     unlinked = [f"{path.relative_to(ROOT)}:{number}: {anchor}" for anchor, (number, line) in first_uses(path).items()
                 if f"]({prefix}glossary.md#{anchor})" not in line]
     assert not unlinked, "first uses of a glossary term without a link to docs/glossary.md:\n" + "\n".join(unlinked)
+
+
+# --- runnable examples ------------------------------------------------------------------------------------
+
+#: the pages that document a module of the package: each shows it in a ```python example that the docs
+#: examples test runs (tests/test_docs_examples.py)
+MODULE_PAGES = ("distances.md", "linear.md", "merlin.md", "mtl.md", "phase_diagram.md", "relu.md", "simulator.md",
+                "tdr.md", "figures.md", "verify.md", "architecture.md")
+
+
+@pytest.mark.parametrize("name", MODULE_PAGES)
+def test_every_module_page_has_a_runnable_python_example(name):
+    from test_docs_examples import collect_examples
+
+    run = [example for example in collect_examples(ROOT / "docs" / name) if not example.not_run]
+    assert run, f"docs/{name} has no ```python example that runs"
