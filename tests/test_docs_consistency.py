@@ -284,3 +284,51 @@ def test_every_module_page_has_a_runnable_python_example(name):
 
     run = [example for example in collect_examples(ROOT / "docs" / name) if not example.not_run]
     assert run, f"docs/{name} has no ```python example that runs"
+
+
+# --- times and agreement counts quoted from the figures' metadata ---------------------------------------------
+
+
+def _measured_section() -> str:
+    text = (ROOT / "docs" / "figures.md").read_text(encoding="utf-8")
+    start = text.index("## Measured")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_figure_build_times_and_agreement_quoted_in_figures_md_are_those_of_the_committed_metadata():
+    """docs/figures.md's "Measured" section quotes each figure's build time as ``runtime_s`` of figures/NAME.json
+    (2 decimals), and for a simulated FaF figure its points and largest |z| as the JSON's agreement record."""
+    import json
+
+    section, wrong = _measured_section(), []
+    for name in figures():
+        record = json.loads((ROOT / "figures" / f"{name}.json").read_text(encoding="utf-8"))
+        quoted = re.search(rf"`{name}`[^`]*?(\d+\.\d+) s", section)
+        expected = f"{record['runtime_s']:.2f}"
+        if not quoted or quoted.group(1) != expected:
+            wrong.append(f"{name}: build {quoted and quoted.group(1)} s, figures/{name}.json has runtime_s {expected}")
+        row = re.search(rf"^\| `{name}` \|.*$", section, flags=re.M)
+        agreement = record.get("agreement")
+        if row and agreement:
+            cells = [cell.strip() for cell in row.group(0).strip("|").split("|")]
+            largest = float(cells[4].split()[0])  # quoted to 2 decimals
+            if cells[3] != str(agreement["points"]) or abs(largest - agreement["largest_abs_z"]) > 0.005 + 1e-9 \
+                    or cells[5] != str(agreement["outside"]):
+                wrong.append(f"{name}: row {cells[3:]} vs agreement {agreement}")
+    assert not wrong, "docs/figures.md disagrees with figures/*.json:\n" + "\n".join(wrong)
+
+
+_TIME = re.compile(r"\d\s(?:s|min|ms)\b")
+
+
+def test_every_page_that_quotes_a_time_links_the_conditions_of_the_timings():
+    """A time means little without its machine and load: a page that quotes one links docs/benchmarks.md#timings."""
+    missing = []
+    for path in DOCUMENTS:
+        text = path.read_text(encoding="utf-8")
+        link = "(docs/benchmarks.md#timings)" if path.name == "README.md" else (
+            "(#timings)" if path.name == "benchmarks.md" else "(benchmarks.md#timings)")
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        if _TIME.search(prose) and link not in text:
+            missing.append(str(path.relative_to(ROOT)))
+    assert not missing, "pages with times but no link to the timing conditions:\n" + "\n".join(missing)
