@@ -155,7 +155,8 @@ def test_a_flag_the_parser_does_not_know_is_reported(monkeypatch):
 
 # --- the claims audit's profiles ------------------------------------------------------------------------
 
-_PROFILE = re.compile(r"`(?:--)?(?P<name>quick|full|paper)`|transfertheory\.verify [^#\n]*--(?P<flag>quick|full|paper)\b")
+_PROFILE = re.compile(r"`(?:--)?(?P<name>quick|full|paper)`"
+                      r"|transfertheory\.verify [^#\n]*--(?P<flag>quick|full|paper)\b")
 _POINTS = re.compile(r"(\d+) points per claim")
 _DRAWS = re.compile(r"(\d+) (?:target )?draws")
 _REPETITIONS = re.compile(r"(\d+) repetitions")
