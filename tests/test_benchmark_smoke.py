@@ -107,7 +107,8 @@ def test_bench_ntk_fallback_to_the_loop_is_a_warning_naming_the_working_pins(fai
     for package, init in (("jax", ""), ("neural_tangents", BROKEN_NEURAL_TANGENTS)):  # a stand-in JAX imports
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text(init)
-        monkeypatch.delitem(sys.modules, package, raising=False)
+        monkeypatch.setitem(sys.modules, package, None)  # so that the test's imports are undone afterwards
+        monkeypatch.delitem(sys.modules, package)
     monkeypatch.syspath_prepend(str(tmp_path))
     if failure == "missing":
         monkeypatch.setitem(sys.modules, "neural_tangents", None)  # `import neural_tangents` raises ModuleNotFoundError
