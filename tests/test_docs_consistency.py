@@ -333,3 +333,26 @@ def test_every_page_that_quotes_a_time_links_the_conditions_of_the_timings():
         if _TIME.search(prose) and link not in text:
             missing.append(str(path.relative_to(ROOT)))
     assert not missing, "pages with times but no link to the timing conditions:\n" + "\n".join(missing)
+
+
+_FIGURE_SIZES = {  # how figures.md's "size" column writes a quick-profile parameter
+    "resolution": re.compile(r"grid (\d+)²"), "d": re.compile(r"\bd = (\d+)"), "draws": re.compile(r"(\d+) draws"),
+    "n": re.compile(r"\bn = (\d+)"), "samples": re.compile(r"(\d+) samples"), "gammas": re.compile(r"(\d+) γ ×"),
+    "thetas": re.compile(r"× (\d+) θ"),
+}
+
+
+def test_figure_sizes_quoted_in_figures_md_are_the_quick_profiles_of_the_registry():
+    wrong, checked = [], 0
+    for name, figure in figures().items():
+        row = re.search(rf"^\| `{name}` \| ([^|]+) \|", _measured_section(), flags=re.M)
+        if not row:
+            continue
+        for parameter, pattern in _FIGURE_SIZES.items():
+            quoted = pattern.search(row.group(1))
+            if quoted and parameter in figure.profiles["quick"]:
+                checked += 1
+                if int(quoted.group(1)) != figure.profiles["quick"][parameter]:
+                    wrong.append(f"{name}: {parameter} = {quoted.group(1)}, quick profile "
+                                 f"{figure.profiles['quick'][parameter]}")
+    assert checked >= 12 and not wrong, f"{checked} sizes checked; disagreeing with the registry: {wrong}"
