@@ -217,8 +217,8 @@ def test_comparisons():
         (compare.agreement(1.05, 0.01, 1.0, allowance=0.02), "|Δ| ≤ 4 SE + 0.02", 0.05, True),
         (compare.refutation(0.0, 0.1, 0.7), "paper off by |z| > 6", 7.0, True),
         (compare.refutation(0.0, 0.1, 0.7, allowance=0.2), "paper off by |Δ| > 6 SE + 0.2", 0.7, False),
-        (compare.significant(15.7, 0.1), "z ≥ 4", 157.0, True),
-        (compare.significant(-0.5, 0.1, two_sided=True), "|z| ≥ 4", 5.0, True),
+        (compare.significant(15.7, 0.1), "z > 4", 157.0, True),
+        (compare.significant(-0.5, 0.1, two_sided=True), "|z| > 4", 5.0, True),
         (compare.not_above(0.5, 0.1), "z ≤ 4", 5.0, False),
         (compare.within(1.05, 1.0, 0.1), "|Δ| ≤ 0.1", 0.05, True),
         (compare.holds(False), "holds", None, False),
@@ -234,8 +234,8 @@ def test_each_comparison_states_its_criterion(result, requires, value, held):
 
 
 def test_combine_reports_the_sub_check_nearest_to_failing_whatever_its_criterion():
-    """A comfortable one-sided z = 157 (≥ 4) is not the worst of a claim whose agreement sits at |z| = 3; for an
-    erratum a spread of 1e-9 (≤ 1e-6) is farther from failing than a demonstration at z = 5 (≥ 4)."""
+    """A comfortable one-sided z = 157 (> 4) is not the worst of a claim whose agreement sits at |z| = 3; for an
+    erratum a spread of 1e-9 (≤ 1e-6) is farther from failing than a demonstration at z = 5 (> 4)."""
     worst = combine([compare.agreement(1.03, 0.01, 1.0), compare.exceeds(157.0, 4.0)])
     assert worst.passed and worst.discrepancy == pytest.approx(0.03) and worst.requirement.text == "|z| ≤ 4"
     worst = combine([compare.within(1e-9, 0.0, 1e-6), compare.exceeds(5.0, 4.0)])

@@ -73,14 +73,14 @@ def _fake_outcome(claim_id, result, status):
 
 
 def test_a_row_says_what_its_check_requires_and_whether_it_held():
-    """A one-sided z = 157 reads "z ≥ 4 … 157 … yes", not "157 vs 4" under PASS; an erratum's demonstration reads
+    """A one-sided z = 157 reads "z > 4 … 157 … yes", not "157 vs 4" under PASS; an erratum's demonstration reads
     "paper fails by > 0", not a tolerance of 0; an ERROR has no requirement."""
-    cases = [("mtl.lemma3.independent-heads-mc", compare.significant(15.7, 0.1), claims.PASS, "z ≥ 4", "157", "yes"),
+    cases = [("mtl.lemma3.independent-heads-mc", compare.significant(15.7, 0.1), claims.PASS, "z > 4", "157", "yes"),
              ("faf.thm2.2.dudley", compare.exceeds(0.25), claims.KNOWN_ERRATUM, "paper fails by > 0", "0.25", "yes"),
              ("faf.eq13", compare.agreement(1.05, 0.01, 1.0), claims.FAIL, "|z| ≤ 4", "5", "no"),
              ("faf.eq10", None, claims.ERROR, "-", "-", "-")]
     records = [verify.outcome_record(_fake_outcome(claim_id, result, status)) for claim_id, result, status, *_ in cases]
-    assert [(r["requires"], r["held"]) for r in records] == [("z ≥ 4", True), ("paper fails by > 0", True),
+    assert [(r["requires"], r["held"]) for r in records] == [("z > 4", True), ("paper fails by > 0", True),
                                                               ("|z| ≤ 4", False), ("", None)]
     assert records[0]["measured"] == pytest.approx(157.0)
     lines = verify.format_table(records, width=100).splitlines()

@@ -2,7 +2,7 @@ r"""The audit table of ``python -m transfertheory.verify``: records, the width-b
 
 One record per claim (:func:`outcome_record`: the JSON / CSV object) and one table row per record: the claim
 id, what its check **requires** — the check's own :class:`~transfertheory.claims.Criterion`, e.g. ``|z| ≤ 4``
-(agreement within 4 SE), ``z ≥ 4`` (a one-sided test), ``|Δ| ≤ 1e-12`` (an exact identity),
+(agreement within 4 SE), ``z > 4`` (a one-sided test), ``|Δ| ≤ 1e-12`` (an exact identity),
 ``paper off by |z| > 6`` or ``paper fails by > 0`` (an erratum's demonstration) — the **measured** statistic
 of that requirement, whether it **held**, the status and the seconds. Under each row, indented: the claim's
 source, and for a KNOWN-ERRATUM row its entry in docs/errata.md.

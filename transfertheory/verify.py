@@ -3,7 +3,7 @@ r"""``python -m transfertheory.verify``: run the registered claims and print the
 Every claim of :mod:`transfertheory.claims` (FaF Eqs. 10–17, Lemma 3.3, Thms 2.2 and 3.4–3.9, Fig. 5,
 and the errata) is checked in a size profile — ``--quick`` (default; CPU, seconds per claim),
 ``--full`` or ``--paper`` (the paper's d = 500; GPU recommended) — and reported as one row as soon as it
-finishes: claim, what its check requires (|z| ≤ 4, z ≥ 4, |Δ| ≤ tol, paper fails by > 0, …), the measured
+finishes: claim, what its check requires (|z| ≤ 4, z > 4, |Δ| ≤ tol, paper fails by > 0, …), the measured
 statistic, whether it held, status, seconds, and under it the source (KNOWN-ERRATUM rows: and their entry in
 docs/errata.md), within the terminal's width (:mod:`transfertheory.audit_table`). When stdout is not a
 terminal, a progress line precedes each claim. ``--explore N`` checks each selected claim with a strategy

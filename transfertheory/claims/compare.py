@@ -1,7 +1,7 @@
 r"""Comparisons that checks return: agreement within k·SE + allowance, a paper's value refuted, one-sided
 z-tests, exact bounds. Each states its criterion (:class:`~transfertheory.claims.registry.Criterion`), which
 the audit prints under *requires*: ``|z| ≤ 4`` (agreement), ``paper off by |z| > 6`` (refutation),
-``z ≥ 4`` / ``|z| ≥ 4`` (:func:`significant`), ``z ≤ 4`` (:func:`not_above`), ``|Δ| ≤ tol`` (:func:`within`),
+``z > 4`` / ``|z| > 4`` (:func:`significant`), ``z ≤ 4`` (:func:`not_above`), ``|Δ| ≤ tol`` (:func:`within`),
 ``holds`` (:func:`holds`), ``paper fails by > margin`` (:func:`exceeds`).
 
 The 4-SE rule (docs/testing.md): a statistical comparison passes when
@@ -90,16 +90,16 @@ def refutation(measured, se, paper_value, *, paper_se=0.0, allowance=0.0, thresh
 
 
 def significant(mean, se, threshold=Z_THRESHOLD, *, two_sided=False, label=""):
-    """A significance test: z = mean/se ≥ threshold (one-sided; ``two_sided``: |z| ≥ threshold, a mean ≠ 0).
+    """A significance test: z = mean/se > threshold (one-sided; ``two_sided``: |z| > threshold, a mean ≠ 0).
 
     ``mean`` is the quantity whose sign the statement fixes (a paired difference, a distance to a reference).
     ``discrepancy``/``tolerance`` are z (|z|) and the threshold.
     """
     z = _z(float(mean), float(se))
     statistic = abs(z) if two_sided else z
-    return CheckResult(statistic, float(threshold), bool(statistic >= threshold), z, float(threshold),
+    return CheckResult(statistic, float(threshold), bool(statistic > threshold), z, float(threshold),
                        f"{label}: z = {z:+.2f}",
-                       criterion=Criterion("|z|" if two_sided else "z", "≥", float(threshold), statistic))
+                       criterion=Criterion("|z|" if two_sided else "z", ">", float(threshold), statistic))
 
 
 def not_above(mean, se, threshold=Z_THRESHOLD, label=""):

@@ -188,8 +188,8 @@ _GROWTH_SIZES = {"quick": (20, 10), "full": (100, 100)}  # (m*, d); full is FaF'
                     "features), here from μ = 0.25 to 0.5",
           profiles=("quick", "full"))
 def _pperp_grows(case):
-    """Paired increase over mc_reps/10 teachers (c* = 1 and c* ~ N(0, 1)); passes when it is at least 4 SE
-    (one-sided z ≥ 4; the detail gives the fractions, the increase and its z)."""
+    """Paired increase over mc_reps/10 teachers (c* = 1 and c* ~ N(0, 1)); passes when it exceeds 4 SE
+    (one-sided z > 4; the detail gives the fractions, the increase and its z)."""
     m_star, d = _GROWTH_SIZES.get(case.profile.name, _GROWTH_SIZES["full"])
     teachers = max(case.profile.mc_reps // 10, 20)
     results = []

@@ -168,7 +168,7 @@ _GROWTH_MUS = (0.2, 0.6)
                     "(here from μ = 0.2 to 0.6, paired teachers)",
           profiles=("quick", "full", "paper"))
 def _pperp_grows_sim(case):
-    """Paired increase over the profile's teachers (twice as many); passes when it is at least 4 SE (z ≥ 4)."""
+    """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE (z > 4)."""
     (d, m, m_star, teachers), xp = _sizes(case)
     teachers *= 2
     (low, high), statuses = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, xp=xp)

@@ -322,8 +322,8 @@ def _fig1_lam_tau_trend(case):
                                          f"as written (means {np.round(fixed, 6).tolist()})")]
     drops = {variant: np.array([_fig1_gaps(run, 0.0, 0.0, variant).mean() - _fig1_gaps(run, 0.5, 0.5, variant).mean()
                                 for run in range(5)]) for variant in MTL.ANIL_VARIANTS}
-    for variant, margin, meaning in (("derivation", 4.0, "decreases: z ≥ 4"),
-                                     ("statement", -4.0, "does not increase significantly: z ≥ −4")):
+    for variant, margin, meaning in (("derivation", 4.0, "decreases: z > 4"),
+                                     ("statement", -4.0, "does not increase significantly: z > −4")):
         mean, se = mean_se(drops[variant])
         results.append(significant(mean, se, margin, label=f"λτ̂ = λτ, {variant}'s Φ′_ANIL: gap(0) − gap(0.5) = "
                                                             f"{mean:.3f} ± {se:.2g} (over 5 runs; the gap {meaning})"))

@@ -6,7 +6,7 @@ limit, or an external reference) and a check function. A check receives a :class
 the size :class:`~transfertheory.claims.profiles.Profile`, one parameter point and a seed derived
 from both) and returns a :class:`CheckResult`: the measured discrepancy, the tolerance it is held
 to (or a z-score and its threshold), whether the check's criterion is met, and the :class:`Criterion`
-itself (what the audit prints under *requires*: "|z| ≤ 4", "z ≥ 4", "|Δ| ≤ 1e-12", "paper fails by > 0").
+itself (what the audit prints under *requires*: "|z| ≤ 4", "z > 4", "|Δ| ≤ 1e-12", "paper fails by > 0").
 
 Expected outcomes:
 
@@ -64,7 +64,7 @@ _RELATIONS = {"≤": 1, "<": 1, "≥": -1, ">": -1, "": 0}
 class Criterion:
     """What a check requires of the statistic it measured: ``statistic relation bound``.
 
-    :attr:`text` is what the audit prints under *requires* ("|z| ≤ 4", "z ≥ 4", "|Δ| ≤ 1e-12",
+    :attr:`text` is what the audit prints under *requires* ("|z| ≤ 4", "z > 4", "|Δ| ≤ 1e-12",
     "paper fails by > 0"); ``value`` is the statistic's measured value (None for a yes/no statement,
     whose ``relation`` is empty and whose ``statistic`` is the whole text); ``bound_text`` replaces the
     printed bound where the bound is a formula ("4 SE + 0.002", numerically ``bound``).
