@@ -240,6 +240,8 @@ def test_combine_reports_the_sub_check_nearest_to_failing_whatever_its_criterion
     assert worst.passed and worst.discrepancy == pytest.approx(0.03) and worst.requirement.text == "|z| ≤ 4"
     worst = combine([compare.within(1e-9, 0.0, 1e-6), compare.exceeds(5.0, 4.0)])
     assert worst.passed and worst.discrepancy == 5.0
+    edges = [compare.not_above(mean, 1.0).edge for mean in (-math.inf, -100.0, -4.0, 0.0, 3.9, 4.0, 50.0, math.inf)]
+    assert edges == sorted(edges) and edges[5] == 1.0  # monotone in the measured value, 1 on the bound
     failing = combine([compare.exceeds(157.0, 4.0), compare.holds(False)])
     assert not failing.passed and failing.requirement.text == "holds"
     with pytest.raises(ValueError, match="relation must be"):

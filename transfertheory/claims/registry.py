@@ -87,15 +87,18 @@ class Criterion:
         return f"{self.statistic} {self.relation} {self.bound_text or f'{self.bound:.3g}'}"
 
     def edge(self, passed: bool) -> float:
-        """How near the measurement is to the bound: 0 far inside, 1 on it, 2 far outside (a yes/no statement:
-        0 or 2). Comparable across criteria and units: the larger, the nearer to (or past) failing."""
+        """How near the measurement is to the bound, in units of the bound: 1 + (signed distance past the bound) /
+        |bound| — below 1 inside, 1 on the bound, above 1 outside (a zero bound: 0, 1 or 2; a yes/no statement: 0
+        or 2; an infinite value: ±inf). Monotone in the measured value, comparable across criteria: the larger,
+        the nearer to failing."""
         if self.value is None or not self.relation:
             return 0.0 if passed else 2.0
         gap = _RELATIONS[self.relation] * (self.value - self.bound)  # > 0: on the failing side
         if not math.isfinite(gap):
-            return 0.0 if gap < 0 else 2.0
-        scale = max(abs(self.value), abs(self.bound))
-        return 1.0 if scale == 0 else 1.0 + gap / scale
+            return -math.inf if gap < 0 else math.inf  # nan: not comparable, counted as failing
+        if self.bound == 0:
+            return 1.0 + (gap > 0) - (gap < 0)
+        return 1.0 + gap / abs(self.bound)
 
 
 @dataclass(frozen=True)
