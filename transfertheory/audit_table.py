@@ -29,12 +29,13 @@ MIN_WIDTH, NON_TTY_WIDTH = 72, 100
 _GAP = "  "
 _INDENT = "    "
 #: columns after the claim id: (header, width, right-aligned)
-_ROW_COLUMNS = (("requires", 18, False), ("measured", 9, True), ("held", 4, False), ("status", 15, False),
+_ROW_COLUMNS = (("requires", 20, False), ("measured", 9, True), ("held", 4, False), ("status", 15, False),
                 ("seconds", 7, True))
 #: how a row narrows to fit: (column index, narrowest width), in turn — status (UNEXPECTED-PASS wraps at its
-#: hyphen), requires (the usual |Δ| ≤ 1.23e-09 still on one line), the claim id (wraps at its dots), requires
+#: hyphen), the claim id to 30, requires (the usual |Δ| ≤ 1.23e-09 still on one line), the claim id (wraps at its
+#: dots), requires
 _NARROWEST_CLAIM = 16
-_NARROWING = ((4, 13), (1, 14), (0, _NARROWEST_CLAIM), (1, 12))
+_NARROWING = ((4, 13), (0, 30), (1, 14), (0, _NARROWEST_CLAIM), (1, 12))
 #: the columns of ``--list`` after the claim id (the source takes the rest of the line)
 _LIST_COLUMNS = (("expected", 13), ("kind", 11))
 _NARROWEST_SOURCE = 24
