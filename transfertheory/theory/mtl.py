@@ -44,7 +44,8 @@ from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
 __all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
-           "anil_test_kernel", "mtl_predictions", "anil_predictions", "literal_anil_predictions", "kernel_inverse_gap", "FewShotProblem",
+           "anil_test_kernel", "mtl_predictions", "anil_predictions", "literal_anil_predictions",
+           "kernel_inverse_gap", "FewShotProblem",
            "standardize_inputs", "synthetic_task", "synthetic_problem"]
 
 LAM_TAU = Param("lam_tau", Interval(0, np.inf, "left"), description="inner-loop learning rate × steps, λτ (or λτ̂)")
