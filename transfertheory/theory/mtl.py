@@ -44,7 +44,8 @@ from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
 __all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
-           "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap", "FewShotProblem",
+           "anil_test_kernel", "mtl_predictions", "anil_predictions", "literal_anil_predictions",
+           "kernel_inverse_gap", "FewShotProblem",
            "standardize_inputs", "synthetic_task", "synthetic_problem"]
 
 LAM_TAU = Param("lam_tau", Interval(0, np.inf, "left"), description="inner-loop learning rate × steps, λτ (or λτ̂)")
@@ -302,6 +303,20 @@ def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_h
                         lam_tau_hat)
     theta_solve = _solve(tk.block("ntk", "train", "train"), y, "Theta")
     return g + _anil_test_kernel_undecayed(tk, lam_tau_hat, variant) @ theta_solve
+
+
+def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_hat, variant="derivation"):
+    """F_ANIL by MTL Eq. 16 as written: G_τ̂ + Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ(𝒳,𝒳,𝒴)] with a dense solve with
+    Φ_ANIL = DΘD (App. Eq. 60). Equal to :func:`anil_predictions` up to rounding that grows with
+    cond(Φ_ANIL) ~ e^{2λτ·max λ(Kᵢᵢ)}; it keeps λτ in the computation, so a figure can show that λτ cancels."""
+    LAM_TAU.scalar(lam_tau)
+    y, y_support = _labels(tk, labels, support_labels)
+    xp = array_module_of(y)
+    g_test = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
+                             y_support, lam_tau_hat)
+    g_train = y - _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau)) @ y
+    return g_test + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ xp.linalg.solve(anil_kernel(tk, lam_tau),
+                                                                                        y - g_train)
 
 
 def kernel_inverse_gap(tk: TaskKernels) -> float:
