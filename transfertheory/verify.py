@@ -7,9 +7,15 @@ source, method, discrepancy, tolerance, status, seconds. KNOWN-ERRATUM rows link
 docs/errata.md. ``--explore N`` checks each selected claim with a strategy at N fresh random points;
 a failing point is printed with a one-line command that reproduces it. See docs/verify.md.
 
+``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
+simulators' array backend.
+
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
-is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim);
-3 when the JSON or CSV report cannot be written or a dependency of the claims (hypothesis) is missing.
+is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim — answered
+from the claim modules' source, before the claims are imported); 3 when the JSON or CSV report cannot be
+written (checked before any claim runs; the reports are written under a temporary name and renamed), a
+dependency of the claims (hypothesis) is missing, or the backend is unknown or unusable; 130 when
+interrupted (Ctrl-C), with one line ``interrupted`` and no report written.
 """
 from __future__ import annotations
 
@@ -20,13 +26,17 @@ import math
 import random
 import sys
 import time
+from dataclasses import replace
 
+from . import cli_support
+from .claim_index import select_ids
 from .params import DRAWS, SEED
 
 __all__ = ["build_parser", "main", "outcome_record", "format_table"]
 
 COLUMNS = ("claim", "source", "method", "discrepancy", "tolerance", "status", "seconds")
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
+EXIT_INTERRUPTED = cli_support.EXIT_INTERRUPTED
 
 
 def build_parser():
@@ -36,8 +46,10 @@ def build_parser():
         description="Audit the papers' claims: run every registered check (simulation, Monte Carlo, exact identity) "
         "and print claim, source, method, discrepancy, tolerance, status and seconds. Exit 0 when every claim has "
         "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong), 1 otherwise.",
-        epilog="exit status: 0 all expected, 1 unexpected FAIL / UNEXPECTED-PASS / ERROR, 2 usage error, "
-        "3 report file not writable or hypothesis missing",
+        epilog=cli_support.exit_status_epilog(
+            f"{EXIT_OK} all expected", f"{EXIT_UNEXPECTED} unexpected FAIL / UNEXPECTED-PASS / ERROR",
+            f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file not writable (checked before any claim runs), "
+            "hypothesis missing, or backend unknown or unusable"),
     )
     size = parser.add_mutually_exclusive_group()
     for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
@@ -54,6 +66,8 @@ def build_parser():
                         help="seed of --explore (default: random, printed so that the run can be repeated)")
     parser.add_argument("--list", action="store_true", help="list the selected claims and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cli_support.add_backend_argument(parser, help_text="array backend of the simulation claims (without it and "
+                                     "the variable: the profile's, NumPy for --quick, auto otherwise)")
     return parser
 
 
@@ -114,23 +128,39 @@ def format_table(records):
 
 
 def _write(records, json_path, csv_path):
+    with cli_support.staged_files() as stage:
+        _write_staged(stage, records, json_path, csv_path)
+
+
+def _write_staged(stage, records, json_path, csv_path):
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
+        with open(stage(json_path), "w", encoding="utf-8") as fh:
             json.dump(records, fh, indent=1, ensure_ascii=False)
     if csv_path:
-        with open(csv_path, "w", encoding="utf-8", newline="") as fh:
+        with open(stage(csv_path), "w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(records[0]) if records else list(COLUMNS))
             writer.writeheader()
             for record in records:
                 writer.writerow({**record, "params": json.dumps(record["params"])})
 
 
+def _check_before_work(parser, args):
+    """Usage, output paths and backend, before the claims are imported; returns the profile's backend override."""
+    if args.seed is not None and not args.explore:
+        parser.error("--seed only applies with --explore")
+    if args.pattern and select_ids(args.pattern, args.profile) == []:
+        parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
+    cli_support.require_writable(EXIT_ENVIRONMENT, files=[("--json", args.json), ("--csv", args.csv)])
+    choice = cli_support.backend_choice(args.backend)
+    return None if choice is None else cli_support.resolve_backend(choice)
+
+
+@cli_support.entry_point
 def main(argv=None):
     """Entry point; returns the exit status (module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.seed is not None and not args.explore:
-        parser.error("--seed only applies with --explore")
+    backend = _check_before_work(parser, args)
     try:
         from . import claims
     except ImportError as err:  # hypothesis (the strategies' library) comes with the test extra
@@ -151,12 +181,14 @@ def main(argv=None):
               f"(repeat with --explore {args.explore} --seed {seed})")
     from tqdm.auto import tqdm
 
+    profile = claims.get_profile(args.profile)
+    profile = profile if backend is None else replace(profile, backend=backend)
     outcomes, start = [], time.perf_counter()
     bar = tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
                disable=True if args.no_progress else None)  # None: no bar when stderr is not a terminal
     for claim in bar:
         bar.set_postfix_str(claim.id)
-        outcomes.append(claims.run(claim, args.profile, explore=args.explore or 0, seed=seed))
+        outcomes.append(claims.run(claim, profile, explore=args.explore or 0, seed=seed))
     bar.close()
     elapsed = time.perf_counter() - start
     records = [outcome_record(o) for o in outcomes]
