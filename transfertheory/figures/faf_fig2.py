@@ -190,8 +190,8 @@ def main(argv=None):
     n = round(args.gamma * d)
     if n < RIDGE.min_n:
         parser.error(f"n = round(γd) must be >= {RIDGE.min_n} (E‖z‖⁻² is infinite below), got n = {n}")
-    timer = cli.Timer()
     backend = cli.check_before_work(args)
+    timer = cli.Timer()
     output = build(d, draws, args.gamma, args.theta, args.noise, args.lam_max, args.lams, args.seed, backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 

@@ -378,8 +378,8 @@ def main(argv=None):
         except ValueError as err:
             parser.error(f"--mus {mu:g} with --m-star {size['m_star']}: {err}")
     size.update(max_time=args.max_time, pretrain_max_time=args.max_time)
-    timer = cli.Timer()
     backend = cli.check_before_work(args)
+    timer = cli.Timer()
     output = build(**size, seed=args.seed, backend=backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 

@@ -85,8 +85,8 @@ def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
     args = build_parser().parse_args(argv)
     d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    timer = cli.Timer()
     backend = cli.check_before_work(args)
+    timer = cli.Timer()
     output = build(d, draws, args.gammas, args.resolution, seed=args.seed, backend=backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 
