@@ -196,6 +196,7 @@ def test_verify_backend_flag_then_variable_then_profile(argv, env, expected, mon
 
 def test_a_pattern_matching_nothing_is_a_usage_error_without_importing_the_claims(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "transfertheory.claims", None)  # importing the claims would now fail
+    monkeypatch.delattr(transfertheory, "claims")
     with pytest.raises(SystemExit) as exit_info:
         verify.main(["-k", "no such claim"])
     assert exit_info.value.code == 2 and "no claim matches -k 'no such claim'" in capsys.readouterr().err
