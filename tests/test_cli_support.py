@@ -191,6 +191,53 @@ def test_verify_backend_flag_then_variable_then_profile(argv, env, expected, mon
     assert [p.backend for p in seen] == [expected] and seen[0].name == ("full" if "--full" in argv else "quick")
 
 
+# --------------------------------------------------------------------------- benchmark scripts
+
+BENCHMARKS_WITH_BACKEND = ["bench_deep_linear", "bench_ntk", "bench_ntk_two_layer", "bench_quadratic",
+                           "bench_relu_teacher"]
+BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "integrator_accuracy"]
+
+
+def _benchmark(monkeypatch, name, exception):
+    """The script's ``main``, with every timing (the first step of any benchmark's work) raising ``exception``."""
+    monkeypatch.syspath_prepend(str(Path(transfertheory.__file__).parents[1] / "benchmarks"))
+    module = importlib.import_module(name)
+
+    def refuse():
+        raise exception("the benchmark started timing")
+
+    monkeypatch.setattr(time, "perf_counter", refuse)
+    return module.main
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_ctrl_c_in_a_benchmark_is_one_line_and_exit_130(name, monkeypatch, capsys):
+    quick = ["--d", "8", "--instances", "2"] if name == "integrator_accuracy" else ["--quick"]
+    assert _benchmark(monkeypatch, name, KeyboardInterrupt)(quick) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.parametrize("name", BENCHMARKS_WITH_BACKEND)
+def test_a_benchmark_checks_the_backend_variable_before_any_work(name, monkeypatch, capsys):
+    main = _benchmark(monkeypatch, name, AssertionError)
+    monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--quick"])
+    assert exit_info.value.code == 3 and "TRANSFERTHEORY_BACKEND" in capsys.readouterr().err
+    monkeypatch.delenv("TRANSFERTHEORY_BACKEND")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--quick", "--backend", "bogus"])
+    assert exit_info.value.code == 2  # argparse: not one of the choices
+
+
+@pytest.mark.parametrize("name", ["bench_deep_linear", "bench_ntk_two_layer"])
+def test_a_benchmark_checks_its_csv_path_before_any_work(name, monkeypatch, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert _benchmark(monkeypatch, name, AssertionError)(["--quick", "--csv", str(blocker / "b.csv")]) == 1
+    assert "cannot write --csv" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- verify -k
 
 

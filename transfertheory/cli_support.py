@@ -105,9 +105,12 @@ def backend_choice(flag):
         _backend_error(err)
 
 
-def resolve_backend(choice):
+def resolve_backend(choice, default=None):
     """Name (``"numpy"``, ``"cupy"``, …) of the backend for ``choice`` (None: ``TRANSFERTHEORY_BACKEND``, else
-    auto). An unknown name, or CuPy without a usable GPU, prints one line and exits with :data:`EXIT_BACKEND`."""
+    ``default``, else auto). An unknown name, or CuPy without a usable GPU, prints one line and exits with
+    :data:`EXIT_BACKEND`."""
+    if choice is None and ENV_VAR not in os.environ:
+        choice = default
     try:
         return backend_name(get_array_module(choice))
     except (ValueError, BackendUnavailableError) as err:
