@@ -36,7 +36,6 @@ __all__ = ["build_parser", "main", "outcome_record", "format_table"]
 
 COLUMNS = ("claim", "source", "method", "discrepancy", "tolerance", "status", "seconds")
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
-EXIT_INTERRUPTED = cli_support.EXIT_INTERRUPTED
 
 
 def build_parser():
