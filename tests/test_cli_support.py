@@ -4,6 +4,7 @@ The command lines run in-process through ``main([...])``; the work they would do
 raises (KeyboardInterrupt for Ctrl-C, AssertionError where a check must come before any work), so these tests take
 a fraction of a second each. One subprocess test shows what a user sees after Ctrl-C.
 """
+import gc
 import importlib
 import os
 import shutil
@@ -83,6 +84,32 @@ def test_ctrl_c_while_writing_keeps_the_earlier_outputs_and_leaves_no_partial_fi
     assert phase_cli.main(["--resolution", "9", "--format", "both", "--out", str(tmp_path)]) == 130
     assert capsys.readouterr().err.endswith("interrupted\n")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp_path, capsys):
+    """Python drops an exception raised inside a gc callback (hypothesis installs one): the interrupt must still
+    stop the command, not let it run to the end."""
+    raised = []
+
+    def interrupt_once(phase, info):
+        if phase == "start" and not raised:
+            raised.append(phase)
+            signal.raise_signal(signal.SIGINT)  # the handler runs here, inside the callback
+
+    def work_then_finish(self):
+        gc.callbacks.append(interrupt_once)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(interrupt_once)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:  # an interrupt redelivered after the callback lands here
+            pass
+
+    monkeypatch.setattr(figure_cli.Timer, "__init__", work_then_finish)
+    monkeypatch.setattr(phase_figure, "compute_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
+    assert phase_cli.main(["--resolution", "8", "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err.endswith("interrupted\n")
 
 
 def test_staged_files_rename_together_or_not_at_all(tmp_path):
