@@ -4,7 +4,7 @@ One mechanism per concern, so that every command line behaves the same:
 
 * **Ctrl-C** — :func:`entry_point` wraps a ``main(argv) -> int``: an interrupt prints one line ``interrupted`` on
   stderr and returns :data:`EXIT_INTERRUPTED` (130 = 128 + SIGINT, the shell's convention), never a traceback;
-  an interrupt that lands in a garbage-collector callback, where Python would drop it, is delivered again.
+  an interrupt that lands where Python drops exceptions (a garbage-collector or weakref callback) is sent again.
 * **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
   environment variable ``TRANSFERTHEORY_BACKEND`` decides. :func:`backend_choice` checks the name (flag or
   variable) before any work and :func:`resolve_backend` loads it; an unknown name, or ``cupy`` without a usable
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import os
 import signal
 import sys
@@ -68,41 +67,32 @@ class CommandLineError(Exception):
         self.exit_code = exit_code
 
 
-#: seconds after which an interrupt that arrived inside a garbage-collector callback is delivered again
+#: seconds after which an interrupt that Python dropped is delivered again
 REDELIVERY_DELAY = 0.05
 
 
-def _inside_gc_callback(frame) -> bool:
-    """Whether ``frame`` runs inside a function of ``gc.callbacks`` (where an exception is printed and dropped)."""
-    codes = {getattr(callback, "__code__", None) for callback in gc.callbacks} - {None}
-    while frame is not None:
-        if frame.f_code in codes:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _on_interrupt(signum, frame):
-    """SIGINT handler: KeyboardInterrupt, as Python's own, except inside a garbage-collector callback — there Python
-    would print the exception and drop it (hypothesis, which the claims use, installs such a callback), so the
-    signal is sent again :data:`REDELIVERY_DELAY` seconds later, when the callback has returned."""
-    if _inside_gc_callback(frame):
-        threading.Timer(REDELIVERY_DELAY, os.kill, (os.getpid(), signum)).start()
-        return
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
-def _interrupt_handler():
-    """Install :func:`_on_interrupt` for SIGINT in the main thread while the block runs (elsewhere: nothing)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, _on_interrupt)
+def _dropped_interrupts_redelivered():
+    """While the block runs, a KeyboardInterrupt that Python drops — raised inside a garbage-collector or weakref
+    callback or a ``__del__``, where it is only printed as "Exception ignored in" (hypothesis, which the claims use,
+    installs a gc callback) — is not lost: the signal is sent again :data:`REDELIVERY_DELAY` seconds later."""
+    previous = sys.unraisablehook
+    pending = []
+
+    def hook(unraisable):
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            previous(unraisable)
+            return
+        pending.append(threading.Timer(REDELIVERY_DELAY, os.kill, (os.getpid(), signal.SIGINT)))
+        pending[-1].start()
+
+    sys.unraisablehook = hook
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous
+        for timer in pending:
+            timer.cancel()
 
 
 def entry_point(main):
@@ -112,7 +102,7 @@ def entry_point(main):
     @functools.wraps(main)
     def guarded(argv=None):
         try:
-            with _interrupt_handler():
+            with _dropped_interrupts_redelivered():
                 return main(argv)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr, flush=True)
