@@ -112,6 +112,22 @@ def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp
     assert capsys.readouterr().err.endswith("interrupted\n")
 
 
+def test_progress_bars_are_closed_when_interrupted(monkeypatch, capsys):
+    """A bar left open is drawn again after the CLI's line "interrupted": the simulator's is closed while unwinding."""
+    from tqdm import tqdm
+
+    from transfertheory.sim.deep_linear import experiment
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "_flow_rows", interrupt)
+    with pytest.raises(KeyboardInterrupt) as interrupted:  # its traceback keeps the frames (and an open bar) alive
+        experiment.run_transfer_experiment(d=8, gammas=[0.5], thetas=[1.0], sigma=0.2, instances=2,
+                                           methods=("scratch",), seed=0, backend="numpy", progress=True)
+    assert interrupted.traceback and not tqdm._instances
+
+
 def test_staged_files_rename_together_or_not_at_all(tmp_path):
     (tmp_path / "a.txt").write_text("old")
     with pytest.raises(RuntimeError):

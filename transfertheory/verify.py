@@ -183,12 +183,11 @@ def main(argv=None):
     profile = claims.get_profile(args.profile)
     profile = profile if backend is None else replace(profile, backend=backend)
     outcomes, start = [], time.perf_counter()
-    bar = tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
-               disable=True if args.no_progress else None)  # None: no bar when stderr is not a terminal
-    for claim in bar:
-        bar.set_postfix_str(claim.id)
-        outcomes.append(claims.run(claim, profile, explore=args.explore or 0, seed=seed))
-    bar.close()
+    with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
+              disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
+        for claim in bar:  # the bar is closed also on Ctrl-C, before the one line "interrupted"
+            bar.set_postfix_str(claim.id)
+            outcomes.append(claims.run(claim, profile, explore=args.explore or 0, seed=seed))
     elapsed = time.perf_counter() - start
     records = [outcome_record(o) for o in outcomes]
     print(format_table(records))
