@@ -31,7 +31,8 @@ Examples::
     python benchmarks/bench_ntk.py --quick                 # smoke run (n = 200, depth 3, no speed verdict)
     python benchmarks/bench_ntk.py --empirical 512 --n 200 --depth 3   # finite-width NTK vs NT's autodiff
 
-Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unavailable.
+Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unknown or unavailable, 130 on
+Ctrl-C.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ import time
 
 import numpy as np
 
-from transfertheory import backend
+from transfertheory import backend, cli_support
 from transfertheory._validation import Interval
 from transfertheory.params import Param
 from transfertheory.theory.mtl import standardize_inputs
@@ -215,21 +216,20 @@ def _parser():
     parser.add_argument("--nt-implementation", type=int, choices=(1, 2), default=2,
                         help="Neural Tangents' empirical NTK implementation: 1 Jacobian contraction, 2 NTK-vector "
                              "products (default; 3, structured derivatives, fails with the installed JAX)")
-    parser.add_argument("--backend", choices=backend.backend_names(), default="numpy")
+    cli_support.add_backend_argument(parser, help_text="array backend of relu_kernels, NumPy when neither the flag "
+                                     "nor the variable is set")
     parser.add_argument("--quick", action="store_true", help="smoke run: n = 200, depth 3, 1 repeat, no verdict")
     return parser
 
 
+@cli_support.entry_point
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     n = args.n or (200 if args.quick else TARGET["n"])
     depth = args.depth if args.depth is not None else (3 if args.quick else 10)
     repeats = args.repeats or (1 if args.quick else 5)
-    try:
-        xp = backend.resolve_backend(args.backend)
-    except backend.BackendUnavailableError as err:
-        print(f"bench_ntk: {err}", file=sys.stderr)
-        return backend.EXIT_BACKEND_UNAVAILABLE
+    args.backend = cli_support.resolve_backend(args.backend, default="numpy")
+    xp = backend.resolve_backend(args.backend)
     x_host = inputs(n, args.d)
     x = xp.asarray(x_host)
     if args.empirical is not None:

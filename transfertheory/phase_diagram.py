@@ -6,8 +6,8 @@ It draws T(γ, θ) = E[R_scratch − R_transfer] for linear transfer (FaF Fig. 1
 by default what gradient flow converges to, with the paper's Eq. 17 boundary overlaid) or ridge linear transfer
 (Eqs. 10 and 15), writes the figure, the tidy CSV of the grid and its metadata JSON, and prints a summary.
 
-Exit codes: 0 success, 1 output folder not writable, 2 usage error, 3 array backend unusable
-(:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
+Exit codes: 0 success, 1 output folder not writable (checked before any work), 2 usage error, 3 array backend
+unknown or unusable, 130 interrupted (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
 """
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def build_parser():
         prog="python -m transfertheory.phase_diagram",
         description="Transferability phase diagram of deep linear networks (FaF §3): Fig. 1 (linear transfer), "
         "Fig. 3 (fine-tuning) or ridge transfer. Writes the figure, a tidy CSV of the grid and its metadata JSON, "
-        "prints a summary. Exit codes: 0 ok, 1 output not writable, 2 usage error, 3 backend unusable.",
+        "prints a summary.",
+        epilog=cli.EPILOG,
     )
     parser.add_argument("--noise", type=SIGMA.arg_type(), default=0.2, metavar="SIGMA",
                         help="label-noise sd σ in [0, inf) (default 0.2)")
@@ -88,13 +89,15 @@ def _validate(parser, args):
                      f"(d = {args.sim_d}, M = {args.sim_gammas}, γ_max = {args.gamma_max:g})")
 
 
+@cli.entry_point
 def main(argv=None):
-    """Entry point; returns 0, or 1 if the outputs cannot be written. Usage errors exit 2, an unusable backend 3."""
+    """Entry point; returns 0, or 1 if the outputs cannot be written. Usage errors exit 2, an unusable backend 3,
+    Ctrl-C 130; the output folder and the backend are checked before any work."""
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(parser, args)
+    backend = cli.check_before_work(args, simulates=args.simulate)
     timer = cli.Timer()
-    backend = cli.resolve_backend(args.backend) if args.simulate else None
     grid = figure.compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit)
     points, parameters = None, {}

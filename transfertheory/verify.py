@@ -10,9 +10,15 @@ terminal, a progress line precedes each claim. ``--explore N`` checks each selec
 at N fresh random points; a failing point is printed with a one-line command that reproduces it. See
 docs/verify.md.
 
+``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
+simulators' array backend.
+
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
-is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim);
-3 when the JSON or CSV report cannot be written or a dependency of the claims (hypothesis) is missing.
+is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim — answered
+from the claim modules' source, before the claims are imported); 3 when the JSON or CSV report cannot be
+written (checked before any claim runs; the reports are written under a temporary name and renamed), a
+dependency of the claims (hypothesis) is missing, or the backend is unknown or unusable; 130 when
+interrupted (Ctrl-C), with one line ``interrupted`` and no report written.
 """
 from __future__ import annotations
 
@@ -22,9 +28,12 @@ import json
 import random
 import sys
 import time
+from dataclasses import replace
 
+from . import cli_support
 from .audit_table import (COLUMNS, AuditTable, format_listing, format_notes, format_table, outcome_record,
                           progress_line, table_width)
+from .claim_index import select_ids
 from .params import DRAWS, SEED
 
 __all__ = ["build_parser", "main", "outcome_record", "format_table"]
@@ -40,8 +49,10 @@ def build_parser():
         "and print, as each finishes, the claim, what its check requires (e.g. |z| <= 4), the measured value, whether "
         "it held, the status, the seconds and the claim's source. Exit 0 when every claim has "
         "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong), 1 otherwise.",
-        epilog="exit status: 0 all expected, 1 unexpected FAIL / UNEXPECTED-PASS / ERROR, 2 usage error, "
-        "3 report file not writable or hypothesis missing",
+        epilog=cli_support.exit_status_epilog(
+            f"{EXIT_OK} all expected", f"{EXIT_UNEXPECTED} unexpected FAIL / UNEXPECTED-PASS / ERROR",
+            f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file not writable (checked before any claim runs), "
+            "hypothesis missing, or backend unknown or unusable"),
     )
     size = parser.add_mutually_exclusive_group()
     for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
@@ -59,15 +70,22 @@ def build_parser():
     parser.add_argument("--list", action="store_true", help="list the selected claims and exit")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (and, when stdout is not a terminal, no progress lines)")
+    cli_support.add_backend_argument(parser, help_text="array backend of the simulation claims (without it and "
+                                     "the variable: the profile's, NumPy for --quick, auto otherwise)")
     return parser
 
 
 def _write(records, json_path, csv_path):
+    with cli_support.staged_files() as stage:
+        _write_staged(stage, records, json_path, csv_path)
+
+
+def _write_staged(stage, records, json_path, csv_path):
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
+        with open(stage(json_path), "w", encoding="utf-8") as fh:
             json.dump(records, fh, indent=1, ensure_ascii=False)
     if csv_path:
-        with open(csv_path, "w", encoding="utf-8", newline="") as fh:
+        with open(stage(csv_path), "w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(records[0]) if records else list(COLUMNS))
             writer.writeheader()
             for record in records:
@@ -80,12 +98,23 @@ def _emit(bar, text):
     sys.stdout.flush()
 
 
+def _check_before_work(parser, args):
+    """Usage, output paths and backend, before the claims are imported; returns the profile's backend override."""
+    if args.seed is not None and not args.explore:
+        parser.error("--seed only applies with --explore")
+    if args.pattern and select_ids(args.pattern, args.profile) == []:
+        parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
+    cli_support.require_writable(EXIT_ENVIRONMENT, files=[("--json", args.json), ("--csv", args.csv)])
+    choice = cli_support.backend_choice(args.backend)
+    return None if choice is None else cli_support.resolve_backend(choice)
+
+
+@cli_support.entry_point
 def main(argv=None):
     """Entry point; returns the exit status (module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.seed is not None and not args.explore:
-        parser.error("--seed only applies with --explore")
+    backend = _check_before_work(parser, args)
     try:
         from . import claims
     except ImportError as err:  # hypothesis (the strategies' library) comes with the test extra
@@ -106,20 +135,21 @@ def main(argv=None):
               f"(repeat with --explore {args.explore} --seed {seed})")
     from tqdm.auto import tqdm
 
+    profile = claims.get_profile(args.profile)
+    profile = profile if backend is None else replace(profile, backend=backend)
     outcomes, records, start = [], [], time.perf_counter()
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
-    bar = tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
-               disable=True if args.no_progress else None)  # None: no bar when stderr is not a terminal
-    _emit(bar, table.header())
-    for index, claim in enumerate(bar, 1):
-        bar.set_postfix_str(claim.id)
-        if progress_lines:
-            _emit(bar, progress_line(index, len(selected), claim.id))
-        outcomes.append(claims.run(claim, args.profile, explore=args.explore or 0, seed=seed))
-        records.append(outcome_record(outcomes[-1]))
-        _emit(bar, table.row(records[-1]))
-    bar.close()
+    with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
+              disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
+        _emit(bar, table.header())
+        for index, claim in enumerate(bar, 1):  # the bar is closed also on Ctrl-C, before the one line "interrupted"
+            bar.set_postfix_str(claim.id)
+            if progress_lines:
+                _emit(bar, progress_line(index, len(selected), claim.id))
+            outcomes.append(claims.run(claim, profile, explore=args.explore or 0, seed=seed))
+            records.append(outcome_record(outcomes[-1]))
+            _emit(bar, table.row(records[-1]))
     elapsed = time.perf_counter() - start
     for outcome in outcomes:
         for line in format_notes(outcome, args.profile, width):

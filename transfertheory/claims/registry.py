@@ -29,7 +29,6 @@ See docs/verify.md for how a module registers a claim.
 """
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import math
 import time
@@ -39,6 +38,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..claim_index import claim_matches
 from .profiles import PROFILE_NAMES, Profile, get_profile
 
 __all__ = [
@@ -231,13 +231,8 @@ def select(pattern=None, profile=None) -> list[Claim]:
     for claim in _REGISTRY.values():
         if profile is not None and get_profile(profile).name not in claim.profiles:
             continue
-        if pattern:
-            if any(ch in pattern for ch in "*?["):
-                if not fnmatch.fnmatchcase(claim.id, pattern):
-                    continue
-            elif pattern.lower() not in " ".join((claim.id, claim.source, claim.method or "")).lower():
-                continue
-        chosen.append(claim)
+        if claim_matches(pattern, claim.id, claim.source, claim.method):
+            chosen.append(claim)
     return chosen
 
 

@@ -384,18 +384,17 @@ def run_transfer_experiment(
     draws = plan.draws
     size = len(draws) if plan.chunk_size is None else plan.chunk_size
     frames, totals = [], _Totals()
-    bar = _progress_bar(len(draws), progress)
-    for start in range(0, len(draws), size):
-        chunk = _chunk(plan, draws[start:start + size], beta_t)
-        if plan.flow_methods:
-            def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
-                bar.update(base + fraction * count - bar.n)
+    with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
+        for start in range(0, len(draws), size):
+            chunk = _chunk(plan, draws[start:start + size], beta_t)
+            if plan.flow_methods:
+                def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
+                    bar.update(base + fraction * count - bar.n)
 
-            frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
-        if "linear" in plan.methods:
-            frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
-        bar.update(start + len(chunk.draws) - bar.n)
-    bar.close()
+                frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
+            if "linear" in plan.methods:
+                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
+            bar.update(start + len(chunk.draws) - bar.n)
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
