@@ -23,11 +23,12 @@ import numpy as np
 import pytest
 
 from transfertheory.sim import ntk_two_layer as tdr_sim
+from transfertheory.sim import deep_linear
 from transfertheory.sim import run_transfer_experiment as deep_linear_experiment
 from transfertheory.sim.mtl import NetworkShape, finite_width_study, init_parameters
-from transfertheory.sim.quadratic import run_comparison
+from transfertheory.sim.quadratic import run_comparison, target_sets
 from transfertheory.sim.relu_teacher import run_transfer_experiment as relu_experiment
-from transfertheory.sim.relu_teacher import teacher_samples
+from transfertheory.sim.relu_teacher import draw_generator, teacher_samples
 from transfertheory.theory import distances, fine_tuning, linear, merlin, methods, mtl, scratch, transfer
 from transfertheory.theory.relu import ablated_teacher, negative_transfer_boundary, random_teacher
 
@@ -125,6 +126,14 @@ SIMULATORS = {
                              dict(n=3, rng=0)),
     "relu_random_teacher": (random_teacher, dict(m_star=4, d=3, rng=0)),
     "relu_ablated_teacher": (lambda **kw: ablated_teacher(_TEACHER_W, _TEACHER_C, **kw), dict(mu=0.5, rng=0)),
+    "deep_linear_task_vectors": (deep_linear.task_vectors, dict(d=3, thetas=np.array([0.5]), seed=0)),
+    "deep_linear_target_draw": (deep_linear.target_draw, dict(d=3, n=2, beta_t=np.ones((1, 3)), sigma=0.1, seed=0,
+                                                              gamma_index=0, instance=0)),
+    "deep_linear_pretrain": (deep_linear.pretrain, dict(arch=deep_linear.Architecture(3, 2), beta_s=np.ones(3) / 3**0.5,
+                                                        alpha=0.1, backend="numpy")),
+    "relu_draw_generator": (lambda **kw: draw_generator(kw["seed"], 0, 1), dict(seed=0)),
+    "quadratic_target_sets": (target_sets, dict(n_t=3, d=4, seeds=1, seed=0)),
+    "linear.flow_risk_finite": (methods.METHODS["linear"].flow_risk_finite, dict(n=4, d=6, theta=0.5, sigma=0.1)),
     "fine_tune_flow_expectation": (fine_tuning.fine_tune_flow_expectation,
                                    dict(n=4, d=6, theta=0.5, sigma=0.1, draws=2)),
     "finetune.flow_transferability_finite": (methods.METHODS["finetune"].flow_transferability_finite,
@@ -160,7 +169,9 @@ SEEDED = [("deep_linear", "seed"), ("relu_teacher", "seed"), ("quadratic", "seed
           ("mtl_task", "rng"), ("merlin_source", "rng"), ("merlin_target", "rng"), ("mtl_init_parameters", "rng"),
           ("relu_teacher_samples", "rng"), ("relu_random_teacher", "rng"),
           ("relu_ablated_teacher", "rng"), ("fine_tune_flow_expectation", "seed"),
-          ("finetune.flow_transferability_finite", "seed")]
+          ("finetune.flow_transferability_finite", "seed"), ("linear.flow_risk_finite", "seed"),
+          ("deep_linear_task_vectors", "seed"), ("deep_linear_target_draw", "seed"), ("deep_linear_pretrain", "seed"),
+          ("relu_draw_generator", "seed"), ("quadratic_target_sets", "seed")]
 
 
 def _simulator_rows():

@@ -45,7 +45,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, scalar_or_array
+from .._validation import check_broadcast, root_seed, scalar_or_array
 from . import fine_tuning as ft
 from . import linear as lin
 from .scratch import scratch_risk, scratch_risk_finite
@@ -198,7 +198,7 @@ class TransferMethod:
 
     def _flow_finite(self, n, d, theta, sigma, lam, draws, seed, depth):
         """((risk mean, se), (T mean, se)) of the gradient-flow limit at size (n, d)."""
-        depth = P.DEPTH.scalar(depth)
+        depth, seed = P.DEPTH.scalar(depth), root_seed(seed)
         if self.formulas.flow_finite is None:
             exact = (self.paper_risk_finite(n, d, theta, sigma, lam),
                      self.paper_transferability_finite(n, d, theta, sigma, lam))

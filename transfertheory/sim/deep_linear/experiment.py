@@ -54,7 +54,7 @@ def task_vectors(d: int, thetas, seed):
     The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
     can reproduce the same tasks.
     """
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(0,)))
     beta_s = gen.standard_normal(d)
     beta_s /= np.linalg.norm(beta_s)
     nu = gen.standard_normal(d)
@@ -68,7 +68,7 @@ def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, in
 
     X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
     """
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gamma_index, instance)))
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(2, gamma_index, instance)))
     X = gen.standard_normal((n, d))
     eps = sigma * gen.standard_normal(n)
     return X, X @ beta_t.T + eps[:, None]

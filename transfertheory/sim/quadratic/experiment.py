@@ -33,6 +33,7 @@ _POSITIVE = Interval(0, np.inf, "neither")
 
 def target_sets(n_t, d, seeds, seed, xp=np):
     """(X (seeds, n_t, d), y (seeds, n_t)): seed s's target set, from ``default_rng([seed, s, n_t])``."""
+    seed = root_seed(seed)
     draws = [M.sample_target(n_t, d, np.random.default_rng([seed, s, n_t])) for s in range(seeds)]
     return xp.asarray(np.stack([x for x, _ in draws])), xp.asarray(np.stack([t for _, t in draws]))
 

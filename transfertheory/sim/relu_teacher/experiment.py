@@ -57,7 +57,7 @@ def status_counts(statuses) -> str:
 
 def draw_generator(seed, *key) -> np.random.Generator:
     """The generator of the draw named ``key`` (ints) under ``seed``: SeedSequence(seed, spawn_key=key)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+    return np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=tuple(int(k) for k in key)))
 
 
 @dataclass(frozen=True)
