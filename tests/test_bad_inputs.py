@@ -148,7 +148,7 @@ SIMULATOR_BAD = [
     ("relu_teacher", "rtol", math.nan), ("relu_teacher", "loss_tol", math.nan),
     ("quadratic", "n_targets", []), ("quadratic", "lam", math.nan), ("quadratic", "alpha", math.nan),
     ("quadratic", "rho", math.inf), ("quadratic", "ridge", math.nan), ("quadratic", "init_scale", math.nan),
-    ("quadratic", "init_scale", 0.0),
+    ("quadratic", "init_scale", 0.0), ("quadratic", "rtol", math.nan), ("quadratic", "max_step", 10),
     ("tdr", "widths", []), ("tdr", "kappa", math.nan), ("tdr", "step_fraction", math.nan),
     ("tdr", "rtol", math.nan), ("tdr", "gtol", math.inf), ("tdr", "max_time", math.nan), ("tdr", "max_steps", 0),
     ("tdr", "scheme", "adam"),

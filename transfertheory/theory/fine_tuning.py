@@ -200,7 +200,8 @@ def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):
     designs for every θ, in chunks of ~32 MB. Returns ``((risk_mean, risk_se),
     (T_mean, T_se))``, arrays over ``theta`` (floats for a scalar θ).
     For n ≥ d nothing is carried over: R_ft = R_sc pathwise and T_ft = 0.
-    The risk's mean exists only for |n − d| ≥ 2 when σ > 0 (as for scratch).
+    The risk's mean exists only for |n − d| ≥ 2 when σ > 0 (as for scratch). ``seed``: an integer ≥ 0, or a
+    numpy Generator or SeedSequence that gives one; the designs of (n, d) come from SeedSequence(seed, (n, d)).
     """
     n_, d_ = P.N.scalar(n), _MC_D.scalar(d)
     t, s = np.atleast_1d(P.THETA.check(theta)), P.SIGMA.scalar(sigma)

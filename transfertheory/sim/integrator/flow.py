@@ -87,7 +87,8 @@ _SETTINGS = {**{name: _positive(name) for name in ("rtol", "gtol", "max_time", "
 
 def check_settings(**settings) -> dict:
     """Integrator settings (keyword arguments of :func:`integrate_gradient_flow`) validated: each a scalar in
-    its range, ``scheme`` one of :data:`SCHEMES`; ValueError naming the setting otherwise.
+    its range, ``scheme`` one of :data:`SCHEMES`; ValueError naming the setting otherwise (TypeError for a name
+    that is not a setting).
 
     A simulator calls it on its trainer settings before any work (some settings are passed on only for one
     scheme, so the integrator alone would not see a bad one).
@@ -98,8 +99,10 @@ def check_settings(**settings) -> dict:
             if value not in SCHEMES:
                 raise ValueError(f"scheme must be one of {SCHEMES}, got {value!r}")
             checked[name] = value
-        else:
+        elif name in _SETTINGS:
             checked[name] = _SETTINGS[name].scalar(value)
+        else:
+            raise TypeError(f"{name!r} is not an integrator setting (one of scheme, {', '.join(_SETTINGS)})")
     return checked
 
 

@@ -13,6 +13,7 @@ from ... import params as P
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend
 from ...theory import merlin as M
+from ..integrator import check_settings
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE
 
@@ -86,6 +87,7 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     coordinate, restarts needed, status).
     """
     s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
+    check_settings(**flow)
     xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
     rng = np.random.default_rng([seed, 1])
     pre, finetune_frames = None, []
