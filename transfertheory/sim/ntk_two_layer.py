@@ -61,6 +61,7 @@ __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "h
 _WIDTH = P.Param("widths", Interval(2, np.inf, "left"), integer=True)
 _SEEDS = P.Param("seeds", Interval(1, np.inf, "left"), integer=True)
 _KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
+_POSITIVE = Interval(0, np.inf, "neither")
 _ANGLE = P.Param("angle", Interval(-np.inf, np.inf), description="angle between the two tasks (radians, finite)")
 #: the task families use the coordinates e₁ and e₂
 _TASK_D = P.D.with_range(low=2)
@@ -158,8 +159,14 @@ def hidden_activation_gradient(weights, signs, x, y):
 
 def width_rate(widths, values):
     """(rate, intercept) of the least-squares line log(values) ≈ intercept + rate·log m over the widths: the
-    power of m at which a gap closes (the one log–log fit of the TDR claims and figure)."""
-    rate, intercept = np.polyfit(np.log(np.asarray(widths, dtype=float)), np.log(np.asarray(values, dtype=float)), 1)
+    power of m at which a gap closes (the one log–log fit of the TDR claims and figure). ``widths`` and
+    ``values``: sequences of positive numbers of one length, at least two distinct widths."""
+    widths = P.Param("widths", _POSITIVE).sequence(widths)
+    values = P.Param("values", _POSITIVE).sequence(values)
+    if values.shape != widths.shape or np.unique(widths).size < 2:
+        raise ValueError(f"widths and values must have one length and at least two distinct widths, got "
+                         f"{widths.size} widths ({np.unique(widths).size} distinct) and {values.size} values")
+    rate, intercept = np.polyfit(np.log(widths), np.log(values), 1)
     return float(rate), float(intercept)
 
 
