@@ -21,7 +21,7 @@ def _data(seed=0, tasks=3, n=2, d=4, depth=3):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda tk, y, ys: MTL.mtl_predictions(tk, y, ys, -0.1), r"lam_tau must be in \[0, inf\)"),
+    (lambda tk, y, ys: MTL.mtl_predictions(tk, y, ys, -0.1), r"lam_tau_hat must be in \[0, inf\)"),
     (lambda tk, y, ys: MTL.anil_predictions(tk, y, ys, 0.1, 0.1, "lemma"), "variant must be one of"),
     (lambda tk, y, ys: MTL.literal_anil_predictions(tk, y, ys, -0.1, 0.1), r"lam_tau must be in \[0, inf\)"),
     (lambda tk, y, ys: MTL.mtl_predictions(tk, y[:-1], ys, 0.1), "labels must hold one array per task"),

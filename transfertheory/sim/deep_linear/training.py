@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import root_seed
 from ...backend import get_backend, resolve_backend, to_device, to_host
 from ..integrator import FlowResult, integrate_gradient_flow
 from .losses import EndToEndLoss, PopulationLoss
@@ -102,7 +103,7 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
     """
     xp = resolve_backend(backend)
     beta_s = to_device(np.asarray(beta_s, dtype=np.float64), xp)
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(root_seed(seed))
     y0 = to_device(init_weights(arch, alpha, [seq], init), xp)
     flow = train(PopulationLoss(arch, beta_s[None, :]), y0, rtol=rtol, gtol=gtol, max_time=max_time)
     svals = to_host(xp.linalg.svd(feature_matrix(arch, flow.y)[0], compute_uv=False))

@@ -11,7 +11,7 @@
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
-from .flow import SCHEMES, STATUSES, FlowResult, integrate_gradient_flow
+from .flow import SCHEMES, STATUSES, FlowResult, check_settings, integrate_gradient_flow
 from .kernels import (
     DenseStages,
     StageKernel,
@@ -29,6 +29,7 @@ __all__ = [
     "integrate_gradient_flow",
     "STATUSES",
     "SCHEMES",
+    "check_settings",
     "StageKernel",
     "StepRequest",
     "StepOutcome",
