@@ -190,7 +190,7 @@ def test_quadratic_refuses_the_source_loss_at_large_d_before_any_work(monkeypatc
 def test_quadratic_estimate_is_within_a_factor_three_of_the_traced_peak():
     from transfertheory.sim.quadratic import experiment
 
-    settings = experiment._validate(64, 3, 2, [6, 8], 0.1, 2, experiment.ALGORITHMS, 0.5, 1.0, 1e-2, 2, 2)
+    settings = experiment._validate(64, 3, 2, [6, 8], 0.1, 2, experiment.ALGORITHMS, 0.5, 1.0, 1e-2, 2, 2, 0.5, 0)
     estimate = experiment._memory_estimate(settings, experiment.ALGORITHMS)
     peak = _traced_peak(lambda: experiment.run_comparison(d=64, n_targets=[6, 8], **QUADRATIC))
     assert peak / 3 <= estimate <= 3 * peak

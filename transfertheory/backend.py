@@ -42,6 +42,7 @@ __all__ = [
     "register_backend",
     "unregister_backend",
     "backend_names",
+    "check_backend_name",
     "resolve_backend",
     "get_backend",
     "get_array_module",
@@ -130,6 +131,17 @@ def cupy_available() -> bool:
     return _load_cupy()[0] is not None
 
 
+def check_backend_name(name: str | None = None) -> str:
+    """The normalized backend name for ``name`` (None: ``TRANSFERTHEORY_BACKEND``, default ``"auto"``), without
+    loading any backend; an unknown name is a :class:`ValueError` naming the argument or the variable."""
+    source = "backend" if name is not None else f"environment variable {ENV_VAR}"
+    raw = name if name is not None else os.environ.get(ENV_VAR, "auto")
+    key = raw.strip().lower() if isinstance(raw, str) else None
+    if key not in backend_names():
+        raise ValueError(f"{source} must be one of {backend_names()}, got {raw!r}")
+    return key
+
+
 def resolve_backend(name: str | None = None):
     """The array module for a backend name, for entry points.
 
@@ -146,11 +158,7 @@ def resolve_backend(name: str | None = None):
     BackendUnavailableError
         ``"cupy"`` was requested but CuPy cannot run on this machine.
     """
-    source = "backend" if name is not None else f"environment variable {ENV_VAR}"
-    raw = name if name is not None else os.environ.get(ENV_VAR, "auto")
-    key = raw.strip().lower() if isinstance(raw, str) else None
-    if key not in backend_names():
-        raise ValueError(f"{source} must be one of {backend_names()}, got {raw!r}")
+    key = check_backend_name(name)
     if key == "numpy":
         return np
     if key in _REGISTERED:

@@ -6,8 +6,9 @@ It draws T(γ, θ) = E[R_scratch − R_transfer] for linear transfer (FaF Fig. 1
 by default what gradient flow converges to, with the paper's Eq. 17 boundary overlaid) or ridge linear transfer
 (Eqs. 10 and 15), writes the figure, the tidy CSV of the grid and its metadata JSON, and prints a summary.
 
-Exit codes: 0 success, 1 output folder not writable, 2 usage error, 3 array backend unusable, 4 the simulation
-does not fit in memory (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
+Exit codes: 0 success, 1 output folder not writable (checked before any work), 2 usage error, 3 array backend
+unknown or unusable, 4 the simulation does not fit in memory (``--max-memory``), 130
+interrupted (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
 """
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ def build_parser():
         prog="python -m transfertheory.phase_diagram",
         description="Transferability phase diagram of deep linear networks (FaF §3): Fig. 1 (linear transfer), "
         "Fig. 3 (fine-tuning) or ridge transfer. Writes the figure, a tidy CSV of the grid and its metadata JSON, "
-        "prints a summary. Exit codes: 0 ok, 1 output not writable, 2 usage error, 3 backend unusable, 4 "
-        "simulation does not fit in memory.",
+        "prints a summary.",
+        epilog=cli.MEMORY_EPILOG,
     )
     parser.add_argument("--noise", type=SIGMA.arg_type(), default=0.2, metavar="SIGMA",
                         help="label-noise sd σ in [0, inf) (default 0.2)")
@@ -91,14 +92,16 @@ def _validate(parser, args):
                      f"(d = {args.sim_d}, M = {args.sim_gammas}, γ_max = {args.gamma_max:g})")
 
 
+@cli.entry_point
 def main(argv=None):
-    """Entry point; returns 0, 1 if the outputs cannot be written, 4 if the simulation does not fit in memory.
-    Usage errors exit 2, an unusable backend 3."""
+    """Entry point; returns 0, 1 if the outputs cannot be written, or 4 if the simulation does not fit in memory.
+    Usage errors exit 2, an unusable backend 3, Ctrl-C 130; the output folder and the backend are checked before
+    any work."""
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(parser, args)
+    backend = cli.check_before_work(args, simulates=args.simulate)
     timer = cli.Timer()
-    backend = cli.resolve_backend(args.backend) if args.simulate else None
     set_limit(args.max_memory)
     grid = figure.compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit)

@@ -7,8 +7,9 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
 
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
 ``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
-writable, 2 usage error (e.g. an unknown figure name), 3 array backend unusable, 4 a simulation that does not fit
-in memory (``--max-memory``; see :mod:`transfertheory.figures.cli`).
+writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
+unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
+Ctrl-C (see :mod:`transfertheory.figures.cli`).
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import argparse
 import sys
 
 from .._memory import MemoryLimitError, set_limit
-from .cli import (EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
-                  add_output_arguments, resolve_backend, write_and_report)
+from .cli import (EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, MEMORY_EPILOG, Timer, add_backend_argument,
+                  add_memory_argument, add_output_arguments, check_before_work, entry_point, write_and_report)
 from .registry import figures
 
 __all__ = ["build_parser", "main"]
@@ -29,6 +30,7 @@ def build_parser():
         prog="python -m transfertheory.figures",
         description="Build the registered figures of FaF, MeRLin, TDR and MTL (see --list): PNG + PDF, the CSV of "
         "the data, a metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
+        epilog=MEMORY_EPILOG,
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
     parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
@@ -59,8 +61,10 @@ def _selected(parser, args):
     return list(known.values()) if args.all else [known[n] for n in dict.fromkeys(args.names)]
 
 
+@entry_point
 def main(argv=None):
-    """Entry point; returns the exit code (usage errors exit 2, an unusable backend 3, via ``SystemExit``)."""
+    """Entry point; returns the exit code (usage errors exit 2, an unwritable ``--out`` 1 and an unusable backend 3
+    before any work, via ``SystemExit``; Ctrl-C 130)."""
     from .gallery import write_readme
 
     parser = build_parser()
@@ -71,7 +75,7 @@ def main(argv=None):
         for name, figure in figures().items():
             print(f"{name:<{width}}  {figure.title}")
         return EXIT_OK
-    backend = resolve_backend(args.backend) if any(f.simulates for f in chosen) else None
+    backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
     set_limit(args.max_memory)
     runtimes = {}
     for figure in chosen:

@@ -165,6 +165,7 @@ def build_parser():
         description="FaF Fig. 2: ridge linear-transfer risk of a deep linear network against λ at γ = 0.5 — Eq. 15 "
         "(n → ∞), the exact finite-n risk and gradient-flow simulations (mean ± SD over target draws). Writes "
         "faf_fig2.{png,pdf,csv,json}, prints the largest |z| of simulation against the exact theory.",
+        epilog=cli.EPILOG,
     )
     parser.add_argument("--gamma", type=GAMMA.arg_type(), default=DEFAULTS["gamma"],
                         help="n/d (default 0.5); n = round(γd) >= 3")
@@ -180,6 +181,7 @@ def build_parser():
     return parser
 
 
+@cli.entry_point
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
     parser = build_parser()
@@ -188,8 +190,8 @@ def main(argv=None):
     n = round(args.gamma * d)
     if n < RIDGE.min_n:
         parser.error(f"n = round(γd) must be >= {RIDGE.min_n} (E‖z‖⁻² is infinite below), got n = {n}")
+    backend = cli.check_before_work(args)
     timer = cli.Timer()
-    backend = cli.resolve_backend(args.backend)
     output = build(d, draws, args.gamma, args.theta, args.noise, args.lam_max, args.lams, args.seed, backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 

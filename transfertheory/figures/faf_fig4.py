@@ -337,7 +337,8 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog=f"python -m transfertheory.figures.{NAME}",
         description=FIGURE.title + ". Writes faf_fig4.{png,pdf,csv,json} and faf_fig4_boundary.csv (predicted and "
-        "simulated boundary per μ). Defaults: the CPU size; --paper-size: FaF's size (App. D.2), for a GPU.")
+        "simulated boundary per μ). Defaults: the CPU size; --paper-size: FaF's size (App. D.2), for a GPU.",
+        epilog=cli.EPILOG)
     sizes = [("d", cli.D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
              ("m-star", M_STAR, "target-teacher width m*"), ("teachers", cli.COUNT, "target teachers"),
              ("instances", cli.COUNT, "data sets per teacher")]
@@ -358,6 +359,7 @@ def build_parser():
     return parser
 
 
+@cli.entry_point
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
     parser = build_parser()
@@ -376,8 +378,8 @@ def main(argv=None):
         except ValueError as err:
             parser.error(f"--mus {mu:g} with --m-star {size['m_star']}: {err}")
     size.update(max_time=args.max_time, pretrain_max_time=args.max_time)
+    backend = cli.check_before_work(args)
     timer = cli.Timer()
-    backend = cli.resolve_backend(args.backend)
     output = build(**size, seed=args.seed, backend=backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 

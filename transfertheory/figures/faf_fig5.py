@@ -243,6 +243,7 @@ def build_parser():
         description="FaF Fig. 5: linear transferability of deep linear networks against D_KL and empirical W₁ "
         "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv,json} and "
         "faf_fig5_spearman.csv, prints Spearman correlations of T with each distance.",
+        epilog=cli.EPILOG,
     )
     parser.add_argument("--d", type=D_PARAM.with_range(low=2).arg_type(), default=50,
                         help="input dimension d >= 2 (default 50)")
@@ -259,6 +260,8 @@ def build_parser():
     parser.add_argument("--norms", type=NORM.arg_type(), nargs="+", default=list(DEFAULT_NORMS), metavar="A",
                         help=f"target norms a in (0, inf) (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
     parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="seed of the W₁ samples (default 0)")
+    cli.add_backend_argument(parser, help_text="array backend (this figure is closed forms on NumPy: the name is "
+                             "only checked)")
     cli.add_output_arguments(parser)
     return parser
 
@@ -273,11 +276,13 @@ def _resolve_n(parser, args):
     return n
 
 
+@cli.entry_point
 def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unknown backend 3."""
     parser = build_parser()
     args = parser.parse_args(argv)
     n = _resolve_n(parser, args)
+    cli.check_before_work(args, simulates=False)
     timer = cli.Timer()
     output = build(args.d, n, args.sigma, args.samples, args.angles, tuple(args.norms), args.seed)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), runtime_s=timer.elapsed)

@@ -152,6 +152,7 @@ def build_parser():
         prog="python -m transfertheory.figures.faf_fig7",
         description="FaF Fig. 7: linear transferability at σ = 0 as heat maps over (θ, γ) — exact finite-d theory, "
         "gradient-flow simulation, and their z-score. Writes faf_fig7.{png,pdf,csv,json}, prints the largest |z|.",
+        epilog=cli.EPILOG,
     )
     parser.add_argument("--gammas", type=cli.COUNT.arg_type(), default=DEFAULTS["gammas"], metavar="M",
                         help=f"γ rows, γ = 2k/M, k = 1…M (|n − d| <= 1 not simulated; default {DEFAULTS['gammas']})")
@@ -163,12 +164,13 @@ def build_parser():
     return parser
 
 
+@cli.entry_point
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
     args = build_parser().parse_args(argv)
     d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    backend = cli.check_before_work(args)
     timer = cli.Timer()
-    backend = cli.resolve_backend(args.backend)
     output = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval, scalar_or_array
+from .._validation import Interval, as_generator, check_broadcast, scalar_or_array
 from ..backend import array_module_of, get_backend
 
 __all__ = [
@@ -116,12 +116,9 @@ def mixture(d, k) -> Mixture:
 
 
 def _host_rng(rng):
-    """(NumPy generator, array module) from a NumPy Generator, a seed or the package's SeededGenerator."""
-    if hasattr(rng, "host") and hasattr(rng, "xp"):
-        return rng.host, rng.xp
-    if isinstance(rng, np.random.Generator):
-        return rng, np
-    return np.random.default_rng(P.SEED.scalar(rng)), np
+    """(NumPy generator, array module) from a NumPy Generator, a seed, a SeedSequence or the package's
+    SeededGenerator (whose arrays are of its module ``xp``)."""
+    return as_generator(rng), getattr(rng, "xp", np)
 
 
 def _sample(n, d, k, rng, what):
@@ -137,7 +134,8 @@ def _sample(n, d, k, rng, what):
 def sample_source(n, d, k, rng):
     """n draws (x of shape (n, d), y of shape (n,)) from the source law D_s, 2 ≤ k ≤ d (MeRLin §5).
 
-    ``rng``: a NumPy Generator, a seed, or a :class:`~transfertheory.backend.SeededGenerator` (arrays of its module).
+    ``rng``: an integer seed ≥ 0, a NumPy Generator or SeedSequence, or a
+    :class:`~transfertheory.backend.SeededGenerator` (arrays of its module).
     """
     n, d, k = P.N.scalar(n), P.D.scalar(d), SOURCE_K.scalar(k)
     if k > d:
@@ -293,6 +291,7 @@ def regularized_source_loss(theta, phi, k, lam):
 
 def scale_objective(mu, penalty, fit):
     """penalty·|μ|^{2/3} + fit·(μ − 1)²: Lemma 4 (penalty = 3λ/2^{2/3}, fit = 2/3) and Lemma 1."""
+    check_broadcast(mu=mu, penalty=penalty, fit=fit)
     mu = MU.check(mu)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     return scalar_or_array(penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2, mu, penalty, fit)
@@ -316,6 +315,7 @@ def optimal_scale(penalty, fit):
     fit·(1 − t³(2t³ − 1)), below the value fit at μ = 0 iff μ > 1/2, i.e. iff a < 2^{-4/3}.
     Returns 0 for a > 2^{-4/3} (and fit = 0), the larger root otherwise (1/2 at the tie a = 2^{-4/3}).
     """
+    check_broadcast(penalty=penalty, fit=fit)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     penalty, fit = np.broadcast_arrays(penalty, fit)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -327,6 +327,7 @@ def optimal_scale(penalty, fit):
 
 def source_scale_objective(mu, lam):
     """Lemma 4's L(μ) = (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², the minimum of L^λ_Ds at scale tr A = μ."""
+    check_broadcast(mu=mu, lam=lam)
     lam = LAM_POS.check(lam)
     return scale_objective(mu, 3 * lam / 2 ** (2 / 3), 2 / 3)
 
@@ -359,6 +360,7 @@ def source_minimizer(lam, d, m, k, j, sign=1, neuron=0):
 def joint_training_lower_bound(lam, alpha, eps):
     """Lemma 1: every (θ_s, θ_t, φ) with target population loss ≤ ε ≤ 2/3 has
     L^λ_joint ≥ min_μ[(3λ/2^{4/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{4/3})(1 − √(3ε/2))^{2/3}."""
+    check_broadcast(lam=lam, alpha=alpha, eps=eps)
     lam, alpha, eps = LAM_POS.check(lam), ALPHA_JOINT.check(alpha), EPS.check(eps)
     penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
     mu = optimal_scale(penalty, fit)
@@ -390,6 +392,7 @@ def joint_training_construction(lam, alpha, feature, m=2):
 def joint_training_construction_value(lam, alpha, feature_norm):
     """Lemma 2 (Eq. 26): L^λ_joint of :func:`joint_training_construction` =
     min_μ[(3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{2/3})‖φ̂_t‖^{4/3}."""
+    check_broadcast(lam=lam, alpha=alpha, feature_norm=feature_norm)
     lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
     feature_norm = FEATURE_NORM.check(feature_norm)
     penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
@@ -406,6 +409,7 @@ def joint_training_guaranteed_loss(lam, alpha, feature_norm):
     is ≥ ε* with B(ε*) = C: with r = (C − S)/P, ε* = (2/3)(1 − r^{3/2})² for 0 < r < 1, 0 for r ≥ 1 (no guarantee)
     and 2/3 for r ≤ 0 (every ε ≤ 2/3 is excluded).
     """
+    check_broadcast(lam=lam, alpha=alpha, feature_norm=feature_norm)
     lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
     feature_norm = FEATURE_NORM.check(feature_norm)
     penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
@@ -466,6 +470,7 @@ def any_wrong_feature_fit_probability(n, k):
 
 def any_wrong_feature_fit_bound(n, k):
     """The paper's union bound k(2/3)ⁿ on :func:`any_wrong_feature_fit_probability` (proof of Thm 2)."""
+    check_broadcast(n=n, k=k)
     n, k = P.N.check(n), SOURCE_K.check(k)
     return scalar_or_array(k * (2 / 3) ** n, n, k)
 

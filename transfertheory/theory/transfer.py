@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import scalar_or_array
+from .._validation import check_broadcast, scalar_or_array
 from .fine_tuning import fine_tune_scale
 from .linear import negative_transfer_onset_angle
 from .methods import get_method
@@ -48,6 +48,7 @@ def effective_angle(theta, lam):
     the negative-transfer boundaries of ridge are those of Eq. 13 at θ_eff.
     θ_eff = θ at λ = 0 (θ ≤ π/2).
     """
+    check_broadcast(theta=theta, lam=lam)
     t, lm = P.THETA.check(theta), P.LAM.check(lam)
     shrink = np.sqrt(1 + 2 * lm) / (1 + lm)
     return scalar_or_array(np.arccos(np.clip(np.abs(np.cos(t)) * shrink, 0.0, 1.0)), theta, lam)
@@ -69,6 +70,7 @@ def opening_angle(method, sigma, lam=0.0, limit="flow"):
 
     ``method`` is a name or a :class:`~.methods.TransferMethod`; ``lam`` only for ridge.
     """
+    check_broadcast(sigma=sigma, lam=lam)
     record = get_method(method)
     _limit(limit)
     s, lm = P.SIGMA.check(sigma), record.check_lam(lam)
@@ -94,6 +96,7 @@ def flow_limit_sign_angle(gamma, sigma, depth=2):
     θ* < π/3 for σ > 0, and θ* = 0 once c ≥ 2 (γ close to 1). For γ ≥ 1,
     c = 1 and θ* = π/3 formally (T_ft = 0 there).
     """
+    check_broadcast(gamma=gamma, sigma=sigma)
     c = np.asarray(fine_tune_scale(gamma, sigma, depth))
     return scalar_or_array(np.arccos(np.minimum(c / 2, 1.0)), gamma, sigma)
 
@@ -115,6 +118,7 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
     ValueError points to the record's Monte Carlo
     (:meth:`~.methods.TransferMethod.flow_transferability_finite`, per n).
     """
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma, lam=lam)
     record = get_method(method)
     _limit(limit)
     if finite_d is None:

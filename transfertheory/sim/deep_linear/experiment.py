@@ -20,7 +20,7 @@ import pandas as pd
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
-from ..._validation import Interval
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ..integrator import FlowResult, flow_state_bytes
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
@@ -55,7 +55,7 @@ def task_vectors(d: int, thetas, seed):
     The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
     can reproduce the same tasks.
     """
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(0,)))
     beta_s = gen.standard_normal(d)
     beta_s /= np.linalg.norm(beta_s)
     nu = gen.standard_normal(d)
@@ -69,7 +69,7 @@ def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, in
 
     X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
     """
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gamma_index, instance)))
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(2, gamma_index, instance)))
     X = gen.standard_normal((n, d))
     eps = sigma * gen.standard_normal(n)
     return X, X @ beta_t.T + eps[:, None]
@@ -111,14 +111,6 @@ class _Plan:
         return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.instances)]
 
 
-def _sequence(param: P.Param, value, name) -> np.ndarray:
-    """A non-empty 1-D float array of valid ``param`` values."""
-    arr = np.atleast_1d(param.check(value, name))
-    if arr.size == 0 or arr.ndim != 1:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
-    return arr
-
-
 def _min_n(methods) -> int:
     """The smallest n every requested method's exact expected risk allows (the method records' ``min_n``)."""
     return max(get_method(m).min_n for m in methods)
@@ -128,7 +120,7 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
           linear_solver, feature_cutoff, chunk_size) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
     d = _D.scalar(d)
-    gammas = _sequence(P.GAMMA, gammas, "gammas")
+    gammas = P.GAMMA.sequence(gammas, "gammas")
     methods = tuple(methods) if isinstance(methods, (list, tuple)) else methods
     if not isinstance(methods, tuple) or not methods or not set(methods) <= set(METHODS):
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
@@ -145,9 +137,9 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     return _Plan(
-        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=_sequence(P.THETA, thetas, "thetas"),
+        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=P.THETA.sequence(thetas, "thetas"),
         sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
-        methods=methods, ridge=_sequence(P.LAM, ridge, "ridge"), seed=P.SEED.scalar(seed), tol=_TOL.scalar(tol),
+        methods=methods, ridge=P.LAM.sequence(ridge, "ridge"), seed=root_seed(seed), tol=_TOL.scalar(tol),
         max_time=_MAX_TIME.scalar(max_time), rtol=_RTOL.scalar(rtol), init=init, linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
@@ -376,9 +368,10 @@ def run_transfer_experiment(
         Initialization scale (FaF App. D.1 uses 1e-5).
     methods : non-empty subset of ("scratch", "linear", "finetune")
     ridge : non-empty sequence of λ ≥ 0 for linear transfer (Eq. 14)
-    seed : int ≥ 0
+    seed : int ≥ 0, numpy Generator or SeedSequence
         Seeds the task vectors, initializations and target draws; results do
-        not depend on ``chunk_size`` or the backend beyond rounding.
+        not depend on ``chunk_size`` or the backend beyond rounding. A Generator
+        or SeedSequence gives the integer root seed, ``df.attrs["seed"]``.
     backend : "auto" | "numpy" | "cupy" | None
         None (default) reads the environment variable
         ``TRANSFERTHEORY_BACKEND`` (default "auto": CuPy when a GPU is usable).
@@ -438,22 +431,21 @@ def run_transfer_experiment(
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.draws
     frames, totals = [], _Totals()
-    bar = _progress_bar(len(draws), progress)
-    for start in range(0, len(draws), size):
-        chunk = _chunk(plan, draws[start:start + size], beta_t)
-        if plan.flow_methods:
-            def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
-                bar.update(base + fraction * count - bar.n)
+    with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
+        for start in range(0, len(draws), size):
+            chunk = _chunk(plan, draws[start:start + size], beta_t)
+            if plan.flow_methods:
+                def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
+                    bar.update(base + fraction * count - bar.n)
 
-            frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
-        if "linear" in plan.methods:
-            frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
-        bar.update(start + len(chunk.draws) - bar.n)
-    bar.close()
+                frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
+            if "linear" in plan.methods:
+                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
+            bar.update(start + len(chunk.draws) - bar.n)
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
-    df.attrs.update(backend=backend_name(xp), depth=plan.depth, alpha=plan.alpha, init=plan.init, rtol=plan.rtol,
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init, rtol=plan.rtol,
                     tol=plan.tol, max_time=plan.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     return df

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
+from ..._validation import root_seed
 from ...backend import get_backend, resolve_backend, to_device, to_host
 from ..integrator import FlowResult, flow_state_bytes, integrate_gradient_flow
 from .losses import EndToEndLoss, PopulationLoss
@@ -112,7 +113,7 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
     check_memory(flow_state_bytes(1, arch.n_params) + FLOAT_BYTES * 3 * arch.d**2, what="pretrain", xp=xp,
                  max_memory=max_memory, params={"d": arch.d, "depth": arch.depth})
     beta_s = to_device(np.asarray(beta_s, dtype=np.float64), xp)
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(root_seed(seed))
     y0 = to_device(init_weights(arch, alpha, [seq], init), xp)
     flow = train(PopulationLoss(arch, beta_s[None, :]), y0, rtol=rtol, gtol=gtol, max_time=max_time)
     svals = to_host(xp.linalg.svd(feature_matrix(arch, flow.y)[0], compute_uv=False))

@@ -11,7 +11,8 @@
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
-from .flow import PEAK_STATE_COPIES, SCHEMES, STATUSES, FlowResult, flow_state_bytes, integrate_gradient_flow
+from .flow import (PEAK_STATE_COPIES, SCHEMES, STATUSES, FlowResult, check_settings, flow_state_bytes,
+                   integrate_gradient_flow)
 from .kernels import (
     DenseStages,
     StageKernel,
@@ -31,6 +32,7 @@ __all__ = [
     "SCHEMES",
     "PEAK_STATE_COPIES",
     "flow_state_bytes",
+    "check_settings",
     "StageKernel",
     "StepRequest",
     "StepOutcome",

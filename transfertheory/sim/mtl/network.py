@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory
-from ..._validation import Interval
+from ..._validation import Interval, as_generator
 from ...backend import get_backend
 from ...params import Param
 from ...theory.mtl import ReluNetwork
@@ -32,7 +32,7 @@ __all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "f
            "empirical_kernels", "random_network_kernels"]
 
 WIDTH = Param("width", Interval(1, np.inf, "left"), integer=True, description="hidden width h of the finite network")
-NETWORKS = Param("networks", Interval(1, np.inf, "left"), integer=True, description="random networks drawn")
+NETWORKS = Param("networks", Interval(1, np.inf, "left"), integer=True, description="random networks per width")
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,9 @@ class NetworkShape:
 
 
 def init_parameters(shape: NetworkShape, networks: int, rng) -> tuple:
-    """(body (R, P_body), head (R, h + 1)) of ``networks`` random networks, all entries N(0, 1), on the host."""
-    networks = NETWORKS.scalar(networks)
+    """(body (R, P_body), head (R, h + 1)) of ``networks`` random networks, all entries N(0, 1), on the host, drawn
+    from ``rng`` (an integer seed ≥ 0, a numpy Generator or a SeedSequence)."""
+    networks, rng = NETWORKS.scalar(networks), as_generator(rng)
     return rng.standard_normal((networks, shape.body_size)), rng.standard_normal((networks, shape.head_size))
 
 
@@ -178,7 +179,7 @@ def random_network_kernels(network: ReluNetwork, x, width, networks, rng, chunk=
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available)."""
     x = np.asarray(x, dtype=float)
     shape = NetworkShape(x.shape[1], WIDTH.scalar(width), network)
-    networks = NETWORKS.scalar(networks)
+    networks, rng = NETWORKS.scalar(networks), as_generator(rng)
     n, batch = x.shape[0], min(chunk, networks)
     check_memory(FLOAT_BYTES * (batch * (2 * shape.body_size + 4 * shape.depth * n * shape.width + 3 * n * n)
                                 + 2 * networks * n * n), what="random_network_kernels", max_memory=max_memory,

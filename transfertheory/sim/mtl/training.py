@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import check_memory, guarded_entry_point
-from ..._validation import Interval
+from ..._validation import Interval, as_generator
 from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
 from ...params import Param
 from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
@@ -227,20 +227,18 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
 def adapted_predictions(trained: TrainedNetworks, support, support_labels, query, lam_tau_hat, test_head="initial",
                         rng=None):
     """F (R, n_query): the test head adapted for time λτ̂ on (X′, Y′) on the trained body, seen on the query set
-    (module docstring); ``test_head`` in :data:`TEST_HEADS` (``"fresh"`` draws from ``rng``, a numpy Generator,
-    required); ``support_labels`` (n′,) or (n′, 1)."""
+    (module docstring); ``test_head`` in :data:`TEST_HEADS` (``"fresh"`` draws from ``rng``, required: an integer
+    seed ≥ 0, a numpy Generator or a SeedSequence); ``support_labels`` (n′,) or (n′, 1)."""
     if test_head not in TEST_HEADS:
         raise ValueError(f"test_head must be one of {TEST_HEADS}, got {test_head!r}")
     if test_head == "trained" and trained.method != "anil":
         raise ValueError("test_head='trained' needs ANIL's outer-loop head (MTL's heads belong to its tasks)")
-    if test_head == "fresh" and not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy Generator for test_head='fresh' (the fresh head's draw), got {rng!r}")
-    lam_tau_hat = LAM_TAU.scalar(lam_tau_hat)
+    lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     y_support = _single_output([support_labels], [len(support)], "support_labels")
     shape, xp = trained.shape, get_backend(trained.state)
     start = trained.head0
     if test_head == "fresh":
-        start = xp.asarray(rng.standard_normal(trained.head0.shape))
+        start = xp.asarray(as_generator(rng).standard_normal(trained.head0.shape))
     head = trained.heads[:, 0] if test_head == "trained" else start
     points = xp.asarray(np.vstack([support, query]), dtype=float)
     n_s = len(support)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import guarded_entry_point
+from ..._validation import as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from .losses import features, ridge_head, split_orders
@@ -182,7 +183,7 @@ def random_splits(X, y, splits, rng):
     """
     xp = get_backend(X, y)
     B, n = y.shape
-    order = xp.asarray(split_orders(B, n, splits, rng))
+    order = xp.asarray(split_orders(B, n, splits, as_generator(rng)))
     Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
     ys = xp.take_along_axis(y[:, None], order, axis=2)
     n_tr = n // 2
@@ -196,6 +197,7 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4
     seeds, n, d = X.shape
     if n < 2:
         raise ValueError(f"n_t must be an integer >= 2 for MeRLin (a train and a validation half), got {n}")
+    rng = as_generator(rng)  # one stream for the splits and the start
     Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge, X=Xr, y=yr,
                           splits=split_orders(seeds * restarts, n, splits, rng))

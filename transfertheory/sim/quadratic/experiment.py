@@ -11,11 +11,12 @@ import pandas as pd
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend
 from ...theory import merlin as M
+from ..integrator import check_settings
 from . import algorithms as A
-from .training import FLOW_SETTINGS, instance_memory
+from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
 __all__ = ["ALGORITHMS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
 
@@ -34,6 +35,7 @@ _POSITIVE = Interval(0, np.inf, "neither")
 
 def target_sets(n_t, d, seeds, seed, xp=np):
     """(X (seeds, n_t, d), y (seeds, n_t)): seed s's target set, from ``default_rng([seed, s, n_t])``."""
+    seed = root_seed(seed)
     draws = [M.sample_target(n_t, d, np.random.default_rng([seed, s, n_t])) for s in range(seeds)]
     return xp.asarray(np.stack([x for x, _ in draws])), xp.asarray(np.stack([t for _, t in draws]))
 
@@ -54,14 +56,12 @@ def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
     return frame
 
 
-def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts):
+def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
     d, m, seeds = P.D.scalar(d), _M.scalar(m), _SEEDS.scalar(seeds)
     k = M.SOURCE_K.scalar(k)
     if k > d:
         raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
-    n_targets = [P.N.scalar(n, "n_targets") for n in np.atleast_1d(n_targets)]
-    if not n_targets:
-        raise ValueError("n_targets must hold at least one target-set size, got none")
+    n_targets = [int(n) for n in P.N.sequence(n_targets, "n_targets")]
     unknown = sorted(set(algorithms) - set(ALGORITHMS))
     if unknown or not algorithms:
         raise ValueError(f"algorithms must be a non-empty subset of {ALGORITHMS}, got {list(algorithms)!r}")
@@ -70,7 +70,7 @@ def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, spl
     return dict(d=d, m=m, k=k, n_targets=n_targets, seeds=seeds, lam=M.LAM_POS.scalar(lam),
                 alpha=M.ALPHA_JOINT.scalar(alpha), rho=P.Param("rho", _POSITIVE).scalar(rho),
                 ridge=P.Param("ridge", _POSITIVE).scalar(ridge), splits=_SPLITS.scalar(splits),
-                restarts=_RESTARTS.scalar(restarts))
+                restarts=_RESTARTS.scalar(restarts), init_scale=INIT_SCALE.scalar(init_scale), seed=root_seed(seed))
 
 
 #: algorithms whose objective holds the exact source loss, O(d²) per instance (MeRLin Lemma 4's A = φ diag(θ) φᵀ)
@@ -117,8 +117,9 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)
     per instance) and a run above the limit is refused with a ValueError before any work.
     """
-    s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts)
-    xp = resolve_backend(backend)
+    s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
+    check_settings(**flow)
+    xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
     check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
                  params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
                          "n_targets": s["n_targets"], "splits": s["splits"]})
@@ -146,9 +147,7 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
         frames += finetune_frames[i] if pre is not None else []
         frames += [_rows(name, n_t, outcomes[name][i]) for name in problems]
     df = pd.concat(frames, ignore_index=True)
-    df.attrs.update({**{key: value for key, value in s.items() if key != "n_targets"},
-                     "n_targets": s["n_targets"], "seed": seed, "init_scale": init_scale,
-                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
+    df.attrs.update({**s, "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
     if pre is not None:
         df.attrs["pretrain"] = _rows("pretrain", 0, pre).drop(columns=["algorithm", "n_t"]).to_dict("list")
     return df

@@ -22,14 +22,19 @@ from functools import cached_property
 
 import numpy as np
 
+from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
+from ..._validation import Interval, as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from ..integrator import flow_state_bytes, integrate_gradient_flow
 from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
-__all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "instance_memory",
-           "check_flow_memory"]
+__all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "INIT_SCALE",
+           "instance_memory", "check_flow_memory"]
+
+#: the scale of the Gaussian start (:func:`random_init`)
+INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="scale of the random start")
 
 #: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
 #: most 40 RKC stages per step (near a minimum h and the stage count grow without bound; measured not to move
@@ -188,8 +193,10 @@ def stack_objectives(objectives) -> Objective:
     return replace(first, **data)
 
 
-def random_init(objective: Objective, batch: int, rng: np.random.Generator, scale: float, xp=np) -> dict:
-    """Gaussian start of the trained blocks: θ entries N(0, scale²), φ entries N(0, scale²/d)."""
+def random_init(objective: Objective, batch: int, rng, scale: float, xp=np) -> dict:
+    """Gaussian start of the trained blocks: θ entries N(0, scale²), φ entries N(0, scale²/d), drawn from ``rng``
+    (an integer seed ≥ 0, a numpy Generator or a SeedSequence); ``scale`` is the ``init_scale`` of the callers."""
+    rng, scale = as_generator(rng), INIT_SCALE.scalar(scale)
     out = {}
     for name, shape in objective.blocks:
         width = scale / math.sqrt(objective.d) if name == "phi" else scale

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
@@ -58,7 +58,7 @@ def status_counts(statuses) -> str:
 
 def draw_generator(seed, *key) -> np.random.Generator:
     """The generator of the draw named ``key`` (ints) under ``seed``: SeedSequence(seed, spawn_key=key)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+    return np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=tuple(int(k) for k in key)))
 
 
 @dataclass(frozen=True)
@@ -97,9 +97,7 @@ class PretrainedStudents:
 
 
 def _values(param: P.Param, value, name) -> tuple:
-    arr = np.atleast_1d(param.check(value, name))
-    if arr.size == 0 or arr.ndim != 1:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
+    arr = param.sequence(value, name)
     if np.unique(arr).size != arr.size:
         raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
     return tuple(arr.tolist())
@@ -121,7 +119,7 @@ def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max
     flow = dict(max_time=MAX_TIME.scalar(max_time), loss_tol=loss_tol)
     return _Plan(d=P.D.scalar(d), m=M.scalar(m), m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values(P.N, ns, "ns")),
                  teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances), methods=methods,
-                 seed=P.SEED.scalar(seed), output=output,
+                 seed=root_seed(seed), output=output,
                  target_flow=dict(flow, **({} if rtol is None else {"rtol": RTOL.scalar(rtol)})),
                  pretrain_flow=dict(max_time=MAX_TIME.scalar(pretrain_max_time, "pretrain_max_time"),
                                     loss_tol=loss_tol))
@@ -245,7 +243,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     teachers, instances : int ≥ 1
         Target teachers, and data sets (with scratch initializations) per teacher and n.
     methods : non-empty subset of :data:`METHODS` ("scratch", "linear", "linear_minnorm", "finetune")
-    seed : int ≥ 0
+    seed : int ≥ 0, numpy Generator or SeedSequence
+        Root of every draw (a Generator or SeedSequence gives the integer root).
     output : "ones" or "normal"
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     max_time, pretrain_max_time : float > 0
