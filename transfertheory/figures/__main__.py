@@ -17,8 +17,8 @@ import argparse
 import sys
 
 from .._memory import MemoryLimitError, set_limit
-from .cli import (EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, MEMORY_EPILOG, Timer, add_backend_argument,
-                  add_memory_argument, add_output_arguments, check_before_work, entry_point, write_and_report)
+from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
+                  add_output_arguments, check_before_work, entry_point, write_and_report)
 from .registry import figures
 
 __all__ = ["build_parser", "main"]
@@ -30,7 +30,7 @@ def build_parser():
         prog="python -m transfertheory.figures",
         description="Build the registered figures of FaF, MeRLin, TDR and MTL (see --list): PNG + PDF, the CSV of "
         "the data, a metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
-        epilog=MEMORY_EPILOG,
+        epilog=EPILOG,
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
     parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
@@ -83,7 +83,7 @@ def main(argv=None):
         timer = Timer()
         try:
             output = figure.make(args.profile, backend)
-        except MemoryLimitError as err:
+        except MemoryLimitError as err:  # entry_point would print it too, without the figure's name
             print(f"error: {figure.name}: {err}", file=sys.stderr)
             return EXIT_MEMORY
         runtimes[figure.name] = timer.elapsed

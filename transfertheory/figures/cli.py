@@ -11,9 +11,9 @@ Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -
   asked for on a machine without a usable GPU. One line on stderr, no traceback;
 * 130 — interrupted (Ctrl-C): one line ``interrupted``; the outputs are written under temporary names and renamed
   only when all are written, so an interrupted run leaves the earlier outputs as they were.
-* 4 — (``figures`` and ``phase_diagram``, which take ``--max-memory``) a simulation does not fit in memory: its
-  estimated peak exceeds ``--max-memory`` (``TRANSFERTHEORY_MAX_MEMORY``, else the memory available). One line
-  on stderr naming the sizes, the estimate and the limit;
+* 4 — a simulation does not fit in memory: its estimated peak exceeds ``--max-memory`` (``figures`` and
+  ``phase_diagram``), else ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available. One line on stderr naming the
+  sizes, the estimate and the limit;
 
 The backend is chosen by ``--backend`` when given, else by the environment variable ``TRANSFERTHEORY_BACKEND``,
 else ``auto`` (CuPy when a GPU is usable, NumPy otherwise); :func:`resolve_backend` turns the choice into the
@@ -38,7 +38,6 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EPILOG",
     "EXIT_MEMORY",
-    "MEMORY_EPILOG",
     "add_memory_argument",
     "COUNT",
     "PAPER_D",
@@ -57,14 +56,12 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, cli_support.EXIT_BACKEND
-#: exit status of the figure CLIs with ``--max-memory`` when a simulation does not fit in memory
-EXIT_MEMORY = 4
-_EXIT_CODES = ("0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)",
-               f"{EXIT_USAGE} usage error", f"{EXIT_BACKEND} array backend unknown or unusable")
+#: exit status when a simulation does not fit in memory (the memory guard; :func:`cli_support.entry_point`)
+EXIT_MEMORY = cli_support.EXIT_MEMORY
 #: the exit statuses of every figure CLI, for its ``--help``
-EPILOG = cli_support.exit_status_epilog(*_EXIT_CODES)
-#: the same for the CLIs with ``--max-memory`` (``figures``, ``phase_diagram``)
-MEMORY_EPILOG = cli_support.exit_status_epilog(*_EXIT_CODES, f"{EXIT_MEMORY} a simulation does not fit in memory")
+EPILOG = cli_support.exit_status_epilog(
+    "0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)", f"{EXIT_USAGE} usage error",
+    f"{EXIT_BACKEND} array backend unknown or unusable", f"{EXIT_MEMORY} a simulation does not fit in memory")
 #: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
 COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
 #: the paper's simulation size (FaF App. D.1): d = 500, 20 target draws per point
