@@ -20,8 +20,9 @@ def legend_outside(ax, side="right", handles=None, labels=None, **kwargs):
     """Draw ``ax``'s legend outside its data area; returns the Legend.
 
     ``side="right"``: to the right of the axes, top-aligned (a layout engine or ``subplots_adjust`` must leave
-    room). ``side="below"``: centred under the axes, below its x tick labels and x label as laid out when this
-    is called, so call it after the figure's layout is final. ``handles``/``labels``: as in ``ax.legend``
+    room). ``side="below"``: centred under the axes, below its x tick labels and x label (their height is measured
+    when this is called, in points, so a later layout change that resizes the axes keeps the legend clear of
+    them). ``handles``/``labels``: as in ``ax.legend``
     (default: the axes' labelled artists); ``kwargs`` go to ``ax.legend`` (``fontsize``, ``ncol``, …).
     """
     from matplotlib.transforms import ScaledTranslation
@@ -36,10 +37,10 @@ def legend_outside(ax, side="right", handles=None, labels=None, **kwargs):
                          bbox_transform=ax.transAxes + gap, **kwargs)
     figure = ax.figure
     figure.canvas.draw()  # the tick labels' and x label's extents are known only once drawn
-    below = ax.get_tightbbox(figure.canvas.get_renderer()).y0
-    bottom = ax.transAxes.inverted().transform((0.0, below))[1]
-    gap = ScaledTranslation(0.0, -_GAP_POINTS / 72, figure.dpi_scale_trans)
-    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, bottom), borderaxespad=0.0,
+    renderer = figure.canvas.get_renderer()
+    drop = ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0  # pixels under the axes' frame
+    gap = ScaledTranslation(0.0, -(drop * 72 / figure.dpi + _GAP_POINTS) / 72, figure.dpi_scale_trans)
+    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
                      bbox_transform=ax.transAxes + gap, **kwargs)
 
 
