@@ -3,14 +3,15 @@
 FaF Fig. 4 is built at a tiny size with a target budget short enough that some scratch flows stop at it, so the
 marks for unconverged flows (hollow points in (c), hatched cells in (e)) and the counts on the panels are
 exercised; the counts are checked against the simulator's table. The legend check (``figure_checks``) runs on
-every FaF figure this file builds.
+FaF Figs. 2, 4, 5 and 7 here (Figs. 1, 3 and 6, the phase diagrams, in ``test_phase_diagram.py``); Fig. 2 at its
+quick size, where its legends used to cover error bars.
 """
 import numpy as np
 import pandas as pd
 import pytest
 
 from figure_checks import assert_no_legend_over_data
-from transfertheory.figures import faf_fig4
+from transfertheory.figures import faf_fig2, faf_fig4, faf_fig5, faf_fig7
 from transfertheory.figures.output import use_agg
 from transfertheory.sim.relu_teacher import run_transfer_experiment
 
@@ -82,3 +83,39 @@ def test_fig4_labels_every_axis_and_keeps_its_legends_off_the_data(fig4):
         else:
             assert ax.get_xlabel() and ax.get_ylabel(), f"unlabelled axis in {ax.get_title()!r}"
     assert_no_legend_over_data(fig)
+
+
+@pytest.mark.parametrize("name, build", [
+    ("faf_fig2", lambda: faf_fig2.build(d=64, draws=20, backend="numpy")),  # the quick size
+    ("faf_fig5", lambda: faf_fig5.build(d=12, n=6, samples=40, angles=5)),
+    ("faf_fig7", lambda: faf_fig7.build(d=12, draws=3, gammas=4, thetas=4, backend="numpy")),
+])
+def test_faf_figures_keep_their_legends_off_the_data(name, build):
+    """FaF Figs. 2, 5, 7: legends used to sit on error bars (2b), lines (5a), the W₁ floor (5b), heat-map cells
+    (7a, 7c)."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    fig = build().figure
+    try:
+        assert [ax for ax in fig.axes if ax.get_legend() is not None], f"{name} has no legend to check"
+        assert_no_legend_over_data(fig)
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: faf_fig2.build(d=16, draws=3, lams=4, backend="numpy"),
+    lambda: faf_fig7.build(d=12, draws=3, gammas=4, thetas=4, backend="numpy"),
+])
+def test_simulated_faf_figures_say_how_many_draws_converged(build):
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    output = build()
+    try:
+        table = output.data
+        note = f"converged: target draws {int(table['n_converged'].sum())}/{int(table['n_draws'].sum())}"
+        assert any(note in ax.get_title() for ax in output.figure.axes)
+    finally:
+        plt.close(output.figure)
