@@ -210,6 +210,44 @@ def test_comparisons():
     assert not combine([compare.holds(True), compare.holds(False)]).passed
 
 
+@pytest.mark.parametrize(
+    "result, requires, value, held",
+    [
+        (compare.agreement(1.03, 0.01, 1.0), "|z| ≤ 4", 3.0, True),
+        (compare.agreement(1.05, 0.01, 1.0, allowance=0.02), "|Δ| ≤ 4 SE + 0.02", 0.05, True),
+        (compare.refutation(0.0, 0.1, 0.7), "paper off by |z| > 6", 7.0, True),
+        (compare.refutation(0.0, 0.1, 0.7, allowance=0.2), "paper off by |Δ| > 6 SE + 0.2", 0.7, False),
+        (compare.significant(15.7, 0.1), "z > 4", 157.0, True),
+        (compare.significant(-0.5, 0.1, two_sided=True), "|z| > 4", 5.0, True),
+        (compare.not_above(0.5, 0.1), "z ≤ 4", 5.0, False),
+        (compare.within(1.05, 1.0, 0.1), "|Δ| ≤ 0.1", 0.05, True),
+        (compare.holds(False), "holds", None, False),
+        (compare.exceeds(0.25, 0.0), "paper fails by > 0", 0.25, True),
+        (CheckResult(0.3, 0.5, True), "discrepancy ≤ 0.5", 0.3, True),
+    ],
+)
+def test_each_comparison_states_its_criterion(result, requires, value, held):
+    """What the audit prints under requires, measured and held comes from the comparison itself."""
+    criterion = result.requirement
+    assert criterion.text == requires and result.passed is held
+    assert criterion.value == (None if value is None else pytest.approx(value))
+
+
+def test_combine_reports_the_sub_check_nearest_to_failing_whatever_its_criterion():
+    """A comfortable one-sided z = 157 (> 4) is not the worst of a claim whose agreement sits at |z| = 3; for an
+    erratum a spread of 1e-9 (≤ 1e-6) is farther from failing than a demonstration at z = 5 (> 4)."""
+    worst = combine([compare.agreement(1.03, 0.01, 1.0), compare.exceeds(157.0, 4.0)])
+    assert worst.passed and worst.discrepancy == pytest.approx(0.03) and worst.requirement.text == "|z| ≤ 4"
+    worst = combine([compare.within(1e-9, 0.0, 1e-6), compare.exceeds(5.0, 4.0)])
+    assert worst.passed and worst.discrepancy == 5.0
+    edges = [compare.not_above(mean, 1.0).edge for mean in (-math.inf, -100.0, -4.0, 0.0, 3.9, 4.0, 50.0, math.inf)]
+    assert edges == sorted(edges) and edges[5] == 1.0  # monotone in the measured value, 1 on the bound
+    failing = combine([compare.exceeds(157.0, 4.0), compare.holds(False)])
+    assert not failing.passed and failing.requirement.text == "holds"
+    with pytest.raises(ValueError, match="relation must be"):
+        claims.Criterion("z", "=", 4.0, 1.0)
+
+
 def test_every_profile_is_consistent():
     for name, profile in claims.PROFILES.items():
         assert profile.name == name and profile.examples >= 1 and profile.sim_d[0] <= profile.sim_d[1]

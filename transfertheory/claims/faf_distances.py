@@ -119,7 +119,7 @@ def _dudley_half(case):
             results.append(exceeds(delta - best, 0.0, f"δ={delta:g}, σ={sigma:g}: δ − max upper bound on γ_β "
                                    + ("(proof's g)" if delta == 2 else "(proof's g and the family)"),
                                    paper_holds=best >= delta))
-    return combine(results, expected=KNOWN_ERRATUM)
+    return combine(results)
 
 
 @register("faf.eq27-28", source="FaF App. B.1, Eqs. 27–28", kind="exact", expected=KNOWN_ERRATUM,
@@ -137,7 +137,7 @@ def _eq27_28(case):
                                paper_holds=eq27 >= eq28))
     same = math.exp(-(sigma**2) / 2) / 2 * 2 * (f @ f) - D.dudley_lower_bound(f, f, sigma)
     results.append(exceeds(same, 0.0, "g = f: Eq. 28 − Eq. 27", paper_holds=same <= 0))
-    return combine(results, expected=KNOWN_ERRATUM)
+    return combine(results)
 
 
 @register("faf.thm2.2.dudley.corrected", source="FaF Thm 2.2 (Dudley half, what is true)", kind="exact",
