@@ -392,7 +392,9 @@ FIGURE = register(Figure(
     description="(a, b) Gram matrices of the pretrained student's kernel and of the source teacher's; (c) scratch "
     "risk against n with the fitted power law; (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ; (e) transferability normalized by "
     "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles) and "
-    "the simulated sign change (crosses).",
+    "the simulated sign change (crosses). The panels say how many pretraining, scratch and linear-transfer flows "
+    "converged and the loss the others reached; points (c) and cells (e) holding a scratch flow stopped at the time "
+    "budget are hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
     profiles={"quick": dict(d=8, m=40, m_star=8, mus=(0.25, 0.5, 0.75), ns=(16, 32, 64, 128, 256), teachers=3,
