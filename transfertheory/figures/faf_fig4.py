@@ -289,8 +289,8 @@ def _scratch_panel(ax, grid, fit, counts, max_time):
 
 def _transfer_panel(fig, ax, grid, boundary, counts, max_time):
     """(e) the transferability heat map with the predicted and simulated boundary; cells holding a scratch flow
-    stopped at the time budget hatched."""
-    from matplotlib.patches import Rectangle
+    stopped at the time budget hatched. Returns the axes and its legend entries."""
+    from matplotlib.patches import Patch, Rectangle
 
     heat = grid.pivot(index="n", columns="mu", values="transferability")
     complete = grid.pivot(index="n", columns="mu", values="converged_scratch").to_numpy() == 1.0
@@ -309,16 +309,17 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time):
     ax.plot(x, grid_y(boundary.n_c.to_numpy(float)), "o", mfc="lightgray", mec="k", ms=9,
             label="predicted n_c (A n^−ν = ‖P⊥ f_t*‖²)")
     ax.plot(x, grid_y(boundary.n_sign_linear.to_numpy(float)), "kx", ms=9, mew=2, label="simulated sign change")
-    if not complete.all():
-        ax.add_patch(Rectangle((0, 0), 0, 0, fill=False, hatch="//", edgecolor="0.45", lw=0,
-                               label=f"a scratch flow stopped at t = {max_time:g}"))
     ax.set(xticks=x, xticklabels=[f"{mu:g}" for mu in mus], yticks=np.arange(len(ns)) + 0.5,
            yticklabels=[f"{int(n)}" for n in ns], xlabel="μ", ylabel="n", title="(e) transferability")
     counted = {method: counts[method][:2] for method in ("scratch", "linear")}
     annotate_convergence(ax, counted, f"the rest stopped at t = {max_time:g}")
     ax.set_title(f"{ax.get_title()}\n(linear: FaF's output-weight flow, loss ≤ {counts['linear'][2]:.0e} at t = "
                  f"{max_time:g})")
-    return ax
+    handles, labels = ax.get_legend_handles_labels()
+    if not complete.all():
+        handles.append(Patch(fill=False, hatch="//", edgecolor="0.45", lw=0))
+        labels.append(f"a scratch flow stopped at t = {max_time:g}")
+    return ax, (handles, labels)
 
 
 def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap):
@@ -337,10 +338,12 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap):
                        label="P on the pretrained student")
     rkhs_axes.plot(boundary.mu, boundary.pperp_source_fraction, "s--", label="P on the source teacher")
     rkhs_axes.set(xlabel="μ", ylabel="‖P⊥ f_t*‖² / ‖f_t*‖²", title="(d) out-of-RKHS norm")
-    transfer_axes = _transfer_panel(fig, fig.add_subplot(spec[:, 2]), grid, boundary, counts, max_time)
+    transfer_axes, transfer_legend = _transfer_panel(fig, fig.add_subplot(spec[:, 2]), grid, boundary, counts,
+                                                     max_time)
     fig.suptitle("FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks")
-    for ax in (scratch_axes, rkhs_axes, transfer_axes):
+    for ax in (scratch_axes, rkhs_axes):
         legend_outside(ax, "below", fontsize=8)
+    legend_outside(transfer_axes, "below", *transfer_legend, fontsize=8)
     return fig
 
 
