@@ -308,6 +308,17 @@ def test_legends_leave_every_plotted_point_line_and_cell_visible(method):
         plt.close(fig)
 
 
+def test_slices_panel_says_how_many_simulated_draws_converged():
+    import matplotlib.pyplot as plt
+
+    points = _slice_points("linear").assign(n_converged=[20] * 17 + [18])
+    fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
+    try:
+        assert fig.axes[2].get_title().endswith("\nconverged: target draws 358/360")
+    finally:
+        plt.close(fig)
+
+
 def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
     """Near γ = 1 the linear-transfer surface diverges; facets beyond ±1 are left out, none is flattened onto ±1."""
     import matplotlib.pyplot as plt
