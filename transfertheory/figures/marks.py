@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["legend_outside", "convergence_text", "annotate_convergence"]
+__all__ = ["legend_outside", "convergence_text", "left_out_text", "annotate_convergence"]
 
 #: gap between the axes (or its tick labels) and a legend outside it, in points
 _GAP_POINTS = 4.0
@@ -55,6 +55,13 @@ def convergence_text(counts: Mapping[str, tuple[int, int]], detail: str = "") ->
                              f"got {(done, total)}")
     text = "converged: " + ", ".join(f"{label} {int(done)}/{int(total)}" for label, (done, total) in counts.items())
     return f"{text}; {detail}" if detail else text
+
+
+def left_out_text(what: str, converged: int, total: int, criterion: str) -> str:
+    """:func:`convergence_text` of a figure that leaves its unconverged runs out of every mark: "converged: networks
+    118/120; ‖∇L‖ ≤ 1e-5; the 2 unconverged are left out" (``criterion``: the stopping rule or the loss reached)."""
+    omitted = "" if converged == total else f"; the {total - converged} unconverged are left out"
+    return convergence_text({what: (converged, total)}, criterion + omitted)
 
 
 def annotate_convergence(ax, counts: Mapping[str, tuple[int, int]], detail: str = ""):
