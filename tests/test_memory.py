@@ -59,10 +59,10 @@ def test_parse_memory_rejects_bad_sizes_naming_the_parameter(bad):
         _memory.parse_memory(bad)
 
 
-def test_available_memory_reads_the_machine():
-    available = _memory.available_memory()
-    assert available is None or available > 2**20
-    assert _memory.available_memory(np) == available or available is None
+def test_without_an_explicit_limit_the_limit_is_the_memory_available(monkeypatch):
+    monkeypatch.delenv(_memory.ENV_VAR, raising=False)
+    available, source = _memory.memory_limit(None, np)
+    assert source == "available memory" and (available is None or available > 2**20)
 
 
 def test_device_arrays_are_held_to_the_free_device_memory(monkeypatch):

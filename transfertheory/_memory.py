@@ -31,8 +31,7 @@ from contextvars import ContextVar
 from .backend import device_free_memory
 
 __all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "MemoryLimitError", "parse_memory", "arg_type",
-           "set_limit", "available_memory", "memory_limit", "check_memory",
-           "items_per_chunk", "format_bytes", "guarded_entry_point"]
+           "set_limit", "memory_limit", "check_memory", "items_per_chunk", "format_bytes", "guarded_entry_point"]
 
 ENV_VAR = "TRANSFERTHEORY_MAX_MEMORY"
 #: without an explicit limit, an estimate up to this many bytes is not checked against the machine (it always
@@ -108,12 +107,6 @@ def _host_available() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         return None
-
-
-def available_memory(xp=None) -> int | None:
-    """Bytes free now for arrays of the module ``xp`` (device memory for CuPy, host memory otherwise), or None."""
-    device = None if xp is None else device_free_memory(xp)
-    return device if device is not None else _host_available()
 
 
 def memory_limit(max_memory=None, xp=None) -> tuple[int | None, str]:
