@@ -65,6 +65,19 @@ def test_without_an_explicit_limit_the_limit_is_the_memory_available(monkeypatch
     assert source == "available memory" and (available is None or available > 2**20)
 
 
+def test_off_linux_the_limit_falls_back_to_free_pages_and_then_to_none(monkeypatch):
+    def unreadable(*args, **kwargs):
+        raise OSError("no /proc here")
+
+    monkeypatch.delenv(_memory.ENV_VAR, raising=False)
+    monkeypatch.setattr(_memory, "open", unreadable, raising=False)  # shadows the builtin in the module
+    monkeypatch.setattr(_memory.os, "sysconf", {"SC_AVPHYS_PAGES": 1000, "SC_PAGE_SIZE": 4096}.__getitem__)
+    assert _memory.memory_limit() == (4096000, "available memory")
+    monkeypatch.setattr(_memory.os, "sysconf", unreadable)
+    assert _memory.memory_limit() == (None, "available memory")
+    assert _memory.check_memory(2**50, what="simulate", params={"d": 2}, max_memory=None) is None  # no limit known
+
+
 def test_device_arrays_are_held_to_the_free_device_memory(monkeypatch):
     from types import SimpleNamespace
 
