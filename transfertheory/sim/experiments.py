@@ -106,7 +106,7 @@ def _merlin(p, seed, backend):
 
     table = run_comparison(p["d"], p["m"], p["k"], [p["n_t"]], p["lam"], p["seeds"], algorithms=p["algorithms"],
                            alpha=p["alpha"], rho=p["rho"], ridge=p["ridge"], splits=p["splits"],
-                           restarts=p["restarts"], seed=seed, backend=backend)
+                           restarts=p["restarts"], seed=seed, backend=backend, rtol=p["rtol"], gtol=p["gtol"])
     return table.rename(columns={"seed": "instance"})
 
 
@@ -119,7 +119,8 @@ MERLIN = Experiment(
                   choices=("finetune", "finetune_full", "joint", "target_only", "merlin"), sequence=True),
             Field("alpha", 0.5, P.Param("alpha", Interval(0, 1, "both"))), Field("rho", 1.0, _positive("rho")),
             Field("ridge", 1e-2, _positive("ridge")), Field("splits", 4, _count("splits")),
-            Field("restarts", 6, _count("restarts"))),
+            Field("restarts", 6, _count("restarts")), Field("rtol", 1e-5, _RTOL),
+            Field("gtol", 1e-7, _positive("gtol", "convergence threshold on ‖∇L‖"))),
     example=dict(d=4, m=1, k=2, n_t=4, seeds=1, restarts=1, splits=1),
     simulate=_merlin)
 

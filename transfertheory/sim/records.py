@@ -93,7 +93,7 @@ class Experiment:
     def check(self, name, value):
         """One parameter validated (ValueError naming an unknown parameter, or the field and its range)."""
         if name not in self.schema:
-            raise ValueError(f"{name}: unknown parameter of experiment {self.name!r} (parameters: "
+            raise ValueError(f"unknown parameter {name!r} of experiment {self.name!r} (parameters: "
                              f"{', '.join(self.schema)})")
         return self.schema[name].check(value)
 
