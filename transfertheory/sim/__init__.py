@@ -10,13 +10,13 @@ simulator supplies a gradient callable and optionally a
 and return tidy pandas DataFrames. The array module is inferred from the
 arrays; entry points take a backend name
 (:func:`transfertheory.backend.resolve_backend`). :func:`experiments` returns
-one :class:`Experiment` record per simulator (:mod:`.experiments`): its
+one :class:`Experiment` record per simulator (:mod:`.catalog`): its
 parameter schema with ranges, a small example point and ``run(**point)``
 returning one row per instance with the shared convergence columns
 (:mod:`.convergence`); :mod:`.seeding` is the one seeding rule.
 """
 from .deep_linear import run_transfer_experiment
-from .experiments import experiments, get_experiment
+from .catalog import experiments, get_experiment
 from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
 from .records import Experiment, Field
 

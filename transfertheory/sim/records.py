@@ -8,7 +8,7 @@ small ``example`` point (seconds on a CPU). ``experiment.run(seed=..., backend=.
 point, runs the simulator and returns one row per instance: the point's parameters as columns (a sequence as
 comma-joined text), the simulator's own columns and the shared convergence columns
 (:mod:`transfertheory.sim.convergence`). The records of the package's simulators are in
-:mod:`transfertheory.sim.experiments`.
+:mod:`transfertheory.sim.catalog`.
 """
 from __future__ import annotations
 
