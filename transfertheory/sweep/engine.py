@@ -126,7 +126,7 @@ def _dask(tasks, scheduler):
         raise ValueError("--scheduler needs dask.distributed: pip install 'transfertheory[dist]'") from None
     with Client(scheduler, set_as_default=False) as client:
         futures = {client.submit(compute_point, t, key=f"sweep-point-{t.pid}", pure=False): t for t in tasks}
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             yield _outcome(future, futures[future])
 
 
