@@ -5,7 +5,7 @@ oversubscribe it and run several times slower than one. :func:`threads_per_worke
 processes ⌊cores / workers⌋ threads (at least 1), and :func:`blas_threads` applies a limit for the duration of a
 block (threadpoolctl, which works after NumPy is imported, unlike the ``OMP_NUM_THREADS`` variables). The sweep
 engine (:mod:`transfertheory.sweep`) applies it in every worker; :data:`SERIAL_THREADS` is the setting measured
-fastest for one process (docs/benchmarks.md, "BLAS threads").
+fastest for one process (docs/benchmarks.md, "Sweeps"), for the command lines that run serially.
 """
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from ._validation import Interval
 __all__ = ["available_cores", "threads_per_worker", "blas_threads", "SERIAL_THREADS"]
 
 WORKERS = P.Param("workers", Interval(1, float("inf"), "left"), integer=True, description="worker processes")
-#: BLAS threads of a single process (None: the library's default, one per core)
-SERIAL_THREADS = None
+#: BLAS threads of a single process: 1, measured fastest on the 2-core development machine for every simulator
+#: timed (docs/benchmarks.md, "Sweeps"); None would leave the library's default (one thread per core)
+SERIAL_THREADS = 1
 
 
 def available_cores() -> int:
@@ -31,9 +32,12 @@ def available_cores() -> int:
 
 
 def threads_per_worker(workers, cores=None) -> int:
-    """BLAS threads for each of ``workers`` processes so that workers × threads ≤ cores (at least 1)."""
+    """BLAS threads for each of ``workers`` processes: ⌊cores / workers⌋ (at least 1), so that workers × threads
+    ≤ cores; a single process gets :data:`SERIAL_THREADS` (all cores where that is None)."""
     workers = WORKERS.scalar(workers)
     cores = available_cores() if cores is None else WORKERS.scalar(cores, "cores")
+    if workers == 1 and SERIAL_THREADS is not None:
+        return min(SERIAL_THREADS, cores)
     return max(1, cores // workers)
 
 
