@@ -105,8 +105,8 @@ def _pending(tasks, store: Store, retry_failed):
 
 
 def _local(tasks, workers):
-    """Statuses of ``tasks`` computed by ``workers`` local processes (in this process for one worker)."""
-    if workers == 1:
+    """Statuses of ``tasks`` computed by ``workers`` local processes (in this process for one worker or task)."""
+    if workers == 1 or len(tasks) <= 1:
         yield from map(compute_point, tasks)
         return
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
@@ -169,7 +169,8 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
     workers = available_cores() if workers is None else int(workers)
     threads = 1 if scheduler else threads_per_worker(workers)
-    already, failed_before = len({t.pid for t in tasks} & store.done()), len(store.failures())
+    ids = {t.pid for t in tasks}
+    already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
     pending = [Task(t.store, t.experiment, t.point, t.base_seed, t.pid, backend, threads)
                for t in _pending(tasks, store, retry_failed)]
     where = f"Dask scheduler {scheduler}" if scheduler else f"{workers} worker(s) × {threads} BLAS thread(s)"
@@ -194,6 +195,5 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
             bar.update(1)
     finally:
         bar.close()
-    done, failed = store.done(), store.failures()
-    ids = {t.pid for t in tasks}
-    return SweepReport(total=len(tasks), done=len(ids & done), failed=len(ids & set(failed)), computed=len(results))
+    return SweepReport(total=len(tasks), done=len(ids & store.done()), failed=len(ids & set(store.failures())),
+                       computed=len(results))
