@@ -231,3 +231,14 @@ def test_interrupt_exits_130_and_keeps_completed_points(toy, tmp_path, monkeypat
     monkeypatch.setattr(cli, "run_sweep", interrupted)
     assert main(["run", "faf_fig1", "--store", str(tmp_path)]) == 130
     assert "completed points stay in the store" in capsys.readouterr().err
+
+
+def test_the_documented_spec_parses_with_and_without_its_profile(tmp_path):
+    text = (ROOT / "docs" / "sweeps.md").read_text(encoding="utf-8")
+    block = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    base = _spec(block, tmp_path)
+    paper = _spec(block, tmp_path, profile="paper")
+    assert base.size() == paper.size() == 12
+    assert (base.fixed["d"], base.fixed["instances"]) == (32, 10)
+    assert (paper.fixed["d"], paper.fixed["instances"], paper.fixed["sigma"]) == (500, 20, 0.2)
+    assert paper.axes["theta"] == (0.2, 0.8, 1.4)
