@@ -242,3 +242,12 @@ def test_the_documented_spec_parses_with_and_without_its_profile(tmp_path):
     assert (base.fixed["d"], base.fixed["instances"]) == (32, 10)
     assert (paper.fixed["d"], paper.fixed["instances"], paper.fixed["sigma"]) == (500, 20, 0.2)
     assert paper.axes["theta"] == (0.2, 0.8, 1.4)
+
+
+def test_an_unusable_backend_is_exit_3_before_anything_runs(tmp_path, capsys, monkeypatch):
+    from transfertheory import backend
+
+    if backend.cupy_available():
+        pytest.skip("CuPy is usable here")
+    assert main(["run", "faf_fig1", "--store", str(tmp_path / "s"), "--backend", "cupy"]) == 3
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "s").exists()
