@@ -79,8 +79,8 @@ def _spec(args):
 
 def _run(args):
     spec = _spec(args)
-    if args.backend is not None:
-        resolve_backend(args.backend)  # an unusable backend fails here, before any point
+    if args.backend is not None and args.scheduler is None:
+        resolve_backend(args.backend)  # an unusable backend fails here, before any point (a cluster's: on it)
     try:
         Path(args.store).mkdir(parents=True, exist_ok=True)
     except OSError as error:

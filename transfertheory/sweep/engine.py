@@ -141,13 +141,16 @@ def _outcome(future, task):
         return task.pid, "failed", 0.0, line
 
 
-def _estimate(tasks, store, record_name, workers, echo):
-    """(estimated seconds per point, basis); calibrates on the first task when the store has no timings."""
+def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
+    """(estimated seconds per point or None, basis, results); calibrates on the first task in this process when
+    the store has no timings and ``calibrate`` (not for a cluster, whose workers may differ from this machine)."""
     seconds = store.seconds(record_name)
     if seconds:
         return statistics.median(seconds), f"median of {len(seconds)} stored points", []
     if not tasks:
         return 0.0, "nothing to run", []
+    if not calibrate:
+        return None, "no timed point in the store yet: see the progress bar's ETA", []
     echo(f"calibrating on the first point ({workers} worker(s) start after it)")
     first = compute_point(dataclasses.replace(tasks[0], threads=threads_per_worker(1)))
     return first[2], "one calibration point", [first]
@@ -158,7 +161,7 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     """Compute every point of ``spec`` the store ``store_dir`` lacks (module docstring) and report.
 
     Prints, before starting, the number of points, how many the store already has and an estimated time (the
-    median compute time of stored points of the same experiment, or of one calibration point run first);
+    median compute time of stored points of the same experiment, or locally of one calibration point run first);
     ``retry_failed`` reruns only the points whose last attempt failed. ``workers`` (default: the cores) local
     processes with ⌊cores/workers⌋ BLAS threads each, or the Dask cluster at ``scheduler`` (one BLAS thread per
     task). KeyboardInterrupt propagates (the completed points stay stored).
@@ -176,12 +179,15 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     where = f"Dask scheduler {scheduler}" if scheduler else f"{workers} worker(s) × {threads} BLAS thread(s)"
     echo(f"{spec.name}: {len(tasks)} points, {already} in the store, {failed_before} failed before; "
          f"{len(pending)} to run on {where}")
-    per_point, basis, results = _estimate(pending, store, spec.experiment, workers, echo)
+    per_point, basis, results = _estimate(pending, store, spec.experiment, workers, echo, calibrate=not scheduler)
     rest = pending[len(results):]
-    total = per_point * len(rest)
-    wall = (f"{format_seconds(total / max(1, min(workers, len(rest))))} on {workers} worker(s)" if not scheduler
-            else f"{format_seconds(total)} of compute, divided among the cluster's workers")
-    echo(f"estimated {wall} for {len(rest)} points ({format_seconds(per_point)} per point, {basis})")
+    if per_point is None:
+        echo(f"estimated time: unknown ({basis})")
+    else:
+        total = per_point * len(rest)
+        wall = (f"{format_seconds(total / max(1, min(workers, len(rest))))} on {workers} worker(s)" if not scheduler
+                else f"{format_seconds(total)} of compute, divided among the cluster's workers")
+        echo(f"estimated {wall} for {len(rest)} points ({format_seconds(per_point)} per point, {basis})")
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=spec.name, disable=progress is False,
