@@ -25,7 +25,7 @@ from .. import __version__
 from ..backend import backend_name, resolve_backend
 from ..sim import get_experiment
 from ..sim.seeding import derive_seed
-from ..threads import available_cores, blas_threads, threads_per_worker
+from ..threads import WORKERS, available_cores, blas_threads, threads_per_worker
 from .store import Store, point_id
 
 __all__ = ["Task", "SweepReport", "plan", "compute_point", "run_sweep", "point_seed", "format_seconds"]
@@ -156,6 +156,16 @@ def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
     return first[2], "one calibration point", [first]
 
 
+def _estimate_line(per_point, basis, count, workers):
+    """"estimated 3.5 min on 2 worker(s) for 12 points (35 s per point, …)"; ``workers`` None for a cluster."""
+    if per_point is None:
+        return f"estimated time: unknown ({basis})"
+    total = per_point * count
+    wall = (f"{format_seconds(total)} of compute, divided among the cluster's workers" if workers is None
+            else f"{format_seconds(total / max(1, min(workers, count)))} on {workers} worker(s)")
+    return f"estimated {wall} for {count} points ({format_seconds(per_point)} per point, {basis})"
+
+
 def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, retry_failed=False, progress=None,
               echo=print) -> SweepReport:
     """Compute every point of ``spec`` the store ``store_dir`` lacks (module docstring) and report.
@@ -170,7 +180,7 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     store.clean()
     tasks = plan(spec, store)
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
-    workers = available_cores() if workers is None else int(workers)
+    workers = available_cores() if workers is None else WORKERS.scalar(workers)
     threads = 1 if scheduler else threads_per_worker(workers)
     ids = {t.pid for t in tasks}
     already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
@@ -181,13 +191,7 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
          f"{len(pending)} to run on {where}")
     per_point, basis, results = _estimate(pending, store, spec.experiment, workers, echo, calibrate=not scheduler)
     rest = pending[len(results):]
-    if per_point is None:
-        echo(f"estimated time: unknown ({basis})")
-    else:
-        total = per_point * len(rest)
-        wall = (f"{format_seconds(total / max(1, min(workers, len(rest))))} on {workers} worker(s)" if not scheduler
-                else f"{format_seconds(total)} of compute, divided among the cluster's workers")
-        echo(f"estimated {wall} for {len(rest)} points ({format_seconds(per_point)} per point, {basis})")
+    echo(_estimate_line(per_point, basis, len(rest), None if scheduler else workers))
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=spec.name, disable=progress is False,
