@@ -1,8 +1,9 @@
 """The package's layers point one way (docs/architecture.md), checked on the import statements of every module.
 
-backend ← theory ← sim ← figures, claims ← command lines (``phase_diagram``, ``verify``, ``figures.__main__``);
-the shared command-line plumbing (``cli_support``, ``claim_index``) imports nothing of the package but the backend.
-theory never imports sim; nothing below the command lines imports one; ``backend.py`` is the only module that
+backend ← theory ← sim ← sweep ← figures, claims ← command lines (``phase_diagram``, ``verify``,
+``figures.__main__``, ``sweep.__main__``); the shared command-line plumbing (``cli_support``, ``claim_index``)
+imports nothing of the package but the backend. theory never imports sim; theory and sim never import the sweep
+engine; nothing below the command lines imports one; ``backend.py`` is the only module that
 imports CuPy; no package module imports the test suite (its strict CuPy stand-in is registered from tests/).
 """
 import ast
@@ -13,7 +14,8 @@ import pytest
 import transfertheory
 
 PACKAGE = Path(transfertheory.__file__).parent
-CLIS = ("transfertheory.phase_diagram", "transfertheory.verify", "transfertheory.figures.__main__")
+CLIS = ("transfertheory.phase_diagram", "transfertheory.verify", "transfertheory.figures.__main__",
+        "transfertheory.sweep.__main__")
 
 
 def _imports(path):
@@ -50,11 +52,18 @@ def test_import_parser_resolves_relative_imports():
 
 @pytest.mark.parametrize("path", _modules("theory"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_theory_imports_no_simulator_and_nothing_above(path):
-    assert not _offending(path, ("transfertheory.sim", "transfertheory.figures", "transfertheory.claims", *CLIS))
+    assert not _offending(path, ("transfertheory.sim", "transfertheory.sweep", "transfertheory.figures",
+                                 "transfertheory.claims", *CLIS))
 
 
 @pytest.mark.parametrize("path", _modules("sim"), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_simulators_import_no_figure_claim_or_command_line(path):
+def test_simulators_import_no_sweep_figure_claim_or_command_line(path):
+    assert not _offending(path, ("transfertheory.sweep", "transfertheory.figures", "transfertheory.claims", *CLIS))
+
+
+@pytest.mark.parametrize("path", [p for p in _modules("sweep") if p.name != "__main__.py"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_sweep_engine_imports_no_figure_claim_or_command_line(path):
     assert not _offending(path, ("transfertheory.figures", "transfertheory.claims", *CLIS))
 
 

@@ -9,7 +9,9 @@ Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a
 ``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
-Ctrl-C (see :mod:`transfertheory.figures.cli`).
+Ctrl-C (see :mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs.
+1, 3, 6, 7) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ) in a resumable store,
+``--workers N`` local processes or ``--scheduler ADDRESS`` (Dask).
 """
 from __future__ import annotations
 
@@ -17,9 +19,12 @@ import argparse
 import sys
 
 from .._memory import MemoryLimitError, set_limit
+from ..sweep.runner import SweepRunner, default_store
+from ..threads import WORKERS
 from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
                   add_output_arguments, check_before_work, entry_point, write_and_report)
 from .registry import figures
+from .simulation import SWEEP_RUNNER
 
 __all__ = ["build_parser", "main"]
 
@@ -44,7 +49,20 @@ def build_parser():
     add_output_arguments(parser)
     add_backend_argument(parser)
     add_memory_argument(parser)
+    sweep = parser.add_argument_group("sweep engine (FaF §3 simulations: resumable, parallel; docs/sweeps.md)")
+    sweep.add_argument("--store", metavar="DIR", help="run the simulations through the sweep engine into DIR "
+                       "(with --paper by default, under ~/.cache/transfertheory/sweeps)")
+    sweep.add_argument("--workers", type=WORKERS.arg_type(), metavar="N", help="local worker processes (default: cores)")
+    sweep.add_argument("--scheduler", metavar="ADDRESS", help="run the simulations on the Dask cluster at ADDRESS")
     return parser
+
+
+def _sweep_runner(args, backend):
+    """The sweep engine's runner for this build: with --store, or --paper (default store), else None."""
+    if args.store is None and args.profile != "paper":
+        return None
+    store = args.store or str(default_store())
+    return SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend)
 
 
 def _selected(parser, args):
@@ -77,6 +95,10 @@ def main(argv=None):
         return EXIT_OK
     backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
     set_limit(args.max_memory)
+    runner = _sweep_runner(args, backend)
+    if runner is not None:
+        SWEEP_RUNNER.set(runner)
+        print(f"FaF §3 simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes = {}
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)

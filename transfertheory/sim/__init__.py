@@ -9,10 +9,16 @@ simulator supplies a gradient callable and optionally a
 :class:`~.integrator.StageKernel` and a residual guard, see docs/simulator.md)
 and return tidy pandas DataFrames. The array module is inferred from the
 arrays; entry points take a backend name
-(:func:`transfertheory.backend.resolve_backend`).
+(:func:`transfertheory.backend.resolve_backend`). :func:`experiments` returns
+one :class:`Experiment` record per simulator (:mod:`.catalog`): its
+parameter schema with ranges, a small example point and ``run(**point)``
+returning one row per instance with the shared convergence columns
+(:mod:`.convergence`); :mod:`.seeding` is the one seeding rule.
 """
 from .deep_linear import run_transfer_experiment
+from .catalog import experiments, get_experiment
 from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
+from .records import Experiment, Field
 
 __all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "StageKernel", "StepRequest",
-           "StepOutcome"]
+           "StepOutcome", "Experiment", "Field", "experiments", "get_experiment"]
