@@ -23,7 +23,7 @@ from ..sim import deep_linear as dl
 from ..theory.fine_tuning import fine_tune_limit
 from ..theory.methods import METHODS
 from .compare import agreement, exceeds, holds, mean_se, refutation, within
-from .registry import KNOWN_ERRATUM, combine, register
+from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 
 #: Allowance (risk units) for the integrator's error at its default rtol = 1e-3: against rtol = 1e-6 every
 #: single draw's risk moved by ≤ 1.5e-3 (fine-tuning, d = 32; scratch ≤ 2.2e-5) — a bound on every draw
@@ -137,7 +137,8 @@ def _fine_tune_mean(case):
 
 
 @register("faf.thm3.9.eq17", source="FaF Thm 3.9 (Eq. 17, Eq. 142)", kind="simulation", method="finetune",
-          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", allowance=INTEGRATOR_ALLOWANCE,
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR,
+          allowance=INTEGRATOR_ALLOWANCE,
           allowance_reason=_ALLOWANCE_REASON,
           statement="paper: T_ft = (γ − 1)(1 − 2cos θ) whatever σ. With label noise (σ = 2, γ = 1/4, θ = π/2) the "
                     "simulated paired T_ft is > 6 SE below the exact finite-size Eq. 17")
@@ -265,7 +266,8 @@ def _fine_tune_limit_point(case):
 
 
 @register("faf.eq142", source="FaF Thm 3.9 (App. B.8, Eq. 142)", kind="simulation", method="finetune",
-          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", strategy=_fine_tune_point,
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR,
+          strategy=_fine_tune_point,
           statement="paper: fine-tuning converges to X⁺y + (I − P)β_s. With label noise the simulated limit misses "
                     "it by more than the simulation's accuracy and by 10× its distance to the corrected limit")
 def _eq142_erratum(case):
@@ -278,10 +280,11 @@ def _eq142_erratum(case):
 
 
 @register("faf.appD1.assumption22", source="FaF App. D.1 vs Assumption (22)", kind="simulation",
-          expected=KNOWN_ERRATUM, erratum="erratum-assumption22",
+          erratum="erratum-assumption22", category=REMARK,
           strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(32, 128), "depth": st.sampled_from((2, 3))}),
-          statement="paper: its experiments (Gaussian W̄_l, entries N(0, 1/d), d = 500) satisfy (22), W̄_lᵀW̄_l − "
-                    "W̄_{l+1}W̄_{l+1}ᵀ ≽ λI, λ > 0. The drawn initialization violates it (margin < 0) for d ≥ 32")
+          statement="remark: App. D.1 draws 'random normal weights' (variance unstated) and never says they satisfy "
+                    "(22), W̄_lᵀW̄_l − W̄_{l+1}W̄_{l+1}ᵀ ≽ λI, λ > 0. A Gaussian draw with entries N(0, 1/d) violates "
+                    "it (margin < 0) for d ≥ 32")
 def _assumption22(case):
     """The violation has probability → 1 as d grows; measured over 2000 draws, P(margin > 0) = 2.9 % at d = 8,
     0.35 % at d = 12, 0.1 % at d = 16 (L = 2; 0 for L = 3) and 0 for d ≥ 24: the strategy keeps d ≥ 32."""

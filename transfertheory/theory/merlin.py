@@ -445,7 +445,9 @@ def wrong_feature_fit_probability(n):
 
 
 def wrong_feature_fit_bound(n):
-    """The paper's bound (2/3)ⁿ on :func:`wrong_feature_fit_probability` (proof of Thm 2); false at n = 1."""
+    """(2/3)ⁿ, the paper's bound on each event of its union bound (proof of Thm 2, App. B.2): x_j² = x₁² on every
+    sample ((5/9)ⁿ), or x₁ = 0 on every sample ((1/3)ⁿ). One feature fits when either happens, so
+    :func:`wrong_feature_fit_probability` (the union of two such events) exceeds it at n = 1 (7/9), not after."""
     n = P.N.check(n)
     return scalar_or_array((2 / 3) ** n, n)
 
