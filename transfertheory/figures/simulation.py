@@ -1,7 +1,7 @@
 r"""Simulated points of the FaF §3 figures: which n to simulate, the simulator call, slices against exact theory.
 
-The simulations are gradient-flow runs of the FaF deep linear network (L = 2,
-α = 1e-5; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
+The simulations are gradient-flow runs of the FaF deep linear network (L = 2 by
+default, any depth L ≥ 2 on request; α = 1e-5; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
 imported lazily so that theory-only figures stay import-light). For each
 transfer method the record of :mod:`transfertheory.theory.methods` says which
 simulator methods run (scratch, the paired baseline, and ``record.simulator``),
@@ -75,28 +75,30 @@ def simulation_ns(d, gamma_max, count, min_n=1):
     return ns[~bad], ns[bad]
 
 
-def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None):
-    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d; ``ridge``: λ of linear transfer."""
+def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2):
+    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
+    ``ridge``: λ of linear transfer."""
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(
-        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, methods=methods, ridge=ridge, seed=seed,
+        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, methods=methods, ridge=ridge, seed=seed,
         backend=backend, progress=progress,
     )
 
 
-def _flow_reference(record, table, d, sigma, lam, seed):
+def _flow_reference(record, table, d, sigma, lam, seed, depth):
     """(mean, SE) of ``record.flow_transferability_finite`` for every row of ``table``, one call per n."""
     mean, se = np.empty(len(table)), np.empty(len(table))
     for n, rows in table.groupby("n").groups.items():
         at = table.index.get_indexer(rows)
-        m, s = record.flow_transferability_finite(int(n), d, table["theta"].to_numpy()[at], sigma, lam, seed=seed)
+        m, s = record.flow_transferability_finite(int(n), d, table["theta"].to_numpy()[at], sigma, lam, seed=seed,
+                                                  depth=depth)
         mean[at], se[at] = m, s
     return mean, se
 
 
 def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS, gamma_max=2.0, lam=0.0,
-                    thetas=SLICE_THETAS, seed=0, backend=None, progress=None):
+                    thetas=SLICE_THETAS, seed=0, backend=None, progress=None, depth=2):
     r"""Simulated transferability at γ = γ_max·k/n_gammas on the angles ``thetas``, against exact theory at d.
 
     Gradient-flow runs at n = round(γ_max·d·k/n_gammas), k = 1…n_gammas, skipping |n − d| ≤ 1 and
@@ -104,23 +106,26 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     paired difference R_scratch − R_transfer (:func:`~transfertheory.figures.stats.transferability_stats`),
     compared (:func:`~transfertheory.figures.stats.compare`) with ``record.flow_transferability_finite`` — for
     fine-tuning a Monte Carlo of the gradient-flow limit, since the paper's Eq. 17 is not that limit (its value
-    stays in ``theory_paper_finite``). Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
+    stays in ``theory_paper_finite``). ``depth``: the network's number of layers L (≥ 2), which the gradient-flow
+    limit of fine-tuning depends on. Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n,
+    ``attrs["depth"]`` the depth.
     """
     record = get_method(method)
     lam = float(lam) if record.takes_lambda else 0.0
     ns, skipped = simulation_ns(d, gamma_max, n_gammas, min_n=record.min_n)
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
-    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress)
+    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
     table = stats.transferability_stats(raw, method)
-    theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed)
+    theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed, depth)
     table = stats.compare(table, theory, "transferability", theory_se)
     n, theta, gamma = table["n"].to_numpy(), table["theta"].to_numpy(), table["gamma"].to_numpy()
     table["theory_paper_finite"] = record.paper_transferability_finite(n, d, theta, sigma, lam) + 0.0  # −0 → 0
-    table["theory_asymptotic"] = record.flow_transferability(gamma, theta, sigma, lam) + 0.0
+    table["theory_asymptotic"] = record.flow_transferability(gamma, theta, sigma, lam, depth=depth) + 0.0
     table["theory_paper_asymptotic"] = record.paper_transferability(gamma, theta, sigma, lam) + 0.0
     table = table[SIM_COLUMNS]
     table.attrs["skipped_n"] = [int(k) for k in skipped]
+    table.attrs["depth"] = depth
     return table
 
 
