@@ -422,8 +422,8 @@ def _fine_tune_lines(sigma, depth):
         ("inf", transfer.flow_limit_sign_angle_deep_limit(0.5, sigma)))}
     return [f"gradient-flow limit, L = {depth}: T changes sign at θ* = arccos(c/2) = {angles}; the paper's Eq. 17 "
             "puts it at π/3 for every γ < 1 (docs/errata.md)",
-            f"θ* = {half['L']:.1f}° at γ = ½ for L = {depth} (L = 2: {half['2']:.1f}°, L → ∞: {half['inf']:.1f}°; "
-            "the paper's Eq. 17: 60.0°)"]
+            f"θ* = {half['L']:.1f}° at γ = ½ for L = {depth} (" + (f"L = 2: {half['2']:.1f}°, " if depth != 2 else "")
+            + f"L → ∞: {half['inf']:.1f}°; the paper's Eq. 17: 60.0°)"]
 
 
 def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
