@@ -393,3 +393,18 @@ def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
             "print('transfertheory.sim.deep_linear' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_simulated_fine_tuning_at_depth_three_converges_and_trains_three_layers(tmp_path, capsys):
+    """--depth 3 --simulate trains three-layer networks at the depth's initialization scale (App. D.1's α = 1e-5
+    would leave them on the saddle past max_time): every draw converges, the metadata and points carry L = 3."""
+    from transfertheory.figures.simulation import simulation_alpha
+
+    assert (simulation_alpha(2), simulation_alpha(3)) == (1e-5, 1e-3) and math.isclose(simulation_alpha(4), 10**-1.5)
+    code, out = run(["--method", "finetune", "--noise", "1", "--depth", "3", "--simulate", "--sim-d", "12",
+                     "--sim-draws", "3", "--sim-gammas", "2", "--resolution", "8"], tmp_path, capsys)
+    assert code == 0
+    points = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma1_L3_simulated.csv")
+    assert (points["n_converged"] == points["n_draws"]).all()
+    np.testing.assert_allclose(points["theory_asymptotic"], get_method("finetune").flow_transferability(
+        points["gamma"], points["theta"], 1.0, depth=3) + 0.0)

@@ -1,7 +1,7 @@
 r"""Simulated points of the FaF §3 figures: which n to simulate, the simulator call, slices against exact theory.
 
 The simulations are gradient-flow runs of the FaF deep linear network (L = 2 by
-default, any depth L ≥ 2 on request; α = 1e-5; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
+default, any depth L ≥ 2 on request; initialization scale :func:`simulation_alpha`; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
 imported lazily so that theory-only figures stay import-light). For each
 transfer method the record of :mod:`transfertheory.theory.methods` says which
 simulator methods run (scratch, the paired baseline, and ``record.simulator``),
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..params import DEPTH
 from ..theory.methods import get_method
 from . import stats
 
@@ -26,6 +27,7 @@ __all__ = [
     "SIM_COLUMNS",
     "SIM_COLUMN_DEFINITIONS",
     "simulation_ns",
+    "simulation_alpha",
     "simulate",
     "simulate_slices",
     "simulation_summary",
@@ -75,14 +77,25 @@ def simulation_ns(d, gamma_max, count, min_n=1):
     return ns[~bad], ns[bad]
 
 
+def simulation_alpha(depth):
+    """Initialization scale α of an L-layer simulation: FaF App. D.1's 1e-5 at L = 2; 10^(−3/(L − 2)) for L ≥ 3.
+
+    From α, gradient flow leaves the saddle at the origin after a time ~ α^(2−L) (L ≥ 3), so at App. D.1's α a deeper
+    network never converges within the simulator's default ``max_time`` = 1e4; this α keeps that time ~ 10³
+    (L = 3: 1e-3, L = 4: 0.032), at the price of an O(α) offset from the α → 0 limit that grows with L.
+    """
+    depth = DEPTH.scalar(depth)
+    return 1e-5 if depth == 2 else 10.0 ** (-3.0 / (depth - 2))
+
+
 def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2):
     """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
     ``ridge``: λ of linear transfer."""
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(
-        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, methods=methods, ridge=ridge, seed=seed,
-        backend=backend, progress=progress,
+        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, alpha=simulation_alpha(depth),
+        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress,
     )
 
 
