@@ -195,7 +195,7 @@ def test_select_by_substring_glob_and_method():
     assert [c.id for c in claims.select("faf.eq10")] == ["faf.eq10.finite", "faf.eq10"]
     assert {c.id for c in claims.select("faf.thm3.9.*")} == {
         "faf.thm3.9.corrected", "faf.thm3.9.eq17", "faf.thm3.9.limit", "faf.thm3.9.corrected.large-d",
-        "faf.thm3.9.corrected.sigma0"}
+        "faf.thm3.9.corrected.sigma0", "faf.thm3.9.corrected.L3", "faf.thm3.9.corrected.L4"}
     assert all(c.method == "ridge" or "ridge" in c.id for c in claims.select("ridge"))
     assert claims.select("no such claim") == []
 
