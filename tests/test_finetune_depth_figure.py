@@ -1,15 +1,15 @@
-"""The registered figure of fine-tuning's sign angle θ*(γ, L) against depth (``faf_finetune_depth``): its table is the
-theory module's angles, the summary gives θ* at γ = ½ (48.0° at L = 3, σ = 1), the panels' legends sit off the data."""
+"""The registered figure of fine-tuning's sign angle θ*(γ, L) against depth (``faf_finetune_depth``): its table is
+the theory module's angles, the summary gives θ* at γ = ½ (48.0° at L = 3, σ = 1), the legends sit off the data."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from figure_checks import assert_no_legend_over_data
 from transfertheory.figures import faf_finetune_depth as F
 from transfertheory.figures import registry
 from transfertheory.theory import transfer
-from tests.test_simulation_figures_legible import _legend_overlaps
 
 
 def test_table_is_the_theory_and_falls_with_depth_toward_its_limit():
@@ -25,13 +25,14 @@ def test_table_is_the_theory_and_falls_with_depth_toward_its_limit():
         angles = part.sort_values("depth")["theta_star_deg"].to_numpy()
         assert np.all(np.diff(angles) < 0) and angles[-1] > part["theta_star_deep_limit_deg"].iloc[0]
         assert angles[0] < F.PAPER_DEGREES
-    assert "σ = 1: L = 2: 52.2°, L = 3: 48.0°, L = 4: 45.2°, L = 64: 31.6°; L → ∞: 30.0°" in " ".join(out.summary)
+    expected = "σ = 1: L = 2: 52.2°, L = 3: 48.0°, L = 4: 45.2°, L = 64: 31.6°; L → ∞: 30.0°"
+    assert expected in " ".join(out.summary)
 
 
 def test_registered_with_both_profiles_and_legends_off_the_data():
     figure = registry.get_figure("faf_finetune_depth")
     assert not figure.simulates and set(figure.profiles) == {"quick", "paper"}
     out = figure.make("quick")
-    for ax in out.figure.axes:
-        assert ax.get_legend() is not None and len(_legend_overlaps(ax)) == 0
+    assert all(ax.get_legend() is not None for ax in out.figure.axes)
+    assert_no_legend_over_data(out.figure)
     assert {ax.get_ylabel() for ax in out.figure.axes} == {"θ* (degrees)"}

@@ -66,8 +66,14 @@ def test_figures_import_no_command_line_and_no_claim(path):
 
 @pytest.mark.parametrize("name", ["cli_support.py", "claim_index.py"])
 def test_shared_command_line_plumbing_imports_only_the_backend(name):
-    """Every face imports these two (verify, the figure writers, the claims registry): they stay at the bottom."""
+    """Every face imports these two (verify, the figure writers, the claims registry): they stay at the bottom
+    (cli_support also knows the memory guard's refusal, which itself imports only the backend)."""
     package_imports = {n for n in _imports(PACKAGE / name) if n.startswith("transfertheory.")}
+    assert {n.split(".")[1] for n in package_imports} <= {"backend", "_memory"}
+
+
+def test_the_memory_guard_imports_only_the_backend():
+    package_imports = {n for n in _imports(PACKAGE / "_memory.py") if n.startswith("transfertheory.")}
     assert {n.split(".")[1] for n in package_imports} <= {"backend"}
 
 

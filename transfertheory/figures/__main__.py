@@ -8,15 +8,17 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
 ``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
-unusable, 130 interrupted by Ctrl-C (see :mod:`transfertheory.figures.cli`).
+unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
+Ctrl-C (see :mod:`transfertheory.figures.cli`).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .cli import (EPILOG, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments,
-                  check_before_work, entry_point, write_and_report)
+from .._memory import MemoryLimitError, set_limit
+from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
+                  add_output_arguments, check_before_work, entry_point, write_and_report)
 from .registry import figures
 
 __all__ = ["build_parser", "main"]
@@ -41,6 +43,7 @@ def build_parser():
     parser.set_defaults(profile="quick")
     add_output_arguments(parser)
     add_backend_argument(parser)
+    add_memory_argument(parser)
     return parser
 
 
@@ -73,11 +76,16 @@ def main(argv=None):
             print(f"{name:<{width}}  {figure.title}")
         return EXIT_OK
     backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
+    set_limit(args.max_memory)
     runtimes = {}
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
         timer = Timer()
-        output = figure.make(args.profile, backend)
+        try:
+            output = figure.make(args.profile, backend)
+        except MemoryLimitError as err:  # entry_point would print it too, without the figure's name
+            print(f"error: {figure.name}: {err}", file=sys.stderr)
+            return EXIT_MEMORY
         runtimes[figure.name] = timer.elapsed
         code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtimes[figure.name]:.1f} s; ",
                                 **figure.labels(), backend=backend if figure.simulates else None,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..theory import transfer
-from .output import LEGEND_BELOW, FigureOutput, use_agg
+from .marks import legend_outside
+from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
 __all__ = ["NAME", "COLUMNS", "angle_table", "plot", "build", "FIGURE"]
@@ -65,7 +66,7 @@ def _against_depth(ax, table):
     ax.minorticks_off()
     ax.set(xlabel="depth L (layers)", ylabel="θ* (degrees)", ylim=(0, 65),
            title="(a) sign angle θ* of fine-tuning against depth")
-    ax.legend(ncol=3, **LEGEND_BELOW)
+    return ax
 
 
 def _against_gamma(ax, sigma, depths):
@@ -79,7 +80,7 @@ def _against_gamma(ax, sigma, depths):
     ax.axhline(PAPER_DEGREES, color="k", lw=1.2, label="paper's Eq. 17")
     ax.set(xlabel="γ = n/d", ylabel="θ* (degrees)", xlim=(0, 1), ylim=(0, 65),
            title=f"(b) θ*(γ) at σ = {sigma:g}: T > 0 below the curve")
-    ax.legend(ncol=4, **LEGEND_BELOW)
+    return ax
 
 
 def plot(table, sigma_b, depths_b):
@@ -87,12 +88,14 @@ def plot(table, sigma_b, depths_b):
     use_agg()
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6))
     _against_depth(axes[0], table)
     _against_gamma(axes[1], sigma_b, depths_b)
     fig.suptitle("Fine-tuning a deep linear network: where transfer changes sign, by depth (gradient-flow limit, "
                  "n, d → ∞)")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.3, top=0.88, wspace=0.2)
+    legend_outside(axes[0], "below", fontsize=7, ncol=3, frameon=False)
+    legend_outside(axes[1], "below", fontsize=7, ncol=4, frameon=False)
     return fig
 
 
