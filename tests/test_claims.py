@@ -284,7 +284,8 @@ def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monke
     from transfertheory.claims import faf_flow
 
     simulate = faf_flow._simulate
-    monkeypatch.setattr(faf_flow, "_simulate", lambda case, methods, **kw: simulate(case, methods, **{**kw, "depth": 2}))
+    monkeypatch.setattr(faf_flow, "_simulate",
+                        lambda case, methods, **kw: simulate(case, methods, **{**kw, "depth": 2}))
     claim = claims.get_claim("faf.thm3.9.corrected.L3")
     result = claim.check(claims.Case(claim, claims.get_profile(QUICK), {}, seed=0))  # one stage: no confirmation
     assert not result.passed

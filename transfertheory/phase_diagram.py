@@ -68,7 +68,8 @@ def build_parser():
                         help=f"grid points per axis, an integer in {RESOLUTION.interval} (default 400)")
     cli.add_output_arguments(parser, fmt="png")
     sim = parser.add_argument_group(
-        "simulation", "gradient-flow runs of the deep linear network (L = --depth, α = 1e-5) drawn on the slices (c) as "
+        "simulation", "gradient-flow runs of the deep linear network (L = --depth; α = 1e-5 at L = 2, 10^(−3/(L−2)) "
+        "beyond) drawn on the slices (c) as "
         "mean ± SD over target draws, with the exact finite-size theory at the simulated d; writes "
         "NAME_simulated.csv and prints the largest |z| against that theory")
     sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")

@@ -13,7 +13,8 @@ r"""The claims registry: the papers' statements, each with the check that holds 
 """
 from .profiles import PROFILE_NAMES, PROFILES, Profile, get_profile
 from .registry import (
-    CATEGORIES, CLAIMS, CLARIFICATION, CONFIRM_FACTOR, ERROR, PAPER_ERROR, REMARK, SLIP, FAIL, KINDS, KNOWN_ERRATUM, PASS, STATUSES, UNEXPECTED, UNEXPECTED_PASS,
+    CATEGORIES, CLAIMS, CLARIFICATION, CONFIRM_FACTOR, ERROR, FAIL, KINDS, KNOWN_ERRATUM, PAPER_ERROR, PASS, REMARK,
+    SLIP, STATUSES, UNEXPECTED, UNEXPECTED_PASS,
     Case, CheckResult, Claim, Criterion, Outcome, PointOutcome, check_point, get_claim, points, register, reproduction,
     run, select,
 )

@@ -162,40 +162,46 @@ _DEPTH_ALPHA = {3: 1e-2, 4: 3e-2}
 _DEPTH_ALLOWANCE = {3: 7.1e-3 + 7.4e-3 * 10 / 9, 4: 1.2e-2 + 1.9e-2 * 3 / 2}
 
 
-def _register_fine_tuning_at_depth(depth):
-    """Claim ``faf.thm3.9.corrected.L{depth}``: the simulated L-layer fine-tuning at σ = 2, γ = ½, θ = 0 (where the
-    corrected limit's depth dependence is largest: T = 0.34, 0.12, −0.09 at L = 2, 3, 4, d = 32) agrees with the
-    Monte Carlo of the L-layer corrected limit and lies > 4 SE (+ the allowance) from the L = 2 one. Quick profile
-    only (d = 32, 100 draws, ~3–6 s): the allowances were measured at that size."""
-
-    @register(f"faf.thm3.9.corrected.L{depth}", source=f"FaF Thm 3.9 (corrected limit, L = {depth})",
-              method="finetune", kind="simulation", allowance=_DEPTH_ALLOWANCE[depth], profiles=("quick",),
-              allowance_reason=f"integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[depth]:g} (deeper nets "
-                               "need a larger α), each a per-draw bound measured at this point (faf_flow.py)",
-              statement=f"an L = {depth} network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired "
-                        f"T of the corrected limit with c^{{2L/(L−1)}} (L = {depth}), not of the L = 2 limit")
-    def check(case):
-        d = case.profile.sim_d[1]
-        n = d // 2
-        df = _simulate(case, ("scratch", "finetune"), d=d, n=n, theta=0.0, sigma=2.0, depth=depth,
-                       alpha=_DEPTH_ALPHA[depth])
-        mean, se = mean_se(_paired(df, "finetune"))
-        record, reference = METHODS["finetune"], dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)
-        deep, deep_se = record.flow_transferability_finite(n, d, 0.0, 2.0, depth=depth, **reference)
-        two, two_se = record.flow_transferability_finite(n, d, 0.0, 2.0, depth=2, **reference)
-        where = f"d={d}, n={n}, θ=0, σ=2"
-        return combine([
-            agreement(mean, se, float(deep), reference_se=float(deep_se), allowance=case.claim.allowance,
-                      label=f"paired T_ft, L={depth}, {where}, vs the L={depth} corrected limit"),
-            significant(abs(mean - float(two)) - case.claim.allowance, math.hypot(se, float(two_se)),
-                        label=f"distance beyond the allowance to the L=2 corrected limit {float(two):.4g}"),
-        ])
-
-    return check
+def _fine_tuning_at_depth(case, depth):
+    """The simulated L-layer fine-tuning at σ = 2, γ = ½, θ = 0 (where the corrected limit's depth dependence is
+    largest: T = 0.34, 0.12, −0.09 at L = 2, 3, 4, d = 32) agrees with the Monte Carlo of the L-layer corrected
+    limit and lies > 4 SE (+ the allowance) from the L = 2 one. Quick profile only (d = 32, 100 draws, ~3–6 s): the
+    allowances were measured at that size."""
+    d = case.profile.sim_d[1]
+    n = d // 2
+    df = _simulate(case, ("scratch", "finetune"), d=d, n=n, theta=0.0, sigma=2.0, depth=depth,
+                   alpha=_DEPTH_ALPHA[depth])
+    mean, se = mean_se(_paired(df, "finetune"))
+    record, reference = METHODS["finetune"], dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)
+    deep, deep_se = record.flow_transferability_finite(n, d, 0.0, 2.0, depth=depth, **reference)
+    two, two_se = record.flow_transferability_finite(n, d, 0.0, 2.0, depth=2, **reference)
+    return combine([
+        agreement(mean, se, float(deep), reference_se=float(deep_se), allowance=case.claim.allowance,
+                  label=f"paired T_ft, L={depth}, d={d}, n={n}, θ=0, σ=2, vs the L={depth} corrected limit"),
+        significant(abs(mean - float(two)) - case.claim.allowance, math.hypot(se, float(two_se)),
+                    label=f"distance beyond the allowance to the L=2 corrected limit {float(two):.4g}"),
+    ])
 
 
-for _depth in _DEPTH_ALPHA:
-    _register_fine_tuning_at_depth(_depth)
+def _depth_reason(depth):
+    return (f"integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[depth]:g} (deeper nets need a larger α), "
+            "each a per-draw bound measured at this point (faf_flow.py)")
+
+
+@register("faf.thm3.9.corrected.L3", source="FaF Thm 3.9 (corrected limit, L = 3)", method="finetune",
+          kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[3], allowance_reason=_depth_reason(3),
+          statement="an L = 3 network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired T of the "
+                    "corrected limit with c^{2L/(L−1)} = c³, not that of the L = 2 limit")
+def _fine_tuning_depth_three(case):
+    return _fine_tuning_at_depth(case, 3)
+
+
+@register("faf.thm3.9.corrected.L4", source="FaF Thm 3.9 (corrected limit, L = 4)", method="finetune",
+          kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[4], allowance_reason=_depth_reason(4),
+          statement="an L = 4 network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired T of the "
+                    "corrected limit with c^{2L/(L−1)} = c^{8/3}, not that of the L = 2 limit")
+def _fine_tuning_depth_four(case):
+    return _fine_tuning_at_depth(case, 4)
 
 
 # --------------------------------------------------------------------------- per-instance limits

@@ -290,7 +290,8 @@ _UNION_NS, _UNION_KS = range(1, 41), (2, 3, 5, 12, 64)
 
 @register("merlin.thm2.bound-2-3", source="MeRLin Thm 2 (proof, App. B.2: union bound k(2/3)ⁿ)", kind="exact",
           erratum="erratum-merlin-fit-bound", category=REMARK,
-          statement="the paper's union bound: the k events 'x_j² = x₁² on every sample' (j = 2…k, each (5/9)ⁿ ≤ (2/3)ⁿ) "
+          statement="the paper's union bound: the k events 'x_j² = x₁² on every sample' (j = 2…k, each "
+                    "(5/9)ⁿ ≤ (2/3)ⁿ) "
                     "and 'x₁ = 0 on every sample' ((1/3)ⁿ ≤ (2/3)ⁿ) have total probability ≤ k(2/3)ⁿ "
                     "(any_wrong_feature_fit_bound), and the exact P(some wrong feature fits) is below it, for every "
                     "n ≥ 1; the package's finding beside it: one feature alone fits w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ, "

@@ -1,9 +1,9 @@
 r"""Simulated points of the FaF §3 figures: which n to simulate, the simulator call, slices against exact theory.
 
 The simulations are gradient-flow runs of the FaF deep linear network (L = 2 by
-default, any depth L ≥ 2 on request; initialization scale :func:`simulation_alpha`; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
-imported lazily so that theory-only figures stay import-light). For each
-transfer method the record of :mod:`transfertheory.theory.methods` says which
+default, any depth L ≥ 2 on request; initialization scale :func:`simulation_alpha`;
+:func:`transfertheory.sim.deep_linear.run_transfer_experiment`, imported lazily so
+that theory-only figures stay import-light). For each transfer method the record of :mod:`transfertheory.theory.methods` says which
 simulator methods run (scratch, the paired baseline, and ``record.simulator``),
 whether λ is passed (ridge), the smallest n with a finite expected risk, and
 which expectation a simulation is compared with:

@@ -124,7 +124,8 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
     r"""(T, E R_scratch, E R_transfer) of a transfer method, broadcast over ``gamma``, ``theta`` (and σ, λ).
 
     n, d → ∞ (``finite_d=None``): the record's ``paper_*`` or ``flow_*`` forms
-    (``limit``; ``flow_*`` of an L = ``depth`` network, which matters for fine-tuning only); scratch is FaF Eq. 10. At γ = 1 the risks are +inf for σ > 0,
+    (``limit``; ``flow_*`` of an L = ``depth`` network, which matters for fine-tuning only); scratch is FaF
+    Eq. 10. At γ = 1 the risks are +inf for σ > 0,
     and so are T_lt and T_ridge, while T_ft is finite (the divergent noise
     cancels pathwise).
 
