@@ -1,0 +1,115 @@
+"""Sphinx extension of the transfertheory site: pages generated from the code at build time.
+
+On ``builder-inited`` it writes, under docs/ (git-ignored folders, rewritten only where their text changed):
+
+* ``api/`` — the API reference, one ``automodule`` page per public module (:mod:`.api`);
+* ``cli/`` — every ``python -m`` command's ``--help``, from its own argparse parser (:mod:`.api`);
+* ``gallery/`` — the figures registry with the committed quick-profile images and metadata (:mod:`.gallery`);
+* ``audit/`` — the claims registry with the committed ``verify --json`` record (:mod:`.audit`).
+
+On ``source-read`` it makes the hand-written Markdown pages site-ready without changing how GitHub shows them:
+the root page gets the navigation (``site_toctree`` in conf.py) as hidden toctrees, an HTML anchor line ``<a id="X"></a>`` becomes the MyST target ``(X)=``, and a backticked registered claim id
+becomes a link to the claim's row on the audit page. Docstrings are read as plain text: their ``|z|`` bars are
+escaped before autodoc parses them (:mod:`.docstrings`).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .api import api_pages, cli_pages
+from .audit import audit_pages
+from .docstrings import on_process_docstring
+from .gallery import gallery_pages
+from .text import claim_label
+
+#: folders under docs/ that the build writes (listed in .gitignore)
+GENERATED = ("api", "cli", "gallery", "audit")
+#: the committed claims-audit record the audit page reads, relative to docs/
+RECORD = "_data/verify.json"
+
+_ANCHOR = re.compile(r'^<a id="(?P<id>[^"]+)"></a>\s*$', re.MULTILINE)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CLAIM_SPAN = re.compile(r"(?<!\[)`(?P<id>[a-z][\w.\-]*)`")
+
+
+def generated_pages(docs: Path) -> dict[str, str]:
+    """Every generated page, ``{path relative to docs/: text}``."""
+    repository = docs.parent
+    pages = {}
+    pages.update(api_pages())
+    pages.update(cli_pages())
+    pages.update(gallery_pages(repository / "figures"))
+    pages.update(audit_pages(docs / RECORD))
+    return pages
+
+
+def write_pages(docs: Path, pages: dict[str, str]) -> list[Path]:
+    """Write ``pages`` under ``docs``, touching only files whose text changed, and delete stale generated files;
+    returns the files written."""
+    written = []
+    for relative, text in pages.items():
+        path = docs / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    for folder in GENERATED:
+        for path in (docs / folder).glob("*.rst"):
+            if path.relative_to(docs).as_posix() not in pages:
+                path.unlink()
+    return written
+
+
+def site_markdown(text: str, claim_ids, audit_path: str) -> str:
+    """A hand-written page as the site reads it: HTML anchors as MyST targets, claim ids linked to the audit.
+
+    Fenced code is left alone; ``audit_path`` is the audit page's document name as seen from the page."""
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            line = _ANCHOR.sub(lambda m: f"({m.group('id')})=", line)
+            line = _CLAIM_SPAN.sub(lambda m: _claim_link(m, claim_ids, audit_path), line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _claim_link(match, claim_ids, audit_path):
+    claim_id = match.group("id")
+    if claim_id not in claim_ids:
+        return match.group(0)
+    return f"[`{claim_id}`]({audit_path}#{claim_label(claim_id)})"
+
+
+def _on_builder_inited(app):
+    write_pages(Path(app.srcdir), generated_pages(Path(app.srcdir)))
+
+
+def toctree_markdown(sections) -> str:
+    """MyST toctrees, one per ``(caption, [document, …])`` section, hidden (the theme shows them)."""
+    blocks = []
+    for caption, documents in sections:
+        blocks += ["", "```{toctree}", ":hidden:", f":caption: {caption}", "", *documents, "```"]
+    return "\n".join(blocks) + "\n"
+
+
+def _on_source_read(app, docname, source):
+    if docname.split("/")[0] in GENERATED:
+        return
+    if docname == app.config.root_doc:
+        source[0] += toctree_markdown(app.config.site_toctree)
+    from transfertheory.claims import CLAIMS
+
+    depth = docname.count("/")
+    source[0] = site_markdown(source[0], CLAIMS, "../" * depth + "audit/index.rst")
+
+
+def setup(app):
+    """Register the generators with Sphinx."""
+    app.add_config_value("site_toctree", [], "env")
+    app.connect("builder-inited", _on_builder_inited)
+    app.connect("source-read", _on_source_read)
+    app.connect("autodoc-process-docstring", on_process_docstring)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
