@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from sitegen import GENERATED, RECORD, site_markdown, toctree_markdown  # noqa: E402
+from sitegen import GENERATED, RECORD, root_toctree, section_pages, site_markdown  # noqa: E402
 from sitegen.api import api_pages, cli_pages, command_modules, exported, public_modules  # noqa: E402
 from sitegen.audit import NOT_RUN, audit_page  # noqa: E402
 from sitegen.docstrings import escape_bars, on_process_docstring  # noqa: E402
@@ -44,7 +44,7 @@ def test_the_navigation_lists_every_page_of_docs_and_only_existing_ones():
     assert sorted(pages - set(listed)) == []
     missing = [doc for doc in listed if "/" not in doc and not (DOCS / f"{doc}.md").is_file()]
     assert missing == []
-    assert {doc.split("/")[0] for doc in listed if "/" in doc} == set(GENERATED)
+    assert {doc.split("/")[0] for doc in listed if "/" in doc} == set(GENERATED) - {"sections"}
     assert len(listed) == len(set(listed))
 
 
@@ -55,7 +55,7 @@ def test_the_gallery_has_a_page_for_every_registered_figure_with_its_image_and_c
         assert f"python -m transfertheory.figures {name} --quick" in page
         assert f"python -m transfertheory.figures {name} --paper" in page
         assert f"../../figures/{name}.png" in page  # the committed quick-profile image
-        assert f":doc:`{name}`" in pages["gallery/index.rst"]
+        assert f":doc:`{name} <{name}>`" in pages["gallery/index.rst"]
         meta = json.loads((ROOT / "figures" / f"{name}.json").read_text(encoding="utf-8"))
         assert f"{meta['runtime_s']:.1f} s" in page
         if meta.get("agreement"):
@@ -130,7 +130,9 @@ def test_hand_written_pages_get_site_anchors_and_claim_links_but_code_blocks_sta
     assert f"[`{claim_id}`](audit/index.rst#{claim_label(claim_id)})" in adapted[1]
     assert "`faf.no-such-claim`" in adapted[1]
     assert adapted[2:] == text.split("\n")[2:]
-    assert ":caption: Theory" in toctree_markdown([("Theory", ["linear"])])
+    assert section_pages([("Theory", ["linear"])]) == {"sections/theory.rst": "Theory\n======\n\n.. toctree::\n"
+                                                                              "   :maxdepth: 1\n\n   /linear\n"}
+    assert "sections/theory" in root_toctree([("Theory", ["linear"])])
 
 
 def test_docstring_bars_are_escaped_outside_literals_and_grid_tables():

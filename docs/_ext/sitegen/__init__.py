@@ -5,11 +5,14 @@ On ``builder-inited`` it writes, under docs/ (git-ignored folders, rewritten onl
 * ``api/`` — the API reference, one ``automodule`` page per public module (:mod:`.api`);
 * ``cli/`` — every ``python -m`` command's ``--help``, from its own argparse parser (:mod:`.api`);
 * ``gallery/`` — the figures registry with the committed quick-profile images and metadata (:mod:`.gallery`);
-* ``audit/`` — the claims registry with the committed ``verify --json`` record (:mod:`.audit`).
+* ``audit/`` — the claims registry with the committed ``verify --json`` record (:mod:`.audit`);
+* ``sections/`` — one page per navigation section of ``site_toctree`` (conf.py).
 
 On ``source-read`` it makes the hand-written Markdown pages site-ready without changing how GitHub shows them:
-the root page gets the navigation (``site_toctree`` in conf.py) as hidden toctrees, an HTML anchor line ``<a id="X"></a>`` becomes the MyST target ``(X)=``, and a backticked registered claim id
-becomes a link to the claim's row on the audit page. Docstrings are read as plain text: their ``|z|`` bars are
+the root page gets the navigation (``site_toctree`` in conf.py: one generated page per section, under
+``sections/``), an HTML anchor line ``<a id="X"></a>`` becomes the MyST target ``(X)=``, and a backticked registered claim id
+becomes a link to the claim's row on the audit page. A display equation with the paper's ``\\tag{N}`` is typeset
+as an ``equation`` environment (:func:`tagged_equation`). Docstrings are read as plain text: their ``|z|`` bars are
 escaped before autodoc parses them (:mod:`.docstrings`).
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .gallery import gallery_pages
 from .text import claim_label
 
 #: folders under docs/ that the build writes (listed in .gitignore)
-GENERATED = ("api", "cli", "gallery", "audit")
+GENERATED = ("api", "cli", "gallery", "audit", "sections")
 #: the committed claims-audit record the audit page reads, relative to docs/
 RECORD = "_data/verify.json"
 
@@ -83,23 +86,58 @@ def _claim_link(match, claim_ids, audit_path):
     return f"[`{claim_id}`]({audit_path}#{claim_label(claim_id)})"
 
 
+def tagged_equation(latex: str) -> str | None:
+    """A display equation carrying the paper's number (``\\tag{13}``) as an ``equation`` environment, or None.
+
+    Sphinx wraps a multi-line ``$$ … $$`` in ``split``, where MathJax refuses ``\\tag``; an ``equation``
+    environment, passed through unwrapped, keeps the paper's number next to any ``cases`` or line breaks."""
+    if "\\tag{" not in latex:
+        return None
+    return "\\begin{equation}\n" + latex.strip() + "\n\\end{equation}"
+
+
+def _on_doctree_read(app, doctree):
+    from docutils import nodes
+
+    for block in list(doctree.findall(nodes.math_block)):
+        equation = None if block.get("nowrap") else tagged_equation(block.astext())
+        if equation is not None:
+            block.children = [nodes.Text(equation)]
+            block["nowrap"] = True
+
+
 def _on_builder_inited(app):
-    write_pages(Path(app.srcdir), generated_pages(Path(app.srcdir)))
+    pages = generated_pages(Path(app.srcdir))
+    pages.update(section_pages(app.config.site_toctree))
+    write_pages(Path(app.srcdir), pages)
 
 
-def toctree_markdown(sections) -> str:
-    """MyST toctrees, one per ``(caption, [document, …])`` section, hidden (the theme shows them)."""
-    blocks = []
+def section_name(caption: str) -> str:
+    """The document name of a navigation section's page (``"Theory"`` → ``sections/theory``)."""
+    return "sections/" + re.sub(r"[^a-z0-9]+", "-", caption.lower()).strip("-")
+
+
+def section_pages(sections) -> dict[str, str]:
+    """One page per ``(caption, [document, …])`` navigation section, listing its documents (the theme shows the
+    sections in its header and a section's documents in its sidebar)."""
+    pages = {}
     for caption, documents in sections:
-        blocks += ["", "```{toctree}", ":hidden:", f":caption: {caption}", "", *documents, "```"]
-    return "\n".join(blocks) + "\n"
+        entries = [f"   /{document}" for document in documents]
+        pages[section_name(caption) + ".rst"] = "\n".join(
+            [caption, "=" * max(len(caption), 3), "", ".. toctree::", "   :maxdepth: 1", "", *entries, ""])
+    return pages
+
+
+def root_toctree(sections) -> str:
+    """The hidden MyST toctree of the section pages, appended to the root page."""
+    return "\n".join(["", "```{toctree}", ":hidden:", "", *(section_name(c) for c, _ in sections), "```", ""])
 
 
 def _on_source_read(app, docname, source):
     if docname.split("/")[0] in GENERATED:
         return
     if docname == app.config.root_doc:
-        source[0] += toctree_markdown(app.config.site_toctree)
+        source[0] += root_toctree(app.config.site_toctree)
     from transfertheory.claims import CLAIMS
 
     depth = docname.count("/")
@@ -111,5 +149,6 @@ def setup(app):
     app.add_config_value("site_toctree", [], "env")
     app.connect("builder-inited", _on_builder_inited)
     app.connect("source-read", _on_source_read)
+    app.connect("doctree-read", _on_doctree_read)
     app.connect("autodoc-process-docstring", on_process_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

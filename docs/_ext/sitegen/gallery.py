@@ -95,7 +95,7 @@ def gallery_index(folder: Path) -> str:
         if thumb.is_file():
             lines += [f"      .. image:: {FIGURES_FROM_PAGE}/{figure.name}{THUMBNAIL}",
                       f"         :target: {figure.name}.html", f"         :alt: {figure.name}", ""]
-        lines += [f"      :doc:`{figure.name}` — {rst_escape(figure.title)}", ""]
+        lines += [f"      :doc:`{figure.name} <{figure.name}>` — {rst_escape(figure.title)}", ""]
     lines += [".. toctree::", "   :hidden:", "", *(f"   {name}" for name in figures()), ""]
     return "\n".join(lines)
 
