@@ -54,5 +54,6 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "header_links_before_dropdown": 8,
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "audit/index": []},  # the audit's tables: full width
 }
 html_sidebars = {"index": []}

@@ -91,7 +91,8 @@ def audit_page(record_path: Path) -> str:
                   f"\"{NOT_RUN}\".", ""]
     lines += _summary(claims, record)
     for paper in dict.fromkeys(paper_of(c.id) for c in claims):
-        lines += [*heading(paper, "-"), ".. list-table::", "   :header-rows: 1", "   :widths: 14 14 38 20 14", "",
+        lines += [*heading(paper, "-"), ".. list-table::", "   :header-rows: 1", "   :widths: 15 13 37 20 15",
+                  "   :class: audit-table", "",
                   "   * - claim", "     - source", "     - statement", "     - check", "     - status"]
         for claim in claims:
             if paper_of(claim.id) == paper:
