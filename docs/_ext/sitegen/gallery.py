@@ -7,36 +7,20 @@ simulated: a figure whose files are not committed is listed with the command tha
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from transfertheory.figures.gallery import format_value, load_metadata
+from transfertheory.figures.output import THUMBNAIL
 from transfertheory.figures.registry import figures
 
 from .text import heading, rst_escape
 
 #: how a generated gallery page reaches the repository's figures/ folder
 FIGURES_FROM_PAGE = "../../figures"
-THUMBNAIL = "_thumb.png"
-
-
-def load_metadata(folder: Path, name: str) -> dict | None:
-    """``folder/NAME.json`` as a dict, or None when it is absent or unreadable."""
-    try:
-        return json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _value(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def _parameter_table(title: str, params) -> list[str]:
-    rows = [f"   * - ``{key}``\n     - {rst_escape(_value(value))}" for key, value in params.items()]
+    rows = [f"   * - ``{key}``\n     - {rst_escape(format_value(value))}" for key, value in params.items()]
     if not rows:
         return [f"{title}: none.", ""]
     return [f".. list-table:: {title}", "   :header-rows: 1", "", "   * - parameter", "     - value", *rows, ""]
@@ -63,7 +47,7 @@ def _built(figure, meta: dict) -> list[str]:
 
 def figure_page(figure, folder: Path) -> str:
     """The page of one registered figure."""
-    meta = load_metadata(folder, figure.name)
+    meta = load_metadata(folder / f"{figure.name}.json")
     builder = getattr(figure.build, "func", figure.build)  # a functools.partial names its function in .func
     module = builder.__module__
     lines = [*heading(f"``{figure.name}`` — {rst_escape(figure.title)}")]
