@@ -23,7 +23,7 @@ DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 
 from sitegen import GENERATED, RECORD, root_toctree, section_pages, site_markdown  # noqa: E402
-from sitegen.api import api_pages, cli_pages, command_modules, exported, public_modules  # noqa: E402
+from sitegen.api import api_pages, cli_pages, command_modules, exported, home_name, public_modules  # noqa: E402
 from sitegen.audit import NOT_RUN, audit_page  # noqa: E402
 from sitegen.docstrings import escape_bars, on_process_docstring  # noqa: E402
 from sitegen.gallery import gallery_pages  # noqa: E402
@@ -107,6 +107,15 @@ def test_every_public_name_of_every_public_module_is_in_the_api_reference():
             assert f"{module}.{name}\n" in text or f".{name}`" in text, f"{module}.{name} is not in the reference"
     assert ".. autofunction:: transfertheory.sim.relu_teacher.experiment.run_transfer_experiment" in text or \
         any(f".. autofunction:: {m}.run_transfer_experiment" in text for m in public_modules())
+
+
+def test_a_reference_through_a_re_exporting_package_finds_the_one_description():
+    assert home_name("transfertheory.sim.integrator.integrate_gradient_flow") == \
+        "transfertheory.sim.integrator.flow.integrate_gradient_flow"
+    assert home_name("transfertheory.sim.integrator.flow.integrate_gradient_flow") is None  # already home
+    assert home_name("transfertheory.sim.integrator.STATUSES") is None  # data: described where exported
+    assert home_name("transfertheory.no_such_module.f") is None
+    assert home_name(".integrator.flow_state_bytes") is None and home_name("train") is None
 
 
 def test_the_command_pages_are_the_parsers_help():

@@ -13,14 +13,15 @@ the root page gets the navigation (``site_toctree`` in conf.py: one generated pa
 ``sections/``), an HTML anchor line ``<a id="X"></a>`` becomes the MyST target ``(X)=``, and a backticked registered claim id
 becomes a link to the claim's row on the audit page. A display equation with the paper's ``\\tag{N}`` is typeset
 as an ``equation`` environment (:func:`tagged_equation`). Docstrings are read as plain text: their ``|z|`` bars are
-escaped before autodoc parses them (:mod:`.docstrings`).
+escaped before autodoc parses them (:mod:`.docstrings`). A reference to a class or function through a package
+that re-exports it resolves to its one description (``missing-reference``, :func:`.api.home_name`).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from .api import api_pages, cli_pages
+from .api import api_pages, cli_pages, home_name
 from .audit import audit_pages
 from .docstrings import on_process_docstring
 from .gallery import gallery_pages
@@ -106,6 +107,17 @@ def _on_doctree_read(app, doctree):
             block["nowrap"] = True
 
 
+def _on_missing_reference(app, env, node, contnode):
+    """Resolve a Python reference through a re-exporting package to the one description of the object."""
+    if node.get("refdomain") != "py":
+        return None
+    home = home_name(node["reftarget"])
+    if home is None:
+        return None
+    return env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, node["reftype"], home, node,
+                                             contnode)
+
+
 def _on_builder_inited(app):
     pages = generated_pages(Path(app.srcdir))
     pages.update(section_pages(app.config.site_toctree))
@@ -151,4 +163,5 @@ def setup(app):
     app.connect("source-read", _on_source_read)
     app.connect("doctree-read", _on_doctree_read)
     app.connect("autodoc-process-docstring", on_process_docstring)
+    app.connect("missing-reference", _on_missing_reference)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

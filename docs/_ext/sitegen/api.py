@@ -112,6 +112,25 @@ def module_page(module: str, home: dict[int, str]) -> str:
     return "\n".join([*lines, *described])
 
 
+def home_name(target: str) -> str | None:
+    """The documented name of the class or function that ``target`` (a dotted name, possibly through a package
+    that re-exports it) refers to: ``transfertheory.sim.integrator.integrate_gradient_flow`` →
+    ``transfertheory.sim.integrator.flow.integrate_gradient_flow``; None when ``target`` is not such an object or
+    is already its own home."""
+    module_name, _, attribute = target.rpartition(".")
+    if not module_name or module_name.startswith("."):  # a relative name: Sphinx resolves those itself
+        return None
+    try:
+        value = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    if not _described_once(value):
+        return None
+    value = inspect.unwrap(value)
+    home = f"{value.__module__}.{value.__qualname__}"
+    return None if home == target else home
+
+
 def api_index(modules: list[str]) -> str:
     """The API reference's entry page: one table of contents per section."""
     lines = [*heading("API reference"),
@@ -171,9 +190,10 @@ def command_page(module: str) -> str:
     parser.prog = f"python -m {command}"
     with _help_width():
         help_text = parser.format_help()
+    entry = f"``{module}.main``" if module.endswith(".__main__") else f":func:`{module}.main`"
     return "\n".join([*heading(f"``python -m {command}``"),
                       f"The output of ``python -m {command} --help``, generated from the command's parser; its "
-                      f"entry point is :func:`{module}.main`.", "", *literal_block(help_text)])
+                      f"entry point is {entry}.", "", *literal_block(help_text)])
 
 
 def cli_pages() -> dict[str, str]:
