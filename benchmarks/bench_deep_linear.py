@@ -67,14 +67,8 @@ import pandas as pd
 from bench_report import print_report, summarize
 from phase_timer import PhaseTimer, run_simulator, sync
 
-from transfertheory.backend import (
-    EXIT_BACKEND_UNAVAILABLE,
-    BackendUnavailableError,
-    backend_name,
-    resolve_backend,
-    to_device,
-    to_host,
-)
+from transfertheory import cli_support
+from transfertheory.backend import backend_name, resolve_backend, to_device, to_host
 from transfertheory.sim.deep_linear import Architecture, init_weights, run_transfer_experiment, target_draw, task_vectors
 from transfertheory.theory.fine_tuning import fine_tune_limit
 from transfertheory.theory.methods import get_method
@@ -309,7 +303,8 @@ def run_fig1(args, xp):
               f"median |z| {np.median(np.abs(T.z[ok])):.2f}, max |z| {np.max(np.abs(T.z[ok])):.2f}")
     print("  scratch fraction converged per γ: " + ", ".join(f"{g:.1f}:{c:.2f}" for g, c in conv.items()))
     if args.csv:
-        df.to_csv(args.csv, index=False)
+        with cli_support.staged_files() as stage:
+            df.to_csv(stage(args.csv), index=False)
         print(f"wrote {args.csv}")
     print(f"fig1 time: {wall:.2f} s")
     return 0
@@ -323,6 +318,7 @@ def parse_args(argv=None):
         description="Benchmark: gradient-flow simulator vs plain fixed-step full-batch GD on the FaF "
                     "deep-linear transfer experiment (pretrain + scratch + fine-tune + linear transfer).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog=cli_support.exit_status_epilog("0 success", "1 --csv not writable (checked first)", "2 usage error", "3 backend unknown or unusable"),
     )
     p.add_argument("--d", type=int, default=None, help="input dimension (default 100; 500 with --fig1; 40 with --quick)")
     p.add_argument("--instances", type=int, default=None, help="target draws per n (default 20; 4 with --quick)")
@@ -331,7 +327,8 @@ def parse_args(argv=None):
     p.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.0, 1.5], help="n/d values")
     p.add_argument("--theta", type=float, default=math.pi / 4, help="angle between source and target")
     p.add_argument("--sigma", type=float, default=0.2, help="label noise")
-    p.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "auto"), help="array backend (both runs)")
+    cli_support.add_backend_argument(p, help_text="array backend of both runs, NumPy when neither the flag nor the "
+                                     "variable is set")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="smoke run: 2000 steps, 4 instances, d = 40 (unless given)")
     p.add_argument("--fig1", action="store_true",
@@ -375,13 +372,11 @@ def parse_args(argv=None):
     return args
 
 
+@cli_support.entry_point
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:
-        xp = resolve_backend(args.backend)
-    except BackendUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BACKEND_UNAVAILABLE
+    xp = resolve_backend(cli_support.resolve_backend(args.backend, default="numpy"))
+    cli_support.require_writable(1, files=[("--csv", args.csv)])
     if args.fig1:
         return run_fig1(args, xp)
     d, steps, eta, inst = args.d, args.steps, args.eta, args.instances
@@ -438,9 +433,10 @@ def main(argv=None) -> int:
         print(s.getvalue())
     print(machine_line(xp))
     if args.csv:
-        tidy.to_csv(args.csv, index=False)
         root, ext = os.path.splitext(args.csv)
-        summary.to_csv(root + "_summary" + (ext or ".csv"), index=False)
+        with cli_support.staged_files() as stage:
+            tidy.to_csv(stage(args.csv), index=False)
+            summary.to_csv(stage(root + "_summary" + (ext or ".csv")), index=False)
         print(f"wrote {args.csv} and {root}_summary{ext or '.csv'}")
     return 0
 

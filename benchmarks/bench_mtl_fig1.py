@@ -21,7 +21,7 @@ Examples::
     python benchmarks/bench_mtl_fig1.py                  # depths 1 10 64, the quick profile's λτ values
     python benchmarks/bench_mtl_fig1.py --quick          # smoke run (seconds; no speed verdict)
 
-Exit status: 0 on success, 2 on a usage error (argparse).
+Exit status: 0 on success, 2 on a usage error (argparse), 130 on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from transfertheory import cli_support
 from transfertheory._validation import Interval
 from transfertheory.figures import mtl_fig1
 from transfertheory.params import Param
@@ -77,6 +78,7 @@ def bench_depth(depth, lam_taus, test_tasks, repeats):
     return statistics.median(loop_times), statistics.median(batch_times), ratio, worst
 
 
+@cli_support.entry_point
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -11,6 +11,9 @@ Times ``relu_kernels(X, depth=L)`` for an n × n Gram (both kernels) of standard
   thread of NumPy under ``OPENBLAS_NUM_THREADS=1``) before JAX is imported;
 * otherwise a **per-pair loop**: the recursion of the module docstring of :mod:`transfertheory.theory.ntk` in
   plain Python floats, one pair at a time, timed on ``--loop-pairs`` random pairs and extrapolated to n² pairs.
+  Falling back to it is a warning on stderr with the reason and the versions with which Neural Tangents works
+  (``NEURAL_TANGENTS_PINS``; ``pip install -e ".[neural-tangents]"``): neural-tangents 0.6.5 does not import with
+  a current JAX.
 
 Prints the medians over ``--repeats`` runs, the ratio reference/ours (> 1: ours is faster), and the largest
 relative difference between the two Grams (on the timed pairs for the loop). Reference (2-core CPU, shared,
@@ -28,7 +31,8 @@ Examples::
     python benchmarks/bench_ntk.py --quick                 # smoke run (n = 200, depth 3, no speed verdict)
     python benchmarks/bench_ntk.py --empirical 512 --n 200 --depth 3   # finite-width NTK vs NT's autodiff
 
-Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unavailable.
+Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unknown or unavailable, 130 on
+Ctrl-C.
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ import time
 
 import numpy as np
 
-from transfertheory import backend
+from transfertheory import backend, cli_support
 from transfertheory._validation import Interval
 from transfertheory.params import Param
 from transfertheory.theory.mtl import standardize_inputs
@@ -54,6 +58,8 @@ PAIRS = Param("loop_pairs", Interval(1, 10**7, "both"), integer=True, descriptio
 WIDTH = Param("empirical", Interval(1, 10**6, "both"), integer=True, description="hidden width")
 NETWORKS = Param("networks", Interval(1, 1000, "both"), integer=True, description="random networks")
 THREADS = Param("jax_threads", Interval(1, 256, "both"), integer=True, description="XLA CPU threads")
+#: versions with which Neural Tangents 0.6.5 imports and runs (setup.cfg's extra ``neural-tangents``)
+NEURAL_TANGENTS_PINS = "neural-tangents==0.6.5 jax==0.4.30 jaxlib==0.4.30 tf2jax==0.3.6"
 #: a speed verdict is printed for this size and above (the 2000 × 2000 depth-10 target: well under a second)
 TARGET = dict(n=2000, seconds=1.0)
 
@@ -124,14 +130,17 @@ def relative_differences(ours, reference):
 
 
 def _import_jax(threads):
-    """(jax, stax) with XLA's CPU thread pool limited to ``threads``, or None without Neural Tangents."""
+    """(jax, stax) with XLA's CPU thread pool limited to ``threads``, or None (and a warning on stderr naming the
+    error and the working pins) when Neural Tangents cannot be imported."""
     if "jax" not in sys.modules:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
                                    f"{'true' if threads > 1 else 'false'} intra_op_parallelism_threads={threads}")
     try:
         import jax
         from neural_tangents import stax
-    except ImportError:
+    except Exception as error:  # noqa: BLE001  (an installed Neural Tangents that does not fit JAX raises more)
+        print(f"bench_ntk: WARNING: Neural Tangents cannot be imported ({type(error).__name__}: {error}); it works "
+              f"with {NEURAL_TANGENTS_PINS} (pip install -e \".[neural-tangents]\")", file=sys.stderr)
         return None
     jax.config.update("jax_enable_x64", True)
     return jax, stax
@@ -207,21 +216,20 @@ def _parser():
     parser.add_argument("--nt-implementation", type=int, choices=(1, 2), default=2,
                         help="Neural Tangents' empirical NTK implementation: 1 Jacobian contraction, 2 NTK-vector "
                              "products (default; 3, structured derivatives, fails with the installed JAX)")
-    parser.add_argument("--backend", choices=backend.backend_names(), default="numpy")
+    cli_support.add_backend_argument(parser, help_text="array backend of relu_kernels, NumPy when neither the flag "
+                                     "nor the variable is set")
     parser.add_argument("--quick", action="store_true", help="smoke run: n = 200, depth 3, 1 repeat, no verdict")
     return parser
 
 
+@cli_support.entry_point
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     n = args.n or (200 if args.quick else TARGET["n"])
     depth = args.depth if args.depth is not None else (3 if args.quick else 10)
     repeats = args.repeats or (1 if args.quick else 5)
-    try:
-        xp = backend.resolve_backend(args.backend)
-    except backend.BackendUnavailableError as err:
-        print(f"bench_ntk: {err}", file=sys.stderr)
-        return backend.EXIT_BACKEND_UNAVAILABLE
+    args.backend = cli_support.resolve_backend(args.backend, default="numpy")
+    xp = backend.resolve_backend(args.backend)
     x_host = inputs(n, args.d)
     x = xp.asarray(x_host)
     if args.empirical is not None:
@@ -241,8 +249,11 @@ def main(argv=None) -> int:
     if reference in ("auto", "neural-tangents"):
         result = neural_tangents_reference(x_host, depth, args.w_std, args.b_std, repeats, args.jax_threads)
         if result is None and reference == "neural-tangents":
-            print("bench_ntk: neural_tangents is not installed", file=sys.stderr)
+            print("bench_ntk: --reference neural-tangents needs Neural Tangents", file=sys.stderr)
             return 2
+        if result is None:
+            print("bench_ntk: WARNING: falling back to the per-pair loop reference (plain Python, extrapolated), not "
+                  "the Neural Tangents comparison of docs/benchmarks.md", file=sys.stderr)
         reference = "neural-tangents" if result is not None else "loop"
     if reference == "neural-tangents":
         seconds, compile_seconds, (nt_nngp, nt_ntk) = result

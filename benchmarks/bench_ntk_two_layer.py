@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from transfertheory.backend import EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, resolve_backend
+from transfertheory import cli_support
 from transfertheory.sim.ntk_two_layer import initial_weights, simulate_transfer
 from transfertheory.theory.ntk_two_layer import two_layer_gram
 
@@ -124,8 +124,9 @@ def _sweep_row(data, args):
                 converged=bool(all(r.converged.all() for r in runs)))
 
 
+@cli_support.entry_point
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=cli_support.exit_status_epilog("0 success", "1 --csv not writable (checked first)", "2 usage error", "3 backend unknown or unusable"))
     parser.add_argument("--widths", type=int, nargs="+", default=[256, 1024, 4096])
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--n", type=int, default=10, help="points per set")
@@ -134,20 +135,17 @@ def main(argv=None):
     parser.add_argument("--max-steps", type=int, default=1_000_000, help="baseline step budget per stage")
     parser.add_argument("--quick", action="store_true", help="smoke mode: widths 64 and 128, 2 seeds, 1 repeat")
     parser.add_argument("--sweep-only", action="store_true", help="only the whole-sweep comparison")
-    parser.add_argument("--backend", default="numpy", help="backend of the package's trainer (the loop is NumPy)")
+    cli_support.add_backend_argument(parser, help_text="backend of the package's trainer (the loop is NumPy), NumPy "
+                                     "when neither the flag nor the variable is set")
     parser.add_argument("--csv", help="write one row per width, and the sweep to PATH with _sweep before .csv")
     args = parser.parse_args(argv)
     if args.quick:
         args.widths, args.seeds, args.repeats = [64, 128], 2, 1
     if any(m < 2 or m % 2 for m in args.widths) or args.seeds < 1 or args.n < 1 or args.d < 2 or args.repeats < 1:
         parser.error("widths must be even and >= 2, seeds, n and repeats >= 1, d >= 2")
-    try:
-        resolve_backend(args.backend)
-    except ValueError as exc:
-        parser.error(str(exc))
-    except BackendUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BACKEND_UNAVAILABLE
+    args.backend = cli_support.resolve_backend(args.backend, default="numpy")
+    sweep_csv = None if args.csv is None else args.csv.removesuffix(".csv") + "_sweep.csv"
+    cli_support.require_writable(1, files=[("--csv", args.csv), ("--csv", sweep_csv)])
     data = _data(args.n, args.d, seed=0)
     rows = []
     for width in [] if args.sweep_only else args.widths:
@@ -164,13 +162,19 @@ def main(argv=None):
           f"{sweep['per_network_s']:.3f} s; paired ratios per-width/batched {sweep['per_width_over_batched']:.2f}, "
           f"loop/batched {sweep['per_network_over_batched']:.2f}; converged: {sweep['converged']}")
     if args.csv:
-        for path, table in ((args.csv, rows), (args.csv.removesuffix(".csv") + "_sweep.csv", [sweep])):
+        _write_tables({args.csv: rows, sweep_csv: [sweep]})
+    return 0
+
+
+def _write_tables(tables):
+    """Write each non-empty table (list of dicts) as CSV, atomically (temporary names, renamed together)."""
+    with cli_support.staged_files() as stage:
+        for path, table in tables.items():
             if table:
-                with open(path, "w", newline="") as handle:
+                with open(stage(path), "w", newline="") as handle:
                     writer = csv.DictWriter(handle, fieldnames=list(table[0]))
                     writer.writeheader()
                     writer.writerows(table)
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ Examples::
     python benchmarks/bench_relu_teacher.py --d 100 --m 1000 --m-star 50    # FaF's widths, μ = 0.5
     python benchmarks/bench_relu_teacher.py --quick         # smoke run (seconds; small sizes)
 
-Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unavailable.
+Exit status: 0 on success, 2 on a usage error (argparse), 3 when the backend is unknown or unavailable, 130 on
+Ctrl-C.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import time
 
 import numpy as np
 
-from transfertheory import backend
+from transfertheory import backend, cli_support
 from transfertheory._validation import Interval
 from transfertheory.backend import to_host
 from transfertheory.params import Param
@@ -88,6 +89,7 @@ def report(label, exact, per_input, cv, loss):
     return lines
 
 
+@cli_support.entry_point
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--d", type=SIZE.arg_type(), default=20, help="input dimension (default 20)")
@@ -95,15 +97,13 @@ def main(argv=None) -> int:
     parser.add_argument("--m-star", type=SIZE.arg_type(), default=10, help="source-teacher width (default 10)")
     parser.add_argument("--repeats", type=REPEATS.arg_type(), default=21, help="timed repetitions (default 21)")
     parser.add_argument("--quick", action="store_true", help="smoke run: d = 5, m = 20, m* = 3, 3 repeats")
-    parser.add_argument("--backend", choices=backend.backend_names(), default="numpy")
+    cli_support.add_backend_argument(parser, help_text="array backend, NumPy when neither the flag nor the variable "
+                                     "is set")
     args = parser.parse_args(argv)
     if args.quick:
         args.d, args.m, args.m_star, args.repeats = 5, 20, 3, 3
-    try:
-        xp = backend.resolve_backend(args.backend)
-    except backend.BackendUnavailableError as err:
-        print(f"bench_relu_teacher: {err}", file=sys.stderr)
-        return backend.EXIT_BACKEND_UNAVAILABLE
+    args.backend = cli_support.resolve_backend(args.backend, default="numpy")
+    xp = backend.resolve_backend(args.backend)
     rng = np.random.default_rng(0)
     W_s, c_s = random_teacher(args.m_star, args.d, rng, batch=(1,), xp=xp)
     W0, c0 = paper_init(args.m, args.d, rng, batch=(1,), xp=xp)

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from transfertheory import cli_support
 from transfertheory.sim import run_transfer_experiment
 
 SETTINGS = ((1e-4, 1e-8), (1e-3, 1e-6), (1e-2, 1e-5))
@@ -36,6 +37,7 @@ def run(args, rtol, tol):
     return df, time.perf_counter() - t0
 
 
+@cli_support.entry_point
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)

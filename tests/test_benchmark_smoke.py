@@ -1,4 +1,6 @@
 """Smoke tests of the benchmark scripts: they run and print their reports (no timing assertions)."""
+import configparser
+import importlib.util
 import os
 import subprocess
 import sys
@@ -84,6 +86,47 @@ def test_bench_ntk_quick_against_the_per_pair_loop():
     relative = float(out.stdout.split("max relative difference")[1].split()[0].rstrip(";"))
     assert relative < 1e-12
     assert _run("--n", "0", script=os.path.join(ROOT, "benchmarks", "bench_ntk.py")).returncode == 2
+
+
+def _load_bench_ntk():
+    spec = importlib.util.spec_from_file_location("bench_ntk", os.path.join(ROOT, "benchmarks", "bench_ntk.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BROKEN_NEURAL_TANGENTS = "raise AttributeError(\"module 'jax' has no attribute 'linear_util'\")\n"
+
+
+@pytest.mark.parametrize("failure", ["missing", "incompatible with JAX"])
+def test_bench_ntk_fallback_to_the_loop_is_a_warning_naming_the_working_pins(failure, tmp_path, monkeypatch, capsys):
+    """Neural Tangents absent, or installed but failing to import (0.6.5 with a current JAX raises AttributeError):
+    the benchmark says so on stderr, with the error and the versions that work, before using the per-pair loop."""
+    bench_ntk = _load_bench_ntk()
+    monkeypatch.setenv("XLA_FLAGS", "")
+    for package, init in (("jax", ""), ("neural_tangents", BROKEN_NEURAL_TANGENTS)):  # a stand-in JAX imports
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(init)
+        monkeypatch.setitem(sys.modules, package, None)  # so that the test's imports are undone afterwards
+        monkeypatch.delitem(sys.modules, package)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if failure == "missing":
+        monkeypatch.setitem(sys.modules, "neural_tangents", None)  # `import neural_tangents` raises ModuleNotFoundError
+    assert bench_ntk.main(["--quick", "--n", "8", "--depth", "2", "--loop-pairs", "20"]) == 0
+    captured = capsys.readouterr()
+    warning = captured.err.splitlines()
+    assert warning[0].startswith("bench_ntk: WARNING: Neural Tangents cannot be imported (")
+    assert ("ModuleNotFoundError" if failure == "missing" else "AttributeError: module 'jax'") in warning[0]
+    assert bench_ntk.NEURAL_TANGENTS_PINS in warning[0] and "jax==0.4.30" in bench_ntk.NEURAL_TANGENTS_PINS
+    assert warning[1].startswith("bench_ntk: WARNING: falling back to the per-pair loop")
+    assert "per-pair loop (plain Python" in captured.out
+
+
+def test_the_neural_tangents_extra_pins_the_versions_the_benchmark_names():
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    extra = config["options.extras_require"]["neural-tangents"].split()
+    assert extra == _load_bench_ntk().NEURAL_TANGENTS_PINS.split()
 
 
 def test_bench_ntk_empirical_kernels_against_neural_tangents():

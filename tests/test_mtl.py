@@ -21,8 +21,9 @@ def _data(seed=0, tasks=3, n=2, d=4, depth=3):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda tk, y, ys: MTL.mtl_predictions(tk, y, ys, -0.1), r"lam_tau must be in \[0, inf\)"),
+    (lambda tk, y, ys: MTL.mtl_predictions(tk, y, ys, -0.1), r"lam_tau_hat must be in \[0, inf\)"),
     (lambda tk, y, ys: MTL.anil_predictions(tk, y, ys, 0.1, 0.1, "lemma"), "variant must be one of"),
+    (lambda tk, y, ys: MTL.literal_anil_predictions(tk, y, ys, -0.1, 0.1), r"lam_tau must be in \[0, inf\)"),
     (lambda tk, y, ys: MTL.mtl_predictions(tk, y[:-1], ys, 0.1), "labels must hold one array per task"),
     (lambda tk, y, ys: MTL.mtl_predictions(tk, y, np.ones((3, 2)), 0.1), "support_labels must have 1 output"),
     (lambda tk, y, ys: MTL.ReluNetwork(-1), "depth must be an integer >= 0"),
@@ -161,7 +162,7 @@ def test_mtl_fig1_table_matches_direct_predictions():
     f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[1], 0.2, 0.2, "statement")
     assert gaps["statement"][1] == pytest.approx(np.linalg.norm(f_anil - f_mtl), rel=1e-9)
     table = mtl_fig1.gap_table(depths=(2, 4), lam_taus=(0.0, 0.1), runs=2, test_tasks=2)
-    assert list(table.columns) == list(mtl_fig1.COLUMNS) and len(table) == 8
+    assert list(table.columns) == list(mtl_fig1.COLUMNS) and len(table) == 12  # 2 depths + 2 × 2 λτ, 2 variants
     assert (table["gap_mean"] > 0).all() and set(table["variant"]) == set(MTL.ANIL_VARIANTS)
     first = table[(table["panel"] == "depth") & (table["depth"] == 2) & (table["variant"] == "derivation")]
     direct = mtl_fig1.run_gaps(MTL.synthetic_problem(np.random.default_rng([0, 0]), test_tasks=2), 2, 0.0)
@@ -209,6 +210,9 @@ def test_anil_predictions_equal_the_literal_eq16(lam_tau, variant):
     literal, tol = literal_eq16(tk, labels, y_support, lam_tau, 0.3, variant)
     ours = MTL.anil_predictions(tk, labels, y_support, lam_tau, 0.3, variant)
     np.testing.assert_allclose(ours, literal, rtol=0, atol=tol)
+    # the package's literal form (its D by eigendecomposition) against this one (D by scipy's expm)
+    np.testing.assert_allclose(MTL.literal_anil_predictions(tk, labels, y_support, lam_tau, 0.3, variant), literal,
+                               rtol=0, atol=tol)
 
 
 def test_test_task_batch_needs_equal_test_task_sizes():

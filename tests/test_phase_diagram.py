@@ -6,6 +6,7 @@ Grids are small (resolution ≤ 80) to keep the file at a few seconds. The grid
 is checked against the method records' closed forms (wiring), the summary's
 opening angles against their geometric bounds on the grid.
 """
+import json
 import math
 import re
 import subprocess
@@ -199,6 +200,30 @@ def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
     assert _opening(out)[0] >= floor - 1e-4
 
 
+def test_fine_tuning_at_depth_three_prints_theta_star_and_draws_the_deeper_limit(tmp_path, capsys):
+    """--depth L: the gradient-flow limit of an L-layer network (θ* = 48.0° at σ = 1, γ = ½ for L = 3, 52.2° for
+    L = 2, 30.0° as L → ∞), in the grid, the summary, the metadata and the file name."""
+    code, out = run(["--method", "finetune", "--noise", "1", "--depth", "3", "--resolution", "41"], tmp_path, capsys)
+    assert code == 0
+    assert "θ* = 48.0° at γ = ½ for L = 3 (L = 2: 52.2°, L → ∞: 30.0°; the paper's Eq. 17: 60.0°)" in out
+    angles = [float(a) for a in re.findall(r"([\d.]+) rad \([\d.]+°\) at γ = ", out)]
+    np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 1.0, 3), atol=1e-4)
+    name = "phase_diagram_finetune_sigma1_L3"
+    assert json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))["parameters"]["depth"] == 3
+    grid = pd.read_csv(tmp_path / f"{name}.csv")
+    expected = get_method("finetune").flow_transferability(grid["gamma"], grid["theta"], 1.0, depth=3)
+    np.testing.assert_allclose(grid["transferability"], expected, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(grid["transferability"], get_method("finetune").flow_transferability(
+        grid["gamma"], grid["theta"], 1.0, depth=2))
+
+
+def test_depth_changes_only_fine_tuning_s_gradient_flow_grid():
+    for method, limit in (("linear", None), ("finetune", "paper")):
+        two, three = (pdg.compute_grid(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
+        pd.testing.assert_frame_equal(two, three)
+    assert pdg.compute_grid("finetune", 1.0, resolution=9, depth=4).attrs["depth"] == 4
+
+
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
     code, out = run(["--noise", "1.2", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
@@ -261,7 +286,7 @@ def test_panel_a_has_a_colour_bar():
     fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
     try:
         bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
-        assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (clipped")
+        assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (not drawn where |T| > 1")
     finally:
         plt.close(fig)
 
@@ -283,6 +308,74 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
         plt.close(fig)
 
 
+def _slice_points(method):
+    """Simulated points on every slice and at γ up to 1.75, where a legend in a corner of (c) used to sit."""
+    gammas = [0.25, 0.5, 0.75, 1.25, 1.5, 1.75]
+    rows = [dict(gamma=g, theta=th, d=16, n_converged=20, n_draws=20, transferability_sd=0.03,
+                 transferability_mean=float(transfer.transfer_risks(method, g, th, 0.2)[0]))
+            for th in (math.pi / 8, math.pi / 4, 3 * math.pi / 8) for g in gammas]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("method", ["linear", "finetune"])
+def test_legends_leave_every_plotted_point_line_and_cell_visible(method):
+    """FaF Figs. 1 and 3: no legend box covers the sign map of (b), its boundaries, or a slice or point of (c)."""
+    import matplotlib.pyplot as plt
+
+    from figure_checks import assert_no_legend_over_data
+
+    fig = pdg.plot_phase_diagram(pdg.compute_grid(method, 0.2, resolution=60), method, 0.2,
+                                 simulated=_slice_points(method))
+    try:
+        assert len([ax for ax in fig.axes if ax.get_legend() is not None]) == 2
+        assert_no_legend_over_data(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_slices_panel_says_how_many_simulated_draws_converged():
+    import matplotlib.pyplot as plt
+
+    points = _slice_points("linear").assign(n_converged=[20] * 17 + [18])
+    fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
+    try:
+        assert fig.axes[2].get_title().endswith("\nconverged: target draws 358/360")
+    finally:
+        plt.close(fig)
+
+
+def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
+    """Near γ = 1 the linear-transfer surface diverges; facets beyond ±1 are left out, none is flattened onto ±1."""
+    import matplotlib.pyplot as plt
+
+    grid = pdg.compute_grid("linear", 0.2, resolution=60)
+    assert (grid.transferability.abs() > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
+    fig = pdg.plot_phase_diagram(grid, "linear", 0.2)
+    try:
+        facets = np.asarray(fig.axes[0].collections[0].get_array(), dtype=float)
+        assert facets.size > 0 and np.abs(facets).max() < pdg.DISPLAY_LIMIT - 1e-3
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("method", ["linear", "finetune"])
+def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
+    """As in the paper's Figs. 1(a) and 3(a): light-blue T = 0 lines on the surface, where T is indeed 0."""
+    import matplotlib.pyplot as plt
+
+    fig = pdg.plot_phase_diagram(pdg.compute_grid(method, 0.2, resolution=40), method, 0.2)
+    try:
+        lines = [line.get_data_3d() for line in fig.axes[0].get_lines()]
+        assert len(lines) >= 2
+        for gamma, theta, z in lines:
+            assert np.all(z == 0)
+            inside = np.isfinite(gamma) & (gamma > 1e-2) & (gamma < 2) & (np.abs(gamma - 1) > 1e-6) & (theta > 1e-2)
+            values = transfer.transfer_risks(method, gamma[inside], theta[inside], 0.2)[0]
+            np.testing.assert_allclose(values, 0.0, atol=1e-6)
+    finally:
+        plt.close(fig)
+
+
 # --------------------------------------------------------------------------- usage errors
 
 
@@ -298,6 +391,9 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
         ["--limit", "flow", "--method", "finetune", "--finite-d", "20"],
         ["--method", "ridge", "--lam", "-0.1"],
         ["--lam", "0.1"],  # λ without --method ridge
+        ["--depth", "3"],  # depth without --method finetune: linear transfer does not depend on it
+        ["--method", "finetune", "--depth", "1"],
+        ["--method", "finetune", "--depth", "2.5"],
         ["--finite-d", "2"],
         ["--gamma-max", "0"],
         ["--gamma-max", "inf"],
@@ -324,6 +420,7 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
         (dict(lam=0.1), "lam applies"),
         (dict(method="bogus"), "method"),
         (dict(sigma=-0.1), "sigma"),
+        (dict(depth=1), "depth"),
     ],
 )
 def test_compute_grid_rejects_bad_arguments(kwargs, message):
@@ -364,3 +461,18 @@ def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
             "print('transfertheory.sim.deep_linear' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_simulated_fine_tuning_at_depth_three_converges_and_trains_three_layers(tmp_path, capsys):
+    """--depth 3 --simulate trains three-layer networks at the depth's initialization scale (App. D.1's α = 1e-5
+    would leave them on the saddle past max_time): every draw converges, the metadata and points carry L = 3."""
+    from transfertheory.figures.simulation import simulation_alpha
+
+    assert (simulation_alpha(2), simulation_alpha(3)) == (1e-5, 1e-3) and math.isclose(simulation_alpha(4), 10**-1.5)
+    code, out = run(["--method", "finetune", "--noise", "1", "--depth", "3", "--simulate", "--sim-d", "12",
+                     "--sim-draws", "3", "--sim-gammas", "2", "--resolution", "8"], tmp_path, capsys)
+    assert code == 0
+    points = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma1_L3_simulated.csv")
+    assert (points["n_converged"] == points["n_draws"]).all()
+    np.testing.assert_allclose(points["theory_asymptotic"], get_method("finetune").flow_transferability(
+        points["gamma"], points["theta"], 1.0, depth=3) + 0.0)

@@ -216,7 +216,7 @@ def test_bad_labels_and_a_missing_rng_are_value_errors():
     support, query = tasks[0], tasks[1]
     with pytest.raises(ValueError, match=r"support_labels\[0\] must have shape"):
         sim.adapted_predictions(trained, support, np.ones((3, 2)), query, 0.3)
-    with pytest.raises(ValueError, match="rng must be a numpy Generator"):
+    with pytest.raises(ValueError, match="rng must be an integer >= 0, a numpy.random.Generator"):
         sim.adapted_predictions(trained, support, labels[0], query, 0.3, "fresh")
     flat = sim.adapted_predictions(trained, support, labels[0][:, 0], query, 0.3)
     np.testing.assert_array_equal(flat, sim.adapted_predictions(trained, support, labels[0], query, 0.3))

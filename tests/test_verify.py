@@ -1,4 +1,5 @@
-"""``python -m transfertheory.verify``: table, JSON, CSV, ``-k``, ``--explore``, exit codes, and a broken formula."""
+"""``python -m transfertheory.verify``: table (requires / measured / held, width, streaming), JSON, CSV, ``-k``,
+``--list``, ``--explore``, exit codes, and a broken formula."""
 import csv
 import json
 import subprocess
@@ -6,7 +7,8 @@ import sys
 
 import pytest
 
-from transfertheory import claims, verify
+from transfertheory import audit_table, claims, verify
+from transfertheory.claims import compare
 from transfertheory.theory import linear, methods
 
 #: cheap claims (exact identities and closed forms): the CLI tests run in a fraction of a second
@@ -32,27 +34,128 @@ def test_table_json_and_csv(tmp_path, capsys):
     records = json.loads(json_path.read_text(encoding="utf-8"))
     assert [r["claim"] for r in records] == selected
     for record in records:
-        assert {"claim", "source", "method", "discrepancy", "tolerance", "status"} <= set(record)
+        assert {"claim", "source", "method", "discrepancy", "tolerance", "status", "requires", "measured",
+                "held"} <= set(record)
         assert record["status"] == "PASS" and record["discrepancy"] <= record["tolerance"]
+        assert record["requires"] and record["held"] is True
     with open(csv_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["claim"] for r in rows] == selected and set(verify.COLUMNS) <= set(rows[0])
+    assert [r["requires"] for r in rows] == [r["requires"] for r in records] and {r["held"] for r in rows} == {"True"}
 
 
 def test_known_erratum_rows_link_to_the_errata_page(tmp_path, capsys):
     code, out, _ = _run(capsys, "-k", "faf.thm2.2", "--json", str(tmp_path / "v.json"))
     assert code == 0
-    line = next(l for l in out.splitlines() if l.startswith("faf.thm2.2.dudley "))
-    assert "KNOWN-ERRATUM" in line and line.endswith("docs/errata.md#erratum-dudley")
+    lines = out.splitlines()
+    row = next(i for i, l in enumerate(lines) if l.startswith("faf.thm2.2.dudley "))
+    assert "paper fails by > 0" in lines[row] and " yes " in lines[row] and "KNOWN-ERRATUM" in lines[row]
+    assert lines[row + 1].strip() == ("FaF Thm 2.2 (Dudley half), App. B.1 — paper error: "
+                                      "docs/errata.md#erratum-dudley")
+    slip = next(i for i, l in enumerate(lines) if l.startswith("faf.thm2.2.kl-constant "))
+    assert "PASS" in lines[slip] and lines[slip + 1].strip().endswith("— slip: docs/errata.md#erratum-kl-constant")
     records = {r["claim"]: r for r in json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))}
     assert records["faf.thm2.2.kl-constant"]["erratum"] == "docs/errata.md#erratum-kl-constant"
+    assert (records["faf.thm2.2.kl-constant"]["category"], records["faf.thm2.2.dudley"]["category"]) == (
+        "slip", "paper error")
     assert records["faf.thm2.2.kl"]["status"] == "PASS" and records["faf.thm2.2.kl"]["erratum"] == ""
+    assert records["faf.thm2.2.kl"]["category"] == ""
 
 
 def test_glob_filter_and_list(capsys):
+    """--list runs nothing: its second column is headed "expected" (a claim's expected status, not a result)."""
     code, out, _ = _run(capsys, "-k", "faf.eq1[05]", "--list")
     assert code == 0
-    assert [line.split()[0] for line in out.splitlines()] == ["faf.eq10", "faf.eq15"]
+    header, rule, *rows = out.splitlines()
+    assert header.split() == ["claim", "expected", "kind", "source"] and set(rule) == {"-", " "}
+    assert [row.split()[:3] for row in rows] == [["faf.eq10", "PASS", "exact"], ["faf.eq15", "PASS", "exact"]]
+    code, out, _ = _run(capsys, "-k", "faf.eq142", "--list")
+    assert out.splitlines()[2].split()[:2] == ["faf.eq142", "KNOWN-ERRATUM"]
+
+
+def _fake_outcome(claim_id, result, status):
+    point = claims.PointOutcome({}, status, result, 1.5)
+    return claims.Outcome(claims.get_claim(claim_id), "quick", status, 1.5, (point,), point)
+
+
+def test_a_row_says_what_its_check_requires_and_whether_it_held():
+    """A one-sided z = 157 reads "z > 4 … 157 … yes", not "157 vs 4" under PASS; an erratum's demonstration reads
+    "paper fails by > 0", not a tolerance of 0; an ERROR has no requirement."""
+    cases = [("mtl.lemma3.independent-heads-mc", compare.significant(15.7, 0.1), claims.PASS, "z > 4", "157", "yes"),
+             ("faf.thm2.2.dudley", compare.exceeds(0.25), claims.KNOWN_ERRATUM, "paper fails by > 0", "0.25", "yes"),
+             ("faf.eq13", compare.agreement(1.05, 0.01, 1.0), claims.FAIL, "|z| ≤ 4", "5", "no"),
+             ("faf.eq10", None, claims.ERROR, "-", "-", "-")]
+    records = [verify.outcome_record(_fake_outcome(claim_id, result, status)) for claim_id, result, status, *_ in cases]
+    assert [(r["requires"], r["held"]) for r in records] == [("z > 4", True), ("paper fails by > 0", True),
+                                                              ("|z| ≤ 4", False), ("", None)]
+    assert records[0]["measured"] == pytest.approx(157.0)
+    lines = verify.format_table(records, width=100).splitlines()
+    assert lines[0].split() == list(verify.COLUMNS)
+    for (claim_id, _, status, requires, measured, held), record in zip(cases, records):
+        row = next(line for line in lines if line.startswith(claim_id + " "))
+        assert row.split() == [claim_id, *requires.split(), measured, held, status, "1.50"]
+
+
+@pytest.mark.parametrize("width", [72, 80, 100])
+def test_every_line_of_the_table_fits_the_width(width):
+    """Every registered claim (the longest ids and sources) as a row: no line is wider than the width, and each
+    wrapped id reads back whole from its column."""
+    records = [verify.outcome_record(_fake_outcome(claim.id, compare.agreement(1.0, 0.1, 1.0, allowance=0.002),
+                                                   claims.PASS)) for claim in claims.CLAIMS.values()]
+    table = audit_table.AuditTable([r["claim"] for r in records], width)
+    for record in records:
+        lines = table.row(record).splitlines()
+        assert max(map(len, lines)) <= width
+        claim_lines = [line[:table.widths[0]].strip() for line in lines if not line.startswith(" ")]
+        assert "".join(claim_lines) == record["claim"]
+    assert max(map(len, table.header().splitlines())) <= width
+
+
+def test_the_width_follows_the_terminal_and_is_at_most_100_when_not_a_tty(monkeypatch):
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    monkeypatch.setenv("COLUMNS", "160")
+    assert audit_table.table_width(Stream(True)) == 160 and audit_table.table_width(Stream(False)) == 100
+    monkeypatch.setenv("COLUMNS", "80")
+    assert audit_table.table_width(Stream(False)) == 80
+    monkeypatch.setenv("COLUMNS", "40")
+    assert audit_table.table_width(Stream(True)) == audit_table.MIN_WIDTH
+
+
+def test_the_cli_output_fits_an_80_column_terminal(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(capsys, "-k", "faf.thm2.2")
+    assert code == 0 and max(map(len, out.splitlines())) <= 80
+
+
+def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, capsys):
+    """Under capsys stdout is not a terminal: the header first, then before each claim a progress line and after
+    it its row, each already written when the next claim starts; the summary last."""
+    written_before = []
+    real_run = claims.run
+
+    def spy(claim, *args, **kwargs):
+        written_before.append(capsys.readouterr().out)
+        return real_run(claim, *args, **kwargs)
+
+    monkeypatch.setattr(claims, "run", spy)
+    ids = [c.id for c in claims.select("faf.thm2.2")]
+    assert verify.main(["-k", "faf.thm2.2"]) == 0
+    rest = capsys.readouterr().out
+    assert written_before[0].splitlines()[0].split() == list(verify.COLUMNS)
+    assert written_before[0].splitlines()[-1] == f"[1/{len(ids)}] {ids[0]} …"
+    for i, claim_id in enumerate(ids[:-1]):
+        lines = written_before[i + 1].splitlines()
+        assert lines[0].startswith(claim_id + " ") and lines[-1] == f"[{i + 2}/{len(ids)}] {ids[i + 1]} …"
+    assert rest.startswith(ids[-1] + " ") and f"{len(ids)} claims (quick)" in rest.splitlines()[-1]
+    written_before.clear()
+    assert verify.main(["-k", "faf.thm2.2", "--no-progress"]) == 0
+    assert written_before[1].startswith(ids[0] + " ") and "[1/" not in "".join(written_before)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,12 @@ Accepted values are real numbers and arrays of them (Python ``int``/``float``,
 NumPy integer and floating scalars/arrays, nested lists). Rejected, with a
 message naming the parameter: booleans (``True`` is not the number 1 here),
 strings, ``None``, complex numbers, object arrays, and NaN.
+
+Array parameters of one vectorized function must broadcast together
+(:func:`check_broadcast`: the message names each parameter and its shape).
+Random draws take an ``rng`` or a ``seed`` as :func:`numpy.random.default_rng`
+does: an integer seed ≥ 0, a :class:`numpy.random.Generator` or a
+:class:`numpy.random.SeedSequence` (:func:`as_generator`, :func:`root_seed`).
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "as_real_array", "check_param", "check_integer_param", "scalar_or_array"]
+__all__ = ["Interval", "as_real_array", "check_param", "check_integer_param", "check_broadcast", "as_generator",
+           "root_seed", "scalar_or_array"]
 
 _CLOSED = ("both", "left", "right", "neither")
 
@@ -123,6 +130,66 @@ def check_integer_param(value, name: str, minimum: int) -> np.ndarray:
     if np.any(arr < minimum):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {arr[arr < minimum].flat[0]:g}")
     return arr
+
+
+def check_broadcast(**arrays) -> None:
+    """Raise ValueError naming every parameter and its shape unless ``arrays`` (name → array) broadcast together.
+
+    Called once at the top of a vectorized function on its raw arguments; a value without a shape (a ragged
+    list) is left to the parameter's own check.
+    """
+    shapes = {}
+    for name, value in arrays.items():
+        try:
+            shapes[name] = np.shape(value)
+        except ValueError:
+            continue
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items() if shape)
+        raise ValueError(f"{', '.join(shapes)} must broadcast together, got shapes {listed}") from None
+
+
+_SEED_KINDS = "an integer >= 0, a numpy.random.Generator or a numpy.random.SeedSequence"
+
+
+def _integer_seed(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be {_SEED_KINDS}, got {value!r}")
+    return int(value)
+
+
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """A :class:`numpy.random.Generator` from ``rng``, as :func:`numpy.random.default_rng` makes one.
+
+    ``rng`` is an integer seed ≥ 0, a SeedSequence, or a Generator (returned as it is, so draws continue its
+    stream); an object with a Generator ``host`` (the package's ``SeededGenerator``) gives that Generator.
+    Anything else — ``None`` (unseeded: not reproducible), floats, booleans, strings — is a ValueError
+    naming ``name``.
+    """
+    host = getattr(rng, "host", None)
+    if isinstance(host, np.random.Generator):
+        return host
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    return np.random.default_rng(_integer_seed(rng, name))
+
+
+def root_seed(seed, name: str = "seed") -> int:
+    """The integer root of a keyed family of streams (``default_rng([seed, …])``) from ``seed``.
+
+    An integer seed ≥ 0 is returned as it is; a SeedSequence gives an integer from its state, a Generator
+    draws one (advancing it), so either can stand where NumPy accepts a seed. Anything else is a ValueError
+    naming ``name``.
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, np.uint64)[0])
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**63))
+    return _integer_seed(seed, name)
 
 
 def scalar_or_array(result: np.ndarray, *inputs):

@@ -42,12 +42,14 @@ __all__ = [
     "register_backend",
     "unregister_backend",
     "backend_names",
+    "check_backend_name",
     "resolve_backend",
     "get_backend",
     "get_array_module",
     "array_module_of",
     "backend_name",
     "cupy_available",
+    "device_free_memory",
     "to_host",
     "to_device",
     "BATCHED_EIGH_MAX_ORDER",
@@ -129,6 +131,17 @@ def cupy_available() -> bool:
     return _load_cupy()[0] is not None
 
 
+def check_backend_name(name: str | None = None) -> str:
+    """The normalized backend name for ``name`` (None: ``TRANSFERTHEORY_BACKEND``, default ``"auto"``), without
+    loading any backend; an unknown name is a :class:`ValueError` naming the argument or the variable."""
+    source = "backend" if name is not None else f"environment variable {ENV_VAR}"
+    raw = name if name is not None else os.environ.get(ENV_VAR, "auto")
+    key = raw.strip().lower() if isinstance(raw, str) else None
+    if key not in backend_names():
+        raise ValueError(f"{source} must be one of {backend_names()}, got {raw!r}")
+    return key
+
+
 def resolve_backend(name: str | None = None):
     """The array module for a backend name, for entry points.
 
@@ -145,11 +158,7 @@ def resolve_backend(name: str | None = None):
     BackendUnavailableError
         ``"cupy"`` was requested but CuPy cannot run on this machine.
     """
-    source = "backend" if name is not None else f"environment variable {ENV_VAR}"
-    raw = name if name is not None else os.environ.get(ENV_VAR, "auto")
-    key = raw.strip().lower() if isinstance(raw, str) else None
-    if key not in backend_names():
-        raise ValueError(f"{source} must be one of {backend_names()}, got {raw!r}")
+    key = check_backend_name(name)
     if key == "numpy":
         return np
     if key in _REGISTERED:
@@ -222,6 +231,18 @@ def backend_name(xp) -> str:
     if getattr(xp, "__name__", "").startswith("cupy"):
         return "cupy"
     raise ValueError(f"not an array module of a known backend: {xp!r}")
+
+
+def device_free_memory(xp) -> int | None:
+    """Bytes of device memory free for arrays of the module ``xp`` (CuPy: the device's free memory plus the
+    free blocks of CuPy's memory pool); None for host modules (NumPy, registered stand-ins) or if unreadable."""
+    if not getattr(xp, "__name__", "").startswith("cupy"):
+        return None
+    try:
+        free, _total = xp.cuda.runtime.memGetInfo()
+        return int(free) + int(xp.get_default_memory_pool().free_bytes())
+    except Exception:  # a driver without memGetInfo: no device limit known
+        return None
 
 
 def to_host(array) -> np.ndarray:

@@ -110,6 +110,18 @@ class Param:
             return int(value) if isinstance(value, (int, np.integer)) else int(arr)
         return float(arr)
 
+    def sequence(self, value, name=None) -> np.ndarray:
+        """:meth:`check` a non-empty 1-D sequence (a scalar is a sequence of one); returns a float array.
+
+        For the grids and lists of a simulation (``gammas``, ``widths``, ``ns`` …): an empty or nested
+        sequence is a ValueError naming ``name`` before any work.
+        """
+        name = self.name if name is None else name
+        arr = np.atleast_1d(self.check(value, name))
+        if arr.size == 0 or arr.ndim != 1:
+            raise ValueError(f"{name} must be a non-empty sequence of numbers {self.range_text()}, got {value!r}")
+        return arr
+
     def arg_type(self):
         """A callable for argparse's ``type=``: parses the flag's text and validates it.
 

@@ -2,30 +2,42 @@ r"""``python -m transfertheory.verify``: run the registered claims and print the
 
 Every claim of :mod:`transfertheory.claims` (FaF Eqs. 10–17, Lemma 3.3, Thms 2.2 and 3.4–3.9, Fig. 5,
 and the errata) is checked in a size profile — ``--quick`` (default; CPU, seconds per claim),
-``--full`` or ``--paper`` (the paper's d = 500; GPU recommended) — and reported as one row: claim,
-source, method, discrepancy, tolerance, status, seconds. KNOWN-ERRATUM rows link to their entry in
-docs/errata.md. ``--explore N`` checks each selected claim with a strategy at N fresh random points;
-a failing point is printed with a one-line command that reproduces it. See docs/verify.md.
+``--full`` or ``--paper`` (the paper's d = 500; GPU recommended) — and reported as one row as soon as it
+finishes: claim, what its check requires (|z| ≤ 4, z > 4, |Δ| ≤ tol, paper fails by > 0, …), the measured
+statistic, whether it held, status, seconds, and under it the source (KNOWN-ERRATUM rows: and their entry in
+docs/errata.md), within the terminal's width (:mod:`transfertheory.audit_table`). When stdout is not a
+terminal, a progress line precedes each claim. ``--explore N`` checks each selected claim with a strategy
+at N fresh random points; a failing point is printed with a one-line command that reproduces it. See
+docs/verify.md.
+
+``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
+simulators' array backend.
 
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
-is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim);
-3 when the JSON or CSV report cannot be written or a dependency of the claims (hypothesis) is missing.
+is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim — answered
+from the claim modules' source, before the claims are imported); 3 when the JSON or CSV report cannot be
+written (checked before any claim runs; the reports are written under a temporary name and renamed), a
+dependency of the claims (hypothesis) is missing, or the backend is unknown or unusable; 130 when
+interrupted (Ctrl-C), with one line ``interrupted`` and no report written.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import json
-import math
 import random
 import sys
 import time
+from dataclasses import replace
 
+from . import _memory, cli_support
+from .audit_table import (COLUMNS, AuditTable, format_listing, format_notes, format_table, outcome_record,
+                          progress_line, table_width)
+from .claim_index import select_ids
 from .params import DRAWS, SEED
 
 __all__ = ["build_parser", "main", "outcome_record", "format_table"]
 
-COLUMNS = ("claim", "source", "method", "discrepancy", "tolerance", "status", "seconds")
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
 
 
@@ -34,10 +46,13 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m transfertheory.verify",
         description="Audit the papers' claims: run every registered check (simulation, Monte Carlo, exact identity) "
-        "and print claim, source, method, discrepancy, tolerance, status and seconds. Exit 0 when every claim has "
-        "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong), 1 otherwise.",
-        epilog="exit status: 0 all expected, 1 unexpected FAIL / UNEXPECTED-PASS / ERROR, 2 usage error, "
-        "3 report file not writable or hypothesis missing",
+        "and print, as each finishes, the claim, what its check requires (e.g. |z| <= 4), the measured value, whether "
+        "it held, the status, the seconds and the claim's source. Exit 0 when every claim has "
+        "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong: a paper error), 1 otherwise.",
+        epilog=cli_support.exit_status_epilog(
+            f"{EXIT_OK} all expected", f"{EXIT_UNEXPECTED} unexpected FAIL / UNEXPECTED-PASS / ERROR",
+            f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file not writable (checked before any claim runs), "
+            "hypothesis missing, or backend unknown or unusable"),
     )
     size = parser.add_mutually_exclusive_group()
     for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
@@ -53,84 +68,57 @@ def build_parser():
     parser.add_argument("--seed", type=SEED.arg_type(), metavar="S",
                         help="seed of --explore (default: random, printed so that the run can be repeated)")
     parser.add_argument("--list", action="store_true", help="list the selected claims and exit")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (and, when stdout is not a terminal, no progress lines)")
+    cli_support.add_backend_argument(parser, help_text="array backend of the simulation claims (without it and "
+                                     "the variable: the profile's, NumPy for --quick, auto otherwise)")
+    parser.add_argument("--max-memory", type=_memory.arg_type, metavar="SIZE",
+                        help=f"memory the checks may use, e.g. 64G (default: ${_memory.ENV_VAR}, else the memory "
+                        "available); a check estimated above it is an ERROR naming its sizes")
     return parser
 
 
-def _number(value):
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
-
-
-def outcome_record(outcome):
-    """One JSON/CSV object for a claim's :class:`~transfertheory.claims.Outcome`."""
-    from .claims import reproduction
-
-    claim, worst = outcome.claim, outcome.worst
-    result = worst.result
-    failing = outcome.failing
-    return {
-        "claim": claim.id,
-        "source": claim.source,
-        "method": claim.method or "",
-        "kind": claim.kind,
-        "statement": claim.statement,
-        "profile": outcome.profile,
-        "expected": claim.expected,
-        "status": outcome.status,
-        "discrepancy": _number(result.discrepancy) if result else None,
-        "tolerance": _number(result.tolerance) if result else None,
-        "z": _number(result.z) if result else None,
-        "threshold": _number(result.threshold) if result else None,
-        "allowance": claim.allowance,
-        "allowance_reason": claim.allowance_reason,
-        "points": len(outcome.points),
-        "confirmations": sum(p.first is not None for p in outcome.points),
-        "seconds": round(outcome.seconds, 3),
-        "erratum": claim.erratum_link or "",
-        "detail": (result.detail if result else worst.error) or "",
-        "params": dict(worst.params),
-        "example": reproduction(claim, failing[0].params, outcome.profile) if failing else "",
-    }
-
-
-def _fmt(value):
-    if value is None:
-        return "-"
-    if value == 0:
-        return "0"
-    return f"{value:.3g}"
-
-
-def format_table(records):
-    """The audit table (one line per claim; KNOWN-ERRATUM rows end with their errata link)."""
-    rows = [[r["claim"], r["source"], r["method"] or "-", _fmt(r["discrepancy"]), _fmt(r["tolerance"]), r["status"],
-             f"{r['seconds']:.2f}", r["erratum"] if r["status"] == "KNOWN-ERRATUM" else ""] for r in records]
-    header = [*COLUMNS, ""]
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths[:-1]))
-    lines += ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
-
-
 def _write(records, json_path, csv_path):
+    with cli_support.staged_files() as stage:
+        _write_staged(stage, records, json_path, csv_path)
+
+
+def _write_staged(stage, records, json_path, csv_path):
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
+        with open(stage(json_path), "w", encoding="utf-8") as fh:
             json.dump(records, fh, indent=1, ensure_ascii=False)
     if csv_path:
-        with open(csv_path, "w", encoding="utf-8", newline="") as fh:
+        with open(stage(csv_path), "w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(records[0]) if records else list(COLUMNS))
             writer.writeheader()
             for record in records:
                 writer.writerow({**record, "params": json.dumps(record["params"])})
 
 
+def _emit(bar, text):
+    """Print ``text`` on stdout now (above the progress bar, if one is shown), so that rows stream as claims finish."""
+    bar.write(text, file=sys.stdout)
+    sys.stdout.flush()
+
+
+def _check_before_work(parser, args):
+    """Usage, output paths and backend, before the claims are imported; returns the profile's backend override."""
+    if args.seed is not None and not args.explore:
+        parser.error("--seed only applies with --explore")
+    if args.pattern and select_ids(args.pattern, args.profile) == []:
+        parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
+    cli_support.require_writable(EXIT_ENVIRONMENT, files=[("--json", args.json), ("--csv", args.csv)])
+    choice = cli_support.backend_choice(args.backend)
+    return None if choice is None else cli_support.resolve_backend(choice)
+
+
+@cli_support.entry_point
 def main(argv=None):
     """Entry point; returns the exit status (module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.seed is not None and not args.explore:
-        parser.error("--seed only applies with --explore")
+    backend = _check_before_work(parser, args)
+    _memory.set_limit(args.max_memory)
     try:
         from . import claims
     except ImportError as err:  # hypothesis (the strategies' library) comes with the test extra
@@ -140,9 +128,9 @@ def main(argv=None):
     selected = claims.select(args.pattern, profile=args.profile)
     if not selected:
         parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
+    width = table_width()
     if args.list:
-        for claim in selected:
-            print(f"{claim.id:30s} {claim.expected:14s} {claim.kind:12s} {claim.source}")
+        print(format_listing(selected, width))
         return EXIT_OK
     seed = None
     if args.explore:
@@ -151,27 +139,25 @@ def main(argv=None):
               f"(repeat with --explore {args.explore} --seed {seed})")
     from tqdm.auto import tqdm
 
-    outcomes, start = [], time.perf_counter()
-    bar = tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
-               disable=True if args.no_progress else None)  # None: no bar when stderr is not a terminal
-    for claim in bar:
-        bar.set_postfix_str(claim.id)
-        outcomes.append(claims.run(claim, args.profile, explore=args.explore or 0, seed=seed))
-    bar.close()
+    profile = claims.get_profile(args.profile)
+    profile = profile if backend is None else replace(profile, backend=backend)
+    outcomes, records, start = [], [], time.perf_counter()
+    table = AuditTable([claim.id for claim in selected], width)
+    progress_lines = not args.no_progress and not sys.stdout.isatty()
+    with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
+              disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
+        _emit(bar, table.header())
+        for index, claim in enumerate(bar, 1):  # the bar is closed also on Ctrl-C, before the one line "interrupted"
+            bar.set_postfix_str(claim.id)
+            if progress_lines:
+                _emit(bar, progress_line(index, len(selected), claim.id))
+            outcomes.append(claims.run(claim, profile, explore=args.explore or 0, seed=seed))
+            records.append(outcome_record(outcomes[-1]))
+            _emit(bar, table.row(records[-1]))
     elapsed = time.perf_counter() - start
-    records = [outcome_record(o) for o in outcomes]
-    print(format_table(records))
     for outcome in outcomes:
-        for point in outcome.points:
-            if point.first is not None:
-                second = point.result.z if point.result is not None else None
-                print(f"\n{outcome.claim.id}: at {dict(point.params)} the first stage was unexpected (z = "
-                      f"{point.first.z:+.2f}); re-checked with {claims.CONFIRM_FACTOR}x the draws: {point.status}"
-                      + (f" (z = {second:+.2f})" if second is not None else ""))
-        for point in outcome.failing:
-            why = point.error or (point.result.detail if point.result else "")
-            print(f"\n{outcome.claim.id}: {point.status} at {dict(point.params) or 'its fixed point'} — {why}\n"
-                  f"  reproduce: {claims.reproduction(outcome.claim, point.params, args.profile)}")
+        for line in format_notes(outcome, args.profile, width):
+            print(line)
     counts = {s: sum(o.status == s for o in outcomes) for s in claims.STATUSES}
     print(f"\n{len(outcomes)} claims ({args.profile}): "
           + ", ".join(f"{counts[s]} {s}" for s in claims.STATUSES if counts[s] or s in (claims.PASS, claims.KNOWN_ERRATUM))

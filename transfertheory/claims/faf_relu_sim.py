@@ -11,6 +11,7 @@ transfer risk against the closed-form projection residual, with the allowances s
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,9 +20,9 @@ from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pr
                                 teacher_samples)
 from ..sim.relu_teacher.network import network_output
 from ..theory import relu as R
-from .compare import agreement, holds, mean_se
+from .compare import agreement, holds, mean_se, significant, within
 from .profiles import PROFILES
-from .registry import CheckResult, combine, register
+from .registry import combine, register
 
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess"]
 
@@ -146,7 +147,6 @@ def _pretraining_aligns(case):
     """μ = 0.5: per teacher, the loss and the kernel distances (module constants)."""
     (d, m, m_star, teachers), xp = _sizes(case)
     r = pretraining_alignment(case.rng, d, m, m_star, teachers, xp=xp)
-    loss_ok = r["loss"] + 4 * r["loss_se"] <= LOSS_REDUCTION * r["initial"]
     kernel_ok = (r["kd_source"] <= KERNEL_REDUCTION * r["kd_init"]) & (r["kd_source"] < r["kd_target"])
     worst_loss = float(np.max((r["loss"] + 4 * r["loss_se"]) / r["initial"]))
     detail = (f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: (MC loss + 4 SE)/initial ≤ {worst_loss:.2g} "
@@ -154,8 +154,9 @@ def _pretraining_aligns(case):
               f"{r['kd_source'].mean():.3f} (max ratio {np.max(r['kd_source'] / r['kd_init']):.3f}, needs ≤ "
               f"{KERNEL_REDUCTION}), to target {r['kd_target'].mean():.3f}; pretraining statuses "
               f"{status_counts(r['status'])}")
-    passed = bool(loss_ok.all() and kernel_ok.all())
-    return CheckResult(discrepancy=worst_loss, tolerance=LOSS_REDUCTION, passed=passed, detail=detail)
+    result = combine([within(worst_loss, 0.0, LOSS_REDUCTION, "worst (MC loss + 4 SE)/initial"),
+                      holds(kernel_ok.all(), "kernel distances")])
+    return replace(result, detail=detail)
 
 
 _GROWTH_MUS = (0.2, 0.6)
@@ -167,16 +168,14 @@ _GROWTH_MUS = (0.2, 0.6)
                     "(here from μ = 0.2 to 0.6, paired teachers)",
           profiles=("quick", "full", "paper"))
 def _pperp_grows_sim(case):
-    """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE."""
+    """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE (z > 4)."""
     (d, m, m_star, teachers), xp = _sizes(case)
     teachers *= 2
     (low, high), statuses = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, xp=xp)
     mean, se = mean_se(high - low)
-    z = mean / se if se > 0 else math.inf
-    return CheckResult(discrepancy=max(0.0, 4 * se - mean), tolerance=0.0, passed=bool(z > 4), z=z, threshold=4.0,
-                       detail=f"{_size_label(d, m, m_star, teachers)}: fraction {low.mean():.4g} (μ = {_GROWTH_MUS[0]:g})"
-                              f" → {high.mean():.4g} (μ = {_GROWTH_MUS[1]:g}), increase {mean:.3g} ± {se:.2g}, "
-                              f"z = {z:+.2f} (needs > 4); pretraining statuses {status_counts(statuses)}")
+    return significant(mean, se, label=f"{_size_label(d, m, m_star, teachers)}: fraction {low.mean():.4g} (μ = "
+                                       f"{_GROWTH_MUS[0]:g}) → {high.mean():.4g} (μ = {_GROWTH_MUS[1]:g}), increase "
+                                       f"{mean:.3g} ± {se:.2g}; pretraining statuses {status_counts(statuses)}")
 
 
 _EQ21_FACTORS = (32, 128)  # n = factor × m
@@ -205,4 +204,4 @@ def _eq21(case):
     result = combine(checks)
     detail = f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: {result.detail}; pretraining statuses " \
              f"{status_counts(statuses)}"
-    return CheckResult(result.discrepancy, result.tolerance, result.passed, result.z, result.threshold, detail)
+    return replace(result, detail=detail)

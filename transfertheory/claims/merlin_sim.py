@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from ..sim import quadratic as Q
 from ..theory import merlin as M
-from .compare import Z_THRESHOLD, agreement, holds, within
+from .compare import agreement, holds, not_above, within
 from .profiles import PROFILES
-from .registry import CheckResult, combine, register
+from .registry import combine, register
 
 #: integrator settings of these checks: rtol 1e-4, gtol 1e-6 (the outcomes are classifications and losses)
 FLOW = {"rtol": 1e-4, "gtol": 1e-6}
@@ -46,13 +46,12 @@ def _frequency(successes, trials, probability, label):
 
 
 def _at_least(successes, trials, probability, label):
-    """One-sided: the frequency is not below ``probability`` by more than 4 SE (SE from the probability)."""
+    """One-sided: the frequency is not below ``probability`` by more than 4 SE (SE from the probability; z is the
+    shortfall probability − frequency in SEs)."""
     se = math.sqrt(probability * (1 - probability) / trials)
     frequency = successes / trials
-    z = (frequency - probability) / se
-    return CheckResult(max(0.0, probability - frequency), Z_THRESHOLD * se, z >= -Z_THRESHOLD, z, Z_THRESHOLD,
-                       f"{label} ({successes}/{trials} seeds): measured {frequency:.4f}, bound {probability:.4f}, "
-                       f"z = {z:+.2f}")
+    return not_above(probability - frequency, se, label=f"{label} ({successes}/{trials} seeds): measured "
+                                                        f"{frequency:.4f}, bound {probability:.4f}, shortfall")
 
 
 # --------------------------------------------------------------------------- Lemma 4 by pre-training

@@ -34,9 +34,9 @@ from ..sim.mtl import MATCHES, finite_width_study, random_network_kernels
 from ..sim.mtl.network import NetworkShape, body_gram, forward, init_parameters
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels
-from .compare import Z_THRESHOLD, agreement, exceeds, mc_agreement, mean_se
+from .compare import agreement, mc_agreement, mean_se, not_above, significant
 from .mtl import point_label, standardized
-from .registry import KNOWN_ERRATUM, CheckResult, combine, register
+from .registry import CLARIFICATION, combine, register
 
 # --------------------------------------------------------------------------- finite-width networks
 
@@ -122,8 +122,8 @@ def _independent_heads_mc(case):
     results = [_entrywise(samples, np.zeros_like(body), "independent heads' cross Gram", case)]
     for i in range(len(x)):
         mean, se = mean_se(samples[:, i, i])
-        results.append(exceeds(abs(mean - body[i, i]) / se, Z_THRESHOLD,
-                               label=f"|mean − (Θ − K)[{i},{i}]| / SE (mean {mean:.3g}, Θ − K {body[i, i]:.3g})"))
+        results.append(significant(mean - body[i, i], se, two_sided=True,
+                                   label=f"mean − (Θ − K)[{i},{i}] (mean {mean:.3g}, Θ − K {body[i, i]:.3g})"))
     return combine(results)
 
 
@@ -263,11 +263,10 @@ def _trained_width_rate(case):
 
 
 def _limit_not_positive(limit, se, label):
-    """One-sided: the fitted limit of a distance is not above 0 by more than Z_THRESHOLD SE. A distance cannot
+    """One-sided: the fitted limit of a distance is not above 0 by more than 4 SE. A distance cannot
     have a negative limit; a negative fitted a is the curvature of the O(1/h) corrections (decay faster than
     h^−½ over the widths), a positive one a wrong limit."""
-    return CheckResult(max(limit, 0.0), Z_THRESHOLD * se, limit <= Z_THRESHOLD * se, limit / se, Z_THRESHOLD,
-                       f"{label}: a = {limit:.3g} ± {se:.2g}, z = {limit / se:+.2f} (one-sided, fails above +{Z_THRESHOLD:g})")
+    return not_above(limit, se, label=f"{label}: a = {limit:.3g} ± {se:.2g}")
 
 
 @register("mtl.lemma1.phi-prime-anil-trained", source="MTL Lemma 1 / Lemma 3 vs App. Eqs. 61, 62, 66",
@@ -283,15 +282,15 @@ def _phi_prime_anil_trained(case):
     for head, right, wrong in (("initial", "derivation", "statement"), ("trained", "statement", "derivation")):
         part = top[top["test_head"] == head].pivot(index="network", columns="reference", values="distance")
         mean, se = mean_se(part[wrong] - part[right])
-        results.append(exceeds(mean / se, Z_THRESHOLD,
-                               label=f"test head {head}: distance to {wrong} − distance to {right} = {mean:.4f} ± "
-                                     f"{se:.2g} (z; h = {int(top['width'].max())}, distances "
-                                     f"{part[right].mean():.4f} vs {part[wrong].mean():.4f})"))
+        results.append(significant(mean, se,
+                                   label=f"test head {head}: distance to {wrong} − distance to {right} = {mean:.4f} ± "
+                                         f"{se:.2g} (h = {int(top['width'].max())}, distances "
+                                         f"{part[right].mean():.4f} vs {part[wrong].mean():.4f})"))
     return combine(results)
 
 
 @register("mtl.lemma1.fresh-test-head", source="MTL §3.4 (Eqs. 6–9) with Lemma 1 (Eqs. 15–16), App. Eq. 62",
-          kind="simulation", expected=KNOWN_ERRATUM, erratum="erratum-mtl-fresh-test-head",
+          kind="simulation", erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION,
           statement="MTL: a randomly initialized test head appended to the trained body and fine-tuned on the support "
                     "set gives F = G_τ̂ + Φ′Φ⁻¹(…) (Lemma 1). With a head drawn independently of the training heads, "
                     "its body gradients are uncorrelated with theirs (Σ_k w_k w′_k/h → 0), the Φ′ terms vanish and "
@@ -304,8 +303,8 @@ def _fresh_test_head(case):
     for method, lemma in (("mtl", "mtl"), ("anil", "derivation"), ("anil", "statement")):
         part = top[top["method"] == method].pivot(index="network", columns="reference", values="distance")
         mean, se = mean_se(part[lemma] - part["adaptation"])
-        results.append(exceeds(mean / se, Z_THRESHOLD,
-                               label=f"{method}, fresh test head: distance to Lemma 1 ({lemma}) − distance to G_τ̂ = "
-                                     f"{mean:.4f} ± {se:.2g} (z; h = {int(top['width'].max())}, distances "
-                                     f"{part['adaptation'].mean():.4f} vs {part[lemma].mean():.4f})"))
-    return combine(results, expected=KNOWN_ERRATUM)
+        results.append(significant(mean, se,
+                                   label=f"{method}, fresh test head: distance to Lemma 1 ({lemma}) − distance to G_τ̂ = "
+                                         f"{mean:.4f} ± {se:.2g} (h = {int(top['width'].max())}, distances "
+                                         f"{part['adaptation'].mean():.4f} vs {part[lemma].mean():.4f})"))
+    return combine(results)

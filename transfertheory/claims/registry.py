@@ -5,15 +5,24 @@ simulation of the training process, a Monte Carlo of the defining expectation, a
 limit, or an external reference) and a check function. A check receives a :class:`Case` (the claim,
 the size :class:`~transfertheory.claims.profiles.Profile`, one parameter point and a seed derived
 from both) and returns a :class:`CheckResult`: the measured discrepancy, the tolerance it is held
-to (or a z-score and its threshold), and whether the check's criterion is met.
+to (or a z-score and its threshold), whether the check's criterion is met, and the :class:`Criterion`
+itself (what the audit prints under *requires*: "|z| ≤ 4", "z > 4", "|Δ| ≤ 1e-12", "paper fails by > 0").
 
 Expected outcomes:
 
 * ``PASS`` — the statement holds: criterion met → PASS, otherwise FAIL.
-* ``KNOWN-ERRATUM`` — the paper's statement is false and the check demonstrates it (e.g. the paper's
-  value lies more than 6 SE from the simulation). Demonstrated → KNOWN-ERRATUM; not demonstrated →
-  UNEXPECTED-PASS where the measurement agrees with the paper's value (the check says so), FAIL
-  otherwise. Both count as unexpected.
+* ``KNOWN-ERRATUM`` — the paper's statement is false under every reasonable reading and the check
+  demonstrates it (e.g. the paper's value lies more than 6 SE from the simulation). Demonstrated →
+  KNOWN-ERRATUM; not demonstrated → UNEXPECTED-PASS where the measurement agrees with the paper's value
+  (the check says so), FAIL otherwise. Both count as unexpected.
+
+A claim with an entry in docs/errata.md names its anchor (``erratum``) and its ``category``
+(:data:`CATEGORIES`): ``paper error`` (false under every reasonable reading: expected KNOWN-ERRATUM, and
+only it), ``slip`` (a typo-level mistake in a statement or proof whose intended statement is right),
+``remark`` (the paper's statement holds as meant; the package adds a finding beside it) or
+``clarification`` (an assumption the paper uses without stating it). Slips, remarks and clarifications
+are expected to PASS: their checks demonstrate the finding (the literal text's failure, the finite-n
+effect, the unstated assumption) and turn red if it stops showing.
 
 An exception inside a check is ERROR. Claims whose parameters come from a hypothesis strategy are
 checked at several points (:func:`points`); a claim's outcome is the worst of its points.
@@ -28,7 +37,6 @@ See docs/verify.md for how a module registers a claim.
 """
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import math
 import time
@@ -38,12 +46,14 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..claim_index import claim_matches
 from .profiles import PROFILE_NAMES, Profile, get_profile
 
 __all__ = [
     "PASS", "FAIL", "KNOWN_ERRATUM", "UNEXPECTED_PASS", "ERROR", "STATUSES", "UNEXPECTED", "KINDS",
-    "Claim", "Case", "CheckResult", "PointOutcome", "Outcome",
+    "Claim", "Case", "Criterion", "CheckResult", "PointOutcome", "Outcome",
     "register", "CLAIMS", "get_claim", "select", "points", "check_point", "run", "reproduction", "CONFIRM_FACTOR",
+    "PAPER_ERROR", "SLIP", "REMARK", "CLARIFICATION", "CATEGORIES",
 ]
 
 PASS, FAIL, KNOWN_ERRATUM, UNEXPECTED_PASS, ERROR = "PASS", "FAIL", "KNOWN-ERRATUM", "UNEXPECTED-PASS", "ERROR"
@@ -51,8 +61,56 @@ STATUSES = (PASS, KNOWN_ERRATUM, FAIL, UNEXPECTED_PASS, ERROR)
 #: statuses that turn the audit red
 UNEXPECTED = frozenset({FAIL, UNEXPECTED_PASS, ERROR})
 KINDS = ("simulation", "monte-carlo", "exact", "external")
+PAPER_ERROR, SLIP, REMARK, CLARIFICATION = "paper error", "slip", "remark", "clarification"
+#: categories of an entry of docs/errata.md (module docstring); only a paper error is expected KNOWN-ERRATUM
+CATEGORIES = (PAPER_ERROR, SLIP, REMARK, CLARIFICATION)
 #: draws of the confirmation stage, relative to the first (module docstring)
 CONFIRM_FACTOR = 4
+
+
+#: relation → +1 for an upper bound (the statistic must stay below), −1 for a lower bound; "" a yes/no statement
+_RELATIONS = {"≤": 1, "<": 1, "≥": -1, ">": -1, "": 0}
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What a check requires of the statistic it measured: ``statistic relation bound``.
+
+    :attr:`text` is what the audit prints under *requires* ("|z| ≤ 4", "z > 4", "|Δ| ≤ 1e-12",
+    "paper fails by > 0"); ``value`` is the statistic's measured value (None for a yes/no statement,
+    whose ``relation`` is empty and whose ``statistic`` is the whole text); ``bound_text`` replaces the
+    printed bound where the bound is a formula ("4 SE + 0.002", numerically ``bound``).
+    """
+
+    statistic: str
+    relation: str = ""
+    bound: float = 0.0
+    value: float | None = None
+    bound_text: str = ""
+
+    def __post_init__(self):
+        if self.relation not in _RELATIONS:
+            raise ValueError(f"relation must be one of {tuple(_RELATIONS)}, got {self.relation!r}")
+
+    @property
+    def text(self) -> str:
+        if not self.relation:
+            return self.statistic
+        return f"{self.statistic} {self.relation} {self.bound_text or f'{self.bound:.3g}'}"
+
+    def edge(self, passed: bool) -> float:
+        """How near the measurement is to the bound, in units of the bound: 1 + (signed distance past the bound) /
+        |bound| — below 1 inside, 1 on the bound, above 1 outside (a zero bound: 0, 1 or 2; a yes/no statement: 0
+        or 2; an infinite value: ±inf). Monotone in the measured value, comparable across criteria: the larger,
+        the nearer to failing."""
+        if self.value is None or not self.relation:
+            return 0.0 if passed else 2.0
+        gap = _RELATIONS[self.relation] * (self.value - self.bound)  # > 0: on the failing side
+        if not math.isfinite(gap):
+            return -math.inf if gap < 0 else math.inf  # nan: not comparable, counted as failing
+        if self.bound == 0:
+            return 1.0 + (gap > 0) - (gap < 0)
+        return 1.0 + gap / abs(self.bound)
 
 
 @dataclass(frozen=True)
@@ -65,6 +123,8 @@ class CheckResult:
     ``passed``: the criterion is met. ``z``/``threshold``: the same comparison in standard errors,
     where there is one. ``paper_holds`` (erratum claims only): the measurement agrees with the
     paper's statement (status UNEXPECTED-PASS instead of FAIL when the demonstration fails).
+    ``criterion``: the :class:`Criterion` that ``passed`` evaluates, as the comparisons of
+    :mod:`~transfertheory.claims.compare` state it; None means discrepancy ≤ tolerance (:attr:`requirement`).
     """
 
     discrepancy: float
@@ -74,13 +134,17 @@ class CheckResult:
     threshold: float | None = None
     detail: str = ""
     paper_holds: bool = False
+    criterion: Criterion | None = None
 
     @property
-    def ratio(self) -> float:
-        """discrepancy / tolerance (inf for a non-zero discrepancy at zero tolerance)."""
-        if self.tolerance > 0:
-            return self.discrepancy / self.tolerance
-        return 0.0 if self.discrepancy == 0 else math.copysign(math.inf, self.discrepancy)
+    def requirement(self) -> Criterion:
+        """:attr:`criterion`, or discrepancy ≤ tolerance where the check did not state one."""
+        return self.criterion or Criterion("discrepancy", "≤", self.tolerance, self.discrepancy)
+
+    @property
+    def edge(self) -> float:
+        """:meth:`Criterion.edge` of :attr:`requirement`: the larger, the nearer to (or past) failing."""
+        return self.requirement.edge(self.passed)
 
 
 @dataclass(frozen=True)
@@ -92,6 +156,8 @@ class Claim:
     statement leaves out (finite integration time, finite d, …), added to the statistical tolerance,
     with its ``allowance_reason``. ``slow``: the check takes more than a few seconds even in the
     quick profile (pytest marks it ``slow``). ``method``: the transfer method it concerns, if any.
+    ``erratum`` and ``category``: the anchor of the claim's entry in docs/errata.md and the entry's category
+    (:data:`CATEGORIES`), both given or neither; ``expected`` is KNOWN-ERRATUM exactly for a paper error.
     """
 
     id: str
@@ -102,6 +168,7 @@ class Claim:
     method: str | None = None
     expected: str = PASS
     erratum: str | None = None
+    category: str | None = None
     strategy: Callable[[Profile], object] | None = field(default=None, repr=False, compare=False)
     allowance: float = 0.0
     allowance_reason: str = "none: the reference is exact"
@@ -113,8 +180,12 @@ class Claim:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r} (claim {self.id})")
         if self.expected not in (PASS, KNOWN_ERRATUM):
             raise ValueError(f"expected must be {PASS!r} or {KNOWN_ERRATUM!r}, got {self.expected!r} (claim {self.id})")
-        if (self.expected == KNOWN_ERRATUM) != (self.erratum is not None):
-            raise ValueError(f"claim {self.id}: an erratum anchor is given exactly for KNOWN-ERRATUM claims")
+        if (self.category is None) != (self.erratum is None):
+            raise ValueError(f"claim {self.id}: an erratum anchor and a category are given together or not at all")
+        if self.category is not None and self.category not in CATEGORIES:
+            raise ValueError(f"category must be one of {CATEGORIES}, got {self.category!r} (claim {self.id})")
+        if (self.expected == KNOWN_ERRATUM) != (self.category == PAPER_ERROR):
+            raise ValueError(f"claim {self.id}: expected is {KNOWN_ERRATUM!r} exactly for category {PAPER_ERROR!r}")
         unknown = set(self.profiles) - set(PROFILE_NAMES)
         if unknown or not self.profiles:
             raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} "
@@ -179,13 +250,8 @@ def select(pattern=None, profile=None) -> list[Claim]:
     for claim in _REGISTRY.values():
         if profile is not None and get_profile(profile).name not in claim.profiles:
             continue
-        if pattern:
-            if any(ch in pattern for ch in "*?["):
-                if not fnmatch.fnmatchcase(claim.id, pattern):
-                    continue
-            elif pattern.lower() not in " ".join((claim.id, claim.source, claim.method or "")).lower():
-                continue
-        chosen.append(claim)
+        if claim_matches(pattern, claim.id, claim.source, claim.method):
+            chosen.append(claim)
     return chosen
 
 
@@ -222,25 +288,23 @@ def points(claim, profile, explore=0, seed=None) -> list[dict]:
     return drawn
 
 
-def _worse(a: CheckResult, b: CheckResult, expected: str) -> CheckResult:
-    """The result that is closer to (or past) the edge of its criterion."""
+def _worse(a: CheckResult, b: CheckResult) -> CheckResult:
+    """The result that is nearer to (or past) the edge of its criterion (a failing one first)."""
     if a.passed != b.passed:
         return b if a.passed else a
-    if expected == PASS:
-        return a if a.ratio >= b.ratio else b
-    return a if a.ratio <= b.ratio else b
+    return a if a.edge >= b.edge else b
 
 
-def combine(results, expected=PASS) -> CheckResult:
-    """One result from several sub-checks of a claim: all must pass; the reported one is the worst."""
+def combine(results) -> CheckResult:
+    """One result from several sub-checks of a claim: all must pass; the reported one (its numbers and
+    criterion) is the worst, the one nearest to failing whatever its criterion."""
     results = list(results)
     worst = results[0]
     for r in results[1:]:
-        worst = _worse(worst, r, expected)
-    passed = all(r.passed for r in results)
-    detail = "; ".join(r.detail for r in results if r.detail)
-    return CheckResult(worst.discrepancy, worst.tolerance, passed, worst.z, worst.threshold, detail,
-                       paper_holds=all(r.paper_holds for r in results))
+        worst = _worse(worst, r)
+    return replace(worst, passed=all(r.passed for r in results),
+                   detail="; ".join(r.detail for r in results if r.detail),
+                   paper_holds=all(r.paper_holds for r in results))
 
 
 @dataclass(frozen=True)
@@ -338,7 +402,7 @@ def run(claim, profile="quick", explore=0, seed=None) -> Outcome:
     for o in outcomes[1:]:
         if _RANK[o.status] > _RANK[worst.status] or (
             _RANK[o.status] == _RANK[worst.status] and o.result is not None and worst.result is not None
-            and _worse(worst.result, o.result, claim.expected) is o.result
+            and _worse(worst.result, o.result) is o.result
         ):
             worst = o
     return Outcome(claim, profile.name, worst.status, time.perf_counter() - start, outcomes, worst)

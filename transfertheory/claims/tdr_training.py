@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from ..sim.ntk_two_layer import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
 from ..theory import ntk_two_layer as NTK
-from .compare import Z_THRESHOLD, agreement, holds, mean_se, refutation
-from .registry import CheckResult, combine, register
+from .compare import agreement, holds, mean_se, refutation, significant
+from .registry import combine, register
 from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, point_label, scaled_point
 
 #: seeds per width of the training claims per target draw of the profile (16 at the 100 draws of quick and full;
@@ -75,11 +75,9 @@ def _gap_closes(widths, squared_gaps, label):
     (mean_s, se_s), (mean_l, se_l) = mean_se(small), mean_se(large)
     decrease, scale = mean_s - mean_l, math.hypot(se_s, se_l)
     rms = [math.sqrt(np.mean(g)) for g in squared_gaps]
-    detail = (f"{label}: log squared gap falls by {decrease:.3g} ± {scale:.2g} from m = {widths[0]} to "
-              f"{widths[-1]} (z = {decrease / scale:+.2f}); RMS gap {rms[0]:.3g} → {rms[-1]:.3g}, fitted rate "
-              f"m^{width_rate(widths, rms)[0]:+.2f}")
-    return CheckResult(Z_THRESHOLD * scale - decrease if decrease < Z_THRESHOLD * scale else 0.0, 0.0,
-                       bool(decrease > Z_THRESHOLD * scale), decrease / scale, Z_THRESHOLD, detail)
+    return significant(decrease, scale, label=f"{label}: log squared gap falls by {decrease:.3g} ± {scale:.2g} from "
+                                              f"m = {widths[0]} to {widths[-1]}; RMS gap {rms[0]:.3g} → {rms[-1]:.3g}, "
+                                              f"fitted rate m^{width_rate(widths, rms)[0]:+.2f}")
 
 
 def _agrees(samples, reference, label):
@@ -205,11 +203,10 @@ def _ratio_contrast(family, ratios, formula):
     mean, se = mean_se(ratios[-1] - ratios[0])
     predicted = formula[-1] - formula[0]
     what = "labels differ, inputs shared" if family == "shared-inputs" else "inputs differ, labeling function shared"
-    return CheckResult(Z_THRESHOLD * se - mean if mean < Z_THRESHOLD * se else 0.0, 0.0,
-                       bool(mean > Z_THRESHOLD * se and predicted > 0), mean / se, Z_THRESHOLD,
-                       f"{family} ({what}): R rises by {mean:.3g} ± {se:.2g} from similarity "
-                       f"{math.cos(FAMILY_ANGLES[family][0]):.2f} to {math.cos(FAMILY_ANGLES[family][-1]):.2f} "
-                       f"(Gram formula: {predicted:+.3g})")
+    rise = significant(mean, se, label=f"{family} ({what}): R rises by {mean:.3g} ± {se:.2g} from similarity "
+                                       f"{math.cos(FAMILY_ANGLES[family][0]):.2f} to "
+                                       f"{math.cos(FAMILY_ANGLES[family][-1]):.2f}")
+    return combine([rise, holds(predicted > 0, f"{family}: the Gram formula predicts a rise ({predicted:+.3g})")])
 
 
 @register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", kind="simulation",

@@ -7,9 +7,10 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
 
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
 ``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
-writable, 2 usage error (e.g. an unknown figure name), 3 array backend unusable (see
-:mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs. 1, 3, 6,
-7) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ) in a resumable store,
+writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
+unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
+Ctrl-C (see :mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs.
+1, 3, 6, 7) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ) in a resumable store,
 ``--workers N`` local processes or ``--scheduler ADDRESS`` (Dask).
 """
 from __future__ import annotations
@@ -17,10 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli import (EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments, resolve_backend,
-                  write_and_report)
+from .._memory import MemoryLimitError, set_limit
 from ..sweep.runner import SweepRunner, default_store
 from ..threads import WORKERS
+from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
+                  add_output_arguments, check_before_work, entry_point, write_and_report)
 from .registry import figures
 from .simulation import SWEEP_RUNNER
 
@@ -33,6 +35,7 @@ def build_parser():
         prog="python -m transfertheory.figures",
         description="Build the registered figures of FaF, MeRLin, TDR and MTL (see --list): PNG + PDF, the CSV of "
         "the data, a metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
+        epilog=EPILOG,
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
     parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
@@ -45,6 +48,7 @@ def build_parser():
     parser.set_defaults(profile="quick")
     add_output_arguments(parser)
     add_backend_argument(parser)
+    add_memory_argument(parser)
     sweep = parser.add_argument_group("sweep engine (FaF §3 simulations: resumable, parallel; docs/sweeps.md)")
     sweep.add_argument("--store", metavar="DIR", help="run the simulations through the sweep engine into DIR "
                        "(with --paper by default, under ~/.cache/transfertheory/sweeps)")
@@ -75,8 +79,10 @@ def _selected(parser, args):
     return list(known.values()) if args.all else [known[n] for n in dict.fromkeys(args.names)]
 
 
+@entry_point
 def main(argv=None):
-    """Entry point; returns the exit code (usage errors exit 2, an unusable backend 3, via ``SystemExit``)."""
+    """Entry point; returns the exit code (usage errors exit 2, an unwritable ``--out`` 1 and an unusable backend 3
+    before any work, via ``SystemExit``; Ctrl-C 130)."""
     from .gallery import write_readme
 
     parser = build_parser()
@@ -87,7 +93,8 @@ def main(argv=None):
         for name, figure in figures().items():
             print(f"{name:<{width}}  {figure.title}")
         return EXIT_OK
-    backend = resolve_backend(args.backend) if any(f.simulates for f in chosen) else None
+    backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
+    set_limit(args.max_memory)
     runner = _sweep_runner(args, backend)
     if runner is not None:
         SWEEP_RUNNER.set(runner)
@@ -96,7 +103,11 @@ def main(argv=None):
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
         timer = Timer()
-        output = figure.make(args.profile, backend)
+        try:
+            output = figure.make(args.profile, backend)
+        except MemoryLimitError as err:  # entry_point would print it too, without the figure's name
+            print(f"error: {figure.name}: {err}", file=sys.stderr)
+            return EXIT_MEMORY
         runtimes[figure.name] = timer.elapsed
         code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtimes[figure.name]:.1f} s; ",
                                 **figure.labels(), backend=backend if figure.simulates else None,

@@ -1,17 +1,24 @@
 r"""Command-line pieces shared by the figure CLIs: size flags, the array backend, writing and reporting.
 
 Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -m transfertheory.phase_diagram``,
-``python -m transfertheory.figures.faf_figN``):
+``python -m transfertheory.figures.faf_figN``), also in each one's ``--help`` (:data:`EPILOG`):
 
 * 0 — success;
-* 1 — the output folder cannot be written;
+* 1 — the output folder cannot be written (``--out`` is a file, or a folder without write permission): checked
+  before any computation, one line naming the path and what is wrong with it;
 * 2 — usage error (unknown flag, a value out of range: the message names the flag and its range);
-* 3 — the array backend cannot be used: ``TRANSFERTHEORY_BACKEND`` names no backend, or CuPy was asked for
-  (``--backend cupy`` or the variable) on a machine without a usable GPU. One line on stderr, no traceback.
+* 3 — the array backend cannot be used: ``--backend`` or ``TRANSFERTHEORY_BACKEND`` names no backend, or CuPy was
+  asked for on a machine without a usable GPU. One line on stderr, no traceback;
+* 130 — interrupted (Ctrl-C): one line ``interrupted``; the outputs are written under temporary names and renamed
+  only when all are written, so an interrupted run leaves the earlier outputs as they were.
+* 4 — a simulation does not fit in memory: its estimated peak exceeds ``--max-memory`` (``figures`` and
+  ``phase_diagram``), else ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available. One line on stderr naming the
+  sizes, the estimate and the limit;
 
 The backend is chosen by ``--backend`` when given, else by the environment variable ``TRANSFERTHEORY_BACKEND``,
 else ``auto`` (CuPy when a GPU is usable, NumPy otherwise); :func:`resolve_backend` turns the choice into the
-name of the backend the simulations will run on, which the metadata records.
+name of the backend the simulations will run on, which the metadata records. The mechanisms (interrupt, backend,
+output checks, atomic writes) are :mod:`transfertheory.cli_support`'s, shared with ``verify`` and the benchmarks.
 """
 from __future__ import annotations
 
@@ -19,6 +26,8 @@ import math
 import sys
 import time
 
+from .. import cli_support
+from ..cli_support import EXIT_INTERRUPTED, add_backend_argument, backend_choice, entry_point, resolve_backend
 from ..params import D, DRAWS, SEED, Interval, Param
 
 __all__ = [
@@ -26,11 +35,18 @@ __all__ = [
     "EXIT_UNWRITABLE",
     "EXIT_USAGE",
     "EXIT_BACKEND",
+    "EXIT_INTERRUPTED",
+    "EPILOG",
+    "EXIT_MEMORY",
+    "add_memory_argument",
     "COUNT",
     "PAPER_D",
     "PAPER_DRAWS",
+    "entry_point",
     "add_backend_argument",
+    "backend_choice",
     "resolve_backend",
+    "check_before_work",
     "add_size_arguments",
     "resolve_size",
     "add_output_arguments",
@@ -39,35 +55,36 @@ __all__ = [
     "write_and_report",
 ]
 
-EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, 3
+EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, cli_support.EXIT_BACKEND
+#: exit status when a simulation does not fit in memory (the memory guard; :func:`cli_support.entry_point`)
+EXIT_MEMORY = cli_support.EXIT_MEMORY
+#: the exit statuses of every figure CLI, for its ``--help``
+EPILOG = cli_support.exit_status_epilog(
+    "0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)", f"{EXIT_USAGE} usage error",
+    f"{EXIT_BACKEND} array backend unknown or unusable", f"{EXIT_MEMORY} a simulation does not fit in memory")
 #: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
 COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
 #: the paper's simulation size (FaF App. D.1): d = 500, 20 target draws per point
 PAPER_D, PAPER_DRAWS = 500, 20
 
 
-def add_backend_argument(parser):
-    """``--backend {auto,numpy,cupy}``, default None: the environment variable, else auto."""
-    from ..backend import BACKENDS, ENV_VAR
+def check_before_work(args, simulates=True):
+    """What a figure CLI checks before computing anything: ``--out`` can be written (else exit 1) and the backend
+    name of ``--backend`` / ``TRANSFERTHEORY_BACKEND`` is known (else exit 3); with ``simulates`` the backend is also
+    loaded (CuPy without a usable GPU: exit 3). Returns the backend name when ``simulates``, else None."""
+    cli_support.require_writable(EXIT_UNWRITABLE, folders=[("--out", args.out)])
+    backend_choice(args.backend)
+    return resolve_backend(args.backend) if simulates else None
 
-    parser.add_argument("--backend", choices=BACKENDS, default=None,
-                        help=f"array backend of the simulator (default: ${ENV_VAR}, else auto = CuPy if a GPU is "
-                        "usable, NumPy otherwise); an unusable choice exits with code 3")
 
+def add_memory_argument(parser):
+    """``--max-memory SIZE`` (bytes, or 512M, 64G, …): the simulators' memory limit for this run (it sets
+    ``TRANSFERTHEORY_MAX_MEMORY``; the CLI applies it with :func:`transfertheory._memory.set_limit`)."""
+    from .._memory import ENV_VAR, arg_type
 
-def resolve_backend(choice):
-    """Name (``"numpy"`` or ``"cupy"``) of the backend for ``choice`` (None: ``TRANSFERTHEORY_BACKEND``, else auto).
-
-    An unknown name in the environment variable, or CuPy without a usable GPU, prints one line on stderr and exits
-    with :data:`EXIT_BACKEND` (``SystemExit``), never a traceback.
-    """
-    from ..backend import BackendUnavailableError, backend_name, get_array_module
-
-    try:
-        return backend_name(get_array_module(choice))
-    except (ValueError, BackendUnavailableError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(EXIT_BACKEND) from None
+    parser.add_argument("--max-memory", type=arg_type, default=None, metavar="SIZE",
+                        help=f"memory the simulations may use, e.g. 64G (default: ${ENV_VAR}, else the memory "
+                        f"available); a simulation estimated above it exits with code {EXIT_MEMORY} before it starts")
 
 
 def add_size_arguments(parser, *, d, draws, d_type, draws_type, paper_d=PAPER_D, paper_draws=PAPER_DRAWS, prefix=""):

@@ -39,6 +39,7 @@ from ..params import D as D_PARAM
 from ..params import N as N_PARAM
 from ..theory import distances
 from . import cli
+from .marks import legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
@@ -177,7 +178,7 @@ def plot(points, spearman):
 
     rho = dict(zip(spearman["distance"], spearman["spearman_rho"]))
     first = points.iloc[0]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), sharey=True, layout="constrained")
     floor = points.attrs.get("w1_floor")
     zoom = None
     if floor is not None:
@@ -202,12 +203,12 @@ def plot(points, spearman):
         zoom.axvline(floor, color="k", lw=0.8, ls=":")
         zoom.set_title("zoom: W₁ above the floor (dotted)", fontsize=7)
         zoom.tick_params(labelsize=6)
-        axes[1].legend(handles=axes[1].patches[:1], fontsize=7, loc="lower left")
     axes[0].set_ylabel("transferability T (linear transfer, exact)")
-    axes[0].legend(fontsize=8, title="θ from 0 to π along each line", title_fontsize=8)
+    legend_outside(axes[0], "below", fontsize=8, ncol=3, title="θ from 0 to π along each line", title_fontsize=8)
+    if zoom is not None:
+        legend_outside(axes[1], "below", axes[1].patches[:1], [axes[1].patches[0].get_label()], fontsize=8)
     fig.suptitle(f"FaF Fig. 5: T vs task distances — d = {int(first['d'])}, n = {int(first['n'])}, "
                  f"σ = {first['sigma']:g}, {int(first['samples'])} samples per task for W₁")
-    fig.tight_layout()
     return fig
 
 
@@ -243,6 +244,7 @@ def build_parser():
         description="FaF Fig. 5: linear transferability of deep linear networks against D_KL and empirical W₁ "
         "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv,json} and "
         "faf_fig5_spearman.csv, prints Spearman correlations of T with each distance.",
+        epilog=cli.EPILOG,
     )
     parser.add_argument("--d", type=D_PARAM.with_range(low=2).arg_type(), default=50,
                         help="input dimension d >= 2 (default 50)")
@@ -259,6 +261,8 @@ def build_parser():
     parser.add_argument("--norms", type=NORM.arg_type(), nargs="+", default=list(DEFAULT_NORMS), metavar="A",
                         help=f"target norms a in (0, inf) (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
     parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="seed of the W₁ samples (default 0)")
+    cli.add_backend_argument(parser, help_text="array backend (this figure is closed forms on NumPy: the name is "
+                             "only checked)")
     cli.add_output_arguments(parser)
     return parser
 
@@ -273,11 +277,13 @@ def _resolve_n(parser, args):
     return n
 
 
+@cli.entry_point
 def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2 (argparse)."""
+    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unknown backend 3."""
     parser = build_parser()
     args = parser.parse_args(argv)
     n = _resolve_n(parser, args)
+    cli.check_before_work(args, simulates=False)
     timer = cli.Timer()
     output = build(args.d, n, args.sigma, args.samples, args.angles, tuple(args.norms), args.seed)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), runtime_s=timer.elapsed)

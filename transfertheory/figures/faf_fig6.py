@@ -68,6 +68,7 @@ def build_parser():
         description="FaF Fig. 6: linear transferability of deep linear networks at σ = 0 — surface, sign map and "
         "slices θ = π/8, π/4, 3π/8 with gradient-flow simulations (mean ± SD) and the exact finite-d theory. Writes "
         "faf_fig6.{png,pdf,csv,json} and faf_fig6_grid.csv, prints the largest |z| against the exact theory.",
+        epilog=cli.EPILOG,
     )
     parser.add_argument("--gammas", type=cli.COUNT.arg_type(), default=DEFAULTS["gammas"], metavar="M",
                         help="simulated γ points per slice, γ = 2k/M (|n − d| <= 1 skipped; "
@@ -79,12 +80,13 @@ def build_parser():
     return parser
 
 
+@cli.entry_point
 def main(argv=None):
     """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
     args = build_parser().parse_args(argv)
     d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
+    backend = cli.check_before_work(args)
     timer = cli.Timer()
-    backend = cli.resolve_backend(args.backend)
     output = build(d, draws, args.gammas, args.resolution, seed=args.seed, backend=backend)
     return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..cli_support import staged_files
 from .output import THUMBNAIL
 from .registry import figures
 
@@ -111,7 +112,9 @@ def _anchor(title):
 
 
 def write_readme(out) -> Path:
-    """Write ``out/README.md`` (:func:`render_readme`); returns its path."""
+    """Write ``out/README.md`` (:func:`render_readme`, atomically: temporary name, then renamed); returns its path."""
     path = Path(out) / README
-    path.write_text(render_readme(out), encoding="utf-8")
+    text = render_readme(out)
+    with staged_files() as stage:
+        stage(path).write_text(text, encoding="utf-8")
     return path

@@ -4,11 +4,15 @@ Model (MeRLin §5, docs/merlin.md): f(x) = θᵀ(φᵀx)², source law with k la
 y = x₁²; every algorithm trained by gradient flow (:func:`transfertheory.sim.quadratic.run_comparison`).
 Panels:
 
-(a) the exact target population loss (mean ± SE over seeds) of head-only fine-tuning, joint training,
-    target-only training and MeRLin against n_t, with 10/27 (the loss of a head on a wrong feature, Thm 1);
-(b) MeRLin's success frequency (target recovered: loss ≤ 1e-3 on feature e₁; ± binomial SE) against n_t,
+(a) the exact target population loss of head-only fine-tuning, joint training, target-only training and MeRLin
+    against n_t, with 10/27 (the loss of a head on a wrong feature, Thm 1): each seed's loss (a short tick: the
+    losses are bimodal, recovered ≈ 1e-4 or failed ≈ 0.1–0.6) and their mean with its 68 % percentile bootstrap
+    interval (:func:`~transfertheory.figures.stats.bootstrap_mean_interval`; positive, so a log axis draws it);
+(b) MeRLin's success frequency (target recovered: loss ≤ 1e-3 on feature e₁; 68 % Wilson interval) against n_t,
     with the proof of Thm 2's union bound 1 − (k − 1)·P_wrong(n_t), P_wrong = (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ, and the
     exact 1 − P(some wrong feature fits).
+
+Only converged kept flows enter the points; the figure states how many converged, to which gradient norm.
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ import pandas as pd
 
 from ..sim.quadratic import run_comparison
 from ..theory import merlin as M
+from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
+from .stats import bootstrap_mean_interval, wilson_interval
 from .registry import Figure, register
 
 NAME = "merlin_fig"
@@ -26,76 +32,114 @@ COLUMNS = {
     "algorithm": "finetune (head-only), joint, target_only or merlin",
     "n_t": "target samples n_t",
     "seeds": "seeds (target sets) at this point",
-    "loss_mean": "mean over seeds of the exact target population loss of the trained predictor",
+    "loss_mean": "mean over converged seeds of the exact target population loss of the trained predictor",
+    "loss_low": "lower end of the 68 % percentile bootstrap interval of loss_mean",
+    "loss_high": "upper end of the 68 % percentile bootstrap interval of loss_mean",
     "loss_se": "standard error of loss_mean",
-    "loss_median": "median over seeds of the target loss",
+    "loss_median": "median over converged seeds of the target loss",
     "recovered": "fraction of seeds with target loss <= 1e-3 on feature e1",
     "top_coord_e1": "fraction of seeds whose learned φ puts most of its norm on coordinate 1",
     "restarts_needed_max": "largest index + 1 of the restart kept (restarts per seed in the JSON)",
     "converged": "seeds whose kept flow (and, for fine-tuning, the pre-training flow) converged",
+    "grad_norm_max": "largest final gradient norm of a converged kept flow",
 }
 SUCCESS_COLUMNS = {
     "n_t": "target samples n_t",
     "seeds": "seeds (target sets)",
-    "success": "MeRLin's success frequency (target loss <= 1e-3 on feature e1)",
-    "success_se": "binomial standard error of success",
+    "success": "MeRLin's success frequency over converged seeds (target loss <= 1e-3 on feature e1)",
+    "success_low": "lower end of the 68 % Wilson score interval of success",
+    "success_high": "upper end of the 68 % Wilson score interval of success",
     "union_bound": "1 − (k − 1)·P_wrong(n_t), P_wrong = (5/9)^n + (1/3)^n − (1/9)^n (proof of Thm 2)",
     "no_wrong_fit": "1 − P(some wrong feature fits all n_t samples), exact",
     "restarts_needed_max": "largest index + 1 of the restart kept",
     "converged": "seeds whose kept MeRLin flow converged",
+    "grad_norm_max": "largest final gradient norm of a converged kept flow",
 }
 
 
+def _converged(part):
+    """The converged rows of ``part`` and the largest final gradient norm among them (NaN if none)."""
+    kept = part[part["converged"].astype(bool)]
+    return kept, float(kept["grad_norm"].max()) if len(kept) else float("nan")
+
+
 def loss_table(df):
-    """Panel (a)'s table from a :func:`run_comparison` frame (:data:`COLUMNS`)."""
+    """Panel (a)'s table from a :func:`run_comparison` frame (:data:`COLUMNS`); statistics over converged seeds."""
     rows = []
     for (algorithm, n_t), part in df.groupby(["algorithm", "n_t"], sort=True):
-        loss = part["target_loss"].to_numpy()
-        rows.append(dict(algorithm=algorithm, n_t=n_t, seeds=len(part), loss_mean=loss.mean(),
+        kept, grad_norm_max = _converged(part)
+        loss = kept["target_loss"].to_numpy()
+        low, high = bootstrap_mean_interval(loss) if len(loss) else (np.nan, np.nan)
+        rows.append(dict(algorithm=algorithm, n_t=n_t, seeds=len(part),
+                         loss_mean=loss.mean() if len(loss) else np.nan, loss_low=low, loss_high=high,
                          loss_se=loss.std(ddof=1) / np.sqrt(len(loss)) if len(loss) > 1 else np.nan,
-                         loss_median=np.median(loss), recovered=part["recovered"].mean(),
-                         top_coord_e1=(part["top_coord"] == 1).mean(),
-                         restarts_needed_max=int(part["restarts_needed"].max()), converged=int(part["converged"].sum())))
+                         loss_median=np.median(loss) if len(loss) else np.nan, recovered=kept["recovered"].mean(),
+                         top_coord_e1=(kept["top_coord"] == 1).mean(),
+                         restarts_needed_max=int(part["restarts_needed"].max()), converged=len(kept),
+                         grad_norm_max=grad_norm_max))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
 def success_table(df, k):
-    """Panel (b)'s table from a MeRLin-only :func:`run_comparison` frame (:data:`SUCCESS_COLUMNS`)."""
+    """Panel (b)'s table from a MeRLin-only :func:`run_comparison` frame (:data:`SUCCESS_COLUMNS`); frequencies
+    over converged seeds."""
     rows = []
     for n_t, part in df.groupby("n_t", sort=True):
-        p = part["recovered"].mean()
-        rows.append(dict(n_t=n_t, seeds=len(part), success=p, success_se=np.sqrt(p * (1 - p) / len(part)),
+        kept, grad_norm_max = _converged(part)
+        wins = int(kept["recovered"].sum())
+        low, high = wilson_interval(wins, len(kept)) if len(kept) else (np.nan, np.nan)
+        rows.append(dict(n_t=n_t, seeds=len(part), success=wins / len(kept) if len(kept) else np.nan,
+                         success_low=low, success_high=high,
                          union_bound=1 - (k - 1) * float(M.wrong_feature_fit_probability(n_t)),
                          no_wrong_fit=1 - M.any_wrong_feature_fit_probability(n_t, k),
-                         restarts_needed_max=int(part["restarts_needed"].max()), converged=int(part["converged"].sum())))
+                         restarts_needed_max=int(part["restarts_needed"].max()), converged=len(kept),
+                         grad_norm_max=grad_norm_max))
     return pd.DataFrame(rows, columns=list(SUCCESS_COLUMNS))
 
 
-def plot(losses, successes, k):
+def _interval(mid, low, high):
+    """Matplotlib's asymmetric ``yerr`` for an interval [low, high] around ``mid``."""
+    return np.vstack([mid - low, high - mid])
+
+
+#: horizontal offset factor between the algorithms' markers on panel (a)'s log n_t axis
+_DODGE = 1.07
+
+
+def plot(losses, successes, k, seed_losses, convergence):
+    """Draw both panels; ``seed_losses``: the converged rows (algorithm, n_t, target_loss) behind panel (a),
+    ``convergence``: the line stating how many runs converged."""
     use_agg()
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for algorithm, marker in zip(ALGORITHMS, "osd^"):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4))
+    for i, (algorithm, marker) in enumerate(zip(ALGORITHMS, "osd^")):
+        shift = _DODGE ** (i - (len(ALGORITHMS) - 1) / 2)
+        seeds = seed_losses[seed_losses["algorithm"] == algorithm]
         part = losses[losses["algorithm"] == algorithm]
-        axes[0].errorbar(part["n_t"], part["loss_mean"], yerr=part["loss_se"], fmt=marker + "-", capsize=2,
-                         label=algorithm.replace("_", "-"))
+        line = axes[0].errorbar(part["n_t"] * shift, part["loss_mean"],
+                                yerr=_interval(part["loss_mean"], part["loss_low"], part["loss_high"]),
+                                fmt=marker + "-", capsize=2, label=algorithm.replace("_", "-"), zorder=3)
+        axes[0].plot(seeds["n_t"] * shift, seeds["target_loss"], "_", ms=7, alpha=0.6,
+                     color=line.lines[0].get_color(), zorder=4)  # a tick per seed, visible across the bar
     axes[0].axhline(M.FINETUNE_HEAD_MIN, color="k", ls=":", lw=0.8, label="10/27 (head on a wrong feature)")
     n_values = sorted(losses["n_t"].unique())
     axes[0].set(xscale="log", yscale="log", xlabel="target samples n_t", ylabel="target population loss",
-                title="(a) target loss (mean ± SE over seeds)")
+                title="(a) target loss: mean (68 % bootstrap) and each seed (ticks)")
     axes[0].set_xticks(n_values, [str(n) for n in n_values])
     axes[0].minorticks_off()
-    axes[0].legend(fontsize=8)
-    axes[1].errorbar(successes["n_t"], successes["success"], yerr=successes["success_se"], fmt="o", capsize=2,
-                     label="MeRLin (simulated)")
+    legend_outside(axes[0], "below", ncol=2, fontsize=7, frameon=False)
+    axes[1].errorbar(successes["n_t"], successes["success"],
+                     yerr=_interval(successes["success"], successes["success_low"], successes["success_high"]),
+                     fmt="o", capsize=2, label="MeRLin (simulated, 68 % Wilson)")
     axes[1].plot(successes["n_t"], successes["union_bound"], "-", label="1 − (k − 1)·P_wrong(n_t)")
     axes[1].plot(successes["n_t"], successes["no_wrong_fit"], "--", label="1 − P(some wrong feature fits)")
     axes[1].set(xlabel="target samples n_t", ylabel="success probability", ylim=(-0.05, 1.05),
                 title=f"(b) MeRLin recovers e₁ (k = {k}, d = k + 1)")
-    axes[1].legend(fontsize=8)
+    legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
     fig.suptitle("MeRLin §5: quadratic network trained by gradient flow")
-    fig.tight_layout()
+    fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
@@ -107,17 +151,22 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
     merlin_runs = run_comparison(k + 1, m, k, list(success_n), lam, success_seeds, algorithms=("merlin",),
                                  restarts=3 * k, splits=splits, seed=seed + 1, backend=backend, rtol=1e-4, gtol=1e-6)
     losses, successes = loss_table(comparison), success_table(merlin_runs, k)
-    unconverged = int(len(comparison) + len(merlin_runs) - losses["converged"].sum() - successes["converged"].sum())
+    runs = len(comparison) + len(merlin_runs)
+    converged = int(losses["converged"].sum() + successes["converged"].sum())
+    unconverged = runs - converged
+    gtol = comparison.attrs["flow"]["gtol"]
+    convergence = left_out_text("kept flows", converged, runs, f"final ‖∇ objective‖ ≤ {gtol:g}")
     summary = (f"MeRLin §5 by training: d = {d}, k = {k}, m = {m}, λ = {lam}, {seeds} seeds × {restarts} restarts",
                "mean target loss at the largest n_t: " + ", ".join(
                    f"{r.algorithm} {r.loss_mean:.3g}" for r in losses[losses["n_t"] == max(n_targets)].itertuples()),
                "MeRLin success vs 1 − (k − 1)P_wrong: " + ", ".join(
                    f"n={r.n_t}: {r.success:.2f}/{r.union_bound:.2f}" for r in successes.itertuples()),
-               f"unconverged kept flows: {unconverged}")
+               convergence)
     parameters = dict(d=d, k=k, m=m, lam=lam, n_targets=list(n_targets), seeds=seeds, restarts=restarts,
                       success_n=list(success_n), success_seeds=success_seeds, success_d=k + 1,
                       success_restarts=3 * k, splits=splits, seed=seed)
-    return FigureOutput(plot(losses, successes, k), losses, COLUMNS, parameters, summary,
+    seed_losses = comparison.loc[comparison["converged"].astype(bool), ["algorithm", "n_t", "target_loss"]]
+    return FigureOutput(plot(losses, successes, k, seed_losses, convergence), losses, COLUMNS, parameters, summary,
                         extra=(("_success", successes, SUCCESS_COLUMNS),), notes=dict(unconverged=unconverged))
 
 
@@ -125,11 +174,11 @@ FIGURE = register(Figure(
     name=NAME,
     title="MeRLin §5: target loss of fine-tuning, joint, target-only and MeRLin against n_t, and MeRLin's "
           "success probability",
-    description="(a) Exact target population loss (mean ± SE over seeds) of the quadratic network trained by "
-    "gradient flow with each algorithm (head-only fine-tuning after pre-training on the exact source loss, joint "
-    "training, target-only, MeRLin with the ridge inner head), against n_t; (b) MeRLin's frequency of recovering "
-    "the target feature against n_t, with Thm 2's union bound 1 − (k − 1)·P_wrong(n_t) and the exact probability "
-    "that no wrong feature fits the target samples.",
+    description="(a) Exact target population loss (each seed, and the mean with its 68 % bootstrap interval) of "
+    "the quadratic network trained by gradient flow with each algorithm (head-only fine-tuning after pre-training "
+    "on the exact source loss, joint training, target-only, MeRLin with the ridge inner head), against n_t; (b) "
+    "MeRLin's frequency of recovering the target feature (68 % Wilson interval) against n_t, with Thm 2's union "
+    "bound 1 − (k − 1)·P_wrong(n_t) and the exact probability that no wrong feature fits the target samples.",
     sources=("MeRLin Thm 1", "MeRLin Thm 2", "MeRLin §5"),
     build=build,
     profiles={"quick": dict(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restarts=9,

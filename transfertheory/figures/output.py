@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..cli_support import staged_files
+
 __all__ = [
     "FORMATS",
     "THUMBNAIL",
@@ -41,7 +43,6 @@ FORMATS = {"png": ("png",), "pdf": ("pdf",), "both": ("png", "pdf")}
 _ALL_FORMATS = ("png", "pdf")
 #: suffix and width in pixels of the small PNG the figures README shows
 THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
-
 
 @dataclass(frozen=True)
 class FigureOutput:
@@ -77,15 +78,23 @@ def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Pat
     return {ext: out / f"{name}.{ext}" for ext in (*FORMATS[fmt], "csv")}
 
 
-def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = 150) -> list[Path]:
-    """Write ``fig`` (PNG/PDF per ``fmt``) and ``data`` (a DataFrame) as CSV; returns the paths. Creates ``out``."""
-    paths = output_paths(name, out, fmt)
-    Path(out).mkdir(parents=True, exist_ok=True)
+def _write_figure_files(stage, fig, data, paths, dpi):
+    """Write ``fig`` and ``data`` to the staged ``paths`` of :func:`output_paths` (``stage``: of ``staged_files``)."""
     for ext, path in paths.items():
         if ext == "csv":
-            data.to_csv(path, index=False)
+            data.to_csv(stage(path), index=False)
         else:
-            fig.savefig(path, dpi=dpi, bbox_inches="tight")
+            fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches="tight")
+
+
+def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = 150) -> list[Path]:
+    """Write ``fig`` (PNG/PDF per ``fmt``) and ``data`` (a DataFrame) as CSV; returns the paths. Creates ``out``.
+
+    The files are written under temporary names and renamed together (an interrupted call leaves none half-written).
+    """
+    paths = output_paths(name, out, fmt)
+    with staged_files() as stage:
+        _write_figure_files(stage, fig, data, paths, dpi)
     return list(paths.values())
 
 
@@ -172,19 +181,23 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
     ``extra_suffixes``: every suffix of an extra table this figure *can* write (those not written now are stale).
     ``thumbnail``: also write ``NAME_thumb.png``, :data:`THUMBNAIL_WIDTH` pixels wide (the gallery's).
     ``context``: further metadata fields (e.g. the registry profile). Raises :class:`OSError` when ``out`` cannot
-    be written.
+    be written. Every file is written under a temporary name and they are renamed together at the end, so an
+    interrupted or failed call leaves the earlier outputs as they were and no half-written file.
     """
-    paths = save_figure(output.figure, output.data, name, out, fmt, dpi)
-    if thumbnail:
-        paths.append(Path(out) / f"{name}{THUMBNAIL}")
-        output.figure.savefig(paths[-1], dpi=THUMBNAIL_WIDTH / output.figure.get_figwidth())
-    for suffix, table, _ in output.extra:
-        paths.append(Path(out) / f"{name}{suffix}.csv")
-        table.to_csv(paths[-1], index=False)
-    meta_path = Path(out) / f"{name}.json"
+    out = Path(out)
+    figure_paths = output_paths(name, out, fmt)
+    thumb_paths = [out / f"{name}{THUMBNAIL}"] if thumbnail else []
+    extra_paths = [(out / f"{name}{suffix}.csv", table) for suffix, table, _ in output.extra]
+    meta_path = out / f"{name}.json"
+    paths = [*figure_paths.values(), *thumb_paths, *(path for path, _ in extra_paths), meta_path]
     record = metadata_record(name, output, title=title, description=description, sources=sources, backend=backend,
-                             runtime_s=runtime_s, files=[*paths, meta_path], context=context)
-    meta_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    paths.append(meta_path)
+                             runtime_s=runtime_s, files=paths, context=context)
+    with staged_files() as stage:
+        _write_figure_files(stage, output.figure, output.data, figure_paths, dpi)
+        for path in thumb_paths:
+            output.figure.savefig(stage(path), format="png", dpi=THUMBNAIL_WIDTH / output.figure.get_figwidth())
+        for path, table in extra_paths:
+            table.to_csv(stage(path), index=False)
+        stage(meta_path).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     remove_stale(out, name, paths, {*extra_suffixes, *(s for s, _, _ in output.extra)})
     return paths

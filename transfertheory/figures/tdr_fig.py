@@ -6,11 +6,15 @@ Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx) trained by gradien
 (a) the root-mean-square gap over seeds of ‖W(Q) − W(P)‖_F to √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) (TDR
     Thm 2, Eq. 2), of ‖W_s(Q) − W(0)‖_F to √(y_QᵀH_Q⁻¹y_Q), of the pretrained outputs u_Q(P) to y_{P→Q} and of
     the change of ‖∂L/∂X¹‖² to Thm 1's −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² against the width m (10² … 10⁴ in the quick
-    profile), log–log, with the fitted rates;
-(b) the fine-tuning distance (mean ± SD over seeds) and its bound against task similarity for the two task
-    families of TDR §5.1: shared inputs with labels from teachers at angle θ (similarity cos θ), and shared
-    labels (one teacher) on target inputs rotated away from the source inputs by φ (similarity cos φ); the
-    scratch distance of each target is drawn for comparison.
+    profile), log–log, each with its fitted rate in its own colour; a vertical line marks the width of (b)–(c);
+(b) the fine-tuning distance (mean ± SD over seeds, hollow markers) and its bound (line) against task
+    similarity for the two task families of TDR §5.1: shared inputs with labels from teachers at angle θ
+    (similarity cos θ), and shared labels (one teacher) on target inputs rotated away from the source inputs by
+    φ (similarity cos φ); the scratch distance of each target is drawn for comparison;
+(c) what (b) cannot show at its scale: the fine-tuning distance minus its bound (mean ± SD over seeds).
+
+Only networks whose three training stages converged enter the points; the figure states how many did and to
+which training loss. The papers have no figure of this experiment (TDR §6 is theory only).
 """
 from __future__ import annotations
 
@@ -22,12 +26,15 @@ import pandas as pd
 from ..sim.ntk_two_layer import simulate_transfer, width_rate
 from ..sim.ntk_two_layer import task_pair as sim_task_pair
 from ..theory.ntk_two_layer import transfer_summary
+from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
 NAME = "tdr_fig"
 #: source-set size, dimension and the seed of the data
 DATA = dict(n=8, d=5, seed=3)
+#: every training stage stops at ‖∇L‖ <= GTOL (the trainer's convergence criterion)
+GTOL = 1e-5
 COLUMNS = {
     "width": "hidden width m",
     "seeds": "trained networks (seeds) at this width",
@@ -40,7 +47,8 @@ COLUMNS = {
     "labels_rms_gap": "root-mean-square over seeds and target points of u_Q(P) minus y_P→Q = H_PQᵀH_P⁻¹y_P",
     "gradient_change_rms_gap": "root-mean-square over seeds of ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² minus Eq. 1's "
                                "−y_Qᵀy_Q + ‖y_Q − y_P→Q‖² (TDR Thm 1)",
-    "converged": "networks whose three training stages converged (‖∇L‖ <= gtol)",
+    "converged": "networks whose three training stages converged (‖∇L‖ <= gtol); the other columns use only these",
+    "final_loss_max": "largest final training loss ½‖y − f(X)‖² of a stage of a converged network",
 }
 #: the gap columns of panel (a) and their short names
 GAP_COLUMNS = {"finetune_rms_gap": "fine-tuning", "scratch_rms_gap": "scratch", "labels_rms_gap": "u_Q(P)",
@@ -54,7 +62,8 @@ SIMILARITY_COLUMNS = {
     "finetune_bound": "√((y_Q − y_P→Q)ᵀH_Q⁻¹(y_Q − y_P→Q)) (TDR Thm 2, Eq. 2)",
     "scratch_mean": "mean over seeds of ‖W_s(Q) − W(0)‖_F",
     "scratch_formula": "√(y_QᵀH_Q⁻¹y_Q)",
-    "converged": "networks whose three training stages converged",
+    "converged": "networks whose three training stages converged; the other columns use only these",
+    "final_loss_max": "largest final training loss ½‖y − f(X)‖² of a stage of a converged network",
 }
 
 
@@ -64,41 +73,58 @@ def task_pair(family, angle):
 
 
 def _rms(values):
-    return float(np.sqrt(np.mean(np.square(values))))
+    return float(np.sqrt(np.mean(np.square(values)))) if np.size(values) else float("nan")
+
+
+def _converged(run):
+    """(mask of the seeds whose three stages converged, largest final training loss of a stage among them)."""
+    keep = run.converged
+    losses = np.concatenate([stage.loss[keep] for stage in (run.pretrain, run.finetune, run.scratch)])
+    return keep, float(losses.max()) if losses.size else float("nan")
 
 
 def width_study(widths, seeds, backend=None):
     """Table of panel (a): one row per width (:data:`COLUMNS`), the pair at θ = 1 of the shared-inputs family
-    with target inputs rotated by φ = 1 (so both inputs and labels differ)."""
+    with target inputs rotated by φ = 1 (so both inputs and labels differ); statistics over converged networks."""
     x_p, y_p, _, _ = task_pair("shared-inputs", 1.0)
     _, _, x_q, _ = task_pair("shared-labels", 1.0)
     y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
     summary = transfer_summary(x_p, y_p, x_q, y_q)
     rows = []
-    for run in simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, backend=backend):
-        measured_change = run.gradient_norm_pretrained - run.gradient_norm_init
-        rows.append(dict(width=run.width, seeds=seeds, finetune_mean=run.finetune_distance.mean(),
-                         finetune_rms_gap=_rms(run.finetune_distance - summary.finetune_distance),
-                         finetune_bound=summary.finetune_distance, scratch_mean=run.scratch_distance.mean(),
-                         scratch_rms_gap=_rms(run.scratch_distance - summary.scratch_distance),
+    for run in simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, gtol=GTOL, backend=backend):
+        keep, final_loss = _converged(run)
+        finetune, scratch = run.finetune_distance[keep], run.scratch_distance[keep]
+        measured_change = (run.gradient_norm_pretrained - run.gradient_norm_init)[keep]
+        rows.append(dict(width=run.width, seeds=seeds, finetune_mean=finetune.mean() if keep.any() else np.nan,
+                         finetune_rms_gap=_rms(finetune - summary.finetune_distance),
+                         finetune_bound=summary.finetune_distance,
+                         scratch_mean=scratch.mean() if keep.any() else np.nan,
+                         scratch_rms_gap=_rms(scratch - summary.scratch_distance),
                          scratch_formula=summary.scratch_distance,
-                         labels_rms_gap=_rms(run.pretrained_outputs - summary.transformed_labels),
-                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change), converged=int(run.converged.sum())))
+                         labels_rms_gap=_rms(run.pretrained_outputs[keep] - summary.transformed_labels),
+                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change),
+                         converged=int(keep.sum()), final_loss_max=final_loss))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
 def similarity_study(width, seeds, angles, backend=None):
-    """Table of panel (b): one row per family and angle (:data:`SIMILARITY_COLUMNS`)."""
+    """Table of panels (b)–(c): one row per family and angle (:data:`SIMILARITY_COLUMNS`); statistics over
+    converged networks."""
     rows = []
     for family, top in (("shared-inputs", math.pi), ("shared-labels", math.pi / 2)):
         for angle in np.linspace(0.0, top, angles):
             data = task_pair(family, angle)
             summary = transfer_summary(*data)
-            (run,) = simulate_transfer(*data, [width], seeds=seeds, backend=backend)
+            (run,) = simulate_transfer(*data, [width], seeds=seeds, gtol=GTOL, backend=backend)
+            keep, final_loss = _converged(run)
+            finetune, scratch = run.finetune_distance[keep], run.scratch_distance[keep]
             rows.append(dict(family=family, similarity=math.cos(angle), width=width,
-                             finetune_mean=run.finetune_distance.mean(), finetune_sd=run.finetune_distance.std(ddof=1),
-                             finetune_bound=summary.finetune_distance, scratch_mean=run.scratch_distance.mean(),
-                             scratch_formula=summary.scratch_distance, converged=int(run.converged.sum())))
+                             finetune_mean=finetune.mean() if keep.any() else np.nan,
+                             finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan,
+                             finetune_bound=summary.finetune_distance,
+                             scratch_mean=scratch.mean() if keep.any() else np.nan,
+                             scratch_formula=summary.scratch_distance, converged=int(keep.sum()),
+                             final_loss_max=final_loss))
     return pd.DataFrame(rows, columns=list(SIMILARITY_COLUMNS))
 
 
@@ -108,49 +134,83 @@ def fitted_rate(table, column):
     return width_rate(table["width"], table[column])
 
 
-def plot(widths_table, similarity_table):
+#: panel (a): gap column, legend label, marker and colour of its points and of its fitted line
+GAP_STYLES = (("finetune_rms_gap", "fine-tuning distance − Thm 2 bound", "o", "C0"),
+              ("scratch_rms_gap", "scratch distance − √(yᵀH⁻¹y)", "s", "C1"),
+              ("labels_rms_gap", "u_Q(P) − y_P→Q", "^", "C2"),
+              ("gradient_change_rms_gap", "Δ‖∂L/∂X¹‖² − Thm 1", "d", "C3"))
+#: panels (b)–(c): task family and its colour
+FAMILY_COLORS = (("shared-inputs", "C0"), ("shared-labels", "C1"))
+
+
+def _plot_gaps(ax, widths_table, similarity_width):
+    m = widths_table["width"].to_numpy(float)
+    for column, label, marker, color in GAP_STYLES:
+        rate, intercept = fitted_rate(widths_table, column)
+        ax.loglog(m, widths_table[column], marker, color=color, label=f"{label} (fit: m^{rate:+.2f})")
+        ax.loglog(m, np.exp(intercept + rate * np.log(m)), ":", color=color, lw=1.0)
+    ax.axvline(similarity_width, color="0.6", lw=0.8, ls="--")
+    ax.annotate(f"m of (b), (c) = {similarity_width}", (similarity_width, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(3, -3), textcoords="offset points", ha="left", va="top", fontsize=7, color="0.4")
+    ax.set(xlabel="width m", ylabel="RMS gap over seeds", title="(a) gap to the Gram formulas (dotted: fits)")
+    legend_outside(ax, "below", fontsize=7, frameon=False)
+
+
+def _plot_similarity(distance_ax, difference_ax, similarity_table):
+    for family, color in FAMILY_COLORS:
+        part = similarity_table[similarity_table["family"] == family]
+        distance_ax.plot(part["similarity"], part["finetune_bound"], "-", color=color, lw=2.5, alpha=0.45,
+                         label=f"{family}: Thm 2 bound")
+        distance_ax.errorbar(part["similarity"], part["finetune_mean"], yerr=part["finetune_sd"], fmt="o",
+                             mfc="none", color=color, ms=6, capsize=2, label=f"{family}: fine-tuning (± SD)")
+        distance_ax.plot(part["similarity"], part["scratch_mean"], "x--", color=color, lw=0.8,
+                         label=f"{family}: scratch")
+        difference_ax.errorbar(part["similarity"], part["finetune_mean"] - part["finetune_bound"],
+                               yerr=part["finetune_sd"], fmt="o-", mfc="none", color=color, capsize=2, label=family)
+    width = int(similarity_table["width"].iloc[0])
+    distance_ax.set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖ΔW‖_F",
+                    title=f"(b) distances against similarity, m = {width}")
+    legend_outside(distance_ax, "below", ncol=2, fontsize=7, frameon=False)
+    difference_ax.axhline(0.0, color="k", lw=0.8, ls=":")
+    difference_ax.set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖W(Q) − W(P)‖_F − Thm 2 bound",
+                      title=f"(c) fine-tuning distance − bound (± SD), m = {width}")
+    legend_outside(difference_ax, "below", ncol=2, fontsize=7, frameon=False)
+
+
+def plot(widths_table, similarity_table, convergence):
+    """Draw the three panels; ``convergence``: the line stating how many networks converged."""
     use_agg()
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for column, label, marker in (("finetune_rms_gap", "fine-tuning distance − Thm 2 bound", "o"),
-                                  ("scratch_rms_gap", "scratch distance − √(yᵀH⁻¹y)", "s"),
-                                  ("labels_rms_gap", "u_Q(P) − y_P→Q", "^"),
-                                  ("gradient_change_rms_gap", "Δ‖∂L/∂X¹‖² − Thm 1", "d")):
-        rate, intercept = fitted_rate(widths_table, column)
-        m = widths_table["width"].to_numpy(float)
-        fit = np.exp(intercept + rate * np.log(m))
-        axes[0].loglog(m, widths_table[column], marker, label=f"{label} (rate m^{rate:+.2f})")
-        axes[0].loglog(m, fit, "k:", lw=0.8)
-    axes[0].set(xlabel="width m", ylabel="RMS gap over seeds", title="(a) gap to the Gram formulas")
-    axes[0].legend(fontsize=8)
-    for family, color in (("shared-inputs", "C0"), ("shared-labels", "C1")):
-        part = similarity_table[similarity_table["family"] == family]
-        axes[1].errorbar(part["similarity"], part["finetune_mean"], yerr=part["finetune_sd"], fmt="o", color=color,
-                         label=f"{family}: fine-tuning (± SD)")
-        axes[1].plot(part["similarity"], part["finetune_bound"], "-", color=color, label=f"{family}: Thm 2 bound")
-        axes[1].plot(part["similarity"], part["scratch_mean"], "x--", color=color, lw=0.8,
-                     label=f"{family}: scratch")
-    axes[1].set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖ΔW‖_F",
-                title=f"(b) m = {int(similarity_table['width'].iloc[0])}")
-    axes[1].legend(fontsize=7)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4))
+    _plot_gaps(axes[0], widths_table, int(similarity_table["width"].iloc[0]))
+    _plot_similarity(axes[1], axes[2], similarity_table)
     fig.suptitle("TDR §6: trained two-layer ReLU networks against the Gram formulas")
-    fig.tight_layout()
+    fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
-def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1024, angles=5, backend=None, progress=None):
-    """Simulate both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`."""
+def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, angles=5, backend=None,
+          progress=None):
+    """Simulate both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`.
+    ``similarity_width`` must be one of ``widths`` (so panels (b)–(c) show a width of panel (a))."""
+    if similarity_width not in widths:
+        raise ValueError(f"similarity_width must be one of widths {list(widths)}, got {similarity_width!r}")
     widths_table = width_study(widths, seeds, backend)
     similarity_table = similarity_study(similarity_width, seeds, angles, backend)
     rates = {c: fitted_rate(widths_table, c)[0] for c in GAP_COLUMNS}
+    tables = (widths_table, similarity_table)
+    convergence = left_out_text(
+        "networks", sum(int(t["converged"].sum()) for t in tables), seeds * sum(len(t) for t in tables),
+        f"‖∇L‖ ≤ {GTOL:g} in all three stages; largest final training loss "
+                    f"{max(float(t['final_loss_max'].max()) for t in tables):.1g}")
     summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),
-               f"converged networks: {int(widths_table['converged'].sum() + similarity_table['converged'].sum())} of "
-               f"{seeds * (len(widths_table) + len(similarity_table))}")
+               convergence)
     parameters = dict(widths=list(widths), seeds=seeds, similarity_width=similarity_width, angles=angles, **DATA)
-    return FigureOutput(plot(widths_table, similarity_table), widths_table, COLUMNS, parameters, summary,
-                        extra=(("_similarity", similarity_table, SIMILARITY_COLUMNS),),
+    return FigureOutput(plot(widths_table, similarity_table, convergence), widths_table, COLUMNS, parameters,
+                        summary, extra=(("_similarity", similarity_table, SIMILARITY_COLUMNS),),
                         notes=dict(fitted_rates=rates))
 
 
@@ -161,11 +221,12 @@ FIGURE = register(Figure(
     "between the scratch distance and √(y_QᵀH_Q⁻¹y_Q), between u_Q(P) and y_P→Q and between the change of "
     "‖∂L/∂X¹‖² and Thm 1, against the width m = 10² … 10⁴ (log–log, fitted rates); (b) the "
     "fine-tuning distance and its bound against task similarity for shared inputs with rotated teachers and "
-    "shared labels on rotated inputs (TDR §5.1), with the scratch distance.",
+    "shared labels on rotated inputs (TDR §5.1), with the scratch distance; (c) the fine-tuning distance minus "
+    "its bound against task similarity.",
     sources=("TDR Thm 1", "TDR Thm 2", "TDR §6.3", "TDR §5.1"),
     build=build,
-    profiles={"quick": dict(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1024, angles=5),
-              "paper": dict(widths=(100, 316, 1000, 3162, 10000, 31622, 100000), seeds=16, similarity_width=16384,
+    profiles={"quick": dict(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, angles=5),
+              "paper": dict(widths=(100, 316, 1000, 3162, 10000, 31622, 100000), seeds=16, similarity_width=10000,
                             angles=9)},
     extra_suffixes=("_similarity",),
 ))

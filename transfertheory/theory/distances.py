@@ -38,7 +38,8 @@ import warnings
 import numpy as np
 
 from .. import params as P
-from .._validation import Interval, check_param
+from .._memory import FLOAT_BYTES, check_memory
+from .._validation import Interval, check_broadcast, check_param
 from .linear import (
     linear_transfer_risk,
     linear_transferability,
@@ -339,11 +340,14 @@ def wasserstein1_empirical(samples_p, samples_q):
         If the solver stops before optimality (it should not: the iteration
         cap grows with the problem size).
     """
-    import ot  # POT; imported lazily (it is a core dependency, but heavy)
-
     xp, xq = _samples(samples_p, "samples_p"), _samples(samples_q, "samples_q")
     if xp.shape[1] != xq.shape[1]:
         raise ValueError(f"samples_p and samples_q must have the same dimension, got {xp.shape[1]} and {xq.shape[1]}")
+    # the cost matrix, POT's copy of it and the transport plan
+    check_memory(FLOAT_BYTES * 3 * xp.shape[0] * xq.shape[0], what="wasserstein1_empirical",
+                 params={"len(samples_p)": xp.shape[0], "len(samples_q)": xq.shape[0]})
+    import ot  # POT; imported lazily (it is a core dependency, but heavy)
+
     a = np.full(xp.shape[0], 1.0 / xp.shape[0])
     b = np.full(xq.shape[0], 1.0 / xq.shape[0])
     cost = ot.dist(xp, xq, metric="euclidean")
@@ -405,11 +409,13 @@ def scaled_target_scratch_risk(gamma, sigma, norm):
     solution is X⁺y = a·X⁺(Xu + ε/a), so ‖X⁺y − β_t‖² = a²‖X⁺(Xu + ε/a) − u‖²:
     a unit-target problem with noise σ/a, times a². Holds for any direction.
     """
+    check_broadcast(gamma=gamma, sigma=sigma, norm=norm)
     return _out(_rescaled(lambda s: scratch_risk(gamma, s), norm, sigma))
 
 
 def scaled_target_scratch_risk_finite(n, d, sigma, norm):
     r"""Exact finite-size scratch risk for a target of norm a: a²·E R_sc(n, d, σ/a) (FaF Eq. 10 at finite size, rescaled)."""
+    check_broadcast(n=n, d=d, sigma=sigma, norm=norm)
     return _out(_rescaled(lambda s: scratch_risk_finite(n, d, s), norm, sigma))
 
 
@@ -420,11 +426,13 @@ def scaled_target_linear_transfer_risk(theta, sigma, n, norm):
     ‖bβ_s − β_t‖² = a²·(unit problem with noise σ/a), and
     E R = a²·[sin²θ + ((σ/a)² + sin²θ)/(n − 2)] = a² sin²θ + (σ² + a² sin²θ)/(n − 2).
     """
+    check_broadcast(theta=theta, sigma=sigma, n=n, norm=norm)
     return _out(_rescaled(lambda s: linear_transfer_risk(theta, s, n), norm, sigma))
 
 
 def scaled_target_transferability(gamma, theta, sigma, norm):
     r"""Linear transferability for a target of norm a, n, d → ∞: a²·T_lt(γ, θ, σ/a) (FaF Eq. 13 rescaled)."""
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma, norm=norm)
     return _out(_rescaled(lambda s: linear_transferability(gamma, theta, s), norm, sigma))
 
 
@@ -435,4 +443,5 @@ def scaled_target_transferability_finite(n, d, theta, sigma, norm):
     :func:`scaled_target_scratch_risk_finite` and
     :func:`scaled_target_linear_transfer_risk`. Used for FaF Fig. 5.
     """
+    check_broadcast(n=n, d=d, theta=theta, sigma=sigma, norm=norm)
     return _out(_rescaled(lambda s: linear_transferability_finite(n, d, theta, s), norm, sigma))

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import scalar_or_array
+from .._memory import FLOAT_BYTES, check_memory
+from .._validation import check_broadcast, root_seed, scalar_or_array
 from .scratch import design, min_norm_noise_gain, min_norm_solution, noise_term, row_space_solve, scratch_risk
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "fine_tune_risk_finite_paper",
     "fine_tune_transferability_finite_paper",
     "fine_tune_scale",
+    "fine_tune_scale_deep_limit",
     "fine_tune_risk_corrected",
     "fine_tune_transferability_corrected",
     "fine_tune_limit",
@@ -65,6 +67,7 @@ def fine_tune_risk(gamma, theta, sigma):
     E R_sc for γ > 1. ``+inf`` at γ = 1 when σ > 0. Gradient flow converges
     elsewhere when σ > 0: :func:`fine_tune_risk_corrected`.
     """
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
     g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
     extra = np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t))
     return scalar_or_array(scratch_risk(g, sigma) + extra, gamma, theta, sigma)
@@ -77,6 +80,7 @@ def fine_tune_transferability(gamma, theta):
     divergent noise term X⁺ε is common to both models and cancels pathwise.
     Independent of σ. Gradient flow: :func:`fine_tune_transferability_corrected`.
     """
+    check_broadcast(gamma=gamma, theta=theta)
     g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
     return scalar_or_array(-np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t)), gamma, theta)
 
@@ -91,6 +95,7 @@ def fine_tune_risk_finite_paper(n, d, theta, sigma):
     when σ > 0 (docs/errata.md): compare simulations with
     :func:`fine_tune_flow_expectation`.
     """
+    check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
     n_, d_, t, s = P.N.check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma)
     bias = np.clip(1 - n_ / d_, 0, None) * (2 - 2 * np.cos(t))
     return scalar_or_array(bias + noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, theta, sigma)
@@ -104,6 +109,7 @@ def fine_tune_transferability_finite_paper(n, d, theta):
     FaF Eq. 17 as d → ∞. *Not* the gradient-flow value when σ > 0
     (docs/errata.md; :func:`fine_tune_flow_expectation`).
     """
+    check_broadcast(n=n, d=d, theta=theta)
     n_, d_, t = P.N.check(n), P.D.check(d), P.THETA.check(theta)
     return scalar_or_array(-np.clip(1 - n_ / d_, 0, None) * (1 - 2 * np.cos(t)), n, d, theta)
 
@@ -153,11 +159,26 @@ def fine_tune_scale(gamma, sigma, depth=2):
     For L = 2: c² = [(1 − γ) + √((1 − γ)² + 4γ(1 + σ²/(1 − γ)))]/2. For σ > 0,
     c → ∞ as γ → 1⁻.
     """
+    check_broadcast(gamma=gamma, sigma=sigma)
     g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
     depth = P.DEPTH.scalar(depth)
     under = g < 1
     gg = np.where(under, g, 0.5)
     c = _scale_root(1 - gg, gg * (1 + s**2 / (1 - gg)), 1.0, depth)
+    return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
+
+
+def fine_tune_scale_deep_limit(gamma, sigma):
+    r"""L → ∞ limit of :func:`fine_tune_scale`: c_∞ = √(1 + σ²/(1 − γ)) for γ < 1, 1 for γ ≥ 1.
+
+    As L → ∞ the exponent 2L/(L − 1) → 2 and the equation of c becomes c² = (1 − γ)c² + γ(1 + σ²/(1 − γ)),
+    i.e. c² = 1 + σ²/(1 − γ). c grows with L toward it (1.225, 1.338, 1.408 at L = 2, 3, 4 for σ = 1, γ = ½;
+    c_∞ = √3).
+    """
+    check_broadcast(gamma=gamma, sigma=sigma)
+    g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
+    under = g < 1
+    c = np.sqrt(1 + s**2 / (1 - np.where(under, g, 0.5)))
     return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
 
 
@@ -167,6 +188,7 @@ def fine_tune_risk_corrected(gamma, theta, sigma, depth=2):
     E R_ft = E R_sc + (1 − γ)(c² − 2c cos θ) for γ < 1 with c = :func:`fine_tune_scale`;
     E R_sc for γ ≥ 1. Equals Eq. 16 when c = 1 (σ = 0).
     """
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
     g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
     c = np.asarray(fine_tune_scale(g, sigma, depth))
     extra = np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t))
@@ -178,6 +200,7 @@ def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2):
 
     Positive iff cos θ > c/2: the sign flips at θ* = arccos(c/2) < π/3 when σ > 0.
     """
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
     g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
     c = np.asarray(fine_tune_scale(g, sigma, depth))
     return scalar_or_array(-np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t)), gamma, theta, sigma)
@@ -193,13 +216,17 @@ def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):
     designs for every θ, in chunks of ~32 MB. Returns ``((risk_mean, risk_se),
     (T_mean, T_se))``, arrays over ``theta`` (floats for a scalar θ).
     For n ≥ d nothing is carried over: R_ft = R_sc pathwise and T_ft = 0.
-    The risk's mean exists only for |n − d| ≥ 2 when σ > 0 (as for scratch).
+    The risk's mean exists only for |n − d| ≥ 2 when σ > 0 (as for scratch). ``seed``: an integer ≥ 0, or a
+    numpy Generator or SeedSequence that gives one; the designs of (n, d) come from SeedSequence(seed, (n, d)).
     """
     n_, d_ = P.N.scalar(n), _MC_D.scalar(d)
     t, s = np.atleast_1d(P.THETA.check(theta)), P.SIGMA.scalar(sigma)
     draws = _MC_DRAWS.scalar(draws)
-    gen = np.random.default_rng(np.random.SeedSequence(P.SEED.scalar(seed), spawn_key=(n_, d_)))
-    e1, e2 = np.eye(d_)[0], np.eye(d_)[1]
+    # per chunk of draws: X, y (Θ copies) and the solutions' pseudo-inverse / SVD work (about six X's)
+    check_memory(FLOAT_BYTES * (6 + t.size) * max(4_000_000, n_ * d_), what="fine_tune_flow_expectation",
+                 params={"n": n_, "d": d_, "len(theta)": t.size})
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(n_, d_)))
+    e1, e2 = np.eye(2, d_)  # the first two basis vectors (no d × d identity)
     beta_t = np.cos(t)[:, None] * e1 + np.sin(t)[:, None] * e2  # (Θ, d)
     risks, gaps, chunk = [], [], max(1, 4_000_000 // (n_ * d_))
     for start in range(0, draws, chunk):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import scalar_or_array
+from .._validation import check_broadcast, scalar_or_array
 from .fine_tuning import (
     fine_tune_flow_expectation,
     fine_tune_limit,
@@ -91,6 +91,7 @@ def linear_transfer_risk(theta, sigma, n):
     n : int array_like, >= 3
         Number of target samples.
     """
+    check_broadcast(theta=theta, sigma=sigma, n=n)
     t, s = P.THETA.check(theta), P.SIGMA.check(sigma)
     n_ = N_HEAD.check(n)
     sin2 = np.sin(t) ** 2
@@ -102,12 +103,14 @@ def linear_transferability(gamma, theta, sigma):
 
     FaF Eq. 13. ``+inf`` at γ = 1 when σ > 0 (scratch diverges).
     """
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
     t = P.THETA.check(theta)
     return scalar_or_array(scratch_risk(gamma, sigma) - np.sin(t) ** 2, gamma, theta, sigma)
 
 
 def linear_transferability_finite(n, d, theta, sigma):
     r"""Exact finite-size T_lt(n, d) = E R_sc(n, d, σ) − E R_lt(θ, σ, n), n ≥ 3 (tends to FaF Eq. 13)."""
+    check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
     return scalar_or_array(scratch_risk_finite(n, d, sigma) - linear_transfer_risk(theta, sigma, n), n, d, theta, sigma)
 
 
@@ -121,6 +124,7 @@ def negative_transfer_interval(theta, sigma):
     π − arccos(1−σ)); otherwise both bounds are NaN. Returns a tuple of two
     floats (scalar input) or two arrays.
     """
+    check_broadcast(theta=theta, sigma=sigma)
     t, s = P.THETA.check(theta), P.SIGMA.check(sigma)
     c2 = np.cos(t) ** 2
     a = 1 + c2 - s**2
@@ -138,6 +142,7 @@ def negative_transfer_threshold(theta, sigma):
     FaF §3.3: for γ > 1, T_lt < 0 ⇔ γ − 1 > σ²/sin²θ. ``+inf`` when
     sin θ = 0 (no negative transfer for aligned tasks).
     """
+    check_broadcast(theta=theta, sigma=sigma)
     t, s = P.THETA.check(theta), P.SIGMA.check(sigma)
     sin2 = np.sin(t) ** 2
     sin2 = np.where(np.isclose(sin2, 0.0, atol=1e-30), 0.0, sin2)
@@ -166,6 +171,7 @@ def ridge_transfer_risk(theta, lam):
     (λ/2)‖W‖² with balanced features (‖v‖ = 1). Strictly increasing in λ for
     cos θ ≠ 0, so the optimal ridge is λ* = 0.
     """
+    check_broadcast(theta=theta, lam=lam)
     t, lm = P.THETA.check(theta), P.LAM.check(lam)
     return scalar_or_array(1 - np.cos(t) ** 2 * (1 + 2 * lm) / (1 + lm) ** 2, theta, lam)
 
@@ -184,6 +190,7 @@ def chi2_resolvent_moments(n, c):
     geometrically; the window spans the χ²_n quantiles 10⁻¹⁷ … 1 − 10⁻¹⁷.
     Exact values are used at c = 0: (1, 1/(n−2), 1). Requires n >= 3.
     """
+    check_broadcast(n=n, c=c)
     # SciPy is imported here, not at module level: it is half the start-up
     # time of the phase-diagram CLI, which needs it only for finite-n ridge.
     from scipy import stats
@@ -231,6 +238,7 @@ def ridge_transfer_risk_finite(theta, sigma, n, lam):
     Equals :func:`linear_transfer_risk` at λ = 0 and tends to FaF Eq. 15 as
     n → ∞.
     """
+    check_broadcast(theta=theta, sigma=sigma, n=n, lam=lam)
     t, s, lm = P.THETA.check(theta), P.SIGMA.check(sigma), P.LAM.check(lam)
     n_ = N_HEAD.check(n)
     a, b, c = chi2_resolvent_moments(n_, n_ * lm)

@@ -27,8 +27,10 @@ Closed forms of the theorems:
 * Theorem 1, joint training (Lemma 1): :func:`joint_training_lower_bound`; with Lemma 2, the target loss every
   global minimizer must reach (:func:`joint_training_guaranteed_loss`).
 * Theorem 2: a wrong feature fits n target samples exactly w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ
-  (:func:`wrong_feature_fit_probability`; the paper's bound (2/3)ⁿ, :func:`wrong_feature_fit_bound`,
-  fails at n = 1), and the sample size of the proof (:func:`merlin_sample_size`).
+  (:func:`wrong_feature_fit_probability`, which exceeds (2/3)ⁿ at n = 1 only: the paper bounds each of the two
+  events it unites by (2/3)ⁿ, :func:`wrong_feature_fit_bound`, and their union over the k − 1 features by
+  k(2/3)ⁿ, :func:`any_wrong_feature_fit_bound`, which holds for every n), and the sample size of the proof
+  (:func:`merlin_sample_size`).
 
 The population losses are vectorized over leading batch axes of (θ, φ) and run on the array module of
 their inputs (NumPy or CuPy); scalar parameters are validated on the host.
@@ -42,7 +44,8 @@ from functools import lru_cache
 import numpy as np
 
 from .. import params as P
-from .._validation import Interval, scalar_or_array
+from .._memory import FLOAT_BYTES, check_memory
+from .._validation import Interval, as_generator, check_broadcast, scalar_or_array
 from ..backend import array_module_of, get_backend
 
 __all__ = [
@@ -115,15 +118,14 @@ def mixture(d, k) -> Mixture:
 
 
 def _host_rng(rng):
-    """(NumPy generator, array module) from a NumPy Generator, a seed or the package's SeededGenerator."""
-    if hasattr(rng, "host") and hasattr(rng, "xp"):
-        return rng.host, rng.xp
-    if isinstance(rng, np.random.Generator):
-        return rng, np
-    return np.random.default_rng(P.SEED.scalar(rng)), np
+    """(NumPy generator, array module) from a NumPy Generator, a seed, a SeedSequence or the package's
+    SeededGenerator (whose arrays are of its module ``xp``)."""
+    return as_generator(rng), getattr(rng, "xp", np)
 
 
-def _sample(n, d, k, rng):
+def _sample(n, d, k, rng, what):
+    # the integer draw, its float copy and the copy on the array module
+    check_memory(FLOAT_BYTES * 3 * n * d, what=what, params={"n": n, "d": d})
     gen, xp = _host_rng(rng)
     y = (gen.random(n) >= LABEL_ZERO_PROBABILITY).astype(float)
     x = gen.integers(-1, 2, size=(n, d)).astype(float)
@@ -134,17 +136,18 @@ def _sample(n, d, k, rng):
 def sample_source(n, d, k, rng):
     """n draws (x of shape (n, d), y of shape (n,)) from the source law D_s, 2 ≤ k ≤ d (MeRLin §5).
 
-    ``rng``: a NumPy Generator, a seed, or a :class:`~transfertheory.backend.SeededGenerator` (arrays of its module).
+    ``rng``: an integer seed ≥ 0, a NumPy Generator or SeedSequence, or a
+    :class:`~transfertheory.backend.SeededGenerator` (arrays of its module).
     """
     n, d, k = P.N.scalar(n), P.D.scalar(d), SOURCE_K.scalar(k)
     if k > d:
         raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
-    return _sample(n, d, k, rng)
+    return _sample(n, d, k, rng, "sample_source")
 
 
 def sample_target(n, d, rng):
     """n draws (x, y) from the target law D_t: the source law with k = 1, y = x₁² (MeRLin §5)."""
-    return _sample(P.N.scalar(n), P.D.scalar(d), 1, rng)
+    return _sample(P.N.scalar(n), P.D.scalar(d), 1, rng, "sample_target")
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,8 @@ def population_loss(theta, phi, k):
 def population_loss_and_grad(theta, phi, k, grad=True):
     """(loss, ∂loss/∂θ, ∂loss/∂φ) of :func:`population_loss` (gradients None with ``grad=False``)."""
     xp, theta, phi = _check_network(theta, phi)
+    d, batch = phi.shape[-2], math.prod(phi.shape[:-2])  # four (d, d) arrays per network: A, A∘A, P∘A∘A, G
+    check_memory(FLOAT_BYTES * (4 * batch + 1) * d * d, what="population_loss", params={"batch": batch, "d": d}, xp=xp)
     loss, dtheta, dphi = population_loss_terms(phi.shape[-2], K_PARAM.scalar(k)).loss_and_grad(theta, phi, grad)
     if loss.ndim == 0:
         loss = float(loss)
@@ -288,6 +293,7 @@ def regularized_source_loss(theta, phi, k, lam):
 
 def scale_objective(mu, penalty, fit):
     """penalty·|μ|^{2/3} + fit·(μ − 1)²: Lemma 4 (penalty = 3λ/2^{2/3}, fit = 2/3) and Lemma 1."""
+    check_broadcast(mu=mu, penalty=penalty, fit=fit)
     mu = MU.check(mu)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     return scalar_or_array(penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2, mu, penalty, fit)
@@ -311,6 +317,7 @@ def optimal_scale(penalty, fit):
     fit·(1 − t³(2t³ − 1)), below the value fit at μ = 0 iff μ > 1/2, i.e. iff a < 2^{-4/3}.
     Returns 0 for a > 2^{-4/3} (and fit = 0), the larger root otherwise (1/2 at the tie a = 2^{-4/3}).
     """
+    check_broadcast(penalty=penalty, fit=fit)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     penalty, fit = np.broadcast_arrays(penalty, fit)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -322,6 +329,7 @@ def optimal_scale(penalty, fit):
 
 def source_scale_objective(mu, lam):
     """Lemma 4's L(μ) = (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², the minimum of L^λ_Ds at scale tr A = μ."""
+    check_broadcast(mu=mu, lam=lam)
     lam = LAM_POS.check(lam)
     return scale_objective(mu, 3 * lam / 2 ** (2 / 3), 2 / 3)
 
@@ -354,6 +362,7 @@ def source_minimizer(lam, d, m, k, j, sign=1, neuron=0):
 def joint_training_lower_bound(lam, alpha, eps):
     """Lemma 1: every (θ_s, θ_t, φ) with target population loss ≤ ε ≤ 2/3 has
     L^λ_joint ≥ min_μ[(3λ/2^{4/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{4/3})(1 − √(3ε/2))^{2/3}."""
+    check_broadcast(lam=lam, alpha=alpha, eps=eps)
     lam, alpha, eps = LAM_POS.check(lam), ALPHA_JOINT.check(alpha), EPS.check(eps)
     penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
     mu = optimal_scale(penalty, fit)
@@ -385,6 +394,7 @@ def joint_training_construction(lam, alpha, feature, m=2):
 def joint_training_construction_value(lam, alpha, feature_norm):
     """Lemma 2 (Eq. 26): L^λ_joint of :func:`joint_training_construction` =
     min_μ[(3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{2/3})‖φ̂_t‖^{4/3}."""
+    check_broadcast(lam=lam, alpha=alpha, feature_norm=feature_norm)
     lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
     feature_norm = FEATURE_NORM.check(feature_norm)
     penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
@@ -401,6 +411,7 @@ def joint_training_guaranteed_loss(lam, alpha, feature_norm):
     is ≥ ε* with B(ε*) = C: with r = (C − S)/P, ε* = (2/3)(1 − r^{3/2})² for 0 < r < 1, 0 for r ≥ 1 (no guarantee)
     and 2/3 for r ≤ 0 (every ε ≤ 2/3 is excluded).
     """
+    check_broadcast(lam=lam, alpha=alpha, feature_norm=feature_norm)
     lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
     feature_norm = FEATURE_NORM.check(feature_norm)
     penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
@@ -441,7 +452,9 @@ def wrong_feature_fit_probability(n):
 
 
 def wrong_feature_fit_bound(n):
-    """The paper's bound (2/3)ⁿ on :func:`wrong_feature_fit_probability` (proof of Thm 2); false at n = 1."""
+    """(2/3)ⁿ, the paper's bound on each event of its union bound (proof of Thm 2, App. B.2): x_j² = x₁² on every
+    sample ((5/9)ⁿ), or x₁ = 0 on every sample ((1/3)ⁿ). One feature fits when either happens, so
+    :func:`wrong_feature_fit_probability` (the union of two such events) exceeds it at n = 1 (7/9), not after."""
     n = P.N.check(n)
     return scalar_or_array((2 / 3) ** n, n)
 
@@ -461,6 +474,7 @@ def any_wrong_feature_fit_probability(n, k):
 
 def any_wrong_feature_fit_bound(n, k):
     """The paper's union bound k(2/3)ⁿ on :func:`any_wrong_feature_fit_probability` (proof of Thm 2)."""
+    check_broadcast(n=n, k=k)
     n, k = P.N.check(n), SOURCE_K.check(k)
     return scalar_or_array(k * (2 / 3) ** n, n, k)
 

@@ -45,7 +45,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .. import params as P
-from .._validation import scalar_or_array
+from .._validation import check_broadcast, root_seed, scalar_or_array
 from . import fine_tuning as ft
 from . import linear as lin
 from .scratch import scratch_risk, scratch_risk_finite
@@ -131,11 +131,13 @@ class TransferMethod:
 
     def _asymptotic(self, formula, gamma, theta, sigma, lam, *extra):
         """``formula`` on validated n, d → ∞ arguments, broadcast to all inputs."""
+        check_broadcast(gamma=gamma, theta=theta, sigma=sigma, lam=lam)
         args = P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
         return _broadcast(formula(*args, *extra), gamma, theta, sigma, lam)
 
     def _finite(self, formula, n, d, theta, sigma, lam):
         """``formula`` on validated finite-size arguments (n >= :attr:`min_n`), broadcast to all inputs."""
+        check_broadcast(n=n, d=d, theta=theta, sigma=sigma, lam=lam)
         args = (P.N.with_range(low=self.min_n).check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma),
                 self.check_lam(lam))
         return _broadcast(formula(*args), n, d, theta, sigma, lam)
@@ -196,7 +198,7 @@ class TransferMethod:
 
     def _flow_finite(self, n, d, theta, sigma, lam, draws, seed, depth):
         """((risk mean, se), (T mean, se)) of the gradient-flow limit at size (n, d)."""
-        depth = P.DEPTH.scalar(depth)
+        depth, seed = P.DEPTH.scalar(depth), root_seed(seed)
         if self.formulas.flow_finite is None:
             exact = (self.paper_risk_finite(n, d, theta, sigma, lam),
                      self.paper_transferability_finite(n, d, theta, sigma, lam))

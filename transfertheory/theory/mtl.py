@@ -37,14 +37,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import Interval
+from .._validation import Interval, as_generator
 from ..backend import array_module_of, stacked_eigh, to_host
 from ..params import Param
 from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
 __all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
-           "anil_test_kernel", "mtl_predictions", "anil_predictions", "kernel_inverse_gap", "FewShotProblem",
+           "anil_test_kernel", "mtl_predictions", "anil_predictions", "literal_anil_predictions",
+           "kernel_inverse_gap", "FewShotProblem",
            "standardize_inputs", "synthetic_task", "synthetic_problem"]
 
 LAM_TAU = Param("lam_tau", Interval(0, np.inf, "left"), description="inner-loop learning rate × steps, λτ (or λτ̂)")
@@ -181,9 +182,16 @@ def _spectral(v, weights):
     return (v * weights[..., None, :]) @ v.swapaxes(-1, -2)
 
 
+def _check_square(k, name):
+    """ValueError naming ``name`` unless ``k`` is a square matrix or a stack (..., n, n) of them."""
+    if k.ndim < 2 or k.shape[-1] != k.shape[-2]:
+        raise ValueError(f"{name} must be a square matrix or a stack (..., n, n) of them, got shape {k.shape}")
+
+
 def symmetric_exp(k, lam_tau):
     """e^{−λτ·K} of a symmetric PSD matrix K (or of each in a stack (..., n, n)) by its eigendecomposition."""
     lam_tau = LAM_TAU.scalar(lam_tau)
+    _check_square(k, "k")
     xp, mu, v = _eigh(k)
     return _spectral(v, xp.exp(-lam_tau * mu))
 
@@ -192,6 +200,7 @@ def adaptation_operator(k, lam_tau):
     """T = K⁻¹(I − e^{−λτK}) (MTL Eq. 17) as V diag((1 − e^{−λτμ})/μ) Vᵀ, with the value λτ at μ = 0 (stacks
     (..., n, n) give stacks)."""
     lam_tau = LAM_TAU.scalar(lam_tau)
+    _check_square(k, "k")
     xp, mu, v = _eigh(k)
     safe = xp.where(mu > 0, mu, 1.0)
     return _spectral(v, xp.where(mu > 0, -xp.expm1(-lam_tau * safe) / safe, lam_tau))
@@ -233,6 +242,7 @@ def anil_kernel(tk: TaskKernels, lam_tau):
 
 def mtl_test_kernel(tk: TaskKernels, lam_tau_hat):
     """Φ′_MTL (n × Nn): block j = Θ(X,Xⱼ) − K(X,Xⱼ) − K(X,X′)T(X′)[Θ(X′,Xⱼ) − K(X′,Xⱼ)] (Lemma 1; App. Eq. 65)."""
+    lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     residual_query = tk.block("ntk", "query", "train") - tk.block("nngp", "query", "train")
     residual_support = tk.block("ntk", "support", "train") - tk.block("nngp", "support", "train")
     return residual_query - adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
@@ -253,6 +263,7 @@ def _anil_test_kernel_undecayed(tk, lam_tau_hat, variant):
 def anil_test_kernel(tk: TaskKernels, lam_tau, lam_tau_hat, variant="derivation"):
     """Φ′_ANIL (n × Nn). ``"derivation"``: Φ′_MTL·blockdiag(e^{−λτK(Xⱼ,Xⱼ)}) (App. Eqs. 61, 66);
     ``"statement"``: block j = [Θ(X,Xⱼ) − K(X,X′)T(X′)Θ(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} (the text of Lemmas 1 and 3)."""
+    lam_tau, lam_tau_hat = LAM_TAU.scalar(lam_tau), LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     undecayed = _anil_test_kernel_undecayed(tk, lam_tau_hat, variant)
     return undecayed @ _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau))
 
@@ -281,6 +292,7 @@ def _labels(tk, labels, support_labels):
 
 def mtl_predictions(tk: TaskKernels, labels, support_labels, lam_tau_hat):
     """F_MTL(X, X′, Y′) = G_τ̂(X,X′,Y′) + Φ′_MTL Φ_MTL⁻¹ 𝒴 (MTL Eq. 15); (n, k) for labels of k columns."""
+    lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     y, y_support = _labels(tk, labels, support_labels)
     g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
                         lam_tau_hat)
@@ -297,11 +309,26 @@ def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_h
     tasks at L = 10, singular in float64 beyond λτ ≈ 0.9); this one needs only cond(Θ).
     """
     LAM_TAU.scalar(lam_tau)
+    lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     y, y_support = _labels(tk, labels, support_labels)
     g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
                         lam_tau_hat)
     theta_solve = _solve(tk.block("ntk", "train", "train"), y, "Theta")
     return g + _anil_test_kernel_undecayed(tk, lam_tau_hat, variant) @ theta_solve
+
+
+def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_hat, variant="derivation"):
+    """F_ANIL by MTL Eq. 16 as written: G_τ̂ + Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ(𝒳,𝒳,𝒴)] with a dense solve with
+    Φ_ANIL = DΘD (App. Eq. 60). Equal to :func:`anil_predictions` up to rounding that grows with
+    cond(Φ_ANIL) ~ e^{2λτ·max λ(Kᵢᵢ)}; it keeps λτ in the computation, so a figure can show that λτ cancels."""
+    LAM_TAU.scalar(lam_tau)
+    y, y_support = _labels(tk, labels, support_labels)
+    xp = array_module_of(y)
+    g_test = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
+                             y_support, lam_tau_hat)
+    g_train = y - _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau)) @ y
+    return g_test + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ xp.linalg.solve(anil_kernel(tk, lam_tau),
+                                                                                        y - g_train)
 
 
 def kernel_inverse_gap(tk: TaskKernels) -> float:
@@ -323,13 +350,20 @@ def standardize_inputs(x):
     """The rows of ``x`` (n, d) rescaled to ‖x‖² = d (MTL §4.3's input normalization; K(x, x) is then the same for
     every input of a ReLU network with He initialization)."""
     x = np.asarray(x, dtype=float)
-    return x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(x.shape[1])
+    if x.ndim != 2 or x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"x must be a finite array of shape (n, d) with n, d >= 1, got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    if not norms.all():
+        raise ValueError("x must have no zero row (a zero input cannot be rescaled to norm √d)")
+    return x / norms * np.sqrt(x.shape[1])
 
 
 def synthetic_task(rng, n, d=10):
     """One few-shot regression task of MTL §5.1: μ ~ N(0, I_d), ν ~ Unif(1.3, 1.6), n inputs x ~ N(μ, ν²I_d) with
-    labels y = ν‖x − μ‖²; the inputs are then standardized to ‖x‖² = d (MTL §4.3). Returns (x (n, d), y (n, 1))."""
+    labels y = ν‖x − μ‖²; the inputs are then standardized to ‖x‖² = d (MTL §4.3). Returns (x (n, d), y (n, 1)).
+    ``rng``: an integer seed ≥ 0, a NumPy Generator (its stream continues) or a SeedSequence."""
     n, d = _COUNT["n"].scalar(n), _COUNT["d"].scalar(d)
+    rng = as_generator(rng)
     mu, nu = rng.standard_normal(d), rng.uniform(1.3, 1.6)
     x = mu + nu * rng.standard_normal((n, d))
     y = nu * ((x - mu) ** 2).sum(axis=1, keepdims=True)
@@ -384,9 +418,11 @@ class FewShotProblem:
 
 def synthetic_problem(rng, tasks=20, n=10, test_tasks=20, n_support=5, n_query=10, d=10) -> FewShotProblem:
     """MTL §5.1's data set: ``tasks`` training tasks of ``n`` points and ``test_tasks`` test tasks of ``n_support``
-    support and ``n_query`` query points, every task drawn by :func:`synthetic_task` (defaults: the paper's)."""
+    support and ``n_query`` query points, every task drawn by :func:`synthetic_task` (defaults: the paper's) from
+    ``rng``: an integer seed ≥ 0, a NumPy Generator (its stream continues) or a SeedSequence."""
     tasks, test_tasks = _COUNT["tasks"].scalar(tasks), _COUNT["test_tasks"].scalar(test_tasks)
     n_support, n_query = _COUNT["n_support"].scalar(n_support), _COUNT["n_query"].scalar(n_query)
+    n, d, rng = _COUNT["n"].scalar(n), _COUNT["d"].scalar(d), as_generator(rng)
     train = [synthetic_task(rng, n, d) for _ in range(tasks)]
     tests = [synthetic_task(rng, n_support + n_query, d) for _ in range(test_tasks)]
     return FewShotProblem(tuple(x for x, _ in train), tuple(y for _, y in train),

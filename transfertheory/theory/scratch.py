@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import scalar_or_array
+from .._validation import check_broadcast, scalar_or_array
 
 __all__ = ["scratch_risk", "scratch_risk_finite", "min_norm_noise_gain", "min_norm_solution"]
 
@@ -57,6 +57,7 @@ def scratch_risk(gamma, sigma):
     sigma : array_like, >= 0
         Label-noise standard deviation.
     """
+    check_broadcast(gamma=gamma, sigma=sigma)
     g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
     bias = np.clip(1 - g, 0, None)
     return scalar_or_array(bias + noise_term(s**2, _asymptotic_noise_gain(g)), gamma, sigma)
@@ -71,6 +72,7 @@ def min_norm_noise_gain(n, d):
     n ≥ d + 2, ``+inf`` for |n − d| ≤ 1. The noise part of the minimum-norm
     risk is σ² times this.
     """
+    check_broadcast(n=n, d=d)
     n_, d_ = P.N.check(n), P.D.check(d)
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(n_ <= d_ - 2, n_ / (d_ - n_ - 1), np.where(n_ >= d_ + 2, d_ / (n_ - d_ - 1), np.inf))
@@ -85,6 +87,7 @@ def scratch_risk_finite(n, d, sigma):
     uniformly random n-plane), the noise term σ² E tr((XᵀX)⁺)
     (:func:`min_norm_noise_gain`). Tends to FaF Eq. 10 as d → ∞ at fixed γ = n/d.
     """
+    check_broadcast(n=n, d=d, sigma=sigma)
     n_, d_, s = P.N.check(n), P.D.check(d), P.SIGMA.check(sigma)
     bias = np.clip(1 - n_ / d_, 0, None)
     return scalar_or_array(bias + noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, sigma)
@@ -122,4 +125,6 @@ def min_norm_solution(X, y):
     Gaussian X, and much cheaper than an SVD-based pseudo-inverse.
     """
     X, y = design(X, y=y)
+    if y.shape[-1:] != X.shape[-2:-1]:
+        raise ValueError(f"X must be (..., n, d) and y (..., n); got {X.shape}, {y.shape}")
     return row_space_solve(X, y[..., None])[..., 0]

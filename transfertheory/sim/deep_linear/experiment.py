@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
-from ..._validation import Interval
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
-from ..integrator import FlowResult
+from ..integrator import FlowResult, flow_state_bytes
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
@@ -54,7 +55,7 @@ def task_vectors(d: int, thetas, seed):
     The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
     can reproduce the same tasks.
     """
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(0,)))
     beta_s = gen.standard_normal(d)
     beta_s /= np.linalg.norm(beta_s)
     nu = gen.standard_normal(d)
@@ -68,7 +69,7 @@ def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, in
 
     X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
     """
-    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, gamma_index, instance)))
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(2, gamma_index, instance)))
     X = gen.standard_normal((n, d))
     eps = sigma * gen.standard_normal(n)
     return X, X @ beta_t.T + eps[:, None]
@@ -110,14 +111,6 @@ class _Plan:
         return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.instances)]
 
 
-def _sequence(param: P.Param, value, name) -> np.ndarray:
-    """A non-empty 1-D float array of valid ``param`` values."""
-    arr = np.atleast_1d(param.check(value, name))
-    if arr.size == 0 or arr.ndim != 1:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
-    return arr
-
-
 def _min_n(methods) -> int:
     """The smallest n every requested method's exact expected risk allows (the method records' ``min_n``)."""
     return max(get_method(m).min_n for m in methods)
@@ -127,7 +120,7 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
           linear_solver, feature_cutoff, chunk_size) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
     d = _D.scalar(d)
-    gammas = _sequence(P.GAMMA, gammas, "gammas")
+    gammas = P.GAMMA.sequence(gammas, "gammas")
     methods = tuple(methods) if isinstance(methods, (list, tuple)) else methods
     if not isinstance(methods, tuple) or not methods or not set(methods) <= set(METHODS):
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
@@ -144,13 +137,57 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     return _Plan(
-        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=_sequence(P.THETA, thetas, "thetas"),
+        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=P.THETA.sequence(thetas, "thetas"),
         sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
-        methods=methods, ridge=_sequence(P.LAM, ridge, "ridge"), seed=P.SEED.scalar(seed), tol=_TOL.scalar(tol),
+        methods=methods, ridge=P.LAM.sequence(ridge, "ridge"), seed=root_seed(seed), tol=_TOL.scalar(tol),
         max_time=_MAX_TIME.scalar(max_time), rtol=_RTOL.scalar(rtol), init=init, linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
     )
+
+
+# --------------------------------------------------------------------------- memory
+
+#: bytes of one output row: ~19 eight-byte columns, held three times at the end (the frames, their
+#: concatenation, the sorted copy)
+_ROW_BYTES = 19 * FLOAT_BYTES * 3
+#: bytes of one entry of the list of (γ index, instance) draws: a tuple of two ints and its pointer
+_DRAW_BYTES = 120
+
+
+def _memory_estimate(plan: _Plan) -> tuple[float, float]:
+    """(bytes that do not grow with the chunk, bytes per target draw in a chunk), from the arrays allocated.
+
+    Fixed: the output table, draws·Θ·(flow methods + λs of linear transfer) rows of :data:`_ROW_BYTES`, and
+    the draw list; the largest target draw X (n, d) with its Gram d² while it is reduced; the pretrained
+    network and its feature SVD (≈ 6 d² at depth L: (L − 1)d² weights, F, U, Vᵀ). Per draw of a chunk: Σ̂,
+    its eigenvectors Q and the device copies (4 d²), and the flow of scratch/fine-tuning, Θ·(flow methods)
+    instances of P = (L − 1)d² + d parameters (:func:`~..integrator.flow_state_bytes`: the RKC integrator's
+    copies, the start and the rotated start).
+    """
+    d, n_theta, draws = plan.d, len(plan.thetas), len(plan.gammas) * plan.instances
+    n_params = (plan.depth - 1) * d * d + d
+    linear_rows = len(plan.ridge) if "linear" in plan.methods else 0
+    rows = draws * n_theta * (len(plan.flow_methods) + linear_rows)
+    fixed = rows * _ROW_BYTES + draws * _DRAW_BYTES + FLOAT_BYTES * (int(plan.ns.max()) * d + d * d
+                                                                     + 2 * n_params + 6 * d * d)
+    flow_rows = n_theta * len(plan.flow_methods)
+    per_draw = FLOAT_BYTES * (4 * d * d + 2 * n_theta * d) + flow_state_bytes(flow_rows, n_params)
+    return fixed, per_draw
+
+
+def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
+    """Target draws per batched integration: ``chunk_size``, else as many as fit the memory limit (all of
+    them on an ordinary machine); ValueError when even the given chunk (or one draw) does not fit."""
+    fixed, per_draw = _memory_estimate(plan)
+    draws = len(plan.gammas) * plan.instances
+    chunk = plan.chunk_size or 1
+    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
+                         max_memory=max_memory,
+                         params={"d": plan.d, "depth": plan.depth, "instances": plan.instances,
+                                 "len(gammas)": len(plan.gammas), "len(thetas)": len(plan.thetas),
+                                 "len(ridge)": len(plan.ridge), "chunk_size": chunk})
+    return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, memory_limit(max_memory, xp)[0])
 
 
 # --------------------------------------------------------------------------- chunks of target draws
@@ -285,6 +322,7 @@ def _progress_bar(total: int, progress):
 # --------------------------------------------------------------------------- entry point
 
 
+@guarded_entry_point
 def run_transfer_experiment(
     d,
     gammas,
@@ -305,6 +343,7 @@ def run_transfer_experiment(
     feature_cutoff=None,
     chunk_size=None,
     progress=None,
+    max_memory=None,
 ) -> pd.DataFrame:
     r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
 
@@ -329,9 +368,10 @@ def run_transfer_experiment(
         Initialization scale (FaF App. D.1 uses 1e-5).
     methods : non-empty subset of ("scratch", "linear", "finetune")
     ridge : non-empty sequence of λ ≥ 0 for linear transfer (Eq. 14)
-    seed : int ≥ 0
+    seed : int ≥ 0, numpy Generator or SeedSequence
         Seeds the task vectors, initializations and target draws; results do
-        not depend on ``chunk_size`` or the backend beyond rounding.
+        not depend on ``chunk_size`` or the backend beyond rounding. A Generator
+        or SeedSequence gives the integer root seed, ``df.attrs["seed"]``.
     backend : "auto" | "numpy" | "cupy" | None
         None (default) reads the environment variable
         ``TRANSFERTHEORY_BACKEND`` (default "auto": CuPy when a GPU is usable).
@@ -352,9 +392,15 @@ def run_transfer_experiment(
         Singular values of the pretrained features treated as residue
         (default 10·√‖D(0)‖, see :func:`~.transfer.feature_basis`); 0 keeps them all.
     chunk_size : int ≥ 1 or None
-        Target draws (γ, instance pairs) per batched integration (memory).
+        Target draws (γ, instance pairs) per batched integration (memory); None: as many as fit in the
+        memory limit (all of them unless the run is large).
     progress : bool or None
         tqdm progress bar (None: shown only if the run exceeds 2 s).
+    max_memory : int, str or None
+        Memory limit in bytes or as ``"64G"`` (:mod:`transfertheory._memory`); None: the environment
+        variable ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available now. The peak memory is estimated
+        from the arguments (:func:`_memory_estimate`) before any work: the draws are chunked to fit, and a
+        run whose output table (or one draw) does not fit is refused.
 
     Returns
     -------
@@ -367,13 +413,15 @@ def run_transfer_experiment(
     Raises
     ------
     ValueError
-        An argument out of its range (the message names it).
+        An argument out of its range (the message names it), or a run that does not fit in memory (the
+        message names the sizes, the estimate and the limit).
     transfertheory.backend.BackendUnavailableError
         ``backend="cupy"`` (or the variable) without a usable GPU.
     """
     plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
                  linear_solver, feature_cutoff, chunk_size)
     xp = resolve_backend(backend)
+    size = _chunk_draws(plan, xp, max_memory)
     arch = Architecture(plan.d, plan.depth)
     beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed)
     pre = basis = None
@@ -382,24 +430,22 @@ def run_transfer_experiment(
                        init=plan.init, backend=backend_name(xp))
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.draws
-    size = len(draws) if plan.chunk_size is None else plan.chunk_size
     frames, totals = [], _Totals()
-    bar = _progress_bar(len(draws), progress)
-    for start in range(0, len(draws), size):
-        chunk = _chunk(plan, draws[start:start + size], beta_t)
-        if plan.flow_methods:
-            def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
-                bar.update(base + fraction * count - bar.n)
+    with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
+        for start in range(0, len(draws), size):
+            chunk = _chunk(plan, draws[start:start + size], beta_t)
+            if plan.flow_methods:
+                def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
+                    bar.update(base + fraction * count - bar.n)
 
-            frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
-        if "linear" in plan.methods:
-            frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
-        bar.update(start + len(chunk.draws) - bar.n)
-    bar.close()
+                frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
+            if "linear" in plan.methods:
+                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
+            bar.update(start + len(chunk.draws) - bar.n)
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
-    df.attrs.update(backend=backend_name(xp), depth=plan.depth, alpha=plan.alpha, init=plan.init, rtol=plan.rtol,
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init, rtol=plan.rtol,
                     tol=plan.tol, max_time=plan.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     return df

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES
 from ..._validation import Interval
 from ...backend import to_host
 from ...params import Param
@@ -64,7 +65,8 @@ from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, subtr
 from .rkc import tables
 from .state import FlowRecord, FlowState
 
-__all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "SCHEMES"]
+__all__ = ["FlowResult", "integrate_gradient_flow", "check_settings", "STATUSES", "SCHEMES", "PEAK_STATE_COPIES",
+           "flow_state_bytes"]
 
 STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow")
 _MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
@@ -72,11 +74,49 @@ _MAX_STAGES = Param("max_stages", Interval(2, np.inf, "left"), integer=True)
 _STEP_FRACTION = Param("step_fraction", Interval(0, 2, "neither"))
 _LOSS_TOL = Param("loss_tol", Interval(0, np.inf, "left"))
 SCHEMES = ("rkc", "euler")
+#: (B, P) arrays the integrator holds at its peak, per scheme, besides what the gradient callable allocates: the
+#: initial states, the record, the working set, the carried gradient, the stage buffers, the error estimate and
+#: the compaction copies (measured with tracemalloc on a dense least-squares batch: 18 and 12; the simulators'
+#: memory estimates multiply by it, tests/test_memory.py)
+PEAK_STATE_COPIES = {"rkc": 18, "euler": 12}
+
+
+def flow_state_bytes(instances: int, parameters: int, scheme: str = "rkc") -> int:
+    """Bytes of the float64 states of a flow of ``instances`` × ``parameters`` at its peak: the integrator's
+    :data:`PEAK_STATE_COPIES` plus the caller's start and result (the simulators' memory estimates)."""
+    return FLOAT_BYTES * instances * parameters * (PEAK_STATE_COPIES[scheme] + 2)
 
 
 def _positive(name: str) -> Param:
     """A setting that must be a finite number > 0."""
     return Param(name, Interval(0, np.inf, "neither"))
+
+
+#: the valid range of each numeric setting of :func:`integrate_gradient_flow`
+_SETTINGS = {**{name: _positive(name) for name in ("rtol", "gtol", "max_time", "divergence_factor")},
+             "max_steps": _MAX_STEPS, "max_stages": _MAX_STAGES, "step_fraction": _STEP_FRACTION,
+             "loss_tol": _LOSS_TOL}
+
+
+def check_settings(**settings) -> dict:
+    """Integrator settings (keyword arguments of :func:`integrate_gradient_flow`) validated: each a scalar in
+    its range, ``scheme`` one of :data:`SCHEMES`; ValueError naming the setting otherwise (TypeError for a name
+    that is not a setting).
+
+    A simulator calls it on its trainer settings before any work (some settings are passed on only for one
+    scheme, so the integrator alone would not see a bad one).
+    """
+    checked = {}
+    for name, value in settings.items():
+        if name == "scheme":
+            if value not in SCHEMES:
+                raise ValueError(f"scheme must be one of {SCHEMES}, got {value!r}")
+            checked[name] = value
+        elif name in _SETTINGS:
+            checked[name] = _SETTINGS[name].scalar(value)
+        else:
+            raise TypeError(f"{name!r} is not an integrator setting (one of scheme, {', '.join(_SETTINGS)})")
+    return checked
 
 
 _SAFETY = 1.2  # multiplies the power-iteration estimate of ρ
@@ -392,18 +432,18 @@ def integrate_gradient_flow(
     rejected and the step shrunk) and is not warned about; a non-finite accepted
     state is reported as ``diverged`` with a :class:`RuntimeWarning` and a hint.
     """
-    budget = _Budget(_positive("rtol").scalar(rtol), _positive("gtol").scalar(gtol),
-                     _positive("max_time").scalar(max_time), _MAX_STEPS.scalar(max_steps),
-                     _positive("divergence_factor").scalar(divergence_factor), _LOSS_TOL.scalar(loss_tol))
+    checked = check_settings(rtol=rtol, gtol=gtol, max_time=max_time, max_steps=max_steps,
+                             divergence_factor=divergence_factor, loss_tol=loss_tol, scheme=scheme,
+                             step_fraction=step_fraction, max_stages=max_stages)
+    budget = _Budget(**{name: checked[name] for name in ("rtol", "gtol", "max_time", "max_steps",
+                                                         "divergence_factor", "loss_tol")})
     atol_host = np.broadcast_to(_positive("atol").check(atol), (batch_size(y0),))
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    step_fraction = _STEP_FRACTION.scalar(step_fraction)
+    step_fraction = checked["step_fraction"]
     if isinstance(y0, RaggedBatch) and stage_kernel is None:
         raise ValueError("ragged states (RaggedBatch) need a stage_kernel that handles them, e.g. BlockwiseStages "
                          "of one dense_stages kernel per block")
     kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
-    setup = (kernel, residual, budget, _MAX_STAGES.scalar(max_stages), y0, progress)
+    setup = (kernel, residual, budget, checked["max_stages"], y0, progress)
     run = _Integration(*setup) if scheme == "rkc" else _EulerIntegration(gradient, step_fraction, *setup)
     state = run.start(y0, gradient, atol_host)
     while state.size:

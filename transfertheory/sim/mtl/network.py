@@ -22,15 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validation import Interval
+from ..._memory import FLOAT_BYTES, check_memory
+from ..._validation import Interval, as_generator
 from ...backend import get_backend
 from ...params import Param
 from ...theory.mtl import ReluNetwork
 
-__all__ = ["WIDTH", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
+__all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
            "empirical_kernels", "random_network_kernels"]
 
 WIDTH = Param("width", Interval(1, np.inf, "left"), integer=True, description="hidden width h of the finite network")
+NETWORKS = Param("networks", Interval(1, np.inf, "left"), integer=True, description="random networks per width")
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,9 @@ class NetworkShape:
 
 
 def init_parameters(shape: NetworkShape, networks: int, rng) -> tuple:
-    """(body (R, P_body), head (R, h + 1)) of ``networks`` random networks, all entries N(0, 1), on the host."""
-    networks = Param("networks", Interval(1, np.inf, "left"), integer=True).scalar(networks)
+    """(body (R, P_body), head (R, h + 1)) of ``networks`` random networks, all entries N(0, 1), on the host, drawn
+    from ``rng`` (an integer seed ≥ 0, a numpy Generator or a SeedSequence)."""
+    networks, rng = NETWORKS.scalar(networks), as_generator(rng)
     return rng.standard_normal((networks, shape.body_size)), rng.standard_normal((networks, shape.head_size))
 
 
@@ -168,12 +171,19 @@ def empirical_kernels(shape: NetworkShape, body, head, x, y=None):
     return readout, ntk
 
 
-def random_network_kernels(network: ReluNetwork, x, width, networks, rng, chunk=16):
+def random_network_kernels(network: ReluNetwork, x, width, networks, rng, chunk=16, max_memory=None):
     """(K̂, Θ̂) (R, n, n) of ``networks`` random networks of width ``width`` on ``x`` (host NumPy), drawn in
-    chunks of ``chunk`` networks from ``rng`` (the memory of a chunk is ~chunk·depth·h² numbers)."""
+    chunks of ``chunk`` networks from ``rng`` (the memory of a chunk is ~chunk·depth·h² numbers). Refused (memory
+    guard, :mod:`transfertheory._memory`) when a chunk's bodies (twice: the draw and the gradients), its
+    activations, masks and deltas (four (n, h) arrays per layer), its Grams and the two (R, n, n) results exceed
+    ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available)."""
     x = np.asarray(x, dtype=float)
     shape = NetworkShape(x.shape[1], WIDTH.scalar(width), network)
-    networks = Param("networks", Interval(1, np.inf, "left"), integer=True).scalar(networks)
+    networks, rng = NETWORKS.scalar(networks), as_generator(rng)
+    n, batch = x.shape[0], min(chunk, networks)
+    check_memory(FLOAT_BYTES * (batch * (2 * shape.body_size + 4 * shape.depth * n * shape.width + 3 * n * n)
+                                + 2 * networks * n * n), what="random_network_kernels", max_memory=max_memory,
+                 params={"width": shape.width, "depth": shape.depth, "networks": networks, "len(x)": n})
     parts = []
     for start in range(0, networks, chunk):
         body, head = init_parameters(shape, min(chunk, networks - start), rng)

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import guarded_entry_point
+from ..._validation import as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from .losses import features, ridge_head, split_orders
-from .training import Objective, Trained, random_init, stack_objectives, train
+from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full", "target_only",
            "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage"]
@@ -75,11 +77,14 @@ def _repeat(array, times):
     return get_backend(array).repeat(array, times, axis=0)
 
 
+@guarded_entry_point
 def pretrain(d, m, k, lam, seeds, restarts, rng, xp=np, init_scale=0.5, **flow) -> Outcome:
     """Pre-training on the exact source population loss + λ(‖θ_s‖² + ‖φ‖²_F) (Lemma 4), R restarts per seed.
 
     ``head`` is θ_s (the outcome's ``target_loss`` is then that of the source predictor on the target law).
+    Refused before drawing the starts when the flow does not fit in memory (``flow["max_memory"]``, O(B·d²)).
     """
+    check_flow_memory("pretrain", seeds * restarts, d, m, source=True, max_memory=flow.get("max_memory"))
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0)
     trained = train(objective, random_init(objective, seeds * restarts, rng, init_scale, xp), **flow)
     return _outcome(trained, seeds, restarts, lambda p, keep: p["theta_s"])
@@ -178,7 +183,7 @@ def random_splits(X, y, splits, rng):
     """
     xp = get_backend(X, y)
     B, n = y.shape
-    order = xp.asarray(split_orders(B, n, splits, rng))
+    order = xp.asarray(split_orders(B, n, splits, as_generator(rng)))
     Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
     ys = xp.take_along_axis(y[:, None], order, axis=2)
     n_tr = n // 2
@@ -192,6 +197,7 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4
     seeds, n, d = X.shape
     if n < 2:
         raise ValueError(f"n_t must be an integer >= 2 for MeRLin (a train and a validation half), got {n}")
+    rng = as_generator(rng)  # one stream for the splits and the start
     Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge, X=Xr, y=yr,
                           splits=split_orders(seeds * restarts, n, splits, rng))

@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
-from ..._validation import Interval
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend
 from ...theory import merlin as M
+from ..integrator import check_settings
 from . import algorithms as A
-from .training import FLOW_SETTINGS
+from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
 __all__ = ["ALGORITHMS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
 
@@ -33,6 +35,7 @@ _POSITIVE = Interval(0, np.inf, "neither")
 
 def target_sets(n_t, d, seeds, seed, xp=np):
     """(X (seeds, n_t, d), y (seeds, n_t)): seed s's target set, from ``default_rng([seed, s, n_t])``."""
+    seed = root_seed(seed)
     draws = [M.sample_target(n_t, d, np.random.default_rng([seed, s, n_t])) for s in range(seeds)]
     return xp.asarray(np.stack([x for x, _ in draws])), xp.asarray(np.stack([t for _, t in draws]))
 
@@ -53,14 +56,12 @@ def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
     return frame
 
 
-def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts):
+def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
     d, m, seeds = P.D.scalar(d), _M.scalar(m), _SEEDS.scalar(seeds)
     k = M.SOURCE_K.scalar(k)
     if k > d:
         raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
-    n_targets = [P.N.scalar(n, "n_targets") for n in np.atleast_1d(n_targets)]
-    if not n_targets:
-        raise ValueError("n_targets must hold at least one target-set size, got none")
+    n_targets = [int(n) for n in P.N.sequence(n_targets, "n_targets")]
     unknown = sorted(set(algorithms) - set(ALGORITHMS))
     if unknown or not algorithms:
         raise ValueError(f"algorithms must be a non-empty subset of {ALGORITHMS}, got {list(algorithms)!r}")
@@ -69,11 +70,37 @@ def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, spl
     return dict(d=d, m=m, k=k, n_targets=n_targets, seeds=seeds, lam=M.LAM_POS.scalar(lam),
                 alpha=M.ALPHA_JOINT.scalar(alpha), rho=P.Param("rho", _POSITIVE).scalar(rho),
                 ridge=P.Param("ridge", _POSITIVE).scalar(ridge), splits=_SPLITS.scalar(splits),
-                restarts=_RESTARTS.scalar(restarts))
+                restarts=_RESTARTS.scalar(restarts), init_scale=INIT_SCALE.scalar(init_scale), seed=root_seed(seed))
 
 
+#: algorithms whose objective holds the exact source loss, O(d²) per instance (MeRLin Lemma 4's A = φ diag(θ) φᵀ)
+_SOURCE_TERM = ("pretrain", "joint", "merlin")
+
+
+def _memory_estimate(s: dict, algorithms) -> float:
+    """Peak bytes of :func:`run_comparison`, from the arrays it allocates.
+
+    Each algorithm trains B instances in one integrator call (pre-training and the restarts' algorithms
+    seeds·restarts per n_t, fine-tuning seeds per n_t), each costing :func:`.training.instance_memory`; the
+    target data X (B, n_t, d) of joint, target-only and MeRLin training are all built before training (each
+    repeated per restart and padded to the largest n_t, two copies), plus the d × d pair weights.
+    """
+    d, m, seeds, restarts = s["d"], s["m"], s["seeds"], s["restarts"]
+    n_max, sizes = max(s["n_targets"]), len(s["n_targets"])
+    batches = {name: seeds * restarts * sizes for name in ("joint", "target_only", "merlin") if name in algorithms}
+    data = sum(2 * instances * n_max * d for instances in batches.values()) + seeds * n_max * d * sizes
+    if {"finetune", "finetune_full"} & set(algorithms):
+        batches.update(pretrain=seeds * restarts, finetune=seeds * sizes)
+    flow = max(instances * instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
+                                           splits=s["splits"] if name == "merlin" else 0)
+               for name, instances in batches.items())
+    return FLOAT_BYTES * (data + d * d) + flow
+
+
+@guarded_entry_point
 def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0, ridge=1e-2,
-                   splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, **flow) -> pd.DataFrame:
+                   splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, max_memory=None,
+                   **flow) -> pd.DataFrame:
     """Train every algorithm for every seed and n_t ∈ ``n_targets``; one row per (algorithm, n_t, seed).
 
     Columns: ``algorithm, n_t, seed``; ``target_loss`` (exact target population loss of the predictor);
@@ -85,9 +112,17 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
     ``df.attrs`` holds the settings and the pre-training report (``pretrain``: per seed objective, top
     coordinate, restarts needed, status).
+
+    ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
+    run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)
+    per instance) and a run above the limit is refused with a ValueError before any work.
     """
-    s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts)
-    xp = resolve_backend(backend)
+    s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
+    check_settings(**flow)
+    xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
+    check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
+                 params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
+                         "n_targets": s["n_targets"], "splits": s["splits"]})
     rng = np.random.default_rng([seed, 1])
     pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):
@@ -112,9 +147,7 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
         frames += finetune_frames[i] if pre is not None else []
         frames += [_rows(name, n_t, outcomes[name][i]) for name in problems]
     df = pd.concat(frames, ignore_index=True)
-    df.attrs.update({**{key: value for key, value in s.items() if key != "n_targets"},
-                     "n_targets": s["n_targets"], "seed": seed, "init_scale": init_scale,
-                     "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
+    df.attrs.update({**s, "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
     if pre is not None:
         df.attrs["pretrain"] = _rows("pretrain", 0, pre).drop(columns=["algorithm", "n_t"]).to_dict("list")
     return df

@@ -26,14 +26,15 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
-from ..._validation import Interval
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..integrator import STATUSES as FLOW_STATUSES
 from .network import LOSS_TOL, M, MAX_TIME, RTOL, network_output, paper_init, target_norm_sq, target_variance
-from .pretraining import pretrain_source
-from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples
+from .pretraining import pretrain_source, pretraining_memory
+from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples, training_memory
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
            "draw_generator", "status_counts"]
@@ -57,7 +58,7 @@ def status_counts(statuses) -> str:
 
 def draw_generator(seed, *key) -> np.random.Generator:
     """The generator of the draw named ``key`` (ints) under ``seed``: SeedSequence(seed, spawn_key=key)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+    return np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=tuple(int(k) for k in key)))
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,7 @@ class PretrainedStudents:
 
 
 def _values(param: P.Param, value, name) -> tuple:
-    arr = np.atleast_1d(param.check(value, name))
-    if arr.size == 0 or arr.ndim != 1:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers {param.range_text()}, got {value!r}")
+    arr = param.sequence(value, name)
     if np.unique(arr).size != arr.size:
         raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
     return tuple(arr.tolist())
@@ -120,7 +119,7 @@ def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max
     flow = dict(max_time=MAX_TIME.scalar(max_time), loss_tol=loss_tol)
     return _Plan(d=P.D.scalar(d), m=M.scalar(m), m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values(P.N, ns, "ns")),
                  teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances), methods=methods,
-                 seed=P.SEED.scalar(seed), output=output,
+                 seed=root_seed(seed), output=output,
                  target_flow=dict(flow, **({} if rtol is None else {"rtol": RTOL.scalar(rtol)})),
                  pretrain_flow=dict(max_time=MAX_TIME.scalar(pretrain_max_time, "pretrain_max_time"),
                                     loss_tol=loss_tol))
@@ -211,9 +210,26 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
     return out
 
 
+def _memory_estimate(plan: _Plan) -> float:
+    """Peak bytes of :func:`run_transfer_experiment`, from the arrays it allocates (the stages run in turn).
+
+    The larger of pretraining (with a transfer method: :func:`.pretraining.pretraining_memory` of the T
+    teachers; the projection P⊥ of the pretrained features takes as much as its Grams) and target training at
+    the largest n (:func:`.target_training.training_memory` of the T·I networks), plus what is kept throughout:
+    the teachers and, per μ, the pretrained students and their sources (host and backend copies).
+    """
+    transfer = any(method != "scratch" for method in plan.methods)
+    held = plan.teachers * plan.m_star * plan.d * (1 + 2 * len(plan.mus) * transfer)
+    held += 2 * transfer * len(plan.mus) * plan.teachers * plan.m * (plan.d + 1)
+    pretrain = transfer * pretraining_memory(plan.teachers, plan.m, plan.m_star, plan.d)
+    target = training_memory(plan.teachers * plan.instances, plan.m, plan.d, max(plan.ns))
+    return FLOAT_BYTES * held + max(pretrain, target)
+
+
+@guarded_entry_point
 def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
                             output="ones", max_time=1e3, pretrain_max_time=1e3, rtol=None, loss_tol=1e-6,
-                            backend=None) -> pd.DataFrame:
+                            backend=None, max_memory=None) -> pd.DataFrame:
     r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
 
     Parameters
@@ -227,7 +243,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     teachers, instances : int ≥ 1
         Target teachers, and data sets (with scratch initializations) per teacher and n.
     methods : non-empty subset of :data:`METHODS` ("scratch", "linear", "linear_minnorm", "finetune")
-    seed : int ≥ 0
+    seed : int ≥ 0, numpy Generator or SeedSequence
+        Root of every draw (a Generator or SeedSequence gives the integer root).
     output : "ones" or "normal"
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     max_time, pretrain_max_time : float > 0
@@ -238,6 +255,11 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``).
     backend : str or None
         Array backend name (:func:`transfertheory.backend.resolve_backend`).
+    max_memory : int, str or None
+        Memory limit (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
+        peak memory is estimated from the arguments (:func:`_memory_estimate`: O(T·(m + m*)²) for the
+        population Grams, O(T·I·m·(d + n)) for target training) and a run above the limit is refused with a
+        ValueError before any work.
 
     Returns
     -------
@@ -254,6 +276,9 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
                  rtol, loss_tol)
     xp = resolve_backend(backend)
+    check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
+                 params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),
+                         "max(ns)": max(plan.ns), "teachers": plan.teachers, "instances": plan.instances})
     W_t, c_t = _teachers(plan, xp)
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}

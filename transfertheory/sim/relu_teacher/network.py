@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import params as P
-from ..._validation import Interval
+from ..._validation import Interval, as_generator
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss
 from ...theory.relu.teachers import random_teacher
@@ -136,10 +136,10 @@ def kernel_distance(W, W_star, X):
 
 
 def teacher_samples(W_star, c_star, n, rng):
-    """n noiseless samples (σ = 0, FaF App. D.2) of teachers (B, m*, d): X (B, n, d), y (B, n)."""
-    xp = get_backend(W_star)
-    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    X = xp.asarray(generator.standard_normal(W_star.shape[:-2] + (P.N.scalar(n), W_star.shape[-1])))
+    """n noiseless samples (σ = 0, FaF App. D.2) of teachers (B, m*, d): X (B, n, d), y (B, n); ``rng`` an integer
+    seed ≥ 0, a numpy Generator or a SeedSequence."""
+    xp, n, generator = get_backend(W_star), P.N.scalar(n), as_generator(rng)
+    X = xp.asarray(generator.standard_normal(W_star.shape[:-2] + (n, W_star.shape[-1])))
     return X, network_output(W_star, c_star, X)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import params as P
-from ..._validation import Interval, scalar_or_array
+from ..._validation import Interval, check_broadcast, scalar_or_array
 
 __all__ = ["PowerLawFit", "power_law_fit", "negative_transfer_boundary"]
 
@@ -110,6 +110,7 @@ def negative_transfer_boundary(pperp_sq, A, nu):
     nu : array_like, > 0
         Power-law exponent (a decreasing scratch risk).
     """
+    check_broadcast(pperp_sq=pperp_sq, A=A, nu=nu)
     p = P.Param("pperp_sq", _NONNEGATIVE).check(pperp_sq)
     a = P.Param("A", _POSITIVE).check(A)
     v = P.Param("nu", _POSITIVE).check(nu)

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ... import params as P
-from ...backend import SeededGenerator, to_device
-from ..._validation import Interval
+from ...backend import to_device
+from ..._validation import Interval, as_generator
 from . import _inputs
 
 __all__ = ["MU", "M_STAR", "TEACHER_OUTPUTS", "AblatedTeacher", "ablated_teacher", "random_teacher", "dropped_count"]
@@ -34,15 +34,6 @@ MU = P.Param("mu", Interval(0, 1, "left"), description="fraction μ of target-te
 TEACHER_OUTPUTS = ("ones", "normal")
 #: width m* of the target teacher (FaF Eq. 20)
 M_STAR = P.Param("m_star", Interval(1, np.inf, "left"), integer=True, description="width m* of the target teacher")
-
-
-def _host_generator(rng) -> np.random.Generator:
-    """A NumPy generator from ``rng``: a Generator, a :class:`~transfertheory.backend.SeededGenerator` or a seed."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, SeededGenerator):
-        return rng.host
-    return np.random.default_rng(P.SEED.scalar(rng, "rng"))
 
 
 def dropped_count(mu, m_star) -> int:
@@ -79,7 +70,7 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
         Its output weights (batch axes must equal those of ``W_star`` after broadcasting).
     mu : float in [0, 1)
         Fraction of neurons dropped; round(μm*) must leave at least one.
-    rng : numpy.random.Generator, SeededGenerator or int seed
+    rng : int seed >= 0, numpy.random.Generator, SeedSequence or SeededGenerator
         Source of the random subsets (drawn on the host).
     """
     xp = _inputs.xp_of(W_star, c_star)
@@ -88,7 +79,7 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
     m_star = W_star.shape[-2]
     dropped = dropped_count(mu, m_star)
     batch = tuple(np.broadcast_shapes(W_star.shape[:-2], c_star.shape[:-1]))
-    generator = _host_generator(rng)
+    generator = as_generator(rng)
     ranks = np.argsort(generator.random(batch + (m_star,)), axis=-1)  # a uniform permutation per instance
     kept = np.sort(ranks[..., dropped:], axis=-1)
     index = to_device(kept, xp)
@@ -105,7 +96,7 @@ def random_teacher(m_star, d, rng, batch=(), xp=np, output="ones"):
     ----------
     m_star, d : int >= 1
         Teacher width and input dimension.
-    rng : numpy.random.Generator, SeededGenerator or int seed
+    rng : int seed >= 0, numpy.random.Generator, SeedSequence or SeededGenerator
         Drawn on the host, then placed on the array module ``xp``.
     batch : tuple of int
         Leading batch shape (independent teachers).
@@ -122,7 +113,7 @@ def random_teacher(m_star, d, rng, batch=(), xp=np, output="ones"):
     batch = tuple(P.N.scalar(b, "batch") for b in batch)
     if output not in TEACHER_OUTPUTS:
         raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
-    generator = _host_generator(rng)
+    generator = as_generator(rng)
     W = generator.standard_normal(batch + (m_star, d))
     W /= np.linalg.norm(W, axis=-1, keepdims=True)
     c = generator.standard_normal(batch + (m_star,)) if output == "normal" else np.ones(batch + (m_star,))

@@ -1,0 +1,319 @@
+"""Every command line behaves the same (transfertheory.cli_support): Ctrl-C, output paths, backend, fast ``-k``.
+
+The command lines run in-process through ``main([...])``; the work they would do is replaced by a function that
+raises (KeyboardInterrupt for Ctrl-C, AssertionError where a check must come before any work), so these tests take
+a fraction of a second each. One subprocess test shows what a user sees after Ctrl-C.
+"""
+import gc
+import importlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import transfertheory
+from transfertheory import claim_index, claims, cli_support, verify
+from transfertheory import phase_diagram as phase_cli
+from transfertheory.figures import __main__ as registry_cli
+from transfertheory.figures import cli as figure_cli
+from transfertheory.figures import phase_diagram as phase_figure
+
+#: every figure command line with arguments that make it cheap (module, argv before --out)
+FIGURE_CLIS = [
+    ("transfertheory.figures.__main__", ["faf_fig2"]),
+    ("transfertheory.phase_diagram", ["--resolution", "8"]),
+    ("transfertheory.figures.faf_fig2", ["--d", "12", "--draws", "2", "--lams", "2"]),
+    ("transfertheory.figures.faf_fig4", []),
+    ("transfertheory.figures.faf_fig5", ["--d", "10", "--samples", "5", "--angles", "2", "--norms", "1"]),
+    ("transfertheory.figures.faf_fig6", ["--d", "12", "--draws", "2", "--gammas", "2", "--resolution", "8"]),
+    ("transfertheory.figures.faf_fig7", ["--d", "12", "--draws", "2", "--gammas", "2", "--thetas", "2"]),
+]
+ALL_CLIS = [*(module for module, _ in FIGURE_CLIS), "transfertheory.verify"]
+
+
+def _main(module):
+    return importlib.import_module(module).main
+
+
+def _forbid_work(monkeypatch, exception):
+    """Make the first step of every command line's computation raise ``exception`` (a class)."""
+    def refuse(*args, **kwargs):
+        raise exception("the command line started computing")
+
+    monkeypatch.setattr(figure_cli.Timer, "__init__", refuse)
+    monkeypatch.setattr(claims, "run", refuse)
+
+
+def _files(folder):
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*"))
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+@pytest.mark.parametrize("module, argv", FIGURE_CLIS + [("transfertheory.verify", ["-k", "faf.eq13.threshold"])],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_ctrl_c_is_one_line_and_exit_130(module, argv, monkeypatch, tmp_path, capsys):
+    _forbid_work(monkeypatch, KeyboardInterrupt)
+    out = ["--json", str(tmp_path / "v.json")] if module.endswith("verify") else ["--out", str(tmp_path / "out")]
+    assert _main(module)([*argv, *out, "--backend", "numpy"]) == cli_support.EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert _files(tmp_path) == []
+
+
+def test_ctrl_c_while_writing_keeps_the_earlier_outputs_and_leaves_no_partial_file(monkeypatch, tmp_path, capsys):
+    assert phase_cli.main(["--resolution", "8", "--format", "both", "--out", str(tmp_path)]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    saved = []
+
+    def savefig_then_interrupt(figure, path, **kwargs):
+        if saved:  # the PNG is written; Ctrl-C arrives while the PDF is
+            raise KeyboardInterrupt
+        saved.append(path)
+        real_savefig(figure, path, **kwargs)
+
+    import matplotlib.figure
+
+    real_savefig = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig_then_interrupt)
+    assert phase_cli.main(["--resolution", "9", "--format", "both", "--out", str(tmp_path)]) == 130
+    assert capsys.readouterr().err.endswith("interrupted\n")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp_path, capsys):
+    """Python drops an exception raised inside a gc callback (hypothesis installs one): the interrupt must still
+    stop the command, not let it run to the end."""
+    raised = []
+
+    def interrupt_once(phase, info):
+        if phase == "start" and not raised:
+            raised.append(phase)
+            signal.raise_signal(signal.SIGINT)  # the handler runs here, inside the callback
+
+    def work_then_finish(self):
+        gc.callbacks.append(interrupt_once)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(interrupt_once)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:  # an interrupt redelivered after the callback lands here
+            pass
+
+    monkeypatch.setattr(figure_cli.Timer, "__init__", work_then_finish)
+    monkeypatch.setattr(phase_figure, "compute_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
+    assert phase_cli.main(["--resolution", "8", "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err.endswith("interrupted\n")
+
+
+def test_progress_bars_are_closed_when_interrupted(monkeypatch, capsys):
+    """A bar left open is drawn again after the CLI's line "interrupted": the simulator's is closed while unwinding."""
+    from tqdm import tqdm
+
+    from transfertheory.sim.deep_linear import experiment
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "_flow_rows", interrupt)
+    with pytest.raises(KeyboardInterrupt) as interrupted:  # its traceback keeps the frames (and an open bar) alive
+        experiment.run_transfer_experiment(d=8, gammas=[0.5], thetas=[1.0], sigma=0.2, instances=2,
+                                           methods=("scratch",), seed=0, backend="numpy", progress=True)
+    assert interrupted.traceback and not tqdm._instances
+
+
+def test_staged_files_rename_together_or_not_at_all(tmp_path):
+    (tmp_path / "a.txt").write_text("old")
+    with pytest.raises(RuntimeError):
+        with cli_support.staged_files() as stage:
+            stage(tmp_path / "a.txt").write_text("new")
+            stage(tmp_path / "sub" / "b.txt").write_text("new")
+            raise RuntimeError("failed after writing")
+    assert (tmp_path / "a.txt").read_text() == "old" and _files(tmp_path) == ["a.txt", "sub"]
+    with cli_support.staged_files() as stage:
+        stage(tmp_path / "a.txt").write_text("new")
+        stage(tmp_path / "sub" / "b.txt").write_text("new")
+    assert _files(tmp_path) == ["a.txt", "sub", "sub/b.txt"] and (tmp_path / "a.txt").read_text() == "new"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
+def test_ctrl_c_in_a_real_process_prints_one_line(tmp_path):
+    """What a user sees: SIGINT during a run prints ``interrupted`` (no traceback), exit 130, no output files."""
+    env = {**os.environ, "PYTHONPATH": str(Path(transfertheory.__file__).parents[1])}
+    command = [sys.executable, "-c", "import sys, time; from transfertheory.figures import cli; "
+               "cli.Timer.__init__ = lambda self: (print('working', flush=True), time.sleep(60)); "
+               "from transfertheory import phase_diagram; sys.exit(phase_diagram.main())", "--resolution", "8",
+               "--out", str(tmp_path / "out")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stdout.readline() == "working\n"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err == "interrupted\n"
+    assert _files(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- output paths, before any work
+
+
+@pytest.mark.parametrize("module, argv", FIGURE_CLIS, ids=lambda v: v if isinstance(v, str) else None)
+def test_out_that_is_a_file_is_refused_before_any_work(module, argv, monkeypatch, tmp_path, capsys):
+    _forbid_work(monkeypatch, AssertionError)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    for out, problem in ((blocker, "exists and is not a folder"), (blocker / "sub", "is a file, not a folder")):
+        assert _main(module)([*argv, "--out", str(out)]) == figure_cli.EXIT_UNWRITABLE == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--out {out}: " in err and problem in err
+
+
+@pytest.mark.parametrize("flag", ["--json", "--csv"])
+def test_verify_checks_its_report_paths_before_any_claim_runs(flag, monkeypatch, tmp_path, capsys):
+    _forbid_work(monkeypatch, AssertionError)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    for path, problem in ((blocker / "v.out", "is a file, not a folder"), (tmp_path, "is a folder, not a file")):
+        assert verify.main(["-k", "faf.eq13.threshold", flag, str(path)]) == verify.EXIT_ENVIRONMENT == 3
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{flag} {path}: " in err and problem in err
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="permissions do not bind root")
+def test_a_folder_without_write_permission_is_named(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert "cannot create files in" in cli_support.output_folder_problem(locked / "sub")
+    assert "cannot create files in" in cli_support.output_file_problem(locked / "v.json")
+
+
+def test_writable_paths_have_no_problem_and_nothing_is_created(tmp_path):
+    assert cli_support.output_folder_problem(tmp_path / "new" / "deeper") is None
+    assert cli_support.output_file_problem(tmp_path / "new" / "v.json") is None
+    assert _files(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- backend
+
+
+@pytest.mark.parametrize("module", ALL_CLIS)
+def test_every_cli_takes_backend_and_documents_its_exit_codes(module):
+    parser = importlib.import_module(module).build_parser()
+    assert parser.parse_args(["--backend", "numpy"]).backend == "numpy"
+    assert "130 interrupted" in parser.epilog and "3 " in parser.epilog
+
+
+@pytest.mark.parametrize("module, argv", FIGURE_CLIS + [("transfertheory.verify", ["-k", "faf.eq13.threshold"])],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_unknown_backend_in_the_environment_stops_every_cli_before_any_work(module, argv, monkeypatch, tmp_path,
+                                                                           capsys):
+    _forbid_work(monkeypatch, AssertionError)
+    monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
+    with pytest.raises(SystemExit) as exit_info:
+        _main(module)([*argv, "--out" if "figures" in module or "phase" in module else "--csv",
+                       str(tmp_path / "out")])
+    assert exit_info.value.code == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "TRANSFERTHEORY_BACKEND" in err and "'bogus'" in err
+
+
+@pytest.mark.parametrize("argv, env, expected", [([], None, "numpy"), (["--backend", "strict"], None, "strict"),
+                                                 ([], "strict", "strict"), (["--full"], "numpy", "numpy")])
+def test_verify_backend_flag_then_variable_then_profile(argv, env, expected, monkeypatch, capsys):
+    monkeypatch.delenv("TRANSFERTHEORY_BACKEND", raising=False)
+    if env is not None:
+        monkeypatch.setenv("TRANSFERTHEORY_BACKEND", env)
+    seen = []
+    real_run = claims.run
+    monkeypatch.setattr(claims, "run", lambda claim, profile, **kw: seen.append(profile) or real_run(claim, profile, **kw))
+    assert verify.main(["-k", "faf.eq13.threshold", "--no-progress", *argv]) == 0
+    assert [p.backend for p in seen] == [expected] and seen[0].name == ("full" if "--full" in argv else "quick")
+
+
+# --------------------------------------------------------------------------- benchmark scripts
+
+BENCHMARKS_WITH_BACKEND = ["bench_deep_linear", "bench_ntk", "bench_ntk_two_layer", "bench_quadratic",
+                           "bench_relu_teacher"]
+BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "integrator_accuracy"]
+
+
+def _benchmark(monkeypatch, name, exception):
+    """The script's ``main``, with every timing (the first step of any benchmark's work) raising ``exception``."""
+    monkeypatch.syspath_prepend(str(Path(transfertheory.__file__).parents[1] / "benchmarks"))
+    module = importlib.import_module(name)
+
+    def refuse():
+        raise exception("the benchmark started timing")
+
+    monkeypatch.setattr(time, "perf_counter", refuse)
+    return module.main
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_ctrl_c_in_a_benchmark_is_one_line_and_exit_130(name, monkeypatch, capsys):
+    quick = ["--d", "8", "--instances", "2"] if name == "integrator_accuracy" else ["--quick"]
+    assert _benchmark(monkeypatch, name, KeyboardInterrupt)(quick) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.parametrize("name", BENCHMARKS_WITH_BACKEND)
+def test_a_benchmark_checks_the_backend_variable_before_any_work(name, monkeypatch, capsys):
+    main = _benchmark(monkeypatch, name, AssertionError)
+    monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--quick"])
+    assert exit_info.value.code == 3 and "TRANSFERTHEORY_BACKEND" in capsys.readouterr().err
+    monkeypatch.delenv("TRANSFERTHEORY_BACKEND")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--quick", "--backend", "bogus"])
+    assert exit_info.value.code == 2  # argparse: not one of the choices
+
+
+@pytest.mark.parametrize("name", ["bench_deep_linear", "bench_ntk_two_layer"])
+def test_a_benchmark_checks_its_csv_path_before_any_work(name, monkeypatch, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert _benchmark(monkeypatch, name, AssertionError)(["--quick", "--csv", str(blocker / "b.csv")]) == 1
+    assert "cannot write --csv" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- verify -k
+
+
+def test_a_pattern_matching_nothing_is_a_usage_error_without_importing_the_claims(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "transfertheory.claims", None)  # importing the claims would now fail
+    monkeypatch.delattr(transfertheory, "claims")
+    with pytest.raises(SystemExit) as exit_info:
+        verify.main(["-k", "no such claim"])
+    assert exit_info.value.code == 2 and "no claim matches -k 'no such claim'" in capsys.readouterr().err
+
+
+def test_the_source_index_lists_exactly_the_registered_claims():
+    indexed = claim_index.indexed_claims()
+    assert indexed is not None
+    assert [(c.id, c.source, c.method, c.profiles or claims.PROFILE_NAMES) for c in indexed] == [
+        (c.id, c.source, c.method, tuple(c.profiles)) for c in claims.CLAIMS.values()]
+
+
+@pytest.mark.parametrize("pattern", ["faf.eq13", "FaF Thm 3.9", "finetune", "merlin.*", "mtl.lemma[14]*", "nothing"])
+@pytest.mark.parametrize("profile", claims.PROFILE_NAMES)
+def test_the_source_index_selects_what_the_registry_selects(pattern, profile):
+    assert claim_index.select_ids(pattern, profile) == [c.id for c in claims.select(pattern, profile)]
+
+
+# --------------------------------------------------------------------------- the README's first command
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (Path(transfertheory.__file__).parents[1] / ".git").exists(),
+                    reason="needs a git checkout")
+def test_the_readme_phase_diagram_leaves_the_checkout_clean():
+    """``python -m transfertheory.phase_diagram --noise 0.2`` writes into figures/; git ignores what it writes."""
+    root = Path(transfertheory.__file__).parents[1]
+    name = phase_cli.output_name("linear", 0.2)
+    written = [f"figures/{name}.{ext}" for ext in ("png", "pdf", "csv", "json")] + [f"figures/{name}_simulated.csv"]
+    done = subprocess.run(["git", "check-ignore", *written], cwd=root, capture_output=True, text=True)
+    assert done.stdout.split() == written

@@ -1,0 +1,236 @@
+r"""Plumbing shared by every command line of the package and by the benchmark scripts.
+
+One mechanism per concern, so that every command line behaves the same:
+
+* **Ctrl-C** — :func:`entry_point` wraps a ``main(argv) -> int``: an interrupt prints one line ``interrupted`` on
+  stderr and returns :data:`EXIT_INTERRUPTED` (130 = 128 + SIGINT, the shell's convention), never a traceback;
+  an interrupt that lands where Python drops exceptions (a garbage-collector or weakref callback) is sent again.
+* **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
+  environment variable ``TRANSFERTHEORY_BACKEND`` decides. :func:`backend_choice` checks the name (flag or
+  variable) before any work and :func:`resolve_backend` loads it; an unknown name, or ``cupy`` without a usable
+  GPU, prints one line and exits with :data:`EXIT_BACKEND` (3).
+* **Output paths** — :func:`require_writable` checks every output folder and file *before* the computation: a
+  path that is a file where a folder is needed (or the reverse), or a folder that cannot be written, is one line
+  saying what is wrong with which path, and the command's documented exit code (a :class:`CommandLineError`,
+  which :func:`entry_point` prints and returns).
+* **Atomic writes** — :func:`staged_files` writes every output under a temporary name in its folder and renames
+  them onto their names (``os.replace``) only when all are written: an interrupted or failed run leaves the
+  earlier outputs as they were and no half-written file.
+
+This module imports nothing of the package but :mod:`transfertheory.backend`, so that the command lines
+(``verify``, ``phase_diagram``, ``figures``), the figure writers and the benchmarks can all use it.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from ._memory import MemoryLimitError
+from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
+                      check_backend_name, get_array_module)
+
+__all__ = [
+    "EXIT_BACKEND",
+    "EXIT_INTERRUPTED",
+    "EXIT_MEMORY",
+    "CommandLineError",
+    "exit_status_epilog",
+    "entry_point",
+    "add_backend_argument",
+    "backend_choice",
+    "resolve_backend",
+    "output_folder_problem",
+    "output_file_problem",
+    "require_writable",
+    "staged_files",
+]
+
+EXIT_BACKEND = EXIT_BACKEND_UNAVAILABLE
+#: exit status after Ctrl-C: 128 + SIGINT, what a shell reports for a program stopped by it
+EXIT_INTERRUPTED = 130
+#: exit status when a computation is refused by the memory guard (:class:`transfertheory._memory.MemoryLimitError`)
+EXIT_MEMORY = 4
+
+
+def exit_status_epilog(*codes: str) -> str:
+    """An argparse ``epilog`` listing the exit statuses ``codes`` ("0 success", …) and 130 for Ctrl-C."""
+    return "exit status: " + ", ".join([*codes, f"{EXIT_INTERRUPTED} interrupted (Ctrl-C)"])
+
+
+class CommandLineError(Exception):
+    """A one-line error of a command line: :func:`entry_point` prints ``error: MESSAGE`` and returns ``exit_code``."""
+
+    def __init__(self, message, exit_code):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+#: seconds after which an interrupt that Python dropped is delivered again
+REDELIVERY_DELAY = 0.05
+
+
+@contextlib.contextmanager
+def _dropped_interrupts_redelivered():
+    """While the block runs, a KeyboardInterrupt that Python drops — raised inside a garbage-collector or weakref
+    callback or a ``__del__``, where it is only printed as "Exception ignored in" (hypothesis, which the claims use,
+    installs a gc callback) — is not lost: the signal is sent again :data:`REDELIVERY_DELAY` seconds later."""
+    previous = sys.unraisablehook
+    pending = []
+
+    def hook(unraisable):
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            previous(unraisable)
+            return
+        pending.append(threading.Timer(REDELIVERY_DELAY, os.kill, (os.getpid(), signal.SIGINT)))
+        pending[-1].start()
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+        for timer in pending:
+            timer.cancel()
+
+
+def entry_point(main):
+    """Decorate ``main(argv=None) -> int``: Ctrl-C prints ``interrupted`` and returns 130, a
+    :class:`CommandLineError` prints its line and returns its exit code, a computation refused by the memory guard
+    prints its line and returns :data:`EXIT_MEMORY` (never a traceback)."""
+
+    @functools.wraps(main)
+    def guarded(argv=None):
+        try:
+            with _dropped_interrupts_redelivered():
+                return main(argv)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
+        except CommandLineError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return err.exit_code
+        except MemoryLimitError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_MEMORY
+
+    return guarded
+
+
+def add_backend_argument(parser, help_text="array backend of the simulations"):
+    """``--backend {auto,numpy,cupy}``, default None: ``TRANSFERTHEORY_BACKEND``, else the command's default."""
+    parser.add_argument("--backend", choices=backend_names(), default=None,
+                        help=f"{help_text} (default: ${ENV_VAR}, else auto = CuPy if a GPU is usable, NumPy "
+                        f"otherwise); an unknown or unusable backend exits with code {EXIT_BACKEND}")
+
+
+def _backend_error(err):
+    print(f"error: {err}", file=sys.stderr)
+    raise SystemExit(EXIT_BACKEND) from None
+
+
+def backend_choice(flag):
+    """The checked backend name of ``--backend`` (``flag``), else of ``TRANSFERTHEORY_BACKEND``; None if neither
+    is set. Nothing is loaded; an unknown name prints one line and exits with :data:`EXIT_BACKEND`."""
+    if flag is None and ENV_VAR not in os.environ:
+        return None
+    try:
+        return check_backend_name(flag)
+    except ValueError as err:
+        _backend_error(err)
+
+
+def resolve_backend(choice, default=None):
+    """Name (``"numpy"``, ``"cupy"``, …) of the backend for ``choice`` (None: ``TRANSFERTHEORY_BACKEND``, else
+    ``default``, else auto). An unknown name, or CuPy without a usable GPU, prints one line and exits with
+    :data:`EXIT_BACKEND`."""
+    if choice is None and ENV_VAR not in os.environ:
+        choice = default
+    try:
+        return backend_name(get_array_module(choice))
+    except (ValueError, BackendUnavailableError) as err:
+        _backend_error(err)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (as anything)."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Why files cannot be created in the existing path ``folder``, or None."""
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        return f"cannot create files in {folder} ({err.strerror or err})"
+    return None
+
+
+def output_folder_problem(path) -> str | None:
+    """What prevents writing files into folder ``path`` (created with its parents if missing), or None."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return "exists and is not a folder"
+    return _folder_problem(_existing_ancestor(path))
+
+
+def output_file_problem(path) -> str | None:
+    """What prevents writing file ``path`` (its missing parent folders are created), or None."""
+    path = Path(path)
+    if path.is_dir():
+        return "is a folder, not a file"
+    return _folder_problem(_existing_ancestor(path.parent))
+
+
+def require_writable(exit_code, *, folders=(), files=()):
+    """Check output ``folders`` and ``files`` — pairs (flag, path), path None for an absent flag — before any work.
+
+    The first problem raises :class:`CommandLineError` ``cannot write FLAG PATH: what is wrong`` with
+    ``exit_code`` (which :func:`entry_point` prints and returns).
+    """
+    checks = [(flag, path, output_folder_problem) for flag, path in folders]
+    checks += [(flag, path, output_file_problem) for flag, path in files]
+    for flag, path, problem_of in checks:
+        problem = None if path is None else problem_of(path)
+        if problem:
+            raise CommandLineError(f"cannot write {flag} {path}: {problem}", exit_code)
+
+
+@contextlib.contextmanager
+def staged_files():
+    """Write files atomically, all together: yields ``stage(path) -> temporary path`` (creating the folder).
+
+    Write each output to the temporary path ``stage`` returns (a hidden name in the same folder; pass the format
+    explicitly where a writer infers it from the extension). When the block ends normally every staged file is
+    renamed onto its path; when it raises (Ctrl-C included) the temporary files are removed and the exception
+    goes on, so the paths keep their earlier content.
+    """
+    staged = []
+
+    def stage(path):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        staged.append((temporary, path))
+        return temporary
+
+    try:
+        yield stage
+        while staged:
+            temporary, path = staged[0]
+            os.replace(temporary, path)
+            staged.pop(0)
+    finally:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
