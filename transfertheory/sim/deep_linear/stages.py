@@ -227,9 +227,11 @@ class _LowRankStep:
         e[:, [0, k]] -= 0.4 * self.h[fin, None]
         for l in range(nl):
             left, right = f.lefts[l, fin, : k + 1], f.rights[l, fin, : k + 1]
-            W_new = (left[:, :k] * c[:, :, None]).transpose(0, 2, 1) @ right[:, :k]
+            # W_new = W⁰ + Σ_m c_m a_m r_mᵀ, written into the new state (a contiguous left operand keeps the
+            # product in BLAS: NumPy's matmul loops in Python-free C, but without BLAS, on a transposed one)
+            W_new = self.y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, self.d, self.d)
+            xp.matmul(xp.ascontiguousarray((left[:, :k] * c[:, :, None]).transpose(0, 2, 1)), right[:, :k], out=W_new)
             W_new += self.mats0[l][fin]
-            self.y_sorted[fin, l * d2:(l + 1) * d2] = W_new.reshape(-1, d2)
             gram = (left @ left.transpose(0, 2, 1)) * (right @ right.transpose(0, 2, 1))
             self.est2[l, fin] = xp.sum((gram @ e[:, :, None])[:, :, 0] * e, axis=1)
             self.size2[l, fin] = xp.einsum("bij,bij->b", W_new, W_new)
