@@ -161,8 +161,10 @@ class _LowRankStep:
         self.f = kernel._factors(self.b, int(s_sorted[0]) + 1, y.dtype)
         self.coef = xp.asarray(self.f.coefficients(s_sorted, step.h[order]), dtype=y.dtype)
         self.beta_gradient = kernel.loss.gradient_of_rows(step.rows[order])
+        # a batch already in order (e.g. every instance with the same stage count) is used as it is
+        self.in_order = bool(np.array_equal(order, np.arange(order.size)))
         self.dev_order = xp.asarray(order)
-        self.mats0, last0 = arch.layers(y[self.dev_order])
+        self.mats0, last0 = arch.layers(y if self.in_order else y[self.dev_order])
         self.f.last[: self.b, 0] = last0
         self.h = xp.asarray(step.h[order], dtype=y.dtype)
         self.counts = np.append(np.bincount(s_sorted)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
@@ -173,6 +175,7 @@ class _LowRankStep:
         self.est2, self.size2 = xp.empty((nl + 1, b), dtype=y.dtype), xp.empty((nl + 1, b), dtype=y.dtype)
         self.gn2, self.loss_sorted = xp.zeros(b, dtype=y.dtype), xp.empty(b, dtype=y.dtype)
         self.carry = xp.empty((b, 2 * nl + 1, d), dtype=y.dtype)
+        self.beta = xp.empty((b, d), dtype=y.dtype)
 
     def run(self) -> StepOutcome:
         step, f, nl, b, counts = self.step, self.f, self.nl, self.b, self.counts
@@ -181,7 +184,7 @@ class _LowRankStep:
             self.evaluate(0, b, False)
             evals += b
         else:
-            carried = step.carried[self.dev_order]
+            carried = step.carried if self.in_order else step.carried[self.dev_order]
             f.lefts[:, :b, 0] = carried[:, :nl].transpose(1, 0, 2)
             f.rights[:, :b, 0] = carried[:, nl: 2 * nl].transpose(1, 0, 2)
             f.last[:b, 1] = carried[:, 2 * nl]
@@ -193,29 +196,38 @@ class _LowRankStep:
             if done < kb:
                 self.loss_sorted[done:kb] = loss_k[done:]
                 self.complete(k, slice(done, kb))
-        inverse = self.xp.asarray(np.argsort(step.order))
-        return StepOutcome(self.y_sorted[inverse], self.carry[inverse], evals, self.error_norm()[inverse],
-                           self.loss_sorted[inverse], self.xp.sqrt(self.gn2)[inverse])
+        outcome = (self.y_sorted, self.carry, self.error_norm(), self.loss_sorted, self.xp.sqrt(self.gn2))
+        if not self.in_order:
+            inverse = self.xp.asarray(np.argsort(step.order))
+            outcome = tuple(a[inverse] for a in outcome)
+        y_new, carry, error, loss, grad_norm = outcome
+        return StepOutcome(y_new, carry, evals, error, loss, grad_norm)
 
     def evaluate(self, k, kb, with_loss):
         """Store the factors of ∇L at stage Y_k of the first kb instances; returns their losses if
         ``with_loss``. Each matrix layer costs one matrix–vector product with W_l⁰ each way, plus
-        O(k·d) for the stage factors."""
-        f, mats0 = self.f, self.mats0
+        O(k·d) for the stage factors; every product writes straight into the factor stacks."""
+        xp, f, mats0, nl = self.xp, self.f, self.mats0, self.nl
         coef = self.coef[:kb, k, : k + 1]
         c = coef[:, 1:]
-        r = (coef[:, None, :] @ f.last[:kb, : k + 1])[:, 0, :]
-        for l in reversed(range(self.nl)):  # right chain r_l = W_{l+1}⋯W_L, then β
-            f.rights[l, :kb, k] = r
-            v = matvec(mats0[l][:kb], r)
-            r = _low_rank_apply(f.lefts[l, :kb, :k], f.rights[l, :kb, :k], c, r, v) if k else v
+        r = f.rights[nl - 1, :kb, k]
+        xp.matmul(coef[:, None, :], f.last[:kb, : k + 1], out=r[:, None, :])  # W_L at stage k
+        for l in reversed(range(nl)):  # right chain r_{l-1} = W_l r_l, ending at β
+            out = f.rights[l - 1, :kb, k] if l else self.beta[:kb]
+            xp.matmul(mats0[l][:kb], r[:, :, None], out=out[:, :, None])
+            if k:
+                _low_rank_apply(f.lefts[l, :kb, :k], f.rights[l, :kb, :k], c, r, out)
+            r = out
         a = self.beta_gradient(r, with_loss)
         a, loss = a if with_loss else (a, None)
-        for l in range(self.nl):  # left chain a_{l+1} = W_lᵀa_l
-            f.lefts[l, :kb, k] = a
-            v = rmatvec(mats0[l][:kb], a)
-            a = _low_rank_apply(f.rights[l, :kb, :k], f.lefts[l, :kb, :k], c, a, v) if k else v
-        f.last[:kb, k + 1] = a
+        f.lefts[0, :kb, k] = a
+        a = f.lefts[0, :kb, k]
+        for l in range(nl):  # left chain a_{l+1} = W_lᵀa_l, ending at ∇_{W_L}L
+            out = f.lefts[l + 1, :kb, k] if l + 1 < nl else f.last[:kb, k + 1]
+            xp.matmul(a[:, None, :], mats0[l][:kb], out=out[:, None, :])
+            if k:
+                _low_rank_apply(f.rights[l, :kb, :k], f.lefts[l, :kb, :k], c, a, out)
+            a = out
         return loss
 
     def complete(self, k, fin):
@@ -251,6 +263,7 @@ class _LowRankStep:
         sizes = xp.asarray([d**2] * nl + [d], dtype=self.y_sorted.dtype)[:, None]
         last0 = self.f.last[:b, 0]
         size0 = xp.stack([xp.einsum("bij,bij->b", W, W) for W in self.mats0] + [xp.sum(last0 * last0, axis=1)])
-        scale = self.step.atol[self.dev_order][None, :] + self.step.rtol * xp.sqrt(xp.maximum(size0, self.size2) / sizes)
+        atol = self.step.atol if self.in_order else self.step.atol[self.dev_order]
+        scale = atol[None, :] + self.step.rtol * xp.sqrt(xp.maximum(size0, self.size2) / sizes)
         total = xp.sqrt(xp.mean(xp.maximum(self.est2, 0.0) / sizes / scale**2, axis=0))
         return xp.where(xp.isfinite(total), total, xp.inf)
