@@ -22,8 +22,11 @@ per-instance risks are paired and differ only by optimization error.
 Printed: per method × n the mean risk ± SE of each implementation, the exact
 finite-size theory of the gradient-flow limit (the method records of
 :mod:`transfertheory.theory.methods`), |error| and z-scores, the risk of the exact
-t → ∞, α → 0 limit on the same draws, convergence diagnostics, both wall
-times and their ratio, and where the simulator's time goes.
+t → ∞, α → 0 limit on the same draws, convergence diagnostics, both times
+(process CPU seconds on NumPy, wall seconds on a GPU) and their ratio, the
+simulator's cost per instance-evaluation against the bare matrix–vector floor
+measured in the same run (:mod:`matvec_floor`), and where the simulator's time
+goes. ``--scaling`` instead prints that cost against d and its fitted exponent.
 
 ``--fig1`` instead times the full FaF Fig. 1 data set (20 θ × 20 γ × 20
 draws at d = 500; meant for ``--backend cupy`` on a GPU).
@@ -32,6 +35,7 @@ Examples::
 
     python benchmarks/bench_deep_linear.py                    # default settings (~2 min on 2 cores)
     python benchmarks/bench_deep_linear.py --quick            # smoke run
+    python benchmarks/bench_deep_linear.py --scaling          # cost per evaluation vs the floor, d = 25 … 400
     python benchmarks/bench_deep_linear.py --backend cupy --fig1
 """
 from __future__ import annotations
