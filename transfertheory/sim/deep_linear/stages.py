@@ -1,7 +1,7 @@
 r"""Factored RKC stage kernel for losses of the end-to-end vector (rank-one layer gradients).
 
 Every stage of an RKC2 step is Y_k = Y₀ + hΣ_{m<k} A_k[m]F(Y_m)
-(:func:`~transfertheory.sim.integrator.rkc_butcher_rows`), and every matrix
+(:func:`~transfertheory.sim.integrator.rkc_butcher_matrix`), and every matrix
 layer's gradient is rank one, ∇_{W_l}L = a_l r_lᵀ (FaF Eq. 39). So a stage's
 weights are W_l⁰ + Σ_m c_m a_{l,m}r_{l,m}ᵀ (c = −hA_k): :class:`LowRankStages`
 stores the vectors a, r of each stage instead of d×d gradients and applies a
@@ -71,8 +71,8 @@ class LowRankStages:
     at the step's result: the next step's stage 0.
 
     Error norm: the RKC2 estimate est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
-    is a sum of the stored rank-one terms, so its Frobenius norm per layer
-    comes from the (s+1)×(s+1) Gram matrices of the factors; the norm is the
+    of a matrix layer is the step's displacement (formed anyway for W_new) plus
+    two rank-one terms, so its Frobenius norm costs O(d²) at any stage count; the norm is the
     RMS over layers of RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new)))
     (layerwise, invariant under the rotations W_l → Q W_l that leave the model
     unchanged). The new states equal the dense kernel's up to rounding.
@@ -237,17 +237,21 @@ class _LowRankStep:
         c = coef[:, 1:]
         e = xp.concatenate([-0.8 * c, xp.zeros_like(c[:, :1])], axis=1)  # est = Σ_{m ≤ k} e_m ∇L(Y_m)
         e[:, [0, k]] -= 0.4 * self.h[fin, None]
+        ends = [0, k]  # the gradients at y (stage 0) and at y_new (stage k)
         for l in range(nl):
             left, right = f.lefts[l, fin, : k + 1], f.rights[l, fin, : k + 1]
-            # W_new = W⁰ + Σ_m c_m a_m r_mᵀ, written into the new state (a contiguous left operand keeps the
+            # W_new − W⁰ = Σ_m c_m a_m r_mᵀ, written into the new state (a contiguous left operand keeps the
             # product in BLAS: NumPy's matmul loops in Python-free C, but without BLAS, on a transposed one)
             W_new = self.y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, self.d, self.d)
             xp.matmul(xp.ascontiguousarray((left[:, :k] * c[:, :, None]).transpose(0, 2, 1)), right[:, :k], out=W_new)
+            # est_l = 0.8(W⁰ − W_new) − 0.4h(a₀r₀ᵀ + a_k r_kᵀ): O(d²) per instance, at any stage count
+            ends_left = xp.ascontiguousarray((left[:, ends] * (-0.4 * self.h[fin])[:, None, None]).transpose(0, 2, 1))
+            est = ends_left @ right[:, ends]
+            est -= 0.8 * W_new
+            self.est2[l, fin] = xp.einsum("bij,bij->b", est, est)
             W_new += self.mats0[l][fin]
-            gram = (left @ left.transpose(0, 2, 1)) * (right @ right.transpose(0, 2, 1))
-            self.est2[l, fin] = xp.sum((gram @ e[:, :, None])[:, :, 0] * e, axis=1)
             self.size2[l, fin] = xp.einsum("bij,bij->b", W_new, W_new)
-            self.gn2[fin] += gram[:, k, k]
+            self.gn2[fin] += xp.sum(left[:, k] ** 2, axis=1) * xp.sum(right[:, k] ** 2, axis=1)
         w_new = self.y_sorted[fin, nl * d2:]
         w_new[...] = (coef[:, None, :] @ f.last[fin, : k + 1])[:, 0, :]
         est = (e[:, None, :] @ f.last[fin, 1: k + 2])[:, 0, :]
