@@ -91,6 +91,13 @@ def test_claims_import_no_command_line(path):
     assert not _offending(path, CLIS)
 
 
+@pytest.mark.parametrize("package", ["claims", "figures"])
+def test_registries_load_one_way_through_their_catalog(package):
+    """registry.py holds the records and imports no module that registers; catalog.py imports those modules."""
+    own = {n.split(".")[2] for n in _imports(PACKAGE / package / "registry.py") if n.startswith(f"transfertheory.{package}.")}
+    assert own <= {"profiles"}
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_only_the_backend_imports_cupy_and_nothing_imports_the_tests(path):
     names = _imports(path)

@@ -44,6 +44,7 @@ __all__ = [
     "RESOLUTION",
     "GAMMA_MAX",
     "SEED",
+    "PROFILE_NAMES",
 ]
 
 
@@ -180,3 +181,7 @@ RESOLUTION = Param("resolution", Interval(2, 4000, "both"), integer=True,
                    description="grid points per axis (4000² points already take ~0.1 GB per array)")
 GAMMA_MAX = Param("gamma_max", Interval(0, 100, "right"), description="largest γ of a grid")
 SEED = Param("seed", _integer_at_least(0), integer=True, description="seed of the random generator")
+
+#: the size profiles of both registries (claims: ``transfertheory.claims.profiles``; figures:
+#: ``transfertheory.figures.registry``), smallest first: CPU seconds, CPU minutes, the papers' sizes
+PROFILE_NAMES = ("quick", "full", "paper")
