@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 
 from transfertheory.figures import faf_fig5
+from transfertheory.theory import distance_study
 from transfertheory.theory import distances as D
 
 SMALL = ["--d", "10", "--n", "5", "--samples", "40", "--angles", "5", "--norms", "0.5", "1", "2"]
 COLUMNS = {"theta", "norm", "d", "n", "sigma", "samples", "risk_scratch", "risk_transfer", "transferability",
-           *faf_fig5.DISTANCES}
+           *distance_study.DISTANCES}
 
 
 def test_cli_end_to_end_writes_figure_csv_and_correlations(tmp_path):
@@ -26,7 +27,7 @@ def test_cli_end_to_end_writes_figure_csv_and_correlations(tmp_path):
     assert set(points.columns) == COLUMNS
     assert len(points) == 5 * 3
     spearman = pd.read_csv(tmp_path / "out" / "faf_fig5_spearman.csv")
-    assert list(spearman["distance"]) == list(faf_fig5.DISTANCES)
+    assert list(spearman["distance"]) == list(distance_study.DISTANCES)
     assert spearman["spearman_rho"].between(-1, 1).all()
     assert "Spearman" in result.stdout and "w1_empirical" in result.stdout
 
@@ -71,7 +72,7 @@ def test_cli_reports_unwritable_output_with_code_1(tmp_path):
 
 def test_points_are_the_closed_forms_and_reproducible():
     kwargs = dict(d=12, n=6, sigma=0.3, samples=30, thetas=np.linspace(0, np.pi, 4), norms=(0.5, 2.0), seed=3)
-    points = faf_fig5.compute_points(**kwargs)
+    points = distance_study.compute_points(**kwargs)
     bs, bt = np.eye(12)[0], np.zeros((len(points), 12))
     bt[:, 0] = points["norm"] * np.cos(points["theta"])
     bt[:, 1] = points["norm"] * np.sin(points["theta"])
@@ -81,8 +82,8 @@ def test_points_are_the_closed_forms_and_reproducible():
             D.scaled_target_transferability_finite(6, 12, row.theta, 0.3, row.norm), rel=1e-12)
         assert row.transferability == pytest.approx(row.risk_scratch - row.risk_transfer, rel=1e-12, abs=1e-12)
         assert row.dudley_lower <= row.dudley_upper <= 2.0
-    pd.testing.assert_frame_equal(points, faf_fig5.compute_points(**kwargs))
-    assert not points["w1_empirical"].equals(faf_fig5.compute_points(**{**kwargs, "seed": 4})["w1_empirical"])
+    pd.testing.assert_frame_equal(points, distance_study.compute_points(**kwargs))
+    assert not points["w1_empirical"].equals(distance_study.compute_points(**{**kwargs, "seed": 4})["w1_empirical"])
 
 
 def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
@@ -117,7 +118,7 @@ def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
 
 def test_spearman_of_a_constant_column_is_nan():
     """With unit-norm targets the cos(y)/2 Dudley bound is 0 for all of them: no ranks to correlate."""
-    points = faf_fig5.compute_points(d=6, n=3, samples=5, thetas=np.linspace(0, np.pi, 5), norms=(1.0,))
-    rho = faf_fig5.spearman_table(points).set_index("distance")["spearman_rho"]
+    points = distance_study.compute_points(d=6, n=3, samples=5, thetas=np.linspace(0, np.pi, 5), norms=(1.0,))
+    rho = distance_study.spearman_table(points).set_index("distance")["spearman_rho"]
     assert np.isnan(rho["dudley_lower"])
     assert np.isfinite(rho["kl"])
