@@ -176,8 +176,7 @@ def test_unknown_backend_in_the_environment_is_one_line_and_exit_3(tmp_path):
 
 @pytest.mark.skipif(cupy_available(), reason="a usable GPU: --backend cupy works here")
 def test_cupy_without_a_gpu_is_one_line_and_exit_3(tmp_path):
-    done = _run(["transfertheory.figures.faf_fig2", "--d", "12", "--draws", "2", "--backend", "cupy",
-                 "--out", str(tmp_path)])
+    done = _run(["transfertheory.figures", "faf_fig2", "--backend", "cupy", "--out", str(tmp_path)])
     _assert_one_line_exit_3(done, "cupy")
     done = _run(["transfertheory.phase_diagram", *TINY_SIM, "--out", str(tmp_path)], env_backend="cupy")
     _assert_one_line_exit_3(done, "cupy")

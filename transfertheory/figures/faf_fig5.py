@@ -23,26 +23,20 @@ independent samples of the *same* law (the "W₁ floor", computed with the
 same samples and drawn as a shaded band on the W₁ axis), as the values near
 527 in the paper's Fig. 5b show.
 
-Run ``python -m transfertheory.figures.faf_fig5 --help``; see docs/distances.md.
+Build it with ``python -m transfertheory.figures faf_fig5``; see docs/distances.md.
 """
 from __future__ import annotations
 
-import argparse
-import math
 import sys
 
 import numpy as np
 
-from ..params import GAMMA, SEED, SIGMA
-from ..params import D as D_PARAM
-from ..params import N as N_PARAM
-from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, NORM, compute_points, spearman_table
-from . import cli
+from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, compute_points, spearman_table
 from .marks import legend_outside
 from .output import FigureOutput, use_agg
-from .registry import Figure, register
+from .registry import Figure, register, retired_entry_point
 
-__all__ = ["NAME", "COLUMN_DEFINITIONS", "plot", "build", "build_parser", "main"]
+__all__ = ["NAME", "COLUMN_DEFINITIONS", "plot", "build"]
 
 NAME = "faf_fig5"
 #: definitions (with units) of the CSV columns, one row per target
@@ -142,58 +136,6 @@ def build(d=50, n=25, sigma=0.2, samples=300, angles=9, norms=DEFAULT_NORMS, see
                         notes={"w1_floor": points.attrs["w1_floor"]})
 
 
-def build_parser():
-    """The ``python -m transfertheory.figures.faf_fig5`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m transfertheory.figures.faf_fig5",
-        description="FaF Fig. 5: linear transferability of deep linear networks against D_KL and empirical W₁ "
-        "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv,json} and "
-        "faf_fig5_spearman.csv, prints Spearman correlations of T with each distance.",
-        epilog=cli.EPILOG,
-    )
-    parser.add_argument("--d", type=D_PARAM.with_range(low=2).arg_type(), default=50,
-                        help="input dimension d >= 2 (default 50)")
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument("--n", type=N_PARAM.with_range(low=3).arg_type(), default=None,
-                      help="target samples n >= 3 (default round(d/2))")
-    size.add_argument("--gamma", type=GAMMA.arg_type(), default=None, help="n/d instead of --n (n = round(γd))")
-    parser.add_argument("--sigma", type=SIGMA.with_range(closed="neither").arg_type(), default=0.2,
-                        help="label-noise sd σ in (0, inf) (default 0.2)")
-    parser.add_argument("--samples", type=cli.COUNT.arg_type(), default=300,
-                        help="joint draws per task for W₁, >= 1 (default 300)")
-    parser.add_argument("--angles", type=cli.COUNT.with_range(low=2).arg_type(), default=9,
-                        help="number of angles θ in [0, π], >= 2 (default 9)")
-    parser.add_argument("--norms", type=NORM.arg_type(), nargs="+", default=list(DEFAULT_NORMS), metavar="A",
-                        help=f"target norms a in (0, inf) (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
-    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="seed of the W₁ samples (default 0)")
-    cli.add_backend_argument(parser, help_text="array backend (this figure is closed forms on NumPy: the name is "
-                             "only checked)")
-    cli.add_output_arguments(parser)
-    return parser
-
-
-def _resolve_n(parser, args):
-    """n from --n / --gamma / the default d/2; n >= 3 and |n − d| >= 2 (exit 2 otherwise)."""
-    n = args.n if args.n is not None else round((args.gamma if args.gamma is not None else 0.5) * args.d)
-    if n < 3:
-        parser.error(f"n must be >= 3 (linear transfer needs n > 2), got {n}")
-    if abs(n - args.d) <= 1:
-        parser.error(f"|n - d| must be >= 2 (the scratch risk is infinite otherwise), got n = {n}, d = {args.d}")
-    return n
-
-
-@cli.entry_point
-def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unknown backend 3."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    n = _resolve_n(parser, args)
-    cli.check_before_work(args, simulates=False)
-    timer = cli.Timer()
-    output = build(args.d, n, args.sigma, args.samples, args.angles, tuple(args.norms), args.seed)
-    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), runtime_s=timer.elapsed)
-
-
 FIGURE = register(Figure(
     name=NAME,
     title="FaF Fig. 5: transferability is not predicted by task distances",
@@ -209,4 +151,4 @@ FIGURE = register(Figure(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(retired_entry_point(NAME))

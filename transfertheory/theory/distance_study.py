@@ -10,15 +10,12 @@ The figure ``faf_fig5`` draws these tables; the claim ``faf.fig5.no-correlation`
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..backend import make_rng
-from ..params import Interval, Param
 from . import distances
 
-__all__ = ["DISTANCES", "DEFAULT_NORMS", "NORM", "target_family", "compute_points", "spearman_table"]
+__all__ = ["DISTANCES", "DEFAULT_NORMS", "target_family", "compute_points", "spearman_table"]
 
 #: distance columns of the CSV, with their plot / report labels
 DISTANCES = {
@@ -29,7 +26,6 @@ DISTANCES = {
     "dudley_upper": "Dudley upper bound",
 }
 DEFAULT_NORMS = (0.25, 0.5, 1.0, 2.0, 4.0)
-NORM = Param("norm", Interval(0, math.inf, "neither"), description="target norm a = ‖β_t‖")
 
 
 def target_family(d, thetas, norms):
