@@ -46,7 +46,7 @@ import numpy as np
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval, as_generator, check_broadcast, scalar_or_array
-from ..backend import array_module_of, get_backend
+from ..backend import get_backend
 
 __all__ = [
     "Mixture", "mixture", "sample_source", "sample_target", "exact_moments", "Moments",
@@ -185,7 +185,7 @@ def exact_moments(d, k) -> Moments:
 
 
 def _check_network(theta, phi):
-    xp = array_module_of(theta, phi)
+    xp = get_backend(theta, phi)
     theta, phi = xp.asarray(theta, dtype=float), xp.asarray(phi, dtype=float)
     if phi.ndim < 2 or theta.ndim < 1 or theta.shape[-1] != phi.shape[-1]:
         raise ValueError(f"theta must have shape (..., m) and phi shape (..., d, m) with the same m, got "
