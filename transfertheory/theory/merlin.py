@@ -81,7 +81,7 @@ EPS = P.Param("eps", Interval(0, 2.0 / 3.0, "both"), description="target populat
 XI = P.Param("xi", Interval(0, 1, "neither"), description="failure probability ξ of Theorem 2")
 GAMMA_HEAD = P.Param("gamma", Interval(-np.inf, np.inf, "neither"), description="fine-tuned head γ")
 COEF = P.Param("coefficient", Interval(0, np.inf, "left"), description="coefficient of a scale objective")
-MU = P.Param("mu", Interval(-np.inf, np.inf, "neither"), description="scale μ = tr A of the source predictor")
+SOURCE_SCALE = P.Param("mu", Interval(-np.inf, np.inf, "neither"), description="scale μ = tr A of the source predictor")
 FEATURE_NORM = P.Param("feature_norm", Interval(0, np.inf, "left"), description="‖φ̂_t‖ of Lemma 2")
 
 
@@ -294,7 +294,7 @@ def regularized_source_loss(theta, phi, k, lam):
 def scale_objective(mu, penalty, fit):
     """penalty·|μ|^{2/3} + fit·(μ − 1)²: Lemma 4 (penalty = 3λ/2^{2/3}, fit = 2/3) and Lemma 1."""
     check_broadcast(mu=mu, penalty=penalty, fit=fit)
-    mu = MU.check(mu)
+    mu = SOURCE_SCALE.check(mu)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     return scalar_or_array(penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2, mu, penalty, fit)
 
