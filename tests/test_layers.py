@@ -45,8 +45,8 @@ def _offending(path, forbidden):
 
 
 def test_import_parser_resolves_relative_imports():
-    names = _imports(PACKAGE / "figures" / "faf_fig6.py")
-    assert "transfertheory.figures.phase_diagram" in names and "transfertheory.params" in names
+    names = _imports(PACKAGE / "figures" / "faf_fig2.py")
+    assert "transfertheory.figures.stats" in names and "transfertheory.theory.methods" in names
     assert "transfertheory.backend" in _imports(PACKAGE / "sim" / "integrator" / "flow.py")
 
 

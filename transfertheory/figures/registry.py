@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 from ..params import PROFILE_NAMES
 
-__all__ = ["REQUIRED_PROFILES", "Figure", "register", "registered", "retired_entry_point"]
+__all__ = ["REQUIRED_PROFILES", "Figure", "register", "unregister", "registered", "retired_entry_point"]
 
 #: the profiles every figure states; ``full`` defaults to the ``quick`` parameters
 REQUIRED_PROFILES = ("quick", "paper")
@@ -88,6 +88,12 @@ def register(figure: Figure) -> Figure:
         raise ValueError(f"a figure named {figure.name!r} is already registered")
     _FIGURES[figure.name] = figure
     return figure
+
+
+def unregister(name: str) -> None:
+    """Remove the figure called ``name`` (one registered for a while, e.g. by a test; ValueError if unknown)."""
+    if _FIGURES.pop(name, None) is None:
+        raise ValueError(f"no figure named {name!r} is registered")
 
 
 def registered() -> Mapping[str, Figure]:

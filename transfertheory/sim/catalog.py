@@ -32,7 +32,7 @@ from .convergence import convergence_columns
 from .integrator import SCHEMES
 from .records import Experiment, Field
 
-__all__ = ["experiments", "get_experiment"]
+__all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
 
 
 def _positive(name, description=""):
@@ -218,6 +218,20 @@ FAF_SURFACE = Experiment(
 
 
 _REGISTRY = {e.name: e for e in (FAF_LINEAR, FAF_RELU, MERLIN, TDR, MTL_NETWORKS, FAF_SURFACE)}
+
+
+def register_experiment(experiment: Experiment) -> Experiment:
+    """Add a simulator's record (ValueError if another record has its name); returns it."""
+    known = _REGISTRY.get(experiment.name)
+    if known is not None and known is not experiment:
+        raise ValueError(f"an experiment named {experiment.name!r} is already registered")
+    _REGISTRY[experiment.name] = experiment
+    return experiment
+
+
+def unregister_experiment(name) -> None:
+    """Remove the record called ``name`` (one registered for a while, e.g. by a test)."""
+    _REGISTRY.pop(get_experiment(name).name)
 
 
 def experiments() -> dict:
