@@ -46,6 +46,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from .. import _registry
 from ..claim_index import claim_matches
 from .profiles import PROFILE_NAMES, Profile, get_profile
 
@@ -232,7 +233,7 @@ def register(id, *, source, statement, kind, **options):
 
 def unregister(id) -> None:
     """Remove claim ``id`` (a claim registered for a while, e.g. by a test; ValueError for an unknown id)."""
-    _REGISTRY.pop(get_claim(id).id)
+    _registry.remove(_REGISTRY, id, "claim")
 
 
 def get_claim(claim) -> Claim:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from .. import _registry
 from ..params import PROFILE_NAMES
 
 __all__ = ["REQUIRED_PROFILES", "Figure", "register", "unregister", "registered", "retired_entry_point"]
@@ -83,17 +84,12 @@ _FIGURES: dict[str, Figure] = {}
 
 def register(figure: Figure) -> Figure:
     """Add ``figure`` to the registry (ValueError if another figure has its name); returns it."""
-    known = _FIGURES.get(figure.name)
-    if known is not None and known is not figure:
-        raise ValueError(f"a figure named {figure.name!r} is already registered")
-    _FIGURES[figure.name] = figure
-    return figure
+    return _registry.add(_FIGURES, figure.name, figure, "figure")
 
 
 def unregister(name: str) -> None:
     """Remove the figure called ``name`` (one registered for a while, e.g. by a test; ValueError if unknown)."""
-    if _FIGURES.pop(name, None) is None:
-        raise ValueError(f"no figure named {name!r} is registered")
+    _registry.remove(_FIGURES, name, "figure")
 
 
 def registered() -> Mapping[str, Figure]:

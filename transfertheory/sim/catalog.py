@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import _registry
 from .. import params as P
 from .._validation import Interval
 from ..theory import merlin as MERLIN
@@ -222,16 +223,12 @@ _REGISTRY = {e.name: e for e in (FAF_LINEAR, FAF_RELU, MERLIN, TDR, MTL_NETWORKS
 
 def register_experiment(experiment: Experiment) -> Experiment:
     """Add a simulator's record (ValueError if another record has its name); returns it."""
-    known = _REGISTRY.get(experiment.name)
-    if known is not None and known is not experiment:
-        raise ValueError(f"an experiment named {experiment.name!r} is already registered")
-    _REGISTRY[experiment.name] = experiment
-    return experiment
+    return _registry.add(_REGISTRY, experiment.name, experiment, "experiment")
 
 
 def unregister_experiment(name) -> None:
     """Remove the record called ``name`` (one registered for a while, e.g. by a test)."""
-    _REGISTRY.pop(get_experiment(name).name)
+    _registry.remove(_REGISTRY, name, "experiment")
 
 
 def experiments() -> dict:
