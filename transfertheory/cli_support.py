@@ -33,7 +33,8 @@ from pathlib import Path
 
 from ._memory import MemoryLimitError
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
-                      check_backend_name, get_array_module)
+                      check_backend_name)
+from .backend import resolve_backend as load_array_module
 
 __all__ = [
     "EXIT_BACKEND",
@@ -152,7 +153,7 @@ def resolve_backend(choice, default=None):
     if choice is None and ENV_VAR not in os.environ:
         choice = default
     try:
-        return backend_name(get_array_module(choice))
+        return backend_name(load_array_module(choice))
     except (ValueError, BackendUnavailableError) as err:
         _backend_error(err)
 
