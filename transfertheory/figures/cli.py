@@ -28,7 +28,7 @@ import time
 
 from .. import cli_support
 from ..cli_support import EXIT_INTERRUPTED, add_backend_argument, backend_choice, entry_point, resolve_backend
-from ..params import D, DRAWS, SEED, Interval, Param
+from ..params import SEED, Interval, Param
 
 __all__ = [
     "EXIT_OK",

@@ -47,7 +47,7 @@ import pandas as pd
 
 from ..backend import to_host
 from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
-from ..params import N, SEED
+from ..params import D, N, SEED
 from ..sim.relu_teacher.network import M, MAX_TIME
 from ..theory.relu import M_STAR, MU, dropped_count, power_law_fit
 from . import cli
@@ -416,7 +416,7 @@ def build_parser():
         description=FIGURE.title + ". Writes faf_fig4.{png,pdf,csv,json} and faf_fig4_boundary.csv (predicted and "
         "simulated boundary per μ). Defaults: the CPU size; --paper-size: FaF's size (App. D.2), for a GPU.",
         epilog=cli.EPILOG)
-    sizes = [("d", cli.D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
+    sizes = [("d", D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
              ("m-star", M_STAR, "target-teacher width m*"), ("teachers", cli.COUNT, "target teachers"),
              ("instances", cli.COUNT, "data sets per teacher")]
     for flag, param, text in sizes:
