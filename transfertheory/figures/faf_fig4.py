@@ -435,8 +435,9 @@ FIGURE = register(Figure(
     "budget are hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
-    profiles={"quick": dict(d=8, m=40, m_star=8, mus=(0.25, 0.5, 0.75), ns=(16, 32, 64, 128, 256), teachers=3,
-                            instances=3, max_time=1e3, pretrain_max_time=3e4),
+    # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17
+    profiles={"quick": dict(d=8, m=16, m_star=8, mus=(0.125, 0.25, 0.375), ns=(16, 20, 24, 32, 48, 64, 96, 128, 256),
+                            teachers=4, instances=3, max_time=1e3, pretrain_max_time=3e4),
               "paper": dict(d=100, m=1000, m_star=100, mus=(0.2, 0.35, 0.5, 0.65, 0.8),
                             ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=10)},
     extra_suffixes=("_boundary",),
