@@ -105,7 +105,7 @@ def _values(param: P.Param, value, name) -> tuple:
 
 
 def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time, rtol,
-          loss_tol, linear_max_time) -> _Plan:
+          loss_tol, linear_max_time=None) -> _Plan:
     """Validate the arguments (ValueError naming the parameter and its range)."""
     m_star = M_STAR.scalar(m_star)
     mus = _values(MU, mus, "mus")
