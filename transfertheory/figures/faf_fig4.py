@@ -464,7 +464,8 @@ def build_parser():
     parser.add_argument("--ns", type=N.arg_type(), nargs="+", default=None, metavar="N",
                         help=f"target sample sizes, increasing (default {list(CPU_DEFAULT['ns'])})")
     parser.add_argument("--max-time", type=MAX_TIME.arg_type(), default=1e3,
-                        help="gradient-flow time budget of pretraining and target training (default 1e3, as FaF)")
+                        help="gradient-flow time budget of pretraining and scratch training (default 1e3, as FaF; "
+                        "linear transfer runs to convergence)")
     parser.add_argument("--paper-size", action="store_true", help="FaF's size: d = 100, m = 1000, m* = 100, 10 × 10")
     parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
     cli.add_backend_argument(parser)
