@@ -292,7 +292,9 @@ def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
     ns = np.array([10.0, 100.0, 1000.0])
     assert sign_change(ns, [1.0, -1.0, -2.0]) == pytest.approx(np.sqrt(10 * 100))  # halfway in log n
     assert sign_change(ns, [2.0, 1.0, 0.0]) == pytest.approx(1000.0)
-    assert np.isnan(sign_change(ns, [-1.0, -1.0, 1.0])) and sign_side([-1.0, -1.0, 1.0]) == "below"
+    assert np.isnan(sign_change(ns, [-1.0, -1.0, -2.0])) and sign_side([-1.0, -1.0, -2.0]) == "below"
+    # negative only below the interpolation threshold, positive to the largest n: the boundary lies above the range
+    assert np.isnan(sign_change(ns, [-1.0, 1.0, 1.0])) and sign_side([-1.0, 1.0, 1.0]) == "above"
     assert np.isnan(sign_change(ns, [1.0, 2.0, 3.0])) and sign_side([1.0, 2.0, 3.0]) == "above"
     assert sign_side([1.0, -1.0, -1.0]) == ""
 

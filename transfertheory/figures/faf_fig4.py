@@ -111,7 +111,8 @@ BOUNDARY_COLUMNS = {
                         "without a sign change counts as the smallest n if it lies below the range, the largest if above)",
     "n_sign_linear_hi": "bootstrap 97.5% quantile (same censoring)",
     "n_sign_linear_found": "fraction of bootstrap resamples with a sign change inside the n range",
-    "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at the smallest n) or above the n range",
+    "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at every n) or above the n range (> 0 at the "
+                          "largest n)",
     "n_sign_minnorm": "simulated sign change for kernel interpolation",
     "n_sign_minnorm_lo": "bootstrap 2.5% quantile (same resampling and censoring)",
     "n_sign_minnorm_hi": "bootstrap 97.5% quantile",
@@ -124,8 +125,8 @@ BOUNDARY_COLUMNS = {
 def sign_change(ns, values):
     """log-linear interpolated n where ``values`` (over increasing ``ns``) first turns from > 0 to ≤ 0.
 
-    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 from the first n (the change lies
-    below the range) or > 0 throughout (above it).
+    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 at every n (the change lies below the
+    range) or > 0 from their first positive value on (above it).
     """
     for k in range(len(ns) - 1):
         if values[k] > 0 >= values[k + 1]:
@@ -135,11 +136,13 @@ def sign_change(ns, values):
 
 
 def sign_side(values) -> str:
-    """Where a missing sign change lies: "below" (≤ 0 at the first n), "above" (> 0 throughout) or "" (found)."""
+    """Where a missing sign change lies: "below" (≤ 0 at every n), "above" (> 0 from its first positive value to the
+    largest n: negative values before it, e.g. at the interpolation threshold n ≈ m, are not the boundary) or ""
+    (found)."""
     values = np.asarray(values)
     if np.isfinite(sign_change(np.arange(1, values.size + 1), values)):
         return ""
-    return "below" if values[0] <= 0 else "above"
+    return "below" if np.all(values <= 0) else "above"
 
 
 def _paired(df, method):
