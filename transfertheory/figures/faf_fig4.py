@@ -432,10 +432,11 @@ FIGURE = register(Figure(
     title="FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks",
     description="(a, b) Gram matrices of the pretrained student's kernel and of the source teacher's; (c) scratch "
     "risk against n with the fitted power law; (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ; (e) transferability normalized by "
-    "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles) and "
-    "the simulated sign change (crosses). The panels say how many pretraining, scratch and linear-transfer flows "
-    "converged and the loss the others reached; points (c) and cells (e) holding a scratch flow stopped at the time "
-    "budget are hollow / hatched.",
+    "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles), the "
+    "finite-n boundary where the power law meets the least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1) "
+    "(diamonds) and the simulated sign change (crosses); linear transfer runs to convergence. The panels say how many "
+    "pretraining, scratch and linear-transfer flows converged and the loss the others reached; points (c) and cells "
+    "(e) holding a scratch flow stopped at the time budget are hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
     # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17
