@@ -82,11 +82,11 @@ def _faf_relu(p, seed, backend):
     return run_transfer_experiment(p["d"], p["m"], p["m_star"], [p["mu"]], p["ns"], teachers=p["teachers"],
                                    instances=p["instances"], methods=p["methods"], seed=seed, output=p["output"],
                                    max_time=p["max_time"], pretrain_max_time=p["pretrain_max_time"],
-                                   loss_tol=p["loss_tol"], backend=backend)
+                                   loss_tol=p["loss_tol"], linear_max_time=p["linear_max_time"], backend=backend)
 
 
 FAF_RELU = Experiment(
-    name="faf_relu", paper="FaF §4", version=1, draws="instances",
+    name="faf_relu", paper="FaF §4", version=2, draws="instances",
     description="two-layer ReLU students transferred from an ablated teacher at one μ, over the sample sizes ns",
     fields=(Field("d", 8, P.D), Field("m", 40, _count("m")), Field("m_star", 8, M_STAR), Field("mu", 0.5, MU),
             Field("ns", (16, 64), P.N, sequence=True), Field("teachers", 1, _count("teachers")),
@@ -95,7 +95,9 @@ FAF_RELU = Experiment(
                   sequence=True),
             Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)), Field("max_time", 1e3, _MAX_TIME),
             Field("pretrain_max_time", 1e3, _positive("pretrain_max_time")),
-            Field("loss_tol", 1e-6, P.LOSS_TOL)),
+            Field("loss_tol", 1e-6, P.LOSS_TOL),
+            Field("linear_max_time", 1e3, _positive("linear_max_time", "flow-time budget of the closed-form "
+                                                    "linear-transfer flow (1e30: run to convergence)"))),
     example=dict(d=4, m=8, m_star=4, mu=0.5, ns=(8,), max_time=20.0, pretrain_max_time=20.0),
     simulate=_faf_relu)
 
