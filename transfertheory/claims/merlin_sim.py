@@ -191,8 +191,8 @@ def _thm1_joint(case):
 
 
 @register("merlin.sim.thm2.success", source="MeRLin Thm 2 (App. B.2)", kind="simulation", method="merlin",
-          statement="MeRLin (best of 3k restarts, ridge inner head, the figure's S splits) at n_t = merlin_sample_size(k, ξ) "
-                    "recovers e₁ with target loss ≈ 0 (≤ 1e-3) on a fraction ≥ 1 − ξ of the seeds")
+          statement="MeRLin (best of 3k restarts, ridge inner head, the figure's S splits) at "
+                    "n_t = merlin_sample_size(k, ξ) recovers e₁ with target loss ≈ 0 (≤ 1e-3) on a fraction ≥ 1 − ξ of the seeds")
 def _thm2_success(case):
     points = ((2, 0.3),) if case.profile.name == "quick" else ((2, 0.2), (3, 0.3), (4, 0.3))
     return combine([_success_at(case, k, xi) for k, xi in points])

@@ -28,8 +28,8 @@ from ..theory.methods import METHODS as METHOD_RECORDS
 from ..theory.methods import get_method
 from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
 from .convergence import convergence_columns
-from .quadratic.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
 from .integrator import SCHEMES
+from .quadratic.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
 from .records import Experiment, Field
 
 __all__ = ["experiments", "get_experiment"]

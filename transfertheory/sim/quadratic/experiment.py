@@ -113,8 +113,8 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
     ``ridge`` (MeRLin's inner λ_h), ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings
     (:data:`.algorithms.MERLIN_RIDGE`, :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`),
-    those of the figure and the claims. ``df.attrs`` holds the settings and the pre-training report (``pretrain``: per seed objective, top
-    coordinate, restarts needed, status).
+    those of the figure and the claims. ``df.attrs`` holds the settings and the pre-training report
+    (``pretrain``: per seed objective, top coordinate, restarts needed, status).
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
     run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)
