@@ -48,5 +48,6 @@ def test_merlin_fig_headline_is_stable_under_tightened_tolerances_reduced():
 
 @pytest.mark.slow
 def test_merlin_fig_headline_is_stable_under_tightened_tolerances_quick_profile():
+    """≈ 300 s on the 2-core machine at a load of 3–11."""
     headline = merlin_headline(**merlin_fig.FIGURE.profiles["quick"])
     assert_stable_under_tightened_tolerances(headline, **STUDY_TOLERANCES)
