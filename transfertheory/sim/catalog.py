@@ -31,6 +31,7 @@ from ..theory.methods import get_method
 from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
 from .convergence import convergence_columns
 from .integrator import SCHEMES
+from .quadratic.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
 from .records import Experiment, Field
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
@@ -115,15 +116,15 @@ def _merlin(p, seed, backend):
 
 
 MERLIN = Experiment(
-    name="merlin", paper="MeRLin §5", version=1, draws="seeds",
+    name="merlin", paper="MeRLin §5", version=2, draws="seeds",
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
     fields=(Field("d", 12, P.D), Field("m", 2, _count("m")), Field("k", 3, _count("k", 2)), Field("n_t", 8, P.N),
             Field("lam", 0.1, _positive("lam")), Field("seeds", 8, P.SEEDS),
             Field("algorithms", ("finetune", "joint", "target_only", "merlin"),
                   choices=("finetune", "finetune_full", "joint", "target_only", "merlin"), sequence=True),
             Field("alpha", 0.5, MERLIN.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
-            Field("ridge", 1e-2, _positive("ridge")), Field("splits", 4, _count("splits")),
-            Field("restarts", 6, _count("restarts")), Field("rtol", 1e-5, _RTOL),
+            Field("ridge", MERLIN_RIDGE, _positive("ridge")), Field("splits", MERLIN_SPLITS, _count("splits")),
+            Field("restarts", merlin_restarts(3), _count("restarts")), Field("rtol", 1e-5, _RTOL),
             Field("gtol", 1e-7, P.GTOL)),
     example=dict(d=4, m=1, k=2, n_t=4, seeds=1, restarts=1, splits=1),
     simulate=_merlin)
