@@ -1,0 +1,53 @@
+"""The BLAS thread policy: worker processes × BLAS threads per worker ≤ cores.
+
+NumPy's BLAS starts one thread per core in every process; two such processes on a 2-core machine
+oversubscribe it and run several times slower than one. :func:`threads_per_worker` gives each of ``workers``
+processes ⌊cores / workers⌋ threads (at least 1), and :func:`blas_threads` applies a limit for the duration of a
+block (threadpoolctl, which works after NumPy is imported, unlike the ``OMP_NUM_THREADS`` variables). The sweep
+engine (:mod:`transfertheory.sweep`) applies it in every worker; :data:`SERIAL_THREADS` is the setting measured
+fastest for one process (docs/benchmarks.md, "Sweeps"), for the command lines that run serially.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+from . import params as P
+from ._validation import Interval
+
+__all__ = ["available_cores", "threads_per_worker", "blas_threads", "SERIAL_THREADS"]
+
+WORKERS = P.Param("workers", Interval(1, float("inf"), "left"), integer=True, description="worker processes")
+#: BLAS threads of a single process: 1, measured fastest on the 2-core development machine for every simulator
+#: timed (docs/benchmarks.md, "Sweeps"); None would leave the library's default (one thread per core)
+SERIAL_THREADS = 1
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the system reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def threads_per_worker(workers, cores=None) -> int:
+    """BLAS threads for each of ``workers`` processes: ⌊cores / workers⌋ (at least 1), so that workers × threads
+    ≤ cores; a single process gets :data:`SERIAL_THREADS` (all cores where that is None)."""
+    workers = WORKERS.scalar(workers)
+    cores = available_cores() if cores is None else WORKERS.scalar(cores, "cores")
+    if workers == 1 and SERIAL_THREADS is not None:
+        return min(SERIAL_THREADS, cores)
+    return max(1, cores // workers)
+
+
+@contextlib.contextmanager
+def blas_threads(threads):
+    """Limit the BLAS libraries of this process to ``threads`` (None: leave them alone) inside the block."""
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=WORKERS.scalar(threads, "threads"), user_api="blas"):
+        yield
