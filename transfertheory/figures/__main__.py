@@ -6,15 +6,20 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
     python -m transfertheory.figures --all --paper --backend cupy   # the papers' sizes, on a GPU
 
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
-``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
+``figures/``), and ``README.md`` there is regenerated from the registry. ``--workers N`` builds the figures in N
+worker processes (default one per core, at most one per figure): each figure's data depend only on its profile and
+seed, so the files are those of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 130 interrupted by Ctrl-C (see :mod:`transfertheory.figures.cli`).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 
+from .. import cli_support
 from .cli import (EPILOG, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments,
                   check_before_work, entry_point, write_and_report)
 from .registry import figures
@@ -41,7 +46,25 @@ def build_parser():
     parser.set_defaults(profile="quick")
     add_output_arguments(parser)
     add_backend_argument(parser)
+    cli_support.add_workers_argument(parser, "figures")
     return parser
+
+
+def _build_and_write(task):
+    """Build one figure and write its files; ``task`` = (name, parsed arguments, backend, progress bars or None).
+    Returns (runtime in s, exit code, what it printed): a module-level function, so that a worker process can run
+    it and the parent prints its lines in the serial order."""
+    name, args, backend, progress = task
+    figure = figures()[name]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        timer = Timer()
+        output = figure.make(args.profile, backend, progress)
+        runtime = timer.elapsed
+        code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtime:.1f} s; ",
+                                **figure.labels(), backend=backend if figure.simulates else None,
+                                runtime_s=runtime, thumbnail=True, context={"profile": args.profile})
+    return runtime, code, printed.getvalue()
 
 
 def _selected(parser, args):
@@ -74,14 +97,13 @@ def main(argv=None):
         return EXIT_OK
     backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
     runtimes = {}
+    workers = args.workers or cli_support.default_workers(len(chosen))
+    progress = None if workers == 1 else False  # bars of several processes would overwrite each other
+    results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers)
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
-        timer = Timer()
-        output = figure.make(args.profile, backend)
-        runtimes[figure.name] = timer.elapsed
-        code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtimes[figure.name]:.1f} s; ",
-                                **figure.labels(), backend=backend if figure.simulates else None,
-                                runtime_s=runtimes[figure.name], thumbnail=True, context={"profile": args.profile})
+        runtimes[figure.name], code, printed = next(results)
+        print(printed, end="", flush=True)
         if code != EXIT_OK:
             return code
     try:
