@@ -317,3 +317,65 @@ def test_the_readme_phase_diagram_leaves_the_checkout_clean():
     written = [f"figures/{name}.{ext}" for ext in ("png", "pdf", "csv", "json")] + [f"figures/{name}_simulated.csv"]
     done = subprocess.run(["git", "check-ignore", *written], cwd=root, capture_output=True, text=True)
     assert done.stdout.split() == written
+
+
+# --------------------------------------------------------------------------- BLAS threads and worker processes
+
+
+def _blas_threads():
+    """The BLAS thread counts of this process, one per BLAS library NumPy loaded."""
+    from threadpoolctl import threadpool_info
+
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+def _square_with_threads_and_process(x):
+    return x * x, _blas_threads(), os.getpid()
+
+
+def test_the_test_session_runs_under_the_serial_thread_policy():
+    from transfertheory import threads
+
+    assert _blas_threads() == {threads.SERIAL_THREADS}
+
+
+def test_every_command_line_runs_under_the_serial_thread_policy():
+    from transfertheory import threads
+
+    seen = []
+    with cli_support.blas_threads(threads.available_cores()):  # what NumPy does without the policy
+        assert cli_support.entry_point(lambda argv: seen.append(_blas_threads()) or 0)([]) == 0
+    assert seen == [{threads.SERIAL_THREADS}]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 5])
+def test_in_workers_yields_the_serial_results_in_order(workers):
+    from transfertheory import threads
+
+    results = list(cli_support.in_workers(_square_with_threads_and_process, range(4), workers))
+    assert [square for square, _, _ in results] == [0, 1, 4, 9]
+    used = min(workers, 4)
+    expected = threads.threads_per_worker(used)
+    assert all(blas == {expected} for _, blas, _ in results)
+    processes = {pid for _, _, pid in results}
+    assert (processes == {os.getpid()}) == (used == 1) and len(processes) <= used
+
+
+def test_in_workers_rejects_a_bad_count_before_any_work():
+    with pytest.raises(ValueError, match="workers"):
+        list(cli_support.in_workers(_square_with_threads_and_process, range(2), 0))
+
+
+def test_the_default_is_one_worker_per_core_and_at_most_one_per_task(monkeypatch):
+    monkeypatch.setattr(cli_support, "available_cores", lambda: 2)
+    assert [cli_support.default_workers(tasks) for tasks in (0, 1, 2, 10)] == [1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("module", ["transfertheory.verify", "transfertheory.figures.__main__"])
+def test_workers_flag_takes_positive_integers_only(module, capsys):
+    parser = importlib.import_module(module).build_parser()
+    assert parser.parse_args(["--workers", "3"]).workers == 3
+    for bad in ("0", "1.5", "two"):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["--workers", bad])
+        assert exit_info.value.code == 2 and "--workers" in capsys.readouterr().err

@@ -65,6 +65,25 @@ def test_registry_usage_errors_exit_2(args, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+def test_worker_processes_write_the_files_of_a_serial_run_and_print_in_its_order(tmp_path, capsys):
+    outputs = {}
+    for workers in ("1", "2"):
+        out = tmp_path / workers
+        assert registry_cli.main(["mtl_fig1", "faf_fig2", "--workers", workers, "--backend", "numpy",
+                                  "--format", "png", "--out", str(out)]) == 0
+        printed = capsys.readouterr().out  # in the order asked for, each figure's lines under its heading
+        assert printed.index("== mtl_fig1") < printed.index("mtl_fig1: ") < printed.index("== faf_fig2")
+        outputs[workers] = {path.name: path for path in out.iterdir()}
+    assert sorted(outputs["1"]) == sorted(outputs["2"])
+    for name, serial in outputs["1"].items():
+        parallel = outputs["2"][name]
+        if name.endswith(".json"):
+            first, second = (json.loads(path.read_text(encoding="utf-8")) for path in (serial, parallel))
+            assert first.pop("runtime_s") > 0 and second.pop("runtime_s") > 0 and first == second
+        elif name.endswith(".csv"):  # (the README, made from the JSON files, quotes the runtimes too)
+            assert serial.read_bytes() == parallel.read_bytes(), name
+
+
 def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, capsys):
     assert registry_cli.main(["faf_fig2", "--quick", "--backend", "numpy", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

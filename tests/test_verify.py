@@ -220,3 +220,20 @@ def test_module_entry_point_runs_in_a_fresh_interpreter(tmp_path):
                             env={**__import__("os").environ})
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "faf.eq17.finite" in result.stdout
+
+
+def test_worker_processes_report_what_the_serial_run_reports_in_its_order(tmp_path, capsys):
+    pattern = "faf.thm2.2"  # exact claims and an erratum, each in a fraction of a second
+    reports = []
+    for workers in ("1", "2"):
+        path = tmp_path / f"v{workers}.json"
+        code, out, _ = _run(capsys, "-k", pattern, "--workers", workers, "--json", str(path))
+        assert code == 0
+        records = json.loads(path.read_text(encoding="utf-8"))
+        for record in records:
+            assert record.pop("seconds") >= 0
+        rows = [line.split()[0] for line in out.splitlines() if line.startswith("faf.")]
+        reports.append((records, rows))
+    assert reports[0] == reports[1]
+    assert [r["claim"] for r in reports[0][0]] == [c.id for c in claims.select(pattern)] == reports[0][1]
+    assert len(reports[0][0]) >= 3 and {r["status"] for r in reports[0][0]} == {"PASS", "KNOWN-ERRATUM"}
