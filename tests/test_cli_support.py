@@ -238,7 +238,7 @@ def test_verify_backend_flag_then_variable_then_profile(argv, env, expected, mon
 
 BENCHMARKS_WITH_BACKEND = ["bench_deep_linear", "bench_ntk", "bench_ntk_two_layer", "bench_quadratic",
                            "bench_relu_teacher"]
-BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "integrator_accuracy"]
+BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "bench_cli", "integrator_accuracy"]
 
 
 def _benchmark(monkeypatch, name, exception):
