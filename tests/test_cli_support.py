@@ -158,6 +158,29 @@ def test_ctrl_c_in_a_real_process_prints_one_line(tmp_path):
     assert _files(tmp_path) == []
 
 
+# --------------------------------------------------------------------------- start-up
+
+#: what a ``--help`` must not load: the tables, the plotting and the scientific libraries (each costs 0.3–0.6 s)
+HEAVY_MODULES = ("pandas", "matplotlib", "scipy", "hypothesis", "ot")
+
+
+def test_help_of_every_command_line_loads_no_heavy_library():
+    """Every ``python -m MODULE --help`` in one fresh interpreter: none of them imports pandas, matplotlib, SciPy,
+    hypothesis or POT (a --help costs the interpreter, NumPy and argparse, nothing more)."""
+    script = ("import runpy, sys\n"
+              f"for module in {ALL_CLIS!r}:\n"
+              "    sys.argv = [module, '--help']\n"
+              "    try:\n"
+              "        runpy.run_module(module, run_name='__main__')\n"
+              "    except SystemExit as stop:\n"
+              "        assert stop.code == 0, module\n"
+              f"print(sorted(name for name in {HEAVY_MODULES!r} if name in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(transfertheory.__file__).parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 # --------------------------------------------------------------------------- output paths, before any work
 
 

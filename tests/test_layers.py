@@ -1,7 +1,8 @@
 """The package's layers point one way (docs/architecture.md), checked on the import statements of every module.
 
 backend ← theory ← sim ← figures, claims ← command lines (``phase_diagram``, ``verify``, ``figures.__main__``);
-the shared command-line plumbing (``cli_support``, ``claim_index``) imports nothing of the package but the backend.
+the shared command-line plumbing (``cli_support``, ``claim_index``) imports nothing of the package but the backend
+and the BLAS thread policy (``threads``, itself on ``params``).
 theory never imports sim; nothing below the command lines imports one; ``backend.py`` is the only module that
 imports CuPy; no package module imports the test suite (its strict CuPy stand-in is registered from tests/).
 """
@@ -64,11 +65,12 @@ def test_figures_import_no_command_line_and_no_claim(path):
     assert not _offending(path, ("transfertheory.claims", *CLIS))
 
 
-@pytest.mark.parametrize("name", ["cli_support.py", "claim_index.py"])
-def test_shared_command_line_plumbing_imports_only_the_backend(name):
-    """Every face imports these two (verify, the figure writers, the claims registry): they stay at the bottom."""
+@pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "threads"}), ("claim_index.py", set()),
+                                           ("threads.py", {"params", "_validation"})])
+def test_shared_command_line_plumbing_imports_only_the_foundation(name, allowed):
+    """Every face imports these (verify, the figure writers, the claims registry): they stay at the bottom."""
     package_imports = {n for n in _imports(PACKAGE / name) if n.startswith("transfertheory.")}
-    assert {n.split(".")[1] for n in package_imports} <= {"backend"}
+    assert {n.split(".")[1] for n in package_imports} <= allowed
 
 
 @pytest.mark.parametrize("path", _modules("claims"), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -10,9 +10,19 @@ simulator supplies a gradient callable and optionally a
 and return tidy pandas DataFrames. The array module is inferred from the
 arrays; entry points take a backend name
 (:func:`transfertheory.backend.resolve_backend`).
+
+``run_transfer_experiment`` (FaF §3) is imported on first use: its module loads pandas, which a command line's
+``--help`` or a simulator of another paper does not need.
 """
-from .deep_linear import run_transfer_experiment
 from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
 
 __all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "StageKernel", "StepRequest",
            "StepOutcome"]
+
+
+def __getattr__(name):
+    if name == "run_transfer_experiment":
+        from .deep_linear import run_transfer_experiment
+
+        return run_transfer_experiment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
