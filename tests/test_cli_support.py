@@ -6,6 +6,7 @@ a fraction of a second each. One subprocess test shows what a user sees after Ct
 """
 import gc
 import importlib
+import math
 import os
 import shutil
 import signal
@@ -153,6 +154,21 @@ def test_ctrl_c_in_a_real_process_prints_one_line(tmp_path):
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stdout.readline() == "working\n"
     process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err == "interrupted\n"
+    assert _files(tmp_path) == []
+
+
+def test_ctrl_c_with_worker_processes_prints_one_line(tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it: the workers print nothing, the parent one line."""
+    env = {**os.environ, "PYTHONPATH": str(Path(transfertheory.__file__).parents[1])}
+    command = [sys.executable, "-m", "transfertheory.verify", "-k", "merlin", "--workers", "2", "--no-progress",
+               "--json", str(tmp_path / "v.json")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+    assert process.stdout.readline().split()[:2] == ["claim", "requires"]  # the header: the workers start now
+    time.sleep(1)  # (the first claims take seconds)
+    os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and err == "interrupted\n"
     assert _files(tmp_path) == []
@@ -402,3 +418,11 @@ def test_workers_flag_takes_positive_integers_only(module, capsys):
         with pytest.raises(SystemExit) as exit_info:
             parser.parse_args(["--workers", bad])
         assert exit_info.value.code == 2 and "--workers" in capsys.readouterr().err
+
+
+def test_the_costliest_tasks_are_handed_out_first_and_the_results_come_in_the_serial_order():
+    assert cli_support.start_order(4, [0.0, 1.0, 3.0, 2.0]) == [2, 3, 1, 0]
+    assert cli_support.start_order(3, [math.inf, 1.0, math.inf]) == [0, 2, 1]  # unknown first, in their order
+    assert cli_support.start_order(3) == [0, 1, 2]
+    results = list(cli_support.in_workers(_square_with_threads_and_process, range(4), 2, costs=[0.0, 1.0, 3.0, 2.0]))
+    assert [square for square, _, _ in results] == [0, 1, 4, 9]

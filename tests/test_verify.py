@@ -129,7 +129,8 @@ def test_the_cli_output_fits_an_80_column_terminal(monkeypatch, capsys):
 
 def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, capsys):
     """Under capsys stdout is not a terminal: the header first, then before each claim a progress line and after
-    it its row, each already written when the next claim starts; the summary last."""
+    it its row, each already written when the next claim starts; the summary last. (``--workers 1``: the spy
+    must see the claims run in this process.)"""
     written_before = []
     real_run = claims.run
 
@@ -139,7 +140,7 @@ def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, caps
 
     monkeypatch.setattr(claims, "run", spy)
     ids = [c.id for c in claims.select("faf.thm2.2")]
-    assert verify.main(["-k", "faf.thm2.2"]) == 0
+    assert verify.main(["-k", "faf.thm2.2", "--workers", "1"]) == 0
     rest = capsys.readouterr().out
     assert written_before[0].splitlines()[0].split() == list(verify.COLUMNS)
     assert written_before[0].splitlines()[-1] == f"[1/{len(ids)}] {ids[0]} …"
@@ -148,7 +149,7 @@ def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, caps
         assert lines[0].startswith(claim_id + " ") and lines[-1] == f"[{i + 2}/{len(ids)}] {ids[i + 1]} …"
     assert rest.startswith(ids[-1] + " ") and f"{len(ids)} claims (quick)" in rest.splitlines()[-1]
     written_before.clear()
-    assert verify.main(["-k", "faf.thm2.2", "--no-progress"]) == 0
+    assert verify.main(["-k", "faf.thm2.2", "--no-progress", "--workers", "1"]) == 0
     assert written_before[1].startswith(ids[0] + " ") and "[1/" not in "".join(written_before)
 
 

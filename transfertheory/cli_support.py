@@ -55,6 +55,7 @@ __all__ = [
     "staged_files",
     "default_workers",
     "add_workers_argument",
+    "start_order",
     "in_workers",
 ]
 
@@ -263,13 +264,21 @@ def _ignore_interrupts():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def in_workers(function, items, workers):
+def start_order(count, costs=None):
+    """Indices of ``count`` tasks in the order to hand them to workers: costliest first (``costs``: one number per
+    task; equal costs keep their order), or as given when ``costs`` is None."""
+    return list(range(count)) if costs is None else sorted(range(count), key=lambda k: -costs[k])
+
+
+def in_workers(function, items, workers, costs=None):
     """Yield ``function(item)`` for every item of ``items``, in their order.
 
     ``workers`` = 1 runs them here, one after the other; N > 1 in N worker processes with
     :func:`~transfertheory.threads.threads_per_worker` BLAS threads each (``function`` and the items must pickle:
-    a module-level function). Results stream in order as soon as each and those before it are done. On Ctrl-C
-    the workers are stopped and the KeyboardInterrupt reaches the caller (:func:`entry_point`: exit 130).
+    a module-level function). ``costs`` (one number per item, e.g. its runtime last time; None: unknown) start the
+    costliest first, so that the longest task does not begin last; the results are still yielded in the order of
+    ``items``, each as soon as it and those before it are done. On Ctrl-C the workers are stopped and the
+    KeyboardInterrupt reaches the caller (:func:`entry_point`: exit 130).
     """
     items = list(items)
     workers = min(WORKERS.scalar(workers), max(1, len(items)))
@@ -280,4 +289,7 @@ def in_workers(function, items, workers):
 
     threads = threads_per_worker(workers)
     with multiprocessing.get_context().Pool(workers, initializer=_ignore_interrupts) as pool:  # exit: terminate
-        yield from pool.imap(_call_with_threads, [(function, threads, item) for item in items], chunksize=1)
+        pending = {k: pool.apply_async(_call_with_threads, ((function, threads, items[k]),))
+                   for k in start_order(len(items), costs)}
+        for k in range(len(items)):
+            yield pending[k].get()

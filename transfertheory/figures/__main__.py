@@ -7,8 +7,9 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
 
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
 ``figures/``), and ``README.md`` there is regenerated from the registry. ``--workers N`` builds the figures in N
-worker processes (default one per core, at most one per figure): each figure's data depend only on its profile and
-seed, so the files are those of a serial run. Exit codes: 0 success, 1 output folder not
+worker processes (default one per core, at most one per figure; the figures that took longest last time, by the
+``NAME.json`` files in ``--out``, start first): each figure's data depend only on its profile and seed, so the files
+are those of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 130 interrupted by Ctrl-C (see :mod:`transfertheory.figures.cli`).
 """
@@ -17,7 +18,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import math
 import sys
+from pathlib import Path
 
 from .. import cli_support
 from .cli import (EPILOG, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_output_arguments,
@@ -67,6 +71,17 @@ def _build_and_write(task):
     return runtime, code, printed.getvalue()
 
 
+def _previous_runtime(out, name, profile):
+    """The build time ``NAME.json`` in ``out`` records for ``profile``, or inf when there is none (unknown figures
+    start first among the workers)."""
+    try:
+        meta = json.loads((Path(out) / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return math.inf
+    runtime = meta.get("runtime_s") if meta.get("profile") == profile else None
+    return runtime if isinstance(runtime, (int, float)) else math.inf
+
+
 def _selected(parser, args):
     known = figures()
     if args.list:
@@ -99,7 +114,9 @@ def main(argv=None):
     runtimes = {}
     workers = args.workers or cli_support.default_workers(len(chosen))
     progress = None if workers == 1 else False  # bars of several processes would overwrite each other
-    results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers)
+    costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]  # the longest starts first
+    results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers,
+                                     costs)
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
         runtimes[figure.name], code, printed = next(results)
