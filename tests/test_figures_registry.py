@@ -11,6 +11,8 @@ import sys
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import transfertheory
 from transfertheory import phase_diagram as cli
@@ -123,6 +125,39 @@ def test_gallery_links_each_figure_to_its_section(tmp_path):
 
 
 # --------------------------------------------------------------------------- output convention
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**12, 10**12), st.booleans(),
+                          st.sampled_from(["linear", "fine-tuning", "θ = π/4"]), st.sampled_from([0.5, -0.0, 1e-300])),
+                max_size=40))
+def test_write_csv_writes_the_text_of_pandas(tmp_path_factory, rows):
+    """Floats (NaN, ±inf, −0.0, subnormals), integers, booleans, text and a column of few distinct floats: the
+    fast writer's bytes are pandas' ``to_csv(index=False)``."""
+    folder = tmp_path_factory.mktemp("csv")
+    frame = pd.DataFrame(rows, columns=["value", "count", "flag", "method", "level"]).astype(
+        {"value": float, "count": "int64", "flag": bool, "method": object, "level": float})
+    output.write_csv(frame, folder / "fast.csv")
+    frame.to_csv(folder / "pandas.csv", index=False)
+    assert (folder / "fast.csv").read_bytes() == (folder / "pandas.csv").read_bytes()
+
+
+def test_write_csv_formats_a_table_of_numbers_itself_and_keeps_the_sign_of_zero(tmp_path, monkeypatch):
+    frame = pd.DataFrame({"zero": [0.0, -0.0] * 10, "n": range(20), "method": ["linear"] * 20})
+    expected = frame.to_csv(index=False)
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda *a, **k: pytest.fail("written by pandas"))
+    output.write_csv(frame, tmp_path / "fast.csv")
+    assert (tmp_path / "fast.csv").read_text(encoding="utf-8") == expected and "-0.0" in expected
+
+
+@pytest.mark.parametrize("frame", [pd.DataFrame({"x": [0.1, 2.0], "text": pd.array(column, dtype=object)})
+                                   for column in (["a,b", "c"], ['say "x"', "y"], ["", "z"], [1.5, None])]
+                         + [pd.DataFrame({"only": [float("nan"), 1.0]})],
+                         ids=["comma", "quote", "empty", "object-with-none", "one-column-with-nan"])
+def test_write_csv_leaves_text_that_needs_quotes_to_pandas(tmp_path, frame):
+    output.write_csv(frame, tmp_path / "fast.csv")
+    frame.to_csv(tmp_path / "pandas.csv", index=False)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
 
 
 def test_stale_outputs_of_the_same_figure_are_removed(tmp_path, capsys):
