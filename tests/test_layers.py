@@ -1,9 +1,10 @@
 """The package's layers point one way (docs/architecture.md), checked on the import statements of every module.
 
-backend ← theory ← sim ← figures, claims ← command lines (``phase_diagram``, ``verify``, ``figures.__main__``);
-the shared command-line plumbing (``cli_support``, ``claim_index``) imports nothing of the package but the backend
-and the BLAS thread policy (``threads``, itself on ``params``).
-theory never imports sim; nothing below the command lines imports one; ``backend.py`` is the only module that
+backend ← theory ← sim ← sweep ← figures, claims ← command lines (``phase_diagram``, ``verify``,
+``figures.__main__``, ``sweep.__main__``); the shared command-line plumbing (``cli_support``, ``claim_index``)
+imports nothing of the package but the backend, the memory guard and the BLAS thread policy (``threads``, itself on
+``params``). theory never imports sim; theory and sim never import the sweep
+engine; nothing below the command lines imports one; ``backend.py`` is the only module that
 imports CuPy; no package module imports the test suite (its strict CuPy stand-in is registered from tests/).
 """
 import ast
@@ -14,7 +15,8 @@ import pytest
 import transfertheory
 
 PACKAGE = Path(transfertheory.__file__).parent
-CLIS = ("transfertheory.phase_diagram", "transfertheory.verify", "transfertheory.figures.__main__")
+CLIS = ("transfertheory.phase_diagram", "transfertheory.verify", "transfertheory.figures.__main__",
+        "transfertheory.sweep.__main__")
 
 
 def _imports(path):
@@ -51,11 +53,18 @@ def test_import_parser_resolves_relative_imports():
 
 @pytest.mark.parametrize("path", _modules("theory"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_theory_imports_no_simulator_and_nothing_above(path):
-    assert not _offending(path, ("transfertheory.sim", "transfertheory.figures", "transfertheory.claims", *CLIS))
+    assert not _offending(path, ("transfertheory.sim", "transfertheory.sweep", "transfertheory.figures",
+                                 "transfertheory.claims", *CLIS))
 
 
 @pytest.mark.parametrize("path", _modules("sim"), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_simulators_import_no_figure_claim_or_command_line(path):
+def test_simulators_import_no_sweep_figure_claim_or_command_line(path):
+    assert not _offending(path, ("transfertheory.sweep", "transfertheory.figures", "transfertheory.claims", *CLIS))
+
+
+@pytest.mark.parametrize("path", [p for p in _modules("sweep") if p.name != "__main__.py"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_sweep_engine_imports_no_figure_claim_or_command_line(path):
     assert not _offending(path, ("transfertheory.figures", "transfertheory.claims", *CLIS))
 
 
@@ -65,12 +74,18 @@ def test_figures_import_no_command_line_and_no_claim(path):
     assert not _offending(path, ("transfertheory.claims", *CLIS))
 
 
-@pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "threads"}), ("claim_index.py", set()),
-                                           ("threads.py", {"params", "_validation"})])
+@pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "_memory", "threads"}),
+                                           ("claim_index.py", {"backend"}), ("threads.py", {"params", "_validation"})])
 def test_shared_command_line_plumbing_imports_only_the_foundation(name, allowed):
-    """Every face imports these (verify, the figure writers, the claims registry): they stay at the bottom."""
+    """Every face imports these (verify, the figure writers, the claims registry): they stay at the bottom
+    (cli_support also knows the memory guard's refusal, which itself imports only the backend)."""
     package_imports = {n for n in _imports(PACKAGE / name) if n.startswith("transfertheory.")}
     assert {n.split(".")[1] for n in package_imports} <= allowed
+
+
+def test_the_memory_guard_imports_only_the_backend():
+    package_imports = {n for n in _imports(PACKAGE / "_memory.py") if n.startswith("transfertheory.")}
+    assert {n.split(".")[1] for n in package_imports} <= {"backend"}
 
 
 @pytest.mark.parametrize("path", _modules("claims"), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -261,7 +261,7 @@ def test_panel_a_has_a_colour_bar():
     fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
     try:
         bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
-        assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (clipped")
+        assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (not drawn where |T| > 1")
     finally:
         plt.close(fig)
 
@@ -279,6 +279,74 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
         assert "gradient-flow limit" in fig._suptitle.get_text()
         image = fig.axes[1].get_images()[0].get_array()
         np.testing.assert_array_equal(image, np.sign(pdg._matrix(grid)[2]))
+    finally:
+        plt.close(fig)
+
+
+def _slice_points(method):
+    """Simulated points on every slice and at γ up to 1.75, where a legend in a corner of (c) used to sit."""
+    gammas = [0.25, 0.5, 0.75, 1.25, 1.5, 1.75]
+    rows = [dict(gamma=g, theta=th, d=16, n_converged=20, n_draws=20, transferability_sd=0.03,
+                 transferability_mean=float(transfer.transfer_risks(method, g, th, 0.2)[0]))
+            for th in (math.pi / 8, math.pi / 4, 3 * math.pi / 8) for g in gammas]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("method", ["linear", "finetune"])
+def test_legends_leave_every_plotted_point_line_and_cell_visible(method):
+    """FaF Figs. 1 and 3: no legend box covers the sign map of (b), its boundaries, or a slice or point of (c)."""
+    import matplotlib.pyplot as plt
+
+    from figure_checks import assert_no_legend_over_data
+
+    fig = pdg.plot_phase_diagram(pdg.compute_grid(method, 0.2, resolution=60), method, 0.2,
+                                 simulated=_slice_points(method))
+    try:
+        assert len([ax for ax in fig.axes if ax.get_legend() is not None]) == 2
+        assert_no_legend_over_data(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_slices_panel_says_how_many_simulated_draws_converged():
+    import matplotlib.pyplot as plt
+
+    points = _slice_points("linear").assign(n_converged=[20] * 17 + [18])
+    fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
+    try:
+        assert fig.axes[2].get_title().endswith("\nconverged: target draws 358/360")
+    finally:
+        plt.close(fig)
+
+
+def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
+    """Near γ = 1 the linear-transfer surface diverges; facets beyond ±1 are left out, none is flattened onto ±1."""
+    import matplotlib.pyplot as plt
+
+    grid = pdg.compute_grid("linear", 0.2, resolution=60)
+    assert (grid.transferability.abs() > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
+    fig = pdg.plot_phase_diagram(grid, "linear", 0.2)
+    try:
+        facets = np.asarray(fig.axes[0].collections[0].get_array(), dtype=float)
+        assert facets.size > 0 and np.abs(facets).max() < pdg.DISPLAY_LIMIT - 1e-3
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("method", ["linear", "finetune"])
+def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
+    """As in the paper's Figs. 1(a) and 3(a): light-blue T = 0 lines on the surface, where T is indeed 0."""
+    import matplotlib.pyplot as plt
+
+    fig = pdg.plot_phase_diagram(pdg.compute_grid(method, 0.2, resolution=40), method, 0.2)
+    try:
+        lines = [line.get_data_3d() for line in fig.axes[0].get_lines()]
+        assert len(lines) >= 2
+        for gamma, theta, z in lines:
+            assert np.all(z == 0)
+            inside = np.isfinite(gamma) & (gamma > 1e-2) & (gamma < 2) & (np.abs(gamma - 1) > 1e-6) & (theta > 1e-2)
+            values = transfer.transfer_risks(method, gamma[inside], theta[inside], 0.2)[0]
+            np.testing.assert_allclose(values, 0.0, atol=1e-6)
     finally:
         plt.close(fig)
 

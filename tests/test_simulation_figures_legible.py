@@ -8,11 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from transfertheory.figures import merlin_fig, mtl_fig1, stats, tdr_fig
+from figure_checks import assert_no_legend_over_data
 
-#: how close (display pixels) a plotted point may come to a legend's box: about a marker's radius
-LEGEND_CLEARANCE_PX = 2.0
-
+from transfertheory.figures import marks, merlin_fig, mtl_fig1, stats, tdr_fig
 
 @pytest.fixture(scope="module")
 def tdr():
@@ -28,32 +26,6 @@ def mtl():
 def merlin():
     return merlin_fig.build(d=6, k=3, m=2, n_targets=(2, 4), seeds=4, restarts=2, success_n=(2, 4),
                             success_seeds=5, backend="numpy")
-
-
-def _display_points(ax, per_segment=40):
-    """Every plotted line, marker and error bar of ``ax`` in display pixels, segments sampled in display space
-    (straight there on log axes too)."""
-    paths = [line.get_transform().transform(line.get_xydata()) for line in ax.get_lines()
-             if line.get_visible() and len(line.get_xydata())]
-    for collection in ax.collections:
-        paths += [collection.get_transform().transform(path.vertices) for path in collection.get_paths()]
-    points = []
-    for xy in paths:
-        xy = xy[np.isfinite(xy).all(axis=1)]
-        points.append(xy)
-        for start, end in zip(xy[:-1], xy[1:]):
-            points.append(start + np.linspace(0, 1, per_segment)[:, None] * (end - start))
-    return np.vstack(points)
-
-
-def _legend_overlaps(ax):
-    """Plotted points of ``ax`` inside its legend's box (grown by :data:`LEGEND_CLEARANCE_PX`)."""
-    ax.figure.canvas.draw()
-    box = ax.get_legend().get_window_extent()
-    xy = _display_points(ax)
-    inside = ((xy[:, 0] > box.x0 - LEGEND_CLEARANCE_PX) & (xy[:, 0] < box.x1 + LEGEND_CLEARANCE_PX)
-              & (xy[:, 1] > box.y0 - LEGEND_CLEARANCE_PX) & (xy[:, 1] < box.y1 + LEGEND_CLEARANCE_PX))
-    return xy[inside]
 
 
 def _figure_text(out):
@@ -101,11 +73,11 @@ def test_wilson_interval_rejects_bad_counts(args, match):
         stats.wilson_interval(*args)
 
 
-def test_convergence_line_says_how_many_converged_and_that_the_rest_are_left_out():
-    assert stats.convergence_line(8, 8, "networks", "‖∇L‖ ≤ 1e-5") == "converged: 8 of 8 networks (‖∇L‖ ≤ 1e-5)"
-    assert "the 2 unconverged are left out" in stats.convergence_line(6, 8, "networks", "‖∇L‖ ≤ 1e-5")
+def test_left_out_text_says_how_many_converged_and_that_the_rest_are_left_out():
+    assert marks.left_out_text("networks", 8, 8, "‖∇L‖ ≤ 1e-5") == "converged: networks 8/8; ‖∇L‖ ≤ 1e-5"
+    assert "the 2 unconverged are left out" in marks.left_out_text("networks", 6, 8, "‖∇L‖ ≤ 1e-5")
     with pytest.raises(ValueError, match="converged"):
-        stats.convergence_line(9, 8, "networks", "")
+        marks.left_out_text("networks", 9, 8, "")
 
 
 # --------------------------------------------------------------------------- tdr_fig
@@ -138,13 +110,12 @@ def test_tdr_difference_panel_shows_the_fine_tuning_distance_minus_its_bound(tdr
 
 def test_tdr_states_its_convergence_on_the_figure(tdr):
     networks = 2 * (len(tdr.data) + len(tdr.extra[0][1]))
-    assert f"converged: {networks} of {networks} networks" in _figure_text(tdr)
+    assert f"converged: networks {networks}/{networks}" in _figure_text(tdr)
     assert (tdr.data["final_loss_max"] < 1e-6).all()
 
 
-@pytest.mark.parametrize("panel", [0, 1, 2])
-def test_tdr_legends_keep_off_the_data(tdr, panel):
-    assert len(_legend_overlaps(tdr.figure.axes[panel])) == 0
+def test_tdr_legends_keep_off_the_data(tdr):
+    assert_no_legend_over_data(tdr.figure)
 
 
 # --------------------------------------------------------------------------- mtl_fig1
@@ -171,9 +142,8 @@ def test_mtl_panel_against_the_papers_trend_says_so_on_the_figure(mtl):
     assert "paper" in note and "rising" in note and "errata" in note
 
 
-@pytest.mark.parametrize("panel", [0, 1, 2])
-def test_mtl_legends_keep_off_the_data(mtl, panel):
-    assert len(_legend_overlaps(mtl.figure.axes[panel])) == 0
+def test_mtl_legends_keep_off_the_data(mtl):
+    assert_no_legend_over_data(mtl.figure)
 
 
 # --------------------------------------------------------------------------- merlin_fig
@@ -197,9 +167,8 @@ def test_merlin_success_intervals_lie_in_the_unit_interval(merlin):
 
 def test_merlin_states_its_convergence_on_the_figure(merlin):
     runs = int(merlin.data["seeds"].sum() + merlin.extra[0][1]["seeds"].sum())
-    assert re.search(rf"converged: \d+ of {runs} kept flows", _figure_text(merlin))
+    assert re.search(rf"converged: kept flows \d+/{runs}", _figure_text(merlin))
 
 
-@pytest.mark.parametrize("panel", [0, 1])
-def test_merlin_legends_keep_off_the_data(merlin, panel):
-    assert len(_legend_overlaps(merlin.figure.axes[panel])) == 0
+def test_merlin_legends_keep_off_the_data(merlin):
+    assert_no_legend_over_data(merlin.figure)

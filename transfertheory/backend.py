@@ -49,6 +49,7 @@ __all__ = [
     "array_module_of",
     "backend_name",
     "cupy_available",
+    "device_free_memory",
     "to_host",
     "to_device",
     "BATCHED_EIGH_MAX_ORDER",
@@ -230,6 +231,18 @@ def backend_name(xp) -> str:
     if getattr(xp, "__name__", "").startswith("cupy"):
         return "cupy"
     raise ValueError(f"not an array module of a known backend: {xp!r}")
+
+
+def device_free_memory(xp) -> int | None:
+    """Bytes of device memory free for arrays of the module ``xp`` (CuPy: the device's free memory plus the
+    free blocks of CuPy's memory pool); None for host modules (NumPy, registered stand-ins) or if unreadable."""
+    if not getattr(xp, "__name__", "").startswith("cupy"):
+        return None
+    try:
+        free, _total = xp.cuda.runtime.memGetInfo()
+        return int(free) + int(xp.get_default_memory_pool().free_bytes())
+    except Exception:  # a driver without memGetInfo: no device limit known
+        return None
 
 
 def to_host(array) -> np.ndarray:

@@ -36,6 +36,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ._memory import MemoryLimitError
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
                       check_backend_name, get_array_module)
 from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads, threads_per_worker
@@ -43,6 +44,7 @@ from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads, thr
 __all__ = [
     "EXIT_BACKEND",
     "EXIT_INTERRUPTED",
+    "EXIT_MEMORY",
     "CommandLineError",
     "exit_status_epilog",
     "entry_point",
@@ -62,6 +64,8 @@ __all__ = [
 EXIT_BACKEND = EXIT_BACKEND_UNAVAILABLE
 #: exit status after Ctrl-C: 128 + SIGINT, what a shell reports for a program stopped by it
 EXIT_INTERRUPTED = 130
+#: exit status when a computation is refused by the memory guard (:class:`transfertheory._memory.MemoryLimitError`)
+EXIT_MEMORY = 4
 
 
 def exit_status_epilog(*codes: str) -> str:
@@ -108,7 +112,8 @@ def _dropped_interrupts_redelivered():
 def entry_point(main):
     """Decorate ``main(argv=None) -> int``: it runs with :data:`~transfertheory.threads.SERIAL_THREADS` BLAS
     threads; Ctrl-C prints ``interrupted`` and returns 130, a :class:`CommandLineError` prints its line and returns
-    its exit code (never a traceback)."""
+    its exit code, a computation refused by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never
+    a traceback)."""
 
     @functools.wraps(main)
     def guarded(argv=None):
@@ -121,6 +126,9 @@ def entry_point(main):
         except CommandLineError as err:
             print(f"error: {err}", file=sys.stderr)
             return err.exit_code
+        except MemoryLimitError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_MEMORY
 
     return guarded
 

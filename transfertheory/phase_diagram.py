@@ -7,13 +7,15 @@ by default what gradient flow converges to, with the paper's Eq. 17 boundary ove
 (Eqs. 10 and 15), writes the figure, the tidy CSV of the grid and its metadata JSON, and prints a summary.
 
 Exit codes: 0 success, 1 output folder not writable (checked before any work), 2 usage error, 3 array backend
-unknown or unusable, 130 interrupted (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
+unknown or unusable, 4 the simulation does not fit in memory (``--max-memory``), 130
+interrupted (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from ._memory import set_limit
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
@@ -66,6 +68,7 @@ def build_parser():
                      help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
     cli.add_size_arguments(sim, d=SIM_D, draws=SIM_DRAWS, d_type=D.with_range(low=3).arg_type(),
                            draws_type=DRAWS.with_range(low=2).arg_type(), prefix="sim-")
+    cli.add_memory_argument(sim)
     return parser
 
 
@@ -91,13 +94,15 @@ def _validate(parser, args):
 
 @cli.entry_point
 def main(argv=None):
-    """Entry point; returns 0, or 1 if the outputs cannot be written. Usage errors exit 2, an unusable backend 3,
-    Ctrl-C 130; the output folder and the backend are checked before any work."""
+    """Entry point; returns 0, 1 if the outputs cannot be written, or 4 if the simulation does not fit in memory.
+    Usage errors exit 2, an unusable backend 3, Ctrl-C 130; the output folder and the backend are checked before
+    any work."""
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(parser, args)
     backend = cli.check_before_work(args, simulates=args.simulate)
     timer = cli.Timer()
+    set_limit(args.max_memory)
     grid = figure.compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit)
     points, parameters = None, {}

@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import replace
 
-from . import cli_support
+from . import _memory, cli_support
 from .audit_table import (COLUMNS, AuditTable, format_listing, format_notes, format_table, outcome_record,
                           progress_line, table_width)
 from .claim_index import select_ids
@@ -74,6 +74,9 @@ def build_parser():
                         help="no progress bar (and, when stdout is not a terminal, no progress lines)")
     cli_support.add_backend_argument(parser, help_text="array backend of the simulation claims (without it and "
                                      "the variable: the profile's, NumPy for --quick, auto otherwise)")
+    parser.add_argument("--max-memory", type=_memory.arg_type, metavar="SIZE",
+                        help=f"memory the checks may use, e.g. 64G (default: ${_memory.ENV_VAR}, else the memory "
+                        "available); a check estimated above it is an ERROR naming its sizes")
     cli_support.add_workers_argument(parser, "claims")
     return parser
 
@@ -128,6 +131,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     backend = _check_before_work(parser, args)
+    _memory.set_limit(args.max_memory)
     try:
         from . import claims
     except ImportError as err:  # hypothesis (the strategies' library) comes with the test extra

@@ -11,6 +11,9 @@ Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -
   asked for on a machine without a usable GPU. One line on stderr, no traceback;
 * 130 — interrupted (Ctrl-C): one line ``interrupted``; the outputs are written under temporary names and renamed
   only when all are written, so an interrupted run leaves the earlier outputs as they were.
+* 4 — a simulation does not fit in memory: its estimated peak exceeds ``--max-memory`` (``figures`` and
+  ``phase_diagram``), else ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available. One line on stderr naming the
+  sizes, the estimate and the limit;
 
 The backend is chosen by ``--backend`` when given, else by the environment variable ``TRANSFERTHEORY_BACKEND``,
 else ``auto`` (CuPy when a GPU is usable, NumPy otherwise); :func:`resolve_backend` turns the choice into the
@@ -34,6 +37,8 @@ __all__ = [
     "EXIT_BACKEND",
     "EXIT_INTERRUPTED",
     "EPILOG",
+    "EXIT_MEMORY",
+    "add_memory_argument",
     "COUNT",
     "PAPER_D",
     "PAPER_DRAWS",
@@ -51,10 +56,12 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, cli_support.EXIT_BACKEND
+#: exit status when a simulation does not fit in memory (the memory guard; :func:`cli_support.entry_point`)
+EXIT_MEMORY = cli_support.EXIT_MEMORY
 #: the exit statuses of every figure CLI, for its ``--help``
 EPILOG = cli_support.exit_status_epilog(
     "0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)", f"{EXIT_USAGE} usage error",
-    f"{EXIT_BACKEND} array backend unknown or unusable")
+    f"{EXIT_BACKEND} array backend unknown or unusable", f"{EXIT_MEMORY} a simulation does not fit in memory")
 #: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
 COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
 #: the paper's simulation size (FaF App. D.1): d = 500, 20 target draws per point
@@ -68,6 +75,16 @@ def check_before_work(args, simulates=True):
     cli_support.require_writable(EXIT_UNWRITABLE, folders=[("--out", args.out)])
     backend_choice(args.backend)
     return resolve_backend(args.backend) if simulates else None
+
+
+def add_memory_argument(parser):
+    """``--max-memory SIZE`` (bytes, or 512M, 64G, …): the simulators' memory limit for this run (it sets
+    ``TRANSFERTHEORY_MAX_MEMORY``; the CLI applies it with :func:`transfertheory._memory.set_limit`)."""
+    from .._memory import ENV_VAR, arg_type
+
+    parser.add_argument("--max-memory", type=arg_type, default=None, metavar="SIZE",
+                        help=f"memory the simulations may use, e.g. 64G (default: ${ENV_VAR}, else the memory "
+                        f"available); a simulation estimated above it exits with code {EXIT_MEMORY} before it starts")
 
 
 def add_size_arguments(parser, *, d, draws, d_type, draws_type, paper_d=PAPER_D, paper_draws=PAPER_DRAWS, prefix=""):

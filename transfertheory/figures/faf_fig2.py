@@ -33,6 +33,7 @@ import numpy as np
 from ..params import GAMMA, LAM, SIGMA, THETA
 from ..theory.methods import get_method
 from . import cli, stats
+from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 from .simulation import simulate
@@ -100,7 +101,7 @@ def plot(table, lam_max):
     eq15 = RIDGE.paper_risk(n / d, theta, sigma, lam)
     exact = RIDGE.paper_risk_finite(n, d, theta, sigma, lam)
     complete = (table["n_converged"] == table["n_draws"]).to_numpy()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.0), layout="constrained")
     for ax, base, base_pts, err, what in (
         (axes[0], 0.0, 0.0, table["risk_sd"], "± SD"),
         (axes[1], eq15, table["theory_eq15"], table["risk_se"], "± SE"),
@@ -114,15 +115,16 @@ def plot(table, lam_max):
             ax.errorbar(table["lam"][~complete], y[~complete], yerr=err[~complete], fmt="o", mfc="none", ms=5,
                         capsize=2, color="C0", label="some draws unconverged")
         ax.set(xlabel=r"ridge strength $\lambda$", xlim=(-0.02 * lam_max, 1.02 * lam_max))
-        ax.legend(fontsize=8)
     lam_star, r_star, r0 = finite_minimum(theta, sigma, n, d, lam_max)
     axes[0].set(ylabel=f"linear transfer risk {RISK_LABEL}", title="(a) risk vs ridge strength")
     axes[1].axhline(0.0, color="k", lw=0.6)
     axes[1].set(ylabel=f"{RISK_LABEL} − Eq. 15",
-                title=f"(b) finite-n excess; exact minimum at λ* = {lam_star:.3g} ({r_star - r0:+.2g} vs λ = 0)")
+                title=f"(b) finite-n excess\nexact minimum at λ* = {lam_star:.3g} ({r_star - r0:+.2g} vs λ = 0)")
+    annotate_convergence(axes[0], {"target draws": (int(table["n_converged"].sum()), int(table["n_draws"].sum()))})
     fig.suptitle(f"FaF Fig. 2: ridge linear transfer, γ = {n / d:g} (n = {n}), θ = {stats.format_angle(theta)}, "
                  f"σ = {sigma:g}")
-    fig.tight_layout()
+    for ax in axes:
+        legend_outside(ax, "below", fontsize=8, ncol=2)
     return fig
 
 

@@ -17,9 +17,15 @@ Panels:
     teacher share its pretrained student — with resamples that have no sign change in the n range counted at
     the range's end and their fraction reported).
 
-Convergence: the grid table gives the converged fraction of the scratch and linear flows per (μ, n), the
-boundary table the pretraining statuses and loss/initial per μ, the summary lines the status counts;
-unconverged (``max_time``) flows are averaged in as they stand, which the summary says.
+Convergence, on the figure and in the tables: panel (a)'s title gives how many pretraining flows met FaF's loss
+1e-6 and the largest pretrained loss; (c) and (e) how many scratch and linear flows converged (FaF's rule
+loss ≤ 1e-6, or ‖m∇L̂‖ ≤ gtol) and the largest training loss of the others, which stopped at the time budget
+as in FaF's procedure and are averaged in *with a mark*: hollow points in (c), hatched cells in (e) where a
+scratch flow of the point or cell stopped at the budget (no linear flow meets FaF's rule: for n > m its loss
+cannot fall to 1e-6, so it always runs the whole budget, as in FaF). The grid table gives the converged
+fractions and the largest training losses per (μ, n), the boundary table the pretraining statuses and
+loss/initial per μ, the summary lines the status counts. Scratch flows do not depend on μ: the table repeats
+them per μ (paired rows), and the counts on the figure count each flow once.
 
 ``linear`` is FaF's procedure (gradient flow on the output weights for flow time ≤ 1e3, FaF's stopping rule);
 the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``, Eq. 21's object).
@@ -44,6 +50,7 @@ from ..params import N, SEED
 from ..sim.relu_teacher.network import M, MAX_TIME
 from ..theory.relu import M_STAR, MU, dropped_count, power_law_fit
 from . import cli
+from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
@@ -68,8 +75,10 @@ COLUMNS = {
     "transferability_minnorm": "mean of (R_scratch − R_minnorm)/Var f_t*",
     "pperp": "mean ‖P⊥ f_t*‖², P on the pretrained student's features",
     "converged_scratch": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within the "
-                         "time budget (the others end at max_time and are averaged in)",
+                         "time budget (the others end at max_time and are averaged in, marked on the figure)",
     "converged_linear": "fraction of linear-transfer flows that met FaF's loss ≤ 1e-6 within the time budget",
+    "scratch_loss_max": "largest final training loss ½n⁻¹Σ(f(xᵢ) − yᵢ)² of the scratch flows",
+    "linear_loss_max": "largest final training loss of the linear-transfer flows",
     "runs": "paired (teacher, data set) units",
 }
 BOUNDARY_COLUMNS = {
@@ -174,6 +183,7 @@ def summarize(df, seed=0):
     per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
     mean, se = per_teacher.mean(), per_teacher.sem()
     converged = df.groupby(["method", "mu", "n"]).converged.mean()
+    loss_max = df.groupby(["method", "mu", "n"]).loss.max()
     paired = {m: _paired(df, m) for m in TRANSFER_METHODS}
     mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
     fit = power_law_fit(np.asarray(ns, dtype=float), np.array([mean["scratch", mus[0], n] for n in ns]))
@@ -189,6 +199,7 @@ def summarize(df, seed=0):
                              transferability=transfer[j], transferability_se=transfer_se[j],
                              transferability_minnorm=minnorm[j], pperp=pperp[n],
                              converged_scratch=converged["scratch", mu, n], converged_linear=converged["linear", mu, n],
+                             scratch_loss_max=loss_max["scratch", mu, n], linear_loss_max=loss_max["linear", mu, n],
                              runs=linear.shape[0]))
     return pd.DataFrame(rows, columns=list(COLUMNS)), _boundary(df, mus, paired, fit, seed), fit
 
@@ -230,40 +241,69 @@ def gram_panels(student, source, d, seed):
     return np.asarray(to_host(feature_kernel(student, probes))), feature_kernel(W_source, probes)
 
 
-def plot(grams, grid, boundary, fit, gram_mu):
-    use_agg()
-    import matplotlib.pyplot as plt
+def convergence_counts(df):
+    """{"pretraining" | "scratch" | "linear": (converged, total, largest final training loss)} of an experiment.
 
-    fig = plt.figure(figsize=(15, 7.5))
-    spec = fig.add_gridspec(2, 3, width_ratios=(1, 1.1, 1.4))
+    Scratch flows are counted once: the table repeats them per μ (paired rows).
+    """
+    flows = {"pretraining": pd.DataFrame(df.attrs["pretrain"]),
+             "scratch": df[(df.method == "scratch") & (df.mu == df.mu.min())],
+             "linear": df[df.method == "linear"]}
+    return {name: (int(table.converged.sum()), len(table), float(table.loss.max())) for name, table in flows.items()}
+
+
+def _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap):
+    """(a, b): the two Gram matrices, the pretraining's convergence in (a), the gap between them in (b)."""
     vmax = max(float(g.max()) for g in grams)
-    for k, (gram, title) in enumerate(zip(grams, ("(a) pretrained student", "(b) source teacher"))):
+    titles = (f"(a) pretrained student kernel, μ = {gram_mu:g}",
+              f"(b) source teacher kernel; gap to (a) {kernel_gap:.2f}\n(student rows with output weight ≈ 0 "
+              "stay unaligned)")
+    axes = []
+    for k, (gram, title) in enumerate(zip(grams, titles)):
         ax = fig.add_subplot(spec[k, 0])
         image = ax.imshow(gram, vmin=0, vmax=vmax, cmap="viridis")
-        ax.set(title=f"{title} kernel, μ = {gram_mu:g}", xticks=[], yticks=[])
-        fig.colorbar(image, ax=ax, fraction=0.046)
-    ax = fig.add_subplot(spec[0, 1])
+        ax.set(title=title, xticks=[], yticks=[], xlabel="probe input x′ (sorted by f_s*)",
+               ylabel="probe input x (sorted by f_s*)")
+        ax.title.set_fontsize(9)
+        fig.colorbar(image, ax=ax, fraction=0.046, label="K(x, x′)")
+        axes.append(ax)
+    done, total, loss = counts["pretraining"]
+    annotate_convergence(axes[0], {"pretraining to loss 1e-6": (done, total)}, f"loss ≤ {loss:.1e}")
+    return axes
+
+
+def _scratch_panel(ax, grid, fit, counts, max_time):
+    """(c) the scratch risk against n; points with a flow stopped at the time budget hollow."""
     scratch = grid[grid.mu == grid.mu.min()]
-    ax.errorbar(scratch.n, scratch.scratch_risk, yerr=scratch.scratch_risk_se, fmt="o", label="scratch (mean ± SE)")
+    complete = scratch.converged_scratch.to_numpy() == 1.0
+    for keep, style in ((complete, dict(label="scratch, every flow converged (mean ± SE)")),
+                        (~complete, dict(mfc="none", label=f"scratch, some flows stopped at t = {max_time:g}"))):
+        if keep.any():
+            ax.errorbar(scratch.n[keep], scratch.scratch_risk[keep], yerr=scratch.scratch_risk_se[keep], fmt="o",
+                        color="tab:blue", **style)
     ax.loglog(scratch.n, fit.A * scratch.n.to_numpy(float) ** -fit.nu, "k--",
               label=f"fit A n^(−ν), ν = {fit.nu:.2f} ± {fit.nu_se:.2f}")
     ax.set(xlabel="n", ylabel="R_sc = E(f − f_t*)²", title="(c) scratch risk", xticks=scratch.n.to_numpy(float),
            xticklabels=[str(int(n)) for n in scratch.n])
     ax.minorticks_off()
-    ax.legend(fontsize=8)
-    ax = fig.add_subplot(spec[1, 1])
-    ax.errorbar(boundary.mu, boundary.pperp_fraction, yerr=boundary.pperp_fraction_se, fmt="o-",
-                label="P on the pretrained student")
-    ax.plot(boundary.mu, boundary.pperp_source_fraction, "s--", label="P on the source teacher")
-    ax.set(xlabel="μ", ylabel="‖P⊥ f_t*‖² / ‖f_t*‖²", title="(d) out-of-RKHS norm")
-    ax.legend(fontsize=8)
-    ax = fig.add_subplot(spec[:, 2])
+    done, total, loss = counts["scratch"]
+    annotate_convergence(ax, {"scratch": (done, total)}, f"the rest: loss ≤ {loss:.0e}")
+
+
+def _transfer_panel(fig, ax, grid, boundary, counts, max_time):
+    """(e) the transferability heat map with the predicted and simulated boundary; cells holding a scratch flow
+    stopped at the time budget hatched. Returns the axes and its legend entries."""
+    from matplotlib.patches import Patch, Rectangle
+
     heat = grid.pivot(index="n", columns="mu", values="transferability")
+    complete = grid.pivot(index="n", columns="mu", values="converged_scratch").to_numpy() == 1.0
     limit = float(np.nanmax(np.abs(heat.to_numpy())))
     mus, ns = heat.columns.to_numpy(float), heat.index.to_numpy(float)
     image = ax.pcolormesh(np.arange(len(mus) + 1), np.arange(len(ns) + 1), heat.to_numpy(), cmap="RdBu",
                           vmin=-limit, vmax=limit)
     fig.colorbar(image, ax=ax, label="(R_sc − R_lt)/Var f_t*")
+    for row, col in zip(*np.nonzero(~complete)):
+        ax.add_patch(Rectangle((col, row), 1, 1, fill=False, hatch="//", edgecolor="0.45", lw=0))
 
     def grid_y(n):  # position of n on the heat map's log-spaced rows
         return np.interp(np.log(n), np.log(ns), np.arange(len(ns)) + 0.5, left=np.nan, right=np.nan)
@@ -274,9 +314,39 @@ def plot(grams, grid, boundary, fit, gram_mu):
     ax.plot(x, grid_y(boundary.n_sign_linear.to_numpy(float)), "kx", ms=9, mew=2, label="simulated sign change")
     ax.set(xticks=x, xticklabels=[f"{mu:g}" for mu in mus], yticks=np.arange(len(ns)) + 0.5,
            yticklabels=[f"{int(n)}" for n in ns], xlabel="μ", ylabel="n", title="(e) transferability")
-    ax.legend(fontsize=8, loc="upper right")
+    counted = {method: counts[method][:2] for method in ("scratch", "linear")}
+    annotate_convergence(ax, counted, f"the rest stopped at t = {max_time:g}")
+    ax.set_title(f"{ax.get_title()}\n(linear: FaF's output-weight flow, loss ≤ {counts['linear'][2]:.0e} at t = "
+                 f"{max_time:g})")
+    handles, labels = ax.get_legend_handles_labels()
+    if not complete.all():
+        handles.append(Patch(fill=False, hatch="//", edgecolor="0.45", lw=0))
+        labels.append(f"a scratch flow stopped at t = {max_time:g}")
+    return ax, (handles, labels)
+
+
+def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap):
+    """The five panels; ``counts``: :func:`convergence_counts`, ``kernel_gap``: the relative Frobenius gap of
+    the two Gram matrices. Legends sit under their panels, off the data."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(15, 9), layout="constrained")
+    spec = fig.add_gridspec(2, 3, width_ratios=(1, 1.1, 1.4))
+    _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap)
+    scratch_axes = fig.add_subplot(spec[0, 1])
+    _scratch_panel(scratch_axes, grid, fit, counts, max_time)
+    rkhs_axes = fig.add_subplot(spec[1, 1])
+    rkhs_axes.errorbar(boundary.mu, boundary.pperp_fraction, yerr=boundary.pperp_fraction_se, fmt="o-",
+                       label="P on the pretrained student")
+    rkhs_axes.plot(boundary.mu, boundary.pperp_source_fraction, "s--", label="P on the source teacher")
+    rkhs_axes.set(xlabel="μ", ylabel="‖P⊥ f_t*‖² / ‖f_t*‖²", title="(d) out-of-RKHS norm")
+    transfer_axes, transfer_legend = _transfer_panel(fig, fig.add_subplot(spec[:, 2]), grid, boundary, counts,
+                                                     max_time)
     fig.suptitle("FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks")
-    fig.tight_layout()
+    for ax in (scratch_axes, rkhs_axes):
+        legend_outside(ax, "below", fontsize=8)
+    legend_outside(transfer_axes, "below", *transfer_legend, fontsize=8)
     return fig
 
 
@@ -294,16 +364,18 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     grams = gram_panels(student.W[0], (student.W_source[0], student.c_source[0]), d, seed)
     kernel_gap = float(np.linalg.norm(grams[0] - grams[1]) / np.linalg.norm(grams[1]))
     pre = pd.DataFrame(df.attrs["pretrain"])
+    counts = convergence_counts(df)
     lines = [f"FaF Fig. 4 at d = {d}, m = {m}, m* = {m_star}: {teachers} teachers × {instances} data sets, "
              f"n ∈ {list(ns)}, μ ∈ {list(mus)}",
              f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g} (teacher 0): {kernel_gap:.3f}",
              f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
-             f"pretraining flows (t ≤ {pretrain_max_time:g}): {status_counts(pre.status)}; loss/initial ≤ "
-             f"{(pre.loss / pre.initial_loss).max():.2g}",
-             *(f"{method} flows converged (FaF's rule or gtol) within t = {max_time:g}: "
-               f"{df[df.method == method].converged.mean():.0%} ({status_counts(df[df.method == method].status)})"
+             f"pretraining flows (t ≤ {pretrain_max_time:g}): {status_counts(pre.status)}; loss ≤ "
+             f"{counts['pretraining'][2]:.2g}, loss/initial ≤ {(pre.loss / pre.initial_loss).max():.2g}",
+             *(f"{method} flows converged (FaF's rule or gtol) within t = {max_time:g}: {counts[method][0]} of "
+               f"{counts[method][1]}; largest final training loss {counts[method][2]:.2g}"
                for method in ("scratch", "linear")),
-             "unconverged flows (max_time) are averaged in as they stand; diverged rows would make their means NaN"]
+             "flows stopped at max_time are averaged in, marked on the figure (hollow in (c), hatched in (e)); "
+             "diverged rows would make their means NaN"]
     for row in boundary.itertuples():
         found = (f"{row.n_sign_linear:.3g}" if not row.n_sign_linear_side
                  else f"{row.n_sign_linear_side} the n range")
@@ -314,9 +386,12 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
                      f"the largest n instead of ‖P⊥‖²: {row.n_c_largest_n:.3g}; pretraining {row.pretrain_status}")
     parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, instances=instances,
                       max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
-    return FigureOutput(plot(grams, grid, boundary, fit, gram_mu), grid, COLUMNS, parameters, tuple(lines),
+    figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap)
+    return FigureOutput(figure, grid, COLUMNS, parameters, tuple(lines),
                         extra=(("_boundary", boundary, BOUNDARY_COLUMNS),),
-                        notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap))
+                        notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap,
+                                   convergence={name: dict(converged=done, total=total, loss_max=loss)
+                                                for name, (done, total, loss) in counts.items()}))
 
 
 FIGURE = register(Figure(
@@ -325,11 +400,13 @@ FIGURE = register(Figure(
     description="(a, b) Gram matrices of the pretrained student's kernel and of the source teacher's; (c) scratch "
     "risk against n with the fitted power law; (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ; (e) transferability normalized by "
     "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles) and "
-    "the simulated sign change (crosses).",
+    "the simulated sign change (crosses). The panels say how many pretraining, scratch and linear-transfer flows "
+    "converged and the loss the others reached; points (c) and cells (e) holding a scratch flow stopped at the time "
+    "budget are hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
     profiles={"quick": dict(d=8, m=40, m_star=8, mus=(0.25, 0.5, 0.75), ns=(16, 32, 64, 128, 256), teachers=3,
-                            instances=3, max_time=300.0, pretrain_max_time=300.0),
+                            instances=3, max_time=1e3, pretrain_max_time=3e4),
               "paper": dict(d=100, m=1000, m_star=100, mus=(0.2, 0.35, 0.5, 0.65, 0.8),
                             ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=10)},
     extra_suffixes=("_boundary",),

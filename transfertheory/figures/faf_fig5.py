@@ -39,6 +39,7 @@ from ..params import D as D_PARAM
 from ..params import N as N_PARAM
 from ..theory import distances
 from . import cli
+from .marks import legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
@@ -177,7 +178,7 @@ def plot(points, spearman):
 
     rho = dict(zip(spearman["distance"], spearman["spearman_rho"]))
     first = points.iloc[0]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), sharey=True, layout="constrained")
     floor = points.attrs.get("w1_floor")
     zoom = None
     if floor is not None:
@@ -202,12 +203,12 @@ def plot(points, spearman):
         zoom.axvline(floor, color="k", lw=0.8, ls=":")
         zoom.set_title("zoom: W₁ above the floor (dotted)", fontsize=7)
         zoom.tick_params(labelsize=6)
-        axes[1].legend(handles=axes[1].patches[:1], fontsize=7, loc="lower left")
     axes[0].set_ylabel("transferability T (linear transfer, exact)")
-    axes[0].legend(fontsize=8, title="θ from 0 to π along each line", title_fontsize=8)
+    legend_outside(axes[0], "below", fontsize=8, ncol=3, title="θ from 0 to π along each line", title_fontsize=8)
+    if zoom is not None:
+        legend_outside(axes[1], "below", axes[1].patches[:1], [axes[1].patches[0].get_label()], fontsize=8)
     fig.suptitle(f"FaF Fig. 5: T vs task distances — d = {int(first['d'])}, n = {int(first['n'])}, "
                  f"σ = {first['sigma']:g}, {int(first['samples'])} samples per task for W₁")
-    fig.tight_layout()
     return fig
 
 

@@ -46,6 +46,7 @@ import numpy as np
 from ..params import SIGMA
 from ..theory import linear
 from . import cli, stats
+from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .phase_diagram import DISPLAY_LIMIT
 from .registry import Figure, register
@@ -87,7 +88,7 @@ def plot(points):
     first = points.iloc[0]
     d, sigma = int(first["d"]), float(first["sigma"])
     skipped = points.attrs.get("skipped_n", [])
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), sharey=True, layout="constrained")
     panels = (
         ("theory_finite", f"(a) theory, exact d = {d}", "RdBu", DISPLAY_LIMIT),
         ("transferability_mean", f"(b) simulation, mean of {int(points['n_draws'].max())} draws", "RdBu",
@@ -120,12 +121,16 @@ def plot(points):
     # z of cells within the integrator allowance measures integration error (T = 0 pathwise), not statistics
     mark(axes[2], near, facecolor="#e5f5e0", hatch="..", label=f"|sim − theory| ≤ {stats.ALLOWANCE:g}")
     axes[0].set_ylabel("γ = n/d")
-    axes[0].legend(loc="upper right", fontsize=7, framealpha=0.8)
-    if near.any():
-        axes[2].legend(handles=axes[2].patches[-1:], loc="upper right", fontsize=7, framealpha=0.8)
+    annotate_convergence(axes[1], {"target draws": (int(points["n_converged"].sum()), int(points["n_draws"].sum()))})
     note = f"; grey: n = {', '.join(map(str, skipped))} not simulated" if skipped else ""
     fig.suptitle(f"FaF Fig. 7: linear transferability, σ = {sigma:g}, theory vs simulation (L = 2, d = {d}){note}")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    if incomplete.any():
+        handles.append(plt.Rectangle((0, 0), 0, 0, fill=False, hatch="//"))
+        labels.append("some draws unconverged (left out of the mean)")
+    legend_outside(axes[0], "below", handles, labels, fontsize=8)
+    if near.any():
+        legend_outside(axes[2], "below", axes[2].patches[-1:], [axes[2].patches[-1].get_label()], fontsize=8)
     return fig
 
 

@@ -21,8 +21,9 @@ import pandas as pd
 
 from ..sim.quadratic import run_comparison
 from ..theory import merlin as M
-from .output import LEGEND_BELOW, FigureOutput, use_agg
-from .stats import bootstrap_mean_interval, convergence_line, wilson_interval
+from .marks import legend_outside, left_out_text
+from .output import FigureOutput, use_agg
+from .stats import bootstrap_mean_interval, wilson_interval
 from .registry import Figure, register
 
 NAME = "merlin_fig"
@@ -127,7 +128,7 @@ def plot(losses, successes, k, seed_losses, convergence):
                 title="(a) target loss: mean (68 % bootstrap) and each seed (ticks)")
     axes[0].set_xticks(n_values, [str(n) for n in n_values])
     axes[0].minorticks_off()
-    axes[0].legend(ncol=2, **LEGEND_BELOW)
+    legend_outside(axes[0], "below", ncol=2, fontsize=7, frameon=False)
     axes[1].errorbar(successes["n_t"], successes["success"],
                      yerr=_interval(successes["success"], successes["success_low"], successes["success_high"]),
                      fmt="o", capsize=2, label="MeRLin (simulated, 68 % Wilson)")
@@ -135,7 +136,7 @@ def plot(losses, successes, k, seed_losses, convergence):
     axes[1].plot(successes["n_t"], successes["no_wrong_fit"], "--", label="1 − P(some wrong feature fits)")
     axes[1].set(xlabel="target samples n_t", ylabel="success probability", ylim=(-0.05, 1.05),
                 title=f"(b) MeRLin recovers e₁ (k = {k}, d = k + 1)")
-    axes[1].legend(ncol=2, **LEGEND_BELOW)
+    legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
     fig.suptitle("MeRLin §5: quadratic network trained by gradient flow")
     fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
@@ -154,7 +155,7 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
     converged = int(losses["converged"].sum() + successes["converged"].sum())
     unconverged = runs - converged
     gtol = comparison.attrs["flow"]["gtol"]
-    convergence = convergence_line(converged, runs, "kept flows", f"final ‖∇ objective‖ ≤ {gtol:g}")
+    convergence = left_out_text("kept flows", converged, runs, f"final ‖∇ objective‖ ≤ {gtol:g}")
     summary = (f"MeRLin §5 by training: d = {d}, k = {k}, m = {m}, λ = {lam}, {seeds} seeds × {restarts} restarts",
                "mean target loss at the largest n_t: " + ", ".join(
                    f"{r.algorithm} {r.loss_mean:.3g}" for r in losses[losses["n_t"] == max(n_targets)].itertuples()),

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ..theory import mtl as MTL
-from .output import LEGEND_BELOW, FigureOutput, use_agg
+from .marks import legend_outside
+from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
 NAME = "mtl_fig1"
@@ -125,7 +126,7 @@ def _plot_depth(ax, table):
             label="∝ 1/L")
     ax.set(xscale="log", yscale="log", xlabel="hidden layers L", ylabel="‖F_ANIL − F_MTL‖₂",
            title="(a) against depth, λτ = λτ̂ = 0")
-    ax.legend(**LEGEND_BELOW)
+    legend_outside(ax, "below", fontsize=7, frameon=False)
 
 
 def _plot_lam_tau(ax, part, x_label):
@@ -149,12 +150,12 @@ def plot(table):
     axes[1].set_title(f"(b) against training λτ, test λτ̂ = {FIXED_LAM_TAU_HAT:g}, L = {depth}")
     axes[1].text(0.5, 0.04, "flat: λτ cancels from Eq. 16 (evaluated as written)", transform=axes[1].transAxes,
                  ha="center", va="bottom", fontsize=8)
-    axes[1].legend(ncol=2, **LEGEND_BELOW)
+    legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
     _plot_lam_tau(axes[2], both, "λτ = λτ̂ (training and test adaptation)")
     axes[2].set_title(f"(c) against λτ = λτ̂, L = {depth}")
     axes[2].text(0.97, 0.62, PAPER_TREND_NOTE, transform=axes[2].transAxes, ha="right", va="center", fontsize=8,
                  color="C3", bbox=dict(boxstyle="round", fc="white", ec="C3", lw=0.8))
-    axes[2].legend(ncol=2, **LEGEND_BELOW)
+    legend_outside(axes[2], "below", ncol=2, fontsize=7, frameon=False)
     runs, tests = int(table["runs"].iloc[0]), int(table["test_tasks"].iloc[0])
     fig.suptitle(f"MTL Fig. 1 (infinite width, MTL §5.1 tasks): mean over {tests} test tasks × {runs} runs; "
                  "λτ adapts the head in ANIL's training, λτ̂ on the support set at test time")

@@ -31,7 +31,6 @@ __all__ = [
     "THUMBNAIL",
     "FigureOutput",
     "use_agg",
-    "LEGEND_BELOW",
     "output_paths",
     "write_csv",
     "save_figure",
@@ -45,9 +44,6 @@ FORMATS = {"png": ("png",), "pdf": ("pdf",), "both": ("png", "pdf")}
 _ALL_FORMATS = ("png", "pdf")
 #: suffix and width in pixels of the small PNG the figures README shows
 THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
-#: ``Axes.legend`` keywords that put a legend under its panel's x label, where it cannot cover the data
-LEGEND_BELOW = dict(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, frameon=False)
-
 
 @dataclass(frozen=True)
 class FigureOutput:

@@ -32,6 +32,7 @@ import numpy as np
 from ..params import D, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from ..theory import linear, transfer
 from ..theory.methods import get_method
+from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
@@ -71,7 +72,7 @@ COLUMN_DEFINITIONS = {
 #: the tidy CSV's fixed columns; finite-d grids add ``n``, ``d``, ridge adds ``lam``
 COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch", "risk_transfer"]
 THETA_MAX = np.pi / 2
-#: |T| is clipped to this for display only (the paper's z-range); the CSV keeps raw values, ±inf included.
+#: panel (a) draws the surface where |T| ≤ this (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
 _THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 _SLICE_LABELS = ("π/8", "π/4", "3π/8")
@@ -165,8 +166,8 @@ def _matrix(grid_df, column="transferability"):
 
 
 def _display(values):
-    """Clip to ±DISPLAY_LIMIT for drawing (+inf → the top of the range); NaN stays NaN."""
-    return np.clip(values, -DISPLAY_LIMIT, DISPLAY_LIMIT)
+    """``values`` where |T| ≤ DISPLAY_LIMIT, NaN elsewhere (±inf included): panel (a) leaves those facets out."""
+    return np.where(np.abs(values) <= DISPLAY_LIMIT, values, np.nan)
 
 
 #: the paper's equations of each method's transferability (the records carry the equation of the risk)
@@ -186,46 +187,66 @@ def _title(method, limit, finite_d):
     return f"{record.label}, the paper's {source}{size} (not the gradient-flow limit: see errata)"
 
 
-def _draw_fine_tune_boundaries(ax, sigma, limit, asymptotic_note):
-    """Fine-tuning: the gradient-flow sign boundary θ* = arccos(c/2) and the paper's θ = π/3 (Eq. 17)."""
+def _fine_tune_boundaries(sigma, limit, asymptotic_note):
+    """Fine-tuning: the gradient-flow sign boundary θ* = arccos(c/2), the paper's θ = π/3 (Eq. 17) and γ = 1
+    (:func:`_boundaries`' tuples; T = 0 along the boundary of the limit drawn and along γ = 1)."""
     flow_style = dict(ls="-", lw=1.8) if limit == "flow" else dict(ls="--", lw=1.3)
     paper_style = dict(ls="--", lw=1.3) if limit == "flow" else dict(ls="-", lw=1.8)
     gamma = np.linspace(1e-3, 1 - 1e-3, 400)
-    ax.plot(gamma, transfer.flow_limit_sign_angle(gamma, sigma), color="tab:orange",
-            label=f"θ* = arccos(c/2): gradient flow, T = 0{asymptotic_note}", **flow_style)
-    ax.plot([0, 1], [np.pi / 3] * 2, color="tab:cyan", label=f"θ = π/3: paper's Eq. 17, T = 0{asymptotic_note}",
-            **paper_style)
-    ax.axvline(1.0, color="k", lw=1, ls=":", label="γ = 1 (T = 0 for γ ≥ 1)")
+    return [
+        (gamma, transfer.flow_limit_sign_angle(gamma, sigma),
+         dict(color="tab:orange", label=f"θ* = arccos(c/2): gradient flow, T = 0{asymptotic_note}", **flow_style),
+         limit == "flow"),
+        (np.array([0.0, 1.0]), np.full(2, np.pi / 3),
+         dict(color="tab:cyan", label=f"θ = π/3: paper's Eq. 17, T = 0{asymptotic_note}", **paper_style),
+         limit == "paper"),
+        (np.ones(2), np.array([0.0, THETA_MAX]), dict(color="k", lw=1, ls=":", label="γ = 1 (T = 0 for γ ≥ 1)"),
+         True),
+    ]
 
 
-def _draw_boundaries(ax, method, sigma, lam, gamma_max, finite_d, limit):
-    """Analytic n, d → ∞ boundaries of the negative regions on the top view (γ on x, θ on y)."""
+def _boundaries(method, sigma, lam, gamma_max, finite_d, limit):
+    """The analytic n, d → ∞ boundaries of the sign regions on the (γ, θ) plane.
+
+    A list of (γ array, θ array, line style and label, ``on_zero``): ``on_zero`` is True where the drawn surface is
+    T = 0 along the curve (the n, d → ∞ boundaries of the limit drawn; not γ = 1 for linear transfer, where the
+    scratch risk diverges), so that panel (a) draws it on the surface.
+    """
     note = "" if finite_d is None else ", n, d → ∞"
     if method == "finetune":
-        _draw_fine_tune_boundaries(ax, sigma, limit, note)
-        return
+        return _fine_tune_boundaries(sigma, limit, note)
     theta = np.linspace(1e-3, THETA_MAX, 600)
     theta_eff = transfer.effective_angle(theta, lam)
     g_minus, g_plus = linear.negative_transfer_interval(theta_eff, sigma)
     g_c = linear.negative_transfer_threshold(theta_eff, sigma)
     notes = (["at θ_eff"] if method == "ridge" else []) + ([note.lstrip(", ")] if note else [])
     tag = f" ({', '.join(notes)})" if notes else ""
-    ax.plot(g_minus, theta, color="tab:cyan", lw=1.5, label=f"γ₋, γ₊: T = 0{tag}")
-    ax.plot(g_plus, theta, color="tab:cyan", lw=1.5)
-    ax.plot(np.where(g_c <= gamma_max, g_c, np.nan), theta, color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}")
     beyond = "γ = 1 (E R_sc = ∞)" if sigma > 0 else "γ = 1 (σ = 0: R_sc = 0 beyond)"
-    ax.axvline(1.0, color="k", lw=1, ls=":", label=beyond)
+    exact = finite_d is None
+    return [
+        (g_minus, theta, dict(color="tab:cyan", lw=1.5, label=f"γ₋, γ₊: T = 0{tag}"), exact),
+        (g_plus, theta, dict(color="tab:cyan", lw=1.5), exact),
+        (np.where(g_c <= gamma_max, g_c, np.nan), theta,
+         dict(color="tab:green", lw=1.5, label=f"1 + σ²/sin²θ{tag}"), exact),
+        (np.ones(2), np.array([0.0, THETA_MAX]), dict(color="k", lw=1, ls=":", label=beyond), False),
+    ]
 
 
-def _surface_panel(fig, gamma, theta, t):
-    """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample; returns (axes, surface) for the colour bar."""
+def _surface_panel(fig, gamma, theta, t, boundaries):
+    """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample, cut where |T| > DISPLAY_LIMIT (not clipped: a clipped
+    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface)."""
     from matplotlib.ticker import MaxNLocator
 
     ax = fig.add_subplot(1, 3, 1, projection="3d")
     gg, tt = np.meshgrid(gamma, theta)
     surface = ax.plot_surface(gg, tt, _display(t), rcount=60, ccount=60, cmap="RdBu", vmin=-DISPLAY_LIMIT,
                               vmax=DISPLAY_LIMIT, linewidth=0, antialiased=False)
-    ax.set(xlabel="γ", ylabel="θ", zlabel="T", zlim=(-DISPLAY_LIMIT, DISPLAY_LIMIT), title="(a) T(γ, θ)")
+    for boundary_gamma, boundary_theta, style, on_zero in boundaries:
+        if on_zero:
+            ax.plot(boundary_gamma, boundary_theta, np.zeros_like(boundary_theta), color="#7fd4ff", lw=1.5,
+                    zorder=10)
+    ax.set(xlabel="γ", ylabel="θ", zlabel="T", xlim=(0, gamma[-1]), ylim=(0, THETA_MAX),
+           zlim=(-DISPLAY_LIMIT, DISPLAY_LIMIT), title="(a) T(γ, θ); light blue: T = 0")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=3, steps=[1, 2, 5, 10]))
     ax.set_yticks([0, np.pi / 4, np.pi / 2], ["0", "π/4", "π/2"])
     ax.set_zticks([-DISPLAY_LIMIT, 0, DISPLAY_LIMIT])
@@ -236,12 +257,13 @@ def _surface_panel(fig, gamma, theta, t):
 def _colour_bar(fig, ax, surface):
     """The colour bar of panel (a), added last so that ``fig.axes`` keeps the panels in order (a), (b), (c)."""
     bar = fig.colorbar(surface, ax=ax, shrink=0.5, pad=0.02, location="left")
-    bar.set_label(f"T (clipped to ±{DISPLAY_LIMIT:g})", fontsize=8)
+    bar.set_label(f"T (not drawn where |T| > {DISPLAY_LIMIT:g})", fontsize=8)
     bar.ax.tick_params(labelsize=8)
 
 
-def _sign_panel(fig, gamma, theta, t, method, sigma, lam, finite_d, limit):
-    """(b) the sign of T (red < 0, white = 0, blue > 0, grey undefined) with the analytic boundaries."""
+def _sign_panel(fig, gamma, theta, t, method, boundaries):
+    """(b) the sign of T (red < 0, white = 0, blue > 0, grey undefined) with the analytic boundaries; returns the
+    axes and its legend entries (drawn under the panel once the layout is final)."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -251,22 +273,22 @@ def _sign_panel(fig, gamma, theta, t, method, sigma, lam, finite_d, limit):
     ax.imshow(sign, origin="lower", aspect="auto", interpolation="nearest", vmin=-1.5, vmax=2.5,
               cmap=ListedColormap(["#d6604d", "white", "#4393c3", "#bdbdbd"]),
               extent=(gamma[0] - dg / 2, gamma[-1] + dg / 2, theta[0] - dt / 2, theta[-1] + dt / 2))
-    _draw_boundaries(ax, method, sigma, lam, gamma[-1], finite_d, limit)
+    for boundary_gamma, boundary_theta, style, _ in boundaries:
+        ax.plot(boundary_gamma, boundary_theta, **style)
     handles, labels = ax.get_legend_handles_labels()
     if np.isnan(t).any():
         handles.append(Patch(facecolor="#bdbdbd", edgecolor="none"))
         labels.append(f"undefined: n = round(γd) < {get_method(method).min_n}")
-    # fine-tuning: the legend sits on the white γ > 1 half (T = 0), away from the sign boundaries
-    ax.legend(handles, labels, loc="center right" if method == "finetune" else "upper right", fontsize=7,
-              framealpha=0.85)
     ax.set(xlabel="γ", ylabel="θ", xlim=(gamma[0] - dg / 2, gamma[-1] + dg / 2), ylim=(0, THETA_MAX))
     shades = "red T < 0, blue T > 0" + (", white T = 0" if method == "finetune" else "")
     ax.set_title(f"(b) sign of T: {shades}", fontsize=10)
     ax.set_yticks(*_THETA_TICKS)
+    return ax, (handles, labels)
 
 
 def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated):
-    """(c) T at θ = π/8, π/4, 3π/8 (the paper's formula dotted where it differs), simulated points if given."""
+    """(c) T at θ = π/8, π/4, 3π/8 (the paper's formula dotted where it differs), simulated points if given, with
+    how many simulated draws converged in the title; returns the axes."""
     ax = fig.add_subplot(1, 3, 3)
     colors = {}
     for th, label in zip(SLICE_THETAS, _SLICE_LABELS):
@@ -278,41 +300,50 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated):
             ax.plot(gamma, np.where(np.isfinite(paper), paper, np.nan), lw=1, ls=":", color=line.get_color())
     if method == "finetune" and limit == "flow":
         ax.plot([], [], "k:", lw=1, label="paper's Eq. 17")
-    if simulated is not None and len(simulated):
+    simulates = simulated is not None and len(simulated)
+    if simulates:
         _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma[-1])
     ax.axhline(0.0, color="k", lw=0.6)
     ax.set(xlabel="γ", ylabel="T", xlim=(0, gamma[-1]), ylim=(-1.05 * DISPLAY_LIMIT, 1.05 * DISPLAY_LIMIT))
-    ax.set_title("(c) slices" + (" (points: simulation ± SD)" if simulated is not None and len(simulated) else ""),
-                 fontsize=10)
-    ax.legend(loc="lower right", fontsize=7, framealpha=0.85)
+    ax.set_title("(c) slices" + (" (points: simulation ± SD)" if simulates else ""), fontsize=10)
+    if simulates and "n_converged" in simulated:
+        annotate_convergence(ax, {"target draws": (int(simulated["n_converged"].sum()),
+                                                   int(simulated["n_draws"].sum()))})
+    return ax
 
 
 def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
     r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table; returns the Figure.
 
-    (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets, with a colour bar; (b) its top view shaded by
-    sign (red T < 0, blue T > 0, white T = 0, grey undefined) with the analytic n, d → ∞ boundaries — for
+    (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets and left out where |T| > :data:`DISPLAY_LIMIT`,
+    with a colour bar and the T = 0 boundaries drawn on it in light blue (as the paper's); (b) its top view shaded
+    by sign (red T < 0, blue T > 0, white T = 0, grey undefined) with the analytic n, d → ∞ boundaries — for
     fine-tuning the gradient-flow boundary θ* solid and the paper's θ = π/3 dashed; (c) slices at θ = π/8, π/4,
-    3π/8, evaluated exactly at those angles on the grid's γ values. Values are clipped to ±:data:`DISPLAY_LIMIT`
-    for display only. ``limit``: as in :func:`compute_grid` (default: the grid's ``attrs["limit"]``).
+    3π/8, evaluated exactly at those angles on the grid's γ values, in the range ±1.05·DISPLAY_LIMIT. The legends
+    of (b) and (c) sit under their panels, off the data. ``limit``: as in :func:`compute_grid` (default: the
+    grid's ``attrs["limit"]``).
 
     ``simulated``: optional DataFrame with columns ``gamma, theta, transferability_mean, transferability_sd``,
-    drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour).
+    drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
+    ``n_converged`` and ``n_draws`` columns, (c)'s title says how many draws converged in all.
     """
     use_agg()
     import matplotlib.pyplot as plt
 
     limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
     gamma, theta, t = _matrix(grid_df)
-    fig = plt.figure(figsize=(16, 4.8))
+    fig = plt.figure(figsize=(16, 5.6))
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
     fig.suptitle(f"Transferability, {_title(method, limit, finite_d)}: {setting}")
-    surface_axes, surface = _surface_panel(fig, gamma, theta, t)
-    _sign_panel(fig, gamma, theta, t, method, sigma, lam, finite_d, limit)
-    _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated)
+    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit)
+    surface_axes, surface = _surface_panel(fig, gamma, theta, t, boundaries)
+    sign_axes, (handles, labels) = _sign_panel(fig, gamma, theta, t, method, boundaries)
+    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated)
     _colour_bar(fig, surface_axes, surface)
-    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.12, top=0.86, wspace=0.3)
+    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
+    legend_outside(sign_axes, "below", handles, labels, fontsize=8, ncol=2)
+    legend_outside(slices_axes, "below", fontsize=8, ncol=2)
     return fig
 
 

@@ -13,6 +13,8 @@ Carlo of the corrected limit, whose SE enters the comparison).
 """
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 
 from ..theory.methods import get_method
@@ -27,6 +29,7 @@ __all__ = [
     "SIM_COLUMN_DEFINITIONS",
     "simulation_ns",
     "simulate",
+    "SWEEP_RUNNER",
     "simulate_slices",
     "simulation_summary",
 ]
@@ -75,8 +78,28 @@ def simulation_ns(d, gamma_max, count, min_n=1):
     return ns[~bad], ns[bad]
 
 
+#: where :func:`simulate` runs: None (default) in this process; a :class:`transfertheory.sweep.runner.SweepRunner`
+#: through the sweep engine, one point per (γ, θ) kept in its store (``python -m transfertheory.figures --paper``)
+SWEEP_RUNNER = contextvars.ContextVar("sweep_runner", default=None)
+
+
+def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed):
+    """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ)."""
+    axes = dict(gamma=[int(n) / d for n in ns], theta=[float(t) for t in thetas])
+    fixed = dict(d=int(d), sigma=float(sigma), instances=int(draws), methods=list(methods), lam=float(lam))
+    return runner.rows(dict(experiment="faf_linear", seed=int(seed), fixed=fixed, axes=axes), f"faf_linear d={d}")
+
+
 def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None):
-    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d; ``ridge``: λ of linear transfer."""
+    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d; ``ridge``: λ of linear transfer.
+
+    With a :data:`SWEEP_RUNNER` set and a single λ, the points run through the sweep engine: each (γ, θ) point
+    draws from its own seed, so the numbers are statistically, not bitwise, those of the in-process run (several
+    λ stay in process: they share their target draws there).
+    """
+    runner = SWEEP_RUNNER.get()
+    if runner is not None and len(ridge) == 1:
+        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed)
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(

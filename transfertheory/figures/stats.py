@@ -48,7 +48,6 @@ __all__ = [
     "format_angle",
     "bootstrap_mean_interval",
     "wilson_interval",
-    "convergence_line",
 ]
 
 #: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3. Rerunning the same
@@ -254,12 +253,3 @@ def wilson_interval(successes, trials, level=0.68):
     half = z / (1 + z * z / trials) * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
     return max(0.0, centre - half), min(1.0, centre + half)
 
-
-def convergence_line(converged, total, what, criterion):
-    """The line a simulation figure prints on itself: how many of its ``total`` ``what`` converged and by which
-    ``criterion`` (e.g. "‖∇L‖ ≤ 1e-5, final training loss ≤ 3e-9"), and that unconverged ones are left out."""
-    converged, total = int(converged), int(total)
-    if not 0 <= converged <= total:
-        raise ValueError(f"converged must be in [0, total = {total}], got {converged}")
-    omitted = "" if converged == total else f"; the {total - converged} unconverged are left out"
-    return f"converged: {converged} of {total} {what} ({criterion}){omitted}"

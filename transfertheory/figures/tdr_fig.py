@@ -26,8 +26,8 @@ import pandas as pd
 from ..sim.ntk_two_layer import simulate_transfer, width_rate
 from ..sim.ntk_two_layer import task_pair as sim_task_pair
 from ..theory.ntk_two_layer import transfer_summary
-from .output import LEGEND_BELOW, FigureOutput, use_agg
-from .stats import convergence_line
+from .marks import legend_outside, left_out_text
+from .output import FigureOutput, use_agg
 from .registry import Figure, register
 
 NAME = "tdr_fig"
@@ -153,7 +153,7 @@ def _plot_gaps(ax, widths_table, similarity_width):
     ax.annotate(f"m of (b), (c) = {similarity_width}", (similarity_width, 1.0), xycoords=("data", "axes fraction"),
                 xytext=(3, -3), textcoords="offset points", ha="left", va="top", fontsize=7, color="0.4")
     ax.set(xlabel="width m", ylabel="RMS gap over seeds", title="(a) gap to the Gram formulas (dotted: fits)")
-    ax.legend(**LEGEND_BELOW)
+    legend_outside(ax, "below", fontsize=7, frameon=False)
 
 
 def _plot_similarity(distance_ax, difference_ax, similarity_table):
@@ -170,11 +170,11 @@ def _plot_similarity(distance_ax, difference_ax, similarity_table):
     width = int(similarity_table["width"].iloc[0])
     distance_ax.set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖ΔW‖_F",
                     title=f"(b) distances against similarity, m = {width}")
-    distance_ax.legend(ncol=2, **LEGEND_BELOW)
+    legend_outside(distance_ax, "below", ncol=2, fontsize=7, frameon=False)
     difference_ax.axhline(0.0, color="k", lw=0.8, ls=":")
     difference_ax.set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖W(Q) − W(P)‖_F − Thm 2 bound",
                       title=f"(c) fine-tuning distance − bound (± SD), m = {width}")
-    difference_ax.legend(ncol=2, **LEGEND_BELOW)
+    legend_outside(difference_ax, "below", ncol=2, fontsize=7, frameon=False)
 
 
 def plot(widths_table, similarity_table, convergence):
@@ -201,9 +201,9 @@ def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, 
     similarity_table = similarity_study(similarity_width, seeds, angles, backend)
     rates = {c: fitted_rate(widths_table, c)[0] for c in GAP_COLUMNS}
     tables = (widths_table, similarity_table)
-    convergence = convergence_line(
-        sum(int(t["converged"].sum()) for t in tables), seeds * sum(len(t) for t in tables),
-        "networks", f"‖∇L‖ ≤ {GTOL:g} in all three stages; largest final training loss "
+    convergence = left_out_text(
+        "networks", sum(int(t["converged"].sum()) for t in tables), seeds * sum(len(t) for t in tables),
+        f"‖∇L‖ ≤ {GTOL:g} in all three stages; largest final training loss "
                     f"{max(float(t['final_loss_max'].max()) for t in tables):.1g}")
     summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),

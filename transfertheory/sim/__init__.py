@@ -9,20 +9,28 @@ simulator supplies a gradient callable and optionally a
 :class:`~.integrator.StageKernel` and a residual guard, see docs/simulator.md)
 and return tidy pandas DataFrames. The array module is inferred from the
 arrays; entry points take a backend name
-(:func:`transfertheory.backend.resolve_backend`).
+(:func:`transfertheory.backend.resolve_backend`). :func:`experiments` returns
+one :class:`Experiment` record per simulator (:mod:`.catalog`): its
+parameter schema with ranges, a small example point and ``run(**point)``
+returning one row per instance with the shared convergence columns
+(:mod:`.convergence`); :mod:`.seeding` is the one seeding rule.
 
-``run_transfer_experiment`` (FaF §3) is imported on first use: its module loads pandas, which a command line's
-``--help`` or a simulator of another paper does not need.
+``run_transfer_experiment`` (FaF §3) and the catalog are imported on first use: their modules load pandas, which a
+command line's ``--help`` or a simulator of another paper does not need.
 """
 from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
 
 __all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "StageKernel", "StepRequest",
-           "StepOutcome"]
+           "StepOutcome", "Experiment", "Field", "experiments", "get_experiment"]
+
+#: the names imported on first use, and their modules
+_LAZY = {"run_transfer_experiment": ".deep_linear", "experiments": ".catalog", "get_experiment": ".catalog",
+         "Experiment": ".records", "Field": ".records"}
 
 
 def __getattr__(name):
-    if name == "run_transfer_experiment":
-        from .deep_linear import run_transfer_experiment
+    if name in _LAZY:
+        import importlib
 
-        return run_transfer_experiment
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

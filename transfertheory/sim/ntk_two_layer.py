@@ -48,10 +48,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import params as P
+from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from .._validation import Interval, as_generator, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
 from ..theory.ntk_two_layer import gram_solve, transfer_summary
-from .integrator import (BlockwiseStages, FlowResult, RaggedBatch, check_settings, dense_stages,
+from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, RaggedBatch, check_settings, dense_stages,
                          integrate_gradient_flow, rkc_stability_bound)
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
@@ -113,17 +114,26 @@ class WidthRun:
         return self.pretrain.converged & self.finetune.converged & self.scratch.converged
 
 
-def initial_weights(width, d, seeds, *, kappa=1.0, symmetric=True, seed=0):
+def initial_weights(width, d, seeds, *, kappa=1.0, symmetric=True, seed=0, max_memory=None):
     """W(0) (seeds, m, d) with rows w_r ~ N(0, κ²I) and a (seeds, m) ∈ {±1} on the host (module docstring).
 
     ``symmetric``: rows m/2.. repeat rows ..m/2 with a_r negated (f(·; W(0)) = 0; m must be even).
     The draw of seed s at width m depends on (seed, m, s) only; ``seed`` is an integer ≥ 0, or a Generator or
-    SeedSequence that gives one (:func:`~transfertheory._validation.root_seed`).
+    SeedSequence that gives one (:func:`~transfertheory._validation.root_seed`). ``max_memory``: the memory
+    guard's limit (:mod:`transfertheory._memory`); the seeds·m·(d + 1) floats are refused before drawing when they
+    exceed it.
     """
     width, seeds, kappa = _WIDTH.scalar(width, "width"), _SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
     d, seed = P.D.scalar(d), root_seed(seed)
     if symmetric and width % 2:
         raise ValueError(f"width must be even with symmetric=True, got {width}")
+    check_memory(FLOAT_BYTES * seeds * width * (d + 1), what="initial_weights", max_memory=max_memory,
+                 params={"width": width, "d": d, "seeds": seeds})
+    return _initial_weights(width, d, seeds, kappa, symmetric, seed)
+
+
+def _initial_weights(width, d, seeds, kappa, symmetric, seed):
+    """:func:`initial_weights` of validated arguments."""
     weights, signs = np.empty((seeds, width, d)), np.empty((seeds, width))
     for s in range(seeds):
         rng = np.random.default_rng([seed, width, s])
@@ -295,8 +305,9 @@ def _joined(results, y):
                       **fields)
 
 
+@guarded_entry_point
 def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
-                    max_steps=200_000):
+                    max_steps=200_000, max_memory=None):
     """Train every instance on one set (x, y) to ‖∇L‖ ≤ gtol, networks of several widths in one integration.
 
     ``weights`` (b, m, d) and ``signs`` (b, m) on the backend, or lists of such blocks of different widths
@@ -309,7 +320,8 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     on the host, consecutive instances are integrated in groups of at most :data:`HOST_GROUP_BYTES` of states
     (an instance's result does not depend on its batch or group). Returns (final weights in the layout of
     ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order, its states
-    (b, m·d) for one block and a ``RaggedBatch`` for a list).
+    (b, m·d) for one block and a ``RaggedBatch`` for a list). ``max_memory``: the memory guard's limit (bytes or
+    ``"64G"``); training whose working set (the final weights and :func:`_trainer_bytes`) exceeds it is refused.
     """
     single = not isinstance(weights, (list, tuple))
     blocks, sign_blocks = ([weights], [signs]) if single else (list(weights), list(signs))
@@ -317,12 +329,17 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
         raise ValueError("weights and signs must be non-empty blocks of networks, one signs block per weights block")
     check_settings(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
                    max_steps=max_steps)  # the settings of both schemes, though each passes on only its own
+    units, largest = sum(b.shape[0] * b.shape[1] for b in blocks), max(b.shape[1] for b in blocks)
+    xp = get_backend(*blocks)
+    check_memory(FLOAT_BYTES * units * x.shape[1] + _trainer_bytes(units, largest, x.shape[1], x.shape[0], scheme,
+                                                                    xp is not np),
+                 what="train_two_layer", xp=xp, max_memory=max_memory,
+                 params={"networks": sum(b.shape[0] for b in blocks), "largest width": largest, "n": x.shape[0]})
     settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
     if scheme == "euler":
         settings.update(step_fraction=step_fraction)
     elif scheme == "rkc":
         settings.update(rtol=rtol, max_stages=_rkc_stage_cap(x))
-    xp = get_backend(*blocks)
     groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
     finals, results = [xp.empty_like(b) for b in blocks], []
     for group in groups:
@@ -355,7 +372,7 @@ def _frobenius(difference):
 def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
     """Pretrain every network of every width as one batch, then fine-tune and train from scratch as another."""
     x_p, y_p, x_q, y_q = data
-    draws = [initial_weights(m, x_p.shape[1], seeds, kappa=kappa, symmetric=symmetric, seed=seed) for m in widths]
+    draws = [_initial_weights(m, x_p.shape[1], seeds, kappa, symmetric, seed) for m in widths]
     w0 = [to_device(w, xp) for w, _ in draws]
     a = [to_device(signs, xp) for _, signs in draws]
     w_p, pretrain = train_two_layer(w0, a, x_p, y_p, **flow)
@@ -379,8 +396,38 @@ def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
     return tuple(runs)
 
 
+def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
+    """Peak bytes :func:`train_two_layer` adds to the weights of networks of ``units`` hidden units in all (the
+    largest ``largest`` wide) on n samples: the integrator holds :data:`PEAK_STATE_COPIES` copies of the states
+    it integrates at once (on a device all of them; on the host one group of :data:`HOST_GROUP_BYTES`, or one
+    network if larger) and three (instances, m, n) activation patterns of them (the tangent-kernel radius, the
+    gradient's pre-activations)."""
+    if on_device:
+        flow_states, patterns = units * d, units * n
+    else:
+        flow_states = min(units * d, max(HOST_GROUP_BYTES // FLOAT_BYTES, largest * d))
+        patterns = flow_states // d * n
+    return FLOAT_BYTES * (PEAK_STATE_COPIES[scheme] * flow_states + 3 * patterns)
+
+
+def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:
+    """Peak bytes of :func:`simulate_transfer` from the arrays it allocates.
+
+    With S = seeds·Σm·d the floats of all networks' weights: six copies stay allocated (W(0), W(P), the
+    fine-tuning + scratch batch and its final weights, two each); the trainer's working set of the target stage
+    (2·seeds·Σm units, :func:`_trainer_bytes`); Thm 1's gradients ∂L/∂X¹ take three (seeds, m, n) arrays at the
+    largest width (pre-activations, activations, the gradient; then the gradient and its square). n = the larger
+    sample size.
+    """
+    units = seeds * sum(widths)
+    return (FLOAT_BYTES * (6 * units * d + 3 * seeds * max(widths) * n)
+            + _trainer_bytes(2 * units, max(widths), d, n, scheme, on_device))
+
+
+@guarded_entry_point
 def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
-                      step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None):
+                      step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None,
+                      max_memory=None):
     """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
     All widths and seeds of a stage are trained in one integration (module docstring, "Batching"); each
@@ -402,6 +449,10 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
         default) or the RKC gradient flow at ``rtol`` (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the
         per-stage status is reported.
     backend : "auto" | "numpy" | "cupy" | None
+    max_memory : int, str or None
+        Memory limit (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available, on
+        the device for CuPy): a run whose estimated peak (:func:`_memory_estimate`, ~6·seeds·Σm·d floats plus
+        the integrator's working set) exceeds it is refused with a ValueError before any work.
 
     Returns
     -------
@@ -415,6 +466,9 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     if symmetric and any(m % 2 for m in widths):
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")
     xp = resolve_backend(backend)
+    d, n = np.shape(X_P)[1], max(np.shape(X_P)[0], np.shape(X_Q)[0])
+    check_memory(_memory_estimate(widths, d, n, seeds, scheme, xp is not np), what="simulate_transfer", xp=xp,
+                 max_memory=max_memory, params={"widths": widths, "seeds": seeds, "d": d, "n": n})
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
     return _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow)
 

@@ -38,6 +38,7 @@ import warnings
 import numpy as np
 
 from .. import params as P
+from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval, check_broadcast, check_param
 from .linear import (
     linear_transfer_risk,
@@ -339,11 +340,14 @@ def wasserstein1_empirical(samples_p, samples_q):
         If the solver stops before optimality (it should not: the iteration
         cap grows with the problem size).
     """
-    import ot  # POT; imported lazily (it is a core dependency, but heavy)
-
     xp, xq = _samples(samples_p, "samples_p"), _samples(samples_q, "samples_q")
     if xp.shape[1] != xq.shape[1]:
         raise ValueError(f"samples_p and samples_q must have the same dimension, got {xp.shape[1]} and {xq.shape[1]}")
+    # the cost matrix, POT's copy of it and the transport plan
+    check_memory(FLOAT_BYTES * 3 * xp.shape[0] * xq.shape[0], what="wasserstein1_empirical",
+                 params={"len(samples_p)": xp.shape[0], "len(samples_q)": xq.shape[0]})
+    import ot  # POT; imported lazily (it is a core dependency, but heavy)
+
     a = np.full(xp.shape[0], 1.0 / xp.shape[0])
     b = np.full(xq.shape[0], 1.0 / xq.shape[0])
     cost = ot.dist(xp, xq, metric="euclidean")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
+from .._memory import FLOAT_BYTES, check_memory
 from .._validation import check_broadcast, root_seed, scalar_or_array
 from .scratch import design, min_norm_noise_gain, min_norm_solution, noise_term, row_space_solve, scratch_risk
 
@@ -206,8 +207,11 @@ def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):
     n_, d_ = P.N.scalar(n), _MC_D.scalar(d)
     t, s = np.atleast_1d(P.THETA.check(theta)), P.SIGMA.scalar(sigma)
     draws = _MC_DRAWS.scalar(draws)
+    # per chunk of draws: X, y (Θ copies) and the solutions' pseudo-inverse / SVD work (about six X's)
+    check_memory(FLOAT_BYTES * (6 + t.size) * max(4_000_000, n_ * d_), what="fine_tune_flow_expectation",
+                 params={"n": n_, "d": d_, "len(theta)": t.size})
     gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(n_, d_)))
-    e1, e2 = np.eye(d_)[0], np.eye(d_)[1]
+    e1, e2 = np.eye(2, d_)  # the first two basis vectors (no d × d identity)
     beta_t = np.cos(t)[:, None] * e1 + np.sin(t)[:, None] * e2  # (Θ, d)
     risks, gaps, chunk = [], [], max(1, 4_000_000 // (n_ * d_))
     for start in range(0, draws, chunk):

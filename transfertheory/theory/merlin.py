@@ -42,6 +42,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import params as P
+from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval, as_generator, check_broadcast, scalar_or_array
 from ..backend import array_module_of, get_backend
 
@@ -120,7 +121,9 @@ def _host_rng(rng):
     return as_generator(rng), getattr(rng, "xp", np)
 
 
-def _sample(n, d, k, rng):
+def _sample(n, d, k, rng, what):
+    # the integer draw, its float copy and the copy on the array module
+    check_memory(FLOAT_BYTES * 3 * n * d, what=what, params={"n": n, "d": d})
     gen, xp = _host_rng(rng)
     y = (gen.random(n) >= LABEL_ZERO_PROBABILITY).astype(float)
     x = gen.integers(-1, 2, size=(n, d)).astype(float)
@@ -137,12 +140,12 @@ def sample_source(n, d, k, rng):
     n, d, k = P.N.scalar(n), P.D.scalar(d), SOURCE_K.scalar(k)
     if k > d:
         raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
-    return _sample(n, d, k, rng)
+    return _sample(n, d, k, rng, "sample_source")
 
 
 def sample_target(n, d, rng):
     """n draws (x, y) from the target law D_t: the source law with k = 1, y = x₁² (MeRLin §5)."""
-    return _sample(P.N.scalar(n), P.D.scalar(d), 1, rng)
+    return _sample(P.N.scalar(n), P.D.scalar(d), 1, rng, "sample_target")
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,8 @@ def population_loss(theta, phi, k):
 def population_loss_and_grad(theta, phi, k, grad=True):
     """(loss, ∂loss/∂θ, ∂loss/∂φ) of :func:`population_loss` (gradients None with ``grad=False``)."""
     xp, theta, phi = _check_network(theta, phi)
+    d, batch = phi.shape[-2], math.prod(phi.shape[:-2])  # four (d, d) arrays per network: A, A∘A, P∘A∘A, G
+    check_memory(FLOAT_BYTES * (4 * batch + 1) * d * d, what="population_loss", params={"batch": batch, "d": d}, xp=xp)
     loss, dtheta, dphi = population_loss_terms(phi.shape[-2], K_PARAM.scalar(k)).loss_and_grad(theta, phi, grad)
     if loss.ndim == 0:
         loss = float(loss)

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval
 from ..backend import array_module_of, to_host
 from ..params import Param
@@ -206,6 +207,8 @@ def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
     w_var, b_var = W_STD.scalar(w_std) ** 2, B_STD.scalar(b_std) ** 2
     dtype = xp.result_type(x.dtype, y.dtype)
     n, m = x.shape[0], y.shape[0]
+    # the two Grams, and the masks and refined entries of the near-collinear pass (two more n × m arrays)
+    check_memory(FLOAT_BYTES * 4 * n * m, what="relu_kernels", params={"len(X)": n, "len(Y)": m}, xp=xp)
     nngp, ntk = xp.empty((n, m), dtype=dtype), xp.empty((n, m), dtype=dtype)
     rows = max(1, _BLOCK_ELEMENTS // m)
     for start in range(0, n, rows):

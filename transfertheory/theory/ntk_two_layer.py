@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._memory import FLOAT_BYTES, check_memory
 from ..backend import array_module_of, stacked_eigh, to_host
 
 __all__ = [
@@ -109,6 +110,9 @@ def _same_dimension(x, y, x_name, y_name):
 def _gram_unchecked(x, y):
     """H∞ between the rows of x and y (unit rows), angle by the atan2 formula, in blocks of rows."""
     xp = array_module_of(x, y)
+    # the blocks and their concatenation, and the eigendecomposition callers take of it (two more)
+    check_memory(FLOAT_BYTES * 4 * x.shape[0] * y.shape[0], what="two_layer_gram", xp=xp,
+                 params={"len(X)": x.shape[0], "len(Y)": y.shape[0]})
     rows = max(1, _BLOCK_ELEMENTS // max(1, y.shape[0] * x.shape[1]))
     blocks = []
     for start in range(0, x.shape[0], rows):

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
-from ..integrator import FlowResult
+from ..integrator import FlowResult, flow_state_bytes
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
@@ -143,6 +144,50 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
     )
+
+
+# --------------------------------------------------------------------------- memory
+
+#: bytes of one output row: ~19 eight-byte columns, held three times at the end (the frames, their
+#: concatenation, the sorted copy)
+_ROW_BYTES = 19 * FLOAT_BYTES * 3
+#: bytes of one entry of the list of (γ index, instance) draws: a tuple of two ints and its pointer
+_DRAW_BYTES = 120
+
+
+def _memory_estimate(plan: _Plan) -> tuple[float, float]:
+    """(bytes that do not grow with the chunk, bytes per target draw in a chunk), from the arrays allocated.
+
+    Fixed: the output table, draws·Θ·(flow methods + λs of linear transfer) rows of :data:`_ROW_BYTES`, and
+    the draw list; the largest target draw X (n, d) with its Gram d² while it is reduced; the pretrained
+    network and its feature SVD (≈ 6 d² at depth L: (L − 1)d² weights, F, U, Vᵀ). Per draw of a chunk: Σ̂,
+    its eigenvectors Q and the device copies (4 d²), and the flow of scratch/fine-tuning, Θ·(flow methods)
+    instances of P = (L − 1)d² + d parameters (:func:`~..integrator.flow_state_bytes`: the RKC integrator's
+    copies, the start and the rotated start).
+    """
+    d, n_theta, draws = plan.d, len(plan.thetas), len(plan.gammas) * plan.instances
+    n_params = (plan.depth - 1) * d * d + d
+    linear_rows = len(plan.ridge) if "linear" in plan.methods else 0
+    rows = draws * n_theta * (len(plan.flow_methods) + linear_rows)
+    fixed = rows * _ROW_BYTES + draws * _DRAW_BYTES + FLOAT_BYTES * (int(plan.ns.max()) * d + d * d
+                                                                     + 2 * n_params + 6 * d * d)
+    flow_rows = n_theta * len(plan.flow_methods)
+    per_draw = FLOAT_BYTES * (4 * d * d + 2 * n_theta * d) + flow_state_bytes(flow_rows, n_params)
+    return fixed, per_draw
+
+
+def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
+    """Target draws per batched integration: ``chunk_size``, else as many as fit the memory limit (all of
+    them on an ordinary machine); ValueError when even the given chunk (or one draw) does not fit."""
+    fixed, per_draw = _memory_estimate(plan)
+    draws = len(plan.gammas) * plan.instances
+    chunk = plan.chunk_size or 1
+    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
+                         max_memory=max_memory,
+                         params={"d": plan.d, "depth": plan.depth, "instances": plan.instances,
+                                 "len(gammas)": len(plan.gammas), "len(thetas)": len(plan.thetas),
+                                 "len(ridge)": len(plan.ridge), "chunk_size": chunk})
+    return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, memory_limit(max_memory, xp)[0])
 
 
 # --------------------------------------------------------------------------- chunks of target draws
@@ -277,6 +322,7 @@ def _progress_bar(total: int, progress):
 # --------------------------------------------------------------------------- entry point
 
 
+@guarded_entry_point
 def run_transfer_experiment(
     d,
     gammas,
@@ -297,6 +343,7 @@ def run_transfer_experiment(
     feature_cutoff=None,
     chunk_size=None,
     progress=None,
+    max_memory=None,
 ) -> pd.DataFrame:
     r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
 
@@ -345,9 +392,15 @@ def run_transfer_experiment(
         Singular values of the pretrained features treated as residue
         (default 10·√‖D(0)‖, see :func:`~.transfer.feature_basis`); 0 keeps them all.
     chunk_size : int ≥ 1 or None
-        Target draws (γ, instance pairs) per batched integration (memory).
+        Target draws (γ, instance pairs) per batched integration (memory); None: as many as fit in the
+        memory limit (all of them unless the run is large).
     progress : bool or None
         tqdm progress bar (None: shown only if the run exceeds 2 s).
+    max_memory : int, str or None
+        Memory limit in bytes or as ``"64G"`` (:mod:`transfertheory._memory`); None: the environment
+        variable ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available now. The peak memory is estimated
+        from the arguments (:func:`_memory_estimate`) before any work: the draws are chunked to fit, and a
+        run whose output table (or one draw) does not fit is refused.
 
     Returns
     -------
@@ -360,13 +413,15 @@ def run_transfer_experiment(
     Raises
     ------
     ValueError
-        An argument out of its range (the message names it).
+        An argument out of its range (the message names it), or a run that does not fit in memory (the
+        message names the sizes, the estimate and the limit).
     transfertheory.backend.BackendUnavailableError
         ``backend="cupy"`` (or the variable) without a usable GPU.
     """
     plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
                  linear_solver, feature_cutoff, chunk_size)
     xp = resolve_backend(backend)
+    size = _chunk_draws(plan, xp, max_memory)
     arch = Architecture(plan.d, plan.depth)
     beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed)
     pre = basis = None
@@ -375,7 +430,6 @@ def run_transfer_experiment(
                        init=plan.init, backend=backend_name(xp))
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.draws
-    size = len(draws) if plan.chunk_size is None else plan.chunk_size
     frames, totals = [], _Totals()
     with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
         for start in range(0, len(draws), size):

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import root_seed
 from ...backend import get_backend, resolve_backend, to_device, to_host
-from ..integrator import FlowResult, integrate_gradient_flow
+from ..integrator import FlowResult, flow_state_bytes, integrate_gradient_flow
 from .losses import EndToEndLoss, PopulationLoss
 from .network import (
     Architecture,
@@ -30,14 +31,18 @@ from .stages import LowRankStages
 __all__ = ["train", "PretrainResult", "pretrain"]
 
 
-def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None) -> FlowResult:
+@guarded_entry_point
+def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, max_memory=None) -> FlowResult:
     """Gradient flow of ``loss`` from ``y0`` with the package integrator.
 
     Absolute tolerance per instance from its initial scale, 10⁻²·rtol·RMS(y0ᵢ).
     For losses of the end-to-end vector: low-rank stages, and convergence
     needs ‖∇_βL‖ ≤ gtol as well as ‖∇L‖ ≤ gtol (no false convergence at the
-    saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise.
+    saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise. ``max_memory``: the memory guard's limit
+    (bytes or ``"64G"``); a flow whose states (:func:`~..integrator.flow_state_bytes`) exceed it is refused.
     """
+    check_memory(flow_state_bytes(*y0.shape), what="train", max_memory=max_memory,
+                 params={"instances": y0.shape[0], "parameters": y0.shape[1]})
     xp = get_backend(y0)
     atol = rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
     structured = isinstance(loss, EndToEndLoss)
@@ -90,8 +95,9 @@ class PretrainResult:
         }
 
 
+@guarded_entry_point
 def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", rtol=1e-4, gtol=1e-8,
-             max_time=1e4, backend=None) -> PretrainResult:
+             max_time=1e4, backend=None, max_memory=None) -> PretrainResult:
     r"""Gradient flow on the population source loss from W_l(0) = αW̄_l (FaF Lemma 3.3, Thm 3.4).
 
     ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto).
@@ -99,9 +105,13 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
     method starts from these weights: at d = 100 the pretrained weights
     (rtol = 1e-4, ‖∇L‖ and ‖β − β_s‖ ≤ gtol = 1e-8) are within 1.3e-9 of an
     rtol = 1e-6, gtol = 1e-10 run. (gtol must sit above the integrator's
-    error floor: at rtol = 1e-4 the flow cannot get ‖∇L‖ below ~1e-9.)
+    error floor: at rtol = 1e-4 the flow cannot get ‖∇L‖ below ~1e-9.) ``max_memory``: the memory guard's
+    limit; the flow of the (L − 1)d² + d weights and the d × d SVD of the features are refused before any draw
+    when they exceed it.
     """
     xp = resolve_backend(backend)
+    check_memory(flow_state_bytes(1, arch.n_params) + FLOAT_BYTES * 3 * arch.d**2, what="pretrain", xp=xp,
+                 max_memory=max_memory, params={"d": arch.d, "depth": arch.depth})
     beta_s = to_device(np.asarray(beta_s, dtype=np.float64), xp)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(root_seed(seed))
     y0 = to_device(init_weights(arch, alpha, [seq], init), xp)

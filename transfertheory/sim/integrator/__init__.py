@@ -11,7 +11,8 @@
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
-from .flow import SCHEMES, STATUSES, FlowResult, check_settings, integrate_gradient_flow
+from .flow import (PEAK_STATE_COPIES, SCHEMES, STATUSES, FlowResult, check_settings, flow_state_bytes,
+                   integrate_gradient_flow)
 from .kernels import (
     DenseStages,
     StageKernel,
@@ -29,6 +30,8 @@ __all__ = [
     "integrate_gradient_flow",
     "STATUSES",
     "SCHEMES",
+    "PEAK_STATE_COPIES",
+    "flow_state_bytes",
     "check_settings",
     "StageKernel",
     "StepRequest",

@@ -21,10 +21,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import root_seed
 from ...backend import resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
-from ..integrator import check_settings
+from ..integrator import check_settings, flow_state_bytes
 from .network import NETWORKS, WIDTH, NetworkShape, init_parameters
 from .training import adapted_predictions, train
 
@@ -65,8 +66,24 @@ def _rows(width, network, method, trained, predictions, references):
                            steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]), loss=float(flow.loss[i]))
 
 
+def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
+    """Peak bytes of training the ``networks`` networks of one width (the widths run one after another).
+
+    The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters,
+    held by the integrator (:func:`~..integrator.flow_state_bytes`) and once more as the gradient's layer parts
+    before their concatenation; a gradient evaluation holds per hidden layer the activations, the
+    ReLU masks and the backpropagated deltas on all Nn training points ((R, Nn, h) each), and the radius the
+    (R, Nn, Nn) tangent-kernel Grams (three). Nn = the training points of all N tasks.
+    """
+    d, points, heads = problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks), len(problem.tasks)
+    n_params = width * (d + 1) + (depth - 1) * width * (width + 1) + heads * (width + 1)
+    arrays = n_params + 3 * depth * points * width + 3 * points * points
+    return flow_state_bytes(networks, n_params) + FLOAT_BYTES * networks * arrays
+
+
+@guarded_entry_point
 def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
-                       lam_tau_hat=0.3, test=0, seed=0, rtol=1e-3, backend=None) -> pd.DataFrame:
+                       lam_tau_hat=0.3, test=0, seed=0, rtol=1e-3, backend=None, max_memory=None) -> pd.DataFrame:
     """Train ``networks`` networks per width with MTL and ANIL (ANIL's inner loop λτ = ``lam_tau``) and compare
     their test predictions (adaptation λτ̂ = ``lam_tau_hat``) with the infinite-width ones (module docstring).
 
@@ -77,6 +94,10 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     from ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
     ``default_rng([seed, width, 1])`` (``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives
     one). ``widths`` is a non-empty sequence of integers ≥ 1.
+
+    ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
+    peak memory of the largest width's networks is estimated (:func:`_memory_estimate`, O(R·L·h²)) and a study
+    above the limit is refused with a ValueError before any work.
     """
     widths, networks = [int(h) for h in WIDTH.sequence(widths, "widths")], NETWORKS.scalar(networks)
     lam_tau, lam_tau_hat = MTL.LAM_TAU.scalar(lam_tau), MTL.LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
@@ -84,6 +105,9 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     if test not in range(len(problem.support)):
         raise ValueError(f"test must be the index of a test task, in [0, {len(problem.support) - 1}], got {test!r}")
     xp = resolve_backend(backend)
+    check_memory(_memory_estimate(problem, network.depth, max(widths), networks), what="finite_width_study", xp=xp,
+                 max_memory=max_memory, params={"widths": widths, "networks": networks, "depth": network.depth,
+                                                "training points": sum(len(x) for x in problem.tasks)})
     references = kernel_predictions(problem, network, lam_tau, lam_tau_hat, test)
     support, query = problem.support[test], problem.query[test]
     rows = []

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES, check_memory
 from ..._validation import Interval, as_generator
 from ...backend import get_backend
 from ...params import Param
@@ -170,12 +171,19 @@ def empirical_kernels(shape: NetworkShape, body, head, x, y=None):
     return readout, ntk
 
 
-def random_network_kernels(network: ReluNetwork, x, width, networks, rng, chunk=16):
+def random_network_kernels(network: ReluNetwork, x, width, networks, rng, chunk=16, max_memory=None):
     """(K̂, Θ̂) (R, n, n) of ``networks`` random networks of width ``width`` on ``x`` (host NumPy), drawn in
-    chunks of ``chunk`` networks from ``rng`` (the memory of a chunk is ~chunk·depth·h² numbers)."""
+    chunks of ``chunk`` networks from ``rng`` (the memory of a chunk is ~chunk·depth·h² numbers). Refused (memory
+    guard, :mod:`transfertheory._memory`) when a chunk's bodies (twice: the draw and the gradients), its
+    activations, masks and deltas (four (n, h) arrays per layer), its Grams and the two (R, n, n) results exceed
+    ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available)."""
     x = np.asarray(x, dtype=float)
     shape = NetworkShape(x.shape[1], WIDTH.scalar(width), network)
     networks, rng = NETWORKS.scalar(networks), as_generator(rng)
+    n, batch = x.shape[0], min(chunk, networks)
+    check_memory(FLOAT_BYTES * (batch * (2 * shape.body_size + 4 * shape.depth * n * shape.width + 3 * n * n)
+                                + 2 * networks * n * n), what="random_network_kernels", max_memory=max_memory,
+                 params={"width": shape.width, "depth": shape.depth, "networks": networks, "len(x)": n})
     parts = []
     for start in range(0, networks, chunk):
         body, head = init_parameters(shape, min(chunk, networks - start), rng)

@@ -30,11 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import check_memory, guarded_entry_point
 from ..._validation import Interval, as_generator
 from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
 from ...params import Param
 from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
-from ..integrator import dense_stages, integrate_gradient_flow
+from ..integrator import dense_stages, flow_state_bytes, integrate_gradient_flow
 from .network import NetworkShape, backpropagate, body_gram, forward, outputs
 
 __all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "adapted_predictions"]
@@ -191,16 +192,23 @@ class TrainedNetworks:
         return self.state[:, self.shape.body_size:].reshape(self.state.shape[0], -1, self.shape.head_size)
 
 
+@guarded_entry_point
 def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0.0, rtol=1e-4, gtol=None,
-          max_time=1e6, max_steps=100_000) -> TrainedNetworks:
+          max_time=1e6, max_steps=100_000, max_memory=None) -> TrainedNetworks:
     """Gradient flow of MTL or ANIL (module docstring) for every network of ``body0`` (R, P_body) / ``head0``
     (R, h + 1) (backend arrays) on the training tasks (lists of host arrays (nᵢ, d), (nᵢ, 1)).
 
     ``gtol`` (default 10⁻⁵·‖𝒴‖): convergence when ‖∇L‖ ≤ gtol; the status of every network is in ``flow``.
+    ``max_memory``: the memory guard's limit (bytes or ``"64G"``); a flow whose states
+    (:func:`~..integrator.flow_state_bytes`, with MTL's one head per task) exceed it is refused.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     lam_tau = LAM_TAU.scalar(lam_tau)
+    heads = len(tasks) if method == "mtl" else 1
+    check_memory(flow_state_bytes(body0.shape[0], shape.body_size + heads * shape.head_size), what="train",
+                 max_memory=max_memory, params={"networks": body0.shape[0], "width": shape.width,
+                                                "depth": shape.depth, "heads": heads})
     xp = get_backend(body0, head0)
     data = TaskData.from_tasks(tasks, labels, xp)
     offset = outputs(shape, forward(shape, body0, data.x).features, head0)

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import guarded_entry_point
 from ..._validation import as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
 from .losses import features, ridge_head, split_orders
-from .training import Objective, Trained, random_init, stack_objectives, train
+from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full", "target_only",
            "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage"]
@@ -76,11 +77,14 @@ def _repeat(array, times):
     return get_backend(array).repeat(array, times, axis=0)
 
 
+@guarded_entry_point
 def pretrain(d, m, k, lam, seeds, restarts, rng, xp=np, init_scale=0.5, **flow) -> Outcome:
     """Pre-training on the exact source population loss + λ(‖θ_s‖² + ‖φ‖²_F) (Lemma 4), R restarts per seed.
 
     ``head`` is θ_s (the outcome's ``target_loss`` is then that of the source predictor on the target law).
+    Refused before drawing the starts when the flow does not fit in memory (``flow["max_memory"]``, O(B·d²)).
     """
+    check_flow_memory("pretrain", seeds * restarts, d, m, source=True, max_memory=flow.get("max_memory"))
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0)
     trained = train(objective, random_init(objective, seeds * restarts, rng, init_scale, xp), **flow)
     return _outcome(trained, seeds, restarts, lambda p, keep: p["theta_s"])

@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 
 from ... import params as P
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend
 from ...theory import merlin as M
 from ..integrator import check_settings
 from . import algorithms as A
-from .training import FLOW_SETTINGS, INIT_SCALE
+from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
 __all__ = ["ALGORITHMS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
 
@@ -72,8 +73,34 @@ def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, spl
                 restarts=_RESTARTS.scalar(restarts), init_scale=INIT_SCALE.scalar(init_scale), seed=root_seed(seed))
 
 
+#: algorithms whose objective holds the exact source loss, O(d²) per instance (MeRLin Lemma 4's A = φ diag(θ) φᵀ)
+_SOURCE_TERM = ("pretrain", "joint", "merlin")
+
+
+def _memory_estimate(s: dict, algorithms) -> float:
+    """Peak bytes of :func:`run_comparison`, from the arrays it allocates.
+
+    Each algorithm trains B instances in one integrator call (pre-training and the restarts' algorithms
+    seeds·restarts per n_t, fine-tuning seeds per n_t), each costing :func:`.training.instance_memory`; the
+    target data X (B, n_t, d) of joint, target-only and MeRLin training are all built before training (each
+    repeated per restart and padded to the largest n_t, two copies), plus the d × d pair weights.
+    """
+    d, m, seeds, restarts = s["d"], s["m"], s["seeds"], s["restarts"]
+    n_max, sizes = max(s["n_targets"]), len(s["n_targets"])
+    batches = {name: seeds * restarts * sizes for name in ("joint", "target_only", "merlin") if name in algorithms}
+    data = sum(2 * instances * n_max * d for instances in batches.values()) + seeds * n_max * d * sizes
+    if {"finetune", "finetune_full"} & set(algorithms):
+        batches.update(pretrain=seeds * restarts, finetune=seeds * sizes)
+    flow = max(instances * instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
+                                           splits=s["splits"] if name == "merlin" else 0)
+               for name, instances in batches.items())
+    return FLOAT_BYTES * (data + d * d) + flow
+
+
+@guarded_entry_point
 def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0, ridge=1e-2,
-                   splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, **flow) -> pd.DataFrame:
+                   splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, max_memory=None,
+                   **flow) -> pd.DataFrame:
     """Train every algorithm for every seed and n_t ∈ ``n_targets``; one row per (algorithm, n_t, seed).
 
     Columns: ``algorithm, n_t, seed``; ``target_loss`` (exact target population loss of the predictor);
@@ -85,10 +112,17 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
     ``df.attrs`` holds the settings and the pre-training report (``pretrain``: per seed objective, top
     coordinate, restarts needed, status).
+
+    ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
+    run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)
+    per instance) and a run above the limit is refused with a ValueError before any work.
     """
     s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
     check_settings(**flow)
     xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
+    check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
+                 params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
+                         "n_targets": s["n_targets"], "splits": s["splits"]})
     rng = np.random.default_rng([seed, 1])
     pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):

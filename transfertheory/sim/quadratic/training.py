@@ -23,13 +23,15 @@ from functools import cached_property
 import numpy as np
 
 from ... import params as P
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval, as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
-from ..integrator import integrate_gradient_flow
+from ..integrator import flow_state_bytes, integrate_gradient_flow
 from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
-__all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "INIT_SCALE"]
+__all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "INIT_SCALE",
+           "instance_memory", "check_flow_memory"]
 
 #: the scale of the Gaussian start (:func:`random_init`)
 INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="scale of the random start")
@@ -202,11 +204,33 @@ def random_init(objective: Objective, batch: int, rng, scale: float, xp=np) -> d
     return out
 
 
-def train(objective: Objective, start: dict, **settings) -> Trained:
+def instance_memory(d, m, *, source=False, samples=0, splits=0) -> float:
+    """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`);
+    with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ) φᵀ, A∘A, the pair term, G); with
+    MeRLin's S validation splits of n samples a gathered copy of X (n, d) and six (m, S, n) split-feature arrays."""
+    validation = samples * d + 6 * splits * samples * m if splits else 0
+    return flow_state_bytes(1, d * m + 2 * m) + FLOAT_BYTES * ((4 * d * d if source else 0) + validation)
+
+
+def check_flow_memory(what, batch, d, m, *, source=False, samples=0, splits=0, max_memory=None):
+    """Refuse (ValueError) a flow of ``batch`` instances whose peak (:func:`instance_memory` each, plus the d × d
+    pair weights of the source loss) exceeds the memory limit (:func:`transfertheory._memory.check_memory`)."""
+    estimate = batch * instance_memory(d, m, source=source, samples=samples, splits=splits)
+    check_memory(estimate + FLOAT_BYTES * d * d * source, what=what, max_memory=max_memory,
+                 params={"instances": batch, "d": d, "m": m, "n": samples, "splits": splits})
+
+
+@guarded_entry_point
+def train(objective: Objective, start: dict, *, max_memory=None, **settings) -> Trained:
     """Gradient flow of ``objective`` from ``start`` (a dict of the trained blocks, batch first).
 
-    ``settings`` override :data:`FLOW_SETTINGS` (rtol, gtol, max_time, max_steps).
+    ``settings`` override :data:`FLOW_SETTINGS` (rtol, gtol, max_time, max_steps). ``max_memory``: the memory
+    guard's limit (:func:`check_flow_memory`; bytes or ``"64G"``), checked before the flow starts.
     """
+    check_flow_memory("train", next(iter(start.values())).shape[0], objective.d, objective.m,
+                      source=objective.source_weight > 0,
+                      samples=0 if objective.X is None else objective.X.shape[1],
+                      splits=0 if objective.splits is None else objective.splits.shape[1], max_memory=max_memory)
     options = {**FLOW_SETTINGS, **settings}
     result = integrate_gradient_flow(objective.value_and_grad, objective.pack(start), **options)
     return Trained(objective.unpack(result.y), np.asarray(result.loss), result.converged, result.status,

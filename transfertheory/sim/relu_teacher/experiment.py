@@ -25,14 +25,15 @@ from dataclasses import dataclass
 import numpy as np  # pandas is imported by the functions that build tables: a --help needs none
 
 from ... import params as P
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..integrator import STATUSES as FLOW_STATUSES
 from .network import LOSS_TOL, M, MAX_TIME, RTOL, network_output, paper_init, target_norm_sq, target_variance
-from .pretraining import pretrain_source
-from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples
+from .pretraining import pretrain_source, pretraining_memory
+from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples, training_memory
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
            "draw_generator", "status_counts"]
@@ -211,9 +212,26 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
     return out
 
 
+def _memory_estimate(plan: _Plan) -> float:
+    """Peak bytes of :func:`run_transfer_experiment`, from the arrays it allocates (the stages run in turn).
+
+    The larger of pretraining (with a transfer method: :func:`.pretraining.pretraining_memory` of the T
+    teachers; the projection P⊥ of the pretrained features takes as much as its Grams) and target training at
+    the largest n (:func:`.target_training.training_memory` of the T·I networks), plus what is kept throughout:
+    the teachers and, per μ, the pretrained students and their sources (host and backend copies).
+    """
+    transfer = any(method != "scratch" for method in plan.methods)
+    held = plan.teachers * plan.m_star * plan.d * (1 + 2 * len(plan.mus) * transfer)
+    held += 2 * transfer * len(plan.mus) * plan.teachers * plan.m * (plan.d + 1)
+    pretrain = transfer * pretraining_memory(plan.teachers, plan.m, plan.m_star, plan.d)
+    target = training_memory(plan.teachers * plan.instances, plan.m, plan.d, max(plan.ns))
+    return FLOAT_BYTES * held + max(pretrain, target)
+
+
+@guarded_entry_point
 def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
                             output="ones", max_time=1e3, pretrain_max_time=1e3, rtol=None, loss_tol=1e-6,
-                            backend=None) -> pd.DataFrame:
+                            backend=None, max_memory=None) -> pd.DataFrame:
     r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
 
     Parameters
@@ -239,6 +257,11 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``).
     backend : str or None
         Array backend name (:func:`transfertheory.backend.resolve_backend`).
+    max_memory : int, str or None
+        Memory limit (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
+        peak memory is estimated from the arguments (:func:`_memory_estimate`: O(T·(m + m*)²) for the
+        population Grams, O(T·I·m·(d + n)) for target training) and a run above the limit is refused with a
+        ValueError before any work.
 
     Returns
     -------
@@ -256,6 +279,9 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
                  rtol, loss_tol)
     xp = resolve_backend(backend)
+    check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
+                 params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),
+                         "max(ns)": max(plan.ns), "teachers": plan.teachers, "instances": plan.instances})
     W_t, c_t = _teachers(plan, xp)
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
+from ..integrator import flow_state_bytes
 from .network import FlowReport, M, paper_init, sphere_flow
 
-__all__ = ["PretrainResult", "pretrain_source"]
+__all__ = ["PretrainResult", "pretrain_source", "pretraining_memory"]
 
 
 @dataclass(frozen=True)
@@ -27,17 +29,32 @@ class PretrainResult(FlowReport):
     initial_loss: np.ndarray
 
 
-def pretrain_source(W_star, c_star, m, rng, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-3, atol=1e-6):
+def pretraining_memory(teachers, m, m_star, d) -> float:
+    """Peak bytes of pretraining one student of width m per teacher of width m* in dimension d: the flow of the
+    m(d + 1) parameters (:func:`~..integrator.flow_state_bytes`), and the exact loss's arc-cosine Grams of the
+    m + m* units take six (m + m*)² arrays (norms, cosines, kernel, its gradient terms)."""
+    units = m + m_star
+    return flow_state_bytes(teachers, m * (d + 1)) + FLOAT_BYTES * teachers * 6 * units * units
+
+
+@guarded_entry_point
+def pretrain_source(W_star, c_star, m, rng, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-3, atol=1e-6,
+                    max_memory=None):
     """Students (B, m) from FaF's initialization trained on the exact population loss against teachers (B, m*, d).
 
     Stops per instance at ‖m∇L‖ ≤ gtol (status ``converged``), loss ≤ ``loss_tol`` (``loss_tol``, FaF's
     rule) or t = ``max_time`` (flow time; the paper's iterations × 0.01). ``rtol``, ``atol``: the
     integrator's local error tolerances (at d = 20, m = 200, μ = 0.5, rtol = 1e-3 gives the losses and
     kernel distances of an rtol = 1e-5, atol = 1e-12 run to 1e-3 relative, with 4× fewer evaluations).
+    ``max_memory``: the memory guard's limit (bytes or ``"64G"``, :mod:`transfertheory._memory`); pretraining
+    whose peak (:func:`pretraining_memory`, O(B·(m + m*)²)) exceeds it is refused before drawing the students.
     """
     xp = get_backend(W_star)
-    B, _, d = W_star.shape
-    W0, c0 = paper_init(M.scalar(m), d, rng, batch=(B,), xp=xp)
+    B, m_star, d = W_star.shape
+    m = M.scalar(m)
+    check_memory(pretraining_memory(B, m, m_star, d), what="pretrain_source", xp=xp, max_memory=max_memory,
+                 params={"teachers": B, "m": m, "m_star": m_star, "d": d})
+    W0, c0 = paper_init(m, d, rng, batch=(B,), xp=xp)
 
     def loss_and_gradients(W, c, rows):
         g = population_loss_and_gradients(W, c, W_star[rows], c_star[rows])

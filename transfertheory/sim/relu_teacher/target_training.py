@@ -33,11 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_device, to_host
+from ..integrator import flow_state_bytes
 from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
 
-__all__ = ["empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer",
-           "linear_transfer_flow", "LinearFlow"]
+__all__ = ["training_memory", "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning",
+           "linear_transfer", "linear_transfer_flow", "LinearFlow"]
 
 
 def empirical_loss_and_gradients(W, c, X, y):
@@ -58,15 +60,32 @@ def empirical_loss_and_gradients(W, c, X, y):
     return loss, grad_W, grad_c
 
 
-def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-2, atol=1e-5) -> FlowReport:
+def training_memory(networks, m, d, n) -> float:
+    """Peak bytes of training ``networks`` networks of width m on n samples in dimension d: the flow of the
+    m(d + 1) parameters (:func:`~..integrator.flow_state_bytes`), the samples X (n, d)
+    and six (n, m) arrays (pre-activations, features, active residuals, and linear transfer's SVD)."""
+    return flow_state_bytes(networks, m * (d + 1)) + FLOAT_BYTES * networks * (n * d + 6 * n * m)
+
+
+def _check_training_memory(what, networks, m, d, n, max_memory):
+    check_memory(training_memory(networks, m, d, n), what=what, max_memory=max_memory,
+                 params={"networks": networks, "m": m, "d": d, "n": n})
+
+
+@guarded_entry_point
+def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-2, atol=1e-5,
+                     max_memory=None) -> FlowReport:
     """Gradient flow on L̂ of networks (W0 (B, m, d) on the sphere, c0 (B, m)) on their samples X (B, n, d), y (B, n).
 
     Stops per instance at ‖m∇L̂‖ ≤ gtol, L̂ ≤ ``loss_tol`` (FaF's rule) or flow time ``max_time``;
     ``FlowReport.loss`` is the final L̂. ``rtol``, ``atol``: the integrator's local error tolerances. The
     empirical loss has kinks (a ReLU switching at a sample), which limit the steps by accuracy: at d = 20,
     m = 200 (n = 100, 400) rtol = 1e-2 needs 13× fewer evaluations than rtol = 1e-3 and moves the
-    population risk by 0.2% (docs/relu.md).
+    population risk by 0.2% (docs/relu.md). ``max_memory``: the memory guard's limit (bytes or ``"64G"``,
+    :mod:`transfertheory._memory`); a flow whose peak (:func:`training_memory`) exceeds it is refused.
     """
+    _check_training_memory("train_on_samples", W0.shape[0], W0.shape[-2], W0.shape[-1], X.shape[-2], max_memory)
+
     def loss_and_gradients(W, c, rows):
         index = get_backend(X).asarray(rows)
         return empirical_loss_and_gradients(W, c, X[index], y[index])
@@ -75,9 +94,13 @@ def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rt
                        atol=atol)
 
 
+@guarded_entry_point
 def scratch_training(X, y, m, rng, **flow) -> FlowReport:
-    """Students of width m trained on (X, y) from FaF's initialization (rows on the sphere, c = 1e−7)."""
-    W0, c0 = paper_init(M.scalar(m), X.shape[-1], rng, batch=(X.shape[0],), xp=get_backend(X))
+    """Students of width m trained on (X, y) from FaF's initialization (rows on the sphere, c = 1e−7); refused
+    before drawing them when the flow does not fit in memory (``flow["max_memory"]``, :func:`training_memory`)."""
+    m = M.scalar(m)
+    _check_training_memory("scratch_training", X.shape[0], m, X.shape[-1], X.shape[-2], flow.get("max_memory"))
+    W0, c0 = paper_init(m, X.shape[-1], rng, batch=(X.shape[0],), xp=get_backend(X))
     return train_on_samples(W0, c0, X, y, **flow)
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._memory import FLOAT_BYTES, check_memory
 from . import _inputs
 
 __all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", "PopulationLossGradients"]
@@ -57,6 +58,14 @@ def _check_pair(A, B, a_name, b_name, xp):
         raise ValueError(f"{a_name} and {b_name} must have the same number of columns d, got {A.shape[-1]} "
                          f"and {B.shape[-1]}")
     return A, B
+
+
+def check_gram_memory(what, batch_shape, p, q, arrays, xp):
+    """The memory guard of the arc-cosine Grams: ``arrays`` (p, q) arrays per instance of the batch shape
+    (:func:`transfertheory._memory.check_memory`; ValueError before they are formed)."""
+    batch = math.prod(batch_shape)
+    check_memory(FLOAT_BYTES * arrays * batch * p * q, what=what, xp=xp,
+                 params={"batch": batch, "rows": p, "columns": q})
 
 
 def _kernel(A, B, xp):
@@ -88,6 +97,8 @@ def arccos_kernel(A, B):
     """
     xp = _inputs.xp_of(A, B)
     A, B = _check_pair(A, B, "A", "B", xp)
+    # the inner products, their scale, the cosines, the bracket and the result
+    check_gram_memory("arccos_kernel", _broadcast_batch(A.shape[:-2], B.shape[:-2]), A.shape[-2], B.shape[-2], 5, xp)
     return _kernel(A, B, xp)
 
 
@@ -112,10 +123,12 @@ def _check_network(W, c, W_star, c_star):
     return xp, W, c, W_star, c_star
 
 
-def _difference_network(W, c, W_star, c_star, xp):
-    """(B, v) with f − f* = Σₖ vₖ σ(bₖᵀx): B = [W; W*], v = [c/m; −c*/m*], batch axes broadcast."""
+def _difference_network(W, c, W_star, c_star, xp, what):
+    """(B, v) with f − f* = Σₖ vₖ σ(bₖᵀx): B = [W; W*], v = [c/m; −c*/m*], batch axes broadcast; refused (memory
+    guard of ``what``) when the six (m + m*)² Grams of the loss and its gradients do not fit."""
     m, m_star = W.shape[-2], W_star.shape[-2]
     batch = _broadcast_batch(W.shape[:-2], c.shape[:-1], W_star.shape[:-2], c_star.shape[:-1])
+    check_gram_memory(what, batch, m + m_star, m + m_star, 6, xp)
     d = W.shape[-1]
     B = xp.concatenate([xp.broadcast_to(W, batch + (m, d)), xp.broadcast_to(W_star, batch + (m_star, d))], axis=-2)
     v = xp.concatenate([xp.broadcast_to(c / m, batch + (m,)), xp.broadcast_to(-c_star / m_star, batch + (m_star,))],
@@ -159,7 +172,7 @@ def population_loss(W, c, W_star, c_star):
     array of the broadcast batch shape (a scalar for a single instance)
     """
     xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
-    B, v = _difference_network(W, c, W_star, c_star, xp)
+    B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss")
     return 0.5 * _quadratic_form(_kernel(B, B, xp), v)
 
 
@@ -193,7 +206,7 @@ def population_loss_and_gradients(W, c, W_star, c_star):
     """
     xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
     _inputs.nonzero_rows(W, "W", xp)
-    B, v = _difference_network(W, c, W_star, c_star, xp)
+    B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss_and_gradients")
     m = W.shape[-2]
     norms, _, u = _norms_and_cosines(B, B, xp)
     K = _kernel_from(norms, norms, u, xp)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...backend import stacked_eigh
 from . import _inputs
-from .kernel import _broadcast_batch, _check_pair, _kernel, _quadratic_form
+from .kernel import _broadcast_batch, _check_pair, _kernel, _quadratic_form, check_gram_memory
 
 __all__ = ["rkhs_projection_norms", "ProjectionNorms"]
 
@@ -65,6 +65,9 @@ def rkhs_projection_norms(W, W_star, c_star):
     W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
     c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
     m, m_star = W.shape[-2], W_star.shape[-2]
+    # the Gram and its scaled copy, the kernels it is built from, the eigenvectors and the projections
+    check_gram_memory("rkhs_projection_norms", _broadcast_batch(W.shape[:-2], W_star.shape[:-2], c_star.shape[:-1]),
+                      max(m, m_star) + 1, max(m, m_star) + 1, 6, xp)
     gram = _function_gram(W, W_star, c_star / m_star, xp)
     # unit diagonal (Jacobi scaling): the span is unchanged and functions of very different norms get one noise floor
     scale = xp.sqrt(xp.diagonal(gram, axis1=-2, axis2=-1))

@@ -1,0 +1,121 @@
+"""What a reader of FaF's figures sees: convergence stated on FaF Fig. 4, every axis labelled, no legend over data.
+
+FaF Fig. 4 is built at a tiny size with a target budget short enough that some scratch flows stop at it, so the
+marks for unconverged flows (hollow points in (c), hatched cells in (e)) and the counts on the panels are
+exercised; the counts are checked against the simulator's table. The legend check (``figure_checks``) runs on
+FaF Figs. 2, 4, 5 and 7 here (Figs. 1, 3 and 6, the phase diagrams, in ``test_phase_diagram.py``); Fig. 2 at its
+quick size, where its legends used to cover error bars.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from figure_checks import assert_no_legend_over_data
+from transfertheory.figures import faf_fig2, faf_fig4, faf_fig5, faf_fig7
+from transfertheory.figures.output import use_agg
+from transfertheory.sim.relu_teacher import run_transfer_experiment
+
+TINY = dict(d=4, m=12, m_star=4, mus=(0.25, 0.5), ns=(8, 16, 32), teachers=2, instances=2)
+BUDGETS = dict(max_time=1e3, pretrain_max_time=3e4)
+
+
+@pytest.fixture(scope="module")
+def fig4():
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    output = faf_fig4.build(**TINY, **BUDGETS, backend="numpy")
+    yield output
+    plt.close(output.figure)
+
+
+def _panel(fig, prefix):
+    return next(ax for ax in fig.axes if ax.get_title().startswith(prefix))
+
+
+def test_fig4_counts_each_flow_once_and_the_largest_loss_reached():
+    df = run_transfer_experiment(**TINY, methods=("scratch", "linear"), seed=0, backend="numpy", **BUDGETS)
+    counts = faf_fig4.convergence_counts(df)
+    units = TINY["teachers"] * TINY["instances"]
+    scratch = df[(df.method == "scratch") & (df.mu == TINY["mus"][0])]
+    assert counts["scratch"] == (int(scratch.converged.sum()), len(TINY["ns"]) * units, scratch.loss.max())
+    linear = df[df.method == "linear"]
+    assert counts["linear"][1] == len(TINY["mus"]) * len(TINY["ns"]) * units
+    pre = pd.DataFrame(df.attrs["pretrain"])
+    assert counts["pretraining"] == (int(pre.converged.sum()), len(pre), pre.loss.max())
+    assert counts["linear"][0] == int(linear.converged.sum()) and 0 < counts["scratch"][0] < counts["scratch"][1]
+
+
+def test_fig4_states_on_the_figure_how_many_flows_converged_and_to_what_loss(fig4):
+    counts = {name: (c["converged"], c["total"], c["loss_max"]) for name, c in fig4.notes["convergence"].items()}
+    fig = fig4.figure
+    pre_done, pre_total, pre_loss = counts["pretraining"]
+    assert f"pretraining to loss 1e-6 {pre_done}/{pre_total}; loss ≤ {pre_loss:.1e}" in _panel(fig, "(a)").get_title()
+    scratch_title = _panel(fig, "(c)").get_title()
+    assert f"scratch {counts['scratch'][0]}/{counts['scratch'][1]}" in scratch_title
+    assert f"loss ≤ {counts['scratch'][2]:.0e}" in scratch_title
+    transfer_title = _panel(fig, "(e)").get_title()
+    assert f"linear {counts['linear'][0]}/{counts['linear'][1]}" in transfer_title
+    assert f"loss ≤ {counts['linear'][2]:.0e}" in transfer_title
+    for column in ("converged_scratch", "converged_linear", "scratch_loss_max", "linear_loss_max"):
+        assert column in fig4.columns and fig4.data[column].notna().all()
+
+
+def test_fig4_marks_every_point_and_cell_that_holds_a_flow_stopped_at_the_budget(fig4):
+    grid, fig = fig4.data, fig4.figure
+    incomplete = grid[grid.converged_scratch < 1]
+    assert 0 < len(incomplete) < len(grid)  # the tiny budget leaves some scratch flows unconverged, not all
+    scratch_axes = _panel(fig, "(c)")
+    hollow = [c for c in scratch_axes.containers if c.lines[0].get_markerfacecolor() == "none"]
+    assert len(hollow) == 1
+    hollow_n = hollow[0].lines[0].get_xdata()
+    expected_n = grid[(grid.mu == grid.mu.min()) & (grid.converged_scratch < 1)].n
+    np.testing.assert_array_equal(np.sort(hollow_n), np.sort(expected_n))
+    hatched = [p for p in _panel(fig, "(e)").patches if p.get_hatch() and p.get_width() > 0]
+    assert len(hatched) == len(incomplete)
+
+
+def test_fig4_labels_every_axis_and_keeps_its_legends_off_the_data(fig4):
+    fig = fig4.figure
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>":
+            assert ax.get_ylabel(), "colour bar without a label"
+        else:
+            assert ax.get_xlabel() and ax.get_ylabel(), f"unlabelled axis in {ax.get_title()!r}"
+    assert_no_legend_over_data(fig)
+
+
+@pytest.mark.parametrize("name, build", [
+    ("faf_fig2", lambda: faf_fig2.build(d=64, draws=20, backend="numpy")),  # the quick size
+    ("faf_fig5", lambda: faf_fig5.build(d=12, n=6, samples=40, angles=5)),
+    ("faf_fig7", lambda: faf_fig7.build(d=12, draws=3, gammas=4, thetas=4, backend="numpy")),
+])
+def test_faf_figures_keep_their_legends_off_the_data(name, build):
+    """FaF Figs. 2, 5, 7: legends used to sit on error bars (2b), lines (5a), the W₁ floor (5b), heat-map cells
+    (7a, 7c)."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    fig = build().figure
+    try:
+        assert [ax for ax in fig.axes if ax.get_legend() is not None], f"{name} has no legend to check"
+        assert_no_legend_over_data(fig)
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: faf_fig2.build(d=16, draws=3, lams=4, backend="numpy"),
+    lambda: faf_fig7.build(d=12, draws=3, gammas=4, thetas=4, backend="numpy"),
+])
+def test_simulated_faf_figures_say_how_many_draws_converged(build):
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    output = build()
+    try:
+        table = output.data
+        note = f"converged: target draws {int(table['n_converged'].sum())}/{int(table['n_draws'].sum())}"
+        assert any(note in ax.get_title() for ax in output.figure.axes)
+    finally:
+        plt.close(output.figure)

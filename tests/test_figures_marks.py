@@ -1,0 +1,76 @@
+"""The figures' shared marks (:mod:`transfertheory.figures.marks`) and the legend check of ``figure_checks``.
+
+The check must catch a legend over data — a line crossing the legend box with no vertex inside it, a marker, a
+heat-map cell — and pass a legend that :func:`legend_outside` put beside or under the axes.
+"""
+import numpy as np
+import pytest
+
+from figure_checks import assert_no_legend_over_data, legend_collisions
+from transfertheory.figures.marks import annotate_convergence, convergence_text, legend_outside
+from transfertheory.figures.output import use_agg
+
+
+@pytest.fixture
+def plt():
+    use_agg()
+    import matplotlib.pyplot as pyplot
+
+    yield pyplot
+    pyplot.close("all")
+
+
+def test_the_check_sees_a_line_crossing_the_legend_box_without_a_vertex_inside(plt):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0.5, 0.5], label="a horizontal line: two vertices, both outside any legend")
+    ax.legend(loc="center")
+    assert len(legend_collisions(fig)) == 1
+
+
+def test_the_check_sees_markers_and_heat_map_cells_under_a_legend(plt):
+    fig, (left, right) = plt.subplots(1, 2)
+    left.plot([0.5], [0.5], "o", label="one point")
+    left.legend(loc="center")
+    right.pcolormesh(np.arange(4), np.arange(4), np.ones((3, 3)))
+    right.plot([], [], label="nothing")
+    right.legend(loc="upper right")
+    covered = {title for _, title, _ in legend_collisions(fig)}
+    assert len(legend_collisions(fig)) == 2 and covered == {""}
+
+
+@pytest.mark.parametrize("side", ["right", "below"])
+def test_legend_outside_leaves_the_data_visible(plt, side):
+    fig, ax = plt.subplots()
+    ax.pcolormesh(np.arange(4), np.arange(4), np.ones((3, 3)))
+    ax.plot(np.linspace(0, 3, 50), np.linspace(0, 3, 50), label="diagonal")
+    ax.set(xlabel="x label", ylabel="y")
+    fig.subplots_adjust(right=0.7, bottom=0.3)
+    legend = legend_outside(ax, side, fontsize=8)
+    assert legend is ax.get_legend()
+    assert_no_legend_over_data(fig)
+    box, axes_box = legend.get_window_extent(), ax.get_window_extent()
+    if side == "right":
+        assert box.x0 >= axes_box.x1
+    else:
+        assert box.y1 <= ax.xaxis.label.get_window_extent().y0
+
+
+def test_legend_outside_refuses_an_unknown_side(plt):
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="side must be 'right' or 'below'"):
+        legend_outside(ax, "left")
+
+
+def test_convergence_text_and_title_line(plt):
+    assert convergence_text({"scratch": (18, 45), "linear": (45, 45)}) == "converged: scratch 18/45, linear 45/45"
+    assert convergence_text({"x": (0, 3)}, "loss ≤ 1e-6") == "converged: x 0/3; loss ≤ 1e-6"
+    fig, ax = plt.subplots()
+    ax.set_title("(c) risk")
+    annotate_convergence(ax, {"scratch": (2, 9)})
+    assert ax.get_title() == "(c) risk\nconverged: scratch 2/9"
+
+
+@pytest.mark.parametrize("counts", [{}, {"x": (4, 3)}, {"x": (-1, 3)}])
+def test_convergence_text_refuses_impossible_counts(counts):
+    with pytest.raises(ValueError, match="counts"):
+        convergence_text(counts)

@@ -1,0 +1,33 @@
+"""FaF §3 figure simulations through the sweep engine: run into a store, resumed from it, the same table shape."""
+import pandas as pd
+
+from transfertheory.figures.simulation import SIM_COLUMNS, SWEEP_RUNNER, simulate_slices
+from transfertheory.sweep.runner import SweepRunner, default_store
+
+SLICES = dict(d=8, draws=3, n_gammas=3, gamma_max=2.0, thetas=(0.4, 1.0))
+
+
+def _through(runner):
+    token = SWEEP_RUNNER.set(runner)
+    try:
+        return simulate_slices("linear", 0.2, **SLICES)
+    finally:
+        SWEEP_RUNNER.reset(token)
+
+
+def test_slices_run_through_the_store_and_are_read_back_without_recomputing(tmp_path):
+    first = _through(SweepRunner(str(tmp_path), workers=1, progress=False))
+    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
+    assert len(stamps) == 3 * 2  # n = 5, 11, 16 × two θ: one point each
+    assert list(first.columns) == SIM_COLUMNS and (first["n_draws"] == 3).all()
+    again = _through(SweepRunner(str(tmp_path), workers=1, progress=False))
+    pd.testing.assert_frame_equal(first, again, check_exact=True)
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")} == stamps
+    in_process = simulate_slices("linear", 0.2, **SLICES)  # the same points, other draws
+    pd.testing.assert_frame_equal(first[["gamma", "theta", "n", "theory_finite"]],
+                                  in_process[["gamma", "theta", "n", "theory_finite"]])
+
+
+def test_the_default_store_is_under_the_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_store() == tmp_path / "transfertheory" / "sweeps"

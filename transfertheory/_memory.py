@@ -1,0 +1,195 @@
+"""Memory guard: refuse a computation whose estimated peak memory exceeds what is available, before allocating.
+
+Every public simulator (and the heavy closed forms and Monte Carlo helpers) estimates its peak memory from its
+arguments — the arrays it will allocate: data, Gram matrices, the integrator's batch of states and stage
+buffers — and calls :func:`check_memory` once, at its public boundary, before any work. A computation over
+too much memory then fails in milliseconds with a :class:`ValueError` naming the parameters, the estimate and
+the memory available, instead of swapping the machine or ending in NumPy's "Unable to allocate" traceback.
+Where the work is a batch of independent instances, the simulator instead chunks it
+(:func:`items_per_chunk`) and refuses only what does not fit one chunk at a time.
+
+The limit, first match:
+
+1. the explicit argument ``max_memory=`` of the entry point (bytes, or a string such as ``"64G"``);
+2. the environment variable ``TRANSFERTHEORY_MAX_MEMORY`` (same syntax; the CLIs' ``--max-memory`` sets it);
+3. the memory available now: for device (CuPy) arrays the device's free memory
+   (:func:`transfertheory.backend.device_free_memory`), for host arrays ``MemAvailable`` of ``/proc/meminfo``
+   (Linux), else the free physical pages (``os.sysconf``); where neither can be read, no limit.
+
+An explicit limit larger than the machine's memory is honoured: it is how a user with swap, or who knows
+better than the estimate, lets a run proceed.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import os
+import re
+from contextvars import ContextVar
+
+from .backend import device_free_memory
+
+__all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "MemoryLimitError", "parse_memory", "arg_type",
+           "set_limit", "memory_limit", "check_memory", "items_per_chunk", "format_bytes", "guarded_entry_point"]
+
+ENV_VAR = "TRANSFERTHEORY_MAX_MEMORY"
+#: without an explicit limit, an estimate up to this many bytes is not checked against the machine (it always
+#: fits; the check then costs no read of /proc/meminfo, so kernels called at every step can afford it)
+ALWAYS_FITS = 64 * 2**20
+#: bytes of one float64, the dtype of every simulator array
+FLOAT_BYTES = 8
+_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_memory(value, name: str = "max_memory") -> int:
+    """Bytes from an int/float (bytes) or a string ``"512M"``, ``"64G"``, ``"1.5TiB"``, ``"2e9"`` (binary units).
+
+    Raises ValueError naming ``name`` for anything else, zero or a negative size.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match is None:
+            raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
+        size = float(match.group(1)) * _UNITS[match.group(2).upper()]
+    else:
+        try:
+            size = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', "
+                             f"got {value!r}") from None
+    if not math.isfinite(size) or size <= 0:
+        raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
+    return int(size)
+
+
+class MemoryLimitError(ValueError):
+    """A computation refused because its estimated peak memory exceeds the limit (a ValueError: bad sizes)."""
+
+
+def arg_type(text: str) -> int:
+    """argparse ``type=`` of a ``--max-memory SIZE`` flag: bytes, or ``argparse.ArgumentTypeError`` (exit 2)."""
+    try:
+        return parse_memory(text, "--max-memory")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--max-memory ")) from None
+
+
+def set_limit(size: int | None) -> None:
+    """Make ``size`` bytes the limit of every check in this process (a CLI's ``--max-memory``: it sets
+    ``TRANSFERTHEORY_MAX_MEMORY``); None leaves the limit as it is."""
+    if size is not None:
+        os.environ[ENV_VAR] = str(int(size))
+
+
+def format_bytes(size: float) -> str:
+    """``"7.3 TiB"``: a byte count in binary units, three significant digits."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024 or unit == "PiB":
+            return f"{size:.3g} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _host_available() -> int | None:
+    """MemAvailable of /proc/meminfo, else the free physical pages, else None."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_limit(max_memory=None, xp=None) -> tuple[int | None, str]:
+    """(limit in bytes or None, where it comes from): ``max_memory``, else the variable, else what is available."""
+    if max_memory is not None:
+        return parse_memory(max_memory), "max_memory"
+    if os.environ.get(ENV_VAR, "").strip():
+        return parse_memory(os.environ[ENV_VAR], f"environment variable {ENV_VAR}"), ENV_VAR
+    device = None if xp is None else device_free_memory(xp)
+    if device is not None:
+        return device, "free device memory"
+    return _host_available(), "available memory"
+
+
+#: ``max_memory`` of :func:`check_memory` for a function without that argument (only the variable overrides)
+NO_ARGUMENT = object()
+
+
+class _Run:
+    """The memory check of a guarded entry point's call: done yet, and against which limit."""
+
+    def __init__(self):
+        self.checked, self.limit, self.source = False, None, None
+
+
+_RUN: ContextVar[_Run | None] = ContextVar("transfertheory_memory_run", default=None)
+
+
+def guarded_entry_point(function):
+    """Decorator of a public entry point whose own :func:`check_memory` (the first one made with a ``max_memory``
+    argument) covers its whole run: the later checks of the functions it calls (flows, kernels) then use that
+    run's limit (its ``max_memory``, which may exceed what the variable or the machine would allow) instead of
+    reading their own. Nested entry points join the outermost run."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        token = _RUN.set(_Run()) if _RUN.get() is None else None
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if token is not None:
+                _RUN.reset(token)
+
+    return run
+
+
+def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=NO_ARGUMENT,
+                 xp=None) -> int | None:
+    """Raise :class:`MemoryLimitError` (a ValueError) when ``estimate_bytes`` exceeds the limit
+    (:func:`memory_limit`); return the limit.
+
+    ``what`` names the computation (``"run_transfer_experiment"``), ``params`` the arguments the estimate grows
+    with (printed as ``name=value``). The message names them, the estimate, the limit and how to override it.
+    Without an explicit limit, estimates up to :data:`ALWAYS_FITS` pass unchecked (returning None). A function
+    without a ``max_memory`` argument leaves it out (:data:`NO_ARGUMENT`): its message names only the variable.
+    Inside a :func:`guarded_entry_point`, the first check made with a ``max_memory`` argument is the run's (the
+    entry point's own); later ones without an explicit limit use the run's limit (none when the run's estimate
+    passed unchecked).
+    """
+    has_argument = max_memory is not NO_ARGUMENT
+    max_memory = max_memory if has_argument else None
+    run = _RUN.get()
+    if run is not None and run.checked and max_memory is None:  # a part of a run checked as a whole
+        limit, source = run.limit, run.source
+    elif max_memory is None and estimate_bytes <= ALWAYS_FITS and not os.environ.get(ENV_VAR, "").strip():
+        limit, source = None, None
+    else:
+        limit, source = memory_limit(max_memory, xp)
+    if limit is not None and estimate_bytes > limit:
+        shown = ", ".join(f"{name}={value}" for name, value in params.items())
+        override = f"pass max_memory= (or set {ENV_VAR})" if has_argument else f"set {ENV_VAR}"
+        raise MemoryLimitError(
+            f"{what}({shown}) needs about {format_bytes(estimate_bytes)} of memory, more than the "
+            f"{format_bytes(limit)} {'allowed by ' + source if source in ('max_memory', ENV_VAR) else source}; "
+            f"reduce {', '.join(params)}, or {override} to allow more")
+    if run is not None and not run.checked and has_argument:  # the entry point's own check (it takes max_memory)
+        run.checked, run.limit, run.source = True, limit, source
+    return limit
+
+
+def items_per_chunk(per_item_bytes: float, fixed_bytes: float, items: int, limit: int | None) -> int:
+    """How many of ``items`` independent work items to process at once so that
+    ``fixed_bytes + chunk·per_item_bytes`` stays within ``limit`` (all of them when there is no limit);
+    at least 1 (the caller has checked that one item fits)."""
+    if limit is None or per_item_bytes <= 0:
+        return items
+    return int(max(1, min(items, (limit - fixed_bytes) // per_item_bytes)))

@@ -1,0 +1,72 @@
+r"""Marks every figure shares: legends outside the data, and what fraction of the simulated runs converged.
+
+A legend inside an axes hides the points and cells under it, so :func:`legend_outside` puts it beside the axes
+(``side="right"``) or under its tick labels and axis label (``side="below"``). A simulated figure says on the
+figure how many of its runs converged and to what loss: :func:`convergence_text` writes "converged: scratch
+18/45, linear 45/45" from counts the simulator's table gives, and :func:`annotate_convergence` adds it to a
+panel's title (so it stays in the panel's own space and is part of any layout computation).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+__all__ = ["legend_outside", "convergence_text", "left_out_text", "annotate_convergence"]
+
+#: gap between the axes (or its tick labels) and a legend outside it, in points
+_GAP_POINTS = 4.0
+
+
+def legend_outside(ax, side="right", handles=None, labels=None, **kwargs):
+    """Draw ``ax``'s legend outside its data area; returns the Legend.
+
+    ``side="right"``: to the right of the axes, top-aligned (a layout engine or ``subplots_adjust`` must leave
+    room). ``side="below"``: centred under the axes, below its x tick labels and x label (their height is measured
+    when this is called, in points, so a later layout change that resizes the axes keeps the legend clear of
+    them). ``handles``/``labels``: as in ``ax.legend``
+    (default: the axes' labelled artists); ``kwargs`` go to ``ax.legend`` (``fontsize``, ``ncol``, …).
+    """
+    from matplotlib.transforms import ScaledTranslation
+
+    if side not in ("right", "below"):
+        raise ValueError(f"side must be 'right' or 'below', got {side!r}")
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if side == "right":
+        gap = ScaledTranslation(_GAP_POINTS / 72, 0.0, ax.figure.dpi_scale_trans)
+        return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.0,
+                         bbox_transform=ax.transAxes + gap, **kwargs)
+    figure = ax.figure
+    figure.canvas.draw()  # the tick labels' and x label's extents are known only once drawn
+    renderer = figure.canvas.get_renderer()
+    drop = ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0  # pixels under the axes' frame
+    gap = ScaledTranslation(0.0, -(drop * 72 / figure.dpi + _GAP_POINTS) / 72, figure.dpi_scale_trans)
+    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
+                     bbox_transform=ax.transAxes + gap, **kwargs)
+
+
+def convergence_text(counts: Mapping[str, tuple[int, int]], detail: str = "") -> str:
+    """"converged: scratch 18/45, linear 45/45" from ``{label: (converged, total)}``; ``detail`` is appended
+    after a semicolon (e.g. the stopping rule or the loss reached)."""
+    if not counts:
+        raise ValueError("counts must name at least one method")
+    for label, (done, total) in counts.items():
+        if not 0 <= done <= total:
+            raise ValueError(f"counts[{label!r}] must be (converged, total) with 0 <= converged <= total, "
+                             f"got {(done, total)}")
+    text = "converged: " + ", ".join(f"{label} {int(done)}/{int(total)}" for label, (done, total) in counts.items())
+    return f"{text}; {detail}" if detail else text
+
+
+def left_out_text(what: str, converged: int, total: int, criterion: str) -> str:
+    """:func:`convergence_text` of a figure that leaves its unconverged runs out of every mark: "converged: networks
+    118/120; ‖∇L‖ ≤ 1e-5; the 2 unconverged are left out" (``criterion``: the stopping rule or the loss reached)."""
+    omitted = "" if converged == total else f"; the {total - converged} unconverged are left out"
+    return convergence_text({what: (converged, total)}, criterion + omitted)
+
+
+def annotate_convergence(ax, counts: Mapping[str, tuple[int, int]], detail: str = ""):
+    """Add :func:`convergence_text` as a last line of ``ax``'s title (same font size); returns the text added."""
+    text = convergence_text(counts, detail)
+    title = ax.get_title()
+    ax.set_title(f"{title}\n{text}" if title else text, fontsize=ax.title.get_fontsize())
+    return text

@@ -1,0 +1,231 @@
+"""The registered experiments: one :class:`~.records.Experiment` per simulator, thin wrappers over its entry point.
+
+* ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:func:`.deep_linear.run_transfer_experiment`);
+* ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at one μ over the sample sizes ``ns``
+  (:func:`.relu_teacher.run_transfer_experiment`; the pretrained students are shared by the ``ns``);
+* ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.quadratic.run_comparison`; the
+  per-seed index is the column ``instance``);
+* ``tdr`` — TDR §6 wide two-layer networks of one width on one §5.1 task pair
+  (:func:`.ntk_two_layer.simulate_transfer`; one row per (stage, instance), stage pretrain / finetune / scratch,
+  ``distance`` = ‖W(Q) − W(P)‖_F or ‖W_s(Q) − W(0)‖_F);
+* ``mtl`` — MTL §4 Lemma 1, MTL and ANIL networks of one width against the infinite-width predictions
+  (:func:`.mtl.finite_width_study` on MTL §5.1's synthetic tasks);
+* ``faf_surface`` — the closed forms of FaF §3 at one (method, γ, θ, σ, λ): the paper's and gradient flow's
+  risks and transferabilities (cheap, but the same path: its row has status ``exact``).
+
+Each takes the integer ``seed`` the caller gives (the sweep engine derives it from the point's hash,
+:func:`.seeding.derive_seed`) and returns the simulator's table with the shared convergence columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import params as P
+from .._validation import Interval
+from ..theory import mtl as MTL
+from ..theory.methods import METHODS as METHOD_RECORDS
+from ..theory.methods import get_method
+from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
+from .convergence import convergence_columns
+from .integrator import SCHEMES
+from .records import Experiment, Field
+
+__all__ = ["experiments", "get_experiment"]
+
+
+def _positive(name, description=""):
+    return P.Param(name, Interval(0, np.inf, "neither"), description=description)
+
+
+def _count(name, low=1, description=""):
+    return P.Param(name, Interval(low, np.inf, "left"), integer=True, description=description)
+
+
+_MAX_TIME = _positive("max_time", "gradient-flow time budget")
+_RTOL = _positive("rtol", "integrator's relative local-error tolerance")
+
+
+# --------------------------------------------------------------------------- FaF §3 deep linear
+
+
+def _faf_linear(p, seed, backend):
+    from .deep_linear import run_transfer_experiment
+
+    return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["instances"], depth=p["depth"],
+                                   alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
+                                   backend=backend, tol=p["tol"], max_time=p["max_time"], rtol=p["rtol"],
+                                   progress=False)
+
+
+FAF_LINEAR = Experiment(
+    name="faf_linear", paper="FaF §3", version=1, draws="instances",
+    description="deep linear network: scratch, linear transfer and fine-tuning at one (γ, θ)",
+    fields=(Field("d", 64, P.D.with_range(low=2)), Field("gamma", 0.5, P.GAMMA), Field("theta", 0.5, P.THETA),
+            Field("sigma", 0.2, P.SIGMA), Field("instances", 4, P.INSTANCES), Field("depth", 2, P.DEPTH),
+            Field("alpha", 1e-5, P.ALPHA), Field("methods", ("scratch", "linear"), choices=("scratch", "linear",
+                                                                                            "finetune"), sequence=True),
+            Field("lam", 0.0, P.LAM), Field("tol", 1e-6, _positive("tol")), Field("max_time", 1e4, _MAX_TIME),
+            Field("rtol", 1e-3, _RTOL)),
+    example=dict(d=8, gamma=0.5, theta=0.5, instances=2, methods=("scratch", "linear", "finetune")),
+    simulate=_faf_linear)
+
+
+# --------------------------------------------------------------------------- FaF §4 ReLU student–teacher
+
+
+def _faf_relu(p, seed, backend):
+    from .relu_teacher import run_transfer_experiment
+
+    return run_transfer_experiment(p["d"], p["m"], p["m_star"], [p["mu"]], p["ns"], teachers=p["teachers"],
+                                   instances=p["instances"], methods=p["methods"], seed=seed, output=p["output"],
+                                   max_time=p["max_time"], pretrain_max_time=p["pretrain_max_time"],
+                                   loss_tol=p["loss_tol"], backend=backend)
+
+
+FAF_RELU = Experiment(
+    name="faf_relu", paper="FaF §4", version=1, draws="instances",
+    description="two-layer ReLU students transferred from an ablated teacher at one μ, over the sample sizes ns",
+    fields=(Field("d", 8, P.D), Field("m", 40, _count("m")), Field("m_star", 8, M_STAR), Field("mu", 0.5, MU),
+            Field("ns", (16, 64), P.N, sequence=True), Field("teachers", 1, _count("teachers")),
+            Field("instances", 1, P.INSTANCES),
+            Field("methods", ("scratch", "linear"), choices=("scratch", "linear", "linear_minnorm", "finetune"),
+                  sequence=True),
+            Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)), Field("max_time", 1e3, _MAX_TIME),
+            Field("pretrain_max_time", 1e3, _positive("pretrain_max_time")),
+            Field("loss_tol", 1e-6, P.Param("loss_tol", Interval(0, np.inf, "left")))),
+    example=dict(d=4, m=8, m_star=4, mu=0.5, ns=(8,), max_time=20.0, pretrain_max_time=20.0),
+    simulate=_faf_relu)
+
+
+# --------------------------------------------------------------------------- MeRLin §5
+
+
+def _merlin(p, seed, backend):
+    from .quadratic import run_comparison
+
+    table = run_comparison(p["d"], p["m"], p["k"], [p["n_t"]], p["lam"], p["seeds"], algorithms=p["algorithms"],
+                           alpha=p["alpha"], rho=p["rho"], ridge=p["ridge"], splits=p["splits"],
+                           restarts=p["restarts"], seed=seed, backend=backend, rtol=p["rtol"], gtol=p["gtol"])
+    return table.rename(columns={"seed": "instance"})
+
+
+MERLIN = Experiment(
+    name="merlin", paper="MeRLin §5", version=1, draws="seeds",
+    description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
+    fields=(Field("d", 12, P.D), Field("m", 2, _count("m")), Field("k", 3, _count("k", 2)), Field("n_t", 8, P.N),
+            Field("lam", 0.1, _positive("lam")), Field("seeds", 8, _count("seeds")),
+            Field("algorithms", ("finetune", "joint", "target_only", "merlin"),
+                  choices=("finetune", "finetune_full", "joint", "target_only", "merlin"), sequence=True),
+            Field("alpha", 0.5, P.Param("alpha", Interval(0, 1, "both"))), Field("rho", 1.0, _positive("rho")),
+            Field("ridge", 1e-2, _positive("ridge")), Field("splits", 4, _count("splits")),
+            Field("restarts", 6, _count("restarts")), Field("rtol", 1e-5, _RTOL),
+            Field("gtol", 1e-7, _positive("gtol", "convergence threshold on ‖∇L‖"))),
+    example=dict(d=4, m=1, k=2, n_t=4, seeds=1, restarts=1, splits=1),
+    simulate=_merlin)
+
+
+# --------------------------------------------------------------------------- TDR §6
+
+
+def _tdr_rows(run) -> pd.DataFrame:
+    """One row per (stage, instance) of a :class:`~.ntk_two_layer.WidthRun`."""
+    frames = []
+    for stage, distance in (("pretrain", np.nan), ("finetune", run.finetune_distance),
+                            ("scratch", run.scratch_distance)):
+        flow = getattr(run, stage)
+        seeds = len(flow.status)
+        frames.append(pd.DataFrame({
+            "stage": stage, "instance": np.arange(seeds), "distance": np.broadcast_to(distance, (seeds,)),
+            "gradient_norm_init": run.gradient_norm_init, "gradient_norm_pretrained": run.gradient_norm_pretrained,
+            "loss": flow.loss,
+            **convergence_columns(flow.converged, flow.status, flow.time, flow.steps, flow.grad_norm)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _tdr(p, seed, backend):
+    from .ntk_two_layer import simulate_transfer, task_pair
+
+    data = task_pair(p["family"], p["angle"], n=p["n"], d=p["d"], seed=p["data_seed"])
+    (run,) = simulate_transfer(*data, [p["width"]], seeds=p["seeds"], kappa=p["kappa"], seed=seed,
+                               scheme=p["scheme"], gtol=p["gtol"], max_time=p["max_time"],
+                               max_steps=p["max_steps"], backend=backend)
+    return _tdr_rows(run)
+
+
+TDR = Experiment(
+    name="tdr", paper="TDR §6", version=1, draws="seeds",
+    description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
+    fields=(Field("family", "shared-inputs", choices=("shared-inputs", "shared-labels")),
+            Field("angle", 1.0, P.THETA.with_range(high=np.pi)), Field("n", 8, P.N), Field("d", 5, P.D),
+            Field("data_seed", 3, P.SEED), Field("width", 1000, _count("width", 2)), Field("seeds", 8, _count("seeds")),
+            Field("kappa", 1.0, _positive("kappa")), Field("scheme", "euler", choices=tuple(SCHEMES)),
+            Field("gtol", 1e-5, _positive("gtol")), Field("max_time", 1e6, _MAX_TIME),
+            Field("max_steps", 200_000, _count("max_steps"))),
+    example=dict(width=100, seeds=2),
+    simulate=_tdr)
+
+
+# --------------------------------------------------------------------------- MTL §4
+
+
+def _mtl(p, seed, backend):
+    from .mtl import finite_width_study
+
+    problem = MTL.synthetic_problem(np.random.default_rng(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
+                                    n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
+    return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), [p["width"]], p["networks"],
+                              lam_tau=p["lam_tau"], lam_tau_hat=p["lam_tau_hat"], seed=seed, rtol=p["rtol"],
+                              backend=backend)
+
+
+MTL_NETWORKS = Experiment(
+    name="mtl", paper="MTL §4 (Lemma 1)", version=1, draws="networks",
+    description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
+    fields=(Field("depth", 1, _count("depth")), Field("width", 256, _count("width")),
+            Field("networks", 6, _count("networks")), Field("lam_tau", 0.1, MTL.LAM_TAU),
+            Field("lam_tau_hat", 0.3, MTL.LAM_TAU), Field("tasks", 4, _count("tasks")), Field("n", 5, P.N),
+            Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")), Field("d", 10, P.D),
+            Field("data_seed", 5, P.SEED), Field("rtol", 1e-3, _RTOL)),
+    example=dict(width=16, networks=1, tasks=2, n=3, n_support=3, n_query=3, d=4),
+    simulate=_mtl)
+
+
+# --------------------------------------------------------------------------- FaF §3 closed forms
+
+
+def _faf_surface(p, seed, backend):
+    record = get_method(p["method"])
+    record.check_lam(p["lam"])
+    args = (p["gamma"], p["theta"], p["sigma"], p["lam"])
+    row = {"paper_risk": record.paper_risk(*args), "flow_risk": record.flow_risk(*args),
+           "paper_transferability": record.paper_transferability(*args),
+           "flow_transferability": record.flow_transferability(*args)}
+    table = pd.DataFrame({k: [float(v)] for k, v in row.items()})
+    for name, values in convergence_columns(True, "exact", np.nan, 0, np.nan, rows=1).items():
+        table[name] = values
+    return table
+
+
+FAF_SURFACE = Experiment(
+    name="faf_surface", paper="FaF §3 (Eqs. 10–17)", version=1,
+    description="closed forms: the paper's and gradient flow's n, d → ∞ risk and transferability at one point",
+    fields=(Field("method", "linear", choices=tuple(METHOD_RECORDS)), Field("gamma", 0.5, P.GAMMA),
+            Field("theta", 0.5, P.THETA), Field("sigma", 0.2, P.SIGMA), Field("lam", 0.0, P.LAM)),
+    example=dict(method="finetune", gamma=1.5, theta=0.7),
+    simulate=_faf_surface)
+
+
+_REGISTRY = {e.name: e for e in (FAF_LINEAR, FAF_RELU, MERLIN, TDR, MTL_NETWORKS, FAF_SURFACE)}
+
+
+def experiments() -> dict:
+    """Every registered :class:`~.records.Experiment`, by name."""
+    return dict(_REGISTRY)
+
+
+def get_experiment(name) -> Experiment:
+    """The experiment called ``name``, or a ValueError listing the known names."""
+    if name not in _REGISTRY:
+        raise ValueError(f"experiment: unknown experiment {name!r} (known: {', '.join(_REGISTRY)})")
+    return _REGISTRY[name]

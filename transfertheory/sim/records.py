@@ -1,0 +1,114 @@
+"""The :class:`Experiment` record: one simulator as a function from one point's parameters to a tidy table.
+
+An experiment has a ``name``, the ``paper`` (and section) it simulates, a ``version`` (raised when its numbers
+change, so that stored results of the old code are not reused), a parameter schema — one :class:`Field` per
+parameter, each with its default and its valid range (a :class:`~transfertheory.params.Param`, a set of
+choices, or a non-empty sequence of either) — the name of the field that counts its independent draws, and a
+small ``example`` point (seconds on a CPU). ``experiment.run(seed=..., backend=..., **point)`` validates the
+point, runs the simulator and returns one row per instance: the point's parameters as columns (a sequence as
+comma-joined text), the simulator's own columns and the shared convergence columns
+(:mod:`transfertheory.sim.convergence`). The records of the package's simulators are in
+:mod:`transfertheory.sim.catalog`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .. import params as P
+from .convergence import normalize_convergence
+
+__all__ = ["Field", "Experiment"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One parameter of an experiment: ``param`` (numeric range) or ``choices`` (allowed strings), its
+    ``default`` and whether its value is a non-empty ``sequence`` of such items."""
+
+    name: str
+    default: Any
+    param: P.Param | None = None
+    choices: tuple | None = None
+    sequence: bool = False
+    description: str = ""
+
+    def __post_init__(self):
+        if (self.param is None) == (self.choices is None):
+            raise ValueError(f"field {self.name!r} needs exactly one of param and choices")
+
+    def range_text(self) -> str:
+        """The valid values in words (``an integer >= 1``, ``one of ('a', 'b')``), per item for a sequence."""
+        item = self.param.range_text() if self.param is not None else f"one of {self.choices}"
+        return f"a non-empty list, each {item}" if self.sequence else item
+
+    def _item(self, value):
+        if self.param is not None:
+            return self.param.scalar(value, self.name)
+        if not isinstance(value, str) or value not in self.choices:
+            raise ValueError(f"{self.name} must be one of {self.choices}, got {value!r}")
+        return value
+
+    def check(self, value):
+        """``value`` validated and normalized (Python int, float or str; a tuple for a sequence), or a ValueError
+        naming the field and its range."""
+        if not self.sequence:
+            return self._item(value)
+        items = [value] if isinstance(value, (str, int, float, np.number)) else list(value)
+        if not items:
+            raise ValueError(f"{self.name} must be {self.range_text()}, got an empty list")
+        return tuple(self._item(v) for v in items)
+
+
+def _column(value):
+    return ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One registered simulator (module docstring); ``simulate(point, seed, backend) -> DataFrame`` is the thin
+    wrapper over its entry point."""
+
+    name: str
+    paper: str
+    version: int
+    fields: tuple
+    example: Mapping
+    simulate: Callable[..., pd.DataFrame]
+    draws: str | None = None
+    description: str = ""
+    schema: Mapping = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "schema", MappingProxyType({f.name: f for f in self.fields}))
+        object.__setattr__(self, "example", MappingProxyType(dict(self.example)))
+        if self.draws is not None and self.draws not in self.schema:
+            raise ValueError(f"experiment {self.name!r}: draws field {self.draws!r} is not a parameter")
+        self.point(**self.example)
+
+    def check(self, name, value):
+        """One parameter validated (ValueError naming an unknown parameter, or the field and its range)."""
+        if name not in self.schema:
+            raise ValueError(f"unknown parameter {name!r} of experiment {self.name!r} (parameters: "
+                             f"{', '.join(self.schema)})")
+        return self.schema[name].check(value)
+
+    def point(self, **values) -> dict:
+        """The full point: every field, ``values`` validated over the defaults, in schema order."""
+        checked = {name: self.check(name, value) for name, value in values.items()}
+        return {name: checked.get(name, f.default) for name, f in self.schema.items()}
+
+    def run(self, *, seed=0, backend=None, **values) -> pd.DataFrame:
+        """Simulate one point: one row per instance, the point's parameters first, then the simulator's columns
+        with the shared convergence columns (``attrs`` cleared: the table is all there is)."""
+        point = self.point(**values)
+        table = normalize_convergence(self.simulate(point, seed=P.SEED.scalar(seed), backend=backend))
+        table = table.drop(columns=[c for c in point if c in table.columns]).reset_index(drop=True)
+        front = pd.DataFrame({name: [_column(value)] * len(table) for name, value in point.items()})
+        out = pd.concat([front, table], axis=1)
+        out.attrs = {}
+        return out

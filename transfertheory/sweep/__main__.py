@@ -1,0 +1,156 @@
+r"""``python -m transfertheory.sweep``: run a simulator over a parameter grid into a resumable Parquet store.
+
+    python -m transfertheory.sweep list                                   # experiments and named sweeps
+    python -m transfertheory.sweep run faf_fig1 --store runs/fig1 --profile paper --workers 2
+    python -m transfertheory.sweep run my_sweep.toml --store runs/mine --set sigma=0.5
+    python -m transfertheory.sweep run faf_fig1 --store /shared/fig1 --scheduler tcp://host:8786
+    python -m transfertheory.sweep status runs/fig1                       # done / total / failed
+    python -m transfertheory.sweep table runs/fig1 --out fig1.csv         # the tidy table of completed points
+
+Exit codes: 0 every point done (or the command succeeded), 1 some points failed (recorded in the store;
+``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, unreadable store), 3 array
+backend unusable, 130 interrupted (Ctrl-C; completed points stay in the store). See docs/sweeps.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..backend import BackendUnavailableError, backend_names, resolve_backend
+from ..sim import experiments
+from ..threads import WORKERS
+from .engine import run_sweep
+from .named import NAMED_SWEEPS, named_sweep
+from .spec import load_toml, parse_assignment, parse_spec
+from .store import Store
+
+__all__ = ["build_parser", "main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BACKEND, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def build_parser():
+    """The ``python -m transfertheory.sweep`` argument parser."""
+    parser = argparse.ArgumentParser(prog="python -m transfertheory.sweep",
+                                     description="Sweeps of the package's simulators over parameter grids, cached "
+                                     "in a resumable Parquet store, on local worker processes or a Dask cluster.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,status,table}")
+    sub.add_parser("list", help="the registered experiments and named sweeps, with their sizes")
+    run = sub.add_parser("run", help="compute the points of a sweep the store lacks")
+    run.add_argument("sweep", metavar="NAME_OR_TOML", help="a named sweep (see list) or a TOML spec file")
+    run.add_argument("--store", required=True, metavar="DIR", help="the store directory (created if absent)")
+    run.add_argument("--profile", metavar="PROFILE", help="the spec's profile: quick or paper (named sweeps: quick)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="fix a parameter (replaces an axis); VALUE is a TOML value, e.g. 0.5 or [1, 2]")
+    run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
+                     help="local worker processes (default: the cores); BLAS threads per worker = cores // N")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
+    run.add_argument("--backend", choices=backend_names(), help="array backend of every point (default: "
+                     "TRANSFERTHEORY_BACKEND, else auto)")
+    run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    status = sub.add_parser("status", help="done / total / failed points of a store")
+    status.add_argument("store", metavar="DIR")
+    table = sub.add_parser("table", help="the tidy table of every completed point (CSV on stdout, or --out)")
+    table.add_argument("store", metavar="DIR")
+    table.add_argument("--out", metavar="FILE", help="write FILE.csv or FILE.parquet instead of printing")
+    return parser
+
+
+def _list():
+    records = experiments()
+    width = max(map(len, [*records, *NAMED_SWEEPS]))
+    for name, record in records.items():
+        print(f"experiment {name:<{width}}  {record.paper}: {record.description} "
+              f"({len(record.fields)} parameters: {', '.join(record.schema)})")
+    for name, raw in NAMED_SWEEPS.items():
+        sizes = ", ".join(f"{p} {parse_spec(raw, name, p).size()} points" for p in raw["profiles"])
+        print(f"sweep      {name:<{width}}  {raw['experiment']}: {raw['description']} ({sizes})")
+    return EXIT_OK
+
+
+def _spec(args):
+    overrides = dict(map(parse_assignment, args.overrides))
+    if args.sweep.endswith(".toml") or Path(args.sweep).is_file():
+        return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides)
+    return parse_spec(named_sweep(args.sweep), args.sweep, args.profile or "quick", overrides)
+
+
+def _run(args):
+    spec = _spec(args)
+    if args.backend is not None and args.scheduler is None:
+        resolve_backend(args.backend)  # an unusable backend fails here, before any point (a cluster's: on it)
+    try:
+        Path(args.store).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--store: cannot create {args.store} ({error.strerror})") from None
+    report = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, backend=args.backend,
+                       retry_failed=args.retry_failed, progress=False if args.no_progress else None)
+    print(f"{spec.name}: {report.done}/{report.total} points done, {report.failed} failed, "
+          f"{report.computed} computed in this run")
+    if report.failed:
+        for pid, record in sorted(Store(args.store).failures().items()):
+            print(f"failed {pid} {record.get('point')}: {record['error']} (traceback: {record['log']})")
+        print("rerun the failed points with --retry-failed")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _store(path) -> Store:
+    store = Store(path)
+    if not Path(path).is_dir():
+        raise ValueError(f"DIR: no store at {path}")
+    return store
+
+
+def _status(args):
+    store = _store(args.store)
+    manifest, done, failed = store.manifest(), store.done(), store.failures()
+    total = len(set(manifest) | done)
+    print(f"{args.store}: {len(done)} done / {total} total, {len(set(failed) - done)} failed, "
+          f"{total - len(done | set(failed))} not run")
+    return EXIT_OK
+
+
+def _table(args):
+    table = _store(args.store).table()
+    if args.out is None:
+        table.to_csv(sys.stdout, index=False)
+    elif args.out.endswith(".csv"):
+        table.to_csv(args.out, index=False)
+    elif args.out.endswith(".parquet"):
+        table.to_parquet(args.out, index=False)
+    else:
+        raise ValueError(f"--out: FILE must end in .csv or .parquet, got {args.out}")
+    if args.out is not None:
+        print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
+    return EXIT_OK
+
+
+def main(argv=None) -> int:
+    """Entry point; the exit code (module docstring). Errors are one line on stderr, never a traceback."""
+    args = build_parser().parse_args(argv)
+    command = {"list": lambda a: _list(), "run": _run, "status": _status, "table": _table}[args.command]
+    try:
+        return command(args)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BackendUnavailableError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BACKEND
+    except BrokenPipeError:  # stdout closed early (``table DIR | head``)
+        sys.stderr.close()
+        return EXIT_OK
+    except OSError as error:
+        print(f"error: {error.filename or ''}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted: the completed points stay in the store; rerun the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

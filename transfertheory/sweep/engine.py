@@ -1,0 +1,209 @@
+"""Running a sweep: the points not yet in the store, on local worker processes or a Dask cluster.
+
+Each point is a :class:`Task`; :func:`compute_point` runs it wherever it is sent — in this process, in a local
+worker process, or on a Dask worker — and writes its rows (or its failure) to the store itself, so the store
+must be a path every worker can write (a shared filesystem for a cluster); the client only collects statuses.
+A point's seed is :func:`transfertheory.sim.seeding.derive_seed` of the base seed and the point's hash: its rows
+are the same whichever worker computes it and in whatever order, so a resumed sweep equals an uninterrupted one.
+A point already stored is skipped (also when a rescheduled Dask task reaches it a second time); a point that
+raises is recorded with its traceback and the sweep goes on.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import os
+import statistics
+import time
+import traceback
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import __version__
+from ..backend import backend_name, resolve_backend
+from ..sim import get_experiment
+from ..sim.seeding import derive_seed
+from ..threads import WORKERS, available_cores, blas_threads, threads_per_worker
+from .store import Store, point_id
+
+__all__ = ["Task", "SweepReport", "plan", "compute_point", "run_sweep", "point_seed", "format_seconds"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One point to compute: where to store it, what to run, with which seed, backend and BLAS threads."""
+
+    store: str
+    experiment: str
+    point: dict
+    base_seed: int
+    pid: str
+    backend: str | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """How a run ended: points of the sweep, completed (stored), failed (recorded), computed in this run."""
+
+    total: int
+    done: int
+    failed: int
+    computed: int
+
+
+def point_seed(base_seed, pid) -> int:
+    """The seed of point ``pid``: derived from the base seed and the point's hash (two 32-bit key words)."""
+    return derive_seed(base_seed, int(pid[:8], 16), int(pid[8:16], 16))
+
+
+def plan(spec, store: Store) -> list:
+    """A :class:`Task` per point of ``spec`` (backend and threads left unset)."""
+    record = get_experiment(spec.experiment)
+    return [Task(str(store.root), record.name, point, spec.seed, point_id(record.name, record.version, point, spec.seed))
+            for point in spec.points()]
+
+
+def compute_point(task: Task) -> tuple:
+    """Run one point and store its rows (or its failure); (point_id, "done" | "failed", seconds, error line)."""
+    store = Store(task.store)
+    if store.has(task.pid):
+        return task.pid, "done", 0.0, None
+    record, seed = get_experiment(task.experiment), point_seed(task.base_seed, task.pid)
+    start = time.perf_counter()
+    try:
+        with blas_threads(task.threads):
+            table = record.run(seed=seed, backend=task.backend, **task.point)
+            backend = backend_name(resolve_backend(task.backend))
+    except Exception as error:  # recorded, reported at the end; the sweep goes on
+        line = f"{type(error).__name__}: {error}".splitlines()[0]
+        store.write_failure(task.pid, dict(experiment=task.experiment, point=task.point, seed=seed, error=line),
+                            traceback.format_exc())
+        return task.pid, "failed", time.perf_counter() - start, line
+    seconds = time.perf_counter() - start
+    front = pd.DataFrame({"point_id": task.pid, "experiment": record.name, "version": record.version, "seed": seed,
+                          "backend": backend, "package_version": __version__}, index=range(len(table)))
+    store.write_point(task.pid, pd.concat([front, table], axis=1),
+                      dict(experiment=record.name, seconds=seconds, pid=os.getpid(), threads=task.threads))
+    return task.pid, "done", seconds, None
+
+
+def format_seconds(seconds) -> str:
+    """``42 s``, ``3.5 min``, ``2.1 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def _pending(tasks, store: Store, retry_failed):
+    done, failed = store.done(), store.failures()
+    if retry_failed:
+        return [t for t in tasks if t.pid in failed and t.pid not in done]
+    return [t for t in tasks if t.pid not in done and t.pid not in failed]
+
+
+def _local(tasks, workers):
+    """Statuses of ``tasks`` computed by ``workers`` local processes (in this process for one worker or task)."""
+    if workers == 1 or len(tasks) <= 1:
+        yield from map(compute_point, tasks)
+        return
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(compute_point, t): t for t in tasks}
+        for future in concurrent.futures.as_completed(futures):
+            yield _outcome(future, futures[future])
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _dask(tasks, scheduler):
+    """Statuses of ``tasks`` computed on the Dask cluster at ``scheduler`` (dask.distributed)."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise ValueError("--scheduler needs dask.distributed: pip install 'transfertheory[dist]'") from None
+    with Client(scheduler, set_as_default=False) as client:
+        futures = {client.submit(compute_point, t, key=f"sweep-point-{t.pid}", pure=False): t for t in tasks}
+        for future in as_completed(futures, loop=client.loop):
+            yield _outcome(future, futures[future])
+
+
+def _outcome(future, task):
+    """A finished future's status; a worker that died (killed, out of memory) makes the point a failure."""
+    try:
+        return future.result()
+    except Exception as error:  # the worker died: BrokenProcessPool, Dask's KilledWorker
+        line = f"worker lost: {type(error).__name__}: {error}".splitlines()[0]
+        Store(task.store).write_failure(task.pid, dict(experiment=task.experiment, point=task.point, error=line),
+                                        traceback.format_exc())
+        return task.pid, "failed", 0.0, line
+
+
+def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
+    """(estimated seconds per point or None, basis, results); calibrates on the first task in this process when
+    the store has no timings and ``calibrate`` (not for a cluster, whose workers may differ from this machine)."""
+    seconds = store.seconds(record_name)
+    if seconds:
+        return statistics.median(seconds), f"median of {len(seconds)} stored points", []
+    if not tasks:
+        return 0.0, "nothing to run", []
+    if not calibrate:
+        return None, "no timed point in the store yet: see the progress bar's ETA", []
+    echo(f"calibrating on the first point ({workers} worker(s) start after it)")
+    first = compute_point(dataclasses.replace(tasks[0], threads=threads_per_worker(1)))
+    return first[2], "one calibration point", [first]
+
+
+def _estimate_line(per_point, basis, count, workers):
+    """"estimated 3.5 min on 2 worker(s) for 12 points (35 s per point, …)"; ``workers`` None for a cluster."""
+    if per_point is None:
+        return f"estimated time: unknown ({basis})"
+    total = per_point * count
+    wall = (f"{format_seconds(total)} of compute, divided among the cluster's workers" if workers is None
+            else f"{format_seconds(total / max(1, min(workers, count)))} on {workers} worker(s)")
+    return f"estimated {wall} for {count} points ({format_seconds(per_point)} per point, {basis})"
+
+
+def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, retry_failed=False, progress=None,
+              echo=print) -> SweepReport:
+    """Compute every point of ``spec`` the store ``store_dir`` lacks (module docstring) and report.
+
+    Prints, before starting, the number of points, how many the store already has and an estimated time (the
+    median compute time of stored points of the same experiment, or locally of one calibration point run first);
+    ``retry_failed`` reruns only the points whose last attempt failed. ``workers`` (default: the cores) local
+    processes with ⌊cores/workers⌋ BLAS threads each, or the Dask cluster at ``scheduler`` (one BLAS thread per
+    task). KeyboardInterrupt propagates (the completed points stay stored).
+    """
+    store = Store(store_dir)
+    store.clean()
+    tasks = plan(spec, store)
+    store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
+    workers = available_cores() if workers is None else WORKERS.scalar(workers)
+    threads = 1 if scheduler else threads_per_worker(workers)
+    ids = {t.pid for t in tasks}
+    already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
+    pending = [Task(t.store, t.experiment, t.point, t.base_seed, t.pid, backend, threads)
+               for t in _pending(tasks, store, retry_failed)]
+    where = f"Dask scheduler {scheduler}" if scheduler else f"{workers} worker(s) × {threads} BLAS thread(s)"
+    echo(f"{spec.name}: {len(tasks)} points, {already} in the store, {failed_before} failed before; "
+         f"{len(pending)} to run on {where}")
+    per_point, basis, results = _estimate(pending, store, spec.experiment, workers, echo, calibrate=not scheduler)
+    rest = pending[len(results):]
+    echo(_estimate_line(per_point, basis, len(rest), None if scheduler else workers))
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=spec.name, disable=progress is False,
+               dynamic_ncols=True)
+    failures = sum(r[1] == "failed" for r in results)
+    try:
+        for result in (_dask(rest, scheduler) if scheduler else _local(rest, workers)):
+            results.append(result)
+            failures += result[1] == "failed"
+            bar.set_postfix(failed=failures, refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+    return SweepReport(total=len(tasks), done=len(ids & store.done()), failed=len(ids & set(store.failures())),
+                       computed=len(results))

@@ -1,0 +1,74 @@
+"""The named sweeps shipped with the package: the simulations behind each paper figure and claim profile.
+
+Each is a spec mapping (:mod:`.spec`) with a ``quick`` profile (the figures' CPU sizes) and a ``paper`` profile
+(the papers' sizes, as in the figures' and claims' ``paper`` profiles). The FaF §3 sweeps simulate the slices of
+Figs. 1, 3 and 6 and the cells of Fig. 7: γ = n/d at n = round(2dk/8), k = 1…8, without |n − d| ≤ 1 (where
+gradient flow does not reach its limit), one point per (γ, θ) with ``draws`` target draws.
+"""
+from __future__ import annotations
+
+import math
+
+__all__ = ["NAMED_SWEEPS", "named_sweep"]
+
+_SLICES = [math.pi / 8, math.pi / 4, 3 * math.pi / 8]
+
+
+def _gammas(d, ns):
+    return [n / d for n in ns]
+
+
+_FAF_QUICK = dict(fixed=dict(d=64), axes=dict(gamma=_gammas(64, (16, 32, 48, 80, 96, 112, 128))))
+_FAF_PAPER = dict(fixed=dict(d=500), axes=dict(gamma=_gammas(500, (125, 250, 375, 625, 750, 875, 1000))))
+
+
+def _faf_slices(description, sigma, methods):
+    return dict(experiment="faf_linear", description=description, draws=20,
+                fixed=dict(sigma=sigma, methods=list(methods)), axes=dict(theta=_SLICES),
+                profiles=dict(quick=_FAF_QUICK, paper=_FAF_PAPER))
+
+
+NAMED_SWEEPS = {
+    "faf_fig1": _faf_slices("FaF Fig. 1 slices: linear transfer vs scratch, σ = 0.2", 0.2, ("scratch", "linear")),
+    "faf_fig3": _faf_slices("FaF Fig. 3 slices: fine-tuning vs scratch, σ = 0.2", 0.2, ("scratch", "finetune")),
+    "faf_fig6": _faf_slices("FaF Fig. 6 slices: linear transfer vs scratch, σ = 0", 0.0, ("scratch", "linear")),
+    "faf_fig7": dict(
+        experiment="faf_linear", description="FaF Fig. 7 cells: linear transfer vs scratch over (γ, θ), σ = 0",
+        draws=20, fixed=dict(sigma=0.0, methods=["scratch", "linear"]),
+        axes=dict(theta=dict(start=0.0, stop=math.pi / 2, num=9)),
+        profiles=dict(quick=dict(fixed=dict(d=48), axes=dict(gamma=_gammas(48, (12, 24, 36, 60, 72, 84, 96)))),
+                      paper=_FAF_PAPER)),
+    "faf_fig4": dict(
+        experiment="faf_relu", description="FaF Fig. 4: ReLU students from ablated teachers, per μ over n",
+        fixed=dict(methods=["scratch", "linear", "linear_minnorm"]),
+        profiles=dict(
+            quick=dict(draws=3, fixed=dict(d=8, m=40, m_star=8, ns=[16, 32, 64, 128, 256], teachers=3,
+                                           max_time=300.0, pretrain_max_time=300.0),
+                       axes=dict(mu=[0.25, 0.5, 0.75])),
+            paper=dict(draws=10, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
+                                            teachers=10),
+                       axes=dict(mu=[0.2, 0.35, 0.5, 0.65, 0.8])))),
+    "merlin": dict(
+        experiment="merlin", description="MeRLin §5: every algorithm against the target size n_t",
+        fixed=dict(k=3, lam=0.1, rtol=1e-4, gtol=1e-6),
+        profiles=dict(quick=dict(draws=8, fixed=dict(d=12, m=2, restarts=9), axes=dict(n_t=[2, 4, 8, 16, 32])),
+                      paper=dict(draws=40, fixed=dict(d=32, m=3, restarts=8),
+                                 axes=dict(n_t=[2, 4, 8, 16, 32, 64, 128])))),
+    "tdr": dict(
+        experiment="tdr", description="TDR §6: fine-tuning and scratch distances against the width",
+        fixed=dict(family="shared-inputs", angle=1.0),
+        profiles=dict(quick=dict(draws=8, axes=dict(width=[100, 316, 1000, 3162, 10000])),
+                      paper=dict(draws=16, axes=dict(width=[100, 316, 1000, 3162, 10000, 31622, 100000])))),
+    "mtl_networks": dict(
+        experiment="mtl", description="MTL Lemma 1: trained MTL and ANIL networks against the width",
+        fixed=dict(lam_tau=0.1, lam_tau_hat=0.3),
+        profiles=dict(quick=dict(draws=6, fixed=dict(depth=1), axes=dict(width=[256, 1024, 4096])),
+                      paper=dict(draws=8, fixed=dict(depth=2), axes=dict(width=[1024, 2048, 4096])))),
+}
+
+
+def named_sweep(name) -> dict:
+    """The spec mapping of the named sweep ``name``, or a ValueError listing the names."""
+    if name not in NAMED_SWEEPS:
+        raise ValueError(f"sweep: unknown sweep {name!r} (named sweeps: {', '.join(NAMED_SWEEPS)}; or a .toml file)")
+    return NAMED_SWEEPS[name]
