@@ -28,7 +28,6 @@ from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError, set_limit
-from ..sweep.runner import SweepRunner, default_store
 from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
                   add_output_arguments, check_before_work, entry_point, write_and_report)
 from .registry import figures
@@ -70,6 +69,8 @@ def _sweep_runner(args, backend):
     """The sweep engine's runner for this build: with --store, or --paper (default store), else None."""
     if args.store is None and args.profile != "paper":
         return None
+    from ..sweep.runner import SweepRunner, default_store  # (it loads pandas, which --help and --list need not)
+
     store = args.store or str(default_store())
     return SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend)
 
