@@ -22,7 +22,8 @@ Examples::
     python benchmarks/bench_cli.py --threads-figure mtl_fig1 --workers-claims merlin --repeats 3
     python benchmarks/bench_cli.py --quick                          # smoke run (one repeat, no verdict)
 
-Exit status: 0 on success, 2 on a usage error (argparse), 130 on Ctrl-C.
+Exit status: 0 on success, 1 when a timed command fails (one line: the command and its last line of
+stderr), 2 on a usage error (argparse), 130 on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ from transfertheory import cli_support, threads
 from transfertheory._validation import Interval
 from transfertheory.params import Param
 
+#: exit status when a timed command fails
+EXIT_FAILED = 1
 REPEATS = Param("repeats", Interval(1, 100, "both"), integer=True, description="timed repetitions")
 ROOT = Path(__file__).resolve().parent.parent
 #: every command line of the package (``python -m MODULE``)
@@ -60,13 +63,16 @@ with blas_threads(int(sys.argv[2])):
 BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def run_child(argv):
-    """(CPU seconds, wall seconds) of one run of ``argv`` as a child process, without the BLAS variables (as a
-    user runs it: the package's policy sets the threads); its output is discarded."""
+def run_child(label, argv):
+    """(CPU seconds, wall seconds) of one run of ``argv`` (called ``label``) as a child process, without the BLAS
+    variables (as a user runs it: the package's policy sets the threads); its output is discarded."""
     env = {key: value for key, value in os.environ.items() if key not in BLAS_VARIABLES}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=ROOT, env=env)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise cli_support.CommandLineError(f"{label} exited with {done.returncode}: {last}", EXIT_FAILED)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
@@ -77,7 +83,7 @@ def compare(commands, repeats):
     runs = {label: [] for label in commands}
     for _ in range(repeats):
         for label, argv in commands.items():
-            runs[label].append(run_child(argv))
+            runs[label].append(run_child(label, argv))
     return {label: (statistics.median(c for c, _ in r), statistics.median(w for _, w in r))
             for label, r in runs.items()}
 
@@ -96,8 +102,8 @@ def machine_line():
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog=cli_support.exit_status_epilog("0 success", "2 usage error"))
+    epilog = cli_support.exit_status_epilog("0 success", f"{EXIT_FAILED} a timed command failed", "2 usage error")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=epilog)
     parser.add_argument("--repeats", type=REPEATS.arg_type(), default=5, help="runs of each command (default 5)")
     parser.add_argument("--threads-figure", metavar="NAME", help="compare 1 BLAS thread with one per core on the "
                         "quick build of figure NAME")
@@ -109,7 +115,13 @@ def build_parser():
 
 @cli_support.entry_point
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.threads_figure:
+        from transfertheory.figures.registry import figures
+
+        if args.threads_figure not in figures():
+            parser.error(f"--threads-figure must be one of {', '.join(figures())}, got {args.threads_figure!r}")
     repeats = 1 if args.quick else args.repeats
     python = [sys.executable, "-m"]
     print(machine_line())

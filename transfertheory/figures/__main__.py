@@ -141,7 +141,8 @@ def main(argv=None):
         SWEEP_RUNNER.set(runner)
         print(f"FaF §3 simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes = {}
-    workers = 1 if runner is not None else args.workers or cli_support.default_workers(len(chosen))  # (a sweep has them)
+    # with the sweep engine, the workers are its own
+    workers = 1 if runner is not None else args.workers or cli_support.default_workers(len(chosen))
     progress = None if workers == 1 else False  # bars of several processes would overwrite each other
     costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]  # the longest starts first
     results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers,
