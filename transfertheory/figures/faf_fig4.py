@@ -246,6 +246,8 @@ def convergence_counts(df):
 
     Scratch flows are counted once: the table repeats them per μ (paired rows).
     """
+    import pandas as pd
+
     flows = {"pretraining": pd.DataFrame(df.attrs["pretrain"]),
              "scratch": df[(df.method == "scratch") & (df.mu == df.mu.min())],
              "linear": df[df.method == "linear"]}

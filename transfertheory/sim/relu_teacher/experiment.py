@@ -21,6 +21,7 @@ on the rest of the grid; the pretraining initializations of one μ are drawn for
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np  # pandas is imported by the functions that build tables: a --help needs none
 
@@ -34,6 +35,9 @@ from ..integrator import STATUSES as FLOW_STATUSES
 from .network import LOSS_TOL, M, MAX_TIME, RTOL, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import pretrain_source, pretraining_memory
 from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples, training_memory
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
            "draw_generator", "status_counts"]
