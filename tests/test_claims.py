@@ -37,34 +37,35 @@ def test_claim(claim_id, point):
 
 # --------------------------------------------------------------------------- the records
 
-#: the erratum claims that docs/errata.md links to, with their anchors
+#: the claims that docs/errata.md links to: their anchors and categories (only a paper error is KNOWN-ERRATUM)
 ERRATA = {
-    "faf.thm2.2.dudley": "erratum-dudley",
-    "faf.eq27-28": "erratum-eq27-28",
-    "faf.thm2.2.kl-constant": "erratum-kl-constant",
-    "faf.thm3.9.eq17": "erratum-finetune-limit",
-    "faf.thm3.8.finite-n": "erratum-ridge-finite-n",
-    "faf.appD1.assumption22": "erratum-assumption22",
-    "merlin.thm2.bound-2-3": "erratum-merlin-fit-bound",
-    "tdr.thm2.scratch-sqrt": "erratum-tdr-scratch-sqrt",
-    "mtl.lemma1.phi-prime-anil-inconsistent": "erratum-mtl-phi-prime-anil",
-    "mtl.lemma4.ntk-remainder-log": "erratum-mtl-ntk-remainder",
-    "mtl.lemma1.fresh-test-head": "erratum-mtl-fresh-test-head",
-    "mtl.fig1.lam-tau-trend": "erratum-mtl-fig1-lam-tau",
-    "mtl.lemma1.phi-prime-mtl-last-line": "erratum-mtl-phi-prime-mtl-last-line",
+    "faf.thm2.2.dudley": ("erratum-dudley", claims.PAPER_ERROR),
+    "faf.eq27-28": ("erratum-eq27-28", claims.PAPER_ERROR),
+    "faf.thm2.2.kl-constant": ("erratum-kl-constant", claims.SLIP),
+    "faf.thm3.9.eq17": ("erratum-finetune-limit", claims.PAPER_ERROR),
+    "faf.thm3.8.finite-n": ("erratum-ridge-finite-n", claims.REMARK),
+    "faf.appD1.assumption22": ("erratum-assumption22", claims.REMARK),
+    "merlin.thm2.bound-2-3": ("erratum-merlin-fit-bound", claims.REMARK),
+    "tdr.thm2.scratch-sqrt": ("erratum-tdr-scratch-sqrt", claims.PAPER_ERROR),
+    "mtl.lemma1.phi-prime-anil-inconsistent": ("erratum-mtl-phi-prime-anil", claims.SLIP),
+    "mtl.lemma4.ntk-remainder-log": ("erratum-mtl-ntk-remainder", claims.SLIP),
+    "mtl.lemma1.fresh-test-head": ("erratum-mtl-fresh-test-head", claims.CLARIFICATION),
+    "mtl.fig1.lam-tau-trend": ("erratum-mtl-fig1-lam-tau", claims.PAPER_ERROR),
+    "mtl.lemma1.phi-prime-mtl-last-line": ("erratum-mtl-phi-prime-mtl-last-line", claims.PAPER_ERROR),
 }
 #: claim-id prefix → how the claim's source names its paper
 PAPERS = {"faf": "FaF", "merlin": "MeRLin", "tdr": "TDR", "mtl": "MTL"}
 
 
-def test_erratum_claims_carry_their_anchors():
-    for claim_id, anchor in ERRATA.items():
+def test_erratum_claims_carry_their_anchors_and_categories():
+    for claim_id, (anchor, category) in ERRATA.items():
         claim = claims.get_claim(claim_id)
-        assert claim.expected == claims.KNOWN_ERRATUM and claim.erratum == anchor
+        assert (claim.erratum, claim.category) == (anchor, category), claim_id
+    anchors = {anchor: category for anchor, category in ERRATA.values()}
     for claim in claims.CLAIMS.values():
-        assert (claim.expected == claims.KNOWN_ERRATUM) == (claim.erratum is not None)
+        assert (claim.expected == claims.KNOWN_ERRATUM) == (claim.category == claims.PAPER_ERROR), claim.id
         if claim.erratum:
-            assert claim.erratum in ERRATA.values(), claim.id
+            assert anchors.get(claim.erratum) == claim.category, claim.id
 
 
 def test_every_faf_statement_of_the_package_is_registered_and_every_claim_is_well_formed():
@@ -85,8 +86,9 @@ def test_every_faf_statement_of_the_package_is_registered_and_every_claim_is_wel
 
 def _claim(check, expected=claims.PASS, strategy=None):
     erratum = "erratum-test" if expected == claims.KNOWN_ERRATUM else None
+    category = claims.PAPER_ERROR if erratum else None
     return Claim("test.claim", "FaF test", "a statement", "exact", check, expected=expected, erratum=erratum,
-                 strategy=strategy)
+                 category=category, strategy=strategy)
 
 
 def _result(passed, paper_holds=False):
@@ -166,8 +168,17 @@ def test_case_seed_depends_on_the_point_and_fixes_the_draws():
 def test_bad_records_and_lookups_raise_value_errors():
     with pytest.raises(ValueError, match="kind must be"):
         Claim("x", "FaF", "s", "guess", lambda c: None)
-    with pytest.raises(ValueError, match="erratum anchor"):
+    with pytest.raises(ValueError, match="erratum anchor and a category"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, expected=claims.KNOWN_ERRATUM, erratum="erratum-x")
+    with pytest.raises(ValueError, match="exactly for category 'paper error'"):
         Claim("x", "FaF", "s", "exact", lambda c: None, expected=claims.KNOWN_ERRATUM)
+    with pytest.raises(ValueError, match="category must be one of"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, erratum="erratum-x", category="typo")
+    with pytest.raises(ValueError, match="exactly for category 'paper error'"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, erratum="erratum-x", category=claims.SLIP,
+              expected=claims.KNOWN_ERRATUM)
+    with pytest.raises(ValueError, match="exactly for category 'paper error'"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, erratum="erratum-x", category=claims.PAPER_ERROR)
     with pytest.raises(ValueError, match="expected must be"):
         Claim("x", "FaF", "s", "exact", lambda c: None, expected="FAIL")
     with pytest.raises(ValueError, match="profiles must be"):
@@ -184,7 +195,7 @@ def test_select_by_substring_glob_and_method():
     assert [c.id for c in claims.select("faf.eq10")] == ["faf.eq10.finite", "faf.eq10"]
     assert {c.id for c in claims.select("faf.thm3.9.*")} == {
         "faf.thm3.9.corrected", "faf.thm3.9.eq17", "faf.thm3.9.limit", "faf.thm3.9.corrected.large-d",
-        "faf.thm3.9.corrected.sigma0"}
+        "faf.thm3.9.corrected.sigma0", "faf.thm3.9.corrected.L3", "faf.thm3.9.corrected.L4"}
     assert all(c.method == "ridge" or "ridge" in c.id for c in claims.select("ridge"))
     assert claims.select("no such claim") == []
 
@@ -253,3 +264,28 @@ def test_every_profile_is_consistent():
         assert profile.name == name and profile.examples >= 1 and profile.sim_d[0] <= profile.sim_d[1]
         assert profile.sim_draws >= 2 and profile.mc_reps >= 100
     assert np.all([claims.PROFILES[n].sim_d[1] >= claims.PROFILES["quick"].sim_d[1] for n in claims.PROFILE_NAMES])
+
+
+def test_the_merlin_union_bound_check_fails_when_the_bound_is_scaled_down(monkeypatch):
+    """merlin.thm2.bound-2-3 checks the paper's union bound k(2/3)ⁿ over its k events; the bound holds with a
+    margin of 17 % at n = 1 (union/bound = 0.83 at k = 64), so a bound scaled by ¾ must fail the check."""
+    from transfertheory.theory import merlin
+
+    assert claims.check_point("merlin.thm2.bound-2-3", {}, QUICK).status == claims.PASS
+    paper_bound = merlin.any_wrong_feature_fit_bound
+    monkeypatch.setattr(merlin, "any_wrong_feature_fit_bound", lambda n, k: 0.75 * paper_bound(n, k))
+    outcome = claims.check_point("merlin.thm2.bound-2-3", {}, QUICK)
+    assert outcome.status == claims.FAIL and outcome.result.discrepancy > 1
+
+
+def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monkeypatch):
+    """faf.thm3.9.corrected.L3 holds an L = 3 simulation to the L = 3 corrected limit and away from L = 2's: the same
+    check fed a two-layer network's fine-tuning (everything else equal) must FAIL."""
+    from transfertheory.claims import faf_flow
+
+    simulate = faf_flow._simulate
+    monkeypatch.setattr(faf_flow, "_simulate",
+                        lambda case, methods, **kw: simulate(case, methods, **{**kw, "depth": 2}))
+    claim = claims.get_claim("faf.thm3.9.corrected.L3")
+    result = claim.check(claims.Case(claim, claims.get_profile(QUICK), {}, seed=0))  # one stage: no confirmation
+    assert not result.passed

@@ -127,7 +127,7 @@ def test_head_loss_and_fit_probability_values():
     n = np.arange(1, 400)
     exact, bound = M.wrong_feature_fit_probability(n), M.wrong_feature_fit_bound(n)
     assert exact[0] == pytest.approx(7 / 9) and bound[0] == pytest.approx(2 / 3)
-    assert np.all(exact[1:] <= bound[1:])  # the paper's bound fails only at n = 1
+    assert np.all(exact[1:] <= bound[1:])  # one feature's two events together exceed (2/3)ⁿ only at n = 1
     assert M.merlin_sample_size(2, 0.5) == math.ceil(18 * math.log(4))
     assert M.merlin_sample_size(10 ** 9, 0.5) == math.ceil(3 * math.log(4e9))
 

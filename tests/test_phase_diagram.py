@@ -6,6 +6,7 @@ Grids are small (resolution ≤ 80) to keep the file at a few seconds. The grid
 is checked against the method records' closed forms (wiring), the summary's
 opening angles against their geometric bounds on the grid.
 """
+import json
 import math
 import re
 import subprocess
@@ -199,6 +200,30 @@ def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
     assert _opening(out)[0] >= floor - 1e-4
 
 
+def test_fine_tuning_at_depth_three_prints_theta_star_and_draws_the_deeper_limit(tmp_path, capsys):
+    """--depth L: the gradient-flow limit of an L-layer network (θ* = 48.0° at σ = 1, γ = ½ for L = 3, 52.2° for
+    L = 2, 30.0° as L → ∞), in the grid, the summary, the metadata and the file name."""
+    code, out = run(["--method", "finetune", "--noise", "1", "--depth", "3", "--resolution", "41"], tmp_path, capsys)
+    assert code == 0
+    assert "θ* = 48.0° at γ = ½ for L = 3 (L = 2: 52.2°, L → ∞: 30.0°; the paper's Eq. 17: 60.0°)" in out
+    angles = [float(a) for a in re.findall(r"([\d.]+) rad \([\d.]+°\) at γ = ", out)]
+    np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 1.0, 3), atol=1e-4)
+    name = "phase_diagram_finetune_sigma1_L3"
+    assert json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))["parameters"]["depth"] == 3
+    grid = pd.read_csv(tmp_path / f"{name}.csv")
+    expected = get_method("finetune").flow_transferability(grid["gamma"], grid["theta"], 1.0, depth=3)
+    np.testing.assert_allclose(grid["transferability"], expected, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(grid["transferability"], get_method("finetune").flow_transferability(
+        grid["gamma"], grid["theta"], 1.0, depth=2))
+
+
+def test_depth_changes_only_fine_tuning_s_gradient_flow_grid():
+    for method, limit in (("linear", None), ("finetune", "paper")):
+        two, three = (pdg.compute_grid(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
+        pd.testing.assert_frame_equal(two, three)
+    assert pdg.compute_grid("finetune", 1.0, resolution=9, depth=4).attrs["depth"] == 4
+
+
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
     code, out = run(["--noise", "1.2", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
@@ -366,6 +391,9 @@ def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
         ["--limit", "flow", "--method", "finetune", "--finite-d", "20"],
         ["--method", "ridge", "--lam", "-0.1"],
         ["--lam", "0.1"],  # λ without --method ridge
+        ["--depth", "3"],  # depth without --method finetune: linear transfer does not depend on it
+        ["--method", "finetune", "--depth", "1"],
+        ["--method", "finetune", "--depth", "2.5"],
         ["--finite-d", "2"],
         ["--gamma-max", "0"],
         ["--gamma-max", "inf"],
@@ -392,6 +420,7 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
         (dict(lam=0.1), "lam applies"),
         (dict(method="bogus"), "method"),
         (dict(sigma=-0.1), "sigma"),
+        (dict(depth=1), "depth"),
     ],
 )
 def test_compute_grid_rejects_bad_arguments(kwargs, message):
@@ -432,3 +461,18 @@ def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
             "print('transfertheory.sim.deep_linear' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_simulated_fine_tuning_at_depth_three_converges_and_trains_three_layers(tmp_path, capsys):
+    """--depth 3 --simulate trains three-layer networks at the depth's initialization scale (App. D.1's α = 1e-5
+    would leave them on the saddle past max_time): every draw converges, the metadata and points carry L = 3."""
+    from transfertheory.figures.simulation import simulation_alpha
+
+    assert (simulation_alpha(2), simulation_alpha(3)) == (1e-5, 1e-3) and math.isclose(simulation_alpha(4), 10**-1.5)
+    code, out = run(["--method", "finetune", "--noise", "1", "--depth", "3", "--simulate", "--sim-d", "12",
+                     "--sim-draws", "3", "--sim-gammas", "2", "--resolution", "8"], tmp_path, capsys)
+    assert code == 0
+    points = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma1_L3_simulated.csv")
+    assert (points["n_converged"] == points["n_draws"]).all()
+    np.testing.assert_allclose(points["theory_asymptotic"], get_method("finetune").flow_transferability(
+        points["gamma"], points["theta"], 1.0, depth=3) + 0.0)

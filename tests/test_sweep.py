@@ -230,7 +230,46 @@ def test_interrupt_exits_130_and_keeps_completed_points(toy, tmp_path, monkeypat
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "run_sweep", interrupted)
     assert main(["run", "faf_fig1", "--store", str(tmp_path)]) == 130
-    assert "completed points stay in the store" in capsys.readouterr().err
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_the_backend_variable_is_checked_like_every_command_line_before_anything_runs(tmp_path, capsys,
+                                                                                      monkeypatch):
+    import transfertheory.sweep.__main__ as cli
+
+    monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
+    monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("a point ran"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "faf_fig1", "--store", str(tmp_path / "s")])
+    assert exit_.value.code == 3
+    assert "bogus" in capsys.readouterr().err and not (tmp_path / "s").exists()
+
+
+def test_unwritable_store_and_table_out_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import transfertheory.sweep.__main__ as cli
+
+    monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("a point ran"))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["run", "faf_fig1", "--store", str(afile)]) == 2
+    assert "cannot write --store" in capsys.readouterr().err
+    monkeypatch.setattr(cli.Store, "table", lambda self: pytest.fail("the store was read"))
+    (tmp_path / "store").mkdir()
+    (tmp_path / "folder.csv").mkdir()
+    for out in (tmp_path / "folder.csv", afile / "t.csv"):  # a folder; under a file
+        assert main(["table", str(tmp_path / "store"), "--out", str(out)]) == 2
+        assert "cannot write --out" in capsys.readouterr().err
+
+
+def test_a_point_refused_by_the_memory_guard_is_exit_4_in_one_line(tmp_path, capsys, monkeypatch):
+    import transfertheory.sweep.__main__ as cli
+    from transfertheory._memory import MemoryLimitError
+
+    def refused(*args, **kwargs):
+        raise MemoryLimitError("d = 10**6 needs ~389 TiB, 22 GiB available")
+    monkeypatch.setattr(cli, "run_sweep", refused)
+    assert main(["run", "faf_fig1", "--store", str(tmp_path / "s")]) == 4
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_the_documented_spec_parses_with_and_without_its_profile(tmp_path):
@@ -249,5 +288,7 @@ def test_an_unusable_backend_is_exit_3_before_anything_runs(tmp_path, capsys, mo
 
     if backend.cupy_available():
         pytest.skip("CuPy is usable here")
-    assert main(["run", "faf_fig1", "--store", str(tmp_path / "s"), "--backend", "cupy"]) == 3
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "faf_fig1", "--store", str(tmp_path / "s"), "--backend", "cupy"])
+    assert exit_.value.code == 3
     assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "s").exists()

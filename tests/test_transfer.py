@@ -164,3 +164,22 @@ def test_flow_sign_angle_is_the_zero_of_the_flow_transferability(sigma, depth):
         np.testing.assert_allclose(star, math.pi / 3, atol=1e-12)
     else:
         assert np.all(star < math.pi / 3)
+
+
+@pytest.mark.parametrize("sigma", [0.2, 1.0])
+def test_sign_angle_decreases_with_depth_toward_its_deep_limit(sigma):
+    """θ*(γ, L) falls with L toward θ*_∞ = arccos(½√(1 + σ²/(1 − γ))) (the L → ∞ root of c's equation): at
+    L = 10⁴ within 10⁻³ rad of it; 30° at σ = 1, γ = ½ (c_∞ = √3), and the by-depth table is the per-depth angle."""
+    gamma = np.array([0.1, 0.3, 0.5, 0.7])
+    depths = [2, 3, 4, 8, 32]
+    table = T.flow_limit_sign_angle_by_depth(gamma, sigma, depths)
+    assert table.shape == (len(depths), gamma.size)
+    for row, depth in zip(table, depths):
+        np.testing.assert_array_equal(row, T.flow_limit_sign_angle(gamma, sigma, depth))
+    deep = T.flow_limit_sign_angle_deep_limit(gamma, sigma)
+    positive = table[0] > 0
+    assert np.all(np.diff(table[:, positive], axis=0) < 0) and np.all(table[-1] >= deep - 1e-12)
+    np.testing.assert_allclose(T.flow_limit_sign_angle(gamma, sigma, 10_000), deep, atol=1e-3)
+    assert math.degrees(T.flow_limit_sign_angle_deep_limit(0.5, 1.0)) == pytest.approx(30.0, abs=1e-12)
+    with pytest.raises(ValueError, match="depth"):
+        T.flow_limit_sign_angle_by_depth(gamma, sigma, [2, 1])

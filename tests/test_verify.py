@@ -50,10 +50,16 @@ def test_known_erratum_rows_link_to_the_errata_page(tmp_path, capsys):
     lines = out.splitlines()
     row = next(i for i, l in enumerate(lines) if l.startswith("faf.thm2.2.dudley "))
     assert "paper fails by > 0" in lines[row] and " yes " in lines[row] and "KNOWN-ERRATUM" in lines[row]
-    assert lines[row + 1].strip() == "FaF Thm 2.2 (Dudley half), App. B.1 — docs/errata.md#erratum-dudley"
+    assert lines[row + 1].strip() == ("FaF Thm 2.2 (Dudley half), App. B.1 — paper error: "
+                                      "docs/errata.md#erratum-dudley")
+    slip = next(i for i, l in enumerate(lines) if l.startswith("faf.thm2.2.kl-constant "))
+    assert "PASS" in lines[slip] and lines[slip + 1].strip().endswith("— slip: docs/errata.md#erratum-kl-constant")
     records = {r["claim"]: r for r in json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))}
     assert records["faf.thm2.2.kl-constant"]["erratum"] == "docs/errata.md#erratum-kl-constant"
+    assert (records["faf.thm2.2.kl-constant"]["category"], records["faf.thm2.2.dudley"]["category"]) == (
+        "slip", "paper error")
     assert records["faf.thm2.2.kl"]["status"] == "PASS" and records["faf.thm2.2.kl"]["erratum"] == ""
+    assert records["faf.thm2.2.kl"]["category"] == ""
 
 
 def test_glob_filter_and_list(capsys):

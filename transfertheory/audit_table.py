@@ -5,7 +5,8 @@ id, what its check **requires** — the check's own :class:`~transfertheory.clai
 (agreement within 4 SE), ``z > 4`` (a one-sided test), ``|Δ| ≤ 1e-12`` (an exact identity),
 ``paper off by |z| > 6`` or ``paper fails by > 0`` (an erratum's demonstration) — the **measured** statistic
 of that requirement, whether it **held**, the status and the seconds. Under each row, indented: the claim's
-source, and for a KNOWN-ERRATUM row its entry in docs/errata.md.
+source, and for a claim with an entry in docs/errata.md the entry's category (paper error, slip, remark,
+clarification) and its link.
 
 Every line fits a width (:func:`table_width`: the terminal's; at most 100 columns when stdout is not a
 terminal; never below :data:`MIN_WIDTH`): long cells wrap after spaces, dots and hyphens, the full text stays
@@ -75,6 +76,7 @@ def outcome_record(outcome):
         "statement": claim.statement,
         "profile": outcome.profile,
         "expected": claim.expected,
+        "category": claim.category or "",
         "status": outcome.status,
         "discrepancy": _number(result.discrepancy) if result else None,
         "tolerance": _number(result.tolerance) if result else None,
@@ -158,8 +160,8 @@ class AuditTable:
         cells = [record["claim"], record["requires"] or "-", _fmt(record["measured"]), held, record["status"],
                  f"{record['seconds']:.2f}"]
         source = record["source"]
-        if record["status"] == "KNOWN-ERRATUM" and record["erratum"]:
-            source = f"{source} — {record['erratum']}"
+        if record["category"]:
+            source = f"{source} — {record['category']}: {record['erratum']}"
         return "\n".join([*_block(cells, self.widths, self._right), *_indented(source, self.width)])
 
 

@@ -5,6 +5,8 @@ A thin command line over :mod:`transfertheory.figures.phase_diagram` (grid, figu
 It draws T(γ, θ) = E[R_scratch − R_transfer] for linear transfer (FaF Fig. 1, Eq. 13), fine-tuning (FaF Fig. 3;
 by default what gradient flow converges to, with the paper's Eq. 17 boundary overlaid) or ridge linear transfer
 (Eqs. 10 and 15), writes the figure, the tidy CSV of the grid and its metadata JSON, and prints a summary.
+Fine-tuning's gradient-flow limit depends on the network's depth (``--depth L``, default 2; the summary prints
+θ*(L) at γ = ½).
 
 Exit codes: 0 success, 1 output folder not writable (checked before any work), 2 usage error, 3 array backend
 unknown or unusable, 4 the simulation does not fit in memory (``--max-memory``), 130
@@ -19,17 +21,20 @@ from ._memory import set_limit
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
-from .params import D, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SIGMA
+from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from .theory.methods import get_method
 
 __all__ = ["build_parser", "output_name", "main"]
 
 
-def output_name(method, sigma, lam=0.0, finite_d=None):
-    """``phase_diagram_{method}_sigma{σ}`` + ``_lam{λ}`` (ridge) + ``_d{D}`` (finite d)."""
+def output_name(method, sigma, lam=0.0, finite_d=None, depth=2):
+    """``phase_diagram_{method}_sigma{σ}`` + ``_lam{λ}`` (ridge) + ``_L{L}`` (a depth other than 2) + ``_d{D}``
+    (finite d)."""
     name = f"phase_diagram_{method}_sigma{sigma:g}"
     if method == "ridge":
         name += f"_lam{lam:g}"
+    if depth != 2:
+        name += f"_L{depth}"
     if finite_d is not None:
         name += f"_d{finite_d}"
     return name
@@ -52,6 +57,9 @@ def build_parser():
                         "differ for fine-tuning only; a --finite-d fine-tuning grid is the paper's Eq. 17")
     parser.add_argument("--lam", type=LAM.arg_type(), default=0.0, metavar="LAMBDA",
                         help="ridge strength λ in [0, inf) (ridge only)")
+    parser.add_argument("--depth", type=DEPTH.arg_type(), default=None, metavar="L",
+                        help="layers L >= 2 of the linear network (fine-tuning only: its gradient-flow limit and "
+                        "--simulate depend on L; default 2)")
     parser.add_argument("--finite-d", type=D.with_range(low=3).arg_type(), default=None, metavar="D",
                         help="exact finite-size surface at d = D >= 3, n = round(γD) (default: n, d → ∞)")
     parser.add_argument("--gamma-max", type=GAMMA_MAX.arg_type(), default=2.0, metavar="G",
@@ -60,7 +68,8 @@ def build_parser():
                         help=f"grid points per axis, an integer in {RESOLUTION.interval} (default 400)")
     cli.add_output_arguments(parser, fmt="png")
     sim = parser.add_argument_group(
-        "simulation", "gradient-flow runs of the deep linear network (L = 2, α = 1e-5) drawn on the slices (c) as "
+        "simulation", "gradient-flow runs of the deep linear network (L = --depth; α = 1e-5 at L = 2, 10^(−3/(L−2)) "
+        "beyond) drawn on the slices (c) as "
         "mean ± SD over target draws, with the exact finite-size theory at the simulated d; writes "
         "NAME_simulated.csv and prints the largest |z| against that theory")
     sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")
@@ -76,6 +85,9 @@ def _validate(parser, args):
     """Checks between flags (each flag's own range is checked by its ``type``); errors exit 2 with the usage line."""
     if args.lam != 0 and args.method != "ridge":
         parser.error("--lam applies to --method ridge only")
+    if args.depth is not None and args.method != "finetune":
+        parser.error("--depth applies to --method finetune only (the other methods' limits do not depend on L)")
+    args.depth = 2 if args.depth is None else args.depth
     if args.limit == "flow" and args.method == "finetune" and args.finite_d is not None:
         parser.error("--limit flow with --finite-d is not available for fine-tuning (its finite-size gradient-flow "
                      "limit is a Monte Carlo); use --limit paper or --simulate")
@@ -104,15 +116,15 @@ def main(argv=None):
     timer = cli.Timer()
     set_limit(args.max_memory)
     grid = figure.compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
-                               args.limit)
+                               args.limit, args.depth)
     points, parameters = None, {}
     if args.simulate:
         points = simulate_slices(args.method, args.noise, args.sim_d, args.sim_draws, args.sim_gammas,
-                                 args.gamma_max, args.lam, seed=args.seed, backend=backend)
+                                 args.gamma_max, args.lam, seed=args.seed, backend=backend, depth=args.depth)
         parameters = dict(sim_gammas=args.sim_gammas, seed=args.seed)
     output = figure.phase_diagram_output(grid, args.method, args.noise, args.lam, args.finite_d, points, parameters)
     record = get_method(args.method)
-    return cli.write_and_report(output, output_name(args.method, args.noise, args.lam, args.finite_d), args,
+    return cli.write_and_report(output, output_name(args.method, args.noise, args.lam, args.finite_d, args.depth), args,
                                 title=f"Transferability phase diagram, {record.label}",
                                 sources=tuple(s for s in (record.source, record.figure) if s), backend=backend,
                                 runtime_s=timer.elapsed, extra_suffixes=("_simulated",))

@@ -50,7 +50,7 @@ def build_parser():
         description="Audit the papers' claims: run every registered check (simulation, Monte Carlo, exact identity) "
         "and print, as each finishes, the claim, what its check requires (e.g. |z| <= 4), the measured value, whether "
         "it held, the status, the seconds and the claim's source. Exit 0 when every claim has "
-        "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong), 1 otherwise.",
+        "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong: a paper error), 1 otherwise.",
         epilog=cli_support.exit_status_epilog(
             f"{EXIT_OK} all expected", f"{EXIT_UNEXPECTED} unexpected FAIL / UNEXPECTED-PASS / ERROR",
             f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file not writable (checked before any claim runs), "

@@ -8,11 +8,13 @@ r"""The claims registry: the papers' statements, each with the check that holds 
 * :data:`CLAIMS` (ordered, read-only), :func:`get_claim`, :func:`select` — look-ups;
 * :func:`points`, :func:`check_point`, :func:`run` — evaluation (statuses PASS, KNOWN-ERRATUM,
   FAIL, UNEXPECTED-PASS, ERROR);
-* :data:`PROFILES` (``quick``, ``full``, ``paper``).
+* :data:`PROFILES` (``quick``, ``full``, ``paper``);
+* :data:`CATEGORIES` — of a claim's entry in docs/errata.md: paper error, slip, remark, clarification.
 """
 from .profiles import PROFILE_NAMES, PROFILES, Profile, get_profile
 from .registry import (
-    CLAIMS, CONFIRM_FACTOR, ERROR, FAIL, KINDS, KNOWN_ERRATUM, PASS, STATUSES, UNEXPECTED, UNEXPECTED_PASS,
+    CATEGORIES, CLAIMS, CLARIFICATION, CONFIRM_FACTOR, ERROR, FAIL, KINDS, KNOWN_ERRATUM, PAPER_ERROR, PASS, REMARK,
+    SLIP, STATUSES, UNEXPECTED, UNEXPECTED_PASS,
     Case, CheckResult, Claim, Criterion, Outcome, PointOutcome, check_point, get_claim, points, register, reproduction,
     run, select,
 )
@@ -22,5 +24,6 @@ __all__ = [
     "CLAIMS", "CONFIRM_FACTOR", "Claim", "Case", "CheckResult", "Criterion", "Outcome", "PointOutcome", "Profile",
     "PROFILES", "PROFILE_NAMES",
     "PASS", "FAIL", "KNOWN_ERRATUM", "UNEXPECTED_PASS", "ERROR", "STATUSES", "UNEXPECTED", "KINDS",
+    "CATEGORIES", "PAPER_ERROR", "SLIP", "REMARK", "CLARIFICATION",
     "register", "get_claim", "select", "points", "check_point", "run", "reproduction", "get_profile",
 ]

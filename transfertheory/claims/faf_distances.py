@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ..theory import distances as D
 from .compare import exceeds, holds, mc_agreement, within
-from .registry import KNOWN_ERRATUM, combine, register
+from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 
 
 def _unit_pair(d, theta):
@@ -89,8 +89,9 @@ def _kl_half(case):
 
 
 @register("faf.thm2.2.kl-constant", source="FaF Thm 2.2 (KL half), end of App. B.1", kind="exact",
-          expected=KNOWN_ERRATUM, erratum="erratum-kl-constant",
-          statement="paper: g = −αf with α > σ√δ/‖f‖ gives D_KL ≥ δ. With ‖f‖ = 0.01, σ = δ = 1 and α just above "
+          erratum="erratum-kl-constant", category=SLIP,
+          statement="slip in the proof: g = −αf with α > σ√δ/‖f‖ gives D_KL ≥ δ (a 2 of 2σ² forgotten; the theorem "
+                    "holds with α ≥ σ√(2δ)/‖f‖, claim faf.thm2.2.kl). With ‖f‖ = 0.01, σ = δ = 1 and α just above "
                     "σ√δ/‖f‖, D_KL < δ (the constant is too small by √2)")
 def _kl_constant(case):
     sigma, delta = 1.0, 1.0
@@ -102,7 +103,7 @@ def _kl_constant(case):
 
 
 @register("faf.thm2.2.dudley", source="FaF Thm 2.2 (Dudley half), App. B.1", kind="exact",
-          expected=KNOWN_ERRATUM, erratum="erratum-dudley",
+          expected=KNOWN_ERRATUM, erratum="erratum-dudley", category=PAPER_ERROR,
           statement="paper: for every δ > 0 some g has γ_β(p_f, p_g) ≥ δ. False for δ ≥ 2: γ_β ≤ 2 for every pair of "
                     "laws; the proof's g = a·f and a family of 13 angles × 50 norms up to 10⁴ all stay below δ")
 def _dudley_half(case):
@@ -123,7 +124,7 @@ def _dudley_half(case):
 
 
 @register("faf.eq27-28", source="FaF App. B.1, Eqs. 27–28", kind="exact", expected=KNOWN_ERRATUM,
-          erratum="erratum-eq27-28",
+          erratum="erratum-eq27-28", category=PAPER_ERROR,
           statement="paper: (e^{−σ²/2}/2)|E cos f − E cos g| ≥ (e^{−σ²/2}/2)E[f² + g²]. With the proof's g the left "
                     "side (≤ e^{−σ²/2}) is below the right (≥ δ); g = f gives 0 ≥ e^{−σ²/2}‖f‖²")
 def _eq27_28(case):

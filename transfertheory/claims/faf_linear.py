@@ -28,7 +28,7 @@ from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory.methods import METHODS
 from .compare import agreement, exceeds, holds, mc_agreement, refutation, within
-from .registry import KNOWN_ERRATUM, combine, register
+from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 
 # --------------------------------------------------------------------------- estimators (independent of the formulas)
 
@@ -305,9 +305,9 @@ def _fine_tune_sign(case):
 
 
 @register("faf.thm3.8.finite-n", source="FaF Thm 3.8 (§3.3.1, App. B.7)", kind="exact", method="ridge",
-          expected=KNOWN_ERRATUM, erratum="erratum-ridge-finite-n",
-          statement="paper: the ridge risk is strictly increasing in λ, so λ* = 0. At finite n the exact risk "
-                    "decreases as λ leaves 0: dE R/dλ|₀ = −2n(sin²θ + σ²)/((n − 2)(n − 4))")
+          erratum="erratum-ridge-finite-n", category=REMARK,
+          statement="remark: Thm 3.8 (Eq. 15, n → ∞) is right as stated; at finite n the exact risk "
+                    "decreases as λ leaves 0 (a gain of O(1/n²)): dE R/dλ|₀ = −2n(sin²θ + σ²)/((n − 2)(n − 4))")
 def _ridge_finite_n(case):
     """Richardson-extrapolated forward difference (error O(h²), needs E‖z‖⁻⁸ < ∞: n > 8); h = 1e-4 keeps the
     quadrature's ~1e-13 rounding far below the tolerance after division by h."""
@@ -364,7 +364,8 @@ def _corrected_large_d(case):
 
 
 @register("faf.eq16.noise", source="FaF Eq. 16 (Thm 3.9) with label noise", kind="monte-carlo", method="finetune",
-          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", allowance=_LARGE_D_ALLOWANCE,
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR,
+          allowance=_LARGE_D_ALLOWANCE,
           allowance_reason=_LARGE_D_REASON,
           statement="paper: E R_ft = E R_sc + (1 − γ)(1 − 2cos θ). At σ = 1 (γ = 1/2, θ = π/3, d = 256) the "
                     "gradient-flow limit's mean risk is > 6 SE + 5/d away from it")

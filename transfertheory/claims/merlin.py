@@ -20,7 +20,7 @@ from scipy.stats import binom
 
 from ..theory import merlin as M
 from .compare import ROUNDING, exceeds, holds, mc_agreement, within
-from .registry import KNOWN_ERRATUM, CheckResult, combine, register
+from .registry import REMARK, CheckResult, combine, register
 
 # --------------------------------------------------------------------------- independent references
 
@@ -275,14 +275,44 @@ def _wrong_fit(case):
     return combine(results)
 
 
-@register("merlin.thm2.bound-2-3", source="MeRLin Thm 2 (proof: P(e_j fits) ≤ (2/3)ⁿ)", kind="exact",
-          expected=KNOWN_ERRATUM, erratum="erratum-merlin-fit-bound",
-          statement="the probability that a wrong feature fits n target samples is at most (2/3)ⁿ: false at n = 1 "
-                    "(7/9 > 2/3), true for every n ≥ 2")
-def _bound_2_3(case):
-    exact = Fraction(5, 9) + Fraction(1, 3) - Fraction(1, 9)
-    excess = exact - Fraction(2, 3)
-    return exceeds(float(excess), 0.0, label=f"P(fit | n=1) − (2/3) = {exact} − 2/3 = {excess}")
+def _per_sample_probabilities():
+    """Per target sample, exactly (fractions, by enumerating (x₁, x_j) ∈ {−1, 0, 1}², each w.p. 1/9):
+    P(x_j² = x₁²), P(x₁ = 0) and P(x_j² = x₁² and x₁ = 0)."""
+    pairs = [(x1, xj) for x1 in (-1, 0, 1) for xj in (-1, 0, 1)]
+    count = lambda event: Fraction(sum(event(x1, xj) for x1, xj in pairs), len(pairs))  # noqa: E731
+    return (count(lambda x1, xj: xj * xj == x1 * x1), count(lambda x1, xj: x1 == 0),
+            count(lambda x1, xj: xj * xj == x1 * x1 and x1 == 0))
+
+
+#: the (n, k) at which the union bound is checked: every n up to 40 (the terms are exact fractions) and k up to 64
+_UNION_NS, _UNION_KS = range(1, 41), (2, 3, 5, 12, 64)
+
+
+@register("merlin.thm2.bound-2-3", source="MeRLin Thm 2 (proof, App. B.2: union bound k(2/3)ⁿ)", kind="exact",
+          erratum="erratum-merlin-fit-bound", category=REMARK,
+          statement="the paper's union bound: the k events 'x_j² = x₁² on every sample' (j = 2…k, each "
+                    "(5/9)ⁿ ≤ (2/3)ⁿ) "
+                    "and 'x₁ = 0 on every sample' ((1/3)ⁿ ≤ (2/3)ⁿ) have total probability ≤ k(2/3)ⁿ "
+                    "(any_wrong_feature_fit_bound), and the exact P(some wrong feature fits) is below it, for every "
+                    "n ≥ 1; the package's finding beside it: one feature alone fits w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ, "
+                    "7/9 > 2/3 at n = 1")
+def _union_bound_2_3(case):
+    same_square, zero_first, both = _per_sample_probabilities()
+    ratios, below = {}, True
+    for n in _UNION_NS:
+        for k in _UNION_KS:
+            union = float((k - 1) * same_square ** n + zero_first ** n)
+            ratios[n, k] = union / M.any_wrong_feature_fit_bound(n, k)
+            below &= M.any_wrong_feature_fit_probability(n, k) <= union * (1 + ROUNDING)
+    (n, k), worst = max(ratios.items(), key=lambda item: item[1])
+    per_feature = same_square + zero_first - both
+    return combine([
+        CheckResult(worst, 1.0, worst <= 1, detail=f"(union of the k events)/k(2/3)ⁿ for n ≤ {_UNION_NS[-1]}, "
+                                                   f"k ∈ {_UNION_KS}: largest {worst:.4f} at n = {n}, k = {k}"),
+        holds(below, label="the exact P(some wrong feature fits) ≤ the union of the k events at every (n, k)"),
+        within(M.wrong_feature_fit_probability(1), float(per_feature), ROUNDING,
+               label=f"finding: one wrong feature fits one sample w.p. {per_feature} > 2/3 (enumerated)"),
+    ])
 
 
 @register("merlin.thm2.sample-size", source="MeRLin Thm 2 (proof)", kind="exact",

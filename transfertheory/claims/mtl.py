@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ..theory import mtl as MTL
 from .compare import exceeds, mean_se, significant, within
-from .registry import KNOWN_ERRATUM, combine, register
+from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 
 # --------------------------------------------------------------------------- MTL / ANIL kernels: exact identities
 
@@ -104,7 +104,7 @@ def _no_adaptation_gap(case, net, tasks, support, query, tk, phi):
 
 
 @register("mtl.lemma1.phi-prime-anil-inconsistent", source="MTL Lemma 1 and Lemma 3 vs App. Eqs. 61, 66",
-          kind="exact", strategy=_task_point, expected=KNOWN_ERRATUM, erratum="erratum-mtl-phi-prime-anil",
+          kind="exact", strategy=_task_point, erratum="erratum-mtl-phi-prime-anil", category=SLIP,
           statement="MTL: Φ′_ANIL block j = [Θ(X,Xⱼ) − K(X,X′)T Θ(X′,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} (Lemmas 1, 3); the "
                     "paper's own derivation (Eq. 61, relation 66) gives Φ′_MTL·e^{−λτK(Xⱼ,Xⱼ)}, which differs "
                     "by [K(X,X′)T K(X′,Xⱼ) − K(X,Xⱼ)]e^{−λτK(Xⱼ,Xⱼ)} ≠ 0")
@@ -137,6 +137,7 @@ def _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat):
 
 @register("mtl.lemma1.phi-prime-mtl-last-line", source="MTL App. Eq. 57 (line 2) and Eq. 65 (last line)",
           kind="exact", strategy=_task_point, expected=KNOWN_ERRATUM, erratum="erratum-mtl-phi-prime-mtl-last-line",
+          category=PAPER_ERROR,
           statement="MTL: Eq. 57 and Eq. 65 rewrite Φ′_MTL block j = Θ(X,Xⱼ) − K(X,Xⱼ) − K(X,X′)T[Θ(X′,Xⱼ) − "
                     "K(X′,Xⱼ)] (their first lines) as Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)[K′⁻¹]e^{−λτ̂K′}K(X′,Xⱼ); "
                     "the rewriting drops −[K(X,Xⱼ) − K(X,X′)K′⁻¹K(X′,Xⱼ)] (Eq. 57 also K′⁻¹), so both last lines "
@@ -245,8 +246,9 @@ def _inverse_gap_rate(case):
 
 
 @register("mtl.lemma4.ntk-remainder-log", source="MTL Lemma 4 (Eq. 69)", kind="exact",
-          expected=KNOWN_ERRATUM, erratum="erratum-mtl-ntk-remainder",
-          statement="MTL: Θ^(L) = L(¼11ᵀ + ¾I) + A with A = O(1) (q = 1). The remainder grows like log L: "
+          erratum="erratum-mtl-ntk-remainder", category=SLIP,
+          statement="MTL: Θ^(L) = L(¼11ᵀ + ¾I) + A with A of elements O(1) (footnote 13: little-o intended; o(L) "
+                    "holds). The remainder grows like log L: "
                     "max|Θ/q − L(¼11ᵀ + ¾I)| increases by a non-vanishing ≈ 0.26 per doubling of L up to L = 2¹⁴")
 def _ntk_remainder_log(case):
     depths = 2 ** np.arange(10, 15)
@@ -308,8 +310,9 @@ def _fig1_gaps(run, lam_tau, lam_tau_hat, variant, literal=False, depth=10):
 
 
 @register("mtl.fig1.lam-tau-trend", source="MTL Fig. 1 (λτ panels), §5.1 Results; App. Eq. 67", kind="exact",
-          expected=KNOWN_ERRATUM, erratum="erratum-mtl-fig1-lam-tau",
-          statement="MTL §5.1: 'as λτ decreases … the norm of the prediction difference ‖F_MTL − F_ANIL‖₂ decreases' "
+          expected=KNOWN_ERRATUM, erratum="erratum-mtl-fig1-lam-tau", category=PAPER_ERROR,
+          statement="MTL §5.1: 'as λτ decreases or L increases, the norm of the prediction difference "
+                    "‖F_MTL(X, X′, Y′) − F_ANIL(X, X′, Y′)‖₂ decreases correspondingly' "
                     "(Fig. 1, L = 10). Eqs. 15–16 do not show it: at a fixed test-time λτ̂ the gap does not depend on "
                     "λτ (claim mtl.lemma1.anil-inner-loop-cancels; here Eq. 16 as written, λτ̂ = 0.1, λτ = 0, 0.1, "
                     "0.3: relative spread < 10⁻⁶), and with λτ̂ = λτ it decreases as λτ grows (derivation's Φ′_ANIL: "

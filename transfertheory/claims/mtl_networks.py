@@ -36,7 +36,7 @@ from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels
 from .compare import agreement, mc_agreement, mean_se, not_above, significant
 from .mtl import point_label, standardized
-from .registry import KNOWN_ERRATUM, combine, register
+from .registry import CLARIFICATION, combine, register
 
 # --------------------------------------------------------------------------- finite-width networks
 
@@ -290,7 +290,7 @@ def _phi_prime_anil_trained(case):
 
 
 @register("mtl.lemma1.fresh-test-head", source="MTL §3.4 (Eqs. 6–9) with Lemma 1 (Eqs. 15–16), App. Eq. 62",
-          kind="simulation", expected=KNOWN_ERRATUM, erratum="erratum-mtl-fresh-test-head",
+          kind="simulation", erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION,
           statement="MTL: a randomly initialized test head appended to the trained body and fine-tuned on the support "
                     "set gives F = G_τ̂ + Φ′Φ⁻¹(…) (Lemma 1). With a head drawn independently of the training heads, "
                     "its body gradients are uncorrelated with theirs (Σ_k w_k w′_k/h → 0), the Φ′ terms vanish and "

@@ -11,10 +11,18 @@ itself (what the audit prints under *requires*: "|z| ≤ 4", "z > 4", "|Δ| ≤ 
 Expected outcomes:
 
 * ``PASS`` — the statement holds: criterion met → PASS, otherwise FAIL.
-* ``KNOWN-ERRATUM`` — the paper's statement is false and the check demonstrates it (e.g. the paper's
-  value lies more than 6 SE from the simulation). Demonstrated → KNOWN-ERRATUM; not demonstrated →
-  UNEXPECTED-PASS where the measurement agrees with the paper's value (the check says so), FAIL
-  otherwise. Both count as unexpected.
+* ``KNOWN-ERRATUM`` — the paper's statement is false under every reasonable reading and the check
+  demonstrates it (e.g. the paper's value lies more than 6 SE from the simulation). Demonstrated →
+  KNOWN-ERRATUM; not demonstrated → UNEXPECTED-PASS where the measurement agrees with the paper's value
+  (the check says so), FAIL otherwise. Both count as unexpected.
+
+A claim with an entry in docs/errata.md names its anchor (``erratum``) and its ``category``
+(:data:`CATEGORIES`): ``paper error`` (false under every reasonable reading: expected KNOWN-ERRATUM, and
+only it), ``slip`` (a typo-level mistake in a statement or proof whose intended statement is right),
+``remark`` (the paper's statement holds as meant; the package adds a finding beside it) or
+``clarification`` (an assumption the paper uses without stating it). Slips, remarks and clarifications
+are expected to PASS: their checks demonstrate the finding (the literal text's failure, the finite-n
+effect, the unstated assumption) and turn red if it stops showing.
 
 An exception inside a check is ERROR. Claims whose parameters come from a hypothesis strategy are
 checked at several points (:func:`points`); a claim's outcome is the worst of its points.
@@ -45,6 +53,7 @@ __all__ = [
     "PASS", "FAIL", "KNOWN_ERRATUM", "UNEXPECTED_PASS", "ERROR", "STATUSES", "UNEXPECTED", "KINDS",
     "Claim", "Case", "Criterion", "CheckResult", "PointOutcome", "Outcome",
     "register", "CLAIMS", "get_claim", "select", "points", "check_point", "run", "reproduction", "CONFIRM_FACTOR",
+    "PAPER_ERROR", "SLIP", "REMARK", "CLARIFICATION", "CATEGORIES",
 ]
 
 PASS, FAIL, KNOWN_ERRATUM, UNEXPECTED_PASS, ERROR = "PASS", "FAIL", "KNOWN-ERRATUM", "UNEXPECTED-PASS", "ERROR"
@@ -52,6 +61,9 @@ STATUSES = (PASS, KNOWN_ERRATUM, FAIL, UNEXPECTED_PASS, ERROR)
 #: statuses that turn the audit red
 UNEXPECTED = frozenset({FAIL, UNEXPECTED_PASS, ERROR})
 KINDS = ("simulation", "monte-carlo", "exact", "external")
+PAPER_ERROR, SLIP, REMARK, CLARIFICATION = "paper error", "slip", "remark", "clarification"
+#: categories of an entry of docs/errata.md (module docstring); only a paper error is expected KNOWN-ERRATUM
+CATEGORIES = (PAPER_ERROR, SLIP, REMARK, CLARIFICATION)
 #: draws of the confirmation stage, relative to the first (module docstring)
 CONFIRM_FACTOR = 4
 
@@ -144,6 +156,8 @@ class Claim:
     statement leaves out (finite integration time, finite d, …), added to the statistical tolerance,
     with its ``allowance_reason``. ``slow``: the check takes more than a few seconds even in the
     quick profile (pytest marks it ``slow``). ``method``: the transfer method it concerns, if any.
+    ``erratum`` and ``category``: the anchor of the claim's entry in docs/errata.md and the entry's category
+    (:data:`CATEGORIES`), both given or neither; ``expected`` is KNOWN-ERRATUM exactly for a paper error.
     """
 
     id: str
@@ -154,6 +168,7 @@ class Claim:
     method: str | None = None
     expected: str = PASS
     erratum: str | None = None
+    category: str | None = None
     strategy: Callable[[Profile], object] | None = field(default=None, repr=False, compare=False)
     allowance: float = 0.0
     allowance_reason: str = "none: the reference is exact"
@@ -165,8 +180,12 @@ class Claim:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r} (claim {self.id})")
         if self.expected not in (PASS, KNOWN_ERRATUM):
             raise ValueError(f"expected must be {PASS!r} or {KNOWN_ERRATUM!r}, got {self.expected!r} (claim {self.id})")
-        if (self.expected == KNOWN_ERRATUM) != (self.erratum is not None):
-            raise ValueError(f"claim {self.id}: an erratum anchor is given exactly for KNOWN-ERRATUM claims")
+        if (self.category is None) != (self.erratum is None):
+            raise ValueError(f"claim {self.id}: an erratum anchor and a category are given together or not at all")
+        if self.category is not None and self.category not in CATEGORIES:
+            raise ValueError(f"category must be one of {CATEGORIES}, got {self.category!r} (claim {self.id})")
+        if (self.expected == KNOWN_ERRATUM) != (self.category == PAPER_ERROR):
+            raise ValueError(f"claim {self.id}: expected is {KNOWN_ERRATUM!r} exactly for category {PAPER_ERROR!r}")
         unknown = set(self.profiles) - set(PROFILE_NAMES)
         if unknown or not self.profiles:
             raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} "

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from ..theory import ntk_two_layer as NTK
 from .compare import agreement, mc_agreement, mean_se, refutation
-from .registry import KNOWN_ERRATUM, combine, register
+from .registry import KNOWN_ERRATUM, PAPER_ERROR, combine, register
 
 #: the smallest λ_min(H) of a drawn data set (module docstring)
 LAMBDA_FLOOR = 0.04
@@ -217,7 +217,7 @@ def scaled_point(profile):
 
 
 @register("tdr.thm2.scratch-sqrt", source="TDR §6.3 (after Thm 2)", kind="monte-carlo", strategy=scaled_point,
-          expected=KNOWN_ERRATUM, erratum="erratum-tdr-scratch-sqrt",
+          expected=KNOWN_ERRATUM, erratum="erratum-tdr-scratch-sqrt", category=PAPER_ERROR,
           statement="TDR: from scratch ‖W(Q) − W(0)‖_F ≤ y_QᵀH_Q⁻¹y_Q; the minimum-norm linearized weight change "
                     "is √(y_QᵀH_Q⁻¹y_Q) (linear in the labels, the paper's value quadratic): refuted at labels "
                     "s·y_Q and s·y_Q/2")

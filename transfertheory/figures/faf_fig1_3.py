@@ -21,12 +21,13 @@ __all__ = ["build", "FIGURE_1", "FIGURE_3"]
 
 
 def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend=None,
-          progress=None):
+          progress=None, depth=2):
     """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
-    simulated points as ``data`` and the theory grid as the extra ``_grid`` table."""
-    grid = compute_grid(method, sigma, gamma_max, resolution)
+    simulated points as ``data`` and the theory grid as the extra ``_grid`` table. ``depth``: the layers L of the
+    network (the registered profiles use the paper's L = 2; fine-tuning's gradient-flow limit depends on it)."""
+    grid = compute_grid(method, sigma, gamma_max, resolution, depth=depth)
     points = simulate_slices(method, sigma, d, draws, gammas, gamma_max, seed=seed, backend=backend,
-                             progress=progress)
+                             progress=progress, depth=depth)
     return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed),
                                 primary="points")
 

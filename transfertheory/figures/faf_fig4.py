@@ -5,17 +5,17 @@ on the exact population loss of a source teacher lacking a fraction μ of the ta
 trained on n noiseless target samples (:func:`transfertheory.sim.relu_teacher.run_transfer_experiment`).
 Panels:
 
-(a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs
-    (the experiment's first teacher at the middle μ);
-(c) scratch risk E(f − f_t*)² against n (mean over teachers × data sets ± SE of the per-teacher means) with the power law A n^{−ν}
-    fitted by least squares of log(mean risk) on log n (:func:`transfertheory.theory.relu.power_law_fit`);
-(d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ, P on the pretrained student's features (Eq. 21) and on the source teacher's;
-(e) transferability (R_scratch − R_linear)/Var f_t* over (μ, n), with the predicted boundary
-    n_c(μ) = (A/‖P⊥ f_t*‖²)^{1/ν} (circles) and the simulated sign change (crosses: log-linear interpolation of
-    the n where the mean transferability first turns from positive to non-positive; in the boundary table its
-    95% interval from a two-stage bootstrap — teachers, then data sets within them, because the data sets of one
-    teacher share its pretrained student — with resamples that have no sign change in the n range counted at
-    the range's end and their fraction reported).
+- (a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs
+  (the experiment's first teacher at the middle μ);
+- (c) scratch risk E(f − f_t*)² against n (mean over teachers × data sets ± SE of the per-teacher means) with the power law A n^{−ν}
+  fitted by least squares of log(mean risk) on log n (:func:`transfertheory.theory.relu.power_law_fit`);
+- (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ, P on the pretrained student's features (Eq. 21) and on the source teacher's;
+- (e) transferability (R_scratch − R_linear)/Var f_t* over (μ, n), with the predicted boundary
+  n_c(μ) = (A/‖P⊥ f_t*‖²)^{1/ν} (circles) and the simulated sign change (crosses: log-linear interpolation of
+  the n where the mean transferability first turns from positive to non-positive; in the boundary table its
+  95% interval from a two-stage bootstrap — teachers, then data sets within them, because the data sets of one
+  teacher share its pretrained student — with resamples that have no sign change in the n range counted at
+  the range's end and their fraction reported).
 
 Convergence, on the figure and in the tables: panel (a)'s title gives how many pretraining flows met FaF's loss
 1e-6 and the largest pretrained loss; (c) and (e) how many scratch and linear flows converged (FaF's rule

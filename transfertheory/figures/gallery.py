@@ -14,7 +14,7 @@ from ..cli_support import staged_files
 from .output import THUMBNAIL
 from .registry import figures
 
-__all__ = ["README", "render_readme", "write_readme"]
+__all__ = ["README", "render_readme", "write_readme", "load_metadata", "format_value"]
 
 README = "README.md"
 _HEADER = """# Figures
@@ -35,7 +35,8 @@ not committed.
 """
 
 
-def _load(path):
+def load_metadata(path):
+    """A figure's metadata file (``NAME.json``) as a dict; None when it is absent or unreadable."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -46,17 +47,17 @@ def _load(path):
 _LINKED = (".png", ".csv", ".json")
 
 
-def _value(value):
+def format_value(value):
     """A parameter for reading: floats to 4 significant digits, lists element by element."""
     if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
 
 
 def _parameters(params):
-    return ", ".join(f"{k} = {_value(v)}" for k, v in params.items())
+    return ", ".join(f"{k} = {format_value(v)}" for k, v in params.items())
 
 
 def _files(meta):
@@ -96,7 +97,7 @@ def render_readme(out) -> str:
     rows = ["| figure | title | runtime (s) | backend |", "|---|---|---|---|"]
     sections = []
     for figure in figures().values():
-        meta = _load(out / f"{figure.name}.json")
+        meta = load_metadata(out / f"{figure.name}.json")
         runtime = "—" if meta is None or meta.get("runtime_s") is None else f"{meta['runtime_s']:.1f}"
         backend = "—" if meta is None else meta.get("backend", "—")
         rows.append(f"| [`{figure.name}`](#{figure.name}--{_anchor(figure.title)}) | {figure.title} | {runtime} | "

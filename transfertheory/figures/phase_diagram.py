@@ -12,7 +12,9 @@ fine-tuning, FaF Fig. 3; ridge linear transfer, Eqs. 10 and 15).
 ``limit="paper"`` the paper's formulas. They differ for fine-tuning only: the
 paper's Eq. 17 changes sign at θ = π/3, gradient flow at θ* = arccos(c/2) < π/3
 (docs/errata.md). The fine-tuning figure shades what training does and overlays
-the paper's boundary. A finite-size grid of fine-tuning (``finite_d``) has no
+the paper's boundary; its gradient-flow limit depends on the depth L of the
+network (``depth``, default 2: θ* = 52.2° at L = 2, 48.0° at L = 3 for σ = 1,
+γ = ½), the paper's formulas do not. A finite-size grid of fine-tuning (``finite_d``) has no
 closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
@@ -29,7 +31,7 @@ import math
 
 import numpy as np
 
-from ..params import D, GAMMA_MAX, LAM, RESOLUTION, SIGMA
+from ..params import D, DEPTH, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, legend_outside
@@ -104,13 +106,14 @@ def _axes(gamma_max, resolution):
     return gamma, theta
 
 
-def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None):
+def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None, depth=2):
     r"""Tidy DataFrame of the transferability on a resolution × resolution (γ, θ) grid.
 
     Columns :data:`COLUMNS`, plus ``lam`` for ridge and ``n``, ``d`` for a finite-d grid; one row per (θ, γ),
     θ-major. Values: :func:`transfertheory.theory.transfer.transfer_risks` at :func:`grid_limit` (±inf kept:
-    they are the theory's values at the singular points; NaN where n < the method's smallest n).
-    ``attrs["limit"]`` records the limit drawn.
+    they are the theory's values at the singular points; NaN where n < the method's smallest n), for an
+    L = ``depth`` network (integer ≥ 2; it changes fine-tuning's gradient-flow limit only).
+    ``attrs["limit"]`` and ``attrs["depth"]`` record the limit and the depth drawn.
     """
     import pandas as pd
 
@@ -120,13 +123,15 @@ def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d
     gamma_max = GAMMA_MAX.scalar(gamma_max)
     resolution = RESOLUTION.scalar(resolution)
     lam = LAM.scalar(lam)
+    depth = DEPTH.scalar(depth)
     if finite_d is not None:
         finite_d = D.with_range(low=3).scalar(finite_d, "finite_d")
     if method != "ridge" and lam != 0:
         raise ValueError(f"lam applies to method 'ridge' only, got lam={lam:g} for method {method!r}")
     limit = grid_limit(method, finite_d, limit)
     gamma, theta = _axes(gamma_max, resolution)
-    t, r_sc, r_tr = transfer.transfer_risks(method, gamma[None, :], theta[:, None], sigma, lam, finite_d, limit)
+    t, r_sc, r_tr = transfer.transfer_risks(method, gamma[None, :], theta[:, None], sigma, lam, finite_d, limit,
+                                            depth)
     t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0
     shape = t.shape
     cols = {
@@ -145,6 +150,7 @@ def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d
         cols["d"] = np.full(t.size, finite_d)
     grid = pd.DataFrame(cols)
     grid.attrs["limit"] = limit
+    grid.attrs["depth"] = depth
     return grid
 
 
@@ -174,28 +180,32 @@ def _display(values):
 _TRANSFERABILITY_SOURCE = {"linear": "Eq. 13", "ridge": "Eqs. 10, 15", "finetune": "Eq. 17"}
 
 
-def _title(method, limit, finite_d):
-    """What the figure shows, in words: the method, the paper figure, which limit and its equation."""
+def _title(method, limit, finite_d, depth=2):
+    """What the figure shows, in words: the method, the paper figure, which limit and its equation (and, for
+    fine-tuning's gradient-flow limit, the depth L)."""
     record = get_method(method)
     where = f"{record.figure}, " if record.figure else ""
     source = _TRANSFERABILITY_SOURCE[method]
     if method != "finetune":
         return f"{record.label} ({where}{source})"
     if limit == "flow":
-        return f"{record.label}, gradient-flow limit ({where}corrected {source}; the paper's boundary dashed)"
+        return (f"{record.label}, gradient-flow limit, L = {depth} ({where}corrected {source}; the paper's boundary "
+                "dashed)")
     size = " at finite d" if finite_d is not None else ""
     return f"{record.label}, the paper's {source}{size} (not the gradient-flow limit: see errata)"
 
 
-def _fine_tune_boundaries(sigma, limit, asymptotic_note):
-    """Fine-tuning: the gradient-flow sign boundary θ* = arccos(c/2), the paper's θ = π/3 (Eq. 17) and γ = 1
+def _fine_tune_boundaries(sigma, limit, asymptotic_note, depth):
+    """Fine-tuning: the gradient-flow sign boundary θ* = arccos(c/2) of an L = ``depth`` network, the paper's
+    θ = π/3 (Eq. 17) and γ = 1
     (:func:`_boundaries`' tuples; T = 0 along the boundary of the limit drawn and along γ = 1)."""
     flow_style = dict(ls="-", lw=1.8) if limit == "flow" else dict(ls="--", lw=1.3)
     paper_style = dict(ls="--", lw=1.3) if limit == "flow" else dict(ls="-", lw=1.8)
     gamma = np.linspace(1e-3, 1 - 1e-3, 400)
     return [
-        (gamma, transfer.flow_limit_sign_angle(gamma, sigma),
-         dict(color="tab:orange", label=f"θ* = arccos(c/2): gradient flow, T = 0{asymptotic_note}", **flow_style),
+        (gamma, transfer.flow_limit_sign_angle(gamma, sigma, depth),
+         dict(color="tab:orange", label=f"θ* = arccos(c/2): gradient flow (L = {depth}), T = 0{asymptotic_note}",
+              **flow_style),
          limit == "flow"),
         (np.array([0.0, 1.0]), np.full(2, np.pi / 3),
          dict(color="tab:cyan", label=f"θ = π/3: paper's Eq. 17, T = 0{asymptotic_note}", **paper_style),
@@ -205,7 +215,7 @@ def _fine_tune_boundaries(sigma, limit, asymptotic_note):
     ]
 
 
-def _boundaries(method, sigma, lam, gamma_max, finite_d, limit):
+def _boundaries(method, sigma, lam, gamma_max, finite_d, limit, depth=2):
     """The analytic n, d → ∞ boundaries of the sign regions on the (γ, θ) plane.
 
     A list of (γ array, θ array, line style and label, ``on_zero``): ``on_zero`` is True where the drawn surface is
@@ -214,7 +224,7 @@ def _boundaries(method, sigma, lam, gamma_max, finite_d, limit):
     """
     note = "" if finite_d is None else ", n, d → ∞"
     if method == "finetune":
-        return _fine_tune_boundaries(sigma, limit, note)
+        return _fine_tune_boundaries(sigma, limit, note, depth)
     theta = np.linspace(1e-3, THETA_MAX, 600)
     theta_eff = transfer.effective_angle(theta, lam)
     g_minus, g_plus = linear.negative_transfer_interval(theta_eff, sigma)
@@ -286,13 +296,13 @@ def _sign_panel(fig, gamma, theta, t, method, boundaries):
     return ax, (handles, labels)
 
 
-def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated):
+def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth=2):
     """(c) T at θ = π/8, π/4, 3π/8 (the paper's formula dotted where it differs), simulated points if given, with
     how many simulated draws converged in the title; returns the axes."""
     ax = fig.add_subplot(1, 3, 3)
     colors = {}
     for th, label in zip(SLICE_THETAS, _SLICE_LABELS):
-        values = transfer.transfer_risks(method, gamma, th, sigma, lam, finite_d, limit)[0]
+        values = transfer.transfer_risks(method, gamma, th, sigma, lam, finite_d, limit, depth)[0]
         (line,) = ax.plot(gamma, np.where(np.isfinite(values), values, np.nan), lw=1.5, label=f"θ = {label}")
         colors[th] = line.get_color()
         if method == "finetune" and limit == "flow":
@@ -321,7 +331,7 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
     fine-tuning the gradient-flow boundary θ* solid and the paper's θ = π/3 dashed; (c) slices at θ = π/8, π/4,
     3π/8, evaluated exactly at those angles on the grid's γ values, in the range ±1.05·DISPLAY_LIMIT. The legends
     of (b) and (c) sit under their panels, off the data. ``limit``: as in :func:`compute_grid` (default: the
-    grid's ``attrs["limit"]``).
+    grid's ``attrs["limit"]``); the depth L is the grid's ``attrs["depth"]`` (2 if absent).
 
     ``simulated``: optional DataFrame with columns ``gamma, theta, transferability_mean, transferability_sd``,
     drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
@@ -331,15 +341,16 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
     import matplotlib.pyplot as plt
 
     limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
+    depth = grid_df.attrs.get("depth", 2)
     gamma, theta, t = _matrix(grid_df)
     fig = plt.figure(figsize=(16, 5.6))
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
-    fig.suptitle(f"Transferability, {_title(method, limit, finite_d)}: {setting}")
-    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit)
+    fig.suptitle(f"Transferability, {_title(method, limit, finite_d, depth)}: {setting}")
+    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit, depth)
     surface_axes, surface = _surface_panel(fig, gamma, theta, t, boundaries)
     sign_axes, (handles, labels) = _sign_panel(fig, gamma, theta, t, method, boundaries)
-    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated)
+    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth)
     _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
     legend_outside(sign_axes, "below", handles, labels, fontsize=8, ncol=2)
@@ -405,15 +416,32 @@ def _opening_theory(method, sigma, lam, limit):
     return f"inf over γ < 1 of θ*(γ) = arccos(c/2) = {_angle(angle)} (approached only as γ → 1⁻, where c → ∞)"
 
 
+def _fine_tune_lines(sigma, depth):
+    """The summary's lines on fine-tuning's gradient-flow sign angle θ* (σ > 0) for an L = ``depth`` network: θ* at
+    a few γ, and θ* at γ = ½ against L = 2, L → ∞ and the paper's π/3."""
+    probe = np.array([0.1, 0.5, 0.9])
+    angles = ", ".join(f"{_angle(a)} at γ = {g:g}"
+                       for g, a in zip(probe, transfer.flow_limit_sign_angle(probe, sigma, depth)))
+    half = {name: math.degrees(value) for name, value in (
+        ("L", transfer.flow_limit_sign_angle(0.5, sigma, depth)), ("2", transfer.flow_limit_sign_angle(0.5, sigma)),
+        ("inf", transfer.flow_limit_sign_angle_deep_limit(0.5, sigma)))}
+    return [f"gradient-flow limit, L = {depth}: T changes sign at θ* = arccos(c/2) = {angles}; the paper's Eq. 17 "
+            "puts it at π/3 for every γ < 1 (docs/errata.md)",
+            f"θ* = {half['L']:.1f}° at γ = ½ for L = {depth} (" + (f"L = 2: {half['2']:.1f}°, " if depth != 2 else "")
+            + f"L → ∞: {half['inf']:.1f}°; the paper's Eq. 17: 60.0°)"]
+
+
 def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
     r"""Short text: share of the grid in negative transfer, the γ < 1 opening angle (grid vs theory).
 
     The grid's opening angle is the smallest grid θ with T < 0 at some γ < 1; it exceeds the n, d → ∞ value
     (:func:`transfertheory.theory.transfer.opening_angle`) by at most about one θ step plus what the γ step misses
     (the region opens with width ∝ √(θ − θ_open)). Only the formulas of ``method`` are printed; for fine-tuning
-    the gradient-flow sign angle θ*(γ) at a few γ, against the paper's π/3.
+    the gradient-flow sign angle θ*(γ) of the grid's depth L (``attrs["depth"]``) at a few γ, and at γ = ½ against
+    L = 2, L → ∞ and the paper's π/3.
     """
     limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
+    depth = grid_df.attrs.get("depth", 2)
     t = grid_df["transferability"].to_numpy(dtype=float)
     gamma = grid_df["gamma"].to_numpy()
     theta = grid_df["theta"].to_numpy()
@@ -423,7 +451,7 @@ def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
     grid_open = float(theta[opens].min()) if opens.any() else math.nan
     size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
     lines = [
-        f"{_title(method, limit, finite_d)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
+        f"{_title(method, limit, finite_d, depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
         + f", {size}",
         f"grid: {np.unique(gamma).size} γ in ({gamma.min():.4g}, {gamma.max():.4g}] × {np.unique(theta).size} θ in "
         "[0, π/2]" + (f"; {int((~defined).sum())} points undefined (NaN)" if not defined.all() else ""),
@@ -432,11 +460,7 @@ def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
         + _opening_theory(method, sigma, lam, limit),
     ]
     if method == "finetune" and sigma > 0:
-        probe = np.array([0.1, 0.5, 0.9])
-        angles = ", ".join(f"{_angle(a)} at γ = {g:g}"
-                           for g, a in zip(probe, transfer.flow_limit_sign_angle(probe, sigma)))
-        lines.append(f"gradient-flow limit: T changes sign at θ* = arccos(c/2) = {angles}; the paper's Eq. 17 "
-                     "puts it at π/3 for every γ < 1 (docs/errata.md)")
+        lines += _fine_tune_lines(sigma, depth)
     return "\n".join(lines)
 
 
@@ -457,8 +481,8 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     limit = grid.attrs["limit"]
     fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
     gamma = grid["gamma"].to_numpy()
-    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, gamma_max=float(gamma.max()),
-                  resolution=int(np.unique(gamma).size), **(parameters or {}))
+    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, depth=grid.attrs.get("depth", 2),
+                  gamma_max=float(gamma.max()), resolution=int(np.unique(gamma).size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, limit)]
     if points is None:
         return FigureOutput(fig, grid, grid_columns(grid), record, tuple(lines))

@@ -1,9 +1,9 @@
 r"""Simulated points of the FaF §3 figures: which n to simulate, the simulator call, slices against exact theory.
 
-The simulations are gradient-flow runs of the FaF deep linear network (L = 2,
-α = 1e-5; :func:`transfertheory.sim.deep_linear.run_transfer_experiment`,
-imported lazily so that theory-only figures stay import-light). For each
-transfer method the record of :mod:`transfertheory.theory.methods` says which
+The simulations are gradient-flow runs of the FaF deep linear network (L = 2 by
+default, any depth L ≥ 2 on request; initialization scale :func:`simulation_alpha`;
+:func:`transfertheory.sim.deep_linear.run_transfer_experiment`, imported lazily so
+that theory-only figures stay import-light). For each transfer method the record of :mod:`transfertheory.theory.methods` says which
 simulator methods run (scratch, the paired baseline, and ``record.simulator``),
 whether λ is passed (ridge), the smallest n with a finite expected risk, and
 which expectation a simulation is compared with:
@@ -17,6 +17,7 @@ import contextvars
 
 import numpy as np
 
+from ..params import DEPTH
 from ..theory.methods import get_method
 from . import stats
 
@@ -28,6 +29,7 @@ __all__ = [
     "SIM_COLUMNS",
     "SIM_COLUMN_DEFINITIONS",
     "simulation_ns",
+    "simulation_alpha",
     "simulate",
     "SWEEP_RUNNER",
     "simulate_slices",
@@ -83,15 +85,28 @@ def simulation_ns(d, gamma_max, count, min_n=1):
 SWEEP_RUNNER = contextvars.ContextVar("sweep_runner", default=None)
 
 
-def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed):
+def simulation_alpha(depth):
+    """Initialization scale α of an L-layer simulation: FaF App. D.1's 1e-5 at L = 2; 10^(−3/(L − 2)) for L ≥ 3.
+
+    From α, gradient flow leaves the saddle at the origin after a time ~ α^(2−L) (L ≥ 3), so at App. D.1's α a deeper
+    network never converges within the simulator's default ``max_time`` = 1e4; this α keeps that time ~ 10³
+    (L = 3: 1e-3, L = 4: 0.032), at the price of an O(α) offset from the α → 0 limit that grows with L.
+    """
+    depth = DEPTH.scalar(depth)
+    return 1e-5 if depth == 2 else 10.0 ** (-3.0 / (depth - 2))
+
+
+def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth):
     """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ)."""
     axes = dict(gamma=[int(n) / d for n in ns], theta=[float(t) for t in thetas])
-    fixed = dict(d=int(d), sigma=float(sigma), instances=int(draws), methods=list(methods), lam=float(lam))
+    fixed = dict(d=int(d), sigma=float(sigma), instances=int(draws), methods=list(methods), lam=float(lam),
+                 depth=int(depth), alpha=simulation_alpha(depth))
     return runner.rows(dict(experiment="faf_linear", seed=int(seed), fixed=fixed, axes=axes), f"faf_linear d={d}")
 
 
-def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None):
-    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d; ``ridge``: λ of linear transfer.
+def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2):
+    """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
+    ``ridge``: λ of linear transfer.
 
     With a :data:`SWEEP_RUNNER` set and a single λ, the points run through the sweep engine: each (γ, θ) point
     draws from its own seed, so the numbers are statistically, not bitwise, those of the in-process run (several
@@ -99,27 +114,28 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     """
     runner = SWEEP_RUNNER.get()
     if runner is not None and len(ridge) == 1:
-        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed)
+        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth)
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(
-        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, methods=methods, ridge=ridge, seed=seed,
-        backend=backend, progress=progress,
+        d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, alpha=simulation_alpha(depth),
+        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress,
     )
 
 
-def _flow_reference(record, table, d, sigma, lam, seed):
+def _flow_reference(record, table, d, sigma, lam, seed, depth):
     """(mean, SE) of ``record.flow_transferability_finite`` for every row of ``table``, one call per n."""
     mean, se = np.empty(len(table)), np.empty(len(table))
     for n, rows in table.groupby("n").groups.items():
         at = table.index.get_indexer(rows)
-        m, s = record.flow_transferability_finite(int(n), d, table["theta"].to_numpy()[at], sigma, lam, seed=seed)
+        m, s = record.flow_transferability_finite(int(n), d, table["theta"].to_numpy()[at], sigma, lam, seed=seed,
+                                                  depth=depth)
         mean[at], se[at] = m, s
     return mean, se
 
 
 def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS, gamma_max=2.0, lam=0.0,
-                    thetas=SLICE_THETAS, seed=0, backend=None, progress=None):
+                    thetas=SLICE_THETAS, seed=0, backend=None, progress=None, depth=2):
     r"""Simulated transferability at γ = γ_max·k/n_gammas on the angles ``thetas``, against exact theory at d.
 
     Gradient-flow runs at n = round(γ_max·d·k/n_gammas), k = 1…n_gammas, skipping |n − d| ≤ 1 and
@@ -127,23 +143,26 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     paired difference R_scratch − R_transfer (:func:`~transfertheory.figures.stats.transferability_stats`),
     compared (:func:`~transfertheory.figures.stats.compare`) with ``record.flow_transferability_finite`` — for
     fine-tuning a Monte Carlo of the gradient-flow limit, since the paper's Eq. 17 is not that limit (its value
-    stays in ``theory_paper_finite``). Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n.
+    stays in ``theory_paper_finite``). ``depth``: the network's number of layers L (≥ 2), which the gradient-flow
+    limit of fine-tuning depends on. Columns :data:`SIM_COLUMNS`; ``attrs["skipped_n"]`` lists the skipped n,
+    ``attrs["depth"]`` the depth.
     """
     record = get_method(method)
     lam = float(lam) if record.takes_lambda else 0.0
     ns, skipped = simulation_ns(d, gamma_max, n_gammas, min_n=record.min_n)
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
-    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress)
+    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
     table = stats.transferability_stats(raw, method)
-    theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed)
+    theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed, depth)
     table = stats.compare(table, theory, "transferability", theory_se)
     n, theta, gamma = table["n"].to_numpy(), table["theta"].to_numpy(), table["gamma"].to_numpy()
     table["theory_paper_finite"] = record.paper_transferability_finite(n, d, theta, sigma, lam) + 0.0  # −0 → 0
-    table["theory_asymptotic"] = record.flow_transferability(gamma, theta, sigma, lam) + 0.0
+    table["theory_asymptotic"] = record.flow_transferability(gamma, theta, sigma, lam, depth=depth) + 0.0
     table["theory_paper_asymptotic"] = record.paper_transferability(gamma, theta, sigma, lam) + 0.0
     table = table[SIM_COLUMNS]
     table.attrs["skipped_n"] = [int(k) for k in skipped]
+    table.attrs["depth"] = depth
     return table
 
 

@@ -8,8 +8,11 @@ r"""``python -m transfertheory.sweep``: run a simulator over a parameter grid in
     python -m transfertheory.sweep table runs/fig1 --out fig1.csv         # the tidy table of completed points
 
 Exit codes: 0 every point done (or the command succeeded), 1 some points failed (recorded in the store;
-``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, unreadable store), 3 array
-backend unusable, 130 interrupted (Ctrl-C; completed points stay in the store). See docs/sweeps.md.
+``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, unreadable store, an
+unwritable ``--store`` or ``--out``: checked before any point runs), 3 array backend unknown or unusable (``--backend``
+or ``TRANSFERTHEORY_BACKEND``), 4 a point refused by the memory guard, 130 interrupted (Ctrl-C; completed points
+stay in the store). The plumbing — Ctrl-C, backend checks, output-path checks, atomic writes — is
+:mod:`transfertheory.cli_support`, shared with every other command line. See docs/sweeps.md.
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..backend import BackendUnavailableError, backend_names, resolve_backend
+from .. import cli_support
+from .._memory import MemoryLimitError
 from ..sim import experiments
 from ..threads import WORKERS
 from .engine import run_sweep
@@ -27,14 +31,20 @@ from .store import Store
 
 __all__ = ["build_parser", "main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BACKEND, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser():
     """The ``python -m transfertheory.sweep`` argument parser."""
     parser = argparse.ArgumentParser(prog="python -m transfertheory.sweep",
                                      description="Sweeps of the package's simulators over parameter grids, cached "
-                                     "in a resumable Parquet store, on local worker processes or a Dask cluster.")
+                                     "in a resumable Parquet store, on local worker processes or a Dask cluster.",
+                                     epilog=cli_support.exit_status_epilog(
+                                         "0 every point done", "1 some points failed (--retry-failed reruns them)",
+                                         "2 usage error, or --store / --out not writable",
+                                         f"{cli_support.EXIT_BACKEND} backend unknown or unusable",
+                                         f"{cli_support.EXIT_MEMORY} refused by the memory guard",
+                                         f"{cli_support.EXIT_INTERRUPTED} interrupted (completed points stay stored)"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,status,table}")
     sub.add_parser("list", help="the registered experiments and named sweeps, with their sizes")
     run = sub.add_parser("run", help="compute the points of a sweep the store lacks")
@@ -46,8 +56,7 @@ def build_parser():
     run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
                      help="local worker processes (default: the cores); BLAS threads per worker = cores // N")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
-    run.add_argument("--backend", choices=backend_names(), help="array backend of every point (default: "
-                     "TRANSFERTHEORY_BACKEND, else auto)")
+    cli_support.add_backend_argument(run, help_text="array backend of every point")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     status = sub.add_parser("status", help="done / total / failed points of a store")
@@ -79,13 +88,12 @@ def _spec(args):
 
 def _run(args):
     spec = _spec(args)
-    if args.backend is not None and args.scheduler is None:
-        resolve_backend(args.backend)  # an unusable backend fails here, before any point (a cluster's: on it)
-    try:
-        Path(args.store).mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"--store: cannot create {args.store} ({error.strerror})") from None
-    report = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, backend=args.backend,
+    backend = cli_support.backend_choice(args.backend)  # an unknown name (flag or variable) exits 3 here
+    if backend is not None and args.scheduler is None:
+        cli_support.resolve_backend(backend)  # an unusable backend fails here, before any point (a cluster's: on it)
+    cli_support.require_writable(EXIT_USAGE, folders=[("--store", args.store)])
+    Path(args.store).mkdir(parents=True, exist_ok=True)
+    report = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, backend=backend,
                        retry_failed=args.retry_failed, progress=False if args.no_progress else None)
     print(f"{spec.name}: {report.done}/{report.total} points done, {report.failed} failed, "
           f"{report.computed} computed in this run")
@@ -114,42 +122,41 @@ def _status(args):
 
 
 def _table(args):
+    if args.out is not None and not args.out.endswith((".csv", ".parquet")):
+        raise ValueError(f"--out: FILE must end in .csv or .parquet, got {args.out}")
+    cli_support.require_writable(EXIT_USAGE, files=[("--out", args.out)])
     table = _store(args.store).table()
     if args.out is None:
         table.to_csv(sys.stdout, index=False)
-    elif args.out.endswith(".csv"):
-        table.to_csv(args.out, index=False)
-    elif args.out.endswith(".parquet"):
-        table.to_parquet(args.out, index=False)
-    else:
-        raise ValueError(f"--out: FILE must end in .csv or .parquet, got {args.out}")
+        return EXIT_OK
+    with cli_support.staged_files() as stage:
+        if args.out.endswith(".csv"):
+            table.to_csv(stage(args.out), index=False)
+        else:
+            table.to_parquet(stage(args.out), index=False)
     if args.out is not None:
         print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
     return EXIT_OK
 
 
+@cli_support.entry_point
 def main(argv=None) -> int:
     """Entry point; the exit code (module docstring). Errors are one line on stderr, never a traceback."""
     args = build_parser().parse_args(argv)
     command = {"list": lambda a: _list(), "run": _run, "status": _status, "table": _table}[args.command]
     try:
         return command(args)
+    except MemoryLimitError:
+        raise  # cli_support.entry_point: one line, exit 4
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except BackendUnavailableError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BACKEND
     except BrokenPipeError:  # stdout closed early (``table DIR | head``)
         sys.stderr.close()
         return EXIT_OK
     except OSError as error:
         print(f"error: {error.filename or ''}: {error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted: the completed points stay in the store; rerun the same command to resume",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ __all__ = [
     "fine_tune_risk_finite_paper",
     "fine_tune_transferability_finite_paper",
     "fine_tune_scale",
+    "fine_tune_scale_deep_limit",
     "fine_tune_risk_corrected",
     "fine_tune_transferability_corrected",
     "fine_tune_limit",
@@ -164,6 +165,20 @@ def fine_tune_scale(gamma, sigma, depth=2):
     under = g < 1
     gg = np.where(under, g, 0.5)
     c = _scale_root(1 - gg, gg * (1 + s**2 / (1 - gg)), 1.0, depth)
+    return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
+
+
+def fine_tune_scale_deep_limit(gamma, sigma):
+    r"""L → ∞ limit of :func:`fine_tune_scale`: c_∞ = √(1 + σ²/(1 − γ)) for γ < 1, 1 for γ ≥ 1.
+
+    As L → ∞ the exponent 2L/(L − 1) → 2 and the equation of c becomes c² = (1 − γ)c² + γ(1 + σ²/(1 − γ)),
+    i.e. c² = 1 + σ²/(1 − γ). c grows with L toward it (1.225, 1.338, 1.408 at L = 2, 3, 4 for σ = 1, γ = ½;
+    c_∞ = √3).
+    """
+    check_broadcast(gamma=gamma, sigma=sigma)
+    g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
+    under = g < 1
+    c = np.sqrt(1 + s**2 / (1 - np.where(under, g, 0.5)))
     return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
 
 

@@ -27,8 +27,10 @@ Closed forms of the theorems:
 * Theorem 1, joint training (Lemma 1): :func:`joint_training_lower_bound`; with Lemma 2, the target loss every
   global minimizer must reach (:func:`joint_training_guaranteed_loss`).
 * Theorem 2: a wrong feature fits n target samples exactly w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ
-  (:func:`wrong_feature_fit_probability`; the paper's bound (2/3)ⁿ, :func:`wrong_feature_fit_bound`,
-  fails at n = 1), and the sample size of the proof (:func:`merlin_sample_size`).
+  (:func:`wrong_feature_fit_probability`, which exceeds (2/3)ⁿ at n = 1 only: the paper bounds each of the two
+  events it unites by (2/3)ⁿ, :func:`wrong_feature_fit_bound`, and their union over the k − 1 features by
+  k(2/3)ⁿ, :func:`any_wrong_feature_fit_bound`, which holds for every n), and the sample size of the proof
+  (:func:`merlin_sample_size`).
 
 The population losses are vectorized over leading batch axes of (θ, φ) and run on the array module of
 their inputs (NumPy or CuPy); scalar parameters are validated on the host.
@@ -450,7 +452,9 @@ def wrong_feature_fit_probability(n):
 
 
 def wrong_feature_fit_bound(n):
-    """The paper's bound (2/3)ⁿ on :func:`wrong_feature_fit_probability` (proof of Thm 2); false at n = 1."""
+    """(2/3)ⁿ, the paper's bound on each event of its union bound (proof of Thm 2, App. B.2): x_j² = x₁² on every
+    sample ((5/9)ⁿ), or x₁ = 0 on every sample ((1/3)ⁿ). One feature fits when either happens, so
+    :func:`wrong_feature_fit_probability` (the union of two such events) exceeds it at n = 1 (7/9), not after."""
     n = P.N.check(n)
     return scalar_or_array((2 / 3) ** n, n)
 

@@ -5,14 +5,14 @@ Model (FaF §3.1): x ~ N(0, I_d); unit source and target vectors with
 an L-layer linear network pretrained on the source (β_s) and then trained on the
 target by gradient flow in one of four ways:
 
-========  =======================================  ===============  =========  ======
-name      what is trained on the target            risk (n, d → ∞)  figure     min n
-========  =======================================  ===============  =========  ======
-scratch   every layer, from a tiny initialization  FaF Eq. 10       —          1
-linear    the last layer, on the frozen features   FaF Eq. 12       FaF Fig. 1 3
-ridge     the last layer with an ℓ₂ penalty λ      FaF Eq. 15       FaF Fig. 2 3
-finetune  every layer, from the pretrained ones    FaF Eq. 16       FaF Fig. 3 1
-========  =======================================  ===============  =========  ======
+========  =======================================  ===============  ==========  ======
+name      what is trained on the target            risk (n, d → ∞)  figure      min n
+========  =======================================  ===============  ==========  ======
+scratch   every layer, from a tiny initialization  FaF Eq. 10       —           1
+linear    the last layer, on the frozen features   FaF Eq. 12       FaF Fig. 1  3
+ridge     the last layer with an ℓ₂ penalty λ      FaF Eq. 15       FaF Fig. 2  3
+finetune  every layer, from the pretrained ones    FaF Eq. 16       FaF Fig. 3  1
+========  =======================================  ===============  ==========  ======
 
 The risk is R = ‖β̂ − β_t‖² (label noise excluded), the transferability
 T = E[R_scratch − R_method] (T > 0: transfer helps; T ≡ 0 for scratch).

@@ -23,12 +23,13 @@ import numpy as np
 
 from .. import params as P
 from .._validation import check_broadcast, scalar_or_array
-from .fine_tuning import fine_tune_scale
+from .fine_tuning import fine_tune_scale, fine_tune_scale_deep_limit
 from .linear import negative_transfer_onset_angle
 from .methods import get_method
 from .scratch import scratch_risk, scratch_risk_finite
 
-__all__ = ["LIMITS", "effective_angle", "opening_angle", "flow_limit_sign_angle", "transfer_risks"]
+__all__ = ["LIMITS", "effective_angle", "opening_angle", "flow_limit_sign_angle", "flow_limit_sign_angle_by_depth",
+           "flow_limit_sign_angle_deep_limit", "transfer_risks"]
 
 #: the two limits a transfer quantity can describe
 LIMITS = ("paper", "flow")
@@ -101,11 +102,30 @@ def flow_limit_sign_angle(gamma, sigma, depth=2):
     return scalar_or_array(np.arccos(np.minimum(c / 2, 1.0)), gamma, sigma)
 
 
-def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="flow"):
+def flow_limit_sign_angle_by_depth(gamma, sigma, depths):
+    r"""θ*(γ, L) of :func:`flow_limit_sign_angle` for every L in ``depths`` (integers ≥ 2): an array of shape
+    (len(depths), *broadcast(γ, σ)). θ* decreases with L toward :func:`flow_limit_sign_angle_deep_limit`."""
+    check_broadcast(gamma=gamma, sigma=sigma)
+    depths = [P.DEPTH.scalar(depth) for depth in np.atleast_1d(depths)]
+    if not depths:
+        raise ValueError("depths must name at least one depth L >= 2, got none")
+    return np.stack([np.asarray(flow_limit_sign_angle(gamma, sigma, depth), float) for depth in depths])
+
+
+def flow_limit_sign_angle_deep_limit(gamma, sigma):
+    r"""θ*_∞(γ) = arccos(min(c_∞/2, 1)), the L → ∞ limit of :func:`flow_limit_sign_angle`, with
+    c_∞ = √(1 + σ²/(1 − γ)) (:func:`~.fine_tuning.fine_tune_scale_deep_limit`): 30° at σ = 1, γ = ½."""
+    check_broadcast(gamma=gamma, sigma=sigma)
+    c = np.asarray(fine_tune_scale_deep_limit(gamma, sigma))
+    return scalar_or_array(np.arccos(np.minimum(c / 2, 1.0)), gamma, sigma)
+
+
+def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="flow", depth=2):
     r"""(T, E R_scratch, E R_transfer) of a transfer method, broadcast over ``gamma``, ``theta`` (and σ, λ).
 
     n, d → ∞ (``finite_d=None``): the record's ``paper_*`` or ``flow_*`` forms
-    (``limit``); scratch is FaF Eq. 10. At γ = 1 the risks are +inf for σ > 0,
+    (``limit``; ``flow_*`` of an L = ``depth`` network, which matters for fine-tuning only); scratch is FaF
+    Eq. 10. At γ = 1 the risks are +inf for σ > 0,
     and so are T_lt and T_ridge, while T_ft is finite (the divergent noise
     cancels pathwise).
 
@@ -121,13 +141,14 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
     check_broadcast(gamma=gamma, theta=theta, sigma=sigma, lam=lam)
     record = get_method(method)
     _limit(limit)
+    depth = P.DEPTH.scalar(depth)
     if finite_d is None:
         if limit == "paper":
             t = record.paper_transferability(gamma, theta, sigma, lam)
             r_tr = record.paper_risk(gamma, theta, sigma, lam)
         else:
-            t = record.flow_transferability(gamma, theta, sigma, lam)
-            r_tr = record.flow_risk(gamma, theta, sigma, lam)
+            t = record.flow_transferability(gamma, theta, sigma, lam, depth=depth)
+            r_tr = record.flow_risk(gamma, theta, sigma, lam, depth=depth)
         r_sc = scratch_risk(gamma, sigma)
         return tuple(scalar_or_array(np.array(v), gamma, theta, sigma, lam)
                      for v in np.broadcast_arrays(t, r_sc, r_tr))

@@ -1,7 +1,7 @@
 r"""Gradient-flow training of deep linear networks: :func:`train` and pretraining (FaF Lemma 3.3, Thm 3.4).
 
 :func:`train` runs the package integrator on a loss of
-:mod:`~.losses` — factored stages (:class:`~.stages.LowRankStages`) and the
+:mod:`~transfertheory.sim.deep_linear.losses` — factored stages (:class:`~transfertheory.sim.deep_linear.stages.LowRankStages`) and the
 saddle guard ‖∇_βL‖ ≤ gtol for losses of the end-to-end vector, dense stages
 otherwise. :func:`pretrain` trains one network on the population source loss
 (FaF Eq. 4) from W_l(0) = αW̄_l and reports the structure of its features.

@@ -428,6 +428,8 @@ def integrate_gradient_flow(
         (checked after every step, after the gradient criterion); 0 (default)
         disables the rule. Counts as converged in :attr:`FlowResult.converged`.
 
+    Notes
+    -----
     Floating-point overflow inside a trial step is expected (an unstable trial is
     rejected and the step shrunk) and is not warned about; a non-finite accepted
     state is reported as ``diverged`` with a :class:`RuntimeWarning` and a hint.

@@ -1,8 +1,8 @@
 r"""MTL Lemma 1 against trained finite-width networks: which infinite-width prediction each training and test
 protocol follows as the width grows (docs/mtl.md, "Finite-width training").
 
-For every width h, ``networks`` random networks (:mod:`.network`) are trained with MTL and with ANIL from the same
-draw (:func:`.training.train`), and their test predictions on one test task (:func:`.training.adapted_predictions`)
+For every width h, ``networks`` random networks (:mod:`~transfertheory.sim.mtl.network`) are trained with MTL and with ANIL from the same
+draw (:func:`~transfertheory.sim.mtl.training.train`), and their test predictions on one test task (:func:`~transfertheory.sim.mtl.training.adapted_predictions`)
 are compared with the four infinite-width predictions of :mod:`transfertheory.theory.mtl`:
 
 * ``"mtl"``: F_MTL of Lemma 1 (MTL Eq. 15);

@@ -1,7 +1,7 @@
 r"""MTL §3–4: multi-task learning (MTL) and ANIL training of finite-width deep ReLU networks by gradient flow, and
 their test-time head adaptation (MTL Eqs. 2–9, 14).
 
-Networks (:mod:`.network`): a shared body and heads (w, b₀). Every head starts from the *same* random draw w₀
+Networks (:mod:`~transfertheory.sim.mtl.network`): a shared body and heads (w, b₀). Every head starts from the *same* random draw w₀
 (MTL's N task heads, ANIL's head and the test head): Lemma 3's kernels assume it — with independent head draws
 the body gradients of different heads are uncorrelated and Φ_MTL would lose its off-diagonal blocks (the sum
 Σ_k w_k w′_k/h → 0). Outputs are centered at initialization, f̃(x; θ) = f(x; θ) − f(x; θ₀): the exact form of the

@@ -1,0 +1,185 @@
+"""The documentation site's generated pages (docs/_ext/sitegen, docs/site.md), checked without running Sphinx.
+
+The strict Sphinx build runs in CI (``.ci/run``); these tests check what it is built from: every registered figure
+and claim, and every public name, has its page; the navigation lists every page of docs/; hand-written pages are
+adapted (anchors, claim links) without touching code blocks; every module docstring parses as
+reStructuredText once its absolute-value bars are escaped as the build escapes them.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from transfertheory.claims import CLAIMS, KNOWN_ERRATUM
+from transfertheory.figures.registry import figures
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+from sitegen import GENERATED, RECORD, root_toctree, section_pages, site_markdown  # noqa: E402
+from sitegen.api import api_pages, cli_pages, command_modules, exported, home_name, public_modules  # noqa: E402
+from sitegen.audit import NOT_RUN, audit_page  # noqa: E402
+from sitegen.docstrings import escape_bars, on_process_docstring  # noqa: E402
+from sitegen.gallery import gallery_pages  # noqa: E402
+from sitegen.text import claim_label  # noqa: E402
+
+
+def _site_toctree():
+    namespace = {"__file__": str(DOCS / "conf.py")}
+    source = (DOCS / "conf.py").read_text(encoding="utf-8")
+    start = source.index("site_toctree = [")
+    exec(source[start:source.index("]\n", start) + 2], namespace)  # the literal alone: conf.py imports sitegen
+    return namespace["site_toctree"]
+
+
+def test_the_navigation_lists_every_page_of_docs_and_only_existing_ones():
+    listed = [doc for _, docs in _site_toctree() for doc in docs]
+    pages = {path.stem for path in DOCS.glob("*.md")} - {"index"}
+    assert sorted(pages - set(listed)) == []
+    missing = [doc for doc in listed if "/" not in doc and not (DOCS / f"{doc}.md").is_file()]
+    assert missing == []
+    assert {doc.split("/")[0] for doc in listed if "/" in doc} == set(GENERATED) - {"sections"}
+    assert len(listed) == len(set(listed))
+
+
+def test_the_gallery_has_a_page_for_every_registered_figure_with_its_image_and_commands():
+    pages = gallery_pages(ROOT / "figures")
+    for name, figure in figures().items():
+        page = pages[f"gallery/{name}.rst"]
+        assert f"python -m transfertheory.figures {name} --quick" in page
+        assert f"python -m transfertheory.figures {name} --paper" in page
+        assert f"../../figures/{name}.png" in page  # the committed quick-profile image
+        assert f":doc:`{name} <{name}>`" in pages["gallery/index.rst"]
+        meta = json.loads((ROOT / "figures" / f"{name}.json").read_text(encoding="utf-8"))
+        assert f"{meta['runtime_s']:.1f} s" in page
+        if meta.get("agreement"):
+            assert f"{meta['agreement']['outside']} of {meta['agreement']['points']} points" in page
+
+
+def test_a_figure_without_committed_files_is_listed_with_the_command_that_builds_it(tmp_path):
+    pages = gallery_pages(tmp_path)
+    name = next(iter(figures()))
+    assert "Not built in this repository yet" in pages[f"gallery/{name}.rst"]
+    assert ".. image::" not in pages["gallery/index.rst"]
+
+
+def test_the_audit_page_lists_every_registered_claim_with_its_recorded_status():
+    page = audit_page(DOCS / RECORD)
+    record = {row["claim"]: row for row in json.loads((DOCS / RECORD).read_text(encoding="utf-8"))}
+    for claim_id, claim in CLAIMS.items():
+        assert f".. _{claim_label(claim_id)}:" in page and f"``{claim_id}``" in page
+        if claim.expected == KNOWN_ERRATUM:
+            assert f":ref:`erratum <{claim.erratum}>`" in page
+    assert NOT_RUN not in page, "the committed record lacks a registered claim: regenerate docs/_data/verify.json"
+    assert set(record) <= set(CLAIMS)
+
+
+def _audit_row(page: str, claim_id: str) -> str:
+    """The list-table row of one claim on the audit page."""
+    row = page[page.index(f".. _{claim_label(claim_id)}:"):]
+    return re.split(r"\n   \* - \.\. _|\n\n(?=\S)", row[1:], maxsplit=1)[0]
+
+
+def test_the_audit_page_reads_the_record_defensively(tmp_path):
+    first, second = list(CLAIMS)[:2]
+    record = tmp_path / "verify.json"
+    record.write_text(json.dumps([{"claim": first, "status": "PASS", "category": "slip", "requires": "|z| ≤ 4"},
+                                  {"status": "PASS"}]), encoding="utf-8")
+    page = audit_page(record)
+    assert "PASS** (slip)" in _audit_row(page, first)
+    assert "requires \\|z\\| ≤ 4" in _audit_row(page, first)
+    assert NOT_RUN in _audit_row(page, second) and "PASS" not in _audit_row(page, second)
+    assert "No ``verify --json`` record" in audit_page(tmp_path / "absent.json")
+
+
+def test_every_public_name_of_every_public_module_is_in_the_api_reference():
+    pages = api_pages()
+    text = "\n".join(pages.values())
+    for module in public_modules():
+        assert f"api/{module}.rst" in pages
+        for name in exported(module):
+            assert f"{module}.{name}\n" in text or f".{name}`" in text, f"{module}.{name} is not in the reference"
+    assert ".. autofunction:: transfertheory.sim.relu_teacher.experiment.run_transfer_experiment" in text or \
+        any(f".. autofunction:: {m}.run_transfer_experiment" in text for m in public_modules())
+
+
+def test_a_reference_through_a_re_exporting_package_finds_the_one_description():
+    assert home_name("transfertheory.sim.integrator.integrate_gradient_flow") == \
+        "transfertheory.sim.integrator.flow.integrate_gradient_flow"
+    assert home_name("transfertheory.sim.integrator.flow.integrate_gradient_flow") is None  # already home
+    assert home_name("transfertheory.sim.integrator.STATUSES") is None  # data: described where exported
+    assert home_name("transfertheory.no_such_module.f") is None
+    assert home_name(".integrator.flow_state_bytes") is None and home_name("train") is None
+
+
+def test_the_command_pages_are_the_parsers_help():
+    modules = command_modules()
+    assert {"transfertheory.verify", "transfertheory.figures.__main__", "transfertheory.phase_diagram"} <= set(modules)
+    pages = cli_pages()
+    for module in modules:
+        parser = importlib.import_module(module).build_parser()
+        page = pages[f"cli/{module.removesuffix('.__main__')}.rst"]
+        for action in parser._actions:
+            for option in action.option_strings:
+                assert option in page, f"{module}: {option} is missing from its page"
+
+
+def test_hand_written_pages_get_site_anchors_and_claim_links_but_code_blocks_stay():
+    claim_id = next(iter(CLAIMS))
+    text = "\n".join(['<a id="erratum-x"></a>', f"Audit claim `{claim_id}`, not `faf.no-such-claim`.",
+                      "```python", f"x = '`{claim_id}`'", '<a id="inside"></a>', "```"])
+    adapted = site_markdown(text, CLAIMS, "audit/index.rst").split("\n")
+    assert adapted[0] == "(erratum-x)="
+    assert f"[`{claim_id}`](audit/index.rst#{claim_label(claim_id)})" in adapted[1]
+    assert "`faf.no-such-claim`" in adapted[1]
+    assert adapted[2:] == text.split("\n")[2:]
+    assert section_pages([("Theory", ["linear"])]) == {"sections/theory.rst": "Theory\n======\n\n.. toctree::\n"
+                                                                              "   :maxdepth: 1\n\n   /linear\n"}
+    assert "sections/theory" in root_toctree([("Theory", ["linear"])])
+
+
+def test_docstring_bars_are_escaped_outside_literals_and_grid_tables():
+    assert escape_bars("|z| ≤ 4, ``a|b``") == r"\|z\| ≤ 4, ``a|b``"
+    table = ["+---+---+", "| a | b |", "+---+---+", "|z| ≤ 4"]
+    on_process_docstring(None, "function", "f", len, {}, table)
+    assert table == ["+---+---+", "| a | b |", "+---+---+", r"\|z\| ≤ 4"]
+    inherited = tuple.__doc__.splitlines()
+    on_process_docstring(None, "data", "PROFILES", ("quick",), {}, inherited)
+    assert inherited == []
+
+
+def _rst_errors(text: str) -> list[str]:
+    """reStructuredText errors in ``text`` (Sphinx's roles read as literals), as docutils reports them."""
+    docutils_core = pytest.importorskip("docutils.core")
+    from docutils.parsers.rst import roles
+
+    for role in ("func", "mod", "class", "meth", "attr", "data", "exc", "obj", "math", "doc", "ref"):
+        roles.register_generic_role(role, __import__("docutils.nodes").nodes.literal)
+    messages = []
+    docutils_core.publish_doctree(text, settings_overrides={"report_level": 2, "halt_level": 5,
+                                                            "warning_stream": _Collect(messages)})
+    return messages
+
+
+class _Collect:
+    def __init__(self, messages):
+        self.messages = messages
+
+    def write(self, text):
+        if text.strip():
+            self.messages.append(text.strip())
+
+
+@pytest.mark.parametrize("module", public_modules())
+def test_every_module_docstring_parses_as_restructuredtext(module):
+    import inspect
+
+    doc = inspect.getdoc(importlib.import_module(module)) or ""
+    errors = _rst_errors("\n".join(escape_bars(line) for line in doc.splitlines()))
+    assert errors == [], f"{module}'s docstring: " + "\n".join(errors)
