@@ -405,11 +405,6 @@ def test_in_workers_rejects_a_bad_count_before_any_work():
         list(cli_support.in_workers(_square_with_threads_and_process, range(2), 0))
 
 
-def test_the_default_is_one_worker_per_core_and_at_most_one_per_task(monkeypatch):
-    monkeypatch.setattr(cli_support, "available_cores", lambda: 2)
-    assert [cli_support.default_workers(tasks) for tasks in (0, 1, 2, 10)] == [1, 1, 2, 2]
-
-
 @pytest.mark.parametrize("module", ["transfertheory.verify", "transfertheory.figures.__main__"])
 def test_workers_flag_takes_positive_integers_only(module, capsys):
     parser = importlib.import_module(module).build_parser()

@@ -55,7 +55,6 @@ __all__ = [
     "output_file_problem",
     "require_writable",
     "staged_files",
-    "default_workers",
     "add_workers_argument",
     "start_order",
     "in_workers",
@@ -247,18 +246,13 @@ def staged_files():
             temporary.unlink(missing_ok=True)
 
 
-def default_workers(tasks):
-    """Worker processes for ``tasks`` independent tasks when ``--workers`` is not given: one per available core
-    (:func:`transfertheory.threads.available_cores`), at most one per task (docs/benchmarks.md, "Worker processes")."""
-    return max(1, min(available_cores(), tasks))
-
-
 def add_workers_argument(parser, what):
-    """``--workers N`` (integer >= 1, default None: :func:`default_workers`) for a command that runs ``what``."""
+    """``--workers N`` (integer >= 1; default None, which the command reads as 1: two workers were measured slower
+    than one on the shared 2-core machine, docs/benchmarks.md "Command lines") for a command that runs ``what``."""
     parser.add_argument("--workers", type=WORKERS.arg_type(), default=None, metavar="N",
-                        help=f"worker processes that run the {what} (default: one per core, {available_cores()} "
-                        "here; 1 runs them in this process); each has cores/N BLAS threads, and the results are "
-                        "those of a serial run, in its order")
+                        help=f"worker processes that run the {what} (default 1: in this process; {available_cores()} "
+                        "cores here); each has cores/N BLAS threads, and the results are those of a serial run, in "
+                        "its order")
 
 
 def _call_with_threads(task):
