@@ -22,8 +22,11 @@ per-instance risks are paired and differ only by optimization error.
 Printed: per method × n the mean risk ± SE of each implementation, the exact
 finite-size theory of the gradient-flow limit (the method records of
 :mod:`transfertheory.theory.methods`), |error| and z-scores, the risk of the exact
-t → ∞, α → 0 limit on the same draws, convergence diagnostics, both wall
-times and their ratio, and where the simulator's time goes.
+t → ∞, α → 0 limit on the same draws, convergence diagnostics, both times
+(process CPU seconds on NumPy, wall seconds on a GPU) and their ratio, the
+simulator's cost per instance-evaluation against the bare matrix–vector floor
+measured in the same run (:mod:`matvec_floor`), and where the simulator's time
+goes. ``--scaling`` instead prints that cost against d and its fitted exponent.
 
 ``--fig1`` instead times the full FaF Fig. 1 data set (20 θ × 20 γ × 20
 draws at d = 500; meant for ``--backend cupy`` on a GPU).
@@ -32,6 +35,7 @@ Examples::
 
     python benchmarks/bench_deep_linear.py                    # default settings (~2 min on 2 cores)
     python benchmarks/bench_deep_linear.py --quick            # smoke run
+    python benchmarks/bench_deep_linear.py --scaling          # cost per evaluation vs the floor, d = 25 … 400
     python benchmarks/bench_deep_linear.py --backend cupy --fig1
 """
 from __future__ import annotations
@@ -65,7 +69,8 @@ import time
 import numpy as np
 import pandas as pd
 from bench_report import print_report, summarize
-from phase_timer import PhaseTimer, run_simulator, sync
+from matvec_floor import matvec_floor, per_evaluation, print_scaling, scaling_rows
+from phase_timer import PhaseTimer, bench_clock, run_simulator, sync
 
 from transfertheory import cli_support
 from transfertheory.backend import backend_name, resolve_backend, to_device, to_host
@@ -151,12 +156,13 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
     """
     timings = {}
     rows = []
-    t_all = time.perf_counter()
+    clock = bench_clock(xp)
+    t_all = clock()
     beta_s, _, beta_t = task_vectors(d, np.array([theta]), seed)
     beta_t = beta_t[0]
 
     # pretraining: GD on ½‖W₁W₂ − β_s‖² (population loss, FaF Eq. 4)
-    t0 = time.perf_counter()
+    t0 = clock()
     W1, W2 = initial_weights(d, [np.random.SeedSequence(seed, spawn_key=(1,))], xp)
     W1, W2 = W1[0], W2[0]
     bs = xp.asarray(beta_s)
@@ -171,7 +177,7 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
     pre_loss = float(to_host(0.5 * r @ r))
     W1_pre, W2_pre = W1, W2
     sync(xp)
-    timings["pretrain"] = time.perf_counter() - t0
+    timings["pretrain"] = clock() - t0
     timings["pretrain_grad_norm"] = pre_grad
     timings["pretrain_loss"] = pre_loss
 
@@ -179,7 +185,7 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
     timings["linear"] = {}
     for gi, gamma in enumerate(gammas):
         n = max(1, int(round(gamma * d)))
-        t0 = time.perf_counter()
+        t0 = clock()
         draws = [target_draw(d, n, beta_t[None], sigma, seed, gi, i) for i in range(instances)]
         X = xp.asarray(np.stack([x for x, _ in draws]))  # (I, n, d)
         y = xp.asarray(np.stack([yy[:, 0] for _, yy in draws]))  # (I, n)
@@ -204,10 +210,10 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
         loss = to_host(0.5 * n * xp.sum(r * r, axis=2))
         beta = to_host(xp.matmul(W1, W2[..., None])[..., 0])  # (2, I, d)
         sync(xp)
-        timings["target"][n] = time.perf_counter() - t0
+        timings["target"][n] = clock() - t0
 
         # linear transfer: GD on W₂ with W₁ frozen (Φ = XW₁ is formed once)
-        t0 = time.perf_counter()
+        t0 = clock()
         Phi = xp.matmul(X, W1_pre)  # (I, n, d)
         w = xp.repeat(W2_pre[None], instances, axis=0)
         for _ in range(steps):
@@ -218,7 +224,7 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
         loss_l = to_host(0.5 * n * xp.sum(r_l * r_l, axis=1))
         beta_l = to_host(w @ W1_pre.T)
         sync(xp)
-        timings["linear"][n] = time.perf_counter() - t0
+        timings["linear"][n] = clock() - t0
 
         for mi, method in enumerate(("scratch", "finetune")):
             for i in range(instances):
@@ -229,7 +235,7 @@ def baseline_experiment(d, gammas, theta, sigma, instances, eta, steps, seed, xp
             rows.append(dict(impl="baseline", method="linear", n=n, instance=i,
                              risk=float(np.sum((beta_l[i] - beta_t) ** 2)),
                              grad_norm=float(g_l[i]), loss=float(loss_l[i]), converged=np.nan))
-    timings["total"] = time.perf_counter() - t_all
+    timings["total"] = clock() - t_all
     return rows, timings
 
 
@@ -310,6 +316,29 @@ def run_fig1(args, xp):
     return 0
 
 
+# --------------------------------------------------------------------------- scaling with d
+
+
+def run_scaling(args, xp):
+    """Cost per instance-evaluation of the target flows against the matrix–vector floor, for every d of
+    ``--scaling`` (scratch + fine-tuning at γ ∈ {½, 3/2}, so that every flow converges)."""
+    print(f"deep-linear simulator, cost against d: d ∈ {list(args.scaling)}, L = 2, γ ∈ {{0.5, 1.5}}, "
+          f"θ = {args.theta:.4f}, σ = {args.sigma}, {args.instances} instances, scratch + fine-tuning, "
+          f"backend {backend_name(xp)}")
+    print(machine_line(xp))
+    if load_warning():
+        print(load_warning())
+    kwargs = dict(gammas=(0.5, 1.5), thetas=(args.theta,), sigma=args.sigma, instances=args.instances,
+                  methods=("scratch", "finetune"), seed=args.seed, backend=backend_name(xp), progress=False)
+    rows = scaling_rows(xp, args.scaling, kwargs)
+    print_scaling(rows)
+    if args.csv:
+        with cli_support.staged_files() as stage:
+            pd.DataFrame(rows).to_csv(stage(args.csv), index=False)
+        print(f"wrote {args.csv}")
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -334,6 +363,9 @@ def parse_args(argv=None):
     p.add_argument("--fig1", action="store_true",
                    help="time the full FaF Fig. 1 data (20 θ × 20 γ ∈ [0.1, 2] × 20 draws, d = 500) with the simulator")
     p.add_argument("--fig1-grid", type=int, default=None, help="θ and γ grid size for --fig1 (default 20; 3 with --quick)")
+    p.add_argument("--scaling", type=int, nargs="*", default=None, metavar="D",
+                   help="instead: cost per instance-evaluation of the target flows against the bare matrix–vector "
+                        "floor for each D (no D: 25 50 100 200 400), and the fitted exponent of cost ∝ d^p")
     p.add_argument("--chunk", type=int, default=None, help="target draws per batched integration for --fig1")
     p.add_argument("--csv", default=None, help="write per-instance results here (summary next to it, *_summary.csv)")
     p.add_argument("--profile", action="store_true", help="also run the simulator once more under cProfile")
@@ -357,6 +389,10 @@ def parse_args(argv=None):
         default("instances", 4)
         default("d", 16 if args.fig1 else 40)
         default("fig1_grid", 3)
+    if args.scaling is not None and not args.scaling:
+        args.scaling = [25, 50, 100] if args.quick else [25, 50, 100, 200, 400]
+    if args.scaling and min(args.scaling) < 2:
+        p.error("--scaling dimensions must be >= 2")
     default("fig1_grid", 20)
     default("d", 500 if args.fig1 else 100)
     default("instances", 20)
@@ -379,6 +415,8 @@ def main(argv=None) -> int:
     cli_support.require_writable(1, files=[("--csv", args.csv)])
     if args.fig1:
         return run_fig1(args, xp)
+    if args.scaling:
+        return run_scaling(args, xp)
     d, steps, eta, inst = args.d, args.steps, args.eta, args.instances
     gammas = tuple(args.gammas)
     ns = [max(1, int(round(g * d))) for g in gammas]
@@ -407,6 +445,9 @@ def main(argv=None) -> int:
     times["simulator"] = float(np.median(walls))
     timer = PhaseTimer(xp)  # one more, instrumented run for the breakdown (its wall time is not reported)
     sim_df, _ = run_simulator(xp, timer, **sim_kwargs)
+    times["per_evaluation"], times["mean_batch"] = per_evaluation(timer)
+    times["floor"] = matvec_floor(d, round(times["mean_batch"]), xp)
+    times["evaluations"] = sim_df.attrs["integrator"]["evaluations"]
     beta_s, _, _ = task_vectors(d, np.array([args.theta]), args.seed)
     same = "beta_s" in sim_df.attrs and np.allclose(sim_df.attrs["beta_s"], beta_s)
     print(f"identical task vectors and draw seeds in both implementations: {'yes' if same else 'NO (same law only)'}")
@@ -423,11 +464,11 @@ def main(argv=None) -> int:
     summary = summarize(tidy, d, args.theta, args.sigma)
     print_report(summary, times, sim_df, timer, args, d, eta, steps, steps * eta)
     if args.profile:
-        prof = cProfile.Profile()
-        t0 = time.perf_counter()
+        prof, clock = cProfile.Profile(), bench_clock(xp)
+        t0 = clock()
         prof.runcall(run_transfer_experiment, **sim_kwargs)
         sync(xp)
-        print(f"\n== cProfile of a second simulator run ({time.perf_counter() - t0:.2f} s with profiling) ==")
+        print(f"\n== cProfile of a second simulator run ({clock() - t0:.2f} s with profiling) ==")
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(15)
         print(s.getvalue())

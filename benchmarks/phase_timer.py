@@ -1,8 +1,9 @@
-"""Instrumentation of the simulator for ``bench_deep_linear.py``: exclusive wall time per phase.
+"""Instrumentation of the simulator for ``bench_deep_linear.py``: exclusive time per phase.
 
 :class:`PhaseTimer` wraps, for the duration of a ``with`` block, the functions the experiment pipeline calls
-(looked up in ``transfertheory.sim.deep_linear.experiment``, and ``integrate_gradient_flow`` in
-``...training``); :func:`run_simulator` times one ``run_transfer_experiment`` call.
+(looked up in ``transfertheory.sim.deep_linear.experiment``, and ``integrate_gradient_flow`` and the stage
+kernel in ``...training``); :func:`run_simulator` times one ``run_transfer_experiment`` call. Times are by
+:func:`bench_clock`: process CPU time on NumPy, wall time on a GPU.
 """
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ from transfertheory.sim.deep_linear import run_transfer_experiment
 from transfertheory.sim.deep_linear import training as _training
 
 
+def bench_clock(xp):
+    """The benchmarks' clock: process CPU time on NumPy (on a machine shared with other jobs it counts this
+    process's work, not the time others took; with one BLAS thread it is the work done), wall time on a GPU
+    backend (the device's work is not CPU time)."""
+    return time.perf_counter if backend_name(xp) == "cupy" else time.process_time
+
+
 def sync(xp) -> None:
     """Wait for queued device work (no-op on NumPy) so that wall times are honest."""
     if backend_name(xp) == "cupy":
@@ -24,12 +32,14 @@ def sync(xp) -> None:
 
 
 class PhaseTimer:
-    """Exclusive wall time per phase, by wrapping the functions the experiment pipeline calls.
+    """Exclusive time per phase (:func:`bench_clock`), by wrapping the functions the experiment pipeline calls.
 
     The names are looked up in ``transfertheory.sim.deep_linear.experiment`` (and
     ``integrate_gradient_flow`` in ``...training``), so they are patched there. A call nested inside ``pretrain`` is charged to pretraining. Each wrapped
     ``integrate_gradient_flow`` call records its progress timeline (wall time
-    vs fraction of instances finished) and the final statuses.
+    vs fraction of instances finished) and the final statuses; the stage kernel of every flow counts its
+    stage evaluations and the instances they evaluate (``stage_evaluations``, ``stage_instances``: their
+    ratio is the mean batch size of a stage).
     """
 
     WRAPPED = {
@@ -50,6 +60,8 @@ class PhaseTimer:
         self.stack = []
         self.flows = []
         self._saved = {}
+        self.clock = bench_clock(xp)
+        self.stage_evaluations = self.stage_instances = 0
 
     def _label(self, name):
         if any(frame[0] == "pretraining" for frame in self.stack):
@@ -59,7 +71,7 @@ class PhaseTimer:
     def _wrap(self, name, fn):
         def wrapped(*args, **kwargs):
             label = self._label(name)
-            t0 = time.perf_counter()
+            t0 = self.clock()
             self.stack.append([label, 0.0])
             try:
                 out = fn(*args, **kwargs)
@@ -69,7 +81,7 @@ class PhaseTimer:
                 return out
             finally:
                 lab, child = self.stack.pop()
-                elapsed = time.perf_counter() - t0
+                elapsed = self.clock() - t0
                 self.excl[lab] += elapsed - child
                 if self.stack:
                     self.stack[-1][1] += elapsed
@@ -78,21 +90,35 @@ class PhaseTimer:
     def _wrap_flow(self, fn):
         def wrapped(gradient, y0, **kwargs):
             timeline = []
-            t0 = time.perf_counter()
+            t0 = self.clock()
             user = kwargs.get("progress")
 
             def progress(frac):
-                timeline.append((time.perf_counter() - t0, frac))
+                timeline.append((self.clock() - t0, frac))
                 if user is not None:
                     user(frac)
 
             kwargs["progress"] = progress
             out = fn(gradient, y0, **kwargs)
-            self.flows.append(dict(label=self._label("train"), B=int(y0.shape[0]), wall=time.perf_counter() - t0,
+            self.flows.append(dict(label=self._label("train"), B=int(y0.shape[0]), wall=self.clock() - t0,
                                    timeline=timeline, status=np.asarray(out.status), evaluations=out.evaluations,
                                    max_stages=out.max_stages, rejected=out.rejected))
             return out
         return wrapped
+
+    def _counting_kernel(self, kernel_class):
+        timer = self
+
+        class CountingStages(kernel_class):
+            def __call__(self, step):
+                if not timer.stack or timer.stack[-1][0] != "target flows":  # pretraining: one instance
+                    return super().__call__(step)
+                s_max = int(step.stages.max())
+                timer.stage_evaluations += s_max + (step.carried is None)  # + stage 0 when nothing is carried
+                timer.stage_instances += int(step.stages.sum()) + (step.stages.size if step.carried is None else 0)
+                return super().__call__(step)
+
+        return CountingStages
 
     def __enter__(self):
         for name in self.WRAPPED:
@@ -100,6 +126,8 @@ class PhaseTimer:
             setattr(_experiment, name, self._wrap(name, self._saved[(_experiment, name)]))
         self._saved[(_training, "integrate_gradient_flow")] = _training.integrate_gradient_flow
         _training.integrate_gradient_flow = self._wrap_flow(_training.integrate_gradient_flow)
+        self._saved[(_training, "LowRankStages")] = _training.LowRankStages
+        _training.LowRankStages = self._counting_kernel(_training.LowRankStages)
         return self
 
     def __exit__(self, *exc):
@@ -121,11 +149,13 @@ class PhaseTimer:
 
 
 def run_simulator(xp, timer=None, **kwargs):
-    t0 = time.perf_counter()
+    """(DataFrame, seconds by :func:`bench_clock`) of one ``run_transfer_experiment(**kwargs)``."""
+    clock = bench_clock(xp)
+    t0 = clock()
     if timer is None:
         df = run_transfer_experiment(**kwargs)
     else:
         with timer:
             df = run_transfer_experiment(**kwargs)
     sync(xp)
-    return df, time.perf_counter() - t0
+    return df, clock() - t0

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from transfertheory import backend
@@ -34,7 +35,18 @@ def test_quick_run_prints_ratio_and_writes_csv(tmp_path):
     assert "smoke run" in out.stdout and "target >=" not in out.stdout  # no speed verdict from a smoke run
     assert "identical task vectors and draw seeds in both implementations: yes" in out.stdout
     assert "where the simulator's time goes" in out.stdout
+    assert "per instance-evaluation:" in out.stdout and "the floor (target <= 2x)" in out.stdout
     assert csv.exists() and (tmp_path / "bench_summary.csv").exists()
+
+
+def test_scaling_table_prints_cost_against_the_floor_and_the_exponent(tmp_path):
+    csv = tmp_path / "scaling.csv"
+    out = _run("--scaling", "8", "16", "--instances", "2", "--csv", str(csv))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "cost per instance-evaluation against d" in out.stdout
+    assert "fitted exponent, cost ∝ d^p over all d (8 … 16): simulator p = " in out.stdout
+    table = pd.read_csv(csv)
+    assert list(table.d) == [8, 16] and (table.floor_us > 0).all() and (table.evaluations > 0).all()
 
 
 def test_quick_fig1_path_runs():

@@ -28,11 +28,7 @@ from transfertheory.figures import phase_diagram as phase_figure
 FIGURE_CLIS = [
     ("transfertheory.figures.__main__", ["faf_fig2"]),
     ("transfertheory.phase_diagram", ["--resolution", "8"]),
-    ("transfertheory.figures.faf_fig2", ["--d", "12", "--draws", "2", "--lams", "2"]),
     ("transfertheory.figures.faf_fig4", []),
-    ("transfertheory.figures.faf_fig5", ["--d", "10", "--samples", "5", "--angles", "2", "--norms", "1"]),
-    ("transfertheory.figures.faf_fig6", ["--d", "12", "--draws", "2", "--gammas", "2", "--resolution", "8"]),
-    ("transfertheory.figures.faf_fig7", ["--d", "12", "--draws", "2", "--gammas", "2", "--thetas", "2"]),
 ]
 ALL_CLIS = [*(module for module, _ in FIGURE_CLIS), "transfertheory.verify"]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from transfertheory.claims.profiles import PROFILES
-from transfertheory.figures.registry import figures
+from transfertheory.figures.catalog import figures
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from transfertheory.claims import CLAIMS, KNOWN_ERRATUM
-from transfertheory.figures.registry import figures
+from transfertheory.figures.catalog import figures
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -1,77 +1,32 @@
-"""FaF Fig. 5 builder and CLI (``python -m transfertheory.figures.faf_fig5``)."""
-import subprocess
-import sys
-
+"""FaF Fig. 5: the study (``transfertheory.theory.distance_study``) and the figure (``python -m transfertheory.figures faf_fig5``)."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from transfertheory.figures import faf_fig5
+from transfertheory.theory import distance_study
 from transfertheory.theory import distances as D
 
-SMALL = ["--d", "10", "--n", "5", "--samples", "40", "--angles", "5", "--norms", "0.5", "1", "2"]
 COLUMNS = {"theta", "norm", "d", "n", "sigma", "samples", "risk_scratch", "risk_transfer", "transferability",
-           *faf_fig5.DISTANCES}
+           *distance_study.DISTANCES}
 
 
-def test_cli_end_to_end_writes_figure_csv_and_correlations(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "transfertheory.figures.faf_fig5", *SMALL, "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    for ext in ("png", "pdf", "csv", "json"):
-        assert (tmp_path / "out" / f"faf_fig5.{ext}").stat().st_size > 0
-    points = pd.read_csv(tmp_path / "out" / "faf_fig5.csv")
-    assert set(points.columns) == COLUMNS
+def test_build_writes_figure_csv_and_correlations(tmp_path):
+    output = faf_fig5.build(d=10, n=5, samples=40, angles=5, norms=(0.5, 1, 2))
+    points, (suffix, spearman, _) = output.data, output.extra[0]
+    assert set(points.columns) == COLUMNS == set(faf_fig5.COLUMN_DEFINITIONS)
     assert len(points) == 5 * 3
-    spearman = pd.read_csv(tmp_path / "out" / "faf_fig5_spearman.csv")
-    assert list(spearman["distance"]) == list(faf_fig5.DISTANCES)
+    assert list(spearman["distance"]) == list(distance_study.DISTANCES)
     assert spearman["spearman_rho"].between(-1, 1).all()
-    assert "Spearman" in result.stdout and "w1_empirical" in result.stdout
+    assert any("Spearman" in line for line in output.summary)
+    import matplotlib.pyplot as plt
 
-
-def test_cli_help_exits_zero(capsys):
-    with pytest.raises(SystemExit) as exc:
-        faf_fig5.main(["--help"])
-    assert exc.value.code == 0
-    assert "--samples" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["--bogus"],
-        ["--d", "1"],
-        ["--sigma", "0"],
-        ["--sigma", "nan"],
-        ["--n", "2"],
-        ["--d", "10", "--n", "11"],  # |n − d| ≤ 1: infinite scratch risk
-        ["--n", "10", "--gamma", "0.5"],  # mutually exclusive
-        ["--gamma", "-1"],
-        ["--samples", "0"],
-        ["--angles", "1"],
-        ["--norms", "1", "0"],
-        ["--format", "svg"],
-    ],
-)
-def test_cli_bad_flags_exit_with_code_2(argv, tmp_path, capsys):
-    with pytest.raises(SystemExit) as exc:
-        faf_fig5.main([*argv, "--out", str(tmp_path)])
-    assert exc.value.code == 2
-    assert "error" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
-
-
-def test_cli_reports_unwritable_output_with_code_1(tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    assert faf_fig5.main([*SMALL, "--out", str(blocker)]) == 1
+    plt.close(output.figure)
 
 
 def test_points_are_the_closed_forms_and_reproducible():
     kwargs = dict(d=12, n=6, sigma=0.3, samples=30, thetas=np.linspace(0, np.pi, 4), norms=(0.5, 2.0), seed=3)
-    points = faf_fig5.compute_points(**kwargs)
+    points = distance_study.compute_points(**kwargs)
     bs, bt = np.eye(12)[0], np.zeros((len(points), 12))
     bt[:, 0] = points["norm"] * np.cos(points["theta"])
     bt[:, 1] = points["norm"] * np.sin(points["theta"])
@@ -81,8 +36,8 @@ def test_points_are_the_closed_forms_and_reproducible():
             D.scaled_target_transferability_finite(6, 12, row.theta, 0.3, row.norm), rel=1e-12)
         assert row.transferability == pytest.approx(row.risk_scratch - row.risk_transfer, rel=1e-12, abs=1e-12)
         assert row.dudley_lower <= row.dudley_upper <= 2.0
-    pd.testing.assert_frame_equal(points, faf_fig5.compute_points(**kwargs))
-    assert not points["w1_empirical"].equals(faf_fig5.compute_points(**{**kwargs, "seed": 4})["w1_empirical"])
+    pd.testing.assert_frame_equal(points, distance_study.compute_points(**kwargs))
+    assert not points["w1_empirical"].equals(distance_study.compute_points(**{**kwargs, "seed": 4})["w1_empirical"])
 
 
 def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
@@ -117,7 +72,7 @@ def test_transferability_is_not_a_decreasing_function_of_kl_or_w1():
 
 def test_spearman_of_a_constant_column_is_nan():
     """With unit-norm targets the cos(y)/2 Dudley bound is 0 for all of them: no ranks to correlate."""
-    points = faf_fig5.compute_points(d=6, n=3, samples=5, thetas=np.linspace(0, np.pi, 5), norms=(1.0,))
-    rho = faf_fig5.spearman_table(points).set_index("distance")["spearman_rho"]
+    points = distance_study.compute_points(d=6, n=3, samples=5, thetas=np.linspace(0, np.pi, 5), norms=(1.0,))
+    rho = distance_study.spearman_table(points).set_index("distance")["spearman_rho"]
     assert np.isnan(rho["dudley_lower"])
     assert np.isfinite(rho["kl"])

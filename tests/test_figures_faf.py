@@ -56,7 +56,7 @@ def test_fig4_states_on_the_figure_how_many_flows_converged_and_to_what_loss(fig
     assert f"loss ≤ {counts['scratch'][2]:.0e}" in scratch_title
     transfer_title = _panel(fig, "(e)").get_title()
     assert f"linear {counts['linear'][0]}/{counts['linear'][1]}" in transfer_title
-    assert f"loss ≤ {counts['linear'][2]:.0e}" in transfer_title
+    assert "run to L̂ − min L̂ ≤ 1e-6" in transfer_title and counts["linear"][0] == counts["linear"][1]
     for column in ("converged_scratch", "converged_linear", "scratch_loss_max", "linear_loss_max"):
         assert column in fig4.columns and fig4.data[column].notna().all()
 
@@ -73,6 +73,22 @@ def test_fig4_marks_every_point_and_cell_that_holds_a_flow_stopped_at_the_budget
     np.testing.assert_array_equal(np.sort(hollow_n), np.sort(expected_n))
     hatched = [p for p in _panel(fig, "(e)").patches if p.get_hatch() and p.get_width() > 0]
     assert len(hatched) == len(incomplete)
+
+
+def test_fig4_draws_the_finite_n_boundary_beside_the_paper_heuristic(fig4):
+    # The boundary table's finite-n column is finite_n_boundary of the figure's fit and mean ‖P⊥‖², and (e) draws it.
+    from transfertheory.theory.relu import finite_n_boundary, power_law_fit
+
+    grid, boundary = fig4.data, fig4.extra[0][1]
+    scratch = grid[grid.mu == grid.mu.min()]
+    fit = power_law_fit(scratch.n.to_numpy(float), scratch.scratch_risk.to_numpy())
+    for row in boundary.itertuples():
+        expected = finite_n_boundary(fit, row.pperp, TINY["m"], row.pperp_se)
+        np.testing.assert_allclose([row.n_c_finite, row.n_c_finite_onset], [expected.n_c, expected.n_onset])
+        assert np.isnan(row.n_c_finite) or row.n_c_finite < row.n_c
+    labels = _panel(fig4.figure, "(e)").get_legend_handles_labels()[1]
+    assert any(label.startswith("finite-n n_c") for label in labels)
+    assert any(label.startswith("predicted n_c") for label in labels)
 
 
 def test_fig4_labels_every_axis_and_keeps_its_legends_off_the_data(fig4):

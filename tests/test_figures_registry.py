@@ -19,7 +19,9 @@ from transfertheory import phase_diagram as cli
 from transfertheory.backend import cupy_available
 from transfertheory.figures import __main__ as registry_cli
 from transfertheory.figures import cli as figure_cli
-from transfertheory.figures import gallery, output, registry
+from transfertheory.claims import profiles as claims_profiles
+from transfertheory.figures import catalog, gallery, output, registry
+from transfertheory.params import PROFILE_NAMES
 
 FAF = ("faf_fig1", "faf_fig2", "faf_fig3", "faf_fig4", "faf_fig5", "faf_fig6", "faf_fig7")
 ALL = (*FAF, "faf_finetune_depth", "merlin_fig", "mtl_fig1", "tdr_fig")  # every registered figure, sorted by name
@@ -29,33 +31,37 @@ TINY_SIM = ["--simulate", "--sim-d", "12", "--sim-draws", "2", "--sim-gammas", "
 # --------------------------------------------------------------------------- registry
 
 
-def test_every_figure_is_registered_once_with_both_profiles():
-    known = registry.figures()
+def test_every_figure_is_registered_once_with_every_profile():
+    known = catalog.figures()
     assert tuple(known) == ALL  # sorted by name
     for name, figure in known.items():
         assert figure.name == name and figure.title and figure.description
         assert all(s.startswith(("FaF ", "MeRLin ", "TDR ", "MTL ", "errata")) for s in figure.sources)
-        assert set(figure.profiles) == {"quick", "paper"}
+        assert tuple(figure.profiles) == PROFILE_NAMES == tuple(claims_profiles.PROFILES)  # one set of sizes
     with pytest.raises(TypeError):
         known["faf_fig2"].profiles["quick"]["d"] = 1  # frozen
 
 
 def test_registry_refuses_duplicates_unknown_names_and_missing_profiles():
-    figure = registry.get_figure("faf_fig2")
+    figure = catalog.get_figure("faf_fig2")
     assert registry.register(figure) is figure  # registering the same record again is harmless
     with pytest.raises(ValueError, match="already registered"):
         registry.register(registry.Figure("faf_fig2", "t", "d", (), figure.build, figure.profiles))
     with pytest.raises(ValueError, match="figure must be one of"):
-        registry.get_figure("fig99")
+        catalog.get_figure("fig99")
     with pytest.raises(ValueError, match="lacks the profiles"):
         registry.Figure("new", "t", "d", (), figure.build, {"quick": {}})
+    with pytest.raises(ValueError, match="profiles must be among"):
+        registry.Figure("new", "t", "d", (), figure.build, {"quick": {}, "paper": {}, "huge": {}})
+    unsized = registry.Figure("new", "t", "d", (), figure.build, {"quick": {"d": 3}, "paper": {"d": 9}})
+    assert unsized.profiles["full"] == {"d": 3}  # full falls back to the quick sizes
 
 
 def test_list_names_every_figure_with_its_title(capsys):
     assert registry_cli.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(ALL)
-    assert all(registry.get_figure(line.split()[0]).title in line for line in lines)
+    assert all(catalog.get_figure(line.split()[0]).title in line for line in lines)
 
 
 @pytest.mark.parametrize("args", [[], ["fig99"], ["--all", "faf_fig2"], ["faf_fig2", "--quick", "--paper"],
@@ -95,7 +101,7 @@ def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, 
     assert "faf_fig2:" in out and "points outside the tolerance" in out
     meta = json.loads((tmp_path / "faf_fig2.json").read_text(encoding="utf-8"))
     table = pd.read_csv(tmp_path / "faf_fig2.csv")
-    figure = registry.get_figure("faf_fig2")
+    figure = catalog.get_figure("faf_fig2")
     assert meta["figure"] == "faf_fig2" and meta["title"] == figure.title and meta["profile"] == "quick"
     assert meta["sources"] == list(figure.sources) and meta["version"] == transfertheory.__version__
     assert meta["backend"] == "numpy" and meta["runtime_s"] > 0
@@ -120,7 +126,7 @@ def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, 
 def test_gallery_links_each_figure_to_its_section(tmp_path):
     text = gallery.render_readme(tmp_path)
     for name in FAF:
-        anchor = f"{name}--" + gallery._anchor(registry.get_figure(name).title)
+        anchor = f"{name}--" + gallery._anchor(catalog.get_figure(name).title)
         assert f"(#{anchor})" in text
 
 
@@ -224,8 +230,7 @@ def test_unknown_backend_in_the_environment_is_one_line_and_exit_3(tmp_path):
 
 @pytest.mark.skipif(cupy_available(), reason="a usable GPU: --backend cupy works here")
 def test_cupy_without_a_gpu_is_one_line_and_exit_3(tmp_path):
-    done = _run(["transfertheory.figures.faf_fig2", "--d", "12", "--draws", "2", "--backend", "cupy",
-                 "--out", str(tmp_path)])
+    done = _run(["transfertheory.figures", "faf_fig2", "--backend", "cupy", "--out", str(tmp_path)])
     _assert_one_line_exit_3(done, "cupy")
     done = _run(["transfertheory.phase_diagram", *TINY_SIM, "--out", str(tmp_path)], env_backend="cupy")
     _assert_one_line_exit_3(done, "cupy")

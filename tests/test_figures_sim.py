@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import matplotlib.pyplot as plt
 import pytest
 
 from transfertheory import phase_diagram as cli
@@ -186,17 +187,16 @@ def test_phase_diagram_simulate_usage_errors(args, tmp_path, capsys):
 # --------------------------------------------------------------------------- FaF Fig. 2
 
 
-def test_fig2_cli_end_to_end(tmp_path, capsys):
-    code, out = run(faf_fig2.main, ["--d", "16", "--draws", "4", "--lams", "3", "--format", "pdf"], tmp_path, capsys)
-    assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig2.csv", "faf_fig2.json", "faf_fig2.pdf"]
-    table = pd.read_csv(tmp_path / "faf_fig2.csv")
+def test_fig2_build_table():
+    output = faf_fig2.build(d=16, draws=4, lams=3)
+    plt.close(output.figure)
+    table = output.data
     assert list(table.columns) == faf_fig2.COLUMNS
     assert table["lam"].tolist() == [0.0, 0.3, 0.6] and (table["n"] == 8).all()
     np.testing.assert_allclose(table["theory_eq15"], L.ridge_transfer_risk(math.pi / 8, table["lam"].to_numpy()))
     np.testing.assert_allclose(table["theory_finite"],
                                L.ridge_transfer_risk_finite(math.pi / 8, 0.2, 8, table["lam"].to_numpy()))
-    assert "λ* =" in out and "largest |z|" in out
+    assert any("λ* =" in line for line in output.summary) and any("largest |z|" in line for line in output.summary)
 
 
 def test_fig2_simulation_agrees_with_exact_finite_n_theory():
@@ -215,17 +215,14 @@ def test_fig2_simulation_agrees_with_exact_finite_n_theory():
 # --------------------------------------------------------------------------- FaF Figs. 6 and 7
 
 
-def test_fig6_cli_end_to_end_and_agreement(tmp_path, capsys):
-    code, out = run(faf_fig6.main, ["--d", "16", "--draws", "30", "--gammas", "4", "--resolution", "16",
-                                    "--format", "png"], tmp_path, capsys)
-    assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig6.csv", "faf_fig6.json", "faf_fig6.png",
-                                                          "faf_fig6_grid.csv"]
-    points = pd.read_csv(tmp_path / "faf_fig6.csv")
+def test_fig6_build_and_agreement():
+    output = faf_fig6.build(d=16, draws=30, gammas=4, resolution=16, progress=False)
+    plt.close(output.figure)
+    points = output.data
     assert list(points.columns) == simulation.SIM_COLUMNS and (points["sigma"] == 0).all()
-    grid = pd.read_csv(tmp_path / "faf_fig6_grid.csv")
-    assert len(grid) == 16 * 16 and list(grid.columns) == pdg.COLUMNS
-    assert "σ = 0" in out and "largest |z|" in out
+    (suffix, grid, _), = output.extra
+    assert suffix == "_grid" and len(grid) == 16 * 16 and list(grid.columns) == pdg.COLUMNS
+    assert any("σ = 0" in line for line in output.summary)
     assert_agrees_with_exact_theory(points, "transferability")
 
 
@@ -246,61 +243,24 @@ def test_fig7_build_agrees_with_exact_theory():
         plt.close(fig)
 
 
-def test_fig7_cli_end_to_end(tmp_path, capsys):
-    code, out = run(faf_fig7.main, ["--d", "12", "--draws", "3", "--gammas", "4", "--thetas", "3"], tmp_path, capsys)
-    assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["faf_fig7.csv", "faf_fig7.json", "faf_fig7.pdf",
-                                                          "faf_fig7.png"]
-    points = pd.read_csv(tmp_path / "faf_fig7.csv")
-    assert list(points.columns) == simulation.SIM_COLUMNS and len(points) == 3 * 3
-    assert "not simulated: n = 12" in out
+def test_fig7_build_skips_n_equal_d():
+    output = faf_fig7.build(d=12, draws=3, gammas=4, thetas=3, progress=False)
+    plt.close(output.figure)
+    assert list(output.data.columns) == simulation.SIM_COLUMNS and len(output.data) == 3 * 3
+    assert any("not simulated: n = 12" in line for line in output.summary)
 
 
-@pytest.mark.parametrize(
-    "main, args",
-    [
-        (faf_fig2.main, ["--d", "2"]),
-        (faf_fig2.main, ["--draws", "1"]),
-        (faf_fig2.main, ["--gamma", "0.05", "--d", "16"]),  # n = 1
-        (faf_fig2.main, ["--theta", "4"]),
-        (faf_fig2.main, ["--theta", "-0.1"]),
-        (faf_fig2.main, ["--gamma", "0"]),
-        (faf_fig2.main, ["--noise", "-1"]),
-        (faf_fig2.main, ["--lams", "1"]),
-        (faf_fig2.main, ["--lam-max", "nan"]),
-        (faf_fig2.main, ["--format", "jpg"]),
-        (faf_fig6.main, ["--gammas", "0"]),
-        (faf_fig6.main, ["--resolution", "1"]),
-        (faf_fig6.main, ["--d", "x"]),
-        (faf_fig7.main, ["--thetas", "1"]),
-        (faf_fig7.main, ["--noise", "inf"]),
-        (faf_fig7.main, ["--bogus"]),
-    ],
-)
-def test_builder_usage_errors(main, args, tmp_path, capsys):
-    with pytest.raises(SystemExit) as info:
-        main([*args, "--out", str(tmp_path)])
-    assert info.value.code == 2 and "usage:" in capsys.readouterr().err
-    assert not tmp_path.exists() or not any(tmp_path.iterdir())
-
-
-def test_unwritable_output_returns_1(tmp_path, capsys):
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    assert faf_fig2.main(["--d", "12", "--draws", "2", "--lams", "2", "--out", str(blocker / "sub")]) == 1
-    assert "cannot write" in capsys.readouterr().err
-
-
-def test_module_entry_points_help():
+@pytest.mark.parametrize("module", ["faf_fig2", "faf_fig5", "faf_fig6", "faf_fig7"])
+def test_retired_figure_entry_points_name_the_figures_command(module):
+    """``python -m transfertheory.figures.faf_figN`` (retired): one line naming the figures CLI, exit 2."""
     import subprocess
     import sys
 
-    for module in ("faf_fig2", "faf_fig6", "faf_fig7"):
-        done = subprocess.run([sys.executable, "-m", f"transfertheory.figures.{module}", "--help"],
-                              capture_output=True, text=True)
-        assert done.returncode == 0
-        for flag in ("--out", "--format", "--seed", "--paper-size", "--d", "--draws", "--backend"):
-            assert flag in done.stdout
+    done = subprocess.run([sys.executable, "-m", f"transfertheory.figures.{module}", "--d", "12"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
+    assert f"python -m transfertheory.figures {module}" in done.stderr and "retired" in done.stderr
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import numpy as np
 
 from figure_checks import assert_no_legend_over_data
 from transfertheory.figures import faf_finetune_depth as F
-from transfertheory.figures import registry
+from transfertheory.figures import catalog, registry
 from transfertheory.theory import transfer
 
 
@@ -30,8 +30,8 @@ def test_table_is_the_theory_and_falls_with_depth_toward_its_limit():
 
 
 def test_registered_with_both_profiles_and_legends_off_the_data():
-    figure = registry.get_figure("faf_finetune_depth")
-    assert not figure.simulates and set(figure.profiles) == {"quick", "paper"}
+    figure = catalog.get_figure("faf_finetune_depth")
+    assert not figure.simulates and set(figure.profiles) == {"quick", "full", "paper"}
     out = figure.make("quick")
     assert all(ax.get_legend() is not None for ax in out.figure.axes)
     assert_no_legend_over_data(out.figure)

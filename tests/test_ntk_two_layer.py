@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transfertheory.backend import cupy_available, get_array_module, to_host
+from transfertheory.backend import cupy_available, resolve_backend, to_host
 from transfertheory.theory import ntk_two_layer as NTK
 
 
@@ -150,7 +150,7 @@ def test_summary_agrees_with_the_single_functions(data):
 
 @pytest.mark.skipif(not cupy_available(), reason="CuPy with a CUDA device is not available")
 def test_cupy_inputs_give_the_numpy_values(data):
-    cp = get_array_module("cupy")
+    cp = resolve_backend("cupy")
     x_p, y_p, x_q, y_q = data
     s_gpu = NTK.transfer_summary(cp.asarray(x_p), cp.asarray(y_p), cp.asarray(x_q), cp.asarray(y_q))
     s_cpu = NTK.transfer_summary(x_p, y_p, x_q, y_q)

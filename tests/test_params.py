@@ -210,3 +210,22 @@ def test_closed_forms_reject_strings_and_booleans(bad):
     with pytest.raises(ValueError, match=r"^sigma must be a real number"):
         L.scratch_risk(0.5, bad)
 
+
+
+def test_range_names_are_declared_once_across_params_and_the_theory_modules():
+    """Shared ranges live in params.py, paper-specific ones beside their theory module under names of their own:
+    one public name never means two ranges (MeRLin's target weight α is ALPHA_JOINT, not params.ALPHA)."""
+    import importlib
+    import pkgutil
+
+    import transfertheory.theory as theory
+
+    modules = [P] + [importlib.import_module(info.name)
+                     for info in pkgutil.walk_packages(theory.__path__, "transfertheory.theory.")]
+    owners = {}
+    for module in modules:
+        for name, value in vars(module).items():
+            if isinstance(value, P.Param) and not name.startswith("_"):
+                owners.setdefault(name, {})[id(value)] = f"{module.__name__}.{name}"
+    collisions = {name: sorted(found.values()) for name, found in owners.items() if len(found) > 1}
+    assert not collisions and {"WIDTH", "SEEDS", "GTOL", "LOSS_TOL", "N", "D", "SIGMA", "SEED"} <= set(owners)

@@ -75,7 +75,7 @@ def test_training_validation_term_equals_the_per_split_form(rng, array_backend):
 def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
     def problems():
         rng = np.random.default_rng(4)
-        make = {"merlin": lambda X, y: Q.merlin_problem(X, y, 2, 0.1, 2, 2, rng, ridge=1e-2, splits=2),
+        make = {"merlin": lambda X, y: Q.merlin_problem(X, y, 2, 0.1, 2, 2, rng, ridge=1e-2, splits=4),
                 "joint": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 0.5, 2, 2, rng),
                 "target_only": lambda X, y: Q.target_only_problem(X, y, 0.1, 2, 2, rng)}[algorithm]
         return [make(*Q.target_sets(n, 4, 2, 0)) for n in (3, 6)]
@@ -87,6 +87,25 @@ def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
         np.testing.assert_allclose(joint_run.objective, single.objective, rtol=1e-9)
         np.testing.assert_allclose(joint_run.params["phi"], single.params["phi"], rtol=1e-6, atol=1e-9)
         np.testing.assert_array_equal(joint_run.steps, single.steps)
+
+
+def test_split_orders_of_a_seed_are_every_balanced_split_when_there_are_at_most_s():
+    every = Q.seed_split_orders(2, 4, 6, np.random.default_rng(0))  # C(4, 2) = 6 ≤ S: Eq. 70's expectation exactly
+    assert every.shape == (2, 6, 4)
+    assert sorted(tuple(sorted(order[:2])) for order in every[1]) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    assert all(sorted(order) == [0, 1, 2, 3] for order in every.reshape(-1, 4).tolist())
+    sampled = Q.seed_split_orders(2, 4, 5, np.random.default_rng(0))  # C(4, 2) > S: S random splits per seed
+    np.testing.assert_array_equal(sampled, Q.split_orders(2, 4, 5, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("n_t, splits, shape", [(3, 4, (3, 3)), (6, 4, (4, 6))])
+def test_merlin_restarts_of_a_seed_share_its_splits(n_t, splits, shape):
+    """Every restart of a seed minimizes the same objective, so the kept restart is the best on it (a restart
+    with splits of its own could win by a luckier draw of training halves)."""
+    X, y = Q.target_sets(n_t, 4, 2, 0)
+    orders = Q.merlin_problem(X, y, 3, 0.1, 2, 5, np.random.default_rng(1), splits=splits).objective.splits
+    by_seed = orders.reshape((2, 5) + shape)
+    assert (by_seed == by_seed[:, :1]).all()
 
 
 @pytest.mark.parametrize("terms", [dict(source_weight=1.0), dict(source_weight=0.4, target_weight=0.6),

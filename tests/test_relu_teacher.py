@@ -229,6 +229,28 @@ def test_linear_transfer_flow_is_the_integrated_flow_and_tends_to_least_squares(
     assert np.all(stopped.loss > 0.5e-6) and np.all(stopped.t_final < 1e6)  # the first time the rule holds
 
 
+def test_linear_transfer_flow_converges_above_the_least_squares_minimum():
+    # n > m with a target outside the features' span: the loss cannot reach FaF's 1e-6, the flow stops when the
+    # removable part L̂ − min L̂ does (at the least-squares fit, whose loss is the minimum); a duplicated row (an
+    # exactly singular Φ) is a null direction, not a 1/s amplification of rounding errors.
+    from transfertheory.sim.relu_teacher import features, linear_transfer_flow
+
+    W, c0 = random_teacher(6, 4, 0, batch=(2,), output="normal")
+    W[:, 5] = W[:, 4]
+    W_star, c_star = random_teacher(5, 4, 1, batch=(2,))
+    X, y = teacher_samples(W_star, c_star, 40, 2)
+    fit = linear_transfer(W, X, y)
+    residual = (features(W, X) @ fit[..., None])[..., 0] / 6 - y
+    minimum = 0.5 * (residual * residual).mean(-1)
+    assert np.all(minimum > 1e-4)
+    flow = linear_transfer_flow(W, c0, X, y, max_time=1e30, loss_tol=1e-6)
+    assert list(flow.status) == ["loss_tol"] * 2 and np.all(flow.t_final < 1e30)
+    assert np.all(flow.loss - minimum <= 1e-6 * (1 + 1e-6)) and np.all(flow.loss - minimum > 0.5e-6)
+    assert np.all(np.abs(flow.c) < 1e3)
+    fitted = (features(W, X) @ flow.c[..., None])[..., 0] / 6
+    np.testing.assert_allclose(fitted, y + residual, atol=1e-2 * np.abs(y).max())
+
+
 def test_run_transfer_experiment_table():
     from transfertheory.sim.relu_teacher import COLUMNS, STATUSES, run_transfer_experiment
 
@@ -270,7 +292,9 @@ def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
     ns = np.array([10.0, 100.0, 1000.0])
     assert sign_change(ns, [1.0, -1.0, -2.0]) == pytest.approx(np.sqrt(10 * 100))  # halfway in log n
     assert sign_change(ns, [2.0, 1.0, 0.0]) == pytest.approx(1000.0)
-    assert np.isnan(sign_change(ns, [-1.0, -1.0, 1.0])) and sign_side([-1.0, -1.0, 1.0]) == "below"
+    assert np.isnan(sign_change(ns, [-1.0, -1.0, -2.0])) and sign_side([-1.0, -1.0, -2.0]) == "below"
+    # negative only below the interpolation threshold, positive to the largest n: the boundary lies above the range
+    assert np.isnan(sign_change(ns, [-1.0, 1.0, 1.0])) and sign_side([-1.0, 1.0, 1.0]) == "above"
     assert np.isnan(sign_change(ns, [1.0, 2.0, 3.0])) and sign_side([1.0, 2.0, 3.0]) == "above"
     assert sign_side([1.0, -1.0, -1.0]) == ""
 

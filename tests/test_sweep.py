@@ -292,3 +292,25 @@ def test_an_unusable_backend_is_exit_3_before_anything_runs(tmp_path, capsys, mo
         main(["run", "faf_fig1", "--store", str(tmp_path / "s"), "--backend", "cupy"])
     assert exit_.value.code == 3
     assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "s").exists()
+
+
+def test_an_interrupted_local_run_stops_its_worker_processes_at_once(tmp_path):
+    """SIGINT to the run process alone, while its workers compute points of a minute: it exits 130 at once."""
+    spec_path = _write(tmp_path / "slow.toml", 'experiment = "faf_linear"\ndraws = 40\n[fixed]\ngamma = 1.5\n'
+                       '[axes]\nd = [6, 500, 501]\n')  # a quick calibration point, then two slow ones
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "transfertheory.sweep", "run", str(spec_path), "--store",
+                             str(store), "--workers", "2", "--no-progress"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(store.glob("*.parquet")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(2)  # the workers have the two slow points
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "completed points stay in the store" in err
+    assert len(list(store.glob("*.parquet"))) == 1

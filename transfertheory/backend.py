@@ -45,8 +45,6 @@ __all__ = [
     "check_backend_name",
     "resolve_backend",
     "get_backend",
-    "get_array_module",
-    "array_module_of",
     "backend_name",
     "cupy_available",
     "device_free_memory",
@@ -211,14 +209,6 @@ def get_backend(*arrays):
         raise TypeError(f"host (NumPy) arrays mixed with {found.name} device arrays: move them with "
                         "transfertheory.backend.to_device first")
     return found.module
-
-
-def get_array_module(backend: str | None = None):
-    """Former name of :func:`resolve_backend` (same behaviour), kept for callers written against it."""
-    return resolve_backend(backend)
-
-
-array_module_of = get_backend  # former name of get_backend
 
 
 def backend_name(xp) -> str:

@@ -38,7 +38,8 @@ from pathlib import Path
 
 from ._memory import MemoryLimitError
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
-                      check_backend_name, get_array_module)
+                      check_backend_name)
+from .backend import resolve_backend as load_array_module
 from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads, threads_per_worker
 
 __all__ = [
@@ -162,7 +163,7 @@ def resolve_backend(choice, default=None):
     if choice is None and ENV_VAR not in os.environ:
         choice = default
     try:
-        return backend_name(get_array_module(choice))
+        return backend_name(load_array_module(choice))
     except (ValueError, BackendUnavailableError) as err:
         _backend_error(err)
 

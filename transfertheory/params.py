@@ -44,6 +44,11 @@ __all__ = [
     "RESOLUTION",
     "GAMMA_MAX",
     "SEED",
+    "SEEDS",
+    "WIDTH",
+    "GTOL",
+    "LOSS_TOL",
+    "PROFILE_NAMES",
 ]
 
 
@@ -180,3 +185,11 @@ RESOLUTION = Param("resolution", Interval(2, 4000, "both"), integer=True,
                    description="grid points per axis (4000² points already take ~0.1 GB per array)")
 GAMMA_MAX = Param("gamma_max", Interval(0, 100, "right"), description="largest γ of a grid")
 SEED = Param("seed", _integer_at_least(0), integer=True, description="seed of the random generator")
+SEEDS = Param("seeds", _integer_at_least(1), integer=True, description="independent seeds (repetitions) per point")
+WIDTH = Param("width", _integer_at_least(1), integer=True, description="hidden width of a network (neurons per layer)")
+GTOL = Param("gtol", _REAL_POSITIVE, description="convergence threshold on the gradient norm")
+LOSS_TOL = Param("loss_tol", _REAL_NONNEG, description="stopping threshold on the loss")
+
+#: the size profiles of both registries (claims: ``transfertheory.claims.profiles``; figures:
+#: ``transfertheory.figures.registry``), smallest first: CPU seconds, CPU minutes, the papers' sizes
+PROFILE_NAMES = ("quick", "full", "paper")

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
+from ..theory import distance_study
 from ..theory import distances as D
 from .compare import exceeds, holds, mc_agreement, within
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
@@ -191,9 +192,7 @@ def _scaled_target(case):
           statement="transferability is not a decreasing function of D_KL or of empirical W₁: some farther target "
                     "transfers better (a far target with T > 0, a near one with T < 0), Spearman ρ > −0.9")
 def _fig5(case):
-    from ..figures import faf_fig5
-
-    points = faf_fig5.compute_points(seed=case.seed % 2**32)
+    points = distance_study.compute_points(seed=case.seed % 2**32)
     t = points["transferability"].to_numpy()
     results = []
     for column in ("kl", "w1_empirical"):
@@ -206,6 +205,6 @@ def _fig5(case):
                          and far["transferability"] > 0 > near["transferability"],
                          f"far target T = {far['transferability']:.3g} > 0 > "
                          f"near target T = {near['transferability']:.3g}"))
-    rho = faf_fig5.spearman_table(points).set_index("distance")["spearman_rho"].dropna()
+    rho = distance_study.spearman_table(points).set_index("distance")["spearman_rho"].dropna()
     results.append(holds((rho > -0.9).all(), f"Spearman ρ (min {rho.min():+.2f}) > −0.9"))
     return combine(results)

@@ -178,20 +178,21 @@ def _pperp_grows_sim(case):
                                        f"{mean:.3g} ± {se:.2g}; pretraining statuses {status_counts(statuses)}")
 
 
-_EQ21_FACTORS = (32, 128)  # n = factor × m
+_EQ21_FACTORS = (8, 32, 128)  # n = factor × m (8·m: the finite-n regime of the Fig. 4 boundary)
 
 
 @register("faf.eq21.linear-transfer-risk", source="FaF Eq. 21 (ReLU linear transfer)", kind="simulation",
           statement="the risk of linear transfer (kernel interpolation on the pretrained features) tends to "
                     "‖P⊥ f_t*‖² as n grows, never below it, with the least-squares excess C(n) ≈ m/(n − m − 1)·‖P⊥‖²",
-          allowance=EQ21_ALLOWANCE, allowance_reason="finite n: at n = 32·m and 128·m the mean relative excess "
+          allowance=EQ21_ALLOWANCE, allowance_reason="finite n: at n = 8·m, 32·m and 128·m the mean relative excess "
           "(2L − ‖P⊥‖²)/‖P⊥‖² over teachers must lie within 4 SE + 0.25·m/n of m/(n − m − 1), the excess of "
           "least squares with m regressors when the misfit ‖P⊥ f_t*‖² acts as noise independent of the features "
           "(here it is a function of x, uncorrelated with the features but not independent of them: the 0.25·m/n "
           "allowance); and ≥ 0 for every teacher (exact: the projection is the best approximation)",
           profiles=("quick", "full", "paper"))
 def _eq21(case):
-    """μ = 0.5, n = 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher against m/(n − m − 1)."""
+    """μ = 0.5, n = 8·m, 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher against m/(n − m − 1)
+    (the finite-n transfer risk of :func:`transfertheory.theory.relu.least_squares_transfer_risk`)."""
     (d, m, m_star, teachers), xp = _sizes(case)
     ns = tuple(f * m for f in _EQ21_FACTORS)
     excess, statuses = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, ns, xp=xp)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..params import PROFILE_NAMES
+
 __all__ = ["Profile", "PROFILES", "PROFILE_NAMES", "get_profile"]
 
 
@@ -37,6 +39,7 @@ class Profile:
                        reference_draws=None if self.reference_draws is None else self.reference_draws * factor)
 
 
+#: one :class:`Profile` per name of :data:`transfertheory.params.PROFILE_NAMES`, in that order
 PROFILES = {
     "quick": Profile("quick", examples=3, sim_d=(16, 32), sim_draws=100, mc_reps=2000, reference_draws=4000,
                      backend="numpy", description="CI size: d <= 32, 100 draws, 3 points per claim (CPU, seconds each)"),
@@ -45,7 +48,6 @@ PROFILES = {
     "paper": Profile("paper", examples=2, sim_d=(500, 500), sim_draws=20, mc_reps=8000, reference_draws=None,
                      backend="auto", description="the paper's size: d = 500, 20 draws (FaF App. D.1; GPU recommended)"),
 }
-PROFILE_NAMES = tuple(PROFILES)
 
 
 def get_profile(profile) -> Profile:

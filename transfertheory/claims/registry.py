@@ -46,13 +46,14 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from .. import _registry
 from ..claim_index import claim_matches
 from .profiles import PROFILE_NAMES, Profile, get_profile
 
 __all__ = [
     "PASS", "FAIL", "KNOWN_ERRATUM", "UNEXPECTED_PASS", "ERROR", "STATUSES", "UNEXPECTED", "KINDS",
     "Claim", "Case", "Criterion", "CheckResult", "PointOutcome", "Outcome",
-    "register", "CLAIMS", "get_claim", "select", "points", "check_point", "run", "reproduction", "CONFIRM_FACTOR",
+    "register", "unregister", "CLAIMS", "get_claim", "select", "points", "check_point", "run", "reproduction", "CONFIRM_FACTOR",
     "PAPER_ERROR", "SLIP", "REMARK", "CLARIFICATION", "CATEGORIES",
 ]
 
@@ -228,6 +229,11 @@ def register(id, *, source, statement, kind, **options):
         return check
 
     return decorate
+
+
+def unregister(id) -> None:
+    """Remove claim ``id`` (a claim registered for a while, e.g. by a test; ValueError for an unknown id)."""
+    _registry.remove(_REGISTRY, id, "claim")
 
 
 def get_claim(claim) -> Claim:

@@ -30,7 +30,7 @@ from .. import cli_support
 from .._memory import MemoryLimitError, set_limit
 from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
                   add_output_arguments, check_before_work, entry_point, write_and_report)
-from .registry import figures
+from .catalog import figures
 from .simulation import SWEEP_RUNNER
 
 __all__ = ["build_parser", "main"]

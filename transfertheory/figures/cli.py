@@ -28,7 +28,7 @@ import time
 
 from .. import cli_support
 from ..cli_support import EXIT_INTERRUPTED, add_backend_argument, backend_choice, entry_point, resolve_backend
-from ..params import D, DRAWS, SEED, Interval, Param
+from ..params import SEED, Interval, Param
 
 __all__ = [
     "EXIT_OK",
@@ -50,7 +50,6 @@ __all__ = [
     "add_size_arguments",
     "resolve_size",
     "add_output_arguments",
-    "add_figure_arguments",
     "Timer",
     "write_and_report",
 ]
@@ -117,13 +116,6 @@ def add_output_arguments(parser, fmt="both"):
 
     parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
     parser.add_argument("--format", choices=sorted(FORMATS), default=fmt, help=f"figure format (default {fmt})")
-
-
-def add_figure_arguments(parser, *, d, draws):
-    """The simulated builders' common flags: sizes (``--d`` ≥ 3, ``--draws`` ≥ 2), seed, backend, output."""
-    add_size_arguments(parser, d=d, draws=draws, d_type=D.with_range(low=3).arg_type(),
-                       draws_type=DRAWS.with_range(low=2).arg_type())
-    add_output_arguments(parser)
 
 
 class Timer:

@@ -20,26 +20,23 @@ offset and its decay with λ are visible. The caption of FaF Fig. 2 gives only
 γ = 0.5 and 20 draws; θ = π/8 is inferred from its axis (R(0) ≈ sin²θ ≈ 0.15,
 R(0.6) ≈ 0.27) and σ = 0.2 is taken from Fig. 1's setup.
 
-Run ``python -m transfertheory.figures.faf_fig2 --help``; see docs/figures.md.
+Build it with ``python -m transfertheory.figures faf_fig2``; see docs/figures.md.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
 import numpy as np
 
-from ..params import GAMMA, LAM, SIGMA, THETA
 from ..theory.methods import get_method
-from . import cli, stats
+from . import stats
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
-from .registry import Figure, register
+from .registry import Figure, register, retired_entry_point
 from .simulation import simulate
 
-__all__ = ["NAME", "COLUMNS", "COLUMN_DEFINITIONS", "simulate_points", "finite_minimum", "plot", "build",
-           "build_parser", "main"]
+__all__ = ["NAME", "COLUMNS", "COLUMN_DEFINITIONS", "simulate_points", "finite_minimum", "plot", "build"]
 
 NAME = "faf_fig2"
 RIDGE = get_method("ridge")
@@ -160,44 +157,6 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], the
                         agreement=stats.agreement_record(table, "risk"))
 
 
-def build_parser():
-    """The ``python -m transfertheory.figures.faf_fig2`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m transfertheory.figures.faf_fig2",
-        description="FaF Fig. 2: ridge linear-transfer risk of a deep linear network against λ at γ = 0.5 — Eq. 15 "
-        "(n → ∞), the exact finite-n risk and gradient-flow simulations (mean ± SD over target draws). Writes "
-        "faf_fig2.{png,pdf,csv,json}, prints the largest |z| of simulation against the exact theory.",
-        epilog=cli.EPILOG,
-    )
-    parser.add_argument("--gamma", type=GAMMA.arg_type(), default=DEFAULTS["gamma"],
-                        help="n/d (default 0.5); n = round(γd) >= 3")
-    parser.add_argument("--theta", type=THETA.arg_type(), default=DEFAULTS["theta"],
-                        help="source–target angle in [0, π] (default π/8, inferred from the paper's axis)")
-    parser.add_argument("--noise", type=SIGMA.arg_type(), default=DEFAULTS["sigma"], metavar="SIGMA",
-                        help="label-noise sd σ in [0, inf) (default 0.2)")
-    parser.add_argument("--lam-max", type=LAM.with_range(closed="neither").arg_type(), default=DEFAULTS["lam_max"],
-                        help="largest λ, in (0, inf) (default 0.6)")
-    parser.add_argument("--lams", type=cli.COUNT.with_range(low=2).arg_type(), default=DEFAULTS["lams"],
-                        help="λ points in [0, λ_max], >= 2 (default 13)")
-    cli.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    return parser
-
-
-@cli.entry_point
-def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    n = round(args.gamma * d)
-    if n < RIDGE.min_n:
-        parser.error(f"n = round(γd) must be >= {RIDGE.min_n} (E‖z‖⁻² is infinite below), got n = {n}")
-    backend = cli.check_before_work(args)
-    timer = cli.Timer()
-    output = build(d, draws, args.gamma, args.theta, args.noise, args.lam_max, args.lams, args.seed, backend)
-    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
-
-
 FIGURE = register(Figure(
     name=NAME,
     title="FaF Fig. 2: ridge linear-transfer risk against the ridge strength λ, γ = 0.5",
@@ -212,4 +171,4 @@ FIGURE = register(Figure(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(retired_entry_point(NAME))

@@ -10,8 +10,10 @@ Panels:
 - (c) scratch risk E(f − f_t*)² against n (mean over teachers × data sets ± SE of the per-teacher means) with the power law A n^{−ν}
   fitted by least squares of log(mean risk) on log n (:func:`transfertheory.theory.relu.power_law_fit`);
 - (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ, P on the pretrained student's features (Eq. 21) and on the source teacher's;
-- (e) transferability (R_scratch − R_linear)/Var f_t* over (μ, n), with the predicted boundary
-  n_c(μ) = (A/‖P⊥ f_t*‖²)^{1/ν} (circles) and the simulated sign change (crosses: log-linear interpolation of
+- (e) transferability (R_scratch − R_linear)/Var f_t* over (μ, n), with FaF's predicted boundary
+  n_c(μ) = (A/‖P⊥ f_t*‖²)^{1/ν} (circles), the finite-n boundary where A n^{−ν} meets the least-squares transfer
+  risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1) (diamonds; :func:`transfertheory.theory.relu.finite_n_boundary`) and the
+  simulated sign change (crosses: log-linear interpolation of
   the n where the mean transferability first turns from positive to non-positive; in the boundary table its
   95% interval from a two-stage bootstrap — teachers, then data sets within them, because the data sets of one
   teacher share its pretrained student — with resamples that have no sign change in the n range counted at
@@ -21,14 +23,17 @@ Convergence, on the figure and in the tables: panel (a)'s title gives how many p
 1e-6 and the largest pretrained loss; (c) and (e) how many scratch and linear flows converged (FaF's rule
 loss ≤ 1e-6, or ‖m∇L̂‖ ≤ gtol) and the largest training loss of the others, which stopped at the time budget
 as in FaF's procedure and are averaged in *with a mark*: hollow points in (c), hatched cells in (e) where a
-scratch flow of the point or cell stopped at the budget (no linear flow meets FaF's rule: for n > m its loss
-cannot fall to 1e-6, so it always runs the whole budget, as in FaF). The grid table gives the converged
+scratch flow of the point or cell stopped at the budget. The linear-transfer flow is solved in closed form and
+run until L̂ − min L̂ ≤ 1e-6 (FaF's rule on the part of the loss the flow can remove: for n > m the loss cannot
+fall below the least-squares minimum ≈ ½‖P⊥ f_t*‖²(1 − m/n) ≫ 1e-6), with a budget of 1e30 that costs no more than
+FaF's 1e3. The grid table gives the converged
 fractions and the largest training losses per (μ, n), the boundary table the pretraining statuses and
 loss/initial per μ, the summary lines the status counts. Scratch flows do not depend on μ: the table repeats
 them per μ (paired rows), and the counts on the figure count each flow once.
 
-``linear`` is FaF's procedure (gradient flow on the output weights for flow time ≤ 1e3, FaF's stopping rule);
-the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``, Eq. 21's object).
+``linear`` is FaF's procedure run to convergence (gradient flow on the output weights from the pretrained ones);
+the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``: the same limit from
+c = 0; for n > m the two coincide).
 
 Command line (the CPU size by default, a few minutes on 2 cores; ``--paper-size`` for FaF's, on a GPU)::
 
@@ -46,9 +51,9 @@ import numpy as np  # pandas is imported where tables are built: a --help needs 
 
 from ..backend import to_host
 from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
-from ..params import N, SEED
+from ..params import D, N, SEED
 from ..sim.relu_teacher.network import M, MAX_TIME
-from ..theory.relu import M_STAR, MU, dropped_count, power_law_fit
+from ..theory.relu import M_STAR, MU, dropped_count, finite_n_boundary, power_law_fit
 from . import cli
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
@@ -60,8 +65,12 @@ NAME = "faf_fig4"
 CPU_DEFAULT = dict(d=20, m=200, m_star=20, mus=(0.2, 0.35, 0.5, 0.65, 0.8), ns=(25, 50, 100, 200, 400, 800),
                    teachers=4, instances=3)
 TRANSFER_METHODS = ("linear", "linear_minnorm")
+#: flow-time budget of linear transfer: its flow is closed-form (any budget costs the same), and this one lets every
+#: flow meet L̂ − min L̂ ≤ 1e-6 (:func:`transfertheory.sim.relu_teacher.linear_transfer_flow`)
+LINEAR_MAX_TIME = 1e30
 BOOTSTRAP = 400  #: bootstrap resamples of (teacher, data set) units for the sign-change interval
 GRAM_PROBES = 40  #: probe inputs of panels (a, b)
+HEAT_LINEAR_RANGE = 1e-3  #: panel (e)'s colour scale is linear within ±this transferability, logarithmic beyond
 COLUMNS = {
     "mu": "fraction μ of target-teacher neurons absent from the source",
     "n": "target samples",
@@ -76,7 +85,7 @@ COLUMNS = {
     "pperp": "mean ‖P⊥ f_t*‖², P on the pretrained student's features",
     "converged_scratch": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within the "
                          "time budget (the others end at max_time and are averaged in, marked on the figure)",
-    "converged_linear": "fraction of linear-transfer flows that met FaF's loss ≤ 1e-6 within the time budget",
+    "converged_linear": "fraction of linear-transfer flows that met L̂ − min L̂ ≤ 1e-6 within the time budget",
     "scratch_loss_max": "largest final training loss ½n⁻¹Σ(f(xᵢ) − yᵢ)² of the scratch flows",
     "linear_loss_max": "largest final training loss of the linear-transfer flows",
     "runs": "paired (teacher, data set) units",
@@ -90,6 +99,10 @@ BOUNDARY_COLUMNS = {
     "pperp_source_fraction": "mean ‖P⊥ f_t*‖²/‖f_t*‖², P on the source teacher's features",
     "n_c": "predicted boundary (A/‖P⊥ f_t*‖²)^{1/ν}",
     "n_c_se": "its delta-method standard error (fit and ‖P⊥‖² uncertainty)",
+    "n_c_finite": "finite-n boundary: the largest n > m + 1 where A n^{−ν} meets the least-squares transfer risk "
+                  "‖P⊥ f_t*‖²(n − 1)/(n − m − 1); NaN when transfer is negative at every n > m + 1",
+    "n_c_finite_se": "its delta-method standard error (fit and ‖P⊥‖² uncertainty)",
+    "n_c_finite_onset": "the smaller root: transfer negative between m + 1 and it (NaN with n_c_finite)",
     "n_c_largest_n": "the same with ‖P⊥ f_t*‖² replaced by the mean linear-transfer risk at the largest n (diagnostic: "
                      "where the power law meets the transfer risk actually reached)",
     "n_sign_linear": "simulated sign change of the mean transferability (linear); NaN if none in the n range",
@@ -97,7 +110,8 @@ BOUNDARY_COLUMNS = {
                         "without a sign change counts as the smallest n if it lies below the range, the largest if above)",
     "n_sign_linear_hi": "bootstrap 97.5% quantile (same censoring)",
     "n_sign_linear_found": "fraction of bootstrap resamples with a sign change inside the n range",
-    "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at the smallest n) or above the n range",
+    "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at every n) or above the n range (> 0 at the "
+                          "largest n)",
     "n_sign_minnorm": "simulated sign change for kernel interpolation",
     "n_sign_minnorm_lo": "bootstrap 2.5% quantile (same resampling and censoring)",
     "n_sign_minnorm_hi": "bootstrap 97.5% quantile",
@@ -110,8 +124,8 @@ BOUNDARY_COLUMNS = {
 def sign_change(ns, values):
     """log-linear interpolated n where ``values`` (over increasing ``ns``) first turns from > 0 to ≤ 0.
 
-    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 from the first n (the change lies
-    below the range) or > 0 throughout (above it).
+    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 at every n (the change lies below the
+    range) or > 0 from their first positive value on (above it).
     """
     for k in range(len(ns) - 1):
         if values[k] > 0 >= values[k + 1]:
@@ -121,11 +135,13 @@ def sign_change(ns, values):
 
 
 def sign_side(values) -> str:
-    """Where a missing sign change lies: "below" (≤ 0 at the first n), "above" (> 0 throughout) or "" (found)."""
+    """Where a missing sign change lies: "below" (≤ 0 at every n), "above" (> 0 from its first positive value to the
+    largest n: negative values before it, e.g. at the interpolation threshold n ≈ m, are not the boundary) or ""
+    (found)."""
     values = np.asarray(values)
     if np.isfinite(sign_change(np.arange(1, values.size + 1), values)):
         return ""
-    return "below" if values[0] <= 0 else "above"
+    return "below" if np.all(values <= 0) else "above"
 
 
 def _paired(df, method):
@@ -216,10 +232,12 @@ def _boundary(df, mus, paired, fit, seed):
         fraction, source = teachers.pperp / norms, teachers.pperp_source / norms
         pperp, pperp_se = teachers.pperp.mean(), teachers.pperp.sem() if len(teachers) > 1 else 0.0
         n_c, n_c_se = fit.boundary(pperp, pperp_se)
+        finite = finite_n_boundary(fit, pperp, int(df.m.iloc[0]), pperp_se)
         reached = df[(df.method == "linear") & (df.mu == mu) & (df.n == df.n.max())].risk.mean()
         row = dict(mu=mu, pperp=pperp, pperp_se=pperp_se, pperp_fraction=fraction.mean(),
                    pperp_fraction_se=fraction.sem() if len(teachers) > 1 else 0.0,
-                   pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se,
+                   pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se, n_c_finite=finite.n_c,
+                   n_c_finite_se=finite.n_c_se, n_c_finite_onset=finite.n_onset,
                    n_c_largest_n=fit.boundary(reached)[0], pretrain_status=status_counts(teachers.status),
                    pretrain_loss_ratio=float((teachers.loss / teachers.initial_loss).max()))
         for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
@@ -292,17 +310,21 @@ def _scratch_panel(ax, grid, fit, counts, max_time):
     annotate_convergence(ax, {"scratch": (done, total)}, f"the rest: loss ≤ {loss:.0e}")
 
 
-def _transfer_panel(fig, ax, grid, boundary, counts, max_time):
-    """(e) the transferability heat map with the predicted and simulated boundary; cells holding a scratch flow
-    stopped at the time budget hatched. Returns the axes and its legend entries."""
+def _transfer_panel(fig, ax, grid, boundary, counts, max_time, m):
+    """(e) the transferability heat map with the paper's and the finite-n predicted boundary and the simulated sign
+    change; the interpolation threshold n = m + 1; cells holding a scratch flow stopped at the time budget hatched.
+    Returns the axes and its legend entries."""
+    from matplotlib.colors import SymLogNorm
     from matplotlib.patches import Patch, Rectangle
 
     heat = grid.pivot(index="n", columns="mu", values="transferability")
     complete = grid.pivot(index="n", columns="mu", values="converged_scratch").to_numpy() == 1.0
     limit = float(np.nanmax(np.abs(heat.to_numpy())))
     mus, ns = heat.columns.to_numpy(float), heat.index.to_numpy(float)
+    # symmetric log scale: converged least squares near n = m (and with nearly collinear features) reaches risks
+    # 10⁴× the target variance, which a linear scale would let wash out every other cell
     image = ax.pcolormesh(np.arange(len(mus) + 1), np.arange(len(ns) + 1), heat.to_numpy(), cmap="RdBu",
-                          vmin=-limit, vmax=limit)
+                          norm=SymLogNorm(linthresh=HEAT_LINEAR_RANGE, vmin=-limit, vmax=limit))
     fig.colorbar(image, ax=ax, label="(R_sc − R_lt)/Var f_t*")
     for row, col in zip(*np.nonzero(~complete)):
         ax.add_patch(Rectangle((col, row), 1, 1, fill=False, hatch="//", edgecolor="0.45", lw=0))
@@ -313,13 +335,19 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time):
     x = np.arange(len(mus)) + 0.5
     ax.plot(x, grid_y(boundary.n_c.to_numpy(float)), "o", mfc="lightgray", mec="k", ms=9,
             label="predicted n_c (A n^−ν = ‖P⊥ f_t*‖²)")
+    finite = boundary.n_c_finite.to_numpy(float)
+    none = ", none: negative at every n > m + 1" if np.isnan(finite).any() else ""
+    ax.plot(x, grid_y(finite), "D", mfc="gold", mec="k", ms=8,
+            label=f"finite-n n_c (A n^−ν = ‖P⊥‖²(n − 1)/(n − m − 1){none})")
     ax.plot(x, grid_y(boundary.n_sign_linear.to_numpy(float)), "kx", ms=9, mew=2, label="simulated sign change")
+    if ns[0] < m + 1 < ns[-1]:
+        ax.axhline(grid_y(m + 1), color="k", ls=":", lw=1, label=f"n = m + 1 = {m + 1} (interpolation threshold)")
     ax.set(xticks=x, xticklabels=[f"{mu:g}" for mu in mus], yticks=np.arange(len(ns)) + 0.5,
            yticklabels=[f"{int(n)}" for n in ns], xlabel="μ", ylabel="n", title="(e) transferability")
     counted = {method: counts[method][:2] for method in ("scratch", "linear")}
-    annotate_convergence(ax, counted, f"the rest stopped at t = {max_time:g}")
-    ax.set_title(f"{ax.get_title()}\n(linear: FaF's output-weight flow, loss ≤ {counts['linear'][2]:.0e} at t = "
-                 f"{max_time:g})")
+    annotate_convergence(ax, counted, f"the rest stopped at t = {max_time:g}"
+                         if counted["scratch"][0] < counted["scratch"][1] else "")
+    ax.set_title(f"{ax.get_title()}\n(linear: output-weight flow run to L̂ − min L̂ ≤ 1e-6)")
     handles, labels = ax.get_legend_handles_labels()
     if not complete.all():
         handles.append(Patch(fill=False, hatch="//", edgecolor="0.45", lw=0))
@@ -327,7 +355,7 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time):
     return ax, (handles, labels)
 
 
-def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap):
+def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
     """The five panels; ``counts``: :func:`convergence_counts`, ``kernel_gap``: the relative Frobenius gap of
     the two Gram matrices. Legends sit under their panels, off the data."""
     use_agg()
@@ -344,7 +372,7 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap):
     rkhs_axes.plot(boundary.mu, boundary.pperp_source_fraction, "s--", label="P on the source teacher")
     rkhs_axes.set(xlabel="μ", ylabel="‖P⊥ f_t*‖² / ‖f_t*‖²", title="(d) out-of-RKHS norm")
     transfer_axes, transfer_legend = _transfer_panel(fig, fig.add_subplot(spec[:, 2]), grid, boundary, counts,
-                                                     max_time)
+                                                     max_time, m)
     fig.suptitle("FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks")
     for ax in (scratch_axes, rkhs_axes):
         legend_outside(ax, "below", fontsize=8)
@@ -354,12 +382,17 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap):
 
 def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max_time=1e3, seed=0, backend=None,
           progress=None):
-    """Run the experiment, summarize it and draw the five panels; a :class:`~.output.FigureOutput`."""
+    """Run the experiment, summarize it and draw the five panels; a :class:`~.output.FigureOutput`.
+
+    ``max_time`` is the budget of the scratch flows; the linear-transfer flows, solved in closed form, run to
+    :data:`LINEAR_MAX_TIME`, so that each meets L̂ − min L̂ ≤ 1e-6.
+    """
     import pandas as pd
 
     df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, instances=instances,
                                  methods=("scratch",) + TRANSFER_METHODS, seed=seed, max_time=max_time,
-                                 pretrain_max_time=pretrain_max_time, backend=backend)
+                                 pretrain_max_time=pretrain_max_time, linear_max_time=LINEAR_MAX_TIME,
+                                 backend=backend)
     grid, boundary, fit = summarize(df, seed)
     gram_mu = float(mus[len(mus) // 2])
     student = df.attrs["students"][gram_mu]  # the experiment's first teacher at the middle μ (panels a, b)
@@ -373,22 +406,27 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
              f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
              f"pretraining flows (t ≤ {pretrain_max_time:g}): {status_counts(pre.status)}; loss ≤ "
              f"{counts['pretraining'][2]:.2g}, loss/initial ≤ {(pre.loss / pre.initial_loss).max():.2g}",
-             *(f"{method} flows converged (FaF's rule or gtol) within t = {max_time:g}: {counts[method][0]} of "
-               f"{counts[method][1]}; largest final training loss {counts[method][2]:.2g}"
-               for method in ("scratch", "linear")),
+             f"scratch flows converged (FaF's rule or gtol) within t = {max_time:g}: {counts['scratch'][0]} of "
+             f"{counts['scratch'][1]}; largest final training loss {counts['scratch'][2]:.2g}",
+             f"linear flows converged (L̂ − min L̂ ≤ 1e-6) within t = {LINEAR_MAX_TIME:g}: {counts['linear'][0]} of "
+             f"{counts['linear'][1]}; largest final training loss {counts['linear'][2]:.2g} (the least-squares "
+             "minimum for n > m)",
              "flows stopped at max_time are averaged in, marked on the figure (hollow in (c), hatched in (e)); "
              "diverged rows would make their means NaN"]
     for row in boundary.itertuples():
         found = (f"{row.n_sign_linear:.3g}" if not row.n_sign_linear_side
                  else f"{row.n_sign_linear_side} the n range")
-        lines.append(f"(e) μ = {row.mu:g}: predicted n_c = {row.n_c:.3g} ± {row.n_c_se:.2g}; simulated sign change "
+        finite = ("negative at every n > m + 1" if np.isnan(row.n_c_finite)
+                  else f"{row.n_c_finite:.3g} ± {row.n_c_finite_se:.2g} (onset {row.n_c_finite_onset:.3g})")
+        lines.append(f"(e) μ = {row.mu:g}: predicted n_c = {row.n_c:.3g} ± {row.n_c_se:.2g} (paper), finite-n "
+                     f"{finite}; simulated sign change "
                      f"{found} (teacher-clustered bootstrap 95% [{row.n_sign_linear_lo:.3g}, "
                      f"{row.n_sign_linear_hi:.3g}], sign change in {row.n_sign_linear_found:.0%} of resamples) "
                      f"(linear), {row.n_sign_minnorm:.3g} (kernel interpolation); with the transfer risk reached at "
                      f"the largest n instead of ‖P⊥‖²: {row.n_c_largest_n:.3g}; pretraining {row.pretrain_status}")
     parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, instances=instances,
                       max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
-    figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap)
+    figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m)
     return FigureOutput(figure, grid, COLUMNS, parameters, tuple(lines),
                         extra=(("_boundary", boundary, BOUNDARY_COLUMNS),),
                         notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap,
@@ -401,14 +439,16 @@ FIGURE = register(Figure(
     title="FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks",
     description="(a, b) Gram matrices of the pretrained student's kernel and of the source teacher's; (c) scratch "
     "risk against n with the fitted power law; (d) ‖P⊥ f_t*‖²/‖f_t*‖² against μ; (e) transferability normalized by "
-    "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles) and "
-    "the simulated sign change (crosses). The panels say how many pretraining, scratch and linear-transfer flows "
-    "converged and the loss the others reached; points (c) and cells (e) holding a scratch flow stopped at the time "
-    "budget are hollow / hatched.",
+    "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles), the "
+    "finite-n boundary where the power law meets the least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1) "
+    "(diamonds) and the simulated sign change (crosses); linear transfer runs to convergence. The panels say how many "
+    "pretraining, scratch and linear-transfer flows converged and the loss the others reached; points (c) and cells "
+    "(e) holding a scratch flow stopped at the time budget are hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
-    profiles={"quick": dict(d=8, m=40, m_star=8, mus=(0.25, 0.5, 0.75), ns=(16, 32, 64, 128, 256), teachers=3,
-                            instances=3, max_time=1e3, pretrain_max_time=3e4),
+    # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17
+    profiles={"quick": dict(d=8, m=16, m_star=8, mus=(0.125, 0.25, 0.375), ns=(16, 20, 24, 32, 48, 64, 96, 128, 256),
+                            teachers=4, instances=3, max_time=1e3, pretrain_max_time=3e4),
               "paper": dict(d=100, m=1000, m_star=100, mus=(0.2, 0.35, 0.5, 0.65, 0.8),
                             ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=10)},
     extra_suffixes=("_boundary",),
@@ -423,7 +463,7 @@ def build_parser():
         description=FIGURE.title + ". Writes faf_fig4.{png,pdf,csv,json} and faf_fig4_boundary.csv (predicted and "
         "simulated boundary per μ). Defaults: the CPU size; --paper-size: FaF's size (App. D.2), for a GPU.",
         epilog=cli.EPILOG)
-    sizes = [("d", cli.D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
+    sizes = [("d", D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
              ("m-star", M_STAR, "target-teacher width m*"), ("teachers", cli.COUNT, "target teachers"),
              ("instances", cli.COUNT, "data sets per teacher")]
     for flag, param, text in sizes:
@@ -435,7 +475,8 @@ def build_parser():
     parser.add_argument("--ns", type=N.arg_type(), nargs="+", default=None, metavar="N",
                         help=f"target sample sizes, increasing (default {list(CPU_DEFAULT['ns'])})")
     parser.add_argument("--max-time", type=MAX_TIME.arg_type(), default=1e3,
-                        help="gradient-flow time budget of pretraining and target training (default 1e3, as FaF)")
+                        help="gradient-flow time budget of pretraining and scratch training (default 1e3, as FaF; "
+                        "linear transfer runs to convergence)")
     parser.add_argument("--paper-size", action="store_true", help="FaF's size: d = 100, m = 1000, m* = 100, 10 × 10")
     parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
     cli.add_backend_argument(parser)

@@ -2,8 +2,8 @@ r"""FaF Fig. 5: transferability is not predicted by task distances (FaF §2.1, A
 
 Model (FaF §2.1, §3): x ~ N(0, I_d), source β_s = e₁ (unit), targets
 β_t = a·(cos θ e₁ + sin θ e₂) over a grid of angles θ and norms a, labels
-y = β_tᵀx + ε, ε ~ N(0, σ²), n target samples. For every target this module
-computes
+y = β_tᵀx + ε, ε ~ N(0, σ²), n target samples. For every target
+:func:`transfertheory.theory.distance_study.compute_points` computes
 
 * the exact finite-size linear transferability T = E R_sc − E R_lt of the FaF
   deep linear model for a target of norm a
@@ -13,8 +13,8 @@ computes
   of each task, by exact optimal transport (POT), as in the paper's Fig. 5b;
 * the Gaussian W₂ (Bures closed form) and the Dudley lower / upper bounds.
 
-It plots T against D_KL and against W₁ and reports Spearman rank correlations
-of T with every distance: a distance that *predicted* transfer would make T a
+This module plots T against D_KL and against W₁ and reports Spearman rank
+correlations of T with every distance: a distance that *predicted* transfer would make T a
 decreasing function of it (ρ = −1). The empirical W₁ uses common random
 numbers — one source sample, and one (x, ε) sample reused for every target —
 so that its variation across targets is not sampling noise. In d + 1
@@ -23,38 +23,22 @@ independent samples of the *same* law (the "W₁ floor", computed with the
 same samples and drawn as a shaded band on the W₁ axis), as the values near
 527 in the paper's Fig. 5b show.
 
-Run ``python -m transfertheory.figures.faf_fig5 --help``; see docs/distances.md.
+Build it with ``python -m transfertheory.figures faf_fig5``; see docs/distances.md.
 """
 from __future__ import annotations
 
-import argparse
-import math
 import sys
 
 import numpy as np
 
-from ..backend import make_rng
-from ..params import GAMMA, SEED, SIGMA, Interval, Param
-from ..params import D as D_PARAM
-from ..params import N as N_PARAM
-from ..theory import distances
-from . import cli
+from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, compute_points, spearman_table
 from .marks import legend_outside
 from .output import FigureOutput, use_agg
-from .registry import Figure, register
+from .registry import Figure, register, retired_entry_point
 
-__all__ = ["NAME", "DISTANCES", "COLUMN_DEFINITIONS", "target_family", "compute_points", "spearman_table", "plot",
-           "build", "build_parser", "main"]
+__all__ = ["NAME", "COLUMN_DEFINITIONS", "plot", "build"]
 
 NAME = "faf_fig5"
-#: distance columns of the CSV, with their plot / report labels
-DISTANCES = {
-    "kl": "D_KL(p_s‖p_t)",
-    "w1_empirical": "W₁ (empirical)",
-    "w2_gaussian": "W₂ (Gaussian, exact)",
-    "dudley_lower": "Dudley lower bound",
-    "dudley_upper": "Dudley upper bound",
-}
 #: definitions (with units) of the CSV columns, one row per target
 COLUMN_DEFINITIONS = {
     "theta": "angle θ between β_s = e₁ and the target direction (rad)",
@@ -78,93 +62,8 @@ SPEARMAN_COLUMNS = {
     "spearman_rho": "Spearman rank correlation of T with the distance (−1: closer tasks always transfer better)",
     "p_value": "two-sided p-value of ρ = 0",
 }
-DEFAULT_NORMS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: T scales like ‖β_t‖²: the y-axis is symlog, linear below this |T| (display only; the CSV keeps raw values)
 SYMLOG_LINTHRESH = 0.1
-NORM = Param("norm", Interval(0, math.inf, "neither"), description="target norm a = ‖β_t‖")
-
-
-def target_family(d, thetas, norms):
-    r"""Source β_s = e₁ and targets β_t = a(cos θ e₁ + sin θ e₂) for every (θ, a); returns (β_s, table, betas)."""
-    theta, norm = (a.ravel() for a in np.meshgrid(np.asarray(thetas, float), np.asarray(norms, float), indexing="ij"))
-    beta_s = np.zeros(d)
-    beta_s[0] = 1.0
-    betas = np.zeros((theta.size, d))
-    betas[:, 0] = norm * np.cos(theta)
-    betas[:, 1] = norm * np.sin(theta)
-    import pandas as pd
-
-    return beta_s, pd.DataFrame({"theta": theta, "norm": norm}), betas
-
-
-def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAULT_NORMS, seed=0):
-    r"""The table behind FaF Fig. 5: T and every distance for each target of :func:`target_family`.
-
-    ``attrs["w1_floor"]`` is the empirical W₁ between the source sample and a target sample of the source law
-    itself (β_t = β_s, the same target draws): the sampling bias every W₁ value carries.
-
-    Parameters
-    ----------
-    d : int >= 2
-        Input dimension.
-    n : int >= 3
-        Target samples (T is +inf when |n − d| ≤ 1: the scratch risk diverges).
-    sigma : float > 0
-        Label-noise sd.
-    samples : int >= 1
-        Draws per task for the empirical W₁.
-    thetas : array_like, optional
-        Angles in [0, π] (default 9 values from 0 to π).
-    norms : array_like of floats > 0
-        Target norms a.
-    seed : int
-        Seed of the W₁ samples (:func:`transfertheory.backend.make_rng`, NumPy).
-    """
-    thetas = np.linspace(0, np.pi, 9) if thetas is None else np.asarray(thetas, float)
-    beta_s, table, betas = target_family(d, thetas, norms)
-    theta, norm = table["theta"].to_numpy(), table["norm"].to_numpy()
-    table["d"], table["n"], table["sigma"], table["samples"] = d, n, sigma, samples
-    table["risk_scratch"] = distances.scaled_target_scratch_risk_finite(n, d, sigma, norm)
-    table["risk_transfer"] = distances.scaled_target_linear_transfer_risk(theta, sigma, n, norm)
-    table["transferability"] = distances.scaled_target_transferability_finite(n, d, theta, sigma, norm)
-    table["kl"] = distances.kl_linear_gaussian(beta_s, betas, sigma)
-    cov_s = distances.joint_covariance(beta_s, sigma)
-    table["w2_gaussian"] = distances.wasserstein2_gaussian(cov_s, distances.joint_covariance(betas, sigma))
-    table["dudley_lower"] = distances.dudley_lower_bound(beta_s, betas, sigma)
-    table["dudley_upper"] = distances.dudley_upper_bound(beta_s, betas, sigma)
-    source_rng, target_rng = make_rng(seed, xp=np).spawn(2)
-
-    def joint_sample(rng):
-        x = rng.normal((samples, d))
-        return x, sigma * rng.normal(samples)
-
-    xs, es = joint_sample(source_rng)
-    xt, et = joint_sample(target_rng)  # common random numbers across targets
-    source = np.column_stack([xs, xs @ beta_s + es])
-    table["w1_empirical"] = [distances.wasserstein1_empirical(source, np.column_stack([xt, xt @ b + et]))
-                             for b in betas]
-    table.attrs["w1_floor"] = distances.wasserstein1_empirical(source, np.column_stack([xt, xt @ beta_s + et]))
-    return table
-
-
-def spearman_table(points):
-    """Spearman rank correlation (and two-sided p-value) of T with each distance column.
-
-    A column that is constant up to round-off (relative spread ≤ 1e-9, e.g. the cos(y)/2 Dudley
-    bound when every target has unit norm) gets NaN: its ranks would only order round-off errors.
-    """
-    import pandas as pd
-    from scipy import stats
-
-    rows = []
-    for column, label in DISTANCES.items():
-        values = points[column].to_numpy()
-        if np.ptp(values) <= 1e-9 * max(1.0, np.abs(values).max()):
-            rho = p = np.nan
-        else:
-            rho, p = stats.spearmanr(points["transferability"], values)
-        rows.append({"distance": column, "label": label, "spearman_rho": float(rho), "p_value": float(p)})
-    return pd.DataFrame(rows)
 
 
 def plot(points, spearman):
@@ -237,58 +136,6 @@ def build(d=50, n=25, sigma=0.2, samples=300, angles=9, norms=DEFAULT_NORMS, see
                         notes={"w1_floor": points.attrs["w1_floor"]})
 
 
-def build_parser():
-    """The ``python -m transfertheory.figures.faf_fig5`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m transfertheory.figures.faf_fig5",
-        description="FaF Fig. 5: linear transferability of deep linear networks against D_KL and empirical W₁ "
-        "over a family of targets (angles θ ∈ [0, π], norms a). Writes faf_fig5.{png,pdf,csv,json} and "
-        "faf_fig5_spearman.csv, prints Spearman correlations of T with each distance.",
-        epilog=cli.EPILOG,
-    )
-    parser.add_argument("--d", type=D_PARAM.with_range(low=2).arg_type(), default=50,
-                        help="input dimension d >= 2 (default 50)")
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument("--n", type=N_PARAM.with_range(low=3).arg_type(), default=None,
-                      help="target samples n >= 3 (default round(d/2))")
-    size.add_argument("--gamma", type=GAMMA.arg_type(), default=None, help="n/d instead of --n (n = round(γd))")
-    parser.add_argument("--sigma", type=SIGMA.with_range(closed="neither").arg_type(), default=0.2,
-                        help="label-noise sd σ in (0, inf) (default 0.2)")
-    parser.add_argument("--samples", type=cli.COUNT.arg_type(), default=300,
-                        help="joint draws per task for W₁, >= 1 (default 300)")
-    parser.add_argument("--angles", type=cli.COUNT.with_range(low=2).arg_type(), default=9,
-                        help="number of angles θ in [0, π], >= 2 (default 9)")
-    parser.add_argument("--norms", type=NORM.arg_type(), nargs="+", default=list(DEFAULT_NORMS), metavar="A",
-                        help=f"target norms a in (0, inf) (default {' '.join(f'{a:g}' for a in DEFAULT_NORMS)})")
-    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="seed of the W₁ samples (default 0)")
-    cli.add_backend_argument(parser, help_text="array backend (this figure is closed forms on NumPy: the name is "
-                             "only checked)")
-    cli.add_output_arguments(parser)
-    return parser
-
-
-def _resolve_n(parser, args):
-    """n from --n / --gamma / the default d/2; n >= 3 and |n − d| >= 2 (exit 2 otherwise)."""
-    n = args.n if args.n is not None else round((args.gamma if args.gamma is not None else 0.5) * args.d)
-    if n < 3:
-        parser.error(f"n must be >= 3 (linear transfer needs n > 2), got {n}")
-    if abs(n - args.d) <= 1:
-        parser.error(f"|n - d| must be >= 2 (the scratch risk is infinite otherwise), got n = {n}, d = {args.d}")
-    return n
-
-
-@cli.entry_point
-def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unknown backend 3."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    n = _resolve_n(parser, args)
-    cli.check_before_work(args, simulates=False)
-    timer = cli.Timer()
-    output = build(args.d, n, args.sigma, args.samples, args.angles, tuple(args.norms), args.seed)
-    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), runtime_s=timer.elapsed)
-
-
 FIGURE = register(Figure(
     name=NAME,
     title="FaF Fig. 5: transferability is not predicted by task distances",
@@ -304,4 +151,4 @@ FIGURE = register(Figure(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(retired_entry_point(NAME))

@@ -22,21 +22,18 @@ their theory columns, ``faf_fig6_grid.csv`` the theory grid of panels (a, b).
 With σ = 0 the exact risks are finite also at |n − d| ≤ 1, but gradient flow
 does not reach its limit there (λ_min(XᵀX/n) → 0), so those n are not simulated.
 
-Run ``python -m transfertheory.figures.faf_fig6 --help``; see docs/figures.md.
+Build it with ``python -m transfertheory.figures faf_fig6``; see docs/figures.md.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
 
-from ..params import RESOLUTION
-from . import cli
 from . import phase_diagram as pdg
-from .registry import Figure, register
+from .registry import Figure, register, retired_entry_point
 from .simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
 
-__all__ = ["NAME", "SIGMA", "build", "build_parser", "main"]
+__all__ = ["NAME", "SIGMA", "build"]
 
 NAME = "faf_fig6"
 SIGMA = 0.0
@@ -61,36 +58,6 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], r
                                     *output.summary))
 
 
-def build_parser():
-    """The ``python -m transfertheory.figures.faf_fig6`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m transfertheory.figures.faf_fig6",
-        description="FaF Fig. 6: linear transferability of deep linear networks at σ = 0 — surface, sign map and "
-        "slices θ = π/8, π/4, 3π/8 with gradient-flow simulations (mean ± SD) and the exact finite-d theory. Writes "
-        "faf_fig6.{png,pdf,csv,json} and faf_fig6_grid.csv, prints the largest |z| against the exact theory.",
-        epilog=cli.EPILOG,
-    )
-    parser.add_argument("--gammas", type=cli.COUNT.arg_type(), default=DEFAULTS["gammas"], metavar="M",
-                        help="simulated γ points per slice, γ = 2k/M (|n − d| <= 1 skipped; "
-                        f"default {DEFAULTS['gammas']})")
-    parser.add_argument("--resolution", type=RESOLUTION.arg_type(), default=DEFAULTS["resolution"], metavar="N",
-                        help=f"theory grid points per axis, an integer in {RESOLUTION.interval} "
-                        f"(default {DEFAULTS['resolution']})")
-    cli.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    return parser
-
-
-@cli.entry_point
-def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
-    args = build_parser().parse_args(argv)
-    d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    backend = cli.check_before_work(args)
-    timer = cli.Timer()
-    output = build(d, draws, args.gammas, args.resolution, seed=args.seed, backend=backend)
-    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
-
-
 FIGURE = register(Figure(
     name=NAME,
     title="FaF Fig. 6: linear transferability without label noise, σ = 0",
@@ -107,4 +74,4 @@ FIGURE = register(Figure(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(retired_entry_point(NAME))

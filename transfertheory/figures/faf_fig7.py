@@ -34,25 +34,23 @@ there) and are grey in every panel; cells with unconverged draws are hatched.
 The CSV has one row per simulated cell with both theory columns
 (``theory_finite``, ``theory_asymptotic`` = FaF Eq. 13 at σ = 0).
 
-Run ``python -m transfertheory.figures.faf_fig7 --help``; see docs/figures.md.
+Build it with ``python -m transfertheory.figures faf_fig7``; see docs/figures.md.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 
-from ..params import SIGMA
 from ..theory import linear
-from . import cli, stats
+from . import stats
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .phase_diagram import DISPLAY_LIMIT
-from .registry import Figure, register
+from .registry import Figure, register, retired_entry_point
 from .simulation import SIM_COLUMN_DEFINITIONS, simulate_slices, simulation_summary
 
-__all__ = ["NAME", "build", "plot", "build_parser", "main"]
+__all__ = ["NAME", "build", "plot"]
 
 NAME = "faf_fig7"
 DEFAULTS = dict(d=48, draws=20, gammas=8, thetas=9, sigma=0.0)
@@ -151,35 +149,6 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], t
                         agreement=stats.agreement_record(points, "transferability"))
 
 
-def build_parser():
-    """The ``python -m transfertheory.figures.faf_fig7`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m transfertheory.figures.faf_fig7",
-        description="FaF Fig. 7: linear transferability at σ = 0 as heat maps over (θ, γ) — exact finite-d theory, "
-        "gradient-flow simulation, and their z-score. Writes faf_fig7.{png,pdf,csv,json}, prints the largest |z|.",
-        epilog=cli.EPILOG,
-    )
-    parser.add_argument("--gammas", type=cli.COUNT.arg_type(), default=DEFAULTS["gammas"], metavar="M",
-                        help=f"γ rows, γ = 2k/M, k = 1…M (|n − d| <= 1 not simulated; default {DEFAULTS['gammas']})")
-    parser.add_argument("--thetas", type=cli.COUNT.with_range(low=2).arg_type(), default=DEFAULTS["thetas"],
-                        metavar="K", help=f"θ columns in [0, π/2], >= 2 (default {DEFAULTS['thetas']})")
-    parser.add_argument("--noise", type=SIGMA.arg_type(), default=DEFAULTS["sigma"], metavar="SIGMA",
-                        help="label-noise sd σ in [0, inf) (default 0, as in the paper)")
-    cli.add_figure_arguments(parser, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    return parser
-
-
-@cli.entry_point
-def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
-    args = build_parser().parse_args(argv)
-    d, draws = cli.resolve_size(args, d=DEFAULTS["d"], draws=DEFAULTS["draws"])
-    backend = cli.check_before_work(args)
-    timer = cli.Timer()
-    output = build(d, draws, args.gammas, args.thetas, args.noise, seed=args.seed, backend=backend)
-    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
-
-
 FIGURE = register(Figure(
     name=NAME,
     title="FaF Fig. 7: linear transferability at σ = 0, theory vs simulation heat maps",
@@ -193,4 +162,4 @@ FIGURE = register(Figure(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(retired_entry_point(NAME))

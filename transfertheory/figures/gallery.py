@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..cli_support import staged_files
 from .output import THUMBNAIL
-from .registry import figures
+from .catalog import figures
 
 __all__ = ["README", "render_readme", "write_readme", "load_metadata", "format_value"]
 

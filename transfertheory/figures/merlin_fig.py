@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..sim.quadratic import run_comparison
+from ..sim.quadratic import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
 from ..theory import merlin as M
 from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
@@ -144,12 +144,19 @@ def plot(losses, successes, k, seed_losses, convergence):
 
 
 def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restarts=9, success_n=(2, 3, 4, 6, 8, 10),
-          success_seeds=30, splits=4, seed=0, backend=None, progress=None):
-    """Run both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`."""
+          success_seeds=30, splits=MERLIN_SPLITS, seed=0, backend=None, progress=None,
+          rtol=STUDY_TOLERANCES["rtol"], gtol=STUDY_TOLERANCES["gtol"]):
+    """Run both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`.
+
+    MeRLin's inner ridge, its restarts in the success study and the tolerances ``rtol, gtol`` are those of the
+    claims (:data:`~transfertheory.sim.quadratic.MERLIN_RIDGE`, :func:`~transfertheory.sim.quadratic.merlin_restarts`,
+    :data:`~transfertheory.sim.quadratic.STUDY_TOLERANCES`)."""
+    tolerances = dict(rtol=rtol, gtol=gtol)
     comparison = run_comparison(d, m, k, list(n_targets), lam, seeds, algorithms=ALGORITHMS, restarts=restarts,
-                                splits=splits, seed=seed, backend=backend, rtol=1e-4, gtol=1e-6)
+                                splits=splits, seed=seed, backend=backend, **tolerances)
     merlin_runs = run_comparison(k + 1, m, k, list(success_n), lam, success_seeds, algorithms=("merlin",),
-                                 restarts=3 * k, splits=splits, seed=seed + 1, backend=backend, rtol=1e-4, gtol=1e-6)
+                                 restarts=merlin_restarts(k), splits=splits, seed=seed + 1, backend=backend,
+                                 **tolerances)
     losses, successes = loss_table(comparison), success_table(merlin_runs, k)
     runs = len(comparison) + len(merlin_runs)
     converged = int(losses["converged"].sum() + successes["converged"].sum())
@@ -164,7 +171,7 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
                convergence)
     parameters = dict(d=d, k=k, m=m, lam=lam, n_targets=list(n_targets), seeds=seeds, restarts=restarts,
                       success_n=list(success_n), success_seeds=success_seeds, success_d=k + 1,
-                      success_restarts=3 * k, splits=splits, seed=seed)
+                      success_restarts=merlin_restarts(k), splits=splits, ridge=MERLIN_RIDGE, seed=seed, **tolerances)
     seed_losses = comparison.loc[comparison["converged"].astype(bool), ["algorithm", "n_t", "target_loss"]]
     return FigureOutput(plot(losses, successes, k, seed_losses, convergence), losses, COLUMNS, parameters, summary,
                         extra=(("_success", successes, SUCCESS_COLUMNS),), notes=dict(unconverged=unconverged))

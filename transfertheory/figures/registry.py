@@ -8,21 +8,29 @@ A figure module registers its figure with one call at import time::
 ``build(**params, backend=..., progress=...)`` is the module's own builder: it takes one profile's parameters as
 keywords — and, for a figure that simulates, the array backend name (``"numpy"`` / ``"cupy"``) and whether to
 show progress bars — and returns a :class:`~transfertheory.figures.output.FigureOutput`
-(:meth:`Figure.make` calls it). The profiles are the sizes the registry CLI offers:
-``quick`` (CPU-sized: every FaF figure together in a few minutes on 2 cores) and ``paper`` (the paper's sizes).
+(:meth:`Figure.make` calls it). The profiles are the size names of both registries
+(:data:`transfertheory.params.PROFILE_NAMES`): ``quick`` (CPU-sized: every FaF figure together in a few minutes
+on 2 cores), ``full`` (a figure's own CPU size between the two; its ``quick`` parameters when it gives none) and
+``paper`` (the paper's sizes).
 
-The modules that register are imported in one place, :mod:`transfertheory.figures.catalog`; :func:`figures` and
-:func:`get_figure` import it on first use, so this module imports no figure module and there is no import cycle.
+Loading (the same for the claims registry): this module holds the record, :func:`register` and the storage, and
+imports no figure module; :mod:`transfertheory.figures.catalog` imports every module that registers and offers
+the look-ups of the complete registry (``figures()``, ``get_figure()``).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-__all__ = ["PROFILES", "Figure", "register", "figures", "get_figure"]
+from .. import _registry
+from ..params import PROFILE_NAMES
 
-PROFILES = ("quick", "paper")
+__all__ = ["REQUIRED_PROFILES", "Figure", "register", "unregister", "registered", "retired_entry_point"]
+
+#: the profiles every figure states; ``full`` defaults to the ``quick`` parameters
+REQUIRED_PROFILES = ("quick", "paper")
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,8 @@ class Figure:
 
     name: file stem and CLI name (``faf_fig1``); title: one line; description: what it shows (a paragraph);
     sources: the equations / figures it reproduces (``"FaF Eq. 13"``); build: ``(**params, backend, progress) ->
-    FigureOutput`` (without ``backend`` and ``progress`` when it does not simulate); profiles: ``{"quick": params, "paper": params}``; simulates: whether ``build`` runs the
+    FigureOutput`` (without ``backend`` and ``progress`` when it does not simulate); profiles: ``{"quick": params,
+    "paper": params}`` and optionally ``"full"`` (else the quick parameters); simulates: whether ``build`` runs the
     simulator (then the backend matters); extra_suffixes: every ``NAME{suffix}.csv`` the figure can write.
     """
 
@@ -45,15 +54,19 @@ class Figure:
     extra_suffixes: tuple[str, ...] = ()
 
     def __post_init__(self):
-        missing = [p for p in PROFILES if p not in self.profiles]
+        missing = [p for p in REQUIRED_PROFILES if p not in self.profiles]
         if missing:
             raise ValueError(f"figure {self.name!r} lacks the profiles {missing}")
-        frozen = {p: MappingProxyType(dict(v)) for p, v in self.profiles.items()}
+        unknown = sorted(set(self.profiles) - set(PROFILE_NAMES))
+        if unknown:
+            raise ValueError(f"figure {self.name!r}: profiles must be among {PROFILE_NAMES}, got {unknown}")
+        given = {"full": self.profiles["quick"], **self.profiles}
+        frozen = {p: MappingProxyType(dict(given[p])) for p in PROFILE_NAMES}
         object.__setattr__(self, "profiles", MappingProxyType(frozen))
         object.__setattr__(self, "sources", tuple(self.sources))
 
     def make(self, profile, backend=None, progress=None):
-        """Build the figure at a profile's parameters (``"quick"`` / ``"paper"``); a ``FigureOutput``."""
+        """Build the figure at a profile's parameters (``"quick"`` / ``"full"`` / ``"paper"``); a ``FigureOutput``."""
         params = dict(self.profiles[profile])
         if self.simulates:
             params.update(backend=backend, progress=progress)
@@ -71,23 +84,23 @@ _FIGURES: dict[str, Figure] = {}
 
 def register(figure: Figure) -> Figure:
     """Add ``figure`` to the registry (ValueError if another figure has its name); returns it."""
-    known = _FIGURES.get(figure.name)
-    if known is not None and known is not figure:
-        raise ValueError(f"a figure named {figure.name!r} is already registered")
-    _FIGURES[figure.name] = figure
-    return figure
+    return _registry.add(_FIGURES, figure.name, figure, "figure")
 
 
-def figures() -> Mapping[str, Figure]:
-    """Every registered figure, sorted by name (imports the catalog on first use)."""
-    from . import catalog  # noqa: F401  (registers the figures)
+def unregister(name: str) -> None:
+    """Remove the figure called ``name`` (one registered for a while, e.g. by a test; ValueError if unknown)."""
+    _registry.remove(_FIGURES, name, "figure")
 
+
+def registered() -> Mapping[str, Figure]:
+    """The figures registered so far, sorted by name (the complete set: ``figures.catalog.figures()``)."""
     return MappingProxyType(dict(sorted(_FIGURES.items())))
 
 
-def get_figure(name: str) -> Figure:
-    """The figure called ``name``; ValueError listing the known names otherwise."""
-    known = figures()
-    if name not in known:
-        raise ValueError(f"figure must be one of {tuple(known)}, got {name!r}")
-    return known[name]
+def retired_entry_point(name: str) -> int:
+    """What ``python -m transfertheory.figures.NAME`` does now that the figures CLI builds every figure: one line
+    naming the command that replaced it, on stderr, and exit status 2 (a usage error)."""
+    print(f"python -m transfertheory.figures.{name} is retired: build the figure with "
+          f"`python -m transfertheory.figures {name} [--quick | --paper] [--out DIR]`, or call "
+          f"transfertheory.figures.{name}.build(...) for other sizes", file=sys.stderr)
+    return 2

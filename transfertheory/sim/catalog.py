@@ -21,17 +21,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import _registry
 from .. import params as P
 from .._validation import Interval
+from ..theory import merlin as MERLIN
 from ..theory import mtl as MTL
 from ..theory.methods import METHODS as METHOD_RECORDS
 from ..theory.methods import get_method
 from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
 from .convergence import convergence_columns
 from .integrator import SCHEMES
+from .quadratic.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
 from .records import Experiment, Field
 
-__all__ = ["experiments", "get_experiment"]
+__all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
 
 
 def _positive(name, description=""):
@@ -80,11 +83,11 @@ def _faf_relu(p, seed, backend):
     return run_transfer_experiment(p["d"], p["m"], p["m_star"], [p["mu"]], p["ns"], teachers=p["teachers"],
                                    instances=p["instances"], methods=p["methods"], seed=seed, output=p["output"],
                                    max_time=p["max_time"], pretrain_max_time=p["pretrain_max_time"],
-                                   loss_tol=p["loss_tol"], backend=backend)
+                                   loss_tol=p["loss_tol"], linear_max_time=p["linear_max_time"], backend=backend)
 
 
 FAF_RELU = Experiment(
-    name="faf_relu", paper="FaF §4", version=1, draws="instances",
+    name="faf_relu", paper="FaF §4", version=2, draws="instances",
     description="two-layer ReLU students transferred from an ablated teacher at one μ, over the sample sizes ns",
     fields=(Field("d", 8, P.D), Field("m", 40, _count("m")), Field("m_star", 8, M_STAR), Field("mu", 0.5, MU),
             Field("ns", (16, 64), P.N, sequence=True), Field("teachers", 1, _count("teachers")),
@@ -93,7 +96,9 @@ FAF_RELU = Experiment(
                   sequence=True),
             Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)), Field("max_time", 1e3, _MAX_TIME),
             Field("pretrain_max_time", 1e3, _positive("pretrain_max_time")),
-            Field("loss_tol", 1e-6, P.Param("loss_tol", Interval(0, np.inf, "left")))),
+            Field("loss_tol", 1e-6, P.LOSS_TOL),
+            Field("linear_max_time", 1e3, _positive("linear_max_time", "flow-time budget of the closed-form "
+                                                    "linear-transfer flow (1e30: run to convergence)"))),
     example=dict(d=4, m=8, m_star=4, mu=0.5, ns=(8,), max_time=20.0, pretrain_max_time=20.0),
     simulate=_faf_relu)
 
@@ -111,16 +116,16 @@ def _merlin(p, seed, backend):
 
 
 MERLIN = Experiment(
-    name="merlin", paper="MeRLin §5", version=1, draws="seeds",
+    name="merlin", paper="MeRLin §5", version=2, draws="seeds",
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
     fields=(Field("d", 12, P.D), Field("m", 2, _count("m")), Field("k", 3, _count("k", 2)), Field("n_t", 8, P.N),
-            Field("lam", 0.1, _positive("lam")), Field("seeds", 8, _count("seeds")),
+            Field("lam", 0.1, _positive("lam")), Field("seeds", 8, P.SEEDS),
             Field("algorithms", ("finetune", "joint", "target_only", "merlin"),
                   choices=("finetune", "finetune_full", "joint", "target_only", "merlin"), sequence=True),
-            Field("alpha", 0.5, P.Param("alpha", Interval(0, 1, "both"))), Field("rho", 1.0, _positive("rho")),
-            Field("ridge", 1e-2, _positive("ridge")), Field("splits", 4, _count("splits")),
-            Field("restarts", 6, _count("restarts")), Field("rtol", 1e-5, _RTOL),
-            Field("gtol", 1e-7, _positive("gtol", "convergence threshold on ‖∇L‖"))),
+            Field("alpha", 0.5, MERLIN.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
+            Field("ridge", MERLIN_RIDGE, _positive("ridge")), Field("splits", MERLIN_SPLITS, _count("splits")),
+            Field("restarts", merlin_restarts(3), _count("restarts")), Field("rtol", 1e-5, _RTOL),
+            Field("gtol", 1e-7, P.GTOL)),
     example=dict(d=4, m=1, k=2, n_t=4, seeds=1, restarts=1, splits=1),
     simulate=_merlin)
 
@@ -158,9 +163,9 @@ TDR = Experiment(
     description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
     fields=(Field("family", "shared-inputs", choices=("shared-inputs", "shared-labels")),
             Field("angle", 1.0, P.THETA.with_range(high=np.pi)), Field("n", 8, P.N), Field("d", 5, P.D),
-            Field("data_seed", 3, P.SEED), Field("width", 1000, _count("width", 2)), Field("seeds", 8, _count("seeds")),
+            Field("data_seed", 3, P.SEED), Field("width", 1000, P.WIDTH.with_range(low=2)), Field("seeds", 8, P.SEEDS),
             Field("kappa", 1.0, _positive("kappa")), Field("scheme", "euler", choices=tuple(SCHEMES)),
-            Field("gtol", 1e-5, _positive("gtol")), Field("max_time", 1e6, _MAX_TIME),
+            Field("gtol", 1e-5, P.GTOL), Field("max_time", 1e6, _MAX_TIME),
             Field("max_steps", 200_000, _count("max_steps"))),
     example=dict(width=100, seeds=2),
     simulate=_tdr)
@@ -182,7 +187,7 @@ def _mtl(p, seed, backend):
 MTL_NETWORKS = Experiment(
     name="mtl", paper="MTL §4 (Lemma 1)", version=1, draws="networks",
     description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
-    fields=(Field("depth", 1, _count("depth")), Field("width", 256, _count("width")),
+    fields=(Field("depth", 1, _count("depth")), Field("width", 256, P.WIDTH),
             Field("networks", 6, _count("networks")), Field("lam_tau", 0.1, MTL.LAM_TAU),
             Field("lam_tau_hat", 0.3, MTL.LAM_TAU), Field("tasks", 4, _count("tasks")), Field("n", 5, P.N),
             Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")), Field("d", 10, P.D),
@@ -217,6 +222,16 @@ FAF_SURFACE = Experiment(
 
 
 _REGISTRY = {e.name: e for e in (FAF_LINEAR, FAF_RELU, MERLIN, TDR, MTL_NETWORKS, FAF_SURFACE)}
+
+
+def register_experiment(experiment: Experiment) -> Experiment:
+    """Add a simulator's record (ValueError if another record has its name); returns it."""
+    return _registry.add(_REGISTRY, experiment.name, experiment, "experiment")
+
+
+def unregister_experiment(name) -> None:
+    """Remove the record called ``name`` (one registered for a while, e.g. by a test)."""
+    _registry.remove(_REGISTRY, name, "experiment")
 
 
 def experiments() -> dict:

@@ -59,8 +59,7 @@ __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "h
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
            "TASK_FAMILIES", "task_pair"]
 
-_WIDTH = P.Param("widths", Interval(2, np.inf, "left"), integer=True)
-_SEEDS = P.Param("seeds", Interval(1, np.inf, "left"), integer=True)
+_WIDTH = P.WIDTH.with_range(low=2)  # a two-layer network of width 1 has no kernel regime
 _KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
 _POSITIVE = Interval(0, np.inf, "neither")
 _ANGLE = P.Param("angle", Interval(-np.inf, np.inf), description="angle between the two tasks (radians, finite)")
@@ -123,7 +122,7 @@ def initial_weights(width, d, seeds, *, kappa=1.0, symmetric=True, seed=0, max_m
     guard's limit (:mod:`transfertheory._memory`); the seeds·m·(d + 1) floats are refused before drawing when they
     exceed it.
     """
-    width, seeds, kappa = _WIDTH.scalar(width, "width"), _SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
+    width, seeds, kappa = _WIDTH.scalar(width, "width"), P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
     d, seed = P.D.scalar(d), root_seed(seed)
     if symmetric and width % 2:
         raise ValueError(f"width must be even with symmetric=True, got {width}")
@@ -459,8 +458,8 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     tuple of :class:`WidthRun`, one per width in the given order.
     """
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
-    widths = [int(m) for m in _WIDTH.sequence(widths)]
-    seeds, kappa, seed = _SEEDS.scalar(seeds), _KAPPA.scalar(kappa), root_seed(seed)
+    widths = [int(m) for m in _WIDTH.sequence(widths, "widths")]
+    seeds, kappa, seed = P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa), root_seed(seed)
     flow = check_settings(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
                           max_steps=max_steps)
     if symmetric and any(m % 2 for m in widths):

@@ -114,6 +114,10 @@ def _local(tasks, workers):
         futures = {pool.submit(compute_point, t): t for t in tasks}
         for future in concurrent.futures.as_completed(futures):
             yield _outcome(future, futures[future])
+    except BaseException:  # Ctrl-C or an abandoned run: stop the workers now, not after their running points
+        for process in list((pool._processes or {}).values()):
+            process.terminate()
+        raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 

@@ -40,11 +40,11 @@ NAMED_SWEEPS = {
                       paper=_FAF_PAPER)),
     "faf_fig4": dict(
         experiment="faf_relu", description="FaF Fig. 4: ReLU students from ablated teachers, per μ over n",
-        fixed=dict(methods=["scratch", "linear", "linear_minnorm"]),
+        fixed=dict(methods=["scratch", "linear", "linear_minnorm"], linear_max_time=1e30),
         profiles=dict(
-            quick=dict(draws=3, fixed=dict(d=8, m=40, m_star=8, ns=[16, 32, 64, 128, 256], teachers=3,
-                                           max_time=300.0, pretrain_max_time=300.0),
-                       axes=dict(mu=[0.25, 0.5, 0.75])),
+            quick=dict(draws=3, fixed=dict(d=8, m=16, m_star=8, ns=[16, 20, 24, 32, 48, 64, 96, 128, 256],
+                                           teachers=4, max_time=1e3, pretrain_max_time=3e4),
+                       axes=dict(mu=[0.125, 0.25, 0.375])),
             paper=dict(draws=10, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
                                             teachers=10),
                        axes=dict(mu=[0.2, 0.35, 0.5, 0.65, 0.8])))),

@@ -46,7 +46,7 @@ import numpy as np
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval, as_generator, check_broadcast, scalar_or_array
-from ..backend import array_module_of, get_backend
+from ..backend import get_backend
 
 __all__ = [
     "Mixture", "mixture", "sample_source", "sample_target", "exact_moments", "Moments",
@@ -81,7 +81,7 @@ EPS = P.Param("eps", Interval(0, 2.0 / 3.0, "both"), description="target populat
 XI = P.Param("xi", Interval(0, 1, "neither"), description="failure probability ξ of Theorem 2")
 GAMMA_HEAD = P.Param("gamma", Interval(-np.inf, np.inf, "neither"), description="fine-tuned head γ")
 COEF = P.Param("coefficient", Interval(0, np.inf, "left"), description="coefficient of a scale objective")
-MU = P.Param("mu", Interval(-np.inf, np.inf, "neither"), description="scale μ = tr A of the source predictor")
+SOURCE_SCALE = P.Param("mu", Interval(-np.inf, np.inf, "neither"), description="scale μ = tr A of the source predictor")
 FEATURE_NORM = P.Param("feature_norm", Interval(0, np.inf, "left"), description="‖φ̂_t‖ of Lemma 2")
 
 
@@ -185,7 +185,7 @@ def exact_moments(d, k) -> Moments:
 
 
 def _check_network(theta, phi):
-    xp = array_module_of(theta, phi)
+    xp = get_backend(theta, phi)
     theta, phi = xp.asarray(theta, dtype=float), xp.asarray(phi, dtype=float)
     if phi.ndim < 2 or theta.ndim < 1 or theta.shape[-1] != phi.shape[-1]:
         raise ValueError(f"theta must have shape (..., m) and phi shape (..., d, m) with the same m, got "
@@ -294,7 +294,7 @@ def regularized_source_loss(theta, phi, k, lam):
 def scale_objective(mu, penalty, fit):
     """penalty·|μ|^{2/3} + fit·(μ − 1)²: Lemma 4 (penalty = 3λ/2^{2/3}, fit = 2/3) and Lemma 1."""
     check_broadcast(mu=mu, penalty=penalty, fit=fit)
-    mu = MU.check(mu)
+    mu = SOURCE_SCALE.check(mu)
     penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     return scalar_or_array(penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2, mu, penalty, fit)
 

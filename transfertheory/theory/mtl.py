@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import Interval, as_generator
-from ..backend import array_module_of, stacked_eigh, to_host
+from ..backend import get_backend, stacked_eigh, to_host
 from ..params import Param
 from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
 
@@ -151,7 +151,7 @@ def _stack(arrays, name):
     arrays = list(arrays)
     if not arrays:
         raise ValueError(f"{name} must hold at least one array")
-    xp = array_module_of(*arrays)
+    xp = get_backend(*arrays)
     for i, a in enumerate(arrays):
         if getattr(a, "ndim", None) != 2:
             raise ValueError(f"{name}[{i}] must be a 2-D array (n, d), got {np.shape(to_host(a))}")
@@ -172,7 +172,7 @@ def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
 
 def _eigh(a):
     """Eigenvalues (clipped at 0) and eigenvectors of a symmetric PSD matrix or a stack (..., n, n) of them."""
-    xp = array_module_of(a)
+    xp = get_backend(a)
     mu, v = stacked_eigh((a + a.swapaxes(-1, -2)) / 2)
     return xp, xp.maximum(mu, 0.0), v
 
@@ -215,7 +215,7 @@ def _block_diag_map(tk, fn):
     """blockdiag(fn(K(Xᵢ,Xᵢ))) over the training tasks; ``fn`` maps a stack of the blocks at once when the tasks
     have equal sizes."""
     k = tk.block("nngp", "train", "train")
-    xp = array_module_of(k)
+    xp = get_backend(k)
     out = xp.zeros_like(k)
     slices = tk.task_slices()
     if len(set(tk.sizes)) == 1:
@@ -279,7 +279,7 @@ def _solve(a, b, name):
 
 
 def _labels(tk, labels, support_labels):
-    xp = array_module_of(tk.block("nngp", "train", "train"))
+    xp = get_backend(tk.block("nngp", "train", "train"))
     y = xp.concatenate([xp.asarray(a, dtype=float).reshape(a.shape[0], -1) for a in labels])
     y_support = xp.asarray(support_labels, dtype=float).reshape(tk.batch_shape + (tk.n_support, -1))
     if y.shape[0] != tk.n_train or len(labels) != len(tk.sizes) or any(
@@ -323,7 +323,7 @@ def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, l
     cond(Φ_ANIL) ~ e^{2λτ·max λ(Kᵢᵢ)}; it keeps λτ in the computation, so a figure can show that λτ cancels."""
     LAM_TAU.scalar(lam_tau)
     y, y_support = _labels(tk, labels, support_labels)
-    xp = array_module_of(y)
+    xp = get_backend(y)
     g_test = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
                              y_support, lam_tau_hat)
     g_train = y - _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau)) @ y
@@ -334,7 +334,7 @@ def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, l
 def kernel_inverse_gap(tk: TaskKernels) -> float:
     """‖Θ(𝒳,𝒳)⁻¹ − Φ_MTL⁻¹‖_op (MTL Lemma 5, Eq. 73), by symmetric solves."""
     theta = tk.block("ntk", "train", "train")
-    xp = array_module_of(theta)
+    xp = get_backend(theta)
     eye = xp.eye(theta.shape[0])
     gap = _solve(theta, eye, "Theta") - _solve(mtl_kernel(tk), eye, "Phi_MTL")
     return float(xp.linalg.norm((gap + gap.T) / 2, ord=2))
@@ -407,7 +407,7 @@ class FewShotProblem:
             raise ValueError(f"test tasks must have equal sizes to be batched, got support sizes {sorted(n_s)} and "
                              f"query sizes {sorted(n_q)}")
         n_train = sum(x.shape[0] for x in self.tasks)
-        xp = array_module_of(nngp)
+        xp = get_backend(nngp)
         rows = np.stack([self._test_rows(test) for test in range(len(self.support))])
         cols = np.concatenate([np.broadcast_to(np.arange(n_train), (rows.shape[0], n_train)), rows], axis=1)
         rows, cols = xp.asarray(rows[:, :, None]), xp.asarray(cols[:, None, :])

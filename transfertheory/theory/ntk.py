@@ -36,7 +36,7 @@ import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval
-from ..backend import array_module_of, to_host
+from ..backend import get_backend, to_host
 from ..params import Param
 
 __all__ = ["HIDDEN_DEPTH", "W_STD", "B_STD", "relu_kernels", "relu_kernel_diagonal"]
@@ -54,7 +54,7 @@ _BLOCK_ELEMENTS = 2**20
 
 def _inputs(x, name, d=None):
     """``x`` as a finite real 2-D array (n, d) of its own array module; ValueError naming ``name`` otherwise."""
-    xp = array_module_of(x)
+    xp = get_backend(x)
     host = np.asarray(to_host(x))
     if host.dtype.kind not in "iuf" or host.dtype == bool:
         raise ValueError(f"{name} must be a real array of shape (n, d), got dtype {host.dtype}")
@@ -201,7 +201,7 @@ def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
     """
     x, xp = _inputs(X, "X")
     y = x if Y is None else _inputs(Y, "Y", d=x.shape[1])[0]
-    if array_module_of(x, y) is not xp:  # pragma: no cover - get_backend raises first for mixed modules
+    if get_backend(x, y) is not xp:  # pragma: no cover - get_backend raises first for mixed modules
         raise ValueError("X and Y must be arrays of the same array module")
     depth = HIDDEN_DEPTH.scalar(depth)
     w_var, b_var = W_STD.scalar(w_std) ** 2, B_STD.scalar(b_std) ** 2

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
-from ..backend import array_module_of, stacked_eigh, to_host
+from ..backend import get_backend, stacked_eigh, to_host
 
 __all__ = [
     "UNIT_NORM_TOLERANCE",
@@ -63,7 +63,7 @@ _BLOCK_ELEMENTS = 2**22
 
 def _inputs(x, name):
     """``x`` as a 2-D array (n, d) of unit rows; ValueError naming ``name`` otherwise."""
-    xp = array_module_of(x)
+    xp = get_backend(x)
     host = np.asarray(to_host(x)) if xp is not np else np.asarray(x)
     if host.dtype.kind not in "iuf" or host.dtype == bool:
         raise ValueError(f"{name} must be a real array of shape (n, d), got dtype {host.dtype}")
@@ -84,7 +84,7 @@ def _inputs(x, name):
 
 def _labels(y, n, name, inputs_name):
     """``y`` as a 1-D array of n labels in [−1, 1]; ValueError naming ``name`` otherwise."""
-    xp = array_module_of(y)
+    xp = get_backend(y)
     host = np.asarray(to_host(y)) if xp is not np else np.asarray(y)
     if host.dtype.kind not in "iuf" or host.dtype == bool:
         raise ValueError(f"{name} must be a real array of shape (n,), got dtype {host.dtype}")
@@ -109,7 +109,7 @@ def _same_dimension(x, y, x_name, y_name):
 
 def _gram_unchecked(x, y):
     """H∞ between the rows of x and y (unit rows), angle by the atan2 formula, in blocks of rows."""
-    xp = array_module_of(x, y)
+    xp = get_backend(x, y)
     # the blocks and their concatenation, and the eigendecomposition callers take of it (two more)
     check_memory(FLOAT_BYTES * 4 * x.shape[0] * y.shape[0], what="two_layer_gram", xp=xp,
                  params={"len(X)": x.shape[0], "len(Y)": y.shape[0]})
@@ -192,7 +192,7 @@ class GramSolve:
             raise ValueError(f"{name} has a component in the null space of a singular Gram matrix "
                              f"(λ_min = {self.lambda_min:.3g} <= cutoff {self.cutoff:.3g}: duplicated inputs with "
                              "different labels), so no interpolant exists")
-        xp = array_module_of(self.eigenvectors)
+        xp = get_backend(self.eigenvectors)
         scaled = xp.where(kept, coefficients / xp.where(kept, self.eigenvalues, 1.0), 0.0)
         return self.eigenvectors @ scaled
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from transfertheory.figures.gallery import format_value, load_metadata
 from transfertheory.figures.output import THUMBNAIL
-from transfertheory.figures.registry import figures
+from transfertheory.figures.catalog import figures
 
 from .text import heading, rst_escape
 

@@ -35,6 +35,12 @@ class EndToEndLoss(ABC):
     def beta_gradient(self, beta, rows, with_loss=True):
         """∇_βL (b, d) at end-to-end vectors ``beta`` of instances ``rows``; (∇_βL, L) if ``with_loss``."""
 
+    def gradient_of_rows(self, rows):
+        """∇_βL for the instances ``rows`` and their prefixes: a callable ``(beta, with_loss)`` that treats
+        ``beta`` (b, d) as the first b of ``rows`` (the stage kernel sorts its batch once per step and
+        evaluates prefixes of it); returns what :meth:`beta_gradient` returns."""
+        return lambda beta, with_loss: self.beta_gradient(beta, rows[: beta.shape[0]], with_loss)
+
     def residual(self, y, rows):
         """‖∇_βL‖ per instance: vanishes at the minimizers of L(β) but is O(1) at the saddle W = 0,
         where the weight gradient is only O(α^{L−1}) (the integrator's ``residual`` guard)."""
@@ -87,8 +93,21 @@ class LeastSquaresLoss(EndToEndLoss):
 
     def beta_gradient(self, beta, rows, with_loss=True):
         """∇_βL = Σ̂β − ĉ for end-to-end vectors ``beta`` of instances ``rows`` (and L if ``with_loss``)."""
-        xp = self.xp
+        return self._gradient(*self._data_of(rows), beta, with_loss)
+
+    def gradient_of_rows(self, rows):
+        """As :meth:`EndToEndLoss.gradient_of_rows`, with the data of ``rows`` gathered once."""
         gram, c, y2 = self._data_of(rows)
+
+        def gradient(beta, with_loss):
+            b = beta.shape[0]
+            return self._gradient(gram[:b], c[:b], y2[:b], beta, with_loss)
+
+        return gradient
+
+    def _gradient(self, gram, c, y2, beta, with_loss):
+        """∇_βL (and L) from the instances' data (Σ̂, ĉ, ‖y‖²/n), one row each."""
+        xp = self.xp
         # one product per instance: results do not depend on the batch
         Sb = gram * beta if gram.ndim == 2 else matvec(gram, beta)
         g = Sb - c

@@ -1,7 +1,7 @@
 r"""Factored RKC stage kernel for losses of the end-to-end vector (rank-one layer gradients).
 
 Every stage of an RKC2 step is Y_k = Y₀ + hΣ_{m<k} A_k[m]F(Y_m)
-(:func:`~transfertheory.sim.integrator.rkc_butcher_rows`), and every matrix
+(:func:`~transfertheory.sim.integrator.rkc_butcher_matrix`), and every matrix
 layer's gradient is rank one, ∇_{W_l}L = a_l r_lᵀ (FaF Eq. 39). So a stage's
 weights are W_l⁰ + Σ_m c_m a_{l,m}r_{l,m}ᵀ (c = −hA_k): :class:`LowRankStages`
 stores the vectors a, r of each stage instead of d×d gradients and applies a
@@ -17,33 +17,50 @@ import math
 
 import numpy as np
 
-from ..integrator import StepOutcome, StepRequest, rkc_butcher_rows
+from ..integrator import StepOutcome, StepRequest, rkc_butcher_matrix
 from .losses import EndToEndLoss
 from .network import left_vectors, matvec, right_vectors, rmatvec
 
 __all__ = ["LowRankStages"]
 
 
-def _low_rank_apply(left, right, coef, v):
-    """Σ_m coef_m left_m (right_mᵀ v) for factor stacks left, right (b, k, d), coef (b, k), v (b, d)."""
-    proj = coef * (right @ v[:, :, None])[:, :, 0]
-    return (proj[:, None, :] @ left)[:, 0, :]
+def _low_rank_apply(left, right, coef, v, out):
+    """out += Σ_m coef_m left_m (right_mᵀ v) for factor stacks left, right (b, k, d), coef (b, k), v (b, d)."""
+    proj = (right @ v[:, :, None])[:, :, 0]
+    proj *= coef
+    out += (proj[:, None, :] @ left)[:, 0, :]
+    return out
 
 
 class _Factors:
-    """Per-step workspace: the factors of ∇L at every stage, reused across steps.
+    """Per-step workspace, reused across steps: the factors of ∇L at every stage and the stage coefficients.
 
-    ``lefts[l, i, m]`` = a_{l,m} and ``rights[l, i, m]`` = r_{l,m} of matrix
-    layer l at stage m of instance i (sorted order), ``last[i, m]`` = ∇_{W_L}L.
+    ``lefts[l, i, m]`` = a_{l,m} and ``rights[l, i, m]`` = r_{l,m} of matrix layer l at stage m of instance i
+    (sorted order); ``last[i, 0]`` = W_L at the start of the step and ``last[i, m + 1]`` = ∇_{W_L}L at stage
+    m, so that W_L at stage k is the single product ``coef[i, k, :k + 1] @ last[i, :k + 1]``; ``coef[i, k]``
+    (host) = (1, −hA_k[0], …, −hA_k[k − 1]) with the Butcher row A_k of the instance's own stage count.
     """
 
     def __init__(self, xp, n_layers, b, S, d, dtype):
         self.lefts = xp.empty((n_layers, b, S, d), dtype=dtype)
         self.rights = xp.empty((n_layers, b, S, d), dtype=dtype)
-        self.last = xp.empty((b, S, d), dtype=dtype)
+        self.last = xp.empty((b, S + 1, d), dtype=dtype)
+        self.coef = np.empty((b, S, S + 1))
 
     def fits(self, b, S, dtype) -> bool:
-        return self.last.shape[0] >= b and self.last.shape[1] >= S and self.last.dtype == dtype
+        return self.last.shape[0] >= b and self.lefts.shape[2] >= S and self.last.dtype == dtype
+
+    def coefficients(self, s_sorted, h_sorted):
+        """Fill ``coef`` for a batch sorted by decreasing stage count (one block per run of equal counts)."""
+        b, S = s_sorted.size, int(s_sorted[0]) + 1
+        coef = self.coef[:b, :S, : S + 1]
+        starts = np.flatnonzero(np.diff(s_sorted, prepend=S)) if b else np.empty(0, dtype=int)
+        for start, stop in zip(starts, np.append(starts[1:], b)):
+            s = int(s_sorted[start])
+            np.multiply(rkc_butcher_matrix(s)[None], -h_sorted[start:stop, None, None],
+                        out=coef[start:stop, : s + 1, 1: s + 1])
+        coef[:, :, 0] = 1.0
+        return coef
 
 
 class LowRankStages:
@@ -54,8 +71,8 @@ class LowRankStages:
     at the step's result: the next step's stage 0.
 
     Error norm: the RKC2 estimate est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
-    is a sum of the stored rank-one terms, so its Frobenius norm per layer
-    comes from the (s+1)×(s+1) Gram matrices of the factors; the norm is the
+    of a matrix layer is the step's displacement (formed anyway for W_new) plus
+    two rank-one terms, so its Frobenius norm costs O(d²) at any stage count; the norm is the
     RMS over layers of RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new)))
     (layerwise, invariant under the rotations W_l → Q W_l that leave the model
     unchanged). The new states equal the dense kernel's up to rounding.
@@ -69,7 +86,7 @@ class LowRankStages:
         ws = self._workspace
         if ws is None or not ws.fits(b, S, dtype):
             size_b = max(b, 0 if ws is None else ws.last.shape[0])
-            size_s = max(S, 0 if ws is None else ws.last.shape[1])
+            size_s = max(S, 0 if ws is None else ws.lefts.shape[2])
             ws = self._workspace = _Factors(self.xp, self.arch.depth - 1, size_b, size_s, self.arch.d, dtype)
         return ws
 
@@ -137,15 +154,20 @@ class _LowRankStep:
 
     def __init__(self, kernel: LowRankStages, step: StepRequest):
         xp, arch, y = kernel.xp, kernel.arch, step.y
-        self.xp, self.arch, self.loss, self.step = xp, arch, kernel.loss, step
+        self.xp, self.arch, self.step = xp, arch, step
         self.b, self.nl, self.d = y.shape[0], arch.depth - 1, arch.d
         order = step.order
-        self.s_sorted, self.rows_sorted = step.stages[order], step.rows[order]
-        self.f = kernel._factors(self.b, int(self.s_sorted[0]) + 1, y.dtype)
+        s_sorted = step.stages[order]
+        self.f = kernel._factors(self.b, int(s_sorted[0]) + 1, y.dtype)
+        self.coef = xp.asarray(self.f.coefficients(s_sorted, step.h[order]), dtype=y.dtype)
+        self.beta_gradient = kernel.loss.gradient_of_rows(step.rows[order])
+        # a batch already in order (e.g. every instance with the same stage count) is used as it is
+        self.in_order = bool(np.array_equal(order, np.arange(order.size)))
         self.dev_order = xp.asarray(order)
-        self.mats0, self.last0 = arch.layers(y[self.dev_order])
+        self.mats0, last0 = arch.layers(y if self.in_order else y[self.dev_order])
+        self.f.last[: self.b, 0] = last0
         self.h = xp.asarray(step.h[order], dtype=y.dtype)
-        self.counts = np.append(np.bincount(self.s_sorted)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
+        self.counts = np.append(np.bincount(s_sorted)[::-1].cumsum()[::-1], 0)  # counts[k] = #(s ≥ k)
         # per instance, in sorted order: the new state, ‖est‖² and ‖W_new‖² per layer (matrix layers, then
         # W_L), ‖∇L(y_new)‖², the loss and the factors of ∇L(y_new) that the next step starts from
         b, nl, d = self.b, self.nl, self.d
@@ -153,80 +175,99 @@ class _LowRankStep:
         self.est2, self.size2 = xp.empty((nl + 1, b), dtype=y.dtype), xp.empty((nl + 1, b), dtype=y.dtype)
         self.gn2, self.loss_sorted = xp.zeros(b, dtype=y.dtype), xp.empty(b, dtype=y.dtype)
         self.carry = xp.empty((b, 2 * nl + 1, d), dtype=y.dtype)
+        self.beta = xp.empty((b, d), dtype=y.dtype)
 
     def run(self) -> StepOutcome:
-        step, f, nl, b = self.step, self.f, self.nl, self.b
+        step, f, nl, b, counts = self.step, self.f, self.nl, self.b, self.counts
         evals = 0
         if step.carried is None:  # stage 0: the factors of ∇L(y) carried from the step that produced y
-            self.evaluate(0, b, None, False)
+            self.evaluate(0, b, False)
             evals += b
         else:
-            carried = step.carried[self.dev_order]
+            carried = step.carried if self.in_order else step.carried[self.dev_order]
             f.lefts[:, :b, 0] = carried[:, :nl].transpose(1, 0, 2)
             f.rights[:, :b, 0] = carried[:, nl: 2 * nl].transpose(1, 0, 2)
-            f.last[:b, 0] = carried[:, 2 * nl]
-        for k, A_k in rkc_butcher_rows(step.coefficients, self.s_sorted):
-            kb = A_k.shape[0]
-            c = -self.h[:kb, None] * self.xp.asarray(A_k, dtype=step.y.dtype)
-            fin = slice(int(self.counts[k + 1]), kb)
+            f.last[:b, 1] = carried[:, 2 * nl]
+        for k in range(1, counts.size - 1):
+            kb, done = int(counts[k]), int(counts[k + 1])
             # stage gradients, and ∇L(y_new) with the loss for the instances finishing at k
-            loss_k = self.evaluate(k, kb, c, fin.start < fin.stop)
+            loss_k = self.evaluate(k, kb, done < kb)
             evals += kb
-            if fin.start < fin.stop:
-                self.loss_sorted[fin] = loss_k[fin]
-                self.complete(k, fin, c[fin])
-        inverse = self.xp.asarray(np.argsort(step.order))
-        return StepOutcome(self.y_sorted[inverse], self.carry[inverse], evals, self.error_norm()[inverse],
-                           self.loss_sorted[inverse], self.xp.sqrt(self.gn2)[inverse])
+            if done < kb:
+                self.loss_sorted[done:kb] = loss_k[done:]
+                self.complete(k, slice(done, kb))
+        outcome = (self.y_sorted, self.carry, self.error_norm(), self.loss_sorted, self.xp.sqrt(self.gn2))
+        if not self.in_order:
+            inverse = self.xp.asarray(np.argsort(step.order))
+            outcome = tuple(a[inverse] for a in outcome)
+        y_new, carry, error, loss, grad_norm = outcome
+        return StepOutcome(y_new, carry, evals, error, loss, grad_norm)
 
-    def evaluate(self, k, kb, c, with_loss):
-        """Store the factors of ∇L at stage Y_k of the first kb instances (c = −hA_k, or None at k = 0);
-        returns their losses if ``with_loss``."""
-        f, mats0 = self.f, self.mats0
-        r = self.last0[:kb] if c is None else self.last0[:kb] + (c[:, None, :] @ f.last[:kb, :k])[:, 0, :]
-        for l in reversed(range(self.nl)):  # right chain r_l = W_{l+1}⋯W_L, then β
-            left, right = f.lefts[l, :kb, :k], f.rights[l, :kb, :k]
-            f.rights[l, :kb, k] = r
-            v = matvec(mats0[l][:kb], r)
-            r = v if c is None else v + _low_rank_apply(left, right, c, r)
-        a = self.loss.beta_gradient(r, self.rows_sorted[:kb], with_loss=with_loss)
+    def evaluate(self, k, kb, with_loss):
+        """Store the factors of ∇L at stage Y_k of the first kb instances; returns their losses if
+        ``with_loss``. Each matrix layer costs one matrix–vector product with W_l⁰ each way, plus
+        O(k·d) for the stage factors; every product writes straight into the factor stacks."""
+        xp, f, mats0, nl = self.xp, self.f, self.mats0, self.nl
+        coef = self.coef[:kb, k, : k + 1]
+        c = coef[:, 1:]
+        r = f.rights[nl - 1, :kb, k]
+        xp.matmul(coef[:, None, :], f.last[:kb, : k + 1], out=r[:, None, :])  # W_L at stage k
+        for l in reversed(range(nl)):  # right chain r_{l-1} = W_l r_l, ending at β
+            out = f.rights[l - 1, :kb, k] if l else self.beta[:kb]
+            xp.matmul(mats0[l][:kb], r[:, :, None], out=out[:, :, None])
+            if k:
+                _low_rank_apply(f.lefts[l, :kb, :k], f.rights[l, :kb, :k], c, r, out)
+            r = out
+        a = self.beta_gradient(r, with_loss)
         a, loss = a if with_loss else (a, None)
-        for l in range(self.nl):  # left chain a_{l+1} = W_lᵀa_l
-            left, right = f.lefts[l, :kb, :k], f.rights[l, :kb, :k]
-            f.lefts[l, :kb, k] = a
-            v = rmatvec(mats0[l][:kb], a)
-            a = v if c is None else v + _low_rank_apply(right, left, c, a)
-        f.last[:kb, k] = a
+        f.lefts[0, :kb, k] = a
+        a = f.lefts[0, :kb, k]
+        for l in range(nl):  # left chain a_{l+1} = W_lᵀa_l, ending at ∇_{W_L}L
+            out = f.lefts[l + 1, :kb, k] if l + 1 < nl else f.last[:kb, k + 1]
+            xp.matmul(a[:, None, :], mats0[l][:kb], out=out[:, None, :])
+            if k:
+                _low_rank_apply(f.rights[l, :kb, :k], f.lefts[l, :kb, :k], c, a, out)
+            a = out
         return loss
 
-    def complete(self, k, fin, c):
+    def complete(self, k, fin):
         """Form Y_k and the ingredients of its error estimate for the instances ``fin`` whose last stage is k."""
         xp, f, nl, d2 = self.xp, self.f, self.nl, self.d**2
+        coef = self.coef[fin, k, : k + 1]
+        c = coef[:, 1:]
         e = xp.concatenate([-0.8 * c, xp.zeros_like(c[:, :1])], axis=1)  # est = Σ_{m ≤ k} e_m ∇L(Y_m)
         e[:, [0, k]] -= 0.4 * self.h[fin, None]
+        ends = [0, k]  # the gradients at y (stage 0) and at y_new (stage k)
         for l in range(nl):
             left, right = f.lefts[l, fin, : k + 1], f.rights[l, fin, : k + 1]
-            W_new = (left[:, :k] * c[:, :, None]).transpose(0, 2, 1) @ right[:, :k]
+            # W_new − W⁰ = Σ_m c_m a_m r_mᵀ, written into the new state (a contiguous left operand keeps the
+            # product in BLAS: NumPy's matmul loops in Python-free C, but without BLAS, on a transposed one)
+            W_new = self.y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, self.d, self.d)
+            xp.matmul(xp.ascontiguousarray((left[:, :k] * c[:, :, None]).transpose(0, 2, 1)), right[:, :k], out=W_new)
+            # est_l = 0.8(W⁰ − W_new) − 0.4h(a₀r₀ᵀ + a_k r_kᵀ): O(d²) per instance, at any stage count
+            ends_left = xp.ascontiguousarray((left[:, ends] * (-0.4 * self.h[fin])[:, None, None]).transpose(0, 2, 1))
+            est = ends_left @ right[:, ends]
+            est -= 0.8 * W_new
+            self.est2[l, fin] = xp.einsum("bij,bij->b", est, est)
             W_new += self.mats0[l][fin]
-            self.y_sorted[fin, l * d2:(l + 1) * d2] = W_new.reshape(-1, d2)
-            gram = (left @ left.transpose(0, 2, 1)) * (right @ right.transpose(0, 2, 1))
-            self.est2[l, fin] = xp.einsum("bm,bmp,bp->b", e, gram, e)
             self.size2[l, fin] = xp.einsum("bij,bij->b", W_new, W_new)
-            self.gn2[fin] += gram[:, k, k]
+            self.gn2[fin] += xp.sum(left[:, k] ** 2, axis=1) * xp.sum(right[:, k] ** 2, axis=1)
         w_new = self.y_sorted[fin, nl * d2:]
-        xp.add(self.last0[fin], (c[:, None, :] @ f.last[fin, :k])[:, 0, :], out=w_new)
-        est = (e[:, None, :] @ f.last[fin, : k + 1])[:, 0, :]
+        w_new[...] = (coef[:, None, :] @ f.last[fin, : k + 1])[:, 0, :]
+        est = (e[:, None, :] @ f.last[fin, 1: k + 2])[:, 0, :]
         self.est2[nl, fin], self.size2[nl, fin] = xp.sum(est * est, axis=1), xp.sum(w_new * w_new, axis=1)
-        self.gn2[fin] += xp.sum(f.last[fin, k] ** 2, axis=1)
+        self.gn2[fin] += xp.sum(f.last[fin, k + 1] ** 2, axis=1)
         self.carry[fin, :nl] = f.lefts[:, fin, k].transpose(1, 0, 2)
         self.carry[fin, nl: 2 * nl] = f.rights[:, fin, k].transpose(1, 0, 2)
-        self.carry[fin, 2 * nl] = f.last[fin, k]
+        self.carry[fin, 2 * nl] = f.last[fin, k + 1]
 
     def error_norm(self):
         """Layerwise RMS error norm: RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new))), RMS over layers."""
-        xp, nl, d = self.xp, self.nl, self.d
+        xp, nl, d, b = self.xp, self.nl, self.d, self.b
         sizes = xp.asarray([d**2] * nl + [d], dtype=self.y_sorted.dtype)[:, None]
-        size0 = xp.stack([xp.einsum("bij,bij->b", W, W) for W in self.mats0] + [xp.sum(self.last0 * self.last0, axis=1)])
-        scale = self.step.atol[self.dev_order][None, :] + self.step.rtol * xp.sqrt(xp.maximum(size0, self.size2) / sizes)
+        last0 = self.f.last[:b, 0]
+        size0 = xp.stack([xp.einsum("bij,bij->b", W, W) for W in self.mats0] + [xp.sum(last0 * last0, axis=1)])
+        atol = self.step.atol if self.in_order else self.step.atol[self.dev_order]
+        scale = atol[None, :] + self.step.rtol * xp.sqrt(xp.maximum(size0, self.size2) / sizes)
         total = xp.sqrt(xp.mean(xp.maximum(self.est2, 0.0) / sizes / scale**2, axis=0))
         return xp.where(xp.isfinite(total), total, xp.inf)

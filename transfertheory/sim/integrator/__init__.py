@@ -23,7 +23,7 @@ from .kernels import (
     row_norms,
 )
 from .ragged import BlockwiseStages, RaggedBatch
-from .rkc import rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
+from .rkc import rkc_butcher_matrix, rkc_coefficients, rkc_stability_bound, tables
 
 __all__ = [
     "FlowResult",
@@ -44,6 +44,6 @@ __all__ = [
     "BlockwiseStages",
     "rkc_coefficients",
     "rkc_stability_bound",
-    "rkc_butcher_rows",
+    "rkc_butcher_matrix",
     "tables",
 ]

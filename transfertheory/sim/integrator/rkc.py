@@ -7,8 +7,8 @@ one on a real interval [−β(s), 0] of length ∝ s², so a stiff gradient flow
 needs only ~√κ gradient evaluations. This module holds the pure functions of
 s: the recursion coefficients (:func:`rkc_coefficients`), β(s)
 (:func:`rkc_stability_bound`), the stage-count rule and the coefficient table
-shared by all integrations (:class:`RKCTables`), and the Butcher rows of a
-batch (:func:`rkc_butcher_rows`) that factored stage kernels use.
+shared by all integrations (:class:`RKCTables`), and the Butcher rows of one
+stage count (:func:`rkc_butcher_matrix`) that factored stage kernels use.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["EPS_DAMPING", "rkc_coefficients", "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_rows"]
+__all__ = ["EPS_DAMPING", "rkc_coefficients", "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_matrix"]
 
 # RKC damping ε (w₀ = 1 + ε/s²). Sommeijer et al. use ε = 2/13 (β(s) ≈ 0.653s², |P_s| ≤ 0.95 on the
 # stiff part of the interval), tuned for transients. A gradient flow is integrated to its steady state:
@@ -110,32 +110,24 @@ def tables(max_stages: int) -> RKCTables:
     return RKCTables(max_stages)
 
 
-def rkc_butcher_rows(coef, s_row):
-    r"""Stage rows of the RKC2 Butcher tableau for a batch, one stage at a time.
+@functools.lru_cache(maxsize=None)
+def rkc_butcher_matrix(s: int) -> np.ndarray:
+    r"""Stage rows of the s-stage RKC2 Butcher tableau: a read-only host array A of shape (s + 1, s).
 
     The recursion of :func:`~transfertheory.sim.integrator.dense_stages` is
-    affine in the stage gradients, so Y_k = Y₀ + h Σ_{m<k} A_k[m] F(Y_m) with
-    A₁ = μ̃₁e₀ and A_k = μ_k A_{k−1} + ν_k A_{k−2} + μ̃_k e_{k−1} + γ̃_k e₀, each
-    instance with the coefficients of its own stage count. ``s_row`` must be
-    sorted in decreasing order; yields ``(k, A_k)`` for k = 1 … max s, A_k a
-    host array (#(s ≥ k), k): one row per instance still in stage k (a prefix
-    of the batch). A kernel that stores the F(Y_m) in factored form evaluates
-    any stage from these rows; the entries stay O(1) (Chebyshev recursion
-    with w₀ ≈ 1).
+    affine in the stage gradients, so Y_k = Y₀ + h Σ_{m<k} A[k, m] F(Y_m) with
+    A[1] = μ̃₁e₀ and A[k] = μ_k A[k−1] + ν_k A[k−2] + μ̃_k e_{k−1} + γ̃_k e₀
+    (row 0 is zero, A[k, m] = 0 for m ≥ k). A kernel that stores the F(Y_m) in
+    factored form evaluates any stage from these rows; the entries stay O(1)
+    (Chebyshev recursion with w₀ ≈ 1). Computed once per s and kept.
     """
-    mu, nu, mu_t, gam_t = coef
-    if np.any(np.diff(s_row) > 0):
-        raise ValueError("s_row must be sorted in decreasing order")
-    active = np.searchsorted(-s_row, -np.arange(int(s_row[0]) + 1), side="right")  # active[k] = #(s ≥ k)
-    prev2, prev1 = np.zeros((s_row.size, 0)), mu_t[s_row, 1][:, None]
-    yield 1, prev1
-    for k in range(2, int(s_row[0]) + 1):
-        kb = active[k]
-        s = s_row[:kb]
-        cur = np.zeros((kb, k))
-        cur[:, : k - 1] = mu[s, k][:, None] * prev1[:kb]
-        cur[:, : k - 2] += nu[s, k][:, None] * prev2[:kb]
-        cur[:, k - 1] += mu_t[s, k]
-        cur[:, 0] += gam_t[s, k]
-        prev2, prev1 = prev1, cur
-        yield k, cur
+    mu, nu, mu_t, gam_t = rkc_coefficients(s)
+    A = np.zeros((s + 1, s))
+    A[1, 0] = mu_t[1]
+    for k in range(2, s + 1):
+        A[k, : k - 1] = mu[k] * A[k - 1, : k - 1]
+        A[k, : k - 2] += nu[k] * A[k - 2, : k - 2]
+        A[k, k - 1] += mu_t[k]
+        A[k, 0] += gam_t[k]
+    A.flags.writeable = False
+    return A

@@ -25,13 +25,12 @@ import numpy as np
 from ..._memory import FLOAT_BYTES, check_memory
 from ..._validation import Interval, as_generator
 from ...backend import get_backend
-from ...params import Param
+from ...params import D, WIDTH, Param
 from ...theory.mtl import ReluNetwork
 
 __all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
            "empirical_kernels", "random_network_kernels"]
 
-WIDTH = Param("width", Interval(1, np.inf, "left"), integer=True, description="hidden width h of the finite network")
 NETWORKS = Param("networks", Interval(1, np.inf, "left"), integer=True, description="random networks per width")
 
 
@@ -45,7 +44,7 @@ class NetworkShape:
     network: ReluNetwork
 
     def __post_init__(self):
-        Param("d", Interval(1, np.inf, "left"), integer=True).scalar(self.d)
+        D.scalar(self.d)
         WIDTH.scalar(self.width)
         if self.network.depth < 1:
             raise ValueError(f"depth must be >= 1 for a finite-width network, got {self.network.depth}")

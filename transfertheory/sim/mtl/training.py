@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import check_memory, guarded_entry_point
-from ..._validation import Interval, as_generator
+from ..._validation import as_generator
 from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
-from ...params import Param
+from ...params import GTOL
 from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
 from ..integrator import dense_stages, flow_state_bytes, integrate_gradient_flow
 from .network import NetworkShape, backpropagate, body_gram, forward, outputs
@@ -42,7 +42,6 @@ __all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "ada
 
 METHODS = ("mtl", "anil")
 TEST_HEADS = ("initial", "trained", "fresh")
-_GTOL = Param("gtol", Interval(0, np.inf, "neither"))
 
 
 def _single_output(labels, sizes, name):
@@ -215,7 +214,7 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
     objective = _Objective(method, shape, data, lam_tau, offset)
     heads = xp.concatenate([head0] * objective.n_heads, axis=1)
     state = xp.concatenate([body0, heads], axis=1)
-    gtol = 1e-5 * float(np.linalg.norm(np.vstack(labels))) if gtol is None else _GTOL.scalar(gtol)
+    gtol = 1e-5 * float(np.linalg.norm(np.vstack(labels))) if gtol is None else GTOL.scalar(gtol)
     kernel = dense_stages(objective)
     kernel.spectral_radius = objective.spectral_radius
     atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5

@@ -22,11 +22,24 @@ from ..._memory import guarded_entry_point
 from ..._validation import as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
-from .losses import features, ridge_head, split_orders
+from .losses import features, ridge_head, seed_split_orders, split_orders
 from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full", "target_only",
-           "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage"]
+           "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage",
+           "MERLIN_RIDGE", "MERLIN_SPLITS", "merlin_restarts"]
+
+#: MeRLin's settings, the defaults of :func:`merlin_problem` and :func:`.experiment.run_comparison`, used by the
+#: figure and the claims: inner ridge λ_h and the number of validation splits S (docs/merlin.md, "What the success
+#: frequency depends on")
+MERLIN_RIDGE = 1e-2
+MERLIN_SPLITS = 10
+
+
+def merlin_restarts(k):
+    """Restarts per seed of MeRLin's studies: 3k (a restart reaches e₁ with probability ≈ 1/k)."""
+    return 3 * k
+
 
 #: two restarts reach the same minimum when their objectives differ by at most this (flows stop at ‖∇‖ ≤ 1e-7)
 OBJECTIVE_TOL = 1e-6
@@ -125,12 +138,27 @@ class Problem:
 
 
 def solve(problems, **flow) -> list:
-    """Train problems of one algorithm (same terms and settings; their target sets may differ in size) in one
-    integrator call, and keep one restart per seed of each: an :class:`Outcome` per problem, in order.
+    """Train problems of one algorithm (same terms and settings; their target sets may differ in size) and keep
+    one restart per seed of each: an :class:`Outcome` per problem, in order.
 
-    The integrator's arithmetic is per instance, so each problem's flows are those it would have alone;
-    one call of many instances pays the per-step overheads once (docs/merlin.md, "Cost").
+    Problems with the same number of validation splits are trained in one integrator call (MeRLin's split count
+    depends on n_t, :func:`.losses.seed_split_orders`). The integrator's arithmetic is per instance, so each
+    problem's flows are those it would have alone; one call of many instances pays the per-step overheads once
+    (docs/merlin.md, "Cost").
     """
+    groups = {}
+    for index, problem in enumerate(problems):
+        splits = problem.objective.splits
+        groups.setdefault(None if splits is None else splits.shape[1], []).append(index)
+    outcomes = [None] * len(problems)
+    for indices in groups.values():
+        for index, outcome in zip(indices, _solve_together([problems[i] for i in indices], **flow)):
+            outcomes[index] = outcome
+    return outcomes
+
+
+def _solve_together(problems, **flow) -> list:
+    """:func:`solve` for problems whose objectives stack (:func:`.training.stack_objectives`): one integrator call."""
     objective = stack_objectives([p.objective for p in problems])
     xp = get_backend(*problems[0].start.values())
     start = {name: xp.concatenate([q.start[name] for q in problems]) for name in problems[0].start}
@@ -190,9 +218,12 @@ def random_splits(X, y, splits, rng):
     return Xs[:, :, :n_tr], ys[:, :, :n_tr], Xs[:, :, n_tr:], ys[:, :, n_tr:]
 
 
-def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_scale=0.5) -> Problem:
-    """MeRLin (Eq. 70, Algorithm 2): L_Ds + λ(‖θ_s‖² + ‖φ‖²_F) + ρ·(1/S)Σ_s L_val,s with the ridge inner head,
-    S splits drawn afresh for every restart; R restarts per seed. The reported head is the ridge head
+def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, splits=MERLIN_SPLITS,
+                   init_scale=0.5) -> Problem:
+    """MeRLin (Eq. 70, Algorithm 2): L_Ds + λ(‖θ_s‖² + ‖φ‖²_F) + ρ·(1/S)Σ_s L_val,s with the ridge inner head;
+    R restarts per seed. The splits (:func:`.losses.seed_split_orders`: all balanced splits when there are at
+    most S, else S random ones) are drawn once per seed and shared by its restarts, so that every restart
+    minimizes the same objective and the restart kept is the best on it. The reported head is the ridge head
     (same λ_h = ``ridge``) fit on all n_t target samples."""
     seeds, n, d = X.shape
     if n < 2:
@@ -200,7 +231,7 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4
     rng = as_generator(rng)  # one stream for the splits and the start
     Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge, X=Xr, y=yr,
-                          splits=split_orders(seeds * restarts, n, splits, rng))
+                          splits=np.repeat(seed_split_orders(seeds, n, splits, rng), restarts, axis=0))
     start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
 
     def head_of(params, keep):
@@ -209,7 +240,8 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4
     return Problem(objective, start, seeds, restarts, head_of)
 
 
-def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=1e-3, splits=4, init_scale=0.5, **flow) -> Outcome:
+def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, splits=MERLIN_SPLITS, init_scale=0.5,
+           **flow) -> Outcome:
     """:func:`merlin_problem`, trained."""
     return solve([merlin_problem(X, y, k, lam, m, restarts, rng, rho, ridge, splits, init_scale)], **flow)[0]
 

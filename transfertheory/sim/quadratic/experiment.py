@@ -70,7 +70,8 @@ def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, spl
     return dict(d=d, m=m, k=k, n_targets=n_targets, seeds=seeds, lam=M.LAM_POS.scalar(lam),
                 alpha=M.ALPHA_JOINT.scalar(alpha), rho=P.Param("rho", _POSITIVE).scalar(rho),
                 ridge=P.Param("ridge", _POSITIVE).scalar(ridge), splits=_SPLITS.scalar(splits),
-                restarts=_RESTARTS.scalar(restarts), init_scale=INIT_SCALE.scalar(init_scale), seed=root_seed(seed))
+                restarts=A.merlin_restarts(k) if restarts is None else _RESTARTS.scalar(restarts),
+                init_scale=INIT_SCALE.scalar(init_scale), seed=root_seed(seed))
 
 
 #: algorithms whose objective holds the exact source loss, O(d²) per instance (MeRLin Lemma 4's A = φ diag(θ) φᵀ)
@@ -98,9 +99,9 @@ def _memory_estimate(s: dict, algorithms) -> float:
 
 
 @guarded_entry_point
-def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0, ridge=1e-2,
-                   splits=4, restarts=6, init_scale=0.5, seed=0, backend=None, max_memory=None,
-                   **flow) -> pd.DataFrame:
+def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0,
+                   ridge=A.MERLIN_RIDGE, splits=A.MERLIN_SPLITS, restarts=None, init_scale=0.5, seed=0, backend=None,
+                   max_memory=None, **flow) -> pd.DataFrame:
     """Train every algorithm for every seed and n_t ∈ ``n_targets``; one row per (algorithm, n_t, seed).
 
     Columns: ``algorithm, n_t, seed``; ``target_loss`` (exact target population loss of the predictor);
@@ -110,8 +111,10 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     coordinate above 1 %); ``restarts_needed, restarts_at_best`` (see :mod:`.algorithms`); the convergence
     columns ``converged, status, t_final, steps, grad_norm`` of the kept flow (for the fine-tuning rows:
     ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
-    ``df.attrs`` holds the settings and the pre-training report (``pretrain``: per seed objective, top
-    coordinate, restarts needed, status).
+    ``ridge`` (MeRLin's inner λ_h), ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings
+    (:data:`.algorithms.MERLIN_RIDGE`, :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`),
+    those of the figure and the claims. ``df.attrs`` holds the settings and the pre-training report
+    (``pretrain``: per seed objective, top coordinate, restarts needed, status).
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
     run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)

@@ -19,6 +19,8 @@ instance: seed, restart) and runs on the array module of its inputs.
 """
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -27,7 +29,7 @@ import numpy as np
 from ...backend import get_backend
 
 __all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
-           "split_orders", "pad_orders"]
+           "split_orders", "balanced_split_orders", "seed_split_orders", "pad_orders"]
 
 
 def features(X, phi):
@@ -215,3 +217,22 @@ def pad_orders(orders, size):
 def split_orders(batch, n, splits, rng):
     """(batch, S, n) random permutations of n samples (S per instance, drawn on the host from ``rng``)."""
     return np.argsort(rng.random((batch, splits, n)), axis=-1)
+
+
+def balanced_split_orders(n):
+    """(C(n, ⌊n/2⌋), n): every train/validation split of n samples with n_tr = ⌊n/2⌋, once each, as orders
+    (training half first, in increasing sample order)."""
+    return np.array([list(train) + [i for i in range(n) if i not in train]
+                     for train in itertools.combinations(range(n), n // 2)])
+
+
+def seed_split_orders(seeds, n, splits, rng):
+    """(seeds, S', n): the splits of each seed's target set that MeRLin's validation term averages over.
+
+    When there are at most ``splits`` balanced splits (C(n, ⌊n/2⌋) ≤ S) all of them, S' = C(n, ⌊n/2⌋): the
+    average is then the expectation over random splits of MeRLin Eq. 70, exactly. Otherwise S' = S random splits
+    per seed (:func:`split_orders`), a Monte Carlo estimate of it. The caller shares them among a seed's restarts.
+    """
+    if math.comb(n, n // 2) <= splits:
+        return np.broadcast_to(balanced_split_orders(n), (seeds, math.comb(n, n // 2), n)).copy()
+    return split_orders(seeds, n, splits, rng)

@@ -8,7 +8,7 @@ of the target teacher are drawn and shared by every μ and method (paired compar
 * ``scratch`` — gradient flow from FaF's initialization (does not depend on μ: one flow per
   (n, teacher, instance), its row repeated for every μ so that each (μ, n, teacher, instance) has its pair);
 * ``linear`` — the pretrained student's output weights trained by gradient flow on the n samples, exactly
-  (:func:`.target_training.linear_transfer_flow`, FaF's stopping rule);
+  (:func:`.target_training.linear_transfer_flow`; FaF's stopping rule on the loss above its least-squares minimum);
 * ``linear_minnorm`` — kernel interpolation with the pretrained features (minimum-norm least squares,
   :func:`.target_training.linear_transfer`, the t → ∞ limit from c = 0; the object of FaF Eq. 21);
 * ``finetune`` — gradient flow of all weights from the pretrained student (optional).
@@ -81,6 +81,7 @@ class _Plan:
     output: str
     target_flow: dict
     pretrain_flow: dict
+    linear_max_time: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +109,7 @@ def _values(param: P.Param, value, name) -> tuple:
 
 
 def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time, rtol,
-          loss_tol) -> _Plan:
+          loss_tol, linear_max_time=None) -> _Plan:
     """Validate the arguments (ValueError naming the parameter and its range)."""
     m_star = M_STAR.scalar(m_star)
     mus = _values(MU, mus, "mus")
@@ -126,7 +127,9 @@ def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max
                  seed=root_seed(seed), output=output,
                  target_flow=dict(flow, **({} if rtol is None else {"rtol": RTOL.scalar(rtol)})),
                  pretrain_flow=dict(max_time=MAX_TIME.scalar(pretrain_max_time, "pretrain_max_time"),
-                                    loss_tol=loss_tol))
+                                    loss_tol=loss_tol),
+                 linear_max_time=flow["max_time"] if linear_max_time is None
+                 else MAX_TIME.scalar(linear_max_time, "linear_max_time"))
 
 
 def _mu_key(mu) -> int:
@@ -204,7 +207,7 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
         pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
                      pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
         if "linear" in plan.methods:
-            flow = linear_transfer_flow(W_pre, c_pre, X, y, max_time=plan.target_flow["max_time"],
+            flow = linear_transfer_flow(W_pre, c_pre, X, y, max_time=plan.linear_max_time,
                                         loss_tol=plan.target_flow["loss_tol"])
             out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, norms, flow, **pperp))
         if "linear_minnorm" in plan.methods:
@@ -235,7 +238,7 @@ def _memory_estimate(plan: _Plan) -> float:
 @guarded_entry_point
 def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
                             output="ones", max_time=1e3, pretrain_max_time=1e3, rtol=None, loss_tol=1e-6,
-                            backend=None, max_memory=None) -> pd.DataFrame:
+                            linear_max_time=None, backend=None, max_memory=None) -> pd.DataFrame:
     r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
 
     Parameters
@@ -255,6 +258,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     max_time, pretrain_max_time : float > 0
         Flow-time budgets of target training and pretraining (1e3 = FaF's 1e5 iterations at rate 0.01·m).
+    linear_max_time : float > 0 or None
+        Flow-time budget of ``linear`` (None: ``max_time``). Its flow is solved in closed form, so a budget of
+        1e30 costs no more than 1e3 and lets every flow meet its stopping rule
+        (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
     rtol : float > 0 or None
         Integrator tolerance of target training (None: :func:`.target_training.train_on_samples`' default).
     loss_tol : float ≥ 0
@@ -281,7 +288,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     """
     import pandas as pd
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
-                 rtol, loss_tol)
+                 rtol, loss_tol, linear_max_time)
     xp = resolve_backend(backend)
     check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
                  params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),

@@ -128,7 +128,7 @@ class LinearFlow:
     c: object
     loss: np.ndarray
     converged: np.ndarray
-    status: np.ndarray  #: ``loss_tol`` (FaF's rule) or ``max_time``
+    status: np.ndarray  #: ``loss_tol`` (L̂ − L̂_min ≤ loss_tol; FaF's rule where L̂_min = 0) or ``max_time``
     t_final: np.ndarray
     grad_norm: np.ndarray  #: ‖m ∂L̂/∂c‖ at t_final
 
@@ -142,8 +142,16 @@ def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearF
     Φ = σ(XWᵀ)/m (B, n, m), so f = Φc. The flow dc/dt = −m∂L̂/∂c = −(m/n)Φᵀr, r = Φc − y, is linear: with
     the thin SVD Φ = Q diag(s) Vᵀ, the residual's components ρₖ = Qₖᵀr decay as e^{−λₖt}, λₖ = m sₖ²/n, the
     part of r outside range(Φ) stays, and c(t) = c0 − V diag((1 − e^{−λₖt})/sₖ) ρ(0). The flow stops at
-    the first t with L̂ ≤ ``loss_tol`` (FaF's rule; bisection on log t, L̂(t) is decreasing) or at
-    ``max_time``. As t → ∞ from c0 = 0 this is :func:`linear_transfer`.
+    the first t with L̂(t) − L̂_min ≤ ``loss_tol`` (bisection on log t, L̂(t) is decreasing) or at ``max_time``.
+    Singular values sₖ ≤ eps·max(n, m)·s_max (the cutoff of :func:`linear_transfer`'s least squares) are rounding
+    noise of Φ and count as 0: the flow does not move along them (after pretraining, rows that gathered on one
+    teacher neuron make such directions, and fitting them would multiply rounding errors by 1/sₖ).
+    L̂_min = ½‖r outside range(Φ)‖²/n is the least-squares minimum, the flow's limit: 0 when Φ has rank n
+    (n ≤ m, generically), so the rule is then FaF's loss ≤ ``loss_tol``; for n > m the loss cannot fall below
+    L̂_min ≈ ½‖P⊥ f_t*‖²(1 − m/n) ≫ 1e−6, and the rule asks for the part of the loss the flow can remove. It
+    bounds the gradient: ‖m∇L̂‖² = (m/n)² Σₖ sₖ²ρₖ²e^{−2λₖt} ≤ 2(m²/n) s_max² (L̂ − L̂_min). The solution is
+    closed-form, so its cost does not depend on ``max_time``. As t → ∞ from c0 = 0 this is
+    :func:`linear_transfer`.
     """
     max_time, loss_tol = MAX_TIME.scalar(max_time), LOSS_TOL.scalar(loss_tol)
     xp = get_backend(W, X)
@@ -152,25 +160,28 @@ def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearF
     Q, s, Vt = xp.linalg.svd(phi, full_matrices=False)  # Φ = Q diag(s) Vᵀ
     residual0 = (phi @ c0[..., None])[..., 0] - y
     rho = (xp.swapaxes(Q, -1, -2) @ residual0[..., None])[..., 0]  # residual along Qₖ
-    outside = to_host((residual0 * residual0).sum(-1) - (rho * rho).sum(-1))
-    rate = to_host(s * s) * m / n  # H = mΦᵀΦ/n has eigenvalues m sₖ²/n
-    rho_h = to_host(rho)
+    # singular values at the rounding level of Φ (lstsq's cutoff) are null directions: the flow along them is noise
+    resolved = s > np.finfo(float).eps * max(n, m) * s.max(axis=-1, keepdims=True)
+    rate = to_host(xp.where(resolved, s * s, 0.0)) * m / n  # H = mΦᵀΦ/n has eigenvalues m sₖ²/n
+    rho_h = to_host(xp.where(resolved, rho, 0.0))
 
-    def loss_at(t):
+    def excess_loss_at(t):  # L̂(t) − L̂_min
         decay = np.exp(-rate * t[:, None])
-        return 0.5 * (np.maximum(outside, 0.0) + ((decay * rho_h) ** 2).sum(-1)) / n
+        return 0.5 * ((decay * rho_h) ** 2).sum(-1) / n
 
     t = np.full(rate.shape[0], max_time)
-    stopped = loss_at(t) <= loss_tol
-    low, high = np.full_like(t, np.log(max_time) - 60.0), np.full_like(t, np.log(max_time))
+    stopped = excess_loss_at(t) <= loss_tol
+    # from a time at which no mode has relaxed (λ_max t ≤ 1e−6) to the budget
+    earliest = np.minimum(np.log(max_time) - 60.0, np.log(1e-6 / np.maximum(rate.max(-1), np.finfo(float).tiny)))
+    low, high = earliest, np.full_like(t, np.log(max_time))
     for _ in range(_BISECTIONS):
         mid = 0.5 * (low + high)
-        below = loss_at(np.exp(mid)) <= loss_tol
+        below = excess_loss_at(np.exp(mid)) <= loss_tol
         high, low = np.where(below, mid, high), np.where(below, low, mid)
     t = np.where(stopped, np.exp(high), max_time)
     decay = to_device(np.exp(-rate * t[:, None]), xp)
     # c(t) − c0 = −V diag((1 − e^{−λt})/sₖ) ρ: moves the residual along Qₖ from ρₖ to e^{−λt}ρₖ
-    shift = xp.where(s > 0, (1.0 - decay) * rho / xp.where(s > 0, s, 1.0), 0.0)
+    shift = xp.where(resolved, (1.0 - decay) * rho / xp.where(resolved, s, 1.0), 0.0)
     c = c0 - (xp.swapaxes(Vt, -1, -2) @ shift[..., None])[..., 0]
     residual = (phi @ c[..., None])[..., 0] - y
     grad = m * (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / n

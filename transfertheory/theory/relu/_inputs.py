@@ -1,7 +1,7 @@
 """Validation of the weight arrays of a two-layer ReLU network (hidden rows W, output weights c).
 
 Arrays stay on their device: the array module is the one owning the inputs
-(:func:`transfertheory.backend.array_module_of`); only the scalar results of the
+(:func:`transfertheory.backend.get_backend`); only the scalar results of the
 checks (finite? nonzero rows?) travel to the host. Integer input becomes float64;
 a floating dtype is kept.
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import array_module_of
+from ...backend import get_backend
 
 __all__ = ["weights", "output_weights", "nonzero_rows", "xp_of"]
 
 
 def xp_of(*arrays):
     """The array module of ``arrays`` (CuPy if any is a CuPy array, else NumPy)."""
-    return array_module_of(*arrays)
+    return get_backend(*arrays)
 
 
 def _real_array(value, name, xp, shape_text):
