@@ -1,5 +1,7 @@
-"""Shared pytest configuration: markers, hypothesis profiles, backends.
+"""Shared pytest configuration: markers, hypothesis profiles, backends, BLAS threads.
 
+The whole session runs under the package's BLAS thread policy (:mod:`transfertheory.threads`:
+``SERIAL_THREADS`` threads, as every command line does), so that the tests time and round what users get.
 The strict CPU stand-in for CuPy's host/device boundary (:mod:`strict_backend`)
 is registered as backend ``"strict"`` for the whole session; the fixture
 ``array_backend`` runs a test on NumPy, on it and, where a GPU is usable, on
@@ -12,7 +14,7 @@ import pytest
 import strict_backend
 from hypothesis import HealthCheck, settings
 
-from transfertheory import backend
+from transfertheory import backend, threads
 
 # Deterministic property tests in CI (same examples every run); a wider
 # random search locally with HYPOTHESIS_PROFILE=explore.
@@ -39,6 +41,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def serial_blas_threads():
+    """Every test runs with the BLAS threads of the package's serial policy."""
+    with threads.blas_threads(threads.SERIAL_THREADS):
+        yield
 
 
 @pytest.fixture(params=["numpy", strict_backend.NAME, pytest.param("cupy", marks=pytest.mark.gpu)])

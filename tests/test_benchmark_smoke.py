@@ -167,3 +167,15 @@ def test_bench_mtl_fig1_quick_batched_equals_the_loop():
     row = [line for line in out.stdout.splitlines() if line.startswith("| 2 |")]
     assert len(row) == 1 and float(row[0].split("|")[-2]) < 1e-12
     assert _run("--test-tasks", "0", script=script).returncode == 2
+
+
+def test_bench_cli_quick_times_the_command_lines_with_the_machine():
+    script = os.path.join(ROOT, "benchmarks", "bench_cli.py")
+    out = _run("--quick", script=script)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("machine: ") and "load average" in lines[0] and "BLAS threads" in lines[0]
+    timed = [line.split() for line in lines if line.startswith("transfertheory.")]
+    assert [row[0] for row in timed] == ["transfertheory.verify", "transfertheory.figures", "transfertheory.phase_diagram"]
+    assert all(float(row[-2]) > 0 and float(row[-1]) > 0 for row in timed)
+    assert _run("--repeats", "0", script=script).returncode == 2

@@ -6,6 +6,8 @@ a fraction of a second each. One subprocess test shows what a user sees after Ct
 """
 import gc
 import importlib
+import json
+import math
 import os
 import shutil
 import signal
@@ -154,6 +156,48 @@ def test_ctrl_c_in_a_real_process_prints_one_line(tmp_path):
     assert _files(tmp_path) == []
 
 
+def test_ctrl_c_with_worker_processes_prints_one_line(tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it: the workers print nothing, the parent one line."""
+    env = {**os.environ, "PYTHONPATH": str(Path(transfertheory.__file__).parents[1])}
+    command = [sys.executable, "-m", "transfertheory.verify", "-k", "merlin", "--workers", "2", "--no-progress",
+               "--json", str(tmp_path / "v.json")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+    assert process.stdout.readline().split()[:2] == ["claim", "requires"]  # the header: the workers start now
+    time.sleep(1)  # (the first claims take seconds)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err == "interrupted\n"
+    assert _files(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- start-up
+
+#: what a ``--help`` must not load: the tables, the plotting and the scientific libraries (each costs 0.3–0.6 s)
+HEAVY_MODULES = ("pandas", "matplotlib", "scipy", "hypothesis", "ot")
+
+
+@pytest.mark.parametrize("module, allowed", [
+    ("transfertheory.verify", ()), ("transfertheory.phase_diagram", ()),
+    ("transfertheory.figures.faf_fig4", ("scipy",)),  # the ReLU theory's special functions
+    ("transfertheory.figures", ("pandas", "scipy")),  # the figure catalog, imported to name the figures
+])
+def test_help_of_a_command_line_loads_no_heavy_library(module, allowed):
+    """``python -m MODULE --help`` in a fresh interpreter imports none of pandas, matplotlib, SciPy, hypothesis or
+    POT beyond ``allowed`` (a --help costs the interpreter, NumPy and argparse)."""
+    script = ("import json, runpy, sys\n"
+              f"sys.argv = [{module!r}, '--help']\n"
+              "try:\n"
+              f"    runpy.run_module({module!r}, run_name='__main__')\n"
+              "except SystemExit as stop:\n"
+              "    assert stop.code == 0\n"
+              f"print(json.dumps([name for name in {HEAVY_MODULES!r} if name in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(transfertheory.__file__).parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert set(json.loads(done.stdout.splitlines()[-1])) <= set(allowed)
+
+
 # --------------------------------------------------------------------------- output paths, before any work
 
 
@@ -234,7 +278,7 @@ def test_verify_backend_flag_then_variable_then_profile(argv, env, expected, mon
 
 BENCHMARKS_WITH_BACKEND = ["bench_deep_linear", "bench_ntk", "bench_ntk_two_layer", "bench_quadratic",
                            "bench_relu_teacher"]
-BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "integrator_accuracy"]
+BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "bench_cli", "integrator_accuracy"]
 
 
 def _benchmark(monkeypatch, name, exception):
@@ -315,3 +359,68 @@ def test_the_readme_phase_diagram_leaves_the_checkout_clean():
     written = [f"figures/{name}.{ext}" for ext in ("png", "pdf", "csv", "json")] + [f"figures/{name}_simulated.csv"]
     done = subprocess.run(["git", "check-ignore", *written], cwd=root, capture_output=True, text=True)
     assert done.stdout.split() == written
+
+
+# --------------------------------------------------------------------------- BLAS threads and worker processes
+
+
+def _blas_threads():
+    """The BLAS thread counts of this process, one per BLAS library NumPy loaded."""
+    from threadpoolctl import threadpool_info
+
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+def _square_with_threads_and_process(x):
+    return x * x, _blas_threads(), os.getpid()
+
+
+def test_the_test_session_runs_under_the_serial_thread_policy():
+    from transfertheory import threads
+
+    assert _blas_threads() == {threads.SERIAL_THREADS}
+
+
+def test_every_command_line_runs_under_the_serial_thread_policy():
+    from transfertheory import threads
+
+    seen = []
+    with cli_support.blas_threads(threads.available_cores()):  # what NumPy does without the policy
+        assert cli_support.entry_point(lambda argv: seen.append(_blas_threads()) or 0)([]) == 0
+    assert seen == [{threads.SERIAL_THREADS}]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 5])
+def test_in_workers_yields_the_serial_results_in_order(workers):
+    from transfertheory import threads
+
+    results = list(cli_support.in_workers(_square_with_threads_and_process, range(4), workers))
+    assert [square for square, _, _ in results] == [0, 1, 4, 9]
+    used = min(workers, 4)
+    expected = threads.threads_per_worker(used)
+    assert all(blas == {expected} for _, blas, _ in results)
+    processes = {pid for _, _, pid in results}
+    assert (processes == {os.getpid()}) == (used == 1) and len(processes) <= used
+
+
+def test_in_workers_rejects_a_bad_count_before_any_work():
+    with pytest.raises(ValueError, match="workers"):
+        list(cli_support.in_workers(_square_with_threads_and_process, range(2), 0))
+
+
+@pytest.mark.parametrize("module", ["transfertheory.verify", "transfertheory.figures.__main__"])
+def test_workers_flag_takes_positive_integers_only(module, capsys):
+    parser = importlib.import_module(module).build_parser()
+    assert parser.parse_args(["--workers", "3"]).workers == 3
+    for bad in ("0", "1.5", "two"):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["--workers", bad])
+        assert exit_info.value.code == 2 and "--workers" in capsys.readouterr().err
+
+
+def test_the_costliest_tasks_are_handed_out_first_and_the_results_come_in_the_serial_order():
+    assert cli_support.start_order(4, [0.0, 1.0, 3.0, 2.0]) == [2, 3, 1, 0]
+    assert cli_support.start_order(3, [math.inf, 1.0, math.inf]) == [0, 2, 1]  # unknown first, in their order
+    assert cli_support.start_order(3) == [0, 1, 2]
+    results = list(cli_support.in_workers(_square_with_threads_and_process, range(4), 2, costs=[0.0, 1.0, 3.0, 2.0]))
+    assert [square for square, _, _ in results] == [0, 1, 4, 9]

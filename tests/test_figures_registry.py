@@ -11,6 +11,8 @@ import sys
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import transfertheory
 from transfertheory import phase_diagram as cli
@@ -71,6 +73,25 @@ def test_registry_usage_errors_exit_2(args, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+def test_worker_processes_write_the_files_of_a_serial_run_and_print_in_its_order(tmp_path, capsys):
+    outputs = {}
+    for workers in ("1", "2"):
+        out = tmp_path / workers
+        assert registry_cli.main(["mtl_fig1", "faf_fig2", "--workers", workers, "--backend", "numpy",
+                                  "--format", "png", "--out", str(out)]) == 0
+        printed = capsys.readouterr().out  # in the order asked for, each figure's lines under its heading
+        assert printed.index("== mtl_fig1") < printed.index("mtl_fig1: ") < printed.index("== faf_fig2")
+        outputs[workers] = {path.name: path for path in out.iterdir()}
+    assert sorted(outputs["1"]) == sorted(outputs["2"])
+    for name, serial in outputs["1"].items():
+        parallel = outputs["2"][name]
+        if name.endswith(".json"):
+            first, second = (json.loads(path.read_text(encoding="utf-8")) for path in (serial, parallel))
+            assert first.pop("runtime_s") > 0 and second.pop("runtime_s") > 0 and first == second
+        elif name.endswith(".csv"):  # (the README, made from the JSON files, quotes the runtimes too)
+            assert serial.read_bytes() == parallel.read_bytes(), name
+
+
 def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, capsys):
     assert registry_cli.main(["faf_fig2", "--quick", "--backend", "numpy", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -110,6 +131,39 @@ def test_gallery_links_each_figure_to_its_section(tmp_path):
 
 
 # --------------------------------------------------------------------------- output convention
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**12, 10**12), st.booleans(),
+                          st.sampled_from(["linear", "fine-tuning", "θ = π/4"]), st.sampled_from([0.5, -0.0, 1e-300])),
+                max_size=40))
+def test_write_csv_writes_the_text_of_pandas(tmp_path_factory, rows):
+    """Floats (NaN, ±inf, −0.0, subnormals), integers, booleans, text and a column of few distinct floats: the
+    fast writer's bytes are pandas' ``to_csv(index=False)``."""
+    folder = tmp_path_factory.mktemp("csv")
+    frame = pd.DataFrame(rows, columns=["value", "count", "flag", "method", "level"]).astype(
+        {"value": float, "count": "int64", "flag": bool, "method": object, "level": float})
+    output.write_csv(frame, folder / "fast.csv")
+    frame.to_csv(folder / "pandas.csv", index=False)
+    assert (folder / "fast.csv").read_bytes() == (folder / "pandas.csv").read_bytes()
+
+
+def test_write_csv_formats_a_table_of_numbers_itself_and_keeps_the_sign_of_zero(tmp_path, monkeypatch):
+    frame = pd.DataFrame({"zero": [0.0, -0.0] * 10, "n": range(20), "method": ["linear"] * 20})
+    expected = frame.to_csv(index=False)
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda *a, **k: pytest.fail("written by pandas"))
+    output.write_csv(frame, tmp_path / "fast.csv")
+    assert (tmp_path / "fast.csv").read_text(encoding="utf-8") == expected and "-0.0" in expected
+
+
+@pytest.mark.parametrize("frame", [pd.DataFrame({"x": [0.1, 2.0], "text": pd.array(column, dtype=object)})
+                                   for column in (["a,b", "c"], ['say "x"', "y"], ["", "z"], [1.5, None])]
+                         + [pd.DataFrame({"only": [float("nan"), 1.0]})],
+                         ids=["comma", "quote", "empty", "object-with-none", "one-column-with-nan"])
+def test_write_csv_leaves_text_that_needs_quotes_to_pandas(tmp_path, frame):
+    output.write_csv(frame, tmp_path / "fast.csv")
+    frame.to_csv(tmp_path / "pandas.csv", index=False)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
 
 
 def test_stale_outputs_of_the_same_figure_are_removed(tmp_path, capsys):

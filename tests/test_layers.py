@@ -2,7 +2,8 @@
 
 backend ← theory ← sim ← sweep ← figures, claims ← command lines (``phase_diagram``, ``verify``,
 ``figures.__main__``, ``sweep.__main__``); the shared command-line plumbing (``cli_support``, ``claim_index``)
-imports nothing of the package but the backend. theory never imports sim; theory and sim never import the sweep
+imports nothing of the package but the backend, the memory guard and the BLAS thread policy (``threads``, itself on
+``params``). theory never imports sim; theory and sim never import the sweep
 engine; nothing below the command lines imports one; ``backend.py`` is the only module that
 imports CuPy; no package module imports the test suite (its strict CuPy stand-in is registered from tests/).
 """
@@ -73,12 +74,13 @@ def test_figures_import_no_command_line_and_no_claim(path):
     assert not _offending(path, ("transfertheory.claims", *CLIS))
 
 
-@pytest.mark.parametrize("name", ["cli_support.py", "claim_index.py"])
-def test_shared_command_line_plumbing_imports_only_the_backend(name):
-    """Every face imports these two (verify, the figure writers, the claims registry): they stay at the bottom
+@pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "_memory", "threads"}),
+                                           ("claim_index.py", {"backend"}), ("threads.py", {"params", "_validation"})])
+def test_shared_command_line_plumbing_imports_only_the_foundation(name, allowed):
+    """Every face imports these (verify, the figure writers, the claims registry): they stay at the bottom
     (cli_support also knows the memory guard's refusal, which itself imports only the backend)."""
     package_imports = {n for n in _imports(PACKAGE / name) if n.startswith("transfertheory.")}
-    assert {n.split(".")[1] for n in package_imports} <= {"backend", "_memory"}
+    assert {n.split(".")[1] for n in package_imports} <= allowed
 
 
 def test_the_memory_guard_imports_only_the_backend():

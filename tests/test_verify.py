@@ -135,7 +135,8 @@ def test_the_cli_output_fits_an_80_column_terminal(monkeypatch, capsys):
 
 def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, capsys):
     """Under capsys stdout is not a terminal: the header first, then before each claim a progress line and after
-    it its row, each already written when the next claim starts; the summary last."""
+    it its row, each already written when the next claim starts; the summary last. (``--workers 1``: the spy
+    must see the claims run in this process.)"""
     written_before = []
     real_run = claims.run
 
@@ -145,7 +146,7 @@ def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, caps
 
     monkeypatch.setattr(claims, "run", spy)
     ids = [c.id for c in claims.select("faf.thm2.2")]
-    assert verify.main(["-k", "faf.thm2.2"]) == 0
+    assert verify.main(["-k", "faf.thm2.2", "--workers", "1"]) == 0
     rest = capsys.readouterr().out
     assert written_before[0].splitlines()[0].split() == list(verify.COLUMNS)
     assert written_before[0].splitlines()[-1] == f"[1/{len(ids)}] {ids[0]} …"
@@ -154,7 +155,7 @@ def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, caps
         assert lines[0].startswith(claim_id + " ") and lines[-1] == f"[{i + 2}/{len(ids)}] {ids[i + 1]} …"
     assert rest.startswith(ids[-1] + " ") and f"{len(ids)} claims (quick)" in rest.splitlines()[-1]
     written_before.clear()
-    assert verify.main(["-k", "faf.thm2.2", "--no-progress"]) == 0
+    assert verify.main(["-k", "faf.thm2.2", "--no-progress", "--workers", "1"]) == 0
     assert written_before[1].startswith(ids[0] + " ") and "[1/" not in "".join(written_before)
 
 
@@ -226,3 +227,20 @@ def test_module_entry_point_runs_in_a_fresh_interpreter(tmp_path):
                             env={**__import__("os").environ})
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "faf.eq17.finite" in result.stdout
+
+
+def test_worker_processes_report_what_the_serial_run_reports_in_its_order(tmp_path, capsys):
+    pattern = "faf.thm2.2"  # exact claims and an erratum, each in a fraction of a second
+    reports = []
+    for workers in ("1", "2"):
+        path = tmp_path / f"v{workers}.json"
+        code, out, _ = _run(capsys, "-k", pattern, "--workers", workers, "--json", str(path))
+        assert code == 0
+        records = json.loads(path.read_text(encoding="utf-8"))
+        for record in records:
+            assert record.pop("seconds") >= 0
+        rows = [line.split()[0] for line in out.splitlines() if line.startswith("faf.")]
+        reports.append((records, rows))
+    assert reports[0] == reports[1]
+    assert [r["claim"] for r in reports[0][0]] == [c.id for c in claims.select(pattern)] == reports[0][1]
+    assert len(reports[0][0]) >= 3 and {r["status"] for r in reports[0][0]} == {"PASS", "KNOWN-ERRATUM"}

@@ -16,9 +16,14 @@ One mechanism per concern, so that every command line behaves the same:
 * **Atomic writes** — :func:`staged_files` writes every output under a temporary name in its folder and renames
   them onto their names (``os.replace``) only when all are written: an interrupted or failed run leaves the
   earlier outputs as they were and no half-written file.
+* **BLAS threads and worker processes** — :func:`entry_point` runs the command under the package's BLAS thread
+  policy (:mod:`transfertheory.threads`: :data:`~transfertheory.threads.SERIAL_THREADS` for one process);
+  :func:`add_workers_argument` adds ``--workers N`` and :func:`in_workers` maps independent tasks (claims, figures)
+  over N worker processes with ⌊cores / N⌋ BLAS threads each, yielding the results in the serial order.
 
-This module imports nothing of the package but :mod:`transfertheory.backend`, so that the command lines
-(``verify``, ``phase_diagram``, ``figures``), the figure writers and the benchmarks can all use it.
+This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation module
+:mod:`transfertheory.threads`, so that the command lines (``verify``, ``phase_diagram``, ``figures``), the figure
+writers and the benchmarks can all use it.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from ._memory import MemoryLimitError
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
                       check_backend_name)
 from .backend import resolve_backend as load_array_module
+from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads, threads_per_worker
 
 __all__ = [
     "EXIT_BACKEND",
@@ -50,6 +56,9 @@ __all__ = [
     "output_file_problem",
     "require_writable",
     "staged_files",
+    "add_workers_argument",
+    "start_order",
+    "in_workers",
 ]
 
 EXIT_BACKEND = EXIT_BACKEND_UNAVAILABLE
@@ -101,14 +110,15 @@ def _dropped_interrupts_redelivered():
 
 
 def entry_point(main):
-    """Decorate ``main(argv=None) -> int``: Ctrl-C prints ``interrupted`` and returns 130, a
-    :class:`CommandLineError` prints its line and returns its exit code, a computation refused by the memory guard
-    prints its line and returns :data:`EXIT_MEMORY` (never a traceback)."""
+    """Decorate ``main(argv=None) -> int``: it runs with :data:`~transfertheory.threads.SERIAL_THREADS` BLAS
+    threads; Ctrl-C prints ``interrupted`` and returns 130, a :class:`CommandLineError` prints its line and returns
+    its exit code, a computation refused by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never
+    a traceback)."""
 
     @functools.wraps(main)
     def guarded(argv=None):
         try:
-            with _dropped_interrupts_redelivered():
+            with _dropped_interrupts_redelivered(), blas_threads(SERIAL_THREADS):
                 return main(argv)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr, flush=True)
@@ -235,3 +245,54 @@ def staged_files():
     finally:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
+
+
+def add_workers_argument(parser, what):
+    """``--workers N`` (integer >= 1; default None, which the command reads as 1: two workers were measured slower
+    than one on the shared 2-core machine, docs/benchmarks.md "Command lines") for a command that runs ``what``."""
+    parser.add_argument("--workers", type=WORKERS.arg_type(), default=None, metavar="N",
+                        help=f"worker processes that run the {what} (default 1: in this process; {available_cores()} "
+                        "cores here); each has cores/N BLAS threads, and the results are those of a serial run, in "
+                        "its order")
+
+
+def _call_with_threads(task):
+    function, threads, item = task
+    with blas_threads(threads):
+        return function(item)
+
+
+def _ignore_interrupts():
+    """Worker initializer: Ctrl-C is the parent's to answer (it stops the pool), so a worker prints no traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start_order(count, costs=None):
+    """Indices of ``count`` tasks in the order to hand them to workers: costliest first (``costs``: one number per
+    task; equal costs keep their order), or as given when ``costs`` is None."""
+    return list(range(count)) if costs is None else sorted(range(count), key=lambda k: -costs[k])
+
+
+def in_workers(function, items, workers, costs=None):
+    """Yield ``function(item)`` for every item of ``items``, in their order.
+
+    ``workers`` = 1 runs them here, one after the other; N > 1 in N worker processes with
+    :func:`~transfertheory.threads.threads_per_worker` BLAS threads each (``function`` and the items must pickle:
+    a module-level function). ``costs`` (one number per item, e.g. its runtime last time; None: unknown) start the
+    costliest first, so that the longest task does not begin last; the results are still yielded in the order of
+    ``items``, each as soon as it and those before it are done. On Ctrl-C the workers are stopped and the
+    KeyboardInterrupt reaches the caller (:func:`entry_point`: exit 130).
+    """
+    items = list(items)
+    workers = min(WORKERS.scalar(workers), max(1, len(items)))
+    if workers == 1:
+        yield from map(function, items)
+        return
+    import multiprocessing
+
+    threads = threads_per_worker(workers)
+    with multiprocessing.get_context().Pool(workers, initializer=_ignore_interrupts) as pool:  # exit: terminate
+        pending = {k: pool.apply_async(_call_with_threads, ((function, threads, items[k]),))
+                   for k in start_order(len(items), costs)}
+        for k in range(len(items)):
+            yield pending[k].get()

@@ -11,7 +11,9 @@ at N fresh random points; a failing point is printed with a one-line command tha
 docs/verify.md.
 
 ``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
-simulators' array backend.
+simulators' array backend. ``--workers N`` runs the claims in N worker processes (default 1;
+:func:`transfertheory.cli_support.in_workers`): every claim's points and seeds are fixed by its id, so the table is
+the serial run's, row for row and in its order.
 
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
 is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim — answered
@@ -75,7 +77,18 @@ def build_parser():
     parser.add_argument("--max-memory", type=_memory.arg_type, metavar="SIZE",
                         help=f"memory the checks may use, e.g. 64G (default: ${_memory.ENV_VAR}, else the memory "
                         "available); a check estimated above it is an ERROR naming its sizes")
+    cli_support.add_workers_argument(parser, "claims")
     return parser
+
+
+def _run_claim(task):
+    """Outcome of one claim, ``task`` = (claim id, profile, explore, seed), with the claim record replaced by its
+    id (the record holds functions that do not pickle): a module-level function, so that a worker process can run
+    it; :func:`main` puts the record back."""
+    from . import claims
+
+    claim_id, profile, explore, seed = task
+    return replace(claims.run(claim_id, profile, explore=explore, seed=seed), claim=claim_id)
 
 
 def _write(records, json_path, csv_path):
@@ -144,6 +157,9 @@ def main(argv=None):
     outcomes, records, start = [], [], time.perf_counter()
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
+    workers = args.workers or 1
+    results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in selected],
+                                     workers)
     with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
               disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
         _emit(bar, table.header())
@@ -151,7 +167,7 @@ def main(argv=None):
             bar.set_postfix_str(claim.id)
             if progress_lines:
                 _emit(bar, progress_line(index, len(selected), claim.id))
-            outcomes.append(claims.run(claim, profile, explore=args.explore or 0, seed=seed))
+            outcomes.append(replace(next(results), claim=claim))
             records.append(outcome_record(outcomes[-1]))
             _emit(bar, table.row(records[-1]))
     elapsed = time.perf_counter() - start

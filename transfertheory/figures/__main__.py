@@ -6,21 +6,28 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
     python -m transfertheory.figures --all --paper --backend cupy   # the papers' sizes, on a GPU
 
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
-``figures/``), and ``README.md`` there is regenerated from the registry. Exit codes: 0 success, 1 output folder not
+``figures/``), and ``README.md`` there is regenerated from the registry. ``--workers N`` builds the figures in N
+worker processes (default 1; the figures that took longest last time, by the
+``NAME.json`` files in ``--out``, start first): each figure's data depend only on its profile and seed, so the files
+are those of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
 Ctrl-C (see :mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs.
 1, 3, 6, 7) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ) in a resumable store,
-``--workers N`` local processes or ``--scheduler ADDRESS`` (Dask).
+``--workers N`` local processes or ``--scheduler ADDRESS`` (Dask); the figures are then built one after another.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
+import math
 import sys
+from pathlib import Path
 
+from .. import cli_support
 from .._memory import MemoryLimitError, set_limit
-from ..sweep.runner import SweepRunner, default_store
-from ..threads import WORKERS
 from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
                   add_output_arguments, check_before_work, entry_point, write_and_report)
 from .catalog import figures
@@ -49,10 +56,11 @@ def build_parser():
     add_output_arguments(parser)
     add_backend_argument(parser)
     add_memory_argument(parser)
+    cli_support.add_workers_argument(parser, "figures (with the sweep engine: its points, the figures one after "
+                                     "another)")
     sweep = parser.add_argument_group("sweep engine (FaF §3 simulations: resumable, parallel; docs/sweeps.md)")
     sweep.add_argument("--store", metavar="DIR", help="run the simulations through the sweep engine into DIR "
                        "(with --paper by default, under ~/.cache/transfertheory/sweeps)")
-    sweep.add_argument("--workers", type=WORKERS.arg_type(), metavar="N", help="local worker processes (default: cores)")
     sweep.add_argument("--scheduler", metavar="ADDRESS", help="run the simulations on the Dask cluster at ADDRESS")
     return parser
 
@@ -61,8 +69,41 @@ def _sweep_runner(args, backend):
     """The sweep engine's runner for this build: with --store, or --paper (default store), else None."""
     if args.store is None and args.profile != "paper":
         return None
+    from ..sweep.runner import SweepRunner, default_store  # (it loads pandas, which --help and --list need not)
+
     store = args.store or str(default_store())
     return SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend)
+
+
+def _build_and_write(task):
+    """Build one figure and write its files; ``task`` = (name, parsed arguments, backend, progress bars or None).
+    Returns (runtime in s, exit code, what it printed, the memory guard's refusal or None): a module-level
+    function, so that a worker process can run it and the parent prints its lines in the serial order."""
+    name, args, backend, progress = task
+    figure = figures()[name]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        timer = Timer()
+        try:
+            output = figure.make(args.profile, backend, progress)
+        except MemoryLimitError as err:  # entry_point would print it too, without the figure's name
+            return None, EXIT_MEMORY, printed.getvalue(), f"error: {figure.name}: {err}"
+        runtime = timer.elapsed
+        code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtime:.1f} s; ",
+                                **figure.labels(), backend=backend if figure.simulates else None,
+                                runtime_s=runtime, thumbnail=True, context={"profile": args.profile})
+    return runtime, code, printed.getvalue(), None
+
+
+def _previous_runtime(out, name, profile):
+    """The build time ``NAME.json`` in ``out`` records for ``profile``, or inf when there is none (unknown figures
+    start first among the workers)."""
+    try:
+        meta = json.loads((Path(out) / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return math.inf
+    runtime = meta.get("runtime_s") if meta.get("profile") == profile else None
+    return runtime if isinstance(runtime, (int, float)) else math.inf
 
 
 def _selected(parser, args):
@@ -100,18 +141,18 @@ def main(argv=None):
         SWEEP_RUNNER.set(runner)
         print(f"FaF §3 simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes = {}
+    # with the sweep engine, the workers are its own
+    workers = 1 if runner is not None else args.workers or 1
+    progress = None if workers == 1 else False  # bars of several processes would overwrite each other
+    costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]  # the longest starts first
+    results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers,
+                                     costs)
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
-        timer = Timer()
-        try:
-            output = figure.make(args.profile, backend)
-        except MemoryLimitError as err:  # entry_point would print it too, without the figure's name
-            print(f"error: {figure.name}: {err}", file=sys.stderr)
-            return EXIT_MEMORY
-        runtimes[figure.name] = timer.elapsed
-        code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtimes[figure.name]:.1f} s; ",
-                                **figure.labels(), backend=backend if figure.simulates else None,
-                                runtime_s=runtimes[figure.name], thumbnail=True, context={"profile": args.profile})
+        runtimes[figure.name], code, printed, refusal = next(results)
+        print(printed, end="", flush=True)
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
         if code != EXIT_OK:
             return code
     try:

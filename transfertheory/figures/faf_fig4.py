@@ -47,8 +47,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-import pandas as pd
+import numpy as np  # pandas is imported where tables are built: a --help needs none
 
 from ..backend import to_host
 from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
@@ -195,6 +194,8 @@ def _sign_with_interval(ns, teachers, units, rng):
 
 def summarize(df, seed=0):
     """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment."""
+    import pandas as pd
+
     per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
     mean, se = per_teacher.mean(), per_teacher.sem()
     converged = df.groupby(["method", "mu", "n"]).converged.mean()
@@ -220,6 +221,8 @@ def summarize(df, seed=0):
 
 
 def _boundary(df, mus, paired, fit, seed):
+    import pandas as pd
+
     rng = np.random.default_rng(seed)
     pre = pd.DataFrame(df.attrs["pretrain"])
     norms = df[df.method == "scratch"].groupby("teacher").target_norm_sq.first()
@@ -261,6 +264,8 @@ def convergence_counts(df):
 
     Scratch flows are counted once: the table repeats them per μ (paired rows).
     """
+    import pandas as pd
+
     flows = {"pretraining": pd.DataFrame(df.attrs["pretrain"]),
              "scratch": df[(df.method == "scratch") & (df.mu == df.mu.min())],
              "linear": df[df.method == "linear"]}
@@ -382,6 +387,8 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     ``max_time`` is the budget of the scratch flows; the linear-transfer flows, solved in closed form, run to
     :data:`LINEAR_MAX_TIME`, so that each meets L̂ − min L̂ ≤ 1e-6.
     """
+    import pandas as pd
+
     df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, instances=instances,
                                  methods=("scratch",) + TRANSFER_METHODS, seed=seed, max_time=max_time,
                                  pretrain_max_time=pretrain_max_time, linear_max_time=LINEAR_MAX_TIME,

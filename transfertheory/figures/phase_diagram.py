@@ -48,7 +48,6 @@ __all__ = [
     "DISPLAY_LIMIT",
     "grid_limit",
     "compute_grid",
-    "csv_frame",
     "plot_phase_diagram",
     "summary",
     "grid_columns",
@@ -158,31 +157,6 @@ def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d
 def grid_columns(grid_df):
     """The definitions of ``grid_df``'s columns (for the metadata file)."""
     return {c: COLUMN_DEFINITIONS[c] for c in grid_df.columns}
-
-
-def csv_frame(grid_df):
-    """``grid_df`` with low-cardinality float columns pre-formatted: the same CSV text, written faster.
-
-    Float → text conversion dominates writing a 160 000-row CSV. Columns such as
-    γ, θ, σ and (n, d → ∞) the scratch/transfer risks take ≤ resolution
-    distinct values, so each distinct value is formatted once, as pandas
-    itself would (``str`` of the float, NaN as an empty field), and the column
-    becomes a categorical over those strings. ``compute_grid`` has already
-    turned −0.0 into 0.0, so distinct values have distinct text.
-    """
-    import pandas as pd
-
-    out = {}
-    for col in grid_df.columns:
-        values = grid_df[col].to_numpy()
-        if values.dtype.kind == "f":
-            uniq, inverse = np.unique(values, return_inverse=True)
-            if uniq.size <= values.size // 4:
-                text = uniq.astype(str).astype(object)
-                text[np.isnan(uniq)] = ""
-                values = pd.Categorical.from_codes(inverse.ravel(), categories=text)
-        out[col] = values
-    return pd.DataFrame(out)
 
 
 def _matrix(grid_df, column="transferability"):
@@ -497,7 +471,7 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     """The phase diagram of ``grid`` as a :class:`~transfertheory.figures.output.FigureOutput`.
 
     Simulated ``points`` of :func:`~transfertheory.figures.simulation.simulate_slices`, when given, are drawn on
-    the slices and counted in ``agreement``. ``primary="grid"``: ``data`` is the grid (:func:`csv_frame`) and the
+    the slices and counted in ``agreement``. ``primary="grid"``: ``data`` is the grid and the
     points the extra table ``_simulated`` (the command line's layout); ``primary="points"``: ``data`` is the
     points and the grid the extra table ``_grid`` (the registered figures': the points are the measured data, the
     grid is closed forms). ``parameters``: further entries of the metadata.
@@ -511,11 +485,11 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
                   gamma_max=float(gamma.max()), resolution=int(np.unique(gamma).size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, limit)]
     if points is None:
-        return FigureOutput(fig, csv_frame(grid), grid_columns(grid), record, tuple(lines))
+        return FigureOutput(fig, grid, grid_columns(grid), record, tuple(lines))
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
-    tables = {"grid": (csv_frame(grid), grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
+    tables = {"grid": (grid, grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
     data, columns = tables[primary]
     other = "points" if primary == "grid" else "grid"
     suffix = "_simulated" if other == "points" else "_grid"

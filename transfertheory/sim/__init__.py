@@ -19,12 +19,25 @@ from the arrays; entry points take a backend name (:func:`transfertheory.backend
 :func:`experiments` returns one :class:`Experiment` per simulator: its parameter schema with ranges, a small
 example point and ``run(**point)`` returning one row per instance with the shared convergence columns
 (:mod:`.convergence`); :mod:`.seeding` is the one seeding rule; :func:`register_experiment` adds a record.
+
+``run_transfer_experiment`` (FaF §3) and the catalog are imported on first use: their modules load pandas, which a
+command line's ``--help`` or a simulator of another paper does not need.
 """
-from .deep_linear import run_transfer_experiment
-from .catalog import experiments, get_experiment, register_experiment, unregister_experiment
 from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
-from .records import Experiment, Field
 
 __all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "StageKernel", "StepRequest",
            "StepOutcome", "Experiment", "Field", "experiments", "get_experiment",
            "register_experiment", "unregister_experiment"]
+
+#: the names imported on first use, and their modules
+_LAZY = {"run_transfer_experiment": ".deep_linear", "experiments": ".catalog", "get_experiment": ".catalog",
+         "register_experiment": ".catalog", "unregister_experiment": ".catalog", "Experiment": ".records",
+         "Field": ".records"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,9 +21,9 @@ on the rest of the grid; the pretraining initializations of one μ are drawn for
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+import numpy as np  # pandas is imported by the functions that build tables: a --help needs none
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
@@ -35,6 +35,9 @@ from ..integrator import STATUSES as FLOW_STATUSES
 from .network import LOSS_TOL, M, MAX_TIME, RTOL, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import pretrain_source, pretraining_memory
 from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples, training_memory
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
            "draw_generator", "status_counts"]
@@ -53,6 +56,7 @@ STATUSES = tuple(FLOW_STATUSES) + (_EXACT,)
 
 def status_counts(statuses) -> str:
     """"max_time 5, loss_tol 1": how many flows ended with each status, most frequent first (summaries)."""
+    import pandas as pd
     return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
 
 
@@ -141,6 +145,7 @@ def _teachers(plan: _Plan, xp):
 
 def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
     """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
+    import pandas as pd
     sources = [ablated_teacher(W_t[t], c_t[t], mu, draw_generator(plan.seed, 1, _mu_key(mu), t))
                for t in range(plan.teachers)]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
@@ -173,6 +178,7 @@ def _scratch_init(plan: _Plan, n, xp):
 def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns) -> pd.DataFrame:
     """Rows of one method at (μ, n) for every (teacher, instance); ``flow`` a FlowReport, a LinearFlow
     (closed-form flow: no steps, no sphere) or ``_EXACT`` (least squares: status ``exact``)."""
+    import pandas as pd
     risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
     count = plan.teachers * plan.instances
     if flow is _EXACT:
@@ -280,6 +286,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         pperp_source); ``df.attrs["students"]``: μ → :class:`PretrainedStudents` (host arrays of the pretrained
         students and their source teachers); ``df.attrs`` also holds the backend and settings.
     """
+    import pandas as pd
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
                  rtol, loss_tol, linear_max_time)
     xp = resolve_backend(backend)

@@ -1,0 +1,148 @@
+#!/usr/bin/env python
+r"""Benchmark: what the command lines cost — start-up (``--help``), the phase diagram, BLAS threads, worker processes.
+
+Every command runs as a child process and is timed by the operating system's accounting of that child (user +
+system CPU seconds, ``resource.getrusage(RUSAGE_CHILDREN)``) and by the wall clock; the commands of a comparison
+run in turn (A B A B …) ``--repeats`` times and the medians are printed, with the machine line (cores, 1-minute
+load average before and after, the BLAS threads the command lines use, git commit). Three comparisons:
+
+* **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, the figure modules'
+  own CLIs) and ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder);
+* **BLAS threads** (``--threads-figure NAME``) — one figure's build in a child process under 1 BLAS thread
+  against one per core (:func:`transfertheory.threads.blas_threads`), the choice behind
+  :data:`transfertheory.threads.SERIAL_THREADS`;
+* **worker processes** (``--workers-claims PATTERN``) — ``verify -k PATTERN --workers 1`` against ``--workers
+  N`` for N = 2 … cores (``--workers`` of :mod:`transfertheory.cli_support`).
+
+Reference numbers and the conditions they were taken under: docs/benchmarks.md ("Command lines").
+
+Examples::
+
+    python benchmarks/bench_cli.py                                  # start-up of every command line
+    python benchmarks/bench_cli.py --threads-figure mtl_fig1 --workers-claims merlin --repeats 3
+    python benchmarks/bench_cli.py --quick                          # smoke run (one repeat, no verdict)
+
+Exit status: 0 on success, 1 when a timed command fails (one line: the command and its last line of
+stderr), 2 on a usage error (argparse), 130 on Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from transfertheory import cli_support, threads
+from transfertheory._validation import Interval
+from transfertheory.params import Param
+
+#: exit status when a timed command fails
+EXIT_FAILED = 1
+REPEATS = Param("repeats", Interval(1, 100, "both"), integer=True, description="timed repetitions")
+ROOT = Path(__file__).resolve().parent.parent
+#: every command line of the package (``python -m MODULE``)
+CLIS = ("transfertheory.verify", "transfertheory.figures", "transfertheory.phase_diagram",
+        "transfertheory.figures.faf_fig2", "transfertheory.figures.faf_fig4", "transfertheory.figures.faf_fig5",
+        "transfertheory.figures.faf_fig6", "transfertheory.figures.faf_fig7")
+#: a figure build under a given number of BLAS threads, in a fresh process (argv: figure name, threads)
+BUILD_UNDER_THREADS = """
+import sys
+from transfertheory.figures.registry import get_figure
+from transfertheory.threads import blas_threads
+with blas_threads(int(sys.argv[2])):
+    get_figure(sys.argv[1]).make("quick", "numpy", False)
+"""
+
+
+#: variables that would fix the BLAS threads of a child before the package's policy does
+BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def run_child(label, argv):
+    """(CPU seconds, wall seconds) of one run of ``argv`` (called ``label``) as a child process, without the BLAS
+    variables (as a user runs it: the package's policy sets the threads); its output is discarded."""
+    env = {key: value for key, value in os.environ.items() if key not in BLAS_VARIABLES}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise cli_support.CommandLineError(f"{label} exited with {done.returncode}: {last}", EXIT_FAILED)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+def compare(commands, repeats):
+    """{label: (median CPU s, median wall s)} of ``commands`` ({label: argv}), run in turn ``repeats`` times."""
+    runs = {label: [] for label in commands}
+    for _ in range(repeats):
+        for label, argv in commands.items():
+            runs[label].append(run_child(label, argv))
+    return {label: (statistics.median(c for c, _ in r), statistics.median(w for _, w in r))
+            for label, r in runs.items()}
+
+
+def _print(title, medians):
+    print(f"\n{title}\n{'command':<58} {'CPU s':>8} {'wall s':>8}")
+    for label, (cpu, wall) in medians.items():
+        print(f"{label:<58} {cpu:8.2f} {wall:8.2f}")
+
+
+def machine_line():
+    """Cores, the 1-minute load average, the command lines' BLAS threads and the git commit."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return (f"machine: {threads.available_cores()} cores, load average {os.getloadavg()[0]:.1f}, BLAS threads of "
+            f"the command lines {threads.SERIAL_THREADS}, commit {commit.stdout.strip() or 'unknown'}")
+
+
+def build_parser():
+    epilog = cli_support.exit_status_epilog("0 success", f"{EXIT_FAILED} a timed command failed", "2 usage error")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=epilog)
+    parser.add_argument("--repeats", type=REPEATS.arg_type(), default=5, help="runs of each command (default 5)")
+    parser.add_argument("--threads-figure", metavar="NAME", help="compare 1 BLAS thread with one per core on the "
+                        "quick build of figure NAME")
+    parser.add_argument("--workers-claims", metavar="PATTERN", help="compare verify -k PATTERN with 1 worker and "
+                        "with 2 … cores workers")
+    parser.add_argument("--quick", action="store_true", help="smoke run: one repeat, two command lines")
+    return parser
+
+
+@cli_support.entry_point
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.threads_figure:
+        from transfertheory.figures.registry import figures
+
+        if args.threads_figure not in figures():
+            parser.error(f"--threads-figure must be one of {', '.join(figures())}, got {args.threads_figure!r}")
+    repeats = 1 if args.quick else args.repeats
+    python = [sys.executable, "-m"]
+    print(machine_line())
+    with tempfile.TemporaryDirectory() as out:
+        commands = {f"{module} --help": [*python, module, "--help"] for module in CLIS[:2 if args.quick else None]}
+        commands["transfertheory.phase_diagram --noise 0.2"] = [*python, "transfertheory.phase_diagram", "--noise",
+                                                                "0.2", "--out", out]
+        _print(f"start-up, median of {repeats}", compare(commands, repeats))
+    if args.threads_figure:
+        commands = {f"{args.threads_figure} build, {n} BLAS thread(s)":
+                    [sys.executable, "-c", BUILD_UNDER_THREADS, args.threads_figure, str(n)]
+                    for n in sorted({1, threads.available_cores()})}
+        _print(f"BLAS threads, median of {repeats}", compare(commands, repeats))
+    if args.workers_claims:
+        commands = {f"verify -k {args.workers_claims} --workers {n}":
+                    [*python, "transfertheory.verify", "-k", args.workers_claims, "--no-progress", "--workers", str(n)]
+                    for n in range(1, threads.available_cores() + 1)}
+        _print(f"worker processes, median of {repeats}", compare(commands, repeats))
+    print(machine_line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
