@@ -11,6 +11,13 @@ from transfertheory import audit_table, claims, verify
 from transfertheory.claims import compare
 from transfertheory.theory import linear, methods
 
+
+@pytest.fixture(autouse=True)
+def _table_width_of_a_redirected_stdout(monkeypatch):
+    """The width a table is printed in follows the terminal: pin it to the width off a terminal (100 columns), so
+    that a test's layout does not depend on where pytest runs (a terminal, a pipe, a worker process)."""
+    monkeypatch.setenv("COLUMNS", str(audit_table.NON_TTY_WIDTH))
+
 #: cheap claims (exact identities and closed forms): the CLI tests run in a fraction of a second
 CHEAP = "faf.eq13"
 
