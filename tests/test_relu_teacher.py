@@ -287,7 +287,7 @@ def test_run_transfer_experiment_table():
 
 
 def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
-    from transfertheory.figures.faf_fig4 import sign_change, sign_side
+    from transfertheory.figures.stats import sign_change, sign_side
 
     ns = np.array([10.0, 100.0, 1000.0])
     assert sign_change(ns, [1.0, -1.0, -2.0]) == pytest.approx(np.sqrt(10 * 100))  # halfway in log n
@@ -320,7 +320,7 @@ def test_fig4_statistics_are_clustered_by_teacher():
     # Units of one teacher share its pretrained student: the SE must come from the per-teacher means, and the
     # bootstrap must resample teachers. Here the within-teacher scatter is tiny (1e-6) and the teachers differ
     # by ±1: the per-unit SE would be ~√(instances) = 3× too small; the clustered one is the SE of the 4 means.
-    from transfertheory.figures.faf_fig4 import _sign_with_interval, clustered_mean_se
+    from transfertheory.figures.stats import clustered_mean_se, sign_change_with_interval
 
     rng = np.random.default_rng(0)
     teachers = np.repeat(np.arange(4), 9)
@@ -332,7 +332,7 @@ def test_fig4_statistics_are_clustered_by_teacher():
     # sign change at n = 20 for teachers 0, 2 (curves 1, −1, −1) and never for teachers 1, 3 (curves 3, 3, 3)
     ns = np.array([10.0, 40.0, 160.0])
     curves = np.where(offsets[teachers, None] < 0, [[1.0, -1.0, -1.0]], [[3.0, 3.0, 3.0]])
-    point, lo, hi, found = _sign_with_interval(ns, teachers, curves, rng)
+    point, lo, hi, found = sign_change_with_interval(ns, teachers, curves, rng)
     assert np.isnan(point)  # the mean (2, 1, 1) stays positive: above the range
     # a resample of k falling teachers out of 4 has mean 3 − k at n = 40: a sign change iff k ≥ 3, probability
     # 5/16 (at n = 20 when k = 4, 1/16 > 2.5%); a per-unit bootstrap would put k/36 ≈ 1/2 and never change sign

@@ -57,6 +57,7 @@ from ..theory.relu import M_STAR, MU, dropped_count, finite_n_boundary, power_la
 from . import cli
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
+from .stats import clustered_mean_se, sign_change_with_interval, sign_side
 from .registry import Figure, register
 
 NAME = "faf_fig4"
@@ -68,7 +69,6 @@ TRANSFER_METHODS = ("linear", "linear_minnorm")
 #: flow-time budget of linear transfer: its flow is closed-form (any budget costs the same), and this one lets every
 #: flow meet L̂ − min L̂ ≤ 1e-6 (:func:`transfertheory.sim.relu_teacher.linear_transfer_flow`)
 LINEAR_MAX_TIME = 1e30
-BOOTSTRAP = 400  #: bootstrap resamples of (teacher, data set) units for the sign-change interval
 GRAM_PROBES = 40  #: probe inputs of panels (a, b)
 HEAT_LINEAR_RANGE = 1e-3  #: panel (e)'s colour scale is linear within ±this transferability, logarithmic beyond
 COLUMNS = {
@@ -121,29 +121,6 @@ BOUNDARY_COLUMNS = {
 }
 
 
-def sign_change(ns, values):
-    """log-linear interpolated n where ``values`` (over increasing ``ns``) first turns from > 0 to ≤ 0.
-
-    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 at every n (the change lies below the
-    range) or > 0 from their first positive value on (above it).
-    """
-    for k in range(len(ns) - 1):
-        if values[k] > 0 >= values[k + 1]:
-            frac = values[k] / (values[k] - values[k + 1])
-            return float(np.exp(np.log(ns[k]) + frac * (np.log(ns[k + 1]) - np.log(ns[k]))))
-    return float("nan")
-
-
-def sign_side(values) -> str:
-    """Where a missing sign change lies: "below" (≤ 0 at every n), "above" (> 0 from its first positive value to the
-    largest n: negative values before it, e.g. at the interpolation threshold n ≈ m, are not the boundary) or ""
-    (found)."""
-    values = np.asarray(values)
-    if np.isfinite(sign_change(np.arange(1, values.size + 1), values)):
-        return ""
-    return "below" if np.all(values <= 0) else "above"
-
-
 def _paired(df, method):
     """Normalized transferability of ``method`` per μ: dict μ → (ns, teacher of each unit, (units × n) array)."""
     keys = ["mu", "n", "teacher", "instance"]
@@ -152,44 +129,6 @@ def _paired(df, method):
     table = (scratch - other.reindex(scratch.index)).unstack("n")
     return {mu: (np.asarray(part.columns, dtype=float), part.index.get_level_values("teacher").to_numpy(),
                  part.to_numpy()) for mu, part in table.groupby(level="mu")}
-
-
-def clustered_mean_se(teachers, values):
-    """(mean, SE) over units clustered by teacher, along axis 0: the SE of the mean of the per-teacher means.
-
-    Units of one teacher share its pretrained student and ‖P⊥ f_t*‖², so they are not independent; the per-teacher
-    means are. With equally many data sets per teacher the mean equals the unit mean. SE NaN for one teacher.
-    """
-    values = np.asarray(values, dtype=float)
-    labels = np.unique(teachers)
-    means = np.stack([values[teachers == t].mean(axis=0) for t in labels])
-    se = means.std(axis=0, ddof=1) / np.sqrt(labels.size) if labels.size > 1 else np.full(means.shape[1:], np.nan)
-    return means.mean(axis=0), se
-
-
-def _cluster_resample(groups, rng):
-    """Unit indices of one two-stage bootstrap resample: teachers with replacement, then data sets within each."""
-    picked = rng.integers(0, len(groups), size=len(groups))
-    return np.concatenate([groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
-
-
-def _censored_sign_change(ns, values):
-    """:func:`sign_change`, with a missing change counted as ns[0] (below the range) or ns[−1] (above it)."""
-    found = sign_change(ns, values)
-    if np.isfinite(found):
-        return found, True
-    return (float(ns[0]) if sign_side(values) == "below" else float(ns[-1])), False
-
-
-def _sign_with_interval(ns, teachers, units, rng):
-    """Sign change of the unit mean, its teacher-clustered bootstrap 95% interval (censored resamples included) and
-    the fraction of resamples with a sign change in the n range."""
-    point = sign_change(ns, units.mean(axis=0))
-    groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
-    boot = [_censored_sign_change(ns, units[_cluster_resample(groups, rng)].mean(axis=0)) for _ in range(BOOTSTRAP)]
-    values, found = np.array([b[0] for b in boot]), np.array([b[1] for b in boot])
-    lo, hi = np.quantile(values, [0.025, 0.975])
-    return point, float(lo), float(hi), float(found.mean())
 
 
 def summarize(df, seed=0):
@@ -243,7 +182,7 @@ def _boundary(df, mus, paired, fit, seed):
         for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
             ns, unit_teachers, units = paired[method][mu]
             (row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"],
-             row[f"n_sign_{tag}_found"]) = _sign_with_interval(ns, unit_teachers, units, rng)
+             row[f"n_sign_{tag}_found"]) = sign_change_with_interval(ns, unit_teachers, units, rng)
             if tag == "linear":
                 row["n_sign_linear_side"] = sign_side(units.mean(axis=0))
         rows.append(row)
