@@ -4,7 +4,7 @@ r"""MeRLin's success frequency against one setting at a time: splits, inner ridg
 The table of docs/merlin.md ("What the success frequency depends on"): MeRLin (MeRLin §5, Eq. 70) at one target
 size, the same target sets in every run, one setting changed per run. ``--splits per-restart`` draws S random
 splits for every restart (the package's former behaviour), ``shared`` S random splits per seed shared by its
-restarts, ``seed`` the package's splits (:func:`transfertheory.sim.quadratic.seed_split_orders`: all balanced
+restarts, ``seed`` the package's splits (:func:`transfertheory.sim.merlin.seed_split_orders`: all balanced
 splits when there are at most S). Prints one line: successes/seeds, the seeds where some restart recovered e₁.
 
 Examples::
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from transfertheory.sim import quadratic as Q
+from transfertheory.sim import merlin as Q
 from transfertheory.theory import merlin as M
 
 

@@ -22,11 +22,11 @@ import math
 import numpy as np
 import pytest
 
-from transfertheory.sim import ntk_two_layer as tdr_sim
+from transfertheory.sim import tdr as tdr_sim
 from transfertheory.sim import deep_linear
 from transfertheory.sim import run_transfer_experiment as deep_linear_experiment
 from transfertheory.sim.mtl import NetworkShape, finite_width_study, init_parameters
-from transfertheory.sim.quadratic import run_comparison, target_sets
+from transfertheory.sim.merlin import run_comparison, target_sets
 from transfertheory.sim.relu_teacher import run_transfer_experiment as relu_experiment
 from transfertheory.sim.relu_teacher import draw_generator, teacher_samples
 from transfertheory.theory import distances, fine_tuning, linear, merlin, methods, mtl, scratch, transfer

@@ -82,8 +82,8 @@ def test_relu_teacher_benchmark_quick():
     assert _run("--d", "0", script=os.path.join(ROOT, "benchmarks", "bench_relu_teacher.py")).returncode == 2
 
 
-def test_bench_quadratic_quick_prints_both_tables():
-    script = os.path.join(ROOT, "benchmarks", "bench_quadratic.py")
+def test_bench_merlin_quick_prints_both_tables():
+    script = os.path.join(ROOT, "benchmarks", "bench_merlin.py")
     out = _run("--quick", script=script)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "smoke run" in out.stdout and "| merlin |" in out.stdout and "| S | λ_h |" in out.stdout
@@ -150,12 +150,12 @@ def test_bench_ntk_empirical_kernels_against_neural_tangents():
     assert float(out.stdout.split("max relative difference")[1].split()[0]) < 1e-12
 
 
-def test_ntk_two_layer_benchmark_quick(tmp_path):
+def test_tdr_benchmark_quick(tmp_path):
     path = tmp_path / "ntk.csv"
-    out = _run("--quick", "--csv", str(path), script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
+    out = _run("--quick", "--csv", str(path), script=os.path.join(ROOT, "benchmarks", "bench_tdr.py"))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stdout.count("ratio GD/trainer") == 2 and path.read_text().startswith("width,")
-    bad = _run("--widths", "3", script=os.path.join(ROOT, "benchmarks", "bench_ntk_two_layer.py"))
+    bad = _run("--widths", "3", script=os.path.join(ROOT, "benchmarks", "bench_tdr.py"))
     assert bad.returncode == 2
 
 

@@ -281,10 +281,10 @@ def test_the_merlin_union_bound_check_fails_when_the_bound_is_scaled_down(monkey
 def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monkeypatch):
     """faf.thm3.9.corrected.L3 holds an L = 3 simulation to the L = 3 corrected limit and away from L = 2's: the same
     check fed a two-layer network's fine-tuning (everything else equal) must FAIL."""
-    from transfertheory.claims import faf_flow
+    from transfertheory.claims import faf_linear_sim
 
-    simulate = faf_flow._simulate
-    monkeypatch.setattr(faf_flow, "_simulate",
+    simulate = faf_linear_sim._simulate
+    monkeypatch.setattr(faf_linear_sim, "_simulate",
                         lambda case, methods, **kw: simulate(case, methods, **{**kw, "depth": 2}))
     claim = claims.get_claim("faf.thm3.9.corrected.L3")
     result = claim.check(claims.Case(claim, claims.get_profile(QUICK), {}, seed=0))  # one stage: no confirmation

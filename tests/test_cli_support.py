@@ -276,7 +276,7 @@ def test_verify_backend_flag_then_variable_then_profile(argv, env, expected, mon
 
 # --------------------------------------------------------------------------- benchmark scripts
 
-BENCHMARKS_WITH_BACKEND = ["bench_deep_linear", "bench_ntk", "bench_ntk_two_layer", "bench_quadratic",
+BENCHMARKS_WITH_BACKEND = ["bench_deep_linear", "bench_ntk", "bench_tdr", "bench_merlin",
                            "bench_relu_teacher"]
 BENCHMARKS = [*BENCHMARKS_WITH_BACKEND, "bench_mtl_fig1", "bench_cli", "integrator_accuracy"]
 
@@ -315,7 +315,7 @@ def test_a_benchmark_checks_the_backend_variable_before_any_work(name, monkeypat
     assert exit_info.value.code == 2  # argparse: not one of the choices
 
 
-@pytest.mark.parametrize("name", ["bench_deep_linear", "bench_ntk_two_layer"])
+@pytest.mark.parametrize("name", ["bench_deep_linear", "bench_tdr"])
 def test_a_benchmark_checks_its_csv_path_before_any_work(name, monkeypatch, tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")

@@ -3,7 +3,7 @@
 Exact identities (chain gradients, low-rank stages, the rotated flow, the factored power iteration),
 convergence reporting (saddle guard, γ = 1), reproducibility (chunking, the strict device stand-in),
 backends and bad input. The theorem checks against the simulator (Lemma 3.3, Thms 3.4–3.9, the
-fine-tuning erratum) are claims of the registry (``transfertheory/claims/faf_flow.py``; ``python -m
+fine-tuning erratum) are claims of the registry (``transfertheory/claims/faf_linear_sim.py``; ``python -m
 transfertheory.verify -k faf.thm3``), run by ``tests/test_claims.py``.
 """
 import numpy as np

@@ -9,7 +9,7 @@ import pytest
 from tolerance_stability import assert_stable_under_tightened_tolerances, tolerance_shifts
 
 from transfertheory.figures import merlin_fig
-from transfertheory.sim.quadratic import STUDY_TOLERANCES
+from transfertheory.sim.merlin import STUDY_TOLERANCES
 
 
 def test_a_headline_that_follows_gtol_is_caught():

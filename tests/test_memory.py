@@ -191,7 +191,7 @@ QUADRATIC = dict(m=3, k=2, lam=0.1, seeds=2, restarts=2, splits=2, rtol=1e-3, gt
 
 
 def test_quadratic_refuses_the_source_loss_at_large_d_before_any_work(monkeypatch):
-    from transfertheory.sim.quadratic import experiment
+    from transfertheory.sim.merlin import experiment
 
     _forbid(monkeypatch, experiment.A, "pretrain")
     _forbid(monkeypatch, experiment, "target_sets")
@@ -201,7 +201,7 @@ def test_quadratic_refuses_the_source_loss_at_large_d_before_any_work(monkeypatc
 
 
 def test_quadratic_estimate_is_within_a_factor_three_of_the_traced_peak():
-    from transfertheory.sim.quadratic import experiment
+    from transfertheory.sim.merlin import experiment
 
     settings = experiment._validate(64, 3, 2, [6, 8], 0.1, 2, experiment.ALGORITHMS, 0.5, 1.0, 1e-2, 2, 2, 0.5, 0)
     estimate = experiment._memory_estimate(settings, experiment.ALGORITHMS)
@@ -213,24 +213,24 @@ def test_quadratic_estimate_is_within_a_factor_three_of_the_traced_peak():
 
 
 def test_tdr_simulator_refuses_huge_widths_before_drawing_weights(monkeypatch):
-    from transfertheory.sim import ntk_two_layer
+    from transfertheory.sim import tdr
 
-    _forbid(monkeypatch, ntk_two_layer, "_initial_weights")
-    data = ntk_two_layer.task_pair("shared-inputs", 0.5, n=8, d=5)
+    _forbid(monkeypatch, tdr, "_initial_weights")
+    data = tdr.task_pair("shared-inputs", 0.5, n=8, d=5)
     with pytest.raises(ValueError) as error:
-        ntk_two_layer.simulate_transfer(*data, [10**9], backend="numpy", max_memory="16G")
+        tdr.simulate_transfer(*data, [10**9], backend="numpy", max_memory="16G")
     _assert_refusal(error, "widths=[1000000000]", "seeds=8", "16 GiB")
     with pytest.raises(ValueError) as error:
-        ntk_two_layer.initial_weights(10**9, 5, 8, max_memory="16G")
+        tdr.initial_weights(10**9, 5, 8, max_memory="16G")
     _assert_refusal(error, "initial_weights(width=1000000000, d=5, seeds=8)")
 
 
 def test_tdr_estimate_is_within_a_factor_three_of_the_traced_peak():
-    from transfertheory.sim import ntk_two_layer
+    from transfertheory.sim import tdr
 
-    data = ntk_two_layer.task_pair("shared-inputs", 0.5, n=8, d=5)
-    estimate = ntk_two_layer._memory_estimate([64, 4096], 5, 8, 4, "euler", on_device=False)
-    peak = _traced_peak(lambda: ntk_two_layer.simulate_transfer(*data, [64, 4096], seeds=4, backend="numpy",
+    data = tdr.task_pair("shared-inputs", 0.5, n=8, d=5)
+    estimate = tdr._memory_estimate([64, 4096], 5, 8, 4, "euler", on_device=False)
+    peak = _traced_peak(lambda: tdr.simulate_transfer(*data, [64, 4096], seeds=4, backend="numpy",
                                                                max_steps=30))
     assert peak / 3 <= estimate <= 3 * peak
 
@@ -321,17 +321,17 @@ def test_relu_estimate_is_within_a_factor_three_of_the_traced_peak():
 
 
 def test_quadratic_algorithms_refuse_before_drawing_and_run_comparison_passes_its_limit_on(monkeypatch):
-    from transfertheory.sim import quadratic
-    from transfertheory.sim.quadratic import algorithms
+    from transfertheory.sim import merlin
+    from transfertheory.sim.merlin import algorithms
 
     _forbid(monkeypatch, algorithms, "random_init")
     with pytest.raises(ValueError) as error:
-        quadratic.pretrain(10**5, 4, 2, 0.1, 2, 6, np.random.default_rng(0), max_memory="1G")
+        merlin.pretrain(10**5, 4, 2, 0.1, 2, 6, np.random.default_rng(0), max_memory="1G")
     _assert_refusal(error, "pretrain(instances=12, d=100000, m=4", "1 GiB")
     monkeypatch.undo()
     monkeypatch.setenv(_memory.ENV_VAR, "1K")  # below every flow: only the explicit limit lets the run go on
-    table = quadratic.run_comparison(d=4, n_targets=[4], **{**QUADRATIC, "max_memory": "1G"})
-    assert set(table["algorithm"]) == set(quadratic.ALGORITHMS)
+    table = merlin.run_comparison(d=4, n_targets=[4], **{**QUADRATIC, "max_memory": "1G"})
+    assert set(table["algorithm"]) == set(merlin.ALGORITHMS)
 
 
 # --------------------------------------------------------------------------- closed forms: Grams of user sizes
@@ -355,13 +355,13 @@ def test_relu_kernel_grams_refuse_a_million_units_before_forming_them(monkeypatc
 
 
 def _theory_calls():
-    from transfertheory.theory import distances, merlin, ntk, ntk_two_layer
+    from transfertheory.theory import distances, merlin, ntk, tdr
     from transfertheory.theory.fine_tuning import fine_tune_flow_expectation
 
     unit = np.random.default_rng(0).standard_normal((1000, 3))
     unit /= np.linalg.norm(unit, axis=1, keepdims=True)
     return [("relu_kernels(len(X)=1000, len(Y)=1000)", ntk.relu_kernels, (unit,)),
-            ("two_layer_gram(len(X)=1000, len(Y)=1000)", ntk_two_layer.two_layer_gram, (unit,)),
+            ("two_layer_gram(len(X)=1000, len(Y)=1000)", tdr.two_layer_gram, (unit,)),
             ("sample_source(n=1000, d=1000)", merlin.sample_source, (1000, 1000, 2, 0)),
             ("sample_target(n=1000, d=1000)", merlin.sample_target, (1000, 1000, 0)),
             ("population_loss(batch=1, d=300)", merlin.source_loss, (np.ones(4), np.ones((300, 4)), 2)),
@@ -415,16 +415,16 @@ def test_clis_reject_a_bad_max_memory_as_a_usage_error(module, capsys):
 
 def test_a_closed_form_checked_before_the_entry_points_own_check_does_not_claim_the_run(monkeypatch):
     """simulate_transfer validates its data through two_layer_gram (a small, unchecked Gram) before its own check."""
-    from transfertheory.sim import ntk_two_layer
+    from transfertheory.sim import tdr
 
-    _forbid(monkeypatch, ntk_two_layer, "_initial_weights")
-    data = ntk_two_layer.task_pair("shared-inputs", 0.5, n=8, d=5)
+    _forbid(monkeypatch, tdr, "_initial_weights")
+    data = tdr.task_pair("shared-inputs", 0.5, n=8, d=5)
     with pytest.raises(ValueError, match=r"simulate_transfer\(widths=\[1000000000\]"):
-        ntk_two_layer.simulate_transfer(*data, [10**9], backend="numpy")
+        tdr.simulate_transfer(*data, [10**9], backend="numpy")
 
 
 def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
-    from transfertheory.sim import deep_linear, mtl, ntk_two_layer
+    from transfertheory.sim import deep_linear, mtl, tdr
     from transfertheory.sim.deep_linear import training
     from transfertheory.sim.mtl import network as mtl_network
     from transfertheory.sim.mtl import training as mtl_training
@@ -432,7 +432,7 @@ def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
 
     for module, name in ((training, "init_weights"), (training, "integrate_gradient_flow"),
                          (mtl_training, "integrate_gradient_flow"), (mtl_network, "init_parameters"),
-                         (ntk_two_layer, "integrate_gradient_flow")):
+                         (tdr, "integrate_gradient_flow")):
         _forbid(monkeypatch, module, name)
     shape = mtl_network.NetworkShape(3, 1024, ReluNetwork(2))
     tasks, labels = [np.ones((4, 3))] * 2, [np.ones((4, 1))] * 2
@@ -444,7 +444,7 @@ def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
               ("mtl", shape, tasks, labels, np.zeros((2, shape.body_size)), np.zeros((2, shape.head_size))), {}),
              ("random_network_kernels(width=65536, depth=2", mtl.random_network_kernels,
               (ReluNetwork(2), np.ones((4, 3)), 2**16, 4, np.random.default_rng(0)), {}),
-             ("train_two_layer(networks=2, largest width=300000, n=8)", ntk_two_layer.train_two_layer,
+             ("train_two_layer(networks=2, largest width=300000, n=8)", tdr.train_two_layer,
               (np.ones((2, 3 * 10**5, 5)), np.ones((2, 3 * 10**5)), np.ones((8, 5)) / 5**0.5, np.zeros(8)), {})]
     for expected, function, args, kwargs in calls:
         with pytest.raises(ValueError) as error:

@@ -192,11 +192,11 @@ def test_bad_test_head_is_a_value_error():
 @pytest.mark.parametrize("claim", ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
                                    "mtl.lemma1.fresh-test-head"])
 def test_training_claims_are_an_error_when_a_network_did_not_converge(monkeypatch, claim):
-    from transfertheory.claims import check_point, mtl_networks
+    from transfertheory.claims import check_point, mtl_sim
     rows = [dict(width=h, depth=1, method=m, test_head="initial", network=0, reference="mtl", matched=True,
                  distance=0.1, converged=h == 64, status="converged" if h == 64 else "max_steps", t_final=1.0,
                  steps=10, grad_norm=1e-6 if h == 64 else 0.5) for h in (64, 128) for m in ("mtl", "anil")]
-    monkeypatch.setattr(mtl_networks, "_training_study", lambda profile_name: pd.DataFrame(rows))
+    monkeypatch.setattr(mtl_sim, "_training_study", lambda profile_name: pd.DataFrame(rows))
     outcome = check_point(claim, profile="quick")
     assert outcome.status == "ERROR"
     assert "2 trained network(s) did not converge" in outcome.error and "h=128" in outcome.error
@@ -223,7 +223,7 @@ def test_bad_labels_and_a_missing_rng_are_value_errors():
 
 
 def test_cross_gram_of_a_head_with_itself_is_the_body_part_of_the_ntk():
-    from transfertheory.claims.mtl_networks import independent_head_cross_gram
+    from transfertheory.claims.mtl_sim import independent_head_cross_gram
     x = np.random.default_rng(4).standard_normal((3, 4))
     cross = independent_head_cross_gram(ReluNetwork(2), x, 32, 5, np.random.default_rng(7), correlation=1.0)
     shape = sim.NetworkShape(4, 32, ReluNetwork(2))

@@ -1,6 +1,6 @@
 r"""MeRLin §5 theorems checked by training: Lemma 4, Theorem 1 (fine-tuning and joint training), Theorem 2.
 
-The measurements are gradient flows of the regularized objectives (:mod:`transfertheory.sim.quadratic`,
+The measurements are gradient flows of the regularized objectives (:mod:`transfertheory.sim.merlin`,
 batched over seeds, with random restarts where the statement is about global minimizers); the references
 are the closed forms of :mod:`transfertheory.theory.merlin`. Frequencies over seeds are compared with a
 binomial z (SE from the reference probability, the seed count in the detail line). Seeds per check: the quick
@@ -13,7 +13,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from ..sim import quadratic as Q
+from ..sim import merlin as Q
 from ..theory import merlin as M
 from .compare import agreement, holds, not_above, within
 from .profiles import PROFILES

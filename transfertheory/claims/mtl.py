@@ -1,7 +1,7 @@
 r"""MTL §4–5 (Lemmas 1, 3–5, Theorem 1; App. B.3–B.5) as exact computations: the MTL/ANIL kernel identities, the
 large-depth structure of the deep ReLU kernels and Theorem 1's rates on the synthetic tasks of MTL §5.1.
 
-The checks against random and trained finite-width networks are in :mod:`.mtl_networks`.
+The checks against random and trained finite-width networks are in :mod:`.mtl_sim`.
 """
 from __future__ import annotations
 

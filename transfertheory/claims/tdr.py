@@ -31,7 +31,7 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import strategies as st
 
-from ..theory import ntk_two_layer as NTK
+from ..theory import tdr as NTK
 from .compare import agreement, mc_agreement, mean_se, refutation
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, combine, register
 

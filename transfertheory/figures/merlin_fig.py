@@ -1,7 +1,7 @@
 r"""MeRLin §5 by training: target loss of the four algorithms against n_t, and MeRLin's success probability.
 
 Model (MeRLin §5, docs/merlin.md): f(x) = θᵀ(φᵀx)², source law with k label-carrying coordinates, target
-y = x₁²; every algorithm trained by gradient flow (:func:`transfertheory.sim.quadratic.run_comparison`).
+y = x₁²; every algorithm trained by gradient flow (:func:`transfertheory.sim.merlin.run_comparison`).
 Panels:
 
 (a) the exact target population loss of head-only fine-tuning, joint training, target-only training and MeRLin
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..sim.quadratic import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
+from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
 from ..theory import merlin as M
 from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
@@ -149,8 +149,8 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
     """Run both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`.
 
     MeRLin's inner ridge, its restarts in the success study and the tolerances ``rtol, gtol`` are those of the
-    claims (:data:`~transfertheory.sim.quadratic.MERLIN_RIDGE`, :func:`~transfertheory.sim.quadratic.merlin_restarts`,
-    :data:`~transfertheory.sim.quadratic.STUDY_TOLERANCES`)."""
+    claims (:data:`~transfertheory.sim.merlin.MERLIN_RIDGE`, :func:`~transfertheory.sim.merlin.merlin_restarts`,
+    :data:`~transfertheory.sim.merlin.STUDY_TOLERANCES`)."""
     tolerances = dict(rtol=rtol, gtol=gtol)
     comparison = run_comparison(d, m, k, list(n_targets), lam, seeds, algorithms=ALGORITHMS, restarts=restarts,
                                 splits=splits, seed=seed, backend=backend, **tolerances)

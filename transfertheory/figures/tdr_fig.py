@@ -1,7 +1,7 @@
 r"""TDR §6 by training: measured fine-tuning and scratch distances against their Gram formulas.
 
 Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx) trained by gradient descent
-(:mod:`transfertheory.sim.ntk_two_layer`, symmetric initialization, κ = 1). Panels:
+(:mod:`transfertheory.sim.tdr`, symmetric initialization, κ = 1). Panels:
 
 (a) the root-mean-square gap over seeds of ‖W(Q) − W(P)‖_F to √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) (TDR
     Thm 2, Eq. 2), of ‖W_s(Q) − W(0)‖_F to √(y_QᵀH_Q⁻¹y_Q), of the pretrained outputs u_Q(P) to y_{P→Q} and of
@@ -23,9 +23,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..sim.ntk_two_layer import simulate_transfer, width_rate
-from ..sim.ntk_two_layer import task_pair as sim_task_pair
-from ..theory.ntk_two_layer import transfer_summary
+from ..sim.tdr import simulate_transfer, width_rate
+from ..sim.tdr import task_pair as sim_task_pair
+from ..theory.tdr import transfer_summary
 from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
@@ -68,7 +68,7 @@ SIMILARITY_COLUMNS = {
 
 
 def task_pair(family, angle):
-    """The family member at similarity cos(angle) on the figure's data (:func:`~transfertheory.sim.ntk_two_layer.task_pair`)."""
+    """The family member at similarity cos(angle) on the figure's data (:func:`~transfertheory.sim.tdr.task_pair`)."""
     return sim_task_pair(family, angle, **DATA)
 
 
@@ -130,7 +130,7 @@ def similarity_study(width, seeds, angles, backend=None):
 
 def fitted_rate(table, column):
     """(rate, intercept) of the log–log least-squares line of ``column`` against m
-    (:func:`~transfertheory.sim.ntk_two_layer.width_rate`)."""
+    (:func:`~transfertheory.sim.tdr.width_rate`)."""
     return width_rate(table["width"], table[column])
 
 

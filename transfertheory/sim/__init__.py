@@ -5,12 +5,12 @@ One package or module per paper's training process, each described by an :class:
 
     paper                  theory                              sim (Experiment)               claims                           figures
     FaF §2.1 distances     theory/distances, distance_study    —                              faf_distances                    faf_fig5
-    FaF §3 deep linear     theory/linear, scratch, fine_tuning, sim/deep_linear/               faf_linear, faf_flow             faf_fig1, 2, 3, 6, 7,
+    FaF §3 deep linear     theory/linear, scratch, fine_tuning, sim/deep_linear/               faf_linear, faf_linear_sim             faf_fig1, 2, 3, 6, 7,
                            transfer, methods                   (faf_linear, faf_surface)                                        faf_finetune_depth
     FaF §4 ReLU teacher    theory/relu/                        sim/relu_teacher/ (faf_relu)   faf_relu, faf_relu_sim           faf_fig4
-    MeRLin §5 quadratic    theory/merlin                       sim/quadratic/ (merlin)        merlin, merlin_sim               merlin_fig
-    TDR §6 wide two-layer  theory/ntk_two_layer                sim/ntk_two_layer (tdr)        tdr, tdr_training                tdr_fig
-    MTL §4–5 MTL and ANIL  theory/ntk, theory/mtl              sim/mtl/ (mtl)                 mtl, mtl_networks                mtl_fig1
+    MeRLin §5 quadratic    theory/merlin                       sim/merlin/ (merlin)        merlin, merlin_sim               merlin_fig
+    TDR §6 wide two-layer  theory/tdr                sim/tdr (tdr)        tdr, tdr_sim                tdr_fig
+    MTL §4–5 MTL and ANIL  theory/ntk, theory/mtl              sim/mtl/ (mtl)                 mtl, mtl_sim                mtl_fig1
 
 All share one integrator (:mod:`.integrator`: batched adaptive Runge–Kutta–Chebyshev gradient flow, or
 fixed-step explicit Euler = batched gradient descent; a new simulator supplies a gradient callable and optionally

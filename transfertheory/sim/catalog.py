@@ -3,10 +3,10 @@
 * ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:func:`.deep_linear.run_transfer_experiment`);
 * ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at one μ over the sample sizes ``ns``
   (:func:`.relu_teacher.run_transfer_experiment`; the pretrained students are shared by the ``ns``);
-* ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.quadratic.run_comparison`; the
+* ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.merlin.run_comparison`; the
   per-seed index is the column ``instance``);
 * ``tdr`` — TDR §6 wide two-layer networks of one width on one §5.1 task pair
-  (:func:`.ntk_two_layer.simulate_transfer`; one row per (stage, instance), stage pretrain / finetune / scratch,
+  (:func:`.tdr.simulate_transfer`; one row per (stage, instance), stage pretrain / finetune / scratch,
   ``distance`` = ‖W(Q) − W(P)‖_F or ‖W_s(Q) − W(0)‖_F);
 * ``mtl`` — MTL §4 Lemma 1, MTL and ANIL networks of one width against the infinite-width predictions
   (:func:`.mtl.finite_width_study` on MTL §5.1's synthetic tasks);
@@ -31,7 +31,7 @@ from ..theory.methods import get_method
 from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
 from .convergence import convergence_columns
 from .integrator import SCHEMES
-from .quadratic.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
+from .merlin.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
 from .records import Experiment, Field
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
@@ -107,7 +107,7 @@ FAF_RELU = Experiment(
 
 
 def _merlin(p, seed, backend):
-    from .quadratic import run_comparison
+    from .merlin import run_comparison
 
     table = run_comparison(p["d"], p["m"], p["k"], [p["n_t"]], p["lam"], p["seeds"], algorithms=p["algorithms"],
                            alpha=p["alpha"], rho=p["rho"], ridge=p["ridge"], splits=p["splits"],
@@ -134,7 +134,7 @@ MERLIN = Experiment(
 
 
 def _tdr_rows(run) -> pd.DataFrame:
-    """One row per (stage, instance) of a :class:`~.ntk_two_layer.WidthRun`."""
+    """One row per (stage, instance) of a :class:`~.tdr.WidthRun`."""
     frames = []
     for stage, distance in (("pretrain", np.nan), ("finetune", run.finetune_distance),
                             ("scratch", run.scratch_distance)):
@@ -149,7 +149,7 @@ def _tdr_rows(run) -> pd.DataFrame:
 
 
 def _tdr(p, seed, backend):
-    from .ntk_two_layer import simulate_transfer, task_pair
+    from .tdr import simulate_transfer, task_pair
 
     data = task_pair(p["family"], p["angle"], n=p["n"], d=p["d"], seed=p["data_seed"])
     (run,) = simulate_transfer(*data, [p["width"]], seeds=p["seeds"], kappa=p["kappa"], seed=seed,

@@ -59,7 +59,7 @@ NAMED_SWEEPS = {
         fixed=dict(family="shared-inputs", angle=1.0),
         profiles=dict(quick=dict(draws=8, axes=dict(width=[100, 316, 1000, 3162, 10000])),
                       paper=dict(draws=16, axes=dict(width=[100, 316, 1000, 3162, 10000, 31622, 100000])))),
-    "mtl_networks": dict(
+    "mtl": dict(
         experiment="mtl", description="MTL Lemma 1: trained MTL and ANIL networks against the width",
         fixed=dict(lam_tau=0.1, lam_tau_hat=0.3),
         profiles=dict(quick=dict(draws=6, fixed=dict(depth=1), axes=dict(width=[256, 1024, 4096])),

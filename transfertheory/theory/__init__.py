@@ -10,7 +10,7 @@
   not imported eagerly because it loads POT);
 * :mod:`.relu` — FaF §4, two-layer ReLU student–teacher networks (arc-cosine kernel, projections);
 * :mod:`.merlin` — MeRLin §5, the two-layer quadratic network;
-* :mod:`.ntk_two_layer` — TDR §6, NTK Gram quantities of fine-tuning;
+* :mod:`.tdr` — TDR §6, NTK Gram quantities of fine-tuning;
 * :mod:`.ntk` — exact NNGP/NTK of deep ReLU networks, and :mod:`.mtl` — MTL §4, the MTL and ANIL kernels
   (each imported on demand: ``from transfertheory.theory import relu``).
 """

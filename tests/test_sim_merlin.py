@@ -1,11 +1,11 @@
-"""MeRLin §5 simulators (transfertheory.sim.quadratic): gradients vs finite differences, the ridge inner head,
+"""MeRLin §5 simulators (transfertheory.sim.merlin): gradients vs finite differences, the ridge inner head,
 convergence reporting, backends and input validation. The theorem checks by training are claims
 (transfertheory/claims/merlin_sim.py)."""
 import numpy as np
 import pytest
 
 from transfertheory import backend
-from transfertheory.sim import quadratic as Q
+from transfertheory.sim import merlin as Q
 from transfertheory.theory import merlin as M
 
 

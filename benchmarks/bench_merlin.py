@@ -1,4 +1,4 @@
-"""Benchmark: cost of the MeRLin §5 simulators (transfertheory.sim.quadratic) per algorithm, and of MeRLin's splits.
+"""Benchmark: cost of the MeRLin §5 simulators (transfertheory.sim.merlin) per algorithm, and of MeRLin's splits.
 
 Part 1 trains each algorithm alone with `run_comparison` on the same target sets (d, k, m, n_t, seeds, restarts)
 and prints, per algorithm, the median wall time over ``--repeats`` runs, the median accepted steps of the kept
@@ -11,9 +11,9 @@ term in its per-split form (``meta_validation_loss_and_grad``) against ``Validat
 MeRLin trained for n_t/4, n_t/2, n_t one integrator call per n_t against one ``solve`` for all three
 (identical flows: the largest objective difference is printed).
 
-    python benchmarks/bench_quadratic.py [--d 12] [--k 3] [--m 2] [--n-t 16] [--seeds 8] [--restarts 9]
+    python benchmarks/bench_merlin.py [--d 12] [--k 3] [--m 2] [--n-t 16] [--seeds 8] [--restarts 9]
                                          [--repeats 3] [--splits 1 2 4 8] [--ridges 1e-3 1e-2] [--backend numpy]
-    python benchmarks/bench_quadratic.py --quick     # smoke run (seconds; no timing verdict)
+    python benchmarks/bench_merlin.py --quick     # smoke run (seconds; no timing verdict)
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ import numpy as np
 
 from transfertheory import cli_support
 from transfertheory.backend import resolve_backend
-from transfertheory.sim import quadratic as Q
-from transfertheory.sim.quadratic import run_comparison
+from transfertheory.sim import merlin as Q
+from transfertheory.sim.merlin import run_comparison
 from transfertheory.theory import merlin as M
 
 ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")

@@ -2,7 +2,7 @@ r"""TDR §5.1 and §6 (Thms 1–2) by training the two-layer ReLU network at fin
 
 Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx), a_r = ±1 fixed, symmetric initialization (u(0) = 0 for
 every κ), κ = :data:`TRAINING_KAPPA`, trained by full-batch gradient descent with the per-network step 1/λ_max
-of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.ntk_two_layer`, seeds batched). The
+of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.tdr`, seeds batched). The
 data and the strategies are those of the linearized claims (:mod:`.tdr`).
 
 A trained quantity q_s(m) of seed s differs from its Gram formula q* by Gram fluctuations of SD O(1/√m), a
@@ -11,7 +11,7 @@ width bias O(1/m) and a bias from activation patterns that change during trainin
 * **the gap closes**: g_s(m) = log((q_s(m) − q*)²) (averaged over components or family members before the log)
   falls from the smallest to the largest width by more than 4 SE (unpaired, SEs of both widths). Squared gaps
   are roughly scaled χ² variables whose log has a stable spread, so the test keeps its power at a few seeds.
-  The fitted rate of the root-mean-square gap in m (:func:`~transfertheory.sim.ntk_two_layer.width_rate`) is
+  The fitted rate of the root-mean-square gap in m (:func:`~transfertheory.sim.tdr.width_rate`) is
   reported; 1/√m fluctuations give −½.
 * **the value is the formula's**: at the largest width the mean over seeds agrees with q* within
   4 SE + :data:`BIAS_ALLOWANCE_SD` × the seed-to-seed SD. The allowance is the bias left by training (the
@@ -27,8 +27,8 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import strategies as st
 
-from ..sim.ntk_two_layer import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
-from ..theory import ntk_two_layer as NTK
+from ..sim.tdr import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
+from ..theory import tdr as NTK
 from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
 from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, point_label, scaled_point

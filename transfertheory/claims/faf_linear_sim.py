@@ -185,7 +185,7 @@ def _fine_tuning_at_depth(case, depth):
 
 def _depth_reason(depth):
     return (f"integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[depth]:g} (deeper nets need a larger α), "
-            "each a per-draw bound measured at this point (faf_flow.py)")
+            "each a per-draw bound measured at this point (faf_linear_sim.py)")
 
 
 @register("faf.thm3.9.corrected.L3", source="FaF Thm 3.9 (corrected limit, L = 3)", method="finetune",

@@ -1,4 +1,4 @@
-"""TDR §6 closed forms (transfertheory.theory.ntk_two_layer): what the tdr.* claims do not cover.
+"""TDR §6 closed forms (transfertheory.theory.tdr): what the tdr.* claims do not cover.
 
 Bad input, exact identities (interpolation, scaling), the stable solve at near-duplicate inputs
 against the exact 2×2 inverse, the documented values at exactly singular Grams, and CuPy.
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transfertheory.backend import cupy_available, resolve_backend, to_host
-from transfertheory.theory import ntk_two_layer as NTK
+from transfertheory.theory import tdr as NTK
 
 
 def _sphere(rng, n, d):

@@ -1,4 +1,4 @@
-"""Benchmark: the batched TDR §6 trainer (sim.ntk_two_layer) against a per-network gradient-descent loop.
+"""Benchmark: the batched TDR §6 trainer (sim.tdr) against a per-network gradient-descent loop.
 
 The same run in both: for every width and seed, pretraining on P from W(0), fine-tuning on Q from W(P) and
 training on Q from scratch, from the same initial weights (``initial_weights``). The package's trainer
@@ -16,7 +16,7 @@ which trains all widths × seeds networks of a stage in one integration (``Ragge
 against one call per width and against the per-network loop over every (width, seed), in rotating order, paired.
 ``--backend cupy`` times the package's trainer on a GPU (the loop stays NumPy on the host).
 
-    python benchmarks/bench_ntk_two_layer.py [--widths 256 1024 4096] [--seeds 8] [--n 10] [--d 8]
+    python benchmarks/bench_tdr.py [--widths 256 1024 4096] [--seeds 8] [--n 10] [--d 8]
         [--repeats 5] [--csv PATH] [--quick] [--sweep-only] [--backend numpy|cupy]
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ import time
 import numpy as np
 
 from transfertheory import cli_support
-from transfertheory.sim.ntk_two_layer import initial_weights, simulate_transfer
-from transfertheory.theory.ntk_two_layer import two_layer_gram
+from transfertheory.sim.tdr import initial_weights, simulate_transfer
+from transfertheory.theory.tdr import two_layer_gram
 
 
 def _data(n, d, seed):

@@ -1,4 +1,4 @@
-"""The TDR §6 training simulator (transfertheory.sim.ntk_two_layer): gradient, initialization, batching,
+"""The TDR §6 training simulator (transfertheory.sim.tdr): gradient, initialization, batching,
 convergence reporting, input errors, and the trained network against the linearized network of the same
 initial units. The comparison with the Gram formulas over widths is in the claims (tdr.sim.*); at the end,
 those claims fail when their formula is off by 5 %."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from transfertheory.backend import to_device, to_host
-from transfertheory.sim import ntk_two_layer as ntk_sim
-from transfertheory.sim.ntk_two_layer import (
+from transfertheory.sim import tdr as ntk_sim
+from transfertheory.sim.tdr import (
     hidden_activation_gradient,
     initial_weights,
     simulate_transfer,
@@ -19,7 +19,7 @@ from transfertheory.sim.ntk_two_layer import (
     two_layer_outputs,
     width_rate,
 )
-from transfertheory.theory import ntk_two_layer as NTK
+from transfertheory.theory import tdr as NTK
 
 
 def _sphere(rng, n, d):
@@ -240,7 +240,7 @@ def test_bad_data_is_a_value_error_naming_it(data):
 
 def test_spectral_radius_is_that_of_the_explicit_jacobian(data):
     """ρ(∇²L) = λ_max(JJᵀ) where the pattern is locally constant; J from central differences of the outputs."""
-    from transfertheory.sim.ntk_two_layer import tangent_kernel_radius
+    from transfertheory.sim.tdr import tangent_kernel_radius
 
     x = data[0]
     w, a = initial_weights(10, 4, 2, symmetric=False, seed=4)

@@ -1,0 +1,500 @@
+r"""TDR §6: training the wide two-layer ReLU network — pretraining, fine-tuning, scratch — and TDR §5.1's task families.
+
+Model (TDR §6.1, "Towards understanding the transferability of deep representations"):
+f(x) = (1/√m) aᵀσ(Wᵀx), σ = ReLU, W = (w₁, …, w_m) ∈ ℝ^{d×m}, a_r ∈ {±1} fixed, only W trained,
+w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with the analytic gradient
+
+    ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
+
+(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`). Training goes through
+the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
+full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
+η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
+flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each seed:
+
+1. W(P): training on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
+2. W(Q): training on (X_Q, y_Q) from W(P) (fine-tuning);
+3. W_s(Q): training on (X_Q, y_Q) from the same W(0) (training from scratch);
+
+and :class:`WidthRun` records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the pretrained outputs
+u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms ‖∂L/∂X¹‖²_F of TDR
+Thm 1 at W(0) and W(P) — from the explicit m × n_Q matrix ∂L/∂X¹ of the loss with respect to the hidden
+activations X¹ = σ(WᵀX_Q) (:func:`hidden_activation_gradient`) — and, per stage, the integrator's status,
+time, steps, final ‖∇L‖, loss and convergence.
+
+Batching over seeds and widths: the state of one instance is vec(W) ∈ ℝ^{m·d}; every network of every
+width is trained in one integration per stage — pretraining one batch of widths × seeds instances,
+fine-tuning and scratch (which share X_Q) one batch of 2 × widths × seeds — held as a
+:class:`~transfertheory.sim.integrator.RaggedBatch` with one dense block per width (no padding
+to the largest width: a block's gradient is one batched computation on its own units), each network with
+its own step, ρ̂ and status. On a device that is one integration; on the host, consecutive networks are
+integrated in groups of at most :data:`HOST_GROUP_BYTES` of states that stay in the cache from step to
+step. A network's result does not depend on the batch or group it is trained in.
+
+Initialization: ``symmetric=True`` (default) draws m/2 units and duplicates each with the opposite a_r, so
+f(·; W(0)) = 0 (to rounding) (the κ → 0 limit of the paper, where u(0) = O(κ) is dropped) while the Gram
+matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d. draw, a_r uniform.
+κ enters only through the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the
+activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
+
+:func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated teachers, one
+labeling function on rotated inputs).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import params as P
+from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
+from .._validation import Interval, as_generator, root_seed
+from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
+from ..theory.tdr import gram_solve, transfer_summary
+from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, RaggedBatch, check_settings, dense_stages,
+                         integrate_gradient_flow, rkc_stability_bound)
+
+__all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
+           "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
+           "TASK_FAMILIES", "task_pair"]
+
+_WIDTH = P.WIDTH.with_range(low=2)  # a two-layer network of width 1 has no kernel regime
+_KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
+_POSITIVE = Interval(0, np.inf, "neither")
+_ANGLE = P.Param("angle", Interval(-np.inf, np.inf), description="angle between the two tasks (radians, finite)")
+#: the task families use the coordinates e₁ and e₂
+_TASK_D = P.D.with_range(low=2)
+
+
+@dataclass(frozen=True)
+class FlowSummary:
+    """How one training stage ended, per seed (numpy arrays of shape (seeds,)); see the integrator's statuses."""
+
+    status: np.ndarray
+    time: np.ndarray
+    steps: np.ndarray
+    grad_norm: np.ndarray
+    loss: np.ndarray
+    #: stopped by a convergence criterion, as the integrator defines it (:attr:`FlowResult.converged
+    #: <transfertheory.sim.integrator.FlowResult.converged>`)
+    converged: np.ndarray
+
+    @classmethod
+    def from_result(cls, result, rows=slice(None)):
+        return cls(result.status[rows], result.t[rows], result.steps[rows], result.grad_norm[rows],
+                   result.loss[rows], result.converged[rows])
+
+
+@dataclass(frozen=True)
+class WidthRun:
+    """Pretraining, fine-tuning and scratch training of ``seeds`` networks of one width (module docstring).
+
+    Arrays are numpy, leading axis the seeds. ``gradient_norm_init`` = ‖∂L(W(0))/∂X¹‖² and
+    ``gradient_norm_pretrained`` = ‖∂L(W(P))/∂X¹‖² on the target set (TDR Thm 1).
+    """
+
+    width: int
+    kappa: float
+    symmetric: bool
+    finetune_distance: np.ndarray
+    scratch_distance: np.ndarray
+    pretrained_outputs: np.ndarray
+    gradient_norm_init: np.ndarray
+    gradient_norm_pretrained: np.ndarray
+    pretrain: FlowSummary
+    finetune: FlowSummary
+    scratch: FlowSummary
+    backend: str
+
+    @property
+    def converged(self) -> np.ndarray:
+        """Per seed: every stage converged (the integrator's definition)."""
+        return self.pretrain.converged & self.finetune.converged & self.scratch.converged
+
+
+def initial_weights(width, d, seeds, *, kappa=1.0, symmetric=True, seed=0, max_memory=None):
+    """W(0) (seeds, m, d) with rows w_r ~ N(0, κ²I) and a (seeds, m) ∈ {±1} on the host (module docstring).
+
+    ``symmetric``: rows m/2.. repeat rows ..m/2 with a_r negated (f(·; W(0)) = 0; m must be even).
+    The draw of seed s at width m depends on (seed, m, s) only; ``seed`` is an integer ≥ 0, or a Generator or
+    SeedSequence that gives one (:func:`~transfertheory._validation.root_seed`). ``max_memory``: the memory
+    guard's limit (:mod:`transfertheory._memory`); the seeds·m·(d + 1) floats are refused before drawing when they
+    exceed it.
+    """
+    width, seeds, kappa = _WIDTH.scalar(width, "width"), P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
+    d, seed = P.D.scalar(d), root_seed(seed)
+    if symmetric and width % 2:
+        raise ValueError(f"width must be even with symmetric=True, got {width}")
+    check_memory(FLOAT_BYTES * seeds * width * (d + 1), what="initial_weights", max_memory=max_memory,
+                 params={"width": width, "d": d, "seeds": seeds})
+    return _initial_weights(width, d, seeds, kappa, symmetric, seed)
+
+
+def _initial_weights(width, d, seeds, kappa, symmetric, seed):
+    """:func:`initial_weights` of validated arguments."""
+    weights, signs = np.empty((seeds, width, d)), np.empty((seeds, width))
+    for s in range(seeds):
+        rng = np.random.default_rng([seed, width, s])
+        if symmetric:
+            half = kappa * rng.standard_normal((width // 2, d))
+            weights[s] = np.vstack([half, half])
+            signs[s] = np.repeat([1.0, -1.0], width // 2)
+        else:
+            weights[s] = kappa * rng.standard_normal((width, d))
+            signs[s] = rng.choice([-1.0, 1.0], width)
+    return weights, signs
+
+
+def two_layer_outputs(weights, signs, x):
+    """f(X) = (1/√m) aᵀσ(WᵀX) per instance: weights (b, m, d), signs (b, m), x (n, d) → (b, n)."""
+    pre = weights @ x.T
+    return (signs[:, None, :] @ (pre * (pre > 0)))[:, 0, :] / math.sqrt(weights.shape[1])
+
+
+def hidden_activation_gradient(weights, signs, x, y):
+    """∂L/∂X¹ (b, m, n) of L = ½‖y − aᵀX¹/√m‖² with respect to the hidden activations X¹ = σ(WᵀX) (TDR Thm 1).
+
+    L depends on W only through X¹ (m × n), so ∂L/∂X¹_ri = a_r(u_i − y_i)/√m with u = aᵀX¹/√m (TDR App. C.1,
+    Eq. 21): built here entry by entry from the network's activations, its squared Frobenius norm is Thm 1's
+    ‖∂L/∂X¹‖² (equal to ‖u − y‖² because aᵀa = m for a_r = ±1).
+    """
+    pre = weights @ x.T
+    activations = pre * (pre > 0)  # X¹ per instance, (b, m, n)
+    root_m = math.sqrt(weights.shape[1])
+    residual = (signs[:, None, :] @ activations)[:, 0, :] / root_m - y[None, :]
+    return signs[:, :, None] * residual[:, None, :] / root_m
+
+
+def width_rate(widths, values):
+    """(rate, intercept) of the least-squares line log(values) ≈ intercept + rate·log m over the widths: the
+    power of m at which a gap closes (the one log–log fit of the TDR claims and figure). ``widths`` and
+    ``values``: sequences of positive numbers of one length, at least two distinct widths."""
+    widths = P.Param("widths", _POSITIVE).sequence(widths)
+    values = P.Param("values", _POSITIVE).sequence(values)
+    if values.shape != widths.shape or np.unique(widths).size < 2:
+        raise ValueError(f"widths and values must have one length and at least two distinct widths, got "
+                         f"{widths.size} widths ({np.unique(widths).size} distinct) and {values.size} values")
+    rate, intercept = np.polyfit(np.log(widths), np.log(values), 1)
+    return float(rate), float(intercept)
+
+
+#: pre-activations per block of instances on the host: the block's (units, n) arrays stay in the core's cache
+#: (tall-skinny products and elementwise passes slow down several-fold past ~10⁵ elements, measured)
+HOST_BLOCK_ELEMENTS = 2**15
+def _instances_per_block(width, n, xp):
+    """Instances per gradient block: all of them on a device, a cache-sized block on the host."""
+    return max(1, HOST_BLOCK_ELEMENTS // (width * n)) if xp is np else None
+
+
+def _block_gradient(weights, signs, x, y, root_m, out):
+    """∇L (into ``out`` (k, m, d)) and L for a block of instances, weights (k, m, d), signs (k, m).
+
+    With D = 1{WᵀX > 0} (m × n) and r = u − y: u = aᵀ(D ∘ WᵀX)/√m and ∇_W L = diag(a)·D·(r ∘ X)/√m, a
+    product of the activation pattern with the residual-weighted inputs (n × d), never an (m, n) broadcast.
+    """
+    k, m, d = weights.shape
+    pre = (weights.reshape(k * m, d) @ x.T).reshape(k, m, -1)
+    active = (pre > 0).astype(pre.dtype)
+    pre *= active  # σ(WᵀX)
+    residual = (signs[:, None, :] @ pre)[:, 0, :] / root_m - y[None, :]
+    get_backend(pre).matmul(active, residual[:, :, None] * (x / root_m)[None], out=out)
+    out *= signs[:, :, None]
+    return 0.5 * (residual**2).sum(axis=1)
+
+
+def two_layer_gradient(x, y, signs):
+    """The integrator's gradient callable ``(state, rows) -> (grad, loss)`` for L = ½‖y − f(X)‖².
+
+    ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
+    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
+    batch is processed in blocks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
+    is its own.
+    """
+    m, d = signs.shape[1], x.shape[1]
+    root_m, xp = math.sqrt(m), get_backend(x)
+    block = _instances_per_block(m, x.shape[0], xp)
+
+    def gradient(state, rows):
+        b = state.shape[0]
+        a, weights = signs[rows], state.reshape(b, m, d)
+        grad, loss = xp.empty_like(weights), xp.empty(b, dtype=state.dtype)
+        for start in range(0, b, block or b):
+            part = slice(start, start + (block or b))
+            loss[part] = _block_gradient(weights[part], a[part], x, y, root_m, grad[part])
+        return grad.reshape(state.shape), loss
+
+    return gradient
+
+
+def tangent_kernel_radius(x, signs):
+    """The stage kernel's spectral-radius estimate: λ_max of the empirical tangent kernel, per instance.
+
+    L is piecewise quadratic in W (σ is piecewise linear), so wherever the activation pattern is locally
+    constant ∇²L = JᵀJ, J = ∂f(X)/∂W, and ρ(∇²L) = λ_max(JJᵀ) with (JJᵀ)_ij = x_iᵀx_j·(1/m)Σ_r 1{w_rᵀx_i > 0}
+    1{w_rᵀx_j > 0} (the finite-width H∞; a_r² = 1). A finite-difference power iteration would instead see the
+    gradient's jumps where a pre-activation crosses 0 and overestimate ρ by orders of magnitude. Returns the
+    ``spectral_radius(y, carried, rows, state, iterations) -> (ρ, state, evaluations)`` callable of the
+    integrator's stage-kernel contract (no gradient evaluations).
+    """
+    m, d = signs.shape[1], x.shape[1]
+    inner = x @ x.T
+
+    def estimate(state, carried, rows, warm, iterations):  # no warm start: the estimate is direct
+        xp = get_backend(state)
+        active = (state.reshape(state.shape[0], m, d) @ x.T > 0).astype(state.dtype)  # (b, m, n)
+        kernel = inner[None] * (active.transpose(0, 2, 1) @ active) / m
+        return stacked_eigvalsh(kernel)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
+
+    return estimate
+
+
+def _rkc_stage_cap(x):
+    """Largest s with β(s) ≤ 1.2·λ_max/λ_min of H∞(X) (at least 2): the RKC stage cap of :func:`train_two_layer`.
+
+    Integrated to the steady state, RKC contracts a mode z = −hλ by ≈ e^z only while |z| is moderate and by the
+    damping factor (≈ 0.59) once hλ ≫ 1; capping hρ ≤ β(s) keeps the slowest mode at hλ_min ≲ 1, where a stage
+    buys the most decay (docs/tdr.md, "Trainer"). From the data's Gram matrix, so the same for every instance.
+    """
+    condition = gram_solve(to_host(x)).condition_number
+    s = 2
+    while s < 400 and rkc_stability_bound(s + 1) <= 1.2 * condition:
+        s += 1
+    return s
+
+
+#: on the host, instances are trained in groups whose states fit this many bytes (one core's L2 cache on the
+#: 2-core CPU): a group's weights and gradients stay in the cache from one step to the next, as a single
+#: network's do in a per-network loop; measured 1.2–1.3× faster than one batch at m = 4096–16 384 (docs/tdr.md)
+HOST_GROUP_BYTES = 2**20
+
+
+def _host_groups(blocks):
+    """Consecutive runs of instances, [(block, start, stop), …] per group, each group's states at most
+    :data:`HOST_GROUP_BYTES` (an instance larger than that is a group of its own)."""
+    groups, current, used = [], [], 0
+    for g, block in enumerate(blocks):
+        size = block[0].nbytes
+        for i in range(block.shape[0]):
+            if current and used + size > HOST_GROUP_BYTES:
+                groups.append(current)
+                current, used = [], 0
+            if current and current[-1][0] == g:
+                current[-1] = (g, current[-1][1], i + 1)
+            else:
+                current.append((g, i, i + 1))
+            used += size
+    return groups + [current]
+
+
+def _block_kernel(x, y, signs):
+    """The dense stage kernel of one block of equally wide networks, ρ̂ from the tangent kernel."""
+    kernel = dense_stages(two_layer_gradient(x, y, signs))
+    kernel.spectral_radius = tangent_kernel_radius(x, signs)
+    return kernel
+
+
+def _joined(results, y):
+    """One :class:`~transfertheory.sim.integrator.FlowResult` with final states ``y`` from those of consecutive
+    groups of instances."""
+    fields = {name: np.concatenate([getattr(r, name) for r in results])
+              for name in ("t", "steps", "grad_norm", "loss", "status", "residual")}
+    return FlowResult(y=y, evaluations=sum(r.evaluations for r in results),
+                      rejected=sum(r.rejected for r in results), max_stages=max(r.max_stages for r in results),
+                      **fields)
+
+
+@guarded_entry_point
+def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
+                    max_steps=200_000, max_memory=None):
+    """Train every instance on one set (x, y) to ‖∇L‖ ≤ gtol, networks of several widths in one integration.
+
+    ``weights`` (b, m, d) and ``signs`` (b, m) on the backend, or lists of such blocks of different widths
+    (b_g, m_g, d) and (b_g, m_g): instances are numbered block after block, and all of them are integrated as one
+    :class:`~transfertheory.sim.integrator.RaggedBatch` (no padding to the largest width; each block's gradient
+    is one batched computation). ``scheme="euler"`` (default): gradient descent W ← W − η∇L with the
+    per-instance step η = step_fraction/λ_max of the instance's empirical tangent kernel, refreshed every 25
+    steps (TDR §6.1 trains by gradient descent). ``scheme="rkc"``: the gradient flow by error-controlled RKC2
+    (``rtol``), its stage count capped by :func:`_rkc_stage_cap`. On a device everything is one integration;
+    on the host, consecutive instances are integrated in groups of at most :data:`HOST_GROUP_BYTES` of states
+    (an instance's result does not depend on its batch or group). Returns (final weights in the layout of
+    ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order, its states
+    (b, m·d) for one block and a ``RaggedBatch`` for a list). ``max_memory``: the memory guard's limit (bytes or
+    ``"64G"``); training whose working set (the final weights and :func:`_trainer_bytes`) exceeds it is refused.
+    """
+    single = not isinstance(weights, (list, tuple))
+    blocks, sign_blocks = ([weights], [signs]) if single else (list(weights), list(signs))
+    if not blocks or len(sign_blocks) != len(blocks) or any(b.shape[0] == 0 for b in blocks):
+        raise ValueError("weights and signs must be non-empty blocks of networks, one signs block per weights block")
+    check_settings(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
+                   max_steps=max_steps)  # the settings of both schemes, though each passes on only its own
+    units, largest = sum(b.shape[0] * b.shape[1] for b in blocks), max(b.shape[1] for b in blocks)
+    xp = get_backend(*blocks)
+    check_memory(FLOAT_BYTES * units * x.shape[1] + _trainer_bytes(units, largest, x.shape[1], x.shape[0], scheme,
+                                                                    xp is not np),
+                 what="train_two_layer", xp=xp, max_memory=max_memory,
+                 params={"networks": sum(b.shape[0] for b in blocks), "largest width": largest, "n": x.shape[0]})
+    settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
+    if scheme == "euler":
+        settings.update(step_fraction=step_fraction)
+    elif scheme == "rkc":
+        settings.update(rtol=rtol, max_stages=_rkc_stage_cap(x))
+    groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
+    finals, results = [xp.empty_like(b) for b in blocks], []
+    for group in groups:
+        parts = tuple(blocks[g][i:j].reshape(j - i, -1) for g, i, j in group)
+        kernels = [_block_kernel(x, y, sign_blocks[g][i:j]) for g, i, j in group]
+        if len(group) == 1:  # one width: its dense block as it is (ragged bookkeeping would only cost time)
+            states, kernel = parts[0], kernels[0]
+        else:
+            states, kernel = RaggedBatch(parts), BlockwiseStages(kernels, [j - i for _, i, j in group])
+        if scheme == "rkc":  # absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
+            settings["atol"] = rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in parts]) ** 0.5
+        result = integrate_gradient_flow(kernel.gradient, states, stage_kernel=kernel, **settings)
+        for (g, i, j), state in zip(group, result.y.blocks if len(group) > 1 else (result.y,)):
+            finals[g][i:j] = state.reshape(j - i, *blocks[g].shape[1:])
+        results.append(result)
+    states = [f.reshape(f.shape[0], f.shape[1] * f.shape[2]) for f in finals]
+    result = _joined(results, states[0] if single else RaggedBatch(tuple(states)))
+    return (finals[0] if single else finals), result
+
+
+def _gradient_norm(weights, signs, x, y):
+    """Thm 1's ‖∂L/∂X¹‖²_F per instance, from the explicit gradient matrix."""
+    return (hidden_activation_gradient(weights, signs, x, y) ** 2).sum(axis=(1, 2))
+
+
+def _frobenius(difference):
+    return (difference**2).sum(axis=(1, 2)) ** 0.5
+
+
+def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
+    """Pretrain every network of every width as one batch, then fine-tune and train from scratch as another."""
+    x_p, y_p, x_q, y_q = data
+    draws = [_initial_weights(m, x_p.shape[1], seeds, kappa, symmetric, seed) for m in widths]
+    w0 = [to_device(w, xp) for w, _ in draws]
+    a = [to_device(signs, xp) for _, signs in draws]
+    w_p, pretrain = train_two_layer(w0, a, x_p, y_p, **flow)
+    # one block per width: its fine-tuning networks (from W(P)) then its scratch networks (from W(0))
+    target_weights, target = train_two_layer([xp.concatenate(pair) for pair in zip(w_p, w0)],
+                                             [xp.concatenate([signs, signs]) for signs in a], x_q, y_q, **flow)
+    runs = []
+    for k, width in enumerate(widths):
+        rows, w_q, w_s = slice(k * seeds, (k + 1) * seeds), target_weights[k][:seeds], target_weights[k][seeds:]
+        runs.append(WidthRun(
+            width=width, kappa=kappa, symmetric=symmetric,
+            finetune_distance=to_host(_frobenius(w_q - w_p[k])),
+            scratch_distance=to_host(_frobenius(w_s - w0[k])),
+            pretrained_outputs=to_host(two_layer_outputs(w_p[k], a[k], x_q)),
+            gradient_norm_init=to_host(_gradient_norm(w0[k], a[k], x_q, y_q)),
+            gradient_norm_pretrained=to_host(_gradient_norm(w_p[k], a[k], x_q, y_q)),
+            pretrain=FlowSummary.from_result(pretrain, rows),
+            finetune=FlowSummary.from_result(target, slice(2 * k * seeds, (2 * k + 1) * seeds)),
+            scratch=FlowSummary.from_result(target, slice((2 * k + 1) * seeds, (2 * k + 2) * seeds)),
+            backend=backend_name(xp)))
+    return tuple(runs)
+
+
+def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
+    """Peak bytes :func:`train_two_layer` adds to the weights of networks of ``units`` hidden units in all (the
+    largest ``largest`` wide) on n samples: the integrator holds :data:`PEAK_STATE_COPIES` copies of the states
+    it integrates at once (on a device all of them; on the host one group of :data:`HOST_GROUP_BYTES`, or one
+    network if larger) and three (instances, m, n) activation patterns of them (the tangent-kernel radius, the
+    gradient's pre-activations)."""
+    if on_device:
+        flow_states, patterns = units * d, units * n
+    else:
+        flow_states = min(units * d, max(HOST_GROUP_BYTES // FLOAT_BYTES, largest * d))
+        patterns = flow_states // d * n
+    return FLOAT_BYTES * (PEAK_STATE_COPIES[scheme] * flow_states + 3 * patterns)
+
+
+def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:
+    """Peak bytes of :func:`simulate_transfer` from the arrays it allocates.
+
+    With S = seeds·Σm·d the floats of all networks' weights: six copies stay allocated (W(0), W(P), the
+    fine-tuning + scratch batch and its final weights, two each); the trainer's working set of the target stage
+    (2·seeds·Σm units, :func:`_trainer_bytes`); Thm 1's gradients ∂L/∂X¹ take three (seeds, m, n) arrays at the
+    largest width (pre-activations, activations, the gradient; then the gradient and its square). n = the larger
+    sample size.
+    """
+    units = seeds * sum(widths)
+    return (FLOAT_BYTES * (6 * units * d + 3 * seeds * max(widths) * n)
+            + _trainer_bytes(2 * units, max(widths), d, n, scheme, on_device))
+
+
+@guarded_entry_point
+def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
+                      step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None,
+                      max_memory=None):
+    """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
+
+    All widths and seeds of a stage are trained in one integration (module docstring, "Batching"); each
+    network's result is the one a call with its width alone gives.
+
+    Parameters
+    ----------
+    X_P, y_P, X_Q, y_Q : array-likes
+        Unit-norm inputs (n, d) and labels (n,) in [−1, 1] (validated as in
+        :mod:`transfertheory.theory.tdr`; λ_min of both Grams must be positive for convergence).
+    widths : non-empty sequence of int ≥ 2 (even with ``symmetric``)
+    seeds : int ≥ 1
+    kappa : float > 0
+        Initialization scale κ.
+    seed : int ≥ 0, numpy Generator or SeedSequence
+        Root of the initial draws (:func:`initial_weights`).
+    scheme, step_fraction, rtol, gtol, max_time, max_steps
+        Trainer settings (:func:`train_two_layer`): gradient descent at η = step_fraction/λ_max (``"euler"``,
+        default) or the RKC gradient flow at ``rtol`` (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the
+        per-stage status is reported.
+    backend : "auto" | "numpy" | "cupy" | None
+    max_memory : int, str or None
+        Memory limit (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available, on
+        the device for CuPy): a run whose estimated peak (:func:`_memory_estimate`, ~6·seeds·Σm·d floats plus
+        the integrator's working set) exceeds it is refused with a ValueError before any work.
+
+    Returns
+    -------
+    tuple of :class:`WidthRun`, one per width in the given order.
+    """
+    transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
+    widths = [int(m) for m in _WIDTH.sequence(widths, "widths")]
+    seeds, kappa, seed = P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa), root_seed(seed)
+    flow = check_settings(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
+                          max_steps=max_steps)
+    if symmetric and any(m % 2 for m in widths):
+        raise ValueError(f"widths must be even with symmetric=True, got {widths}")
+    xp = resolve_backend(backend)
+    d, n = np.shape(X_P)[1], max(np.shape(X_P)[0], np.shape(X_Q)[0])
+    check_memory(_memory_estimate(widths, d, n, seeds, scheme, xp is not np), what="simulate_transfer", xp=xp,
+                 max_memory=max_memory, params={"widths": widths, "seeds": seeds, "d": d, "n": n})
+    data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
+    return _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow)
+
+
+#: the two task families of TDR §5.1 (:func:`task_pair`)
+TASK_FAMILIES = ("shared-inputs", "shared-labels")
+
+
+def _unit_rows(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def task_pair(family, angle, n=8, d=5, seed=3):
+    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle), on the host.
+
+    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx (labels vary, inputs do not).
+    ``"shared-labels"``: one labeling function e₁ᵀx, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X'
+    independent unit rows; inputs vary, the labeling function does not). n ≥ 1 points uniform on S^{d−1}
+    (d ≥ 2) from ``seed`` (an integer ≥ 0, a numpy Generator or a SeedSequence); at angle 0 both families are
+    the source task itself.
+    """
+    if family not in TASK_FAMILIES:
+        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
+    angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
+    rng = as_generator(seed, "seed")
+    x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
+    if family == "shared-inputs":
+        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
+    x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
+    return x_p, x_p[:, 0], x_q, x_q[:, 0]
