@@ -220,13 +220,13 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     lam_tau = LAM_TAU.scalar(lam_tau)
-    flow = training_flow(labels, flow, **settings)
     heads = len(tasks) if method == "mtl" else 1
     check_memory(flow_state_bytes(body0.shape[0], shape.body_size + heads * shape.head_size), what="train",
                  max_memory=max_memory, params={"networks": body0.shape[0], "width": shape.width,
                                                 "depth": shape.depth, "heads": heads})
     xp = get_backend(body0, head0)
-    data = TaskData.from_tasks(tasks, labels, xp)
+    data = TaskData.from_tasks(tasks, labels, xp)  # validates the labels
+    flow = training_flow(labels, flow, **settings)
     offset = outputs(shape, forward(shape, body0, data.x).features, head0)
     objective = _Objective(method, shape, data, lam_tau, offset)
     heads = xp.concatenate([head0] * objective.n_heads, axis=1)

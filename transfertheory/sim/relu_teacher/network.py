@@ -29,14 +29,17 @@ from ...backend import get_backend, to_host
 from ...theory.relu import population_loss
 from ...theory.relu.teachers import random_teacher
 from ..convergence import Convergence, ReportsConvergence
-from ..integrator import FlowSettings, integrate_gradient_flow
+from ..integrator import SETTING_RANGES, FlowSettings, integrate_gradient_flow
 
 __all__ = ["INIT_OUTPUT_SCALE", "FlowReport", "paper_init", "sphere_flow", "features", "network_output",
-           "feature_kernel", "kernel_distance", "teacher_samples", "target_norm_sq", "target_variance", "M"]
+           "feature_kernel", "kernel_distance", "teacher_samples", "target_norm_sq", "target_variance", "M",
+           "MAX_TIME"]
 
 INIT_OUTPUT_SCALE = 1e-7  #: FaF App. D.2 output-weight initialization
 
 M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m of the student")
+#: the range of a flow-time budget: the integrator's (:data:`~..integrator.SETTING_RANGES`), for command-line flags
+MAX_TIME = SETTING_RANGES["max_time"]
 
 
 def paper_init(m, d, rng, batch=(), xp=np):
