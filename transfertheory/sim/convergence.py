@@ -80,31 +80,22 @@ class Convergence:
         return {name: getattr(self, name)[index].item() for name in CONVERGENCE_COLUMNS}
 
 
+def _field(name: str, doc: str) -> property:
+    """Read access to ``self.convergence.<name>``."""
+    return property(lambda self: getattr(self.convergence, name), doc=doc)
+
+
 class ReportsConvergence:
     """Read access to the five fields of a record's ``convergence`` (a :class:`Convergence`), for the records
     of trained batches that carry one in their field ``convergence`` (the integrator's result and every
     simulator's)."""
 
-    @property
-    def converged(self) -> np.ndarray:
-        """Stopped by a convergence criterion (the integrator's: ‖∇L‖ ≤ gtol, or L ≤ loss_tol)."""
-        return self.convergence.converged
-
-    @property
-    def status(self) -> np.ndarray:
-        return self.convergence.status
-
-    @property
-    def t_final(self) -> np.ndarray:
-        return self.convergence.t_final
-
-    @property
-    def steps(self) -> np.ndarray:
-        return self.convergence.steps
-
-    @property
-    def grad_norm(self) -> np.ndarray:
-        return self.convergence.grad_norm
+    converged = _field("converged", "Stopped by a convergence criterion (the integrator's: ‖∇L‖ ≤ gtol, or L ≤ "
+                                    "loss_tol).")
+    status = _field("status", "How each instance stopped (the integrator's status).")
+    t_final = _field("t_final", "Flow time at the stop.")
+    steps = _field("steps", "Accepted integrator steps.")
+    grad_norm = _field("grad_norm", "Final ‖∇L‖.")
 
 
 def convergence_columns(convergence: Convergence) -> dict:
