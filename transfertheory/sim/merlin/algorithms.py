@@ -22,6 +22,7 @@ from ..._memory import guarded_entry_point
 from ..._validation import as_generator
 from ...backend import get_backend, to_host
 from ...theory import merlin as M
+from ..convergence import Convergence, ReportsConvergence
 from .losses import features, ridge_head, seed_split_orders, split_orders
 from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
@@ -46,22 +47,19 @@ OBJECTIVE_TOL = 1e-6
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(ReportsConvergence):
     """One algorithm's result per seed (arrays of length ``seeds``; ``params`` and ``head`` on the backend).
 
     ``head`` is the target head θ_t the predictor uses with ``params["phi"]`` (for MeRLin the ridge head fit
-    on all n_t target samples). ``restarts_needed``: index + 1 of the restart kept (see module docstring).
+    on all n_t target samples); ``convergence`` the kept flow's record. ``restarts_needed``: index + 1 of the
+    restart kept (see module docstring).
     """
 
     params: dict
     head: object
     target_loss: np.ndarray
     objective: np.ndarray
-    converged: np.ndarray
-    status: np.ndarray
-    t_final: np.ndarray
-    steps: np.ndarray
-    grad_norm: np.ndarray
+    convergence: Convergence
     restarts_needed: np.ndarray
     restarts_at_best: np.ndarray
 
@@ -81,8 +79,7 @@ def _outcome(trained: Trained, seeds: int, restarts: int, head_of) -> Outcome:
     kept = trained.rows(keep)
     head = head_of(kept.params, keep)
     loss = np.asarray(to_host(M.target_loss(head, kept.params["phi"]))) if "phi" in kept.params else None
-    return Outcome(kept.params, head, loss, kept.objective, kept.converged, kept.status, kept.t_final, kept.steps,
-                   kept.grad_norm, needed, at_best)
+    return Outcome(kept.params, head, loss, kept.objective, kept.convergence, needed, at_best)
 
 
 def _repeat(array, times):
