@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from transfertheory import backend
 from transfertheory.backend import to_host
 
 from transfertheory.sim.relu_teacher import (
@@ -80,7 +81,7 @@ def test_linear_transfer_risk_approaches_the_projection_residual():
 def test_pretraining_and_linear_transfer_respect_the_device_boundary(array_backend):
     # Run on NumPy and on the strict CuPy stand-in (host transfers only through the backend): same numbers.
     _, xp = array_backend
-    W_star, c_star = random_teacher(3, 4, 1, batch=(2,), xp=xp)
+    W_star, c_star = (backend.to_device(a, xp) for a in random_teacher(3, 4, 1, batch=(2,)))
     res = pretrain_source(W_star, c_star, 12, 2, max_time=50.0)
     X, y = teacher_samples(W_star, c_star, 30, 4)
     c = linear_transfer(res.W, X, y)
@@ -193,7 +194,7 @@ def test_bad_settings_raise_value_errors_naming_them(name, value):
 
 def test_scratch_training_respects_the_device_boundary(array_backend):
     _, xp = array_backend
-    W_star, c_star = random_teacher(3, 4, 1, batch=(2,), xp=xp)
+    W_star, c_star = (backend.to_device(a, xp) for a in random_teacher(3, 4, 1, batch=(2,)))
     X, y = teacher_samples(W_star, c_star, 20, 2)
     res = scratch_training(X, y, 10, 3, max_time=20.0)
     W_host, c_host = random_teacher(3, 4, 1, batch=(2,))

@@ -164,13 +164,9 @@ def as_generator(rng, name: str = "rng") -> np.random.Generator:
     """A :class:`numpy.random.Generator` from ``rng``, as :func:`numpy.random.default_rng` makes one.
 
     ``rng`` is an integer seed ≥ 0, a SeedSequence, or a Generator (returned as it is, so draws continue its
-    stream); an object with a Generator ``host`` (the package's ``SeededGenerator``) gives that Generator.
-    Anything else — ``None`` (unseeded: not reproducible), floats, booleans, strings — is a ValueError
+    stream). Anything else — ``None`` (unseeded: not reproducible), floats, booleans, strings — is a ValueError
     naming ``name``.
     """
-    host = getattr(rng, "host", None)
-    if isinstance(host, np.random.Generator):
-        return host
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, np.random.SeedSequence):

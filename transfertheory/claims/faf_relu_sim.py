@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..backend import get_backend, resolve_backend, to_host
+from ..backend import get_backend, resolve_backend, to_device, to_host
 from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source, status_counts,
                                 teacher_samples)
 from ..sim.relu_teacher.network import network_output
@@ -79,7 +79,7 @@ def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_
     ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
     the sensitivity check trains against a loss off by a few percent).
     """
-    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
+    W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
     source = R.ablated_teacher(W_t, c_t, mu, rng)
     pre = pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)
     return (W_t, c_t), source, pre
@@ -95,7 +95,7 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
     (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME, xp)
     loss, loss_se = sampled_half_square_error(pre.W, pre.c, source.W, source.c, rng, LOSS_SAMPLES)
     probes = rng.standard_normal((PROBES, d))
-    W0, _ = paper_init(m, d, rng, batch=(teachers,), xp=xp)
+    W0 = to_device(paper_init(m, d, rng, batch=(teachers,))[0], xp)
     return dict(loss=loss, loss_se=loss_se, initial=pre.initial_loss, kd_init=kernel_distance(W0, source.W, probes),
                 kd_source=kernel_distance(pre.W, source.W, probes), kd_target=kernel_distance(pre.W, W_t, probes),
                 status=pre.status)
@@ -104,7 +104,7 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
 def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, xp=np):
     """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers:
     ([fractions at μ_low, at μ_high] (teachers,) each, the pretraining statuses of both)."""
-    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
+    W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
     fractions, statuses = [], []
     for mu in (mu_low, mu_high):
         source = R.ablated_teacher(W_t, c_t, mu, rng)

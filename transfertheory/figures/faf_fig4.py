@@ -50,7 +50,8 @@ import sys
 import numpy as np  # pandas is imported where tables are built: a --help needs none
 
 from ..backend import to_host
-from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
+from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
+from ..sim.seeding import generator
 from ..params import D, N, SEED
 from ..sim.relu_teacher.network import M, MAX_TIME
 from ..theory.relu import M_STAR, MU, dropped_count, finite_n_boundary, power_law_fit
@@ -192,7 +193,7 @@ def _boundary(df, mus, paired, fit, seed):
 def gram_panels(student, source, d, seed):
     """(K_student, K_source) on GRAM_PROBES Gaussian probes (key (7,), sorted by the source teacher's output) of a
     pretrained student's rows and its source teacher (W, c): host arrays."""
-    probes = draw_generator(seed, 7).standard_normal((GRAM_PROBES, d))
+    probes = generator(seed, 7).standard_normal((GRAM_PROBES, d))
     W_source, c_source = source
     probes = probes[np.argsort(np.maximum(probes @ W_source.T, 0.0) @ c_source)]
     return np.asarray(to_host(feature_kernel(student, probes))), feature_kernel(W_source, probes)

@@ -33,6 +33,7 @@ from .convergence import convergence_columns
 from .integrator import SCHEMES
 from .merlin.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
 from .records import Experiment, Field
+from .seeding import generator
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
 
@@ -177,7 +178,7 @@ TDR = Experiment(
 def _mtl(p, seed, backend):
     from .mtl import finite_width_study
 
-    problem = MTL.synthetic_problem(np.random.default_rng(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
+    problem = MTL.synthetic_problem(generator(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
                                     n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
     return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), [p["width"]], p["networks"],
                               lam_tau=p["lam_tau"], lam_tau_hat=p["lam_tau_hat"], seed=seed, rtol=p["rtol"],
