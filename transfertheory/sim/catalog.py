@@ -117,7 +117,7 @@ def _merlin(p, seed, backend):
 
 
 MERLIN = Experiment(
-    name="merlin", paper="MeRLin §5", version=2, draws="seeds",
+    name="merlin", paper="MeRLin §5", version=3, draws="seeds",
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
     fields=(Field("d", 12, P.D), Field("m", 2, _count("m")), Field("k", 3, _count("k", 2)), Field("n_t", 8, P.N),
             Field("lam", 0.1, _positive("lam")), Field("seeds", 8, P.SEEDS),
@@ -160,7 +160,7 @@ def _tdr(p, seed, backend):
 
 
 TDR = Experiment(
-    name="tdr", paper="TDR §6", version=1, draws="seeds",
+    name="tdr", paper="TDR §6", version=2, draws="seeds",
     description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
     fields=(Field("family", "shared-inputs", choices=("shared-inputs", "shared-labels")),
             Field("angle", 1.0, P.THETA.with_range(high=np.pi)), Field("n", 8, P.N), Field("d", 5, P.D),
@@ -186,7 +186,7 @@ def _mtl(p, seed, backend):
 
 
 MTL_NETWORKS = Experiment(
-    name="mtl", paper="MTL §4 (Lemma 1)", version=1, draws="networks",
+    name="mtl", paper="MTL §4 (Lemma 1)", version=2, draws="networks",
     description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
     fields=(Field("depth", 1, _count("depth")), Field("width", 256, P.WIDTH),
             Field("networks", 6, _count("networks")), Field("lam_tau", 0.1, MTL.LAM_TAU),
