@@ -455,10 +455,10 @@ def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
 
 
 def test_every_command_line_answers_a_refusal_with_one_line_and_exit_code_four(monkeypatch, tmp_path, capsys):
-    """A per-figure command has no --max-memory: the variable limits it, and cli_support.entry_point answers."""
-    from transfertheory.figures.faf_fig4 import main
+    """The limit from the variable (no --max-memory given): cli_support.entry_point answers with one line."""
+    from transfertheory.figures.__main__ import main
 
     monkeypatch.setenv(_memory.ENV_VAR, "64K")
-    assert main(["--out", str(tmp_path), "--backend", "numpy"]) == 4
+    assert main(["faf_fig4", "--out", str(tmp_path), "--backend", "numpy"]) == 4
     error = capsys.readouterr().err
     assert error.startswith("error: ") and "allowed by" in error and error.count("\n") == 1

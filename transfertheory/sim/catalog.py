@@ -38,6 +38,7 @@ from .mtl.experiment import STUDY_RTOL as MTL_RTOL
 from .records import Experiment, Field
 from .relu_teacher.pretraining import PRETRAIN_FLOW as FAF_RELU_PRETRAIN_FLOW
 from .relu_teacher.target_training import TARGET_FLOW as FAF_RELU_FLOW
+from .seeding import generator
 from .tdr import TRAINING_FLOW as TDR_FLOW
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
@@ -123,7 +124,7 @@ def _merlin(p, seed, backend):
 
 
 MERLIN = Experiment(
-    name="merlin", paper="MeRLin §5", version=2, draws="seeds",
+    name="merlin", paper="MeRLin §5", version=3, draws="seeds",
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
     fields=(Field("d", 12, P.D), Field("m", 2, _count("m")), Field("k", 3, _count("k", 2)), Field("n_t", 8, P.N),
             Field("lam", 0.1, _positive("lam")), Field("seeds", 8, P.SEEDS),
@@ -166,7 +167,7 @@ def _tdr(p, seed, backend):
 
 
 TDR = Experiment(
-    name="tdr", paper="TDR §6", version=1, draws="seeds",
+    name="tdr", paper="TDR §6", version=2, draws="seeds",
     description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
     fields=(Field("family", "shared-inputs", choices=("shared-inputs", "shared-labels")),
             Field("angle", 1.0, P.THETA.with_range(high=np.pi)), Field("n", 8, P.N), Field("d", 5, P.D),
@@ -184,7 +185,7 @@ TDR = Experiment(
 def _mtl(p, seed, backend):
     from .mtl import finite_width_study
 
-    problem = MTL.synthetic_problem(np.random.default_rng(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
+    problem = MTL.synthetic_problem(generator(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
                                     n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
     return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), [p["width"]], p["networks"],
                               lam_tau=p["lam_tau"], lam_tau_hat=p["lam_tau_hat"], seed=seed, rtol=p["rtol"],
@@ -192,7 +193,7 @@ def _mtl(p, seed, backend):
 
 
 MTL_NETWORKS = Experiment(
-    name="mtl", paper="MTL §4 (Lemma 1)", version=1, draws="networks",
+    name="mtl", paper="MTL §4 (Lemma 1)", version=2, draws="networks",
     description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
     fields=(Field("depth", 1, _count("depth")), Field("width", 256, P.WIDTH),
             Field("networks", 6, _count("networks")), Field("lam_tau", 0.1, MTL.LAM_TAU),

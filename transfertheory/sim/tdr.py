@@ -38,7 +38,8 @@ matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d
 activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
 
 :func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated teachers, one
-labeling function on rotated inputs).
+labeling function on rotated inputs). Draws (:func:`transfertheory.sim.seeding.generator`):
+network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty key of its own seed.
 """
 from __future__ import annotations
 
@@ -49,12 +50,13 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from .._validation import Interval, as_generator, root_seed
+from .._validation import Interval, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, ReportsConvergence
 from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, FlowSettings, RaggedBatch, dense_stages,
                          integrate_gradient_flow, rkc_stability_bound)
+from .seeding import generator
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
@@ -135,7 +137,7 @@ def _initial_weights(width, d, seeds, kappa, symmetric, seed):
     """:func:`initial_weights` of validated arguments."""
     weights, signs = np.empty((seeds, width, d)), np.empty((seeds, width))
     for s in range(seeds):
-        rng = np.random.default_rng([seed, width, s])
+        rng = generator(seed, width, s)
         if symmetric:
             half = kappa * rng.standard_normal((width // 2, d))
             weights[s] = np.vstack([half, half])
@@ -491,7 +493,7 @@ def task_pair(family, angle, n=8, d=5, seed=3):
     if family not in TASK_FAMILIES:
         raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
     angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
-    rng = as_generator(seed, "seed")
+    rng = generator(root_seed(seed, "seed"))
     x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
     if family == "shared-inputs":
         return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]

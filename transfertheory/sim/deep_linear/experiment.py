@@ -6,10 +6,14 @@ each chunk of target draws (:func:`_chunk`, draws from :func:`target_draw`)
 emits the rows of the gradient-flow methods (:func:`_flow_rows`: scratch and
 fine-tuning of every (γ, θ, draw) as one batched flow in the data eigenbasis)
 and of linear transfer (:func:`_linear_rows`: exact solve per λ, or gradient
-flow on the last layer). Every draw comes from
-``numpy.random.SeedSequence(seed, spawn_key=...)`` keyed by its grid
-position, so results do not depend on chunking or on the backend beyond
-rounding.
+flow on the last layer). Every draw comes from the package's seeding rule,
+:func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed, spawn_key=key)``), keyed by what it is and
+its grid position, so results do not depend on chunking or on the backend beyond rounding:
+
+* ``(0,)`` — the task vectors β_s, ν (:func:`task_vectors`);
+* ``(1,)`` — the pretrained network's initial weights (:func:`~.training.pretrain`);
+* ``(2, γ index, instance)`` — the target draw X, ε (:func:`target_draw`);
+* ``(3, γ index, instance)`` — the scratch network's initial weights.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ..convergence import Convergence, convergence_columns
 from ..integrator import FlowResult, FlowSettings, flow_state_bytes
+from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
@@ -53,7 +58,7 @@ def task_vectors(d: int, thetas, seed):
     The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
     can reproduce the same tasks.
     """
-    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(0,)))
+    gen = generator(root_seed(seed), 0)
     beta_s = gen.standard_normal(d)
     beta_s /= np.linalg.norm(beta_s)
     nu = gen.standard_normal(d)
@@ -67,7 +72,7 @@ def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, in
 
     X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
     """
-    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(2, gamma_index, instance)))
+    gen = generator(root_seed(seed), 2, gamma_index, instance)
     X = gen.standard_normal((n, d))
     eps = sigma * gen.standard_normal(n)
     return X, X @ beta_t.T + eps[:, None]
@@ -247,8 +252,8 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     methods, m, n_theta, d = plan.flow_methods, len(chunk.draws), len(plan.thetas), plan.d
     starts = []
     if "scratch" in methods:
-        seeds = [np.random.SeedSequence(plan.seed, spawn_key=(3, gi, i)) for gi, i in chunk.draws]
-        scratch0 = to_device(init_weights(arch, plan.alpha, seeds, plan.init), xp)
+        rngs = [generator(plan.seed, 3, gi, i) for gi, i in chunk.draws]
+        scratch0 = to_device(init_weights(arch, plan.alpha, rngs, plan.init), xp)
         starts.append(xp.repeat(scratch0[:, None, :], n_theta, axis=1))
     if "finetune" in methods:
         starts.append(xp.broadcast_to(pre.weights[None], (m, n_theta, arch.n_params)))
@@ -425,7 +430,7 @@ def run_transfer_experiment(
     beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed)
     pre = basis = None
     if "linear" in plan.methods or "finetune" in plan.methods:
-        pre = pretrain(arch, beta_s, plan.alpha, seed=np.random.SeedSequence(plan.seed, spawn_key=(1,)),
+        pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1),
                        init=plan.init, backend=backend_name(xp))
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.draws

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import root_seed
+from ..._validation import as_generator
 from ...backend import get_backend, resolve_backend, to_device, to_host
 from ..integrator import FlowResult, FlowSettings, flow_state_bytes, integrate_gradient_flow
 from .losses import EndToEndLoss, PopulationLoss
@@ -106,7 +106,9 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
              backend=None, max_memory=None, **settings) -> PretrainResult:
     r"""Gradient flow on the population source loss from W_l(0) = αW̄_l (FaF Lemma 3.3, Thm 3.4).
 
-    ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto).
+    ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto);
+    ``seed`` draws the initial weights (an integer ≥ 0, a SeedSequence, or a Generator whose stream is used;
+    :func:`~.experiment.run_transfer_experiment` passes ``sim.seeding.generator(seed, 1)``).
     ``flow``: the integrator's settings (:data:`PRETRAIN_FLOW`; keyword ``settings`` such as ``rtol``, ``gtol``
     override it). Tolerances are tighter than the target flows' because every transfer
     method starts from these weights: at d = 100 the pretrained weights
@@ -121,8 +123,7 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
     check_memory(flow_state_bytes(1, arch.n_params) + FLOAT_BYTES * 3 * arch.d**2, what="pretrain", xp=xp,
                  max_memory=max_memory, params={"d": arch.d, "depth": arch.depth})
     beta_s = to_device(np.asarray(beta_s, dtype=np.float64), xp)
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(root_seed(seed))
-    y0 = to_device(init_weights(arch, alpha, [seq], init), xp)
+    y0 = to_device(init_weights(arch, alpha, [as_generator(seed, "seed")], init), xp)
     result = train(PopulationLoss(arch, beta_s[None, :]), y0, flow)
     svals = to_host(xp.linalg.svd(feature_matrix(arch, result.y)[0], compute_uv=False))
     D0, D1 = conserved_imbalance(arch, y0), conserved_imbalance(arch, result.y)

@@ -194,10 +194,13 @@ def stack_objectives(objectives) -> Objective:
     return replace(first, **data)
 
 
-def random_init(objective: Objective, batch: int, rng, scale: float, xp=np) -> dict:
+def random_init(objective: Objective, batch: int, rng, scale: float) -> dict:
     """Gaussian start of the trained blocks: θ entries N(0, scale²), φ entries N(0, scale²/d), drawn from ``rng``
-    (an integer seed ≥ 0, a numpy Generator or a SeedSequence); ``scale`` is the ``init_scale`` of the callers."""
+    (an integer seed ≥ 0, a numpy Generator or a SeedSequence) on the host and placed on the backend of the
+    objective's target data (the host for a source-only objective); ``scale`` is the ``init_scale`` of the
+    callers."""
     rng, scale = as_generator(rng), INIT_SCALE.scalar(scale)
+    xp = get_backend(objective.X)
     out = {}
     for name, shape in objective.blocks:
         width = scale / math.sqrt(objective.d) if name == "phi" else scale

@@ -15,6 +15,11 @@ initial draw w₀ sees the body's training through the body gradients of the sam
 MTL → Eq. 15, ANIL → the derivation's Φ′_ANIL; ANIL's test head started from its outer-loop-trained head adds the
 head's own training (Θ) — the statement's Φ′_ANIL; an independently drawn head's body gradients are uncorrelated
 with the training head's, so only G_τ̂ remains.
+
+Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed,
+spawn_key=key)``): key ``(0, h)`` draws the ``networks`` initial networks of width h (shared by MTL and ANIL:
+paired), key ``(1, h)`` the independently drawn test head at width h; a width's draws do not depend on the
+other widths.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from ..._validation import root_seed
 from ...backend import resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
 from ..integrator import FlowSettings, flow_state_bytes
+from ..seeding import generator
 from .network import NETWORKS, WIDTH, NetworkShape, init_parameters
 from .training import adapted_predictions, train, training_flow
 
@@ -92,9 +98,9 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
     (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
     convergence (integrator status, time, steps, final ‖∇L‖, final training loss). The networks of a width are drawn
-    from ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
-    ``default_rng([seed, width, 1])`` (``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives
-    one). ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``, ``settings``: the integrator's settings
+    with key (0, width) of ``seed`` and shared by both methods (paired); the fresh test head with key (1, width)
+    (module docstring; ``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives one).
+    ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``, ``settings``: the integrator's settings
     of every network's training (:func:`.training.training_flow`: by default gtol = 10⁻⁵·‖𝒴‖ and rtol
     :data:`STUDY_RTOL`; keyword ``settings`` such as ``rtol`` override it).
 
@@ -117,13 +123,13 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     rows = []
     for width in widths:
         shape = NetworkShape(problem.tasks[0].shape[1], width, network)
-        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, networks, np.random.default_rng([seed, width])))
+        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, networks, generator(seed, 0, width)))
         for method in ("mtl", "anil"):
             trained = train(method, shape, problem.tasks, problem.labels, body0, head0,
                             lam_tau=lam_tau if method == "anil" else 0.0, flow=flow)
             heads = [h for (m, h) in MATCHES if m == method]
             predictions = {h: to_host(adapted_predictions(trained, support, problem.support_labels[test], query,
-                                                          lam_tau_hat, h, np.random.default_rng([seed, width, 1])))
+                                                          lam_tau_hat, h, generator(seed, 1, width)))
                            for h in heads}
             rows.extend(_rows(width, network, method, trained, predictions, references))
     return pd.DataFrame(rows, columns=list(ROW_KEYS))

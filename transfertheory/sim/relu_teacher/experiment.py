@@ -14,9 +14,17 @@ of the target teacher are drawn and shared by every μ and method (paired compar
 * ``finetune`` — gradient flow of all weights from the pretrained student (optional).
 
 Every risk is exact: E(f − f_t*)² = 2·(population loss) against the target teacher, no test sampling.
-Draws come from ``numpy.random.SeedSequence(seed, spawn_key=key)`` keyed by what they are (teacher index,
-μ, n, instance), so the teachers, ablations, samples and scratch initializations of a grid point do not depend
-on the rest of the grid; the pretraining initializations of one μ are drawn for all teachers at once (key (2, μ)).
+Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed,
+spawn_key=key)``), keyed by what they are, so the teachers, ablations, samples and scratch initializations of a
+grid point do not depend on the rest of the grid (μ enters a key as round(μ·10⁶)):
+
+* ``(0, t)`` — target teacher t (:func:`~transfertheory.theory.relu.random_teacher`);
+* ``(1, μ, t)`` — the neurons teacher t's source drops at μ (:func:`~transfertheory.theory.relu.ablated_teacher`);
+* ``(2, μ)`` — the pretraining initializations of every teacher's student at μ (drawn at once);
+* ``(3, n, t, i)`` — the n target samples of instance i of teacher t;
+* ``(4, n, t, i)`` — the scratch student's initialization of that instance.
+
+(FaF Fig. 4's Gram-matrix probes use key ``(7,)`` of the figure's seed.)
 """
 from __future__ import annotations
 
@@ -34,6 +42,7 @@ from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings
+from ..seeding import generator
 from .network import M, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
 from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
@@ -43,7 +52,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
-           "draw_generator", "status_counts"]
+           "status_counts"]
 
 METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
@@ -61,11 +70,6 @@ def status_counts(statuses) -> str:
     """"max_time 5, loss_tol 1": how many flows ended with each status, most frequent first (summaries)."""
     import pandas as pd
     return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
-
-
-def draw_generator(seed, *key) -> np.random.Generator:
-    """The generator of the draw named ``key`` (ints) under ``seed``: SeedSequence(seed, spawn_key=key)."""
-    return np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=tuple(int(k) for k in key)))
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ def _mu_key(mu) -> int:
 
 def _teachers(plan: _Plan, xp):
     """Target teachers (T, m*, d), (T, m*), one draw per teacher index (key (0, t))."""
-    drawn = [random_teacher(plan.m_star, plan.d, draw_generator(plan.seed, 0, t), output=plan.output)
+    drawn = [random_teacher(plan.m_star, plan.d, generator(plan.seed, 0, t), output=plan.output)
              for t in range(plan.teachers)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
@@ -144,10 +148,10 @@ def _teachers(plan: _Plan, xp):
 def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
     """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
     import pandas as pd
-    sources = [ablated_teacher(W_t[t], c_t[t], mu, draw_generator(plan.seed, 1, _mu_key(mu), t))
+    sources = [ablated_teacher(W_t[t], c_t[t], mu, generator(plan.seed, 1, _mu_key(mu), t))
                for t in range(plan.teachers)]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
-    pre = pretrain_source(W_s, c_s, plan.m, draw_generator(plan.seed, 2, _mu_key(mu)), flow=plan.pretrain_flow)
+    pre = pretrain_source(W_s, c_s, plan.m, generator(plan.seed, 2, _mu_key(mu)), flow=plan.pretrain_flow)
     pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
     pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
     table = pd.DataFrame(dict(mu=mu, teacher=np.arange(plan.teachers), loss=pre.loss, initial_loss=pre.initial_loss,
@@ -158,7 +162,7 @@ def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
 
 def _samples(plan: _Plan, W_t, c_t, n, xp):
     """X (T·I, n, d), y (T·I, n): noiseless samples of teacher t for instance i (key (3, n, t, i))."""
-    X = np.stack([draw_generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
+    X = np.stack([generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
                   for t in range(plan.teachers) for i in range(plan.instances)])
     X = to_device(X, xp)
     W_rep, c_rep = (xp.repeat(a, plan.instances, axis=0) for a in (W_t, c_t))
@@ -167,7 +171,7 @@ def _samples(plan: _Plan, W_t, c_t, n, xp):
 
 def _scratch_init(plan: _Plan, n, xp):
     """FaF initialization per (teacher, instance) of size n (key (4, n, t, i))."""
-    drawn = [paper_init(plan.m, plan.d, draw_generator(plan.seed, 4, n, t, i))
+    drawn = [paper_init(plan.m, plan.d, generator(plan.seed, 4, n, t, i))
              for t in range(plan.teachers) for i in range(plan.instances)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 

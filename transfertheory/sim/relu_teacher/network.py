@@ -42,9 +42,10 @@ M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m
 MAX_TIME = SETTING_RANGES["max_time"]
 
 
-def paper_init(m, d, rng, batch=(), xp=np):
-    """Student at FaF's initialization: rows uniform on S^{d−1} and c = 1e−7 (shapes batch+(m, d), batch+(m,))."""
-    W, c = random_teacher(m, d, rng, batch=batch, xp=xp)
+def paper_init(m, d, rng, batch=()):
+    """Student at FaF's initialization: rows uniform on S^{d−1} and c = 1e−7 (shapes batch+(m, d), batch+(m,)),
+    NumPy arrays (drawn on the host; :func:`transfertheory.backend.to_device` moves them)."""
+    W, c = random_teacher(m, d, rng, batch=batch)
     return W, INIT_OUTPUT_SCALE * c
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ...backend import get_backend, to_host
+from ...backend import get_backend, to_device, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
 from ..integrator import FlowSettings, flow_state_bytes
 from .network import FlowReport, M, paper_init, sphere_flow
@@ -60,7 +60,7 @@ def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLO
     m = M.scalar(m)
     check_memory(pretraining_memory(B, m, m_star, d), what="pretrain_source", xp=xp, max_memory=max_memory,
                  params={"teachers": B, "m": m, "m_star": m_star, "d": d})
-    W0, c0 = paper_init(m, d, rng, batch=(B,), xp=xp)
+    W0, c0 = (to_device(a, xp) for a in paper_init(m, d, rng, batch=(B,)))
 
     def loss_and_gradients(W, c, rows):
         g = population_loss_and_gradients(W, c, W_star[rows], c_star[rows])

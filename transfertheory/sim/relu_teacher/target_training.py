@@ -107,7 +107,7 @@ def scratch_training(X, y, m, rng, **options) -> FlowReport:
     (``options["max_memory"]``, :func:`training_memory`)."""
     m = M.scalar(m)
     _check_training_memory("scratch_training", X.shape[0], m, X.shape[-1], X.shape[-2], options.get("max_memory"))
-    W0, c0 = paper_init(m, X.shape[-1], rng, batch=(X.shape[0],), xp=get_backend(X))
+    W0, c0 = (to_device(a, X) for a in paper_init(m, X.shape[-1], rng, batch=(X.shape[0],)))
     return train_on_samples(W0, c0, X, y, **options)
 
 
