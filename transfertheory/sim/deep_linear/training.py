@@ -32,7 +32,8 @@ __all__ = ["train", "PretrainResult", "pretrain"]
 
 
 @guarded_entry_point
-def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, max_memory=None) -> FlowResult:
+def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, max_memory=None,
+          early_verdict=True) -> FlowResult:
     """Gradient flow of ``loss`` from ``y0`` with the package integrator.
 
     Absolute tolerance per instance from its initial scale, 10⁻²·rtol·RMS(y0ᵢ).
@@ -40,6 +41,8 @@ def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, m
     needs ‖∇_βL‖ ≤ gtol as well as ‖∇L‖ ≤ gtol (no false convergence at the
     saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise. ``max_memory``: the memory guard's limit
     (bytes or ``"64G"``); a flow whose states (:func:`~..integrator.flow_state_bytes`) exceed it is refused.
+    ``early_verdict``: for losses of the end-to-end vector, stop the instances that provably cannot converge
+    before ``max_time`` with status ``unreachable`` (:mod:`.verdict`) instead of integrating them to the budget.
     """
     check_memory(flow_state_bytes(*y0.shape), what="train", max_memory=max_memory,
                  params={"instances": y0.shape[0], "parameters": y0.shape[1]})
@@ -47,7 +50,8 @@ def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, m
     atol = rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
     structured = isinstance(loss, EndToEndLoss)
     return integrate_gradient_flow(loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps,
-                                   progress=progress, stage_kernel=LowRankStages(loss) if structured else None,
+                                   progress=progress,
+                                   stage_kernel=LowRankStages(loss, early_verdict) if structured else None,
                                    residual=loss.residual if structured else None)
 
 

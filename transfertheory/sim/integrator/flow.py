@@ -30,7 +30,11 @@ Design
   ``max_steps`` when the budget ends first, ``diverged`` on a non-finite or
   exploding loss, ``step_underflow`` when h collapses, and, with
   ``loss_tol`` > 0, ``loss_tol`` once L ≤ loss_tol (a stopping rule by
-  value, e.g. FaF App. D.2's "until the loss reaches 1e−6"). Finished instances
+  value, e.g. FaF App. D.2's "until the loss reaches 1e−6"), and ``unreachable``
+  when the stage kernel certifies that the instance cannot converge before
+  ``max_time`` (an optional ``unreachable`` method of the kernel, checked every
+  :data:`VERDICT_EVERY` accepted steps; the deep linear networks' certificate
+  is :mod:`transfertheory.sim.deep_linear.verdict`). Finished instances
   are recorded (:class:`.state.FlowRecord`) and the working set
   (:class:`.state.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
@@ -68,7 +72,9 @@ from .state import FlowRecord, FlowState
 __all__ = ["FlowResult", "integrate_gradient_flow", "check_settings", "STATUSES", "SCHEMES", "PEAK_STATE_COPIES",
            "flow_state_bytes"]
 
-STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow")
+STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow", "unreachable")
+#: accepted steps between two checks of a stage kernel's ``unreachable`` certificate (per instance)
+VERDICT_EVERY = 4
 _MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
 _MAX_STAGES = Param("max_stages", Interval(2, np.inf, "left"), integer=True)
 _STEP_FRACTION = Param("step_fraction", Interval(0, 2, "neither"))
@@ -134,7 +140,8 @@ class FlowResult:
     t, steps, grad_norm, loss : numpy arrays (B,)
         Time reached, accepted steps, final ‖∇L‖ and loss per instance.
     status : numpy array of str (B,)
-        One of :data:`STATUSES`.
+        One of :data:`STATUSES`; ``unreachable`` (the kernel's certificate: the instance cannot converge
+        before max_time) is not converged, like ``max_time``.
     evaluations : int
         Instance-gradient evaluations spent (summed over instances).
     rejected : int
@@ -233,7 +240,22 @@ class _Integration:
             state = self.record.finish(state, to_host(state.loss) <= budget.loss_tol, "loss_tol", self.residual)
         state = self.record.finish(state, to_host(state.t) >= budget.max_time * (1 - 1e-12), "max_time",
                                    self.residual)
-        return self.record.finish(state, to_host(state.steps) >= budget.max_steps, "max_steps", self.residual)
+        state = self.record.finish(state, to_host(state.steps) >= budget.max_steps, "max_steps", self.residual)
+        return self._verdict(state)
+
+    def _verdict(self, state: FlowState) -> FlowState:
+        """Finish, as ``unreachable``, the instances due for a check (every :data:`VERDICT_EVERY` accepted
+        steps) that the stage kernel's ``unreachable`` certificate proves cannot converge before max_time."""
+        certificate = getattr(self.kernel, "unreachable", None)
+        if certificate is None or state.size == 0:
+            return state
+        due = np.flatnonzero(to_host(state.steps) % VERDICT_EVERY == 0)
+        if due.size == 0:
+            return state
+        remaining = self.budget.max_time - to_host(state.t)[due]
+        hopeless = np.zeros(state.size, dtype=bool)
+        hopeless[due] = certificate(take(state.y, due), state.rows[due], remaining, self.budget.gtol)
+        return self.record.finish(state, hopeless, "unreachable", self.residual)
 
     def step(self, state: FlowState) -> FlowState:
         """One RKC2 step of every working instance: accept or reject, adapt h, refresh ρ where due."""
