@@ -210,7 +210,8 @@ def two_layer_gradient(x, y, signs):
     ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
     ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
     batch is processed in blocks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
-    is its own. The signs of the last ``rows`` are kept (an integration asks for the same rows at every step).
+    is its own. The signs of the last ``rows`` object are kept (an integration passes the same rows array at
+    every step and never modifies it in place).
     """
     m, d = signs.shape[1], x.shape[1]
     xp = get_backend(x)
