@@ -22,12 +22,8 @@ from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError
-from ..sim import experiments
 from ..threads import WORKERS
-from .engine import run_sweep
 from .named import NAMED_SWEEPS, named_sweep
-from .spec import load_toml, parse_assignment, parse_spec
-from .store import Store
 
 __all__ = ["build_parser", "main"]
 
@@ -68,6 +64,9 @@ def build_parser():
 
 
 def _list():
+    from ..sim import experiments
+    from .spec import parse_spec
+
     records = experiments()
     width = max(map(len, [*records, *NAMED_SWEEPS]))
     for name, record in records.items():
@@ -80,6 +79,8 @@ def _list():
 
 
 def _spec(args):
+    from .spec import load_toml, parse_assignment, parse_spec
+
     overrides = dict(map(parse_assignment, args.overrides))
     if args.sweep.endswith(".toml") or Path(args.sweep).is_file():
         return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides)
@@ -87,6 +88,9 @@ def _spec(args):
 
 
 def _run(args):
+    from .engine import run_sweep  # (pandas, pyarrow and the simulators: not for --help)
+    from .store import Store
+
     spec = _spec(args)
     backend = cli_support.backend_choice(args.backend)  # an unknown name (flag or variable) exits 3 here
     if backend is not None and args.scheduler is None:
@@ -105,7 +109,9 @@ def _run(args):
     return EXIT_OK
 
 
-def _store(path) -> Store:
+def _store(path):
+    from .store import Store
+
     store = Store(path)
     if not Path(path).is_dir():
         raise ValueError(f"DIR: no store at {path}")
