@@ -54,6 +54,7 @@ __all__ = [
     "bootstrap_mean_interval",
     "wilson_interval",
     "sign_change",
+    "column_mean",
     "sign_side",
     "clustered_mean_se",
     "sign_change_with_interval",
@@ -294,13 +295,23 @@ def clustered_mean_se(teachers, values):
     """(mean, SE) over units clustered by teacher, along axis 0: the SE of the mean of the per-teacher means.
 
     Units of one teacher share its pretrained student and ‖P⊥ f_t*‖², so they are not independent; the per-teacher
-    means are. With equally many data sets per teacher the mean equals the unit mean. SE NaN for one teacher.
+    means are. With equally many data sets per teacher the mean equals the unit mean. SE NaN for one teacher. NaN
+    values (units left out, e.g. an unconverged flow) are left out of their teacher's mean, a teacher with none out of
+    the mean over teachers.
     """
     values = np.asarray(values, dtype=float)
     labels = np.unique(teachers)
-    means = np.stack([values[teachers == t].mean(axis=0) for t in labels])
-    se = means.std(axis=0, ddof=1) / np.sqrt(labels.size) if labels.size > 1 else np.full(means.shape[1:], np.nan)
-    return means.mean(axis=0), se
+    means = np.stack([column_mean(values[teachers == t]) for t in labels])
+    mean, count = column_mean(means), np.sum(~np.isnan(means), axis=0)  # a teacher without units is left out
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(np.nansum((means - mean) ** 2, axis=0) / (count - 1)) / np.sqrt(count)
+    return mean, np.where(count > 1, se, np.nan)
+
+
+def column_mean(values):
+    """Mean along axis 0 without the NaN values (NaN, without a warning, where every value is NaN)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nansum(values, axis=0) / np.sum(~np.isnan(values), axis=0)
 
 
 def _cluster_resample(groups, rng):
@@ -318,12 +329,12 @@ def _censored_sign_change(ns, values):
 
 
 def sign_change_with_interval(ns, teachers, units, rng, resamples=SIGN_CHANGE_RESAMPLES):
-    """Sign change of the unit mean (units × n array ``units`` over increasing ``ns``), its teacher-clustered
-    two-stage bootstrap 95% interval (censored resamples included) and the fraction of resamples with a sign change
-    in the n range."""
-    point = sign_change(ns, units.mean(axis=0))
+    """Sign change of the unit mean (units × n array ``units`` over increasing ``ns``; NaN units left out of the
+    means), its teacher-clustered two-stage bootstrap 95% interval (censored resamples included) and the fraction of
+    resamples with a sign change in the n range."""
+    point = sign_change(ns, column_mean(units))
     groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
-    boot = [_censored_sign_change(ns, units[_cluster_resample(groups, rng)].mean(axis=0)) for _ in range(resamples)]
+    boot = [_censored_sign_change(ns, column_mean(units[_cluster_resample(groups, rng)])) for _ in range(resamples)]
     values, found = np.array([b[0] for b in boot]), np.array([b[1] for b in boot])
     lo, hi = np.quantile(values, [0.025, 0.975])
     return point, float(lo), float(hi), float(found.mean())
