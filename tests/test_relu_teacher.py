@@ -383,3 +383,24 @@ def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     res = pretrain_source(cupy.asarray(source.W), cupy.asarray(source.c), 1000, 4, max_time=10.0)
     print(f"paper-size pretraining to t = 10 on the GPU: {time.perf_counter() - start:.1f} s, steps {res.steps}")
     assert np.all(res.loss < res.initial_loss)
+
+
+def _boundary_row(sim, lo, hi, finite, finite_se, paper=118.0, paper_se=7.0):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(n_sign_linear=sim, n_sign_linear_lo=lo, n_sign_linear_hi=hi, n_c_finite=finite,
+                           n_c_finite_se=finite_se, n_c=paper, n_c_se=paper_se)
+
+
+@pytest.mark.parametrize("row, converged, passes", [
+    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 234, True),  # the mid sweep's μ = 0.25
+    (_boundary_row(120.0, 115.0, 125.0, 68.3, 5.0), 234, False),  # a sharp sign change far above the finite-n n_c
+    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 220, False),  # 94 % of the scratch flows converged
+    (_boundary_row(np.nan, 256.0, 256.0, 68.3, 17.0), 234, False),  # no sign change in the n range
+    (_boundary_row(72.2, 36.0, 88.3, np.nan, np.nan), 234, False),  # the finite-n theory: negative everywhere
+])
+def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
+    from transfertheory.claims.faf_relu_sim import boundary_agreement
+
+    result = boundary_agreement(row, converged, 234)
+    assert result.passed is passes, result.detail
