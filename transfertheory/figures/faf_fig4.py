@@ -398,8 +398,9 @@ FIGURE = register(Figure(
     "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles), the "
     "finite-n boundary where the power law meets the least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1) "
     "(diamonds) and the simulated sign change (crosses); linear transfer runs to convergence. The panels say how many "
-    "pretraining, scratch and linear-transfer flows converged and the loss the others reached; points (c) and cells "
-    "(e) holding a scratch flow stopped at the time budget are hollow / hatched.",
+    "pretraining, scratch and linear-transfer flows converged (every one at the quick profile) and the loss the others "
+    "reached; a scratch flow stopped at its time budget is left out of the means and its point (c) or cell (e) is "
+    "hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
     # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17, and
