@@ -404,3 +404,24 @@ def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
 
     result = boundary_agreement(row, converged, 234)
     assert result.passed is passes, result.detail
+
+
+def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
+    """The claim's boundary (its own code, below the figures) is the figure's boundary-table row on the same draws."""
+    from transfertheory.claims.faf_relu_sim import BOUNDARY_BUDGETS, boundary_location
+    from transfertheory.figures import faf_fig4
+    from transfertheory.sim.relu_teacher import run_transfer_experiment
+
+    size = dict(d=4, m=6, m_star=4, teachers=2, instances=2)
+    ns = (8, 10, 12, 16, 24)
+    location = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
+    df = run_transfer_experiment(size["d"], size["m"], size["m_star"], [0.25], ns, teachers=size["teachers"],
+                                 instances=size["instances"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
+                                 backend="numpy", **BOUNDARY_BUDGETS)
+    row = faf_fig4.summarize(df, 3)[1].iloc[0]
+    for name in ("n_sign_linear", "n_sign_linear_lo", "n_sign_linear_hi", "n_c_finite", "n_c_finite_se", "n_c",
+                 "n_c_se", "pretrain_status"):
+        expected = getattr(row, name)
+        assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
+    scratch = df[df.method == "scratch"]
+    assert (location.scratch_converged, location.scratch_total) == (int(scratch.converged.sum()), len(scratch))

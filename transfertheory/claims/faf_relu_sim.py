@@ -13,7 +13,7 @@ the allowances stated per claim (finite flow time t = 1e3, FaF's budget, and fin
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,13 +21,14 @@ from ..backend import get_backend, resolve_backend, to_host
 from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
                                 run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
+from ..sim.sign_change import sign_change_with_interval
 from ..theory import relu as R
 from .compare import agreement, holds, mean_se, significant, within
 from .profiles import PROFILES
 from .registry import combine, register
 
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess",
-           "BOUNDARY_SIZES", "boundary_location", "boundary_agreement"]
+           "BOUNDARY_SIZES", "BoundaryLocation", "boundary_location", "boundary_agreement"]
 
 #: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2
 SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 1000, 100, 4)}
@@ -224,21 +225,49 @@ def _eq21(case):
     return replace(result, detail=detail)
 
 
-def boundary_location(seed, d, m, m_star, teachers, instances, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
-    """FaF Fig. 4's boundary at one μ: the row of the figure's boundary table (FaF's n_c, the finite-n n_c, the
-    simulated sign change of converged linear transfer with its teacher-clustered bootstrap interval) and the
-    scratch flows' convergence (converged, total), from :func:`run_transfer_experiment` at :data:`BOUNDARY_BUDGETS`.
+@dataclass(frozen=True)
+class BoundaryLocation:
+    """FaF Fig. 4e's boundary at one μ, named as in the figure's boundary table: the simulated sign change of
+    converged linear transfer with its teacher-clustered bootstrap 95 % interval, the finite-n n_c and FaF's n_c
+    (± delta-method SE) from the simulation's own scratch power law and mean ‖P⊥ f_t*‖², and the flows' reports."""
 
-    The statistics are the figure's (:func:`transfertheory.figures.faf_fig4.summarize`), imported on first use.
-    """
-    from ..figures.faf_fig4 import summarize
+    n_sign_linear: float
+    n_sign_linear_lo: float
+    n_sign_linear_hi: float
+    n_c_finite: float
+    n_c_finite_se: float
+    n_c: float
+    n_c_se: float
+    scratch_converged: int
+    scratch_total: int
+    pretrain_status: str
+
+
+def boundary_location(seed, d, m, m_star, teachers, instances, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
+    """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_BUDGETS` (scratch and linear
+    transfer); scratch flows that did not converge are left out, as in the figure (the same statistics:
+    :mod:`transfertheory.sim.sign_change`, :func:`~transfertheory.theory.relu.power_law_fit`,
+    :func:`~transfertheory.theory.relu.finite_n_boundary`)."""
+    import pandas as pd
 
     df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, instances=instances,
-                                 methods=("scratch", "linear", "linear_minnorm"), seed=seed, backend=backend,
-                                 **BOUNDARY_BUDGETS)
+                                 methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_BUDGETS)
+    keys = ["n", "teacher", "instance"]
     scratch = df[df.method == "scratch"]
-    _, boundary, _ = summarize(df, seed)
-    return boundary.iloc[0], (int(scratch.converged.sum()), len(scratch))
+    kept = scratch[scratch.converged.astype(bool)].set_index(keys)
+    risk = kept.risk.groupby(["n", "teacher"]).mean().groupby("n").mean()  # mean of the per-teacher means
+    fit = R.power_law_fit(risk.index.to_numpy(float), risk.to_numpy())
+    pre = pd.DataFrame(df.attrs["pretrain"])
+    pperp, pperp_se = float(pre.pperp.mean()), float(pre.pperp.sem())
+    paper, paper_se = fit.boundary(pperp, pperp_se)
+    finite = R.finite_n_boundary(fit, pperp, m, pperp_se)
+    linear = df[df.method == "linear"].set_index(keys).risk_normalized
+    units = (kept.risk_normalized.reindex(linear.index) - linear).unstack("n")  # NaN: a unit left out
+    sign, lo, hi, _ = sign_change_with_interval(units.columns.to_numpy(float),
+                                                units.index.get_level_values("teacher").to_numpy(), units.to_numpy(),
+                                                np.random.default_rng(seed))
+    return BoundaryLocation(sign, lo, hi, finite.n_c, finite.n_c_se, paper, paper_se, int(len(kept)), len(scratch),
+                            status_counts(pre.status))
 
 
 @register("faf.relu.sim.finite-n-boundary", source="FaF §4, Fig. 4e, Eq. 21 at finite n (not in FaF)",
@@ -259,9 +288,8 @@ def _finite_n_boundary(case):
                                                        else "full"]
     teachers *= max(1, case.profile.sim_draws // PROFILES.get(case.profile.name, case.profile).sim_draws)
     seed = int(case.rng.integers(2**31))
-    row, (converged, total) = boundary_location(seed, d, m, m_star, teachers, instances,
-                                                backend=case.profile.backend)
-    result = boundary_agreement(row, converged, total)
+    row = boundary_location(seed, d, m, m_star, teachers, instances, backend=case.profile.backend)
+    result = boundary_agreement(row, row.scratch_converged, row.scratch_total)
     label = f"{_size_label(d, m, m_star, teachers)} × {instances} data sets, μ = {BOUNDARY_MU:g}"
     return replace(result, detail=f"{label}: {result.detail}; pretraining {row.pretrain_status}")
 
