@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from transfertheory import cli_support
-from transfertheory.backend import resolve_backend
+from transfertheory.backend import resolve_backend, to_device
 from transfertheory.sim import merlin as Q
 from transfertheory.sim.merlin import run_comparison
 from transfertheory.theory import merlin as M
@@ -135,7 +135,7 @@ def evaluation_table(args):
     B, calls = args.seeds * args.restarts, 20 * args.repeats
     rng = np.random.default_rng(0)
     theta, phi = xp.asarray(rng.normal(size=(B, args.m))), xp.asarray(rng.normal(size=(B, args.d, args.m)) / 2)
-    X, y = Q.target_sets(args.n_t, args.d, B, 0, xp)
+    X, y = (to_device(a, xp) for a in Q.target_sets(args.n_t, args.d, B, 0))
     orders = Q.split_orders(B, args.n_t, args.splits[-1], np.random.default_rng(1))
     split = Q.random_splits(X, y, args.splits[-1], np.random.default_rng(1))
     fast_loss, validation = M.population_loss_terms(args.d, args.k), Q.ValidationSplits(X, y, orders, args.ridges[-1])
@@ -155,8 +155,9 @@ def evaluation_table(args):
 
     def problems():
         draw = np.random.default_rng(2)
-        return [Q.merlin_problem(*Q.target_sets(n, args.d, args.seeds, 0, xp), args.k, args.lam, args.m,
-                                 args.restarts, draw, ridge=args.ridges[-1], splits=args.splits[-1]) for n in sizes]
+        sets = [[to_device(a, xp) for a in Q.target_sets(n, args.d, args.seeds, 0)] for n in sizes]
+        return [Q.merlin_problem(X, y, args.k, args.lam, args.m, args.restarts, draw, ridge=args.ridges[-1],
+                                 splits=args.splits[-1]) for X, y in sets]
 
     results = {}
     one_call = _median_time(lambda: results.__setitem__("stacked", Q.solve(problems(), **args.flow)), args.repeats)

@@ -105,8 +105,8 @@ def main(argv=None) -> int:
     args.backend = cli_support.resolve_backend(args.backend, default="numpy")
     xp = backend.resolve_backend(args.backend)
     rng = np.random.default_rng(0)
-    W_s, c_s = random_teacher(args.m_star, args.d, rng, batch=(1,), xp=xp)
-    W0, c0 = paper_init(args.m, args.d, rng, batch=(1,), xp=xp)
+    W_s, c_s = (backend.to_device(a, xp) for a in random_teacher(args.m_star, args.d, rng, batch=(1,)))
+    W0, c0 = (backend.to_device(a, xp) for a in paper_init(args.m, args.d, rng, batch=(1,)))
     pre = pretrain_source(W_s, c_s, args.m, rng, max_time=100.0)
     print(f"bench_relu_teacher: d = {args.d}, m = {args.m}, m* = {args.m_star}, backend {args.backend}, "
           f"{args.repeats} repeats (medians)")

@@ -88,7 +88,7 @@ class PhaseTimer:
         return wrapped
 
     def _wrap_flow(self, fn):
-        def wrapped(gradient, y0, **kwargs):
+        def wrapped(gradient, y0, *args, **kwargs):  # args: the FlowSettings record
             timeline = []
             t0 = self.clock()
             user = kwargs.get("progress")
@@ -99,7 +99,7 @@ class PhaseTimer:
                     user(frac)
 
             kwargs["progress"] = progress
-            out = fn(gradient, y0, **kwargs)
+            out = fn(gradient, y0, *args, **kwargs)
             self.flows.append(dict(label=self._label("train"), B=int(y0.shape[0]), wall=self.clock() - t0,
                                    timeline=timeline, status=np.asarray(out.status), evaluations=out.evaluations,
                                    max_stages=out.max_stages, rejected=out.rejected))

@@ -28,7 +28,8 @@ from transfertheory.sim import run_transfer_experiment as deep_linear_experiment
 from transfertheory.sim.mtl import NetworkShape, finite_width_study, init_parameters
 from transfertheory.sim.merlin import run_comparison, target_sets
 from transfertheory.sim.relu_teacher import run_transfer_experiment as relu_experiment
-from transfertheory.sim.relu_teacher import draw_generator, teacher_samples
+from transfertheory.sim.relu_teacher import teacher_samples
+from transfertheory.sim.seeding import derive_seed, generator
 from transfertheory.theory import distances, fine_tuning, linear, merlin, methods, mtl, scratch, transfer
 from transfertheory.theory.relu import ablated_teacher, negative_transfer_boundary, random_teacher
 
@@ -132,7 +133,8 @@ SIMULATORS = {
                                                               gamma_index=0, instance=0)),
     "deep_linear_pretrain": (deep_linear.pretrain, dict(arch=deep_linear.Architecture(3, 2), beta_s=np.ones(3) / 3**0.5,
                                                         alpha=0.1, backend="numpy")),
-    "relu_draw_generator": (lambda **kw: draw_generator(kw["seed"], 0, 1), dict(seed=0)),
+    "seeding_generator": (lambda **kw: generator(kw["seed"], 0, 1), dict(seed=0)),
+    "seeding_derive_seed": (lambda **kw: derive_seed(kw["seed"], 0, 1), dict(seed=0)),
     "quadratic_target_sets": (target_sets, dict(n_t=3, d=4, seeds=1, seed=0)),
     "linear.flow_risk_finite": (methods.METHODS["linear"].flow_risk_finite, dict(n=4, d=6, theta=0.5, sigma=0.1)),
     "fine_tune_flow_expectation": (fine_tuning.fine_tune_flow_expectation,
@@ -174,7 +176,7 @@ SEEDED = [("deep_linear", "seed"), ("relu_teacher", "seed"), ("quadratic", "seed
           ("relu_ablated_teacher", "rng"), ("fine_tune_flow_expectation", "seed"),
           ("finetune.flow_transferability_finite", "seed"), ("linear.flow_risk_finite", "seed"),
           ("deep_linear_task_vectors", "seed"), ("deep_linear_target_draw", "seed"), ("deep_linear_pretrain", "seed"),
-          ("relu_draw_generator", "seed"), ("quadratic_target_sets", "seed")]
+          ("seeding_generator", "seed"), ("seeding_derive_seed", "seed"), ("quadratic_target_sets", "seed")]
 
 
 def _simulator_rows():

@@ -29,7 +29,6 @@ from transfertheory.figures import phase_diagram as phase_figure
 FIGURE_CLIS = [
     ("transfertheory.figures.__main__", ["faf_fig2"]),
     ("transfertheory.phase_diagram", ["--resolution", "8"]),
-    ("transfertheory.figures.faf_fig4", []),
 ]
 ALL_CLIS = [*(module for module, _ in FIGURE_CLIS), "transfertheory.verify"]
 
@@ -179,7 +178,6 @@ HEAVY_MODULES = ("pandas", "matplotlib", "scipy", "hypothesis", "ot")
 
 @pytest.mark.parametrize("module, allowed", [
     ("transfertheory.verify", ()), ("transfertheory.phase_diagram", ()),
-    ("transfertheory.figures.faf_fig4", ("scipy",)),  # the ReLU theory's special functions
     ("transfertheory.figures", ("pandas", "scipy")),  # the figure catalog, imported to name the figures
 ])
 def test_help_of_a_command_line_loads_no_heavy_library(module, allowed):

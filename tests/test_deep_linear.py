@@ -169,7 +169,7 @@ def test_saddle_at_small_init_is_not_mistaken_for_convergence():
     w0 = dl.init_weights(arch, 1e-9, [np.random.SeedSequence(4)], "gaussian")
     assert np.linalg.norm(loss(w0, np.arange(1))[0]) < gtol  # the trap: ‖∇L(w0)‖ is already below tolerance
     flow = dl.train(loss, w0, rtol=1e-3, gtol=gtol, max_time=1e4)
-    assert flow.converged[0] and flow.t[0] > 10 and flow.residual[0] <= gtol
+    assert flow.converged[0] and flow.t_final[0] > 10 and flow.residual[0] <= gtol
     assert np.linalg.norm(dl.end_to_end(arch, flow.y)[0] - np.linalg.pinv(X) @ y) < 1e-4
 
 

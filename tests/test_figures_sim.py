@@ -250,7 +250,7 @@ def test_fig7_build_skips_n_equal_d():
     assert any("not simulated: n = 12" in line for line in output.summary)
 
 
-@pytest.mark.parametrize("module", ["faf_fig2", "faf_fig5", "faf_fig6", "faf_fig7"])
+@pytest.mark.parametrize("module", ["faf_fig2", "faf_fig4", "faf_fig5", "faf_fig6", "faf_fig7"])
 def test_retired_figure_entry_points_name_the_figures_command(module):
     """``python -m transfertheory.figures.faf_figN`` (retired): one line naming the figures CLI, exit 2."""
     import subprocess

@@ -81,7 +81,7 @@ def test_trajectory_matches_exact_solution_of_linear_flow(array_backend):
     for rtol in (1e-3, 1e-5):
         res = integrate_gradient_flow(_quadratic(to_device(lam, xp)), to_device(y0, xp), rtol=rtol, atol=1e-12,
                                       gtol=1e-300, max_time=5.0)
-        assert np.all(res.status == "max_time") and np.allclose(res.t, 5.0)
+        assert np.all(res.status == "max_time") and np.allclose(res.t_final, 5.0)
         exact = y0 * np.exp(-lam * 5.0)
         # global error of a second-order method with local tolerance rtol: a small multiple of rtol
         assert np.max(np.abs(to_host(res.y) - exact)) < 20 * rtol, rtol
@@ -94,7 +94,7 @@ def test_converges_and_reports_every_instance(array_backend):
     # instance 0 needs t ≈ ln(1e5)/1e-3 ≈ 1.2e4 > max_time: honestly not converged
     assert list(res.status) == ["max_time", "converged", "converged"]
     assert res.grad_norm[0] > 1e-8 and np.all(res.grad_norm[1:] <= 1e-8)
-    assert res.t[0] == pytest.approx(1e3)
+    assert res.t_final[0] == pytest.approx(1e3)
     assert res.converged.tolist() == [False, True, True]
 
 
@@ -109,7 +109,7 @@ def test_cost_grows_no_faster_than_sqrt_kappa():
         assert res.converged[0]
         evals[k] = res.evaluations
         if k == 5:
-            assert res.evaluations < res.t[0] / 2 / 5  # ≥ 5× fewer than explicit Euler
+            assert res.evaluations < res.t_final[0] / 2 / 5  # ≥ 5× fewer than explicit Euler
     assert evals[5] / evals[3] < 10
 
 
@@ -202,7 +202,7 @@ def test_euler_scheme_is_gradient_descent_with_step_over_rho(array_backend):
         gradient_norms = [np.linalg.norm(lam_host[i] * rate[i] ** j) for j in (k - 1, k)]
         assert gradient_norms[0] > 1e-6 >= gradient_norms[1]  # stopped at the first step with ‖∇L‖ ≤ gtol
         np.testing.assert_allclose(to_host(res.y)[i], rate[i] ** k, rtol=1e-10, atol=1e-300)
-        assert res.t[i] == pytest.approx(k * 0.9 / lam_host[i].max(), rel=1e-12)
+        assert res.t_final[i] == pytest.approx(k * 0.9 / lam_host[i].max(), rel=1e-12)
     assert res.evaluations == 2 + res.steps.sum()  # one evaluation per step and one at the start
     assert kernel.calls >= 2  # ρ̂ refreshed on schedule
 
@@ -228,14 +228,14 @@ def test_loss_tol_stops_each_instance_at_the_first_step_below_it(scheme):
     kw = dict(scheme=scheme, gtol=1e-12, max_time=1e4, loss_tol=1e-4)
     res = integrate_gradient_flow(_quadratic(lam), y0, **kw)
     assert list(res.status) == ["loss_tol"] * 3 and res.converged.all()
-    assert np.all(res.loss <= 1e-4) and res.steps[2] == 0 and res.t[2] == 0.0
-    assert np.all(res.steps[:2] >= 3) and res.t[0] < res.t[1]
+    assert np.all(res.loss <= 1e-4) and res.steps[2] == 0 and res.t_final[2] == 0.0
+    assert np.all(res.steps[:2] >= 3) and res.t_final[0] < res.t_final[1]
     for i in range(2):
         before = integrate_gradient_flow(_quadratic(lam[i:i + 1]), y0[i:i + 1], **kw, max_steps=int(res.steps[i]) - 1)
         assert list(before.status) == ["max_steps"] and before.loss[0] > 1e-4
     if scheme == "rkc":  # the flow's L(t) = ½Σλe^{−2λt} crosses 1e-4 after the slow mode's ln(λ/2e-4)/(2λ)
         slow = lam[:2, 1]
-        assert np.all(res.t[:2] >= np.log(slow / 2e-4) / (2 * slow) * (1 - 0.05))
+        assert np.all(res.t_final[:2] >= np.log(slow / 2e-4) / (2 * slow) * (1 - 0.05))
     no_rule = integrate_gradient_flow(_quadratic(lam[:1]), y0[:1], scheme=scheme, gtol=1e-12, max_time=5.0)
     assert list(no_rule.status) == ["max_time"] and not no_rule.converged.any()
     with pytest.raises(ValueError, match="loss_tol"):

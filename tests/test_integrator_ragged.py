@@ -32,7 +32,7 @@ def _problem(xp):
 
 def _assert_is_separate(ragged, separate):
     """Per instance, the ragged integration's result is its block's separate integration's, bit for bit."""
-    for name in ("t", "steps", "grad_norm", "loss", "status", "residual"):
+    for name in ("t_final", "steps", "grad_norm", "loss", "status", "residual"):
         np.testing.assert_array_equal(getattr(ragged, name), np.concatenate([getattr(r, name) for r in separate]),
                                       err_msg=name)
     for block, alone in zip(ragged.y.blocks, separate, strict=True):

@@ -14,6 +14,7 @@ import pytest
 from transfertheory import _memory
 from transfertheory.sim import run_transfer_experiment
 from transfertheory.sim.deep_linear import experiment as deep_linear_experiment
+from transfertheory.sim.deep_linear.training import TARGET_FLOW
 
 MEMORY_WORDS = ("needs about", "max_memory", _memory.ENV_VAR)
 
@@ -158,7 +159,7 @@ def test_deep_linear_chunks_draws_to_fit_and_gives_the_same_table(monkeypatch):
                   progress=False)
     whole = run_transfer_experiment(**kwargs)
     plan = deep_linear_experiment._plan(8, [0.5, 1.0], [0.5, 1.0], 0.2, 3, 2, 1e-5, deep_linear_experiment.METHODS,
-                                        (0.0,), 1, 1e-6, 1e4, 1e-3, "gaussian", "exact", None, None)
+                                        (0.0,), 1, TARGET_FLOW, "gaussian", "exact", None, None)
     fixed, per_draw = deep_linear_experiment._memory_estimate(plan)
     sizes = []
     chunk = deep_linear_experiment._chunk
@@ -177,7 +178,7 @@ def test_deep_linear_refuses_a_chunk_size_that_does_not_fit():
 
 def test_deep_linear_estimate_is_within_a_factor_three_of_the_traced_peak():
     plan = deep_linear_experiment._plan(64, [0.5, 1.0], [0.5, 1.0], 0.2, 2, 2, 1e-5, deep_linear_experiment.METHODS,
-                                        (0.0,), 0, 1e-6, 1e4, 1e-3, "gaussian", "exact", None, None)
+                                        (0.0,), 0, TARGET_FLOW, "gaussian", "exact", None, None)
     fixed, per_draw = deep_linear_experiment._memory_estimate(plan)
     estimate = fixed + 4 * per_draw
     peak = _traced_peak(lambda: run_transfer_experiment(d=64, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2,
@@ -314,8 +315,9 @@ def test_relu_experiment_passes_its_limit_on_to_the_flows(monkeypatch):
 def test_relu_estimate_is_within_a_factor_three_of_the_traced_peak():
     from transfertheory.sim.relu_teacher import experiment
 
-    plan = experiment._plan(10, 100, 10, [0.0, 0.5], [20, 60], 2, 2, RELU_SMALL["methods"], 0, "ones", 5.0, 5.0,
-                            None, 1e-6)
+    target_flow = experiment.TARGET_FLOW.updated(max_time=5.0)
+    plan = experiment._plan(10, 100, 10, [0.0, 0.5], [20, 60], 2, 2, RELU_SMALL["methods"], 0, "ones", target_flow,
+                            experiment.PRETRAIN_FLOW.updated(max_time=5.0), target_flow)
     peak = _traced_peak(lambda: experiment.run_transfer_experiment(**RELU_SMALL))
     assert peak / 3 <= experiment._memory_estimate(plan) <= 3 * peak
 
@@ -453,10 +455,10 @@ def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
 
 
 def test_every_command_line_answers_a_refusal_with_one_line_and_exit_code_four(monkeypatch, tmp_path, capsys):
-    """A per-figure command has no --max-memory: the variable limits it, and cli_support.entry_point answers."""
-    from transfertheory.figures.faf_fig4 import main
+    """The limit from the variable (no --max-memory given): cli_support.entry_point answers with one line."""
+    from transfertheory.figures.__main__ import main
 
     monkeypatch.setenv(_memory.ENV_VAR, "64K")
-    assert main(["--out", str(tmp_path), "--backend", "numpy"]) == 4
+    assert main(["faf_fig4", "--out", str(tmp_path), "--backend", "numpy"]) == 4
     error = capsys.readouterr().err
     assert error.startswith("error: ") and "allowed by" in error and error.count("\n") == 1

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from transfertheory import backend
 from transfertheory.backend import to_host
 
 from transfertheory.sim.relu_teacher import (
@@ -80,7 +81,7 @@ def test_linear_transfer_risk_approaches_the_projection_residual():
 def test_pretraining_and_linear_transfer_respect_the_device_boundary(array_backend):
     # Run on NumPy and on the strict CuPy stand-in (host transfers only through the backend): same numbers.
     _, xp = array_backend
-    W_star, c_star = random_teacher(3, 4, 1, batch=(2,), xp=xp)
+    W_star, c_star = (backend.to_device(a, xp) for a in random_teacher(3, 4, 1, batch=(2,)))
     res = pretrain_source(W_star, c_star, 12, 2, max_time=50.0)
     X, y = teacher_samples(W_star, c_star, 30, 4)
     c = linear_transfer(res.W, X, y)
@@ -193,7 +194,7 @@ def test_bad_settings_raise_value_errors_naming_them(name, value):
 
 def test_scratch_training_respects_the_device_boundary(array_backend):
     _, xp = array_backend
-    W_star, c_star = random_teacher(3, 4, 1, batch=(2,), xp=xp)
+    W_star, c_star = (backend.to_device(a, xp) for a in random_teacher(3, 4, 1, batch=(2,)))
     X, y = teacher_samples(W_star, c_star, 20, 2)
     res = scratch_training(X, y, 10, 3, max_time=20.0)
     W_host, c_host = random_teacher(3, 4, 1, batch=(2,))
@@ -299,21 +300,24 @@ def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
     assert sign_side([1.0, -1.0, -1.0]) == ""
 
 
-def test_fig4_command_line_writes_the_outputs_and_turns_bad_input_into_usage_errors(tmp_path, capsys):
+def test_fig4_build_turns_a_bad_grid_into_an_error_naming_it_before_any_work(monkeypatch):
+    """The checks the retired per-figure command line made are build()'s and the simulator's: a ValueError naming
+    the parameter, raised before the experiment runs."""
     from transfertheory.figures import faf_fig4
 
-    tiny = ["--d", "4", "--m", "8", "--m-star", "3", "--mus", "0.3", "0.6", "--ns", "8", "16", "32",
-            "--teachers", "2", "--instances", "2", "--max-time", "20", "--format", "png"]
-    assert faf_fig4.main([*tiny, "--out", str(tmp_path)]) == 0
-    for suffix in (".png", ".csv", "_boundary.csv", ".json"):
-        assert (tmp_path / f"faf_fig4{suffix}").stat().st_size > 0
-    assert "predicted n_c" in capsys.readouterr().out
-    for bad in (["--ns", "32", "16", "8"], ["--mus", "1.0"], ["--m", "0"], ["--m-star", "3", "--mus", "0.9"],
-                ["--mus", "0.3", "0.3"]):
-        with pytest.raises(SystemExit) as exit_info:
-            faf_fig4.main(bad)
-        assert exit_info.value.code == 2
-    assert "error:" in capsys.readouterr().err
+    def refuse(*args, **kwargs):
+        raise AssertionError("the experiment started")
+
+    monkeypatch.setattr(faf_fig4, "run_transfer_experiment", refuse)
+    tiny = dict(d=4, m=8, m_star=3, mus=(0.3, 0.6), ns=(8, 16, 32), teachers=2, instances=2, backend="numpy")
+    for bad, named in ((dict(ns=(32, 16, 8)), "ns"), (dict(ns=(8, 16)), "ns")):
+        with pytest.raises(ValueError, match=named):
+            faf_fig4.build(**{**tiny, **bad})
+    monkeypatch.undo()
+    for bad, named in ((dict(mus=(1.0,)), "mu"), (dict(m=0), "m"), (dict(mus=(0.9,)), "mu"),
+                       (dict(mus=(0.3, 0.3)), "mus")):
+        with pytest.raises(ValueError, match=named):
+            faf_fig4.build(**{**tiny, **bad})
 
 
 def test_fig4_statistics_are_clustered_by_teacher():

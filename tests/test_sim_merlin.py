@@ -6,6 +6,7 @@ import pytest
 
 from transfertheory import backend
 from transfertheory.sim import merlin as Q
+from transfertheory.sim.convergence import Convergence
 from transfertheory.theory import merlin as M
 
 
@@ -141,7 +142,7 @@ def test_pretraining_reaches_a_lemma4_minimizer_and_reports_convergence(rng):
     lam = 0.1
     out = Q.pretrain(4, 2, 2, lam, seeds=4, restarts=4, rng=rng)
     best = M.source_scale_objective(M.optimal_source_scale(lam), lam)
-    assert out.converged.all() and (out.grad_norm <= Q.FLOW_SETTINGS["gtol"]).all()
+    assert out.converged.all() and (out.grad_norm <= Q.FLOW_SETTINGS.gtol).all()
     np.testing.assert_allclose(out.objective, best, atol=1e-9)
     top, share, _ = Q.feature_usage(out.params["phi"])
     assert (top <= 2).all() and (share > 1 - 1e-8).all()
@@ -151,13 +152,12 @@ def test_pretraining_reaches_a_lemma4_minimizer_and_reports_convergence(rng):
 def test_unfinished_flows_are_reported_not_passed_off(rng):
     out = Q.pretrain(4, 2, 2, 0.1, seeds=3, restarts=1, rng=rng, max_steps=5)
     assert (out.status == "max_steps").all() and not out.converged.any()
-    assert (out.steps == 5).all() and (out.grad_norm > Q.FLOW_SETTINGS["gtol"]).all()
+    assert (out.steps == 5).all() and (out.grad_norm > Q.FLOW_SETTINGS.gtol).all()
 
 
 def test_restart_kept_is_the_first_at_the_best_objective():
     trained = Q.Trained(params={"phi": np.zeros((6, 2, 1))}, objective=np.array([3.0, 1.0, 1.0, 2.0, 2.0, 5.0]),
-                        converged=np.ones(6, bool), status=np.array(["converged"] * 6), t_final=np.zeros(6),
-                        steps=np.zeros(6), grad_norm=np.zeros(6))
+                        convergence=Convergence.of_length(6, True, "converged", 0.0, 0, 0.0))
     keep, needed, at_best = Q.algorithms._keep_best(trained, 2, 3)
     assert keep.tolist() == [1, 3] and needed.tolist() == [2, 1] and at_best.tolist() == [2, 2]
 

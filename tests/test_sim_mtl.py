@@ -124,9 +124,9 @@ def test_training_converges_and_reports_each_network():
     tasks, labels = _tasks()
     body0, head0 = sim.init_parameters(shape, 3, np.random.default_rng(2))
     done = sim.train("anil", shape, tasks, labels, body0, head0, lam_tau=0.2)
-    assert done.flow.converged.all() and done.flow.loss.max() < 1e-6 * sum((y**2).sum() for y in labels)
+    assert done.converged.all() and done.loss.max() < 1e-6 * sum((y**2).sum() for y in labels)
     cut = sim.train("mtl", shape, tasks, labels, body0, head0, max_steps=2)
-    assert list(cut.flow.status) == ["max_steps"] * 3 and (cut.flow.steps == 2).all()
+    assert list(cut.status) == ["max_steps"] * 3 and (cut.steps == 2).all()
 
 
 def test_untrained_networks_predict_only_the_head_adaptation():
@@ -137,7 +137,7 @@ def test_untrained_networks_predict_only_the_head_adaptation():
     body0, head0 = sim.init_parameters(shape, 2, np.random.default_rng(3))
     untrained = sim.train("anil", shape, tasks, labels, body0, head0, max_steps=1)
     untrained = sim.TrainedNetworks("anil", shape, 0.0, np.concatenate([body0, head0], axis=1), body0, head0,
-                                    untrained.flow)
+                                    untrained.convergence, untrained.loss)
     support, y_support, query = tasks[0], labels[0], tasks[1]
     for head in sim.TEST_HEADS:
         f = sim.adapted_predictions(untrained, support, y_support, query, 0.0, head, np.random.default_rng(0))

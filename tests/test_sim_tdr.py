@@ -147,11 +147,12 @@ def test_budget_exhaustion_is_reported_not_hidden(data):
 
 def test_stage_convergence_is_the_integrators_definition():
     """FlowSummary.converged is FlowResult.converged: ‖∇L‖ ≤ gtol (``converged``) and L ≤ loss_tol (``loss_tol``)."""
-    from transfertheory.sim.integrator import FlowResult
+    from transfertheory.sim.integrator import CONVERGED_STATUSES, Convergence, FlowResult
 
     status = np.array(["converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow"])
     zeros = np.zeros(status.size)
-    result = FlowResult(y=np.zeros((status.size, 1)), t=zeros, steps=zeros, grad_norm=zeros, loss=zeros, status=status)
+    convergence = Convergence(np.isin(status, CONVERGED_STATUSES), status, zeros, zeros, zeros)
+    result = FlowResult(y=np.zeros((status.size, 1)), convergence=convergence, loss=zeros)
     summary = ntk_sim.FlowSummary.from_result(result, slice(1, 4))
     np.testing.assert_array_equal(summary.converged, result.converged[1:4])
     np.testing.assert_array_equal(summary.converged, [True, False, False])

@@ -14,7 +14,7 @@ import pytest
 from transfertheory import params as P
 from transfertheory.sim import Experiment, Field, experiments
 from transfertheory.sim import catalog
-from transfertheory.sim.convergence import convergence_columns
+from transfertheory.sim.convergence import Convergence, convergence_columns
 from transfertheory.sim.seeding import generator
 from transfertheory.sweep import NAMED_SWEEPS, Store, parse_spec, point_id, run_sweep
 from transfertheory.sweep.__main__ import main
@@ -56,7 +56,8 @@ def _toy(point, seed, backend):
         raise RuntimeError(f"flaky point x = {point['x']}")
     values = generator(seed).standard_normal(point["draws"])
     return pd.DataFrame({"instance": np.arange(point["draws"]), "value": values,
-                         **convergence_columns(True, "exact", np.nan, 0, np.nan, rows=point["draws"])})
+                         **convergence_columns(Convergence.of_length(point["draws"], True, "exact", np.nan, 0,
+                                                                     np.nan))})
 
 
 FLAKY = set()

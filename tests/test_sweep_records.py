@@ -6,7 +6,7 @@ import pytest
 
 from transfertheory import params as P
 from transfertheory.sim import Experiment, Field, experiments, get_experiment
-from transfertheory.sim.convergence import CONVERGENCE_COLUMNS, convergence_columns, normalize_convergence
+from transfertheory.sim.convergence import CONVERGENCE_COLUMNS, Convergence, convergence_columns, normalize_convergence
 from transfertheory.sim.seeding import derive_seed, generator
 
 RECORDS = experiments()
@@ -62,7 +62,7 @@ def test_a_record_checks_its_own_example():
 
 
 def test_convergence_columns_have_one_shape_and_one_set_of_types():
-    cols = convergence_columns(True, "exact", np.nan, 0, np.nan, rows=3)
+    cols = convergence_columns(Convergence.of_length(3, True, "exact", np.nan, 0, np.nan))
     assert list(cols) == list(CONVERGENCE_COLUMNS)
     assert [cols[c].dtype for c in CONVERGENCE_COLUMNS] == [bool, np.dtype("<U5"), float, np.int64, float]
     assert all(len(v) == 3 for v in cols.values())

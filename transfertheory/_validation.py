@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Interval", "as_real_array", "check_param", "check_integer_param", "check_broadcast", "as_generator",
-           "root_seed", "scalar_or_array"]
+           "root_seed", "scalar_or_array", "trusted"]
 
 _CLOSED = ("both", "left", "right", "neither")
 
@@ -164,13 +164,9 @@ def as_generator(rng, name: str = "rng") -> np.random.Generator:
     """A :class:`numpy.random.Generator` from ``rng``, as :func:`numpy.random.default_rng` makes one.
 
     ``rng`` is an integer seed ≥ 0, a SeedSequence, or a Generator (returned as it is, so draws continue its
-    stream); an object with a Generator ``host`` (the package's ``SeededGenerator``) gives that Generator.
-    Anything else — ``None`` (unseeded: not reproducible), floats, booleans, strings — is a ValueError
+    stream). Anything else — ``None`` (unseeded: not reproducible), floats, booleans, strings — is a ValueError
     naming ``name``.
     """
-    host = getattr(rng, "host", None)
-    if isinstance(host, np.random.Generator):
-        return host
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, np.random.SeedSequence):
@@ -190,6 +186,12 @@ def root_seed(seed, name: str = "seed") -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**63))
     return _integer_seed(seed, name)
+
+
+def trusted(*values) -> tuple:
+    """``values`` as float arrays, unchecked: the ``validate=False`` path of a public function, whose caller has
+    validated them already (a public function validates its input once; the kernels it calls trust it)."""
+    return tuple(np.asarray(v, dtype=float) for v in values)
 
 
 def scalar_or_array(result: np.ndarray, *inputs):

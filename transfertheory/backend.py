@@ -16,8 +16,9 @@ backend layer:
   host (NumPy) and device arrays is an error there, as it is in CuPy.
 * Every host/device transfer goes through :func:`to_host` and
   :func:`to_device`.
-* :func:`make_rng` draws on the host with NumPy's PCG64 and copies to the
-  device, so a seed defines the *same* experiment on every backend.
+* Random draws are made on the host with NumPy's PCG64, by the seeding rule of
+  :mod:`transfertheory.sim.seeding`, and copied to the device with
+  :func:`to_device`, so a seed defines the *same* experiment on every backend.
 
 A test-only backend can be registered with :func:`register_backend` (the test
 suite registers a strict CPU stand-in for CuPy's host/device boundary); this
@@ -53,8 +54,6 @@ __all__ = [
     "BATCHED_EIGH_MAX_ORDER",
     "stacked_eigh",
     "stacked_eigvalsh",
-    "make_rng",
-    "SeededGenerator",
 ]
 
 BACKENDS = ("auto", "numpy", "cupy")  # the built-in names; registered backends add theirs
@@ -286,36 +285,3 @@ def stacked_eigvalsh(a):
 def _is_array_module(obj) -> bool:
     return obj is np or any(obj is r.module for r in _REGISTERED.values()) or (
         isinstance(obj, ModuleType) and obj.__name__.startswith("cupy"))
-
-
-class SeededGenerator:
-    """A seeded random generator that produces arrays of module ``xp``.
-
-    Draws come from NumPy's PCG64 on the host and are copied to the device, so
-    the same seed gives the same numbers on NumPy and CuPy. Use
-    :meth:`spawn` for independent child streams (e.g. one per chunk of work).
-    """
-
-    def __init__(self, seed, xp=np, dtype=np.float64):
-        self.xp = xp
-        self.dtype = np.dtype(dtype)
-        self._seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-        self.host = np.random.Generator(np.random.PCG64(self._seed_seq))
-
-    def spawn(self, n: int) -> list["SeededGenerator"]:
-        """``n`` statistically independent child generators."""
-        return [SeededGenerator(s, self.xp, self.dtype) for s in self._seed_seq.spawn(n)]
-
-    def normal(self, size, scale=1.0):
-        """Gaussian draws N(0, scale²) of shape ``size`` on the device."""
-        return to_device(self.host.normal(0.0, scale, size=size).astype(self.dtype, copy=False), self.xp)
-
-    def unit_vector(self, d: int):
-        """A uniformly random unit vector in ℝ^d on the device."""
-        v = self.host.standard_normal(d)
-        return to_device((v / np.linalg.norm(v)).astype(self.dtype, copy=False), self.xp)
-
-
-def make_rng(seed=0, xp=None, dtype=np.float64) -> SeededGenerator:
-    """Seeded generator for array module ``xp`` (default: the backend :func:`resolve_backend` picks)."""
-    return SeededGenerator(seed, resolve_backend() if xp is None else xp, dtype)

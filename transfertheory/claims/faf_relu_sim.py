@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..backend import get_backend, resolve_backend, to_host
+from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
                                 run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
@@ -64,14 +64,15 @@ _Z95 = 1.959964
 
 
 def _sizes(case):
-    """(d, m, m*, teachers) of the case's profile and its array module (the profile's backend).
+    """(d, m, m*, teachers) of the case's profile and its backend name (the profile's, resolved).
 
     The teachers scale with the profile's draws, so the registry's confirmation of an unexpected result at
     4× the draws uses 4× the teachers.
     """
     d, m, m_star, teachers = SIZES.get(case.profile.name, SIZES["full"])
     base = PROFILES.get(case.profile.name, case.profile).sim_draws
-    return (d, m, m_star, teachers * max(1, case.profile.sim_draws // base)), resolve_backend(case.profile.backend)
+    sizes = (d, m, m_star, teachers * max(1, case.profile.sim_draws // base))
+    return sizes, backend_name(resolve_backend(case.profile.backend))
 
 
 def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):
@@ -90,38 +91,42 @@ def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):
     return mean, np.sqrt(variance / samples)
 
 
-def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME, xp=np):
-    """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ.
+def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME, backend="numpy"):
+    """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ, on the
+    array backend named ``backend`` (the teachers are drawn on the host and moved there).
 
     ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
     the sensitivity check trains against a loss off by a few percent).
     """
-    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
+    xp = resolve_backend(backend)
+    W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
     source = R.ablated_teacher(W_t, c_t, mu, rng)
     pre = pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)
     return (W_t, c_t), source, pre
 
 
-def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0, xp=np):
+def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0, backend="numpy"):
     """Per teacher: MC mean and SE of ½(f − f_s*)² after pretraining, the initial loss, kernel distances.
 
     Returns a dict of arrays (teachers,): ``loss``, ``loss_se``, ``initial``, ``kd_init``, ``kd_source``,
     ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes) and ``status``
     (the pretraining flows' statuses).
     """
-    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME, xp)
+    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME,
+                                                backend)
     loss, loss_se = sampled_half_square_error(pre.W, pre.c, source.W, source.c, rng, LOSS_SAMPLES)
     probes = rng.standard_normal((PROBES, d))
-    W0, _ = paper_init(m, d, rng, batch=(teachers,), xp=xp)
+    W0 = to_device(paper_init(m, d, rng, batch=(teachers,))[0], W_t)
     return dict(loss=loss, loss_se=loss_se, initial=pre.initial_loss, kd_init=kernel_distance(W0, source.W, probes),
                 kd_source=kernel_distance(pre.W, source.W, probes), kd_target=kernel_distance(pre.W, W_t, probes),
                 status=pre.status)
 
 
-def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, xp=np):
+def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, backend="numpy"):
     """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers:
     ([fractions at μ_low, at μ_high] (teachers,) each, the pretraining statuses of both)."""
-    W_t, c_t = R.random_teacher(m_star, d, rng, batch=(teachers,), xp=xp)
+    xp = resolve_backend(backend)
+    W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
     fractions, statuses = [], []
     for mu in (mu_low, mu_high):
         source = R.ablated_teacher(W_t, c_t, mu, rng)
@@ -132,14 +137,14 @@ def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, xp=np):
     return fractions, np.concatenate(statuses)
 
 
-def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0, xp=np):
+def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0, backend="numpy"):
     """(2L − s·‖P⊥ f_t*‖²)/(s·‖P⊥ f_t*‖²) of kernel-interpolation linear transfer per n, and the pretraining statuses:
     (dict n → (teachers,), statuses (teachers,)).
 
     2L is the exact population risk of the min-norm least-squares output weights on n target samples;
     P projects on the pretrained student's features; s = ``pperp_scale`` (1 = the claim).
     """
-    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu, xp=xp)
+    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu, backend=backend)
     pperp = pperp_scale * np.asarray(to_host(R.rkhs_projection_norms(pre.W, W_t, c_t).outside))
     out = {}
     for n in ns:
@@ -162,8 +167,8 @@ def _size_label(d, m, m_star, teachers):
           profiles=("quick", "full", "paper"))
 def _pretraining_aligns(case):
     """μ = 0.5: per teacher, the loss and the kernel distances (module constants)."""
-    (d, m, m_star, teachers), xp = _sizes(case)
-    r = pretraining_alignment(case.rng, d, m, m_star, teachers, xp=xp)
+    (d, m, m_star, teachers), backend = _sizes(case)
+    r = pretraining_alignment(case.rng, d, m, m_star, teachers, backend=backend)
     kernel_ok = (r["kd_source"] <= KERNEL_REDUCTION * r["kd_init"]) & (r["kd_source"] < r["kd_target"])
     worst_loss = float(np.max((r["loss"] + 4 * r["loss_se"]) / r["initial"]))
     detail = (f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: (MC loss + 4 SE)/initial ≤ {worst_loss:.2g} "
@@ -186,9 +191,9 @@ _GROWTH_MUS = (0.2, 0.6)
           profiles=("quick", "full", "paper"))
 def _pperp_grows_sim(case):
     """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE (z > 4)."""
-    (d, m, m_star, teachers), xp = _sizes(case)
+    (d, m, m_star, teachers), backend = _sizes(case)
     teachers *= 2
-    (low, high), statuses = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, xp=xp)
+    (low, high), statuses = pperp_growth(case.rng, d, m, m_star, teachers, *_GROWTH_MUS, backend=backend)
     mean, se = mean_se(high - low)
     return significant(mean, se, label=f"{_size_label(d, m, m_star, teachers)}: fraction {low.mean():.4g} (μ = "
                                        f"{_GROWTH_MUS[0]:g}) → {high.mean():.4g} (μ = {_GROWTH_MUS[1]:g}), increase "
@@ -210,9 +215,9 @@ _EQ21_FACTORS = (8, 32, 128)  # n = factor × m (8·m: the finite-n regime of th
 def _eq21(case):
     """μ = 0.5, n = 8·m, 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher against m/(n − m − 1)
     (the finite-n transfer risk of :func:`transfertheory.theory.relu.least_squares_transfer_risk`)."""
-    (d, m, m_star, teachers), xp = _sizes(case)
+    (d, m, m_star, teachers), backend = _sizes(case)
     ns = tuple(f * m for f in _EQ21_FACTORS)
-    excess, statuses = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, ns, xp=xp)
+    excess, statuses = linear_transfer_excess(case.rng, d, m, m_star, teachers, 0.5, ns, backend=backend)
     smallest = min(float(e.min()) for e in excess.values())
     checks = [holds(smallest >= -1e-9, f"smallest relative excess {smallest:.2g} ≥ 0")]
     for n in ns:

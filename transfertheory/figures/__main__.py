@@ -50,6 +50,8 @@ def build_parser():
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="profile", action="store_const", const="quick",
                       help="CPU-sized parameters (the default): each figure in seconds to minutes on 2 cores")
+    size.add_argument("--full", dest="profile", action="store_const", const="full",
+                      help="a figure's own CPU size between the two (minutes; the quick size where it gives none)")
     size.add_argument("--paper", dest="profile", action="store_const", const="paper",
                       help="the papers' sizes (the largest, e.g. FaF's d = 500 simulations, want a GPU: --backend cupy)")
     parser.set_defaults(profile="quick")

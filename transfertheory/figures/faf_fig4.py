@@ -37,36 +37,26 @@ them per μ (paired rows), and the counts on the figure count each flow once.
 the boundary table also gives the sign change of kernel interpolation (``linear_minnorm``: the same limit from
 c = 0; for n > m the two coincide).
 
-Command line (the CPU size by default, a few minutes on 2 cores; ``--paper-size`` for FaF's, on a GPU)::
-
-    python -m transfertheory.figures.faf_fig4 [--d D] [--m M] [--m-star M*] [--mus MU ...] [--ns N ...]
-        [--teachers T] [--instances K] [--max-time T] [--paper-size] [--seed S] [--backend B] [--out DIR]
-
-Exit codes: 0 success, 1 outputs not writable, 2 usage error, 3 backend unavailable.
+Built by the figures command, ``python -m transfertheory.figures faf_fig4 [--quick | --full | --paper]``: the
+quick size (seconds), the full CPU size (a few minutes on 2 cores) or FaF's (App. D.2, on a GPU); other sizes are
+keywords of :func:`build`. Run as a module, this one prints a line naming that command and exits 2.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np  # pandas is imported where tables are built: a --help needs none
 
 from ..backend import to_host
-from ..sim.relu_teacher import draw_generator, feature_kernel, run_transfer_experiment, status_counts
-from ..params import D, N, SEED
-from ..sim.relu_teacher.network import M, MAX_TIME
-from ..theory.relu import M_STAR, MU, dropped_count, finite_n_boundary, power_law_fit
-from . import cli
+from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
+from ..sim.seeding import generator
+from ..theory.relu import finite_n_boundary, power_law_fit
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .stats import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
-from .registry import Figure, register
+from .registry import Figure, register, retired_entry_point
 
 NAME = "faf_fig4"
-#: the CPU size between the registry's quick and paper profiles (a few minutes on 2 cores):
-#: ``build(**CPU_DEFAULT)`` (docs/relu.md)
-CPU_DEFAULT = dict(d=20, m=200, m_star=20, mus=(0.2, 0.35, 0.5, 0.65, 0.8), ns=(25, 50, 100, 200, 400, 800),
-                   teachers=4, instances=3)
 TRANSFER_METHODS = ("linear", "linear_minnorm")
 #: flow-time budget of linear transfer: its flow is closed-form (any budget costs the same), and this one lets every
 #: flow meet L̂ − min L̂ ≤ 1e-6 (:func:`transfertheory.sim.relu_teacher.linear_transfer_flow`)
@@ -156,6 +146,9 @@ def summarize(df, seed=0):
     mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
     scratch = np.array([mean["scratch", mus[0], n] for n in ns])
     fitted = np.isfinite(scratch)  # an n whose every scratch flow stopped at the budget has no mean
+    if fitted.sum() < 3:
+        raise ValueError(f"the scratch flows converged at {int(fitted.sum())} of the sample sizes {list(ns)}; the "
+                         "power-law fit needs 3: raise max_time or take smaller n")
     fit = power_law_fit(np.asarray(ns, dtype=float)[fitted], scratch[fitted])
     rows = []
     for mu in mus:
@@ -207,7 +200,7 @@ def _boundary(df, mus, paired, fit, seed):
 def gram_panels(student, source, d, seed):
     """(K_student, K_source) on GRAM_PROBES Gaussian probes (key (7,), sorted by the source teacher's output) of a
     pretrained student's rows and its source teacher (W, c): host arrays."""
-    probes = draw_generator(seed, 7).standard_normal((GRAM_PROBES, d))
+    probes = generator(seed, 7).standard_normal((GRAM_PROBES, d))
     W_source, c_source = source
     probes = probes[np.argsort(np.maximum(probes @ W_source.T, 0.0) @ c_source)]
     return np.asarray(to_host(feature_kernel(student, probes))), feature_kernel(W_source, probes)
@@ -345,6 +338,7 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     """
     import pandas as pd
 
+    _check_grid(ns)
     df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, instances=instances,
                                  methods=("scratch",) + TRANSFER_METHODS, seed=seed, max_time=max_time,
                                  pretrain_max_time=pretrain_max_time, linear_max_time=LINEAR_MAX_TIME,
@@ -417,59 +411,13 @@ FIGURE = register(Figure(
 ))
 
 
-def build_parser():
-    """The command line of this figure (sizes default to :data:`CPU_DEFAULT`)."""
-    paper = FIGURE.profiles["paper"]
-    parser = argparse.ArgumentParser(
-        prog=f"python -m transfertheory.figures.{NAME}",
-        description=FIGURE.title + ". Writes faf_fig4.{png,pdf,csv,json} and faf_fig4_boundary.csv (predicted and "
-        "simulated boundary per μ). Defaults: the CPU size; --paper-size: FaF's size (App. D.2), for a GPU.",
-        epilog=cli.EPILOG)
-    sizes = [("d", D.with_range(low=2), "input dimension d"), ("m", M, "student width m"),
-             ("m-star", M_STAR, "target-teacher width m*"), ("teachers", cli.COUNT, "target teachers"),
-             ("instances", cli.COUNT, "data sets per teacher")]
-    for flag, param, text in sizes:
-        key = flag.replace("-", "_")
-        parser.add_argument(f"--{flag}", type=param.arg_type(), default=None,
-                            help=f"{text} (default {CPU_DEFAULT[key]}; {paper[key]} with --paper-size)")
-    parser.add_argument("--mus", type=MU.arg_type(), nargs="+", default=None, metavar="MU",
-                        help=f"ablated fractions μ in [0, 1) (default {list(CPU_DEFAULT['mus'])})")
-    parser.add_argument("--ns", type=N.arg_type(), nargs="+", default=None, metavar="N",
-                        help=f"target sample sizes, increasing (default {list(CPU_DEFAULT['ns'])})")
-    parser.add_argument("--max-time", type=MAX_TIME.arg_type(), default=1e3,
-                        help="gradient-flow time budget of pretraining and scratch training (default 1e3, as FaF; "
-                        "linear transfer runs to convergence)")
-    parser.add_argument("--paper-size", action="store_true", help="FaF's size: d = 100, m = 1000, m* = 100, 10 × 10")
-    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
-    cli.add_backend_argument(parser)
-    cli.add_output_arguments(parser)
-    return parser
-
-
-@cli.entry_point
-def main(argv=None):
-    """Entry point: 0 on success, 1 if the outputs cannot be written; usage errors exit 2, an unusable backend 3."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    size = dict(FIGURE.profiles["paper"] if args.paper_size else CPU_DEFAULT)
-    for key in ("d", "m", "m_star", "teachers", "instances", "mus", "ns"):
-        if getattr(args, key) is not None:
-            size[key] = tuple(getattr(args, key)) if key in ("mus", "ns") else getattr(args, key)
-    if list(size["ns"]) != sorted(set(size["ns"])) or len(size["ns"]) < 3:
-        parser.error("--ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them)")
-    if len(set(size["mus"])) != len(size["mus"]):
-        parser.error("--mus must not repeat a value")
-    for mu in size["mus"]:
-        try:
-            dropped_count(mu, size["m_star"])
-        except ValueError as err:
-            parser.error(f"--mus {mu:g} with --m-star {size['m_star']}: {err}")
-    size.update(max_time=args.max_time, pretrain_max_time=args.max_time)
-    backend = cli.check_before_work(args)
-    timer = cli.Timer()
-    output = build(**size, seed=args.seed, backend=backend)
-    return cli.write_and_report(output, NAME, args, **FIGURE.labels(), backend=backend, runtime_s=timer.elapsed)
+def _check_grid(ns):
+    """What the figure needs of its grid beyond the simulator's checks (ValueError naming ``ns``): at least three
+    strictly increasing n, for the power-law fit and the sign-change interpolation."""
+    if list(ns) != sorted(set(ns)) or len(ns) < 3:
+        raise ValueError(f"ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them), "
+                         f"got {list(ns)}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(retired_entry_point(NAME))

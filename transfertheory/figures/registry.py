@@ -101,6 +101,6 @@ def retired_entry_point(name: str) -> int:
     """What ``python -m transfertheory.figures.NAME`` does now that the figures CLI builds every figure: one line
     naming the command that replaced it, on stderr, and exit status 2 (a usage error)."""
     print(f"python -m transfertheory.figures.{name} is retired: build the figure with "
-          f"`python -m transfertheory.figures {name} [--quick | --paper] [--out DIR]`, or call "
+          f"`python -m transfertheory.figures {name} [--quick | --full | --paper] [--out DIR]`, or call "
           f"transfertheory.figures.{name}.build(...) for other sizes", file=sys.stderr)
     return 2

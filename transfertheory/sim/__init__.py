@@ -14,7 +14,9 @@ One package or module per paper's training process, each described by an :class:
 
 All share one integrator (:mod:`.integrator`: batched adaptive Runge–Kutta–Chebyshev gradient flow, or
 fixed-step explicit Euler = batched gradient descent; a new simulator supplies a gradient callable and optionally
-a :class:`~.integrator.StageKernel` and a residual guard, see docs/simulator.md). The array module is inferred
+a :class:`~.integrator.StageKernel` and a residual guard, see docs/simulator.md). Its settings are one validated
+record, :class:`~.integrator.FlowSettings` (each simulator keeps its defaults as a module constant), and it reports
+how every instance ended as one :class:`~.convergence.Convergence` record, which every simulator's result carries. The array module is inferred
 from the arrays; entry points take a backend name (:func:`transfertheory.backend.resolve_backend`).
 :func:`experiments` returns one :class:`Experiment` per simulator: its parameter schema with ranges, a small
 example point and ``run(**point)`` returning one row per instance with the shared convergence columns
@@ -23,10 +25,11 @@ example point and ``run(**point)`` returning one row per instance with the share
 ``run_transfer_experiment`` (FaF §3) and the catalog are imported on first use: their modules load pandas, which a
 command line's ``--help`` or a simulator of another paper does not need.
 """
-from .integrator import FlowResult, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
+from .convergence import Convergence
+from .integrator import FlowResult, FlowSettings, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
 
-__all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "StageKernel", "StepRequest",
-           "StepOutcome", "Experiment", "Field", "experiments", "get_experiment",
+__all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "FlowSettings", "Convergence",
+           "StageKernel", "StepRequest", "StepOutcome", "Experiment", "Field", "experiments", "get_experiment",
            "register_experiment", "unregister_experiment"]
 
 #: the names imported on first use, and their modules

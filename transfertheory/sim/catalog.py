@@ -29,10 +29,17 @@ from ..theory import mtl as MTL
 from ..theory.methods import METHODS as METHOD_RECORDS
 from ..theory.methods import get_method
 from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
-from .convergence import convergence_columns
-from .integrator import SCHEMES
+from .convergence import Convergence, convergence_columns
+from .deep_linear.training import TARGET_FLOW as FAF_LINEAR_FLOW
+from .integrator import SCHEMES, SETTING_RANGES
 from .merlin.algorithms import MERLIN_RIDGE, MERLIN_SPLITS, merlin_restarts
+from .merlin.training import FLOW_SETTINGS as MERLIN_FLOW
+from .mtl.experiment import STUDY_RTOL as MTL_RTOL
 from .records import Experiment, Field
+from .relu_teacher.pretraining import PRETRAIN_FLOW as FAF_RELU_PRETRAIN_FLOW
+from .relu_teacher.target_training import TARGET_FLOW as FAF_RELU_FLOW
+from .seeding import generator
+from .tdr import TRAINING_FLOW as TDR_FLOW
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
 
@@ -45,8 +52,8 @@ def _count(name, low=1, description=""):
     return P.Param(name, Interval(low, np.inf, "left"), integer=True, description=description)
 
 
-_MAX_TIME = _positive("max_time", "gradient-flow time budget")
-_RTOL = _positive("rtol", "integrator's relative local-error tolerance")
+# the integrator's settings: their ranges are the integrator's (SETTING_RANGES), their defaults the simulators'
+_MAX_TIME, _RTOL, _GTOL = SETTING_RANGES["max_time"], SETTING_RANGES["rtol"], SETTING_RANGES["gtol"]
 
 
 # --------------------------------------------------------------------------- FaF §3 deep linear
@@ -68,8 +75,8 @@ FAF_LINEAR = Experiment(
             Field("sigma", 0.2, P.SIGMA), Field("instances", 4, P.INSTANCES), Field("depth", 2, P.DEPTH),
             Field("alpha", 1e-5, P.ALPHA), Field("methods", ("scratch", "linear"), choices=("scratch", "linear",
                                                                                             "finetune"), sequence=True),
-            Field("lam", 0.0, P.LAM), Field("tol", 1e-6, _positive("tol")), Field("max_time", 1e4, _MAX_TIME),
-            Field("rtol", 1e-3, _RTOL)),
+            Field("lam", 0.0, P.LAM), Field("tol", FAF_LINEAR_FLOW.gtol, _GTOL),
+            Field("max_time", FAF_LINEAR_FLOW.max_time, _MAX_TIME), Field("rtol", FAF_LINEAR_FLOW.rtol, _RTOL)),
     example=dict(d=8, gamma=0.5, theta=0.5, instances=2, methods=("scratch", "linear", "finetune")),
     simulate=_faf_linear)
 
@@ -94,11 +101,12 @@ FAF_RELU = Experiment(
             Field("instances", 1, P.INSTANCES),
             Field("methods", ("scratch", "linear"), choices=("scratch", "linear", "linear_minnorm", "finetune"),
                   sequence=True),
-            Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)), Field("max_time", 1e3, _MAX_TIME),
-            Field("pretrain_max_time", 1e3, _positive("pretrain_max_time")),
-            Field("loss_tol", 1e-6, P.LOSS_TOL),
-            Field("linear_max_time", 1e3, _positive("linear_max_time", "flow-time budget of the closed-form "
-                                                    "linear-transfer flow (1e30: run to convergence)"))),
+            Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)),
+            Field("max_time", FAF_RELU_FLOW.max_time, _MAX_TIME),
+            Field("pretrain_max_time", FAF_RELU_PRETRAIN_FLOW.max_time, _MAX_TIME),
+            Field("loss_tol", FAF_RELU_FLOW.loss_tol, SETTING_RANGES["loss_tol"]),
+            Field("linear_max_time", FAF_RELU_FLOW.max_time, _MAX_TIME,
+                  description="flow-time budget of the closed-form linear-transfer flow (1e30: run to convergence)")),
     example=dict(d=4, m=8, m_star=4, mu=0.5, ns=(8,), max_time=20.0, pretrain_max_time=20.0),
     simulate=_faf_relu)
 
@@ -116,7 +124,7 @@ def _merlin(p, seed, backend):
 
 
 MERLIN = Experiment(
-    name="merlin", paper="MeRLin §5", version=2, draws="seeds",
+    name="merlin", paper="MeRLin §5", version=3, draws="seeds",
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
     fields=(Field("d", 12, P.D), Field("m", 2, _count("m")), Field("k", 3, _count("k", 2)), Field("n_t", 8, P.N),
             Field("lam", 0.1, _positive("lam")), Field("seeds", 8, P.SEEDS),
@@ -124,8 +132,8 @@ MERLIN = Experiment(
                   choices=("finetune", "finetune_full", "joint", "target_only", "merlin"), sequence=True),
             Field("alpha", 0.5, MERLIN.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
             Field("ridge", MERLIN_RIDGE, _positive("ridge")), Field("splits", MERLIN_SPLITS, _count("splits")),
-            Field("restarts", merlin_restarts(3), _count("restarts")), Field("rtol", 1e-5, _RTOL),
-            Field("gtol", 1e-7, P.GTOL)),
+            Field("restarts", merlin_restarts(3), _count("restarts")), Field("rtol", MERLIN_FLOW.rtol, _RTOL),
+            Field("gtol", MERLIN_FLOW.gtol, _GTOL)),
     example=dict(d=4, m=1, k=2, n_t=4, seeds=1, restarts=1, splits=1),
     simulate=_merlin)
 
@@ -144,7 +152,7 @@ def _tdr_rows(run) -> pd.DataFrame:
             "stage": stage, "instance": np.arange(seeds), "distance": np.broadcast_to(distance, (seeds,)),
             "gradient_norm_init": run.gradient_norm_init, "gradient_norm_pretrained": run.gradient_norm_pretrained,
             "loss": flow.loss,
-            **convergence_columns(flow.converged, flow.status, flow.time, flow.steps, flow.grad_norm)}))
+            **convergence_columns(flow.convergence)}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -159,14 +167,14 @@ def _tdr(p, seed, backend):
 
 
 TDR = Experiment(
-    name="tdr", paper="TDR §6", version=1, draws="seeds",
+    name="tdr", paper="TDR §6", version=2, draws="seeds",
     description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
     fields=(Field("family", "shared-inputs", choices=("shared-inputs", "shared-labels")),
             Field("angle", 1.0, P.THETA.with_range(high=np.pi)), Field("n", 8, P.N), Field("d", 5, P.D),
             Field("data_seed", 3, P.SEED), Field("width", 1000, P.WIDTH.with_range(low=2)), Field("seeds", 8, P.SEEDS),
-            Field("kappa", 1.0, _positive("kappa")), Field("scheme", "euler", choices=tuple(SCHEMES)),
-            Field("gtol", 1e-5, P.GTOL), Field("max_time", 1e6, _MAX_TIME),
-            Field("max_steps", 200_000, _count("max_steps"))),
+            Field("kappa", 1.0, _positive("kappa")), Field("scheme", TDR_FLOW.scheme, choices=tuple(SCHEMES)),
+            Field("gtol", TDR_FLOW.gtol, _GTOL), Field("max_time", TDR_FLOW.max_time, _MAX_TIME),
+            Field("max_steps", TDR_FLOW.max_steps, SETTING_RANGES["max_steps"])),
     example=dict(width=100, seeds=2),
     simulate=_tdr)
 
@@ -177,7 +185,7 @@ TDR = Experiment(
 def _mtl(p, seed, backend):
     from .mtl import finite_width_study
 
-    problem = MTL.synthetic_problem(np.random.default_rng(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
+    problem = MTL.synthetic_problem(generator(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
                                     n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
     return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), [p["width"]], p["networks"],
                               lam_tau=p["lam_tau"], lam_tau_hat=p["lam_tau_hat"], seed=seed, rtol=p["rtol"],
@@ -185,13 +193,13 @@ def _mtl(p, seed, backend):
 
 
 MTL_NETWORKS = Experiment(
-    name="mtl", paper="MTL §4 (Lemma 1)", version=1, draws="networks",
+    name="mtl", paper="MTL §4 (Lemma 1)", version=2, draws="networks",
     description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
     fields=(Field("depth", 1, _count("depth")), Field("width", 256, P.WIDTH),
             Field("networks", 6, _count("networks")), Field("lam_tau", 0.1, MTL.LAM_TAU),
             Field("lam_tau_hat", 0.3, MTL.LAM_TAU), Field("tasks", 4, _count("tasks")), Field("n", 5, P.N),
             Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")), Field("d", 10, P.D),
-            Field("data_seed", 5, P.SEED), Field("rtol", 1e-3, _RTOL)),
+            Field("data_seed", 5, P.SEED), Field("rtol", MTL_RTOL, _RTOL)),
     example=dict(width=16, networks=1, tasks=2, n=3, n_support=3, n_query=3, d=4),
     simulate=_mtl)
 
@@ -206,10 +214,8 @@ def _faf_surface(p, seed, backend):
     row = {"paper_risk": record.paper_risk(*args), "flow_risk": record.flow_risk(*args),
            "paper_transferability": record.paper_transferability(*args),
            "flow_transferability": record.flow_transferability(*args)}
-    table = pd.DataFrame({k: [float(v)] for k, v in row.items()})
-    for name, values in convergence_columns(True, "exact", np.nan, 0, np.nan, rows=1).items():
-        table[name] = values
-    return table
+    return pd.DataFrame({**{k: [float(v)] for k, v in row.items()},
+                         **convergence_columns(Convergence(True, "exact", np.nan, 0, np.nan))})
 
 
 FAF_SURFACE = Experiment(

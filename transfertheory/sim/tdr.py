@@ -38,7 +38,8 @@ matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d
 activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
 
 :func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated teachers, one
-labeling function on rotated inputs).
+labeling function on rotated inputs). Draws (:func:`transfertheory.sim.seeding.generator`):
+network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty key of its own seed.
 """
 from __future__ import annotations
 
@@ -49,15 +50,17 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from .._validation import Interval, as_generator, root_seed
+from .._validation import Interval, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
-from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, RaggedBatch, check_settings, dense_stages,
+from .convergence import Convergence, ReportsConvergence
+from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, FlowSettings, RaggedBatch, dense_stages,
                          integrate_gradient_flow, rkc_stability_bound)
+from .seeding import generator
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
-           "TASK_FAMILIES", "task_pair"]
+           "TASK_FAMILIES", "task_pair", "TRAINING_FLOW"]
 
 _WIDTH = P.WIDTH.with_range(low=2)  # a two-layer network of width 1 has no kernel regime
 _KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
@@ -65,25 +68,24 @@ _POSITIVE = Interval(0, np.inf, "neither")
 _ANGLE = P.Param("angle", Interval(-np.inf, np.inf), description="angle between the two tasks (radians, finite)")
 #: the task families use the coordinates e₁ and e₂
 _TASK_D = P.D.with_range(low=2)
+#: the trainer's settings (:func:`train_two_layer`): gradient descent at η = 1/λ_max (``scheme="euler"``, TDR §6.1's
+#: algorithm; ``rtol`` 1e-3 is the RKC flow's) to ‖∇L‖ ≤ 1e-5, within flow time 1e6 and 2·10⁵ steps
+TRAINING_FLOW = FlowSettings(scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
+                             max_steps=200_000)
 
 
 @dataclass(frozen=True)
-class FlowSummary:
-    """How one training stage ended, per seed (numpy arrays of shape (seeds,)); see the integrator's statuses."""
+class FlowSummary(ReportsConvergence):
+    """How one training stage ended, per seed (numpy arrays of shape (seeds,)): the integrator's convergence
+    record (``converged`` as the integrator defines it, its statuses, ``t_final``, ``steps``, ``grad_norm``) and
+    the final loss."""
 
-    status: np.ndarray
-    time: np.ndarray
-    steps: np.ndarray
-    grad_norm: np.ndarray
+    convergence: Convergence
     loss: np.ndarray
-    #: stopped by a convergence criterion, as the integrator defines it (:attr:`FlowResult.converged
-    #: <transfertheory.sim.integrator.FlowResult.converged>`)
-    converged: np.ndarray
 
     @classmethod
     def from_result(cls, result, rows=slice(None)):
-        return cls(result.status[rows], result.t[rows], result.steps[rows], result.grad_norm[rows],
-                   result.loss[rows], result.converged[rows])
+        return cls(result.convergence[rows], result.loss[rows])
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ def _initial_weights(width, d, seeds, kappa, symmetric, seed):
     """:func:`initial_weights` of validated arguments."""
     weights, signs = np.empty((seeds, width, d)), np.empty((seeds, width))
     for s in range(seeds):
-        rng = np.random.default_rng([seed, width, s])
+        rng = generator(seed, width, s)
         if symmetric:
             half = kappa * rng.standard_normal((width // 2, d))
             weights[s] = np.vstack([half, half])
@@ -297,17 +299,18 @@ def _block_kernel(x, y, signs):
 def _joined(results, y):
     """One :class:`~transfertheory.sim.integrator.FlowResult` with final states ``y`` from those of consecutive
     groups of instances."""
-    fields = {name: np.concatenate([getattr(r, name) for r in results])
-              for name in ("t", "steps", "grad_norm", "loss", "status", "residual")}
-    return FlowResult(y=y, evaluations=sum(r.evaluations for r in results),
-                      rejected=sum(r.rejected for r in results), max_stages=max(r.max_stages for r in results),
-                      **fields)
+    return FlowResult(y=y, convergence=Convergence.concatenate([r.convergence for r in results]),
+                      loss=np.concatenate([r.loss for r in results]),
+                      residual=np.concatenate([r.residual for r in results]),
+                      evaluations=sum(r.evaluations for r in results), rejected=sum(r.rejected for r in results),
+                      max_stages=max(r.max_stages for r in results))
 
 
 @guarded_entry_point
-def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
-                    max_steps=200_000, max_memory=None):
-    """Train every instance on one set (x, y) to ‖∇L‖ ≤ gtol, networks of several widths in one integration.
+def train_two_layer(weights, signs, x, y, *, flow: FlowSettings = TRAINING_FLOW, max_memory=None, **settings):
+    """Train every instance on one set (x, y) to ‖∇L‖ ≤ gtol, networks of several widths in one integration, at
+    the integrator settings ``flow`` (:data:`TRAINING_FLOW` unless given; keyword ``settings`` — ``scheme``,
+    ``step_fraction``, ``rtol``, ``gtol``, ``max_time``, ``max_steps`` — override it).
 
     ``weights`` (b, m, d) and ``signs`` (b, m) on the backend, or lists of such blocks of different widths
     (b_g, m_g, d) and (b_g, m_g): instances are numbered block after block, and all of them are integrated as one
@@ -315,7 +318,7 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     is one batched computation). ``scheme="euler"`` (default): gradient descent W ← W − η∇L with the
     per-instance step η = step_fraction/λ_max of the instance's empirical tangent kernel, refreshed every 25
     steps (TDR §6.1 trains by gradient descent). ``scheme="rkc"``: the gradient flow by error-controlled RKC2
-    (``rtol``), its stage count capped by :func:`_rkc_stage_cap`. On a device everything is one integration;
+    (``rtol``), its stage count capped by :func:`_rkc_stage_cap` (and ``max_stages``). On a device everything is one integration;
     on the host, consecutive instances are integrated in groups of at most :data:`HOST_GROUP_BYTES` of states
     (an instance's result does not depend on its batch or group). Returns (final weights in the layout of
     ``weights``, :class:`~transfertheory.sim.integrator.FlowResult` over all instances in order, its states
@@ -326,19 +329,15 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
     blocks, sign_blocks = ([weights], [signs]) if single else (list(weights), list(signs))
     if not blocks or len(sign_blocks) != len(blocks) or any(b.shape[0] == 0 for b in blocks):
         raise ValueError("weights and signs must be non-empty blocks of networks, one signs block per weights block")
-    check_settings(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
-                   max_steps=max_steps)  # the settings of both schemes, though each passes on only its own
+    flow = flow.updated(**settings)
     units, largest = sum(b.shape[0] * b.shape[1] for b in blocks), max(b.shape[1] for b in blocks)
     xp = get_backend(*blocks)
-    check_memory(FLOAT_BYTES * units * x.shape[1] + _trainer_bytes(units, largest, x.shape[1], x.shape[0], scheme,
-                                                                    xp is not np),
+    check_memory(FLOAT_BYTES * units * x.shape[1] + _trainer_bytes(units, largest, x.shape[1], x.shape[0],
+                                                                    flow.scheme, xp is not np),
                  what="train_two_layer", xp=xp, max_memory=max_memory,
                  params={"networks": sum(b.shape[0] for b in blocks), "largest width": largest, "n": x.shape[0]})
-    settings = dict(gtol=gtol, max_time=max_time, max_steps=max_steps, scheme=scheme)
-    if scheme == "euler":
-        settings.update(step_fraction=step_fraction)
-    elif scheme == "rkc":
-        settings.update(rtol=rtol, max_stages=_rkc_stage_cap(x))
+    if flow.scheme == "rkc":
+        flow = flow.updated(max_stages=min(flow.max_stages, _rkc_stage_cap(x)))
     groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
     finals, results = [xp.empty_like(b) for b in blocks], []
     for group in groups:
@@ -348,9 +347,10 @@ def train_two_layer(weights, signs, x, y, *, scheme="euler", step_fraction=1.0, 
             states, kernel = parts[0], kernels[0]
         else:
             states, kernel = RaggedBatch(parts), BlockwiseStages(kernels, [j - i for _, i, j in group])
-        if scheme == "rkc":  # absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
-            settings["atol"] = rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in parts]) ** 0.5
-        result = integrate_gradient_flow(kernel.gradient, states, stage_kernel=kernel, **settings)
+        tolerance = {}  # RKC's absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
+        if flow.scheme == "rkc":
+            tolerance["atol"] = flow.rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in parts]) ** 0.5
+        result = integrate_gradient_flow(kernel.gradient, states, flow, stage_kernel=kernel, **tolerance)
         for (g, i, j), state in zip(group, result.y.blocks if len(group) > 1 else (result.y,)):
             finals[g][i:j] = state.reshape(j - i, *blocks[g].shape[1:])
         results.append(result)
@@ -374,10 +374,10 @@ def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
     draws = [_initial_weights(m, x_p.shape[1], seeds, kappa, symmetric, seed) for m in widths]
     w0 = [to_device(w, xp) for w, _ in draws]
     a = [to_device(signs, xp) for _, signs in draws]
-    w_p, pretrain = train_two_layer(w0, a, x_p, y_p, **flow)
+    w_p, pretrain = train_two_layer(w0, a, x_p, y_p, flow=flow)
     # one block per width: its fine-tuning networks (from W(P)) then its scratch networks (from W(0))
     target_weights, target = train_two_layer([xp.concatenate(pair) for pair in zip(w_p, w0)],
-                                             [xp.concatenate([signs, signs]) for signs in a], x_q, y_q, **flow)
+                                             [xp.concatenate([signs, signs]) for signs in a], x_q, y_q, flow=flow)
     runs = []
     for k, width in enumerate(widths):
         rows, w_q, w_s = slice(k * seeds, (k + 1) * seeds), target_weights[k][:seeds], target_weights[k][seeds:]
@@ -424,9 +424,8 @@ def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:
 
 
 @guarded_entry_point
-def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, scheme="euler",
-                      step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6, max_steps=200_000, backend=None,
-                      max_memory=None):
+def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, backend=None,
+                      max_memory=None, flow: FlowSettings = TRAINING_FLOW, **settings):
     """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
     All widths and seeds of a stage are trained in one integration (module docstring, "Batching"); each
@@ -443,10 +442,13 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
         Initialization scale κ.
     seed : int ≥ 0, numpy Generator or SeedSequence
         Root of the initial draws (:func:`initial_weights`).
-    scheme, step_fraction, rtol, gtol, max_time, max_steps
-        Trainer settings (:func:`train_two_layer`): gradient descent at η = step_fraction/λ_max (``"euler"``,
-        default) or the RKC gradient flow at ``rtol`` (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the
-        per-stage status is reported.
+    flow : :class:`~transfertheory.sim.integrator.FlowSettings`
+        Trainer settings (:func:`train_two_layer`; :data:`TRAINING_FLOW` unless given): gradient descent at
+        η = step_fraction/λ_max (``scheme="euler"``, default) or the RKC gradient flow at ``rtol``
+        (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the per-stage status is reported.
+    **settings
+        Keyword overrides of ``flow``: ``scheme``, ``step_fraction``, ``rtol``, ``gtol``, ``max_time``,
+        ``max_steps``, ….
     backend : "auto" | "numpy" | "cupy" | None
     max_memory : int, str or None
         Memory limit (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available, on
@@ -460,13 +462,12 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
     widths = [int(m) for m in _WIDTH.sequence(widths, "widths")]
     seeds, kappa, seed = P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa), root_seed(seed)
-    flow = check_settings(scheme=scheme, step_fraction=step_fraction, rtol=rtol, gtol=gtol, max_time=max_time,
-                          max_steps=max_steps)
+    flow = flow.updated(**settings)
     if symmetric and any(m % 2 for m in widths):
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")
     xp = resolve_backend(backend)
     d, n = np.shape(X_P)[1], max(np.shape(X_P)[0], np.shape(X_Q)[0])
-    check_memory(_memory_estimate(widths, d, n, seeds, scheme, xp is not np), what="simulate_transfer", xp=xp,
+    check_memory(_memory_estimate(widths, d, n, seeds, flow.scheme, xp is not np), what="simulate_transfer", xp=xp,
                  max_memory=max_memory, params={"widths": widths, "seeds": seeds, "d": d, "n": n})
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
     return _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow)
@@ -492,7 +493,7 @@ def task_pair(family, angle, n=8, d=5, seed=3):
     if family not in TASK_FAMILIES:
         raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
     angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
-    rng = as_generator(seed, "seed")
+    rng = generator(root_seed(seed, "seed"))
     x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
     if family == "shared-inputs":
         return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]

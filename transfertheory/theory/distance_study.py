@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import make_rng
+from .._validation import root_seed
 from . import distances
 
 __all__ = ["DISTANCES", "DEFAULT_NORMS", "target_family", "compute_points", "spearman_table"]
@@ -61,8 +61,9 @@ def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAUL
         Angles in [0, π] (default 9 values from 0 to π).
     norms : array_like of floats > 0
         Target norms a.
-    seed : int
-        Seed of the W₁ samples (:func:`transfertheory.backend.make_rng`, NumPy).
+    seed : int ≥ 0, numpy Generator or SeedSequence
+        Seed of the W₁ samples: the source's from ``SeedSequence(seed, spawn_key=(0,))``, the targets' from key
+        ``(1,)`` (the package's seeding rule, :mod:`transfertheory.sim.seeding`).
     """
     thetas = np.linspace(0, np.pi, 9) if thetas is None else np.asarray(thetas, float)
     beta_s, table, betas = target_family(d, thetas, norms)
@@ -76,11 +77,12 @@ def compute_points(d=50, n=25, sigma=0.2, samples=300, thetas=None, norms=DEFAUL
     table["w2_gaussian"] = distances.wasserstein2_gaussian(cov_s, distances.joint_covariance(betas, sigma))
     table["dudley_lower"] = distances.dudley_lower_bound(beta_s, betas, sigma)
     table["dudley_upper"] = distances.dudley_upper_bound(beta_s, betas, sigma)
-    source_rng, target_rng = make_rng(seed, xp=np).spawn(2)
+    root = root_seed(seed)
+    source_rng, target_rng = (np.random.default_rng(np.random.SeedSequence(root, spawn_key=(k,))) for k in (0, 1))
 
     def joint_sample(rng):
-        x = rng.normal((samples, d))
-        return x, sigma * rng.normal(samples)
+        x = rng.standard_normal((samples, d))
+        return x, sigma * rng.standard_normal(samples)
 
     xs, es = joint_sample(source_rng)
     xt, et = joint_sample(target_rng)  # common random numbers across targets

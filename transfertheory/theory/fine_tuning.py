@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import check_broadcast, root_seed, scalar_or_array
+from .._validation import check_broadcast, root_seed, scalar_or_array, trusted
 from .scratch import design, min_norm_noise_gain, min_norm_solution, noise_term, row_space_solve, scratch_risk
 
 __all__ = [
@@ -60,17 +60,25 @@ _MC_D = P.D.with_range(low=2)
 # --------------------------------------------------------------------------- the paper's limit (c = 1)
 
 
-def fine_tune_risk(gamma, theta, sigma):
+def fine_tune_risk(gamma, theta, sigma, *, validate=True):
     r"""Expected fine-tuning risk as n, d → ∞, of the paper's limit (c = 1).
 
     FaF Eq. 16 (Thm 3.9): E R_ft = E R_sc + (1 − γ)(1 − 2cos θ) for γ ≤ 1,
     E R_sc for γ > 1. ``+inf`` at γ = 1 when σ > 0. Gradient flow converges
-    elsewhere when σ > 0: :func:`fine_tune_risk_corrected`.
+    elsewhere when σ > 0: :func:`fine_tune_risk_corrected`. ``validate=False``: the arguments were validated by
+    the caller.
     """
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
-    g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
+    g, t, s = _checked(gamma, theta, sigma, validate)
     extra = np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t))
-    return scalar_or_array(scratch_risk(g, sigma) + extra, gamma, theta, sigma)
+    return scalar_or_array(scratch_risk(g, s, validate=False) + extra, gamma, theta, sigma)
+
+
+def _checked(gamma, theta, sigma, validate):
+    """(γ, θ, σ) as float arrays: validated and broadcast-checked, or trusted (``validate=False``)."""
+    if not validate:
+        return trusted(gamma, theta, sigma)
+    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
+    return P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma)
 
 
 def fine_tune_transferability(gamma, theta):
@@ -85,7 +93,7 @@ def fine_tune_transferability(gamma, theta):
     return scalar_or_array(-np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t)), gamma, theta)
 
 
-def fine_tune_risk_finite_paper(n, d, theta, sigma):
+def fine_tune_risk_finite_paper(n, d, theta, sigma, *, validate=True):
     r"""Exact finite-size expected risk of the paper's fine-tuning limit (FaF Eq. 142, c = 1).
 
     β_ft − β_t = (I − P)(β_s − β_t) + X⁺ε, the two parts orthogonal, hence
@@ -93,10 +101,13 @@ def fine_tune_risk_finite_paper(n, d, theta, sigma):
     noise for |n − d| ≤ 1, σ > 0), and E R_ft = E R_sc for n ≥ d (docs/linear.md).
     Tends to FaF Eq. 16 as d → ∞. This is *not* the risk of gradient flow
     when σ > 0 (docs/errata.md): compare simulations with
-    :func:`fine_tune_flow_expectation`.
+    :func:`fine_tune_flow_expectation`. ``validate=False``: the arguments were validated by the caller.
     """
-    check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
-    n_, d_, t, s = P.N.check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma)
+    if validate:
+        check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
+        n_, d_, t, s = P.N.check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma)
+    else:
+        n_, d_, t, s = trusted(n, d, theta, sigma)
     bias = np.clip(1 - n_ / d_, 0, None) * (2 - 2 * np.cos(t))
     return scalar_or_array(bias + noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, theta, sigma)
 
@@ -151,17 +162,19 @@ def fine_tune_limit(X, y, beta_pre, depth=2):
     return sc + c[..., None] * carried
 
 
-def fine_tune_scale(gamma, sigma, depth=2):
+def fine_tune_scale(gamma, sigma, depth=2, *, validate=True):
     r"""Asymptotic rescaling c of the carried-over component (n, d → ∞, unit β_s, β_t).
 
     c solves c^{2L/(L−1)} = (1 − γ)c² + γ(1 + σ²/(1 − γ)) for γ < 1 (‖(I−P)β_s‖² → 1 − γ,
     ‖X⁺y‖² → γ + σ²γ/(1 − γ)); c = 1 for γ ≥ 1 (nothing is carried over) and for σ = 0.
     For L = 2: c² = [(1 − γ) + √((1 − γ)² + 4γ(1 + σ²/(1 − γ)))]/2. For σ > 0,
-    c → ∞ as γ → 1⁻.
+    c → ∞ as γ → 1⁻. ``validate=False``: the arguments were validated by the caller.
     """
-    check_broadcast(gamma=gamma, sigma=sigma)
-    g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
-    depth = P.DEPTH.scalar(depth)
+    if validate:
+        check_broadcast(gamma=gamma, sigma=sigma)
+        g, s, depth = P.GAMMA.check(gamma), P.SIGMA.check(sigma), P.DEPTH.scalar(depth)
+    else:
+        g, s = trusted(gamma, sigma)
     under = g < 1
     gg = np.where(under, g, 0.5)
     c = _scale_root(1 - gg, gg * (1 + s**2 / (1 - gg)), 1.0, depth)
@@ -182,27 +195,29 @@ def fine_tune_scale_deep_limit(gamma, sigma):
     return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
 
 
-def fine_tune_risk_corrected(gamma, theta, sigma, depth=2):
+def fine_tune_risk_corrected(gamma, theta, sigma, depth=2, *, validate=True):
     r"""Fine-tuning risk of the actual gradient-flow limit, n, d → ∞ (corrects FaF Eq. 16).
 
     E R_ft = E R_sc + (1 − γ)(c² − 2c cos θ) for γ < 1 with c = :func:`fine_tune_scale`;
-    E R_sc for γ ≥ 1. Equals Eq. 16 when c = 1 (σ = 0).
+    E R_sc for γ ≥ 1. Equals Eq. 16 when c = 1 (σ = 0). ``validate=False``: the arguments were validated by
+    the caller.
     """
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
-    g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
-    c = np.asarray(fine_tune_scale(g, sigma, depth))
+    g, t, s = _checked(gamma, theta, sigma, validate)
+    depth = P.DEPTH.scalar(depth) if validate else depth
+    c = np.asarray(fine_tune_scale(g, s, depth, validate=False))
     extra = np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t))
-    return scalar_or_array(scratch_risk(g, sigma) + extra, gamma, theta, sigma)
+    return scalar_or_array(scratch_risk(g, s, validate=False) + extra, gamma, theta, sigma)
 
 
-def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2):
+def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2, *, validate=True):
     r"""T_ft = −(1 − γ)(c² − 2c cos θ) for γ < 1, else 0 (corrects FaF Eq. 17).
 
-    Positive iff cos θ > c/2: the sign flips at θ* = arccos(c/2) < π/3 when σ > 0.
+    Positive iff cos θ > c/2: the sign flips at θ* = arccos(c/2) < π/3 when σ > 0. ``validate=False``: the
+    arguments were validated by the caller.
     """
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
-    g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
-    c = np.asarray(fine_tune_scale(g, sigma, depth))
+    g, t, s = _checked(gamma, theta, sigma, validate)
+    depth = P.DEPTH.scalar(depth) if validate else depth
+    c = np.asarray(fine_tune_scale(g, s, depth, validate=False))
     return scalar_or_array(-np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t)), gamma, theta, sigma)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, scalar_or_array
+from .._validation import check_broadcast, scalar_or_array, trusted
 from .fine_tuning import (
     fine_tune_flow_expectation,
     fine_tune_limit,
@@ -77,7 +77,7 @@ N_HEAD = P.N.with_range(low=3)
 # --------------------------------------------------------------------------- linear transfer
 
 
-def linear_transfer_risk(theta, sigma, n):
+def linear_transfer_risk(theta, sigma, n, *, validate=True):
     r"""Exact expected risk of linear transfer on rank-one pretrained features.
 
     FaF Eq. 12 (Thm 3.7): E R_lt = sin²θ + (σ² + sin²θ)/(n − 2), exact for
@@ -90,28 +90,41 @@ def linear_transfer_risk(theta, sigma, n):
     sigma : array_like, >= 0
     n : int array_like, >= 3
         Number of target samples.
+    validate : bool
+        False: the arguments were validated by the caller.
     """
-    check_broadcast(theta=theta, sigma=sigma, n=n)
-    t, s = P.THETA.check(theta), P.SIGMA.check(sigma)
-    n_ = N_HEAD.check(n)
+    if validate:
+        check_broadcast(theta=theta, sigma=sigma, n=n)
+    t, s, n_ = (P.THETA.check(theta), P.SIGMA.check(sigma), N_HEAD.check(n)) if validate else trusted(theta, sigma, n)
     sin2 = np.sin(t) ** 2
     return scalar_or_array(sin2 + (s**2 + sin2) / (n_ - 2), theta, sigma, n)
 
 
-def linear_transferability(gamma, theta, sigma):
+def linear_transferability(gamma, theta, sigma, *, validate=True):
     r"""Linear transferability T_lt = E R_sc − sin²θ in the limit n, d → ∞.
 
-    FaF Eq. 13. ``+inf`` at γ = 1 when σ > 0 (scratch diverges).
+    FaF Eq. 13. ``+inf`` at γ = 1 when σ > 0 (scratch diverges). ``validate=False``: the arguments were
+    validated by the caller.
     """
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
-    t = P.THETA.check(theta)
-    return scalar_or_array(scratch_risk(gamma, sigma) - np.sin(t) ** 2, gamma, theta, sigma)
+    if validate:
+        check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
+        gamma_, sigma_ = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
+    else:
+        gamma_, sigma_ = gamma, sigma
+    t = P.THETA.check(theta) if validate else trusted(theta)[0]
+    return scalar_or_array(scratch_risk(gamma_, sigma_, validate=False) - np.sin(t) ** 2, gamma, theta, sigma)
 
 
-def linear_transferability_finite(n, d, theta, sigma):
-    r"""Exact finite-size T_lt(n, d) = E R_sc(n, d, σ) − E R_lt(θ, σ, n), n ≥ 3 (tends to FaF Eq. 13)."""
-    check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
-    return scalar_or_array(scratch_risk_finite(n, d, sigma) - linear_transfer_risk(theta, sigma, n), n, d, theta, sigma)
+def linear_transferability_finite(n, d, theta, sigma, *, validate=True):
+    r"""Exact finite-size T_lt(n, d) = E R_sc(n, d, σ) − E R_lt(θ, σ, n), n ≥ 3 (tends to FaF Eq. 13);
+    ``validate=False``: the arguments were validated by the caller."""
+    if validate:
+        check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
+        n_, d_, t, s = N_HEAD.check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma)
+    else:
+        n_, d_, t, s = n, d, theta, sigma
+    gap = scratch_risk_finite(n_, d_, s, validate=False) - linear_transfer_risk(t, s, n_, validate=False)
+    return scalar_or_array(gap, n, d, theta, sigma)
 
 
 def negative_transfer_interval(theta, sigma):
@@ -151,12 +164,13 @@ def negative_transfer_threshold(theta, sigma):
     return scalar_or_array(thr, theta, sigma)
 
 
-def negative_transfer_onset_angle(sigma):
+def negative_transfer_onset_angle(sigma, *, validate=True):
     r"""θ above which the γ < 1 negative region exists: arccos(1 − σ) (NaN for σ ≥ 1).
 
-    FaF §3.3: negative transfer at γ < 1 requires SNR = 1/σ² > 1.
+    FaF §3.3: negative transfer at γ < 1 requires SNR = 1/σ² > 1. ``validate=False``: σ was validated by the
+    caller.
     """
-    s = P.SIGMA.check(sigma)
+    s = P.SIGMA.check(sigma) if validate else trusted(sigma)[0]
     with np.errstate(invalid="ignore"):
         return scalar_or_array(np.where(s < 1, np.arccos(np.clip(1 - s, -1, 1)), np.nan), sigma)
 
@@ -229,18 +243,20 @@ def chi2_resolvent_moments(n, c):
     return tuple(scalar_or_array(v, n, c) for v in out)
 
 
-def ridge_transfer_risk_finite(theta, sigma, n, lam):
+def ridge_transfer_risk_finite(theta, sigma, n, lam, *, validate=True):
     r"""Exact expected ridge linear-transfer risk at finite n.
 
     Derived in docs/linear.md (FaF App. B.7 before the saddle point): with s = ‖z‖² ~ χ²_n,
     b = zᵀy/(s + nλ),
     E R = 1 − 2cos²θ E[s/(s+nλ)] + cos²θ E[s²/(s+nλ)²] + (sin²θ + σ²) E[s/(s+nλ)²].
     Equals :func:`linear_transfer_risk` at λ = 0 and tends to FaF Eq. 15 as
-    n → ∞.
+    n → ∞. ``validate=False``: the arguments were validated by the caller.
     """
-    check_broadcast(theta=theta, sigma=sigma, n=n, lam=lam)
-    t, s, lm = P.THETA.check(theta), P.SIGMA.check(sigma), P.LAM.check(lam)
-    n_ = N_HEAD.check(n)
+    if validate:
+        check_broadcast(theta=theta, sigma=sigma, n=n, lam=lam)
+        t, s, lm, n_ = P.THETA.check(theta), P.SIGMA.check(sigma), P.LAM.check(lam), N_HEAD.check(n)
+    else:
+        t, s, lm, n_ = trusted(theta, sigma, lam, n)
     a, b, c = chi2_resolvent_moments(n_, n_ * lm)
     cos2 = np.cos(t) ** 2
     risk = 1 - 2 * cos2 * a + cos2 * c + (np.sin(t) ** 2 + s**2) * b

@@ -117,27 +117,21 @@ def mixture(d, k) -> Mixture:
     return Mixture(d, k, (LABEL_ZERO_PROBABILITY, 1 - LABEL_ZERO_PROBABILITY), (0.0, 1.0), second, second.copy())
 
 
-def _host_rng(rng):
-    """(NumPy generator, array module) from a NumPy Generator, a seed, a SeedSequence or the package's
-    SeededGenerator (whose arrays are of its module ``xp``)."""
-    return as_generator(rng), getattr(rng, "xp", np)
-
-
 def _sample(n, d, k, rng, what):
-    # the integer draw, its float copy and the copy on the array module
-    check_memory(FLOAT_BYTES * 3 * n * d, what=what, params={"n": n, "d": d})
-    gen, xp = _host_rng(rng)
+    # the integer draw and its float copy
+    check_memory(FLOAT_BYTES * 2 * n * d, what=what, params={"n": n, "d": d})
+    gen = as_generator(rng)
     y = (gen.random(n) >= LABEL_ZERO_PROBABILITY).astype(float)
     x = gen.integers(-1, 2, size=(n, d)).astype(float)
     x[:, :k] = gen.choice([-1.0, 1.0], size=(n, k)) * y[:, None]
-    return xp.asarray(x), xp.asarray(y)
+    return x, y
 
 
 def sample_source(n, d, k, rng):
-    """n draws (x of shape (n, d), y of shape (n,)) from the source law D_s, 2 ≤ k ≤ d (MeRLin §5).
+    """n draws (x of shape (n, d), y of shape (n,)) from the source law D_s, 2 ≤ k ≤ d (MeRLin §5), on the host
+    (:func:`transfertheory.backend.to_device` moves them).
 
-    ``rng``: an integer seed ≥ 0, a NumPy Generator or SeedSequence, or a
-    :class:`~transfertheory.backend.SeededGenerator` (arrays of its module).
+    ``rng``: an integer seed ≥ 0, a NumPy Generator or SeedSequence.
     """
     n, d, k = P.N.scalar(n), P.D.scalar(d), SOURCE_K.scalar(k)
     if k > d:

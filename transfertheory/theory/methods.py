@@ -45,7 +45,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, root_seed, scalar_or_array
+from .._validation import check_broadcast, root_seed, scalar_or_array, trusted
 from . import fine_tuning as ft
 from . import linear as lin
 from .scratch import scratch_risk, scratch_risk_finite
@@ -129,38 +129,49 @@ class TransferMethod:
                              f"got {lm[lm != 0].flat[0]:g}")
         return lm
 
-    def _asymptotic(self, formula, gamma, theta, sigma, lam, *extra):
-        """``formula`` on validated n, d → ∞ arguments, broadcast to all inputs."""
+    def check_asymptotic(self, gamma, theta, sigma, lam):
+        """(γ, θ, σ, λ) of an n, d → ∞ form validated (ranges, broadcasting, λ for this method): float arrays."""
         check_broadcast(gamma=gamma, theta=theta, sigma=sigma, lam=lam)
-        args = P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
+        return P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
+
+    def check_finite(self, n, d, theta, sigma, lam):
+        """(n, d, θ, σ, λ) of a finite-size form validated (n ≥ :attr:`min_n`): float arrays."""
+        check_broadcast(n=n, d=d, theta=theta, sigma=sigma, lam=lam)
+        return (P.N.with_range(low=self.min_n).check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma),
+                self.check_lam(lam))
+
+    def _asymptotic(self, formula, gamma, theta, sigma, lam, validate, *extra):
+        """``formula`` on the n, d → ∞ arguments (validated here unless ``validate`` is False: the caller did),
+        broadcast to all inputs."""
+        args = self.check_asymptotic(gamma, theta, sigma, lam) if validate else trusted(gamma, theta, sigma, lam)
         return _broadcast(formula(*args, *extra), gamma, theta, sigma, lam)
 
-    def _finite(self, formula, n, d, theta, sigma, lam):
-        """``formula`` on validated finite-size arguments (n >= :attr:`min_n`), broadcast to all inputs."""
-        check_broadcast(n=n, d=d, theta=theta, sigma=sigma, lam=lam)
-        args = (P.N.with_range(low=self.min_n).check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma),
-                self.check_lam(lam))
+    def _finite(self, formula, n, d, theta, sigma, lam, validate):
+        """``formula`` on the finite-size arguments (validated here unless ``validate`` is False), broadcast to
+        all inputs."""
+        args = self.check_finite(n, d, theta, sigma, lam) if validate else trusted(n, d, theta, sigma, lam)
         return _broadcast(formula(*args), n, d, theta, sigma, lam)
 
     # ------------------------------------------------------------------ risks
 
-    def paper_risk(self, gamma, theta, sigma, lam=0.0):
-        """The paper's n, d → ∞ expected risk (:attr:`source`)."""
-        return self._asymptotic(self.formulas.paper_risk, gamma, theta, sigma, lam)
+    def paper_risk(self, gamma, theta, sigma, lam=0.0, *, validate=True):
+        """The paper's n, d → ∞ expected risk (:attr:`source`); ``validate=False``: the arguments were validated
+        by the caller (:meth:`check_asymptotic`)."""
+        return self._asymptotic(self.formulas.paper_risk, gamma, theta, sigma, lam, validate)
 
-    def paper_risk_finite(self, n, d, theta, sigma, lam=0.0):
+    def paper_risk_finite(self, n, d, theta, sigma, lam=0.0, *, validate=True):
         """Exact finite-size expected risk of the paper's limit point (fine-tuning: the c = 1 formula)."""
-        return self._finite(self.formulas.paper_risk_finite, n, d, theta, sigma, lam)
+        return self._finite(self.formulas.paper_risk_finite, n, d, theta, sigma, lam, validate)
 
-    def flow_risk(self, gamma, theta, sigma, lam=0.0, *, depth=2):
+    def flow_risk(self, gamma, theta, sigma, lam=0.0, *, depth=2, validate=True):
         """n, d → ∞ expected risk of the gradient-flow limit of an L = ``depth`` network.
 
         Equal to :meth:`paper_risk` except for fine-tuning, whose carried-over component is rescaled by c.
         """
-        depth = P.DEPTH.scalar(depth)
+        depth = P.DEPTH.scalar(depth) if validate else depth
         if self.formulas.flow_risk is None:
-            return self.paper_risk(gamma, theta, sigma, lam)
-        return self._asymptotic(self.formulas.flow_risk, gamma, theta, sigma, lam, depth)
+            return self.paper_risk(gamma, theta, sigma, lam, validate=validate)
+        return self._asymptotic(self.formulas.flow_risk, gamma, theta, sigma, lam, validate, depth)
 
     def flow_risk_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size expected risk of the gradient-flow limit: ``(mean, se)``.
@@ -173,21 +184,21 @@ class TransferMethod:
 
     # ------------------------------------------------------------------ transferabilities
 
-    def paper_transferability(self, gamma, theta, sigma, lam=0.0):
+    def paper_transferability(self, gamma, theta, sigma, lam=0.0, *, validate=True):
         """The paper's n, d → ∞ transferability E[R_scratch − R_method]."""
-        return self._asymptotic(self.formulas.paper_transferability, gamma, theta, sigma, lam)
+        return self._asymptotic(self.formulas.paper_transferability, gamma, theta, sigma, lam, validate)
 
-    def paper_transferability_finite(self, n, d, theta, sigma, lam=0.0):
+    def paper_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, validate=True):
         """Exact finite-size transferability of the paper's limit point."""
-        return self._finite(self.formulas.paper_transferability_finite, n, d, theta, sigma, lam)
+        return self._finite(self.formulas.paper_transferability_finite, n, d, theta, sigma, lam, validate)
 
-    def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2):
+    def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2, validate=True):
         """n, d → ∞ transferability of the gradient-flow limit (= :meth:`paper_transferability` except for
         fine-tuning)."""
-        depth = P.DEPTH.scalar(depth)
+        depth = P.DEPTH.scalar(depth) if validate else depth
         if self.formulas.flow_transferability is None:
-            return self.paper_transferability(gamma, theta, sigma, lam)
-        return self._asymptotic(self.formulas.flow_transferability, gamma, theta, sigma, lam, depth)
+            return self.paper_transferability(gamma, theta, sigma, lam, validate=validate)
+        return self._asymptotic(self.formulas.flow_transferability, gamma, theta, sigma, lam, validate, depth)
 
     def flow_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size transferability of the gradient-flow limit: ``(mean, se)``, as :meth:`flow_risk_finite`.
@@ -223,7 +234,7 @@ def _broadcast(result, *inputs):
 
 
 def _scratch_risk(gamma, theta, sigma, lam):
-    return scratch_risk(gamma, sigma)
+    return scratch_risk(gamma, sigma, validate=False)
 
 
 def _zero_transferability(*args):
@@ -232,7 +243,7 @@ def _zero_transferability(*args):
 
 
 def _scratch_risk_finite(n, d, theta, sigma, lam):
-    return scratch_risk_finite(n, d, sigma)
+    return scratch_risk_finite(n, d, sigma, validate=False)
 
 
 def _linear_risk(gamma, theta, sigma, lam):
@@ -241,15 +252,15 @@ def _linear_risk(gamma, theta, sigma, lam):
 
 
 def _linear_transferability(gamma, theta, sigma, lam):
-    return lin.linear_transferability(gamma, theta, sigma)
+    return lin.linear_transferability(gamma, theta, sigma, validate=False)
 
 
 def _linear_risk_finite(n, d, theta, sigma, lam):
-    return lin.linear_transfer_risk(theta, sigma, n)
+    return lin.linear_transfer_risk(theta, sigma, n, validate=False)
 
 
 def _linear_transferability_finite(n, d, theta, sigma, lam):
-    return lin.linear_transferability_finite(n, d, theta, sigma)
+    return lin.linear_transferability_finite(n, d, theta, sigma, validate=False)
 
 
 def _ridge_risk(gamma, theta, sigma, lam):
@@ -258,19 +269,20 @@ def _ridge_risk(gamma, theta, sigma, lam):
 
 def _ridge_transferability(gamma, theta, sigma, lam):
     """FaF Eq. 10 − Eq. 15 (+inf at γ = 1 when σ > 0: only scratch diverges)."""
-    return scratch_risk(gamma, sigma) - lin.ridge_transfer_risk(theta, lam)
+    return scratch_risk(gamma, sigma, validate=False) - lin.ridge_transfer_risk(theta, lam)
 
 
 def _ridge_risk_finite(n, d, theta, sigma, lam):
-    return lin.ridge_transfer_risk_finite(theta, sigma, n, lam)
+    return lin.ridge_transfer_risk_finite(theta, sigma, n, lam, validate=False)
 
 
 def _ridge_transferability_finite(n, d, theta, sigma, lam):
-    return scratch_risk_finite(n, d, sigma) - lin.ridge_transfer_risk_finite(theta, sigma, n, lam)
+    return (scratch_risk_finite(n, d, sigma, validate=False)
+            - lin.ridge_transfer_risk_finite(theta, sigma, n, lam, validate=False))
 
 
 def _fine_tune_risk(gamma, theta, sigma, lam):
-    return ft.fine_tune_risk(gamma, theta, sigma)
+    return ft.fine_tune_risk(gamma, theta, sigma, validate=False)
 
 
 def _fine_tune_transferability(gamma, theta, sigma, lam):
@@ -278,7 +290,7 @@ def _fine_tune_transferability(gamma, theta, sigma, lam):
 
 
 def _fine_tune_risk_finite(n, d, theta, sigma, lam):
-    return ft.fine_tune_risk_finite_paper(n, d, theta, sigma)
+    return ft.fine_tune_risk_finite_paper(n, d, theta, sigma, validate=False)
 
 
 def _fine_tune_transferability_finite(n, d, theta, sigma, lam):
@@ -286,11 +298,11 @@ def _fine_tune_transferability_finite(n, d, theta, sigma, lam):
 
 
 def _fine_tune_flow_risk(gamma, theta, sigma, lam, depth):
-    return ft.fine_tune_risk_corrected(gamma, theta, sigma, depth)
+    return ft.fine_tune_risk_corrected(gamma, theta, sigma, depth, validate=False)
 
 
 def _fine_tune_flow_transferability(gamma, theta, sigma, lam, depth):
-    return ft.fine_tune_transferability_corrected(gamma, theta, sigma, depth)
+    return ft.fine_tune_transferability_corrected(gamma, theta, sigma, depth, validate=False)
 
 
 def _fine_tune_flow_finite(n, d, theta, sigma, depth, draws, seed):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, scalar_or_array
+from .._validation import check_broadcast, scalar_or_array, trusted
 
 __all__ = ["scratch_risk", "scratch_risk_finite", "min_norm_noise_gain", "min_norm_solution"]
 
@@ -43,7 +43,7 @@ def _asymptotic_noise_gain(gamma):
         return np.where(gamma < 1, gamma / (1 - gamma), np.where(gamma > 1, 1 / (gamma - 1), np.inf))
 
 
-def scratch_risk(gamma, sigma):
+def scratch_risk(gamma, sigma, *, validate=True):
     r"""Expected risk of scratch training (minimum-norm interpolator), n, d → ∞.
 
     FaF Eq. 10 (Thm 3.6): E R_sc = (1−γ) + σ²γ/(1−γ) for γ < 1 and σ²/(γ−1)
@@ -56,9 +56,12 @@ def scratch_risk(gamma, sigma):
         Samples per dimension n/d.
     sigma : array_like, >= 0
         Label-noise standard deviation.
+    validate : bool
+        False: the arguments were validated by the caller (:func:`~transfertheory._validation.trusted`).
     """
-    check_broadcast(gamma=gamma, sigma=sigma)
-    g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
+    if validate:
+        check_broadcast(gamma=gamma, sigma=sigma)
+    g, s = (P.GAMMA.check(gamma), P.SIGMA.check(sigma)) if validate else trusted(gamma, sigma)
     bias = np.clip(1 - g, 0, None)
     return scalar_or_array(bias + noise_term(s**2, _asymptotic_noise_gain(g)), gamma, sigma)
 
@@ -79,16 +82,18 @@ def min_norm_noise_gain(n, d):
     return scalar_or_array(gain, n, d)
 
 
-def scratch_risk_finite(n, d, sigma):
+def scratch_risk_finite(n, d, sigma, *, validate=True):
     r"""Exact expected scratch risk E‖X⁺y − β_t‖² at finite n, d.
 
     (1 − n/d) + σ² n/(d−n−1) for n ≤ d−2; σ² d/(n−d−1) for n ≥ d+2; ``+inf``
     for |n−d| ≤ 1 when σ > 0. The bias is E‖(I − P_row(X))β_t‖² = 1 − n/d (a
     uniformly random n-plane), the noise term σ² E tr((XᵀX)⁺)
-    (:func:`min_norm_noise_gain`). Tends to FaF Eq. 10 as d → ∞ at fixed γ = n/d.
+    (:func:`min_norm_noise_gain`). Tends to FaF Eq. 10 as d → ∞ at fixed γ = n/d. ``validate=False``: the
+    arguments were validated by the caller.
     """
-    check_broadcast(n=n, d=d, sigma=sigma)
-    n_, d_, s = P.N.check(n), P.D.check(d), P.SIGMA.check(sigma)
+    if validate:
+        check_broadcast(n=n, d=d, sigma=sigma)
+    n_, d_, s = (P.N.check(n), P.D.check(d), P.SIGMA.check(sigma)) if validate else trusted(n, d, sigma)
     bias = np.clip(1 - n_ / d_, 0, None)
     return scalar_or_array(bias + noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, sigma)
 

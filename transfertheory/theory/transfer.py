@@ -80,7 +80,7 @@ def opening_angle(method, sigma, lam=0.0, limit="flow"):
     elif record.name == "finetune":
         angle = np.where((s > 0) & (limit == "flow"), 0.0, np.pi / 3) + 0 * lm
     else:
-        onset = np.asarray(negative_transfer_onset_angle(s))
+        onset = np.asarray(negative_transfer_onset_angle(s, validate=False))
         cos_open = (1 - s) * (1 + lm) / np.sqrt(1 + 2 * lm)
         with np.errstate(invalid="ignore"):
             angle = np.where(np.isnan(onset), np.nan, np.arccos(np.clip(cos_open, -1.0, 1.0)))
@@ -138,18 +138,18 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
     ValueError points to the record's Monte Carlo
     (:meth:`~.methods.TransferMethod.flow_transferability_finite`, per n).
     """
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma, lam=lam)
     record = get_method(method)
     _limit(limit)
     depth = P.DEPTH.scalar(depth)
-    if finite_d is None:
+    if finite_d is None:  # validated once here; the record's forms and the scratch risk trust the arrays
+        g, t_, s, lm = record.check_asymptotic(gamma, theta, sigma, lam)
         if limit == "paper":
-            t = record.paper_transferability(gamma, theta, sigma, lam)
-            r_tr = record.paper_risk(gamma, theta, sigma, lam)
+            t = record.paper_transferability(g, t_, s, lm, validate=False)
+            r_tr = record.paper_risk(g, t_, s, lm, validate=False)
         else:
-            t = record.flow_transferability(gamma, theta, sigma, lam, depth=depth)
-            r_tr = record.flow_risk(gamma, theta, sigma, lam, depth=depth)
-        r_sc = scratch_risk(gamma, sigma)
+            t = record.flow_transferability(g, t_, s, lm, depth=depth, validate=False)
+            r_tr = record.flow_risk(g, t_, s, lm, depth=depth, validate=False)
+        r_sc = scratch_risk(g, s, validate=False)
         return tuple(scalar_or_array(np.array(v), gamma, theta, sigma, lam)
                      for v in np.broadcast_arrays(t, r_sc, r_tr))
 
@@ -157,12 +157,13 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
         raise ValueError(f"limit='flow' at finite d has no closed form for method {record.name!r}: use "
                          f"get_method({record.name!r}).flow_transferability_finite(n, d, ...) (Monte Carlo) per n")
     d = P.D.scalar(finite_d, name="finite_d")
-    n = np.rint(P.GAMMA.check(gamma) * d)
+    g, t_, s, lm = record.check_asymptotic(gamma, theta, sigma, lam)
+    n = np.rint(g * d)
     valid = n >= record.min_n
     n_ok = np.where(valid, n, record.min_n)
-    t = record.paper_transferability_finite(n_ok, d, theta, sigma, lam)
-    r_tr = record.paper_risk_finite(n_ok, d, theta, sigma, lam)
-    r_sc = scratch_risk_finite(n_ok, d, sigma)
+    t = record.paper_transferability_finite(n_ok, d, t_, s, lm, validate=False)
+    r_tr = record.paper_risk_finite(n_ok, d, t_, s, lm, validate=False)
+    r_sc = scratch_risk_finite(n_ok, d, s, validate=False)
     t, r_sc, r_tr = np.broadcast_arrays(t, r_sc, r_tr)
     mask = np.broadcast_to(~valid, t.shape)
     return tuple(scalar_or_array(np.where(mask, np.nan, v), gamma, theta, sigma, lam) for v in (t, r_sc, r_tr))

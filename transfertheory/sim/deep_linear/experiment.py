@@ -6,10 +6,14 @@ each chunk of target draws (:func:`_chunk`, draws from :func:`target_draw`)
 emits the rows of the gradient-flow methods (:func:`_flow_rows`: scratch and
 fine-tuning of every (γ, θ, draw) as one batched flow in the data eigenbasis)
 and of linear transfer (:func:`_linear_rows`: exact solve per λ, or gradient
-flow on the last layer). Every draw comes from
-``numpy.random.SeedSequence(seed, spawn_key=...)`` keyed by its grid
-position, so results do not depend on chunking or on the backend beyond
-rounding.
+flow on the last layer). Every draw comes from the package's seeding rule,
+:func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed, spawn_key=key)``), keyed by what it is and
+its grid position, so results do not depend on chunking or on the backend beyond rounding:
+
+* ``(0,)`` — the task vectors β_s, ν (:func:`task_vectors`);
+* ``(1,)`` — the pretrained network's initial weights (:func:`~.training.pretrain`);
+* ``(2, γ index, instance)`` — the target draw X, ε (:func:`target_draw`);
+* ``(3, γ index, instance)`` — the scratch network's initial weights.
 """
 from __future__ import annotations
 
@@ -22,11 +26,13 @@ from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
-from ..integrator import FlowResult, flow_state_bytes
+from ..convergence import Convergence, convergence_columns
+from ..integrator import FlowResult, FlowSettings, flow_state_bytes
+from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
-from .training import PretrainResult, pretrain, train
+from .training import TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
 __all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "ROW_KEYS", "COLUMNS"]
@@ -38,9 +44,6 @@ COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "instance", "ri
            "feature_rank")
 # the simulator's own settings (the model parameters' ranges are in transfertheory.params)
 _D = P.D.with_range(low=2)
-_TOL = P.Param("tol", Interval(0, np.inf, "neither"), description="convergence threshold on ‖∇L‖ and ‖∇_βL‖")
-_MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
-_RTOL = P.Param("rtol", Interval(0, np.inf, "neither"), description="integrator's relative local-error tolerance")
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
                       description="target draws per batched integration")
@@ -55,7 +58,7 @@ def task_vectors(d: int, thetas, seed):
     The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
     can reproduce the same tasks.
     """
-    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(0,)))
+    gen = generator(root_seed(seed), 0)
     beta_s = gen.standard_normal(d)
     beta_s /= np.linalg.norm(beta_s)
     nu = gen.standard_normal(d)
@@ -69,7 +72,7 @@ def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, in
 
     X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
     """
-    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(2, gamma_index, instance)))
+    gen = generator(root_seed(seed), 2, gamma_index, instance)
     X = gen.standard_normal((n, d))
     eps = sigma * gen.standard_normal(n)
     return X, X @ beta_t.T + eps[:, None]
@@ -93,9 +96,7 @@ class _Plan:
     methods: tuple
     ridge: np.ndarray
     seed: int
-    tol: float
-    max_time: float
-    rtol: float
+    flow: FlowSettings
     init: str
     linear_solver: str
     feature_cutoff: float | None
@@ -116,8 +117,8 @@ def _min_n(methods) -> int:
     return max(get_method(m).min_n for m in methods)
 
 
-def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
-          linear_solver, feature_cutoff, chunk_size) -> _Plan:
+def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, flow, init, linear_solver,
+          feature_cutoff, chunk_size) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
     d = _D.scalar(d)
     gammas = P.GAMMA.sequence(gammas, "gammas")
@@ -139,8 +140,8 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
     return _Plan(
         d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=P.THETA.sequence(thetas, "thetas"),
         sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
-        methods=methods, ridge=P.LAM.sequence(ridge, "ridge"), seed=root_seed(seed), tol=_TOL.scalar(tol),
-        max_time=_MAX_TIME.scalar(max_time), rtol=_RTOL.scalar(rtol), init=init, linear_solver=linear_solver,
+        methods=methods, ridge=P.LAM.sequence(ridge, "ridge"), seed=root_seed(seed), flow=flow, init=init,
+        linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
     )
@@ -251,8 +252,8 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     methods, m, n_theta, d = plan.flow_methods, len(chunk.draws), len(plan.thetas), plan.d
     starts = []
     if "scratch" in methods:
-        seeds = [np.random.SeedSequence(plan.seed, spawn_key=(3, gi, i)) for gi, i in chunk.draws]
-        scratch0 = to_device(init_weights(arch, plan.alpha, seeds, plan.init), xp)
+        rngs = [generator(plan.seed, 3, gi, i) for gi, i in chunk.draws]
+        scratch0 = to_device(init_weights(arch, plan.alpha, rngs, plan.init), xp)
         starts.append(xp.repeat(scratch0[:, None, :], n_theta, axis=1))
     if "finetune" in methods:
         starts.append(xp.broadcast_to(pre.weights[None], (m, n_theta, arch.n_params)))
@@ -260,25 +261,23 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     c = to_device(np.concatenate([chunk.c] * len(methods), axis=1).reshape(-1, d), xp)
     y2 = to_device(np.concatenate([chunk.y2] * len(methods), axis=1).reshape(-1), xp)
     lam, Q, c_rot, y0_rot = rotate_to_data_eigenbasis(arch, to_device(chunk.gram, xp), c, y0)
-    flow = totals.add(train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, rtol=plan.rtol, gtol=plan.tol,
-                            max_time=plan.max_time, progress=progress))
+    flow = totals.add(train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, plan.flow, progress=progress))
     beta_rot = end_to_end(arch, flow.y).reshape(m, -1, d)
     beta_hat = to_host((Q[:, None] @ beta_rot[..., None])[..., 0]).reshape(m, len(methods), n_theta, d)  # β = Qβ̃
     drift = to_host(imbalance_drift(arch, y0_rot, flow.y))
+    order = np.arange(flow.loss.size).reshape(m, len(methods), n_theta)  # (draw, method, θ) → instance
     frames = []
     for mi, method in enumerate(methods):
-        def pick(a):
-            return a.reshape(m, len(methods), n_theta)[:, mi].reshape(-1)
+        rows = order[:, mi].reshape(-1)
 
         if method == "scratch":
             holds = np.repeat(to_host(assumption22_margin(arch, scratch0)) > 0, n_theta)
         else:
             holds = pre.assumption22_margin > 0
         risk = ((beta_hat[:, mi].reshape(-1, d) - chunk.targets) ** 2).sum(axis=1)
-        frames.append(_rows(plan, chunk, method, risk, converged=pick(flow.converged), status=pick(flow.status),
-                            t_final=pick(flow.t), steps=pick(flow.steps), grad_norm=pick(flow.grad_norm),
-                            beta_grad_norm=pick(flow.residual), loss=pick(flow.loss),
-                            imbalance_drift=pick(drift), assumption22=holds))
+        frames.append(_rows(plan, chunk, method, risk, **convergence_columns(flow.convergence[rows]),
+                            beta_grad_norm=flow.residual[rows], loss=flow.loss[rows], imbalance_drift=drift[rows],
+                            assumption22=holds))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -296,19 +295,18 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
             beta_hat, w_last = linear_transfer_exact(target, U, s_feat, V, lam)
             g_beta, loss = target.beta_gradient(beta_hat, np.arange(c.shape[0]))
             grad = rmatvec(F[None], g_beta) + lam * w_last
-            cols = dict(converged=pre_ok, status="exact" if pre_ok else "pretrain_" + pre.flow.status[0],
-                        t_final=np.nan, steps=0, grad_norm=to_host(xp.linalg.norm(grad, axis=1)),
-                        loss=to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1)))
+            convergence = Convergence(pre_ok, "exact" if pre_ok else "pretrain_" + pre.flow.status[0], np.nan, 0,
+                                      to_host(xp.linalg.norm(grad, axis=1)))
+            loss = to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1))
         else:
             w0 = xp.repeat(arch.layers(pre.weights)[1], c.shape[0], axis=0)
-            flow = totals.add(train(LastLayerLoss(target, F, lam), w0, rtol=plan.rtol, gtol=plan.tol,
-                                    max_time=plan.max_time))
+            flow = totals.add(train(LastLayerLoss(target, F, lam), w0, plan.flow))
             beta_hat = flow.y @ F.T
-            cols = dict(converged=flow.converged & pre_ok, status=flow.status, t_final=flow.t, steps=flow.steps,
-                        grad_norm=flow.grad_norm, loss=flow.loss)
+            convergence, loss = flow.convergence.requiring(pre_ok), flow.loss
         risk = ((to_host(beta_hat) - chunk.targets) ** 2).sum(axis=1)
         frames.append(_rows(plan, chunk, "linear", risk, lam=lam, imbalance_drift=np.nan, beta_grad_norm=np.nan,
-                            assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), **cols))
+                            assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), loss=loss,
+                            **convergence_columns(convergence)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -335,15 +333,16 @@ def run_transfer_experiment(
     ridge=(0.0,),
     seed=0,
     backend=None,
-    tol=1e-6,
-    max_time=1e4,
-    rtol=1e-3,
+    tol=None,
+    max_time=None,
+    rtol=None,
     init="gaussian",
     linear_solver="exact",
     feature_cutoff=None,
     chunk_size=None,
     progress=None,
     max_memory=None,
+    flow: FlowSettings = TARGET_FLOW,
 ) -> pd.DataFrame:
     r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
 
@@ -375,14 +374,13 @@ def run_transfer_experiment(
     backend : "auto" | "numpy" | "cupy" | None
         None (default) reads the environment variable
         ``TRANSFERTHEORY_BACKEND`` (default "auto": CuPy when a GPU is usable).
-    tol : float > 0
-        Convergence: ‖∇L‖ ≤ tol (gradient w.r.t. all trained weights) and
-        ‖∇_βL‖ ≤ tol (end-to-end gradient; rules out the saddle W = 0).
-    max_time : float > 0
-        Gradient-flow time budget per instance.
-    rtol : float > 0
-        Relative local-error tolerance of the integrator. The default 1e-3
-        moves single fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6
+    tol, max_time, rtol : float > 0 or None
+        Override the settings ``flow`` of the target flows (None: its own):
+        ``tol`` its ``gtol`` — convergence is ‖∇L‖ ≤ tol (gradient w.r.t. all
+        trained weights) and ‖∇_βL‖ ≤ tol (end-to-end gradient; rules out the
+        saddle W = 0); ``max_time`` the flow-time budget per instance;
+        ``rtol`` the integrator's relative local-error tolerance. The default
+        1e-3 moves single fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6
         reference (mean risks ≤ 9e-4, scratch ≤ 2e-5; d = 32 … 100,
         docs/simulator.md), far below the statistical error of 20 draws;
         1e-4 halves that error at twice the cost.
@@ -401,6 +399,11 @@ def run_transfer_experiment(
         variable ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available now. The peak memory is estimated
         from the arguments (:func:`_memory_estimate`) before any work: the draws are chunked to fit, and a
         run whose output table (or one draw) does not fit is refused.
+    flow : :class:`~transfertheory.sim.integrator.FlowSettings`
+        The integrator's settings of the target flows (scratch, fine-tuning,
+        linear transfer by flow): :data:`~.training.TARGET_FLOW` (tol 1e-6,
+        max_time 1e4, rtol 1e-3) unless given; pretraining uses
+        :data:`~.training.PRETRAIN_FLOW`.
 
     Returns
     -------
@@ -418,15 +421,16 @@ def run_transfer_experiment(
     transfertheory.backend.BackendUnavailableError
         ``backend="cupy"`` (or the variable) without a usable GPU.
     """
-    plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, tol, max_time, rtol, init,
-                 linear_solver, feature_cutoff, chunk_size)
+    flow = flow.updated(gtol=tol, max_time=max_time, rtol=rtol, names={"gtol": "tol"})
+    plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, flow, init, linear_solver,
+                 feature_cutoff, chunk_size)
     xp = resolve_backend(backend)
     size = _chunk_draws(plan, xp, max_memory)
     arch = Architecture(plan.d, plan.depth)
     beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed)
     pre = basis = None
     if "linear" in plan.methods or "finetune" in plan.methods:
-        pre = pretrain(arch, beta_s, plan.alpha, seed=np.random.SeedSequence(plan.seed, spawn_key=(1,)),
+        pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1),
                        init=plan.init, backend=backend_name(xp))
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.draws
@@ -445,7 +449,7 @@ def run_transfer_experiment(
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
-    df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init, rtol=plan.rtol,
-                    tol=plan.tol, max_time=plan.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
+                    rtol=plan.flow.rtol, tol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     return df

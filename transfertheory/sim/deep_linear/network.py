@@ -164,7 +164,8 @@ def init_weights(arch: Architecture, alpha: float, seeds, scheme: str = "gaussia
       λ = 1: W̄_L Gaussian, then W̄_l = Q_l (I + W̄_{l+1}W̄_{l+1}ᵀ)^{1/2} with Q_l
       Haar-orthogonal, from the last layer backwards.
 
-    ``seeds`` is a sequence of :class:`numpy.random.SeedSequence` (or ints).
+    ``seeds`` holds one seed per network, each what :func:`numpy.random.default_rng` takes (a Generator, used as
+    it is — e.g. from :func:`transfertheory.sim.seeding.generator` —, a SeedSequence or an int).
     Returns a NumPy array (len(seeds), P); move it with
     :func:`transfertheory.backend.to_device`.
     """

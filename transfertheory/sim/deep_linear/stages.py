@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ...backend import get_backend
 from ..integrator import StepOutcome, StepRequest, rkc_butcher_matrix
 from .losses import EndToEndLoss
 from .network import left_vectors, matvec, right_vectors, rmatvec
@@ -79,15 +80,15 @@ class LowRankStages:
     """
 
     def __init__(self, loss: EndToEndLoss):
-        self.loss, self.arch, self.xp = loss, loss.arch, loss.xp
+        self.loss, self.arch = loss, loss.arch
         self._workspace = None
 
-    def _factors(self, b, S, dtype) -> _Factors:
+    def _factors(self, xp, b, S, dtype) -> _Factors:
         ws = self._workspace
         if ws is None or not ws.fits(b, S, dtype):
             size_b = max(b, 0 if ws is None else ws.last.shape[0])
             size_s = max(S, 0 if ws is None else ws.lefts.shape[2])
-            ws = self._workspace = _Factors(self.xp, self.arch.depth - 1, size_b, size_s, self.arch.d, dtype)
+            ws = self._workspace = _Factors(xp, self.arch.depth - 1, size_b, size_s, self.arch.d, dtype)
         return ws
 
     def spectral_radius(self, y, carried, rows, state, iterations):
@@ -103,7 +104,7 @@ class LowRankStages:
         (per instance: P, Q of every layer and u, packed) warm-starts the next
         call; the first direction is the gradient nudged by a fixed rank-one term.
         """
-        arch, loss, xp = self.arch, self.loss, self.xp
+        arch, loss, xp = self.arch, self.loss, get_backend(y)
         nl, d, b = arch.depth - 1, arch.d, y.shape[0]
         mats, _ = arch.layers(y)
         rights, beta = right_vectors(arch, y)
@@ -153,12 +154,12 @@ class _LowRankStep:
     """One step of :class:`LowRankStages` for a batch sorted by decreasing stage count."""
 
     def __init__(self, kernel: LowRankStages, step: StepRequest):
-        xp, arch, y = kernel.xp, kernel.arch, step.y
+        xp, arch, y = get_backend(step.y), kernel.arch, step.y
         self.xp, self.arch, self.step = xp, arch, step
         self.b, self.nl, self.d = y.shape[0], arch.depth - 1, arch.d
         order = step.order
         s_sorted = step.stages[order]
-        self.f = kernel._factors(self.b, int(s_sorted[0]) + 1, y.dtype)
+        self.f = kernel._factors(xp, self.b, int(s_sorted[0]) + 1, y.dtype)
         self.coef = xp.asarray(self.f.coefficients(s_sorted, step.h[order]), dtype=y.dtype)
         self.beta_gradient = kernel.loss.gradient_of_rows(step.rows[order])
         # a batch already in order (e.g. every instance with the same stage count) is used as it is

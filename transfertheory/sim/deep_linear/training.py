@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import root_seed
+from ..._validation import as_generator
 from ...backend import get_backend, resolve_backend, to_device, to_host
-from ..integrator import FlowResult, flow_state_bytes, integrate_gradient_flow
+from ..integrator import FlowResult, FlowSettings, flow_state_bytes, integrate_gradient_flow
 from .losses import EndToEndLoss, PopulationLoss
 from .network import (
     Architecture,
@@ -28,12 +28,21 @@ from .network import (
 )
 from .stages import LowRankStages
 
-__all__ = ["train", "PretrainResult", "pretrain"]
+__all__ = ["train", "PretrainResult", "pretrain", "TARGET_FLOW", "PRETRAIN_FLOW"]
+
+#: the integrator settings of the target flows (scratch, fine-tuning, linear transfer by flow) of
+#: :func:`~.experiment.run_transfer_experiment`: rtol 1e-3 moves single fine-tuning risks by ≤ 1.5e-3 against an
+#: rtol = 1e-6 reference (docs/simulator.md), gtol 1e-6 on ‖∇L‖ and ‖∇_βL‖, flow time 1e4
+TARGET_FLOW = FlowSettings(rtol=1e-3, gtol=1e-6, max_time=1e4)
+#: the settings of :func:`pretrain`, tighter than the target flows' because every transfer method starts from its
+#: weights (see :func:`pretrain`)
+PRETRAIN_FLOW = FlowSettings(rtol=1e-4, gtol=1e-8, max_time=1e4)
 
 
 @guarded_entry_point
-def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, max_memory=None) -> FlowResult:
-    """Gradient flow of ``loss`` from ``y0`` with the package integrator.
+def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memory=None, **settings) -> FlowResult:
+    """Gradient flow of ``loss`` from ``y0`` with the package integrator at ``flow`` (keyword ``settings`` —
+    ``rtol``, ``gtol``, ``max_time``, … — override it, :meth:`~..integrator.FlowSettings.updated`).
 
     Absolute tolerance per instance from its initial scale, 10⁻²·rtol·RMS(y0ᵢ).
     For losses of the end-to-end vector: low-rank stages, and convergence
@@ -43,11 +52,12 @@ def train(loss, y0, *, rtol, gtol, max_time, max_steps=200_000, progress=None, m
     """
     check_memory(flow_state_bytes(*y0.shape), what="train", max_memory=max_memory,
                  params={"instances": y0.shape[0], "parameters": y0.shape[1]})
+    flow = flow.updated(**settings)
     xp = get_backend(y0)
-    atol = rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
+    atol = flow.rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
     structured = isinstance(loss, EndToEndLoss)
-    return integrate_gradient_flow(loss, y0, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time, max_steps=max_steps,
-                                   progress=progress, stage_kernel=LowRankStages(loss) if structured else None,
+    return integrate_gradient_flow(loss, y0, flow, atol=atol, progress=progress,
+                                   stage_kernel=LowRankStages(loss) if structured else None,
                                    residual=loss.residual if structured else None)
 
 
@@ -83,11 +93,7 @@ class PretrainResult:
 
     def summary(self) -> dict:
         return {
-            "converged": bool(self.flow.converged[0]),
-            "status": str(self.flow.status[0]),
-            "t_final": float(self.flow.t[0]),
-            "steps": int(self.flow.steps[0]),
-            "grad_norm": float(self.flow.grad_norm[0]),
+            **self.flow.convergence.row(0),
             "sv_ratio": self.singular_value_ratio,
             "v_norm": self.v_norm,
             "imbalance_drift": self.imbalance_drift,
@@ -96,12 +102,15 @@ class PretrainResult:
 
 
 @guarded_entry_point
-def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", rtol=1e-4, gtol=1e-8,
-             max_time=1e4, backend=None, max_memory=None) -> PretrainResult:
+def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", flow: FlowSettings = PRETRAIN_FLOW,
+             backend=None, max_memory=None, **settings) -> PretrainResult:
     r"""Gradient flow on the population source loss from W_l(0) = αW̄_l (FaF Lemma 3.3, Thm 3.4).
 
-    ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto).
-    Tolerances are tighter than the target flows' because every transfer
+    ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto);
+    ``seed`` draws the initial weights (an integer ≥ 0, a SeedSequence, or a Generator whose stream is used;
+    :func:`~.experiment.run_transfer_experiment` passes ``sim.seeding.generator(seed, 1)``).
+    ``flow``: the integrator's settings (:data:`PRETRAIN_FLOW`; keyword ``settings`` such as ``rtol``, ``gtol``
+    override it). Tolerances are tighter than the target flows' because every transfer
     method starts from these weights: at d = 100 the pretrained weights
     (rtol = 1e-4, ‖∇L‖ and ‖β − β_s‖ ≤ gtol = 1e-8) are within 1.3e-9 of an
     rtol = 1e-6, gtol = 1e-10 run. (gtol must sit above the integrator's
@@ -109,24 +118,24 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
     limit; the flow of the (L − 1)d² + d weights and the d × d SVD of the features are refused before any draw
     when they exceed it.
     """
+    flow = flow.updated(**settings)
     xp = resolve_backend(backend)
     check_memory(flow_state_bytes(1, arch.n_params) + FLOAT_BYTES * 3 * arch.d**2, what="pretrain", xp=xp,
                  max_memory=max_memory, params={"d": arch.d, "depth": arch.depth})
     beta_s = to_device(np.asarray(beta_s, dtype=np.float64), xp)
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(root_seed(seed))
-    y0 = to_device(init_weights(arch, alpha, [seq], init), xp)
-    flow = train(PopulationLoss(arch, beta_s[None, :]), y0, rtol=rtol, gtol=gtol, max_time=max_time)
-    svals = to_host(xp.linalg.svd(feature_matrix(arch, flow.y)[0], compute_uv=False))
-    D0, D1 = conserved_imbalance(arch, y0), conserved_imbalance(arch, flow.y)
+    y0 = to_device(init_weights(arch, alpha, [as_generator(seed, "seed")], init), xp)
+    result = train(PopulationLoss(arch, beta_s[None, :]), y0, flow)
+    svals = to_host(xp.linalg.svd(feature_matrix(arch, result.y)[0], compute_uv=False))
+    D0, D1 = conserved_imbalance(arch, y0), conserved_imbalance(arch, result.y)
     imbalance = sum(float(to_host(xp.linalg.norm(a[0]) + xp.linalg.norm(b[0] - a[0]))) for a, b in zip(D0, D1))
     return PretrainResult(
         arch=arch,
-        weights=flow.y,
-        beta=to_host(end_to_end(arch, flow.y)[0]),
-        flow=flow,
+        weights=result.y,
+        beta=to_host(end_to_end(arch, result.y)[0]),
+        flow=result,
         feature_singular_values=svals,
         v_norm=float(svals[0] / to_host(xp.linalg.norm(beta_s))),
-        imbalance_drift=float(to_host(imbalance_drift(arch, y0, flow.y))[0]),
+        imbalance_drift=float(to_host(imbalance_drift(arch, y0, result.y))[0]),
         assumption22_margin=float(to_host(assumption22_margin(arch, y0))[0]) / alpha**2,
         init_imbalance=imbalance,
         alpha=alpha,

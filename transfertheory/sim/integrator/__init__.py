@@ -6,12 +6,16 @@
 * :mod:`.state` — the batched flow state and the record of finished instances;
 * :mod:`.ragged` — batches of instances of different sizes (:class:`RaggedBatch`, one dense block per
   size) and the stage kernel that runs one dense kernel per block (:class:`BlockwiseStages`);
+* :mod:`.settings` — :class:`FlowSettings`, the integrator's settings (tolerances, budget, scheme, stage cap) as
+  one frozen record validated when built, and their ranges (:data:`SETTING_RANGES`);
 * :mod:`.flow` — :func:`integrate_gradient_flow` (RKC2, or fixed-step explicit Euler = batched
-  gradient descent with ``scheme="euler"``) and :class:`FlowResult`.
+  gradient descent with ``scheme="euler"``) and :class:`FlowResult`, which carries the convergence record
+  (:class:`~transfertheory.sim.convergence.Convergence`).
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
-from .flow import (PEAK_STATE_COPIES, SCHEMES, STATUSES, FlowResult, check_settings, flow_state_bytes,
+from ..convergence import Convergence
+from .flow import (CONVERGED_STATUSES, PEAK_STATE_COPIES, STATUSES, FlowResult, flow_state_bytes,
                    integrate_gradient_flow)
 from .kernels import (
     DenseStages,
@@ -24,15 +28,19 @@ from .kernels import (
 )
 from .ragged import BlockwiseStages, RaggedBatch
 from .rkc import rkc_butcher_matrix, rkc_coefficients, rkc_stability_bound, tables
+from .settings import SCHEMES, SETTING_RANGES, FlowSettings
 
 __all__ = [
     "FlowResult",
+    "FlowSettings",
+    "Convergence",
     "integrate_gradient_flow",
     "STATUSES",
+    "CONVERGED_STATUSES",
     "SCHEMES",
+    "SETTING_RANGES",
     "PEAK_STATE_COPIES",
     "flow_state_bytes",
-    "check_settings",
     "StageKernel",
     "StepRequest",
     "StepOutcome",

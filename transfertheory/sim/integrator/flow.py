@@ -60,20 +60,20 @@ from ..._memory import FLOAT_BYTES
 from ..._validation import Interval
 from ...backend import to_host
 from ...params import Param
+from ..convergence import Convergence, ReportsConvergence
 from .kernels import StageKernel, StepRequest, dense_stages
 from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, subtract_scaled, take
 from .rkc import tables
+from .settings import SCHEMES, FlowSettings
 from .state import FlowRecord, FlowState
 
-__all__ = ["FlowResult", "integrate_gradient_flow", "check_settings", "STATUSES", "SCHEMES", "PEAK_STATE_COPIES",
-           "flow_state_bytes"]
+__all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "CONVERGED_STATUSES", "SCHEMES",
+           "PEAK_STATE_COPIES", "flow_state_bytes"]
 
 STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow")
-_MAX_STEPS = Param("max_steps", Interval(1, np.inf, "left"), integer=True)
-_MAX_STAGES = Param("max_stages", Interval(2, np.inf, "left"), integer=True)
-_STEP_FRACTION = Param("step_fraction", Interval(0, 2, "neither"))
-_LOSS_TOL = Param("loss_tol", Interval(0, np.inf, "left"))
-SCHEMES = ("rkc", "euler")
+#: the statuses of a convergence criterion: ‖∇L‖ ≤ gtol (``converged``) or L ≤ loss_tol (``loss_tol``)
+CONVERGED_STATUSES = ("converged", "loss_tol")
+_ATOL = Param("atol", Interval(0, np.inf, "neither"))
 #: (B, P) arrays the integrator holds at its peak, per scheme, besides what the gradient callable allocates: the
 #: initial states, the record, the working set, the carried gradient, the stage buffers, the error estimate and
 #: the compaction copies (measured with tracemalloc on a dense least-squares batch: 18 and 12; the simulators'
@@ -87,54 +87,24 @@ def flow_state_bytes(instances: int, parameters: int, scheme: str = "rkc") -> in
     return FLOAT_BYTES * instances * parameters * (PEAK_STATE_COPIES[scheme] + 2)
 
 
-def _positive(name: str) -> Param:
-    """A setting that must be a finite number > 0."""
-    return Param(name, Interval(0, np.inf, "neither"))
-
-
-#: the valid range of each numeric setting of :func:`integrate_gradient_flow`
-_SETTINGS = {**{name: _positive(name) for name in ("rtol", "gtol", "max_time", "divergence_factor")},
-             "max_steps": _MAX_STEPS, "max_stages": _MAX_STAGES, "step_fraction": _STEP_FRACTION,
-             "loss_tol": _LOSS_TOL}
-
-
-def check_settings(**settings) -> dict:
-    """Integrator settings (keyword arguments of :func:`integrate_gradient_flow`) validated: each a scalar in
-    its range, ``scheme`` one of :data:`SCHEMES`; ValueError naming the setting otherwise (TypeError for a name
-    that is not a setting).
-
-    A simulator calls it on its trainer settings before any work (some settings are passed on only for one
-    scheme, so the integrator alone would not see a bad one).
-    """
-    checked = {}
-    for name, value in settings.items():
-        if name == "scheme":
-            if value not in SCHEMES:
-                raise ValueError(f"scheme must be one of {SCHEMES}, got {value!r}")
-            checked[name] = value
-        elif name in _SETTINGS:
-            checked[name] = _SETTINGS[name].scalar(value)
-        else:
-            raise TypeError(f"{name!r} is not an integrator setting (one of scheme, {', '.join(_SETTINGS)})")
-    return checked
-
-
 _SAFETY = 1.2  # multiplies the power-iteration estimate of ρ
 _RHO_REFRESH = 25  # accepted steps between spectral-radius refreshes
 
 
 @dataclass
-class FlowResult:
+class FlowResult(ReportsConvergence):
     """Outcome of :func:`integrate_gradient_flow` for a batch of B instances.
 
     Attributes
     ----------
     y : array (B, P) or :class:`~.ragged.RaggedBatch`
         Final states (backend arrays), in the layout of ``y0``.
-    t, steps, grad_norm, loss : numpy arrays (B,)
-        Time reached, accepted steps, final ‖∇L‖ and loss per instance.
-    status : numpy array of str (B,)
-        One of :data:`STATUSES`.
+    convergence : :class:`~transfertheory.sim.convergence.Convergence`
+        How each instance stopped: ``converged`` (status in :data:`CONVERGED_STATUSES`), ``status`` (one of
+        :data:`STATUSES`), ``t_final`` (flow time reached), ``steps`` (accepted steps), ``grad_norm`` (final
+        ‖∇L‖); host arrays (B,), also read as ``result.status`` etc.
+    loss : numpy array (B,)
+        Final loss per instance.
     evaluations : int
         Instance-gradient evaluations spent (summed over instances).
     rejected : int
@@ -146,44 +116,24 @@ class FlowResult:
     """
 
     y: object
-    t: np.ndarray
-    steps: np.ndarray
-    grad_norm: np.ndarray
+    convergence: Convergence
     loss: np.ndarray
-    status: np.ndarray
     evaluations: int = 0
     rejected: int = 0
     max_stages: int = 0
     residual: np.ndarray = None
 
     @property
-    def converged(self) -> np.ndarray:
-        """Stopped by a convergence criterion: ‖∇L‖ ≤ gtol (``converged``) or L ≤ loss_tol (``loss_tol``)."""
-        return np.isin(self.status, ("converged", "loss_tol"))
-
-    @property
     def diverged(self) -> np.ndarray:
         return self.status == "diverged"
-
-
-@dataclass(frozen=True)
-class _Budget:
-    """The validated per-instance budget and tolerances of one integration."""
-
-    rtol: float
-    gtol: float
-    max_time: float
-    max_steps: int
-    divergence_factor: float
-    loss_tol: float = 0.0
 
 
 class _Integration:
     """One call of :func:`integrate_gradient_flow`: the kernel, the budget, the record and the counters."""
 
-    def __init__(self, kernel: StageKernel, residual, budget: _Budget, max_stages: int, y0, progress):
+    def __init__(self, kernel: StageKernel, residual, budget: FlowSettings, y0, progress):
         self.kernel, self.residual, self.budget, self.progress = kernel, residual, budget, progress
-        self.tables = tables(max_stages)
+        self.tables = tables(budget.max_stages)
         self.record = FlowRecord(y0)
         self.batch_size = batch_size(y0)
         self.evaluations = self.rejected = self.max_stages_used = 0
@@ -297,11 +247,11 @@ class _Integration:
                 RuntimeWarning,
                 stacklevel=3,
             )
-        return FlowResult(
-            y=record.y, t=record.t, steps=record.steps, grad_norm=record.grad_norm, loss=record.loss,
-            status=record.status.astype(str), evaluations=self.evaluations, rejected=self.rejected,
-            max_stages=self.max_stages_used, residual=record.residual,
-        )
+        status = record.status.astype(str)
+        convergence = Convergence(np.isin(status, CONVERGED_STATUSES), status, record.t, record.steps,
+                                  record.grad_norm)
+        return FlowResult(y=record.y, convergence=convergence, loss=record.loss, evaluations=self.evaluations,
+                          rejected=self.rejected, max_stages=self.max_stages_used, residual=record.residual)
 
 
 def _einsum_norms(g):
@@ -346,24 +296,8 @@ class _EulerIntegration(_Integration):
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
-def integrate_gradient_flow(
-    gradient,
-    y0,
-    *,
-    rtol: float = 1e-5,
-    atol=1e-12,
-    gtol: float = 1e-8,
-    max_time: float = 1e5,
-    max_steps: int = 200_000,
-    max_stages: int = 400,
-    divergence_factor: float = 1e8,
-    progress=None,
-    stage_kernel: StageKernel | None = None,
-    residual=None,
-    scheme: str = "rkc",
-    step_fraction: float = 1.0,
-    loss_tol: float = 0.0,
-) -> FlowResult:
+def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, *, atol=1e-12, progress=None,
+                            stage_kernel: StageKernel | None = None, residual=None, **changes) -> FlowResult:
     r"""Integrate dy/dt = −∇L(y) for a batch of independent instances.
 
     Parameters
@@ -378,19 +312,37 @@ def integrate_gradient_flow(
         it (:class:`~.ragged.BlockwiseStages`); ``gradient`` then returns a
         ragged gradient. Statuses, budgets and step control are per instance
         as for (B, P) states.
-    rtol : float
-        Relative local error tolerance of the RKC error estimate (RMS norm).
+    settings : :class:`~.settings.FlowSettings` or None
+        Tolerances, budget, scheme and stage cap, validated when the record was
+        built (None: the defaults, ``FlowSettings()``). Keyword ``changes``
+        (``rtol=…``, ``max_time=…``, any field of the record) override it:
+        ``integrate_gradient_flow(g, y0, gtol=1e-6)`` is
+        ``integrate_gradient_flow(g, y0, FlowSettings(gtol=1e-6))``.
+
+        * ``gtol``: an instance has converged when ‖∇L‖₂ ≤ gtol (and
+          ``residual`` ≤ gtol); ``loss_tol`` > 0 stops it with status
+          ``loss_tol`` once its loss is ≤ loss_tol (checked after every step,
+          after the gradient criterion; counts as converged).
+        * ``max_time``, ``max_steps``: per-instance budget of flow time and
+          accepted steps; ``divergence_factor``: a loss above
+          ``divergence_factor · max(1, L(y0))`` counts as divergence.
+        * ``scheme="rkc"`` (default): adaptive RKC2 with error control at
+          ``rtol`` (module docstring), at most ``max_stages`` stages per step
+          (h·ρ ≤ β(max_stages)). ``scheme="euler"``: fixed-step explicit Euler
+          at the per-instance step h = step_fraction/ρ̂, ρ̂ the stage kernel's
+          spectral-radius estimate — batched gradient descent with learning
+          rate step_fraction/λ_max. For losses that are (piecewise) quadratic
+          with a well-conditioned Hessian and an exact ρ̂ it reaches a steady
+          state in fewer gradient evaluations than the error-controlled flow;
+          ``rtol``, ``atol`` and ``max_stages`` are not used, the stage kernel
+          supplies only ``spectral_radius`` (which then receives the dense
+          gradient as ``carried``). Statuses and accounting are the same.
+          Euler is stable on a quadratic iff step_fraction·ρ/ρ̂ < 2: values
+          near 2 need a kernel whose ρ̂ bounds ρ from above; with the dense
+          power iteration keep step_fraction ≤ 1.
     atol : float or array (B,)
         Absolute local error tolerance, one per instance if an array (so that
         an instance's integration never depends on the rest of its batch).
-    gtol : float
-        An instance has converged when ‖∇L‖₂ ≤ gtol (and ``residual`` ≤ gtol).
-    max_time, max_steps : float, int
-        Per-instance budget of flow time and accepted steps.
-    max_stages : int
-        Cap on RKC stages per step (bounds h·ρ ≤ β(max_stages)).
-    divergence_factor : float
-        Loss above ``divergence_factor · max(1, L(y0))`` counts as divergence.
     progress : callable or None
         Called as ``progress(done_fraction)`` after each step (e.g. tqdm).
     stage_kernel : :class:`~.kernels.StageKernel` or None
@@ -408,25 +360,6 @@ def integrate_gradient_flow(
         Its final value is reported in :attr:`FlowResult.residual`. With
         ragged states it receives a ``RaggedBatch`` and rows of the whole
         batch.
-    scheme : "rkc" or "euler"
-        ``"rkc"`` (default): adaptive RKC2 with error control (module
-        docstring). ``"euler"``: fixed-step explicit Euler at the per-instance
-        step h = step_fraction/ρ̂, ρ̂ the stage kernel's spectral-radius
-        estimate — batched gradient descent with learning rate
-        step_fraction/λ_max. For losses that are (piecewise) quadratic with a
-        well-conditioned Hessian and an exact ρ̂ it reaches a steady state in
-        fewer gradient evaluations than the error-controlled flow; ``rtol``,
-        ``atol`` and ``max_stages`` are not used, the stage kernel supplies
-        only ``spectral_radius`` (which then receives the dense gradient as
-        ``carried``). Statuses and accounting are the same.
-    step_fraction : float in (0, 2)
-        The Euler step in units of 1/ρ̂ (ignored by ``"rkc"``). Stable on a
-        quadratic iff step_fraction·ρ/ρ̂ < 2: values near 2 need a kernel whose
-        ρ̂ bounds ρ from above; with the dense power iteration keep it ≤ 1.
-    loss_tol : float ≥ 0
-        Stop an instance with status ``loss_tol`` once its loss is ≤ loss_tol
-        (checked after every step, after the gradient criterion); 0 (default)
-        disables the rule. Counts as converged in :attr:`FlowResult.converged`.
 
     Notes
     -----
@@ -434,19 +367,15 @@ def integrate_gradient_flow(
     rejected and the step shrunk) and is not warned about; a non-finite accepted
     state is reported as ``diverged`` with a :class:`RuntimeWarning` and a hint.
     """
-    checked = check_settings(rtol=rtol, gtol=gtol, max_time=max_time, max_steps=max_steps,
-                             divergence_factor=divergence_factor, loss_tol=loss_tol, scheme=scheme,
-                             step_fraction=step_fraction, max_stages=max_stages)
-    budget = _Budget(**{name: checked[name] for name in ("rtol", "gtol", "max_time", "max_steps",
-                                                         "divergence_factor", "loss_tol")})
-    atol_host = np.broadcast_to(_positive("atol").check(atol), (batch_size(y0),))
-    step_fraction = checked["step_fraction"]
+    budget = (FlowSettings() if settings is None else settings).updated(**changes)
+    atol_host = np.broadcast_to(_ATOL.check(atol), (batch_size(y0),))
     if isinstance(y0, RaggedBatch) and stage_kernel is None:
         raise ValueError("ragged states (RaggedBatch) need a stage_kernel that handles them, e.g. BlockwiseStages "
                          "of one dense_stages kernel per block")
     kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
-    setup = (kernel, residual, budget, checked["max_stages"], y0, progress)
-    run = _Integration(*setup) if scheme == "rkc" else _EulerIntegration(gradient, step_fraction, *setup)
+    setup = (kernel, residual, budget, y0, progress)
+    run = _Integration(*setup) if budget.scheme == "rkc" else _EulerIntegration(gradient, budget.step_fraction,
+                                                                                  *setup)
     state = run.start(y0, gradient, atol_host)
     while state.size:
         state = run.step(state)

@@ -20,8 +20,9 @@ import numpy as np
 
 from ..._memory import guarded_entry_point
 from ..._validation import as_generator
-from ...backend import get_backend, to_host
+from ...backend import get_backend, resolve_backend, to_device, to_host
 from ...theory import merlin as M
+from ..convergence import Convergence, ReportsConvergence
 from .losses import features, ridge_head, seed_split_orders, split_orders
 from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
@@ -46,22 +47,19 @@ OBJECTIVE_TOL = 1e-6
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(ReportsConvergence):
     """One algorithm's result per seed (arrays of length ``seeds``; ``params`` and ``head`` on the backend).
 
     ``head`` is the target head θ_t the predictor uses with ``params["phi"]`` (for MeRLin the ridge head fit
-    on all n_t target samples). ``restarts_needed``: index + 1 of the restart kept (see module docstring).
+    on all n_t target samples); ``convergence`` the kept flow's record. ``restarts_needed``: index + 1 of the
+    restart kept (see module docstring).
     """
 
     params: dict
     head: object
     target_loss: np.ndarray
     objective: np.ndarray
-    converged: np.ndarray
-    status: np.ndarray
-    t_final: np.ndarray
-    steps: np.ndarray
-    grad_norm: np.ndarray
+    convergence: Convergence
     restarts_needed: np.ndarray
     restarts_at_best: np.ndarray
 
@@ -81,8 +79,7 @@ def _outcome(trained: Trained, seeds: int, restarts: int, head_of) -> Outcome:
     kept = trained.rows(keep)
     head = head_of(kept.params, keep)
     loss = np.asarray(to_host(M.target_loss(head, kept.params["phi"]))) if "phi" in kept.params else None
-    return Outcome(kept.params, head, loss, kept.objective, kept.converged, kept.status, kept.t_final, kept.steps,
-                   kept.grad_norm, needed, at_best)
+    return Outcome(kept.params, head, loss, kept.objective, kept.convergence, needed, at_best)
 
 
 def _repeat(array, times):
@@ -91,15 +88,20 @@ def _repeat(array, times):
 
 
 @guarded_entry_point
-def pretrain(d, m, k, lam, seeds, restarts, rng, xp=np, init_scale=0.5, **flow) -> Outcome:
+def pretrain(d, m, k, lam, seeds, restarts, rng, backend="numpy", init_scale=0.5, **flow) -> Outcome:
     """Pre-training on the exact source population loss + λ(‖θ_s‖² + ‖φ‖²_F) (Lemma 4), R restarts per seed.
 
     ``head`` is θ_s (the outcome's ``target_loss`` is then that of the source predictor on the target law).
-    Refused before drawing the starts when the flow does not fit in memory (``flow["max_memory"]``, O(B·d²)).
+    The source loss is exact (no data array to infer the array module from): ``backend`` names it (default
+    ``"numpy"``, the host; None: ``TRANSFERTHEORY_BACKEND``). Refused before drawing the starts when the flow does not fit in
+    memory (``flow["max_memory"]``, O(B·d²)).
     """
     check_flow_memory("pretrain", seeds * restarts, d, m, source=True, max_memory=flow.get("max_memory"))
+    xp = resolve_backend(backend)
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0)
-    trained = train(objective, random_init(objective, seeds * restarts, rng, init_scale, xp), **flow)
+    start = {name: to_device(block, xp) for name, block in random_init(objective, seeds * restarts, rng,
+                                                                          init_scale).items()}
+    trained = train(objective, start, **flow)
     return _outcome(trained, seeds, restarts, lambda p, keep: p["theta_s"])
 
 
@@ -180,7 +182,7 @@ def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
     """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
     seeds, d = X.shape[0], X.shape[-1]
     objective = _target_objective(_repeat(X, restarts), _repeat(y, restarts), lam, d, m)
-    start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
+    start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head)
 
 
@@ -194,7 +196,7 @@ def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Prob
     seeds, d = X.shape[0], X.shape[-1]
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1 - alpha, target_weight=alpha,
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
-    start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
+    start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head)
 
 
@@ -232,7 +234,7 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, 
     Xr, yr = _repeat(X, restarts), _repeat(y, restarts)
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=rho, ridge=ridge, X=Xr, y=yr,
                           splits=np.repeat(seed_split_orders(seeds, n, splits, rng), restarts, axis=0))
-    start = random_init(objective, seeds * restarts, rng, init_scale, get_backend(X))
+    start = random_init(objective, seeds * restarts, rng, init_scale)
 
     def head_of(params, keep):
         return ridge_head(features(X, params["phi"])[1], y, ridge)

@@ -1,8 +1,16 @@
 r"""`run_comparison`: every algorithm of MeRLin §5 on the same target sets, one tidy row per (algorithm, n_t, seed).
 
-Seed s draws its target set of size n_t from ``numpy.random.default_rng([seed, s, n_t])`` (the same set for
-every algorithm: comparisons are paired); pre-training does not see target data and is run once per seed,
-its kept network is shared by the two fine-tuning algorithms at every n_t.
+Every draw comes from the package's seeding rule, :func:`transfertheory.sim.seeding.generator`
+(``SeedSequence(seed, spawn_key=key)``), keyed by what it is:
+
+* ``(0, n_t, s)`` — seed s's target set of size n_t (:func:`target_sets`; the same set for every algorithm:
+  comparisons are paired);
+* ``(1,)`` — the starts of pre-training (seeds × restarts networks; pre-training does not see target data and is
+  run once per seed, its kept network is shared by the two fine-tuning algorithms at every n_t);
+* ``(2, a, n_t)`` — the starts (and MeRLin's validation splits) of algorithm a (its index in :data:`ALGORITHMS`)
+  at n_t, for all seeds × restarts at once.
+
+So an algorithm's draws at one n_t do not depend on which other algorithms or target sizes are run.
 """
 from __future__ import annotations
 
@@ -12,9 +20,11 @@ import pandas as pd
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval, root_seed
-from ...backend import backend_name, resolve_backend
+from ...backend import backend_name, resolve_backend, to_device
 from ...theory import merlin as M
-from ..integrator import check_settings
+from ..convergence import convergence_columns
+from ..integrator import FlowSettings
+from ..seeding import generator
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
@@ -33,11 +43,17 @@ _SPLITS = P.Param("splits", Interval(1, np.inf, "left"), integer=True, descripti
 _POSITIVE = Interval(0, np.inf, "neither")
 
 
-def target_sets(n_t, d, seeds, seed, xp=np):
-    """(X (seeds, n_t, d), y (seeds, n_t)): seed s's target set, from ``default_rng([seed, s, n_t])``."""
+def target_sets(n_t, d, seeds, seed):
+    """(X (seeds, n_t, d), y (seeds, n_t)) on the host: seed s's target set, drawn with key (0, n_t, s) of
+    ``seed`` (an integer ≥ 0, or a numpy Generator or SeedSequence that gives one)."""
     seed = root_seed(seed)
-    draws = [M.sample_target(n_t, d, np.random.default_rng([seed, s, n_t])) for s in range(seeds)]
-    return xp.asarray(np.stack([x for x, _ in draws])), xp.asarray(np.stack([t for _, t in draws]))
+    draws = [M.sample_target(n_t, d, generator(seed, 0, n_t, s)) for s in range(seeds)]
+    return np.stack([x for x, _ in draws]), np.stack([t for _, t in draws])
+
+
+def _starts(seed, algorithm, n_t) -> np.random.Generator:
+    """The generator of ``algorithm``'s starts (and splits) at n_t: key (2, its index in :data:`ALGORITHMS`, n_t)."""
+    return generator(seed, 2, ALGORITHMS.index(algorithm), n_t)
 
 
 def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
@@ -48,8 +64,7 @@ def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
         "top_coord": top, "top_share": share, "coords": coords,
         "recovered": (outcome.target_loss <= RECOVERY_LOSS) & (top == 1),
         "restarts_needed": outcome.restarts_needed, "restarts_at_best": outcome.restarts_at_best,
-        "converged": outcome.converged, "status": outcome.status, "t_final": outcome.t_final,
-        "steps": outcome.steps, "grad_norm": outcome.grad_norm,
+        **convergence_columns(outcome.convergence),
     })
     for name, value in (extra or {}).items():
         frame[name] = value
@@ -101,7 +116,7 @@ def _memory_estimate(s: dict, algorithms) -> float:
 @guarded_entry_point
 def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0,
                    ridge=A.MERLIN_RIDGE, splits=A.MERLIN_SPLITS, restarts=None, init_scale=0.5, seed=0, backend=None,
-                   max_memory=None, **flow) -> pd.DataFrame:
+                   max_memory=None, flow: FlowSettings = FLOW_SETTINGS, **settings) -> pd.DataFrame:
     """Train every algorithm for every seed and n_t ∈ ``n_targets``; one row per (algorithm, n_t, seed).
 
     Columns: ``algorithm, n_t, seed``; ``target_loss`` (exact target population loss of the predictor);
@@ -113,44 +128,48 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
     ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
     ``ridge`` (MeRLin's inner λ_h), ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings
     (:data:`.algorithms.MERLIN_RIDGE`, :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`),
-    those of the figure and the claims. ``df.attrs`` holds the settings and the pre-training report
-    (``pretrain``: per seed objective, top coordinate, restarts needed, status).
+    those of the figure and the claims. ``flow``: the integrator settings of every flow
+    (:data:`.training.FLOW_SETTINGS` unless given), which keyword ``settings`` (``rtol``, ``gtol``, ``max_time``,
+    ``max_steps``, …; e.g. :data:`.training.STUDY_TOLERANCES`) override. ``df.attrs`` holds the settings
+    (``flow``: the integrator's, by name) and the pre-training report (``pretrain``: per seed objective, top
+    coordinate, restarts needed, status).
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
     run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)
     per instance) and a run above the limit is refused with a ValueError before any work.
     """
     s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
-    check_settings(**flow)
+    flow = flow.updated(**settings)
     xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
     check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
                  params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
                          "n_targets": s["n_targets"], "splits": s["splits"]})
-    rng = np.random.default_rng([seed, 1])
     pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):
-        pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["seeds"], s["restarts"], rng, xp, init_scale, **flow)
+        pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["seeds"], s["restarts"], generator(seed, 1),
+                         backend=backend_name(xp), init_scale=init_scale, flow=flow)
     problems = {name: [] for name in ("joint", "target_only", "merlin") if name in algorithms}
-    for n_t in s["n_targets"]:  # every random draw in this order, then each algorithm trained for all n_t at once
-        X, y = target_sets(n_t, s["d"], s["seeds"], seed, xp)
+    for n_t in s["n_targets"]:  # the problems of every n_t, then each algorithm trained for all n_t at once
+        X, y = (to_device(a, xp) for a in target_sets(n_t, s["d"], s["seeds"], seed))
         if pre is not None:
             finetune_frames.append(_finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow))
         if "joint" in problems:
-            problems["joint"].append(A.joint_problem(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"], rng,
-                                                     init_scale))
+            problems["joint"].append(A.joint_problem(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"],
+                                                     _starts(seed, "joint", n_t), init_scale))
         if "target_only" in problems:
-            problems["target_only"].append(A.target_only_problem(X, y, s["lam"], s["m"], s["restarts"], rng,
-                                                                 init_scale))
+            problems["target_only"].append(A.target_only_problem(X, y, s["lam"], s["m"], s["restarts"],
+                                                                 _starts(seed, "target_only", n_t), init_scale))
         if "merlin" in problems:
-            problems["merlin"].append(A.merlin_problem(X, y, s["k"], s["lam"], s["m"], s["restarts"], rng, s["rho"],
-                                                       s["ridge"], s["splits"], init_scale))
-    outcomes = {name: A.solve(batch, **flow) for name, batch in problems.items()}
+            problems["merlin"].append(A.merlin_problem(X, y, s["k"], s["lam"], s["m"], s["restarts"],
+                                                       _starts(seed, "merlin", n_t), s["rho"], s["ridge"], s["splits"],
+                                                       init_scale))
+    outcomes = {name: A.solve(batch, flow=flow) for name, batch in problems.items()}
     frames = []
     for i, n_t in enumerate(s["n_targets"]):
         frames += finetune_frames[i] if pre is not None else []
         frames += [_rows(name, n_t, outcomes[name][i]) for name in problems]
     df = pd.concat(frames, ignore_index=True)
-    df.attrs.update({**s, "backend": backend_name(xp), "flow": {**FLOW_SETTINGS, **flow}})
+    df.attrs.update({**s, "backend": backend_name(xp), "flow": flow.as_dict()})
     if pre is not None:
         df.attrs["pretrain"] = _rows("pretrain", 0, pre).drop(columns=["algorithm", "n_t"]).to_dict("list")
     return df
@@ -158,11 +177,11 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
 
 def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
     """Head-only (and full) fine-tuning of the pre-trained networks on one target set per seed."""
-    head = A.finetune_head(pre.params["phi"], X, y, lam, **flow)
+    head = A.finetune_head(pre.params["phi"], X, y, lam, flow=flow)
     extra = {"pretrain_status": pre.status, "pretrain_restarts_needed": pre.restarts_needed}
     frames = [_rows("finetune", n_t, head, extra)] if "finetune" in algorithms else []
     if "finetune_full" in algorithms:
-        frames.append(_rows("finetune_full", n_t, A.finetune_full(head.head, pre.params["phi"], X, y, lam, **flow),
+        frames.append(_rows("finetune_full", n_t, A.finetune_full(head.head, pre.params["phi"], X, y, lam, flow=flow),
                             extra))
     for frame in frames:
         frame["converged"] &= pre.converged

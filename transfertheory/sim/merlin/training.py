@@ -17,7 +17,7 @@ stages); every instance (a row of the batch: one seed and restart) has its own d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -25,9 +25,10 @@ import numpy as np
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import Interval, as_generator
-from ...backend import get_backend, to_host
+from ...backend import get_backend
 from ...theory import merlin as M
-from ..integrator import flow_state_bytes, integrate_gradient_flow
+from ..convergence import Convergence, ReportsConvergence
+from ..integrator import FlowSettings, flow_state_bytes, integrate_gradient_flow
 from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
 __all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "STUDY_TOLERANCES", "INIT_SCALE",
@@ -39,10 +40,10 @@ INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="
 #: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
 #: most 40 RKC stages per step (near a minimum h and the stage count grow without bound; measured not to move
 #: any result, docs/merlin.md "Cost")
-FLOW_SETTINGS = {"rtol": 1e-5, "gtol": 1e-7, "max_time": 2e4, "max_steps": 20_000, "max_stages": 40}
-#: the tolerances of the package's MeRLin studies (figure ``merlin_fig`` and the ``merlin.sim`` claims): 10× looser
-#: than :data:`FLOW_SETTINGS`; their results do not move when both are tightened 10× (docs/merlin.md, "What the
-#: success frequency depends on")
+FLOW_SETTINGS = FlowSettings(rtol=1e-5, gtol=1e-7, max_time=2e4, max_steps=20_000, max_stages=40)
+#: the tolerances of the package's MeRLin studies (figure ``merlin_fig`` and the ``merlin.sim`` claims), overrides
+#: of :data:`FLOW_SETTINGS` 10× looser; their results do not move when both are tightened 10× (docs/merlin.md, "What
+#: the success frequency depends on")
 STUDY_TOLERANCES = {"rtol": 1e-4, "gtol": 1e-6}
 
 
@@ -144,25 +145,21 @@ class Objective:
 
 
 @dataclass(frozen=True)
-class Trained:
-    """Final parameters (dict of backend arrays, one row per instance) and the flow's convergence report."""
+class Trained(ReportsConvergence):
+    """Final parameters (dict of backend arrays, one row per instance), the final objective, the flow's
+    convergence record and the integrator settings it ran at."""
 
     params: dict
     objective: np.ndarray
-    converged: np.ndarray
-    status: np.ndarray
-    t_final: np.ndarray
-    steps: np.ndarray
-    grad_norm: np.ndarray
+    convergence: Convergence
     evaluations: int = 0
-    settings: dict = field(default_factory=dict)
+    settings: FlowSettings = FLOW_SETTINGS
 
     def rows(self, index) -> "Trained":
         """The instances ``index`` (a slice or a host integer array) of this record."""
         device_index = index if isinstance(index, slice) else get_backend(*self.params.values()).asarray(index)
         return Trained({name: value[device_index] for name, value in self.params.items()}, self.objective[index],
-                       self.converged[index], self.status[index], self.t_final[index], self.steps[index],
-                       self.grad_norm[index], self.evaluations, self.settings)
+                       self.convergence[index], self.evaluations, self.settings)
 
 
 def _pad(array, size):
@@ -197,10 +194,13 @@ def stack_objectives(objectives) -> Objective:
     return replace(first, **data)
 
 
-def random_init(objective: Objective, batch: int, rng, scale: float, xp=np) -> dict:
+def random_init(objective: Objective, batch: int, rng, scale: float) -> dict:
     """Gaussian start of the trained blocks: θ entries N(0, scale²), φ entries N(0, scale²/d), drawn from ``rng``
-    (an integer seed ≥ 0, a numpy Generator or a SeedSequence); ``scale`` is the ``init_scale`` of the callers."""
+    (an integer seed ≥ 0, a numpy Generator or a SeedSequence) on the host and placed on the backend of the
+    objective's target data (the host for a source-only objective); ``scale`` is the ``init_scale`` of the
+    callers."""
     rng, scale = as_generator(rng), INIT_SCALE.scalar(scale)
+    xp = get_backend(objective.X)
     out = {}
     for name, shape in objective.blocks:
         width = scale / math.sqrt(objective.d) if name == "phi" else scale
@@ -225,18 +225,18 @@ def check_flow_memory(what, batch, d, m, *, source=False, samples=0, splits=0, m
 
 
 @guarded_entry_point
-def train(objective: Objective, start: dict, *, max_memory=None, **settings) -> Trained:
-    """Gradient flow of ``objective`` from ``start`` (a dict of the trained blocks, batch first).
+def train(objective: Objective, start: dict, *, flow: FlowSettings = FLOW_SETTINGS, max_memory=None,
+          **settings) -> Trained:
+    """Gradient flow of ``objective`` from ``start`` (a dict of the trained blocks, batch first) at the integrator
+    settings ``flow``.
 
-    ``settings`` override :data:`FLOW_SETTINGS` (rtol, gtol, max_time, max_steps). ``max_memory``: the memory
+    Keyword ``settings`` (rtol, gtol, max_time, max_steps, …) override ``flow``. ``max_memory``: the memory
     guard's limit (:func:`check_flow_memory`; bytes or ``"64G"``), checked before the flow starts.
     """
+    flow = flow.updated(**settings)
     check_flow_memory("train", next(iter(start.values())).shape[0], objective.d, objective.m,
                       source=objective.source_weight > 0,
                       samples=0 if objective.X is None else objective.X.shape[1],
                       splits=0 if objective.splits is None else objective.splits.shape[1], max_memory=max_memory)
-    options = {**FLOW_SETTINGS, **settings}
-    result = integrate_gradient_flow(objective.value_and_grad, objective.pack(start), **options)
-    return Trained(objective.unpack(result.y), np.asarray(result.loss), result.converged, result.status,
-                   np.asarray(to_host(result.t)), np.asarray(to_host(result.steps)), np.asarray(result.grad_norm),
-                   result.evaluations, options)
+    result = integrate_gradient_flow(objective.value_and_grad, objective.pack(start), flow)
+    return Trained(objective.unpack(result.y), np.asarray(result.loss), result.convergence, result.evaluations, flow)

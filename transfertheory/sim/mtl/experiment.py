@@ -15,6 +15,11 @@ initial draw w₀ sees the body's training through the body gradients of the sam
 MTL → Eq. 15, ANIL → the derivation's Φ′_ANIL; ANIL's test head started from its outer-loop-trained head adds the
 head's own training (Θ) — the statement's Φ′_ANIL; an independently drawn head's body gradients are uncorrelated
 with the training head's, so only G_τ̂ remains.
+
+Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed,
+spawn_key=key)``): key ``(0, h)`` draws the ``networks`` initial networks of width h (shared by MTL and ANIL:
+paired), key ``(1, h)`` the independently drawn test head at width h; a width's draws do not depend on the
+other widths.
 """
 from __future__ import annotations
 
@@ -25,16 +30,19 @@ from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import root_seed
 from ...backend import resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
-from ..integrator import check_settings, flow_state_bytes
+from ..integrator import FlowSettings, flow_state_bytes
+from ..seeding import generator
 from .network import NETWORKS, WIDTH, NetworkShape, init_parameters
-from .training import adapted_predictions, train
+from .training import adapted_predictions, train, training_flow
 
-__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "kernel_predictions", "finite_width_study"]
+__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "STUDY_RTOL", "kernel_predictions", "finite_width_study"]
 
 REFERENCES = ("mtl", "derivation", "statement", "adaptation")
 #: (method, test head) → the infinite-width prediction it should approach (module docstring)
 MATCHES = {("mtl", "initial"): "mtl", ("mtl", "fresh"): "adaptation", ("anil", "initial"): "derivation",
            ("anil", "trained"): "statement", ("anil", "fresh"): "adaptation"}
+#: the integrator's rtol of :func:`finite_width_study` (10× looser than :data:`.training.TRAINING_FLOW`'s)
+STUDY_RTOL = 1e-3
 #: columns of :func:`finite_width_study`'s table
 ROW_KEYS = ("width", "depth", "method", "test_head", "network", "reference", "matched", "distance", "converged",
             "status", "t_final", "steps", "grad_norm", "loss")
@@ -54,7 +62,6 @@ def kernel_predictions(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, la
 
 
 def _rows(width, network, method, trained, predictions, references):
-    flow = trained.flow
     for head, values in predictions.items():
         for reference, exact in references.items():
             scale = max(float(np.linalg.norm(exact)), float(np.linalg.norm(references["mtl"])))
@@ -62,8 +69,7 @@ def _rows(width, network, method, trained, predictions, references):
             for i, distance in enumerate(distances):
                 yield dict(width=width, depth=network.depth, method=method, test_head=head, network=i,
                            reference=reference, matched=MATCHES[(method, head)] == reference, distance=distance,
-                           converged=bool(flow.converged[i]), status=str(flow.status[i]), t_final=float(flow.t[i]),
-                           steps=int(flow.steps[i]), grad_norm=float(flow.grad_norm[i]), loss=float(flow.loss[i]))
+                           **trained.convergence.row(i), loss=float(trained.loss[i]))
 
 
 def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
@@ -83,7 +89,8 @@ def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networ
 
 @guarded_entry_point
 def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
-                       lam_tau_hat=0.3, test=0, seed=0, rtol=1e-3, backend=None, max_memory=None) -> pd.DataFrame:
+                       lam_tau_hat=0.3, test=0, seed=0, backend=None, max_memory=None, flow: FlowSettings | None = None,
+                       **settings) -> pd.DataFrame:
     """Train ``networks`` networks per width with MTL and ANIL (ANIL's inner loop λτ = ``lam_tau``) and compare
     their test predictions (adaptation λτ̂ = ``lam_tau_hat``) with the infinite-width ones (module docstring).
 
@@ -91,9 +98,11 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
     (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
     convergence (integrator status, time, steps, final ‖∇L‖, final training loss). The networks of a width are drawn
-    from ``default_rng([seed, width])`` and shared by both methods (paired); the fresh test head from
-    ``default_rng([seed, width, 1])`` (``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives
-    one). ``widths`` is a non-empty sequence of integers ≥ 1.
+    with key (0, width) of ``seed`` and shared by both methods (paired); the fresh test head with key (1, width)
+    (module docstring; ``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives one).
+    ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``, ``settings``: the integrator's settings
+    of every network's training (:func:`.training.training_flow`: by default gtol = 10⁻⁵·‖𝒴‖ and rtol
+    :data:`STUDY_RTOL`; keyword ``settings`` such as ``rtol`` override it).
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
     peak memory of the largest width's networks is estimated (:func:`_memory_estimate`, O(R·L·h²)) and a study
@@ -101,7 +110,8 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     """
     widths, networks = [int(h) for h in WIDTH.sequence(widths, "widths")], NETWORKS.scalar(networks)
     lam_tau, lam_tau_hat = MTL.LAM_TAU.scalar(lam_tau), MTL.LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
-    rtol, seed = check_settings(rtol=rtol)["rtol"], root_seed(seed)
+    defaults = {"rtol": STUDY_RTOL} if flow is None else {}
+    flow, seed = training_flow(problem.labels, flow, **{**defaults, **settings}), root_seed(seed)
     if test not in range(len(problem.support)):
         raise ValueError(f"test must be the index of a test task, in [0, {len(problem.support) - 1}], got {test!r}")
     xp = resolve_backend(backend)
@@ -113,13 +123,13 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     rows = []
     for width in widths:
         shape = NetworkShape(problem.tasks[0].shape[1], width, network)
-        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, networks, np.random.default_rng([seed, width])))
+        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, networks, generator(seed, 0, width)))
         for method in ("mtl", "anil"):
             trained = train(method, shape, problem.tasks, problem.labels, body0, head0,
-                            lam_tau=lam_tau if method == "anil" else 0.0, rtol=rtol)
+                            lam_tau=lam_tau if method == "anil" else 0.0, flow=flow)
             heads = [h for (m, h) in MATCHES if m == method]
             predictions = {h: to_host(adapted_predictions(trained, support, problem.support_labels[test], query,
-                                                          lam_tau_hat, h, np.random.default_rng([seed, width, 1])))
+                                                          lam_tau_hat, h, generator(seed, 1, width)))
                            for h in heads}
             rows.extend(_rows(width, network, method, trained, predictions, references))
     return pd.DataFrame(rows, columns=list(ROW_KEYS))

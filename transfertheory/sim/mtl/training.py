@@ -33,15 +33,20 @@ import numpy as np
 from ..._memory import check_memory, guarded_entry_point
 from ..._validation import as_generator
 from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
-from ...params import GTOL
 from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
-from ..integrator import dense_stages, flow_state_bytes, integrate_gradient_flow
+from ..convergence import Convergence, ReportsConvergence
+from ..integrator import FlowSettings, dense_stages, flow_state_bytes, integrate_gradient_flow
 from .network import NetworkShape, backpropagate, body_gram, forward, outputs
 
-__all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "adapted_predictions"]
+__all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "training_flow", "adapted_predictions",
+           "TRAINING_FLOW", "GTOL_SCALE"]
 
 METHODS = ("mtl", "anil")
 TEST_HEADS = ("initial", "trained", "fresh")
+#: the integrator settings of MTL and ANIL training; :func:`training_flow` sets its gtol from the labels
+TRAINING_FLOW = FlowSettings(rtol=1e-4, max_time=1e6, max_steps=100_000)
+#: the convergence threshold relative to the labels: gtol = GTOL_SCALE·‖𝒴‖ unless given
+GTOL_SCALE = 1e-5
 
 
 def _single_output(labels, sizes, name):
@@ -169,9 +174,9 @@ class _Objective:
 
 
 @dataclass(frozen=True)
-class TrainedNetworks:
-    """Result of :func:`train`: the final states (b, P) on the backend, the initial body and head draw w₀, and the
-    integrator's :class:`~transfertheory.sim.integrator.FlowResult` (status, time, steps, ‖∇L‖ per network)."""
+class TrainedNetworks(ReportsConvergence):
+    """Result of :func:`train`: the final states (b, P) on the backend, the initial body and head draw w₀, the
+    flow's convergence record (status, t_final, steps, ‖∇L‖ per network) and final training loss per network."""
 
     method: str
     shape: NetworkShape
@@ -179,7 +184,8 @@ class TrainedNetworks:
     state: object
     body0: object
     head0: object
-    flow: object
+    convergence: Convergence
+    loss: np.ndarray
 
     @property
     def body(self):
@@ -191,13 +197,23 @@ class TrainedNetworks:
         return self.state[:, self.shape.body_size:].reshape(self.state.shape[0], -1, self.shape.head_size)
 
 
+def training_flow(labels, flow: FlowSettings | None = None, **settings) -> FlowSettings:
+    """The integrator settings of training on ``labels`` (a list of label arrays): ``flow``, or when None
+    :data:`TRAINING_FLOW` with gtol = :data:`GTOL_SCALE`·‖𝒴‖ (convergence relative to the labels' scale); keyword
+    ``settings`` (``rtol``, ``gtol``, ``max_time``, ``max_steps``, …) override it."""
+    if flow is None:
+        flow, settings = TRAINING_FLOW, {"gtol": GTOL_SCALE * float(np.linalg.norm(np.vstack(labels))), **settings}
+    return flow.updated(**settings)
+
+
 @guarded_entry_point
-def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0.0, rtol=1e-4, gtol=None,
-          max_time=1e6, max_steps=100_000, max_memory=None) -> TrainedNetworks:
+def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0.0, flow: FlowSettings | None = None,
+          max_memory=None, **settings) -> TrainedNetworks:
     """Gradient flow of MTL or ANIL (module docstring) for every network of ``body0`` (R, P_body) / ``head0``
     (R, h + 1) (backend arrays) on the training tasks (lists of host arrays (nᵢ, d), (nᵢ, 1)).
 
-    ``gtol`` (default 10⁻⁵·‖𝒴‖): convergence when ‖∇L‖ ≤ gtol; the status of every network is in ``flow``.
+    ``flow``, ``settings``: the integrator's settings (:func:`training_flow`: by default :data:`TRAINING_FLOW`
+    with gtol = 10⁻⁵·‖𝒴‖); convergence when ‖∇L‖ ≤ gtol, the status of every network is in ``convergence``.
     ``max_memory``: the memory guard's limit (bytes or ``"64G"``); a flow whose states
     (:func:`~..integrator.flow_state_bytes`, with MTL's one head per task) exceed it is refused.
     """
@@ -209,18 +225,17 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
                  max_memory=max_memory, params={"networks": body0.shape[0], "width": shape.width,
                                                 "depth": shape.depth, "heads": heads})
     xp = get_backend(body0, head0)
-    data = TaskData.from_tasks(tasks, labels, xp)
+    data = TaskData.from_tasks(tasks, labels, xp)  # validates the labels
+    flow = training_flow(labels, flow, **settings)
     offset = outputs(shape, forward(shape, body0, data.x).features, head0)
     objective = _Objective(method, shape, data, lam_tau, offset)
     heads = xp.concatenate([head0] * objective.n_heads, axis=1)
     state = xp.concatenate([body0, heads], axis=1)
-    gtol = 1e-5 * float(np.linalg.norm(np.vstack(labels))) if gtol is None else GTOL.scalar(gtol)
     kernel = dense_stages(objective)
     kernel.spectral_radius = objective.spectral_radius
-    atol = rtol * to_host((state**2).mean(axis=1)) ** 0.5
-    flow = integrate_gradient_flow(objective, state, rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
-                                   max_steps=max_steps, stage_kernel=kernel)
-    return TrainedNetworks(method, shape, lam_tau, flow.y, body0, head0, flow)
+    atol = flow.rtol * to_host((state**2).mean(axis=1)) ** 0.5
+    result = integrate_gradient_flow(objective, state, flow, atol=atol, stage_kernel=kernel)
+    return TrainedNetworks(method, shape, lam_tau, result.y, body0, head0, result.convergence, result.loss)
 
 
 def adapted_predictions(trained: TrainedNetworks, support, support_labels, query, lam_tau_hat, test_head="initial",

@@ -32,7 +32,6 @@ from .experiment import (
     ROW_KEYS,
     STATUSES,
     PretrainedStudents,
-    draw_generator,
     run_transfer_experiment,
     status_counts,
 )
@@ -52,6 +51,6 @@ __all__ = [
     "PretrainResult", "pretrain_source",
     "LinearFlow", "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "linear_transfer_flow",
     "scratch_training", "train_on_samples",
-    "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "draw_generator", "run_transfer_experiment",
+    "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "run_transfer_experiment",
     "status_counts",
 ]

@@ -14,9 +14,17 @@ of the target teacher are drawn and shared by every μ and method (paired compar
 * ``finetune`` — gradient flow of all weights from the pretrained student (optional).
 
 Every risk is exact: E(f − f_t*)² = 2·(population loss) against the target teacher, no test sampling.
-Draws come from ``numpy.random.SeedSequence(seed, spawn_key=key)`` keyed by what they are (teacher index,
-μ, n, instance), so the teachers, ablations, samples and scratch initializations of a grid point do not depend
-on the rest of the grid; the pretraining initializations of one μ are drawn for all teachers at once (key (2, μ)).
+Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed,
+spawn_key=key)``), keyed by what they are, so the teachers, ablations, samples and scratch initializations of a
+grid point do not depend on the rest of the grid (μ enters a key as round(μ·10⁶)):
+
+* ``(0, t)`` — target teacher t (:func:`~transfertheory.theory.relu.random_teacher`);
+* ``(1, μ, t)`` — the neurons teacher t's source drops at μ (:func:`~transfertheory.theory.relu.ablated_teacher`);
+* ``(2, μ)`` — the pretraining initializations of every teacher's student at μ (drawn at once);
+* ``(3, n, t, i)`` — the n target samples of instance i of teacher t;
+* ``(4, n, t, i)`` — the scratch student's initialization of that instance.
+
+(FaF Fig. 4's Gram-matrix probes use key ``(7,)`` of the figure's seed.)
 """
 from __future__ import annotations
 
@@ -31,16 +39,20 @@ from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
+from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
-from .network import LOSS_TOL, M, MAX_TIME, RTOL, network_output, paper_init, target_norm_sq, target_variance
-from .pretraining import pretrain_source, pretraining_memory
-from .target_training import fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples, training_memory
+from ..integrator import FlowSettings
+from ..seeding import generator
+from .network import M, network_output, paper_init, target_norm_sq, target_variance
+from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
+from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
+                              training_memory)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
-           "draw_generator", "status_counts"]
+           "status_counts"]
 
 METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
@@ -60,11 +72,6 @@ def status_counts(statuses) -> str:
     return ", ".join(f"{k} {v}" for k, v in pd.Series(np.asarray(statuses, dtype=str)).value_counts().items())
 
 
-def draw_generator(seed, *key) -> np.random.Generator:
-    """The generator of the draw named ``key`` (ints) under ``seed``: SeedSequence(seed, spawn_key=key)."""
-    return np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=tuple(int(k) for k in key)))
-
-
 @dataclass(frozen=True)
 class _Plan:
     """The validated arguments of :func:`run_transfer_experiment`."""
@@ -79,9 +86,9 @@ class _Plan:
     methods: tuple
     seed: int
     output: str
-    target_flow: dict
-    pretrain_flow: dict
-    linear_max_time: float
+    target_flow: FlowSettings
+    pretrain_flow: FlowSettings
+    linear_flow: FlowSettings  #: the closed-form flow of ``linear``: its budget and stopping rule
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,9 +115,10 @@ def _values(param: P.Param, value, name) -> tuple:
     return tuple(arr.tolist())
 
 
-def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time, rtol,
-          loss_tol, linear_max_time=None) -> _Plan:
-    """Validate the arguments (ValueError naming the parameter and its range)."""
+def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, target_flow, pretrain_flow,
+          linear_flow) -> _Plan:
+    """Validate the arguments (ValueError naming the parameter and its range; the flows' settings are validated
+    records)."""
     m_star = M_STAR.scalar(m_star)
     mus = _values(MU, mus, "mus")
     for mu in mus:
@@ -120,16 +128,10 @@ def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
     if output not in TEACHER_OUTPUTS:
         raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
-    loss_tol = LOSS_TOL.scalar(loss_tol)
-    flow = dict(max_time=MAX_TIME.scalar(max_time), loss_tol=loss_tol)
     return _Plan(d=P.D.scalar(d), m=M.scalar(m), m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values(P.N, ns, "ns")),
                  teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances), methods=methods,
-                 seed=root_seed(seed), output=output,
-                 target_flow=dict(flow, **({} if rtol is None else {"rtol": RTOL.scalar(rtol)})),
-                 pretrain_flow=dict(max_time=MAX_TIME.scalar(pretrain_max_time, "pretrain_max_time"),
-                                    loss_tol=loss_tol),
-                 linear_max_time=flow["max_time"] if linear_max_time is None
-                 else MAX_TIME.scalar(linear_max_time, "linear_max_time"))
+                 seed=root_seed(seed), output=output, target_flow=target_flow, pretrain_flow=pretrain_flow,
+                 linear_flow=linear_flow)
 
 
 def _mu_key(mu) -> int:
@@ -138,7 +140,7 @@ def _mu_key(mu) -> int:
 
 def _teachers(plan: _Plan, xp):
     """Target teachers (T, m*, d), (T, m*), one draw per teacher index (key (0, t))."""
-    drawn = [random_teacher(plan.m_star, plan.d, draw_generator(plan.seed, 0, t), output=plan.output)
+    drawn = [random_teacher(plan.m_star, plan.d, generator(plan.seed, 0, t), output=plan.output)
              for t in range(plan.teachers)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
@@ -146,22 +148,21 @@ def _teachers(plan: _Plan, xp):
 def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
     """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
     import pandas as pd
-    sources = [ablated_teacher(W_t[t], c_t[t], mu, draw_generator(plan.seed, 1, _mu_key(mu), t))
+    sources = [ablated_teacher(W_t[t], c_t[t], mu, generator(plan.seed, 1, _mu_key(mu), t))
                for t in range(plan.teachers)]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
-    pre = pretrain_source(W_s, c_s, plan.m, draw_generator(plan.seed, 2, _mu_key(mu)), **plan.pretrain_flow)
+    pre = pretrain_source(W_s, c_s, plan.m, generator(plan.seed, 2, _mu_key(mu)), flow=plan.pretrain_flow)
     pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
     pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
     table = pd.DataFrame(dict(mu=mu, teacher=np.arange(plan.teachers), loss=pre.loss, initial_loss=pre.initial_loss,
-                              converged=pre.converged, status=pre.status, t_final=pre.t_final, steps=pre.steps,
-                              grad_norm=pre.grad_norm, norm_drift=pre.norm_drift, pperp=pperp,
+                              **convergence_columns(pre.convergence), norm_drift=pre.norm_drift, pperp=pperp,
                               pperp_source=pperp_source))
     return pre, table, PretrainedStudents(*(np.asarray(to_host(a)) for a in (pre.W, pre.c, W_s, c_s)))
 
 
 def _samples(plan: _Plan, W_t, c_t, n, xp):
     """X (T·I, n, d), y (T·I, n): noiseless samples of teacher t for instance i (key (3, n, t, i))."""
-    X = np.stack([draw_generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
+    X = np.stack([generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
                   for t in range(plan.teachers) for i in range(plan.instances)])
     X = to_device(X, xp)
     W_rep, c_rep = (xp.repeat(a, plan.instances, axis=0) for a in (W_t, c_t))
@@ -170,7 +171,7 @@ def _samples(plan: _Plan, W_t, c_t, n, xp):
 
 def _scratch_init(plan: _Plan, n, xp):
     """FaF initialization per (teacher, instance) of size n (key (4, n, t, i))."""
-    drawn = [paper_init(plan.m, plan.d, draw_generator(plan.seed, 4, n, t, i))
+    drawn = [paper_init(plan.m, plan.d, generator(plan.seed, 4, n, t, i))
              for t in range(plan.teachers) for i in range(plan.instances)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
@@ -182,12 +183,11 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
     risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
     count = plan.teachers * plan.instances
     if flow is _EXACT:
-        conv = dict(converged=True, status=_EXACT, t_final=np.nan, steps=0, grad_norm=np.nan, loss=np.nan,
+        conv = dict(convergence_columns(Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan)), loss=np.nan,
                     norm_drift=np.nan)
     else:
-        conv = dict(converged=flow.converged, status=flow.status, t_final=flow.t_final,
-                    steps=getattr(flow, "steps", 0), grad_norm=flow.grad_norm, loss=flow.loss,
-                    norm_drift=getattr(flow, "norm_drift", np.nan))
+        conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift",
+                                                                                              np.nan))
     return pd.DataFrame(dict(
         method=method, mu=mu, n=n, teacher=np.repeat(np.arange(plan.teachers), plan.instances),
         instance=np.tile(np.arange(plan.instances), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
@@ -199,7 +199,7 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
     X, y, W_rep, c_rep = _samples(plan, W_t, c_t, n, xp)
     out = []
     if "scratch" in plan.methods:
-        flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, **plan.target_flow)
+        flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, flow=plan.target_flow)
         out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow,
                       pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
     for mu, (pre, table, _) in pretrained.items():
@@ -207,14 +207,13 @@ def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
         pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
                      pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
         if "linear" in plan.methods:
-            flow = linear_transfer_flow(W_pre, c_pre, X, y, max_time=plan.linear_max_time,
-                                        loss_tol=plan.target_flow["loss_tol"])
+            flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow)
             out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, norms, flow, **pperp))
         if "linear_minnorm" in plan.methods:
             out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, linear_transfer(W_pre, X, y), W_rep, c_rep,
                              norms, _EXACT, **pperp))
         if "finetune" in plan.methods:
-            flow = fine_tuning(W_pre, c_pre, X, y, **plan.target_flow)
+            flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow)
             out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow, **pperp))
     return out
 
@@ -237,8 +236,9 @@ def _memory_estimate(plan: _Plan) -> float:
 
 @guarded_entry_point
 def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
-                            output="ones", max_time=1e3, pretrain_max_time=1e3, rtol=None, loss_tol=1e-6,
-                            linear_max_time=None, backend=None, max_memory=None) -> pd.DataFrame:
+                            output="ones", max_time=None, pretrain_max_time=None, rtol=None, loss_tol=None,
+                            linear_max_time=None, backend=None, max_memory=None, target_flow=TARGET_FLOW,
+                            pretrain_flow=PRETRAIN_FLOW) -> pd.DataFrame:
     r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
 
     Parameters
@@ -256,16 +256,17 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         Root of every draw (a Generator or SeedSequence gives the integer root).
     output : "ones" or "normal"
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
-    max_time, pretrain_max_time : float > 0
-        Flow-time budgets of target training and pretraining (1e3 = FaF's 1e5 iterations at rate 0.01·m).
+    max_time, pretrain_max_time : float > 0 or None
+        Flow-time budgets of target training and pretraining (None: those of ``target_flow`` and
+        ``pretrain_flow``, 1e3 = FaF's 1e5 iterations at rate 0.01·m).
     linear_max_time : float > 0 or None
-        Flow-time budget of ``linear`` (None: ``max_time``). Its flow is solved in closed form, so a budget of
-        1e30 costs no more than 1e3 and lets every flow meet its stopping rule
+        Flow-time budget of ``linear`` (None: target training's). Its flow is solved in closed form, so a budget
+        of 1e30 costs no more than 1e3 and lets every flow meet its stopping rule
         (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
     rtol : float > 0 or None
-        Integrator tolerance of target training (None: :func:`.target_training.train_on_samples`' default).
-    loss_tol : float ≥ 0
-        FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``).
+        Integrator tolerance of target training (None: ``target_flow``'s, 1e-2).
+    loss_tol : float ≥ 0 or None
+        FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``), of every flow (None: the flows' own, 1e-6).
     backend : str or None
         Array backend name (:func:`transfertheory.backend.resolve_backend`).
     max_memory : int, str or None
@@ -273,6 +274,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         peak memory is estimated from the arguments (:func:`_memory_estimate`: O(T·(m + m*)²) for the
         population Grams, O(T·I·m·(d + n)) for target training) and a run above the limit is refused with a
         ValueError before any work.
+    target_flow, pretrain_flow : :class:`~transfertheory.sim.integrator.FlowSettings`
+        The integrator's settings of target training and of pretraining (default
+        :data:`.target_training.TARGET_FLOW`, :data:`.pretraining.PRETRAIN_FLOW`), which the keyword
+        arguments above override.
 
     Returns
     -------
@@ -287,8 +292,12 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         students and their source teachers); ``df.attrs`` also holds the backend and settings.
     """
     import pandas as pd
-    plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, max_time, pretrain_max_time,
-                 rtol, loss_tol, linear_max_time)
+    target_flow = target_flow.updated(max_time=max_time, rtol=rtol, loss_tol=loss_tol)
+    pretrain_flow = pretrain_flow.updated(max_time=pretrain_max_time, loss_tol=loss_tol,
+                                          names={"max_time": "pretrain_max_time"})
+    linear_flow = target_flow.updated(max_time=linear_max_time, names={"max_time": "linear_max_time"})
+    plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, target_flow, pretrain_flow,
+                 linear_flow)
     xp = resolve_backend(backend)
     check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
                  params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),
@@ -300,8 +309,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
     rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, norms, pretrained, xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
-    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow,
-                    pretrain_flow=plan.pretrain_flow,
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow.as_dict(),
+                    pretrain_flow=plan.pretrain_flow.as_dict(),
                     pretrain=pd.concat([p[1] for p in pretrained.values()], ignore_index=True).to_dict("list")
                     if pretrained else {},
                     students={mu: p[2] for mu, p in pretrained.items()})

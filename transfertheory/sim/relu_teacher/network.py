@@ -28,24 +28,24 @@ from ..._validation import Interval, as_generator
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss
 from ...theory.relu.teachers import random_teacher
-from ..integrator import integrate_gradient_flow
+from ..convergence import Convergence, ReportsConvergence
+from ..integrator import SETTING_RANGES, FlowSettings, integrate_gradient_flow
 
 __all__ = ["INIT_OUTPUT_SCALE", "FlowReport", "paper_init", "sphere_flow", "features", "network_output",
-           "feature_kernel", "kernel_distance", "teacher_samples", "target_norm_sq", "target_variance", "M", "MAX_TIME",
-           "GTOL", "LOSS_TOL", "RTOL"]
+           "feature_kernel", "kernel_distance", "teacher_samples", "target_norm_sq", "target_variance", "M",
+           "MAX_TIME"]
 
 INIT_OUTPUT_SCALE = 1e-7  #: FaF App. D.2 output-weight initialization
 
 M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m of the student")
-MAX_TIME = P.Param("max_time", Interval(0, np.inf, "neither"), description="gradient-flow time budget")
-GTOL = P.Param("gtol", Interval(0, np.inf, "neither"), description="convergence threshold on ‖m∇L‖")
-LOSS_TOL = P.Param("loss_tol", Interval(0, np.inf, "left"), description="FaF's stopping rule: loss ≤ loss_tol")
-RTOL = P.Param("rtol", Interval(0, np.inf, "neither"), description="integrator's relative local-error tolerance")
+#: the range of a flow-time budget: the integrator's (:data:`~..integrator.SETTING_RANGES`), for command-line flags
+MAX_TIME = SETTING_RANGES["max_time"]
 
 
-def paper_init(m, d, rng, batch=(), xp=np):
-    """Student at FaF's initialization: rows uniform on S^{d−1} and c = 1e−7 (shapes batch+(m, d), batch+(m,))."""
-    W, c = random_teacher(m, d, rng, batch=batch, xp=xp)
+def paper_init(m, d, rng, batch=()):
+    """Student at FaF's initialization: rows uniform on S^{d−1} and c = 1e−7 (shapes batch+(m, d), batch+(m,)),
+    NumPy arrays (drawn on the host; :func:`transfertheory.backend.to_device` moves them)."""
+    W, c = random_teacher(m, d, rng, batch=batch)
     return W, INIT_OUTPUT_SCALE * c
 
 
@@ -58,34 +58,30 @@ def _unpack(y, m, d):
 
 
 @dataclass(frozen=True)
-class FlowReport:
-    """Trained networks (batch B) and the flow's convergence report (numpy arrays of shape (B,)).
+class FlowReport(ReportsConvergence):
+    """Trained networks (batch B) and the flow's convergence record (numpy arrays of shape (B,)).
 
-    ``converged``: status ``converged`` (‖m∇L‖ ≤ gtol) or ``loss_tol`` (FaF's rule); ``loss`` is the
-    trained loss at the end (the callable's); ``norm_drift`` is max|‖vᵢ‖ − 1| (integration error).
+    ``convergence`` (also read as ``report.converged``, ``.status``, ``.t_final``, ``.steps``, ``.grad_norm``):
+    converged is status ``converged`` (‖m∇L‖ ≤ gtol) or ``loss_tol`` (FaF's rule); ``loss`` is the trained loss
+    at the end (the callable's); ``norm_drift`` is max|‖vᵢ‖ − 1| (integration error).
     """
 
     W: object  #: (B, m, d) rows on the unit sphere
     c: object  #: (B, m)
     loss: np.ndarray
-    converged: np.ndarray
-    status: np.ndarray
-    t_final: np.ndarray
-    steps: np.ndarray
-    grad_norm: np.ndarray
+    convergence: Convergence
     norm_drift: np.ndarray
     evaluations: int
 
 
-def sphere_flow(loss_and_gradients, W0, c0, *, max_time, gtol, loss_tol, rtol, atol=1e-12):
-    r"""Gradient flow dθ/dt = −m∇L of networks (B, m, d) with rows on the sphere (module docstring).
+def sphere_flow(loss_and_gradients, W0, c0, flow: FlowSettings, *, atol=1e-12):
+    r"""Gradient flow dθ/dt = −m∇L of networks (B, m, d) with rows on the sphere (module docstring), at the
+    integrator settings ``flow`` (its ``gtol`` bounds ‖m∇L‖, its ``loss_tol`` is FaF's stopping rule).
 
     ``loss_and_gradients(W, c, rows) -> (loss (b,), grad_W_sphere (b, m, d), grad_c (b, m))`` evaluates
     the trained loss of the instances ``rows`` (an int array into the batch) at rows W on the sphere;
     ``grad_W_sphere`` is the Riemannian gradient (I − ŵᵢŵᵢᵀ)∇_{wᵢ}L.
     """
-    max_time, gtol = MAX_TIME.scalar(max_time), GTOL.scalar(gtol)
-    loss_tol, rtol = LOSS_TOL.scalar(loss_tol), RTOL.scalar(rtol)
     xp = get_backend(W0)
     m, d = W0.shape[1:]
 
@@ -95,12 +91,10 @@ def sphere_flow(loss_and_gradients, W0, c0, *, max_time, gtol, loss_tol, rtol, a
         loss, grad_w, grad_c = loss_and_gradients(V / norms, c, rows)
         return m * _pack(grad_w / norms, grad_c, xp), loss
 
-    result = integrate_gradient_flow(gradient, _pack(W0, c0, xp), rtol=rtol, atol=atol, gtol=gtol, max_time=max_time,
-                                     loss_tol=loss_tol)
+    result = integrate_gradient_flow(gradient, _pack(W0, c0, xp), flow, atol=atol)
     V, c = _unpack(result.y, m, d)
     norms = xp.linalg.norm(V, axis=-1)
-    return FlowReport(W=V / norms[..., None], c=c, loss=result.loss, converged=result.converged,
-                      status=result.status.astype(str), t_final=result.t, steps=result.steps, grad_norm=result.grad_norm,
+    return FlowReport(W=V / norms[..., None], c=c, loss=result.loss, convergence=result.convergence,
                       norm_drift=np.asarray(to_host(xp.max(xp.abs(norms - 1.0), axis=-1))),
                       evaluations=result.evaluations)
 

@@ -13,12 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ...backend import get_backend, to_host
+from ...backend import get_backend, to_device, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
-from ..integrator import flow_state_bytes
+from ..integrator import FlowSettings, flow_state_bytes
 from .network import FlowReport, M, paper_init, sphere_flow
 
-__all__ = ["PretrainResult", "pretrain_source", "pretraining_memory"]
+__all__ = ["PretrainResult", "pretrain_source", "pretraining_memory", "PRETRAIN_FLOW"]
+
+#: the integrator settings of :func:`pretrain_source`: FaF's budget (flow time 1e3 = its 1e5 iterations at rate
+#: 0.01·m) and stopping rule (loss ≤ 1e-6), ‖m∇L‖ ≤ 1e-8, and rtol 1e-3 (at d = 20, m = 200, μ = 0.5 it gives the
+#: losses and kernel distances of an rtol = 1e-5, atol = 1e-12 run to 1e-3 relative, with 4× fewer evaluations)
+PRETRAIN_FLOW = FlowSettings(rtol=1e-3, gtol=1e-8, loss_tol=1e-6, max_time=1e3)
 
 
 @dataclass(frozen=True)
@@ -38,31 +43,31 @@ def pretraining_memory(teachers, m, m_star, d) -> float:
 
 
 @guarded_entry_point
-def pretrain_source(W_star, c_star, m, rng, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-3, atol=1e-6,
-                    max_memory=None):
+def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLOW, atol=1e-6, max_memory=None,
+                    **settings):
     """Students (B, m) from FaF's initialization trained on the exact population loss against teachers (B, m*, d).
 
-    Stops per instance at ‖m∇L‖ ≤ gtol (status ``converged``), loss ≤ ``loss_tol`` (``loss_tol``, FaF's
-    rule) or t = ``max_time`` (flow time; the paper's iterations × 0.01). ``rtol``, ``atol``: the
-    integrator's local error tolerances (at d = 20, m = 200, μ = 0.5, rtol = 1e-3 gives the losses and
-    kernel distances of an rtol = 1e-5, atol = 1e-12 run to 1e-3 relative, with 4× fewer evaluations).
+    ``flow``: the integrator's settings, :data:`PRETRAIN_FLOW` unless given; keyword ``settings`` (``max_time``,
+    ``gtol``, ``loss_tol``, ``rtol``, …) override it. Stops per instance at ‖m∇L‖ ≤ gtol (status ``converged``),
+    loss ≤ ``loss_tol`` (``loss_tol``, FaF's rule) or t = ``max_time`` (flow time; the paper's iterations ×
+    0.01). ``atol``: the integrator's absolute local error tolerance.
     ``max_memory``: the memory guard's limit (bytes or ``"64G"``, :mod:`transfertheory._memory`); pretraining
     whose peak (:func:`pretraining_memory`, O(B·(m + m*)²)) exceeds it is refused before drawing the students.
     """
+    flow = flow.updated(**settings)
     xp = get_backend(W_star)
     B, m_star, d = W_star.shape
     m = M.scalar(m)
     check_memory(pretraining_memory(B, m, m_star, d), what="pretrain_source", xp=xp, max_memory=max_memory,
                  params={"teachers": B, "m": m, "m_star": m_star, "d": d})
-    W0, c0 = paper_init(m, d, rng, batch=(B,), xp=xp)
+    W0, c0 = (to_device(a, xp) for a in paper_init(m, d, rng, batch=(B,)))
 
     def loss_and_gradients(W, c, rows):
         g = population_loss_and_gradients(W, c, W_star[rows], c_star[rows])
         return g.loss, g.grad_W_sphere, g.grad_c
 
-    flow = sphere_flow(loss_and_gradients, W0, c0, max_time=max_time, gtol=gtol, loss_tol=loss_tol, rtol=rtol,
-                       atol=atol)
+    report = sphere_flow(loss_and_gradients, W0, c0, flow, atol=atol)
     initial = np.asarray(to_host(population_loss(W0, c0, W_star, c_star)))
-    return PretrainResult(**{**flow.__dict__, "loss": np.asarray(to_host(population_loss(flow.W, flow.c, W_star,
-                                                                                             c_star)))},
+    return PretrainResult(**{**report.__dict__, "loss": np.asarray(to_host(population_loss(report.W, report.c, W_star,
+                                                                                               c_star)))},
                           initial_loss=initial)

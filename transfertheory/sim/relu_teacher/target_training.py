@@ -35,11 +35,18 @@ import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_device, to_host
-from ..integrator import flow_state_bytes
-from .network import LOSS_TOL, MAX_TIME, FlowReport, M, features, paper_init, sphere_flow
+from ..convergence import Convergence, ReportsConvergence
+from ..integrator import FlowSettings, flow_state_bytes
+from .network import FlowReport, M, features, paper_init, sphere_flow
 
 __all__ = ["training_memory", "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning",
-           "linear_transfer", "linear_transfer_flow", "LinearFlow"]
+           "linear_transfer", "linear_transfer_flow", "LinearFlow", "TARGET_FLOW"]
+
+#: the integrator settings of target training: FaF's budget (flow time 1e3) and stopping rule (loss ≤ 1e-6),
+#: ‖m∇L̂‖ ≤ 1e-8, and rtol 1e-2: the empirical loss has kinks (a ReLU switching at a sample), which limit the
+#: steps by accuracy; at d = 20, m = 200 (n = 100, 400) rtol = 1e-2 needs 13× fewer evaluations than
+#: rtol = 1e-3 and moves the population risk by 0.2% (docs/relu.md)
+TARGET_FLOW = FlowSettings(rtol=1e-2, gtol=1e-8, loss_tol=1e-6, max_time=1e3)
 
 
 def empirical_loss_and_gradients(W, c, X, y):
@@ -73,40 +80,41 @@ def _check_training_memory(what, networks, m, d, n, max_memory):
 
 
 @guarded_entry_point
-def train_on_samples(W0, c0, X, y, *, max_time=1e3, gtol=1e-8, loss_tol=1e-6, rtol=1e-2, atol=1e-5,
-                     max_memory=None) -> FlowReport:
+def train_on_samples(W0, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, atol=1e-5, max_memory=None,
+                     **settings) -> FlowReport:
     """Gradient flow on L̂ of networks (W0 (B, m, d) on the sphere, c0 (B, m)) on their samples X (B, n, d), y (B, n).
 
-    Stops per instance at ‖m∇L̂‖ ≤ gtol, L̂ ≤ ``loss_tol`` (FaF's rule) or flow time ``max_time``;
-    ``FlowReport.loss`` is the final L̂. ``rtol``, ``atol``: the integrator's local error tolerances. The
-    empirical loss has kinks (a ReLU switching at a sample), which limit the steps by accuracy: at d = 20,
-    m = 200 (n = 100, 400) rtol = 1e-2 needs 13× fewer evaluations than rtol = 1e-3 and moves the
-    population risk by 0.2% (docs/relu.md). ``max_memory``: the memory guard's limit (bytes or ``"64G"``,
+    ``flow``: the integrator's settings, :data:`TARGET_FLOW` unless given; keyword ``settings`` (``max_time``,
+    ``gtol``, ``loss_tol``, ``rtol``, …) override it. Stops per instance at ‖m∇L̂‖ ≤ gtol, L̂ ≤ ``loss_tol``
+    (FaF's rule) or flow time ``max_time``; ``FlowReport.loss`` is the final L̂. ``atol``: the integrator's
+    absolute local error tolerance. ``max_memory``: the memory guard's limit (bytes or ``"64G"``,
     :mod:`transfertheory._memory`); a flow whose peak (:func:`training_memory`) exceeds it is refused.
     """
+    flow = flow.updated(**settings)
     _check_training_memory("train_on_samples", W0.shape[0], W0.shape[-2], W0.shape[-1], X.shape[-2], max_memory)
 
     def loss_and_gradients(W, c, rows):
         index = get_backend(X).asarray(rows)
         return empirical_loss_and_gradients(W, c, X[index], y[index])
 
-    return sphere_flow(loss_and_gradients, W0, c0, max_time=max_time, gtol=gtol, loss_tol=loss_tol, rtol=rtol,
-                       atol=atol)
+    return sphere_flow(loss_and_gradients, W0, c0, flow, atol=atol)
 
 
 @guarded_entry_point
-def scratch_training(X, y, m, rng, **flow) -> FlowReport:
-    """Students of width m trained on (X, y) from FaF's initialization (rows on the sphere, c = 1e−7); refused
-    before drawing them when the flow does not fit in memory (``flow["max_memory"]``, :func:`training_memory`)."""
+def scratch_training(X, y, m, rng, **options) -> FlowReport:
+    """Students of width m trained on (X, y) from FaF's initialization (rows on the sphere, c = 1e−7) by
+    :func:`train_on_samples` with ``options``; refused before drawing them when the flow does not fit in memory
+    (``options["max_memory"]``, :func:`training_memory`)."""
     m = M.scalar(m)
-    _check_training_memory("scratch_training", X.shape[0], m, X.shape[-1], X.shape[-2], flow.get("max_memory"))
-    W0, c0 = paper_init(m, X.shape[-1], rng, batch=(X.shape[0],), xp=get_backend(X))
-    return train_on_samples(W0, c0, X, y, **flow)
+    _check_training_memory("scratch_training", X.shape[0], m, X.shape[-1], X.shape[-2], options.get("max_memory"))
+    W0, c0 = (to_device(a, X) for a in paper_init(m, X.shape[-1], rng, batch=(X.shape[0],)))
+    return train_on_samples(W0, c0, X, y, **options)
 
 
-def fine_tuning(W, c, X, y, **flow) -> FlowReport:
-    """Pretrained students (W, c) trained further, all weights, on (X, y)."""
-    return train_on_samples(W, c, X, y, **flow)
+def fine_tuning(W, c, X, y, **options) -> FlowReport:
+    """Pretrained students (W, c) trained further, all weights, on (X, y) (:func:`train_on_samples` with
+    ``options``)."""
+    return train_on_samples(W, c, X, y, **options)
 
 
 def linear_transfer(W, X, y):
@@ -122,27 +130,28 @@ def linear_transfer(W, X, y):
 
 
 @dataclass(frozen=True)
-class LinearFlow:
-    """Output weights c (B, m) after the exact gradient flow on them, and its report (numpy arrays (B,))."""
+class LinearFlow(ReportsConvergence):
+    """Output weights c (B, m) after the exact gradient flow on them, its loss and its convergence record (numpy
+    arrays (B,)): status ``loss_tol`` (L̂ − L̂_min ≤ loss_tol; FaF's rule where L̂_min = 0) or ``max_time``,
+    ``grad_norm`` ‖m ∂L̂/∂c‖ at ``t_final``, ``steps`` 0 (a closed-form solve)."""
 
     c: object
     loss: np.ndarray
-    converged: np.ndarray
-    status: np.ndarray  #: ``loss_tol`` (L̂ − L̂_min ≤ loss_tol; FaF's rule where L̂_min = 0) or ``max_time``
-    t_final: np.ndarray
-    grad_norm: np.ndarray  #: ‖m ∂L̂/∂c‖ at t_final
+    convergence: Convergence
 
 
 _BISECTIONS = 60  # on log t: the stopping time to a relative 2^(−60)·log range
 
 
-def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearFlow:
+def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **settings) -> LinearFlow:
     r"""Exact time-rescaled gradient flow of the output weights on L̂ = (1/2n)‖Φc − y‖², from c0 (per instance).
 
     Φ = σ(XWᵀ)/m (B, n, m), so f = Φc. The flow dc/dt = −m∂L̂/∂c = −(m/n)Φᵀr, r = Φc − y, is linear: with
     the thin SVD Φ = Q diag(s) Vᵀ, the residual's components ρₖ = Qₖᵀr decay as e^{−λₖt}, λₖ = m sₖ²/n, the
     part of r outside range(Φ) stays, and c(t) = c0 − V diag((1 − e^{−λₖt})/sₖ) ρ(0). The flow stops at
-    the first t with L̂(t) − L̂_min ≤ ``loss_tol`` (bisection on log t, L̂(t) is decreasing) or at ``max_time``.
+    the first t with L̂(t) − L̂_min ≤ ``loss_tol`` (bisection on log t, L̂(t) is decreasing) or at ``max_time``,
+    the budget and rule of ``flow`` (:data:`TARGET_FLOW` unless given; keyword ``settings`` override it; its
+    tolerances of a numerical flow are not used).
     Singular values sₖ ≤ eps·max(n, m)·s_max (the cutoff of :func:`linear_transfer`'s least squares) are rounding
     noise of Φ and count as 0: the flow does not move along them (after pretraining, rows that gathered on one
     teacher neuron make such directions, and fitting them would multiply rounding errors by 1/sₖ).
@@ -153,7 +162,8 @@ def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearF
     closed-form, so its cost does not depend on ``max_time``. As t → ∞ from c0 = 0 this is
     :func:`linear_transfer`.
     """
-    max_time, loss_tol = MAX_TIME.scalar(max_time), LOSS_TOL.scalar(loss_tol)
+    flow = flow.updated(**settings)
+    max_time, loss_tol = flow.max_time, flow.loss_tol
     xp = get_backend(W, X)
     n, m = X.shape[-2], W.shape[-2]
     phi = features(W, X) / m  # f = Φc with Φ (B, n, m) including the 1/m
@@ -185,6 +195,6 @@ def linear_transfer_flow(W, c0, X, y, *, max_time=1e3, loss_tol=1e-6) -> LinearF
     c = c0 - (xp.swapaxes(Vt, -1, -2) @ shift[..., None])[..., 0]
     residual = (phi @ c[..., None])[..., 0] - y
     grad = m * (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / n
-    return LinearFlow(c=c, loss=to_host(0.5 * (residual * residual).mean(-1)), converged=stopped,
-                      status=np.where(stopped, "loss_tol", "max_time"), t_final=t,
-                      grad_norm=to_host(xp.linalg.norm(grad, axis=-1)))
+    return LinearFlow(c=c, loss=to_host(0.5 * (residual * residual).mean(-1)),
+                      convergence=Convergence(stopped, np.where(stopped, "loss_tol", "max_time"), t, 0,
+                                              to_host(xp.linalg.norm(grad, axis=-1))))

@@ -70,7 +70,7 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
         Its output weights (batch axes must equal those of ``W_star`` after broadcasting).
     mu : float in [0, 1)
         Fraction of neurons dropped; round(μm*) must leave at least one.
-    rng : int seed >= 0, numpy.random.Generator, SeedSequence or SeededGenerator
+    rng : int seed >= 0, numpy.random.Generator or SeedSequence
         Source of the random subsets (drawn on the host).
     """
     xp = _inputs.xp_of(W_star, c_star)
@@ -89,25 +89,23 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
                           c=xp.take_along_axis(c_b, index, axis=-1), kept=kept)
 
 
-def random_teacher(m_star, d, rng, batch=(), xp=np, output="ones"):
+def random_teacher(m_star, d, rng, batch=(), output="ones"):
     r"""A target teacher of FaF Eq. 20: rows w*ᵢ uniform on S^{d−1}; output weights c*ᵢ = 1 or c*ᵢ ~ N(0, 1).
 
     Parameters
     ----------
     m_star, d : int >= 1
         Teacher width and input dimension.
-    rng : int seed >= 0, numpy.random.Generator, SeedSequence or SeededGenerator
-        Drawn on the host, then placed on the array module ``xp``.
+    rng : int seed >= 0, numpy.random.Generator or SeedSequence
+        Drawn on the host (:func:`transfertheory.backend.to_device` places the result on a device).
     batch : tuple of int
         Leading batch shape (independent teachers).
-    xp : module
-        Array module of the result (NumPy or CuPy).
     output : {"ones", "normal"}
         c*ᵢ = 1 (default; see the module docstring) or independent N(0, 1).
 
     Returns
     -------
-    (W_star, c_star) of shapes batch + (m*, d) and batch + (m*,)
+    (W_star, c_star) of shapes batch + (m*, d) and batch + (m*,), NumPy arrays
     """
     m_star, d = M_STAR.scalar(m_star), P.D.scalar(d)
     batch = tuple(P.N.scalar(b, "batch") for b in batch)
@@ -117,4 +115,4 @@ def random_teacher(m_star, d, rng, batch=(), xp=np, output="ones"):
     W = generator.standard_normal(batch + (m_star, d))
     W /= np.linalg.norm(W, axis=-1, keepdims=True)
     c = generator.standard_normal(batch + (m_star,)) if output == "normal" else np.ones(batch + (m_star,))
-    return to_device(W, xp), to_device(c, xp)
+    return W, c
