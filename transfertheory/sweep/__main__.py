@@ -46,7 +46,8 @@ def build_parser():
     run = sub.add_parser("run", help="compute the points of a sweep the store lacks")
     run.add_argument("sweep", metavar="NAME_OR_TOML", help="a named sweep (see list) or a TOML spec file")
     run.add_argument("--store", required=True, metavar="DIR", help="the store directory (created if absent)")
-    run.add_argument("--profile", metavar="PROFILE", help="the spec's profile: quick or paper (named sweeps: quick)")
+    run.add_argument("--profile", metavar="PROFILE", help="the spec's profile, e.g. quick or paper (named sweeps: quick by default; `list` names each "
+                     "one's profiles)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="fix a parameter (replaces an axis); VALUE is a TOML value, e.g. 0.5 or [1, 2]")
     run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
