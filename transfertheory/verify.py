@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import random
 import sys
 import time
@@ -89,6 +90,21 @@ def _run_claim(task):
 
     claim_id, profile, explore, seed = task
     return replace(claims.run(claim_id, profile, explore=explore, seed=seed), claim=claim_id)
+
+
+def _previous_seconds(json_path, claim_ids, profile):
+    """Each claim's ``seconds`` in an earlier ``--json`` record of ``profile`` at ``json_path`` (inf where the record,
+    or the claim in it, is missing): the costs with which the workers start the longest claims first."""
+    records = []
+    if json_path:
+        try:
+            with open(json_path, encoding="utf-8") as record:
+                records = json.load(record)
+        except (OSError, ValueError):
+            records = []
+    records = records if isinstance(records, list) else []
+    seconds = {r.get("claim"): r.get("seconds") for r in records if isinstance(r, dict) and r.get("profile") == profile}
+    return [s if isinstance(s, (int, float)) else math.inf for s in map(seconds.get, claim_ids)]
 
 
 def _write(records, json_path, csv_path):
@@ -158,8 +174,9 @@ def main(argv=None):
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
     workers = args.workers or 1
+    costs = _previous_seconds(args.json, [claim.id for claim in selected], args.profile)  # the longest start first
     results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in selected],
-                                     workers)
+                                     workers, costs)
     with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
               disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
         _emit(bar, table.header())
