@@ -11,8 +11,8 @@ at N fresh random points; a failing point is printed with a one-line command tha
 docs/verify.md.
 
 ``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
-simulators' array backend. ``--workers N`` runs the claims in N worker processes (default 1;
-:func:`transfertheory.cli_support.in_workers`): every claim's points and seeds are fixed by its id, so the table is
+simulators' array backend. ``--workers N`` runs the claims in N worker processes (default one per
+core, :func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`): every claim's points and seeds are fixed by its id, so the table is
 the serial run's, row for row and in its order.
 
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
@@ -173,7 +173,7 @@ def main(argv=None):
     outcomes, records, start = [], [], time.perf_counter()
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
-    workers = args.workers or 1
+    workers = cli_support.worker_count(args.workers, len(selected))
     costs = _previous_seconds(args.json, [claim.id for claim in selected], args.profile)  # the longest start first
     results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in selected],
                                      workers, costs)

@@ -71,16 +71,29 @@ def ridge_head(H, y, ridge):
     return xp.linalg.solve(_normal_matrix(H, ridge), (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
 
 
+def _sum_of_products(pairs):
+    """Σ a·b over ``pairs`` (a, b) added left to right, or None when there are none (no addition of a zero)."""
+    total = None
+    for a, b in pairs:
+        total = a * b if total is None else total + a * b
+    return total
+
+
+def _minus(value, total):
+    """``value − total``, or ``value`` itself when ``total`` is None (an empty sum)."""
+    return value if total is None else value - total
+
+
 def _cholesky(normal):
     """Lower Cholesky factor of symmetric positive definite m × m matrices given as ``normal[i][j]`` (j ≤ i)
     arrays of one shape (one matrix per entry position); m Python-level steps, batched over the arrays."""
     m = len(normal)
     factor = [[None] * m for _ in range(m)]
     for j in range(m):
-        pivot = normal[j][j] - sum(factor[j][p] * factor[j][p] for p in range(j))
-        factor[j][j] = pivot ** 0.5
+        factor[j][j] = _minus(normal[j][j], _sum_of_products((factor[j][p], factor[j][p]) for p in range(j))) ** 0.5
         for i in range(j + 1, m):
-            factor[i][j] = (normal[i][j] - sum(factor[i][p] * factor[j][p] for p in range(j))) / factor[j][j]
+            factor[i][j] = _minus(normal[i][j], _sum_of_products((factor[i][p], factor[j][p]) for p in range(j))
+                                  ) / factor[j][j]
     return factor
 
 
@@ -89,10 +102,10 @@ def _cholesky_solve(factor, rhs):
     m = len(factor)
     w = []
     for i in range(m):
-        w.append((rhs[i] - sum(factor[i][p] * w[p] for p in range(i))) / factor[i][i])
+        w.append(_minus(rhs[i], _sum_of_products((factor[i][p], w[p]) for p in range(i))) / factor[i][i])
     x = [None] * m
     for i in reversed(range(m)):
-        x[i] = (w[i] - sum(factor[p][i] * x[p] for p in range(i + 1, m))) / factor[i][i]
+        x[i] = _minus(w[i], _sum_of_products((factor[p][i], x[p]) for p in range(i + 1, m))) / factor[i][i]
     return x
 
 
@@ -109,10 +122,9 @@ def _validation_terms(H_tr, y_tr, H_v, y_v, ridge, grad, n_train=None, n_val=Non
     m = H_tr.shape[0]
     n_tr = H_tr.shape[2] if n_train is None else n_train
     n_val = H_v.shape[2] if n_val is None else n_val
-    normal = [[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)] + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge]
-              for i in range(m)]
-    factor = _cholesky(normal)
-    head = xp.stack(_cholesky_solve(factor, [(H_tr[i] * y_tr).sum(axis=1) for i in range(m)]))  # (m, S, b)
+    factor = _cholesky([[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)]
+                        + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge] for i in range(m)])
+    head = xp.stack(_cholesky_solve(factor, list((H_tr * y_tr).sum(axis=2))))  # (m, S, b)
     r_v = (H_v * head[:, :, None]).sum(axis=0) - y_v  # (S, n_v, b)
     loss = (r_v * r_v).sum(axis=1).mean(axis=0) / n_val
     if not grad:
