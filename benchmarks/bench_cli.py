@@ -6,8 +6,11 @@ system CPU seconds, ``resource.getrusage(RUSAGE_CHILDREN)``) and by the wall clo
 run in turn (A B A B …) ``--repeats`` times and the medians are printed, with the machine line (cores, 1-minute
 load average before and after, the BLAS threads the command lines use, git commit). Three comparisons:
 
-* **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, the figure modules'
-  own CLIs) and ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder);
+* **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, ``sweep``,
+  and the retired figure entry points, which answer with one line and exit 2) and
+  ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder); with ``--before DIR`` (an
+  unpacked earlier version of the repository, e.g. ``git archive REV | tar -x -C DIR``) each command also runs
+  there, in turn with this one, for a paired before/after comparison;
 * **BLAS threads** (``--threads-figure NAME``) — one figure's build in a child process under 1 BLAS thread
   against one per core (:func:`transfertheory.threads.blas_threads`), the choice behind
   :data:`transfertheory.threads.SERIAL_THREADS`;
@@ -21,6 +24,7 @@ Examples::
     python benchmarks/bench_cli.py                                  # start-up of every command line
     python benchmarks/bench_cli.py --threads-figure mtl_fig1 --workers-claims merlin --repeats 3
     python benchmarks/bench_cli.py --quick                          # smoke run (one repeat, no verdict)
+    python benchmarks/bench_cli.py --before /tmp/before --repeats 5  # paired against an earlier version
 
 Exit status: 0 on success, 1 when a timed command fails (one line: the command and its last line of
 stderr), 2 on a usage error (argparse), 130 on Ctrl-C.
@@ -45,10 +49,11 @@ from transfertheory.params import Param
 EXIT_FAILED = 1
 REPEATS = Param("repeats", Interval(1, 100, "both"), integer=True, description="timed repetitions")
 ROOT = Path(__file__).resolve().parent.parent
-#: every command line of the package (``python -m MODULE``)
-CLIS = ("transfertheory.verify", "transfertheory.figures", "transfertheory.phase_diagram",
-        "transfertheory.figures.faf_fig2", "transfertheory.figures.faf_fig4", "transfertheory.figures.faf_fig5",
-        "transfertheory.figures.faf_fig6", "transfertheory.figures.faf_fig7")
+#: every command line of the package (``python -m MODULE``) and the exit status of its ``--help`` (the retired
+#: figure entry points answer with one line naming the command that replaced them, and exit 2)
+CLIS = {"transfertheory.verify": 0, "transfertheory.figures": 0, "transfertheory.phase_diagram": 0,
+        "transfertheory.sweep": 0, "transfertheory.figures.faf_fig2": 2, "transfertheory.figures.faf_fig4": 2,
+        "transfertheory.figures.faf_fig5": 2, "transfertheory.figures.faf_fig6": 2, "transfertheory.figures.faf_fig7": 2}
 #: a figure build under a given number of BLAS threads, in a fresh process (argv: figure name, threads)
 BUILD_UNDER_THREADS = """
 import sys
@@ -63,14 +68,16 @@ with blas_threads(int(sys.argv[2])):
 BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def run_child(label, argv):
-    """(CPU seconds, wall seconds) of one run of ``argv`` (called ``label``) as a child process, without the BLAS
-    variables (as a user runs it: the package's policy sets the threads); its output is discarded."""
+def run_child(label, argv, root=ROOT, code=0):
+    """(CPU seconds, wall seconds) of one run of ``argv`` (called ``label``) as a child process in the repository
+    ``root`` (the package imported from there), without the BLAS variables (as a user runs it: the package's policy
+    sets the threads); its output is discarded, and an exit status other than ``code`` is an error."""
     env = {key: value for key, value in os.environ.items() if key not in BLAS_VARIABLES}
+    env["PYTHONPATH"] = str(root)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    if done.returncode != 0:
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=root, env=env)
+    if done.returncode != code:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise cli_support.CommandLineError(f"{label} exited with {done.returncode}: {last}", EXIT_FAILED)
     wall = time.perf_counter() - start
@@ -79,11 +86,12 @@ def run_child(label, argv):
 
 
 def compare(commands, repeats):
-    """{label: (median CPU s, median wall s)} of ``commands`` ({label: argv}), run in turn ``repeats`` times."""
+    """{label: (median CPU s, median wall s)} of ``commands`` ({label: argv, or (argv, root, exit status)}), run in
+    turn ``repeats`` times."""
     runs = {label: [] for label in commands}
     for _ in range(repeats):
-        for label, argv in commands.items():
-            runs[label].append(run_child(label, argv))
+        for label, command in commands.items():
+            runs[label].append(run_child(label, *(command if isinstance(command, tuple) else (command,))))
     return {label: (statistics.median(c for c, _ in r), statistics.median(w for _, w in r))
             for label, r in runs.items()}
 
@@ -110,7 +118,24 @@ def build_parser():
     parser.add_argument("--workers-claims", metavar="PATTERN", help="compare verify -k PATTERN with 1 worker and "
                         "with 2 … cores workers")
     parser.add_argument("--quick", action="store_true", help="smoke run: one repeat, two command lines")
+    parser.add_argument("--before", metavar="DIR", help="an unpacked earlier version of the repository: run every "
+                        "start-up command there too, in turn with this one (paired before/after)")
     return parser
+
+
+def startup_commands(out, quick=False, before=None):
+    """The start-up comparison: {label: (argv, repository, exit status)}, each also in ``before`` if given."""
+    python = [sys.executable, "-m"]
+    modules = list(CLIS)[:2 if quick else None]
+    commands = {f"{module} --help": ([*python, module, "--help"], CLIS[module]) for module in modules}
+    commands["transfertheory.phase_diagram --noise 0.2"] = (
+        [*python, "transfertheory.phase_diagram", "--noise", "0.2", "--out", out], 0)
+    paired = {}
+    for label, (argv, code) in commands.items():
+        paired[label] = (argv, ROOT, code)
+        if before is not None:
+            paired[f"{label} (before)"] = (argv, Path(before).resolve(), code)
+    return paired
 
 
 @cli_support.entry_point
@@ -125,11 +150,10 @@ def main(argv=None):
     repeats = 1 if args.quick else args.repeats
     python = [sys.executable, "-m"]
     print(machine_line())
+    if args.before is not None and not (Path(args.before) / "transfertheory").is_dir():
+        parser.error(f"--before: {args.before} holds no transfertheory package")
     with tempfile.TemporaryDirectory() as out:
-        commands = {f"{module} --help": [*python, module, "--help"] for module in CLIS[:2 if args.quick else None]}
-        commands["transfertheory.phase_diagram --noise 0.2"] = [*python, "transfertheory.phase_diagram", "--noise",
-                                                                "0.2", "--out", out]
-        _print(f"start-up, median of {repeats}", compare(commands, repeats))
+        _print(f"start-up, median of {repeats}", compare(startup_commands(out, args.quick, args.before), repeats))
     if args.threads_figure:
         commands = {f"{args.threads_figure} build, {n} BLAS thread(s)":
                     [sys.executable, "-c", BUILD_UNDER_THREADS, args.threads_figure, str(n)]

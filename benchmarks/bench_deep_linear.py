@@ -64,7 +64,6 @@ import io
 import math
 import platform
 import pstats
-import time
 
 import numpy as np
 import pandas as pd
@@ -441,13 +440,23 @@ def main(argv=None) -> int:
         rows += base_rows
     print("running simulator ...", flush=True)
     _, times["simulator_cold"] = run_simulator(xp, None, **sim_kwargs)  # first run: imports, tables, allocator
-    walls = [run_simulator(xp, None, **sim_kwargs)[1] for _ in range(args.repeat)]
+    # alternating with the same runs without the early verdict (the previous behaviour: every unconverged
+    # flow integrated to max_time), paired
+    walls, walls_without, without = [], [], None
+    for _ in range(args.repeat):
+        walls.append(run_simulator(xp, None, **sim_kwargs)[1])
+        without, seconds = run_simulator(xp, None, early_verdict=False, **sim_kwargs)
+        walls_without.append(seconds)
     times["simulator"] = float(np.median(walls))
+    times["simulator_without_verdict"] = float(np.median(walls_without))
+    times["verdict_paired_ratio"] = float(np.median(np.array(walls_without) / np.array(walls)))
+    times["without_verdict_df"] = without
     timer = PhaseTimer(xp)  # one more, instrumented run for the breakdown (its wall time is not reported)
     sim_df, _ = run_simulator(xp, timer, **sim_kwargs)
     times["per_evaluation"], times["mean_batch"] = per_evaluation(timer)
     times["floor"] = matvec_floor(d, round(times["mean_batch"]), xp)
     times["evaluations"] = sim_df.attrs["integrator"]["evaluations"]
+    times["with_verdict_df"] = sim_df
     beta_s, _, _ = task_vectors(d, np.array([args.theta]), args.seed)
     same = "beta_s" in sim_df.attrs and np.allclose(sim_df.attrs["beta_s"], beta_s)
     print(f"identical task vectors and draw seeds in both implementations: {'yes' if same else 'NO (same law only)'}")

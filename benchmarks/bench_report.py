@@ -143,6 +143,8 @@ def _print_wall_times(summary, times, timer, args, steps):
     verdict = ("smoke run: sizes too small for a speed verdict" if args.quick
                else f"target >= 60x: {'met' if tb / ts >= 60 else 'NOT met'}")
     print(f"ratio baseline/simulator: {tb / ts:.1f}x  ({verdict})")
+    if "simulator_without_verdict" in times:
+        _print_verdict_pairs(times, tb)
     floor, cost = times["floor"], times["per_evaluation"]
     print(f"per instance-evaluation: {1e6 * ts / times['evaluations']:.2f} µs for the whole run ({times['evaluations']} "
           f"evaluations), {1e6 * cost:.2f} µs in the target flows; floor (the two d×d matrix–vector products alone, "
@@ -167,6 +169,20 @@ def _print_wall_times(summary, times, timer, args, steps):
               f"evaluations ({1e3 * sim_t / sim_evals:.4f} ms each): ratio {base_t / sim_t:.1f}x = "
               f"{base_evals / sim_evals:.2f} (fewer evaluations) x {(base_t / base_evals) / (sim_t / sim_evals):.2f} "
               "(cheaper evaluation)")
+
+
+def _print_verdict_pairs(times, baseline_seconds):
+    """The simulator without the early verdict (every unconverged flow to max_time), timed alternately with
+    it, and the check that the verdict stopped only rows that do not converge without it."""
+    tw, with_df, without_df = times["simulator_without_verdict"], times["with_verdict_df"], times["without_verdict_df"]
+    stopped = (with_df.status == "unreachable").to_numpy()
+    same_converged = bool((with_df.converged.to_numpy() == without_df.converged.to_numpy()).all())
+    only_max_time = bool((without_df.status.to_numpy()[stopped] == "max_time").all())
+    print(f"without the early verdict: {tw:8.2f} s (median, runs alternating with the above), ratio "
+          f"baseline/simulator {baseline_seconds / tw:.1f}x; paired time ratio without/with the verdict "
+          f"{times['verdict_paired_ratio']:.2f}; {int(stopped.sum())} rows stopped as unreachable, all of them "
+          f"max_time without the verdict: {'yes' if only_max_time else 'NO'}; the same rows converge with and "
+          f"without: {'yes' if same_converged else 'NO'}")
 
 
 def _print_breakdown(times, sim_df, timer):

@@ -7,6 +7,7 @@ kernel in ``...training``); :func:`run_simulator` times one ``run_transfer_exper
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
 
@@ -148,14 +149,22 @@ class PhaseTimer:
         return 0.0, n_budget
 
 
-def run_simulator(xp, timer=None, **kwargs):
-    """(DataFrame, seconds by :func:`bench_clock`) of one ``run_transfer_experiment(**kwargs)``."""
+def run_simulator(xp, timer=None, early_verdict=True, **kwargs):
+    """(DataFrame, seconds by :func:`bench_clock`) of one ``run_transfer_experiment(**kwargs)``;
+    ``early_verdict=False`` runs the target flows without the early verdict (``train(..., early_verdict=False)``:
+    every flow that does not converge is integrated to ``max_time``, the previous behaviour)."""
     clock = bench_clock(xp)
-    t0 = clock()
-    if timer is None:
-        df = run_transfer_experiment(**kwargs)
-    else:
-        with timer:
+    original = _experiment.train
+    if not early_verdict:
+        _experiment.train = functools.partial(original, early_verdict=False)
+    try:
+        t0 = clock()
+        if timer is None:
             df = run_transfer_experiment(**kwargs)
-    sync(xp)
-    return df, clock() - t0
+        else:
+            with timer:
+                df = run_transfer_experiment(**kwargs)
+        sync(xp)
+        return df, clock() - t0
+    finally:
+        _experiment.train = original

@@ -231,12 +231,13 @@ def test_every_instance_converged_and_reports_diagnostics(experiment):
 
 def test_near_gamma_one_is_reported_unconverged():
     # n = d: the smallest eigenvalue of XXᵀ/n is ~1/d², so gradient flow cannot reach its
-    # limit (whose exact risk is +∞) within the budget; the rows must say so.
+    # limit (whose exact risk is +∞) within the budget; the rows must say so — at the budget (max_time) or
+    # earlier, where the early verdict proves that they cannot converge in time (unreachable).
     df = run_transfer_experiment(16, [1.0], [0.5], 0.2, 3, methods=("scratch", "finetune"), max_time=30.0,
                                  seed=2, backend="numpy", progress=False)
     assert not df.converged.any()
-    assert (df.status == "max_time").all() and np.allclose(df.t_final, 30.0)
-    assert (df.grad_norm > 1e-6).all()
+    assert df.status.isin(["max_time", "unreachable"]).all() and (df.t_final <= 30.0).all()
+    assert np.allclose(df.t_final[df.status == "max_time"], 30.0) and (df.grad_norm > 1e-6).all()
 
 
 def test_deterministic_and_independent_of_chunking(array_backend):

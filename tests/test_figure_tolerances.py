@@ -1,14 +1,16 @@
 """A figure's headline numbers do not move when its integrator tolerances are tightened 10× (the helper of
-tests/tolerance_stability.py): ``merlin_fig`` at a reduced size by default, at its quick profile with ``-m slow``."""
+tests/tolerance_stability.py): ``merlin_fig`` and ``faf_fig4`` at a reduced size by default, at their quick profiles
+with ``-m slow``."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from tolerance_stability import assert_stable_under_tightened_tolerances, tolerance_shifts
 
-from transfertheory.figures import merlin_fig
+from transfertheory.figures import faf_fig4, merlin_fig
 from transfertheory.sim.merlin import STUDY_TOLERANCES
 
 
@@ -51,3 +53,42 @@ def test_merlin_fig_headline_is_stable_under_tightened_tolerances_quick_profile(
     """≈ 300 s on the 2-core machine at a load of 3–11."""
     headline = merlin_headline(**merlin_fig.FIGURE.profiles["quick"])
     assert_stable_under_tightened_tolerances(headline, **STUDY_TOLERANCES)
+
+
+def faf_fig4_headline(**size):
+    """``headline(rtol, gtol)`` for :func:`tolerance_shifts` of FaF Fig. 4: ``gtol`` is the scratch flows' stopping
+    rule (FaF's loss ≤ loss_tol, 1e-6 in the figure; their gradient criterion is never the one that stops them),
+    ``rtol`` their integrator tolerance; the flow-time budget is scaled with the rule. The numbers: panel (e)'s transferability at every (μ, n) (mean ± clustered
+    SE, whose sign the figure reads), the scratch risk of panel (c) at every n, and the finite-n boundary ± SE."""
+    def headline(rtol, gtol):
+        # the budget is not a tolerance: it grows with the rule, so that the tightened flows meet it too
+        budget = size["max_time"] * FAF_FIG4_TOLERANCES["gtol"] / gtol
+        out = faf_fig4.build(**{**size, "max_time": budget}, backend="numpy", rtol=rtol, loss_tol=gtol)
+        grid, boundary = out.data, out.extra[0][1]
+        assert (grid.converged_scratch == 1).all()  # every flow met the (tightened) rule: nothing left out
+        numbers = {f"transferability mu={r.mu:g} n={r.n}": (r.transferability, r.transferability_se)
+                   for r in grid.itertuples()}
+        numbers.update({f"scratch risk n={r.n}": (r.scratch_risk, r.scratch_risk_se)
+                        for r in grid[grid.mu == grid.mu.min()].itertuples()})
+        numbers.update({f"finite-n n_c mu={r.mu:g}": (r.n_c_finite, r.n_c_finite_se) for r in boundary.itertuples()
+                        if np.isfinite(r.n_c_finite)})
+        return numbers
+    return headline
+
+
+#: the scratch flows' integrator tolerance (train_on_samples' default) and FaF's loss rule, as the figure runs them
+FAF_FIG4_TOLERANCES = dict(rtol=1e-2, gtol=1e-6)
+
+
+def test_faf_fig4_headline_is_stable_under_tightened_tolerances_reduced():
+    """The quick profile's d, m, m*, budgets and μ = 0.125 at 2 teachers × 2 data sets and 4 n ≤ 40 (where the
+    tightened rule is met within 10× the budget; 26 s CPU, largest shift 0.5 SE)."""
+    size = dict(faf_fig4.FIGURE.profiles["quick"], mus=(0.125,), ns=(20, 24, 32, 40), teachers=2, instances=2)
+    assert_stable_under_tightened_tolerances(faf_fig4_headline(**size), **FAF_FIG4_TOLERANCES)
+
+
+@pytest.mark.slow
+def test_faf_fig4_headline_is_stable_under_tightened_tolerances_quick_profile():
+    """The committed quick profile (194 s CPU; largest shift 1.01 SE, docs/relu.md)."""
+    headline = faf_fig4_headline(**faf_fig4.FIGURE.profiles["quick"])
+    assert_stable_under_tightened_tolerances(headline, **FAF_FIG4_TOLERANCES)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from figure_checks import assert_no_legend_over_data, legend_collisions
-from transfertheory.figures.marks import annotate_convergence, convergence_text, legend_outside
+from transfertheory.figures.marks import annotate_convergence, below_drops, convergence_text, legend_outside
 from transfertheory.figures.output import use_agg
 
 
@@ -53,6 +53,21 @@ def test_legend_outside_leaves_the_data_visible(plt, side):
         assert box.x0 >= axes_box.x1
     else:
         assert box.y1 <= ax.xaxis.label.get_window_extent().y0
+
+
+def test_below_drops_measure_in_one_layout_what_a_full_draw_of_each_axes_measures(plt):
+    """The drop under each axes (tick labels, rotated or two-line x labels) from one draw that renders nothing
+    equals the drop after a full render, so a legend placed with it lands on the same pixel."""
+    fig, axes = plt.subplots(1, 3, figsize=(9, 3))
+    for k, ax in enumerate(axes):
+        ax.plot([0, 10 ** k], [0, 1], label="line")
+        ax.set_xlabel("two\nlines" if k == 1 else "x")
+        ax.tick_params(axis="x", labelrotation=45 * (k == 2))
+    drops = below_drops(*axes)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert drops == [ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0 for ax in axes]
+    assert drops[1] > drops[0] and drops[2] > drops[0] > 0
 
 
 def test_legend_outside_refuses_an_unknown_side(plt):

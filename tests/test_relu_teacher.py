@@ -387,3 +387,45 @@ def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     res = pretrain_source(cupy.asarray(source.W), cupy.asarray(source.c), 1000, 4, max_time=10.0)
     print(f"paper-size pretraining to t = 10 on the GPU: {time.perf_counter() - start:.1f} s, steps {res.steps}")
     assert np.all(res.loss < res.initial_loss)
+
+
+def _boundary_row(sim, lo, hi, finite, finite_se, paper=118.0, paper_se=7.0):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(n_sign_linear=sim, n_sign_linear_lo=lo, n_sign_linear_hi=hi, n_c_finite=finite,
+                           n_c_finite_se=finite_se, n_c=paper, n_c_se=paper_se)
+
+
+@pytest.mark.parametrize("row, converged, passes", [
+    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 234, True),  # the mid sweep's μ = 0.25
+    (_boundary_row(120.0, 115.0, 125.0, 68.3, 5.0), 234, False),  # a sharp sign change far above the finite-n n_c
+    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 220, False),  # 94 % of the scratch flows converged
+    (_boundary_row(np.nan, 256.0, 256.0, 68.3, 17.0), 234, False),  # no sign change in the n range
+    (_boundary_row(72.2, 36.0, 88.3, np.nan, np.nan), 234, False),  # the finite-n theory: negative everywhere
+])
+def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
+    from transfertheory.claims.faf_relu_sim import boundary_agreement
+
+    result = boundary_agreement(row, converged, 234)
+    assert result.passed is passes, result.detail
+
+
+def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
+    """The claim's boundary (its own code, below the figures) is the figure's boundary-table row on the same draws."""
+    from transfertheory.claims.faf_relu_sim import BOUNDARY_BUDGETS, boundary_location
+    from transfertheory.figures import faf_fig4
+    from transfertheory.sim.relu_teacher import run_transfer_experiment
+
+    size = dict(d=4, m=6, m_star=4, teachers=2, instances=2)
+    ns = (8, 10, 12, 16, 24)
+    location = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
+    df = run_transfer_experiment(size["d"], size["m"], size["m_star"], [0.25], ns, teachers=size["teachers"],
+                                 instances=size["instances"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
+                                 backend="numpy", **BOUNDARY_BUDGETS)
+    row = faf_fig4.summarize(df, 3)[1].iloc[0]
+    for name in ("n_sign_linear", "n_sign_linear_lo", "n_sign_linear_hi", "n_c_finite", "n_c_finite_se", "n_c",
+                 "n_c_se", "pretrain_status"):
+        expected = getattr(row, name)
+        assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
+    scratch = df[df.method == "scratch"]
+    assert (location.scratch_converged, location.scratch_total) == (int(scratch.converged.sum()), len(scratch))

@@ -225,7 +225,7 @@ def test_every_named_sweep_has_valid_quick_and_paper_profiles(name):
 
 
 def test_interrupt_exits_130_and_keeps_completed_points(toy, tmp_path, monkeypatch, capsys):
-    import transfertheory.sweep.__main__ as cli
+    import transfertheory.sweep.engine as cli  # the command line imports run_sweep from it when it runs
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -236,7 +236,7 @@ def test_interrupt_exits_130_and_keeps_completed_points(toy, tmp_path, monkeypat
 
 def test_the_backend_variable_is_checked_like_every_command_line_before_anything_runs(tmp_path, capsys,
                                                                                       monkeypatch):
-    import transfertheory.sweep.__main__ as cli
+    import transfertheory.sweep.engine as cli
 
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
     monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("a point ran"))
@@ -247,14 +247,14 @@ def test_the_backend_variable_is_checked_like_every_command_line_before_anything
 
 
 def test_unwritable_store_and_table_out_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
-    import transfertheory.sweep.__main__ as cli
+    import transfertheory.sweep.engine as cli
 
     monkeypatch.setattr(cli, "run_sweep", lambda *a, **k: pytest.fail("a point ran"))
     afile = tmp_path / "afile"
     afile.write_text("x")
     assert main(["run", "faf_fig1", "--store", str(afile)]) == 2
     assert "cannot write --store" in capsys.readouterr().err
-    monkeypatch.setattr(cli.Store, "table", lambda self: pytest.fail("the store was read"))
+    monkeypatch.setattr(Store, "table", lambda self: pytest.fail("the store was read"))
     (tmp_path / "store").mkdir()
     (tmp_path / "folder.csv").mkdir()
     for out in (tmp_path / "folder.csv", afile / "t.csv"):  # a folder; under a file
@@ -263,7 +263,7 @@ def test_unwritable_store_and_table_out_are_refused_before_any_work(tmp_path, ca
 
 
 def test_a_point_refused_by_the_memory_guard_is_exit_4_in_one_line(tmp_path, capsys, monkeypatch):
-    import transfertheory.sweep.__main__ as cli
+    import transfertheory.sweep.engine as cli
     from transfertheory._memory import MemoryLimitError
 
     def refused(*args, **kwargs):

@@ -174,6 +174,8 @@ def resolve_backend(name: str | None = None):
 def _device_backend(array) -> ArrayBackend | None:
     """The device backend owning ``array``, or None for host objects (NumPy arrays, scalars, None)."""
     kind = type(array)
+    if kind is np.ndarray:  # the common case first: a plain NumPy array is a host array
+        return None
     for record in _REGISTERED.values():
         if issubclass(kind, record.array_type):
             return record

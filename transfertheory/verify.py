@@ -11,14 +11,22 @@ at N fresh random points; a failing point is printed with a one-line command tha
 docs/verify.md.
 
 ``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
-simulators' array backend. ``--workers N`` runs the claims in N worker processes (default one per
-core, :func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`): every claim's points and seeds are fixed by its id, so the table is
-the serial run's, row for row and in its order.
+simulators' array backend. ``--workers N`` runs the claims in N worker processes (default one per core,
+:func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`): every claim's points
+and seeds are fixed by its id, so the table is the serial run's, row for row and in its order.
+
+With ``--paper`` (or ``--store DIR`` in any profile, or ``--scheduler ADDRESS``) the points of the simulation and
+Monte Carlo claims run through the sweep engine (:mod:`transfertheory.claims.sweep_points`): one stored point per
+claim point, in ``--store`` (default: under the cache directory,
+:func:`transfertheory.sweep.runner.default_store`), on ``--workers N`` local processes (default: the cores) or the
+Dask cluster at ``--scheduler``; a rerun recomputes no stored point, so an audit stopped by Ctrl-C resumes where it
+stopped, and the claims are judged from the stored rows (the table is the in-process audit's). The closed-form
+claims run in this process. ``--explore`` always runs in this process.
 
 Exit status: 0 when every claim has its expected status (PASS or KNOWN-ERRATUM); 1 when any claim
 is FAIL, UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, or ``-k`` matching no claim — answered
-from the claim modules' source, before the claims are imported); 3 when the JSON or CSV report cannot be
-written (checked before any claim runs; the reports are written under a temporary name and renamed), a
+from the claim modules' source, before the claims are imported); 3 when the JSON or CSV report or the ``--store``
+folder cannot be written (checked before any claim runs; the reports are written under a temporary name and renamed), a
 dependency of the claims (hypothesis) is missing, or the backend is unknown or unusable; 130 when
 interrupted (Ctrl-C), with one line ``interrupted`` and no report written.
 """
@@ -54,12 +62,14 @@ def build_parser():
         "its expected status (PASS, or KNOWN-ERRATUM where the paper is wrong: a paper error), 1 otherwise.",
         epilog=cli_support.exit_status_epilog(
             f"{EXIT_OK} all expected", f"{EXIT_UNEXPECTED} unexpected FAIL / UNEXPECTED-PASS / ERROR",
-            f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file not writable (checked before any claim runs), "
+            f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file or --store not writable (checked before any "
+            "claim runs), "
             "hypothesis missing, or backend unknown or unusable"),
     )
     size = parser.add_mutually_exclusive_group()
     for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
-                       ("paper", "the paper's size, d = 500 (GPU recommended)")):
+                       ("paper", "the paper's size, d = 500 (GPU recommended); simulation and Monte Carlo claims through the "
+                        "sweep engine: resumable, --workers, --scheduler")):
         size.add_argument(f"--{name}", dest="profile", action="store_const", const=name, help=text)
     parser.set_defaults(profile="quick")
     parser.add_argument("-k", dest="pattern", metavar="PATTERN",
@@ -78,7 +88,14 @@ def build_parser():
     parser.add_argument("--max-memory", type=_memory.arg_type, metavar="SIZE",
                         help=f"memory the checks may use, e.g. 64G (default: ${_memory.ENV_VAR}, else the memory "
                         "available); a check estimated above it is an ERROR naming its sizes")
-    cli_support.add_workers_argument(parser, "claims")
+    cli_support.add_workers_argument(parser, "claims (with the sweep engine: its points; default there: the cores)")
+    sweep = parser.add_argument_group(
+        "sweep engine (simulation and Monte Carlo claims: resumable, parallel, distributed; docs/sweeps.md)")
+    sweep.add_argument("--store", metavar="DIR", help="run the sampling claims' points through the sweep engine, "
+                       "stored in DIR (with --paper by default, under ~/.cache/transfertheory/sweeps); a rerun "
+                       "recomputes no stored point")
+    sweep.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run them on the Dask cluster at ADDRESS (tcp://host:8786; the store on a shared path)")
     return parser
 
 
@@ -130,15 +147,56 @@ def _emit(bar, text):
     sys.stdout.flush()
 
 
+def _store(args):
+    """The sweep engine's store of this run (--store, or the default store with --paper or --scheduler), or None
+    when the claims run in this process (also for --explore, whose points are fresh each run)."""
+    if args.explore or args.list or (args.store is None and args.profile != "paper" and args.scheduler is None):
+        return None
+    if args.store is not None:
+        return args.store
+    from .sweep.runner import default_store  # (pandas: not for --help, --list or an in-process audit)
+
+    return str(default_store())
+
+
 def _check_before_work(parser, args):
     """Usage, output paths and backend, before the claims are imported; returns the profile's backend override."""
     if args.seed is not None and not args.explore:
         parser.error("--seed only applies with --explore")
+    if args.explore and (args.store is not None or args.scheduler is not None):
+        parser.error("--explore checks fresh random points in this process: not with --store or --scheduler")
     if args.pattern and select_ids(args.pattern, args.profile) == []:
         parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
-    cli_support.require_writable(EXIT_ENVIRONMENT, files=[("--json", args.json), ("--csv", args.csv)])
+    cli_support.require_writable(EXIT_ENVIRONMENT, files=[("--json", args.json), ("--csv", args.csv)],
+                                 folders=[("--store", _store(args))])
     choice = cli_support.backend_choice(args.backend)
     return None if choice is None else cli_support.resolve_backend(choice)
+
+
+def _totals_line(claims, outcomes, profile, elapsed) -> str:
+    """The audit's last line, after a blank one: "91 claims (quick): 83 PASS, 8 KNOWN-ERRATUM; 201 points in 43.0 s"
+    (a status no claim has is left out, but PASS and KNOWN-ERRATUM)."""
+    counts = {s: sum(o.status == s for o in outcomes) for s in claims.STATUSES}
+    return (f"\n{len(outcomes)} claims ({profile}): "
+            + ", ".join(f"{counts[s]} {s}" for s in claims.STATUSES if counts[s] or s in (claims.PASS, claims.KNOWN_ERRATUM))
+            + f"; {sum(len(o.points) for o in outcomes)} points in {elapsed:.1f} s")
+
+
+def _through_engine(args, selected, profile, backend) -> dict:
+    """claim id → outcome of the sampling claims of ``selected``, judged from the rows of the sweep engine's store
+    (computing the points it lacks first); {} when the claims run in this process (:func:`_store`)."""
+    store = _store(args)
+    if store is None:
+        return {}
+    from .claims import sweep_points
+    from .sweep.runner import SweepRunner
+
+    sampling = [claim for claim in selected if sweep_points.through_engine(claim)]
+    print(f"{len(sampling)} simulation and Monte Carlo claims through the sweep engine, store {store} (resumable; "
+          f"the other {len(selected) - len(sampling)} in this process)", flush=True)
+    runner = SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend,
+                         progress=False if args.no_progress or not sys.stderr.isatty() else None)
+    return sweep_points.run_claims(sampling, profile, runner)
 
 
 @cli_support.entry_point
@@ -171,11 +229,14 @@ def main(argv=None):
     profile = claims.get_profile(args.profile)
     profile = profile if backend is None else replace(profile, backend=backend)
     outcomes, records, start = [], [], time.perf_counter()
+    stored = _through_engine(args, selected, profile, backend)
+    in_process = [claim for claim in selected if claim.id not in stored]
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
-    workers = cli_support.worker_count(args.workers, len(selected))
-    costs = _previous_seconds(args.json, [claim.id for claim in selected], args.profile)  # the longest start first
-    results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in selected],
+    # with the sweep engine, the workers are its own
+    workers = 1 if stored else cli_support.worker_count(args.workers, len(in_process))
+    costs = _previous_seconds(args.json, [claim.id for claim in in_process], args.profile)  # the longest first
+    results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in in_process],
                                      workers, costs)
     with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
               disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
@@ -184,17 +245,14 @@ def main(argv=None):
             bar.set_postfix_str(claim.id)
             if progress_lines:
                 _emit(bar, progress_line(index, len(selected), claim.id))
-            outcomes.append(replace(next(results), claim=claim))
+            outcomes.append(stored[claim.id] if claim.id in stored else replace(next(results), claim=claim))
             records.append(outcome_record(outcomes[-1]))
             _emit(bar, table.row(records[-1]))
     elapsed = time.perf_counter() - start
     for outcome in outcomes:
         for line in format_notes(outcome, args.profile, width):
             print(line)
-    counts = {s: sum(o.status == s for o in outcomes) for s in claims.STATUSES}
-    print(f"\n{len(outcomes)} claims ({args.profile}): "
-          + ", ".join(f"{counts[s]} {s}" for s in claims.STATUSES if counts[s] or s in (claims.PASS, claims.KNOWN_ERRATUM))
-          + f"; {sum(len(o.points) for o in outcomes)} points in {elapsed:.1f} s")
+    print(_totals_line(claims, outcomes, args.profile, elapsed))
     try:
         _write(records, args.json, args.csv)
     except OSError as err:

@@ -15,8 +15,8 @@ from .profiles import PROFILE_NAMES, PROFILES, Profile, get_profile
 from .registry import (
     CATEGORIES, CLAIMS, CLARIFICATION, CONFIRM_FACTOR, ERROR, FAIL, KINDS, KNOWN_ERRATUM, PAPER_ERROR, PASS, REMARK,
     SLIP, STATUSES, UNEXPECTED, UNEXPECTED_PASS,
-    Case, CheckResult, Claim, Criterion, Outcome, PointOutcome, check_point, get_claim, points, register, reproduction,
-    run, select, unregister,
+    Case, CheckResult, Claim, Criterion, Outcome, PointOutcome, check_point, get_claim, judge, points, register,
+    reproduction, run, select, unregister,
 )
 from . import catalog  # noqa: E402,F401  (registers every claim)
 
@@ -25,5 +25,5 @@ __all__ = [
     "PROFILES", "PROFILE_NAMES",
     "PASS", "FAIL", "KNOWN_ERRATUM", "UNEXPECTED_PASS", "ERROR", "STATUSES", "UNEXPECTED", "KINDS",
     "CATEGORIES", "PAPER_ERROR", "SLIP", "REMARK", "CLARIFICATION",
-    "register", "unregister", "get_claim", "select", "points", "check_point", "run", "reproduction", "get_profile",
+    "register", "unregister", "get_claim", "select", "points", "check_point", "run", "judge", "reproduction", "get_profile",
 ]

@@ -1,30 +1,34 @@
-r"""FaF §4 against the ReLU student–teacher simulator: pretraining, kernel alignment, ‖P⊥ f_t*‖² vs μ, Eq. 21.
+r"""FaF §4 against the ReLU student–teacher simulator: pretraining, kernel alignment, ‖P⊥ f_t*‖² vs μ, Eq. 21, and
+the finite-n boundary of negative transfer (FaF Fig. 4e at finite n, a result the paper does not have).
 
 Model (FaF Eqs. 18–20, docs/relu.md): students f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) with rows on the sphere,
 pretrained by gradient flow on the exact population loss against a source teacher that lacks a fraction μ
 of the target teacher's m* neurons (:mod:`transfertheory.sim.relu_teacher`). Each claim simulates the
 training and checks the statement by a computation the training did not use: the pretraining loss by a
 Monte Carlo of ½E(f − f_s*)² on fresh inputs, the kernel alignment on sampled probe inputs, the linear-
-transfer risk against the closed-form projection residual, with the allowances stated per claim
-(finite flow time t = 1e3, FaF's budget, and finite n).
+transfer risk against the closed-form projection residual, the simulated sign change of transfer against
+:func:`transfertheory.theory.relu.finite_n_boundary` of the simulation's own power-law fit and ‖P⊥ f_t*‖², with
+the allowances stated per claim (finite flow time t = 1e3, FaF's budget, and finite n).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
-from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source, status_counts,
-                                teacher_samples)
+from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
+                                run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
+from ..sim.sign_change import sign_change_with_interval
 from ..theory import relu as R
 from .compare import agreement, holds, mean_se, significant, within
 from .profiles import PROFILES
 from .registry import combine, register
 
-__all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess"]
+__all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess",
+           "BOUNDARY_SIZES", "BoundaryLocation", "boundary_location", "boundary_agreement"]
 
 #: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2
 SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 1000, 100, 4)}
@@ -44,6 +48,19 @@ FAF_TIME = 1e3
 KERNEL_REDUCTION = 0.5
 #: Eq. 21: allowance on the mean relative excess (2L − ‖P⊥‖²)/‖P⊥‖² beyond 4 SE from m/(n − m − 1), in units of m/n
 EQ21_ALLOWANCE = 0.25
+#: the finite-n boundary claim: (d, m, m*, teachers, data sets per teacher) per profile — the size of the named sweep
+#: faf_fig4's mid profile — at μ = 0.25 over its sample sizes, with its budgets (every scratch flow meets FaF's loss
+#: 1e-6 within t = 3e4 at n ≤ m·d/2; pretraining to loss 1e-6 within 1e5; linear transfer to L̂ − min L̂ ≤ 1e-6)
+BOUNDARY_SIZES = {"quick": (16, 32, 16, 4, 3), "full": (16, 32, 16, 12, 3)}
+BOUNDARY_MU, BOUNDARY_NS = 0.25, (36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256)
+BOUNDARY_BUDGETS = dict(max_time=3e4, pretrain_max_time=1e5, linear_max_time=1e30)
+#: allowance on |log n_sim − log n_c| beyond 4 SE: the ReLU features' least-squares excess is up to 1.3× the
+#: Gaussian m/(n − m − 1) of the formula (the Eq. 21 claim measures 1.00–1.29×), which at n ≈ 4m (excess ≈ 0.34)
+#: raises the transfer risk by up to 8 % and, the log-gap between the two risks falling with slope ≈ 0.8 in log n
+#: there, lowers n_c by up to 10 %
+BOUNDARY_ALLOWANCE = 0.1
+#: the bootstrap's 95 % interval spans ±1.96 SE of log n for a normal sampling distribution
+_Z95 = 1.959964
 
 
 def _sizes(case):
@@ -211,3 +228,93 @@ def _eq21(case):
     detail = f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: {result.detail}; pretraining statuses " \
              f"{status_counts(statuses)}"
     return replace(result, detail=detail)
+
+
+@dataclass(frozen=True)
+class BoundaryLocation:
+    """FaF Fig. 4e's boundary at one μ, named as in the figure's boundary table: the simulated sign change of
+    converged linear transfer with its teacher-clustered bootstrap 95 % interval, the finite-n n_c and FaF's n_c
+    (± delta-method SE) from the simulation's own scratch power law and mean ‖P⊥ f_t*‖², and the flows' reports."""
+
+    n_sign_linear: float
+    n_sign_linear_lo: float
+    n_sign_linear_hi: float
+    n_c_finite: float
+    n_c_finite_se: float
+    n_c: float
+    n_c_se: float
+    scratch_converged: int
+    scratch_total: int
+    pretrain_status: str
+
+
+def boundary_location(seed, d, m, m_star, teachers, instances, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
+    """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_BUDGETS` (scratch and linear
+    transfer); scratch flows that did not converge are left out, as in the figure (the same statistics:
+    :mod:`transfertheory.sim.sign_change`, :func:`~transfertheory.theory.relu.power_law_fit`,
+    :func:`~transfertheory.theory.relu.finite_n_boundary`)."""
+    import pandas as pd
+
+    df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, instances=instances,
+                                 methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_BUDGETS)
+    keys = ["n", "teacher", "instance"]
+    scratch = df[df.method == "scratch"]
+    kept = scratch[scratch.converged.astype(bool)].set_index(keys)
+    risk = kept.risk.groupby(["n", "teacher"]).mean().groupby("n").mean()  # mean of the per-teacher means
+    fit = R.power_law_fit(risk.index.to_numpy(float), risk.to_numpy())
+    pre = pd.DataFrame(df.attrs["pretrain"])
+    pperp, pperp_se = float(pre.pperp.mean()), float(pre.pperp.sem())
+    paper, paper_se = fit.boundary(pperp, pperp_se)
+    finite = R.finite_n_boundary(fit, pperp, m, pperp_se)
+    linear = df[df.method == "linear"].set_index(keys).risk_normalized
+    units = (kept.risk_normalized.reindex(linear.index) - linear).unstack("n")  # NaN: a unit left out
+    sign, lo, hi, _ = sign_change_with_interval(units.columns.to_numpy(float),
+                                                units.index.get_level_values("teacher").to_numpy(), units.to_numpy(),
+                                                np.random.default_rng(seed))
+    return BoundaryLocation(sign, lo, hi, finite.n_c, finite.n_c_se, paper, paper_se, int(len(kept)), len(scratch),
+                            status_counts(pre.status))
+
+
+@register("faf.relu.sim.finite-n-boundary", source="FaF §4, Fig. 4e, Eq. 21 at finite n (not in FaF)",
+          kind="simulation",
+          statement="converged linear transfer turns negative where the scratch power law A n^−ν meets the "
+                    "least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1): the simulated sign change agrees "
+                    "with this finite-n boundary (FaF's n → ∞ boundary (A/‖P⊥ f_t*‖²)^{1/ν} lies above it; its "
+                    "offset is reported)",
+          allowance=BOUNDARY_ALLOWANCE, allowance_reason="the excess risk of least squares on the ReLU features is up "
+          "to 1.3× the Gaussian m/(n − m − 1) of the formula (claim faf.eq21.linear-transfer-risk: 1.00–1.29×), which "
+          "moves n_c down by up to 10 % at n ≈ 4m: |log n_sim − log n_c| ≤ 4 SE + 0.1 (SE: the boundary's delta-method SE "
+          "and the sign change's from its teacher-clustered bootstrap interval); and at least 95 % of the scratch "
+          "flows meet FaF's loss 1e-6 (the rest are left out)",
+          profiles=("quick", "full"), slow=True)
+def _finite_n_boundary(case):
+    """d = 16, m = 32, m* = 16, μ = 0.25, n = 36 … 256: log n of the simulated sign change against log n_c."""
+    d, m, m_star, teachers, instances = BOUNDARY_SIZES[case.profile.name if case.profile.name in BOUNDARY_SIZES
+                                                       else "full"]
+    teachers *= max(1, case.profile.sim_draws // PROFILES.get(case.profile.name, case.profile).sim_draws)
+    seed = int(case.rng.integers(2**31))
+    row = boundary_location(seed, d, m, m_star, teachers, instances, backend=case.profile.backend)
+    result = boundary_agreement(row, row.scratch_converged, row.scratch_total)
+    label = f"{_size_label(d, m, m_star, teachers)} × {instances} data sets, μ = {BOUNDARY_MU:g}"
+    return replace(result, detail=f"{label}: {result.detail}; pretraining {row.pretrain_status}")
+
+
+def boundary_agreement(row, converged, total):
+    """The claim's comparison for one boundary-table row (``n_sign_linear`` with its bootstrap ``_lo``/``_hi``,
+    ``n_c_finite`` ± ``n_c_finite_se``, FaF's ``n_c`` ± ``n_c_se``) and the scratch flows' convergence: log n of the
+    sign change against log n_c (SE from the 95 % interval, ± 1.96 SE), FaF's offset in the detail."""
+    checks = [holds(converged >= 0.95 * total, f"scratch flows converged {converged}/{total} (≥ 95 %)")]
+    if not (np.isfinite(row.n_sign_linear) and np.isfinite(row.n_c_finite)):
+        checks.append(holds(False, f"a simulated sign change ({row.n_sign_linear:.3g}) and a finite-n boundary "
+                                   f"({row.n_c_finite:.3g}) in the n range"))
+        return combine(checks)
+    sim_se = (math.log(row.n_sign_linear_hi) - math.log(row.n_sign_linear_lo)) / (2 * _Z95)
+    finite_se, paper_se = row.n_c_finite_se / row.n_c_finite, row.n_c_se / row.n_c
+    checks.append(agreement(math.log(row.n_sign_linear), sim_se, math.log(row.n_c_finite), reference_se=finite_se,
+                            allowance=BOUNDARY_ALLOWANCE, label="log n of the sign change vs the finite-n boundary"))
+    paper_z = (math.log(row.n_c) - math.log(row.n_sign_linear)) / math.hypot(sim_se, paper_se)
+    result = combine(checks)
+    return replace(result, detail=(
+        f"simulated sign change {row.n_sign_linear:.4g} (95 % [{row.n_sign_linear_lo:.4g}, {row.n_sign_linear_hi:.4g}]), "
+        f"finite-n n_c {row.n_c_finite:.4g} ± {row.n_c_finite_se:.2g}, FaF's n_c {row.n_c:.4g} ± {row.n_c_se:.2g} "
+        f"({paper_z:+.1f} SE above the sign change in log n); {result.detail}"))

@@ -224,20 +224,23 @@ def _success_at(case, k, xi):
                     "then its validation loss equals that of the run on e₁",
           allowance=1e-4,
           allowance_reason="validation losses of two flows stopped at ‖∇‖ ≤ 1e-6 that are equal in the limit agree to "
-                           "1e-4 (≤ 3.5e-6 measured); unequal ones differ by ≥ 7e-3")
+                           "1e-4 (≤ 3.5e-6 measured at the quick profile, ≤ 1.5e-5 at the paper profile); "
+                           "unequal ones differ by ≥ 7e-3")
 def _thm2_wrong_fit(case):
     return combine([_wrong_fit_at(case, n_t) for n_t in ((3,) if case.profile.name == "quick" else (3, 4, 5, 6))])
 
 
 def _wrong_fit_at(case, n_t):
     seeds = _seeds(case, 100)
-    fits, stays, gap = wrong_feature_runs(n_t, seeds, case.rng, case.seed)
-    X = Q.target_sets(n_t, 4, seeds, case.seed)[0]
+    X, y = Q.target_sets(n_t, 4, seeds, case.seed)
+    fits, stays, gap = wrong_feature_runs(X, y, case.rng)
     data_fit = np.all(X[..., 1] ** 2 == X[..., 0] ** 2, axis=1) | np.all(X[..., 0] == 0, axis=1)
+    vanishing = np.all(X[..., 1] == 0, axis=1) & ~np.all(X[..., 0] == 0, axis=1)
     return combine([
         holds(np.array_equal(fits, data_fit), label="the trained e₂ run keeps e₂ and fits ⟺ x₂² = x₁² on every sample "
                                                     f"or x₁ = 0 on every sample ({int(data_fit.sum())} seeds; the "
-                                                    f"run left e₂ for e₁ on {int((~stays).sum())})"),
+                                                    f"run left e₂ for e₁ on {int((~stays).sum())}; e₂ vanishes on "
+                                                    f"the data, x₁ ≠ 0 somewhere, on {int(vanishing.sum())})"),
         _frequency(int(fits.sum()), seeds, float(M.wrong_feature_fit_probability(n_t)),
                    f"e₂ fits vs (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ at n = {n_t}"),
         within(np.abs(gap[fits]).max(initial=0.0), 0, 1e-4,
@@ -248,19 +251,26 @@ def _wrong_fit_at(case, n_t):
 
 WRONG_FIT_SPLITS = 8
 #: a head fits when its mean squared residual is ≤ 1e-4: where e₂ fits, the flow leaves the feature mixed with e₁
-#: at the 1e-3 level (residuals ≤ 1e-5 measured); a run on e₂ that does not fit leaves ≥ 1e-3 (1.6e-3 measured)
+#: at the 1e-3 level (residuals ≤ 1e-5 measured); a run on e₂ that does not fit leaves ≥ 1e-4 (2.5e-4 measured at
+#: n_t = 3 over the paper profile's 1000 seeds)
 FIT_RESIDUAL = 1e-4
+#: the head of the fit test is the ridge head with this λ_h, not a scale-free least-squares solve: where x₂ = 0 on
+#: every sample the e₂ run's feature is ≈ 1e-28 on the data (stray coordinates j > k the regularizer has shrunk to
+#: ~1e-14) and least squares "fits" the labels with a head ~1e28; with λ_h = 1e-8 a feature of mean square ≪ 1e-8
+#: gets head ≈ 0 and does not fit, while a fitting e₂ feature (mean square ≥ 0.46) is shrunk by ≤ 1e-7 relative
+FIT_RIDGE = 1e-8
 
 
-def wrong_feature_runs(n_t, seeds, rng, seed, lam=0.1, ridge=Q.MERLIN_RIDGE, splits=WRONG_FIT_SPLITS):
-    """MeRLin (d = 4, k = 2, one neuron m = 1) from the Lemma 4 minimizers on e₁ and on e₂ (+1e-3 noise), the same S splits.
+def wrong_feature_runs(X, y, rng, lam=0.1, ridge=Q.MERLIN_RIDGE, splits=WRONG_FIT_SPLITS):
+    """MeRLin (d = 4, k = 2, one neuron m = 1) from the Lemma 4 minimizers on e₁ and on e₂ (+1e-3 noise), the same S
+    splits, on each target set of X (seeds, n_t, 4), y (seeds, n_t).
 
-    Returns (fits, stays, gap) per seed: whether the e₂ run still uses e₂ (its top coordinate) and the
-    least-squares head on its features fits all n_t target samples (mean squared residual ≤ ``FIT_RESIDUAL``),
+    Returns (fits, stays, gap) per seed: whether the e₂ run still uses e₂ (its top coordinate) and the ridge head
+    (λ_h = ``FIT_RIDGE``) on its features fits all n_t target samples (mean squared residual ≤ ``FIT_RESIDUAL``),
     whether it still uses e₂, and val(e₂ run) − val(e₁ run).
     """
-    d, m, k = 4, 1, 2
-    X, y = Q.target_sets(n_t, d, seeds, seed)
+    seeds, n_t, d = X.shape
+    m, k = 1, 2
     orders = np.repeat(Q.split_orders(seeds, n_t, splits, rng), 2, axis=0)  # the e₁ and e₂ runs share the splits
     validation = Q.ValidationSplits(np.repeat(X, 2, axis=0), np.repeat(y, 2, axis=0), orders, ridge)
     objective = Q.Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=1.0, ridge=ridge,
@@ -275,8 +285,12 @@ def wrong_feature_runs(n_t, seeds, rng, seed, lam=0.1, ridge=Q.MERLIN_RIDGE, spl
         raise RuntimeError(f"{int((~trained.converged).sum())} MeRLin flows did not converge "
                            f"(statuses {sorted(set(trained.status.tolist()))})")
     val = validation.loss_and_grad(trained.params["phi"], np.arange(2 * seeds))[0].reshape(seeds, 2)
-    H = Q.features(X, trained.params["phi"][1::2])[1]
-    head = np.stack([np.linalg.lstsq(h, t, rcond=1e-6)[0] for h, t in zip(H, y)])
-    residual = ((H @ head[..., None])[..., 0] - y) ** 2
     stays = Q.feature_usage(trained.params["phi"][1::2])[0] == 2
-    return stays & (residual.mean(axis=1) <= FIT_RESIDUAL), stays, val[:, 1] - val[:, 0]
+    return stays & head_fits(Q.features(X, trained.params["phi"][1::2])[1], y), stays, val[:, 1] - val[:, 0]
+
+
+def head_fits(H, y):
+    """Per instance: the ridge head (λ_h = ``FIT_RIDGE``) on the features H (..., n, m) fits the labels y (..., n)
+    with mean squared residual ≤ ``FIT_RESIDUAL`` (a feature that vanishes on the data does not fit)."""
+    head = Q.ridge_head(H, y, FIT_RIDGE)
+    return (((H @ head[..., None])[..., 0] - y) ** 2).mean(axis=-1) <= FIT_RESIDUAL

@@ -53,7 +53,8 @@ from .profiles import PROFILE_NAMES, Profile, get_profile
 __all__ = [
     "PASS", "FAIL", "KNOWN_ERRATUM", "UNEXPECTED_PASS", "ERROR", "STATUSES", "UNEXPECTED", "KINDS",
     "Claim", "Case", "Criterion", "CheckResult", "PointOutcome", "Outcome",
-    "register", "unregister", "CLAIMS", "get_claim", "select", "points", "check_point", "run", "reproduction", "CONFIRM_FACTOR",
+    "register", "unregister", "CLAIMS", "get_claim", "select", "points", "check_point", "run", "judge", "reproduction",
+    "CONFIRM_FACTOR",
     "PAPER_ERROR", "SLIP", "REMARK", "CLARIFICATION", "CATEGORIES",
 ]
 
@@ -404,6 +405,14 @@ def run(claim, profile="quick", explore=0, seed=None) -> Outcome:
         error = PointOutcome({}, ERROR, None, 0.0, f"drawing points failed: {type(err).__name__}: {err}")
         return Outcome(claim, profile.name, ERROR, time.perf_counter() - start, (error,), error)
     outcomes = tuple(check_point(claim, p, profile) for p in chosen)
+    return judge(claim, profile, outcomes, time.perf_counter() - start)
+
+
+def judge(claim, profile, outcomes, seconds) -> Outcome:
+    """The :class:`Outcome` of ``claim`` from its :class:`PointOutcome` s (computed here, or read back from the
+    sweep engine's store): the worst point, its status the claim's; ``seconds``: the time they took."""
+    claim, profile = get_claim(claim), get_profile(profile)
+    outcomes = tuple(outcomes)
     worst = outcomes[0]
     for o in outcomes[1:]:
         if _RANK[o.status] > _RANK[worst.status] or (
@@ -411,4 +420,4 @@ def run(claim, profile="quick", explore=0, seed=None) -> Outcome:
             and _worse(worst.result, o.result) is o.result
         ):
             worst = o
-    return Outcome(claim, profile.name, worst.status, time.perf_counter() - start, outcomes, worst)
+    return Outcome(claim, profile.name, worst.status, seconds, outcomes, worst)

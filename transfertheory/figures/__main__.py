@@ -30,8 +30,6 @@ from .. import cli_support
 from .._memory import MemoryLimitError, set_limit
 from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
                   add_output_arguments, check_before_work, entry_point, write_and_report)
-from .catalog import figures
-from .simulation import SWEEP_RUNNER
 
 __all__ = ["build_parser", "main"]
 
@@ -75,6 +73,14 @@ def _sweep_runner(args, backend):
 
     store = args.store or str(default_store())
     return SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend)
+
+
+def figures():
+    """The registered figures by name (the catalog imports every figure module, with pandas and SciPy: on first
+    use, not for ``--help``)."""
+    from .catalog import figures as registered
+
+    return registered()
 
 
 def _build_and_write(task):
@@ -126,8 +132,6 @@ def _selected(parser, args):
 def main(argv=None):
     """Entry point; returns the exit code (usage errors exit 2, an unwritable ``--out`` 1 and an unusable backend 3
     before any work, via ``SystemExit``; Ctrl-C 130)."""
-    from .gallery import write_readme
-
     parser = build_parser()
     args = parser.parse_args(argv)
     chosen = _selected(parser, args)
@@ -140,6 +144,8 @@ def main(argv=None):
     set_limit(args.max_memory)
     runner = _sweep_runner(args, backend)
     if runner is not None:
+        from .simulation import SWEEP_RUNNER
+
         SWEEP_RUNNER.set(runner)
         print(f"FaF §3 simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes = {}
@@ -157,6 +163,8 @@ def main(argv=None):
             print(refusal, file=sys.stderr)
         if code != EXIT_OK:
             return code
+    from .gallery import write_readme  # (the catalog: not for --help)
+
     try:
         readme = write_readme(args.out)
     except OSError as err:

@@ -21,9 +21,11 @@ Panels:
 
 Convergence, on the figure and in the tables: panel (a)'s title gives how many pretraining flows met FaF's loss
 1e-6 and the largest pretrained loss; (c) and (e) how many scratch and linear flows converged (FaF's rule
-loss ≤ 1e-6, or ‖m∇L̂‖ ≤ gtol) and the largest training loss of the others, which stopped at the time budget
-as in FaF's procedure and are averaged in *with a mark*: hollow points in (c), hatched cells in (e) where a
-scratch flow of the point or cell stopped at the budget. The linear-transfer flow is solved in closed form and
+loss ≤ 1e-6, or ‖m∇L̂‖ ≤ gtol) and the largest training loss of the others, which stopped at the time budget and
+are left out of the means (their paired units out of the transferability) *with a mark*: hollow points in (c),
+hatched cells in (e) where a scratch flow of the point or cell stopped at the budget. The profiles' budgets let
+every scratch flow meet FaF's rule (their n stay below the m·d degrees of freedom of the student, where the
+flow interpolates; docs/relu.md). The linear-transfer flow is solved in closed form and
 run until L̂ − min L̂ ≤ 1e-6 (FaF's rule on the part of the loss the flow can remove: for n > m the loss cannot
 fall below the least-squares minimum ≈ ½‖P⊥ f_t*‖²(1 − m/n) ≫ 1e-6), with a budget of 1e30 that costs no more than
 FaF's 1e3. The grid table gives the converged
@@ -51,7 +53,7 @@ from ..sim.seeding import generator
 from ..theory.relu import finite_n_boundary, power_law_fit
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
-from .stats import clustered_mean_se, sign_change_with_interval, sign_side
+from .stats import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from .registry import Figure, register, retired_entry_point
 
 NAME = "faf_fig4"
@@ -64,7 +66,7 @@ HEAT_LINEAR_RANGE = 1e-3  #: panel (e)'s colour scale is linear within ±this tr
 COLUMNS = {
     "mu": "fraction μ of target-teacher neurons absent from the source",
     "n": "target samples",
-    "scratch_risk": "mean over teachers × data sets of E(f − f_t*)² of scratch training",
+    "scratch_risk": "mean over teachers × data sets of E(f − f_t*)² of the converged scratch flows",
     "scratch_risk_se": "its standard error, over the per-teacher means (units of one teacher share it)",
     "linear_risk": "mean E(f − f_t*)² of linear transfer (gradient flow on the output weights)",
     "minnorm_risk": "mean E(f − f_t*)² of kernel interpolation (min-norm least squares)",
@@ -74,7 +76,8 @@ COLUMNS = {
     "transferability_minnorm": "mean of (R_scratch − R_minnorm)/Var f_t*",
     "pperp": "mean ‖P⊥ f_t*‖², P on the pretrained student's features",
     "converged_scratch": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within the "
-                         "time budget (the others end at max_time and are averaged in, marked on the figure)",
+                         "time budget (the others end at max_time and are left out of the means, marked on the "
+                         "figure)",
     "converged_linear": "fraction of linear-transfer flows that met L̂ − min L̂ ≤ 1e-6 within the time budget",
     "scratch_loss_max": "largest final training loss ½n⁻¹Σ(f(xᵢ) − yᵢ)² of the scratch flows",
     "linear_loss_max": "largest final training loss of the linear-transfer flows",
@@ -121,22 +124,37 @@ def _paired(df, method):
                  part.to_numpy()) for mu, part in table.groupby(level="mu")}
 
 
+def without_unconverged_scratch(df):
+    """The experiment's table with the risks of every scratch flow that did not converge set to NaN: such a flow is
+    left out of the scratch means and its paired (teacher, data set) unit out of the transferability (it is counted
+    and marked on the figure, not averaged in)."""
+    stopped = (df.method == "scratch") & ~df.converged.astype(bool)
+    return df.assign(risk=df.risk.mask(stopped), risk_normalized=df.risk_normalized.mask(stopped))
+
+
 def summarize(df, seed=0):
-    """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment."""
+    """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment; scratch
+    flows that did not converge are left out of the means (:func:`without_unconverged_scratch`)."""
     import pandas as pd
 
+    converged = df.groupby(["method", "mu", "n"]).converged.mean()
+    df = without_unconverged_scratch(df)
     per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
     mean, se = per_teacher.mean(), per_teacher.sem()
-    converged = df.groupby(["method", "mu", "n"]).converged.mean()
     loss_max = df.groupby(["method", "mu", "n"]).loss.max()
     paired = {m: _paired(df, m) for m in TRANSFER_METHODS}
     mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
-    fit = power_law_fit(np.asarray(ns, dtype=float), np.array([mean["scratch", mus[0], n] for n in ns]))
+    scratch = np.array([mean["scratch", mus[0], n] for n in ns])
+    fitted = np.isfinite(scratch)  # an n whose every scratch flow stopped at the budget has no mean
+    if fitted.sum() < 3:
+        raise ValueError(f"the scratch flows converged at {int(fitted.sum())} of the sample sizes {list(ns)}; the "
+                         "power-law fit needs 3: raise max_time or take smaller n")
+    fit = power_law_fit(np.asarray(ns, dtype=float)[fitted], scratch[fitted])
     rows = []
     for mu in mus:
         _, teachers, linear = paired["linear"][mu]
         transfer, transfer_se = clustered_mean_se(teachers, linear)
-        minnorm = paired["linear_minnorm"][mu][2].mean(axis=0)
+        minnorm = column_mean(paired["linear_minnorm"][mu][2])
         pperp = df[(df.method == "linear") & (df.mu == mu)].groupby("n").pperp.mean()
         for j, n in enumerate(ns):
             rows.append(dict(mu=mu, n=n, scratch_risk=mean["scratch", mu, n], scratch_risk_se=se["scratch", mu, n],
@@ -174,7 +192,7 @@ def _boundary(df, mus, paired, fit, seed):
             (row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"],
              row[f"n_sign_{tag}_found"]) = sign_change_with_interval(ns, unit_teachers, units, rng)
             if tag == "linear":
-                row["n_sign_linear_side"] = sign_side(units.mean(axis=0))
+                row["n_sign_linear_side"] = sign_side(column_mean(units))
         rows.append(row)
     return pd.DataFrame(rows, columns=list(BOUNDARY_COLUMNS))
 
@@ -226,7 +244,7 @@ def _scratch_panel(ax, grid, fit, counts, max_time):
     scratch = grid[grid.mu == grid.mu.min()]
     complete = scratch.converged_scratch.to_numpy() == 1.0
     for keep, style in ((complete, dict(label="scratch, every flow converged (mean ± SE)")),
-                        (~complete, dict(mfc="none", label=f"scratch, some flows stopped at t = {max_time:g}"))):
+                        (~complete, dict(mfc="none", label=f"scratch, some flows stopped at t = {max_time:g} (left out)"))):
         if keep.any():
             ax.errorbar(scratch.n[keep], scratch.scratch_risk[keep], yerr=scratch.scratch_risk_se[keep], fmt="o",
                         color="tab:blue", **style)
@@ -236,7 +254,7 @@ def _scratch_panel(ax, grid, fit, counts, max_time):
            xticklabels=[str(int(n)) for n in scratch.n])
     ax.minorticks_off()
     done, total, loss = counts["scratch"]
-    annotate_convergence(ax, {"scratch": (done, total)}, f"the rest: loss ≤ {loss:.0e}")
+    annotate_convergence(ax, {"scratch": (done, total)}, f"the rest: loss ≤ {loss:.0e}" if done < total else "")
 
 
 def _transfer_panel(fig, ax, grid, boundary, counts, max_time, m):
@@ -280,7 +298,7 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time, m):
     handles, labels = ax.get_legend_handles_labels()
     if not complete.all():
         handles.append(Patch(fill=False, hatch="//", edgecolor="0.45", lw=0))
-        labels.append(f"a scratch flow stopped at t = {max_time:g}")
+        labels.append(f"a scratch flow stopped at t = {max_time:g} (left out)")
     return ax, (handles, labels)
 
 
@@ -310,11 +328,13 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
 
 
 def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max_time=1e3, seed=0, backend=None,
-          progress=None):
+          progress=None, rtol=None, loss_tol=1e-6):
     """Run the experiment, summarize it and draw the five panels; a :class:`~.output.FigureOutput`.
 
     ``max_time`` is the budget of the scratch flows; the linear-transfer flows, solved in closed form, run to
-    :data:`LINEAR_MAX_TIME`, so that each meets L̂ − min L̂ ≤ 1e-6.
+    :data:`LINEAR_MAX_TIME`, so that each meets L̂ − min L̂ ≤ 1e-6. ``rtol`` (the scratch flows' integrator
+    tolerance; None: the simulator's) and ``loss_tol`` (FaF's stopping rule) are there to check that the figure's
+    numbers do not depend on them (tests/test_figure_tolerances.py).
     """
     import pandas as pd
 
@@ -322,7 +342,7 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, instances=instances,
                                  methods=("scratch",) + TRANSFER_METHODS, seed=seed, max_time=max_time,
                                  pretrain_max_time=pretrain_max_time, linear_max_time=LINEAR_MAX_TIME,
-                                 backend=backend)
+                                 rtol=rtol, loss_tol=loss_tol, backend=backend)
     grid, boundary, fit = summarize(df, seed)
     gram_mu = float(mus[len(mus) // 2])
     student = df.attrs["students"][gram_mu]  # the experiment's first teacher at the middle μ (panels a, b)
@@ -341,8 +361,8 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
              f"linear flows converged (L̂ − min L̂ ≤ 1e-6) within t = {LINEAR_MAX_TIME:g}: {counts['linear'][0]} of "
              f"{counts['linear'][1]}; largest final training loss {counts['linear'][2]:.2g} (the least-squares "
              "minimum for n > m)",
-             "flows stopped at max_time are averaged in, marked on the figure (hollow in (c), hatched in (e)); "
-             "diverged rows would make their means NaN"]
+             "scratch flows stopped at max_time are left out of the means (with their paired units), marked on the "
+             "figure (hollow in (c), hatched in (e))"]
     for row in boundary.itertuples():
         found = (f"{row.n_sign_linear:.3g}" if not row.n_sign_linear_side
                  else f"{row.n_sign_linear_side} the n range")
@@ -372,16 +392,19 @@ FIGURE = register(Figure(
     "the target variance over (μ, n), with the boundary predicted from the power law and ‖P⊥ f_t*‖² (circles), the "
     "finite-n boundary where the power law meets the least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1) "
     "(diamonds) and the simulated sign change (crosses); linear transfer runs to convergence. The panels say how many "
-    "pretraining, scratch and linear-transfer flows converged and the loss the others reached; points (c) and cells "
-    "(e) holding a scratch flow stopped at the time budget are hollow / hatched.",
+    "pretraining, scratch and linear-transfer flows converged (every one at the quick profile) and the loss the others "
+    "reached; a scratch flow stopped at its time budget is left out of the means and its point (c) or cell (e) is "
+    "hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
-    # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17
-    profiles={"quick": dict(d=8, m=16, m_star=8, mus=(0.125, 0.25, 0.375), ns=(16, 20, 24, 32, 48, 64, 96, 128, 256),
-                            teachers=4, instances=3, max_time=1e3, pretrain_max_time=3e4),
-              # full: the CPU size between the two (a few minutes on 2 cores; docs/relu.md)
-              "full": dict(d=20, m=200, m_star=20, mus=(0.2, 0.35, 0.5, 0.65, 0.8), ns=(25, 50, 100, 200, 400, 800),
-                           teachers=4, instances=3, max_time=1e3, pretrain_max_time=1e3),
+    # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17, and
+    # n ≤ m·d/2 = 64, where every scratch flow reaches FaF's loss 1e-6 within t = 3e4 (docs/relu.md)
+    profiles={"quick": dict(d=8, m=16, m_star=8, mus=(0.125, 0.25, 0.375), ns=(16, 20, 24, 28, 32, 40, 48, 56, 64),
+                            teachers=4, instances=3, max_time=3e4, pretrain_max_time=3e4),
+              # full: the named sweep's mid profile (d = 16, m = 32), where the boundary can be judged on a CPU
+              "full": dict(d=16, m=32, m_star=16, mus=(0.125, 0.1875, 0.25, 0.3125, 0.375),
+                           ns=(36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256), teachers=6, instances=3,
+                           max_time=3e4, pretrain_max_time=1e5),
               "paper": dict(d=100, m=1000, m_star=100, mus=(0.2, 0.35, 0.5, 0.65, 0.8),
                             ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=10)},
     extra_suffixes=("_boundary",),

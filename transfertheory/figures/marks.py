@@ -10,19 +10,31 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["legend_outside", "convergence_text", "left_out_text", "annotate_convergence"]
+__all__ = ["legend_outside", "below_drops", "convergence_text", "left_out_text", "annotate_convergence"]
 
 #: gap between the axes (or its tick labels) and a legend outside it, in points
 _GAP_POINTS = 4.0
 
 
-def legend_outside(ax, side="right", handles=None, labels=None, **kwargs):
+def below_drops(*axes) -> list:
+    """For each of ``axes``, the height in pixels of what hangs under its frame (x tick labels, x label): what a
+    legend placed ``"below"`` must clear. One draw of the figure that lays out without rendering (the same extents
+    as a full draw, at a fraction of its cost) measures them all, so that a figure with several legends below its
+    panels is laid out once: valid while no layout engine moves the axes in between."""
+    figure = axes[0].figure
+    renderer = figure.canvas.get_renderer()
+    with renderer._draw_disabled():
+        figure.draw(renderer)
+    return [ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0 for ax in axes]
+
+
+def legend_outside(ax, side="right", handles=None, labels=None, drop=None, **kwargs):
     """Draw ``ax``'s legend outside its data area; returns the Legend.
 
     ``side="right"``: to the right of the axes, top-aligned (a layout engine or ``subplots_adjust`` must leave
     room). ``side="below"``: centred under the axes, below its x tick labels and x label (their height is measured
-    when this is called, in points, so a later layout change that resizes the axes keeps the legend clear of
-    them). ``handles``/``labels``: as in ``ax.legend``
+    when this is called, in points — or given as ``drop``, in pixels, from :func:`below_drops` — so a later layout
+    change that resizes the axes keeps the legend clear of them). ``handles``/``labels``: as in ``ax.legend``
     (default: the axes' labelled artists); ``kwargs`` go to ``ax.legend`` (``fontsize``, ``ncol``, …).
     """
     from matplotlib.transforms import ScaledTranslation
@@ -36,9 +48,7 @@ def legend_outside(ax, side="right", handles=None, labels=None, **kwargs):
         return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.0,
                          bbox_transform=ax.transAxes + gap, **kwargs)
     figure = ax.figure
-    figure.canvas.draw()  # the tick labels' and x label's extents are known only once drawn
-    renderer = figure.canvas.get_renderer()
-    drop = ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0  # pixels under the axes' frame
+    drop = below_drops(ax)[0] if drop is None else drop
     gap = ScaledTranslation(0.0, -(drop * 72 / figure.dpi + _GAP_POINTS) / 72, figure.dpi_scale_trans)
     return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
                      bbox_transform=ax.transAxes + gap, **kwargs)

@@ -34,7 +34,7 @@ import numpy as np
 from ..params import D, DEPTH, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, legend_outside
+from .marks import annotate_convergence, below_drops, legend_outside
 from .output import FigureOutput, use_agg
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
@@ -353,8 +353,9 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
     slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth)
     _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
-    legend_outside(sign_axes, "below", handles, labels, fontsize=8, ncol=2)
-    legend_outside(slices_axes, "below", fontsize=8, ncol=2)
+    sign_drop, slices_drop = below_drops(sign_axes, slices_axes)  # one layout for both legends
+    legend_outside(sign_axes, "below", handles, labels, drop=sign_drop, fontsize=8, ncol=2)
+    legend_outside(slices_axes, "below", drop=slices_drop, fontsize=8, ncol=2)
     return fig
 
 

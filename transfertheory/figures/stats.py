@@ -39,6 +39,9 @@ import math
 
 import numpy as np
 
+from ..sim.sign_change import (SIGN_CHANGE_RESAMPLES, clustered_mean_se, column_mean, sign_change,
+                               sign_change_with_interval, sign_side)
+
 __all__ = [
     "ALLOWANCE",
     "Z_BAND",
@@ -54,6 +57,7 @@ __all__ = [
     "bootstrap_mean_interval",
     "wilson_interval",
     "sign_change",
+    "column_mean",
     "sign_side",
     "clustered_mean_se",
     "sign_change_with_interval",
@@ -261,69 +265,3 @@ def wilson_interval(successes, trials, level=0.68):
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z / (1 + z * z / trials) * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-#: bootstrap resamples of (teacher, data set) units for a sign change's interval (FaF Fig. 4's boundary)
-SIGN_CHANGE_RESAMPLES = 400
-
-
-def sign_change(ns, values):
-    """log-linear interpolated n where ``values`` (over increasing ``ns``) first turns from > 0 to ≤ 0.
-
-    NaN when it never does: ``sign_side`` tells whether the values are ≤ 0 at every n (the change lies below the
-    range) or > 0 from their first positive value on (above it).
-    """
-    for k in range(len(ns) - 1):
-        if values[k] > 0 >= values[k + 1]:
-            frac = values[k] / (values[k] - values[k + 1])
-            return float(np.exp(np.log(ns[k]) + frac * (np.log(ns[k + 1]) - np.log(ns[k]))))
-    return float("nan")
-
-
-def sign_side(values) -> str:
-    """Where a missing sign change lies: "below" (≤ 0 at every n), "above" (> 0 from its first positive value to the
-    largest n: negative values before it, e.g. at the interpolation threshold n ≈ m, are not the boundary) or ""
-    (found)."""
-    values = np.asarray(values)
-    if np.isfinite(sign_change(np.arange(1, values.size + 1), values)):
-        return ""
-    return "below" if np.all(values <= 0) else "above"
-
-
-def clustered_mean_se(teachers, values):
-    """(mean, SE) over units clustered by teacher, along axis 0: the SE of the mean of the per-teacher means.
-
-    Units of one teacher share its pretrained student and ‖P⊥ f_t*‖², so they are not independent; the per-teacher
-    means are. With equally many data sets per teacher the mean equals the unit mean. SE NaN for one teacher.
-    """
-    values = np.asarray(values, dtype=float)
-    labels = np.unique(teachers)
-    means = np.stack([values[teachers == t].mean(axis=0) for t in labels])
-    se = means.std(axis=0, ddof=1) / np.sqrt(labels.size) if labels.size > 1 else np.full(means.shape[1:], np.nan)
-    return means.mean(axis=0), se
-
-
-def _cluster_resample(groups, rng):
-    """Unit indices of one two-stage bootstrap resample: teachers with replacement, then data sets within each."""
-    picked = rng.integers(0, len(groups), size=len(groups))
-    return np.concatenate([groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
-
-
-def _censored_sign_change(ns, values):
-    """:func:`sign_change`, with a missing change counted as ns[0] (below the range) or ns[−1] (above it)."""
-    found = sign_change(ns, values)
-    if np.isfinite(found):
-        return found, True
-    return (float(ns[0]) if sign_side(values) == "below" else float(ns[-1])), False
-
-
-def sign_change_with_interval(ns, teachers, units, rng, resamples=SIGN_CHANGE_RESAMPLES):
-    """Sign change of the unit mean (units × n array ``units`` over increasing ``ns``), its teacher-clustered
-    two-stage bootstrap 95% interval (censored resamples included) and the fraction of resamples with a sign change
-    in the n range."""
-    point = sign_change(ns, units.mean(axis=0))
-    groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
-    boot = [_censored_sign_change(ns, units[_cluster_resample(groups, rng)].mean(axis=0)) for _ in range(resamples)]
-    values, found = np.array([b[0] for b in boot]), np.array([b[1] for b in boot])
-    lo, hi = np.quantile(values, [0.025, 0.975])
-    return point, float(lo), float(hi), float(found.mean())

@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..sim.tdr import simulate_transfer, width_rate
+from ..sim.tdr import TRAINING_FLOW, simulate_transfer, width_rate
 from ..sim.tdr import task_pair as sim_task_pair
 from ..theory.tdr import transfer_summary
 from .marks import legend_outside, left_out_text
@@ -33,8 +33,6 @@ from .registry import Figure, register
 NAME = "tdr_fig"
 #: source-set size, dimension and the seed of the data
 DATA = dict(n=8, d=5, seed=3)
-#: every training stage stops at ‖∇L‖ <= GTOL (the trainer's convergence criterion)
-GTOL = 1e-5
 COLUMNS = {
     "width": "hidden width m",
     "seeds": "trained networks (seeds) at this width",
@@ -91,7 +89,7 @@ def width_study(widths, seeds, backend=None):
     y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
     summary = transfer_summary(x_p, y_p, x_q, y_q)
     rows = []
-    for run in simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, gtol=GTOL, backend=backend):
+    for run in simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, backend=backend):
         keep, final_loss = _converged(run)
         finetune, scratch = run.finetune_distance[keep], run.scratch_distance[keep]
         measured_change = (run.gradient_norm_pretrained - run.gradient_norm_init)[keep]
@@ -115,7 +113,7 @@ def similarity_study(width, seeds, angles, backend=None):
         for angle in np.linspace(0.0, top, angles):
             data = task_pair(family, angle)
             summary = transfer_summary(*data)
-            (run,) = simulate_transfer(*data, [width], seeds=seeds, gtol=GTOL, backend=backend)
+            (run,) = simulate_transfer(*data, [width], seeds=seeds, backend=backend)
             keep, final_loss = _converged(run)
             finetune, scratch = run.finetune_distance[keep], run.scratch_distance[keep]
             rows.append(dict(family=family, similarity=math.cos(angle), width=width,
@@ -203,7 +201,7 @@ def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, 
     tables = (widths_table, similarity_table)
     convergence = left_out_text(
         "networks", sum(int(t["converged"].sum()) for t in tables), seeds * sum(len(t) for t in tables),
-        f"‖∇L‖ ≤ {GTOL:g} in all three stages; largest final training loss "
+        f"‖∇L‖ ≤ {TRAINING_FLOW.gtol:g} in all three stages; largest final training loss "
                     f"{max(float(t['final_loss_max'].max()) for t in tables):.1g}")
     summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),

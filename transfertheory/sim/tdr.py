@@ -189,20 +189,21 @@ def _instances_per_block(width, n, xp):
     return max(1, HOST_BLOCK_ELEMENTS // (width * n)) if xp is np else None
 
 
-def _block_gradient(weights, signs, x, y, root_m, out):
-    """∇L (into ``out`` (k, m, d)) and L for a block of instances, weights (k, m, d), signs (k, m).
+def _block_gradient(weights, signs, x_t, y, out):
+    """∇L (into ``out`` (k, m, d)) and L for a block of instances, weights (k, m, d), signs (k, m); ``x_t`` is
+    (X/√m)ᵀ (d, n).
 
     With D = 1{WᵀX > 0} (m × n) and r = u − y: u = aᵀ(D ∘ WᵀX)/√m and ∇_W L = diag(a)·D·(r ∘ X)/√m, a
     product of the activation pattern with the residual-weighted inputs (n × d), never an (m, n) broadcast.
     """
     k, m, d = weights.shape
-    pre = (weights.reshape(k * m, d) @ x.T).reshape(k, m, -1)
+    pre = (weights.reshape(k * m, d) @ x_t).reshape(k, m, -1)  # WᵀX/√m
     active = (pre > 0).astype(pre.dtype)
-    pre *= active  # σ(WᵀX)
-    residual = (signs[:, None, :] @ pre)[:, 0, :] / root_m - y[None, :]
-    get_backend(pre).matmul(active, residual[:, :, None] * (x / root_m)[None], out=out)
+    pre *= active  # σ(WᵀX)/√m
+    residual = (signs[:, None, :] @ pre)[:, 0, :] - y
+    get_backend(pre).matmul(active, residual[:, :, None] * x_t.T, out=out)
     out *= signs[:, :, None]
-    return 0.5 * (residual**2).sum(axis=1)
+    return 0.5 * (residual * residual).sum(axis=1)
 
 
 def two_layer_gradient(x, y, signs):
@@ -211,19 +212,27 @@ def two_layer_gradient(x, y, signs):
     ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
     ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
     batch is processed in blocks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
-    is its own.
+    is its own. The signs of the last ``rows`` object are kept (an integration passes the same rows array at
+    every step and never modifies it in place).
     """
     m, d = signs.shape[1], x.shape[1]
-    root_m, xp = math.sqrt(m), get_backend(x)
+    xp = get_backend(x)
+    x_t = xp.ascontiguousarray((x / math.sqrt(m)).T)
     block = _instances_per_block(m, x.shape[0], xp)
+    last = [None, None]  # the rows of the last call and their signs
 
     def gradient(state, rows):
         b = state.shape[0]
-        a, weights = signs[rows], state.reshape(b, m, d)
-        grad, loss = xp.empty_like(weights), xp.empty(b, dtype=state.dtype)
-        for start in range(0, b, block or b):
-            part = slice(start, start + (block or b))
-            loss[part] = _block_gradient(weights[part], a[part], x, y, root_m, grad[part])
+        if last[0] is not rows:
+            last[:] = rows, signs[rows]
+        a, weights = last[1], state.reshape(b, m, d)
+        grad = xp.empty_like(weights)
+        if block is None or b <= block:
+            return grad.reshape(state.shape), _block_gradient(weights, a, x_t, y, grad)
+        loss = xp.empty(b, dtype=state.dtype)
+        for start in range(0, b, block):
+            part = slice(start, start + block)
+            loss[part] = _block_gradient(weights[part], a[part], x_t, y, grad[part])
         return grad.reshape(state.shape), loss
 
     return gradient

@@ -9,11 +9,23 @@ per completed point, resumable, on local worker processes or a Dask cluster (doc
 
 Layering: this package uses the simulators (:mod:`transfertheory.sim`) and never imports a figure, a claim or a
 command line; the figures and claims may build on it.
-"""
-from .engine import SweepReport, compute_point, run_sweep
-from .named import NAMED_SWEEPS, named_sweep
-from .spec import SweepSpec, load_toml, parse_spec
-from .store import Store, point_id
 
+The names below are imported on first use: the engine and the store load pandas and pyarrow, the specs the
+simulators' catalog, which ``python -m transfertheory.sweep --help`` (this package's ``__init__`` runs first)
+does not need.
+"""
 __all__ = ["SweepSpec", "parse_spec", "load_toml", "NAMED_SWEEPS", "named_sweep", "Store", "point_id", "run_sweep",
            "compute_point", "SweepReport"]
+
+#: the names imported on first use, and their modules
+_LAZY = {"SweepReport": ".engine", "compute_point": ".engine", "run_sweep": ".engine", "NAMED_SWEEPS": ".named",
+         "named_sweep": ".named", "SweepSpec": ".spec", "load_toml": ".spec", "parse_spec": ".spec",
+         "Store": ".store", "point_id": ".store"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

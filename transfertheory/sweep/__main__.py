@@ -22,12 +22,8 @@ from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError
-from ..sim import experiments
 from ..threads import WORKERS
-from .engine import run_sweep
 from .named import NAMED_SWEEPS, named_sweep
-from .spec import load_toml, parse_assignment, parse_spec
-from .store import Store
 
 __all__ = ["build_parser", "main"]
 
@@ -50,7 +46,8 @@ def build_parser():
     run = sub.add_parser("run", help="compute the points of a sweep the store lacks")
     run.add_argument("sweep", metavar="NAME_OR_TOML", help="a named sweep (see list) or a TOML spec file")
     run.add_argument("--store", required=True, metavar="DIR", help="the store directory (created if absent)")
-    run.add_argument("--profile", metavar="PROFILE", help="the spec's profile: quick or paper (named sweeps: quick)")
+    run.add_argument("--profile", metavar="PROFILE", help="the spec's profile, e.g. quick or paper (named sweeps: quick by default; `list` names each "
+                     "one's profiles)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="fix a parameter (replaces an axis); VALUE is a TOML value, e.g. 0.5 or [1, 2]")
     run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
@@ -68,6 +65,9 @@ def build_parser():
 
 
 def _list():
+    from ..sim import experiments
+    from .spec import parse_spec
+
     records = experiments()
     width = max(map(len, [*records, *NAMED_SWEEPS]))
     for name, record in records.items():
@@ -80,6 +80,8 @@ def _list():
 
 
 def _spec(args):
+    from .spec import load_toml, parse_assignment, parse_spec
+
     overrides = dict(map(parse_assignment, args.overrides))
     if args.sweep.endswith(".toml") or Path(args.sweep).is_file():
         return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides)
@@ -87,6 +89,9 @@ def _spec(args):
 
 
 def _run(args):
+    from .engine import run_sweep  # (pandas, pyarrow and the simulators: not for --help)
+    from .store import Store
+
     spec = _spec(args)
     backend = cli_support.backend_choice(args.backend)  # an unknown name (flag or variable) exits 3 here
     if backend is not None and args.scheduler is None:
@@ -105,7 +110,9 @@ def _run(args):
     return EXIT_OK
 
 
-def _store(path) -> Store:
+def _store(path):
+    from .store import Store
+
     store = Store(path)
     if not Path(path).is_dir():
         raise ValueError(f"DIR: no store at {path}")

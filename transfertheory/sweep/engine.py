@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import importlib
 import multiprocessing
 import os
 import statistics
@@ -28,12 +29,15 @@ from ..sim.seeding import derive_seed
 from ..threads import WORKERS, available_cores, blas_threads, threads_per_worker
 from .store import Store, point_id
 
-__all__ = ["Task", "SweepReport", "plan", "compute_point", "run_sweep", "point_seed", "format_seconds"]
+__all__ = ["Task", "SweepReport", "plan", "plan_points", "compute_point", "run_sweep", "run_points", "point_seed",
+           "format_seconds"]
 
 
 @dataclass(frozen=True)
 class Task:
-    """One point to compute: where to store it, what to run, with which seed, backend and BLAS threads."""
+    """One point to compute: where to store it, what to run, with which seed, backend and BLAS threads;
+    ``module``: the module that registers the experiment (imported by the worker first, so that an experiment
+    registered outside :mod:`transfertheory.sim` — e.g. the claims' — is known in a fresh worker process)."""
 
     store: str
     experiment: str
@@ -42,6 +46,7 @@ class Task:
     pid: str
     backend: str | None = None
     threads: int | None = None
+    module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,16 @@ def point_seed(base_seed, pid) -> int:
 
 def plan(spec, store: Store) -> list:
     """A :class:`Task` per point of ``spec`` (backend and threads left unset)."""
-    record = get_experiment(spec.experiment)
-    return [Task(str(store.root), record.name, point, spec.seed, point_id(record.name, record.version, point, spec.seed))
-            for point in spec.points()]
+    return plan_points(spec.experiment, spec.points(), spec.seed, store)
+
+
+def plan_points(experiment, points, seed, store: Store) -> list:
+    """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters)."""
+    record = get_experiment(experiment)
+    module = record.simulate.__module__
+    full = [record.point(**point) for point in points]
+    return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, point, seed),
+                 module=module) for point in full]
 
 
 def compute_point(task: Task) -> tuple:
@@ -71,6 +83,8 @@ def compute_point(task: Task) -> tuple:
     store = Store(task.store)
     if store.has(task.pid):
         return task.pid, "done", 0.0, None
+    if task.module is not None:
+        importlib.import_module(task.module)  # registers the experiment in a fresh worker process
     record, seed = get_experiment(task.experiment), point_seed(task.base_seed, task.pid)
     start = time.perf_counter()
     try:
@@ -98,7 +112,11 @@ def format_seconds(seconds) -> str:
 
 
 def _pending(tasks, store: Store, retry_failed):
+    """The tasks to run: not stored and not failed before; ``retry_failed`` True: only those that failed; None:
+    every task not stored (failed or not)."""
     done, failed = store.done(), store.failures()
+    if retry_failed is None:
+        return [t for t in tasks if t.pid not in done]
     if retry_failed:
         return [t for t in tasks if t.pid in failed and t.pid not in done]
     return [t for t in tasks if t.pid not in done and t.pid not in failed]
@@ -181,24 +199,38 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     task). KeyboardInterrupt propagates (the completed points stay stored).
     """
     store = Store(store_dir)
+    return run_tasks(spec.name, plan(spec, store), store, workers=workers, scheduler=scheduler, backend=backend,
+                     retry_failed=retry_failed, progress=progress, echo=echo)
+
+
+def run_points(name, experiment, points, seed, store_dir, **options) -> SweepReport:
+    """:func:`run_sweep` for an explicit list of ``points`` (parameter dicts) of ``experiment`` instead of a grid;
+    ``name`` labels the run, ``options`` are :func:`run_tasks`'s."""
+    store = Store(store_dir)
+    return run_tasks(name, plan_points(experiment, points, seed, store), store, **options)
+
+
+def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backend=None, retry_failed=False,
+              progress=None, echo=print) -> SweepReport:
+    """Run the planned ``tasks`` the store lacks (:func:`run_sweep`; ``retry_failed`` None: every task not stored,
+    failed before or not)."""
     store.clean()
-    tasks = plan(spec, store)
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
     workers = available_cores() if workers is None else WORKERS.scalar(workers)
     threads = 1 if scheduler else threads_per_worker(workers)
     ids = {t.pid for t in tasks}
     already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
-    pending = [Task(t.store, t.experiment, t.point, t.base_seed, t.pid, backend, threads)
-               for t in _pending(tasks, store, retry_failed)]
+    pending = [dataclasses.replace(t, backend=backend, threads=threads) for t in _pending(tasks, store, retry_failed)]
     where = f"Dask scheduler {scheduler}" if scheduler else f"{workers} worker(s) × {threads} BLAS thread(s)"
-    echo(f"{spec.name}: {len(tasks)} points, {already} in the store, {failed_before} failed before; "
+    echo(f"{name}: {len(tasks)} points, {already} in the store, {failed_before} failed before; "
          f"{len(pending)} to run on {where}")
-    per_point, basis, results = _estimate(pending, store, spec.experiment, workers, echo, calibrate=not scheduler)
+    experiment = tasks[0].experiment if tasks else None
+    per_point, basis, results = _estimate(pending, store, experiment, workers, echo, calibrate=not scheduler)
     rest = pending[len(results):]
     echo(_estimate_line(per_point, basis, len(rest), None if scheduler else workers))
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=spec.name, disable=progress is False,
+    bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=name, disable=progress is False,
                dynamic_ncols=True)
     failures = sum(r[1] == "failed" for r in results)
     try:

@@ -1,7 +1,8 @@
 """The named sweeps shipped with the package: the simulations behind each paper figure and claim profile.
 
 Each is a spec mapping (:mod:`.spec`) with a ``quick`` profile (the figures' CPU sizes) and a ``paper`` profile
-(the papers' sizes, as in the figures' and claims' ``paper`` profiles). The FaF §3 sweeps simulate the slices of
+(the papers' sizes, as in the figures' and claims' ``paper`` profiles); ``faf_fig4`` also has a ``mid`` profile
+between them, a CPU size at which its boundary can be judged. The FaF §3 sweeps simulate the slices of
 Figs. 1, 3 and 6 and the cells of Fig. 7: γ = n/d at n = round(2dk/8), k = 1…8, without |n − d| ≤ 1 (where
 gradient flow does not reach its limit), one point per (γ, θ) with ``draws`` target draws.
 """
@@ -42,9 +43,15 @@ NAMED_SWEEPS = {
         experiment="faf_relu", description="FaF Fig. 4: ReLU students from ablated teachers, per μ over n",
         fixed=dict(methods=["scratch", "linear", "linear_minnorm"], linear_max_time=1e30),
         profiles=dict(
-            quick=dict(draws=3, fixed=dict(d=8, m=16, m_star=8, ns=[16, 20, 24, 32, 48, 64, 96, 128, 256],
-                                           teachers=4, max_time=1e3, pretrain_max_time=3e4),
+            quick=dict(draws=3, fixed=dict(d=8, m=16, m_star=8, ns=[16, 20, 24, 28, 32, 40, 48, 56, 64],
+                                           teachers=4, max_time=3e4, pretrain_max_time=3e4),
                        axes=dict(mu=[0.125, 0.25, 0.375])),
+            # between quick and paper: n ≤ m·d/2 = 256, where every scratch flow meets FaF's loss 1e-6 within
+            # t = 3e4, on a μ–n grid that brackets the boundary at μ = 0.125 … 0.375 (docs/relu.md)
+            mid=dict(draws=3, fixed=dict(d=16, m=32, m_star=16,
+                                         ns=[36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256],
+                                         teachers=6, max_time=3e4, pretrain_max_time=1e5),
+                     axes=dict(mu=[0.125, 0.1875, 0.25, 0.3125, 0.375])),
             paper=dict(draws=10, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
                                             teachers=10),
                        axes=dict(mu=[0.2, 0.35, 0.5, 0.65, 0.8])))),

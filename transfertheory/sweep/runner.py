@@ -2,8 +2,9 @@
 
 :class:`SweepRunner` holds where and how to run (store, local workers or a Dask scheduler, backend);
 :meth:`SweepRunner.rows` runs a spec mapping (:mod:`.spec`) and returns the rows of exactly its points, so a
-paper-size figure killed half-way resumes from its store and can be drawn from it. The default store is
-:func:`default_store` (under the user's cache directory).
+paper-size figure killed half-way resumes from its store and can be drawn from it; :meth:`SweepRunner.results`
+runs an explicit list of points (the claims audit's) and returns, per point, its rows or its failure. The default
+store is :func:`default_store` (under the user's cache directory).
 """
 from __future__ import annotations
 
@@ -13,17 +14,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from .engine import plan, run_sweep
+from .engine import plan, plan_points, run_sweep, run_tasks
 from .spec import parse_spec
 from .store import Store
 
-__all__ = ["SweepRunner", "default_store"]
+__all__ = ["SweepRunner", "StoredPoint", "default_store"]
 
 
 def default_store() -> Path:
     """``$XDG_CACHE_HOME/transfertheory/sweeps`` (``~/.cache/transfertheory/sweeps`` without the variable)."""
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(cache) / "transfertheory" / "sweeps"
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    """One point after a run: its stored ``rows`` and compute ``seconds``, or (not stored) the ``error`` line of
+    its failure record."""
+
+    rows: pd.DataFrame | None
+    seconds: float
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,3 +57,16 @@ class SweepRunner:
             raise RuntimeError(f"{report.failed} point(s) of {name} failed (records in {self.store}/_sweep/failed; "
                                f"python -m transfertheory.sweep status {self.store})")
         return Store(self.store).table(t.pid for t in plan(spec, Store(self.store)))
+
+    def results(self, name, experiment, points, seed=0) -> list:
+        """A :class:`StoredPoint` for each of ``points`` (parameter dicts of ``experiment``), in their order,
+        computing first every point the store lacks (points that failed before are tried again); ``name`` labels
+        the run."""
+        store = Store(self.store)
+        tasks = plan_points(experiment, points, seed, store)
+        run_tasks(name, tasks, store, workers=self.workers, scheduler=self.scheduler, backend=self.backend,
+                  retry_failed=None, progress=self.progress)
+        failures, done = store.failures(), store.done()
+        return [StoredPoint(store.table([t.pid]), store.metadata(t.pid).get("seconds", float("nan")))
+                if t.pid in done else
+                StoredPoint(None, 0.0, failures.get(t.pid, {}).get("error", "not computed")) for t in tasks]

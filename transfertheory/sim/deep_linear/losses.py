@@ -41,6 +41,11 @@ class EndToEndLoss(ABC):
         evaluates prefixes of it); returns what :meth:`beta_gradient` returns."""
         return lambda beta, with_loss: self.beta_gradient(beta, rows[: beta.shape[0]], with_loss)
 
+    def curvatures(self, rows):
+        """The diagonal of ∇²_βL (b, d) for the instances ``rows`` when ∇²_βL is diagonal, else None (the
+        early verdict of :mod:`.verdict` needs it)."""
+        return None
+
     def residual(self, y, rows):
         """‖∇_βL‖ per instance: vanishes at the minimizers of L(β) but is O(1) at the saddle W = 0,
         where the weight gradient is only O(α^{L−1}) (the integrator's ``residual`` guard)."""
@@ -58,6 +63,10 @@ class PopulationLoss(EndToEndLoss):
         """∇_βL = β − β_s (and L if ``with_loss``)."""
         g = beta - self.beta_s
         return (g, 0.5 * self.xp.sum(g * g, axis=1)) if with_loss else g
+
+    def curvatures(self, rows):
+        """∇²_βL = I."""
+        return self.xp.ones((len(rows), self.arch.d), dtype=self.beta_s.dtype)
 
 
 class LeastSquaresLoss(EndToEndLoss):
@@ -94,6 +103,10 @@ class LeastSquaresLoss(EndToEndLoss):
     def beta_gradient(self, beta, rows, with_loss=True):
         """∇_βL = Σ̂β − ĉ for end-to-end vectors ``beta`` of instances ``rows`` (and L if ``with_loss``)."""
         return self._gradient(*self._data_of(rows), beta, with_loss)
+
+    def curvatures(self, rows):
+        """λ of each instance's diagonal Σ̂ (None for a dense Gram matrix)."""
+        return self._data_of(rows)[0] if self.gram.ndim == 2 else None
 
     def gradient_of_rows(self, rows):
         """As :meth:`EndToEndLoss.gradient_of_rows`, with the data of ``rows`` gathered once."""

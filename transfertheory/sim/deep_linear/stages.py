@@ -21,6 +21,7 @@ from ...backend import get_backend
 from ..integrator import StepOutcome, StepRequest, rkc_butcher_matrix
 from .losses import EndToEndLoss
 from .network import left_vectors, matvec, right_vectors, rmatvec
+from .verdict import unreachable
 
 __all__ = ["LowRankStages"]
 
@@ -77,11 +78,22 @@ class LowRankStages:
     RMS over layers of RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new)))
     (layerwise, invariant under the rotations W_l → Q W_l that leave the model
     unchanged). The new states equal the dense kernel's up to rounding.
+
+    Early verdict (``early_verdict``, default on): :meth:`unreachable` certifies instances that cannot converge
+    before their time budget ends (:mod:`.verdict`), which the integrator stops with status ``unreachable``.
     """
 
-    def __init__(self, loss: EndToEndLoss):
+    def __init__(self, loss: EndToEndLoss, early_verdict: bool = True):
         self.loss, self.arch = loss, loss.arch
+        self.early_verdict = early_verdict
         self._workspace = None
+
+    def unreachable(self, y, rows, t_remaining, gtol):
+        """The integrator's early verdict: instances that provably cannot reach ‖∇_βL‖ ≤ gtol in the time left
+        (:func:`~.verdict.unreachable`; none when the kernel was built with ``early_verdict=False``)."""
+        if not self.early_verdict:
+            return np.zeros(y.shape[0], dtype=bool)
+        return unreachable(self.loss, y, rows, t_remaining, gtol)
 
     def _factors(self, xp, b, S, dtype) -> _Factors:
         ws = self._workspace

@@ -40,7 +40,8 @@ PRETRAIN_FLOW = FlowSettings(rtol=1e-4, gtol=1e-8, max_time=1e4)
 
 
 @guarded_entry_point
-def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memory=None, **settings) -> FlowResult:
+def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memory=None, early_verdict=True,
+          **settings) -> FlowResult:
     """Gradient flow of ``loss`` from ``y0`` with the package integrator at ``flow`` (keyword ``settings`` —
     ``rtol``, ``gtol``, ``max_time``, … — override it, :meth:`~..integrator.FlowSettings.updated`).
 
@@ -49,6 +50,8 @@ def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memo
     needs ‖∇_βL‖ ≤ gtol as well as ‖∇L‖ ≤ gtol (no false convergence at the
     saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise. ``max_memory``: the memory guard's limit
     (bytes or ``"64G"``); a flow whose states (:func:`~..integrator.flow_state_bytes`) exceed it is refused.
+    ``early_verdict``: for losses of the end-to-end vector, stop the instances that provably cannot converge
+    before ``max_time`` with status ``unreachable`` (:mod:`.verdict`) instead of integrating them to the budget.
     """
     check_memory(flow_state_bytes(*y0.shape), what="train", max_memory=max_memory,
                  params={"instances": y0.shape[0], "parameters": y0.shape[1]})
@@ -57,7 +60,7 @@ def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memo
     atol = flow.rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
     structured = isinstance(loss, EndToEndLoss)
     return integrate_gradient_flow(loss, y0, flow, atol=atol, progress=progress,
-                                   stage_kernel=LowRankStages(loss) if structured else None,
+                                   stage_kernel=LowRankStages(loss, early_verdict) if structured else None,
                                    residual=loss.residual if structured else None)
 
 

@@ -30,7 +30,11 @@ Design
   ``max_steps`` when the budget ends first, ``diverged`` on a non-finite or
   exploding loss, ``step_underflow`` when h collapses, and, with
   ``loss_tol`` > 0, ``loss_tol`` once L ≤ loss_tol (a stopping rule by
-  value, e.g. FaF App. D.2's "until the loss reaches 1e−6"). Finished instances
+  value, e.g. FaF App. D.2's "until the loss reaches 1e−6"), and ``unreachable``
+  when the stage kernel certifies that the instance cannot converge before
+  ``max_time`` (an optional ``unreachable`` method of the kernel, checked every
+  :data:`VERDICT_EVERY` accepted steps; the deep linear networks' certificate
+  is :mod:`transfertheory.sim.deep_linear.verdict`). Finished instances
   are recorded (:class:`.state.FlowRecord`) and the working set
   (:class:`.state.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
@@ -51,6 +55,7 @@ Design
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -70,9 +75,11 @@ from .state import FlowRecord, FlowState
 __all__ = ["FlowResult", "integrate_gradient_flow", "STATUSES", "CONVERGED_STATUSES", "SCHEMES",
            "PEAK_STATE_COPIES", "flow_state_bytes"]
 
-STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow")
+STATUSES = ("converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow", "unreachable")
 #: the statuses of a convergence criterion: ‖∇L‖ ≤ gtol (``converged``) or L ≤ loss_tol (``loss_tol``)
 CONVERGED_STATUSES = ("converged", "loss_tol")
+#: accepted steps between two checks of a stage kernel's ``unreachable`` certificate (per instance)
+VERDICT_EVERY = 4
 _ATOL = Param("atol", Interval(0, np.inf, "neither"))
 #: (B, P) arrays the integrator holds at its peak, per scheme, besides what the gradient callable allocates: the
 #: initial states, the record, the working set, the carried gradient, the stage buffers, the error estimate and
@@ -101,8 +108,9 @@ class FlowResult(ReportsConvergence):
         Final states (backend arrays), in the layout of ``y0``.
     convergence : :class:`~transfertheory.sim.convergence.Convergence`
         How each instance stopped: ``converged`` (status in :data:`CONVERGED_STATUSES`), ``status`` (one of
-        :data:`STATUSES`), ``t_final`` (flow time reached), ``steps`` (accepted steps), ``grad_norm`` (final
-        ‖∇L‖); host arrays (B,), also read as ``result.status`` etc.
+        :data:`STATUSES`; ``unreachable``, the kernel's certificate that the instance cannot converge before
+        max_time, is not converged, like ``max_time``), ``t_final`` (flow time reached), ``steps`` (accepted
+        steps), ``grad_norm`` (final ‖∇L‖); host arrays (B,), also read as ``result.status`` etc.
     loss : numpy array (B,)
         Final loss per instance.
     evaluations : int
@@ -183,7 +191,23 @@ class _Integration:
             state = self.record.finish(state, to_host(state.loss) <= budget.loss_tol, "loss_tol", self.residual)
         state = self.record.finish(state, to_host(state.t) >= budget.max_time * (1 - 1e-12), "max_time",
                                    self.residual)
-        return self.record.finish(state, to_host(state.steps) >= budget.max_steps, "max_steps", self.residual)
+        state = self.record.finish(state, to_host(state.steps) >= budget.max_steps, "max_steps", self.residual)
+        return self._verdict(state)
+
+    def _verdict(self, state: FlowState) -> FlowState:
+        """Finish, as ``unreachable``, the instances due for a check (every :data:`VERDICT_EVERY` accepted
+        steps) that the stage kernel's ``unreachable`` certificate proves cannot converge before max_time."""
+        certificate = getattr(self.kernel, "unreachable", None)
+        if certificate is None or state.size == 0:
+            return state
+        due = np.flatnonzero(to_host(state.steps) % VERDICT_EVERY == 0)
+        if due.size == 0:
+            return state
+        remaining = self.budget.max_time - to_host(state.t)[due]
+        hopeless = np.zeros(state.size, dtype=bool)
+        states = state.y if due.size == state.size else take(state.y, due)  # no copy when all are due
+        hopeless[due] = certificate(states, state.rows[due], remaining, self.budget.gtol)
+        return self.record.finish(state, hopeless, "unreachable", self.residual)
 
     def step(self, state: FlowState) -> FlowState:
         """One RKC2 step of every working instance: accept or reject, adapt h, refresh ρ where due."""
@@ -254,10 +278,9 @@ class _Integration:
                           rejected=self.rejected, max_stages=self.max_stages_used, residual=record.residual)
 
 
-def _einsum_norms(g):
-    """Row norms of a (b, P) gradient by one einsum (the Euler step's; no (b, P) temporary)."""
-    xp = array_module(g)
-    return xp.sqrt(xp.einsum("ij,ij->i", g, g))
+def _einsum_squares(g):
+    """Squared row norms of a (b, P) gradient by one einsum (the Euler step's; no (b, P) temporary)."""
+    return array_module(g).einsum("ij,ij->i", g, g)
 
 
 class _EulerIntegration(_Integration):
@@ -280,19 +303,54 @@ class _EulerIntegration(_Integration):
         return gradient  # the dense gradient at y, reused by the next step
 
     def step(self, state: FlowState) -> FlowState:
-        xp = array_module(state.y)
-        h = xp.minimum(self.step_fraction * _SAFETY / state.rho, self.budget.max_time - state.t)
-        y = state.y  # updated in place: the integration owns its states (the record keeps copies)
-        subtract_scaled(y, h, state.carried)  # the gradient may be the callable's own array: not modified
-        G, loss = self.gradient(y, state.rows)
-        self.evaluations += state.size
-        grad_norm = row_norms(G, _einsum_norms)
-        state = state.with_(y=y, carried=G, loss=loss, grad_norm=grad_norm, t=state.t + h, h=h,
-                            steps=state.steps + 1, since_rho=state.since_rho + 1)
-        state = self._refresh_radius(state, np.flatnonzero(state.since_rho >= _RHO_REFRESH))
-        if self.progress is not None:
-            self.progress(1.0 - state.size / self.batch_size)
-        return self.classify(state)
+        """Euler steps of the working set until one of its instances is due for a spectral-radius refresh or
+        may finish (:meth:`_may_finish`), then the refresh and :meth:`classify`: the arithmetic and the step at
+        which each instance stops are those of one step per call, without the per-step bookkeeping (one step
+        per call when the kernel has an ``unreachable`` certificate, checked at every step)."""
+        xp, budget = array_module(state.y), self.budget
+        y, G, t = state.y, state.carried, state.t
+        rate = self.step_fraction * _SAFETY / state.rho
+        certified = getattr(self.kernel, "unreachable", None) is not None
+        count = 1 if certified else max(1, _RHO_REFRESH - int(state.since_rho.max()))
+        # far from the budget, h = min(rate, max_time − t) is rate itself and no instance can reach
+        # max_time or max_steps within these steps (the margin covers the rounding of the summed times)
+        far = (float(to_host((t + count * rate).max())) < budget.max_time * (1 - 1e-12) * (1 - 1e-9)
+               and int(to_host(state.steps.max())) + count < budget.max_steps)
+        column = rate[:, None] if far and not isinstance(y, RaggedBatch) else None
+        limit = float(to_host(state.loss_limit.min()))
+        done = 0
+        while done < count:
+            h = rate if far else xp.minimum(rate, budget.max_time - t)
+            if column is None:
+                subtract_scaled(y, h, G)  # y is updated in place (the record keeps copies); G is not modified
+            else:
+                y -= column * G
+            G, loss = self.gradient(y, state.rows)
+            self.evaluations += state.size
+            squares = row_norms(G, _einsum_squares)
+            t, done = t + h, done + 1
+            if self.progress is not None:
+                self.progress(1.0 - state.size / self.batch_size)
+            if self._may_finish(squares, loss, limit, None if far else t, None if far else state.steps + done):
+                break
+        state = state.with_(y=y, carried=G, loss=loss, grad_norm=xp.sqrt(squares), t=t, h=h,
+                            steps=state.steps + done, since_rho=state.since_rho + done)
+        return self.classify(self._refresh_radius(state, np.flatnonzero(state.since_rho >= _RHO_REFRESH)))
+
+    def _may_finish(self, squares, loss, limit, t, steps) -> bool:
+        """Whether :meth:`classify` might finish an instance: a superset of its criteria, from the squared
+        gradient norms and the smallest divergence limit ``limit`` (a non-finite gradient or loss, |L| above
+        the limit, ‖∇L‖ ≤ gtol, L ≤ loss_tol, or — unless ``t`` and ``steps`` are None, known to be far from
+        it — the budget reached). On host lists: a few array reductions cost more than the step's arithmetic
+        at small sizes (NaN fails every comparison, so it counts as finishing)."""
+        budget = self.budget
+        low, losses = budget.gtol**2 * (1 + 1e-9), to_host(loss).tolist()
+        going = (all(low < v < math.inf for v in to_host(squares).tolist())
+                 and all(abs(v) <= limit for v in losses)
+                 and (budget.loss_tol == 0 or all(v > budget.loss_tol for v in losses)))
+        if going and t is not None:
+            going = bool(to_host(((t < budget.max_time * (1 - 1e-12)) & (steps < budget.max_steps)).all()))
+        return not going
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")

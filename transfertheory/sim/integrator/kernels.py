@@ -73,7 +73,13 @@ class StepOutcome(NamedTuple):
 
 
 class StageKernel(Protocol):
-    """The contract of a stage kernel (see the module docstring)."""
+    """The contract of a stage kernel (see the module docstring).
+
+    A kernel may also define ``unreachable(y, rows, t_remaining, gtol) -> host bool (b,)``: True for the
+    instances that provably cannot converge within the flow time ``t_remaining`` (b,) left to them; the
+    integrator stops those with status ``unreachable`` (never counted as converged). It must be conservative:
+    an instance that would converge in time must never be flagged.
+    """
 
     def __call__(self, step: StepRequest) -> StepOutcome:
         """Compute the RKC2 stages of one step (Sommeijer et al. 1998, Eq. 2.4) and its error estimate."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ... import params as P
 from ..._validation import Interval
@@ -69,6 +68,8 @@ def finite_n_boundary(fit: PowerLawFit, pperp_sq, m, pperp_se=0.0) -> FiniteNBou
 
     def gap(h):
         return log_a - nu * np.log(h + m + 1) - np.log(p) - np.log(h + m) + np.log(h)
+
+    from scipy.optimize import brentq  # (SciPy on first use: not for ``python -m transfertheory.figures.faf_fig4 --help``)
 
     h_peak = (m * (1 - nu) + np.sqrt((m * (1 - nu)) ** 2 + 4 * nu * m * (m + 1))) / (2 * nu)
     if gap(h_peak) <= 0:
