@@ -72,6 +72,26 @@ def test_training_validation_term_equals_the_per_split_form(rng, array_backend):
     np.testing.assert_allclose(fast_grad, grad[rows], rtol=1e-10, atol=1e-14)
 
 
+def test_validation_term_of_rows_seen_before_is_bit_for_bit_the_fresh_one(rng):
+    """The gathered arrays a row set reuses (the integrator asks for the same rows at many stages) give exactly
+    the loss and gradient of a term that never saw those rows; the kept row sets stay bounded."""
+    from transfertheory.sim.merlin import losses
+
+    X, y = _data(rng, 5, 7, 4)
+    orders = Q.split_orders(5, 7, 4, np.random.default_rng(1))
+    validation = Q.ValidationSplits(X, y, orders, 0.05)
+    row_sets = [np.array(r) for r in ([0, 1, 2, 3, 4], [4, 2, 0], [0, 1, 2, 3, 4], [3], [4, 2, 0], [1, 3])]
+    for rows in row_sets:
+        phi = rng.normal(size=(rows.size, 4, 2))
+        fresh = Q.ValidationSplits(X, y, orders, 0.05).loss_and_grad(phi, rows)
+        for seen, first in zip(validation.loss_and_grad(phi, rows), fresh):
+            np.testing.assert_array_equal(seen, first)
+    assert len(validation._gathered_cache) == 4  # the distinct row sets
+    for start in range(3 * losses._GATHERED_ROWS):
+        validation.loss_and_grad(rng.normal(size=(2, 4, 2)), np.array([start % 5, (start + 1 + start // 5) % 5]))
+    assert len(validation._gathered_cache) <= losses._GATHERED_ROWS
+
+
 @pytest.mark.parametrize("algorithm", ["merlin", "joint", "target_only"])
 def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
     def problems():

@@ -251,3 +251,24 @@ def test_worker_processes_report_what_the_serial_run_reports_in_its_order(tmp_pa
     assert reports[0] == reports[1]
     assert [r["claim"] for r in reports[0][0]] == [c.id for c in claims.select(pattern)] == reports[0][1]
     assert len(reports[0][0]) >= 3 and {r["status"] for r in reports[0][0]} == {"PASS", "KNOWN-ERRATUM"}
+
+
+def test_workers_start_the_claims_longest_first_by_the_seconds_of_the_previous_record(tmp_path, monkeypatch, capsys):
+    """The costs handed to the workers are the ``seconds`` of the record at ``--json`` (same profile), inf for a claim
+    the record lacks, so that the longest claims start first; the table stays in the serial order."""
+    pattern = "faf.thm2.2"
+    ids = [c.id for c in claims.select(pattern)]
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([{"claim": ids[0], "profile": "quick", "seconds": 1.5},
+                                {"claim": ids[1], "profile": "full", "seconds": 9.0}]), encoding="utf-8")
+    assert verify._previous_seconds(str(path), ids, "quick") == [1.5] + [float("inf")] * (len(ids) - 1)
+    assert verify._previous_seconds(None, ids, "quick") == [float("inf")] * len(ids)
+    path.with_name("bad.json").write_text("[", encoding="utf-8")
+    assert verify._previous_seconds(str(path.with_name("bad.json")), ids, "quick") == [float("inf")] * len(ids)
+    handed = []
+    original = verify.cli_support.in_workers
+    monkeypatch.setattr(verify.cli_support, "in_workers",
+                        lambda f, items, workers, costs=None: handed.append(costs) or original(f, items, workers, costs))
+    code, out, _ = _run(capsys, "-k", pattern, "--workers", "1", "--json", str(path))
+    assert code == 0 and handed == [[1.5] + [float("inf")] * (len(ids) - 1)]
+    assert [line.split()[0] for line in out.splitlines() if line.startswith("faf.")] == ids

@@ -18,8 +18,9 @@ One mechanism per concern, so that every command line behaves the same:
   earlier outputs as they were and no half-written file.
 * **BLAS threads and worker processes** — :func:`entry_point` runs the command under the package's BLAS thread
   policy (:mod:`transfertheory.threads`: :data:`~transfertheory.threads.SERIAL_THREADS` for one process);
-  :func:`add_workers_argument` adds ``--workers N`` and :func:`in_workers` maps independent tasks (claims, figures)
-  over N worker processes with ⌊cores / N⌋ BLAS threads each, yielding the results in the serial order.
+  :func:`add_workers_argument` adds ``--workers N`` (default :func:`worker_count`: one per core) and
+  :func:`in_workers` maps independent tasks (claims, figures) over N worker processes with ⌊cores / N⌋ BLAS threads
+  each, yielding the results in the serial order.
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation module
 :mod:`transfertheory.threads`, so that the command lines (``verify``, ``phase_diagram``, ``figures``), the figure
@@ -57,6 +58,7 @@ __all__ = [
     "require_writable",
     "staged_files",
     "add_workers_argument",
+    "worker_count",
     "start_order",
     "in_workers",
 ]
@@ -248,12 +250,19 @@ def staged_files():
 
 
 def add_workers_argument(parser, what):
-    """``--workers N`` (integer >= 1; default None, which the command reads as 1: two workers were measured slower
-    than one on the shared 2-core machine, docs/benchmarks.md "Command lines") for a command that runs ``what``."""
+    """``--workers N`` (integer >= 1; default None, which :func:`worker_count` reads as one process per core, at most
+    one per task: the tasks cost the same CPU time in a worker as in one process, docs/benchmarks.md "Command
+    lines") for a command that runs ``what``."""
     parser.add_argument("--workers", type=WORKERS.arg_type(), default=None, metavar="N",
-                        help=f"worker processes that run the {what} (default 1: in this process; {available_cores()} "
-                        "cores here); each has cores/N BLAS threads, and the results are those of a serial run, in "
-                        "its order")
+                        help=f"worker processes that run the {what} (default: one per core, {available_cores()} here, "
+                        "at most one per task; 1: in this process); each has cores/N BLAS threads, and the results "
+                        "are those of a serial run, in its order")
+
+
+def worker_count(requested, tasks) -> int:
+    """Worker processes for ``tasks`` independent tasks: ``requested`` (``--workers``), else one per core
+    (:func:`~transfertheory.threads.available_cores`); at most one per task, at least 1."""
+    return min(available_cores() if requested is None else WORKERS.scalar(requested), max(1, tasks))
 
 
 def _call_with_threads(task):

@@ -11,9 +11,9 @@ at N fresh random points; a failing point is printed with a one-line command tha
 docs/verify.md.
 
 ``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
-simulators' array backend. ``--workers N`` runs the claims in N worker processes (default 1;
-:func:`transfertheory.cli_support.in_workers`): every claim's points and seeds are fixed by its id, so the table is
-the serial run's, row for row and in its order.
+simulators' array backend. ``--workers N`` runs the claims in N worker processes (default one per core,
+:func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`): every claim's points
+and seeds are fixed by its id, so the table is the serial run's, row for row and in its order.
 
 With ``--paper`` (or ``--store DIR`` in any profile, or ``--scheduler ADDRESS``) the points of the simulation and
 Monte Carlo claims run through the sweep engine (:mod:`transfertheory.claims.sweep_points`): one stored point per
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import random
 import sys
 import time
@@ -106,6 +107,21 @@ def _run_claim(task):
 
     claim_id, profile, explore, seed = task
     return replace(claims.run(claim_id, profile, explore=explore, seed=seed), claim=claim_id)
+
+
+def _previous_seconds(json_path, claim_ids, profile):
+    """Each claim's ``seconds`` in an earlier ``--json`` record of ``profile`` at ``json_path`` (inf where the record,
+    or the claim in it, is missing): the costs with which the workers start the longest claims first."""
+    records = []
+    if json_path:
+        try:
+            with open(json_path, encoding="utf-8") as record:
+                records = json.load(record)
+        except (OSError, ValueError):
+            records = []
+    records = records if isinstance(records, list) else []
+    seconds = {r.get("claim"): r.get("seconds") for r in records if isinstance(r, dict) and r.get("profile") == profile}
+    return [s if isinstance(s, (int, float)) else math.inf for s in map(seconds.get, claim_ids)]
 
 
 def _write(records, json_path, csv_path):
@@ -217,9 +233,11 @@ def main(argv=None):
     in_process = [claim for claim in selected if claim.id not in stored]
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
-    workers = 1 if stored else args.workers or 1  # with the sweep engine, the workers are its own
+    # with the sweep engine, the workers are its own
+    workers = 1 if stored else cli_support.worker_count(args.workers, len(in_process))
+    costs = _previous_seconds(args.json, [claim.id for claim in in_process], args.profile)  # the longest first
     results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in in_process],
-                                     workers)
+                                     workers, costs)
     with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
               disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
         _emit(bar, table.header())

@@ -7,7 +7,7 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
 
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
 ``figures/``), and ``README.md`` there is regenerated from the registry. ``--workers N`` builds the figures in N
-worker processes (default 1; the figures that took longest last time, by the
+worker processes (default one per core, at most one per figure; the figures that took longest last time, by the
 ``NAME.json`` files in ``--out``, start first): each figure's data depend only on its profile and seed, so the files
 are those of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
@@ -150,7 +150,7 @@ def main(argv=None):
         print(f"FaF §3 simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes = {}
     # with the sweep engine, the workers are its own
-    workers = 1 if runner is not None else args.workers or 1
+    workers = 1 if runner is not None else cli_support.worker_count(args.workers, len(chosen))
     progress = None if workers == 1 else False  # bars of several processes would overwrite each other
     costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]  # the longest starts first
     results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers,

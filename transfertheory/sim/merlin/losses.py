@@ -71,16 +71,29 @@ def ridge_head(H, y, ridge):
     return xp.linalg.solve(_normal_matrix(H, ridge), (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
 
 
+def _sum_of_products(pairs):
+    """Σ a·b over ``pairs`` (a, b) added left to right, or None when there are none (no addition of a zero)."""
+    total = None
+    for a, b in pairs:
+        total = a * b if total is None else total + a * b
+    return total
+
+
+def _minus(value, total):
+    """``value − total``, or ``value`` itself when ``total`` is None (an empty sum)."""
+    return value if total is None else value - total
+
+
 def _cholesky(normal):
     """Lower Cholesky factor of symmetric positive definite m × m matrices given as ``normal[i][j]`` (j ≤ i)
     arrays of one shape (one matrix per entry position); m Python-level steps, batched over the arrays."""
     m = len(normal)
     factor = [[None] * m for _ in range(m)]
     for j in range(m):
-        pivot = normal[j][j] - sum(factor[j][p] * factor[j][p] for p in range(j))
-        factor[j][j] = pivot ** 0.5
+        factor[j][j] = _minus(normal[j][j], _sum_of_products((factor[j][p], factor[j][p]) for p in range(j))) ** 0.5
         for i in range(j + 1, m):
-            factor[i][j] = (normal[i][j] - sum(factor[i][p] * factor[j][p] for p in range(j))) / factor[j][j]
+            factor[i][j] = _minus(normal[i][j], _sum_of_products((factor[i][p], factor[j][p]) for p in range(j))
+                                  ) / factor[j][j]
     return factor
 
 
@@ -89,10 +102,10 @@ def _cholesky_solve(factor, rhs):
     m = len(factor)
     w = []
     for i in range(m):
-        w.append((rhs[i] - sum(factor[i][p] * w[p] for p in range(i))) / factor[i][i])
+        w.append(_minus(rhs[i], _sum_of_products((factor[i][p], w[p]) for p in range(i))) / factor[i][i])
     x = [None] * m
     for i in reversed(range(m)):
-        x[i] = (w[i] - sum(factor[p][i] * x[p] for p in range(i + 1, m))) / factor[i][i]
+        x[i] = _minus(w[i], _sum_of_products((factor[p][i], x[p]) for p in range(i + 1, m))) / factor[i][i]
     return x
 
 
@@ -109,10 +122,9 @@ def _validation_terms(H_tr, y_tr, H_v, y_v, ridge, grad, n_train=None, n_val=Non
     m = H_tr.shape[0]
     n_tr = H_tr.shape[2] if n_train is None else n_train
     n_val = H_v.shape[2] if n_val is None else n_val
-    normal = [[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)] + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge]
-              for i in range(m)]
-    factor = _cholesky(normal)
-    head = xp.stack(_cholesky_solve(factor, [(H_tr[i] * y_tr).sum(axis=1) for i in range(m)]))  # (m, S, b)
+    factor = _cholesky([[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)]
+                        + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge] for i in range(m)])
+    head = xp.stack(_cholesky_solve(factor, list((H_tr * y_tr).sum(axis=2))))  # (m, S, b)
     r_v = (H_v * head[:, :, None]).sum(axis=0) - y_v  # (S, n_v, b)
     loss = (r_v * r_v).sum(axis=1).mean(axis=0) / n_val
     if not grad:
@@ -181,24 +193,53 @@ class ValidationSplits:
         return (xp.ascontiguousarray(orders), xp.ascontiguousarray(inverse), xp.ascontiguousarray(y_split),
                 n_train.astype(self.X.dtype), (samples - n_train).astype(self.X.dtype))
 
+    @cached_property
+    def _gathered_cache(self) -> dict:
+        """The last :data:`_GATHERED_ROWS` row sets' :meth:`_gathered` arrays, by the rows' bytes (insertion order)."""
+        return {}
+
+    def _gathered(self, rows):
+        """What :meth:`loss_and_grad` needs of the instances ``rows`` besides φ: their orders, y in split order,
+        halves' sizes and X, and the two gather indices. It depends on the rows only, and the integrator asks for
+        the same rows at many stages of a step, so the last few row sets are kept (the arrays are those computed
+        afresh: the results do not change)."""
+        host = rows if isinstance(rows, np.ndarray) else None
+        key = None if host is None else (host.dtype.str, host.tobytes())
+        cache = self._gathered_cache
+        if key in cache:
+            return cache[key]
+        xp = get_backend(self.X, self.y)
+        index = xp.asarray(rows)
+        orders, inverse, y_split, n_train, n_val = (xp.take(a, index, axis=-1) for a in self._layout)
+        S, n, b = orders.shape
+        column = xp.arange(b)
+        gathered = (orders.shape, y_split, n_train, n_val, xp.take(self.X, index, axis=0),
+                    orders * b + column,  # H_split[:, s, i, c] = H[:, orders[s, i, c], c] in H's (m, n·b) layout
+                    (xp.arange(S)[:, None, None] * n + inverse) * b + column)  # sample order of every split
+        if key is not None:
+            if len(cache) >= _GATHERED_ROWS:
+                del cache[next(iter(cache))]
+            cache[key] = gathered
+        return gathered
+
     def loss_and_grad(self, phi, rows):
         """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m)."""
         xp = get_backend(phi)
-        rows = xp.asarray(rows)
-        orders, inverse, y_split, n_train, n_val = (xp.take(a, rows, axis=-1) for a in self._layout)
-        X = xp.take(self.X, rows, axis=0)
-        S, n = orders.shape[0], orders.shape[1]
-        b, m, slots = phi.shape[0], phi.shape[-1], n // 2  # the first n // 2 slots of an order: training half
+        (S, n, b), y_split, n_train, n_val, X, split_index, back = self._gathered(rows)
+        m, slots = phi.shape[-1], n // 2  # the first n // 2 slots of an order: training half
         z = X @ phi  # (b, n, m)
         H = xp.ascontiguousarray((z * z).transpose(2, 1, 0)).reshape(m, n * b)
-        column = xp.arange(b)
-        H_split = xp.take(H, orders * b + column, axis=1)  # (m, S, n, b): H_split[:, s, i, c] = H[:, orders[s, i, c], c]
+        H_split = xp.take(H, split_index, axis=1)  # (m, S, n, b)
         loss, grad_tr, grad_v, _ = _validation_terms(H_split[:, :, :slots], y_split[:, :slots], H_split[:, :, slots:],
                                                      y_split[:, slots:], self.ridge, True, n_train, n_val)
         grad_split = xp.concatenate([grad_tr, grad_v], axis=2).reshape(m, S * n * b)
-        back = (xp.arange(S)[:, None, None] * n + inverse) * b + column  # sample order of every split
         grad_H = xp.take(grad_split, back, axis=1).sum(axis=1).transpose(2, 1, 0) / S  # (b, n, m)
         return loss, _feature_grad(X, z, grad_H)
+
+
+#: row sets whose gathered arrays :class:`ValidationSplits` keeps: a step of the integrator evaluates the
+#: gradient of its instances sorted by stage count, then of shrinking prefixes of them (one per distinct count)
+_GATHERED_ROWS = 16
 
 
 def pad_orders(orders, size):

@@ -136,7 +136,7 @@ class Objective:
             grads["theta_t"] += self.target_weight * g_theta
             grad_phi = grad_phi + self.target_weight * g_phi
         if self.meta_weight > 0:
-            loss, g_phi = self._validation.loss_and_grad(phi, index)
+            loss, g_phi = self._validation.loss_and_grad(phi, rows)
             value += self.meta_weight * loss
             grad_phi = grad_phi + self.meta_weight * g_phi
         if "phi" in grads:
