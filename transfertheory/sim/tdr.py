@@ -37,8 +37,8 @@ matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d
 κ enters only through the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the
 activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
 
-:func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated teachers, one
-labeling function on rotated inputs). Draws (:func:`transfertheory.sim.seeding.generator`):
+:func:`task_pair` (from :mod:`.tdr_tasks`) builds the two task families of TDR §5.1 (shared inputs with rotated
+teachers, one labeling function on rotated inputs). Draws (:func:`transfertheory.sim.seeding.generator`):
 network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty key of its own seed.
 """
 from __future__ import annotations
@@ -57,6 +57,7 @@ from .convergence import Convergence, ReportsConvergence
 from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, FlowSettings, RaggedBatch, dense_stages,
                          integrate_gradient_flow, rkc_stability_bound)
 from .seeding import generator
+from .tdr_tasks import TASK_FAMILIES, task_pair
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
@@ -65,9 +66,6 @@ __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "h
 _WIDTH = P.WIDTH.with_range(low=2)  # a two-layer network of width 1 has no kernel regime
 _KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
 _POSITIVE = Interval(0, np.inf, "neither")
-_ANGLE = P.Param("angle", Interval(-np.inf, np.inf), description="angle between the two tasks (radians, finite)")
-#: the task families use the coordinates e₁ and e₂
-_TASK_D = P.D.with_range(low=2)
 #: the trainer's settings (:func:`train_two_layer`): gradient descent at η = 1/λ_max (``scheme="euler"``, TDR §6.1's
 #: algorithm; ``rtol`` 1e-3 is the RKC flow's) to ‖∇L‖ ≤ 1e-5, within flow time 1e6 and 2·10⁵ steps
 TRAINING_FLOW = FlowSettings(scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
@@ -480,31 +478,3 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
                  max_memory=max_memory, params={"widths": widths, "seeds": seeds, "d": d, "n": n})
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
     return _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow)
-
-
-#: the two task families of TDR §5.1 (:func:`task_pair`)
-TASK_FAMILIES = ("shared-inputs", "shared-labels")
-
-
-def _unit_rows(x):
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def task_pair(family, angle, n=8, d=5, seed=3):
-    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle), on the host.
-
-    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx (labels vary, inputs do not).
-    ``"shared-labels"``: one labeling function e₁ᵀx, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X'
-    independent unit rows; inputs vary, the labeling function does not). n ≥ 1 points uniform on S^{d−1}
-    (d ≥ 2) from ``seed`` (an integer ≥ 0, a numpy Generator or a SeedSequence); at angle 0 both families are
-    the source task itself.
-    """
-    if family not in TASK_FAMILIES:
-        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
-    angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
-    rng = generator(root_seed(seed, "seed"))
-    x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
-    if family == "shared-inputs":
-        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
-    x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
-    return x_p, x_p[:, 0], x_q, x_q[:, 0]
