@@ -77,8 +77,9 @@ def use_agg() -> None:
 
 def tight_bbox(fig):
     """The region ``savefig(bbox_inches="tight")`` writes: the tight bounding box of ``fig`` (inches), padded by
-    ``rcParams["savefig.pad_inches"]``, measured on the figure's own canvas (an Agg canvas; the layout must be final,
-    e.g. after a draw). Passed to ``savefig`` it saves the layout pass ``"tight"`` costs for every file written."""
+    ``rcParams["savefig.pad_inches"]``, measured on the figure's own canvas (an Agg canvas) without drawing it (each
+    artist lays itself out); nothing may be added or moved afterwards. Passed to ``savefig`` it saves the layout
+    pass ``"tight"`` costs for every file written."""
     import matplotlib as mpl
 
     return fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
