@@ -18,7 +18,9 @@ network (``depth``, default 2: θ* = 52.2° at L = 2, 48.0° at L = 3 for σ = 1
 closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
-The pieces: :func:`compute_grid` (tidy table), :func:`plot_phase_diagram` (the
+The pieces: the grid (:mod:`transfertheory.figures.phase_grid`, re-exported here:
+:func:`compute_phase_grid` as NumPy arrays, :func:`compute_grid` as a tidy
+table), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
 :func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
 :func:`phase_diagram_output` (all of it as a written figure). The registered
@@ -54,6 +56,7 @@ __all__ = [
     "plot_phase_diagram",
     "summary",
     "grid_columns",
+    "grid_surface",
     "phase_diagram_output",
 ]
 
@@ -218,7 +221,8 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, de
 
 
 def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
-    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table; returns the Figure.
+    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table or a :func:`compute_phase_grid` grid; returns
+    the Figure, a ``matplotlib.figure.Figure`` on its own Agg canvas (pyplot does not hold it: nothing to close).
 
     (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets and left out where |T| > :data:`DISPLAY_LIMIT`,
     with a colour bar and the T = 0 boundaries drawn on it in light blue (as the paper's); (b) its top view shaded
