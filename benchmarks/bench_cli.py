@@ -7,10 +7,11 @@ run in turn (A B A B …) ``--repeats`` times and the medians are printed, with 
 load average before and after, the BLAS threads the command lines use, git commit). Three comparisons:
 
 * **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, ``sweep``,
-  and the retired figure entry points, which answer with one line and exit 2) and
-  ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder); with ``--before DIR`` (an
-  unpacked earlier version of the repository, e.g. ``git archive REV | tar -x -C DIR``) each command also runs
-  there, in turn with this one, for a paired before/after comparison;
+  and the retired figure entry points, which answer with one line and exit 2),
+  ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder) and, but with ``--quick``,
+  its import floor (:data:`FLOOR`: the interpreter, NumPy, the matplotlib modules of its figure); with
+  ``--before DIR`` (an unpacked earlier version of the repository, e.g. ``git archive REV | tar -x -C DIR``) each
+  command but the floor also runs there, in turn with this one, for a paired before/after comparison;
 * **BLAS threads** (``--threads-figure NAME``) — one figure's build in a child process under 1 BLAS thread
   against one per core (:func:`transfertheory.threads.blas_threads`), the choice behind
   :data:`transfertheory.threads.SERIAL_THREADS`;
@@ -54,6 +55,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CLIS = {"transfertheory.verify": 0, "transfertheory.figures": 0, "transfertheory.phase_diagram": 0,
         "transfertheory.sweep": 0, "transfertheory.figures.faf_fig2": 2, "transfertheory.figures.faf_fig4": 2,
         "transfertheory.figures.faf_fig5": 2, "transfertheory.figures.faf_fig6": 2, "transfertheory.figures.faf_fig7": 2}
+#: the import floor of the phase diagram's command: the interpreter alone, with NumPy, with NumPy and the matplotlib
+#: modules its figure needs (Figure, the Agg canvas; matplotlib registers the 3-D projection on import)
+FLOOR = {"interpreter alone (python -c pass)": "pass",
+         "import numpy": "import numpy",
+         "import numpy, matplotlib.figure, backend_agg": "import numpy, matplotlib.figure, "
+                                                         "matplotlib.backends.backend_agg"}
 #: a figure build under a given number of BLAS threads, in a fresh process (argv: figure name, threads)
 BUILD_UNDER_THREADS = """
 import sys
@@ -135,6 +142,8 @@ def startup_commands(out, quick=False, before=None):
         paired[label] = (argv, ROOT, code)
         if before is not None:
             paired[f"{label} (before)"] = (argv, Path(before).resolve(), code)
+    if not quick:
+        paired.update({f"floor: {label}": ([sys.executable, "-c", code], ROOT, 0) for label, code in FLOOR.items()})
     return paired
 
 

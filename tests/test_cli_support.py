@@ -104,7 +104,7 @@ def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp
             pass
 
     monkeypatch.setattr(figure_cli.Timer, "__init__", work_then_finish)
-    monkeypatch.setattr(phase_figure, "compute_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
+    monkeypatch.setattr(phase_figure, "compute_phase_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
     assert phase_cli.main(["--resolution", "8", "--out", str(tmp_path / "out")]) == 130
     assert capsys.readouterr().err.endswith("interrupted\n")
 

@@ -55,19 +55,37 @@ def test_legend_outside_leaves_the_data_visible(plt, side):
         assert box.y1 <= ax.xaxis.label.get_window_extent().y0
 
 
-def test_below_drops_measure_in_one_layout_what_a_full_draw_of_each_axes_measures(plt):
-    """The drop under each axes (tick labels, rotated or two-line x labels) from one draw that renders nothing
-    equals the drop after a full render, so a legend placed with it lands on the same pixel."""
-    fig, axes = plt.subplots(1, 3, figsize=(9, 3))
+def test_below_drops_measured_before_any_draw_are_what_a_full_draw_measures(plt):
+    """The drop under each axes (tick labels, rotated or two-line x labels, an image's equal aspect that shrinks the
+    frame, a colour bar, a 3-D panel beside them) measured before the figure is drawn equals the drop after a full
+    render, so a legend placed with it lands on the same pixel."""
+    fig = plt.figure(figsize=(12, 3))
+    fig.add_subplot(1, 4, 1, projection="3d").plot_surface(*np.meshgrid(np.arange(3.0), np.arange(3.0)),
+                                                           np.ones((3, 3)))
+    axes = [fig.add_subplot(1, 4, k + 2) for k in range(3)]
     for k, ax in enumerate(axes):
         ax.plot([0, 10 ** k], [0, 1], label="line")
         ax.set_xlabel("two\nlines" if k == 1 else "x")
         ax.tick_params(axis="x", labelrotation=45 * (k == 2))
+    fig.colorbar(axes[0].imshow(np.ones((2, 4)), extent=(0, 40, 0, 1), aspect="equal"), ax=axes[0])
     drops = below_drops(*axes)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     assert drops == [ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0 for ax in axes]
     assert drops[1] > drops[0] and drops[2] > drops[0] > 0
+
+
+def test_below_drops_of_a_constrained_figure_are_those_after_the_engine_placed_the_axes(plt):
+    """Under constrained layout the engine sets each axes' width (and so its ticks) when the figure is drawn: the
+    drops are measured after it ran, as a full draw measures them."""
+    fig, axes = plt.subplots(1, 2, figsize=(6, 2.5), layout="constrained")
+    for ax in axes:
+        ax.plot(np.linspace(0, 1234.5, 5), np.arange(5.0))
+        ax.set_xlabel("a long x label that the engine makes room for")
+    drops = below_drops(*axes)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert drops == [ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0 for ax in axes]
 
 
 def test_legend_outside_refuses_an_unknown_side(plt):

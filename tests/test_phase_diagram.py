@@ -66,6 +66,48 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
             np.testing.assert_array_equal(written[col].to_numpy(dtype=float), grid[col].to_numpy(dtype=float))
 
 
+@pytest.mark.parametrize("method, options", [
+    ("linear", {}), ("ridge", dict(lam=0.5)), ("finetune", dict(finite_d=12)), ("finetune", dict(depth=3)),
+])
+def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_path):
+    """The command line's pandas-free grid (PhaseGrid, columns written from arrays) gives the same CSV bytes and
+    the same summary as compute_grid's DataFrame written by pandas itself."""
+    from transfertheory.figures.output import write_csv
+
+    arrays = pdg.compute_phase_grid(method, 0.3, resolution=25, **options)
+    frame = pdg.compute_grid(method, 0.3, resolution=25, **options)
+    write_csv(arrays.columns(), tmp_path / "arrays.csv")
+    frame.to_csv(tmp_path / "pandas.csv", index=False)
+    assert (tmp_path / "arrays.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+    assert frame.attrs == arrays.attrs
+    for got, want in zip(pdg.grid_surface(arrays), pdg.grid_surface(frame)):
+        np.testing.assert_array_equal(got, want)
+    lam, finite_d = options.get("lam", 0.0), options.get("finite_d")
+    assert pdg.summary(arrays, method, 0.3, lam, finite_d) == pdg.summary(frame, method, 0.3, lam, finite_d)
+
+
+def test_command_line_imports_neither_pandas_nor_pyplot(tmp_path):
+    """The README's first command draws on a bare Agg canvas from NumPy arrays: the start-up cost of pandas and
+    pyplot is not paid."""
+    code = ("import sys; from transfertheory import phase_diagram as cli; "
+            f"code = cli.main(['--resolution', '20', '--out', {str(tmp_path)!r}]); "
+            "print(code, sorted(m for m in ('pandas', 'matplotlib.pyplot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "0 []"
+
+
+def test_saved_region_is_the_tight_box_of_the_drawn_figure():
+    """The region measured once when the figure is built is what savefig(bbox_inches="tight") finds after a full
+    draw (the legends below the panels included), to a hundredth of an inch."""
+    output = pdg.phase_diagram_output(pdg.compute_phase_grid("finetune", 0.2, resolution=20), "finetune", 0.2)
+    fig = output.figure
+    fig.canvas.draw()
+    tight = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
+    np.testing.assert_allclose(output.bbox_inches.bounds, tight.bounds, atol=0.01)
+    assert all(legend.get_window_extent().y0 / fig.dpi > output.bbox_inches.y0 for legend in fig.legends
+               + [ax.get_legend() for ax in fig.axes if ax.get_legend()])
+
+
 @pytest.mark.parametrize(
     "fmt, suffixes",
     [("png", {".png", ".csv", ".json"}), ("pdf", {".pdf", ".csv", ".json"}), ("both", {".png", ".pdf", ".csv", ".json"})]
@@ -303,7 +345,7 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
         assert any(label.startswith("θ = π/3: paper's Eq. 17") for label in labels)
         assert "gradient-flow limit" in fig._suptitle.get_text()
         image = fig.axes[1].get_images()[0].get_array()
-        np.testing.assert_array_equal(image, np.sign(pdg._matrix(grid)[2]))
+        np.testing.assert_array_equal(image, np.sign(pdg.grid_surface(grid)[2]))
     finally:
         plt.close(fig)
 

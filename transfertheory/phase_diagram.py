@@ -115,7 +115,7 @@ def main(argv=None):
     backend = cli.check_before_work(args, simulates=args.simulate)
     timer = cli.Timer()
     set_limit(args.max_memory)
-    grid = figure.compute_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
+    grid = figure.compute_phase_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit, args.depth)
     points, parameters = None, {}
     if args.simulate:

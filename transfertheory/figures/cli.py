@@ -133,9 +133,9 @@ def write_and_report(output, name, args, *, label="", **labels):
     """Write a :class:`~transfertheory.figures.output.FigureOutput` under ``args.out`` (``args.format``), close its
     figure, print its summary lines and the written paths (after ``label``); returns the exit code (0, or 1 if not
     writable). ``labels``: the keywords of :func:`~transfertheory.figures.output.write_outputs` (title, description,
-    sources, backend, runtime_s, extra_suffixes, thumbnail, context; :meth:`Figure.labels` gives the first ones)."""
-    import matplotlib.pyplot as plt
-
+    sources, backend, runtime_s, extra_suffixes, thumbnail, context; :meth:`Figure.labels` gives the first ones).
+    A figure built without pyplot (a ``matplotlib.figure.Figure`` on its own canvas) has nothing to close, and
+    pyplot is not imported for it."""
     from .output import write_outputs
 
     try:
@@ -144,7 +144,9 @@ def write_and_report(output, name, args, *, label="", **labels):
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return EXIT_UNWRITABLE
     finally:
-        plt.close(output.figure)
+        pyplot = sys.modules.get("matplotlib.pyplot")  # only a figure pyplot made is held by it
+        if pyplot is not None:
+            pyplot.close(output.figure)
     print("\n".join(output.summary))
     print(f"{label}wrote " + ", ".join(str(p) for p in paths), flush=True)
     return EXIT_OK

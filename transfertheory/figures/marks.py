@@ -18,14 +18,21 @@ _GAP_POINTS = 4.0
 
 def below_drops(*axes) -> list:
     """For each of ``axes``, the height in pixels of what hangs under its frame (x tick labels, x label): what a
-    legend placed ``"below"`` must clear. One draw of the figure that lays out without rendering (the same extents
-    as a full draw, at a fraction of its cost) measures them all, so that a figure with several legends below its
-    panels is laid out once: valid while no layout engine moves the axes in between."""
+    legend placed ``"below"`` must clear. Each axes' ``get_tightbbox`` lays out its own ticks, labels and aspect:
+    the same extents as after a full draw. A figure with a layout engine (constrained layout) is first drawn
+    without rendering, so that the engine places the axes (their width sets the ticks); one without is not drawn
+    at all (no pass over the other panels, a 3-D surface's facets included). A figure with several legends below
+    its panels is laid out once: valid while no layout engine moves the axes in between."""
     figure = axes[0].figure
     renderer = figure.canvas.get_renderer()
-    with renderer._draw_disabled():
-        figure.draw(renderer)
-    return [ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0 for ax in axes]
+    if figure.get_layout_engine() is not None:
+        with renderer._draw_disabled():
+            figure.draw(renderer)
+    drops = []
+    for ax in axes:
+        lowest = ax.get_tightbbox(renderer).y0  # first: it applies the aspect that sets the frame
+        drops.append(ax.get_window_extent(renderer).y0 - lowest)
+    return drops
 
 
 def legend_outside(ax, side="right", handles=None, labels=None, drop=None, **kwargs):

@@ -31,6 +31,7 @@ __all__ = [
     "THUMBNAIL",
     "FigureOutput",
     "use_agg",
+    "tight_bbox",
     "output_paths",
     "write_csv",
     "save_figure",
@@ -52,6 +53,8 @@ class FigureOutput:
     ``columns`` maps every column of ``data`` to its definition with units; ``extra`` holds further tables
     written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
     the counts of :func:`transfertheory.figures.stats.agreement_record`; ``summary`` the console lines.
+    ``bbox_inches``: the region of the figure its PNG/PDF show — ``"tight"`` (measured by ``savefig``, one more
+    layout pass per file) or the :func:`tight_bbox` a builder measured once its layout was final.
     """
 
     figure: Any
@@ -62,6 +65,7 @@ class FigureOutput:
     extra: tuple[tuple[str, Any, Mapping[str, str]], ...] = ()
     agreement: Mapping[str, Any] | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
+    bbox_inches: Any = "tight"
 
 
 def use_agg() -> None:
@@ -69,6 +73,16 @@ def use_agg() -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+
+
+def tight_bbox(fig):
+    """The region ``savefig(bbox_inches="tight")`` writes: the tight bounding box of ``fig`` (inches), padded by
+    ``rcParams["savefig.pad_inches"]``, measured on the figure's own canvas (an Agg canvas) without drawing it (each
+    artist lays itself out); nothing may be added or moved afterwards. Passed to ``savefig`` it saves the layout
+    pass ``"tight"`` costs for every file written."""
+    import matplotlib as mpl
+
+    return fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
 
 
 def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Path]:
@@ -105,29 +119,40 @@ def _column_text(values):
 
 
 def write_csv(frame, path):
-    """Write the DataFrame ``frame`` as CSV without its index, the text of ``frame.to_csv(path, index=False)``.
+    """Write ``frame`` as CSV without its index, the text of ``frame.to_csv(path, index=False)``.
 
-    Tables of numbers (the phase diagram's 160 000-row grid) are formatted here, several times faster than
-    pandas, byte for byte the same; a table with another kind of column (text, categories, dates) is written by
-    pandas itself.
+    ``frame``: a DataFrame, or a mapping of column names to 1-D NumPy arrays of one length (written as the
+    DataFrame of that mapping would be, without importing pandas when the fast path applies). Tables of numbers
+    (the phase diagram's 160 000-row grid) are formatted here, several times faster than pandas, byte for byte the
+    same; a table with another kind of column (text, categories, dates) is written by pandas itself.
     """
-    columns = [_column_text(frame[name].to_numpy()) for name in frame.columns]
-    names = [str(name) for name in frame.columns]
+    import numpy as np
+
+    if isinstance(frame, Mapping):
+        names, columns = list(frame), [_column_text(np.asarray(values)) for values in frame.values()]
+    else:
+        names, columns = list(frame.columns), [_column_text(frame[name].to_numpy()) for name in frame.columns]
     # (one column: pandas quotes an empty row, "")
-    if len(names) < 2 or None in columns or any(not name or c in name for name in names for c in _NEEDS_QUOTES):
+    if len(names) < 2 or None in columns or any(not str(name) or c in str(name) for name in names
+                                                for c in _NEEDS_QUOTES):
+        if isinstance(frame, Mapping):
+            import pandas as pd
+
+            frame = pd.DataFrame(dict(frame))
         frame.to_csv(path, index=False)
         return
+    names = [str(name) for name in names]
     lines = [",".join(names), *map(",".join, zip(*columns)), ""]
     Path(path).write_text("\n".join(lines), encoding="utf-8", newline="")
 
 
-def _write_figure_files(stage, fig, data, paths, dpi):
+def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
     """Write ``fig`` and ``data`` to the staged ``paths`` of :func:`output_paths` (``stage``: of ``staged_files``)."""
     for ext, path in paths.items():
         if ext == "csv":
             write_csv(data, stage(path))
         else:
-            fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches="tight")
+            fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches)
 
 
 def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = 150) -> list[Path]:
@@ -236,7 +261,7 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
     record = metadata_record(name, output, title=title, description=description, sources=sources, backend=backend,
                              runtime_s=runtime_s, files=paths, context=context)
     with staged_files() as stage:
-        _write_figure_files(stage, output.figure, output.data, figure_paths, dpi)
+        _write_figure_files(stage, output.figure, output.data, figure_paths, dpi, output.bbox_inches)
         for path in thumb_paths:
             output.figure.savefig(stage(path), format="png", dpi=THUMBNAIL_WIDTH / output.figure.get_figwidth())
         for path, table in extra_paths:

@@ -18,7 +18,9 @@ network (``depth``, default 2: θ* = 52.2° at L = 2, 48.0° at L = 3 for σ = 1
 closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
-The pieces: :func:`compute_grid` (tidy table), :func:`plot_phase_diagram` (the
+The pieces: the grid (:mod:`transfertheory.figures.phase_grid`, re-exported here:
+:func:`compute_phase_grid` as NumPy arrays, :func:`compute_grid` as a tidy
+table), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
 :func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
 :func:`phase_diagram_output` (all of it as a written figure). The registered
@@ -31,11 +33,12 @@ import math
 
 import numpy as np
 
-from ..params import D, DEPTH, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, below_drops, legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, tight_bbox
+from .phase_grid import (COLUMN_DEFINITIONS, COLUMNS, LIMITS, METHODS, THETA_MAX, PhaseGrid, compute_grid,
+                         compute_phase_grid, grid_columns, grid_limit, grid_surface)
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
@@ -46,126 +49,21 @@ __all__ = [
     "COLUMN_DEFINITIONS",
     "THETA_MAX",
     "DISPLAY_LIMIT",
+    "PhaseGrid",
     "grid_limit",
+    "compute_phase_grid",
     "compute_grid",
     "plot_phase_diagram",
     "summary",
     "grid_columns",
+    "grid_surface",
     "phase_diagram_output",
 ]
 
-#: transfer methods with a phase diagram (the records of :mod:`transfertheory.theory.methods`)
-METHODS = ("linear", "finetune", "ridge")
-LIMITS = ("flow", "paper")
-#: definitions (with units) of the tidy grid's columns; ``lam`` (ridge) and ``n``, ``d`` (finite d) when present
-COLUMN_DEFINITIONS = {
-    "gamma": "γ = n/d, target samples per input dimension (dimensionless)",
-    "theta": "angle θ between the unit source and target vectors (rad)",
-    "sigma": "label-noise standard deviation σ (label units)",
-    "method": "transfer method",
-    "transferability": "T = E[R_scratch − R_transfer], R = ‖β̂ − β_t‖² (units of ‖β_t‖² = 1); inf where a risk "
-                       "diverges, empty where undefined",
-    "risk_scratch": "E R_scratch, training from scratch (FaF Eq. 10 or its exact finite-size form)",
-    "risk_transfer": "E R_transfer of the method",
-    "lam": "ridge strength λ (FaF Eq. 14)",
-    "n": "target samples n = round(γd)",
-    "d": "input dimension d of the finite-size grid",
-}
-#: the tidy CSV's fixed columns; finite-d grids add ``n``, ``d``, ridge adds ``lam``
-COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch", "risk_transfer"]
-THETA_MAX = np.pi / 2
 #: panel (a) draws the surface where |T| ≤ this (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
 _THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 _SLICE_LABELS = ("π/8", "π/4", "3π/8")
-
-
-# --------------------------------------------------------------------------- theory on a grid
-
-
-def grid_limit(method, finite_d=None, limit=None):
-    """The limit a grid draws: ``limit`` if given, else ``"flow"`` — except a finite-d fine-tuning grid, ``"paper"``.
-
-    The gradient-flow limit of fine-tuning at finite size is known only by Monte Carlo (one per n), so a finite-d
-    fine-tuning grid draws the paper's exact finite-size Eq. 17; asking for ``limit="flow"`` there is a ValueError.
-    """
-    if limit is not None and limit not in LIMITS:
-        raise ValueError(f"limit must be one of {LIMITS}, got {limit!r}")
-    if method == "finetune" and finite_d is not None:
-        if limit == "flow":
-            raise ValueError("limit='flow' with finite_d is not available for fine-tuning (Monte Carlo only: use "
-                             "TransferMethod.flow_transferability_finite per n)")
-        return "paper"
-    return limit or "flow"
-
-
-def _axes(gamma_max, resolution):
-    """γ = γ_max·k/R, k = 1…R (γ = 1 lands exactly on the grid when γ_max·k = R); θ ∈ [0, π/2]."""
-    gamma = gamma_max * np.arange(1, resolution + 1) / resolution
-    theta = np.linspace(0.0, THETA_MAX, resolution)
-    return gamma, theta
-
-
-def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None, depth=2):
-    r"""Tidy DataFrame of the transferability on a resolution × resolution (γ, θ) grid.
-
-    Columns :data:`COLUMNS`, plus ``lam`` for ridge and ``n``, ``d`` for a finite-d grid; one row per (θ, γ),
-    θ-major. Values: :func:`transfertheory.theory.transfer.transfer_risks` at :func:`grid_limit` (±inf kept:
-    they are the theory's values at the singular points; NaN where n < the method's smallest n), for an
-    L = ``depth`` network (integer ≥ 2; it changes fine-tuning's gradient-flow limit only).
-    ``attrs["limit"]`` and ``attrs["depth"]`` record the limit and the depth drawn.
-    """
-    import pandas as pd
-
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    sigma = SIGMA.scalar(sigma)
-    gamma_max = GAMMA_MAX.scalar(gamma_max)
-    resolution = RESOLUTION.scalar(resolution)
-    lam = LAM.scalar(lam)
-    depth = DEPTH.scalar(depth)
-    if finite_d is not None:
-        finite_d = D.with_range(low=3).scalar(finite_d, "finite_d")
-    if method != "ridge" and lam != 0:
-        raise ValueError(f"lam applies to method 'ridge' only, got lam={lam:g} for method {method!r}")
-    limit = grid_limit(method, finite_d, limit)
-    gamma, theta = _axes(gamma_max, resolution)
-    t, r_sc, r_tr = transfer.transfer_risks(method, gamma[None, :], theta[:, None], sigma, lam, finite_d, limit,
-                                            depth)
-    t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0
-    shape = t.shape
-    cols = {
-        "gamma": np.broadcast_to(gamma[None, :], shape).ravel(),
-        "theta": np.broadcast_to(theta[:, None], shape).ravel(),
-        "sigma": np.full(t.size, sigma),
-        "method": np.full(t.size, method, dtype=object),
-        "transferability": t.ravel(),
-        "risk_scratch": np.broadcast_to(r_sc, shape).ravel(),
-        "risk_transfer": np.broadcast_to(r_tr, shape).ravel(),
-    }
-    if method == "ridge":
-        cols["lam"] = np.full(t.size, lam)
-    if finite_d is not None:
-        cols["n"] = np.broadcast_to(np.rint(gamma * finite_d)[None, :], shape).ravel().astype(int)
-        cols["d"] = np.full(t.size, finite_d)
-    grid = pd.DataFrame(cols)
-    grid.attrs["limit"] = limit
-    grid.attrs["depth"] = depth
-    return grid
-
-
-def grid_columns(grid_df):
-    """The definitions of ``grid_df``'s columns (for the metadata file)."""
-    return {c: COLUMN_DEFINITIONS[c] for c in grid_df.columns}
-
-
-def _matrix(grid_df, column="transferability"):
-    """(γ axis, θ axis, values[θ, γ]) recovered from a tidy grid in any row order."""
-    gamma, gi = np.unique(grid_df["gamma"].to_numpy(), return_inverse=True)
-    theta, ti = np.unique(grid_df["theta"].to_numpy(), return_inverse=True)
-    values = np.full((theta.size, gamma.size), np.nan)
-    values[ti, gi] = grid_df[column].to_numpy(dtype=float)
-    return gamma, theta, values
 
 
 # --------------------------------------------------------------------------- figure
@@ -322,8 +220,9 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, de
     return ax
 
 
-def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
-    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table; returns the Figure.
+def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
+    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table or a :func:`compute_phase_grid` grid; returns
+    the Figure, a ``matplotlib.figure.Figure`` on its own Agg canvas (pyplot does not hold it: nothing to close).
 
     (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets and left out where |T| > :data:`DISPLAY_LIMIT`,
     with a colour bar and the T = 0 boundaries drawn on it in light blue (as the paper's); (b) its top view shaded
@@ -337,13 +236,14 @@ def plot_phase_diagram(grid_df, method, sigma, lam=0.0, finite_d=None, simulated
     drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
     ``n_converged`` and ``n_draws`` columns, (c)'s title says how many draws converged in all.
     """
-    use_agg()
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
-    depth = grid_df.attrs.get("depth", 2)
-    gamma, theta, t = _matrix(grid_df)
-    fig = plt.figure(figsize=(16, 5.6))
+    limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
+    depth = grid.attrs.get("depth", 2)
+    gamma, theta, t = grid_surface(grid)
+    fig = Figure(figsize=(16, 5.6))
+    FigureCanvasAgg(fig)
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
     fig.suptitle(f"Transferability, {_title(method, limit, finite_d, depth)}: {setting}")
@@ -432,7 +332,7 @@ def _fine_tune_lines(sigma, depth):
             + f"L → ∞: {half['inf']:.1f}°; the paper's Eq. 17: 60.0°)"]
 
 
-def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
+def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     r"""Short text: share of the grid in negative transfer, the γ < 1 opening angle (grid vs theory).
 
     The grid's opening angle is the smallest grid θ with T < 0 at some γ < 1; it exceeds the n, d → ∞ value
@@ -441,11 +341,12 @@ def summary(grid_df, method, sigma, lam=0.0, finite_d=None, limit=None):
     the gradient-flow sign angle θ*(γ) of the grid's depth L (``attrs["depth"]``) at a few γ, and at γ = ½ against
     L = 2, L → ∞ and the paper's π/3.
     """
-    limit = grid_limit(method, finite_d, limit or grid_df.attrs.get("limit"))
-    depth = grid_df.attrs.get("depth", 2)
-    t = grid_df["transferability"].to_numpy(dtype=float)
-    gamma = grid_df["gamma"].to_numpy()
-    theta = grid_df["theta"].to_numpy()
+    limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
+    depth = grid.attrs.get("depth", 2)
+    table = grid.columns() if isinstance(grid, PhaseGrid) else grid
+    t = np.asarray(table["transferability"], dtype=float)
+    gamma = np.asarray(table["gamma"])
+    theta = np.asarray(table["theta"])
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     opens = negative & (gamma < 1)
@@ -481,18 +382,19 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
         raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
     limit = grid.attrs["limit"]
     fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
-    gamma = grid["gamma"].to_numpy()
+    gamma = grid_surface(grid)[0]
     record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, depth=grid.attrs.get("depth", 2),
-                  gamma_max=float(gamma.max()), resolution=int(np.unique(gamma).size), **(parameters or {}))
+                  gamma_max=float(gamma.max()), resolution=int(gamma.size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, limit)]
+    table = grid.columns() if isinstance(grid, PhaseGrid) else grid
     if points is None:
-        return FigureOutput(fig, grid, grid_columns(grid), record, tuple(lines))
+        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines), bbox_inches=tight_bbox(fig))
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
-    tables = {"grid": (grid, grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
+    tables = {"grid": (table, grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
     data, columns = tables[primary]
     other = "points" if primary == "grid" else "grid"
     suffix = "_simulated" if other == "points" else "_grid"
     return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
-                        agreement=agreement_record(points, "transferability"))
+                        agreement=agreement_record(points, "transferability"), bbox_inches=tight_bbox(fig))
