@@ -36,8 +36,6 @@ ROW_KEYS = ("algorithm", "n_t", "seed")
 #: feature leaves ≥ 10/27 (Thm 1), so a run has recovered the target when its loss is ≤ 1e-3 and φ uses e₁
 RECOVERY_LOSS = 1e-3
 
-_M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="number of neurons m")
-_SEEDS = P.Param("seeds", Interval(1, np.inf, "left"), integer=True, description="number of seeds")
 _RESTARTS = P.Param("restarts", Interval(1, np.inf, "left"), integer=True, description="restarts per seed")
 _SPLITS = P.Param("splits", Interval(1, np.inf, "left"), integer=True, description="train/validation splits S")
 _POSITIVE = Interval(0, np.inf, "neither")
@@ -72,7 +70,7 @@ def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
 
 
 def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
-    d, m, seeds = P.D.scalar(d), _M.scalar(m), _SEEDS.scalar(seeds)
+    d, m, seeds = P.D.scalar(d), P.WIDTH.scalar(m, "m"), P.SEEDS.scalar(seeds)  # shared ranges (params.py)
     k = M.SOURCE_K.scalar(k)
     if k > d:
         raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
