@@ -19,12 +19,12 @@ Initialization (FaF App. D.2): rows uniform on S^{d−1}, output weights 1e−7.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ... import params as P
-from ..._validation import Interval, as_generator
+from ..._validation import as_generator
 from ...backend import get_backend, to_host
 from ...theory.relu import population_loss
 from ...theory.relu.teachers import random_teacher
@@ -37,7 +37,8 @@ __all__ = ["INIT_OUTPUT_SCALE", "FlowReport", "paper_init", "sphere_flow", "feat
 
 INIT_OUTPUT_SCALE = 1e-7  #: FaF App. D.2 output-weight initialization
 
-M = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="width m of the student")
+#: the student width m: the shared network-width range (params.WIDTH) under FaF's name
+M = replace(P.WIDTH, name="m", description="width m of the student")
 #: the range of a flow-time budget: the integrator's (:data:`~..integrator.SETTING_RANGES`), for command-line flags
 MAX_TIME = SETTING_RANGES["max_time"]
 
