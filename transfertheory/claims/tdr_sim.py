@@ -3,7 +3,7 @@ r"""TDR §5.1 and §6 (Thms 1–2) by training the two-layer ReLU network at fin
 Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx), a_r = ±1 fixed, symmetric initialization (u(0) = 0 for
 every κ), κ = :data:`TRAINING_KAPPA`, trained by full-batch gradient descent with the per-network step 1/λ_max
 of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.tdr`, seeds batched). The
-data and the strategies are those of the linearized claims (:mod:`.tdr`).
+data and the strategies are those of the linearized claims (:mod:`transfertheory.claims.tdr`).
 
 A trained quantity q_s(m) of seed s differs from its Gram formula q* by Gram fluctuations of SD O(1/√m), a
 width bias O(1/m) and a bias from activation patterns that change during training, O(1/(κ√m)). Two tests:

@@ -31,8 +31,9 @@ from .stages import LowRankStages
 __all__ = ["train", "PretrainResult", "pretrain", "TARGET_FLOW", "PRETRAIN_FLOW"]
 
 #: the integrator settings of the target flows (scratch, fine-tuning, linear transfer by flow) of
-#: :func:`~.experiment.run_transfer_experiment`: rtol 1e-3 moves single fine-tuning risks by ≤ 1.5e-3 against an
-#: rtol = 1e-6 reference (docs/simulator.md), gtol 1e-6 on ‖∇L‖ and ‖∇_βL‖, flow time 1e4
+#: :func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`: rtol 1e-3 moves single
+#: fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6 reference (docs/simulator.md), gtol 1e-6 on ‖∇L‖ and
+#: ‖∇_βL‖, flow time 1e4
 TARGET_FLOW = FlowSettings(rtol=1e-3, gtol=1e-6, max_time=1e4)
 #: the settings of :func:`pretrain`, tighter than the target flows' because every transfer method starts from its
 #: weights (see :func:`pretrain`)
@@ -111,7 +112,8 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
 
     ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto);
     ``seed`` draws the initial weights (an integer ≥ 0, a SeedSequence, or a Generator whose stream is used;
-    :func:`~.experiment.run_transfer_experiment` passes ``sim.seeding.generator(seed, 1)``).
+    :func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment` passes
+    ``sim.seeding.generator(seed, 1)``).
     ``flow``: the integrator's settings (:data:`PRETRAIN_FLOW`; keyword ``settings`` such as ``rtol``, ``gtol``
     override it). Tolerances are tighter than the target flows' because every transfer
     method starts from these weights: at d = 100 the pretrained weights
