@@ -246,9 +246,17 @@ def test_deterministic_and_independent_of_chunking(array_backend):
     a, b, c = run_transfer_experiment(**kw), run_transfer_experiment(**kw), run_transfer_experiment(**kw, chunk_size=1)
     np.testing.assert_array_equal(a.risk, b.risk)
     # every instance's arithmetic (tolerances, step control, spectral-radius refreshes, per-row
-    # products) is its own, so batching changes nothing, not even rounding
-    for col in ("risk", "t_final", "steps", "grad_norm"):
-        np.testing.assert_array_equal(a[col], c[col])
+    # products) is its own, so on the host batching changes nothing, not even rounding. cuBLAS chooses its
+    # batched-product kernel by the batch's shape, so on CuPy the last bits move with the chunking: equal up to
+    # rounding there. Measured on an H200: equal step counts, risks within 7.3e-15 relative, final gradient norms
+    # within 1.0e-16 absolute (a converged gradient is a difference of O(1) terms, so its rounding is absolute:
+    # 2e-10 relative at ‖∇‖ ≈ 5e-7); the tolerances allow ~100x that.
+    np.testing.assert_array_equal(a.steps, c.steps)
+    for col, tolerance in (("risk", dict(rtol=1e-12)), ("t_final", dict(rtol=1e-11)), ("grad_norm", dict(atol=1e-14))):
+        if name == "cupy":
+            np.testing.assert_allclose(a[col], c[col], **{"rtol": 0, "atol": 0, **tolerance})
+        else:
+            np.testing.assert_array_equal(a[col], c[col])
     assert list(a[list(dl.ROW_KEYS)].itertuples(index=False)) == list(c[list(dl.ROW_KEYS)].itertuples(index=False))
 
 
