@@ -57,6 +57,27 @@ def test_registry_refuses_duplicates_unknown_names_and_missing_profiles():
     assert unsized.profiles["full"] == {"d": 3}  # full falls back to the quick sizes
 
 
+def test_the_automatic_backend_keeps_figures_where_a_gpu_does_not_pay_on_numpy(monkeypatch, tmp_path):
+    known = catalog.figures()
+    assert [name for name, f in known.items() if not f.gpu_pays] == ["merlin_fig"]  # measured on an H200
+    merlin, faf = known["merlin_fig"], known["faf_fig1"]
+    assert merlin.backend_for("cupy", named=False) == "numpy"  # auto found a GPU: MeRLin stays on the host
+    assert merlin.backend_for("cupy", named=True) == "cupy"  # a named backend is used as given
+    assert faf.backend_for("cupy", named=False) == "cupy"
+    assert known["faf_fig5"].backend_for("numpy", named=False) == "numpy"
+    seen = []
+    monkeypatch.setattr(registry_cli, "check_before_work", lambda args, simulates: "cupy")  # as on a GPU machine
+    monkeypatch.setattr(registry_cli.cli_support, "in_workers",
+                        lambda fn, tasks, workers, costs: seen.extend(t[2] for t in tasks)
+                        or iter([(0.0, 1, "", None)]))  # record the backends; the first figure "fails", ending main
+    monkeypatch.delenv("TRANSFERTHEORY_BACKEND", raising=False)
+    assert registry_cli.main(["merlin_fig", "faf_fig1", "--out", str(tmp_path)]) == 1
+    assert seen == ["numpy", "cupy"]
+    seen.clear()
+    assert registry_cli.main(["merlin_fig", "--backend", "cupy", "--out", str(tmp_path)]) == 1
+    assert seen == ["cupy"]
+
+
 def test_list_names_every_figure_with_its_title(capsys):
     assert registry_cli.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -153,8 +153,9 @@ def main(argv=None):
     workers = 1 if runner is not None else cli_support.worker_count(args.workers, len(chosen))
     progress = None if workers == 1 else False  # bars of several processes would overwrite each other
     costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]  # the longest starts first
-    results = cli_support.in_workers(_build_and_write, [(f.name, args, backend, progress) for f in chosen], workers,
-                                     costs)
+    named = cli_support.backend_choice(args.backend) not in (None, "auto")
+    tasks = [(f.name, args, f.backend_for(backend, named), progress) for f in chosen]
+    results = cli_support.in_workers(_build_and_write, tasks, workers, costs)
     for figure in chosen:
         print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
         runtimes[figure.name], code, printed, refusal = next(results)

@@ -193,4 +193,5 @@ FIGURE = register(Figure(
               "paper": dict(d=32, k=3, m=3, lam=0.1, n_targets=(2, 4, 8, 16, 32, 64, 128), seeds=40, restarts=8,
                             success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_seeds=200)},
     extra_suffixes=("_success",),
+    gpu_pays=False,  # networks of d ≤ 32: launch-bound, CuPy ~10x slower than NumPy on an H200 (docs/benchmarks.md)
 ))

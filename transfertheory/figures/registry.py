@@ -41,7 +41,10 @@ class Figure:
     sources: the equations / figures it reproduces (``"FaF Eq. 13"``); build: ``(**params, backend, progress) ->
     FigureOutput`` (without ``backend`` and ``progress`` when it does not simulate); profiles: ``{"quick": params,
     "paper": params}`` and optionally ``"full"`` (else the quick parameters); simulates: whether ``build`` runs the
-    simulator (then the backend matters); extra_suffixes: every ``NAME{suffix}.csv`` the figure can write.
+    simulator (then the backend matters); extra_suffixes: every ``NAME{suffix}.csv`` the figure can write;
+    gpu_pays: whether CuPy is faster than NumPy at this figure's sizes (measured, docs/benchmarks.md). When the
+    backend is left to the automatic choice, a figure with ``gpu_pays=False`` runs on NumPy even where a GPU is
+    usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Figure:
     profiles: Mapping[str, Mapping[str, Any]]
     simulates: bool = True
     extra_suffixes: tuple[str, ...] = ()
+    gpu_pays: bool = True
 
     def __post_init__(self):
         missing = [p for p in REQUIRED_PROFILES if p not in self.profiles]
@@ -71,6 +75,11 @@ class Figure:
         if self.simulates:
             params.update(backend=backend, progress=progress)
         return self.build(**params)
+
+    def backend_for(self, backend, named):
+        """The backend this figure runs on: ``backend`` (the resolved choice), except NumPy when the choice was
+        automatic (``named`` False) and a GPU does not pay at this figure's sizes."""
+        return backend if named or self.gpu_pays or not self.simulates else "numpy"
 
     def labels(self):
         """The metadata a figure's outputs carry: title, description, sources, extra CSV suffixes (keywords of
