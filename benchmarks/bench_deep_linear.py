@@ -267,11 +267,13 @@ def run_fig1(args, xp):
     gammas = np.linspace(0.1, 2.0, grid)
     gammas = gammas[np.round(gammas * d) >= 3]  # linear transfer needs n >= 3 (only bites at smoke-test sizes)
     thetas = np.linspace(0.0, np.pi / 2, grid)
-    # 25 draws × 20 θ = 500 scratch instances of (d² + d) doubles (2 MB at d = 500): ~1 GB per state-sized
-    # array, ~20 GB with the integrator's stage buffer and work arrays
-    chunk = args.chunk or 25
+    # without --chunk, as many draws per batched integration as the memory limit allows (the library's rule): on a
+    # GPU, batches are what pays — measured on an H200 at d = 500, 320 instances per batch cost 16.9 µs per
+    # instance-evaluation, 100 instances 50.9 µs (docs/benchmarks.md)
+    chunk = args.chunk
     print(f"FaF Fig. 1 data: d = {d}, {grid} θ ∈ [0, π/2] × {len(gammas)} γ ∈ [{gammas[0]:.2g}, 2] × {instances} draws, "
-          f"σ = {args.sigma}, methods scratch + linear, chunk = {chunk} draws, backend {backend_name(xp)}")
+          f"σ = {args.sigma}, methods scratch + linear, "
+          f"chunk = {'as many draws as fit in memory' if chunk is None else f'{chunk} draws'}, backend {backend_name(xp)}")
     print(machine_line(xp))
     timer = PhaseTimer(xp)
     df, wall = run_simulator(xp, timer, d=d, gammas=gammas, thetas=thetas, sigma=args.sigma, instances=instances,
@@ -365,7 +367,7 @@ def parse_args(argv=None):
     p.add_argument("--scaling", type=int, nargs="*", default=None, metavar="D",
                    help="instead: cost per instance-evaluation of the target flows against the bare matrix–vector "
                         "floor for each D (no D: 25 50 100 200 400), and the fitted exponent of cost ∝ d^p")
-    p.add_argument("--chunk", type=int, default=None, help="target draws per batched integration for --fig1")
+    p.add_argument("--chunk", type=int, default=None, help="target draws per batched integration for --fig1 (default: as many as fit in memory)")
     p.add_argument("--csv", default=None, help="write per-instance results here (summary next to it, *_summary.csv)")
     p.add_argument("--profile", action="store_true", help="also run the simulator once more under cProfile")
     p.add_argument("--blas-threads", type=int, default=None,
