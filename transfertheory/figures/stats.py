@@ -32,15 +32,14 @@ Boundaries of FaF Fig. 4 (:func:`sign_change`, :func:`sign_change_with_interval`
 n where a mean transferability curve turns from positive to non-positive, interpolated in log n, with a
 two-stage bootstrap over teachers and their data sets (the data sets of one teacher share its pretrained student,
 so the teachers, not the units, are the independent draws).
+They live in :mod:`transfertheory.sim.sign_change` and are re-exported here on first use, so that importing
+this module (every theory-only figure and the phase-diagram command do) does not import the simulators.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-
-from ..sim.sign_change import (SIGN_CHANGE_RESAMPLES, clustered_mean_se, column_mean, sign_change,
-                               sign_change_with_interval, sign_side)
 
 __all__ = [
     "ALLOWANCE",
@@ -62,6 +61,19 @@ __all__ = [
     "clustered_mean_se",
     "sign_change_with_interval",
 ]
+
+#: names re-exported from :mod:`transfertheory.sim.sign_change`, imported on first use (PEP 562)
+_SIGN_CHANGE_NAMES = frozenset({"sign_change", "column_mean", "sign_side", "clustered_mean_se",
+                                "sign_change_with_interval"})
+
+
+def __getattr__(name):
+    if name in _SIGN_CHANGE_NAMES:
+        from importlib import import_module
+
+        return getattr(import_module("transfertheory.sim.sign_change"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3. Rerunning the same
 #: draws with rtol = 1e-6 moved per-draw risks by at most 1.5e-3 (fine-tuning, d = 32), 1.3e-3 (d = 64), 5.6e-4
