@@ -97,24 +97,29 @@ def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Pat
 _NEEDS_QUOTES = (",", '"', "\n", "\r")
 
 
-def _column_text(values):
-    """The CSV fields of one column as pandas writes them (float64: ``repr``, NaN empty; integers, booleans and
-    text: ``str``), or None for any other column or a text that pandas would quote. A column of few distinct floats
-    is formatted once per value."""
+#: rows formatted and written at a time: the text of a 160 000-row table is never held whole (its strings would be
+#: ~60 MB of fresh memory, whose page faults cost as much system time as the writing)
+_CSV_CHUNK_ROWS = 10_000
+
+
+def _column_fields(values):
+    """A function ``(start, stop) → the CSV fields of rows start … stop − 1`` of one column, as pandas writes them
+    (float64: ``repr``, NaN empty; integers, booleans and text: ``str``), or None for any other column or a text
+    that pandas would quote. A column of few distinct floats is formatted once per value."""
     import numpy as np
 
     if values.dtype == np.float64:
         distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
         if distinct.size > values.size // 4:
-            return [repr(x) if x == x else "" for x in values.tolist()]
+            return lambda start, stop: [repr(x) if x == x else "" for x in values[start:stop].tolist()]
         text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
-        return text[inverse.ravel()].tolist()
+        inverse = inverse.ravel()
+        return lambda start, stop: text[inverse[start:stop]].tolist()
     if values.dtype.kind in "iub":
-        return [str(x) for x in values.tolist()]
-    text = values.tolist()
+        return lambda start, stop: [str(x) for x in values[start:stop].tolist()]
     if values.dtype.kind in "OU" and all(type(x) is str and x and not any(c in x for c in _NEEDS_QUOTES)
-                                         for x in set(text)):
-        return text
+                                         for x in set(values.tolist())):
+        return lambda start, stop: values[start:stop].tolist()
     return None
 
 
@@ -124,26 +129,32 @@ def write_csv(frame, path):
     ``frame``: a DataFrame, or a mapping of column names to 1-D NumPy arrays of one length (written as the
     DataFrame of that mapping would be, without importing pandas when the fast path applies). Tables of numbers
     (the phase diagram's 160 000-row grid) are formatted here, several times faster than pandas, byte for byte the
-    same; a table with another kind of column (text, categories, dates) is written by pandas itself.
+    same, :data:`_CSV_CHUNK_ROWS` rows at a time; a table with another kind of column (text, categories, dates) is
+    written by pandas itself.
     """
     import numpy as np
 
     if isinstance(frame, Mapping):
-        names, columns = list(frame), [_column_text(np.asarray(values)) for values in frame.values()]
+        names, columns = list(frame), [np.asarray(values) for values in frame.values()]
     else:
-        names, columns = list(frame.columns), [_column_text(frame[name].to_numpy()) for name in frame.columns]
+        names, columns = list(frame.columns), [frame[name].to_numpy() for name in frame.columns]
+    fields = [_column_fields(values) for values in columns]
     # (one column: pandas quotes an empty row, "")
-    if len(names) < 2 or None in columns or any(not str(name) or c in str(name) for name in names
-                                                for c in _NEEDS_QUOTES):
+    if len(names) < 2 or None in fields or any(not str(name) or c in str(name) for name in names
+                                               for c in _NEEDS_QUOTES):
         if isinstance(frame, Mapping):
             import pandas as pd
 
             frame = pd.DataFrame(dict(frame))
         frame.to_csv(path, index=False)
         return
-    names = [str(name) for name in names]
-    lines = [",".join(names), *map(",".join, zip(*columns)), ""]
-    Path(path).write_text("\n".join(lines), encoding="utf-8", newline="")
+    rows = len(columns[0])
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        file.write(",".join(str(name) for name in names) + "\n")
+        for start in range(0, rows, _CSV_CHUNK_ROWS):
+            stop = min(start + _CSV_CHUNK_ROWS, rows)
+            lines = map(",".join, zip(*(column(start, stop) for column in fields)))
+            file.write("\n".join(lines) + "\n")
 
 
 def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
