@@ -29,6 +29,7 @@ from ..cli_support import staged_files
 __all__ = [
     "FORMATS",
     "THUMBNAIL",
+    "DPI",
     "FigureOutput",
     "use_agg",
     "tight_bbox",
@@ -45,6 +46,9 @@ FORMATS = {"png": ("png",), "pdf": ("pdf",), "both": ("png", "pdf")}
 _ALL_FORMATS = ("png", "pdf")
 #: suffix and width in pixels of the small PNG the figures README shows
 THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
+#: the resolution (dots per inch) of the written PNGs; a figure created at it is laid out, measured and drawn on one
+#: renderer (its text measured once), and its PNG cut from that drawing (:func:`tight_bbox`)
+DPI = 150
 
 @dataclass(frozen=True)
 class FigureOutput:
@@ -78,11 +82,57 @@ def use_agg() -> None:
 def tight_bbox(fig):
     """The region ``savefig(bbox_inches="tight")`` writes: the tight bounding box of ``fig`` (inches), padded by
     ``rcParams["savefig.pad_inches"]``, measured on the figure's own canvas (an Agg canvas) without drawing it (each
-    artist lays itself out); nothing may be added or moved afterwards. Passed to ``savefig`` it saves the layout
-    pass ``"tight"`` costs for every file written."""
-    import matplotlib as mpl
+    artist lays itself out), then widened to whole pixels at the figure's dpi (by less than a pixel on each side);
+    nothing may be added or moved afterwards. Passed to ``savefig`` it saves the layout pass ``"tight"`` costs for
+    every file written; a PNG at the figure's dpi is then cut from one drawing of the whole figure
+    (:func:`write_outputs`)."""
+    import math
 
-    return fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
+    import matplotlib as mpl
+    from matplotlib.transforms import Bbox
+
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
+    dpi = fig.dpi
+    return Bbox.from_extents(math.floor(box.x0 * dpi) / dpi, math.floor(box.y0 * dpi) / dpi,
+                             math.ceil(box.x1 * dpi) / dpi, math.ceil(box.y1 * dpi) / dpi)
+
+
+def _pixel_box(fig, dpi, bbox_inches):
+    """``bbox_inches`` as whole pixels ``(left, top, right, bottom)`` of the drawn figure, rows counted from the top,
+    when a PNG at ``dpi`` can be cut from a drawing of the whole figure exactly as ``savefig`` would draw it: a
+    measured box (:func:`tight_bbox`) on whole pixels inside the figure, the figure at ``dpi``, drawn on its own
+    canvas, the default colours of ``savefig``. None otherwise."""
+    import matplotlib as mpl
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+
+    if (not isinstance(bbox_inches, Bbox) or fig.dpi != dpi or type(fig.canvas) is not FigureCanvasAgg
+            or mpl.rcParams["savefig.transparent"] or mpl.rcParams["savefig.facecolor"] != "auto"
+            or mpl.rcParams["savefig.edgecolor"] != "auto"):
+        return None
+    width, height = fig.canvas.get_width_height()
+    x0, y0, x1, y1 = (round(v * dpi) for v in bbox_inches.extents)
+    if not (0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height) or any(
+            abs(v * dpi - round(v * dpi)) > 1e-6 for v in bbox_inches.extents):
+        return None
+    return x0, height - y1, x1, height - y0
+
+
+def _save_png(fig, path, dpi, bbox_inches):
+    """Write ``fig`` as a PNG: cut from one drawing of the whole figure on its canvas (the renderer that laid it
+    out, its text already measured) when :func:`_pixel_box` allows, the pixels ``savefig`` draws for that region and
+    the same PNG file (matplotlib's encoder and metadata); else by ``savefig``."""
+    box = _pixel_box(fig, dpi, bbox_inches)
+    if box is None:
+        fig.savefig(path, format="png", dpi=dpi, bbox_inches=bbox_inches)
+        return
+    import matplotlib.image
+    import numpy as np
+
+    left, top, right, bottom = box
+    fig.canvas.draw()
+    pixels = np.ascontiguousarray(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right])
+    matplotlib.image.imsave(path, memoryview(pixels), format="png", origin="upper", dpi=dpi)
 
 
 def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Path]:
@@ -162,11 +212,13 @@ def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
     for ext, path in paths.items():
         if ext == "csv":
             write_csv(data, stage(path))
+        elif ext == "png":
+            _save_png(fig, stage(path), dpi, bbox_inches)
         else:
             fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches)
 
 
-def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = 150) -> list[Path]:
+def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = DPI) -> list[Path]:
     """Write ``fig`` (PNG/PDF per ``fmt``) and ``data`` (a DataFrame) as CSV; returns the paths. Creates ``out``.
 
     The files are written under temporary names and renamed together (an interrupted call leaves none half-written).
@@ -254,7 +306,7 @@ def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Pa
 
 def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, title="", description="", sources=(),
                   backend=None, runtime_s=None, extra_suffixes=(), thumbnail=False, context=None,
-                  dpi=150) -> list[Path]:
+                  dpi=DPI) -> list[Path]:
     """Write figure, CSV(s) and ``NAME.json`` into ``out``, remove stale siblings; returns the written paths.
 
     ``extra_suffixes``: every suffix of an extra table this figure *can* write (those not written now are stale).

@@ -36,7 +36,7 @@ import numpy as np
 from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, below_drops, legend_outside
-from .output import FigureOutput, tight_bbox
+from .output import DPI, FigureOutput, tight_bbox
 from .phase_grid import (COLUMN_DEFINITIONS, COLUMNS, LIMITS, METHODS, THETA_MAX, PhaseGrid, compute_grid,
                          compute_phase_grid, grid_columns, grid_limit, grid_surface)
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
@@ -242,7 +242,7 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
     depth = grid.attrs.get("depth", 2)
     gamma, theta, t = grid_surface(grid)
-    fig = Figure(figsize=(16, 5.6))
+    fig = Figure(figsize=(16, 5.6), dpi=DPI)  # the PNG's: laid out, measured and drawn on one renderer
     FigureCanvasAgg(fig)
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
