@@ -222,7 +222,8 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, de
 
 def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
     r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table or a :func:`compute_phase_grid` grid; returns
-    the Figure, a ``matplotlib.figure.Figure`` on its own Agg canvas (pyplot does not hold it: nothing to close).
+    the Figure, a ``matplotlib.figure.Figure`` at the PNG's resolution
+    (:data:`~transfertheory.figures.output.DPI`) on its own Agg canvas (pyplot does not hold it: nothing to close).
 
     (a) the surface T(γ, θ), downsampled to ≤ 60 × 60 facets and left out where |T| > :data:`DISPLAY_LIMIT`,
     with a colour bar and the T = 0 boundaries drawn on it in light blue (as the paper's); (b) its top view shaded
