@@ -10,6 +10,7 @@ import pytest
 
 from transfertheory.backend import to_device, to_host
 from transfertheory.sim import tdr as ntk_sim
+from transfertheory.sim import tdr_kernel
 from transfertheory.sim.tdr import (
     hidden_activation_gradient,
     initial_weights,
@@ -281,7 +282,7 @@ def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array
     w, a = initial_weights(64, 4, 5, symmetric=False, seed=4)
     state, signs, rows = to_device(w.reshape(5, -1), xp), to_device(a, xp), np.array([4, 0, 2])
     whole = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
-    monkeypatch.setattr(ntk_sim, "HOST_BLOCK_ELEMENTS", 64 * 6 * 2)  # two instances per block on the host
+    monkeypatch.setattr(tdr_kernel, "HOST_BLOCK_ELEMENTS", 64 * 6 * 2)  # two instances per block on the host
     blocked = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
     for one, other in zip(whole, blocked):
         np.testing.assert_allclose(to_host(one), to_host(other), rtol=1e-13, atol=1e-15)
