@@ -92,13 +92,16 @@ class TwoLayerStages(DenseStages):
 
     def _workspace(self, k, dtype):
         """Buffers of k instances: pre-activations and activation pattern (k, m, n), outputs (k, 1, n),
-        residual-weighted inputs (k, n, d), squared residuals (k, n), the scaled gradient of an update (k, m·d);
-        allocated for the largest k asked for (views of its first k rows)."""
+        residual-weighted inputs (k, n, d), squared residuals (k, n), and the scaled gradient of an update
+        (k, m·d) in the pre-activations' memory (recomputed after the update; the buffer holds max(n, d) floats
+        per unit); allocated for the largest k asked for (views of its first k)."""
+        m, n, d = self.width, self.points, self.inputs
         if self._buffers is None or self._buffers[0].shape[0] < k or self._buffers[0].dtype != dtype:
-            m, n, d = self.width, self.points, self.inputs
-            shapes = ((m, n), (m, n), (1, n), (n, d), (n,), (m * d,))
+            shapes = ((m * max(n, d),), (m, n), (1, n), (n, d), (n,))
             self._buffers = tuple(self.xp.empty((k, *shape), dtype=dtype) for shape in shapes)
-        return tuple(buffer[:k] for buffer in self._buffers)
+        shared, active, outputs, weighted, squares = (buffer[:k] for buffer in self._buffers)
+        shared = shared.reshape(-1)  # the first k rows of a contiguous buffer: one contiguous block
+        return shared[:k * m * n].reshape(k, m, n), active, outputs, weighted, squares, shared[:k * m * d].reshape(k, -1)
 
     def _signs_of(self, rows):
         """The signs (b, m) of the instances ``rows`` and the same repeated along d (b, m, d)."""
