@@ -6,7 +6,8 @@ w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with
 
     ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
 
-(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`). Training goes through
+(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`; the network's stage kernel,
+with a fused gradient-descent step, is :mod:`.tdr_kernel`). Training goes through
 the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
 full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
 η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
@@ -52,7 +53,7 @@ import numpy as np
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from .._validation import Interval, root_seed
-from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
+from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, ReportsConvergence
 from .integrator import (PEAK_STATE_COPIES, FlowResult, FlowSettings, RaggedBatch, integrate_gradient_flow,

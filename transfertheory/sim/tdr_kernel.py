@@ -173,7 +173,9 @@ class WidthBlockStages(BlockwiseStages):
     """:class:`~transfertheory.sim.integrator.BlockwiseStages` of :class:`TwoLayerStages` kernels (networks of
     several widths, one block per width) with their fused Euler step, block by block."""
 
-    _last, _blocks = (None, None, None), ()
+    def __init__(self, kernels, counts):
+        super().__init__(kernels, counts)
+        self._last, self._blocks = (None, None, None), ()
 
     def descend(self, state, grad, step, rows):
         """:meth:`TwoLayerStages.descend` of every non-empty block of the ragged ``state`` and ``grad``."""
