@@ -7,7 +7,7 @@ w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with
     ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
 
 (no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`; the network's stage kernel,
-with a fused gradient-descent step, is :mod:`.tdr_kernel`). Training goes through
+with a fused gradient-descent step, is :mod:`transfertheory.sim.tdr_kernel`). Training goes through
 the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
 full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
 η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient

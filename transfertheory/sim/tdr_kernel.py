@@ -48,8 +48,7 @@ def _instances_per_chunk(width, n, xp):
 class _Chunk(NamedTuple):
     """One chunk of a batch (its instances ``rows``, a slice) as prebuilt views: of the states and their
     gradients ((k, m·d) and (k·m, d), (k, m, d)), of the signs ((k, 1, m), and (k, m, d) repeated along d: a
-    product with the repeated array is 2–3× faster than a broadcast one), and of the workspace
-    (:meth:`TwoLayerStages._workspace`)."""
+    product with the repeated array is 2–3× faster than a broadcast one), and of the kernel's workspace."""
 
     rows: slice
     weights: object
@@ -75,7 +74,8 @@ class TwoLayerStages(DenseStages):
     ``signs`` (B, m) the fixed a of every instance of the block, ``x`` (n, d) and ``y`` (n,) on the backend of
     the states (b, m·d), which hold vec(W) row by row. :attr:`gradient` is the integrator's gradient callable
     ``(state, rows) -> (grad, loss)``, :meth:`descend` the fused Euler step, ``spectral_radius`` λ_max of the
-    empirical tangent kernel (:func:`tangent_kernel_radius`); RKC steps are :class:`DenseStages`'. The views of
+    empirical tangent kernel (:func:`tangent_kernel_radius`); RKC steps are those of
+    :class:`~transfertheory.sim.integrator.DenseStages`. The views of
     the last (states, gradients, rows) are kept: an integration passes the same arrays at every step, updates
     states and gradients only in place and never modifies ``rows``.
     """
@@ -101,7 +101,8 @@ class TwoLayerStages(DenseStages):
             self._buffers = tuple(self.xp.empty((k, *shape), dtype=dtype) for shape in shapes)
         shared, active, outputs, weighted, squares = (buffer[:k] for buffer in self._buffers)
         shared = shared.reshape(-1)  # the first k rows of a contiguous buffer: one contiguous block
-        return shared[:k * m * n].reshape(k, m, n), active, outputs, weighted, squares, shared[:k * m * d].reshape(k, -1)
+        pre, scaled = shared[:k * m * n].reshape(k, m, n), shared[:k * m * d].reshape(k, m * d)
+        return pre, active, outputs, weighted, squares, scaled
 
     def _signs_of(self, rows):
         """The signs (b, m) of the instances ``rows`` and the same repeated along d (b, m, d)."""
