@@ -10,6 +10,7 @@ import pytest
 
 from transfertheory.backend import to_device, to_host
 from transfertheory.sim import tdr as ntk_sim
+from transfertheory.sim import tdr_kernel
 from transfertheory.sim.tdr import (
     hidden_activation_gradient,
     initial_weights,
@@ -281,7 +282,7 @@ def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array
     w, a = initial_weights(64, 4, 5, symmetric=False, seed=4)
     state, signs, rows = to_device(w.reshape(5, -1), xp), to_device(a, xp), np.array([4, 0, 2])
     whole = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
-    monkeypatch.setattr(ntk_sim, "HOST_BLOCK_ELEMENTS", 64 * 6 * 2)  # two instances per block on the host
+    monkeypatch.setattr(tdr_kernel, "HOST_BLOCK_ELEMENTS", 64 * 6 * 2)  # two instances per block on the host
     blocked = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
     for one, other in zip(whole, blocked):
         np.testing.assert_allclose(to_host(one), to_host(other), rtol=1e-13, atol=1e-15)
@@ -338,3 +339,44 @@ def test_the_confirmation_with_four_times_the_seeds_does_not_rescue_a_biased_bou
     monkeypatch.setattr(NTK, "finetune_distance_bound", _scaled(1.03, "finetune_distance_bound"))
     outcome = claims.check_point(claim, claims.points(claim, quick)[-1], quick)
     assert outcome.first is not None and outcome.status == claims.FAIL, outcome.result.detail
+
+
+def test_fused_step_is_the_separate_update_gradient_and_norms_bit_for_bit(monkeypatch):
+    """descend = (y −= h·G; G, L = gradient(y); ‖G‖² by the integrator's einsum), to the bit, with d > n (the update's
+    buffer shares the pre-activations' memory), several chunks, a subset of rows, and a ragged batch of two widths."""
+    from transfertheory.sim.integrator import RaggedBatch
+    monkeypatch.setattr(tdr_kernel, "HOST_BLOCK_ELEMENTS", 16 * 4 * 2)  # two instances per chunk at m = 16, n = 4
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 12))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y = 0.5 * x[:, 0]
+    blocks, kernels, rows = [], [], np.array([0, 2, 3, 5, 6])
+    for width in (16, 24):
+        w, a = initial_weights(width, 12, 7, symmetric=False, seed=width)
+        state, h = w.reshape(7, -1)[rows] + 0.1 * rng.standard_normal((5, width * 12)), rng.uniform(0.1, 1.0, 5)
+        kernel = tdr_kernel.TwoLayerStages(x, y, a)
+        grad, _ = kernel.gradient(state, rows)
+        expected_state = state - h[:, None] * grad
+        expected_grad, expected_loss = two_layer_gradient(x, y, a)(expected_state, rows)
+        fused_state, fused_grad = state.copy(), grad.copy()
+        returned, loss, squares = kernel.descend(fused_state, fused_grad, h, rows)
+        assert returned is fused_grad
+        np.testing.assert_array_equal(fused_state, expected_state)
+        np.testing.assert_array_equal(fused_grad, expected_grad)
+        np.testing.assert_array_equal(loss, expected_loss)
+        np.testing.assert_array_equal(squares, np.einsum("ij,ij->i", expected_grad, expected_grad))
+        kernel.descend(fused_state, fused_grad, h, rows)  # a second step reuses the first one's views
+        np.testing.assert_array_equal(fused_state, expected_state - h[:, None] * expected_grad)
+        blocks.append((state, grad, h, expected_state))
+        kernels.append(tdr_kernel.TwoLayerStages(x, y, a))
+    ragged = tdr_kernel.WidthBlockStages(kernels, [7, 7])
+    state = RaggedBatch(tuple(b[0].copy() for b in blocks))
+    grad = RaggedBatch(tuple(b[1].copy() for b in blocks))
+    _, loss, squares = ragged.descend(state, grad, np.concatenate([b[2] for b in blocks]),
+                                      np.concatenate([rows, rows + 7]))
+    separate = [tdr_kernel.TwoLayerStages(x, y, k.signs).descend(b[0].copy(), b[1].copy(), b[2], rows)
+                for k, b in zip(kernels, blocks)]
+    np.testing.assert_array_equal(loss, np.concatenate([s[1] for s in separate]))
+    np.testing.assert_array_equal(squares, np.concatenate([s[2] for s in separate]))
+    for block, s in zip(grad.blocks, separate):
+        np.testing.assert_array_equal(block, s[0])

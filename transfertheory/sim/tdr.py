@@ -6,7 +6,8 @@ w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with
 
     ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
 
-(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`). Training goes through
+(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`; the network's stage kernel,
+with a fused gradient-descent step, is :mod:`transfertheory.sim.tdr_kernel`). Training goes through
 the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
 full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
 η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
@@ -43,6 +44,7 @@ network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -51,12 +53,13 @@ import numpy as np
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from .._validation import Interval, root_seed
-from ..backend import backend_name, get_backend, resolve_backend, stacked_eigvalsh, to_device, to_host
+from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, ReportsConvergence
-from .integrator import (PEAK_STATE_COPIES, BlockwiseStages, FlowResult, FlowSettings, RaggedBatch, dense_stages,
-                         integrate_gradient_flow, rkc_stability_bound)
+from .integrator import (PEAK_STATE_COPIES, FlowResult, FlowSettings, RaggedBatch, integrate_gradient_flow,
+                         rkc_stability_bound)
 from .seeding import generator
+from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
 from .tdr_tasks import TASK_FAMILIES, task_pair
 
 __all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
@@ -179,85 +182,6 @@ def width_rate(widths, values):
     return float(rate), float(intercept)
 
 
-#: pre-activations per block of instances on the host: the block's (units, n) arrays stay in the core's cache
-#: (tall-skinny products and elementwise passes slow down several-fold past ~10⁵ elements, measured)
-HOST_BLOCK_ELEMENTS = 2**15
-def _instances_per_block(width, n, xp):
-    """Instances per gradient block: all of them on a device, a cache-sized block on the host."""
-    return max(1, HOST_BLOCK_ELEMENTS // (width * n)) if xp is np else None
-
-
-def _block_gradient(weights, signs, x_t, y, out):
-    """∇L (into ``out`` (k, m, d)) and L for a block of instances, weights (k, m, d), signs (k, m); ``x_t`` is
-    (X/√m)ᵀ (d, n).
-
-    With D = 1{WᵀX > 0} (m × n) and r = u − y: u = aᵀ(D ∘ WᵀX)/√m and ∇_W L = diag(a)·D·(r ∘ X)/√m, a
-    product of the activation pattern with the residual-weighted inputs (n × d), never an (m, n) broadcast.
-    """
-    k, m, d = weights.shape
-    pre = (weights.reshape(k * m, d) @ x_t).reshape(k, m, -1)  # WᵀX/√m
-    active = (pre > 0).astype(pre.dtype)
-    pre *= active  # σ(WᵀX)/√m
-    residual = (signs[:, None, :] @ pre)[:, 0, :] - y
-    get_backend(pre).matmul(active, residual[:, :, None] * x_t.T, out=out)
-    out *= signs[:, :, None]
-    return 0.5 * (residual * residual).sum(axis=1)
-
-
-def two_layer_gradient(x, y, signs):
-    """The integrator's gradient callable ``(state, rows) -> (grad, loss)`` for L = ½‖y − f(X)‖².
-
-    ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
-    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
-    batch is processed in blocks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
-    is its own. The signs of the last ``rows`` object are kept (an integration passes the same rows array at
-    every step and never modifies it in place).
-    """
-    m, d = signs.shape[1], x.shape[1]
-    xp = get_backend(x)
-    x_t = xp.ascontiguousarray((x / math.sqrt(m)).T)
-    block = _instances_per_block(m, x.shape[0], xp)
-    last = [None, None]  # the rows of the last call and their signs
-
-    def gradient(state, rows):
-        b = state.shape[0]
-        if last[0] is not rows:
-            last[:] = rows, signs[rows]
-        a, weights = last[1], state.reshape(b, m, d)
-        grad = xp.empty_like(weights)
-        if block is None or b <= block:
-            return grad.reshape(state.shape), _block_gradient(weights, a, x_t, y, grad)
-        loss = xp.empty(b, dtype=state.dtype)
-        for start in range(0, b, block):
-            part = slice(start, start + block)
-            loss[part] = _block_gradient(weights[part], a[part], x_t, y, grad[part])
-        return grad.reshape(state.shape), loss
-
-    return gradient
-
-
-def tangent_kernel_radius(x, signs):
-    """The stage kernel's spectral-radius estimate: λ_max of the empirical tangent kernel, per instance.
-
-    L is piecewise quadratic in W (σ is piecewise linear), so wherever the activation pattern is locally
-    constant ∇²L = JᵀJ, J = ∂f(X)/∂W, and ρ(∇²L) = λ_max(JJᵀ) with (JJᵀ)_ij = x_iᵀx_j·(1/m)Σ_r 1{w_rᵀx_i > 0}
-    1{w_rᵀx_j > 0} (the finite-width H∞; a_r² = 1). A finite-difference power iteration would instead see the
-    gradient's jumps where a pre-activation crosses 0 and overestimate ρ by orders of magnitude. Returns the
-    ``spectral_radius(y, carried, rows, state, iterations) -> (ρ, state, evaluations)`` callable of the
-    integrator's stage-kernel contract (no gradient evaluations).
-    """
-    m, d = signs.shape[1], x.shape[1]
-    inner = x @ x.T
-
-    def estimate(state, carried, rows, warm, iterations):  # no warm start: the estimate is direct
-        xp = get_backend(state)
-        active = (state.reshape(state.shape[0], m, d) @ x.T > 0).astype(state.dtype)  # (b, m, n)
-        kernel = inner[None] * (active.transpose(0, 2, 1) @ active) / m
-        return stacked_eigvalsh(kernel)[:, -1], xp.zeros((state.shape[0], 1), dtype=state.dtype), 0
-
-    return estimate
-
-
 def _rkc_stage_cap(x):
     """Largest s with β(s) ≤ 1.2·λ_max/λ_min of H∞(X) (at least 2): the RKC stage cap of :func:`train_two_layer`.
 
@@ -296,16 +220,11 @@ def _host_groups(blocks):
     return groups + [current]
 
 
-def _block_kernel(x, y, signs):
-    """The dense stage kernel of one block of equally wide networks, ρ̂ from the tangent kernel."""
-    kernel = dense_stages(two_layer_gradient(x, y, signs))
-    kernel.spectral_radius = tangent_kernel_radius(x, signs)
-    return kernel
-
-
 def _joined(results, y):
     """One :class:`~transfertheory.sim.integrator.FlowResult` with final states ``y`` from those of consecutive
     groups of instances."""
+    if len(results) == 1:
+        return dataclasses.replace(results[0], y=y)
     return FlowResult(y=y, convergence=Convergence.concatenate([r.convergence for r in results]),
                       loss=np.concatenate([r.loss for r in results]),
                       residual=np.concatenate([r.residual for r in results]),
@@ -349,11 +268,11 @@ def train_two_layer(weights, signs, x, y, *, flow: FlowSettings = TRAINING_FLOW,
     finals, results = [xp.empty_like(b) for b in blocks], []
     for group in groups:
         parts = tuple(blocks[g][i:j].reshape(j - i, -1) for g, i, j in group)
-        kernels = [_block_kernel(x, y, sign_blocks[g][i:j]) for g, i, j in group]
+        kernels = [TwoLayerStages(x, y, sign_blocks[g][i:j]) for g, i, j in group]
         if len(group) == 1:  # one width: its dense block as it is (ragged bookkeeping would only cost time)
             states, kernel = parts[0], kernels[0]
         else:
-            states, kernel = RaggedBatch(parts), BlockwiseStages(kernels, [j - i for _, i, j in group])
+            states, kernel = RaggedBatch(parts), WidthBlockStages(kernels, [j - i for _, i, j in group])
         tolerance = {}  # RKC's absolute tolerance: rtol × the RMS weight (weights crossing 0 would set the scale)
         if flow.scheme == "rkc":
             tolerance["atol"] = flow.rtol * np.concatenate([to_host((s**2).mean(axis=1)) for s in parts]) ** 0.5
@@ -406,14 +325,15 @@ def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
     """Peak bytes :func:`train_two_layer` adds to the weights of networks of ``units`` hidden units in all (the
     largest ``largest`` wide) on n samples: the integrator holds :data:`PEAK_STATE_COPIES` copies of the states
     it integrates at once (on a device all of them; on the host one group of :data:`HOST_GROUP_BYTES`, or one
-    network if larger) and three (instances, m, n) activation patterns of them (the tangent-kernel radius, the
-    gradient's pre-activations)."""
+    network if larger), the stage kernel's two state-sized buffers (the signs repeated along d, the scaled
+    gradient of a step) and three (instances, m, n) activation patterns of them (the tangent-kernel radius, the
+    gradient's pre-activations and activation pattern)."""
     if on_device:
         flow_states, patterns = units * d, units * n
     else:
         flow_states = min(units * d, max(HOST_GROUP_BYTES // FLOAT_BYTES, largest * d))
         patterns = flow_states // d * n
-    return FLOAT_BYTES * (PEAK_STATE_COPIES[scheme] * flow_states + 3 * patterns)
+    return FLOAT_BYTES * ((PEAK_STATE_COPIES[scheme] + 2) * flow_states + 3 * patterns)
 
 
 def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:

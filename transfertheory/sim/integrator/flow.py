@@ -318,16 +318,20 @@ class _EulerIntegration(_Integration):
                and int(to_host(state.steps.max())) + count < budget.max_steps)
         column = rate[:, None] if far and not isinstance(y, RaggedBatch) else None
         limit = float(to_host(state.loss_limit.min()))
+        descend = getattr(self.kernel, "descend", None)
         done = 0
         while done < count:
             h = rate if far else xp.minimum(rate, budget.max_time - t)
-            if column is None:
-                subtract_scaled(y, h, G)  # y is updated in place (the record keeps copies); G is not modified
+            if descend is not None:  # the kernel's fused step (y and G updated in place; StageKernel docstring)
+                G, loss, squares = descend(y, G, h, state.rows)
             else:
-                y -= column * G
-            G, loss = self.gradient(y, state.rows)
+                if column is None:
+                    subtract_scaled(y, h, G)  # y is updated in place (the record keeps copies); G is not modified
+                else:
+                    y -= column * G
+                G, loss = self.gradient(y, state.rows)
+                squares = row_norms(G, _einsum_squares)
             self.evaluations += state.size
-            squares = row_norms(G, _einsum_squares)
             t, done = t + h, done + 1
             if self.progress is not None:
                 self.progress(1.0 - state.size / self.batch_size)

@@ -79,6 +79,12 @@ class StageKernel(Protocol):
     instances that provably cannot converge within the flow time ``t_remaining`` (b,) left to them; the
     integrator stops those with status ``unreachable`` (never counted as converged). It must be conservative:
     an instance that would converge in time must never be flagged.
+
+    It may also define ``descend(y, G, h, rows) -> (G, L, ‖∇L‖²)``, the whole step of ``scheme="euler"`` fused:
+    y −= h·G in place (h (b,) per instance), then the gradient at the new y (written over G, which the
+    integrator no longer needs), its loss and its squared row norms (b,); it must give what the separate update,
+    the gradient callable and the squared norms give (e.g. the TDR networks' cache-blocked step,
+    :class:`~transfertheory.sim.tdr_kernel.TwoLayerStages`).
     """
 
     def __call__(self, step: StepRequest) -> StepOutcome:
