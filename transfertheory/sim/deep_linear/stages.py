@@ -222,12 +222,10 @@ class _LowRankStep:
             if done < kb:
                 self.loss_sorted[done:kb] = loss_k[done:]
                 self.complete(k, slice(done, kb))
-        outcome = (self.y_sorted, self.carry, self.error_norm(), self.loss_sorted, self.xp.sqrt(self.gn2))
-        if not self.in_order:
-            inverse = self.xp.asarray(np.argsort(step.order))
-            outcome = tuple(a[inverse] for a in outcome)
-        y_new, carry, error, loss, grad_norm = outcome
-        return StepOutcome(y_new, carry, evals, error, loss, grad_norm)
+        # in sorted order: the integrator's working set follows it, and the next step's batch, sorted by
+        # stage counts that change slowly, is mostly in order already (no copies of the states at all)
+        return StepOutcome(self.y_sorted, self.carry, evals, self.error_norm(), self.loss_sorted,
+                           self.xp.sqrt(self.gn2), None if self.in_order else step.order)
 
     def evaluate(self, k, kb, with_loss):
         """Store the factors of ∇L at stage Y_k of the first kb instances; returns their losses if
