@@ -85,11 +85,14 @@ class LowRankStages:
     at the step's result: the next step's stage 0.
 
     Error norm: the RKC2 estimate est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
-    of a matrix layer is the step's displacement (formed anyway for W_new) plus
-    two rank-one terms, so its Frobenius norm costs O(d²) at any stage count; the norm is the
+    of a matrix layer is Σ_{m≤s} e_m a_m r_mᵀ; for few stages ((s + 1)² ≤ 2d) its
+    Frobenius norm is eᵀ(AAᵀ ∘ RRᵀ)e from the factors' Grams, O(s²d), otherwise
+    the step's displacement (formed anyway for W_new) plus two rank-one terms,
+    O(d²) at any stage count; the norm is the
     RMS over layers of RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new)))
     (layerwise, invariant under the rotations W_l → Q W_l that leave the model
-    unchanged). The new states equal the dense kernel's up to rounding.
+    unchanged). The new states equal the dense kernel's up to rounding. The
+    outcome is in the step's stage-count order (:attr:`StepOutcome.order`).
 
     Early verdict (``early_verdict``, default on): :meth:`unreachable` certifies instances that cannot converge
     before their time budget ends (:mod:`.verdict`), which the integrator stops with status ``unreachable``.
