@@ -4,7 +4,7 @@ every backend; and the ragged helpers' indexing."""
 import numpy as np
 import pytest
 
-from transfertheory.backend import to_device, to_host
+from transfertheory.backend import get_backend, to_device, to_host
 from transfertheory.sim.integrator import BlockwiseStages, RaggedBatch, dense_stages, flow, integrate_gradient_flow
 from transfertheory.sim.integrator.ragged import put, row_norms, take
 
@@ -88,8 +88,8 @@ def test_rejections_residual_guard_and_a_middle_block_finishing_first(array_back
 
     later = []
     original = flow._Integration._keep_rejected
-    monkeypatch.setattr(flow._Integration, "_keep_rejected", lambda self, state, out, rej: (
-        later.append(rej.size if state.carried is not None else 0), original(self, state, out, rej))[1])
+    monkeypatch.setattr(flow._Integration, "_keep_rejected", lambda self, state, out, rej, *before: (
+        later.append(rej.size if state.carried is not None else 0), original(self, state, out, rej, *before))[1])
     settings = dict(scheme=scheme, gtol=1e-8, max_time=1e4, max_steps=2000, rtol=1e-2, step_fraction=0.9)
     blocks = [dense_stages(_pseudo_huber(to_device(a, xp))) for a in scales]
     joint = BlockwiseStages(blocks, counts)
@@ -139,3 +139,45 @@ def test_ragged_states_need_a_kernel_that_handles_them():
         integrate_gradient_flow(wrong.gradient, RaggedBatch(tuple(y0s)), stage_kernel=wrong, scheme="euler")
     with pytest.raises(ValueError, match="blocks"):
         wrong.gradient(RaggedBatch(tuple(y0s[:2])), np.arange(5))
+
+
+class _SortedAnswer:
+    """A dense stage kernel that answers in its request's sorted order (``StepOutcome.order``), like the deep
+    linear networks' kernel: the integrator's working set follows that order."""
+
+    def __init__(self, dense):
+        self.dense, self.gradient, self.spectral_radius = dense, dense.gradient, dense.spectral_radius
+        self.permuted = 0
+
+    def __call__(self, step):
+        out, order = self.dense(step), step.order
+        self.permuted += int(not np.array_equal(order, np.arange(order.size)))
+        dev = get_backend(out.y).asarray(order)
+        return out._replace(y=out.y[dev], grad=None if out.grad is None else out.grad[dev], error=out.error[dev],
+                            loss=out.loss[dev], grad_norm=out.grad_norm[dev], order=order)
+
+
+def test_a_kernel_answering_in_its_own_order_changes_nothing(array_backend):
+    """StepOutcome.order: the same states, times, steps, statuses and evaluations, bit for bit, through
+    rejections and instances finishing in between — for plain states, and inside BlockwiseStages (which puts
+    a block kernel's answer back in the block's order)."""
+    _, xp = array_backend
+    rng = np.random.default_rng(3)
+    scales = 10.0 ** rng.uniform(-1, 2, (6, 4))
+    y0 = rng.uniform(20, 200, (6, 4))
+    settings = dict(gtol=1e-8, max_time=1e4, max_steps=300, rtol=1e-2)
+    grad = _pseudo_huber(to_device(scales, xp))
+    plain = integrate_gradient_flow(grad, to_device(y0, xp), **settings)
+    kernel = _SortedAnswer(dense_stages(grad))
+    sorted_answer = integrate_gradient_flow(grad, to_device(y0, xp), stage_kernel=kernel, **settings)
+    assert kernel.permuted > 0 and plain.rejected > 0
+    for name in ("t_final", "steps", "grad_norm", "loss", "status", "y"):
+        np.testing.assert_array_equal(to_host(getattr(sorted_answer, name)), to_host(getattr(plain, name)), name)
+    assert sorted_answer.evaluations == plain.evaluations and sorted_answer.rejected == plain.rejected
+    blocks = BlockwiseStages([_SortedAnswer(dense_stages(_pseudo_huber(to_device(a, xp)))) for a in
+                              (scales[:2, :3], scales[2:])], (2, 4))
+    ragged = integrate_gradient_flow(blocks.gradient, RaggedBatch((to_device(y0[:2, :3], xp), to_device(y0[2:], xp))),
+                                     stage_kernel=blocks, **settings)
+    separate = [integrate_gradient_flow(_pseudo_huber(to_device(a, xp)), to_device(y, xp), **settings)
+                for a, y in ((scales[:2, :3], y0[:2, :3]), (scales[2:], y0[2:]))]
+    _assert_is_separate(ragged, separate)

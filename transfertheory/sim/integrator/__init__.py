@@ -27,7 +27,7 @@ from .kernels import (
     row_norms,
 )
 from .ragged import BlockwiseStages, RaggedBatch
-from .rkc import rkc_butcher_matrix, rkc_coefficients, rkc_stability_bound, tables
+from .rkc import rkc_butcher_matrix, rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
 from .settings import SCHEMES, SETTING_RANGES, FlowSettings
 
 __all__ = [
@@ -53,5 +53,6 @@ __all__ = [
     "rkc_coefficients",
     "rkc_stability_bound",
     "rkc_butcher_matrix",
+    "rkc_butcher_rows",
     "tables",
 ]

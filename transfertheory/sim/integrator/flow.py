@@ -219,9 +219,13 @@ class _Integration:
             y=state.y, carried=state.carried, order=np.argsort(-s_row, kind="stable"), h=to_host(h), stages=s_row,
             rows=state.rows, coefficients=tabs.table(int(s_row.max())), rtol=self.budget.rtol, atol=state.atol))
         self.evaluations += out.evaluations
+        before, source = state.y, None
+        if out.order is not None:  # the kernel returned its batch in its own order: the working set follows it
+            source, h = out.order, h[xp.asarray(out.order)]
+            state = state.reordered(source, out.y)
         accept = out.error <= 1.0
         rejected_host = ~to_host(accept)
-        y, carried, loss, grad_norm = self._keep_rejected(state, out, np.flatnonzero(rejected_host))
+        y, carried, loss, grad_norm = self._keep_rejected(state, out, np.flatnonzero(rejected_host), before, source)
         t = state.t + xp.where(accept, h, 0.0)
         factor = xp.where(out.error > 0, 0.8 * out.error ** (-1.0 / 3.0), 10.0)
         h = h * xp.clip(factor, 0.1, 10.0)
@@ -233,13 +237,14 @@ class _Integration:
             self.progress(1.0 - state.size / self.batch_size)
         return self.classify(self.record.finish(state, underflow, "step_underflow", self.residual))
 
-    def _keep_rejected(self, state: FlowState, out, rej: np.ndarray):
-        """The step's results, with the rejected instances (host indices ``rej``) keeping their state."""
+    def _keep_rejected(self, state: FlowState, out, rej: np.ndarray, before, source):
+        """The step's results, with the rejected instances (host indices ``rej``) keeping their state: their
+        rows ``source[rej]`` of the states ``before`` the step (``rej`` itself when ``source`` is None)."""
         y, carried, loss, grad_norm = out.y, out.grad, out.loss, out.grad_norm
         self.rejected += int(rej.size)
         if rej.size:
             dev_rej = array_module(y).asarray(rej)
-            put(y, rej, take(state.y, rej))
+            put(y, rej, take(before, rej if source is None else source[rej]))
             loss[dev_rej], grad_norm[dev_rej] = state.loss[dev_rej], state.grad_norm[dev_rej]
             if state.carried is None:  # nothing carried for the rejected rows (first step): the kernel recomputes
                 carried = None

@@ -62,6 +62,11 @@ class StepOutcome(NamedTuple):
     accepted instance; ``evaluations`` instance-gradient evaluations spent;
     ``error`` (b,) the local error estimate in the kernel's norm (≤ 1:
     accept; +inf where not finite); ``loss`` and ``grad_norm`` (b,) at ``y``.
+    ``order`` (host, optional, plain (b, P) states only): the outcome's row i is
+    the request's instance ``order[i]`` (e.g. :attr:`StepRequest.order`); the
+    integrator then keeps its working set in that order, so a kernel that sorts
+    its batch spares the copies of the states that the sort and its inverse
+    cost. None: the request's order.
     """
 
     y: object
@@ -70,6 +75,7 @@ class StepOutcome(NamedTuple):
     error: object
     loss: object
     grad_norm: object
+    order: object = None
 
 
 class StageKernel(Protocol):

@@ -196,6 +196,11 @@ class BlockwiseStages:
             out = self.kernels[g](StepRequest(
                 y=block, carried=carried_blocks[g], order=np.argsort(-stages, kind="stable"), h=step.h[positions],
                 stages=stages, rows=local, coefficients=step.coefficients, rtol=step.rtol, atol=step.atol[positions]))
+            if out.order is not None:  # a block kernel that answers in its own order: back to the block's
+                inverse = xp.asarray(np.argsort(out.order))
+                out = out._replace(**{name: None if value is None else value[inverse] for name, value in
+                                      zip(("y", "grad", "error", "loss", "grad_norm"), (out.y, out.grad, out.error,
+                                                                                        out.loss, out.grad_norm))})
             new_y[g], grads[g] = out.y, out.grad
             evaluations += out.evaluations
             parts.append((out.error, out.loss, out.grad_norm))

@@ -8,7 +8,8 @@ needs only ~√κ gradient evaluations. This module holds the pure functions of
 s: the recursion coefficients (:func:`rkc_coefficients`), β(s)
 (:func:`rkc_stability_bound`), the stage-count rule and the coefficient table
 shared by all integrations (:class:`RKCTables`), and the Butcher rows of one
-stage count (:func:`rkc_butcher_matrix`) that factored stage kernels use.
+stage count (:func:`rkc_butcher_matrix`) that factored stage kernels use, also arranged by stage for every
+stage count at once (:func:`rkc_butcher_rows`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["EPS_DAMPING", "rkc_coefficients", "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_matrix"]
+__all__ = ["EPS_DAMPING", "rkc_coefficients", "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_matrix",
+           "rkc_butcher_rows"]
 
 # RKC damping ε (w₀ = 1 + ε/s²). Sommeijer et al. use ε = 2/13 (β(s) ≈ 0.653s², |P_s| ≤ 0.95 on the
 # stiff part of the interval), tuned for transients. A gradient flow is integrated to its steady state:
@@ -131,3 +133,25 @@ def rkc_butcher_matrix(s: int) -> np.ndarray:
         A[k, 0] += gam_t[k]
     A.flags.writeable = False
     return A
+
+
+def rkc_butcher_rows(coefficients: np.ndarray, s_max: int) -> list:
+    r"""Row k of the Butcher matrix of every stage count s ≥ k, for k = 0 … ``s_max``: a list R of host arrays
+    with R[k][s − k] = A_s[k, :k] (:func:`rkc_butcher_matrix`\ (s)[k]; R[0] is empty), from the coefficient
+    table [μ, ν, μ̃, γ̃][s, j] of :meth:`RKCTables.table` (at least ``s_max`` + 1 rows).
+
+    The recursion of :func:`rkc_butcher_matrix`, vectorized over s: the same operations on the same numbers,
+    so the entries are bitwise those of the per-s matrices. A kernel whose batch mixes stage counts reads the
+    rows of stage k of all its instances with one gather (Σ_k (s_max − k + 1)·k ≈ s_max³/6 numbers).
+    """
+    mu, nu, mu_t, gam_t = coefficients
+    rows = [np.zeros((s_max + 1, 0)), mu_t[1: s_max + 1, 1:2].copy()]  # R[1][s − 1] = μ̃₁(s)
+    for k in range(2, s_max + 1):
+        s = np.arange(k, s_max + 1)
+        new = np.zeros((s.size, k))
+        new[:, : k - 1] = mu[s, k, None] * rows[k - 1][1:]
+        new[:, : k - 2] += nu[s, k, None] * rows[k - 2][2:, : k - 2]
+        new[:, k - 1] += mu_t[s, k]
+        new[:, 0] += gam_t[s, k]
+        rows.append(new)
+    return rows

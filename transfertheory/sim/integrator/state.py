@@ -52,17 +52,27 @@ class FlowState:
 
     def compact(self, keep: np.ndarray) -> "FlowState":
         """The working set restricted to the host boolean mask ``keep``."""
-        idx = np.flatnonzero(keep)
-        dev_keep = array_module(self.y).asarray(idx)
-        parts = {}
+        return self._gathered(np.flatnonzero(keep))
+
+    def reordered(self, order: np.ndarray, y) -> "FlowState":
+        """The working set in the order of the host permutation ``order`` (plain states), its states replaced
+        by ``y``, already in that order (a step's result, :attr:`~.kernels.StepOutcome.order`)."""
+        return self._gathered(order, y=y)
+
+    def _gathered(self, idx: np.ndarray, **given) -> "FlowState":
+        """Every per-instance array at the host indices ``idx`` (ascending for ragged states), but ``given``."""
+        dev_idx = array_module(self.y).asarray(idx)
+        parts = dict(given)
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name in given:
+                continue
             if f.name in ("rows", "since_rho"):
-                parts[f.name] = value[keep]
+                parts[f.name] = value[idx]
             elif isinstance(value, RaggedBatch):
                 parts[f.name] = take(value, idx)
             else:
-                parts[f.name] = None if value is None else value[dev_keep]
+                parts[f.name] = None if value is None else value[dev_idx]
         return FlowState(**parts)
 
     def with_(self, **changes) -> "FlowState":
