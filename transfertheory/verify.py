@@ -12,7 +12,8 @@ docs/verify.md.
 
 ``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
 simulators' array backend. ``--workers N`` runs the claims in N worker processes (default one per core,
-:func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`): every claim's points
+:func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`; claims that share a
+cached computation, the registry's ``shares``, run one after the other in one of them): every claim's points
 and seeds are fixed by its id, so the table is the serial run's, row for row and in its order.
 
 With ``--paper`` (or ``--store DIR`` in any profile, or ``--scheduler ADDRESS``) the points of the simulation and
