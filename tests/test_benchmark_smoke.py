@@ -179,3 +179,14 @@ def test_bench_cli_quick_times_the_command_lines_with_the_machine():
     assert [row[0] for row in timed] == ["transfertheory.verify", "transfertheory.figures", "transfertheory.phase_diagram"]
     assert all(float(row[-2]) > 0 and float(row[-1]) > 0 for row in timed)
     assert _run("--repeats", "0", script=script).returncode == 2
+
+
+def test_claims_cpu_benchmark_prints_the_most_expensive_claims_and_writes_csv(tmp_path):
+    csv = tmp_path / "claims.csv"
+    out = _run("-k", "faf.eq13", "--top", "2", "--csv", str(csv), script=os.path.join(ROOT, "benchmarks", "bench_claims.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "machine: " in out.stdout and "s CPU in total; the 2 most expensive:" in out.stdout
+    table = pd.read_csv(csv)
+    assert list(table.columns) == ["claim", "status", "cpu_s", "wall_s", "points"]
+    assert len(table) >= 3 and set(table.status) == {"PASS"} and (table.cpu_s >= 0).all()
+    assert _run("-k", "no-such-claim", script=os.path.join(ROOT, "benchmarks", "bench_claims.py")).returncode == 2

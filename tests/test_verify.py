@@ -272,3 +272,32 @@ def test_workers_start_the_claims_longest_first_by_the_seconds_of_the_previous_r
     code, out, _ = _run(capsys, "-k", pattern, "--workers", "1", "--json", str(path))
     assert code == 0 and handed == [[1.5] + [float("inf")] * (len(ids) - 1)]
     assert [line.split()[0] for line in out.splitlines() if line.startswith("faf.")] == ids
+
+
+def test_claims_that_share_a_computation_are_one_task_and_rows_keep_the_serial_order(monkeypatch, capsys):
+    """The MTL training claims share one cached study (``shares``): verify hands them to the workers as one task, at
+    the place of the first, with the sum of their previous seconds as its cost; every other claim is a task alone,
+    and the outcomes come back in the serial order whatever order the tasks finish in."""
+    selected = claims.select("mtl.lemma1")
+    shared = [c.id for c in selected if c.shares is not None]
+    assert shared == ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
+                      "mtl.lemma1.fresh-test-head"]
+    groups = verify._task_groups(selected)
+    assert [[c.id for c in g] for g in groups if len(g) > 1] == [shared]
+    assert sorted(c.id for g in groups for c in g) == sorted(c.id for c in selected)
+    assert [g[0].id for g in groups] == [c.id for c in selected if c.id not in shared[1:]]
+
+    def outcome(claim_id):
+        return claims.Outcome(claim_id, "quick", claims.PASS, 0.0, (), None)
+
+    results = iter([[outcome(c.id) for c in g] for g in groups])
+    in_order = list(verify._outcomes_in_order(selected, groups, results))
+    assert [o.claim for o in in_order] == selected  # the records put back, in the serial order
+    handed = []
+    monkeypatch.setattr(verify.cli_support, "in_workers", lambda f, tasks, workers, costs=None: handed.append(
+        ([t[0] for t in tasks], costs)) or iter([[outcome(i) for i in t[0]] for t in tasks]))
+    args = verify.build_parser().parse_args(["-k", "mtl.lemma1", "--workers", "2"])
+    outcomes = list(verify._in_process_outcomes(args, selected, claims.get_profile("quick"), None))
+    assert [o.claim.id for o in outcomes] == [c.id for c in selected]
+    tasks, costs = handed[0]
+    assert tuple(shared) in tasks and len(tasks) == len(groups) and len(costs) == len(tasks)

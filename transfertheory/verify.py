@@ -12,7 +12,8 @@ docs/verify.md.
 
 ``--backend`` (else ``TRANSFERTHEORY_BACKEND``, else the profile's: NumPy for ``--quick``, auto otherwise) is the
 simulators' array backend. ``--workers N`` runs the claims in N worker processes (default one per core,
-:func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`): every claim's points
+:func:`transfertheory.cli_support.worker_count`; :func:`transfertheory.cli_support.in_workers`; claims that share a
+cached computation, the registry's ``shares``, run one after the other in one of them): every claim's points
 and seeds are fixed by its id, so the table is the serial run's, row for row and in its order.
 
 With ``--paper`` (or ``--store DIR`` in any profile, or ``--scheduler ADDRESS``) the points of the simulation and
@@ -99,14 +100,40 @@ def build_parser():
     return parser
 
 
-def _run_claim(task):
-    """Outcome of one claim, ``task`` = (claim id, profile, explore, seed), with the claim record replaced by its
-    id (the record holds functions that do not pickle): a module-level function, so that a worker process can run
-    it; :func:`main` puts the record back."""
+def _run_claims(task):
+    """Outcomes of claims run one after the other in one process, ``task`` = (claim ids, profile, explore, seed),
+    each with its claim record replaced by its id (the record holds functions that do not pickle): a module-level
+    function, so that a worker process can run it; :func:`main` puts the records back."""
     from . import claims
 
-    claim_id, profile, explore, seed = task
-    return replace(claims.run(claim_id, profile, explore=explore, seed=seed), claim=claim_id)
+    claim_ids, profile, explore, seed = task
+    return [replace(claims.run(claim_id, profile, explore=explore, seed=seed), claim=claim_id) for claim_id in claim_ids]
+
+
+def _task_groups(selected):
+    """``selected`` claims as tasks: the claims that name the same computation in ``shares`` (computed once per
+    process and cached, e.g. the MTL training study) in one task at the place of the first of them, so that a
+    worker process computes it once; every other claim alone."""
+    groups, shared = [], {}
+    for claim in selected:
+        if claim.shares is None:
+            groups.append([claim])
+        elif claim.shares in shared:
+            shared[claim.shares].append(claim)
+        else:
+            shared[claim.shares] = [claim]
+            groups.append(shared[claim.shares])
+    return groups
+
+
+def _outcomes_in_order(selected, groups, results):
+    """Yield the outcome of every claim of ``selected`` in its order, from ``results``: one list of outcomes per
+    group of ``groups`` (:func:`_task_groups`, in their order), each yielded once it and those before it are done."""
+    done = {}
+    for claim in selected:
+        while claim.id not in done:
+            done.update((outcome.claim, outcome) for outcome in next(results))
+        yield replace(done.pop(claim.id), claim=claim)
 
 
 def _previous_seconds(json_path, claim_ids, profile):
@@ -122,6 +149,19 @@ def _previous_seconds(json_path, claim_ids, profile):
     records = records if isinstance(records, list) else []
     seconds = {r.get("claim"): r.get("seconds") for r in records if isinstance(r, dict) and r.get("profile") == profile}
     return [s if isinstance(s, (int, float)) else math.inf for s in map(seconds.get, claim_ids)]
+
+
+def _in_process_outcomes(args, selected, profile, seed, workers=None):
+    """Yield the outcomes of ``selected`` in their order (:func:`_outcomes_in_order`), run in this process or in
+    ``workers`` worker processes (None: ``--workers``, else one per core), the costliest tasks first by the seconds of
+    the previous ``--json`` record."""
+    groups = _task_groups(selected)
+    workers = cli_support.worker_count(args.workers, len(groups)) if workers is None else workers
+    seconds = dict(zip([claim.id for claim in selected],
+                       _previous_seconds(args.json, [claim.id for claim in selected], args.profile)))
+    tasks = [(tuple(claim.id for claim in group), profile, args.explore or 0, seed) for group in groups]
+    return _outcomes_in_order(selected, groups, cli_support.in_workers(
+        _run_claims, tasks, workers, [sum(seconds[claim.id] for claim in group) for group in groups]))
 
 
 def _write(records, json_path, csv_path):
@@ -234,10 +274,7 @@ def main(argv=None):
     table = AuditTable([claim.id for claim in selected], width)
     progress_lines = not args.no_progress and not sys.stdout.isatty()
     # with the sweep engine, the workers are its own
-    workers = 1 if stored else cli_support.worker_count(args.workers, len(in_process))
-    costs = _previous_seconds(args.json, [claim.id for claim in in_process], args.profile)  # the longest first
-    results = cli_support.in_workers(_run_claim, [(claim.id, profile, args.explore or 0, seed) for claim in in_process],
-                                     workers, costs)
+    results = _in_process_outcomes(args, in_process, profile, seed, workers=1 if stored else None)
     with tqdm(selected, desc=f"verify --{args.profile}", unit="claim", file=sys.stderr, leave=False,
               disable=True if args.no_progress else None) as bar:  # None: no bar when stderr is not a terminal
         _emit(bar, table.header())
@@ -245,7 +282,7 @@ def main(argv=None):
             bar.set_postfix_str(claim.id)
             if progress_lines:
                 _emit(bar, progress_line(index, len(selected), claim.id))
-            outcomes.append(stored[claim.id] if claim.id in stored else replace(next(results), claim=claim))
+            outcomes.append(stored[claim.id] if claim.id in stored else next(results))
             records.append(outcome_record(outcomes[-1]))
             _emit(bar, table.row(records[-1]))
     elapsed = time.perf_counter() - start

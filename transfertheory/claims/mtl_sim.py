@@ -205,6 +205,9 @@ TRAINING_STUDY = {"quick": dict(depth=1, widths=(256, 1024, 4096), networks=6, l
                   "full": dict(depth=1, widths=(256, 1024, 4096, 16384), networks=8, lam_tau=0.1, lam_tau_hat=0.3),
                   "paper": dict(depth=2, widths=(1024, 2048, 4096), networks=8, lam_tau=0.1, lam_tau_hat=0.3)}
 
+#: the three training claims share the study (:func:`_training_study`, cached): the registry's ``shares``
+TRAINING_STUDY_NAME = "mtl.training-study"
+
 
 @functools.lru_cache(maxsize=3)
 def _training_study(profile_name):
@@ -237,7 +240,7 @@ def _study_label(profile_name):
 
 
 @register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2",
-          kind="simulation", slow=False,
+          kind="simulation", slow=False, shares=TRAINING_STUDY_NAME,
           statement="finite-width networks trained by gradient flow (MTL; ANIL with its inner loop on the head; "
                     "explicit gradients, the package integrator) approach Lemma 1's predictions on a test task: the "
                     "mean relative distance to the prediction the derivation matches to the protocol (MTL: Eq. 15; "
@@ -270,7 +273,7 @@ def _limit_not_positive(limit, se, label):
 
 
 @register("mtl.lemma1.phi-prime-anil-trained", source="MTL Lemma 1 / Lemma 3 vs App. Eqs. 61, 62, 66",
-          kind="simulation",
+          kind="simulation", shares=TRAINING_STUDY_NAME,
           statement="which Φ′_ANIL trained ANIL networks follow depends on the test head's start: from the shared "
                     "initial draw (the derivation's Eq. 62) they follow Φ′_MTL·D (App. Eqs. 61/66), from ANIL's "
                     "outer-loop-trained head the Lemma statement's [Θ − K T Θ]·D; at the largest width the paired "
@@ -290,7 +293,7 @@ def _phi_prime_anil_trained(case):
 
 
 @register("mtl.lemma1.fresh-test-head", source="MTL §3.4 (Eqs. 6–9) with Lemma 1 (Eqs. 15–16), App. Eq. 62",
-          kind="simulation", erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION,
+          kind="simulation", erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION, shares=TRAINING_STUDY_NAME,
           statement="MTL: a randomly initialized test head appended to the trained body and fine-tuned on the support "
                     "set gives F = G_τ̂ + Φ′Φ⁻¹(…) (Lemma 1). With a head drawn independently of the training heads, "
                     "its body gradients are uncorrelated with theirs (Σ_k w_k w′_k/h → 0), the Φ′ terms vanish and "

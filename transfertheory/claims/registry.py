@@ -158,6 +158,8 @@ class Claim:
     statement leaves out (finite integration time, finite d, …), added to the statistical tolerance,
     with its ``allowance_reason``. ``slow``: the check takes more than a few seconds even in the
     quick profile (pytest marks it ``slow``). ``method``: the transfer method it concerns, if any.
+    ``shares``: the name of a computation the check shares with other claims, computed once per process and cached
+    (``verify``'s worker processes run the claims that share one in the same process, so that it is computed once).
     ``erratum`` and ``category``: the anchor of the claim's entry in docs/errata.md and the entry's category
     (:data:`CATEGORIES`), both given or neither; ``expected`` is KNOWN-ERRATUM exactly for a paper error.
     """
@@ -176,6 +178,7 @@ class Claim:
     allowance_reason: str = "none: the reference is exact"
     profiles: tuple = PROFILE_NAMES
     slow: bool = False
+    shares: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -56,12 +56,15 @@ def empirical_loss_and_gradients(W, c, X, y):
     """
     xp = get_backend(W, X)
     n, m = X.shape[-2], W.shape[-2]
-    pre = X @ xp.swapaxes(W, -1, -2)  # (b, n, m)
-    phi = xp.maximum(pre, 0.0)
+    # one (b, n, m) array, reused in place: the pre-activations, then the features σ(XWᵀ), then the active residuals
+    # 1[wᵢᵀxₖ > 0]·rₖ (σ(u) > 0 ⟺ u > 0); a fresh array of this size per evaluation costs page faults that took
+    # 3/4 of the time at b = 12, n = 256, m = 32
+    phi = X @ xp.swapaxes(W, -1, -2)
+    xp.maximum(phi, 0.0, out=phi)
     residual = (phi @ c[..., None])[..., 0] / m - y  # (b, n)
     loss = 0.5 * (residual * residual).mean(axis=-1)
     grad_c = (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / (n * m)
-    active_residual = (pre > 0) * residual[..., None]  # (b, n, m)
+    active_residual = xp.multiply(phi > 0, residual[..., None], out=phi)
     grad_W = c[..., None] * (xp.swapaxes(active_residual, -1, -2) @ X) / (n * m)
     grad_W = grad_W - (grad_W * W).sum(axis=-1, keepdims=True) * W
     return loss, grad_W, grad_c
