@@ -211,3 +211,20 @@ def test_bad_input_names_the_parameter(kwargs, name):
     settings = dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2) | kwargs
     with pytest.raises(ValueError, match=name):
         Q.run_comparison(**settings)
+
+
+def test_validation_term_with_padded_samples_and_splits_equals_the_unpadded_one(rng):
+    """Instances of several n and S in one batch (zero samples and rows of −1 appended by ``pad_orders``) get
+    exactly their own validation loss and gradient: the padding is masked out and each averages over its own S."""
+    X, y = _data(rng, 2, 5, 4)
+    orders = Q.split_orders(2, 5, 3, np.random.default_rng(2))
+    phi = rng.normal(size=(2, 4, 2))
+    alone = Q.ValidationSplits(X, y, orders, 0.05).loss_and_grad(phi, np.arange(2))
+    padded_X = np.concatenate([X, np.zeros((2, 3, 4))], axis=1)
+    padded_y = np.concatenate([y, np.zeros((2, 3))], axis=1)
+    padded = Q.pad_orders(orders, 8, 6)
+    assert padded.shape == (2, 6, 8) and (padded[:, 3:] == -1).all()
+    together = Q.ValidationSplits(padded_X, padded_y, padded, 0.05, samples=np.array([5, 5])).loss_and_grad(
+        phi, np.arange(2))
+    np.testing.assert_allclose(together[0], alone[0], rtol=1e-12)
+    np.testing.assert_allclose(together[1], alone[1], rtol=1e-10, atol=1e-14)

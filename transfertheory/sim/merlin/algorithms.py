@@ -140,27 +140,14 @@ class Problem:
 
 
 def solve(problems, **flow) -> list:
-    """Train problems of one algorithm (same terms and settings; their target sets may differ in size) and keep
-    one restart per seed of each: an :class:`Outcome` per problem, in order.
+    """Train problems of one algorithm (same terms and settings; their target sets may differ in size, and MeRLin's
+    their number of validation splits) in one integrator call and keep one restart per seed of each: an
+    :class:`Outcome` per problem, in order.
 
-    Problems with the same number of validation splits are trained in one integrator call (MeRLin's split count
-    depends on n_t, :func:`.losses.seed_split_orders`). The integrator's arithmetic is per instance, so each
-    problem's flows are those it would have alone; one call of many instances pays the per-step overheads once
-    (docs/merlin.md, "Cost").
+    The objectives are stacked (:func:`.training.stack_objectives`: target sets padded with zero samples, MeRLin's
+    splits with masked-out ones). The integrator's arithmetic is per instance, so each problem's flows are those it
+    would have alone; one call of many instances pays the per-step overheads once (docs/merlin.md, "Cost").
     """
-    groups = {}
-    for index, problem in enumerate(problems):
-        splits = problem.objective.splits
-        groups.setdefault(None if splits is None else splits.shape[1], []).append(index)
-    outcomes = [None] * len(problems)
-    for indices in groups.values():
-        for index, outcome in zip(indices, _solve_together([problems[i] for i in indices], **flow)):
-            outcomes[index] = outcome
-    return outcomes
-
-
-def _solve_together(problems, **flow) -> list:
-    """:func:`solve` for problems whose objectives stack (:func:`.training.stack_objectives`): one integrator call."""
     objective = stack_objectives([p.objective for p in problems])
     xp = get_backend(*problems[0].start.values())
     start = {name: xp.concatenate([q.start[name] for q in problems]) for name in problems[0].start}

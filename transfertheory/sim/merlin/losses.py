@@ -13,9 +13,10 @@ instance: seed, restart) and runs on the array module of its inputs.
   ridge solve (derived in docs/merlin.md): with r_v = H_vθ̂ − y_v, g = (2/n_v)H_vᵀr_v, u = M⁻¹g,
   M = H_trᵀH_tr + n_trλ_hI and r_tr = y_tr − H_trθ̂,
   ∂L/∂H_v = (2/n_v) r_v θ̂ᵀ, ∂L/∂H_tr = r_tr uᵀ − (H_tr u) θ̂ᵀ, and ∂L/∂φ = Xᵀ(2z ∘ ∂L/∂H) summed over both.
-* :class:`ValidationSplits` — the same term as the training flows evaluate it: the splits as orderings of each
-  instance's target set (z = Xφ once per instance), the per-split algebra in the (m, S, n, b) layout with a
-  batched Cholesky solve of the m × m systems (docs/merlin.md, "Cost").
+* :class:`ValidationSplits` — the same term as the training flows evaluate it: each split as two 0/1 masks over
+  the instance's target set (z = Xφ and h_ih_iᵀ once per instance, nothing gathered per split), masked sums in
+  the (S, n, b) layout and a batched Cholesky solve of the m × m systems; instances of several n and S share a
+  batch (docs/merlin.md, "Cost").
 """
 from __future__ import annotations
 
@@ -163,14 +164,19 @@ def meta_validation_loss_and_grad(phi, X_train, y_train, X_val, y_val, ridge, gr
 
 @dataclass(frozen=True)
 class ValidationSplits:
-    """MeRLin's validation term for the training flows: S splits of each instance's target set as orderings.
+    """MeRLin's validation term for the training flows: S splits of each instance's target set as 0/1 masks.
 
     ``X`` (B, n, d), ``y`` (B, n): each instance's target set; ``orders`` (B, S, n): S permutations of its n
-    samples, the first ⌊n/2⌋ of each the training half (:func:`split_orders`). Equal to
-    :func:`meta_validation_loss_and_grad` on the gathered splits; cheaper because z = Xφ is formed once per
-    instance (not once per split) and the per-split algebra runs in the (m, S, n, b) layout.
-    ``samples`` (B,): each instance's own n_i ≤ n when target sets of several sizes share one batch, padded
-    with zero samples (x = 0, y = 0: they add nothing to any sum) placed by :func:`pad_orders`.
+    samples, the first ⌊n/2⌋ of each the training half (:func:`split_orders`); an instance with fewer splits
+    than S (instances of several split counts in one batch) has rows of −1 after its own (:func:`pad_orders`).
+    ``samples`` (B,): each instance's own n_i ≤ n when target sets of several sizes share one batch, padded with
+    zero samples placed by :func:`pad_orders`.
+
+    Each split is held as two masks over the instance's n samples (training and validation half): its normal
+    matrix M = Σ_{i∈tr} h_ih_iᵀ + n_trλ_hI, right-hand side Σ_{i∈tr} y_ih_i, residuals and ∂L/∂H are masked sums
+    over the samples in the (S, n, b) layout (batch last, contiguous), so z = Xφ and h_ih_iᵀ are formed once per
+    instance and nothing is gathered per split; padded samples and splits are masked out and each instance
+    averages over its own splits. Equal to :func:`meta_validation_loss_and_grad` on the gathered splits.
     """
 
     X: object
@@ -181,17 +187,22 @@ class ValidationSplits:
 
     @cached_property
     def _layout(self):
-        """Per instance (last axis) on the data's backend: orders, inverse orders and y in split order (S, n, B),
-        and the halves' sizes n_tr, n_v (B,)."""
+        """Per instance (last axis) on the data's backend: the training and validation masks (S, n, B), y (n, B),
+        n_trλ_h, 1/n_v and 1/S_i (B,)."""
         xp = get_backend(self.X, self.y)
-        orders = xp.asarray(self.orders).transpose(1, 2, 0)
-        inverse = xp.argsort(orders, axis=1)
-        y_split = xp.take_along_axis(self.y.T[None], orders, axis=1)
-        n = self.X.shape[1]
-        samples = xp.asarray(np.full(self.X.shape[0], n) if self.samples is None else self.samples)
+        orders = np.asarray(self.orders)
+        B, S, n = orders.shape
+        samples = np.full(B, n) if self.samples is None else np.asarray(self.samples)
+        halves = []
+        for slots in (orders[..., :n // 2], orders[..., n // 2:]):  # pad_orders keeps each half in its slots
+            index = np.where((slots >= 0) & (slots < samples[:, None, None]), slots, n)  # n: padding, dropped
+            mask = np.zeros((B, S, n + 1))
+            np.put_along_axis(mask, index, 1.0, axis=-1)
+            halves.append(xp.asarray(np.ascontiguousarray(mask[..., :n].transpose(1, 2, 0)), dtype=self.X.dtype))
         n_train = samples // 2
-        return (xp.ascontiguousarray(orders), xp.ascontiguousarray(inverse), xp.ascontiguousarray(y_split),
-                n_train.astype(self.X.dtype), (samples - n_train).astype(self.X.dtype))
+        per_instance = (self.ridge * n_train, 1 / (samples - n_train), 1 / (orders[..., 0] >= 0).sum(axis=1))
+        return (*halves, xp.ascontiguousarray(self.y.T),
+                *(xp.asarray(a, dtype=self.X.dtype) for a in per_instance))
 
     @cached_property
     def _gathered_cache(self) -> dict:
@@ -199,10 +210,9 @@ class ValidationSplits:
         return {}
 
     def _gathered(self, rows):
-        """What :meth:`loss_and_grad` needs of the instances ``rows`` besides φ: their orders, y in split order,
-        halves' sizes and X, and the two gather indices. It depends on the rows only, and the integrator asks for
-        the same rows at many stages of a step, so the last few row sets are kept (the arrays are those computed
-        afresh: the results do not change)."""
+        """What :meth:`loss_and_grad` needs of the instances ``rows`` besides φ (:meth:`_layout`'s arrays and X).
+        It depends on the rows only, and the integrator asks for the same rows at many stages of a step, so the
+        last few row sets are kept (the arrays are those computed afresh: the results do not change)."""
         host = rows if isinstance(rows, np.ndarray) else None
         key = None if host is None else (host.dtype.str, host.tobytes())
         cache = self._gathered_cache
@@ -210,12 +220,7 @@ class ValidationSplits:
             return cache[key]
         xp = get_backend(self.X, self.y)
         index = xp.asarray(rows)
-        orders, inverse, y_split, n_train, n_val = (xp.take(a, index, axis=-1) for a in self._layout)
-        S, n, b = orders.shape
-        column = xp.arange(b)
-        gathered = (orders.shape, y_split, n_train, n_val, xp.take(self.X, index, axis=0),
-                    orders * b + column,  # H_split[:, s, i, c] = H[:, orders[s, i, c], c] in H's (m, n·b) layout
-                    (xp.arange(S)[:, None, None] * n + inverse) * b + column)  # sample order of every split
+        gathered = tuple(xp.take(a, index, axis=-1) for a in self._layout) + (xp.take(self.X, index, axis=0),)
         if key is not None:
             if len(cache) >= _GATHERED_ROWS:
                 del cache[next(iter(cache))]
@@ -225,16 +230,31 @@ class ValidationSplits:
     def loss_and_grad(self, phi, rows):
         """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m)."""
         xp = get_backend(phi)
-        (S, n, b), y_split, n_train, n_val, X, split_index, back = self._gathered(rows)
-        m, slots = phi.shape[-1], n // 2  # the first n // 2 slots of an order: training half
+        train, valid, y, shift, inv_val, inv_splits, X = self._gathered(rows)
+        m = phi.shape[-1]
         z = X @ phi  # (b, n, m)
-        H = xp.ascontiguousarray((z * z).transpose(2, 1, 0)).reshape(m, n * b)
-        H_split = xp.take(H, split_index, axis=1)  # (m, S, n, b)
-        loss, grad_tr, grad_v, _ = _validation_terms(H_split[:, :, :slots], y_split[:, :slots], H_split[:, :, slots:],
-                                                     y_split[:, slots:], self.ridge, True, n_train, n_val)
-        grad_split = xp.concatenate([grad_tr, grad_v], axis=2).reshape(m, S * n * b)
-        grad_H = xp.take(grad_split, back, axis=1).sum(axis=1).transpose(2, 1, 0) / S  # (b, n, m)
-        return loss, _feature_grad(X, z, grad_H)
+        H = xp.ascontiguousarray((z * z).transpose(2, 1, 0))  # (m, n, b)
+        pairs = [(i, j) for i in range(m) for j in range(i + 1)]
+        sums = (train[None] * xp.stack([H[i] * H[j] for i, j in pairs] + [H[i] * y for i in range(m)])[:, None]
+                ).sum(axis=2)  # (m(m+1)/2 + m, S, b): the normal matrices' entries, then the right-hand sides
+        normal = [[None] * m for _ in range(m)]
+        for (i, j), entry in zip(pairs, sums):
+            normal[i][j] = entry + shift if i == j else entry
+        factor = _cholesky(normal)
+        head = _cholesky_solve(factor, list(sums[len(pairs):]))  # θ̂ of every split, m arrays (S, b)
+        r = _masked_combination(H, head) - y  # H θ̂ − y for every sample and split, (S, n, b)
+        valid_r = valid * r
+        loss = (valid_r * r).sum(axis=(0, 1)) * inv_val * inv_splits
+        u = _cholesky_solve(factor, [2 * inv_val * (valid_r * H[i]).sum(axis=1) for i in range(m)])  # M⁻¹g
+        outer = 2 * inv_val * valid_r - train * _masked_combination(H, u)  # multiplies θ̂ in ∂L/∂H
+        train_r = train * r  # multiplies −u
+        grad_H = xp.stack([((outer * head[i][:, None] - train_r * u[i][:, None]).sum(axis=0)) for i in range(m)])
+        return loss, _feature_grad(X, z, (grad_H * inv_splits).transpose(2, 1, 0))
+
+
+def _masked_combination(H, coefficients):
+    """Σ_p H_p θ_p for every split: H (m, n, b), coefficients m arrays (S, b) → (S, n, b)."""
+    return _sum_of_products((H[p][None], c[:, None]) for p, c in enumerate(coefficients))
 
 
 #: row sets whose gathered arrays :class:`ValidationSplits` keeps: a step of the integrator evaluates the
@@ -242,8 +262,9 @@ class ValidationSplits:
 _GATHERED_ROWS = 16
 
 
-def pad_orders(orders, size):
-    """Orders (B, S, n) of n samples as orders of ``size`` ≥ n slots whose samples n, …, size − 1 are zero padding.
+def pad_orders(orders, size, splits=None):
+    """Orders (B, S, n) of n samples as orders of ``size`` ≥ n slots whose samples n, …, size − 1 are zero padding,
+    and, with ``splits`` ≥ S, as ``splits`` orders, the last splits − S of them rows of −1 (no split).
 
     The training half (first ⌊n/2⌋) fills the first ⌊size/2⌋ slots, followed by padding; the validation half
     the remaining slots, followed by the rest of the padding.
@@ -251,8 +272,11 @@ def pad_orders(orders, size):
     B, S, n = orders.shape
     half, slots = n // 2, size // 2
     pad = np.broadcast_to(np.arange(n, size), (B, S, size - n))
-    return np.concatenate([orders[..., :half], pad[..., :slots - half], orders[..., half:], pad[..., slots - half:]],
-                          axis=-1)
+    padded = np.concatenate([orders[..., :half], pad[..., :slots - half], orders[..., half:], pad[..., slots - half:]],
+                            axis=-1)
+    if splits is None or splits == S:
+        return padded
+    return np.concatenate([padded, np.full((B, splits - S, size), -1, dtype=padded.dtype)], axis=1)
 
 
 def split_orders(batch, n, splits, rng):
