@@ -315,3 +315,11 @@ def test_an_interrupted_local_run_stops_its_worker_processes_at_once(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130 and err.startswith("interrupted\n")
     assert len(list(store.glob("*.parquet"))) == 1
+
+
+def test_the_merlin_sweep_integrates_with_the_figure_and_claims_tolerances():
+    from transfertheory.sim.merlin import STUDY_TOLERANCES
+    from transfertheory.sweep.named import NAMED_SWEEPS
+
+    fixed = NAMED_SWEEPS["merlin"]["fixed"]
+    assert {key: fixed[key] for key in STUDY_TOLERANCES} == STUDY_TOLERANCES
