@@ -29,11 +29,26 @@ def _data(seed=0, tasks=3, n=2, d=4, depth=3):
     (lambda tk, y, ys: MTL.ReluNetwork(-1), "depth must be an integer >= 0"),
     (lambda tk, y, ys: MTL.task_kernels(MTL.ReluNetwork(1), []), "tasks must hold at least one array"),
     (lambda tk, y, ys: MTL.task_kernels(MTL.ReluNetwork(1), [np.ones(3)]), r"tasks\[0\] must be a 2-D array"),
+    (lambda tk, y, ys: MTL.task_kernels_at_depths([2, 2], [np.ones((2, 3))]), "depths must be distinct"),
+    (lambda tk, y, ys: MTL.task_kernels_at_depths([1], []), "tasks must hold at least one array"),
 ])
 def test_bad_input_is_a_value_error(call, match):
     _, _, _, tk, labels, y_support = _data()
     with pytest.raises(ValueError, match=match):
         call(tk, labels, y_support)
+
+
+@pytest.mark.parametrize("b_std", [0.0, 0.3])
+def test_task_kernels_at_depths_equal_task_kernels_per_depth(b_std):
+    sets, support, query, _, _, _ = _data(seed=2)
+    sets[1][0] = -sets[0][1]  # an antipodal pair across tasks, and a duplicate in the query set
+    query = np.vstack([query, sets[2][:1]])
+    depths = [16, 1, 4]
+    for depth, tk in zip(depths, MTL.task_kernels_at_depths(depths, sets, support, query, b_std=b_std)):
+        alone = MTL.task_kernels(MTL.ReluNetwork(depth, b_std=b_std), sets, support, query)
+        np.testing.assert_array_equal(tk.nngp, alone.nngp)
+        np.testing.assert_array_equal(tk.ntk, alone.ntk)
+        assert (tk.sizes, tk.n_support, tk.n_query) == (alone.sizes, alone.n_support, alone.n_query)
 
 
 def test_duplicated_training_inputs_make_the_kernels_singular():

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from transfertheory import backend
 from transfertheory.theory import ntk
-from transfertheory.theory.ntk import relu_kernel_diagonal, relu_kernels
+from transfertheory.theory.ntk import relu_kernel_diagonal, relu_kernels, relu_kernels_at_depths
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -103,6 +103,58 @@ def test_zero_input_and_coincident_and_antipodal_pairs():
     # antipodal at depth 1: ψ = π, so Σ¹ = 0 and Σ̇¹ = 0; deeper layers see zero correlation
     k1, t1 = relu_kernels(x[1:2], x[3:4], depth=1)
     assert abs(k1[0, 0]) <= 1e-15 and abs(t1[0, 0]) <= 1e-15
+
+
+def _collinear_inputs(seed):
+    """Random rows with a zero row, an exact duplicate, a rescaled copy, an antipode and near-(anti)duplicates
+    (offsets 1e-9: the near-collinear refinement), and a second set sharing some of those directions."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((9, 3))
+    x[1], x[2], x[3], x[4] = 0.0, x[0], 2.5 * x[0], -x[5]
+    x[6] = x[5] + 1e-9 * rng.standard_normal(3)
+    x[7] = -x[8] + 1e-9 * rng.standard_normal(3)
+    y = rng.standard_normal((5, 3))
+    y[0], y[1], y[2] = x[0], -3.0 * x[5], x[8] * (1 + 1e-10)
+    return x, y
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+@pytest.mark.parametrize("w_std, b_std", [(2**0.5, 0.0), (1.3, 0.4)])
+@pytest.mark.parametrize("cross", [False, True])
+def test_kernels_at_depths_equal_one_call_per_depth_bit_for_bit(cross, w_std, b_std, blocked, monkeypatch):
+    x, y = _collinear_inputs(5)
+    second = y if cross else None
+    if blocked:
+        monkeypatch.setattr(ntk, "_BLOCK_ELEMENTS", 4 * x.shape[0])  # a few rows per block, the last shorter
+    depths = [7, 0, 1, 40, 3]  # any order, depth 0 (no refinement) included
+    together = relu_kernels_at_depths(x, second, depths=depths, w_std=w_std, b_std=b_std)
+    assert len(together) == len(depths)
+    for depth, (nngp, theta) in zip(depths, together):
+        alone = relu_kernels(x, second, depth=depth, w_std=w_std, b_std=b_std)
+        np.testing.assert_array_equal(nngp, alone[0], err_msg=f"NNGP at depth {depth}")
+        np.testing.assert_array_equal(theta, alone[1], err_msg=f"NTK at depth {depth}")
+
+
+def test_kernels_at_depths_give_separate_arrays():
+    x, _ = _collinear_inputs(6)
+    (k1, t1), (k2, t2) = relu_kernels_at_depths(x, depths=[2, 5])
+    reference = relu_kernels(x, depth=5)
+    k1[...], t1[...] = np.nan, np.nan
+    np.testing.assert_array_equal(k2, reference[0])
+    np.testing.assert_array_equal(t2, reference[1])
+
+
+@pytest.mark.parametrize("depths, match", [
+    ([], "depths must be a non-empty sequence"),
+    ([3, 1, 3], "depths must be distinct"),
+    ([2, -1], r"depths must be an integer >= 0"),
+    ([1.5], r"depths must be an integer >= 0"),
+    ([[1, 2]], "depths must be a non-empty sequence"),
+    ("deep", "depths must be a real number"),
+])
+def test_kernels_at_depths_reject_bad_depths(depths, match):
+    with pytest.raises(ValueError, match=match):
+        relu_kernels_at_depths(np.ones((2, 3)), depths=depths)
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])

@@ -210,8 +210,7 @@ def _depth_structure(depths, seed=0, tasks=3, n=4, d=10):
     rng = np.random.default_rng(seed)
     sets = [standardized(rng, n, d) for _ in range(tasks)]
     rows = []
-    for depth in depths:
-        tk = MTL.task_kernels(MTL.ReluNetwork(int(depth)), sets)
+    for depth, tk in zip(depths, MTL.task_kernels_at_depths([int(depth) for depth in depths], sets)):
         q = float(tk.nngp[0, 0])
         size = tk.n_train
         rows.append((float(np.abs(tk.nngp / q - 1).max()),
@@ -270,8 +269,8 @@ def _prediction_gap(depths, seed=0, tasks=20, n=10, d=10):
     and 10 query points)."""
     problem = MTL.synthetic_problem(np.random.default_rng(seed), tasks, n, test_tasks=1, d=d)
     gaps = []
-    for depth in depths:
-        tk = MTL.task_kernels(MTL.ReluNetwork(int(depth)), problem.tasks, problem.support[0], problem.query[0])
+    for tk in MTL.task_kernels_at_depths([int(depth) for depth in depths], problem.tasks, problem.support[0],
+                                         problem.query[0]):
         f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[0], 0.0, 0.0)
         gaps.append(float(np.linalg.norm(f_anil - MTL.mtl_predictions(tk, problem.labels, problem.support_labels[0],
                                                                        0.0))))

@@ -22,7 +22,8 @@ it does not say what tells those two apart, so they are the two ways λτ enters
     ``erratum-mtl-fig1-lam-tau``); the figure says so on the panel.
 
 All test tasks of a data set are evaluated at once (:class:`~transfertheory.theory.mtl.TestTaskBatch`) and its
-Grams computed once per depth (``benchmarks/bench_mtl_fig1.py``).
+Grams at all depths taken from one kernel recursion
+(:func:`~transfertheory.theory.ntk.relu_kernels_at_depths`; ``benchmarks/bench_mtl_fig1.py``).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..theory import mtl as MTL
+from ..theory.ntk import relu_kernels_at_depths
 from .marks import legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
@@ -87,13 +89,13 @@ def gap_table(depths, lam_taus, runs=5, test_tasks=20, panel_depth=10, seed=0):
     """The figure's data (:data:`COLUMNS`), both Φ′_ANIL expressions (at λτ̂ = 0 they still differ, by
     K(X, 𝒳)): panel (a) over ``depths`` at λτ = λτ̂ = 0, panels (b) and (c) over ``lam_taus`` at
     L = ``panel_depth`` (b: training λτ at λτ̂ = :data:`FIXED_LAM_TAU_HAT`, Eq. 16 as written; c: λτ = λτ̂). The
-    Grams of a data set are computed once per depth."""
+    Grams of a data set at all depths come from one kernel recursion."""
     points = _points(depths, lam_taus, panel_depth)
     per_run = {point: [] for point in points}
     for run in range(runs):
         problem = MTL.synthetic_problem(np.random.default_rng([seed, run]), test_tasks=test_tasks)
-        for depth in sorted({point[1] for point in points}):
-            grams = MTL.ReluNetwork(depth).kernels(problem.points())
+        depths_needed = sorted({point[1] for point in points})
+        for depth, grams in zip(depths_needed, relu_kernels_at_depths(problem.points(), depths=depths_needed)):
             for point in (p for p in points if p[1] == depth):
                 per_run[point].append(run_gaps(problem, depth, point[2], MTL.ANIL_VARIANTS, grams,
                                                lam_tau_hat=point[3], literal=point[0] == "inner_lam_tau"))

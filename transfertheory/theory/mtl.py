@@ -40,9 +40,9 @@ import numpy as np
 from .._validation import Interval, as_generator
 from ..backend import get_backend, stacked_eigh, to_host
 from ..params import Param
-from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels
+from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels, relu_kernels_at_depths
 
-__all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "symmetric_exp",
+__all__ = ["LAM_TAU", "ANIL_VARIANTS", "ReluNetwork", "TaskKernels", "TestTaskBatch", "task_kernels", "task_kernels_at_depths", "symmetric_exp",
            "adaptation_operator", "adapted_outputs", "mtl_kernel", "anil_kernel", "mtl_test_kernel",
            "anil_test_kernel", "mtl_predictions", "anil_predictions", "literal_anil_predictions",
            "kernel_inverse_gap", "FewShotProblem",
@@ -158,16 +158,29 @@ def _stack(arrays, name):
     return xp.concatenate([xp.asarray(a, dtype=float) for a in arrays]), tuple(a.shape[0] for a in arrays)
 
 
+def _task_points(tasks, support, query):
+    """(points stacked as [𝒳; X′; X], task sizes, n_support, n_query)."""
+    tasks = list(tasks)
+    points, sizes = _stack(tasks + [s for s in (support, query) if s is not None], "tasks")
+    n_support = 0 if support is None else support.shape[0]
+    n_query = 0 if query is None else query.shape[0]
+    return points, sizes[:len(tasks)], n_support, n_query
+
+
 def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
     """The NNGP and NTK Gram matrices of the training tasks ``tasks`` (a sequence of (nᵢ, d) arrays), the
     support set and the query set (each (n, d) or None), computed once over all points."""
-    sets = list(tasks) + [s for s in (support, query) if s is not None]
-    points, sizes = _stack(sets, "tasks")
+    points, sizes, n_support, n_query = _task_points(tasks, support, query)
     nngp, ntk = network.kernels(points)
-    n_tasks = len(list(tasks))
-    n_support = 0 if support is None else support.shape[0]
-    n_query = 0 if query is None else query.shape[0]
-    return TaskKernels(nngp, ntk, sizes[:n_tasks], n_support, n_query)
+    return TaskKernels(nngp, ntk, sizes, n_support, n_query)
+
+
+def task_kernels_at_depths(depths, tasks, support=None, query=None, w_std=2**0.5, b_std=0.0) -> list:
+    """[:func:`task_kernels` of ``ReluNetwork(L, w_std, b_std)`` for L in ``depths``], bit for bit, from one
+    recursion to max L (:func:`~transfertheory.theory.ntk.relu_kernels_at_depths`; MTL §4.3)."""
+    points, sizes, n_support, n_query = _task_points(tasks, support, query)
+    return [TaskKernels(nngp, ntk, sizes, n_support, n_query)
+            for nngp, ntk in relu_kernels_at_depths(points, depths=depths, w_std=w_std, b_std=b_std)]
 
 
 def _eigh(a):

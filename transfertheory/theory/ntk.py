@@ -39,7 +39,7 @@ from .._validation import Interval
 from ..backend import get_backend, to_host
 from ..params import Param
 
-__all__ = ["HIDDEN_DEPTH", "W_STD", "B_STD", "relu_kernels", "relu_kernel_diagonal"]
+__all__ = ["HIDDEN_DEPTH", "W_STD", "B_STD", "relu_kernels", "relu_kernels_at_depths", "relu_kernel_diagonal"]
 
 HIDDEN_DEPTH = Param("depth", Interval(0, np.inf, "left"), integer=True,
                      description="number of hidden ReLU layers of the fully connected network")
@@ -96,17 +96,21 @@ def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var):
     return dot, w_var / 2 * sigma_x + b_var, w_var / 2 * sigma_y + b_var
 
 
-def _kernels_block(xp, x, y, depth, w_var, b_var):
+def _kernels_block(xp, x, y, depths, w_var, b_var):
+    """[(K, Θ) at each of the sorted distinct ``depths``] of a row block, from one recursion to the deepest."""
     d = x.shape[1]
     sigma = w_var * (x @ y.T) / d + b_var
     sigma_x = w_var * (x * x).sum(axis=1) / d + b_var
     sigma_y = w_var * (y * y).sum(axis=1) / d + b_var
     theta = sigma.copy()
-    for _ in range(depth):
+    kernels = [(sigma.copy(), theta.copy())] if depths[0] == 0 < depths[-1] else []
+    for layer in range(1, depths[-1] + 1):
         dot, sigma_x, sigma_y = _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var)
         theta *= dot
         theta += sigma
-    return sigma, theta
+        if layer in depths[:-1]:
+            kernels.append((sigma.copy(), theta.copy()))  # the recursion goes on in place
+    return kernels + [(sigma, theta)]
 
 
 def _psi_minus_sin(xp, psi, sin):
@@ -123,8 +127,9 @@ def _bracket(xp, a, c, b_var):
     return b_var * (sa - sc) ** 2 / xp.where(denominator > 0, denominator, 1.0)
 
 
-def _pairs_accurate(xp, x, y, depth, w_var, b_var):
-    """(K, Θ) of the row pairs (x[k], y[k]) by the recursion on the gaps g∓ = √(Σ(x,x)Σ(y,y)) ∓ Σ(x,y) ≥ 0.
+def _pairs_accurate(xp, x, y, depths, w_var, b_var):
+    """[(K, Θ) at each of the sorted distinct ``depths`` ≥ 1] of the row pairs (x[k], y[k]), from one recursion on
+    the gaps g∓ = √(Σ(x,x)Σ(y,y)) ∓ Σ(x,y) ≥ 0.
 
     With r = (g₋ + g₊)/2: ψ = 2·atan2(√g₋, √g₊), sin ψ = √(g₋g₊)/r, 1 − cos ψ = g₋/r, and per layer
     (s = w_std²/2π, β = b_std², J = sin ψ + (π − ψ)cos ψ, [·] = :func:`_bracket` of the new diagonals)
@@ -144,7 +149,8 @@ def _pairs_accurate(xp, x, y, depth, w_var, b_var):
     sigma_x, sigma_y = a + b_var, c + b_var
     theta = sigma
     scale = w_var / (2 * math.pi)
-    for _ in range(depth):
+    kernels = []
+    for layer in range(1, depths[-1] + 1):
         root_minus, root_plus = xp.sqrt(minus), xp.sqrt(plus)
         root = (minus + plus) / 2
         safe = xp.where(root > 0, root, 1.0)
@@ -159,16 +165,20 @@ def _pairs_accurate(xp, x, y, depth, w_var, b_var):
         plus = bracket + 2 * b_var + scale * root * (math.pi + j)
         sigma_x, sigma_y = a + b_var, c + b_var
         theta = sigma + theta * (scale * (math.pi - psi))
-    return sigma, theta
+        if layer in depths:
+            kernels.append((sigma, theta))  # every layer makes new arrays: no copy needed
+    return kernels
 
 
-def _refine_near_collinear(xp, x, y, nngp, ntk, depth, w_var, b_var):
+def _refine_near_collinear(xp, x, y, kernels, depths, w_var, b_var):
     """Recompute in place, by :func:`_pairs_accurate`, the pairs whose input angle is within √(2·10⁻⁶) of 0 or π
-    (where the arccos of the fast path loses digits): typically the diagonal and duplicated inputs."""
-    if depth == 0:
+    (where the arccos of the fast path loses digits) in every (K, Θ) of ``kernels`` at depth ≥ 1 (``depths`` sorted,
+    distinct, aligned with ``kernels``): typically the diagonal and duplicated inputs."""
+    deep = [(depth, pair) for depth, pair in zip(depths, kernels) if depth > 0]
+    if not deep:
         return
     nx, ny = xp.sqrt((x * x).sum(axis=1)), xp.sqrt((y * y).sum(axis=1))
-    near = xp.zeros(nngp.shape, dtype=bool)
+    near = xp.zeros(kernels[0][0].shape, dtype=bool)
     rows = max(1, _BLOCK_ELEMENTS // y.shape[0])
     for start in range(0, x.shape[0], rows):
         stop = min(x.shape[0], start + rows)
@@ -176,7 +186,36 @@ def _refine_near_collinear(xp, x, y, nngp, ntk, depth, w_var, b_var):
         near[start:stop] = xp.abs(xp.abs(x[start:stop] @ y.T) - norms) <= _NEAR_COLLINEAR * norms
     i, j = xp.nonzero(near)
     if i.size:
-        nngp[i, j], ntk[i, j] = _pairs_accurate(xp, x[i], y[j], depth, w_var, b_var)
+        accurate = _pairs_accurate(xp, x[i], y[j], [depth for depth, _ in deep], w_var, b_var)
+        for (_, (nngp, ntk)), (nngp_pairs, ntk_pairs) in zip(deep, accurate):
+            nngp[i, j], ntk[i, j] = nngp_pairs, ntk_pairs
+
+
+def _kernels_at_sorted_depths(x, y, xp, depths, w_var, b_var):
+    """[(K, Θ)] at each of the sorted distinct ``depths`` (validated inputs), one recursion per row block."""
+    dtype = xp.result_type(x.dtype, y.dtype)
+    n, m = x.shape[0], y.shape[0]
+    # the Grams of every depth, and the masks and refined entries of the near-collinear pass (two more n × m arrays)
+    check_memory(FLOAT_BYTES * (2 * len(depths) + 2) * n * m, what="relu_kernels",
+                 params={"len(X)": n, "len(Y)": m, "len(depths)": len(depths)}, xp=xp)
+    kernels = [(xp.empty((n, m), dtype=dtype), xp.empty((n, m), dtype=dtype)) for _ in depths]
+    rows = max(1, _BLOCK_ELEMENTS // m)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        for (nngp, ntk), (nngp_block, ntk_block) in zip(kernels, _kernels_block(xp, x[start:stop], y, depths,
+                                                                                 w_var, b_var)):
+            nngp[start:stop], ntk[start:stop] = nngp_block, ntk_block
+    _refine_near_collinear(xp, x, y, kernels, depths, w_var, b_var)
+    return kernels
+
+
+def _point_sets(X, Y):
+    """(x, y, xp) of validated inputs; y is x when Y is None."""
+    x, xp = _inputs(X, "X")
+    y = x if Y is None else _inputs(Y, "Y", d=x.shape[1])[0]
+    if get_backend(x, y) is not xp:  # pragma: no cover - get_backend raises first for mixed modules
+        raise ValueError("X and Y must be arrays of the same array module")
+    return x, y, xp
 
 
 def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
@@ -199,23 +238,39 @@ def relu_kernels(X, Y=None, depth=1, w_std=2**0.5, b_std=0.0):
     -------
     (nngp, ntk) : two arrays (n, m) of the inputs' array module and floating dtype.
     """
-    x, xp = _inputs(X, "X")
-    y = x if Y is None else _inputs(Y, "Y", d=x.shape[1])[0]
-    if get_backend(x, y) is not xp:  # pragma: no cover - get_backend raises first for mixed modules
-        raise ValueError("X and Y must be arrays of the same array module")
+    x, y, xp = _point_sets(X, Y)
     depth = HIDDEN_DEPTH.scalar(depth)
     w_var, b_var = W_STD.scalar(w_std) ** 2, B_STD.scalar(b_std) ** 2
-    dtype = xp.result_type(x.dtype, y.dtype)
-    n, m = x.shape[0], y.shape[0]
-    # the two Grams, and the masks and refined entries of the near-collinear pass (two more n × m arrays)
-    check_memory(FLOAT_BYTES * 4 * n * m, what="relu_kernels", params={"len(X)": n, "len(Y)": m}, xp=xp)
-    nngp, ntk = xp.empty((n, m), dtype=dtype), xp.empty((n, m), dtype=dtype)
-    rows = max(1, _BLOCK_ELEMENTS // m)
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        nngp[start:stop], ntk[start:stop] = _kernels_block(xp, x[start:stop], y, depth, w_var, b_var)
-    _refine_near_collinear(xp, x, y, nngp, ntk, depth, w_var, b_var)
-    return nngp, ntk
+    return _kernels_at_sorted_depths(x, y, xp, [depth], w_var, b_var)[0]
+
+
+def relu_kernels_at_depths(X, Y=None, depths=(1,), w_std=2**0.5, b_std=0.0):
+    r"""[(K, Θ)] at every depth of ``depths`` from one pass of the MTL §4.3 / App. B.4 recursion (module docstring).
+
+    The recursion Σ → Σ⁺, Θ → Θ⁺ is the same at every layer, so the Grams at depths L₁ < L₂ < … are the
+    intermediate states of one recursion to max Lₖ: max Lₖ layers instead of ΣLₖ. Each result is the same array,
+    bit for bit, as ``relu_kernels(X, Y, depth=Lₖ, w_std=w_std, b_std=b_std)`` (the near-collinear pairs are
+    recomputed at each depth by the same accurate recursion). Memory: two n × m arrays per depth.
+
+    Parameters
+    ----------
+    X, Y, w_std, b_std
+        As :func:`relu_kernels`.
+    depths : non-empty sequence of distinct ints >= 0
+        Hidden ReLU layers, in any order.
+
+    Returns
+    -------
+    list of (nngp, ntk), one pair of (n, m) arrays per entry of ``depths``, in its order.
+    """
+    x, y, xp = _point_sets(X, Y)
+    values = HIDDEN_DEPTH.sequence(depths, "depths")
+    if len(set(values.tolist())) != values.size:
+        raise ValueError(f"depths must be distinct, got {depths!r}")
+    w_var, b_var = W_STD.scalar(w_std) ** 2, B_STD.scalar(b_std) ** 2
+    ordered = sorted(int(v) for v in values)
+    kernels = dict(zip(ordered, _kernels_at_sorted_depths(x, y, xp, ordered, w_var, b_var)))
+    return [kernels[int(v)] for v in values]
 
 
 def relu_kernel_diagonal(X, depth=1, w_std=2**0.5, b_std=0.0):
