@@ -43,7 +43,7 @@ from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings
 from ..seeding import generator
-from .network import M, network_output, paper_init, target_norm_sq, target_variance
+from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
 from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
                               training_memory)
@@ -206,10 +206,13 @@ def _scratch_flows(plan: _Plan, samples, xp) -> dict:
     flow = train_on_samples(xp.concatenate([W for W, _ in inits]), xp.concatenate([c for _, c in inits]),
                             xp.concatenate([X for X, _ in padded]), xp.concatenate([y for _, y in padded]),
                             flow=plan.target_flow, sizes=np.repeat(list(samples), count))
-    return {n: replace(flow, W=flow.W[k * count:(k + 1) * count], c=flow.c[k * count:(k + 1) * count],
-                       loss=flow.loss[k * count:(k + 1) * count], norm_drift=flow.norm_drift[k * count:(k + 1) * count],
-                       convergence=flow.convergence[k * count:(k + 1) * count])
-            for k, n in enumerate(samples)}
+    return {n: _instances(flow, slice(k * count, (k + 1) * count)) for k, n in enumerate(samples)}
+
+
+def _instances(flow: FlowReport, rows: slice) -> FlowReport:
+    """The instances ``rows`` of a batch's flow report (``evaluations`` stays the batch's)."""
+    return replace(flow, W=flow.W[rows], c=flow.c[rows], loss=flow.loss[rows], norm_drift=flow.norm_drift[rows],
+                   convergence=flow.convergence[rows])
 
 
 def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
