@@ -17,6 +17,7 @@ from transfertheory.sim.relu_teacher import (
     scratch_training,
     target_variance,
     teacher_samples,
+    train_on_samples,
 )
 from transfertheory.claims.faf_relu_sim import sampled_half_square_error
 from transfertheory.theory.relu import population_loss, random_teacher, rkhs_projection_norms
@@ -90,6 +91,37 @@ def test_pretraining_and_linear_transfer_respect_the_device_boundary(array_backe
     np.testing.assert_allclose(res.loss, ref.loss, rtol=1e-12)
     X_host, y_host = teacher_samples(W_host, c_host, 30, 4)
     np.testing.assert_allclose(to_host(c), linear_transfer(ref.W, X_host, y_host), rtol=1e-9)
+
+
+def test_instances_of_several_n_in_one_padded_batch_flow_as_their_own_batches():
+    # Scratch flows of different n share one batch by padding the data with zero rows (``sizes``). Independent
+    # computation: each n integrated alone, unpadded. The per-instance step control makes the flows the same: equal
+    # step counts, stopping times and statuses, and weights equal up to the rounding of the padded sums (1e-12).
+    rng = np.random.default_rng(3)
+    W_star, c_star = random_teacher(3, 4, rng, batch=(2,))
+    ns, alone, padded = (5, 9, 14), [], []
+    for n in ns:
+        X, y = teacher_samples(W_star, c_star, n, rng)
+        W0, c0 = paper_init(6, 4, rng, batch=(2,))
+        alone.append(train_on_samples(W0, c0, X, y, max_time=300.0))
+        padded.append((W0, c0, np.pad(X, ((0, 0), (0, 14 - n), (0, 0))), np.pad(y, ((0, 0), (0, 14 - n)))))
+    joint = train_on_samples(*(np.concatenate(a) for a in zip(*padded)), sizes=np.repeat(ns, 2), max_time=300.0)
+    assert joint.steps.max() > 20  # the flows moved
+    for k, flow in enumerate(alone):
+        rows = slice(2 * k, 2 * k + 2)
+        np.testing.assert_array_equal(joint.steps[rows], flow.steps)
+        np.testing.assert_array_equal(joint.status[rows], flow.status)
+        np.testing.assert_allclose(joint.t_final[rows], flow.t_final, rtol=1e-12)
+        np.testing.assert_allclose(joint.W[rows], flow.W, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(joint.loss[rows], flow.loss, rtol=1e-12)
+        # and L̂ with its gradients, at the padded batch's end point, against the unpadded data
+        X, y = padded[k][2][:, :ns[k]], padded[k][3][:, :ns[k]]
+        for got, expected in zip(empirical_loss_and_gradients(joint.W[rows], joint.c[rows], padded[k][2],
+                                                              padded[k][3], sizes=[ns[k]] * 2),
+                                 empirical_loss_and_gradients(joint.W[rows], joint.c[rows], X, y)):
+            np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-18)
+    with pytest.raises(ValueError, match="sizes"):
+        train_on_samples(*(np.concatenate(a) for a in zip(*padded)), sizes=np.repeat((5, 9, 15), 2))
 
 
 def test_empirical_gradients_match_finite_differences_on_the_sphere():

@@ -28,7 +28,7 @@ grid point do not depend on the rest of the grid (μ enters a key as round(μ·1
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np  # pandas is imported by the functions that build tables: a --help needs none
@@ -43,7 +43,7 @@ from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings
 from ..seeding import generator
-from .network import M, network_output, paper_init, target_norm_sq, target_variance
+from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
 from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
                               training_memory)
@@ -194,13 +194,34 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
         risk=risk, risk_normalized=risk / norms["target_variance"], **norms, **columns, **conv), index=range(count))
 
 
-def _n_rows(plan: _Plan, n, W_t, c_t, norms, pretrained, xp) -> list:
-    """Every method's rows at sample size n (shared samples)."""
-    X, y, W_rep, c_rep = _samples(plan, W_t, c_t, n, xp)
+def _scratch_flows(plan: _Plan, samples, xp) -> dict:
+    """n → the scratch flows (a FlowReport of the T·I instances) at every n of ``samples`` (n → (X, y, …)), integrated
+    as one batch: the samples of smaller n padded with zero rows (``train_on_samples``' ``sizes``). Each instance
+    has its own step control, so its flow is that of a batch of its n alone up to rounding, and the per-step cost
+    of the integrator and of the gradient's small arrays is paid once for all n instead of once per n."""
+    n_max, count = max(plan.ns), plan.teachers * plan.instances
+    padded = [(xp.pad(X, ((0, 0), (0, n_max - n), (0, 0))), xp.pad(y, ((0, 0), (0, n_max - n))))
+              for n, (X, y, *_) in samples.items()]
+    inits = [_scratch_init(plan, n, xp) for n in samples]
+    flow = train_on_samples(xp.concatenate([W for W, _ in inits]), xp.concatenate([c for _, c in inits]),
+                            xp.concatenate([X for X, _ in padded]), xp.concatenate([y for _, y in padded]),
+                            flow=plan.target_flow, sizes=np.repeat(list(samples), count))
+    return {n: _instances(flow, slice(k * count, (k + 1) * count)) for k, n in enumerate(samples)}
+
+
+def _instances(flow: FlowReport, rows: slice) -> FlowReport:
+    """The instances ``rows`` of a batch's flow report (``evaluations`` stays the batch's)."""
+    return replace(flow, W=flow.W[rows], c=flow.c[rows], loss=flow.loss[rows], norm_drift=flow.norm_drift[rows],
+                   convergence=flow.convergence[rows])
+
+
+def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
+    """Every method's rows at sample size n (shared samples ``samples`` = (X, y, W_rep, c_rep); ``scratch`` the
+    scratch flows at n, or None without that method)."""
+    X, y, W_rep, c_rep = samples
     out = []
-    if "scratch" in plan.methods:
-        flow = train_on_samples(*_scratch_init(plan, n, xp), X, y, flow=plan.target_flow)
-        out += [_rows(plan, "scratch", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow,
+    if scratch is not None:
+        out += [_rows(plan, "scratch", mu, n, scratch.W, scratch.c, W_rep, c_rep, norms, scratch,
                       pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
     for mu, (pre, table, _) in pretrained.items():
         W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
@@ -223,14 +244,16 @@ def _memory_estimate(plan: _Plan) -> float:
 
     The larger of pretraining (with a transfer method: :func:`.pretraining.pretraining_memory` of the T
     teachers; the projection P⊥ of the pretrained features takes as much as its Grams) and target training at
-    the largest n (:func:`.target_training.training_memory` of the T·I networks), plus what is kept throughout:
+    the largest n (:func:`.target_training.training_memory` of the T·I networks; with scratch training, of the
+    T·I·len(ns) networks of its one batch over every n, padded to the largest), plus what is kept throughout:
     the teachers and, per μ, the pretrained students and their sources (host and backend copies).
     """
     transfer = any(method != "scratch" for method in plan.methods)
     held = plan.teachers * plan.m_star * plan.d * (1 + 2 * len(plan.mus) * transfer)
     held += 2 * transfer * len(plan.mus) * plan.teachers * plan.m * (plan.d + 1)
     pretrain = transfer * pretraining_memory(plan.teachers, plan.m, plan.m_star, plan.d)
-    target = training_memory(plan.teachers * plan.instances, plan.m, plan.d, max(plan.ns))
+    flows = len(plan.ns) if "scratch" in plan.methods else 1  # the scratch flows of all n run as one batch
+    target = training_memory(plan.teachers * plan.instances * flows, plan.m, plan.d, max(plan.ns))
     return FLOAT_BYTES * held + max(pretrain, target)
 
 
@@ -307,7 +330,9 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
     pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
-    rows = [r for n in plan.ns for r in _n_rows(plan, n, W_t, c_t, norms, pretrained, xp)]
+    samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
+    scratch = _scratch_flows(plan, samples, xp) if "scratch" in plan.methods else {}
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow.as_dict(),
                     pretrain_flow=plan.pretrain_flow.as_dict(),

@@ -49,23 +49,28 @@ __all__ = ["training_memory", "empirical_loss_and_gradients", "train_on_samples"
 TARGET_FLOW = FlowSettings(rtol=1e-2, gtol=1e-8, loss_tol=1e-6, max_time=1e3)
 
 
-def empirical_loss_and_gradients(W, c, X, y):
+def empirical_loss_and_gradients(W, c, X, y, sizes=None):
     r"""(L̂, Riemannian ∇_W L̂, ∂L̂/∂c) of L̂ = (1/2n)Σₖ(f(xₖ) − yₖ)² for W (b, m, d) on the sphere, X (b, n, d), y (b, n).
 
     ∇_W is projected on the tangent space of each row, (I − wᵢwᵢᵀ)∇_{wᵢ}L̂ (rows of unit norm).
+    ``sizes`` (b,), optional: instance i has ``sizes[i]`` samples, the first rows of X[i]; the rest are zero rows
+    (x = 0, y = 0), whose features σ(0) = 0 and residual 0 add nothing, so L̂ and its gradients divide by
+    ``sizes[i]`` instead of n — instances of different n in one batch.
     """
     xp = get_backend(W, X)
     n, m = X.shape[-2], W.shape[-2]
+    if sizes is not None:
+        n = xp.asarray(sizes, dtype=X.dtype)[:, None]  # (b, 1): broadcasts against the per-instance sums
     # one (b, n, m) array, reused in place: the pre-activations, then the features σ(XWᵀ), then the active residuals
     # 1[wᵢᵀxₖ > 0]·rₖ (σ(u) > 0 ⟺ u > 0); a fresh array of this size per evaluation costs page faults that took
     # 3/4 of the time at b = 12, n = 256, m = 32
     phi = X @ xp.swapaxes(W, -1, -2)
     xp.maximum(phi, 0.0, out=phi)
     residual = (phi @ c[..., None])[..., 0] / m - y  # (b, n)
-    loss = 0.5 * (residual * residual).mean(axis=-1)
+    loss = 0.5 * (residual * residual).sum(axis=-1) / (n if sizes is None else n[:, 0])
     grad_c = (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / (n * m)
     active_residual = xp.multiply(phi > 0, residual[..., None], out=phi)
-    grad_W = c[..., None] * (xp.swapaxes(active_residual, -1, -2) @ X) / (n * m)
+    grad_W = c[..., None] * (xp.swapaxes(active_residual, -1, -2) @ X) / (n * m if sizes is None else n[..., None] * m)
     grad_W = grad_W - (grad_W * W).sum(axis=-1, keepdims=True) * W
     return loss, grad_W, grad_c
 
@@ -83,22 +88,30 @@ def _check_training_memory(what, networks, m, d, n, max_memory):
 
 
 @guarded_entry_point
-def train_on_samples(W0, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, atol=1e-5, max_memory=None,
+def train_on_samples(W0, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, atol=1e-5, max_memory=None, sizes=None,
                      **settings) -> FlowReport:
     """Gradient flow on L̂ of networks (W0 (B, m, d) on the sphere, c0 (B, m)) on their samples X (B, n, d), y (B, n).
 
     ``flow``: the integrator's settings, :data:`TARGET_FLOW` unless given; keyword ``settings`` (``max_time``,
     ``gtol``, ``loss_tol``, ``rtol``, …) override it. Stops per instance at ‖m∇L̂‖ ≤ gtol, L̂ ≤ ``loss_tol``
-    (FaF's rule) or flow time ``max_time``; ``FlowReport.loss`` is the final L̂. ``atol``: the integrator's
+    (FaF's rule) or flow time ``max_time``; ``FlowReport.loss`` is the final L̂. ``sizes`` (B,), optional: the
+    sample count of each instance, its data the first ``sizes[i]`` rows of X[i] and zero rows after them
+    (:func:`empirical_loss_and_gradients`), so that flows of several n share one batch; every instance has its own
+    step control, so its flow is that of a batch of its n alone up to rounding. ``atol``: the integrator's
     absolute local error tolerance. ``max_memory``: the memory guard's limit (bytes or ``"64G"``,
     :mod:`transfertheory._memory`); a flow whose peak (:func:`training_memory`) exceeds it is refused.
     """
     flow = flow.updated(**settings)
+    if sizes is not None:
+        sizes = np.asarray(sizes)
+        if sizes.shape != (X.shape[0],) or not np.all((sizes >= 1) & (sizes <= X.shape[-2]) & (sizes % 1 == 0)):
+            raise ValueError(f"sizes must hold one integer in [1, {X.shape[-2]}] (the rows of X) per instance "
+                             f"({X.shape[0]}), got {sizes!r}")
     _check_training_memory("train_on_samples", W0.shape[0], W0.shape[-2], W0.shape[-1], X.shape[-2], max_memory)
 
     def loss_and_gradients(W, c, rows):
         index = get_backend(X).asarray(rows)
-        return empirical_loss_and_gradients(W, c, X[index], y[index])
+        return empirical_loss_and_gradients(W, c, X[index], y[index], None if sizes is None else sizes[rows])
 
     return sphere_flow(loss_and_gradients, W0, c0, flow, atol=atol)
 
