@@ -191,14 +191,14 @@ def _refine_near_collinear(xp, x, y, kernels, depths, w_var, b_var):
             nngp[i, j], ntk[i, j] = nngp_pairs, ntk_pairs
 
 
-def _kernels_at_sorted_depths(x, y, xp, depths, w_var, b_var, what="relu_kernels"):
-    """[(K, Θ)] at each of the sorted distinct ``depths`` (validated inputs), one recursion per row block; ``what``:
-    the public function, named by the memory guard (with ``len(depths)`` only where the caller passed depths)."""
+def _kernels_at_sorted_depths(x, y, xp, depths, w_var, b_var, what="relu_kernels", sizes=None):
+    """[(K, Θ)] at each of the sorted distinct ``depths`` (validated inputs), one recursion per row block; ``what``
+    and ``sizes``: the public function and the sizes of its arguments that the memory guard names besides X, Y."""
     dtype = xp.result_type(x.dtype, y.dtype)
     n, m = x.shape[0], y.shape[0]
     # the Grams of every depth, and the masks and refined entries of the near-collinear pass (two more n × m arrays)
-    sizes = {"len(X)": n, "len(Y)": m, **({"len(depths)": len(depths)} if what == "relu_kernels_at_depths" else {})}
-    check_memory(FLOAT_BYTES * (2 * len(depths) + 2) * n * m, what=what, params=sizes, xp=xp)
+    check_memory(FLOAT_BYTES * (2 * len(depths) + 2) * n * m, what=what,
+                 params={"len(X)": n, "len(Y)": m, **(sizes or {})}, xp=xp)
     kernels = [(xp.empty((n, m), dtype=dtype), xp.empty((n, m), dtype=dtype)) for _ in depths]
     rows = max(1, _BLOCK_ELEMENTS // m)
     for start in range(0, n, rows):
@@ -270,8 +270,9 @@ def relu_kernels_at_depths(X, Y=None, depths=(1,), w_std=2**0.5, b_std=0.0):
         raise ValueError(f"depths must be distinct, got {depths!r}")
     w_var, b_var = W_STD.scalar(w_std) ** 2, B_STD.scalar(b_std) ** 2
     ordered = sorted(int(v) for v in values)
-    kernels = dict(zip(ordered, _kernels_at_sorted_depths(x, y, xp, ordered, w_var, b_var,
-                                                          what="relu_kernels_at_depths")))
+    computed = _kernels_at_sorted_depths(x, y, xp, ordered, w_var, b_var, what="relu_kernels_at_depths",
+                                         sizes={"len(depths)": len(ordered)})
+    kernels = dict(zip(ordered, computed))
     return [kernels[int(v)] for v in values]
 
 
