@@ -3,6 +3,7 @@
 # simulating figures' paper profiles, each under its own time limit so one slow step cannot starve the rest.
 #
 #   bash benchmarks/device_check.sh OUTDIR [STEPS...]     (STEPS: env tests bench profiles; default all)
+#   (single benchmarks: deep = deep linear d=100 on CuPy; fig1 = FaF Fig. 1 data at the paper's size, 20 x 20 grid)
 #
 # Needs python3 with CuPy, NumPy, SciPy, pandas, matplotlib, pytest and pyarrow (the device image has
 # them); POT travels as a wheel in .whl/ when the image lacks it. Writes at most 8 files into OUTDIR: the logs of
@@ -33,7 +34,7 @@ env)
     python3 -c "import sys, numpy, scipy, pandas, cupy; print(sys.version); print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'pandas', pandas.__version__, 'cupy', cupy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)['name'])"
     python3 -c "import transfertheory.backend as b; print('cupy usable:', b.cupy_available())"; } >"$out/env.txt" 2>&1 ;;
 tests)
-  step "pytest -m gpu" 120 "$out/gpu_tests.log" python3 -m pytest -m gpu -p no:cacheprovider -o addopts= -q -rfEs \
+  step "pytest -m gpu" 240 "$out/gpu_tests.log" python3 -m pytest -m gpu -p no:cacheprovider -o addopts= -q -rfEs \
       --junitxml="$out/gpu_tests.xml" tests ;;
 bench)
   log=$out/bench.log
@@ -44,6 +45,10 @@ bench)
   step "MeRLin simulators, CuPy" 30 "$log" python3 benchmarks/bench_merlin.py --backend cupy --repeats 1
   step "ReLU population gradient (FaF Fig. 4 sizes), CuPy" 20 "$log" python3 benchmarks/bench_relu_teacher.py --backend cupy --d 100 --m 1000 --m-star 100 --repeats 5
   step "ReLU population gradient (FaF Fig. 4 sizes), NumPy" 20 "$log" python3 benchmarks/bench_relu_teacher.py --backend numpy --d 100 --m 1000 --m-star 100 --repeats 5 ;;
+deep)
+  step "deep linear d=100, CuPy vs plain GD on CuPy" 60 "$out/bench.log" python3 benchmarks/bench_deep_linear.py --backend cupy --repeat 1 ;;
+fig1)
+  step "deep linear Fig. 1 data (d=500, 20 x 20 grid), CuPy, memory-fit batches" 240 "$out/bench.log" python3 benchmarks/bench_deep_linear.py --fig1 --backend cupy --repeat 1 --no-baseline ;;
 profiles)
   figs=/tmp/paper_figures; mkdir -p "$figs"
   for name in faf_fig1 tdr_fig; do
