@@ -91,18 +91,21 @@ def test_bad_input_is_a_value_error(call, match):
 from transfertheory.sim.mtl.training import TaskData, _Objective  # noqa: E402
 
 
-def _tasks(seed=0, tasks=2, n=3, d=3):
+def _tasks(seed=0, tasks=2, n=3, d=3, sizes=None):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((n, d)) for _ in range(tasks)], [rng.standard_normal((n, 1)) for _ in range(tasks)]
+    sizes = [n] * tasks if sizes is None else sizes
+    return [rng.standard_normal((m, d)) for m in sizes], [rng.standard_normal((m, 1)) for m in sizes]
 
 
-@pytest.mark.parametrize("method, lam_tau", [("mtl", 0.0), ("anil", 0.0), ("anil", 0.7)])
-def test_training_gradients_equal_finite_differences_of_the_loss(method, lam_tau):
+@pytest.mark.parametrize("method, lam_tau, sizes", [("mtl", 0.0, None), ("anil", 0.0, None), ("anil", 0.7, None),
+                                                    ("mtl", 0.0, (3, 2, 2)), ("anil", 0.7, (3, 2, 2, 3))])
+def test_training_gradients_equal_finite_differences_of_the_loss(method, lam_tau, sizes):
     """MTL's and ANIL's analytic gradients (ANIL: second order, through e^{−λτK̂} — Daleckii–Krein) against
-    central differences of the loss, away from the initialization."""
+    central differences of the loss, away from the initialization; tasks of one size (ANIL: one stack) and of
+    several (ANIL: a stack per run of equal sizes)."""
     rng = np.random.default_rng(1)
     shape = sim.NetworkShape(3, 8, ReluNetwork(2, 1.3, 0.3))
-    tasks, labels = _tasks()
+    tasks, labels = _tasks(sizes=sizes)
     body0, head0 = sim.init_parameters(shape, 2, rng)
     data = TaskData.from_tasks(tasks, labels, np)
     objective = _Objective(method, shape, data, lam_tau, 0.3 * outputs(shape, sim.forward(shape, body0, data.x).features,

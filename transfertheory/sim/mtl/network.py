@@ -107,12 +107,14 @@ class Forward:
 def forward(shape: NetworkShape, body, x) -> Forward:
     """The hidden layers of every network of ``body`` (R, P_body) on the rows of ``x`` (n, d)."""
     xp = get_backend(body, x)
-    acts, masks = [x], []
-    a = xp.broadcast_to(x, (body.shape[0],) + x.shape)
+    acts, masks, a, b_std = [x], [], x, shape.network.b_std
     for w, b, c in shape.layers(body):
-        z = c * (a @ w.transpose(0, 2, 1)) + shape.network.b_std * b[:, None, :]
+        z = a @ w.transpose(0, 2, 1)  # (n, d) @ (R, d, h) broadcasts over the networks; then in place
+        z *= c
+        if b_std:
+            z += b_std * b[:, None, :]
         masks.append(z > 0)
-        a = xp.maximum(z, 0.0)
+        a = xp.maximum(z, 0.0, out=z)
         acts.append(a)
     return Forward(acts, masks)
 
@@ -122,10 +124,11 @@ def outputs(shape: NetworkShape, features, head):
     return shape.readout_scale * (features @ head[:, :-1, None])[..., 0] + shape.network.b_std * head[:, -1:]
 
 
-def _deltas(shape: NetworkShape, body, fwd: Forward, top):
-    """[δ¹, …, δ^L] (each (R, n, h)) backpropagated from δ^L = ``top`` ⊙ 1{z^L > 0}; ``top`` = ∂/∂a^L."""
+def _deltas(shape: NetworkShape, body, fwd: Forward, top, overwrite=False):
+    """[δ¹, …, δ^L] (each (R, n, h)) backpropagated from δ^L = ``top`` ⊙ 1{z^L > 0}; ``top`` = ∂/∂a^L (δ^L
+    written over it when ``overwrite``)."""
     layers = shape.layers(body)
-    delta = top * fwd.masks[-1]
+    delta = get_backend(top).multiply(top, fwd.masks[-1], out=top) if overwrite else top * fwd.masks[-1]
     deltas = [delta]
     for layer in range(shape.depth - 1, 0, -1):
         w, _, c = layers[layer]
@@ -134,15 +137,22 @@ def _deltas(shape: NetworkShape, body, fwd: Forward, top):
     return deltas[::-1]
 
 
-def backpropagate(shape: NetworkShape, body, fwd: Forward, feature_cotangent):
-    """Gradient (R, P_body) of Σ ⟨feature_cotangent, a^L⟩ with respect to the body parameters."""
+def backpropagate(shape: NetworkShape, body, fwd: Forward, feature_cotangent, out=None, overwrite=False):
+    """Gradient (R, P_body) of Σ ⟨feature_cotangent, a^L⟩ with respect to the body parameters, written into
+    ``out`` (a (R, P_body) array or view, e.g. the body's columns of a whole gradient) when given;
+    ``overwrite``: the cotangent may be overwritten (spares a copy)."""
     xp = get_backend(body)
-    grads = []
-    for (_, _, c), delta, a in zip(shape.layers(body), _deltas(shape, body, fwd, feature_cotangent), fwd.activations):
-        prev = xp.broadcast_to(a, delta.shape[:2] + a.shape[-1:]) if a.ndim == 2 else a
-        grads.append((c * (delta.transpose(0, 2, 1) @ prev)).reshape(body.shape[0], -1))
-        grads.append(shape.network.b_std * delta.sum(axis=1))
-    return xp.concatenate(grads, axis=1)
+    grad = xp.empty(body.shape, dtype=body.dtype) if out is None else out
+    start, b_std = 0, shape.network.b_std
+    for (w, _, c), delta, a in zip(shape.layers(body), _deltas(shape, body, fwd, feature_cotangent, overwrite),
+                                  fwd.activations):
+        size = w.shape[1] * w.shape[2]
+        weights = delta.transpose(0, 2, 1) @ a  # (R, h, n) @ (n or (R, n), fan_in)
+        weights *= c
+        grad[:, start:start + size] = weights.reshape(body.shape[0], size)
+        grad[:, start + size:start + size + w.shape[1]] = b_std * delta.sum(axis=1)
+        start += size + w.shape[1]
+    return grad
 
 
 def body_gram(shape: NetworkShape, body, fwd: Forward, top, fwd_right=None, top_right=None):

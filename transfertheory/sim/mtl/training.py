@@ -106,10 +106,13 @@ class _Objective:
         self.method, self.shape, self.data, self.lam_tau, self.offset = method, shape, data, lam_tau, offset
         self.n_heads = len(data.slices) if method == "mtl" else 1
         xp = get_backend(offset)
-        # (Nn, heads): which head a point uses; (Nn, Nn): whether two points share a head (on the device, once)
-        self.head_of_point = xp.asarray(np.eye(self.n_heads)[data.task] if method == "mtl"
-                                        else np.ones((len(data.task), 1)))
+        # (Nn, Nn): whether two points share a head (on the device, once)
         self.same_head = xp.asarray((data.task[:, None] == data.task[None, :]).astype(float))
+        # [(slice of the points, number of tasks)]: runs of consecutive tasks of one size (one run if all equal)
+        sizes = [sl.stop - sl.start for sl in data.slices]
+        runs = [i for i in range(len(sizes)) if i == 0 or sizes[i] != sizes[i - 1]] + [len(sizes)]
+        self.equal_size_runs = [(slice(data.slices[i].start, data.slices[j - 1].stop), j - i)
+                                for i, j in zip(runs[:-1], runs[1:])]
 
     def split(self, state):
         pb, hs = self.shape.body_size, self.shape.head_size
@@ -118,50 +121,71 @@ class _Objective:
     def point_heads(self, heads):
         return heads[:, self.data.task, :] if self.method == "mtl" else heads[:, [0] * len(self.data.task), :]
 
+    def head_groups(self, heads):
+        """[(head (R, h + 1), slice of its points)]: MTL's head i on task i's points, ANIL's one head on all."""
+        if self.method == "mtl":
+            return [(heads[:, i], s) for i, s in enumerate(self.data.slices)]
+        return [(heads[:, 0], slice(0, len(self.data.task)))]
+
     def residuals(self, state, rows):
+        """(body, heads, forward pass, residuals u = f̃ − y (R, Nn)) at the states (R, P)."""
+        xp = get_backend(state)
         body, heads = self.split(state)
         fwd = forward(self.shape, body, self.data.x)
-        per_point = self.point_heads(heads)
-        c, b_std = self.shape.readout_scale, self.shape.network.b_std
-        f = c * (fwd.features * per_point[..., :-1]).sum(axis=-1) + b_std * per_point[..., -1]
-        return body, heads, fwd, per_point, f - self.offset[rows] - self.data.y[None, :]
+        f = xp.empty((state.shape[0], len(self.data.task)), dtype=state.dtype)
+        for head, s in self.head_groups(heads):
+            f[:, s] = outputs(self.shape, fwd.features[:, s], head)
+        f -= self.offset[rows]
+        f -= self.data.y[None, :]
+        return body, heads, fwd, f
 
     def __call__(self, state, rows):
         """The integrator's gradient callable: (∇L (b, P), L (b,))."""
         xp = get_backend(state)
-        body, heads, fwd, per_point, u = self.residuals(state, rows)
-        c = self.shape.readout_scale
-        out_cot, feat_extra, loss = u, 0.0, 0.5 * (u**2).sum(axis=1)
+        body, heads, fwd, u = self.residuals(state, rows)
+        c, b_std, pb = self.shape.readout_scale, self.shape.network.b_std, self.shape.body_size
+        out_cot, feat_cot, loss = u, None, 0.5 * (u**2).sum(axis=1)
         if self.method == "anil" and self.lam_tau > 0:
-            out_cot, feat_extra, loss = self._anil_cotangents(fwd.features, u)
-        feat_cot = c * out_cot[..., None] * per_point[..., :-1] + feat_extra
-        g_body = backpropagate(self.shape, body, fwd, feat_cot)
-        g_w = c * xp.einsum("bn,bnh,nk->bkh", out_cot, fwd.features, self.head_of_point)
-        g_b = self.shape.network.b_std * (out_cot @ self.head_of_point)
-        grad = xp.concatenate([g_body, xp.concatenate([g_w, g_b[..., None]], axis=2).reshape(state.shape[0], -1)],
-                              axis=1)
+            out_cot, feat_cot, loss = self._anil_cotangents(fwd.features, u)
+        k_derivative = feat_cot is not None  # ANIL's K̂-derivative's cotangent on the features, added to in place
+        if not k_derivative:
+            feat_cot = xp.empty_like(fwd.features)
+        grad = xp.empty_like(state)
+        grad_heads = grad[:, pb:].reshape(heads.shape)
+        for i, (head, s) in enumerate(self.head_groups(heads)):
+            cot, part = out_cot[:, s], c * head[:, None, :-1]
+            if k_derivative:
+                feat_cot[:, s] += cot[..., None] * part  # ∂/∂a^L: the readout's share
+            else:
+                xp.multiply(cot[..., None], part, out=feat_cot[:, s])
+            grad_heads[:, i, :-1] = c * (cot[:, None, :] @ fwd.features[:, s])[:, 0]
+            grad_heads[:, i, -1] = b_std * cot.sum(axis=1)
+        backpropagate(self.shape, body, fwd, feat_cot, out=grad[:, :pb], overwrite=True)
         return grad, loss
 
     def _anil_cotangents(self, features, u):
-        """ANIL's output cotangent Eᵢ²uᵢ, the K̂-derivative's cotangent on the features and the loss ½Σ‖Eᵢuᵢ‖²."""
+        """ANIL's output cotangent Eᵢ²uᵢ, the K̂-derivative's cotangent on the features and the loss ½Σ‖Eᵢuᵢ‖²,
+        the tasks of one size at a time as one stack (R, tasks, nᵢ, ·)."""
         xp = get_backend(u)
-        out_cot, feat_extra, loss = xp.empty_like(u), xp.zeros_like(features), 0.0
-        c2 = self.shape.readout_scale**2
-        for s in self.data.slices:
-            a, ui = features[:, s], u[:, s]
+        out_cot, feat_extra, loss = xp.empty_like(u), xp.empty_like(features), 0.0
+        c2, b = self.shape.readout_scale**2, u.shape[0]
+        for s, tasks in self.equal_size_runs:
+            a = features[:, s].reshape(b, tasks, -1, features.shape[-1])
+            ui = u[:, s].reshape(b, tasks, -1)
             _, v, decay, gamma = _exp_and_divided_differences(_head_gram(self.shape, a), self.lam_tau)
-            r = (v * decay[:, None, :]) @ (v.swapaxes(1, 2) @ ui[..., None])  # Eᵢuᵢ (b, n, 1)
-            out_cot[:, s] = ((v * decay[:, None, :]) @ (v.swapaxes(1, 2) @ r))[..., 0]
-            g = v @ (gamma * (v.swapaxes(1, 2) @ r @ ui[:, None, :] @ v)) @ v.swapaxes(1, 2)
-            feat_extra[:, s] = c2 * ((g + g.swapaxes(1, 2)) @ a)
-            loss = loss + 0.5 * (r[..., 0] ** 2).sum(axis=1)
+            vt, v_decay = v.swapaxes(-1, -2), v * decay[..., None, :]
+            r = v_decay @ (vt @ ui[..., None])  # Eᵢuᵢ (b, tasks, nᵢ, 1)
+            out_cot[:, s] = (v_decay @ (vt @ r)).reshape(b, -1)
+            g = v @ (gamma * (vt @ r @ ui[..., None, :] @ v)) @ vt
+            feat_extra[:, s] = ((c2 * (g + g.swapaxes(-1, -2))) @ a).reshape(b, -1, features.shape[-1])
+            loss = loss + 0.5 * (r[..., 0] ** 2).sum(axis=(1, 2))
         return out_cot, feat_extra, loss
 
     def spectral_radius(self, state, carried, rows, warm, iterations):
         """λ_max(JJᵀ) of the loss's empirical tangent kernel (the integrator's stage-kernel contract)."""
         xp = get_backend(state)
-        body, heads, fwd, per_point, _ = self.residuals(state, rows)
-        gram = body_gram(self.shape, body, fwd, self.shape.readout_scale * per_point[..., :-1])
+        body, heads, fwd, _ = self.residuals(state, rows)
+        gram = body_gram(self.shape, body, fwd, self.shape.readout_scale * self.point_heads(heads)[..., :-1])
         readout = _head_gram(self.shape, fwd.features)
         if self.method == "mtl":
             gram = gram + readout * self.same_head
