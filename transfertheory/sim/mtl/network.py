@@ -109,8 +109,7 @@ def forward(shape: NetworkShape, body, x) -> Forward:
     xp = get_backend(body, x)
     acts, masks, a, b_std = [x], [], x, shape.network.b_std
     for w, b, c in shape.layers(body):
-        z = a @ w.transpose(0, 2, 1)  # (n, d) @ (R, d, h) broadcasts over the networks; then in place
-        z *= c
+        z = (c * a) @ w.transpose(0, 2, 1)  # the scale on the smaller factor; the inputs (n, d) broadcast over R
         if b_std:
             z += b_std * b[:, None, :]
         masks.append(z > 0)
@@ -120,8 +119,9 @@ def forward(shape: NetworkShape, body, x) -> Forward:
 
 
 def outputs(shape: NetworkShape, features, head):
-    """f = c·a^L w + b_std·b₀ per network: features (R, n, h), head (R, h + 1) → (R, n)."""
-    return shape.readout_scale * (features @ head[:, :-1, None])[..., 0] + shape.network.b_std * head[:, -1:]
+    """f = c·a^L w + b_std·b₀ per network: features (R, n, h), head (R, h + 1) → (R, n); or stacks of k heads,
+    features (R, k, n, h) and heads (R, k, h + 1) → (R, k, n)."""
+    return shape.readout_scale * (features @ head[..., :-1, None])[..., 0] + shape.network.b_std * head[..., -1:]
 
 
 def _deltas(shape: NetworkShape, body, fwd: Forward, top, overwrite=False):
@@ -147,8 +147,7 @@ def backpropagate(shape: NetworkShape, body, fwd: Forward, feature_cotangent, ou
     for (w, _, c), delta, a in zip(shape.layers(body), _deltas(shape, body, fwd, feature_cotangent, overwrite),
                                   fwd.activations):
         size = w.shape[1] * w.shape[2]
-        weights = delta.transpose(0, 2, 1) @ a  # (R, h, n) @ (n or (R, n), fan_in)
-        weights *= c
+        weights = delta.transpose(0, 2, 1) @ (c * a)  # (R, h, n) @ ((R,) n, fan_in): the scale on the smaller factor
         grad[:, start:start + size] = weights.reshape(body.shape[0], size)
         grad[:, start + size:start + size + w.shape[1]] = b_std * delta.sum(axis=1)
         start += size + w.shape[1]

@@ -110,9 +110,13 @@ class _Objective:
         self.same_head = xp.asarray((data.task[:, None] == data.task[None, :]).astype(float))
         # [(slice of the points, number of tasks)]: runs of consecutive tasks of one size (one run if all equal)
         sizes = [sl.stop - sl.start for sl in data.slices]
-        runs = [i for i in range(len(sizes)) if i == 0 or sizes[i] != sizes[i - 1]] + [len(sizes)]
+        starts = [i for i in range(len(sizes)) if i == 0 or sizes[i] != sizes[i - 1]] + [len(sizes)]
         self.equal_size_runs = [(slice(data.slices[i].start, data.slices[j - 1].stop), j - i)
-                                for i, j in zip(runs[:-1], runs[1:])]
+                                for i, j in zip(starts[:-1], starts[1:])]
+        # [(slice of the points, slice of the heads, number of heads)]: MTL's heads i… on a run of tasks i… of one
+        # size, ANIL's one head on all points
+        self.head_runs = ([(s, slice(i, i + n), n) for (s, n), i in zip(self.equal_size_runs, starts)]
+                          if method == "mtl" else [(slice(0, len(data.task)), slice(0, 1), 1)])
 
     def split(self, state):
         pb, hs = self.shape.body_size, self.shape.head_size
@@ -121,11 +125,12 @@ class _Objective:
     def point_heads(self, heads):
         return heads[:, self.data.task, :] if self.method == "mtl" else heads[:, [0] * len(self.data.task), :]
 
-    def head_groups(self, heads):
-        """[(head (R, h + 1), slice of its points)]: MTL's head i on task i's points, ANIL's one head on all."""
-        if self.method == "mtl":
-            return [(heads[:, i], s) for i, s in enumerate(self.data.slices)]
-        return [(heads[:, 0], slice(0, len(self.data.task)))]
+    def head_stacks(self, features, heads):
+        """[(point slice, head slice, features (R, k, n, h), heads (R, k, h + 1))] over :attr:`head_runs`: the k
+        heads of a run and the features of their points, stacked (views)."""
+        b = features.shape[0]
+        return [(s, hs, features[:, s].reshape(b, k, -1, features.shape[-1]), heads[:, hs])
+                for s, hs, k in self.head_runs]
 
     def residuals(self, state, rows):
         """(body, heads, forward pass, residuals u = f̃ − y (R, Nn)) at the states (R, P)."""
@@ -133,8 +138,8 @@ class _Objective:
         body, heads = self.split(state)
         fwd = forward(self.shape, body, self.data.x)
         f = xp.empty((state.shape[0], len(self.data.task)), dtype=state.dtype)
-        for head, s in self.head_groups(heads):
-            f[:, s] = outputs(self.shape, fwd.features[:, s], head)
+        for s, _, a, w in self.head_stacks(fwd.features, heads):
+            f[:, s] = outputs(self.shape, a, w).reshape(state.shape[0], -1)
         f -= self.offset[rows]
         f -= self.data.y[None, :]
         return body, heads, fwd, f
@@ -152,14 +157,15 @@ class _Objective:
             feat_cot = xp.empty_like(fwd.features)
         grad = xp.empty_like(state)
         grad_heads = grad[:, pb:].reshape(heads.shape)
-        for i, (head, s) in enumerate(self.head_groups(heads)):
-            cot, part = out_cot[:, s], c * head[:, None, :-1]
+        for s, hs, a, w in self.head_stacks(fwd.features, heads):
+            cot, part = out_cot[:, s].reshape(a.shape[:-1]), c * w[..., None, :-1]
+            target = feat_cot[:, s].reshape(a.shape)  # a view: ∂/∂a^L of the run's points
             if k_derivative:
-                feat_cot[:, s] += cot[..., None] * part  # ∂/∂a^L: the readout's share
+                target += cot[..., None] * part  # the readout's share
             else:
-                xp.multiply(cot[..., None], part, out=feat_cot[:, s])
-            grad_heads[:, i, :-1] = c * (cot[:, None, :] @ fwd.features[:, s])[:, 0]
-            grad_heads[:, i, -1] = b_std * cot.sum(axis=1)
+                xp.multiply(cot[..., None], part, out=target)
+            grad_heads[:, hs, :-1] = c * (cot[..., None, :] @ a)[..., 0, :]
+            grad_heads[:, hs, -1] = b_std * cot.sum(axis=-1)
         backpropagate(self.shape, body, fwd, feat_cot, out=grad[:, :pb], overwrite=True)
         return grad, loss
 
@@ -177,7 +183,7 @@ class _Objective:
             r = v_decay @ (vt @ ui[..., None])  # Eᵢuᵢ (b, tasks, nᵢ, 1)
             out_cot[:, s] = (v_decay @ (vt @ r)).reshape(b, -1)
             g = v @ (gamma * (vt @ r @ ui[..., None, :] @ v)) @ vt
-            feat_extra[:, s] = ((c2 * (g + g.swapaxes(-1, -2))) @ a).reshape(b, -1, features.shape[-1])
+            xp.matmul(c2 * (g + g.swapaxes(-1, -2)), a, out=feat_extra[:, s].reshape(a.shape))
             loss = loss + 0.5 * (r[..., 0] ** 2).sum(axis=(1, 2))
         return out_cot, feat_extra, loss
 
