@@ -149,7 +149,7 @@ def backpropagate(shape: NetworkShape, body, fwd: Forward, feature_cotangent, ou
         size = w.shape[1] * w.shape[2]
         weights = delta.transpose(0, 2, 1) @ (c * a)  # (R, h, n) @ ((R,) n, fan_in): the scale on the smaller factor
         grad[:, start:start + size] = weights.reshape(body.shape[0], size)
-        grad[:, start + size:start + size + w.shape[1]] = b_std * delta.sum(axis=1)
+        grad[:, start + size:start + size + w.shape[1]] = b_std * delta.sum(axis=1) if b_std else 0.0
         start += size + w.shape[1]
     return grad
 
