@@ -78,7 +78,8 @@ with blas_threads(int(sys.argv[2])):
 
 #: the steps of ``phase_diagram --noise 0.2`` (what :func:`transfertheory.phase_diagram.main` does, written out), one
 #: after another in a fresh process (argv: the output folder), each timed by the process's CPU clock; prints the
-#: readings as JSON, the first being the interpreter's start (the CPU before the first line)
+#: readings as JSON, the first being the interpreter's start (the CPU before the first line), and ends as the command
+#: does (:func:`transfertheory.cli_support.exit_process`)
 PHASE_STEPS = """
 import json, sys, time
 readings = [("interpreter start", time.process_time())]
@@ -111,7 +112,9 @@ with blas_threads(1):
     with open(sys.argv[1] + "/x.json", "w") as file:
         json.dump(output.metadata_record("x", record), file)
     step("the summary and the metadata")
-print(json.dumps(readings))
+print(json.dumps(readings), flush=True)
+from transfertheory.cli_support import exit_process
+exit_process(0)  # as the command ends
 """
 
 
