@@ -21,6 +21,8 @@ One mechanism per concern, so that every command line behaves the same:
   :func:`add_workers_argument` adds ``--workers N`` (default :func:`worker_count`: one per core) and
   :func:`in_workers` maps independent tasks (claims, figures) over N worker processes with ⌊cores / N⌋ BLAS threads
   each, yielding the results in the serial order.
+* **Process end** — every command line's ``if __name__ == "__main__"`` line is :func:`exit_process`: ``sys.exit``
+  without the finalization's garbage-collector passes over the objects the process leaves (≈ 0.1 s with matplotlib).
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation module
 :mod:`transfertheory.threads`, so that the command lines (``verify``, ``phase_diagram``, ``figures``), the figure
