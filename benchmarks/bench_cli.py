@@ -78,11 +78,19 @@ with blas_threads(int(sys.argv[2])):
 
 #: the steps of ``phase_diagram --noise 0.2`` (what :func:`transfertheory.phase_diagram.main` does, written out), one
 #: after another in a fresh process (argv: the output folder), each timed by the process's CPU clock; prints the
-#: readings as JSON, the first being the interpreter's start (the CPU before the first line), and ends as the command
-#: does (:func:`transfertheory.cli_support.exit_process`)
+#: readings as JSON, the first being the interpreter's start (the CPU before the first line), with the CPU of the
+#: garbage collector's passes during the imports and during the rest, and ends as the command does
+#: (:func:`transfertheory.cli_support.exit_process`)
 PHASE_STEPS = """
-import json, sys, time
+import gc, json, sys, time
 readings = [("interpreter start", time.process_time())]
+collecting = {"started": 0.0, "imports": 0.0, "work": 0.0}  # CPU in the garbage collector's passes
+def collector(phase, info):
+    if phase == "start":
+        collecting["started"] = time.process_time()
+    else:
+        collecting["work" if len(readings) > 4 else "imports"] += time.process_time() - collecting["started"]
+gc.callbacks.append(collector)
 def step(name):
     readings.append((name, time.process_time()))
 import numpy as np
@@ -112,7 +120,8 @@ with blas_threads(1):
     with open(sys.argv[1] + "/x.json", "w") as file:
         json.dump(output.metadata_record("x", record), file)
     step("the summary and the metadata")
-print(json.dumps(readings), flush=True)
+gc.callbacks.remove(collector)
+print(json.dumps({"steps": readings, "collections": [collecting["imports"], collecting["work"]]}), flush=True)
 from transfertheory.cli_support import exit_process
 exit_process(0)  # as the command ends
 """
@@ -139,9 +148,14 @@ def run_child(label, argv, root=ROOT, code=0):
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
 
 
+#: the two lines of :func:`phase_steps` that are parts of the steps above them, not steps
+COLLECTIONS = ("  of which garbage collection in the imports", "  of which garbage collection after them")
+
+
 def phase_steps(repeats, out):
     """{step: median CPU s} of :data:`PHASE_STEPS` over ``repeats`` fresh processes writing into ``out``, with
-    the interpreter's finalization (the child's CPU after its last reading) and the child's whole CPU."""
+    the interpreter's finalization (the child's CPU after its last reading), the child's whole CPU, and the CPU of
+    the garbage collector's passes within the imports and within the rest (:data:`COLLECTIONS`)."""
     import json
 
     env = {key: value for key, value in os.environ.items() if key not in BLAS_VARIABLES}
@@ -157,11 +171,13 @@ def phase_steps(repeats, out):
                                                EXIT_FAILED)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         total = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        readings = json.loads(done.stdout.splitlines()[-1])
+        record = json.loads(done.stdout.splitlines()[-1])
+        readings = record["steps"]
         steps = {readings[0][0]: readings[0][1]}
         steps.update({name: now - then for (_, then), (name, now) in zip(readings, readings[1:])})
         steps["interpreter finalization (exit)"] = total - readings[-1][1]
         steps["the whole process"] = total
+        steps[COLLECTIONS[0]], steps[COLLECTIONS[1]] = record["collections"]
         runs.append(steps)
     return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
 
