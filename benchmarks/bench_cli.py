@@ -16,7 +16,12 @@ load average before and after, the BLAS threads the command lines use, git commi
   against one per core (:func:`transfertheory.threads.blas_threads`), the choice behind
   :data:`transfertheory.threads.SERIAL_THREADS`;
 * **worker processes** (``--workers-claims PATTERN``) — ``verify -k PATTERN --workers 1`` against ``--workers
-  N`` for N = 2 … cores (``--workers`` of :mod:`transfertheory.cli_support`).
+  N`` for N = 2 … cores (``--workers`` of :mod:`transfertheory.cli_support`);
+* **the phase diagram's steps** (``--steps``) — where the CPU of ``phase_diagram --noise 0.2`` goes: its steps
+  (:data:`PHASE_STEPS`: the imports, the grid, the figure, its region, the drawing, the PNG's encoding, the CSV,
+  the summary and metadata) one after another in a fresh process, each timed by ``time.process_time``, and the
+  interpreter's start and finalization (the child's CPU before its first line and after its last), medians of
+  ``--repeats``.
 
 Reference numbers and the conditions they were taken under: docs/benchmarks.md ("Command lines").
 
@@ -26,6 +31,7 @@ Examples::
     python benchmarks/bench_cli.py --threads-figure mtl_fig1 --workers-claims merlin --repeats 3
     python benchmarks/bench_cli.py --quick                          # smoke run (one repeat, no verdict)
     python benchmarks/bench_cli.py --before /tmp/before --repeats 5  # paired against an earlier version
+    python benchmarks/bench_cli.py --steps --repeats 5               # where the phase diagram's CPU goes
 
 Exit status: 0 on success, 1 when a timed command fails (one line: the command and its last line of
 stderr), 2 on a usage error (argparse), 130 on Ctrl-C.
@@ -70,6 +76,56 @@ with blas_threads(int(sys.argv[2])):
     get_figure(sys.argv[1]).make("quick", "numpy", False)
 """
 
+#: the steps of ``phase_diagram --noise 0.2`` (what :func:`transfertheory.phase_diagram.main` does, written out), one
+#: after another in a fresh process (argv: the output folder), each timed by the process's CPU clock; prints the
+#: readings as JSON, the first being the interpreter's start (the CPU before the first line), with the CPU of the
+#: garbage collector's passes during the imports and during the rest, and ends as the command does
+#: (:func:`transfertheory.cli_support.exit_process`)
+PHASE_STEPS = """
+import gc, json, sys, time
+readings = [("interpreter start", time.process_time())]
+collecting = {"started": 0.0, "imports": 0.0, "work": 0.0}  # CPU in the garbage collector's passes
+def collector(phase, info):
+    if phase == "start":
+        collecting["started"] = time.process_time()
+    else:
+        collecting["work" if len(readings) > 4 else "imports"] += time.process_time() - collecting["started"]
+gc.callbacks.append(collector)
+def step(name):
+    readings.append((name, time.process_time()))
+import numpy as np
+step("import NumPy")
+import matplotlib.figure, matplotlib.backends.backend_agg
+step("import matplotlib (Figure, Agg canvas; the 3-D projection)")
+import transfertheory.phase_diagram
+from transfertheory.figures import output, phase_diagram as figure
+from transfertheory.threads import blas_threads
+step("import the package (the command line's modules)")
+with blas_threads(1):
+    grid = figure.compute_phase_grid("linear", 0.2)
+    step("the grid: closed forms on 400 x 400 points")
+    fig = figure.plot_phase_diagram(grid, "linear", 0.2, limit=grid.attrs["limit"])
+    step("the figure, its legends placed (first layout pass)")
+    region = output.tight_bbox(fig)
+    step("the saved region (second layout pass)")
+    fig.canvas.draw()
+    step("drawing the figure (2400 x 840 pixels)")
+    left, top, right, bottom = output._pixel_box(fig, output.DPI, region)
+    output._encode_png(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right], sys.argv[1] + "/x.png",
+                       output.DPI)
+    step("encoding the PNG")
+    output.write_csv(grid.columns(), sys.argv[1] + "/x.csv")
+    step("the CSV (160 000 rows)")
+    record = output.FigureOutput(fig, None, figure.grid_columns(grid), {}, (figure.summary(grid, "linear", 0.2),))
+    with open(sys.argv[1] + "/x.json", "w") as file:
+        json.dump(output.metadata_record("x", record), file)
+    step("the summary and the metadata")
+gc.callbacks.remove(collector)
+print(json.dumps({"steps": readings, "collections": [collecting["imports"], collecting["work"]]}), flush=True)
+from transfertheory.cli_support import exit_process
+exit_process(0)  # as the command ends
+"""
+
 
 #: variables that would fix the BLAS threads of a child before the package's policy does
 BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -90,6 +146,40 @@ def run_child(label, argv, root=ROOT, code=0):
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+#: the two lines of :func:`phase_steps` that are parts of the steps above them, not steps
+COLLECTIONS = ("  of which garbage collection in the imports", "  of which garbage collection after them")
+
+
+def phase_steps(repeats, out):
+    """{step: median CPU s} of :data:`PHASE_STEPS` over ``repeats`` fresh processes writing into ``out``, with
+    the interpreter's finalization (the child's CPU after its last reading), the child's whole CPU, and the CPU of
+    the garbage collector's passes within the imports and within the rest (:data:`COLLECTIONS`)."""
+    import json
+
+    env = {key: value for key, value in os.environ.items() if key not in BLAS_VARIABLES}
+    env["PYTHONPATH"] = str(ROOT)
+    runs = []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run([sys.executable, "-c", PHASE_STEPS, out], capture_output=True, text=True, cwd=ROOT,
+                              env=env)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise cli_support.CommandLineError(f"the phase diagram's steps exited with {done.returncode}: {last}",
+                                               EXIT_FAILED)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        record = json.loads(done.stdout.splitlines()[-1])
+        readings = record["steps"]
+        steps = {readings[0][0]: readings[0][1]}
+        steps.update({name: now - then for (_, then), (name, now) in zip(readings, readings[1:])})
+        steps["interpreter finalization (exit)"] = total - readings[-1][1]
+        steps["the whole process"] = total
+        steps[COLLECTIONS[0]], steps[COLLECTIONS[1]] = record["collections"]
+        runs.append(steps)
+    return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
 
 
 def compare(commands, repeats):
@@ -125,6 +215,8 @@ def build_parser():
     parser.add_argument("--workers-claims", metavar="PATTERN", help="compare verify -k PATTERN with 1 worker and "
                         "with 2 … cores workers")
     parser.add_argument("--quick", action="store_true", help="smoke run: one repeat, two command lines")
+    parser.add_argument("--steps", action="store_true", help="also time the steps of phase_diagram --noise 0.2 "
+                        "one by one (where its CPU goes)")
     parser.add_argument("--before", metavar="DIR", help="an unpacked earlier version of the repository: run every "
                         "start-up command there too, in turn with this one (paired before/after)")
     return parser
@@ -163,6 +255,11 @@ def main(argv=None):
         parser.error(f"--before: {args.before} holds no transfertheory package")
     with tempfile.TemporaryDirectory() as out:
         _print(f"start-up, median of {repeats}", compare(startup_commands(out, args.quick, args.before), repeats))
+        if args.steps:
+            steps = phase_steps(repeats, out)
+            print(f"\nphase_diagram --noise 0.2, step by step (CPU s, median of {repeats} processes)")
+            for name, cpu in steps.items():
+                print(f"{name:<58} {cpu:8.3f}")
     if args.threads_figure:
         commands = {f"{args.threads_figure} build, {n} BLAS thread(s)":
                     [sys.executable, "-c", BUILD_UNDER_THREADS, args.threads_figure, str(n)]

@@ -171,13 +171,20 @@ def test_bench_mtl_fig1_quick_batched_equals_the_loop():
 
 def test_bench_cli_quick_times_the_command_lines_with_the_machine():
     script = os.path.join(ROOT, "benchmarks", "bench_cli.py")
-    out = _run("--quick", script=script)
+    out = _run("--quick", "--steps", script=script)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert lines[0].startswith("machine: ") and "load average" in lines[0] and "BLAS threads" in lines[0]
     timed = [line.split() for line in lines if line.startswith("transfertheory.")]
     assert [row[0] for row in timed] == ["transfertheory.verify", "transfertheory.figures", "transfertheory.phase_diagram"]
     assert all(float(row[-2]) > 0 and float(row[-1]) > 0 for row in timed)
+    steps = lines[lines.index(next(line for line in lines if "step by step" in line)) + 1:-1]
+    assert [line.split()[0] for line in steps[:3]] == ["interpreter", "import", "import"]
+    assert steps[-4].startswith("interpreter finalization") and steps[-3].startswith("the whole process")
+    assert all(line.startswith("  of which garbage collection") for line in steps[-2:])
+    cpu = [float(line.split()[-1]) for line in steps]
+    assert all(value >= 0 for value in cpu) and sum(cpu[:-3]) == pytest.approx(cpu[-3], abs=1e-3)
+    assert sum(cpu[-2:]) <= cpu[-3]
     assert _run("--repeats", "0", script=script).returncode == 2
 
 

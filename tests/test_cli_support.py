@@ -90,6 +90,20 @@ def test_ctrl_c_while_writing_keeps_the_earlier_outputs_and_leaves_no_partial_fi
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def test_exit_process_freezes_the_objects_and_still_flushes_and_runs_the_exit_handlers():
+    """A command line's process ends through cli_support.exit_process: its exit status, its buffered output and
+    its atexit handlers as with sys.exit, the live objects frozen first (the finalization's collections skip
+    them); every command line's ``__main__`` line uses it."""
+    code = ("import atexit, gc\nfrom transfertheory import cli_support\n"
+            "atexit.register(lambda: print('atexit ran, frozen:', gc.get_freeze_count() > 1000))\n"
+            "print('buffered', end='')\ncli_support.exit_process(3)\nprint('not reached')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 3 and done.stdout == "bufferedatexit ran, frozen: True\n", done.stderr
+    root = Path(transfertheory.__file__).parent
+    for module in ("verify.py", "phase_diagram.py", "figures/__main__.py", "sweep/__main__.py"):
+        assert (root / module).read_text().rstrip().splitlines()[-1].endswith("exit_process(main())"), module
+
+
 def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp_path, capsys):
     """Python drops an exception raised inside a gc callback (hypothesis installs one): the interrupt must still
     stop the command, not let it run to the end."""

@@ -71,7 +71,8 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
 ])
 def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_path):
     """The command line's pandas-free grid (PhaseGrid, columns written from arrays) gives the same CSV bytes and
-    the same summary as compute_grid's DataFrame written by pandas itself."""
+    the same summary (computed from the [θ, γ] matrix, not a tidy table) as compute_grid's DataFrame written by
+    pandas itself."""
     from transfertheory.figures.output import write_csv
 
     arrays = pdg.compute_phase_grid(method, 0.3, resolution=25, **options)
@@ -80,6 +81,7 @@ def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "arrays.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
     assert frame.attrs == arrays.attrs
+    assert arrays.column_names() == list(arrays.columns()) == list(frame.columns)
     for got, want in zip(pdg.grid_surface(arrays), pdg.grid_surface(frame)):
         np.testing.assert_array_equal(got, want)
     lam, finite_d = options.get("lam", 0.0), options.get("finite_d")
@@ -111,11 +113,11 @@ def test_saved_region_is_the_tight_box_of_the_drawn_figure():
 @pytest.mark.parametrize("method", ["linear", "finetune"])
 def test_png_is_cut_from_one_drawing_and_is_what_savefig_writes(method, tmp_path, monkeypatch):
     """The PNG is cut from one drawing of the whole figure at the PNG's dpi (on the renderer that laid it out, not
-    by savefig), on whole pixels of the measured region, and is the PNG savefig writes for that region: same size,
-    mode and metadata, the same pixels but where a pixel-snapping decision falls on a pixel boundary to the last bit
+    by savefig), on whole pixels of the measured region, and is the image savefig writes for that region: same size
+    and metadata, the same pixels but where a pixel-snapping decision falls on a pixel boundary to the last bit
     (savefig moves every artist by the region's corner; the composed transforms round differently). Measured: 4 of
     the 1.8 million pixels differ for linear transfer (one dot of a dotted legend line, at resolutions 60 and 400),
-    none for fine-tuning and ridge."""
+    none for fine-tuning and ridge. The figure is opaque (savefig's alpha is 255 everywhere), so the PNG is RGB."""
     from PIL import Image
 
     from transfertheory.figures import output as out
@@ -131,8 +133,10 @@ def test_png_is_cut_from_one_drawing_and_is_what_savefig_writes(method, tmp_path
     fig.savefig(tmp_path / "savefig.png", dpi=out.DPI, bbox_inches=region)
     cut, saved = Image.open(tmp_path / "cut.png"), Image.open(tmp_path / "savefig.png")
     assert cut.size == saved.size == tuple(np.round(np.asarray(region.size) * out.DPI).astype(int))
-    assert cut.mode == saved.mode == "RGBA" and cut.info == saved.info
-    assert (np.asarray(cut) != np.asarray(saved)).any(axis=-1).mean() <= 1e-5
+    assert (cut.mode, saved.mode) == ("RGB", "RGBA") and cut.info == saved.info
+    saved = np.asarray(saved)
+    assert (saved[..., 3] == 255).all()
+    assert (np.asarray(cut) != saved[..., :3]).any(axis=-1).mean() <= 1e-5
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ interrupted (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ._memory import set_limit
+from .cli_support import exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
@@ -131,4 +131,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -299,4 +299,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli_support.exit_process(main())

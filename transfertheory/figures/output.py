@@ -49,6 +49,10 @@ THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
 #: the resolution (dots per inch) of the written PNGs; a figure created at it is laid out, measured and drawn on one
 #: renderer (its text measured once), and its PNG cut from that drawing (:func:`tight_bbox`)
 DPI = 150
+#: zlib level of a PNG cut from the drawn canvas (:func:`_save_png`): an opaque figure written as RGB at level 3
+#: encodes in half the time of matplotlib's RGBA at level 6 (PIL's default), in a file of about the same size
+PNG_COMPRESS_LEVEL = 3
+
 
 @dataclass(frozen=True)
 class FigureOutput:
@@ -120,19 +124,32 @@ def _pixel_box(fig, dpi, bbox_inches):
 
 def _save_png(fig, path, dpi, bbox_inches):
     """Write ``fig`` as a PNG: cut from one drawing of the whole figure on its canvas (the renderer that laid it
-    out, its text already measured) when :func:`_pixel_box` allows, the pixels ``savefig`` draws for that region and
-    the same PNG file (matplotlib's encoder and metadata); else by ``savefig``."""
+    out, its text already measured) when :func:`_pixel_box` allows, the pixels ``savefig`` draws for that region,
+    encoded by :func:`_encode_png`; else by ``savefig``."""
     box = _pixel_box(fig, dpi, bbox_inches)
     if box is None:
         fig.savefig(path, format="png", dpi=dpi, bbox_inches=bbox_inches)
         return
-    import matplotlib.image
     import numpy as np
 
     left, top, right, bottom = box
     fig.canvas.draw()
-    pixels = np.ascontiguousarray(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right])
-    matplotlib.image.imsave(path, memoryview(pixels), format="png", origin="upper", dpi=dpi)
+    _encode_png(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right], path, dpi)
+
+
+def _encode_png(rgba, path, dpi):
+    """Write the pixels ``rgba`` (rows × columns × 4 bytes, a view of the canvas) as the PNG ``path`` with
+    matplotlib's metadata (``Software``, the ``dpi``): RGB when every pixel is opaque (an opaque figure's; the same
+    image, a quarter fewer bytes to compress), else RGBA; zlib level :data:`PNG_COMPRESS_LEVEL`."""
+    import matplotlib as mpl
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", f"Matplotlib version{mpl.__version__}, https://matplotlib.org/")  # as imsave's
+    image = Image.fromarray(rgba)
+    if (rgba[..., 3] == 255).all():
+        image = image.convert("RGB")
+    image.save(path, format="png", pnginfo=info, dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
 
 
 def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Path]:

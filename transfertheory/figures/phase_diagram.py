@@ -344,14 +344,15 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     """
     limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
     depth = grid.attrs.get("depth", 2)
-    table = grid.columns() if isinstance(grid, PhaseGrid) else grid
-    t = np.asarray(table["transferability"], dtype=float)
-    gamma = np.asarray(table["gamma"])
-    theta = np.asarray(table["theta"])
+    if isinstance(grid, PhaseGrid):  # the [θ, γ] matrix and its axes: no tidy table built
+        gamma, theta, t = grid.gamma[None, :], grid.theta[:, None], grid_surface(grid)[2]
+    else:
+        gamma, theta = np.asarray(grid["gamma"]), np.asarray(grid["theta"])
+        t = np.asarray(grid["transferability"], dtype=float)
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     opens = negative & (gamma < 1)
-    grid_open = float(theta[opens].min()) if opens.any() else math.nan
+    grid_open = float(np.broadcast_to(theta, opens.shape)[opens].min()) if opens.any() else math.nan
     size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
     lines = [
         f"{_title(method, limit, finite_d, depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")

@@ -167,4 +167,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli_support.exit_process(main())
