@@ -213,9 +213,11 @@ def random_init(objective: Objective, batch: int, rng, scale: float) -> dict:
 def instance_memory(d, m, *, source=False, samples=0, splits=0) -> float:
     """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`);
     with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ) φᵀ, A∘A, the pair term, G); with
-    MeRLin's S validation splits of n samples a gathered copy of X (n, d), the two (S, n) masks (stored and gathered)
-    and the m(m + 1)/2 + m + 6 (S, n) arrays of one evaluation (:class:`.losses.ValidationSplits`)."""
-    validation = samples * d + (4 + m * (m + 1) // 2 + m + 6) * splits * samples if splits else 0
+    MeRLin's S validation splits of n samples a gathered copy of X (n, d), the (2S, n) masks and their transposes
+    (stored and gathered) and the four arrays of one evaluation with m(m + 1)/2 + m entries per sample and per
+    half-split (:class:`.losses.ValidationSplits`)."""
+    entries = m * (m + 1) // 2 + m
+    validation = samples * d + 8 * splits * samples + 2 * entries * (samples + 2 * splits) if splits else 0
     return flow_state_bytes(1, d * m + 2 * m) + FLOAT_BYTES * ((4 * d * d if source else 0) + validation)
 
 
