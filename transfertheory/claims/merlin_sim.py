@@ -19,7 +19,7 @@ from .compare import agreement, holds, not_above, within
 from .profiles import PROFILES
 from .registry import combine, register
 
-#: integrator settings of these checks, those of the figure: rtol 1e-4, gtol 1e-6 (the outcomes are classifications
+#: integrator settings of these checks, those of the figure: rtol 1e-2, gtol 1e-6 (the outcomes are classifications
 #: and losses, measured not to move when both are tightened 10×)
 FLOW = Q.STUDY_TOLERANCES
 #: a flow stops at ‖∇‖ ≤ gtol = 1e-6; a neuron the regularizer removes then has size ≤ gtol/(2λ) ≤ 1e-5 (λ ≥ 0.05)

@@ -23,11 +23,11 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ...backend import get_backend
+from ...backend import get_backend, to_host
 
 __all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
            "split_orders", "balanced_split_orders", "seed_split_orders", "pad_orders"]
@@ -172,11 +172,21 @@ class ValidationSplits:
     ``samples`` (B,): each instance's own n_i ≤ n when target sets of several sizes share one batch, padded with
     zero samples placed by :func:`pad_orders`.
 
-    Each split is held as two masks over the instance's n samples (training and validation half): its normal
-    matrix M = Σ_{i∈tr} h_ih_iᵀ + n_trλ_hI, right-hand side Σ_{i∈tr} y_ih_i, residuals and ∂L/∂H are masked sums
-    over the samples in the (S, n, b) layout (batch last, contiguous), so z = Xφ and h_ih_iᵀ are formed once per
-    instance and nothing is gathered per split; padded samples and splits are masked out and each instance
-    averages over its own splits. Equal to :func:`meta_validation_loss_and_grad` on the gathered splits.
+    Each split is two masks over the instance's n samples (training half T, validation half V), and every sum
+    over a half is a product with them, batched over instances (docs/merlin.md, "Cost"). With the per-sample
+    features h_i = (φᵀx_i)²:
+
+    * forward: the masked moments Σ_i T_si (h_ih_iᵀ, y_ih_i) and Σ_i V_si (h_ih_iᵀ, y_ih_i) of every split are
+      one product (2S, n) @ (n, m(m+1)/2 + m); the normal matrix M_s = Σ_{i∈tr} h_ih_iᵀ + n_trλ_hI is solved by
+      a Cholesky factorization batched over (instance, split), and the validation loss of the split is
+      θ̂ᵀQ_Vθ̂ − 2θ̂ᵀc_V + Σ_{i∈v} y_i² (Q_V, c_V the validation moments; its gradient in θ̂,
+      g = (2/n_v)(Q_Vθ̂ − c_V), and u = M⁻¹g as in :func:`meta_validation_loss_and_grad`);
+    * backward: ∂L/∂h_i = A_ih_i − y_ic_i with A_i = Σ_s (2/n_v)V_si θ̂θ̂ᵀ − T_si(uθ̂ᵀ + θ̂uᵀ) and
+      c_i = Σ_s (2/n_v)V_si θ̂ − T_si u — one product (n, 2S) @ (2S, m(m+1)/2 + m) — then ∂/∂φ = Xᵀ(2z ∘ ∂L/∂H).
+
+    Padded samples and splits have zero masks and add nothing (an empty split's M is n_trλ_hI, its θ̂ and u zero);
+    each instance averages over its own splits. Equal to :func:`meta_validation_loss_and_grad` on the gathered
+    splits up to rounding (the loss from moments: absolute error ~1e-16·Σ_{i∈v} y_i², tested).
     """
 
     X: object
@@ -187,8 +197,8 @@ class ValidationSplits:
 
     @cached_property
     def _layout(self):
-        """Per instance (last axis) on the data's backend: the training and validation masks (S, n, B), y (n, B),
-        n_trλ_h, 1/n_v and 1/S_i (B,)."""
+        """Per instance (first axis) on the data's backend: the masks (B, 2S, n) (training halves, then validation
+        halves), their transposes (B, n, 2S), y (B, n), Σ_{i∈v} y_i² per split (B, S), n_trλ_h, 1/n_v and 1/S_i (B,)."""
         xp = get_backend(self.X, self.y)
         orders = np.asarray(self.orders)
         B, S, n = orders.shape
@@ -198,11 +208,15 @@ class ValidationSplits:
             index = np.where((slots >= 0) & (slots < samples[:, None, None]), slots, n)  # n: padding, dropped
             mask = np.zeros((B, S, n + 1))
             np.put_along_axis(mask, index, 1.0, axis=-1)
-            halves.append(xp.asarray(np.ascontiguousarray(mask[..., :n].transpose(1, 2, 0)), dtype=self.X.dtype))
+            halves.append(mask[..., :n])
+        masks = np.concatenate(halves, axis=1)
+        y = np.asarray(to_host(self.y))
         n_train = samples // 2
-        per_instance = (self.ridge * n_train, 1 / (samples - n_train), 1 / (orders[..., 0] >= 0).sum(axis=1))
-        return (*halves, xp.ascontiguousarray(self.y.T),
-                *(xp.asarray(a, dtype=self.X.dtype) for a in per_instance))
+        per_instance = (halves[1] @ (y * y)[..., None])[..., 0], self.ridge * n_train, 1 / (samples - n_train), \
+            1 / (orders[..., 0] >= 0).sum(axis=1)
+        dtype = self.X.dtype
+        return (xp.asarray(masks, dtype=dtype), xp.asarray(np.ascontiguousarray(masks.transpose(0, 2, 1)), dtype=dtype),
+                xp.asarray(self.y, dtype=dtype), *(xp.asarray(a, dtype=dtype) for a in per_instance))
 
     @cached_property
     def _gathered_cache(self) -> dict:
@@ -220,7 +234,7 @@ class ValidationSplits:
             return cache[key]
         xp = get_backend(self.X, self.y)
         index = xp.asarray(rows)
-        gathered = tuple(xp.take(a, index, axis=-1) for a in self._layout) + (xp.take(self.X, index, axis=0),)
+        gathered = tuple(xp.take(a, index, axis=0) for a in self._layout + (self.X,))
         if key is not None:
             if len(cache) >= _GATHERED_ROWS:
                 del cache[next(iter(cache))]
@@ -228,33 +242,53 @@ class ValidationSplits:
         return gathered
 
     def loss_and_grad(self, phi, rows):
-        """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m)."""
+        """(L_val (b,), ∂L_val/∂φ (b, d, m)) of the instances ``rows`` (device or host index array) at φ (b, d, m).
+
+        Component-major per instance (the m features, their m(m + 1)/2 products and the m right-hand sides along
+        axis 1, samples or splits last), so each m × m entry is a (b, n) or (b, S) array."""
         xp = get_backend(phi)
-        train, valid, y, shift, inv_val, inv_splits, X = self._gathered(rows)
-        m = phi.shape[-1]
-        z = X @ phi  # (b, n, m)
-        H = xp.ascontiguousarray((z * z).transpose(2, 1, 0))  # (m, n, b)
-        pairs = [(i, j) for i in range(m) for j in range(i + 1)]
-        sums = (train[None] * xp.stack([H[i] * H[j] for i, j in pairs] + [H[i] * y for i in range(m)])[:, None]
-                ).sum(axis=2)  # (m(m+1)/2 + m, S, b): the normal matrices' entries, then the right-hand sides
+        masks, masks_t, y, y_squares, shift, inv_val, inv_splits, X = self._gathered(rows)
+        b, m, S = phi.shape[0], phi.shape[-1], y_squares.shape[1]
+        pairs = _pairs(m)
+        P = len(pairs)
+        z = phi.swapaxes(-1, -2) @ X.swapaxes(-1, -2)  # (b, m, n)
+        H = z * z
+        features = xp.empty((b, P + m, H.shape[-1]), dtype=H.dtype)
+        for k, (i, j) in enumerate(pairs):
+            xp.multiply(H[:, i], H[:, j], out=features[:, k])
+        xp.multiply(H, y[:, None], out=features[:, P:])
+        moments = features @ masks_t  # (b, P + m, 2S): Σ_i T_si, then Σ_i V_si, of h_ih_jᵀ's entries and y_ih_i
+        train, valid = moments[..., :S], moments[..., S:]
         normal = [[None] * m for _ in range(m)]
-        for (i, j), entry in zip(pairs, sums):
-            normal[i][j] = entry + shift if i == j else entry
+        entry = [[None] * m for _ in range(m)]  # the pair index of (i, j) and of (j, i)
+        for k, (i, j) in enumerate(pairs):
+            normal[i][j] = train[:, k] + shift[:, None] if i == j else train[:, k]
+            entry[i][j] = entry[j][i] = k
         factor = _cholesky(normal)
-        head = _cholesky_solve(factor, list(sums[len(pairs):]))  # θ̂ of every split, m arrays (S, b)
-        r = _masked_combination(H, head) - y  # H θ̂ − y for every sample and split, (S, n, b)
-        valid_r = valid * r
-        loss = (valid_r * r).sum(axis=(0, 1)) * inv_val * inv_splits
-        u = _cholesky_solve(factor, [2 * inv_val * (valid_r * H[i]).sum(axis=1) for i in range(m)])  # M⁻¹g
-        outer = 2 * inv_val * valid_r - train * _masked_combination(H, u)  # multiplies θ̂ in ∂L/∂H
-        train_r = train * r  # multiplies −u
-        grad_H = xp.stack([((outer * head[i][:, None] - train_r * u[i][:, None]).sum(axis=0)) for i in range(m)])
-        return loss, _feature_grad(X, z, (grad_H * inv_splits).transpose(2, 1, 0))
+        head = _cholesky_solve(factor, [train[:, P + p] for p in range(m)])  # θ̂: m arrays (b, S)
+        fitted = [_sum_of_products((valid[:, entry[p][q]], head[q]) for q in range(m)) for p in range(m)]  # Q_Vθ̂
+        loss = (_sum_of_products((head[p], fitted[p] - 2 * valid[:, P + p]) for p in range(m)) + y_squares).sum(
+            axis=1) * inv_val * inv_splits
+        scale = 2 * inv_val[:, None]
+        u = _cholesky_solve(factor, [scale * (fitted[p] - valid[:, P + p]) for p in range(m)])  # M⁻¹g
+        weights = xp.empty((b, P + m, 2 * S), dtype=H.dtype)
+        for k, (i, j) in enumerate(pairs):
+            xp.negative(u[i] * head[j] + head[i] * u[j], out=weights[:, k, :S])
+            xp.multiply(scale, head[i] * head[j], out=weights[:, k, S:])
+        for p in range(m):
+            xp.negative(u[p], out=weights[:, P + p, :S])
+            xp.multiply(scale, head[p], out=weights[:, P + p, S:])
+        per_sample = weights @ masks  # (b, P + m, n): the entries of A_i, then c_i
+        grad_H = xp.stack([_sum_of_products((per_sample[:, entry[p][q]], H[:, q]) for q in range(m))
+                           - y * per_sample[:, P + p] for p in range(m)], axis=1)  # (b, m, n)
+        grad_phi = ((2 * inv_splits[:, None, None]) * z * grad_H) @ X  # (b, m, d)
+        return loss, grad_phi.swapaxes(-1, -2)
 
 
-def _masked_combination(H, coefficients):
-    """Σ_p H_p θ_p for every split: H (m, n, b), coefficients m arrays (S, b) → (S, n, b)."""
-    return _sum_of_products((H[p][None], c[:, None]) for p, c in enumerate(coefficients))
+@lru_cache(maxsize=None)
+def _pairs(m):
+    """The m(m + 1)/2 index pairs (i, j), j ≤ i, of a symmetric m × m matrix's entries."""
+    return tuple((i, j) for i in range(m) for j in range(i + 1))
 
 
 #: row sets whose gathered arrays :class:`ValidationSplits` keeps: a step of the integrator evaluates the

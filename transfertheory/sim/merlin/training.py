@@ -42,10 +42,11 @@ INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="
 #: any result, docs/merlin.md "Cost")
 FLOW_SETTINGS = FlowSettings(rtol=1e-5, gtol=1e-7, max_time=2e4, max_steps=20_000, max_stages=40)
 #: the tolerances of the package's MeRLin studies (figure ``merlin_fig`` and the ``merlin.sim`` claims), overrides
-#: of :data:`FLOW_SETTINGS`: rtol 100×, gtol 10× looser; their results do not move when both are tightened 10×
-#: (docs/merlin.md, "What the success frequency depends on"; rtol 1e-4 → 1e-3 halves the accepted steps and moved
-#: no success frequency of the figure and no claim status, docs/merlin.md "Cost")
-STUDY_TOLERANCES = {"rtol": 1e-3, "gtol": 1e-6}
+#: of :data:`FLOW_SETTINGS`: rtol 1000×, gtol 10× looser; their results do not move when both are tightened 10×
+#: (docs/merlin.md, "What the success frequency depends on"; rtol 1e-4 → 1e-3 → 1e-2 each cut the accepted steps
+#: and moved no success frequency, recovered fraction or kept restart of the figure and no claim status,
+#: docs/merlin.md "Cost")
+STUDY_TOLERANCES = {"rtol": 1e-2, "gtol": 1e-6}
 
 
 @dataclass(frozen=True)
@@ -116,33 +117,50 @@ class Objective:
         """``samples`` as floats on the data's backend (None when the target sets are not padded)."""
         return None if self.samples is None else get_backend(self.X).asarray(self.samples, dtype=self.X.dtype)
 
+    @cached_property
+    def _offsets(self) -> dict:
+        """(start, stop, shape) of each trained block in the state vector, by name."""
+        out, start = {}, 0
+        for name, shape in self.blocks:
+            out[name] = (start, start + math.prod(shape), shape)
+            start += math.prod(shape)
+        return out
+
     def value_and_grad(self, y, rows):
-        """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable."""
+        """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable.
+
+        The gradient is written into one (b, P) array (the penalty's 2λy first, then each term added into its
+        blocks' columns); a term of weight 1 is added as it is (no multiplication by 1)."""
         xp = get_backend(y)
         index = rows if xp is np else xp.asarray(rows)
-        p = self.unpack(y)
-        grads = {name: 2 * self.lam * value for name, value in p.items()}  # the penalty λ‖·‖² of the trained blocks
+        grad = 2 * self.lam * y  # the penalty λ‖·‖² of the trained blocks
         value = self.lam * (y * y).sum(axis=1)
-        phi = p["phi"] if self.fixed_phi is None else self.fixed_phi[index]
-        grad_phi = 0
+        b, blocks = y.shape[0], self._offsets
+
+        def block(name):  # a trained block's parameters, shaped (b,) + its shape
+            start, stop, shape = blocks[name]
+            return y[:, start:stop].reshape((b,) + shape)
+
+        phi = block("phi") if self.fixed_phi is None else self.fixed_phi[index]
+        terms = []  # (weight, loss, {block: its gradient})
         if self.source_weight > 0:
-            loss, g_theta, g_phi = self._source.loss_and_grad(p["theta_s"], phi)
-            value += self.source_weight * loss
-            grads["theta_s"] += self.source_weight * g_theta
-            grad_phi = grad_phi + self.source_weight * g_phi
+            loss, g_theta, g_phi = self._source.loss_and_grad(block("theta_s"), phi)
+            terms.append((self.source_weight, loss, {"theta_s": g_theta, "phi": g_phi}))
         if self.target_weight > 0:
             samples = None if self.samples is None else self._samples[index]
-            loss, g_theta, g_phi = empirical_loss_and_grad(p["theta_t"], phi, self.X[index], self.y[index], samples)
-            value += self.target_weight * loss
-            grads["theta_t"] += self.target_weight * g_theta
-            grad_phi = grad_phi + self.target_weight * g_phi
+            loss, g_theta, g_phi = empirical_loss_and_grad(block("theta_t"), phi, self.X[index], self.y[index],
+                                                           samples)
+            terms.append((self.target_weight, loss, {"theta_t": g_theta, "phi": g_phi}))
         if self.meta_weight > 0:
             loss, g_phi = self._validation.loss_and_grad(phi, rows)
-            value += self.meta_weight * loss
-            grad_phi = grad_phi + self.meta_weight * g_phi
-        if "phi" in grads:
-            grads["phi"] += grad_phi
-        return self.pack(grads), value
+            terms.append((self.meta_weight, loss, {"phi": g_phi}))
+        for weight, loss, grads in terms:
+            value += loss if weight == 1 else weight * loss
+            for name, g in grads.items():
+                if name in blocks:  # the block's columns of the gradient (a view), the term added in place
+                    start, stop, _ = blocks[name]
+                    grad[:, start:stop] += (g if weight == 1 else weight * g).reshape(b, stop - start)
+        return grad, value
 
 
 @dataclass(frozen=True)
@@ -213,9 +231,11 @@ def random_init(objective: Objective, batch: int, rng, scale: float) -> dict:
 def instance_memory(d, m, *, source=False, samples=0, splits=0) -> float:
     """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`);
     with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ) φᵀ, A∘A, the pair term, G); with
-    MeRLin's S validation splits of n samples a gathered copy of X (n, d), the two (S, n) masks (stored and gathered)
-    and the m(m + 1)/2 + m + 6 (S, n) arrays of one evaluation (:class:`.losses.ValidationSplits`)."""
-    validation = samples * d + (4 + m * (m + 1) // 2 + m + 6) * splits * samples if splits else 0
+    MeRLin's S validation splits of n samples a gathered copy of X (n, d), the (2S, n) masks and their transposes
+    (stored and gathered) and the four arrays of one evaluation with m(m + 1)/2 + m entries per sample and per
+    half-split (:class:`.losses.ValidationSplits`)."""
+    entries = m * (m + 1) // 2 + m
+    validation = samples * d + 8 * splits * samples + 2 * entries * (samples + 2 * splits) if splits else 0
     return flow_state_bytes(1, d * m + 2 * m) + FLOAT_BYTES * ((4 * d * d if source else 0) + validation)
 
 
