@@ -68,6 +68,28 @@ def _grouped_problem(d, depth, sizes=(6, 9, 14), seed=0):
     return arch, loss, rng.standard_normal((len(sizes), arch.n_params)) * 0.4
 
 
+@pytest.mark.parametrize("population", [False, True])
+def test_gradient_of_rows_writes_into_the_given_buffer(population):
+    # the stage kernel's form of ∇_βL: a prefix of the requested rows, optionally written into ``out`` (its
+    # factor stack); the same numbers as beta_gradient of those rows
+    arch, loss, y = _grouped_problem(5, 2)
+    if population:
+        loss = dl.PopulationLoss(arch, np.random.default_rng(3).standard_normal((1, 5)))
+    rows = np.array([2, 0, 1])
+    beta = dl.end_to_end(arch, y)[:2]
+    g_ref, loss_ref = loss.beta_gradient(beta, rows[:2])
+    gradient = loss.gradient_of_rows(rows)
+    out = np.full((4, 5), np.nan)[1:3]
+    g, value = gradient(beta, True, out=out)
+    assert g is out or np.shares_memory(g, out)
+    np.testing.assert_array_equal(out, g_ref)
+    np.testing.assert_array_equal(value, loss_ref)
+    np.testing.assert_array_equal(gradient(beta, False), g_ref)
+    out2 = np.empty((2, 5))
+    assert gradient(beta, False, out=out2) is out2
+    np.testing.assert_array_equal(out2, g_ref)
+
+
 @pytest.mark.parametrize("stages", [(3, 9, 5), (9, 5, 3)])  # a batch to sort; one already in order
 @pytest.mark.parametrize("depth", [2, 3])
 def test_low_rank_stages_equal_dense_stages(depth, stages):

@@ -36,10 +36,19 @@ class EndToEndLoss(ABC):
         """∇_βL (b, d) at end-to-end vectors ``beta`` of instances ``rows``; (∇_βL, L) if ``with_loss``."""
 
     def gradient_of_rows(self, rows):
-        """∇_βL for the instances ``rows`` and their prefixes: a callable ``(beta, with_loss)`` that treats
-        ``beta`` (b, d) as the first b of ``rows`` (the stage kernel sorts its batch once per step and
-        evaluates prefixes of it); returns what :meth:`beta_gradient` returns."""
-        return lambda beta, with_loss: self.beta_gradient(beta, rows[: beta.shape[0]], with_loss)
+        """∇_βL for the instances ``rows`` and their prefixes: a callable ``(beta, with_loss, out=None)`` that
+        treats ``beta`` (b, d) as the first b of ``rows`` (the stage kernel sorts its batch once per step and
+        evaluates prefixes of it); returns what :meth:`beta_gradient` returns, ∇_βL written into ``out`` (b, d)
+        when given (the stage kernel's factor stack)."""
+
+        def gradient(beta, with_loss, out=None):
+            result = self.beta_gradient(beta, rows[: beta.shape[0]], with_loss)
+            if out is None:
+                return result
+            out[...] = result[0] if with_loss else result
+            return (out, result[1]) if with_loss else out
+
+        return gradient
 
     def curvatures(self, rows):
         """The diagonal of ∇²_βL (b, d) for the instances ``rows`` when ∇²_βL is diagonal, else None (the
@@ -112,18 +121,18 @@ class LeastSquaresLoss(EndToEndLoss):
         """As :meth:`EndToEndLoss.gradient_of_rows`, with the data of ``rows`` gathered once."""
         gram, c, y2 = self._data_of(rows)
 
-        def gradient(beta, with_loss):
+        def gradient(beta, with_loss, out=None):
             b = beta.shape[0]
-            return self._gradient(gram[:b], c[:b], y2[:b], beta, with_loss)
+            return self._gradient(gram[:b], c[:b], y2[:b], beta, with_loss, out)
 
         return gradient
 
-    def _gradient(self, gram, c, y2, beta, with_loss):
-        """∇_βL (and L) from the instances' data (Σ̂, ĉ, ‖y‖²/n), one row each."""
+    def _gradient(self, gram, c, y2, beta, with_loss, out=None):
+        """∇_βL (and L) from the instances' data (Σ̂, ĉ, ‖y‖²/n), one row each; ∇_βL into ``out`` if given."""
         xp = self.xp
         # one product per instance: results do not depend on the batch
         Sb = gram * beta if gram.ndim == 2 else matvec(gram, beta)
-        g = Sb - c
+        g = xp.subtract(Sb, c, out=out)
         if not with_loss:
             return g
         loss = 0.5 * xp.sum(beta * Sb, axis=1) - xp.sum(c * beta, axis=1) + 0.5 * y2

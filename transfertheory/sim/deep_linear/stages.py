@@ -188,7 +188,9 @@ class _LowRankStep:
         s_sorted = step.stages[order]
         self.f = kernel._factors(xp, self.b, int(s_sorted[0]) + 1, y.dtype)
         self.butcher = kernel._butcher.upto(xp, step.coefficients, int(s_sorted[0]))
-        self.s_sorted, self.neg_h = xp.asarray(s_sorted), xp.asarray(-step.h[order])[:, None]
+        # row_index[i, k] = s_i − k: where instance i's Butcher row A_{s_i}[k] sits in ``butcher[k]``
+        self.row_index = xp.asarray(s_sorted[:, None] - np.arange(int(s_sorted[0]) + 1))
+        self.neg_h = xp.asarray(-step.h[order])[:, None]
         self.beta_gradient = kernel.loss.gradient_of_rows(step.rows[order])
         # a batch already in order (e.g. every instance with the same stage count) is used as it is
         self.in_order = bool(np.array_equal(order, np.arange(order.size)))
@@ -238,7 +240,7 @@ class _LowRankStep:
         coef = f.coef[:kb, : k + 1]  # (1, −hA_k) of each instance's own stage count s_i ≥ k
         c = coef[:, 1:]
         if k:
-            xp.multiply(self.butcher[k][self.s_sorted[:kb] - k], self.neg_h[:kb], out=c)
+            xp.multiply(self.butcher[k][self.row_index[:kb, k]], self.neg_h[:kb], out=c)
         r = f.rights[nl - 1, :kb, k]
         xp.matmul(coef[:, None, :], f.last[:kb, : k + 1], out=r[:, None, :])  # W_L at stage k
         for l in reversed(range(nl)):  # right chain r_{l-1} = W_l r_l, ending at β
@@ -247,10 +249,8 @@ class _LowRankStep:
             if k:
                 _low_rank_apply(f.lefts[l, :kb, :k], f.rights[l, :kb, :k], c, r, out)
             r = out
-        a = self.beta_gradient(r, with_loss)
+        a = self.beta_gradient(r, with_loss, out=f.lefts[0, :kb, k])  # written into the factor stack
         a, loss = a if with_loss else (a, None)
-        f.lefts[0, :kb, k] = a
-        a = f.lefts[0, :kb, k]
         for l in range(nl):  # left chain a_{l+1} = W_lᵀa_l, ending at ∇_{W_L}L
             out = f.lefts[l + 1, :kb, k] if l + 1 < nl else f.last[:kb, k + 1]
             xp.matmul(a[:, None, :], mats0[l][:kb], out=out[:, None, :])
@@ -261,40 +261,48 @@ class _LowRankStep:
 
     def complete(self, k, fin):
         """Form Y_k and the ingredients of its error estimate for the instances ``fin`` whose last stage is k."""
-        xp, f, nl, d2 = self.xp, self.f, self.nl, self.d**2
+        xp, f, nl, d, d2 = self.xp, self.f, self.nl, self.d, self.d**2
         coef = f.coef[fin, : k + 1]  # this stage's, from :meth:`evaluate`
         c = coef[:, 1:]
-        e = xp.concatenate([-0.8 * c, xp.zeros_like(c[:, :1])], axis=1)  # est = Σ_{m ≤ k} e_m ∇L(Y_m)
-        e[:, [0, k]] -= 0.4 * self.h[fin, None]
+        e = xp.empty_like(coef)  # est = Σ_{m ≤ k} e_m ∇L(Y_m): e = (−0.8c, 0) − 0.4h(e₀ + e_k)
+        xp.multiply(c, -0.8, out=e[:, :k])
+        e[:, k] = 0.0
+        end_weight = 0.4 * self.h[fin]
+        e[:, 0] -= end_weight
+        e[:, k] -= end_weight
         ends = [0, k]  # the gradients at y (stage 0) and at y_new (stage k)
         for l in range(nl):
             left, right = f.lefts[l, fin, : k + 1], f.rights[l, fin, : k + 1]
             # W_new − W⁰ = Σ_m c_m a_m r_mᵀ, written into the new state (a contiguous left operand keeps the
             # product in BLAS: NumPy's matmul loops in Python-free C, but without BLAS, on a transposed one)
-            W_new = self.y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, self.d, self.d)
-            xp.matmul(xp.ascontiguousarray((left[:, :k] * c[:, :, None]).transpose(0, 2, 1)), right[:, :k], out=W_new)
-            if (k + 1) ** 2 <= 2 * self.d:  # few stages: ‖Σ_m e_m a_m r_mᵀ‖² = eᵀ(AAᵀ ∘ RRᵀ)e, O(k²d)
+            W_new = self.y_sorted[fin, l * d2:(l + 1) * d2].reshape(-1, d, d)
+            scaled_left = xp.empty((W_new.shape[0], d, k), dtype=W_new.dtype)
+            xp.multiply(left[:, :k].transpose(0, 2, 1), c[:, None, :], out=scaled_left)
+            xp.matmul(scaled_left, right[:, :k], out=W_new)
+            if (k + 1) ** 2 <= 2 * d:  # few stages: ‖Σ_m e_m a_m r_mᵀ‖² = eᵀ(AAᵀ ∘ RRᵀ)e, O(k²d)
                 gram = left @ left.transpose(0, 2, 1)
                 gram *= right @ right.transpose(0, 2, 1)
                 self.est2[l, fin] = (e[:, None, :] @ gram @ e[:, :, None])[:, 0, 0]
             else:  # est_l = 0.8(W⁰ − W_new) − 0.4h(a₀r₀ᵀ + a_k r_kᵀ): O(d²) per instance, at any stage count
-                ends_left = xp.ascontiguousarray((left[:, ends] * (-0.4 * self.h[fin])[:, None, None])
-                                                 .transpose(0, 2, 1))
+                ends_left = scaled_left[:, :, :2]  # scratch: the two end factors, scaled and contiguous
+                xp.multiply(left[:, ends].transpose(0, 2, 1), -end_weight[:, None, None], out=ends_left)
                 est, scaled = f.scratch[0, fin], f.scratch[1, fin]
                 xp.matmul(ends_left, right[:, ends], out=est)
                 est -= xp.multiply(0.8, W_new, out=scaled)
                 self.est2[l, fin] = _squared_norms(est)
             W_new += self.mats0[l][fin]
             self.size2[l, fin] = _squared_norms(W_new)
-            self.gn2[fin] += xp.sum(left[:, k] ** 2, axis=1) * xp.sum(right[:, k] ** 2, axis=1)
         w_new = self.y_sorted[fin, nl * d2:]
-        w_new[...] = (coef[:, None, :] @ f.last[fin, : k + 1])[:, 0, :]
+        xp.matmul(coef[:, None, :], f.last[fin, : k + 1], out=w_new[:, None, :])
         est = (e[:, None, :] @ f.last[fin, 1: k + 2])[:, 0, :]
         self.est2[nl, fin], self.size2[nl, fin] = xp.sum(est * est, axis=1), xp.sum(w_new * w_new, axis=1)
-        self.gn2[fin] += xp.sum(f.last[fin, k + 1] ** 2, axis=1)
-        self.carry[fin, :nl] = f.lefts[:, fin, k].transpose(1, 0, 2)
-        self.carry[fin, nl: 2 * nl] = f.rights[:, fin, k].transpose(1, 0, 2)
-        self.carry[fin, 2 * nl] = f.last[fin, k + 1]
+        # ‖∇L(y_new)‖² = Σ_l ‖a_l‖²‖r_l‖² + ‖∇_{W_L}L‖², summed over the layers in order
+        lefts_k, rights_k, grad_last = f.lefts[:, fin, k], f.rights[:, fin, k], f.last[fin, k + 1]
+        layer_norms = xp.sum(lefts_k**2, axis=2) * xp.sum(rights_k**2, axis=2)
+        self.gn2[fin] = xp.sum(layer_norms, axis=0) + xp.sum(grad_last**2, axis=1)
+        self.carry[fin, :nl] = lefts_k.transpose(1, 0, 2)
+        self.carry[fin, nl: 2 * nl] = rights_k.transpose(1, 0, 2)
+        self.carry[fin, 2 * nl] = grad_last
 
     def error_norm(self):
         """Layerwise RMS error norm: RMS(est_l) / (atol + rtol·max(RMS(W_l), RMS(W_l,new))), RMS over layers."""
