@@ -77,18 +77,18 @@ def faf_fig4_headline(**size):
 
 
 #: the scratch flows' integrator tolerance (train_on_samples' default) and FaF's loss rule, as the figure runs them
-FAF_FIG4_TOLERANCES = dict(rtol=1e-2, gtol=1e-6)
+FAF_FIG4_TOLERANCES = dict(rtol=3e-2, gtol=1e-6)
 
 
 def test_faf_fig4_headline_is_stable_under_tightened_tolerances_reduced():
     """The quick profile's d, m, m*, budgets and μ = 0.125 at 2 teachers × 2 data sets and 4 n ≤ 40 (where the
-    tightened rule is met within 10× the budget; 26 s CPU, largest shift 0.5 SE)."""
+    tightened rule is met within 10× the budget; 11 s CPU, largest shift 0.65 SE at rtol 3e-2 → 3e-3)."""
     size = dict(faf_fig4.FIGURE.profiles["quick"], mus=(0.125,), ns=(20, 24, 32, 40), teachers=2, instances=2)
     assert_stable_under_tightened_tolerances(faf_fig4_headline(**size), **FAF_FIG4_TOLERANCES)
 
 
 @pytest.mark.slow
 def test_faf_fig4_headline_is_stable_under_tightened_tolerances_quick_profile():
-    """The committed quick profile (194 s CPU; largest shift 1.01 SE, docs/relu.md)."""
+    """The committed quick profile (194 s CPU and largest shift 1.01 SE at rtol 1e-2 → 1e-3, docs/relu.md)."""
     headline = faf_fig4_headline(**faf_fig4.FIGURE.profiles["quick"])
     assert_stable_under_tightened_tolerances(headline, **FAF_FIG4_TOLERANCES)

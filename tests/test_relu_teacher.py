@@ -124,6 +124,30 @@ def test_instances_of_several_n_in_one_padded_batch_flow_as_their_own_batches():
         train_on_samples(*(np.concatenate(a) for a in zip(*padded)), sizes=np.repeat((5, 9, 15), 2))
 
 
+def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement():
+    # The flows' evaluator of a padded batch (target_training._PaddedSamples): a batch large enough for its gathered
+    # prefixes, its blocks of equal n and the whole batch in its own order, against each instance evaluated alone on
+    # its unpadded samples (empirical_loss_and_gradients). Blocks of 8 instances of 10, 12, 30 and 60 rows make the
+    # block split pay at m = 32, d = 16 (in the batch's order and reversed); the mixed orders take the padded path.
+    from transfertheory.sim.relu_teacher.target_training import _PaddedSamples
+    rng = np.random.default_rng(11)
+    ns = np.repeat((10, 12, 30, 60), 8)
+    W_star, c_star = random_teacher(3, 16, rng, batch=(ns.size,))
+    X, y = teacher_samples(W_star, c_star, 60, rng)
+    X[np.arange(60)[None, :] >= ns[:, None]] = 0.0
+    y = np.where(np.arange(60)[None, :] < ns[:, None], y, 0.0)
+    W, c = random_teacher(32, 16, rng, batch=(ns.size,), output="normal")
+    evaluator = _PaddedSamples(X, y, ns)
+    order = rng.permutation(ns.size)
+    for rows in (np.arange(ns.size), np.arange(ns.size)[::-1].copy(), order, order[:20], order[:5], np.arange(24)):
+        got = evaluator.loss_and_gradients(W[rows], c[rows], rows)
+        for i, row in enumerate(rows):
+            alone = empirical_loss_and_gradients(W[row:row + 1], c[row:row + 1], X[row:row + 1, :ns[row]],
+                                                 y[row:row + 1, :ns[row]])
+            for value, expected in zip(got, alone):
+                np.testing.assert_allclose(value[i], expected[0], rtol=1e-12, atol=1e-15)
+
+
 def test_empirical_gradients_match_finite_differences_on_the_sphere():
     # Independent check of ∂L̂/∂c and of the Riemannian ∇_W L̂: central differences of L̂ computed from
     # network_output (c along coordinate directions; each row along a great circle in a random tangent

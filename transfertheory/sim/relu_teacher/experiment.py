@@ -287,7 +287,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         of 1e30 costs no more than 1e3 and lets every flow meet its stopping rule
         (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
     rtol : float > 0 or None
-        Integrator tolerance of target training (None: ``target_flow``'s, 1e-2).
+        Integrator tolerance of target training (None: ``target_flow``'s, 3e-2).
     loss_tol : float ≥ 0 or None
         FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``), of every flow (None: the flows' own, 1e-6).
     backend : str or None

@@ -87,10 +87,17 @@ def sphere_flow(loss_and_gradients, W0, c0, flow: FlowSettings, *, atol=1e-12):
     m, d = W0.shape[1:]
 
     def gradient(y, rows):
+        # few, whole-array operations: at the small batches of a flow's last steps their count, not their
+        # arithmetic, is the cost (the values are those of linalg.norm, V/‖V‖ and m·[∂L/∂c, ∇_W L/‖V‖])
         V, c = _unpack(y, m, d)
-        norms = xp.linalg.norm(V, axis=-1, keepdims=True)
+        norms = xp.sqrt((V * V).sum(axis=-1, keepdims=True))
         loss, grad_w, grad_c = loss_and_gradients(V / norms, c, rows)
-        return m * _pack(grad_w / norms, grad_c, xp), loss
+        out = xp.empty_like(y)
+        xp.multiply(grad_c, m, out=out[:, :m])
+        scaled = grad_w / norms
+        scaled *= m
+        out[:, m:] = scaled.reshape(y.shape[0], -1)
+        return out, loss
 
     result = integrate_gradient_flow(gradient, _pack(W0, c0, xp), flow, atol=atol)
     V, c = _unpack(result.y, m, d)

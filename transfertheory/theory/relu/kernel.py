@@ -44,7 +44,7 @@ __all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", 
 def _norms_and_cosines(A, B, xp):
     """Row norms of A (..., p), of B (..., q) and the clipped cosines u (..., p, q); u = 0 where a norm is 0."""
     norm_a = xp.linalg.norm(A, axis=-1)
-    norm_b = xp.linalg.norm(B, axis=-1)
+    norm_b = norm_a if B is A else xp.linalg.norm(B, axis=-1)
     inner = A @ xp.swapaxes(B, -1, -2)
     scale = norm_a[..., :, None] * norm_b[..., None, :]
     cosine = xp.where(scale > 0, inner / xp.where(scale > 0, scale, 1.0), 0.0)
@@ -73,9 +73,16 @@ def _kernel(A, B, xp):
     return _kernel_from(*_norms_and_cosines(A, B, xp), xp)
 
 
-def _kernel_from(norm_a, norm_b, u, xp):
-    """k from the row norms and cosines of :func:`_norms_and_cosines` (FaF Eq. 153 scaled by ‖a‖‖b‖)."""
-    bracket = xp.sqrt(1.0 - u * u) + u * (math.pi - xp.arccos(u))
+def _angle_terms(u, xp):
+    """(π − θ, sin θ) = (π − arccos u, √(1 − u²)) of the cosines u: the kernel and its gradient share them."""
+    return math.pi - xp.arccos(u), xp.sqrt(1.0 - u * u)
+
+
+def _kernel_from(norm_a, norm_b, u, xp, angle_terms=None):
+    """k from the row norms and cosines of :func:`_norms_and_cosines` (FaF Eq. 153 scaled by ‖a‖‖b‖);
+    ``angle_terms``: :func:`_angle_terms` of u, when already computed."""
+    slope, sine = _angle_terms(u, xp) if angle_terms is None else angle_terms
+    bracket = sine + u * slope
     return norm_a[..., :, None] * norm_b[..., None, :] * bracket / (2 * math.pi)
 
 
@@ -102,14 +109,15 @@ def arccos_kernel(A, B):
     return _kernel(A, B, xp)
 
 
-def _kernel_gradient_sum(A, B, v, norm_a, norm_b, u, xp):
+def _kernel_gradient_sum(A, B, v, norm_a, norm_b, angle_terms, xp):
     r"""Σₖ vₖ ∇_a k(aᵢ, bₖ) for every row aᵢ (nonzero): shape (..., p, d).
 
-    ``norm_a``, ``norm_b``, ``u`` are those of :func:`_norms_and_cosines`. With θᵢₖ = arccos uᵢₖ:
-    (1/2π)[ ((π − θ) ∘ v) B + (Σₖ vₖ ‖bₖ‖ sin θᵢₖ) âᵢ ].
+    ``norm_a``, ``norm_b`` are those of :func:`_norms_and_cosines`, ``angle_terms`` (π − θᵢₖ, sin θᵢₖ) those of
+    :func:`_angle_terms` (θᵢₖ = arccos uᵢₖ): (1/2π)[ ((π − θ) ∘ v) B + (Σₖ vₖ ‖bₖ‖ sin θᵢₖ) âᵢ ].
     """
-    weight_b = (math.pi - xp.arccos(u)) * v[..., None, :]
-    weight_a = (xp.sqrt(1.0 - u * u) * (norm_b * v)[..., None, :]).sum(axis=-1)
+    slope, sine = angle_terms
+    weight_b = slope * v[..., None, :]
+    weight_a = (sine * (norm_b * v)[..., None, :]).sum(axis=-1)
     unit_a = A / norm_a[..., None]
     return (weight_b @ B + weight_a[..., None] * unit_a) / (2 * math.pi)
 
@@ -209,9 +217,11 @@ def population_loss_and_gradients(W, c, W_star, c_star):
     B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss_and_gradients")
     m = W.shape[-2]
     norms, _, u = _norms_and_cosines(B, B, xp)
-    K = _kernel_from(norms, norms, u, xp)
+    slope, sine = angle_terms = _angle_terms(u, xp)  # arccos and √ once for the kernel and its gradient
+    K = _kernel_from(norms, norms, u, xp, angle_terms)
     grad_c = (K[..., :m, :] @ v[..., :, None])[..., 0] / m
-    grad_W = v[..., :m, None] * _kernel_gradient_sum(B[..., :m, :], B, v, norms[..., :m], norms, u[..., :m, :], xp)
+    grad_W = v[..., :m, None] * _kernel_gradient_sum(B[..., :m, :], B, v, norms[..., :m], norms,
+                                                     (slope[..., :m, :], sine[..., :m, :]), xp)
     unit = B[..., :m, :] / norms[..., :m, None]
     grad_sphere = grad_W - (grad_W * unit).sum(axis=-1, keepdims=True) * unit
     return PopulationLossGradients(loss=0.5 * _quadratic_form(K, v), grad_c=grad_c, grad_W=grad_W,
