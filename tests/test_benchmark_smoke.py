@@ -183,7 +183,8 @@ def test_bench_cli_quick_times_the_command_lines_with_the_machine():
     assert steps[-4].startswith("interpreter finalization") and steps[-3].startswith("the whole process")
     assert all(line.startswith("  of which garbage collection") for line in steps[-2:])
     cpu = [float(line.split()[-1]) for line in steps]
-    assert all(value >= 0 for value in cpu) and sum(cpu[:-3]) == pytest.approx(cpu[-3], abs=1e-3)
+    # one repeat: the steps add up to the whole process, up to the printed rounding (half a millisecond per number)
+    assert all(value >= 0 for value in cpu) and sum(cpu[:-3]) == pytest.approx(cpu[-3], abs=5e-4 * (len(cpu) - 2))
     assert sum(cpu[-2:]) <= cpu[-3]
     assert _run("--repeats", "0", script=script).returncode == 2
 
