@@ -295,8 +295,9 @@ def _ignore_interrupts():
 
 def start_order(count, costs=None):
     """Indices of ``count`` tasks in the order to hand them to workers: costliest first (``costs``: one number per
-    task; equal costs keep their order), or as given when ``costs`` is None."""
-    return list(range(count)) if costs is None else sorted(range(count), key=lambda k: -costs[k])
+    task, or one comparable key per task such as a tuple; equal costs keep their order), or as given when ``costs``
+    is None."""
+    return list(range(count)) if costs is None else sorted(range(count), key=costs.__getitem__, reverse=True)
 
 
 def in_workers(function, items, workers, costs=None):
