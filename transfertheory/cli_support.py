@@ -62,6 +62,7 @@ __all__ = [
     "staged_files",
     "add_workers_argument",
     "worker_count",
+    "task_groups",
     "start_order",
     "in_workers",
 ]
@@ -291,6 +292,22 @@ def _call_with_threads(task):
 def _ignore_interrupts():
     """Worker initializer: Ctrl-C is the parent's to answer (it stops the pool), so a worker prints no traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def task_groups(items):
+    """``items`` (records with a ``shares`` attribute: claims, figures) as tasks for :func:`in_workers`: the items that
+    name the same computation in ``shares`` (computed once per process and cached) in one task at the place of the
+    first of them, in their order, so that a worker process computes it once; every other item alone."""
+    groups, shared = [], {}
+    for item in items:
+        if item.shares is None:
+            groups.append([item])
+        elif item.shares in shared:
+            shared[item.shares].append(item)
+        else:
+            shared[item.shares] = [item]
+            groups.append(shared[item.shares])
+    return groups
 
 
 def start_order(count, costs=None):

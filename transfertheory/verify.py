@@ -113,17 +113,8 @@ def _run_claims(task):
 def _task_groups(selected):
     """``selected`` claims as tasks: the claims that name the same computation in ``shares`` (computed once per
     process and cached, e.g. the MTL training study) in one task at the place of the first of them, so that a
-    worker process computes it once; every other claim alone."""
-    groups, shared = [], {}
-    for claim in selected:
-        if claim.shares is None:
-            groups.append([claim])
-        elif claim.shares in shared:
-            shared[claim.shares].append(claim)
-        else:
-            shared[claim.shares] = [claim]
-            groups.append(shared[claim.shares])
-    return groups
+    worker process computes it once; every other claim alone (:func:`~transfertheory.cli_support.task_groups`)."""
+    return cli_support.task_groups(selected)
 
 
 def _outcomes_in_order(selected, groups, results):
