@@ -322,10 +322,11 @@ def in_workers(function, items, workers, costs=None):
 
     ``workers`` = 1 runs them here, one after the other; N > 1 in N worker processes with
     :func:`~transfertheory.threads.threads_per_worker` BLAS threads each (``function`` and the items must pickle:
-    a module-level function). ``costs`` (one number per item, e.g. its runtime last time; None: unknown) start the
-    costliest first, so that the longest task does not begin last; the results are still yielded in the order of
-    ``items``, each as soon as it and those before it are done. On Ctrl-C the workers are stopped and the
-    KeyboardInterrupt reaches the caller (:func:`entry_point`: exit 130).
+    a module-level function). ``costs`` (one number per item, e.g. its runtime last time, or one comparable key
+    per item: :func:`start_order`; None: unknown) start the costliest first, so that the longest task does not
+    begin last; the results are still yielded in the order of ``items``, each as soon as it and those before it
+    are done. On Ctrl-C the workers are stopped and the KeyboardInterrupt reaches the caller
+    (:func:`entry_point`: exit 130).
     """
     items = list(items)
     workers = min(WORKERS.scalar(workers), max(1, len(items)))
