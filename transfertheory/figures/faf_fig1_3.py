@@ -35,10 +35,10 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
 
 
 _QUICK = dict(sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8)
+_PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
 #: both figures pair their transfer runs with the scratch runs of the same draws, simulated once per process
 #: (:func:`~transfertheory.figures.simulation.simulate_slices`)
 SCRATCH_SLICES = "faf-slices-scratch"
-_PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
 
 FIGURE_1 = register(Figure(
     name="faf_fig1",
