@@ -150,6 +150,30 @@ def test_phase_diagram_simulated_finetune_agrees_with_exact_theory():
     assert (beyond["transferability_mean"].abs() <= stats.ALLOWANCE).all()
 
 
+def test_slices_simulate_each_method_once_per_process_with_the_rows_of_a_joint_run(monkeypatch):
+    """simulate_slices takes each method's rows from a per-process memo: the scratch runs of linear transfer and
+    fine-tuning at the same draws are simulated once, and the rows of every method are those of one simulator call
+    with both methods (the draws are the seed's, the flows per instance), so the tables equal recomputation."""
+    monkeypatch.setattr(simulation, "_METHOD_ROWS", {})
+    calls = []
+    original = simulation.simulate
+    monkeypatch.setattr(simulation, "simulate", lambda methods, *a, **k: calls.append(methods) or original(
+        methods, *a, **k))
+    spec = dict(d=12, draws=4, n_gammas=3, gamma_max=2.0, progress=False)
+    tables = {m: simulation.simulate_slices(m, 0.2, **spec) for m in ("linear", "finetune", "linear")}
+    assert calls == [("scratch",), ("linear",), ("finetune",)]
+    ns, _ = simulation.simulation_ns(12, 2.0, 3)
+    for method in ("linear", "finetune"):
+        joint = original(("scratch", method), 12, ns, simulation.SLICE_THETAS, 0.2, 4, (0.0,), 0, None, False)
+        for part in ("scratch", method):
+            memo = next(v for k, v in simulation._METHOD_ROWS.items() if k[0] == part)
+            rows = joint[joint["method"] == part].reset_index(drop=True)
+            # (a joint table has the transfer method's integer columns as floats: NaN in the scratch rows)
+            pd.testing.assert_frame_equal(rows[memo.columns], memo, check_dtype=False, check_exact=True)
+    again = simulation.simulate_slices("finetune", 0.2, **spec)
+    assert again.equals(tables["finetune"]) and len(calls) == 3
+
+
 def test_finetune_reference_is_the_gradient_flow_limit_not_eq17():
     """Erratum FaF Thm 3.9 (docs/errata.md) at d = 32, n = 8, σ = 2, θ = π/2, where it is large: the simulated
     fine-tuning transferability agrees with the record's Monte Carlo of the corrected limit and not with Eq. 17."""

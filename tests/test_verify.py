@@ -270,8 +270,31 @@ def test_workers_start_the_claims_longest_first_by_the_seconds_of_the_previous_r
     monkeypatch.setattr(verify.cli_support, "in_workers",
                         lambda f, items, workers, costs=None: handed.append(costs) or original(f, items, workers, costs))
     code, out, _ = _run(capsys, "-k", pattern, "--workers", "1", "--json", str(path))
-    assert code == 0 and handed == [[1.5] + [float("inf")] * (len(ids) - 1)]
+    kinds = {c.id: c.kind for c in claims.select(pattern)}
+    assert code == 0 and handed == [[(0, 1.5)] + [(1, verify.KIND_START_RANK[kinds[i]]) for i in ids[1:]]]
     assert [line.split()[0] for line in out.splitlines() if line.startswith("faf.")] == ids
+
+
+def test_claims_without_a_recorded_time_start_first_simulations_before_monte_carlo_before_exact():
+    """Without a record the tasks start by kind (simulation, Monte Carlo, then exact and external checks, each kind
+    in the registry's order), before every task with recorded seconds; those start longest first. Every kind of the
+    registry has a rank."""
+    assert set(verify.KIND_START_RANK) == set(claims.KINDS)
+    selected = claims.select(None, profile="quick")
+    groups = verify._task_groups(selected)
+    inf = float("inf")
+    order = verify.cli_support.start_order(len(groups), verify._start_costs(groups, dict.fromkeys(
+        (c.id for c in selected), inf)))
+    ranks = [max(verify.KIND_START_RANK[c.kind] for c in groups[k]) for k in order]
+    assert ranks == sorted(ranks, reverse=True) and ranks[0] == 2 and ranks[-1] == 0
+    assert all(a < b for a, b, ra, rb in zip(order, order[1:], ranks, ranks[1:]) if ra == rb)  # registry order
+    recorded = {c.id: 1.0 for c in selected}
+    first = selected[0].id
+    recorded[first] = inf  # unknown: before every recorded task, whatever its kind
+    recorded[groups[-1][0].id] = 5.0
+    costs = verify._start_costs(groups, recorded)
+    order = verify.cli_support.start_order(len(groups), costs)
+    assert order[:2] == [0, len(groups) - 1] and costs[-1] == (0, 5.0 + len(groups[-1]) - 1)
 
 
 def test_claims_that_share_a_computation_are_one_task_and_rows_keep_the_serial_order(monkeypatch, capsys):

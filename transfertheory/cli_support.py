@@ -62,6 +62,7 @@ __all__ = [
     "staged_files",
     "add_workers_argument",
     "worker_count",
+    "task_groups",
     "start_order",
     "in_workers",
 ]
@@ -293,10 +294,27 @@ def _ignore_interrupts():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def task_groups(items):
+    """``items`` (records with a ``shares`` attribute: claims, figures) as tasks for :func:`in_workers`: the items that
+    name the same computation in ``shares`` (computed once per process and cached) in one task at the place of the
+    first of them, in their order, so that a worker process computes it once; every other item alone."""
+    groups, shared = [], {}
+    for item in items:
+        if item.shares is None:
+            groups.append([item])
+        elif item.shares in shared:
+            shared[item.shares].append(item)
+        else:
+            shared[item.shares] = [item]
+            groups.append(shared[item.shares])
+    return groups
+
+
 def start_order(count, costs=None):
     """Indices of ``count`` tasks in the order to hand them to workers: costliest first (``costs``: one number per
-    task; equal costs keep their order), or as given when ``costs`` is None."""
-    return list(range(count)) if costs is None else sorted(range(count), key=lambda k: -costs[k])
+    task, or one comparable key per task such as a tuple; equal costs keep their order), or as given when ``costs``
+    is None."""
+    return list(range(count)) if costs is None else sorted(range(count), key=costs.__getitem__, reverse=True)
 
 
 def in_workers(function, items, workers, costs=None):
@@ -304,10 +322,11 @@ def in_workers(function, items, workers, costs=None):
 
     ``workers`` = 1 runs them here, one after the other; N > 1 in N worker processes with
     :func:`~transfertheory.threads.threads_per_worker` BLAS threads each (``function`` and the items must pickle:
-    a module-level function). ``costs`` (one number per item, e.g. its runtime last time; None: unknown) start the
-    costliest first, so that the longest task does not begin last; the results are still yielded in the order of
-    ``items``, each as soon as it and those before it are done. On Ctrl-C the workers are stopped and the
-    KeyboardInterrupt reaches the caller (:func:`entry_point`: exit 130).
+    a module-level function). ``costs`` (one number per item, e.g. its runtime last time, or one comparable key
+    per item: :func:`start_order`; None: unknown) start the costliest first, so that the longest task does not
+    begin last; the results are still yielded in the order of ``items``, each as soon as it and those before it
+    are done. On Ctrl-C the workers are stopped and the KeyboardInterrupt reaches the caller
+    (:func:`entry_point`: exit 130).
     """
     items = list(items)
     workers = min(WORKERS.scalar(workers), max(1, len(items)))

@@ -113,17 +113,8 @@ def _run_claims(task):
 def _task_groups(selected):
     """``selected`` claims as tasks: the claims that name the same computation in ``shares`` (computed once per
     process and cached, e.g. the MTL training study) in one task at the place of the first of them, so that a
-    worker process computes it once; every other claim alone."""
-    groups, shared = [], {}
-    for claim in selected:
-        if claim.shares is None:
-            groups.append([claim])
-        elif claim.shares in shared:
-            shared[claim.shares].append(claim)
-        else:
-            shared[claim.shares] = [claim]
-            groups.append(shared[claim.shares])
-    return groups
+    worker process computes it once; every other claim alone (:func:`~transfertheory.cli_support.task_groups`)."""
+    return cli_support.task_groups(selected)
 
 
 def _outcomes_in_order(selected, groups, results):
@@ -151,17 +142,38 @@ def _previous_seconds(json_path, claim_ids, profile):
     return [s if isinstance(s, (int, float)) else math.inf for s in map(seconds.get, claim_ids)]
 
 
+#: the order in which claims without a recorded time start, by kind: in the quick audit of the idle 2-core machine a
+#: simulation claim took 1.55 s on average (30 claims, 46.4 s), a Monte Carlo one 0.38 s (31, 11.8 s) and an exact
+#: one 0.18 s (31, 5.7 s) — simulations first, so that the longest do not start last (docs/benchmarks.md, "Worker
+#: processes"); a check against an external reference (no claim yet) ranks with the exact ones
+KIND_START_RANK = {"simulation": 2, "monte-carlo": 1, "exact": 0, "external": 0}
+
+
+def _start_costs(groups, seconds):
+    """One sort key per task group (costliest first, :func:`~transfertheory.cli_support.start_order`): a group with
+    a claim of unknown time — (1, the highest :data:`KIND_START_RANK` of its kinds) — before every group whose
+    claims all have a recorded time, (0, their sum in seconds), so that without a ``--json`` record the simulations
+    start first."""
+    costs = []
+    for group in groups:
+        recorded = [seconds[claim.id] for claim in group]
+        costs.append((0, sum(recorded)) if all(math.isfinite(s) for s in recorded)
+                     else (1, max(KIND_START_RANK[claim.kind] for claim in group)))
+    return costs
+
+
 def _in_process_outcomes(args, selected, profile, seed, workers=None):
     """Yield the outcomes of ``selected`` in their order (:func:`_outcomes_in_order`), run in this process or in
     ``workers`` worker processes (None: ``--workers``, else one per core), the costliest tasks first by the seconds of
-    the previous ``--json`` record."""
+    the previous ``--json`` record, and claims without one first, simulations before Monte Carlo before exact checks
+    (:func:`_start_costs`)."""
     groups = _task_groups(selected)
     workers = cli_support.worker_count(args.workers, len(groups)) if workers is None else workers
     seconds = dict(zip([claim.id for claim in selected],
                        _previous_seconds(args.json, [claim.id for claim in selected], args.profile)))
     tasks = [(tuple(claim.id for claim in group), profile, args.explore or 0, seed) for group in groups]
     return _outcomes_in_order(selected, groups, cli_support.in_workers(
-        _run_claims, tasks, workers, [sum(seconds[claim.id] for claim in group) for group in groups]))
+        _run_claims, tasks, workers, _start_costs(groups, seconds)))
 
 
 def _write(records, json_path, csv_path):

@@ -7,7 +7,8 @@ analytic boundaries, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simula
 drawing is :mod:`transfertheory.figures.phase_diagram`; fine-tuning (Fig. 3) is
 shaded by what gradient flow converges to, the paper's Eq. 17 overlaid
 (docs/errata.md). ``NAME.csv`` holds the simulated points, ``NAME_grid.csv`` the
-theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``.
+theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``. Both figures simulate the same scratch
+baseline (σ, d, n, θ and draws): built in one process, it runs once (the registry's ``shares``).
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
 
 _QUICK = dict(sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8)
 _PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
+#: both figures pair their transfer runs with the scratch runs of the same draws, simulated once per process
+#: (:func:`~transfertheory.figures.simulation.simulate_slices`)
+SCRATCH_SLICES = "faf-slices-scratch"
 
 FIGURE_1 = register(Figure(
     name="faf_fig1",
@@ -47,6 +51,7 @@ FIGURE_1 = register(Figure(
     build=functools.partial(build, "linear"),
     profiles={"quick": _QUICK, "paper": _PAPER},
     extra_suffixes=("_grid",),
+    shares=SCRATCH_SLICES,
 ))
 FIGURE_3 = register(Figure(
     name="faf_fig3",
@@ -59,4 +64,5 @@ FIGURE_3 = register(Figure(
     build=functools.partial(build, "finetune"),
     profiles={"quick": _QUICK, "paper": _PAPER},
     extra_suffixes=("_grid",),
+    shares=SCRATCH_SLICES,
 ))

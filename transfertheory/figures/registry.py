@@ -44,7 +44,10 @@ class Figure:
     simulator (then the backend matters); extra_suffixes: every ``NAME{suffix}.csv`` the figure can write;
     gpu_pays: whether CuPy is faster than NumPy at this figure's sizes (measured, docs/benchmarks.md). When the
     backend is left to the automatic choice, a figure with ``gpu_pays=False`` runs on NumPy even where a GPU is
-    usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given.
+    usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
+    computation the figure shares with other figures, computed once per process (e.g. the scratch runs of FaF
+    Figs. 1 and 3): ``python -m transfertheory.figures`` builds the figures that share one in the same worker
+    process, one after the other.
     """
 
     name: str
@@ -56,6 +59,7 @@ class Figure:
     simulates: bool = True
     extra_suffixes: tuple[str, ...] = ()
     gpu_pays: bool = True
+    shares: str | None = None
 
     def __post_init__(self):
         missing = [p for p in REQUIRED_PROFILES if p not in self.profiles]

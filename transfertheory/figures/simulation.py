@@ -123,6 +123,41 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     )
 
 
+#: simulator tables of single methods this process has computed (:func:`_method_rows`), by their exact arguments
+_METHOD_ROWS: dict = {}
+#: tables :data:`_METHOD_ROWS` keeps (the least recently used go first): ``figures --all`` asks for four of each run
+_METHOD_ROWS_KEPT = 8
+
+
+def _method_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
+    """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
+    arguments (``progress`` aside): FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the
+    same draws (σ = 0.2, d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs
+    are independent of the others' (its own draws from ``seed``, per-instance flows): its rows are those of a call
+    with several methods, and a copy is returned."""
+    key = (method, int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma), int(draws),
+           float(lam), int(seed), backend, int(depth))
+    if key not in _METHOD_ROWS:
+        if len(_METHOD_ROWS) >= _METHOD_ROWS_KEPT:
+            del _METHOD_ROWS[next(iter(_METHOD_ROWS))]
+        _METHOD_ROWS[key] = simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
+    else:
+        _METHOD_ROWS[key] = _METHOD_ROWS.pop(key)  # most recently used last
+    return _METHOD_ROWS[key].copy()
+
+
+def _paired_rows(simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
+    """The simulator table of ``simulator`` and its paired scratch baseline at the same draws (:func:`simulate`):
+    through the sweep engine when a :data:`SWEEP_RUNNER` is set, else each method's rows from
+    :func:`_method_rows` (computed once per process), the scratch rows first."""
+    if SWEEP_RUNNER.get() is not None:
+        return simulate(("scratch", simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
+    import pandas as pd
+
+    return pd.concat([_method_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth)
+                      for method in ("scratch", simulator)], ignore_index=True)
+
+
 def _flow_reference(record, table, d, sigma, lam, seed, depth):
     """(mean, SE) of ``record.flow_transferability_finite`` for every row of ``table``, one call per n."""
     mean, se = np.empty(len(table)), np.empty(len(table))
@@ -152,7 +187,7 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     ns, skipped = simulation_ns(d, gamma_max, n_gammas, min_n=record.min_n)
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
-    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
+    raw = _paired_rows(record.simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth)
     table = stats.transferability_stats(raw, method)
     theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed, depth)
     table = stats.compare(table, theory, "transferability", theory_se)
