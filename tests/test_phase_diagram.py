@@ -110,6 +110,29 @@ def test_saved_region_is_the_tight_box_of_the_drawn_figure():
                + [ax.get_legend() for ax in fig.axes if ax.get_legend()])
 
 
+@pytest.mark.parametrize("method, options", [("linear", {}), ("finetune", {}), ("ridge", {"lam": 0.3}),
+                                             ("linear", {"finite_d": 12}), ("linear", {"simulated": True})])
+def test_region_from_the_one_layout_pass_is_the_figure_s_tight_box_measured_again(method, options):
+    """The region phase_diagram_output writes (the panels and the title measured once, the legends placed from those
+    boxes and added to their union) is, to the last bit, what measuring the whole finished figure gives (simulated
+    points on the slices included)."""
+    from transfertheory.figures import output as out
+
+    points = None
+    if options.pop("simulated", False):
+        points = pd.DataFrame({"gamma": [0.5, 1.5], "theta": [np.pi / 4] * 2, "transferability_mean": [0.1, -0.2],
+                               "transferability_sd": [0.05, 0.05], "d": [20, 20], "n_converged": [4, 3],
+                               "n_draws": [4, 4]})
+    grid = pdg.compute_phase_grid(method, 0.2, resolution=30, **options)
+    fig, region = pdg._laid_out_phase_diagram(grid, method, 0.2, options.get("lam", 0.0), options.get("finite_d"),
+                                              points)
+    assert region.extents.tolist() == out.tight_bbox(fig).extents.tolist()
+    assert len([ax.get_legend() for ax in fig.axes if ax.get_legend()]) == 2
+    if points is None:  # what the written figure carries
+        result = pdg.phase_diagram_output(grid, method, 0.2, options.get("lam", 0.0), options.get("finite_d"))
+        assert result.bbox_inches.extents.tolist() == region.extents.tolist()
+
+
 @pytest.mark.parametrize("method", ["linear", "finetune"])
 def test_png_is_cut_from_one_drawing_and_is_what_savefig_writes(method, tmp_path, monkeypatch):
     """The PNG is cut from one drawing of the whole figure at the PNG's dpi (on the renderer that laid it out, not

@@ -32,6 +32,7 @@ __all__ = [
     "DPI",
     "FigureOutput",
     "use_agg",
+    "layout_boxes",
     "tight_bbox",
     "output_paths",
     "write_csv",
@@ -83,19 +84,40 @@ def use_agg() -> None:
     matplotlib.use("Agg", force=True)
 
 
-def tight_bbox(fig):
+def layout_boxes(fig):
+    """``{artist: its tight bounding box in pixels}`` of everything :meth:`Figure.get_tightbbox` measures: the
+    figure's visible artists that take part in the layout (its title, …) but its axes, then each visible axes, all
+    laid out on the figure's own canvas without drawing it. A builder that places further marks from them (legends
+    under panels, whose drop is the panel's box) passes them, with the boxes of what it added, to
+    :func:`tight_bbox`: the figure is then laid out once instead of twice."""
+    renderer = fig.canvas.get_renderer()
+    artists = [a for a in fig.get_children() if a not in fig.axes and a.get_visible() and a.get_in_layout()]
+    return {a: a.get_tightbbox(renderer) for a in artists + [ax for ax in fig.axes if ax.get_visible()]}
+
+
+def tight_bbox(fig, boxes=None):
     """The region ``savefig(bbox_inches="tight")`` writes: the tight bounding box of ``fig`` (inches), padded by
     ``rcParams["savefig.pad_inches"]``, measured on the figure's own canvas (an Agg canvas) without drawing it (each
     artist lays itself out), then widened to whole pixels at the figure's dpi (by less than a pixel on each side);
     nothing may be added or moved afterwards. Passed to ``savefig`` it saves the layout pass ``"tight"`` costs for
     every file written; a PNG at the figure's dpi is then cut from one drawing of the whole figure
-    (:func:`write_outputs`)."""
+    (:func:`write_outputs`).
+
+    ``boxes``: the pixel boxes the figure's tight box is the union of, already measured — :func:`layout_boxes`
+    plus the boxes of the artists added to its axes since (their legends: an axes' tight box is the union of its
+    own and its children's) — instead of measuring the whole figure again; the union keeps what
+    :meth:`Figure.get_tightbbox` keeps (finite, not empty)."""
     import math
 
     import matplotlib as mpl
     from matplotlib.transforms import Bbox
 
-    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
+    if boxes is None:
+        box = fig.get_tightbbox(fig.canvas.get_renderer())
+    else:
+        box = Bbox.union([b for b in boxes if b is not None and math.isfinite(b.width) and math.isfinite(b.height)
+                          and (b.width != 0 or b.height != 0)]).transformed(fig.dpi_scale_trans.inverted())
+    box = box.padded(mpl.rcParams["savefig.pad_inches"])
     dpi = fig.dpi
     return Bbox.from_extents(math.floor(box.x0 * dpi) / dpi, math.floor(box.y0 * dpi) / dpi,
                              math.ceil(box.x1 * dpi) / dpi, math.ceil(box.y1 * dpi) / dpi)
