@@ -455,8 +455,8 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
 
 
 @pytest.mark.parametrize("method, sigma, resolution, finite_d", [
-    ("linear", 0.2, 61, None),     # cut at the pole; strides divide the grid (60 = 60·1)
-    ("linear", 0.2, 97, None),     # cut; a last row and column of narrower facets (96 = 48·2, 97 = ⌈97/60⌉·48 + 1)
+    ("linear", 0.2, 61, None),     # cut at the pole; the stride ⌈61/60⌉ = 2 divides the 60 steps
+    ("linear", 0.2, 98, None),     # cut; stride 2 into 97 steps: a last row and column of one-step facets
     ("finetune", 0.2, 121, None),  # nothing cut: all facets whole and of one size (one array)
     ("linear", 1.5, 50, None),     # most of the surface cut
     ("finetune", 0.3, 30, 12),     # finite d: undefined (NaN) points
