@@ -18,10 +18,10 @@ load average before and after, the BLAS threads the command lines use, git commi
 * **worker processes** (``--workers-claims PATTERN``) — ``verify -k PATTERN --workers 1`` against ``--workers
   N`` for N = 2 … cores (``--workers`` of :mod:`transfertheory.cli_support`);
 * **the phase diagram's steps** (``--steps``) — where the CPU of ``phase_diagram --noise 0.2`` goes: its steps
-  (:data:`PHASE_STEPS`: the imports, the grid, the figure, its region, the drawing, the PNG's encoding, the CSV,
-  the summary and metadata) one after another in a fresh process, each timed by ``time.process_time``, and the
-  interpreter's start and finalization (the child's CPU before its first line and after its last), medians of
-  ``--repeats``.
+  (:data:`PHASE_STEPS`: the imports, the grid, the figure with its legends and region (one layout pass), the
+  drawing, the PNG's encoding, the CSV, the metadata) one after another in a fresh process, each timed by
+  ``time.process_time``, and the interpreter's start and finalization (the child's CPU before its first line and
+  after its last), medians of ``--repeats``.
 
 Reference numbers and the conditions they were taken under: docs/benchmarks.md ("Command lines").
 
@@ -104,22 +104,20 @@ step("import the package (the command line's modules)")
 with blas_threads(1):
     grid = figure.compute_phase_grid("linear", 0.2)
     step("the grid: closed forms on 400 x 400 points")
-    fig = figure.plot_phase_diagram(grid, "linear", 0.2, limit=grid.attrs["limit"])
-    step("the figure, its legends placed (first layout pass)")
-    region = output.tight_bbox(fig)
-    step("the saved region (second layout pass)")
+    result = figure.phase_diagram_output(grid, "linear", 0.2)
+    fig, region = result.figure, result.bbox_inches
+    step("the figure, its legends and region (one layout pass)")
     fig.canvas.draw()
     step("drawing the figure (2400 x 840 pixels)")
     left, top, right, bottom = output._pixel_box(fig, output.DPI, region)
     output._encode_png(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right], sys.argv[1] + "/x.png",
                        output.DPI)
     step("encoding the PNG")
-    output.write_csv(grid.columns(), sys.argv[1] + "/x.csv")
+    output.write_csv(result.data, sys.argv[1] + "/x.csv")
     step("the CSV (160 000 rows)")
-    record = output.FigureOutput(fig, None, figure.grid_columns(grid), {}, (figure.summary(grid, "linear", 0.2),))
     with open(sys.argv[1] + "/x.json", "w") as file:
-        json.dump(output.metadata_record("x", record), file)
-    step("the summary and the metadata")
+        json.dump(output.metadata_record("x", result), file)
+    step("the metadata")
 gc.callbacks.remove(collector)
 print(json.dumps({"steps": readings, "collections": [collecting["imports"], collecting["work"]]}), flush=True)
 from transfertheory.cli_support import exit_process

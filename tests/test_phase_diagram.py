@@ -110,6 +110,29 @@ def test_saved_region_is_the_tight_box_of_the_drawn_figure():
                + [ax.get_legend() for ax in fig.axes if ax.get_legend()])
 
 
+@pytest.mark.parametrize("method, options", [("linear", {}), ("finetune", {}), ("ridge", {"lam": 0.3}),
+                                             ("linear", {"finite_d": 12}), ("linear", {"simulated": True})])
+def test_region_from_the_one_layout_pass_is_the_figure_s_tight_box_measured_again(method, options):
+    """The region phase_diagram_output writes (the panels and the title measured once, the legends placed from those
+    boxes and added to their union) is, to the last bit, what measuring the whole finished figure gives (simulated
+    points on the slices included)."""
+    from transfertheory.figures import output as out
+
+    points = None
+    if options.pop("simulated", False):
+        points = pd.DataFrame({"gamma": [0.5, 1.5], "theta": [np.pi / 4] * 2, "transferability_mean": [0.1, -0.2],
+                               "transferability_sd": [0.05, 0.05], "d": [20, 20], "n_converged": [4, 3],
+                               "n_draws": [4, 4]})
+    grid = pdg.compute_phase_grid(method, 0.2, resolution=30, **options)
+    fig, region = pdg._laid_out_phase_diagram(grid, method, 0.2, options.get("lam", 0.0), options.get("finite_d"),
+                                              points)
+    assert region.extents.tolist() == out.tight_bbox(fig).extents.tolist()
+    assert len([ax.get_legend() for ax in fig.axes if ax.get_legend()]) == 2
+    if points is None:  # what the written figure carries
+        result = pdg.phase_diagram_output(grid, method, 0.2, options.get("lam", 0.0), options.get("finite_d"))
+        assert result.bbox_inches.extents.tolist() == region.extents.tolist()
+
+
 @pytest.mark.parametrize("method", ["linear", "finetune"])
 def test_png_is_cut_from_one_drawing_and_is_what_savefig_writes(method, tmp_path, monkeypatch):
     """The PNG is cut from one drawing of the whole figure at the PNG's dpi (on the renderer that laid it out, not
@@ -429,6 +452,47 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
         assert facets.size > 0 and np.abs(facets).max() < pdg.DISPLAY_LIMIT - 1e-3
     finally:
         plt.close(fig)
+
+
+@pytest.mark.parametrize("method, sigma, resolution, finite_d", [
+    ("linear", 0.2, 61, None),     # cut at the pole; the stride ⌈61/60⌉ = 2 divides the 60 steps
+    ("linear", 0.2, 98, None),     # cut; stride 2 into 97 steps: a last row and column of one-step facets
+    ("finetune", 0.2, 121, None),  # nothing cut: all facets whole and of one size (one array)
+    ("linear", 1.5, 50, None),     # most of the surface cut
+    ("finetune", 0.3, 30, 12),     # finite d: undefined (NaN) points
+])
+def test_panel_a_facets_are_what_plot_surface_draws(method, sigma, resolution, finite_d):
+    """Panel (a)'s facets, built as whole arrays, are matplotlib's plot_surface's: the same colour values to the last
+    bit and, drawn on the same axes, the same pixels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    gamma, theta, t = pdg.grid_surface(pdg.compute_phase_grid(method, sigma, resolution=resolution,
+                                                               finite_d=finite_d))
+    x, y = np.meshgrid(gamma, theta)
+    z = np.where(np.abs(t) <= pdg.DISPLAY_LIMIT, t, np.nan)
+    pixels, arrays = [], []
+    for build in ("plot_surface", "facets"):
+        fig = Figure(figsize=(3, 3), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot(projection="3d")
+        if build == "plot_surface":
+            surface = ax.plot_surface(x, y, z, rcount=pdg.SURFACE_FACETS, ccount=pdg.SURFACE_FACETS, cmap="RdBu",
+                                      vmin=-1, vmax=1, linewidth=0, antialiased=False)
+        else:
+            facets, heights = pdg._surface_facets(x, y, z)
+            surface = Poly3DCollection(facets, cmap="RdBu", linewidth=0, antialiased=False)
+            surface.set_array(heights)
+            surface.set_clim(-1, 1)
+            ax.add_collection(surface, autolim=False)
+        ax.set(xlim=(0, gamma[-1]), ylim=(0, np.pi / 2), zlim=(-1, 1))
+        fig.canvas.draw()
+        pixels.append(np.asarray(fig.canvas.buffer_rgba()).copy())
+        arrays.append(np.asarray(surface.get_array()))
+    assert arrays[0].size > 0 and np.array_equal(arrays[0], arrays[1])
+    assert np.array_equal(pixels[0], pixels[1])
+    assert (pixels[0][..., :3] < 250).any(axis=-1).sum() > 500  # facets were drawn
 
 
 @pytest.mark.parametrize("method", ["linear", "finetune"])

@@ -35,8 +35,8 @@ import numpy as np
 
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, below_drops, legend_outside
-from .output import DPI, FigureOutput, tight_bbox
+from .marks import annotate_convergence, legend_outside
+from .output import DPI, FigureOutput, layout_boxes, tight_bbox
 from .phase_grid import (COLUMN_DEFINITIONS, COLUMNS, LIMITS, METHODS, THETA_MAX, PhaseGrid, compute_grid,
                          compute_phase_grid, grid_columns, grid_limit, grid_surface)
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
@@ -140,15 +140,75 @@ def _boundaries(method, sigma, lam, gamma_max, finite_d, limit, depth=2):
     ]
 
 
+#: panel (a) draws at most this many facets along each axis (``plot_surface``'s ``rcount`` and ``ccount``)
+SURFACE_FACETS = 60
+
+
+def _facet_edges(size, count):
+    """The grid lines that bound the facets along an axis of ``size`` points, at most ``count`` facets: every
+    ⌈size / count⌉-th point and the last one (the subsample of matplotlib's ``plot_surface(rcount=count)``)."""
+    stride = max(math.ceil(size / count), 1)
+    return np.array([*range(0, size - 1, stride), size - 1])
+
+
+def _perimeters(row, col, height, width):
+    """Grid indices (rows, columns; each facets × vertices) of the perimeters of the facets whose first corner is
+    (``row``, ``col``), all ``height`` × ``width`` grid steps, in ``plot_surface``'s order: along the facet's first
+    row, down its last column, back along its last row, up its first column, each corner once."""
+    down = np.concatenate([np.zeros(width, int), np.arange(height), np.full(width, height), np.arange(height, 0, -1)])
+    across = np.concatenate([np.arange(width), np.full(height, width), np.arange(width, 0, -1), np.zeros(height, int)])
+    return row[:, None] + down, col[:, None] + across
+
+
+def _surface_facets(x, y, z, count=SURFACE_FACETS):
+    """The facets of panel (a) and the mean z that colours each: what ``plot_surface(x, y, z, rcount=count,
+    ccount=count)`` draws with a colour map, built as whole arrays instead of facet by facet.
+
+    Each facet is the perimeter of one cell of the subsample (:func:`_facet_edges`) without its non-finite points
+    (where the surface is cut); a facet with none left is not drawn. Returns the facets as one facets × vertices × 3
+    array when they are all whole and of one size (as ``plot_surface`` passes them), else as a list of vertices × 3
+    arrays, row by row; the means are ``plot_surface``'s to the last bit (tests/test_phase_diagram.py)."""
+    rows, cols = _facet_edges(z.shape[0], count), _facet_edges(z.shape[1], count)
+    row, col = (a.ravel() for a in np.meshgrid(rows[:-1], cols[:-1], indexing="ij"))
+    height, width = (a.ravel() for a in np.meshgrid(np.diff(rows), np.diff(cols), indexing="ij"))
+    groups = []  # facets of one size: (their places in the row-by-row order, their vertices)
+    for size in sorted(set(zip(height.tolist(), width.tolist()))):
+        at = np.flatnonzero((height == size[0]) & (width == size[1]))
+        r, c = _perimeters(row[at], col[at], *size)
+        groups.append((at, np.stack([x[r, c], y[r, c], z[r, c]], axis=-1)))
+    if len(groups) == 1 and np.isfinite(groups[0][1]).all():
+        facets = groups[0][1]
+        return facets, facets[..., 2].mean(axis=-1)
+    facets, means = [None] * row.size, np.empty(row.size)
+    for at, vertices in groups:
+        finite = np.isfinite(vertices).all(axis=-1)
+        whole = finite.all(axis=-1)
+        means[at[whole]] = vertices[whole, :, 2].mean(axis=-1)
+        for place, facet in zip(at[whole].tolist(), vertices[whole]):
+            facets[place] = facet
+        for k in np.flatnonzero(~whole & finite.any(axis=-1)).tolist():
+            facets[at[k]] = vertices[k][finite[k]]
+            means[at[k]] = facets[at[k]][:, 2].mean()
+    drawn = [k for k, facet in enumerate(facets) if facet is not None]
+    return [facets[k] for k in drawn], means[drawn]
+
+
 def _surface_panel(fig, gamma, theta, t, boundaries):
     """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample, cut where |T| > DISPLAY_LIMIT (not clipped: a clipped
-    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface)."""
+    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface).
+
+    The surface is the collection ``plot_surface`` makes, its facets built by :func:`_surface_facets` (a cut
+    surface costs ``plot_surface`` a loop over its facets; the axes limits are set here, so its autoscaling is
+    not needed)."""
     from matplotlib.ticker import MaxNLocator
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     ax = fig.add_subplot(1, 3, 1, projection="3d")
-    gg, tt = np.meshgrid(gamma, theta)
-    surface = ax.plot_surface(gg, tt, _display(t), rcount=60, ccount=60, cmap="RdBu", vmin=-DISPLAY_LIMIT,
-                              vmax=DISPLAY_LIMIT, linewidth=0, antialiased=False)
+    facets, heights = _surface_facets(*np.meshgrid(gamma, theta), _display(t))
+    surface = Poly3DCollection(facets, cmap="RdBu", linewidth=0, antialiased=False)
+    surface.set_array(heights)
+    surface.set_clim(-DISPLAY_LIMIT, DISPLAY_LIMIT)
+    ax.add_collection(surface, autolim=False)
     for boundary_gamma, boundary_theta, style, on_zero in boundaries:
         if on_zero:
             ax.plot(boundary_gamma, boundary_theta, np.zeros_like(boundary_theta), color="#7fd4ff", lw=1.5,
@@ -237,6 +297,13 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
     ``n_converged`` and ``n_draws`` columns, (c)'s title says how many draws converged in all.
     """
+    return _laid_out_phase_diagram(grid, method, sigma, lam, finite_d, simulated, limit)[0]
+
+
+def _laid_out_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
+    """:func:`plot_phase_diagram`'s figure and the region its files show (:func:`~.output.tight_bbox`), from one
+    layout: every panel and the title are measured once (:func:`~.output.layout_boxes`), the legends placed under
+    (b) and (c) from those boxes, and the region is their union with the legends'."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -254,10 +321,13 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth)
     _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
-    sign_drop, slices_drop = below_drops(sign_axes, slices_axes)  # one layout for both legends
-    legend_outside(sign_axes, "below", handles, labels, drop=sign_drop, fontsize=8, ncol=2)
-    legend_outside(slices_axes, "below", drop=slices_drop, fontsize=8, ncol=2)
-    return fig
+    boxes = layout_boxes(fig)  # the one layout pass (what marks.below_drops measures of (b) and (c), and the rest)
+    renderer = fig.canvas.get_renderer()
+    for ax, entries in ((sign_axes, (handles, labels)), (slices_axes, (None, None))):
+        drop = ax.get_window_extent(renderer).y0 - boxes[ax].y0  # what hangs under the frame: tick labels, label
+        legend = legend_outside(ax, "below", *entries, drop=drop, fontsize=8, ncol=2)
+        boxes[legend] = legend.get_tightbbox(renderer)
+    return fig, tight_bbox(fig, boxes.values())
 
 
 def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
@@ -383,14 +453,14 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     if primary not in ("grid", "points") or (primary == "points" and points is None):
         raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
     limit = grid.attrs["limit"]
-    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
+    fig, region = _laid_out_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
     gamma = grid_surface(grid)[0]
     record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, depth=grid.attrs.get("depth", 2),
                   gamma_max=float(gamma.max()), resolution=int(gamma.size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, limit)]
     table = grid.columns() if isinstance(grid, PhaseGrid) else grid
     if points is None:
-        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines), bbox_inches=tight_bbox(fig))
+        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines), bbox_inches=region)
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
@@ -399,4 +469,4 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     other = "points" if primary == "grid" else "grid"
     suffix = "_simulated" if other == "points" else "_grid"
     return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
-                        agreement=agreement_record(points, "transferability"), bbox_inches=tight_bbox(fig))
+                        agreement=agreement_record(points, "transferability"), bbox_inches=region)
