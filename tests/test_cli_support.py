@@ -160,6 +160,13 @@ def test_staged_files_rename_together_or_not_at_all(tmp_path):
     assert _files(tmp_path) == ["a.txt", "sub", "sub/b.txt"] and (tmp_path / "a.txt").read_text() == "new"
 
 
+def test_staging_a_path_again_returns_its_temporary_path(tmp_path):
+    with cli_support.staged_files() as stage:
+        stage(tmp_path / "a.txt").write_text("first")
+        assert stage(tmp_path / "a.txt").read_text() == "first"  # a later writer reads the staged file
+    assert _files(tmp_path) == ["a.txt"] and (tmp_path / "a.txt").read_text() == "first"
+
+
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_ctrl_c_in_a_real_process_prints_one_line(tmp_path):
     """What a user sees: SIGINT during a run prints ``interrupted`` (no traceback), exit 130, no output files."""

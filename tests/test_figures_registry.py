@@ -172,7 +172,11 @@ def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, 
     assert sorted(meta["files"]) == [n for n in names if n != "README.md"]
     from PIL import Image
 
-    assert Image.open(tmp_path / "faf_fig2_thumb.png").size[0] == output.THUMBNAIL_WIDTH
+    thumbnail, full = Image.open(tmp_path / "faf_fig2_thumb.png"), Image.open(tmp_path / "faf_fig2.png")
+    assert thumbnail.size == (output.THUMBNAIL_WIDTH, round(full.size[1] * output.THUMBNAIL_WIDTH / full.size[0]))
+    # the full-size PNG reduced: its pixels averaged over each thumbnail pixel's footprint
+    reduced = np.asarray(full.convert("RGB").resize(thumbnail.size, Image.Resampling.BOX), dtype=float)
+    assert np.abs(np.asarray(thumbnail.convert("RGB"), dtype=float) - reduced).mean() < 4
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert figure.title in readme and "(faf_fig2_thumb.png)](faf_fig2.png)" in readme
     assert "0 of 13 points outside" in readme

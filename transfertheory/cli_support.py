@@ -245,15 +245,17 @@ def staged_files():
     Write each output to the temporary path ``stage`` returns (a hidden name in the same folder; pass the format
     explicitly where a writer infers it from the extension). When the block ends normally every staged file is
     renamed onto its path; when it raises (Ctrl-C included) the temporary files are removed and the exception
-    goes on, so the paths keep their earlier content.
+    goes on, so the paths keep their earlier content. Staging a path again returns its temporary path (a writer
+    may read what an earlier one staged, e.g. a thumbnail its full-size PNG).
     """
     staged = []
 
     def stage(path):
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        staged.append((temporary, path))
+        if (temporary, path) not in staged:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged.append((temporary, path))
         return temporary
 
     try:

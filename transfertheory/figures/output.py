@@ -163,15 +163,40 @@ def _encode_png(rgba, path, dpi):
     """Write the pixels ``rgba`` (rows × columns × 4 bytes, a view of the canvas) as the PNG ``path`` with
     matplotlib's metadata (``Software``, the ``dpi``): RGB when every pixel is opaque (an opaque figure's; the same
     image, a quarter fewer bytes to compress), else RGBA; zlib level :data:`PNG_COMPRESS_LEVEL`."""
-    import matplotlib as mpl
-    from PIL import Image, PngImagePlugin
+    from PIL import Image
 
-    info = PngImagePlugin.PngInfo()
-    info.add_text("Software", f"Matplotlib version{mpl.__version__}, https://matplotlib.org/")  # as imsave's
     image = Image.fromarray(rgba)
     if (rgba[..., 3] == 255).all():
         image = image.convert("RGB")
-    image.save(path, format="png", pnginfo=info, dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
+    image.save(path, format="png", pnginfo=_png_info(), dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
+
+
+def _png_info():
+    """The text chunks of the PNGs written by PIL here: matplotlib's ``Software`` entry, as ``savefig`` writes it."""
+    import matplotlib as mpl
+    from PIL import PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", f"Matplotlib version{mpl.__version__}, https://matplotlib.org/")
+    return info
+
+
+def _write_thumbnail(fig, png, path):
+    """Write the gallery's thumbnail ``path``, :data:`THUMBNAIL_WIDTH` pixels wide: the figure's PNG ``png``
+    (already written) reduced by PIL's Lanczos filter, as gallery builders such as sphinx-gallery do — the picture
+    the thumbnail links to, in a few milliseconds instead of a second drawing of the figure at a small dpi (which
+    re-lays out a constrained-layout figure); drawn by ``savefig`` at that dpi when no PNG was written."""
+    if png is None:
+        fig.savefig(path, format="png", dpi=THUMBNAIL_WIDTH / fig.get_figwidth())
+        return
+    from PIL import Image
+
+    with Image.open(png) as image:
+        width, height = image.size
+        size = (THUMBNAIL_WIDTH, max(1, round(height * THUMBNAIL_WIDTH / width)))
+        thumbnail = image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+        dpi = image.info.get("dpi", (DPI, DPI))[0] * THUMBNAIL_WIDTH / width
+    thumbnail.save(path, format="png", pnginfo=_png_info(), dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
 
 
 def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Path]:
@@ -384,7 +409,8 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
     with staged_files() as stage:
         _write_figure_files(stage, output.figure, output.data, figure_paths, dpi, output.bbox_inches)
         for path in thumb_paths:
-            output.figure.savefig(stage(path), format="png", dpi=THUMBNAIL_WIDTH / output.figure.get_figwidth())
+            png = figure_paths.get("png")
+            _write_thumbnail(output.figure, None if png is None else stage(png), stage(path))
         for path, table in extra_paths:
             write_csv(table, stage(path))
         stage(meta_path).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
