@@ -216,36 +216,24 @@ _NEEDS_QUOTES = (",", '"', "\n", "\r")
 _CSV_CHUNK_ROWS = 10_000
 
 
-def _column_fields(values, separator):
-    """How :func:`write_csv` writes one column, the fields of rows start … stop − 1 as pandas writes them (float64:
-    ``repr``, NaN empty; integers, booleans and text: ``str``), each followed by ``separator`` (``","``, or the
-    line's end): ``(fields, True)``, a function ``(start, stop) → the fields`` that already end with the separator —
-    a column of few distinct floats (each formatted once) or of one text — or ``(fields, False)``, one whose fields
-    need the separator after them; None for any other column or a text that pandas would quote."""
+def _column_fields(values):
+    """A function ``(start, stop) → the CSV fields of rows start … stop − 1`` of one column, as pandas writes them
+    (float64: ``repr``, NaN empty; integers, booleans and text: ``str``), or None for any other column or a text
+    that pandas would quote. A column of few distinct floats is formatted once per value."""
     import numpy as np
 
     if values.dtype == np.float64:
         distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
         if distinct.size > values.size // 4:
-            def formatted(start, stop):
-                chunk = values[start:stop]
-                if not np.isnan(chunk).any():
-                    return list(map(repr, chunk.tolist()))
-                return [repr(x) if x == x else "" for x in chunk.tolist()]
-            return formatted, False
-        text = np.array([(repr(x) if x == x else "") + separator for x in distinct.view(np.float64).tolist()],
-                        dtype=object)
+            return lambda start, stop: [repr(x) if x == x else "" for x in values[start:stop].tolist()]
+        text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
         inverse = inverse.ravel()
-        return (lambda start, stop: text[inverse[start:stop]].tolist()), True
+        return lambda start, stop: text[inverse[start:stop]].tolist()
     if values.dtype.kind in "iub":
-        return (lambda start, stop: list(map(str, values[start:stop].tolist()))), False
-    if values.dtype.kind in "OU":
-        texts = set(values.tolist())
-        if all(type(x) is str and x and not any(c in x for c in _NEEDS_QUOTES) for x in texts):
-            if len(texts) == 1:
-                field = texts.pop() + separator
-                return (lambda start, stop: [field] * (stop - start)), True
-            return (lambda start, stop: values[start:stop].tolist()), False
+        return lambda start, stop: [str(x) for x in values[start:stop].tolist()]
+    if values.dtype.kind in "OU" and all(type(x) is str and x and not any(c in x for c in _NEEDS_QUOTES)
+                                         for x in set(values.tolist())):
+        return lambda start, stop: values[start:stop].tolist()
     return None
 
 
@@ -255,9 +243,8 @@ def write_csv(frame, path):
     ``frame``: a DataFrame, or a mapping of column names to 1-D NumPy arrays of one length (written as the
     DataFrame of that mapping would be, without importing pandas when the fast path applies). Tables of numbers
     (the phase diagram's 160 000-row grid) are formatted here, several times faster than pandas, byte for byte the
-    same, :data:`_CSV_CHUNK_ROWS` rows at a time: every field and separator of a chunk in one list, row after row,
-    joined once (a column of few values carries its separator in its formatted values); a table with another kind
-    of column (text, categories, dates) is written by pandas itself.
+    same, :data:`_CSV_CHUNK_ROWS` rows at a time; a table with another kind of column (text, categories, dates) is
+    written by pandas itself.
     """
     import numpy as np
 
@@ -265,8 +252,7 @@ def write_csv(frame, path):
         names, columns = list(frame), [np.asarray(values) for values in frame.values()]
     else:
         names, columns = list(frame.columns), [frame[name].to_numpy() for name in frame.columns]
-    ends = [","] * (len(columns) - 1) + ["\n"]
-    fields = [_column_fields(values, end) for values, end in zip(columns, ends)]
+    fields = [_column_fields(values) for values in columns]
     # (one column: pandas quotes an empty row, "")
     if len(names) < 2 or None in fields or any(not str(name) or c in str(name) for name in names
                                                for c in _NEEDS_QUOTES):
@@ -276,18 +262,13 @@ def write_csv(frame, path):
             frame = pd.DataFrame(dict(frame))
         frame.to_csv(path, index=False)
         return
-    slots = []  # what each row holds, in order: (fields, None) or (None, a separator)
-    for (column, separated), end in zip(fields, ends):
-        slots += [(column, None)] if separated else [(column, None), (None, end)]
-    rows, width = len(columns[0]), len(slots)
+    rows = len(columns[0])
     with open(path, "w", encoding="utf-8", newline="") as file:
         file.write(",".join(str(name) for name in names) + "\n")
         for start in range(0, rows, _CSV_CHUNK_ROWS):
             stop = min(start + _CSV_CHUNK_ROWS, rows)
-            text = [""] * (width * (stop - start))
-            for place, (column, separator) in enumerate(slots):
-                text[place::width] = column(start, stop) if column is not None else [separator] * (stop - start)
-            file.write("".join(text))
+            lines = map(",".join, zip(*(column(start, stop) for column in fields)))
+            file.write("\n".join(lines) + "\n")
 
 
 def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
