@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from transfertheory import audit_table, claims, verify
+from transfertheory import audit_table, claims, cli_support, verify
 from transfertheory.claims import compare
 from transfertheory.theory import linear, methods
 
@@ -281,7 +281,7 @@ def test_claims_without_a_recorded_time_start_first_simulations_before_monte_car
     registry has a rank."""
     assert set(verify.KIND_START_RANK) == set(claims.KINDS)
     selected = claims.select(None, profile="quick")
-    groups = verify._task_groups(selected)
+    groups = cli_support.task_groups(selected)
     inf = float("inf")
     order = verify.cli_support.start_order(len(groups), verify._start_costs(groups, dict.fromkeys(
         (c.id for c in selected), inf)))
@@ -305,7 +305,7 @@ def test_claims_that_share_a_computation_are_one_task_and_rows_keep_the_serial_o
     shared = [c.id for c in selected if c.shares is not None]
     assert shared == ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
                       "mtl.lemma1.fresh-test-head"]
-    groups = verify._task_groups(selected)
+    groups = cli_support.task_groups(selected)
     assert [[c.id for c in g] for g in groups if len(g) > 1] == [shared]
     assert sorted(c.id for g in groups for c in g) == sorted(c.id for c in selected)
     assert [g[0].id for g in groups] == [c.id for c in selected if c.id not in shared[1:]]

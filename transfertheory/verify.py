@@ -110,16 +110,10 @@ def _run_claims(task):
     return [replace(claims.run(claim_id, profile, explore=explore, seed=seed), claim=claim_id) for claim_id in claim_ids]
 
 
-def _task_groups(selected):
-    """``selected`` claims as tasks: the claims that name the same computation in ``shares`` (computed once per
-    process and cached, e.g. the MTL training study) in one task at the place of the first of them, so that a
-    worker process computes it once; every other claim alone (:func:`~transfertheory.cli_support.task_groups`)."""
-    return cli_support.task_groups(selected)
-
-
 def _outcomes_in_order(selected, groups, results):
     """Yield the outcome of every claim of ``selected`` in its order, from ``results``: one list of outcomes per
-    group of ``groups`` (:func:`_task_groups`, in their order), each yielded once it and those before it are done."""
+    group of ``groups`` (:func:`~transfertheory.cli_support.task_groups`, in their order), each yielded once it
+    and those before it are done."""
     done = {}
     for claim in selected:
         while claim.id not in done:
@@ -167,7 +161,7 @@ def _in_process_outcomes(args, selected, profile, seed, workers=None):
     ``workers`` worker processes (None: ``--workers``, else one per core), the costliest tasks first by the seconds of
     the previous ``--json`` record, and claims without one first, simulations before Monte Carlo before exact checks
     (:func:`_start_costs`)."""
-    groups = _task_groups(selected)
+    groups = cli_support.task_groups(selected)  # the claims that share a computation: one task
     workers = cli_support.worker_count(args.workers, len(groups)) if workers is None else workers
     seconds = dict(zip([claim.id for claim in selected],
                        _previous_seconds(args.json, [claim.id for claim in selected], args.profile)))
