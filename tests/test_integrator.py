@@ -11,7 +11,7 @@ from transfertheory.sim.integrator import (
     rkc_coefficients,
     rkc_stability_bound,
 )
-from transfertheory.sim.integrator.rkc import EPS_DAMPING
+from transfertheory.sim.integrator.rkc import EPS_DAMPING, tables
 
 
 def _stability_polynomial(s, z):
@@ -31,6 +31,39 @@ def test_rkc_is_second_order_consistent(s):
     z = np.array([1e-3, -1e-3, 2e-3])
     err = np.abs(_stability_polynomial(s, z) - (1 + z + z**2 / 2))
     assert np.all(err < 10 * np.abs(z) ** 3 * s**2)
+
+
+def _scalar_recursion(s):
+    """The Chebyshev recursion of Sommeijer et al. (1998), Eqs. 2.4–2.8, written out for one s in Python floats."""
+    w0 = 1.0 + EPS_DAMPING / s**2
+    T, dT, ddT = [1.0, w0], [0.0, 1.0], [0.0, 0.0]
+    for j in range(2, s + 1):
+        T.append(2 * w0 * T[j - 1] - T[j - 2])
+        dT.append(2 * T[j - 1] + 2 * w0 * dT[j - 1] - dT[j - 2])
+        ddT.append(4 * dT[j - 1] + 2 * w0 * ddT[j - 1] - ddT[j - 2])
+    w1 = dT[s] / ddT[s]
+    b = [None, None] + [ddT[j] / (dT[j] * dT[j]) for j in range(2, s + 1)]  # x·x, as NumPy squares (pow may differ)
+    b[0] = b[1] = b[2]
+    mu, nu, mu_t, gam_t = ([0.0] * (s + 1) for _ in range(4))
+    mu_t[1] = b[1] * w1
+    for j in range(2, s + 1):
+        mu[j], nu[j] = 2 * b[j] * w0 / b[j - 1], -b[j] / b[j - 2]
+        mu_t[j] = 2 * b[j] * w1 / b[j - 1]
+        gam_t[j] = -(1 - b[j - 1] * T[j - 1]) * mu_t[j]
+    return np.array([mu, nu, mu_t, gam_t])
+
+
+def test_coefficient_table_is_bitwise_the_recursion_of_each_stage_count():
+    # the shared table is built for all s at once (vectorized over s) and grown in pieces; each of its rows must be
+    # exactly the one-s recursion, whatever the other rows and the growth
+    table = tables(700)
+    table.table(30)
+    coefficients = table.table(650)
+    for s in (2, 3, 7, 29, 30, 31, 64, 299, 650):
+        expected = _scalar_recursion(s)
+        np.testing.assert_array_equal(np.stack(rkc_coefficients(s)), expected)
+        np.testing.assert_array_equal(coefficients[:, s, : s + 1], expected)
+        assert not coefficients[:, s, s + 1:].any()
 
 
 def _chebyshev_at_w0(s):
