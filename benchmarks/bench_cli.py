@@ -9,7 +9,8 @@ load average before and after, the BLAS threads the command lines use, git commi
 * **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, ``sweep``,
   and the retired figure entry points, which answer with one line and exit 2),
   ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder) and, but with ``--quick``,
-  its import floor (:data:`FLOOR`: the interpreter, NumPy, the matplotlib modules of its figure); with
+  its floor (:data:`FLOOR`: the interpreter, NumPy, the matplotlib modules of its figure, a bare figure of its
+  kind drawn by matplotlib alone); with
   ``--before DIR`` (an unpacked earlier version of the repository, e.g. ``git archive REV | tar -x -C DIR``) each
   command but the floor also runs there, in turn with this one, for a paired before/after comparison;
 * **BLAS threads** (``--threads-figure NAME``) — one figure's build in a child process under 1 BLAS thread
@@ -61,12 +62,34 @@ ROOT = Path(__file__).resolve().parent.parent
 CLIS = {"transfertheory.verify": 0, "transfertheory.figures": 0, "transfertheory.phase_diagram": 0,
         "transfertheory.sweep": 0, "transfertheory.figures.faf_fig2": 2, "transfertheory.figures.faf_fig4": 2,
         "transfertheory.figures.faf_fig5": 2, "transfertheory.figures.faf_fig6": 2, "transfertheory.figures.faf_fig7": 2}
-#: the import floor of the phase diagram's command: the interpreter alone, with NumPy, with NumPy and the matplotlib
-#: modules its figure needs (Figure, the Agg canvas; matplotlib registers the 3-D projection on import)
+#: the floor of the phase diagram's command: the interpreter alone, with NumPy, with NumPy and the matplotlib modules
+#: its figure needs (Figure, the Agg canvas; matplotlib registers the 3-D projection on import), and a bare figure of
+#: its kind drawn by matplotlib alone (:data:`BARE_FIGURE`)
 FLOOR = {"interpreter alone (python -c pass)": "pass",
          "import numpy": "import numpy",
          "import numpy, matplotlib.figure, backend_agg": "import numpy, matplotlib.figure, "
                                                          "matplotlib.backends.backend_agg"}
+#: the phase diagram's figure without the package: the same canvas (16 × 5.6 in at 150 dpi), a surface of the same
+#: 400 × 400 grid drawn by ``plot_surface`` with 60 × 60 facets, a 400 × 400 image and three curves of 400 points,
+#: saved as a PNG with the tight box; no titles, legends, colour bar, CSV or metadata, so a lower bound on any
+#: command that writes that figure
+BARE_FIGURE = """
+import os
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+fig = Figure(figsize=(16, 5.6), dpi=150)
+FigureCanvasAgg(fig)
+gamma, theta = np.meshgrid(np.linspace(0.005, 2, 400), np.linspace(0, np.pi / 2, 400))
+t = np.cos(theta) ** 2 - gamma
+fig.add_subplot(1, 3, 1, projection="3d").plot_surface(gamma, theta, t, rcount=60, ccount=60, cmap="RdBu")
+fig.add_subplot(1, 3, 2).imshow(np.sign(t), origin="lower", aspect="auto", interpolation="nearest")
+ax = fig.add_subplot(1, 3, 3)
+for row in (100, 200, 300):
+    ax.plot(gamma[0], t[row])
+fig.savefig(os.devnull, format="png", bbox_inches="tight")
+"""
+FLOOR["a bare figure of its kind (BARE_FIGURE)"] = BARE_FIGURE
 #: a figure build under a given number of BLAS threads, in a fresh process (argv: figure name, threads)
 BUILD_UNDER_THREADS = """
 import sys
