@@ -90,6 +90,28 @@ def test_bench_merlin_quick_prints_both_tables():
     assert _run("--k", "1", script=script).returncode == 2
 
 
+def test_merlin_stage_cap_counts_every_gradient_call_and_compares_outcomes():
+    """The stage-cap study's instruments on a small MeRLin problem: the wrapped objective counts every instance
+    the integrator evaluates (its own count, spectral-radius evaluations included), the original method is back
+    afterwards, and the outcome comparison names the columns that moved."""
+    spec = importlib.util.spec_from_file_location("merlin_stage_cap",
+                                                  os.path.join(ROOT, "benchmarks", "merlin_stage_cap.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    Q = bench.Q
+    original = Q.Objective.value_and_grad
+    X, y = Q.target_sets(3, 4, 2, 5)
+    problem = Q.merlin_problem(X, y, 3, 0.1, 2, 2, 6)
+    with bench.counted_calls() as counts:
+        trained = Q.train(problem.objective, problem.start, **Q.STUDY_TOLERANCES)
+    assert Q.Objective.value_and_grad is original
+    assert counts["evaluations"] == trained.evaluations and 0 < counts["calls"] < counts["evaluations"]
+    frame = pd.DataFrame({"target_loss": [0.5, 1e-4], **{c: [1, 2] for c in bench.DISCRETE}})
+    assert bench.outcome_change(frame, frame) == "same; target loss within 0.0e+00"
+    moved = frame.assign(restarts_needed=[1, 3], target_loss=[0.5, 2e-4])
+    assert bench.outcome_change(frame, moved) == "changed: restarts_needed 1; target loss within 1.0e+00"
+
+
 def test_bench_ntk_quick_against_the_per_pair_loop():
     out = _run("--quick", "--reference", "loop", "--loop-pairs", "500", script=os.path.join(ROOT, "benchmarks",
                                                                                           "bench_ntk.py"))

@@ -10,7 +10,7 @@ setting is a ValueError naming it and its range before any work, and nothing dow
 
 A simulator keeps its defaults as a module-level :class:`FlowSettings` constant and takes overrides with
 :meth:`FlowSettings.updated` (or :func:`dataclasses.replace`): e.g. MeRLin's ``FLOW_SETTINGS`` (gtol 1e-7,
-at most 40 stages per step) and ``run_comparison(..., rtol=1e-4)``.
+at most 80 stages per step) and ``run_comparison(..., rtol=1e-4)``.
 """
 from __future__ import annotations
 
