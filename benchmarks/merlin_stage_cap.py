@@ -28,21 +28,25 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from transfertheory.figures.catalog import registered
+from transfertheory.figures.merlin_fig import ALGORITHMS
 from transfertheory.sim import merlin as Q
 
 DISCRETE = ("recovered", "top_coord", "coords", "restarts_needed", "converged", "status")
 
 
 def studies(rtol, gtol):
-    """The two studies of ``merlin_fig.build``'s quick profile as functions of the cap (name → callable)."""
-    tolerances = dict(rtol=rtol, gtol=gtol, splits=Q.MERLIN_SPLITS)
+    """The two studies of ``merlin_fig.build`` at its registered quick profile, as functions of the cap (name →
+    callable; ``seeds`` overrides the profile's seeds, for a warm-up)."""
+    p = registered()["merlin_fig"].profiles["quick"]
+    common = dict(rtol=rtol, gtol=gtol, splits=Q.MERLIN_SPLITS)
     return {
-        "comparison": lambda cap, seeds=8: Q.run_comparison(
-            12, 2, 3, [2, 4, 8, 16, 32], 0.1, seeds, algorithms=("finetune", "joint", "target_only", "merlin"),
-            restarts=9, seed=0, max_stages=cap, **tolerances),
-        "success": lambda cap, seeds=30: Q.run_comparison(
-            4, 2, 3, [2, 3, 4, 6, 8, 10], 0.1, seeds, algorithms=("merlin",), restarts=Q.merlin_restarts(3), seed=1,
-            max_stages=cap, **tolerances),
+        "comparison": lambda cap, seeds=p["seeds"]: Q.run_comparison(
+            p["d"], p["m"], p["k"], list(p["n_targets"]), p["lam"], seeds, algorithms=ALGORITHMS,
+            restarts=p["restarts"], seed=0, max_stages=cap, **common),
+        "success": lambda cap, seeds=p["success_seeds"]: Q.run_comparison(
+            p["k"] + 1, p["m"], p["k"], list(p["success_n"]), p["lam"], seeds, algorithms=("merlin",),
+            restarts=Q.merlin_restarts(p["k"]), seed=1, max_stages=cap, **common),
     }
 
 
