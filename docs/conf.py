@@ -8,6 +8,7 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
 import transfertheory  # noqa: E402
+from transfertheory.figures.catalog import figures  # noqa: E402
 
 project = "transfertheory"
 author = "the transfertheory authors"
@@ -54,6 +55,9 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "header_links_before_dropdown": 8,
-    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "audit/index": []},  # the audit's tables: full width
+    # full width for the audit's tables and for a gallery page's two images side by side (no wildcard: a page
+    # matching two patterns is a warning)
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "audit/index": [],
+                                **{f"gallery/{name}": [] for name in figures()}},
 }
-html_sidebars = {"index": []}
+html_sidebars = {"index": [], "audit/index": []}  # the audit's six-column tables take the whole width

@@ -22,11 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from sitegen import GENERATED, RECORD, root_toctree, section_pages, site_markdown  # noqa: E402
+from sitegen import GENERATED, RECORD, RECORD_PAPER, root_toctree, section_pages, site_markdown  # noqa: E402
 from sitegen.api import api_pages, cli_pages, command_modules, exported, home_name, public_modules  # noqa: E402
-from sitegen.audit import NOT_RUN, audit_page  # noqa: E402
+from sitegen.audit import NOT_RUN, NOT_YET_PAPER, audit_page  # noqa: E402
+from sitegen.mathtext import statement_rst  # noqa: E402
 from sitegen.docstrings import escape_bars, on_process_docstring  # noqa: E402
-from sitegen.gallery import gallery_pages  # noqa: E402
+from sitegen.gallery import NOT_YET_PAPER as NOT_YET_PAPER_FIGURE, gallery_pages  # noqa: E402
+from transfertheory.figures.output import THUMBNAIL  # noqa: E402
 from sitegen.text import claim_label  # noqa: E402
 
 
@@ -69,6 +71,63 @@ def test_a_figure_without_committed_files_is_listed_with_the_command_that_builds
     assert ".. image::" not in pages["gallery/index.rst"]
 
 
+def _fake_build(folder: Path, name: str, profile: str, **extra) -> None:
+    """A figure's committed files in ``folder`` as a build writes them: a tiny PNG and its ``NAME.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (folder / f"{name}{THUMBNAIL}").write_bytes(b"\x89PNG\r\n\x1a\n")
+    meta = {"figure": name, "profile": profile, "backend": "numpy", "runtime_s": 1.25, "version": "0", **extra}
+    (folder / f"{name}.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def test_each_gallery_page_shows_the_paper_size_build_beside_the_quick_one(tmp_path):
+    """A paper-size build in figures/paper/ appears beside the quick one with its runtime and device; a figure
+    without one says it has not yet run at the paper's size (the paper builds are not committed yet)."""
+    built, other = list(figures())[:2]
+    _fake_build(tmp_path, built, "quick")
+    _fake_build(tmp_path, other, "quick")
+    _fake_build(tmp_path / "paper", built, "paper", runtime_s=30.0, backend="cupy", device="NVIDIA H200")
+    pages = gallery_pages(tmp_path)
+    page = pages[f"gallery/{built}.rst"]
+    assert page.index(f"../../figures/{built}.png") < page.index(f"../../figures/paper/{built}.png")
+    assert "**the paper's sizes** — 30.0 s on NVIDIA H200 (cupy)" in page
+    assert "**quick profile (CPU-sized)** — 1.2 s, backend numpy" in page
+    assert NOT_YET_PAPER_FIGURE not in page
+    page = pages[f"gallery/{other}.rst"]
+    assert f"../../figures/paper/{other}.png" not in page
+    assert f"{NOT_YET_PAPER_FIGURE}: ``python -m transfertheory.figures {other} --paper --out figures/paper``" in page
+    index = pages["gallery/index.rst"]
+    assert "*Paper's sizes:* 30.0 s on NVIDIA H200 (cupy)." in index and NOT_YET_PAPER_FIGURE in index
+
+
+def test_figures_readme_lists_the_quick_and_the_paper_size_builds(tmp_path):
+    """figures/README.md: each figure's quick build and, beside it, its build in paper/ (runtime, device, links),
+    or "not yet run at the paper's size"; the paper folder's own README lists no subfolder."""
+    from transfertheory.figures import gallery as readme
+
+    built, other = list(figures())[:2]
+    _fake_build(tmp_path, built, "quick")
+    _fake_build(tmp_path / "paper", built, "paper", runtime_s=30.0, backend="cupy", device="NVIDIA H200")
+    text = readme.render_readme(tmp_path)
+    assert "| at the paper's sizes |" in text
+    assert f"[30.0 s on NVIDIA H200 (cupy)](paper/{built}.png) |" in text
+    assert f"- At the paper's sizes: [paper/{built}.png](paper/{built}.png), 30.0 s on NVIDIA H200 (cupy)" in text
+    assert (f"- At the paper's sizes: {readme.NOT_YET_PAPER} (`python -m transfertheory.figures {other} --paper "
+            "--out figures/paper`).") in text
+    own = readme.render_readme(tmp_path / "paper")
+    assert "at the paper's sizes" not in own and f"{other} --paper`" in own
+
+
+def test_figures_warns_that_it_rewrites_the_committed_gallery_without_out():
+    """``python -m transfertheory.figures NAME`` writes into figures/, over the committed files: --help and
+    docs/figures.md say so and name --out."""
+    from transfertheory.figures.__main__ import build_parser
+
+    help_text = " ".join(build_parser().format_help().split())
+    assert "replacing the gallery files committed there" in help_text and "give --out DIR" in help_text
+    assert "**`figures NAME` rewrites the committed gallery.**" in (DOCS / "figures.md").read_text(encoding="utf-8")
+
+
 def test_the_audit_page_lists_every_registered_claim_with_its_recorded_status():
     page = audit_page(DOCS / RECORD)
     record = {row["claim"]: row for row in json.loads((DOCS / RECORD).read_text(encoding="utf-8"))}
@@ -95,7 +154,45 @@ def test_the_audit_page_reads_the_record_defensively(tmp_path):
     assert "PASS** (slip)" in _audit_row(page, first)
     assert "requires \\|z\\| ≤ 4" in _audit_row(page, first)
     assert NOT_RUN in _audit_row(page, second) and "PASS" not in _audit_row(page, second)
-    assert "No ``verify --json`` record" in audit_page(tmp_path / "absent.json")
+    assert "No quick-profile ``verify --json`` record" in audit_page(tmp_path / "absent.json")
+
+
+def test_the_audit_page_shows_both_profiles_side_by_side(tmp_path):
+    """A paper-size record beside the quick one: each claim's row has both statuses (and measured values); the
+    summary counts both. Without the paper-size record every paper status reads "not yet run"."""
+    first, second = list(CLAIMS)[:2]
+    quick, paper = tmp_path / "verify.json", tmp_path / "verify-paper.json"
+    quick.write_text(json.dumps([{"claim": first, "status": "PASS", "measured": 0.5, "profile": "quick"},
+                                 {"claim": second, "status": "PASS", "profile": "quick"}]), encoding="utf-8")
+    paper.write_text(json.dumps({"claims": [{"claim": first, "status": "FAIL", "measured": 7.25,
+                                             "profile": "paper"}]}), encoding="utf-8")
+    page = audit_page(quick, paper)
+    row = _audit_row(page, first)
+    assert row.index("✔ **PASS**, measured 0.5") < row.index("✘ **FAIL**, measured 7.25")
+    assert NOT_RUN in _audit_row(page, second) and NOT_YET_PAPER not in page
+    assert "paper's sizes: PASS" in page and "     - quick profile\n     - paper's sizes" in page
+    absent = audit_page(quick, tmp_path / "no-paper.json")
+    assert NOT_YET_PAPER in _audit_row(absent, first) and "not yet run at the paper's sizes" in absent
+    assert "FAIL" not in absent
+    committed = audit_page(DOCS / RECORD, DOCS / RECORD_PAPER)  # the site's page: paper record or the note
+    assert (DOCS / RECORD_PAPER).is_file() == (NOT_YET_PAPER not in committed)
+
+
+def test_claim_statements_are_typeset_not_shown_as_raw_tex():
+    """The audit page showed statements as raw TeX (``e^{−σ²/2}``, ``D_KL``): every TeX-like piece is now a
+    ``:math:`` role, so no caret, escaped underscore or brace is left in the prose of any registered claim."""
+    assert statement_rst("D_KL(p_f ‖ p_g) = ‖β_f − β_g‖²/(2σ²) for linear tasks") == \
+        ":math:`D_{KL}(p_f ‖ p_g) = ‖β_f − β_g‖²/(2σ²)` for linear tasks"
+    assert statement_rst("E_{w~N(0,I)}[x_i 1{wᵀx_i ≥ 0}], decays like h^(−1/2).") == \
+        r":math:`E_{w\sim N(0,I)}[x_i 1\{wᵀx_i ≥ 0\}]`, decays like :math:`h^{(−1/2)}`."
+    assert statement_rst("gives D_KL ≥ δ (a 2 of 2σ²)") == "gives :math:`D_{KL} ≥ δ` (a 2 of 2σ²)"
+    assert statement_rst("the bound any_wrong_feature_fit_bound(n, k) holds") == \
+        r"the bound ``any_wrong_feature_fit_bound``\ (n, k) holds"
+    for claim in CLAIMS.values():
+        text = statement_rst(claim.statement)
+        prose = re.sub(r"``[^`]*``", "", re.sub(r":math:`[^`]*`", "", text))
+        assert not re.search(r"\^|\\_|[{}]", prose), f"{claim.id}: raw TeX left in {prose!r}"
+        assert _rst_errors(text) == [], f"{claim.id}: {text}"
 
 
 def test_every_public_name_of_every_public_module_is_in_the_api_reference():

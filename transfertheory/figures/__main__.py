@@ -40,7 +40,8 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m transfertheory.figures",
         description="Build the registered figures of FaF, MeRLin, TDR and MTL (see --list): PNG + PDF, the CSV of "
-        "the data, a metadata JSON and a thumbnail each; regenerates README.md in the output folder.",
+        "the data, a metadata JSON and a thumbnail each; regenerates README.md in the output folder. Without --out "
+        "they go to figures/, replacing the gallery files committed there: to try a change, give --out DIR.",
         epilog=EPILOG,
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")

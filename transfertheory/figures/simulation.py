@@ -31,12 +31,12 @@ __all__ = [
     "simulation_ns",
     "simulation_alpha",
     "simulate",
-    "LAMBDA_SEED_KEY",
-    "lambda_seed",
-    "simulate_per_lambda",
     "SWEEP_RUNNER",
     "simulate_slices",
     "simulation_summary",
+    "LAMBDA_SEED_KEY",
+    "lambda_seed",
+    "simulate_per_lambda",
 ]
 
 #: θ of the slices in panel (c) of FaF Figs. 1 and 3 (π/8, π/4, 3π/8)

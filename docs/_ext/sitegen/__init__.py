@@ -4,8 +4,9 @@ On ``builder-inited`` it writes, under docs/ (git-ignored folders, rewritten onl
 
 * ``api/`` — the API reference, one ``automodule`` page per public module (:mod:`.api`);
 * ``cli/`` — every ``python -m`` command's ``--help``, from its own argparse parser (:mod:`.api`);
-* ``gallery/`` — the figures registry with the committed quick-profile images and metadata (:mod:`.gallery`);
-* ``audit/`` — the claims registry with the committed ``verify --json`` record (:mod:`.audit`);
+* ``gallery/`` — the figures registry with the committed quick- and paper-profile images and metadata
+  (:mod:`.gallery`);
+* ``audit/`` — the claims registry with the committed ``verify --json`` records of both profiles (:mod:`.audit`);
 * ``sections/`` — one page per navigation section of ``site_toctree`` (conf.py).
 
 On ``source-read`` it makes the hand-written Markdown pages site-ready without changing how GitHub shows them:
@@ -29,8 +30,9 @@ from .text import claim_label
 
 #: folders under docs/ that the build writes (listed in .gitignore)
 GENERATED = ("api", "cli", "gallery", "audit", "sections")
-#: the committed claims-audit record the audit page reads, relative to docs/
+#: the committed claims-audit records the audit page reads, relative to docs/: quick profile and paper's sizes
 RECORD = "_data/verify.json"
+RECORD_PAPER = "_data/verify-paper.json"
 
 _ANCHOR = re.compile(r'^<a id="(?P<id>[^"]+)"></a>\s*$', re.MULTILINE)
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -44,7 +46,7 @@ def generated_pages(docs: Path) -> dict[str, str]:
     pages.update(api_pages())
     pages.update(cli_pages())
     pages.update(gallery_pages(repository / "figures"))
-    pages.update(audit_pages(docs / RECORD))
+    pages.update(audit_pages(docs / RECORD, docs / RECORD_PAPER))
     return pages
 
 

@@ -1,9 +1,11 @@
-"""The audit page, generated from the claims registry and the committed ``verify --json`` record.
+"""The audit page, generated from the claims registry and the committed ``verify --json`` records.
 
-Every registered claim appears with its id, source, statement, kind of check, what the check requires, the
-status the record gives it (PASS / KNOWN-ERRATUM / …) and — for a KNOWN-ERRATUM — a link to its erratum. The
-record is read defensively: missing fields print as "—", a claim absent from it is shown as not run, and an
-optional ``category`` field is shown next to the status when the record (or the claim) has one.
+Every registered claim appears with its id, source, statement (its formulas typeset, :mod:`.mathtext`), kind of
+check, what the check requires, and side by side the status each profile's record gives it — the quick profile
+(``docs/_data/verify.json``) and the paper's sizes (``docs/_data/verify-paper.json``) — with what it measured,
+and for a KNOWN-ERRATUM a link to its erratum. The records are read defensively: missing fields print as "—", a
+claim absent from a record is shown as not run, an absent paper-size record as "not yet run at the paper's size",
+and an optional ``category`` field is shown next to the status when the record (or the claim) has one.
 """
 from __future__ import annotations
 
@@ -13,11 +15,16 @@ from pathlib import Path
 
 from transfertheory.claims import CLAIMS, KNOWN_ERRATUM, PASS
 
+from .mathtext import statement_rst
 from .text import claim_label, heading, rst_escape
 
 #: the papers, by the prefix of their claim ids, in the order of the page
 PAPERS = {"faf": "FaF — Features are fate", "merlin": "MeRLin §5", "tdr": "TDR §6", "mtl": "MTL §4–5"}
 NOT_RUN = "not in the record"
+#: a paper-size status when there is no paper-size record
+NOT_YET_PAPER = "not yet run at the paper's size"
+#: the two profiles shown side by side: (key, column title)
+PROFILES = (("quick", "quick profile"), ("paper", "paper's sizes"))
 _MARKS = {PASS: "✔", KNOWN_ERRATUM: "⚑"}
 
 
@@ -41,66 +48,80 @@ def _cell(value) -> str:
     return "—" if value in (None, "") else rst_escape(value)
 
 
-def _status(claim, row: dict | None) -> str:
+def _status(claim, row: dict | None, missing: str = NOT_RUN) -> str:
     status = row.get("status") if row else None
-    text = f"{_MARKS.get(status, '✘')} **{status}**" if status else NOT_RUN
-    category = (row or {}).get("category") or getattr(claim, "category", None)
+    text = f"{_MARKS.get(status, '✘')} **{status}**" if status else missing
+    category = (row or {}).get("category") or (getattr(claim, "category", None) if status else None)
     if category:
         text += f" ({rst_escape(category)})"
-    if claim.erratum:
+    measured = (row or {}).get("measured")
+    if isinstance(measured, (int, float)) and not isinstance(measured, bool):
+        text += f", measured {measured:.3g}"
+    if claim.erratum and status:
         text += f"; :ref:`erratum <{claim.erratum}>`"
     return text
 
 
-def _row(claim, row: dict | None) -> list[str]:
-    requires = (row or {}).get("requires")
-    measured = (row or {}).get("measured")
+def _row(claim, rows: dict[str, dict | None], missing: dict[str, str]) -> list[str]:
+    requires = next((row.get("requires") for row in rows.values() if row and row.get("requires")), None)
     check = _cell(claim.kind) + (f"; requires {_cell(requires)}" if requires else "")
-    if isinstance(measured, (int, float)):
-        check += f", measured {measured:.3g}"
+    statement = statement_rst(claim.statement) if claim.statement else "—"
     return [f"   * - .. _{claim_label(claim.id)}:", "", f"       ``{claim.id}``",
-            f"     - {_cell(claim.source)}", f"     - {_cell(claim.statement)}", f"     - {check}",
-            f"     - {_status(claim, row)}"]
+            f"     - {_cell(claim.source)}", f"     - {statement}", f"     - {check}",
+            *(f"     - {_status(claim, rows[key], missing[key])}" for key, _ in PROFILES)]
 
 
-def _summary(claims, record) -> list[str]:
-    lines = [".. list-table:: Claims by paper", "   :header-rows: 1", "",
-             "   * - paper", "     - claims", "     - PASS", "     - KNOWN-ERRATUM", "     - other / not run"]
+def _summary(claims, records, missing) -> list[str]:
+    lines = [".. list-table:: Claims by paper: statuses at the quick profile and at the paper's sizes",
+             "   :header-rows: 1", "", "   * - paper", "     - claims"]
+    for _, title in PROFILES:
+        lines += [f"     - {title}: PASS", f"     - {title}: KNOWN-ERRATUM", f"     - {title}: other / not run"]
     for paper in dict.fromkeys(paper_of(c.id) for c in claims):
         mine = [c for c in claims if paper_of(c.id) == paper]
-        counts = Counter((record.get(c.id) or {}).get("status", NOT_RUN) for c in mine)
-        other = len(mine) - counts[PASS] - counts[KNOWN_ERRATUM]
-        lines += [f"   * - {rst_escape(paper)}", f"     - {len(mine)}", f"     - {counts[PASS]}",
-                  f"     - {counts[KNOWN_ERRATUM]}", f"     - {other}"]
+        lines += [f"   * - {rst_escape(paper)}", f"     - {len(mine)}"]
+        for key, _ in PROFILES:
+            if not records[key]:
+                lines += ["     - —", "     - —", f"     - {missing[key]}"]
+                continue
+            counts = Counter((records[key].get(c.id) or {}).get("status", NOT_RUN) for c in mine)
+            other = len(mine) - counts[PASS] - counts[KNOWN_ERRATUM]
+            lines += [f"     - {counts[PASS]}", f"     - {counts[KNOWN_ERRATUM]}", f"     - {other}"]
     return [*lines, ""]
 
 
-def audit_page(record_path: Path) -> str:
-    """The audit page's text (reStructuredText)."""
-    record = load_record(record_path)
+def audit_page(record_path: Path, paper_path: Path | None = None) -> str:
+    """The audit page's text (reStructuredText): the quick record ``record_path`` and, side by side, the
+    paper-size record ``paper_path`` (absent or None: every paper-size status reads :data:`NOT_YET_PAPER`)."""
+    records = {"quick": load_record(record_path), "paper": load_record(paper_path) if paper_path else {}}
+    missing = {"quick": NOT_RUN, "paper": NOT_RUN if records["paper"] else NOT_YET_PAPER}
     claims = list(CLAIMS.values())
-    profiles = sorted({row.get("profile") for row in record.values() if row.get("profile")})
     lines = [*heading("Claims audit"),
              f"Every claim of the claims registry ({len(claims)} claims), with the status that the committed "
-             f"record of ``python -m transfertheory.verify {' '.join('--' + p for p in profiles) or '--quick'}"
-             " --json`` gives it. PASS: the check held; KNOWN-ERRATUM: the paper is wrong there and the check "
-             "shows it (the erratum is linked). How each kind of check works: :doc:`../verify` and "
+             "records of ``python -m transfertheory.verify --json`` give it, side by side: at the quick, "
+             "CPU-sized profile (``--quick``, ``docs/_data/verify.json``) and at the sizes the papers state "
+             "(``--paper``, ``docs/_data/verify-paper.json``). PASS: the check held; KNOWN-ERRATUM: the paper "
+             "is wrong there and the check shows it (the erratum is linked); *measured* is the value the check "
+             "compares with what it requires. How each kind of check works: :doc:`../verify` and "
              ":doc:`../testing`; the errata: :doc:`../errata`.", ""]
-    if not record:
-        lines += [".. warning:: No ``verify --json`` record was found: every status reads "
+    if not records["quick"]:
+        lines += [".. warning:: No quick-profile ``verify --json`` record was found: every quick status reads "
                   f"\"{NOT_RUN}\".", ""]
-    lines += _summary(claims, record)
+    if not records["paper"]:
+        lines += [".. note:: The audit has not yet run at the paper's sizes (no ``docs/_data/verify-paper.json``): "
+                  f"every paper-size status reads \"{NOT_YET_PAPER}\".", ""]
+    lines += _summary(claims, records, missing)
     for paper in dict.fromkeys(paper_of(c.id) for c in claims):
-        lines += [*heading(paper, "-"), ".. list-table::", "   :header-rows: 1", "   :widths: 15 13 37 20 15",
+        lines += [*heading(paper, "-"), ".. list-table::", "   :header-rows: 1", "   :widths: 13 11 36 14 13 13",
                   "   :class: audit-table", "",
-                  "   * - claim", "     - source", "     - statement", "     - check", "     - status"]
+                  "   * - claim", "     - source", "     - statement", "     - check",
+                  *(f"     - {title}" for _, title in PROFILES)]
         for claim in claims:
             if paper_of(claim.id) == paper:
-                lines += _row(claim, record.get(claim.id))
+                lines += _row(claim, {key: records[key].get(claim.id) for key, _ in PROFILES}, missing)
         lines.append("")
     return "\n".join(lines)
 
 
-def audit_pages(record_path: Path) -> dict[str, str]:
+def audit_pages(record_path: Path, paper_path: Path | None = None) -> dict[str, str]:
     """``{path under docs/: text}`` of the audit page."""
-    return {"audit/index.rst": audit_page(record_path)}
+    return {"audit/index.rst": audit_page(record_path, paper_path)}
