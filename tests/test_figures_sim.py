@@ -104,6 +104,23 @@ def test_hollow_markers_for_points_with_unconverged_draws():
         plt.close(fig)
 
 
+# --------------------------------------------------------------------------- phase_diagram metadata
+
+
+@pytest.mark.parametrize("method, equation", [("linear", "FaF Eq. 13"), ("finetune", "FaF Eq. 17")])
+def test_phase_diagram_metadata_cites_the_transferability_equation_its_title_names(method, equation, tmp_path,
+                                                                                  capsys):
+    """The diagram draws the transferability (FaF Fig. 1(a): "the transferability surface (13)"); its JSON cited
+    the risk's equation ("FaF Eq. 12") while the figure's title named Eq. 13."""
+    import json
+
+    code, _ = run(cli.main, ["--method", method, "--resolution", "12"], tmp_path, capsys)
+    assert code == 0
+    meta = json.loads((tmp_path / f"{cli.output_name(method, 0.2, 0.0)}.json").read_text(encoding="utf-8"))
+    assert meta["sources"][0] == equation and equation in meta["title"]
+    assert get_method(method).source not in meta["sources"]  # the risk's equation (Eq. 12, Eq. 16) is not T's
+
+
 # --------------------------------------------------------------------------- phase_diagram --simulate
 
 TINY_SIM = ["--sim-d", "12", "--sim-draws", "3", "--sim-gammas", "4", "--resolution", "20"]

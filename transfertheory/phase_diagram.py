@@ -123,10 +123,10 @@ def main(argv=None):
                                  args.gamma_max, args.lam, seed=args.seed, backend=backend, depth=args.depth)
         parameters = dict(sim_gammas=args.sim_gammas, seed=args.seed)
     output = figure.phase_diagram_output(grid, args.method, args.noise, args.lam, args.finite_d, points, parameters)
-    record = get_method(args.method)
+    record, source = get_method(args.method), figure.transferability_source(args.method)
     return cli.write_and_report(output, output_name(args.method, args.noise, args.lam, args.finite_d, args.depth), args,
-                                title=f"Transferability phase diagram, {record.label}",
-                                sources=tuple(s for s in (record.source, record.figure) if s), backend=backend,
+                                title=f"Transferability phase diagram, {record.label} ({source})",
+                                sources=tuple(s for s in (source, record.figure) if s), backend=backend,
                                 runtime_s=timer.elapsed, extra_suffixes=("_simulated",))
 
 

@@ -43,6 +43,7 @@ from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
 __all__ = [
+    "transferability_source",
     "METHODS",
     "LIMITS",
     "COLUMNS",
@@ -76,6 +77,13 @@ def _display(values):
 
 #: the paper's equations of each method's transferability (the records carry the equation of the risk)
 _TRANSFERABILITY_SOURCE = {"linear": "Eq. 13", "ridge": "Eqs. 10, 15", "finetune": "Eq. 17"}
+
+
+def transferability_source(method):
+    """The paper's equation of ``method``'s transferability T, the quantity the diagram draws, as a source:
+    "FaF Eq. 13" for linear transfer (FaF Fig. 1(a) plots "the theoretical transferability surface (13)"; the
+    method record's ``source``, Eq. 12, is the equation of the transfer risk alone)."""
+    return "FaF " + _TRANSFERABILITY_SOURCE[method]
 
 
 def _title(method, limit, finite_d, depth=2):
