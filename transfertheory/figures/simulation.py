@@ -126,37 +126,6 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     )
 
 
-#: first key of the per-λ seeds of :func:`lambda_seed` (no other draw of the figures' simulations uses it)
-LAMBDA_SEED_KEY = 5
-
-
-def lambda_seed(seed, lam):
-    """The seed of the simulation at ridge strength λ ≥ 0: :func:`~transfertheory.sim.seeding.derive_seed` of
-    ``seed`` under the key (:data:`LAMBDA_SEED_KEY`, the bits of λ as a float64) — a pure function of (seed, λ),
-    so a λ's draws do not depend on the other λ of the grid, and two different λ never share their draws."""
-    from ..sim.seeding import derive_seed
-
-    bits = int(np.float64(float(lam) + 0.0).view(np.uint64))  # + 0.0: −0 and 0 are one λ
-    return derive_seed(seed, LAMBDA_SEED_KEY, bits)
-
-
-def simulate_per_lambda(methods, d, ns, thetas, sigma, draws, lams, seed=0, backend=None, progress=None, depth=2):
-    """:func:`simulate` once per λ in ``lams``, each from its own seed :func:`lambda_seed` (its own task vectors,
-    pretrained network and target draws): the λ points are statistically independent, unlike one call with
-    ``ridge=lams``, where every λ refits the same draws and the points' errors are correlated (all on one side
-    of the theory). Returns the raw tables concatenated, with a column ``seed`` (each λ's seed)."""
-    import pandas as pd
-
-    frames = []
-    for lam in lams:
-        point_seed = lambda_seed(seed, lam)
-        raw = simulate(methods, d, ns, thetas, sigma, draws, (float(lam),), point_seed, backend, progress, depth)
-        frame = raw.assign(seed=point_seed)
-        frame.attrs = {}  # they hold arrays (β_s, ν), which pd.concat would compare and fail on
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
 #: simulator tables of single methods this process has computed (:func:`_method_rows`), by their exact arguments
 _METHOD_ROWS: dict = {}
 #: tables :data:`_METHOD_ROWS` keeps (the least recently used go first): ``figures --all`` asks for four of each run
@@ -243,3 +212,34 @@ def simulation_summary(table):
     if skipped:
         lines.insert(1, f"not simulated: n = {', '.join(map(str, skipped))} (|n − d| ≤ 1 or n too small)")
     return lines
+
+
+#: first key of the per-λ seeds of :func:`lambda_seed` (no other draw of the figures' simulations uses it)
+LAMBDA_SEED_KEY = 5
+
+
+def lambda_seed(seed, lam):
+    """The seed of the simulation at ridge strength λ ≥ 0: :func:`~transfertheory.sim.seeding.derive_seed` of
+    ``seed`` under the key (:data:`LAMBDA_SEED_KEY`, the bits of λ as a float64) — a pure function of (seed, λ),
+    so a λ's draws do not depend on the other λ of the grid, and two different λ never share their draws."""
+    from ..sim.seeding import derive_seed
+
+    bits = int(np.float64(float(lam) + 0.0).view(np.uint64))  # + 0.0: −0 and 0 are one λ
+    return derive_seed(seed, LAMBDA_SEED_KEY, bits)
+
+
+def simulate_per_lambda(methods, d, ns, thetas, sigma, draws, lams, seed=0, backend=None, progress=None, depth=2):
+    """:func:`simulate` once per λ in ``lams``, each from its own seed :func:`lambda_seed` (its own task vectors,
+    pretrained network and target draws): the λ points are statistically independent, unlike one call with
+    ``ridge=lams``, where every λ refits the same draws and the points' errors are correlated (all on one side
+    of the theory). Returns the raw tables concatenated, with a column ``seed`` (each λ's seed)."""
+    import pandas as pd
+
+    frames = []
+    for lam in lams:
+        point_seed = lambda_seed(seed, lam)
+        raw = simulate(methods, d, ns, thetas, sigma, draws, (float(lam),), point_seed, backend, progress, depth)
+        frame = raw.assign(seed=point_seed)
+        frame.attrs = {}  # they hold arrays (β_s, ν), which pd.concat would compare and fail on
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
