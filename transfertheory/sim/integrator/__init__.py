@@ -21,53 +21,16 @@ from ..convergence import Convergence
 from .controller import ErrorController
 from .flow import (CONVERGED_STATUSES, STATUS_MESSAGES, STATUSES, FlowResult, FlowStats, flow_state_bytes,
                    integrate_gradient_flow)
-from .kernels import (
-    DenseStages,
-    FusedDescent,
-    StageKernel,
-    StepOutcome,
-    StepRequest,
-    UnreachableCertificate,
-    dense_spectral_radius,
-    dense_stages,
-    row_norms,
-)
+from .kernels import (DenseStages, FusedDescent, StageKernel, StepOutcome, StepRequest, UnreachableCertificate,
+                      dense_spectral_radius, dense_stages, row_norms)
 from .ragged import BlockwiseStages, RaggedBatch
 from .rkc import rkc_butcher_matrix, rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
 from .settings import SETTING_RANGES, FlowSettings
 from .solvers import RKC2, SCHEMES, SOLVERS, GradientDescent, Solver
 
-__all__ = [
-    "FlowResult",
-    "FlowSettings",
-    "FlowStats",
-    "Solver",
-    "RKC2",
-    "GradientDescent",
-    "SOLVERS",
-    "ErrorController",
-    "Convergence",
-    "integrate_gradient_flow",
-    "STATUSES",
-    "STATUS_MESSAGES",
-    "CONVERGED_STATUSES",
-    "SCHEMES",
-    "SETTING_RANGES",
-    "flow_state_bytes",
-    "StageKernel",
-    "UnreachableCertificate",
-    "FusedDescent",
-    "StepRequest",
-    "StepOutcome",
-    "DenseStages",
-    "dense_stages",
-    "dense_spectral_radius",
-    "row_norms",
-    "RaggedBatch",
-    "BlockwiseStages",
-    "rkc_coefficients",
-    "rkc_stability_bound",
-    "rkc_butcher_matrix",
-    "rkc_butcher_rows",
-    "tables",
-]
+__all__ = ["FlowResult", "FlowSettings", "FlowStats", "Solver", "RKC2", "GradientDescent", "SOLVERS", "ErrorController",
+           "Convergence", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES", "CONVERGED_STATUSES", "SCHEMES",
+           "SETTING_RANGES", "flow_state_bytes", "StageKernel", "UnreachableCertificate", "FusedDescent",
+           "StepRequest", "StepOutcome", "DenseStages", "dense_stages", "dense_spectral_radius", "row_norms",
+           "RaggedBatch", "BlockwiseStages", "rkc_coefficients", "rkc_stability_bound", "rkc_butcher_matrix",
+           "rkc_butcher_rows", "tables"]

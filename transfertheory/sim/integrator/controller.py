@@ -8,7 +8,6 @@ safety·err^(−1/(order + 1)) clipped to [min_factor, max_factor] (Hairer, Nør
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -66,6 +65,3 @@ class ErrorController:
         xp = get_backend(error)
         factor = xp.where(error > 0, self.safety * error ** (-1.0 / (self.order + 1)), self.max_factor)
         return xp.clip(factor, self.min_factor, self.max_factor)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)

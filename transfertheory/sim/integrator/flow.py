@@ -71,7 +71,7 @@ from ..convergence import Convergence, ReportsConvergence
 from .kernels import StageKernel, UnreachableCertificate, dense_stages
 from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, take
 from .settings import FlowSettings
-from .solvers import RHO_REFRESH, SAFETY, SCHEMES, SOLVERS
+from .solvers import SAFETY, SCHEMES, SOLVERS
 from .state import FlowRecord, FlowState
 
 __all__ = ["FlowResult", "FlowStats", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES",
