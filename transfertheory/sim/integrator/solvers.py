@@ -46,8 +46,8 @@ class Solver(ABC):
 
     ``name``: the scheme's name (``scheme=`` of the settings and simulators); ``peak_state_copies``: the (B, P)
     arrays the integration holds at its peak with this scheme, besides what the gradient callable allocates (the
-    simulators' memory estimates multiply by it, :func:`~.flow.flow_state_bytes`; measured with tracemalloc,
-    tests/test_memory.py); ``ranges``: each numeric parameter's valid range.
+    simulators' memory estimates multiply by it, :func:`~.flow.flow_state_bytes`, which tests/test_memory.py holds
+    against the peak that tracemalloc traces); ``ranges``: each numeric parameter's valid range.
     """
 
     name: ClassVar[str]
