@@ -158,6 +158,7 @@ def test_a_new_scheme_is_one_class():
         old = integrate_gradient_flow(gradient, np.ones((1, 2)), scheme="euler", step_fraction=0.5, gtol=1e-6)
         np.testing.assert_array_equal(new.y, old.y)
         assert new.converged[0] and new.steps[0] == old.steps[0]
+        assert FlowSettings().updated(scheme="half-step", step_fraction=0.25).solver == HalfStepDescent(0.25)
     finally:
         SOLVERS.pop("half-step", None)
 

@@ -39,10 +39,16 @@ _LIMITS = MappingProxyType({
     "divergence_factor": positive("divergence_factor",
                                   "loss above divergence_factor·max(1, L(y0)) counts as divergence"),
 })
-#: the valid range of every numeric setting by name: the limits of :class:`FlowSettings`, the controller's and
-#: every solver's parameters (the names :meth:`FlowSettings.updated` takes)
-SETTING_RANGES = MappingProxyType({**ErrorController.ranges, **_LIMITS,
-                                   **{k: v for cls in SOLVERS.values() for k, v in cls.ranges.items()}})
+
+
+def _ranges() -> dict:
+    """The valid range of every numeric setting by name: the limits of :class:`FlowSettings`, the controller's
+    and every registered solver's parameters (the names :meth:`FlowSettings.updated` takes)."""
+    return {**ErrorController.ranges, **_LIMITS, **{k: v for cls in SOLVERS.values() for k, v in cls.ranges.items()}}
+
+
+#: :func:`_ranges` of the built-in solvers
+SETTING_RANGES = MappingProxyType(_ranges())
 
 
 def _with_params(part, changes: dict):
@@ -95,10 +101,11 @@ class FlowSettings:
         by name (``max_stages=``, ``step_fraction=``, ``rtol=``, …). ``names`` maps a setting to the name its
         caller's users know it by (``{"gtol": "tol"}``), which a ValueError then uses; a name that is not a
         setting, or a parameter of another solver than the one used, is a TypeError."""
-        unknown = sorted(set(changes) - set(SETTING_RANGES) - {"scheme", "solver", "controller"})
+        ranges = _ranges()
+        unknown = sorted(set(changes) - set(ranges) - {"scheme", "solver", "controller"})
         if unknown:
             raise TypeError(f"{', '.join(map(repr, unknown))}: not an integrator setting (one of scheme, solver, "
-                            f"controller, {', '.join(SETTING_RANGES)})")
+                            f"controller, {', '.join(ranges)})")
         changes = {name: value for name, value in changes.items() if value is not None}
         if not changes:
             return self
@@ -106,8 +113,8 @@ class FlowSettings:
             return self._replaced(dict(changes))
         except ValueError:  # on this path only: name a bad setting as the caller's users know it
             for name, label in (names or {}).items():
-                if name in changes and name in SETTING_RANGES:
-                    SETTING_RANGES[name].scalar(changes[name], label)
+                if name in changes and name in ranges:
+                    ranges[name].scalar(changes[name], label)
             raise
 
     def _replaced(self, changes: dict) -> "FlowSettings":
