@@ -288,4 +288,4 @@ def test_euler_scheme_reports_an_unstable_step_as_divergence():
 def test_bad_euler_settings_raise_naming_the_setting(kw):
     (name,) = kw
     with pytest.raises(ValueError, match=f"^{name} must be"):
-        integrate_gradient_flow(_quadratic(np.ones((2, 2))), np.ones((2, 2)), **kw)
+        integrate_gradient_flow(_quadratic(np.ones((2, 2))), np.ones((2, 2)), **{"scheme": "euler", **kw})

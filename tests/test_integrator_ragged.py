@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from transfertheory.backend import get_backend, to_device, to_host
-from transfertheory.sim.integrator import BlockwiseStages, RaggedBatch, dense_stages, flow, integrate_gradient_flow
+from transfertheory.sim.integrator import BlockwiseStages, RaggedBatch, dense_stages, integrate_gradient_flow, solvers
 from transfertheory.sim.integrator.ragged import put, row_norms, take
 
 SIZES, COUNTS = (3, 7, 12), (2, 3, 2)
@@ -38,6 +38,9 @@ def _assert_is_separate(ragged, separate):
     for block, alone in zip(ragged.y.blocks, separate, strict=True):
         np.testing.assert_array_equal(to_host(block), to_host(alone.y))
     assert ragged.rejected == sum(r.rejected for r in separate)
+    for name in ("accepted", "rejected"):
+        np.testing.assert_array_equal(getattr(ragged.stats, name),
+                                      np.concatenate([getattr(r.stats, name) for r in separate]), err_msg=name)
 
 
 @pytest.mark.parametrize("scheme", ["rkc", "euler"])
@@ -57,6 +60,7 @@ def test_a_ragged_integration_is_the_separate_integrations_of_its_blocks(array_b
     assert set(ragged.status) >= {"converged", "max_time"}  # instances of both outcomes
     _assert_is_separate(ragged, separate)
     assert ragged.evaluations == sum(r.evaluations for r in separate)
+    np.testing.assert_array_equal(ragged.stats.evaluations, np.concatenate([r.stats.evaluations for r in separate]))
 
 
 def _pseudo_huber(scale):
@@ -87,10 +91,11 @@ def test_rejections_residual_guard_and_a_middle_block_finishing_first(array_back
         return lambda y, rows: to_device(weight[rows], xp) * row_norms(y) * 1e-3
 
     later = []
-    original = flow._Integration._keep_rejected
-    monkeypatch.setattr(flow._Integration, "_keep_rejected", lambda self, state, out, rej, *before: (
-        later.append(rej.size if state.carried is not None else 0), original(self, state, out, rej, *before))[1])
-    settings = dict(scheme=scheme, gtol=1e-8, max_time=1e4, max_steps=2000, rtol=1e-2, step_fraction=0.9)
+    original = solvers.RKC2._keep_rejected
+    monkeypatch.setattr(solvers.RKC2, "_keep_rejected", staticmethod(lambda state, out, rej, *before: (
+        later.append(rej.size if state.carried is not None else 0), original(state, out, rej, *before))[1]))
+    solver = solvers.RKC2() if scheme == "rkc" else solvers.GradientDescent(step_fraction=0.9)
+    settings = dict(solver=solver, gtol=1e-8, max_time=1e4, max_steps=2000, rtol=1e-2)
     blocks = [dense_stages(_pseudo_huber(to_device(a, xp))) for a in scales]
     joint = BlockwiseStages(blocks, counts)
     ragged = integrate_gradient_flow(joint.gradient, RaggedBatch(tuple(to_device(y, xp) for y in y0s)),
@@ -106,7 +111,7 @@ def test_rejections_residual_guard_and_a_middle_block_finishing_first(array_back
         assert list(ragged.status) == ["max_time"] * 3 + ["converged"] * 2 + ["max_time"] * 2
     # Evaluation counts are not compared here: after a rejection at a batch's first step (nothing carried yet)
     # the whole working set recomputes its gradient at the next step, so the count depends on the batch (the
-    # states do not); rejections are per instance.
+    # states do not); rejections and accepted steps are per instance (compared).
     _assert_is_separate(ragged, separate)
 
 

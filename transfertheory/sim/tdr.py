@@ -56,8 +56,8 @@ from .._validation import Interval, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, ReportsConvergence
-from .integrator import (PEAK_STATE_COPIES, FlowResult, FlowSettings, RaggedBatch, integrate_gradient_flow,
-                         rkc_stability_bound)
+from .integrator import (SOLVERS, ErrorController, FlowResult, FlowSettings, FlowStats, GradientDescent, RaggedBatch,
+                         integrate_gradient_flow, rkc_stability_bound)
 from .seeding import generator
 from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
 from .tdr_tasks import TASK_FAMILIES, task_pair
@@ -71,8 +71,8 @@ _KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
 _POSITIVE = Interval(0, np.inf, "neither")
 #: the trainer's settings (:func:`train_two_layer`): gradient descent at η = 1/λ_max (``scheme="euler"``, TDR §6.1's
 #: algorithm; ``rtol`` 1e-3 is the RKC flow's) to ‖∇L‖ ≤ 1e-5, within flow time 1e6 and 2·10⁵ steps
-TRAINING_FLOW = FlowSettings(scheme="euler", step_fraction=1.0, rtol=1e-3, gtol=1e-5, max_time=1e6,
-                             max_steps=200_000)
+TRAINING_FLOW = FlowSettings(GradientDescent(step_fraction=1.0), ErrorController(rtol=1e-3), gtol=1e-5,
+                             max_time=1e6, max_steps=200_000)
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,8 @@ def _joined(results, y):
                       loss=np.concatenate([r.loss for r in results]),
                       residual=np.concatenate([r.residual for r in results]),
                       evaluations=sum(r.evaluations for r in results), rejected=sum(r.rejected for r in results),
-                      max_stages=max(r.max_stages for r in results))
+                      max_stages=max(r.max_stages for r in results),
+                      stats=FlowStats.concatenate([r.stats for r in results]))
 
 
 @guarded_entry_point
@@ -263,7 +264,7 @@ def train_two_layer(weights, signs, x, y, *, flow: FlowSettings = TRAINING_FLOW,
                  what="train_two_layer", xp=xp, max_memory=max_memory,
                  params={"networks": sum(b.shape[0] for b in blocks), "largest width": largest, "n": x.shape[0]})
     if flow.scheme == "rkc":
-        flow = flow.updated(max_stages=min(flow.max_stages, _rkc_stage_cap(x)))
+        flow = flow.updated(max_stages=min(flow.solver.max_stages, _rkc_stage_cap(x)))
     groups = _host_groups(blocks) if xp is np else [[(g, 0, b.shape[0]) for g, b in enumerate(blocks)]]
     finals, results = [xp.empty_like(b) for b in blocks], []
     for group in groups:
@@ -323,7 +324,7 @@ def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
 
 def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
     """Peak bytes :func:`train_two_layer` adds to the weights of networks of ``units`` hidden units in all (the
-    largest ``largest`` wide) on n samples: the integrator holds :data:`PEAK_STATE_COPIES` copies of the states
+    largest ``largest`` wide) on n samples: the integrator holds its solver's ``peak_state_copies`` copies of the states
     it integrates at once (on a device all of them; on the host one group of :data:`HOST_GROUP_BYTES`, or one
     network if larger), the stage kernel's two state-sized buffers (the signs repeated along d, the scaled
     gradient of a step) and three (instances, m, n) activation patterns of them (the tangent-kernel radius, the
@@ -333,7 +334,7 @@ def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
     else:
         flow_states = min(units * d, max(HOST_GROUP_BYTES // FLOAT_BYTES, largest * d))
         patterns = flow_states // d * n
-    return FLOAT_BYTES * ((PEAK_STATE_COPIES[scheme] + 2) * flow_states + 3 * patterns)
+    return FLOAT_BYTES * ((SOLVERS[scheme].peak_state_copies + 2) * flow_states + 3 * patterns)
 
 
 def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:

@@ -15,7 +15,7 @@ import numpy as np
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import as_generator
 from ...backend import get_backend, resolve_backend, to_device, to_host
-from ..integrator import FlowResult, FlowSettings, flow_state_bytes, integrate_gradient_flow
+from ..integrator import ErrorController, FlowResult, FlowSettings, flow_state_bytes, integrate_gradient_flow
 from .losses import EndToEndLoss, PopulationLoss
 from .network import (
     Architecture,
@@ -34,10 +34,10 @@ __all__ = ["train", "PretrainResult", "pretrain", "TARGET_FLOW", "PRETRAIN_FLOW"
 #: :func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`: rtol 1e-3 moves single
 #: fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6 reference (docs/simulator.md), gtol 1e-6 on ‖∇L‖ and
 #: ‖∇_βL‖, flow time 1e4
-TARGET_FLOW = FlowSettings(rtol=1e-3, gtol=1e-6, max_time=1e4)
+TARGET_FLOW = FlowSettings(controller=ErrorController(rtol=1e-3), gtol=1e-6, max_time=1e4)
 #: the settings of :func:`pretrain`, tighter than the target flows' because every transfer method starts from its
 #: weights (see :func:`pretrain`)
-PRETRAIN_FLOW = FlowSettings(rtol=1e-4, gtol=1e-8, max_time=1e4)
+PRETRAIN_FLOW = FlowSettings(controller=ErrorController(rtol=1e-4), gtol=1e-8, max_time=1e4)
 
 
 @guarded_entry_point

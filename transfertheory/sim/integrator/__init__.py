@@ -6,53 +6,31 @@
 * :mod:`.state` — the batched flow state and the record of finished instances;
 * :mod:`.ragged` — batches of instances of different sizes (:class:`RaggedBatch`, one dense block per
   size) and the stage kernel that runs one dense kernel per block (:class:`BlockwiseStages`);
-* :mod:`.settings` — :class:`FlowSettings`, the integrator's settings (tolerances, budget, scheme, stage cap) as
+* :mod:`.solvers` — the schemes as objects behind one protocol (:class:`Solver`): :class:`RKC2` and
+  :class:`GradientDescent` (fixed-step explicit Euler, ``scheme="euler"``), each with its own parameters;
+* :mod:`.controller` — the step-size controller of the error-controlled solvers (:class:`ErrorController`);
+* :mod:`.settings` — :class:`FlowSettings`, the integrator's settings (solver, controller, tolerances, budget) as
   one frozen record validated when built, and their ranges (:data:`SETTING_RANGES`);
-* :mod:`.flow` — :func:`integrate_gradient_flow` (RKC2, or fixed-step explicit Euler = batched
-  gradient descent with ``scheme="euler"``) and :class:`FlowResult`, which carries the convergence record
-  (:class:`~transfertheory.sim.convergence.Convergence`).
+* :mod:`.flow` — :func:`integrate_gradient_flow` and :class:`FlowResult`, which carries the convergence record
+  (:class:`~transfertheory.sim.convergence.Convergence`), per-instance statistics (:class:`FlowStats`) and a
+  message per status (:data:`STATUS_MESSAGES`).
 
 How a new simulator plugs in is described in docs/simulator.md.
 """
 from ..convergence import Convergence
-from .flow import (CONVERGED_STATUSES, PEAK_STATE_COPIES, STATUSES, FlowResult, flow_state_bytes,
+from .controller import ErrorController
+from .flow import (CONVERGED_STATUSES, STATUS_MESSAGES, STATUSES, FlowResult, FlowStats, flow_state_bytes,
                    integrate_gradient_flow)
-from .kernels import (
-    DenseStages,
-    StageKernel,
-    StepOutcome,
-    StepRequest,
-    dense_spectral_radius,
-    dense_stages,
-    row_norms,
-)
+from .kernels import (DenseStages, FusedDescent, StageKernel, StepOutcome, StepRequest, UnreachableCertificate,
+                      dense_spectral_radius, dense_stages, row_norms)
 from .ragged import BlockwiseStages, RaggedBatch
 from .rkc import rkc_butcher_matrix, rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
-from .settings import SCHEMES, SETTING_RANGES, FlowSettings
+from .settings import SETTING_RANGES, FlowSettings
+from .solvers import RKC2, SCHEMES, SOLVERS, GradientDescent, Solver
 
-__all__ = [
-    "FlowResult",
-    "FlowSettings",
-    "Convergence",
-    "integrate_gradient_flow",
-    "STATUSES",
-    "CONVERGED_STATUSES",
-    "SCHEMES",
-    "SETTING_RANGES",
-    "PEAK_STATE_COPIES",
-    "flow_state_bytes",
-    "StageKernel",
-    "StepRequest",
-    "StepOutcome",
-    "DenseStages",
-    "dense_stages",
-    "dense_spectral_radius",
-    "row_norms",
-    "RaggedBatch",
-    "BlockwiseStages",
-    "rkc_coefficients",
-    "rkc_stability_bound",
-    "rkc_butcher_matrix",
-    "rkc_butcher_rows",
-    "tables",
-]
+__all__ = ["FlowResult", "FlowSettings", "FlowStats", "Solver", "RKC2", "GradientDescent", "SOLVERS", "ErrorController",
+           "Convergence", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES", "CONVERGED_STATUSES", "SCHEMES",
+           "SETTING_RANGES", "flow_state_bytes", "StageKernel", "UnreachableCertificate", "FusedDescent",
+           "StepRequest", "StepOutcome", "DenseStages", "dense_stages", "dense_spectral_radius", "row_norms",
+           "RaggedBatch", "BlockwiseStages", "rkc_coefficients", "rkc_stability_bound", "rkc_butcher_matrix",
+           "rkc_butcher_rows", "tables"]

@@ -5,7 +5,8 @@ owns step-size control, stage counts, statuses and accounting; a *stage
 kernel* computes the stages of one step for a batch and returns the result,
 its local error in the kernel's norm and the gradient representation it wants
 back at the next step (first same as last). It also estimates the spectral
-radius ρ(∇²L) that sets the stage count. :class:`StageKernel` is the contract;
+radius ρ(∇²L) that sets the stage count. :class:`StageKernel` is the contract, with two optional hooks
+(:class:`UnreachableCertificate`, :class:`FusedDescent`);
 :func:`dense_stages` is the kernel for any gradient callable (dense states,
 componentwise error norm), and a model with structured gradients supplies its
 own (the deep linear networks' :class:`~transfertheory.sim.deep_linear.LowRankStages`).
@@ -15,14 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 from ...backend import get_backend
 
-__all__ = ["StepRequest", "StepOutcome", "StageKernel", "DenseStages", "dense_stages", "dense_spectral_radius",
-           "row_norms"]
+__all__ = ["StepRequest", "StepOutcome", "StageKernel", "UnreachableCertificate", "FusedDescent", "DenseStages",
+           "dense_stages", "dense_spectral_radius", "row_norms"]
 
 
 @dataclass(frozen=True)
@@ -79,19 +80,8 @@ class StepOutcome(NamedTuple):
 
 
 class StageKernel(Protocol):
-    """The contract of a stage kernel (see the module docstring).
-
-    A kernel may also define ``unreachable(y, rows, t_remaining, gtol) -> host bool (b,)``: True for the
-    instances that provably cannot converge within the flow time ``t_remaining`` (b,) left to them; the
-    integrator stops those with status ``unreachable`` (never counted as converged). It must be conservative:
-    an instance that would converge in time must never be flagged.
-
-    It may also define ``descend(y, G, h, rows) -> (G, L, ‖∇L‖²)``, the whole step of ``scheme="euler"`` fused:
-    y −= h·G in place (h (b,) per instance), then the gradient at the new y (written over G, which the
-    integrator no longer needs), its loss and its squared row norms (b,); it must give what the separate update,
-    the gradient callable and the squared norms give (e.g. the TDR networks' cache-blocked step,
-    :class:`~transfertheory.sim.tdr_kernel.TwoLayerStages`).
-    """
+    """The contract of a stage kernel (see the module docstring). Optional hooks: :class:`UnreachableCertificate`
+    and :class:`FusedDescent`; the integration uses a hook when the kernel has the method."""
 
     def __call__(self, step: StepRequest) -> StepOutcome:
         """Compute the RKC2 stages of one step (Sommeijer et al. 1998, Eq. 2.4) and its error estimate."""
@@ -102,9 +92,32 @@ class StageKernel(Protocol):
         ``carried`` is the kernel's gradient representation at ``y`` or None;
         ``state`` a per-instance warm start from the previous call (an array
         whose first axis is the batch) or None. Returns ``(ρ (b,), state,
-        evaluations)``; each instance's estimate must depend on that instance
-        alone.
+        evaluations)``, the evaluations spent equally on every instance; each
+        instance's estimate must depend on that instance alone.
         """
+
+
+@runtime_checkable
+class UnreachableCertificate(Protocol):
+    """Optional hook of a stage kernel: a proof that an instance cannot converge in the time left to it."""
+
+    def unreachable(self, y, rows, t_remaining, gtol: float) -> np.ndarray:
+        """Host bool (b,): True for the instances ``rows`` at ``y`` that provably cannot reach ‖∇L‖ ≤ gtol within
+        the flow time ``t_remaining`` (b,) left to them. The integration checks it every
+        :data:`~.flow.VERDICT_EVERY` accepted steps (every step of :class:`~.solvers.GradientDescent`) and stops
+        those instances with status ``unreachable`` (never counted as converged). It must be conservative: an
+        instance that would converge in time must never be flagged."""
+
+
+@runtime_checkable
+class FusedDescent(Protocol):
+    """Optional hook of a stage kernel: the whole step of :class:`~.solvers.GradientDescent` in one call."""
+
+    def descend(self, y, G, h, rows):
+        """y −= h·G in place (h (b,) per instance), then the gradient at the new y written over G (which the
+        integration no longer needs), its loss and its squared row norms (b,): returns ``(G, L, ‖∇L‖²)``. It must
+        give what the separate update, the gradient callable and the squared norms give (e.g. the TDR networks'
+        cache-blocked step, :class:`~transfertheory.sim.tdr_kernel.TwoLayerStages`)."""
 
 
 def row_norms(x):

@@ -1,16 +1,18 @@
 """The integrator's settings as one frozen record, :class:`FlowSettings`, validated once when it is built.
 
-A gradient flow (:func:`.flow.integrate_gradient_flow`) is set by its tolerances (``rtol`` of the RKC error
-control, ``gtol`` on ‖∇L‖, ``loss_tol`` on L), its per-instance budget (``max_time`` of flow time,
-``max_steps`` accepted steps), its scheme (``"rkc"`` or ``"euler"``), the RKC stage cap ``max_stages``, the
-Euler ``step_fraction`` and the ``divergence_factor``. Each numeric setting has one valid range
-(:data:`SETTING_RANGES`, a :class:`~transfertheory.params.Param`; ``gtol`` and ``loss_tol`` are the shared
-ones of :mod:`transfertheory.params`); building a :class:`FlowSettings` checks every field against it, so a bad
-setting is a ValueError naming it and its range before any work, and nothing downstream checks it again.
+A gradient flow (:func:`.flow.integrate_gradient_flow`) is set by its solver (:class:`~.solvers.RKC2` or
+:class:`~.solvers.GradientDescent`, each with its own parameters), its step-size controller
+(:class:`~.controller.ErrorController`, ``rtol`` among its parameters), its stopping tolerances (``gtol`` on
+‖∇L‖, ``loss_tol`` on L), its per-instance budget (``max_time`` of flow time, ``max_steps`` accepted steps) and
+its ``divergence_factor``. Each numeric setting has one valid range (:data:`SETTING_RANGES`, a
+:class:`~transfertheory.params.Param`; ``gtol`` and ``loss_tol`` are the shared ones of
+:mod:`transfertheory.params`); building a record — the settings, a solver, a controller — checks every field
+against it, so a bad setting is a ValueError naming it and its range before any work, and nothing downstream
+checks it again.
 
-A simulator keeps its defaults as a module-level :class:`FlowSettings` constant and takes overrides with
-:meth:`FlowSettings.updated` (or :func:`dataclasses.replace`): e.g. MeRLin's ``FLOW_SETTINGS`` (gtol 1e-7,
-at most 80 stages per step) and ``run_comparison(..., rtol=1e-4)``.
+A simulator keeps its defaults as a module-level :class:`FlowSettings` constant and takes overrides by name with
+:meth:`FlowSettings.updated`: e.g. MeRLin's ``FLOW_SETTINGS`` (gtol 1e-7, at most 80 stages per step) and
+``run_comparison(..., rtol=1e-4)``.
 """
 from __future__ import annotations
 
@@ -22,84 +24,117 @@ import numpy as np
 
 from ..._validation import Interval
 from ...params import GTOL, LOSS_TOL, Param
+from .controller import ErrorController, positive, validate_fields
+from .solvers import SCHEMES, SOLVERS, RKC2, Solver
 
 __all__ = ["FlowSettings", "SETTING_RANGES", "SCHEMES"]
 
-#: the integration schemes: adaptive RKC2 with error control, or fixed-step explicit Euler (gradient descent)
-SCHEMES = ("rkc", "euler")
-
-
-def _positive(name: str, description: str) -> Param:
-    """A setting that must be a finite number > 0."""
-    return Param(name, Interval(0, np.inf, "neither"), description=description)
-
-
 #: the valid range of each numeric setting of :class:`FlowSettings`
-SETTING_RANGES = MappingProxyType({
-    "rtol": _positive("rtol", "relative local-error tolerance of the RKC error control"),
+_LIMITS = MappingProxyType({
     "gtol": GTOL,
     "loss_tol": LOSS_TOL,
-    "max_time": _positive("max_time", "gradient-flow time budget per instance"),
+    "max_time": positive("max_time", "gradient-flow time budget per instance"),
     "max_steps": Param("max_steps", Interval(1, np.inf, "left"), integer=True,
                        description="accepted-step budget per instance"),
-    "max_stages": Param("max_stages", Interval(2, np.inf, "left"), integer=True,
-                        description="cap on RKC stages per step"),
-    "step_fraction": Param("step_fraction", Interval(0, 2, "neither"),
-                           description="Euler step in units of 1/ρ̂"),
-    "divergence_factor": _positive("divergence_factor",
-                                   "loss above divergence_factor·max(1, L(y0)) counts as divergence"),
+    "divergence_factor": positive("divergence_factor",
+                                  "loss above divergence_factor·max(1, L(y0)) counts as divergence"),
 })
+
+
+def _ranges() -> dict:
+    """The valid range of every numeric setting by name: the limits of :class:`FlowSettings`, the controller's
+    and every registered solver's parameters (the names :meth:`FlowSettings.updated` takes)."""
+    return {**ErrorController.ranges, **_LIMITS, **{k: v for cls in SOLVERS.values() for k, v in cls.ranges.items()}}
+
+
+#: :func:`_ranges` of the built-in solvers
+SETTING_RANGES = MappingProxyType(_ranges())
+
+
+def _with_params(part, changes: dict):
+    """The solver or controller ``part`` with the changes of its parameters, taken out of ``changes``."""
+    params = {name: changes.pop(name) for name in part.ranges if name in changes}
+    return dataclasses.replace(part, **params) if params else part
 
 
 @dataclass(frozen=True)
 class FlowSettings:
     """Settings of one gradient-flow integration (module docstring), validated when built.
 
-    ``rtol``: relative local-error tolerance of the RKC error estimate (RMS norm). ``gtol``: an instance has
-    converged when ‖∇L‖₂ ≤ gtol (and the integrator's ``residual`` ≤ gtol). ``loss_tol`` ≥ 0: stop with status
-    ``loss_tol`` once L ≤ loss_tol (0 disables the rule). ``max_time``, ``max_steps``: per-instance budget of
-    flow time and accepted steps. ``scheme``: ``"rkc"`` or ``"euler"`` (:data:`SCHEMES`). ``max_stages``: cap on
-    RKC stages per step. ``step_fraction`` in (0, 2): the Euler step in units of 1/ρ̂ (ignored by RKC).
-    ``divergence_factor``: a loss above divergence_factor·max(1, L(y0)) counts as divergence. Euler uses neither
-    ``rtol`` nor ``max_stages``; RKC does not use ``step_fraction``.
+    ``solver``: the scheme and its parameters (:class:`~.solvers.Solver`; default ``RKC2()``). ``controller``:
+    the step-size control of the error-controlled solvers (default ``ErrorController()``, rtol 1e-5).
+    ``gtol``: an instance has converged when ‖∇L‖₂ ≤ gtol (and the integrator's ``residual`` ≤ gtol).
+    ``loss_tol`` ≥ 0: stop with status ``loss_tol`` once L ≤ loss_tol (0 disables the rule). ``max_time``,
+    ``max_steps``: per-instance budget of flow time and accepted steps. ``divergence_factor``: a loss above
+    divergence_factor·max(1, L(y0)) counts as divergence.
     """
 
-    rtol: float = 1e-5
+    solver: Solver = RKC2()
+    controller: ErrorController = ErrorController()
     gtol: float = 1e-8
     loss_tol: float = 0.0
     max_time: float = 1e5
     max_steps: int = 200_000
-    scheme: str = "rkc"
-    max_stages: int = 400
-    step_fraction: float = 1.0
     divergence_factor: float = 1e8
 
     def __post_init__(self):
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
-        for name, param in SETTING_RANGES.items():
-            object.__setattr__(self, name, param.scalar(getattr(self, name)))
+        for name, kind in (("solver", Solver), ("controller", ErrorController)):
+            if not isinstance(getattr(self, name), kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, got {getattr(self, name)!r}")
+        validate_fields(self, _LIMITS)
+
+    @property
+    def scheme(self) -> str:
+        """The solver's name (:data:`~.solvers.SCHEMES`)."""
+        return self.solver.name
+
+    @property
+    def rtol(self) -> float:
+        """The controller's relative tolerance (simulators scale their ``atol`` by it)."""
+        return self.controller.rtol
 
     def updated(self, names=None, **changes) -> "FlowSettings":
         """These settings with ``changes`` that are not None (an entry point's keyword arguments, None meaning
-        "the default"): a new record, validated; ``self`` when nothing changes. ``names`` maps a setting to the
-        name its caller's users know it by (``{"gtol": "tol"}``), which a ValueError then uses; a name that is
-        not a setting is a TypeError listing them."""
-        unknown = sorted(set(changes) - set(SETTING_RANGES) - {"scheme"})
+        "the default"): a new record, validated; ``self`` when nothing changes. A change is a field of the
+        record (``solver=``, ``controller=``, ``gtol=``, …), ``scheme=`` (a solver of that name with its
+        default parameters, unless the solver already is one), or a parameter of the solver or the controller
+        by name (``max_stages=``, ``step_fraction=``, ``rtol=``, …). ``names`` maps a setting to the name its
+        caller's users know it by (``{"gtol": "tol"}``), which a ValueError then uses; a name that is not a
+        setting, or a parameter of another solver than the one used, is a TypeError."""
+        ranges = _ranges()
+        unknown = sorted(set(changes) - set(ranges) - {"scheme", "solver", "controller"})
         if unknown:
-            raise TypeError(f"{', '.join(map(repr, unknown))}: not an integrator setting (one of scheme, "
-                            f"{', '.join(SETTING_RANGES)})")
+            raise TypeError(f"{', '.join(map(repr, unknown))}: not an integrator setting (one of scheme, solver, "
+                            f"controller, {', '.join(ranges)})")
         changes = {name: value for name, value in changes.items() if value is not None}
         if not changes:
             return self
         try:
-            return dataclasses.replace(self, **changes)
+            return self._replaced(dict(changes))
         except ValueError:  # on this path only: name a bad setting as the caller's users know it
             for name, label in (names or {}).items():
-                if name in changes:
-                    SETTING_RANGES[name].scalar(changes[name], label)
+                if name in changes and name in ranges:
+                    ranges[name].scalar(changes[name], label)
             raise
 
+    def _replaced(self, changes: dict) -> "FlowSettings":
+        """A new record with ``changes`` (by name, none None) applied to the solver, the controller and the rest."""
+        solver = changes.pop("solver", self.solver)
+        scheme = changes.pop("scheme", solver.name)
+        if scheme not in SOLVERS:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+        if scheme != solver.name:
+            solver = SOLVERS[scheme]()
+        solver = _with_params(solver, changes)
+        controller = _with_params(changes.pop("controller", self.controller), changes)
+        stray = sorted(set(changes) - set(_LIMITS))
+        if stray:
+            raise TypeError(f"{', '.join(map(repr, stray))}: not a parameter of the solver "
+                            f"{type(solver).__name__} (scheme {solver.name!r})")
+        return dataclasses.replace(self, solver=solver, controller=controller, **changes)
+
     def as_dict(self) -> dict:
-        """The settings by name (a table's ``attrs``, a figure's metadata)."""
-        return dataclasses.asdict(self)
+        """The settings by name, the solver's and the controller's parameters inline (a table's ``attrs``, a
+        figure's metadata)."""
+        common = {name: getattr(self, name) for name in _LIMITS}
+        return {"scheme": self.scheme, **dataclasses.asdict(self.solver), **dataclasses.asdict(self.controller), **common}

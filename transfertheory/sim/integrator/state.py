@@ -17,13 +17,16 @@ from .ragged import RaggedBatch, array_module, batch_size, put, take
 
 __all__ = ["FlowState", "FlowRecord"]
 
+_HOST = ("rows", "since_rho", "evaluations", "rejected")  # the host arrays of a FlowState
+
 
 @dataclass(frozen=True)
 class FlowState:
     """Per-instance arrays of the working set (first axis: instance), device unless marked *host*.
 
     ``rows`` (host) each instance's index in the whole batch; ``since_rho``
-    (host) accepted steps since its last spectral-radius estimate; ``y``
+    (host) accepted steps since its last spectral-radius estimate; ``evaluations``, ``rejected`` (host) its
+    gradient evaluations and rejected steps so far; ``y``
     states (b, P); ``carried`` the stage kernel's gradient representation at
     ``y`` (None when nothing is carried); ``grad_norm``, ``loss`` at ``y``;
     ``loss_limit`` the loss above which it counts as diverged; ``t``,
@@ -34,6 +37,8 @@ class FlowState:
 
     rows: np.ndarray
     since_rho: np.ndarray
+    evaluations: np.ndarray
+    rejected: np.ndarray
     y: object
     carried: object
     grad_norm: object
@@ -67,7 +72,7 @@ class FlowState:
             value = getattr(self, f.name)
             if f.name in given:
                 continue
-            if f.name in ("rows", "since_rho"):
+            if f.name in _HOST:
                 parts[f.name] = value[idx]
             elif isinstance(value, RaggedBatch):
                 parts[f.name] = take(value, idx)
@@ -86,7 +91,8 @@ class FlowRecord:
     def __init__(self, y0):
         B = batch_size(y0)
         self.y = y0.copy()
-        self.t, self.steps = np.zeros(B), np.zeros(B, dtype=np.int64)
+        self.t = np.zeros(B)
+        self.steps, self.evaluations, self.rejected = np.zeros((3, B), dtype=np.int64)
         self.grad_norm, self.loss, self.residual = np.full(B, np.nan), np.full(B, np.nan), np.full(B, np.nan)
         self.status = np.full(B, "", dtype=object)
 
@@ -102,6 +108,7 @@ class FlowRecord:
         put(self.y, out_rows, finished)
         self.t[out_rows] = to_host(state.t[dev_idx])
         self.steps[out_rows] = to_host(state.steps[dev_idx])
+        self.evaluations[out_rows], self.rejected[out_rows] = state.evaluations[idx], state.rejected[idx]
         self.grad_norm[out_rows] = to_host(state.grad_norm[dev_idx])
         self.loss[out_rows] = to_host(state.loss[dev_idx])
         if residual is not None:

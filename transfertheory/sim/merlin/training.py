@@ -28,7 +28,7 @@ from ..._validation import Interval, as_generator
 from ...backend import get_backend
 from ...theory import merlin as M
 from ..convergence import Convergence, ReportsConvergence
-from ..integrator import FlowSettings, flow_state_bytes, integrate_gradient_flow
+from ..integrator import RKC2, ErrorController, FlowSettings, flow_state_bytes, integrate_gradient_flow
 from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
 __all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "STUDY_TOLERANCES", "INIT_SCALE",
@@ -42,7 +42,7 @@ INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="
 #: as many gradient calls as its largest stage count: a higher cap makes the steps of the bulk dearer, a lower one
 #: leaves a flow held by stability (near a saddle) many capped steps alone; of the caps 40–160 measured, 80 made
 #: the figure's success study the cheapest and moved no result (docs/merlin.md "The stage cap")
-FLOW_SETTINGS = FlowSettings(rtol=1e-5, gtol=1e-7, max_time=2e4, max_steps=20_000, max_stages=80)
+FLOW_SETTINGS = FlowSettings(RKC2(max_stages=80), ErrorController(rtol=1e-5), gtol=1e-7, max_time=2e4, max_steps=20_000)
 #: the tolerances of the package's MeRLin studies (figure ``merlin_fig`` and the ``merlin.sim`` claims), overrides
 #: of :data:`FLOW_SETTINGS`: rtol 1000×, gtol 10× looser; their results do not move when both are tightened 10×
 #: (docs/merlin.md, "What the success frequency depends on"; rtol 1e-4 → 1e-3 → 1e-2 each cut the accepted steps

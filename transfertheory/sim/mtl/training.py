@@ -35,7 +35,7 @@ from ..._validation import as_generator
 from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
 from ...theory.mtl import LAM_TAU, adaptation_operator, symmetric_exp
 from ..convergence import Convergence, ReportsConvergence
-from ..integrator import FlowSettings, dense_stages, flow_state_bytes, integrate_gradient_flow
+from ..integrator import ErrorController, FlowSettings, dense_stages, flow_state_bytes, integrate_gradient_flow
 from .network import NetworkShape, backpropagate, body_gram, forward, outputs
 
 __all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "training_flow", "adapted_predictions",
@@ -44,7 +44,7 @@ __all__ = ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "tra
 METHODS = ("mtl", "anil")
 TEST_HEADS = ("initial", "trained", "fresh")
 #: the integrator settings of MTL and ANIL training; :func:`training_flow` sets its gtol from the labels
-TRAINING_FLOW = FlowSettings(rtol=1e-4, max_time=1e6, max_steps=100_000)
+TRAINING_FLOW = FlowSettings(controller=ErrorController(rtol=1e-4), max_time=1e6, max_steps=100_000)
 #: the convergence threshold relative to the labels: gtol = GTOL_SCALE·‖𝒴‖ unless given
 GTOL_SCALE = 1e-5
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ...backend import get_backend, to_device, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
-from ..integrator import FlowSettings, flow_state_bytes
+from ..integrator import ErrorController, FlowSettings, flow_state_bytes
 from .network import FlowReport, M, paper_init, sphere_flow
 
 __all__ = ["PretrainResult", "pretrain_source", "pretraining_memory", "PRETRAIN_FLOW"]
@@ -23,7 +23,7 @@ __all__ = ["PretrainResult", "pretrain_source", "pretraining_memory", "PRETRAIN_
 #: the integrator settings of :func:`pretrain_source`: FaF's budget (flow time 1e3 = its 1e5 iterations at rate
 #: 0.01·m) and stopping rule (loss ≤ 1e-6), ‖m∇L‖ ≤ 1e-8, and rtol 1e-3 (at d = 20, m = 200, μ = 0.5 it gives the
 #: losses and kernel distances of an rtol = 1e-5, atol = 1e-12 run to 1e-3 relative, with 4× fewer evaluations)
-PRETRAIN_FLOW = FlowSettings(rtol=1e-3, gtol=1e-8, loss_tol=1e-6, max_time=1e3)
+PRETRAIN_FLOW = FlowSettings(controller=ErrorController(rtol=1e-3), gtol=1e-8, loss_tol=1e-6, max_time=1e3)
 
 
 @dataclass(frozen=True)

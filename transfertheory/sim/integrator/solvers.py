@@ -1,0 +1,220 @@
+r"""The integration schemes as objects: the :class:`Solver` protocol, :class:`RKC2` and :class:`GradientDescent`.
+
+A solver carries its own parameters (a frozen dataclass validated when built, ranges in :attr:`Solver.ranges`)
+and advances the working set of an integration by one step (:meth:`Solver.step`); everything around the step —
+the budget, statuses, the spectral-radius schedule, the record of finished instances, the accounting — is the
+integration's (:mod:`.flow`). Defining a subclass with a new ``name`` registers it (:data:`SOLVERS`), so
+``FlowSettings().updated(scheme=name)`` and the simulators' ``scheme=`` choices know it; docs/simulator.md walks
+through adding one.
+
+* :class:`RKC2` — adaptive damped second-order Runge–Kutta–Chebyshev (tables in :mod:`.rkc`) with the error
+  control of :class:`~.controller.ErrorController`: for stiff flows, ~√κ evaluations per unit of stiffness.
+* :class:`GradientDescent` — fixed-step explicit Euler at the per-instance step h = step_fraction/ρ̂: batched
+  gradient descent with learning rate step_fraction/λ_max(∇²L), one evaluation per step, no error control.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar
+
+import numpy as np
+
+from ..._validation import Interval
+from ...backend import to_host
+from ...params import Param
+from .controller import validate_fields
+from .kernels import FusedDescent, StepRequest
+from .ragged import RaggedBatch, array_module, put, row_norms, subtract_scaled, take
+from .rkc import tables
+from .state import FlowState
+
+__all__ = ["Solver", "RKC2", "GradientDescent", "SOLVERS", "SCHEMES", "SAFETY", "RHO_REFRESH"]
+
+#: every solver class by its scheme name (filled by subclassing :class:`Solver`)
+SOLVERS: dict = {}
+#: multiplies the stage kernel's spectral-radius estimate
+SAFETY = 1.2
+#: accepted steps between two spectral-radius refreshes of an instance
+RHO_REFRESH = 25
+
+
+class Solver(ABC):
+    """What an integration scheme provides (subclasses are frozen dataclasses of their parameters).
+
+    ``name``: the scheme's name (``scheme=`` of the settings and simulators); ``peak_state_copies``: the (B, P)
+    arrays the integration holds at its peak with this scheme, besides what the gradient callable allocates (the
+    simulators' memory estimates multiply by it, :func:`~.flow.flow_state_bytes`, which tests/test_memory.py holds
+    against the peak that tracemalloc traces); ``ranges``: each numeric parameter's valid range.
+    """
+
+    name: ClassVar[str]
+    peak_state_copies: ClassVar[int]
+    ranges: ClassVar = MappingProxyType({})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        SOLVERS[cls.name] = cls
+
+    def __post_init__(self):
+        validate_fields(self, self.ranges)
+
+    def initial_carried(self, gradient):
+        """What the first step receives as the working set's ``carried``, given the dense gradient at y0."""
+        return None
+
+    @abstractmethod
+    def step(self, run, state: FlowState) -> FlowState:
+        """Advance the working set ``state`` of the integration ``run`` (:class:`~.flow.Integration`) by one
+        step (or several, when no instance can finish in between) and return what is left of it after
+        ``run.classify``. Add each instance's gradient evaluations to ``state.evaluations`` and its rejected
+        steps to ``state.rejected``, the batch's to ``run.evaluations``."""
+
+
+@dataclass(frozen=True)
+class RKC2(Solver):
+    """Adaptive RKC2 (:mod:`.flow` docstring), at most ``max_stages`` stages per step (h·ρ̂ ≤ β(max_stages)).
+
+    Each step asks the stage kernel for the stages and the local error, accepts the instances with error ≤ 1,
+    scales every instance's h by the settings' :class:`~.controller.ErrorController` and re-estimates ρ̂ after a
+    rejection or every :data:`RHO_REFRESH` steps; ``step_underflow`` when h < 1e-13·max(t, 1).
+    """
+
+    name: ClassVar[str] = "rkc"
+    peak_state_copies: ClassVar[int] = 18
+    ranges: ClassVar = MappingProxyType({
+        "max_stages": Param("max_stages", Interval(2, np.inf, "left"), integer=True,
+                            description="cap on RKC stages per step")})
+    max_stages: int = 400
+
+    def step(self, run, state: FlowState) -> FlowState:
+        xp, tabs, controller = array_module(state.y), tables(self.max_stages), run.settings.controller
+        h = xp.minimum(xp.minimum(state.h, run.settings.max_time - state.t), tabs.beta[-1] / state.rho)
+        s_row = tabs.stages(to_host(h * state.rho))
+        run.max_stages_used = max(run.max_stages_used, int(s_row.max()))
+        out = run.kernel(StepRequest(
+            y=state.y, carried=state.carried, order=np.argsort(-s_row, kind="stable"), h=to_host(h), stages=s_row,
+            rows=state.rows, coefficients=tabs.table(int(s_row.max())), rtol=controller.rtol, atol=state.atol))
+        run.evaluations += out.evaluations
+        state = state.with_(evaluations=state.evaluations + s_row + (state.carried is None))
+        before, source = state.y, None
+        if out.order is not None:  # the kernel returned its batch in its own order: the working set follows it
+            source, h = out.order, h[xp.asarray(out.order)]
+            state = state.reordered(source, out.y)
+        accept = out.error <= 1.0
+        rejected = ~to_host(accept)
+        y, carried, loss, grad_norm = self._keep_rejected(state, out, np.flatnonzero(rejected), before, source)
+        t = state.t + xp.where(accept, h, 0.0)
+        h = h * controller.factor(out.error)
+        underflow = to_host(h < 1e-13 * xp.maximum(t, 1.0))
+        state = state.with_(y=y, carried=carried, loss=loss, grad_norm=grad_norm, t=t, h=h,
+                            steps=state.steps + accept.astype(state.steps.dtype), since_rho=state.since_rho + 1,
+                            rejected=state.rejected + rejected)
+        state = run.refresh_radius(state, np.flatnonzero(rejected | (state.since_rho >= RHO_REFRESH)))
+        run.report_progress(state)
+        return run.classify(run.record.finish(state, underflow, "step_underflow", run.residual))
+
+    @staticmethod
+    def _keep_rejected(state: FlowState, out, rej: np.ndarray, before, source):
+        """The step's results, with the rejected instances (host indices ``rej``) keeping their state: their
+        rows ``source[rej]`` of the states ``before`` the step (``rej`` itself when ``source`` is None)."""
+        y, carried, loss, grad_norm = out.y, out.grad, out.loss, out.grad_norm
+        if rej.size:
+            dev_rej = array_module(y).asarray(rej)
+            put(y, rej, take(before, rej if source is None else source[rej]))
+            loss[dev_rej], grad_norm[dev_rej] = state.loss[dev_rej], state.grad_norm[dev_rej]
+            if state.carried is None:  # nothing carried for the rejected rows (first step): the kernel recomputes
+                carried = None
+            elif carried is not None:
+                put(carried, rej, take(state.carried, rej))
+        return y, carried, loss, grad_norm
+
+
+def _einsum_squares(g):
+    """Squared row norms of a (b, P) gradient by one einsum (the Euler step's; no (b, P) temporary)."""
+    return array_module(g).einsum("ij,ij->i", g, g)
+
+
+@dataclass(frozen=True)
+class GradientDescent(Solver):
+    """Fixed-step explicit Euler, y ← y − h∇L(y) at the per-instance step h = ``step_fraction``/ρ̂.
+
+    ρ̂ is the stage kernel's spectral-radius estimate (refreshed every :data:`RHO_REFRESH` steps; the step
+    undoes the :data:`SAFETY` factor, so an exact ρ̂ gives learning rate exactly step_fraction/λ_max(∇²L)):
+    batched full-batch gradient descent. On a quadratic it is stable iff step_fraction·ρ/ρ̂ < 2. A kernel with an
+    exact or upper-bound ρ̂ (e.g. the TDR tangent kernel) may use any step_fraction < 2; the dense kernel's power
+    iteration approaches ρ from below, so keep step_fraction ≤ 1 there (an unstable step is still detected and
+    reported as ``diverged``). One gradient evaluation per step, every step accepted, no error estimate (the
+    controller, ``atol`` and the stage kernel's ``__call__`` are not used): the trajectory follows the flow to
+    O(h). A kernel that implements :class:`~.kernels.FusedDescent` computes the whole step.
+    """
+
+    name: ClassVar[str] = "euler"
+    peak_state_copies: ClassVar[int] = 12
+    ranges: ClassVar = MappingProxyType({
+        "step_fraction": Param("step_fraction", Interval(0, 2, "neither"),
+                               description="Euler step in units of 1/ρ̂")})
+    step_fraction: float = 1.0
+
+    def initial_carried(self, gradient):
+        return gradient  # the dense gradient at y, reused by the next step
+
+    def step(self, run, state: FlowState) -> FlowState:
+        """Euler steps of the working set until one of its instances is due for a spectral-radius refresh or
+        may finish (:meth:`_may_finish`), then the refresh and ``run.classify``: the arithmetic and the step at
+        which each instance stops are those of one step per call, without the per-step bookkeeping (one step
+        per call when the kernel certifies unreachable instances, checked at every step)."""
+        xp, budget = array_module(state.y), run.settings
+        y, G, t = state.y, state.carried, state.t
+        rate = self.step_fraction * SAFETY / state.rho
+        count = 1 if run.certificate is not None else max(1, RHO_REFRESH - int(state.since_rho.max()))
+        # far from the budget, h = min(rate, max_time − t) is rate itself and no instance can reach
+        # max_time or max_steps within these steps (the margin covers the rounding of the summed times)
+        far = (float(to_host((t + count * rate).max())) < budget.max_time * (1 - 1e-12) * (1 - 1e-9)
+               and int(to_host(state.steps.max())) + count < budget.max_steps)
+        column = rate[:, None] if far and not isinstance(y, RaggedBatch) else None
+        limit = float(to_host(state.loss_limit.min()))
+        descend = run.kernel.descend if isinstance(run.kernel, FusedDescent) else None
+        done = 0
+        while done < count:
+            h = rate if far else xp.minimum(rate, budget.max_time - t)
+            if descend is not None:  # y and G updated in place (FusedDescent)
+                G, loss, squares = descend(y, G, h, state.rows)
+            else:
+                if column is None:
+                    subtract_scaled(y, h, G)  # y is updated in place (the record keeps copies); G is not modified
+                else:
+                    y -= column * G
+                G, loss = run.gradient(y, state.rows)
+                squares = row_norms(G, _einsum_squares)
+            run.evaluations += state.size
+            t, done = t + h, done + 1
+            run.report_progress(state)
+            if self._may_finish(budget, squares, loss, limit, None if far else t,
+                                None if far else state.steps + done):
+                break
+        state = state.with_(y=y, carried=G, loss=loss, grad_norm=xp.sqrt(squares), t=t, h=h,
+                            steps=state.steps + done, since_rho=state.since_rho + done,
+                            evaluations=state.evaluations + done)
+        return run.classify(run.refresh_radius(state, np.flatnonzero(state.since_rho >= RHO_REFRESH)))
+
+    @staticmethod
+    def _may_finish(budget, squares, loss, limit, t, steps) -> bool:
+        """Whether ``run.classify`` might finish an instance: a superset of its criteria, from the squared
+        gradient norms and the smallest divergence limit ``limit`` (a non-finite gradient or loss, |L| above
+        the limit, ‖∇L‖ ≤ gtol, L ≤ loss_tol, or — unless ``t`` and ``steps`` are None, known to be far from
+        it — the budget reached). On host lists: a few array reductions cost more than the step's arithmetic
+        at small sizes (NaN fails every comparison, so it counts as finishing)."""
+        low, losses = budget.gtol**2 * (1 + 1e-9), to_host(loss).tolist()
+        going = (all(low < v < math.inf for v in to_host(squares).tolist())
+                 and all(abs(v) <= limit for v in losses)
+                 and (budget.loss_tol == 0 or all(v > budget.loss_tol for v in losses)))
+        if going and t is not None:
+            going = bool(to_host(((t < budget.max_time * (1 - 1e-12)) & (steps < budget.max_steps)).all()))
+        return not going
+
+
+#: the registered schemes' names
+SCHEMES = tuple(SOLVERS)
