@@ -169,7 +169,7 @@ def test_two_local_workers_give_the_rows_of_one(tmp_path):
     ('experiment = "faf_linear"\n[fixed]\ngama = 0.5\n', "fixed.gama: unknown parameter 'gama'"),
     ('experiment = "faf_linear"\n[fixed]\nmethods = ["ridge"]\n', "fixed.methods: methods must be one of"),
     ('experiment = "faf_linear"\n[axes]\ntheta = { start = 0, stop = 1 }\n', "axes.theta: a range needs start"),
-    ('experiment = "faf_linear"\ndraws = 0\n', "fixed.instances: instances must be an integer >= 1, got 0"),
+    ('experiment = "faf_linear"\ndraws = 0\n', "draws: draws must be an integer >= 1, got 0"),
     ('experiment = "faf_linear"\n[fixed]\ngamma = 0.5\n[axes]\ngamma = [1.0]\n', "axes.gamma: also in fixed"),
 ])
 def test_a_bad_spec_is_one_line_naming_the_field_before_anything_runs(tmp_path, capsys, text, message):
@@ -183,7 +183,7 @@ def test_a_bad_spec_is_one_line_naming_the_field_before_anything_runs(tmp_path, 
 @pytest.mark.parametrize("argv, message", [
     (["run", "faf_fig99", "--store", "S"], "unknown sweep 'faf_fig99'"),
     (["run", "faf_fig1", "--store", "S", "--profile", "huge"], "profile: unknown profile 'huge'"),
-    (["run", "faf_fig1", "--store", "S", "--set", "sigma=-0.5"], "fixed.sigma: sigma must be in [0, inf)"),
+    (["run", "faf_fig1", "--store", "S", "--set", "sigma=-0.5"], "--set sigma: sigma must be in [0, inf)"),
     (["run", "faf_fig1", "--store", "S", "--set", "sigma"], "--set: expected KEY=VALUE"),
     (["status", "no/such/store"], "no store at no/such/store"),
 ])
@@ -255,7 +255,7 @@ def test_unwritable_store_and_table_out_are_refused_before_any_work(tmp_path, ca
     assert main(["run", "faf_fig1", "--store", str(afile)]) == 2
     assert "cannot write --store" in capsys.readouterr().err
     monkeypatch.setattr(Store, "table", lambda self: pytest.fail("the store was read"))
-    (tmp_path / "store").mkdir()
+    Store(tmp_path / "store").create()
     (tmp_path / "folder.csv").mkdir()
     for out in (tmp_path / "folder.csv", afile / "t.csv"):  # a folder; under a file
         assert main(["table", str(tmp_path / "store"), "--out", str(out)]) == 2
