@@ -152,8 +152,10 @@ def _status(args):
              + _listed("old-layout", {p: "a point of the first layout (the next run moves it into points/)"
                                       for p in found.legacy}))
     if found.damaged or found.foreign:
-        lines.append("damaged and foreign files are never counted nor read; the next run moves those under points/ "
-                     "into _sweep/quarantine/ and recomputes their points")
+        inside = any(p.parent == store.points for p in [*found.damaged, *found.foreign])
+        lines.append("damaged and foreign files are never counted nor read" + (
+            "; the next run moves those under points/ into _sweep/quarantine/ (their points recomputed)"
+            if inside else ""))
     print("\n".join(lines) if lines else "", end="\n" if lines else "")
     return EXIT_OK
 

@@ -128,7 +128,9 @@ class Store:
     def create(self):
         """Make ``root`` a store (an empty or absent folder, or a store already); a ValueError for a folder
         holding other things, which a typo in ``--store`` would otherwise fill with points."""
-        if self.root.is_dir() and not self.is_store() and any(self.root.iterdir()):
+        # (a run creating the store at this moment has made points/ or _sweep/ and not yet its marker)
+        if self.root.is_dir() and not self.is_store() and any(p.name not in ("points", "_sweep")
+                                                              for p in self.root.iterdir()):
             raise NotAStoreError(f"{self.root} is neither a sweep store nor empty: give a new or empty folder")
         if self.is_store():
             self.require()
