@@ -91,9 +91,10 @@ def test_table_out_into_the_store_is_refused(surface, capsys):
 def test_foreign_parquet_files_are_reported_never_counted_nor_merged_and_integers_stay_integer(surface, capsys):
     spec, store, table = surface
     foreign = pd.DataFrame({"x": [1.0, 2.0]})
-    (store / "points" / "0123456789abcdef.parquet").write_bytes(b"")  # placeholder, replaced below
+    foreign.to_parquet(store / "mine.parquet")  # where a user writes a file first: in the store's folder
+    assert _counts(_status(store, capsys)[1].out) == (6, 6, 0, 0)
     placed = [store / "mine.parquet", store / "points" / "mine.parquet", store / "points" / "0123456789abcdef.parquet"]
-    for path in placed:
+    for path in placed[1:]:
         foreign.to_parquet(path)
     # a point file under another point's name: its metadata names the other point
     some, other = sorted((store / "points").glob("*.parquet"))[:2]
