@@ -180,6 +180,14 @@ def test_run_refuses_a_folder_that_is_neither_a_store_nor_empty(tmp_path, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_run_refuses_a_store_inside_a_store(surface, capsys):
+    spec, store, _ = surface
+    for inner in (store / "points" / "inner", store / "_sweep" / "inner", store / "inner"):
+        assert _run(spec, inner) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"is inside the store {store}" in err and not inner.exists()
+
+
 def test_a_store_of_the_first_layout_is_read_and_its_points_moved_not_recomputed(surface, capsys):
     spec, store, table = surface
     (store / "_sweep" / "store.json").unlink()

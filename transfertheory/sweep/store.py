@@ -134,6 +134,9 @@ class Store:
             raise NotAStoreError(f"{self.root} is neither a sweep store nor empty: give a new or empty folder")
         if self.is_store():
             self.require()
+        outer = next((p for p in self.root.resolve().parents if Store(p).is_store()), None)
+        if outer is not None:
+            raise NotAStoreError(f"{self.root} is inside the store {outer}, which holds only its own files")
         self.points.mkdir(parents=True, exist_ok=True)
         marker = self.meta / "store.json"
         if not marker.is_file():
