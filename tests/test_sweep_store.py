@@ -222,6 +222,21 @@ def test_a_huge_grid_is_refused_at_once_before_it_is_built(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.parametrize("name", ["faf_fig4", "faf_fig7", "merlin", "mtl"])
+def test_the_grids_points_are_the_experiments_validated_points(name):
+    """SweepSpec.points builds the points from the values parse_spec checked; the record's own validation of each
+    point gives the same dicts, keys in the same order."""
+    from transfertheory.sim import get_experiment
+    from transfertheory.sweep import NAMED_SWEEPS
+
+    for profile in NAMED_SWEEPS[name]["profiles"]:
+        spec = parse_spec(NAMED_SWEEPS[name], name, profile)
+        record = get_experiment(spec.experiment)
+        for point in spec.points():
+            again = record.point(**point)
+            assert point == again and list(point) == list(again)
+
+
 def test_the_grid_size_is_the_first_line_and_max_points_is_checked(tmp_path, capsys):
     spec = _write(tmp_path / "s.toml", SURFACE)
     assert _run(spec, tmp_path / "s") == 0

@@ -68,14 +68,15 @@ def point_seed(base_seed, pid) -> int:
 
 def plan(spec, store: Store) -> list:
     """A :class:`Task` per point of ``spec`` (backend and threads left unset)."""
-    return plan_points(spec.experiment, spec.points(), spec.seed, store)
+    return plan_points(spec.experiment, spec.points(), spec.seed, store, checked=True)
 
 
-def plan_points(experiment, points, seed, store: Store) -> list:
-    """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters)."""
+def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
+    """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters;
+    ``checked``: they are full validated points already, as :meth:`SweepSpec.points` gives them)."""
     record = get_experiment(experiment)
     module = record.simulate.__module__
-    full = [record.point(**point) for point in points]
+    full = points if checked else [record.point(**point) for point in points]
     return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, point, seed),
                  module=module) for point in full]
 

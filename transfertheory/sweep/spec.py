@@ -58,10 +58,13 @@ class SweepSpec:
     profile: str | None = None
 
     def points(self) -> list:
-        """Every point of the grid (the experiment's full parameter dict), in axis order."""
-        record = get_experiment(self.experiment)
+        """Every point of the grid (the experiment's full parameter dict, in schema order, as
+        :meth:`~transfertheory.sim.records.Experiment.point` gives it: the values were checked once, by
+        :func:`parse_spec`), in axis order."""
+        schema = get_experiment(self.experiment).schema
         names = list(self.axes)
-        return [record.point(**self.fixed, **dict(zip(names, values)))
+        base = {name: self.fixed.get(name, field.default) for name, field in schema.items()}
+        return [{**base, **dict(zip(names, values))}  # (keys already in base keep their schema position)
                 for values in itertools.product(*(self.axes[n] for n in names))]
 
     def size(self) -> int:
