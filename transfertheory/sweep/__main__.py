@@ -8,8 +8,9 @@ r"""``python -m transfertheory.sweep``: run a simulator over a parameter grid in
     python -m transfertheory.sweep table runs/fig1 --out fig1.csv         # the tidy table of completed points
 
 Exit codes: 0 every point done (or the command succeeded), 1 some points failed (recorded in the store;
-``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, unreadable store, an
-unwritable ``--store`` or ``--out``: checked before any point runs), 3 array backend unknown or unusable (``--backend``
+``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, a grid above
+``--max-points``, a folder that is not a store, a damaged manifest, an unwritable ``--store`` or ``--out``, ``--out``
+inside the store: checked before any point runs), 3 array backend unknown or unusable (``--backend``
 or ``TRANSFERTHEORY_BACKEND``), 4 a point refused by the memory guard, 130 interrupted (Ctrl-C; completed points
 stay in the store). The plumbing — Ctrl-C, backend checks, output-path checks, atomic writes — is
 :mod:`transfertheory.cli_support`, shared with every other command line. See docs/sweeps.md.

@@ -3,18 +3,19 @@
 A spec (a TOML file or a named sweep of :mod:`.named`) has the fields
 
 * ``experiment`` — a name of :func:`transfertheory.sim.experiments` (required);
-* ``seed`` — base seed (integer ≥ 0, default 0), part of every point's identity;
+* ``seed`` — base seed (an integer in [0, 2**64 - 1], default 0), part of every point's identity;
 * ``draws`` — independent draws per point (sets the experiment's draws field, e.g. ``instances``);
 * ``[fixed]`` — parameters held fixed; the others take the experiment's defaults;
 * ``[axes]`` — parameters swept: a list of values, or a table ``{start, stop, num}`` (``num`` evenly spaced
-  values, both ends included; ``log = true`` for geometric spacing);
+  values, both ends included; ``log = true`` for geometric spacing — a boolean, not the text ``"true"``);
 * ``[profiles.quick]``, ``[profiles.paper]``, … — the same fields (``draws``, ``fixed``, ``axes``) merged over
   the above when that profile is chosen;
 * ``description`` — free text.
 
-The grid is the product of the axes in their order; every point is validated against the experiment's schema
-before anything runs, and every error is one line naming the field (``axes.gamma: gamma must be in (0, inf),
-got -1``).
+The grid is the product of the axes in their order, counted before it is built (more than ``max_points``, by
+default :data:`MAX_POINTS`, is refused); every value is validated against the experiment's schema before
+anything runs, and every error is one line naming the field as the user wrote it (``axes.gamma: gamma must be
+in (0, inf), got -1``, ``draws: …``, ``--set sigma: …``).
 """
 from __future__ import annotations
 
