@@ -421,3 +421,19 @@ def _plan_spec(spec, store):
     from transfertheory.sweep.engine import plan
 
     return plan(spec, store)
+
+
+@pytest.mark.parametrize("command", ["figures", "verify"])
+def test_figures_and_verify_refuse_a_store_folder_holding_other_files_in_one_line(tmp_path, capsys, command):
+    from transfertheory.figures.__main__ import main as figures_main
+    from transfertheory.verify import main as verify_main
+
+    (tmp_path / "notes.txt").write_text("mine")
+    if command == "figures":
+        code = figures_main(["faf_fig1", "--store", str(tmp_path), "--out", str(tmp_path.parent / "figs")])
+    else:
+        code = verify_main(["-k", "faf.eq13.finite", "--store", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"error: --store: {tmp_path} is neither a sweep store nor empty: give a new or " \
+                                 f"empty folder\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -125,9 +125,10 @@ class Store:
                 raise NotAStoreError(f"{self.root}: a store of version {found['version']}, written by a newer "
                                      f"transfertheory (this one reads up to {STORE_VERSION})")
 
-    def create(self):
-        """Make ``root`` a store (an empty or absent folder, or a store already); a ValueError for a folder
-        holding other things, which a typo in ``--store`` would otherwise fill with points."""
+    def check_usable(self):
+        """A :class:`NotAStoreError` unless ``root`` is a store of this version, or an empty or absent folder
+        outside any store: a folder holding other things (a typo in ``--store`` would fill it with points) is
+        refused; writes nothing."""
         # (a run creating the store at this moment has made points/ or _sweep/ and not yet its marker)
         if self.root.is_dir() and not self.is_store() and any(p.name not in ("points", "_sweep")
                                                               for p in self.root.iterdir()):
@@ -137,6 +138,10 @@ class Store:
         outer = next((p for p in self.root.resolve().parents if Store(p).is_store()), None)
         if outer is not None:
             raise NotAStoreError(f"{self.root} is inside the store {outer}, which holds only its own files")
+
+    def create(self):
+        """Make ``root`` a store (:meth:`check_usable` first)."""
+        self.check_usable()
         self.points.mkdir(parents=True, exist_ok=True)
         marker = self.meta / "store.json"
         if not marker.is_file():
