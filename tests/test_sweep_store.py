@@ -115,6 +115,18 @@ def test_foreign_parquet_files_are_reported_never_counted_nor_merged_and_integer
     assert pd.read_csv(pd.io.common.StringIO(printed.out))["point_id"].tolist() == table["point_id"].tolist()
 
 
+def test_a_store_of_two_experiments_keeps_integer_columns_integer(surface, capsys):
+    spec, store, surface_rows = surface
+    one = _write(store.parent / "one.toml", SPEC_A.replace("gamma = [0.5, 1.5, 2.0]", "gamma = [1.5]")
+                 .replace("num = 4", "num = 1"))
+    assert _run(one, store) == 0
+    table = read_store(store)
+    assert len(table) == len(surface_rows) + 4 and table["point_id"].nunique() == 7
+    assert table["seed"].dtype == "int64" and table["instance"].dtype == "Int64"  # surface rows: <NA>
+    assert table["instance"].isna().sum() == len(surface_rows)
+    assert table["converged"].dtype == "bool"
+
+
 # --------------------------------------------------------------------------- 3: damaged point files
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import claims as C
@@ -387,10 +388,11 @@ class Store:
         path = self.points / f"{pid}.parquet"
         return path.is_file() and self._why_not(path) is None
 
-    def _rows(self, pid) -> pd.DataFrame:
+    def _rows(self, pid) -> pa.Table:
         path = self.points / f"{pid}.parquet"
-        rows = pd.read_parquet(path)
-        if "point_id" not in rows or not (rows["point_id"] == pid).all():
+        rows = pq.read_table(path)
+        if "point_id" not in rows.column_names or pc.all(pc.equal(rows["point_id"], pid), skip_nulls=False).as_py() \
+                is not True:
             raise ValueError(f"{path}: its rows do not all carry point_id {pid}; move it aside and run again")
         return rows
 
@@ -399,13 +401,18 @@ class Store:
         of their columns, an integer or boolean column that some points lack as a nullable one (``Int64``)."""
         done = self.done()
         ids = sorted(done if ids is None else set(ids) & done)
-        frames = [self._rows(pid) for pid in ids]
-        if not frames:
+        tables = [self._rows(pid) for pid in ids]
+        if not tables:
             return pd.DataFrame()
+        if all(t.schema.names == tables[0].schema.names for t in tables):  # one experiment: one Arrow table
+            try:
+                return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of different types: pandas' concat below
+                pass
+        frames = [t.to_pandas() for t in tables]
         columns = set.intersection(*(set(f.columns) for f in frames))
-        if any(len(f.columns) != len(columns) for f in frames):
-            frames = [f.astype({c: {"i": "Int64", "u": "UInt64", "b": "boolean"}[f[c].dtype.kind] for c in f.columns
-                                if c not in columns and f[c].dtype.kind in "iub"}) for f in frames]
+        frames = [f.astype({c: {"i": "Int64", "u": "UInt64", "b": "boolean"}[f[c].dtype.kind] for c in f.columns
+                            if c not in columns and f[c].dtype.kind in "iub"}) for f in frames]
         return pd.concat(frames, ignore_index=True)
 
     def metadata(self, pid) -> dict:
