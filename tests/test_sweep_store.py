@@ -20,20 +20,14 @@ from transfertheory.sweep.__main__ import main
 from transfertheory.sweep.engine import format_seconds
 from transfertheory.sweep.store import Store, read_store
 
+from test_sweep import LINEAR_TOML
+
 ROOT = Path(__file__).resolve().parents[1]
 
-# FaF §3 points of a fraction of a second each (d = 6): a run of 12 of them can be killed in the middle
-SPEC_A = """
-experiment = "faf_linear"
-draws = 2
-[fixed]
-d = 6
-sigma = 0.3
-methods = ["scratch", "linear"]
-[axes]
-gamma = [0.5, 1.5, 2.0]
-theta = { start = 0.2, stop = 1.4, num = 4 }
-"""
+# test_sweep's 12 FaF §3 points of a fraction of a second each (d = 6), without fine-tuning: a run of them can be
+# killed in the middle
+SPEC_A = LINEAR_TOML.replace('methods = ["scratch", "linear", "finetune"]', 'methods = ["scratch", "linear"]')
+assert SPEC_A != LINEAR_TOML, "test_sweep.LINEAR_TOML changed: update SPEC_A"
 # the same grid at γ = 1.5, 2.0 (8 points shared with SPEC_A) and 2.5, 3.0 (8 points of its own)
 SPEC_B = SPEC_A.replace("gamma = [0.5, 1.5, 2.0]", "gamma = [1.5, 2.0, 2.5, 3.0]")
 SURFACE = 'experiment = "faf_surface"\n[axes]\ngamma = [0.5, 1.5, 2.0]\ntheta = [0.3, 0.9]\n'
