@@ -443,3 +443,21 @@ def test_figures_and_verify_refuse_a_store_folder_holding_other_files_in_one_lin
     assert code == 2 and err == f"error: --store: {tmp_path} is neither a sweep store nor empty: give a new or " \
                                  f"empty folder\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_without_file_locks_a_temporary_is_stale_only_if_its_writer_on_this_host_is_dead(surface, monkeypatch):
+    from transfertheory.sweep import claims
+
+    spec, store, table = surface
+    monkeypatch.setattr(claims, "fcntl", None)  # a filesystem or platform without flock
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # a process id that has just exited
+    names = {"dead": f".0123456789abcdef.{dead}.abcd1234.{claims.HOST}.tmp",
+             "live": f".0123456789abcdef.{os.getpid()}.abcd1234.{claims.HOST}.tmp",
+             "elsewhere": f".0123456789abcdef.{dead}.abcd1234.other-host.example.tmp"}
+    for name in names.values():
+        (store / "points" / name).write_bytes(b"half")
+    assert Store(store).clean() == 1
+    assert sorted(p.name for p in (store / "points").glob(".*.tmp")) == sorted([names["live"], names["elsewhere"]])
+    assert _run(spec, store) == 0  # unclaimed, the run still works
+    pd.testing.assert_frame_equal(read_store(store), table)
