@@ -423,6 +423,26 @@ def test_a_point_another_process_holds_is_skipped_then_waited_for_and_taken_over
     assert "the calibration point is another run's" in lines[-2]
 
 
+def test_a_point_that_failed_in_the_run_holding_it_is_reported_failed_not_computed_again(tmp_path):
+    spec = parse_spec(dict(experiment="faf_surface", axes=dict(gamma=[0.5, 1.5, 2.0])), "s")
+    store = Store(tmp_path)
+    store.create()
+    pid = _plan_spec(spec, store)[1].pid
+    holder = subprocess.Popen([sys.executable, "-c", f"import time; from transfertheory.sweep import Store\n"
+                               f"s = Store({str(tmp_path)!r})\nwith s.claim({pid!r}):\n print('held', flush=True)\n"
+                               f" time.sleep(3)\n s.write_failure({pid!r}, dict(error='RuntimeError: there'), 'tb')"],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        lines = []
+        report = run_sweep(spec, tmp_path, workers=1, progress=False, echo=lines.append)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (report.done, report.failed, report.computed) == (2, 1, 2)
+    assert store.failures()[pid]["error"] == "RuntimeError: there"
+
+
 def _plan_spec(spec, store):
     from transfertheory.sweep.engine import plan
 

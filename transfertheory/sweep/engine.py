@@ -84,7 +84,8 @@ def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
 def compute_point(task: Task) -> tuple:
     """Run one point under its claim and store its rows (or its failure); (point_id, status, seconds, error line),
     status "done" or "failed" (computed here), "stored" (already in the store) or "busy" (another live run is
-    computing it; with ``task.wait``: waited for, then "stored", "failed" if it failed there, or computed here)."""
+    computing it; with ``task.wait``: waited for, then "stored", "failed elsewhere" if that run recorded a failure
+    since ``task.wait``, or computed here)."""
     store = Store(task.store)
     if store.has(task.pid):
         return task.pid, "stored", 0.0, None
@@ -94,7 +95,7 @@ def compute_point(task: Task) -> tuple:
         if store.has(task.pid):
             return task.pid, "stored", 0.0, None
         if task.wait is not None and (store.failure_time(task.pid) or 0.0) >= task.wait:
-            return task.pid, "failed", 0.0, store.failures().get(task.pid, {}).get("error")
+            return task.pid, "failed elsewhere", 0.0, store.failures().get(task.pid, {}).get("error")
         store.quarantine_point(task.pid)  # a damaged or foreign file under its name: kept aside, recomputed
         return _compute(task, store)
 
@@ -263,21 +264,25 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
 
     bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=name, disable=progress is False,
                dynamic_ncols=True)
+
+    def run_round(round_tasks) -> list:
+        """Run ``round_tasks`` into ``results``; the tasks another live run held (to wait for)."""
+        held, by_pid = [], {t.pid: t for t in round_tasks}
+        for result in (_dask(round_tasks, scheduler) if scheduler else _local(round_tasks, workers)):
+            if result[1] == "busy":
+                held.append(by_pid[result[0]])
+                continue
+            results.append(result)
+            bar.set_postfix(failed=sum(r[1].startswith("failed") for r in results), refresh=False)
+            bar.update(1)
+        return held
+
     try:
-        for round_ in (rest, None):
-            if round_ is None:  # the points other runs held: wait for each, then take it over if it is not stored
-                if busy:
-                    echo(f"{len(busy)} point(s) held by another run: waiting for them")
-                round_, busy = [dataclasses.replace(t, wait=started) for t in busy], []
-            by_pid = {t.pid: t for t in round_}
-            for result in (_dask(round_, scheduler) if scheduler else _local(round_, workers)):
-                if result[1] == "busy":
-                    busy.append(by_pid[result[0]])
-                    continue
-                results.append(result)
-                bar.set_postfix(failed=sum(r[1] == "failed" for r in results), refresh=False)
-                bar.update(1)
+        busy += run_round(rest)
+        if busy:  # wait for each, then count it (stored or failed there) or compute it (that run died)
+            echo(f"{len(busy)} point(s) held by another run: waiting for them")
+            run_round([dataclasses.replace(t, wait=started) for t in busy])
     finally:
         bar.close()
     return SweepReport(total=len(tasks), done=len(ids & store.done()), failed=len(ids & set(store.failures())),
-                       computed=sum(r[1] != "stored" for r in results))
+                       computed=sum(r[1] in ("done", "failed") for r in results))
