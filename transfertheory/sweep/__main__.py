@@ -61,7 +61,8 @@ def build_parser():
     run.add_argument("--profile", metavar="PROFILE", help="the spec's profile, e.g. quick or paper (named sweeps: quick by default; `list` names each "
                      "one's profiles)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                     help="fix a parameter (replaces an axis); VALUE is a TOML value, e.g. 0.5 or [1, 2]")
+                     help="fix a parameter (replaces an axis), or set draws or seed; VALUE is a TOML value, e.g. 0.5 "
+                     "or [1, 2]")
     run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
                      help="local worker processes (default: the cores); BLAS threads per worker = cores // N")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
