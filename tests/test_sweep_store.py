@@ -347,6 +347,7 @@ def test_the_done_test_foreign_truncated_duplicate_files_and_two_specs_sharing_a
         time.sleep(0.02)
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
+    assert killed.returncode == -signal.SIGKILL and len(_writers(store)) < 20  # killed in the middle
     (out_b, err_b), = _wait([other])
     assert other.returncode == 0 and err_b == "" and "16/16 points done" in out_b, (out_b, err_b)
     assert _run(spec_a, store) == 0  # the third run finishes the rest of A
