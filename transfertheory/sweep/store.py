@@ -404,11 +404,9 @@ class Store:
         tables = [self._rows(pid) for pid in ids]
         if not tables:
             return pd.DataFrame()
-        if all(t.schema.names == tables[0].schema.names for t in tables):  # one experiment: one Arrow table
-            try:
-                return pa.concat_tables(tables, promote_options="permissive").to_pandas()
-            except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of different types: pandas' concat below
-                pass
+        first = tables[0].schema
+        if all(t.schema.equals(first, check_metadata=False) for t in tables):  # one experiment: one Arrow table
+            return pa.concat_tables([t.replace_schema_metadata(first.metadata) for t in tables]).to_pandas()
         frames = [t.to_pandas() for t in tables]
         columns = set.intersection(*(set(f.columns) for f in frames))
         frames = [f.astype({c: {"i": "Int64", "u": "UInt64", "b": "boolean"}[f[c].dtype.kind] for c in f.columns
