@@ -402,46 +402,40 @@ def _cli_python(code):
                           timeout=120).stdout.strip()
 
 
-def test_a_point_another_process_holds_is_skipped_then_waited_for_and_taken_over_when_it_dies(tmp_path):
+def _run_while_another_process_holds(tmp_path, index, seconds, then="pass"):
+    """run_sweep of a 3-point grid while another process holds the claim of its point ``index`` for ``seconds``,
+    then runs ``then`` (with ``s``, the store, and ``PID``, the point's id) and exits: (that point's id, the
+    report, the lines echoed, the run's wall time)."""
     spec = parse_spec(dict(experiment="faf_surface", axes=dict(gamma=[0.5, 1.5, 2.0])), "s")
     store = Store(tmp_path)
     store.create()
-    pid = _plan_spec(spec, store)[0].pid
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys, time; from transfertheory.sweep import Store\n"
-                               f"with Store({str(tmp_path)!r}).claim({pid!r}):\n print('held', flush=True); "
-                               f"time.sleep(4)"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    pid = _plan_spec(spec, store)[index].pid
+    holder = subprocess.Popen([sys.executable, "-c", f"import time; from transfertheory.sweep import Store\n"
+                               f"s = Store({str(tmp_path)!r})\nwith s.claim({pid!r}):\n print('held', flush=True)\n"
+                               f" time.sleep({seconds})\n {then.replace('PID', repr(pid))}"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
         assert store.scan().claimed == [pid]
         lines, start = [], time.monotonic()
         report = run_sweep(spec, tmp_path, workers=1, progress=False, echo=lines.append)
-        waited = time.monotonic() - start
+        return pid, report, lines, time.monotonic() - start
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_point_another_process_holds_is_skipped_then_waited_for_and_taken_over_when_it_dies(tmp_path):
+    pid, report, lines, waited = _run_while_another_process_holds(tmp_path, 0, 4)
     assert (report.done, report.computed) == (3, 3) and waited > 1
     assert "1 point(s) held by another run: waiting for them" in lines
     assert "the calibration point is another run's" in lines[-2]
 
 
 def test_a_point_that_failed_in_the_run_holding_it_is_reported_failed_not_computed_again(tmp_path):
-    spec = parse_spec(dict(experiment="faf_surface", axes=dict(gamma=[0.5, 1.5, 2.0])), "s")
-    store = Store(tmp_path)
-    store.create()
-    pid = _plan_spec(spec, store)[1].pid
-    holder = subprocess.Popen([sys.executable, "-c", f"import time; from transfertheory.sweep import Store\n"
-                               f"s = Store({str(tmp_path)!r})\nwith s.claim({pid!r}):\n print('held', flush=True)\n"
-                               f" time.sleep(3)\n s.write_failure({pid!r}, dict(error='RuntimeError: there'), 'tb')"],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline() == "held\n"
-        lines = []
-        report = run_sweep(spec, tmp_path, workers=1, progress=False, echo=lines.append)
-    finally:
-        holder.kill()
-        holder.wait()
+    pid, report, lines, _ = _run_while_another_process_holds(
+        tmp_path, 1, 3, "s.write_failure(PID, dict(error='RuntimeError: there'), 'tb')")
     assert (report.done, report.failed, report.computed) == (2, 1, 2)
-    assert store.failures()[pid]["error"] == "RuntimeError: there"
+    assert Store(tmp_path).failures()[pid]["error"] == "RuntimeError: there"
 
 
 def _plan_spec(spec, store):
