@@ -80,12 +80,12 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_retry_failed_reruns_o
     (record,) = store.failures().values()
     assert record["error"] == "RuntimeError: flaky point x = 2.0" and record["point"] == {"x": 2.0, "draws": 3}
     assert "Traceback" in Path(record["log"]).read_text() and "flaky point" in Path(record["log"]).read_text()
-    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").glob("*.parquet")}
     again = run_sweep(toy, tmp_path, workers=1, progress=False, echo=lambda line: None)
     assert (again.done, again.failed, again.computed) == (3, 1, 0)  # a plain rerun leaves the failure alone
     retried = run_sweep(toy, tmp_path, workers=1, retry_failed=True, progress=False, echo=lambda line: None)
     assert (retried.done, retried.failed, retried.computed) == (4, 0, 1) and not store.failures()
-    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet") if p.name in stamps} == stamps
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").glob("*.parquet") if p.name in stamps} == stamps
 
 
 def test_rows_carry_point_id_seed_backend_and_version_and_are_the_same_in_any_order(toy, tmp_path):
@@ -96,7 +96,7 @@ def test_rows_carry_point_id_seed_backend_and_version_and_are_the_same_in_any_or
     pd.testing.assert_frame_equal(a, b)
     assert len(a) == 12 and a["point_id"].nunique() == 4 and a["seed"].nunique() == 4
     assert (a["backend"] == "numpy").all() and (a["package_version"] == "0.1.0").all()
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a").sort_values(["point_id", "instance"])
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / "points").sort_values(["point_id", "instance"])
                                   .reset_index(drop=True), a)
 
 
@@ -110,14 +110,14 @@ def test_point_id_changes_with_parameters_version_and_seed():
 def test_a_stored_point_is_not_recomputed_and_partial_files_are_never_read(toy, tmp_path):
     (task,) = plan(parse_spec(dict(experiment="toy", fixed=dict(x=1.0)), "toy"), Store(tmp_path))
     assert compute_point(task)[1] == "done"
-    stored = tmp_path / f"{task.pid}.parquet"
+    stored = tmp_path / "points" / f"{task.pid}.parquet"
     stamp = stored.stat().st_mtime_ns
     FLAKY.add(1.0)  # would raise if it ran again
-    assert compute_point(task) == (task.pid, "done", 0.0, None) and stored.stat().st_mtime_ns == stamp
-    partial = tmp_path / f".{task.pid}.123.abcd.tmp"
+    assert compute_point(task) == (task.pid, "stored", 0.0, None) and stored.stat().st_mtime_ns == stamp
+    partial = tmp_path / "points" / f".{task.pid}.123.abcd.tmp"
     partial.write_bytes(b"PAR1 half a file")
     store = Store(tmp_path)
-    assert store.done() == {task.pid} and len(store.table()) == 2 and len(pd.read_parquet(tmp_path)) == 2
+    assert store.done() == {task.pid} and len(store.table()) == 2 and len(pd.read_parquet(tmp_path / "points")) == 2
     assert store.clean() == 1 and not partial.exists()
 
 
@@ -127,11 +127,11 @@ def _killed_mid_run(spec_path, store):
                              "--workers", "1", "--no-progress"], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while len(list(store.glob("*.parquet"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+    while len(list(store.glob("points/*.parquet"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    return len(list(store.glob("*.parquet")))
+    return len(list(store.glob("points/*.parquet")))
 
 
 def test_a_sweep_killed_with_sigkill_and_rerun_equals_an_uninterrupted_one(tmp_path):
@@ -146,7 +146,7 @@ def test_a_sweep_killed_with_sigkill_and_rerun_equals_an_uninterrupted_one(tmp_p
     resumed, whole = Store(killed).table(), Store(tmp_path / "whole").table()
     assert not resumed.duplicated(["point_id", "method", "instance"]).any()
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
-    assert not list(killed.glob(".*.tmp"))  # the rerun cleaned what the killed writer left
+    assert not list(killed.glob("points/.*.tmp"))  # the rerun cleaned what the killed writer left
 
 
 def test_two_local_workers_give_the_rows_of_one(tmp_path):
@@ -169,7 +169,7 @@ def test_two_local_workers_give_the_rows_of_one(tmp_path):
     ('experiment = "faf_linear"\n[fixed]\ngama = 0.5\n', "fixed.gama: unknown parameter 'gama'"),
     ('experiment = "faf_linear"\n[fixed]\nmethods = ["ridge"]\n', "fixed.methods: methods must be one of"),
     ('experiment = "faf_linear"\n[axes]\ntheta = { start = 0, stop = 1 }\n', "axes.theta: a range needs start"),
-    ('experiment = "faf_linear"\ndraws = 0\n', "fixed.instances: instances must be an integer >= 1, got 0"),
+    ('experiment = "faf_linear"\ndraws = 0\n', "draws: draws must be an integer >= 1, got 0"),
     ('experiment = "faf_linear"\n[fixed]\ngamma = 0.5\n[axes]\ngamma = [1.0]\n', "axes.gamma: also in fixed"),
 ])
 def test_a_bad_spec_is_one_line_naming_the_field_before_anything_runs(tmp_path, capsys, text, message):
@@ -183,7 +183,7 @@ def test_a_bad_spec_is_one_line_naming_the_field_before_anything_runs(tmp_path, 
 @pytest.mark.parametrize("argv, message", [
     (["run", "faf_fig99", "--store", "S"], "unknown sweep 'faf_fig99'"),
     (["run", "faf_fig1", "--store", "S", "--profile", "huge"], "profile: unknown profile 'huge'"),
-    (["run", "faf_fig1", "--store", "S", "--set", "sigma=-0.5"], "fixed.sigma: sigma must be in [0, inf)"),
+    (["run", "faf_fig1", "--store", "S", "--set", "sigma=-0.5"], "--set sigma: sigma must be in [0, inf)"),
     (["run", "faf_fig1", "--store", "S", "--set", "sigma"], "--set: expected KEY=VALUE"),
     (["status", "no/such/store"], "no store at no/such/store"),
 ])
@@ -255,7 +255,7 @@ def test_unwritable_store_and_table_out_are_refused_before_any_work(tmp_path, ca
     assert main(["run", "faf_fig1", "--store", str(afile)]) == 2
     assert "cannot write --store" in capsys.readouterr().err
     monkeypatch.setattr(Store, "table", lambda self: pytest.fail("the store was read"))
-    (tmp_path / "store").mkdir()
+    Store(tmp_path / "store").create()
     (tmp_path / "folder.csv").mkdir()
     for out in (tmp_path / "folder.csv", afile / "t.csv"):  # a folder; under a file
         assert main(["table", str(tmp_path / "store"), "--out", str(out)]) == 2
@@ -305,7 +305,7 @@ def test_an_interrupted_local_run_stops_its_worker_processes_at_once(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not list(store.glob("*.parquet")) and time.monotonic() < deadline:
+        while not list(store.glob("points/*.parquet")) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(2)  # the workers have the two slow points
         proc.send_signal(signal.SIGINT)
@@ -314,7 +314,7 @@ def test_an_interrupted_local_run_stops_its_worker_processes_at_once(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130 and err.startswith("interrupted\n")
-    assert len(list(store.glob("*.parquet"))) == 1
+    assert len(list(store.glob("points/*.parquet"))) == 1
 
 
 def test_the_merlin_sweep_integrates_with_the_figure_and_claims_tolerances():

@@ -34,10 +34,10 @@ def _kill_one_worker_after_two_points(cluster, store, killed):
     with distributed.Client(cluster.scheduler_address) as client:
         pids = client.run(os.getpid)
         deadline = time.monotonic() + 60
-        while len(list(store.glob("*.parquet"))) < 2 and time.monotonic() < deadline:
+        while len(list(store.glob("points/*.parquet"))) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         os.kill(next(iter(pids.values())), signal.SIGKILL)
-        killed.append(len(list(store.glob("*.parquet"))))
+        killed.append(len(list(store.glob("points/*.parquet"))))
 
 
 def test_dask_workers_give_the_rows_of_a_local_run_even_when_one_is_killed(cluster, reference, tmp_path):

@@ -17,12 +17,12 @@ def _through(runner):
 
 def test_slices_run_through_the_store_and_are_read_back_without_recomputing(tmp_path):
     first = _through(SweepRunner(str(tmp_path), workers=1, progress=False))
-    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
+    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("points/*.parquet")}
     assert len(stamps) == 3 * 2  # n = 5, 11, 16 × two θ: one point each
     assert list(first.columns) == SIM_COLUMNS and (first["n_draws"] == 3).all()
     again = _through(SweepRunner(str(tmp_path), workers=1, progress=False))
     pd.testing.assert_frame_equal(first, again, check_exact=True)
-    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")} == stamps
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("points/*.parquet")} == stamps
     in_process = simulate_slices("linear", 0.2, **SLICES)  # the same points, other draws
     pd.testing.assert_frame_equal(first[["gamma", "theta", "n", "theory_finite"]],
                                   in_process[["gamma", "theta", "n", "theory_finite"]])

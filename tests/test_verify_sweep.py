@@ -62,7 +62,7 @@ def test_an_interrupted_audit_resumes_without_recomputing_and_gives_the_uninterr
     INTERRUPT_AT.append(3)
     code, out = _verify(capsys, "--store", str(store))
     assert code == 130 and out.err.strip().splitlines()[-1] == "interrupted"
-    assert len(list(store.glob("*.parquet"))) == 2  # the two points computed before Ctrl-C are kept
+    assert len(list(store.glob("points/*.parquet"))) == 2  # the two points computed before Ctrl-C are kept
     INTERRUPT_AT.clear()
     CALLS.clear()
     code, out = _verify(capsys, "--store", str(store), "--json", str(tmp_path / "resumed.json"))
@@ -105,7 +105,7 @@ def test_the_default_store_of_paper_is_under_the_cache_directory(tmp_path, monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     code, out = _verify(capsys)
     assert code == 0 and f"store {tmp_path / 'transfertheory' / 'sweeps'}" in out.out
-    assert len(list((tmp_path / "transfertheory" / "sweeps").glob("*.parquet"))) == 4
+    assert len(list((tmp_path / "transfertheory" / "sweeps").glob("points/*.parquet"))) == 4
 
 
 def test_a_dask_cluster_gives_the_local_table(tmp_path, capsys):

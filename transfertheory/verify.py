@@ -215,6 +215,13 @@ def _check_before_work(parser, args):
         parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
     cli_support.require_writable(EXIT_ENVIRONMENT, files=[("--json", args.json), ("--csv", args.csv)],
                                  folders=[("--store", _store(args))])
+    if _store(args) is not None:
+        from .sweep.store import Store  # (pyarrow: only for a run through the sweep engine)
+
+        try:
+            Store(_store(args)).check_usable()
+        except ValueError as error:  # a folder that is not a sweep store: one line, before any claim
+            raise cli_support.CommandLineError(f"--store: {error}", EXIT_USAGE) from None
     choice = cli_support.backend_choice(args.backend)
     return None if choice is None else cli_support.resolve_backend(choice)
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError, set_limit
-from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, Timer, add_backend_argument, add_memory_argument,
-                  add_output_arguments, check_before_work, entry_point, write_and_report)
+from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, Timer, add_backend_argument,
+                  add_memory_argument, add_output_arguments, check_before_work, entry_point, write_and_report)
 
 __all__ = ["build_parser", "main"]
 
@@ -74,7 +74,10 @@ def _sweep_runner(args, backend):
     from ..sweep.runner import SweepRunner, default_store  # (it loads pandas, which --help and --list need not)
 
     store = args.store or str(default_store())
-    return SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend)
+    try:
+        return SweepRunner(store, workers=args.workers, scheduler=args.scheduler, backend=backend)
+    except ValueError as error:  # not a sweep store: one line, before any figure
+        raise cli_support.CommandLineError(f"--store: {error}", EXIT_USAGE) from None
 
 
 def figures():

@@ -3,7 +3,8 @@ per completed point, resumable, on local worker processes or a Dask cluster (doc
 
 * :mod:`.spec` — sweep specifications (a named sweep or a user's TOML file), validated before anything runs;
 * :mod:`.named` — the named sweeps behind the papers' figures and claims, with ``quick`` and ``paper`` profiles;
-* :mod:`.store` — the Parquet store (atomic writes, point ids, failure records);
+* :mod:`.store` — the Parquet store (atomic writes, point ids, failure records, only its own point files read:
+  :func:`read_store`); :mod:`.claims` — which run is writing which point, for runs sharing a store;
 * :mod:`.engine` — running the points the store lacks (:func:`run_sweep`);
 * ``python -m transfertheory.sweep`` — the command line (``list``, ``run``, ``status``, ``table``).
 
@@ -15,12 +16,12 @@ simulators' catalog, which ``python -m transfertheory.sweep --help`` (this packa
 does not need.
 """
 __all__ = ["SweepSpec", "parse_spec", "load_toml", "NAMED_SWEEPS", "named_sweep", "Store", "point_id", "run_sweep",
-           "compute_point", "SweepReport"]
+           "compute_point", "SweepReport", "read_store"]
 
 #: the names imported on first use, and their modules
 _LAZY = {"SweepReport": ".engine", "compute_point": ".engine", "run_sweep": ".engine", "NAMED_SWEEPS": ".named",
          "named_sweep": ".named", "SweepSpec": ".spec", "load_toml": ".spec", "parse_spec": ".spec",
-         "Store": ".store", "point_id": ".store"}
+         "Store": ".store", "point_id": ".store", "read_store": ".store"}
 
 
 def __getattr__(name):

@@ -8,8 +8,9 @@ r"""``python -m transfertheory.sweep``: run a simulator over a parameter grid in
     python -m transfertheory.sweep table runs/fig1 --out fig1.csv         # the tidy table of completed points
 
 Exit codes: 0 every point done (or the command succeeded), 1 some points failed (recorded in the store;
-``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, unreadable store, an
-unwritable ``--store`` or ``--out``: checked before any point runs), 3 array backend unknown or unusable (``--backend``
+``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, a grid above
+``--max-points``, a folder that is not a store, a damaged manifest, an unwritable ``--store`` or ``--out``, ``--out``
+inside the store: checked before any point runs), 3 array backend unknown or unusable (``--backend``
 or ``TRANSFERTHEORY_BACKEND``), 4 a point refused by the memory guard, 130 interrupted (Ctrl-C; completed points
 stay in the store). The plumbing — Ctrl-C, backend checks, output-path checks, atomic writes — is
 :mod:`transfertheory.cli_support`, shared with every other command line. See docs/sweeps.md.
@@ -28,6 +29,17 @@ from .named import NAMED_SWEEPS, named_sweep
 __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_MAX_POINTS = 100_000  # spec.MAX_POINTS (not imported for --help: the specs load the simulators)
+
+
+def _max_points(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
 
 
 def build_parser():
@@ -49,13 +61,16 @@ def build_parser():
     run.add_argument("--profile", metavar="PROFILE", help="the spec's profile, e.g. quick or paper (named sweeps: quick by default; `list` names each "
                      "one's profiles)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                     help="fix a parameter (replaces an axis); VALUE is a TOML value, e.g. 0.5 or [1, 2]")
+                     help="fix a parameter (replaces an axis), or set draws or seed; VALUE is a TOML value, e.g. 0.5 "
+                     "or [1, 2]")
     run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
                      help="local worker processes (default: the cores); BLAS threads per worker = cores // N")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
     cli_support.add_backend_argument(run, help_text="array backend of every point")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--max-points", type=_max_points, default=None, metavar="N",
+                     help=f"refuse a grid of more than N points (default {_MAX_POINTS}), before building it")
     status = sub.add_parser("status", help="done / total / failed points of a store")
     status.add_argument("store", metavar="DIR")
     table = sub.add_parser("table", help="the tidy table of every completed point (CSV on stdout, or --out)")
@@ -80,12 +95,13 @@ def _list():
 
 
 def _spec(args):
-    from .spec import load_toml, parse_assignment, parse_spec
+    from .spec import MAX_POINTS, load_toml, parse_assignment, parse_spec
 
     overrides = dict(map(parse_assignment, args.overrides))
+    limit = MAX_POINTS if args.max_points is None else args.max_points
     if args.sweep.endswith(".toml") or Path(args.sweep).is_file():
-        return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides)
-    return parse_spec(named_sweep(args.sweep), args.sweep, args.profile or "quick", overrides)
+        return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides, limit)
+    return parse_spec(named_sweep(args.sweep), args.sweep, args.profile or "quick", overrides, limit)
 
 
 def _run(args):
@@ -97,7 +113,8 @@ def _run(args):
     if backend is not None and args.scheduler is None:
         cli_support.resolve_backend(backend)  # an unusable backend fails here, before any point (a cluster's: on it)
     cli_support.require_writable(EXIT_USAGE, folders=[("--store", args.store)])
-    Path(args.store).mkdir(parents=True, exist_ok=True)
+    print(f"{spec.name}: {spec.size()} points in the grid; checking the store {args.store}", flush=True)
+    Store(args.store).create()  # a folder that is neither a store nor empty is refused here
     report = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, backend=backend,
                        retry_failed=args.retry_failed, progress=False if args.no_progress else None)
     print(f"{spec.name}: {report.done}/{report.total} points done, {report.failed} failed, "
@@ -114,25 +131,51 @@ def _store(path):
     from .store import Store
 
     store = Store(path)
-    if not Path(path).is_dir():
-        raise ValueError(f"DIR: no store at {path}")
+    store.require()  # NotAStoreError (a ValueError): one line, exit 2
     return store
+
+
+def _listed(kind, paths, limit=20):
+    """One line per path (at most ``limit``, then a count) of the things ``status`` reports."""
+    items = list(paths.items()) if isinstance(paths, dict) else [(p, "") for p in paths]
+    lines = [f"  {kind} {path}" + (f": {why}" if why else "") for path, why in items[:limit]]
+    return lines + ([f"  … and {len(items) - limit} more {kind} file(s)"] if len(items) > limit else [])
 
 
 def _status(args):
     store = _store(args.store)
-    manifest, done, failed = store.manifest(), store.done(), store.failures()
+    found, manifest, failed = store.scan(), store.manifest(), store.failures()
+    done = set(found.done)
     total = len(set(manifest) | done)
+    busy = len(set(found.claimed) & (set(manifest) - done))
     print(f"{args.store}: {len(done)} done / {total} total, {len(set(failed) - done)} failed, "
-          f"{total - len(done | set(failed))} not run")
+          f"{total - len(done | set(failed))} not run" + (f" ({busy} being computed now)" if busy else ""))
+    lines = (_listed("damaged", found.damaged) + _listed("ignored", found.foreign)
+             + _listed("old-layout", {p: "a point of the first layout (the next run moves it into points/)"
+                                      for p in found.legacy}))
+    if found.damaged or found.foreign:
+        inside = any(p.parent == store.points for p in [*found.damaged, *found.foreign])
+        lines.append("damaged and foreign files are never counted nor read" + (
+            "; the next run moves those under points/ into _sweep/quarantine/ (their points recomputed)"
+            if inside else ""))
+    print("\n".join(lines) if lines else "", end="\n" if lines else "")
     return EXIT_OK
 
 
 def _table(args):
     if args.out is not None and not args.out.endswith((".csv", ".parquet")):
         raise ValueError(f"--out: FILE must end in .csv or .parquet, got {args.out}")
+    store = _store(args.store)
+    if args.out is not None and _inside(Path(args.out), store.root):
+        raise ValueError(f"--out: {args.out} is inside the store {args.store}, which holds only its own files; "
+                         f"write it elsewhere")
     cli_support.require_writable(EXIT_USAGE, files=[("--out", args.out)])
-    table = _store(args.store).table()
+    found = store.scan()
+    ignored = len(found.damaged) + len(found.foreign)
+    if ignored:
+        print(f"note: {ignored} damaged or foreign file(s) in {args.store} ignored (sweep status lists them)",
+              file=sys.stderr)
+    table = store.table()
     if args.out is None:
         table.to_csv(sys.stdout, index=False)
         return EXIT_OK
@@ -141,9 +184,17 @@ def _table(args):
             table.to_csv(stage(args.out), index=False)
         else:
             table.to_parquet(stage(args.out), index=False)
-    if args.out is not None:
-        print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
+    print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
     return EXIT_OK
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (which may not exist yet) lies in ``folder``, links resolved."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
 
 
 @cli_support.entry_point

@@ -37,7 +37,8 @@ __all__ = ["Task", "SweepReport", "plan", "plan_points", "compute_point", "run_s
 class Task:
     """One point to compute: where to store it, what to run, with which seed, backend and BLAS threads;
     ``module``: the module that registers the experiment (imported by the worker first, so that an experiment
-    registered outside :mod:`transfertheory.sim` — e.g. the claims' — is known in a fresh worker process)."""
+    registered outside :mod:`transfertheory.sim` — e.g. the claims' — is known in a fresh worker process);
+    ``wait``: see :func:`compute_point`."""
 
     store: str
     experiment: str
@@ -47,6 +48,7 @@ class Task:
     backend: str | None = None
     threads: int | None = None
     module: str | None = None
+    wait: float | None = None  # set (the run's start, epoch seconds): wait for another run holding the point
 
 
 @dataclass(frozen=True)
@@ -66,23 +68,39 @@ def point_seed(base_seed, pid) -> int:
 
 def plan(spec, store: Store) -> list:
     """A :class:`Task` per point of ``spec`` (backend and threads left unset)."""
-    return plan_points(spec.experiment, spec.points(), spec.seed, store)
+    return plan_points(spec.experiment, spec.points(), spec.seed, store, checked=True)
 
 
-def plan_points(experiment, points, seed, store: Store) -> list:
-    """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters)."""
+def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
+    """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters;
+    ``checked``: they are full validated points already, as :meth:`SweepSpec.points` gives them)."""
     record = get_experiment(experiment)
     module = record.simulate.__module__
-    full = [record.point(**point) for point in points]
+    full = points if checked else [record.point(**point) for point in points]
     return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, point, seed),
                  module=module) for point in full]
 
 
 def compute_point(task: Task) -> tuple:
-    """Run one point and store its rows (or its failure); (point_id, "done" | "failed", seconds, error line)."""
+    """Run one point under its claim and store its rows (or its failure); (point_id, status, seconds, error line),
+    status "done" or "failed" (computed here), "stored" (already in the store) or "busy" (another live run is
+    computing it; with ``task.wait``: waited for, then "stored", "failed elsewhere" if that run recorded a failure
+    since ``task.wait``, or computed here)."""
     store = Store(task.store)
     if store.has(task.pid):
-        return task.pid, "done", 0.0, None
+        return task.pid, "stored", 0.0, None
+    with store.claim(task.pid, wait=task.wait is not None) as held:
+        if held is False:
+            return task.pid, "busy", 0.0, None
+        if store.has(task.pid):
+            return task.pid, "stored", 0.0, None
+        if task.wait is not None and (store.failure_time(task.pid) or 0.0) >= task.wait:
+            return task.pid, "failed elsewhere", 0.0, store.failures().get(task.pid, {}).get("error")
+        store.quarantine_point(task.pid)  # a damaged or foreign file under its name: kept aside, recomputed
+        return _compute(task, store)
+
+
+def _compute(task: Task, store: Store) -> tuple:
     if task.module is not None:
         importlib.import_module(task.module)  # registers the experiment in a fresh worker process
     record, seed = get_experiment(task.experiment), point_seed(task.base_seed, task.pid)
@@ -100,12 +118,19 @@ def compute_point(task: Task) -> tuple:
     front = pd.DataFrame({"point_id": task.pid, "experiment": record.name, "version": record.version, "seed": seed,
                           "backend": backend, "package_version": __version__}, index=range(len(table)))
     store.write_point(task.pid, pd.concat([front, table], axis=1),
-                      dict(experiment=record.name, seconds=seconds, pid=os.getpid(), threads=task.threads))
+                      dict(experiment=record.name, version=record.version, seconds=seconds, pid=os.getpid(),
+                           threads=task.threads))
     return task.pid, "done", seconds, None
 
 
 def format_seconds(seconds) -> str:
-    """``42 s``, ``3.5 min``, ``2.1 h``."""
+    """``0.42 ms``, ``35 ms``, ``4.2 s``, ``42 s``, ``3.5 min``, ``2.1 h`` (two significant digits below 10 s)."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2g} ms" if seconds < 0.0995 else f"{seconds * 1e3:.0f} ms"
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
@@ -158,8 +183,8 @@ def _outcome(future, task):
         return future.result()
     except Exception as error:  # the worker died: BrokenProcessPool, Dask's KilledWorker
         line = f"worker lost: {type(error).__name__}: {error}".splitlines()[0]
-        Store(task.store).write_failure(task.pid, dict(experiment=task.experiment, point=task.point, error=line),
-                                        traceback.format_exc())
+        Store(task.store).record_lost(task.pid, dict(experiment=task.experiment, point=task.point, error=line),
+                                      traceback.format_exc())
         return task.pid, "failed", 0.0, line
 
 
@@ -175,6 +200,8 @@ def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
         return None, "no timed point in the store yet: see the progress bar's ETA", []
     echo(f"calibrating on the first point ({workers} worker(s) start after it)")
     first = compute_point(dataclasses.replace(tasks[0], threads=threads_per_worker(1)))
+    if first[1] in ("busy", "stored"):  # another run has it: no timing here
+        return None, "the calibration point is another run's: see the progress bar's ETA", [first]
     return first[2], "one calibration point", [first]
 
 
@@ -213,8 +240,11 @@ def run_points(name, experiment, points, seed, store_dir, **options) -> SweepRep
 def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backend=None, retry_failed=False,
               progress=None, echo=print) -> SweepReport:
     """Run the planned ``tasks`` the store lacks (:func:`run_sweep`; ``retry_failed`` None: every task not stored,
-    failed before or not)."""
-    store.clean()
+    failed before or not). Points another live run is computing are skipped, then waited for at the end (and
+    computed here if that run died without storing them)."""
+    started = time.time()
+    for line in store.prepare():
+        echo(line)
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
     workers = available_cores() if workers is None else WORKERS.scalar(workers)
     threads = 1 if scheduler else threads_per_worker(workers)
@@ -228,18 +258,31 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
     per_point, basis, results = _estimate(pending, store, experiment, workers, echo, calibrate=not scheduler)
     rest = pending[len(results):]
     echo(_estimate_line(per_point, basis, len(rest), None if scheduler else workers))
+    busy = [t for t, r in zip(pending, results) if r[1] == "busy"]
+    results = [r for r in results if r[1] != "busy"]
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=name, disable=progress is False,
                dynamic_ncols=True)
-    failures = sum(r[1] == "failed" for r in results)
-    try:
-        for result in (_dask(rest, scheduler) if scheduler else _local(rest, workers)):
+
+    def run_round(round_tasks) -> list:
+        """Run ``round_tasks`` into ``results``; the tasks another live run held (to wait for)."""
+        held, by_pid = [], {t.pid: t for t in round_tasks}
+        for result in (_dask(round_tasks, scheduler) if scheduler else _local(round_tasks, workers)):
+            if result[1] == "busy":
+                held.append(by_pid[result[0]])
+                continue
             results.append(result)
-            failures += result[1] == "failed"
-            bar.set_postfix(failed=failures, refresh=False)
+            bar.set_postfix(failed=sum(r[1].startswith("failed") for r in results), refresh=False)
             bar.update(1)
+        return held
+
+    try:
+        busy += run_round(rest)
+        if busy:  # wait for each, then count it (stored or failed there) or compute it (that run died)
+            echo(f"{len(busy)} point(s) held by another run: waiting for them")
+            run_round([dataclasses.replace(t, wait=started) for t in busy])
     finally:
         bar.close()
     return SweepReport(total=len(tasks), done=len(ids & store.done()), failed=len(ids & set(store.failures())),
-                       computed=len(results))
+                       computed=sum(r[1] in ("done", "failed") for r in results))

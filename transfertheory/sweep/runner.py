@@ -47,6 +47,11 @@ class SweepRunner:
     backend: str | None = None
     progress: bool | None = None
 
+    def __post_init__(self):
+        """A :class:`~.store.NotAStoreError` (one line) now, before any work, for a ``store`` that cannot be a
+        sweep store (a folder holding other files, a folder inside a store, a store of a newer version)."""
+        Store(self.store).check_usable()
+
     def rows(self, raw, name) -> pd.DataFrame:
         """The stored rows of every point of the spec mapping ``raw``, computing the missing ones first;
         a RuntimeError naming the store when some point failed."""

@@ -3,22 +3,25 @@
 A spec (a TOML file or a named sweep of :mod:`.named`) has the fields
 
 * ``experiment`` — a name of :func:`transfertheory.sim.experiments` (required);
-* ``seed`` — base seed (integer ≥ 0, default 0), part of every point's identity;
+* ``seed`` — base seed (an integer in [0, 2**64 - 1], default 0), part of every point's identity;
 * ``draws`` — independent draws per point (sets the experiment's draws field, e.g. ``instances``);
 * ``[fixed]`` — parameters held fixed; the others take the experiment's defaults;
 * ``[axes]`` — parameters swept: a list of values, or a table ``{start, stop, num}`` (``num`` evenly spaced
-  values, both ends included; ``log = true`` for geometric spacing);
+  values, both ends included; ``log = true`` for geometric spacing — a boolean, not the text ``"true"``);
 * ``[profiles.quick]``, ``[profiles.paper]``, … — the same fields (``draws``, ``fixed``, ``axes``) merged over
   the above when that profile is chosen;
 * ``description`` — free text.
 
-The grid is the product of the axes in their order; every point is validated against the experiment's schema
-before anything runs, and every error is one line naming the field (``axes.gamma: gamma must be in (0, inf),
-got -1``).
+The grid is the product of the axes in their order, counted before it is built (more than ``max_points``, by
+default :data:`MAX_POINTS`, is refused); every value is validated against the experiment's schema before
+anything runs, and every error is one line naming the field as the user wrote it (``axes.gamma: gamma must be
+in (0, inf), got -1``, ``draws: …``, ``--set sigma: …``).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +36,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["SweepSpec", "parse_spec", "load_toml", "parse_assignment", "FIELDS", "PROFILE_FIELDS"]
+__all__ = ["SweepSpec", "parse_spec", "load_toml", "parse_assignment", "grid_size", "FIELDS", "PROFILE_FIELDS",
+           "MAX_POINTS"]
 
 FIELDS = ("experiment", "description", "seed", "draws", "fixed", "axes", "profiles")
 PROFILE_FIELDS = ("draws", "fixed", "axes")
 _RANGE_KEYS = {"start", "stop", "num", "log"}
+#: the largest grid parse_spec builds unless told otherwise (``--max-points``; why: docs/sweeps.md)
+MAX_POINTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -53,14 +59,17 @@ class SweepSpec:
     profile: str | None = None
 
     def points(self) -> list:
-        """Every point of the grid (the experiment's full parameter dict), in axis order."""
-        record = get_experiment(self.experiment)
+        """Every point of the grid (the experiment's full parameter dict, in schema order, as
+        :meth:`~transfertheory.sim.records.Experiment.point` gives it: the values were checked once, by
+        :func:`parse_spec`), in axis order."""
+        schema = get_experiment(self.experiment).schema
         names = list(self.axes)
-        return [record.point(**self.fixed, **dict(zip(names, values)))
+        base = {name: self.fixed.get(name, field.default) for name, field in schema.items()}
+        return [{**base, **dict(zip(names, values))}  # (keys already in base keep their schema position)
                 for values in itertools.product(*(self.axes[n] for n in names))]
 
     def size(self) -> int:
-        return int(np.prod([len(v) for v in self.axes.values()], dtype=np.int64))
+        return math.prod(len(v) for v in self.axes.values())
 
 
 def _table(value, where) -> dict:
@@ -75,14 +84,23 @@ def _unknown(mapping, allowed, where):
         raise ValueError(f"{where}{extra[0]}: unknown field (fields: {', '.join(allowed)})")
 
 
+def _axis_length(name, value) -> int:
+    """How many values axis ``name`` has, from its list or its range's ``num`` (without building it)."""
+    if not isinstance(value, dict):
+        return len(value) if isinstance(value, (list, tuple)) else 1
+    _unknown(value, ("start", "stop", "num", "log"), f"axes.{name}.")
+    missing = sorted({"start", "stop", "num"} - set(value))
+    if missing:
+        raise ValueError(f"axes.{name}: a range needs start, stop and num, lacks {', '.join(missing)}")
+    if not isinstance(value.get("log", False), bool):
+        raise ValueError(f"axes.{name}.log: must be true or false, got {value['log']!r}")
+    return P.Param("num", P.Interval(0, np.inf, "left"), integer=True).scalar(value["num"], f"axes.{name}.num")
+
+
 def _axis_values(name, value) -> list:
-    """A list, or the values of a ``{start, stop, num[, log]}`` range."""
+    """A list, or the values of a ``{start, stop, num[, log]}`` range (:func:`_axis_length` checked it)."""
     if isinstance(value, dict):
-        _unknown(value, ("start", "stop", "num", "log"), f"axes.{name}.")
-        missing = sorted({"start", "stop", "num"} - set(value))
-        if missing:
-            raise ValueError(f"axes.{name}: a range needs start, stop and num, lacks {', '.join(missing)}")
-        num = P.Param("num", P.Interval(0, np.inf, "left"), integer=True).scalar(value["num"], f"axes.{name}.num")
+        num = _axis_length(name, value)
         start, stop = (P.Param(k, P.Interval(-np.inf, np.inf, "neither")).scalar(value[k], f"axes.{name}.{k}")
                        for k in ("start", "stop"))
         if value.get("log", False) and (start <= 0 or stop <= 0):
@@ -90,6 +108,11 @@ def _axis_values(name, value) -> list:
         space = np.geomspace if value.get("log", False) else np.linspace
         return [float(v) for v in space(start, stop, num)] if num else []
     return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def grid_size(axes) -> int:
+    """The number of points of the grid of ``axes`` (name → list or range), counted without building it."""
+    return math.prod(_axis_length(name, value) for name, value in _table(axes, "axes").items())
 
 
 def _merged(raw, profile, where):
@@ -108,43 +131,76 @@ def _merged(raw, profile, where):
     return out
 
 
-def parse_spec(raw, name, profile=None, overrides=None) -> SweepSpec:
+def parse_spec(raw, name, profile=None, overrides=None, max_points=MAX_POINTS) -> SweepSpec:
     """A :class:`SweepSpec` from the mapping ``raw`` (a parsed TOML file or a named sweep), with ``profile``'s
-    fields merged in and ``overrides`` (name → value, from ``--set``) fixing parameters (replacing an axis)."""
+    fields merged in and ``overrides`` (name → value, from ``--set``: a parameter, ``draws`` or ``seed``) fixing
+    parameters (replacing an axis). A grid of more than ``max_points`` points (None: no limit) is refused before
+    any of its values is built. Errors name the field as the user wrote it (``draws``, ``--set sigma``)."""
     _unknown(_table(raw, "spec"), FIELDS, "")
     if "experiment" not in raw:
         raise ValueError("experiment: missing (the name of a registered experiment)")
+    for key in ("experiment", "description"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ValueError(f"{key}: must be text, got {raw[key]!r}")
     record = get_experiment(raw["experiment"])
     spec = _merged(raw, profile, "")
     fixed, axes = dict(_table(spec.get("fixed", {}), "fixed")), dict(_table(spec.get("axes", {}), "axes"))
+    labels = {key: f"fixed.{key}" for key in fixed}  # parameter → the name the user gave it
+    seed, seed_label = spec.get("seed", 0), "seed"
     if "draws" in spec:
-        if record.draws is None:
-            raise ValueError(f"draws: experiment {record.name!r} has no draws")
-        fixed[record.draws] = spec["draws"]
+        _draws_field(record, "draws")
+        if record.draws in fixed:
+            raise ValueError(f"draws: also given as fixed.{record.draws} (give one)")
+        fixed[record.draws], labels[record.draws] = spec["draws"], "draws"
     for key, value in (overrides or {}).items():
-        axes.pop(key, None)
-        fixed[key] = value
+        if key == "seed":
+            seed, seed_label = value, "--set seed"
+            continue
+        if key in FIELDS and key != "draws":
+            raise ValueError(f"--set {key}: not settable (--set takes a parameter of {record.name!r}, draws or "
+                             f"seed)")
+        target = _draws_field(record, f"--set {key}") if key == "draws" else key
+        axes.pop(target, None)
+        fixed[target], labels[target] = value, f"--set {key}"
     both = sorted(set(fixed) & set(axes))
     if both:
         raise ValueError(f"axes.{both[0]}: also in fixed (a parameter is either fixed or an axis)")
-    checked_fixed = {}
-    for key, value in fixed.items():
-        checked_fixed[key] = _checked(record, key, value, "fixed")
+    size = grid_size(axes)
+    if max_points is not None and size > max_points:
+        raise ValueError(f"axes: the grid has {size} points, more than the limit of {max_points} (a sweep that "
+                         f"large should be split; --max-points N raises the limit)")
+    checked_fixed = {key: _checked(record, key, value, labels[key]) for key, value in fixed.items()}
     checked_axes = {}
     for key, value in axes.items():
         values = _axis_values(key, value)
         if not values:
             raise ValueError(f"axes.{key}: empty axis (give at least one value)")
-        checked_axes[key] = tuple(_checked(record, key, v, "axes") for v in values)
-    seed = P.SEED.scalar(spec.get("seed", 0), "seed")
-    return SweepSpec(name, record.name, seed, checked_fixed, checked_axes, profile)
+        checked_axes[key] = tuple(_checked(record, key, v, f"axes.{key}") for v in values)
+    return SweepSpec(name, record.name, _seed(seed, seed_label), checked_fixed, checked_axes, profile)
 
 
-def _checked(record, key, value, where):
+def _draws_field(record, label):
+    if record.draws is None:
+        raise ValueError(f"{label}: experiment {record.name!r} has no draws")
+    return record.draws
+
+
+def _seed(value, label) -> int:
+    """The base seed: an integer in [0, 2**64 - 1] (a float only when integral, as everywhere in the package)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < 2**64:
+        raise ValueError(f"{label}: seed must be an integer in [0, 2**64 - 1], got {value}")
+    return P.SEED.scalar(value, label if label == "seed" else f"{label}: seed")
+
+
+def _checked(record, key, value, label):
+    """Parameter ``key`` validated; errors start with ``label`` and use the user's name for the draws field."""
+    field = record.schema.get(key)
+    if field is not None and label in ("draws", "--set draws"):
+        field = dataclasses.replace(field, name="draws")
     try:
-        return record.check(key, value)
+        return field.check(value) if field is not None else record.check(key, value)
     except ValueError as error:
-        raise ValueError(f"{where}.{key}: {error}") from None
+        raise ValueError(f"{label}: {error}") from None
 
 
 def load_toml(path) -> dict:

@@ -1,39 +1,53 @@
-"""The sweep store: a directory of Parquet files, one per completed point, written atomically.
+"""The sweep store: a directory holding one Parquet file per completed point, and nothing it did not write counted.
 
 Layout of ``STORE/``::
 
-    <point_id>.parquet                the rows of one completed point
+    points/<point_id>.parquet         the rows of one completed point (only the store writes here)
+    _sweep/store.json                 what marks the folder as a store: its format and version
     _sweep/manifest.json              every point a sweep has asked this store for: point_id → experiment, parameters
     _sweep/failed/<point_id>.json     a point that raised: experiment, parameters, seed, the error's last line
     _sweep/logs/<point_id>.log        its full traceback
+    _sweep/claims/<name>.claim        a point (or the manifest) being written by a live process (:mod:`.claims`)
+    _sweep/quarantine/                damaged or foreign files found under ``points/``, moved aside, bytes kept
 
-``pandas.read_parquet(STORE)`` reads every point's rows (pyarrow skips names starting with ``_`` and ``.``; the
-columns are those of the first file, so mix experiments or method sets in one store only if you read it with
-:meth:`Store.table`, which takes the union). A point's compute time is kept in its file's key–value metadata
-(``transfertheory`` key), not in its rows, so the rows are a pure function of the point.
+A point file is recognised by its name (``points/<16 hex digits>.parquet``) *and* by the key–value metadata it
+carries (``transfertheory`` key: the point file format, the store version, its point_id — equal to the name —,
+experiment, compute seconds …); its rows must carry the same point_id. Anything else — a file a user wrote,
+a copy, a truncated file — is never counted nor merged: :meth:`Store.scan` reports it (``sweep status``), and
+the next run moves what lies in ``points/`` into the quarantine and recomputes the point. :func:`read_store`
+(= :meth:`Store.table`) is the loader that only ever returns the store's own points; ``pandas.read_parquet(
+STORE / "points")`` reads the same rows as long as ``status`` reports nothing foreign or damaged there.
 
-A point's file is written under a temporary name (``.<point_id>.<pid>.<random>.tmp``, never matched by
-``*.parquet``) and renamed onto its final name (``os.replace``, atomic on one filesystem): a file under its final
-name is always complete, a killed writer leaves only a temporary file (removed by :meth:`Store.clean`), and two
-writers of the same point (a rescheduled Dask task) leave one file. ``point_id`` is the hash of the experiment's
-name, its version, the point's full parameters and the base seed (:func:`point_id`), so a changed parameter or a
-new code version is a new point.
+A point's file is written under a temporary name (``.<point_id>.<pid>.<random>.<host>.tmp``) and renamed onto
+its final name (``os.replace``, atomic on one filesystem), under the point's claim: a file under its final name
+is always complete, and two runs sharing the store never compute one point twice (the second waits for the
+first, then finds the point stored). ``point_id`` is the hash of the experiment's name, its version, the point's
+full parameters and the base seed (:func:`point_id`), so a changed parameter or a new code version is a new
+point. The first layout (point files directly under ``STORE/``) is still read: the next run moves such files
+into ``points/``.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import uuid
+import re
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["Store", "point_id"]
+from . import claims as C
+
+__all__ = ["Store", "StoreScan", "point_id", "read_store", "NotAStoreError", "STORE_VERSION"]
 
 _META = "transfertheory"
+STORE_FORMAT, POINT_FORMAT, STORE_VERSION = "transfertheory sweep store", "transfertheory sweep point", 2
+_POINT_NAME = re.compile(r"^[0-9a-f]{16}\.parquet$")
 
 
 def point_id(experiment, version, point, seed) -> str:
@@ -42,86 +56,367 @@ def point_id(experiment, version, point, seed) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _atomic_write(path: Path, write):
-    tmp = path.parent / f".{path.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+class NotAStoreError(ValueError):
+    """A folder that is not a sweep store (or one written by a newer version)."""
+
+
+def read_store(path) -> pd.DataFrame:
+    """The tidy table of every completed point of the store at ``path`` — the store's own point files only, each
+    once (:meth:`Store.table`); a :class:`NotAStoreError` naming ``path`` if it is not a store."""
+    store = Store(path)
+    store.require()
+    return store.table()
+
+
+@dataclass
+class StoreScan:
+    """What a store holds: ``done`` (point_id → path of each valid point file), ``damaged`` and ``foreign``
+    (path → why), ``legacy`` (path → point_id: point files of the first layout), ``temporary`` (files being
+    written, or left by a killed writer) and ``claimed`` (names a live process is writing now)."""
+
+    done: dict = field(default_factory=dict)
+    damaged: dict = field(default_factory=dict)
+    foreign: dict = field(default_factory=dict)
+    legacy: dict = field(default_factory=dict)
+    temporary: list = field(default_factory=list)
+    claimed: list = field(default_factory=list)
+
+
+def _json_file(path: Path, kind):
+    """The JSON object in ``path`` (a store file), or a ValueError naming it."""
     try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: damaged {kind} ({error}); move it aside and run again") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: damaged {kind} (a JSON {type(value).__name__}, not an object); move it aside and "
+                         f"run again")
+    return value
 
 
 class Store:
-    """The store at ``root`` (created on first write); see the module docstring."""
+    """The store at ``root`` (created by :meth:`prepare`); see the module docstring."""
 
     def __init__(self, root):
         self.root = Path(root)
-        self.points = self.root
-        self.failed, self.logs = self.root / "_sweep" / "failed", self.root / "_sweep" / "logs"
+        self.points = self.root / "points"
+        self.meta = self.root / "_sweep"
+        self.failed, self.logs = self.meta / "failed", self.meta / "logs"
+        self.claims, self.quarantine = self.meta / "claims", self.meta / "quarantine"
+        self._checked = {}  # path → (stat key, metadata or None, why not a point)
 
-    # ------------------------------------------------------------------ writing (workers)
+    # ------------------------------------------------------------------ what the folder is
+
+    def is_store(self) -> bool:
+        return (self.meta / "store.json").is_file() or (self.meta / "manifest.json").is_file()
+
+    def require(self):
+        """A :class:`NotAStoreError` (one line naming the folder) unless ``root`` is a store of this version."""
+        if not self.root.is_dir():
+            raise NotAStoreError(f"no store at {self.root}")
+        if not self.is_store():
+            raise NotAStoreError(f"{self.root} is not a sweep store (no _sweep/store.json; `python -m "
+                                 f"transfertheory.sweep run SPEC --store DIR` creates one)")
+        marker = self.meta / "store.json"
+        if marker.is_file():
+            found = _json_file(marker, "store marker")
+            if found.get("format") != STORE_FORMAT or not isinstance(found.get("version"), int):
+                raise NotAStoreError(f"{marker}: not a sweep store marker ({found!r})")
+            if found["version"] > STORE_VERSION:
+                raise NotAStoreError(f"{self.root}: a store of version {found['version']}, written by a newer "
+                                     f"transfertheory (this one reads up to {STORE_VERSION})")
+
+    def check_usable(self):
+        """A :class:`NotAStoreError` unless ``root`` is a store of this version, or an empty or absent folder
+        outside any store: a folder holding other things (a typo in ``--store`` would fill it with points) is
+        refused; writes nothing."""
+        # (a run creating the store at this moment has made points/ or _sweep/ and not yet its marker)
+        if self.root.is_dir() and not self.is_store() and any(p.name not in ("points", "_sweep")
+                                                              for p in self.root.iterdir()):
+            raise NotAStoreError(f"{self.root} is neither a sweep store nor empty: give a new or empty folder")
+        if self.is_store():
+            self.require()
+        outer = next((p for p in self.root.resolve().parents if Store(p).is_store()), None)
+        if outer is not None:
+            raise NotAStoreError(f"{self.root} is inside the store {outer}, which holds only its own files")
+
+    def create(self):
+        """Make ``root`` a store (:meth:`check_usable` first)."""
+        self.check_usable()
+        self.points.mkdir(parents=True, exist_ok=True)
+        marker = self.meta / "store.json"
+        if not marker.is_file():
+            body = json.dumps(dict(format=STORE_FORMAT, version=STORE_VERSION))
+            with C.claim(self.claims, "store", wait=True):
+                self._atomic_write(marker, lambda tmp: tmp.write_text(body, encoding="utf-8"))
+
+    # ------------------------------------------------------------------ writing
+
+    def claim(self, name, wait=False):
+        """:func:`.claims.claim` of ``name`` (a point id, ``manifest``) in this store."""
+        return C.claim(self.claims, name, wait)
+
+    @staticmethod
+    def _atomic_write(path: Path, write):
+        tmp = C.temporary_name(path)
+        try:
+            write(tmp)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def write_point(self, pid, table: pd.DataFrame, metadata: dict):
-        """Store the rows of point ``pid`` atomically, with ``metadata`` (JSON) in the file's key–value metadata,
-        and drop its failure record, if any."""
+        """Store the rows of point ``pid`` atomically (the caller holds its claim), with ``metadata`` (JSON) and
+        the point file's identity in the file's key–value metadata, and drop its failure record, if any."""
         self.points.mkdir(parents=True, exist_ok=True)
         arrow = pa.Table.from_pandas(table, preserve_index=False)
-        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _META: json.dumps(metadata)})
-        _atomic_write(self.points / f"{pid}.parquet", lambda tmp: pq.write_table(arrow, tmp))
+        identity = dict(format=POINT_FORMAT, store_version=STORE_VERSION, point_id=pid)
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
+                                               _META: json.dumps({**metadata, **identity})})
+        self._atomic_write(self.points / f"{pid}.parquet", lambda tmp: pq.write_table(arrow, tmp))
         (self.failed / f"{pid}.json").unlink(missing_ok=True)
 
     def write_failure(self, pid, record: dict, traceback_text: str):
-        """Record that point ``pid`` raised: ``record`` as JSON, the traceback in ``logs/``."""
+        """Record that point ``pid`` raised (the caller holds its claim): ``record`` as JSON, the traceback in
+        ``logs/``."""
         self.failed.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{pid}.log"
-        _atomic_write(log, lambda tmp: tmp.write_text(traceback_text, encoding="utf-8"))
+        self._atomic_write(log, lambda tmp: tmp.write_text(traceback_text, encoding="utf-8"))
         body = json.dumps({**record, "log": str(log)}, indent=1, default=str)
-        _atomic_write(self.failed / f"{pid}.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
+        self._atomic_write(self.failed / f"{pid}.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
+
+    def record_lost(self, pid, record: dict, traceback_text: str) -> bool:
+        """Record the failure of a point whose writer died, unless another live run is writing it now or it is
+        stored meanwhile; whether it was recorded."""
+        with self.claim(pid) as held:
+            if held is False or self.has(pid):
+                return False
+            self.write_failure(pid, record, traceback_text)
+            return True
 
     def add_to_manifest(self, entries: dict):
-        """Merge ``entries`` (point_id → description) into ``manifest.json`` (written by the client only)."""
-        self.failed.parent.mkdir(parents=True, exist_ok=True)
-        manifest = {**self.manifest(), **entries}
-        body = json.dumps(manifest, sort_keys=True, default=str)
-        _atomic_write(self.failed.parent / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
+        """Merge ``entries`` (point_id → description) into ``manifest.json`` (under its claim: two runs adding
+        their points at once keep both)."""
+        self.meta.mkdir(parents=True, exist_ok=True)
+        with self.claim("manifest", wait=True):
+            manifest = {**self.manifest(), **entries}
+            body = json.dumps(manifest, sort_keys=True, default=str)
+            self._atomic_write(self.meta / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
+
+    def quarantine_file(self, path: Path) -> Path:
+        """Move ``path`` (a damaged or foreign file under ``points/``) into ``_sweep/quarantine/``, bytes kept."""
+        self.quarantine.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        target = self.quarantine / f"{path.name}.{stamp}.{os.getpid()}.{time.time_ns() % 10**9}"
+        os.replace(path, target)
+        self._checked.pop(path, None)
+        return target
+
+    def quarantine_point(self, pid):
+        """Quarantine what lies under point ``pid``'s final name if it is not a valid point file (the caller
+        holds its claim); the quarantined path, or None."""
+        path = self.points / f"{pid}.parquet"
+        if path.exists() and self._why_not(path) is not None:
+            return self.quarantine_file(path)
+        return None
+
+    def prepare(self) -> list:
+        """Ready the store for a run (:meth:`create`), then tidy what dead writers and users left: remove stale
+        temporary files and claims, quarantine every damaged or foreign file under ``points/`` and move the point
+        files of the first layout into ``points/``, each under its claim (a live writer's files are left alone).
+        One line per thing done, for the run to print."""
+        self.create()
+        found, lines = self.scan(), []
+        stale = self._clean(found.temporary)
+        if stale:
+            lines.append(f"removed {stale} temporary file(s) left by killed writers")
+        for path, why in {**found.damaged, **found.foreign}.items():
+            if path.parent == self.points:
+                with self.claim(path.stem) as held:
+                    if held is not False and path.exists() and self._why_not(path) is not None:
+                        lines.append(f"quarantined {path} ({why}) -> {self.quarantine_file(path)}")
+        moved = sum(self._migrate(path, pid) for path, pid in found.legacy.items())
+        if moved:
+            lines.append(f"moved {moved} point file(s) of the first store layout into {self.points}")
+        return lines
 
     def clean(self) -> int:
-        """Remove the temporary files of killed writers; how many."""
-        stale = [p for folder in (self.points, self.failed, self.logs) if folder.is_dir() for p in folder.glob(".*.tmp")]
-        for path in stale:
-            path.unlink(missing_ok=True)
-        return len(stale)
+        """Remove the temporary files and claims dead writers left (never a live writer's); how many files."""
+        return self._clean(self.scan().temporary)
+
+    def _clean(self, temporaries) -> int:
+        removed = 0
+        for path in temporaries:
+            name = C.temporary_owner(path)[0]
+            with self.claim(name) as held:  # a dead writer's claim is free: take it, so no one starts meanwhile
+                if held is not False and C.temporary_is_stale(path, None if held is None else False):
+                    path.unlink(missing_ok=True)
+                    removed += 1
+        for path in sorted(self.claims.glob("*.claim")) if self.claims.is_dir() else ():
+            with self.claim(path.stem):  # a claim file left by a killed holder: removed when let go
+                pass
+        return removed
+
+    def _migrate(self, path: Path, pid) -> bool:
+        """Move a point file of the first layout (``STORE/<pid>.parquet``) into ``points/`` with the identity
+        metadata of this version (its rows checked first); whether it moved."""
+        with self.claim(pid) as held:
+            if held is False or not path.is_file():
+                return False
+            rows = pd.read_parquet(path)
+            if "point_id" not in rows or not (rows["point_id"] == pid).all():
+                return False
+            if not self.has(pid):
+                self.write_point(pid, rows, self._inspect(path)[0] or {})
+            path.unlink()
+            return True
+
+    # ------------------------------------------------------------------ recognising point files
+
+    def _inspect(self, path: Path):
+        """(metadata, why not a point file or None) of ``path``, cached while the file is unchanged."""
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None, "removed"
+        key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        cached = self._checked.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1:]
+        result = self._read_identity(path)
+        self._checked[path] = (key, *result)
+        return result
+
+    @staticmethod
+    def _read_identity(path: Path):
+        if not path.is_file():
+            return None, "foreign: not a regular file"
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as error:
+            return None, f"damaged: unreadable Parquet ({str(error).splitlines()[0]})"
+        try:
+            meta = json.loads((schema.metadata or {}).get(_META.encode(), b"null"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            meta = None
+        if not isinstance(meta, dict):
+            return None, "foreign: not written by the sweep store (no transfertheory metadata)"
+        return meta, None
+
+    def _why_not(self, path: Path, legacy=False):
+        """Why ``path`` is not a point file of this store (None: it is one). ``legacy``: of the first layout."""
+        meta, why = self._inspect(path)
+        if why is not None:
+            return why
+        pid = path.name[:-len(".parquet")]
+        if legacy:
+            return None if "experiment" in meta and "format" not in meta else "foreign: not a point file"
+        if meta.get("format") != POINT_FORMAT or meta.get("point_id") != pid:
+            return (f"foreign: its metadata names point {meta.get('point_id')!r}, not {pid!r}"
+                    if meta.get("format") == POINT_FORMAT else "foreign: not a point file of the sweep store")
+        return None
+
+    def scan(self) -> StoreScan:
+        """Every file of the store, classified (:class:`StoreScan`); reads each point file's footer once."""
+        found = StoreScan()
+        if self.points.is_dir():
+            for path in sorted(self.points.iterdir()):
+                if path.name.startswith(".") and path.name.endswith(".tmp"):
+                    found.temporary.append(path)
+                elif not _POINT_NAME.match(path.name):
+                    found.foreign[path] = "foreign: not a point file name"
+                else:
+                    why = self._why_not(path)
+                    if why is None:
+                        found.done[path.stem] = path
+                    else:
+                        (found.damaged if why.startswith("damaged") else found.foreign)[path] = why
+        if self.root.is_dir():
+            for path in sorted(self.root.iterdir()):
+                if path.name in ("points", "_sweep"):
+                    continue
+                if path.name.startswith(".") and path.name.endswith(".tmp"):
+                    found.temporary.append(path)
+                elif _POINT_NAME.match(path.name) and self._why_not(path, legacy=True) is None:
+                    found.legacy[path] = path.stem
+                else:
+                    found.foreign[path] = "foreign: not written by the sweep store (never read)"
+        for folder in (self.failed, self.logs, self.meta):
+            if folder.is_dir():
+                found.temporary += sorted(folder.glob(".*.tmp"))
+        if self.claims.is_dir():
+            found.claimed = sorted(p.stem for p in self.claims.glob("*.claim") if C.is_claimed(p))
+        return found
 
     # ------------------------------------------------------------------ reading
 
     def manifest(self) -> dict:
-        path = self.failed.parent / "manifest.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        path = self.meta / "manifest.json"
+        return _json_file(path, "manifest") if path.is_file() else {}
 
     def done(self) -> set:
-        """point_ids with a completed file."""
-        return {p.stem for p in self.points.glob("*.parquet")} if self.points.is_dir() else set()
+        """point_ids with a valid point file."""
+        return set(self.scan_points())
+
+    def scan_points(self) -> dict:
+        """point_id → path of each valid point file (``points/`` only: what :meth:`done` counts)."""
+        if not self.points.is_dir():
+            return {}
+        return {p.stem: p for p in sorted(self.points.glob("*.parquet"))
+                if _POINT_NAME.match(p.name) and self._why_not(p) is None}
 
     def failures(self) -> dict:
         """point_id → failure record of the points whose last attempt raised."""
         if not self.failed.is_dir():
             return {}
-        return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in self.failed.glob("*.json")}
+        records = {p.stem: _json_file(p, "failure record") for p in self.failed.glob("*.json")}
+        for path, record in ((self.failed / f"{pid}.json", r) for pid, r in records.items()):
+            if not isinstance(record.get("error"), str):
+                raise ValueError(f"{path}: damaged failure record (no error line); move it aside and run again")
+        return records
+
+    def failure_time(self, pid):
+        """When point ``pid``'s failure record was written (epoch seconds), or None."""
+        try:
+            return (self.failed / f"{pid}.json").stat().st_mtime
+        except FileNotFoundError:
+            return None
 
     def has(self, pid) -> bool:
-        return (self.points / f"{pid}.parquet").is_file()
+        """Whether point ``pid`` has a valid point file."""
+        path = self.points / f"{pid}.parquet"
+        return path.is_file() and self._why_not(path) is None
+
+    def _rows(self, pid) -> pa.Table:
+        path = self.points / f"{pid}.parquet"
+        rows = pq.read_table(path)
+        if "point_id" not in rows.column_names or pc.all(pc.equal(rows["point_id"], pid), skip_nulls=False).as_py() \
+                is not True:
+            raise ValueError(f"{path}: its rows do not all carry point_id {pid}; move it aside and run again")
+        return rows
 
     def table(self, ids=None) -> pd.DataFrame:
-        """The tidy table of the completed points (``ids``: only those), sorted by point_id then row."""
-        ids = sorted(self.done() if ids is None else set(ids) & self.done())
-        frames = [pd.read_parquet(self.points / f"{pid}.parquet") for pid in ids]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        """The tidy table of the completed points (``ids``: only those), sorted by point_id then row; the union
+        of their columns, an integer or boolean column that some points lack as a nullable one (``Int64``)."""
+        done = self.done()
+        ids = sorted(done if ids is None else set(ids) & done)
+        tables = [self._rows(pid) for pid in ids]
+        if not tables:
+            return pd.DataFrame()
+        first = tables[0].schema
+        if all(t.schema.equals(first, check_metadata=False) for t in tables):  # one experiment: one Arrow table
+            return pa.concat_tables([t.replace_schema_metadata(first.metadata) for t in tables]).to_pandas()
+        frames = [t.to_pandas() for t in tables]
+        columns = set.intersection(*(set(f.columns) for f in frames))
+        frames = [f.astype({c: {"i": "Int64", "u": "UInt64", "b": "boolean"}[f[c].dtype.kind] for c in f.columns
+                            if c not in columns and f[c].dtype.kind in "iub"}) for f in frames]
+        return pd.concat(frames, ignore_index=True)
 
     def metadata(self, pid) -> dict:
         """The key–value metadata written with point ``pid`` (its compute seconds, worker, …)."""
-        meta = pq.read_schema(self.points / f"{pid}.parquet").metadata or {}
-        return json.loads(meta.get(_META.encode(), b"{}"))
+        meta, why = self._inspect(self.points / f"{pid}.parquet")
+        return meta if why is None else {}
 
     def seconds(self, experiment) -> list:
         """Compute seconds of the stored points of ``experiment`` (for estimates)."""
