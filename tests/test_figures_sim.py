@@ -274,19 +274,6 @@ def test_fig7_build_skips_n_equal_d():
     assert any("not simulated: n = 12" in line for line in output.summary)
 
 
-@pytest.mark.parametrize("module", ["faf_fig2", "faf_fig4", "faf_fig5", "faf_fig6", "faf_fig7"])
-def test_retired_figure_entry_points_name_the_figures_command(module):
-    """``python -m transfertheory.figures.faf_figN`` (retired): one line naming the figures CLI, exit 2."""
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", f"transfertheory.figures.{module}", "--d", "12"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
-    assert f"python -m transfertheory.figures {module}" in done.stderr and "retired" in done.stderr
-
-
 @pytest.mark.slow
 def test_phase_diagram_default_simulation_agrees(tmp_path, capsys):
     """The CLI default (d = 64, 20 draws, 8 γ) for both methods: no point outside 4·SE + ALLOWANCE."""
