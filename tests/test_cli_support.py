@@ -68,23 +68,17 @@ def test_ctrl_c_while_writing_keeps_the_earlier_outputs_and_leaves_no_partial_fi
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     saved = []
 
-    def save_png(figure, path, *args):
-        saved.append(path)
-        real_save_png(figure, path, *args)
-
     def savefig_interrupted_at_the_pdf(figure, path, **kwargs):
         if kwargs.get("format") == "pdf":  # the PNG is written; Ctrl-C arrives while the PDF is
             assert saved and saved[0].is_file()
             raise KeyboardInterrupt
         real_savefig(figure, path, **kwargs)
+        saved.append(path)
 
     import matplotlib.figure
 
-    from transfertheory.figures import output
-
-    real_savefig, real_save_png = matplotlib.figure.Figure.savefig, output._save_png
+    real_savefig = matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig_interrupted_at_the_pdf)
-    monkeypatch.setattr(output, "_save_png", save_png)
     assert phase_cli.main(["--resolution", "9", "--format", "both", "--out", str(tmp_path)]) == 130
     assert capsys.readouterr().err.endswith("interrupted\n")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
