@@ -47,8 +47,7 @@ _ALL_FORMATS = ("png", "pdf")
 THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
 #: the resolution (dots per inch) of the written PNGs
 DPI = 150
-#: zlib level of the written PNGs (PIL's ``compress_level``; its default is 6): level 3 encodes in about half the
-#: time, in a file of about the same size
+#: zlib level of the written PNGs (PIL's ``compress_level``; its default is 6, docs/benchmarks.md, "Command lines")
 PNG_COMPRESS_LEVEL = 3
 
 

@@ -39,7 +39,7 @@ __all__ = [
 
 #: θ of the slices in panel (c) of FaF Figs. 1 and 3 (π/8, π/4, 3π/8)
 SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
-#: default simulation size of the slices: d = 64, 20 target draws, 8 γ points (a few seconds on a 2-core CPU)
+#: default simulation size of the slices: d = 64, 20 target draws, 8 γ points
 SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
 #: columns of a :func:`simulate_slices` table, with their definitions (all risks in units of ‖β_t‖² = 1)
 SIM_COLUMN_DEFINITIONS = {
