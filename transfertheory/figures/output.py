@@ -116,6 +116,8 @@ def _plain_fields(values):
 
     if values.dtype == np.float64:
         distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
+        if distinct.size > values.size // 4:  # mostly distinct values: each formatted where it stands
+            return [repr(x) if x == x else "" for x in values.tolist()]
         text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
         return text[inverse.ravel()].tolist()
     if values.dtype.kind in "iub":
@@ -143,8 +145,8 @@ def write_csv(frame, path):
         fields = [_plain_fields(np.asarray(values)) for values in frame.values()]
         if len(fields) > 1 and None not in fields and all(_plain(str(name)) for name in frame):
             with open(path, "w", encoding="utf-8", newline="") as file:
-                file.write(",".join(map(str, frame)) + "\n")
-                file.writelines(",".join(row) + "\n" for row in zip(*fields))
+                rows = "\n".join(map(",".join, zip(*fields)))  # "" when there are none
+                file.write(",".join(map(str, frame)) + "\n" + (rows and rows + "\n"))
             return
         import pandas as pd
 
