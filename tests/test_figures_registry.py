@@ -224,6 +224,20 @@ def test_write_csv_formats_arrays_of_numbers_itself_and_keeps_the_sign_of_zero(t
     assert ",inf," in expected and ",," in expected
 
 
+@pytest.mark.parametrize("chunk", [1, 4, 25, 26])
+def test_write_csv_in_chunks_writes_the_text_of_pandas(tmp_path, monkeypatch, chunk):
+    """Rows are formatted and written a chunk at a time: any chunk size, one dividing the rows or not, gives
+    pandas' bytes (a column of few distinct floats, one of distinct ones; NaN, ±inf, −0.0)."""
+    monkeypatch.setattr(output, "_CSV_CHUNK_ROWS", chunk)
+    values = np.linspace(-1.0, 1.0, 25) ** 3
+    values[[3, 17]] = np.nan, -np.inf
+    frame = pd.DataFrame({"gamma": np.tile([0.5, -0.0, 2.0, np.nan, np.inf], 5), "value": values,
+                          "n": np.arange(25), "method": ["linear"] * 25})
+    output.write_csv(_arrays(frame), tmp_path / "fast.csv")
+    frame.to_csv(tmp_path / "pandas.csv", index=False)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+
+
 @pytest.mark.parametrize("frame", [pd.DataFrame({"x": [0.1, 2.0], "text": pd.array(column, dtype=object)})
                                    for column in (["a,b", "c"], ['say "x"', "y"], ["", "z"], [1.5, None])]
                          + [pd.DataFrame({"only": [float("nan"), 1.0]})],

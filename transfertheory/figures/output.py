@@ -107,23 +107,34 @@ def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Pat
 
 #: characters that make pandas quote a text field
 _NEEDS_QUOTES = (",", '"', "\n", "\r")
+#: rows formatted and written at a time, so that the text of a large table is never held whole
+_CSV_CHUNK_ROWS = 10_000
 
 
-def _plain_fields(values):
-    """The CSV fields of a column as pandas writes them (float64: ``repr``, NaN empty, each distinct value formatted
-    once; integers, booleans and text: ``str``), or None for another dtype or a text pandas would quote."""
+def _float_fields(values):
+    """The CSV fields of float64 ``values`` as pandas writes them: ``repr``, NaN empty (a column of few distinct
+    values formatted once per value)."""
+    import numpy as np
+
+    distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
+    if distinct.size > values.size // 4:  # mostly distinct values: each formatted where it stands
+        return [repr(x) if x == x else "" for x in values.tolist()]
+    text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
+    return text[inverse.ravel()].tolist()
+
+
+def _field_writer(values):
+    """The function that gives a slice of the column ``values`` as CSV fields, as pandas writes them (float64:
+    :func:`_float_fields`; integers, booleans and text: ``str``), or None for another dtype or a text pandas would
+    quote."""
     import numpy as np
 
     if values.dtype == np.float64:
-        distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
-        if distinct.size > values.size // 4:  # mostly distinct values: each formatted where it stands
-            return [repr(x) if x == x else "" for x in values.tolist()]
-        text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
-        return text[inverse.ravel()].tolist()
+        return _float_fields
     if values.dtype.kind in "iub":
-        return [str(x) for x in values.tolist()]
+        return lambda part: [str(x) for x in part.tolist()]
     if values.dtype.kind in "OU" and all(_plain(x) for x in set(values.tolist())):
-        return values.tolist()
+        return lambda part: part.tolist()
     return None
 
 
@@ -136,17 +147,22 @@ def write_csv(frame, path):
     without its index: the text of ``DataFrame.to_csv(path, index=False)``.
 
     A mapping of two or more columns of numbers and plain text (the phase diagram's command line, which imports no
-    pandas) is formatted here, the same bytes; anything else is written by pandas. Pandas' import and ``to_csv``
-    would add a second of CPU to the command's two (docs/benchmarks.md, "The phase diagram's CSV").
+    pandas) is formatted here, the same bytes, :data:`_CSV_CHUNK_ROWS` rows at a time; anything else is written by
+    pandas. Pandas' import and ``to_csv`` would add a second of CPU to the command's two (docs/benchmarks.md, "The
+    phase diagram's CSV").
     """
     if isinstance(frame, Mapping):
         import numpy as np
 
-        fields = [_plain_fields(np.asarray(values)) for values in frame.values()]
-        if len(fields) > 1 and None not in fields and all(_plain(str(name)) for name in frame):
+        columns = [np.asarray(values) for values in frame.values()]
+        writers = [_field_writer(values) for values in columns]
+        if len(columns) > 1 and None not in writers and all(_plain(str(name)) for name in frame):
             with open(path, "w", encoding="utf-8", newline="") as file:
-                rows = "\n".join(map(",".join, zip(*fields)))  # "" when there are none
-                file.write(",".join(map(str, frame)) + "\n" + (rows and rows + "\n"))
+                file.write(",".join(map(str, frame)) + "\n")
+                for start in range(0, len(columns[0]), _CSV_CHUNK_ROWS):
+                    part = slice(start, start + _CSV_CHUNK_ROWS)
+                    fields = [write(values[part]) for write, values in zip(writers, columns)]
+                    file.write("\n".join(map(",".join, zip(*fields))) + "\n")
             return
         import pandas as pd
 
