@@ -6,8 +6,7 @@ system CPU seconds, ``resource.getrusage(RUSAGE_CHILDREN)``) and by the wall clo
 run in turn (A B A B …) ``--repeats`` times and the medians are printed, with the machine line (cores, 1-minute
 load average before and after, the BLAS threads the command lines use, git commit). Three comparisons:
 
-* **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, ``sweep``,
-  and the retired figure entry points, which answer with one line and exit 2),
+* **start-up** — ``--help`` of every command line (``verify``, ``figures``, ``phase_diagram``, ``sweep``),
   ``phase_diagram --noise 0.2`` (the README's first command, into a temporary folder) and, but with ``--quick``,
   its floor (:data:`FLOOR`: the interpreter, NumPy, the matplotlib modules of its figure, a bare figure of its
   kind drawn by matplotlib alone); with
@@ -19,8 +18,8 @@ load average before and after, the BLAS threads the command lines use, git commi
 * **worker processes** (``--workers-claims PATTERN``) — ``verify -k PATTERN --workers 1`` against ``--workers
   N`` for N = 2 … cores (``--workers`` of :mod:`transfertheory.cli_support`);
 * **the phase diagram's steps** (``--steps``) — where the CPU of ``phase_diagram --noise 0.2`` goes: its steps
-  (:data:`PHASE_STEPS`: the imports, the grid, the figure with its legends and region (one layout pass), the
-  drawing, the PNG's encoding, the CSV, the metadata) one after another in a fresh process, each timed by
+  (:data:`PHASE_STEPS`: the imports, the grid, the figure with its legends, the PNG (``savefig``, tight region),
+  the CSV, the metadata) one after another in a fresh process, each timed by
   ``time.process_time``, and the interpreter's start and finalization (the child's CPU before its first line and
   after its last), medians of ``--repeats``.
 
@@ -57,11 +56,9 @@ from transfertheory.params import Param
 EXIT_FAILED = 1
 REPEATS = Param("repeats", Interval(1, 100, "both"), integer=True, description="timed repetitions")
 ROOT = Path(__file__).resolve().parent.parent
-#: every command line of the package (``python -m MODULE``) and the exit status of its ``--help`` (the retired
-#: figure entry points answer with one line naming the command that replaced them, and exit 2)
+#: every command line of the package (``python -m MODULE``) and the exit status of its ``--help``
 CLIS = {"transfertheory.verify": 0, "transfertheory.figures": 0, "transfertheory.phase_diagram": 0,
-        "transfertheory.sweep": 0, "transfertheory.figures.faf_fig2": 2, "transfertheory.figures.faf_fig4": 2,
-        "transfertheory.figures.faf_fig5": 2, "transfertheory.figures.faf_fig6": 2, "transfertheory.figures.faf_fig7": 2}
+        "transfertheory.sweep": 0}
 #: the floor of the phase diagram's command: the interpreter alone, with NumPy, with NumPy and the matplotlib modules
 #: its figure needs (Figure, the Agg canvas; matplotlib registers the 3-D projection on import), and a bare figure of
 #: its kind drawn by matplotlib alone (:data:`BARE_FIGURE`)
@@ -128,14 +125,10 @@ with blas_threads(1):
     grid = figure.compute_phase_grid("linear", 0.2)
     step("the grid: closed forms on 400 x 400 points")
     result = figure.phase_diagram_output(grid, "linear", 0.2)
-    fig, region = result.figure, result.bbox_inches
-    step("the figure, its legends and region (one layout pass)")
-    fig.canvas.draw()
-    step("drawing the figure (2400 x 840 pixels)")
-    left, top, right, bottom = output._pixel_box(fig, output.DPI, region)
-    output._encode_png(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right], sys.argv[1] + "/x.png",
-                       output.DPI)
-    step("encoding the PNG")
+    step("the figure and its legends")
+    result.figure.savefig(sys.argv[1] + "/x.png", dpi=output.DPI, bbox_inches="tight",
+                          pil_kwargs={"compress_level": output.PNG_COMPRESS_LEVEL})
+    step("the PNG: savefig with the tight region (2400 x 840 pixels)")
     output.write_csv(result.data, sys.argv[1] + "/x.csv")
     step("the CSV (160 000 rows)")
     with open(sys.argv[1] + "/x.json", "w") as file:

@@ -27,18 +27,22 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 strict_backend.register()
 
 
-def pytest_addoption(parser):
-    parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
+#: markers whose tests run only when the ``-m`` expression names them (``-m slow``, ``-m meta``, ``-m "slow or meta"``)
+OPT_IN_MARKERS = ("slow", "meta")
 
 
 def pytest_collection_modifyitems(config, items):
-    run_slow = config.getoption("--runslow") or "slow" in (config.getoption("-m") or "")
+    selection = config.getoption("-m") or ""
+    left_out = [marker for marker in OPT_IN_MARKERS if marker not in selection]
+    kept, dropped = [], []
+    for item in items:
+        (dropped if any(marker in item.keywords for marker in left_out) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
     has_gpu = backend.cupy_available()
-    skip_slow = pytest.mark.skip(reason="slow: run with --runslow or -m slow")
     skip_gpu = pytest.mark.skip(reason="gpu: CuPy with a usable CUDA device is not available")
     for item in items:
-        if "slow" in item.keywords and not run_slow:
-            item.add_marker(skip_slow)
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(skip_gpu)
 

@@ -15,8 +15,6 @@ def test_explicit_name_and_environment_variable(monkeypatch):
     monkeypatch.setenv(backend.ENV_VAR, STRICT)
     assert backend.resolve_backend() is strict_backend.strict  # None reads the variable
     assert backend.resolve_backend("numpy") is np  # an explicit choice wins over the variable
-    # one name each: the former aliases get_array_module / array_module_of are retired
-    assert not {"get_array_module", "array_module_of"} & set(dir(backend))
 
 
 def test_auto_is_numpy_exactly_when_no_gpu_is_usable(monkeypatch):

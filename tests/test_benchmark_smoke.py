@@ -10,6 +10,8 @@ import pytest
 
 from transfertheory import backend
 
+pytestmark = pytest.mark.meta  # each test runs a benchmark script in a fresh process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "bench_deep_linear.py")
 

@@ -131,6 +131,7 @@ def example_session(tmp_path, monkeypatch):
     plt.close("all")
 
 
+@pytest.mark.meta
 @pytest.mark.parametrize("path", documentation_files(), ids=lambda p: p.name)
 def test_documentation_examples_run(path, example_session):
     examples = collect_examples(path)

@@ -1,6 +1,6 @@
 """A figure's headline numbers do not move when its integrator tolerances are tightened 10× (the helper of
-tests/tolerance_stability.py): ``merlin_fig`` and ``faf_fig4`` at a reduced size by default, at their quick profiles
-with ``-m slow``."""
+tests/tolerance_stability.py): ``merlin_fig`` and ``faf_fig4`` at a reduced size with ``-m meta``, at their quick
+profiles with ``-m slow``."""
 from __future__ import annotations
 
 import math
@@ -42,6 +42,7 @@ def merlin_headline(**size):
     return headline
 
 
+@pytest.mark.meta
 def test_merlin_fig_headline_is_stable_under_tightened_tolerances_reduced():
     """≈ 15 s on the 2-core machine at a light load (≈ 150 s at a load of 11)."""
     headline = merlin_headline(d=4, k=3, m=2, n_targets=(3,), seeds=2, restarts=2, success_n=(3,), success_seeds=8)
@@ -80,6 +81,7 @@ def faf_fig4_headline(**size):
 FAF_FIG4_TOLERANCES = dict(rtol=3e-2, gtol=1e-6)
 
 
+@pytest.mark.meta
 def test_faf_fig4_headline_is_stable_under_tightened_tolerances_reduced():
     """The quick profile's d, m, m*, budgets and μ = 0.125 at 2 teachers × 2 data sets and 4 n ≤ 40 (where the
     tightened rule is met within 10× the budget; 11 s CPU, largest shift 0.65 SE at rtol 3e-2 → 3e-3)."""

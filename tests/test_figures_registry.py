@@ -200,34 +200,40 @@ def test_gallery_links_each_figure_to_its_section(tmp_path):
                           st.sampled_from(["linear", "fine-tuning", "θ = π/4"]), st.sampled_from([0.5, -0.0, 1e-300])),
                 max_size=40))
 def test_write_csv_writes_the_text_of_pandas(tmp_path_factory, rows):
-    """Floats (NaN, ±inf, −0.0, subnormals), integers, booleans, text and a column of few distinct floats: the
-    fast writer's bytes are pandas' ``to_csv(index=False)``."""
+    """Floats (NaN, ±inf, −0.0, subnormals), integers, booleans, text and a column of few distinct floats, given as
+    arrays: the writer's bytes are pandas' ``to_csv(index=False)``."""
     folder = tmp_path_factory.mktemp("csv")
     frame = pd.DataFrame(rows, columns=["value", "count", "flag", "method", "level"]).astype(
         {"value": float, "count": "int64", "flag": bool, "method": object, "level": float})
-    output.write_csv(frame, folder / "fast.csv")
+    output.write_csv(_arrays(frame), folder / "fast.csv")
     frame.to_csv(folder / "pandas.csv", index=False)
     assert (folder / "fast.csv").read_bytes() == (folder / "pandas.csv").read_bytes()
 
 
-def test_write_csv_formats_a_table_of_numbers_itself_and_keeps_the_sign_of_zero(tmp_path, monkeypatch):
-    frame = pd.DataFrame({"zero": [0.0, -0.0] * 10, "n": range(20), "method": ["linear"] * 20})
+def _arrays(frame):
+    return {name: frame[name].to_numpy() for name in frame}
+
+
+def test_write_csv_formats_arrays_of_numbers_itself_and_keeps_the_sign_of_zero(tmp_path, monkeypatch):
+    frame = pd.DataFrame({"zero": [0.0, -0.0] * 10, "special": [np.nan, np.inf, -np.inf, 1e-300] * 5,
+                          "value": np.linspace(-1, 1, 20) ** 3, "n": range(20), "method": ["linear"] * 20})
     expected = frame.to_csv(index=False)
     monkeypatch.setattr(pd.DataFrame, "to_csv", lambda *a, **k: pytest.fail("written by pandas"))
-    output.write_csv(frame, tmp_path / "fast.csv")
-    assert (tmp_path / "fast.csv").read_text(encoding="utf-8") == expected and "-0.0" in expected
+    output.write_csv(_arrays(frame), tmp_path / "fast.csv")
+    assert (tmp_path / "fast.csv").read_text(encoding="utf-8") == expected and "-0.0," in expected
+    assert ",inf," in expected and ",," in expected
 
 
 @pytest.mark.parametrize("chunk", [1, 4, 25, 26])
 def test_write_csv_in_chunks_writes_the_text_of_pandas(tmp_path, monkeypatch, chunk):
     """Rows are formatted and written a chunk at a time: any chunk size, one dividing the rows or not, gives
-    pandas' bytes (a column of few distinct floats, formatted once, indexed across the chunks; NaN, ±inf, −0.0)."""
+    pandas' bytes (a column of few distinct floats, one of distinct ones; NaN, ±inf, −0.0)."""
     monkeypatch.setattr(output, "_CSV_CHUNK_ROWS", chunk)
     values = np.linspace(-1.0, 1.0, 25) ** 3
     values[[3, 17]] = np.nan, -np.inf
     frame = pd.DataFrame({"gamma": np.tile([0.5, -0.0, 2.0, np.nan, np.inf], 5), "value": values,
                           "n": np.arange(25), "method": ["linear"] * 25})
-    output.write_csv({name: frame[name].to_numpy() for name in frame}, tmp_path / "fast.csv")
+    output.write_csv(_arrays(frame), tmp_path / "fast.csv")
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
 
@@ -237,7 +243,7 @@ def test_write_csv_in_chunks_writes_the_text_of_pandas(tmp_path, monkeypatch, ch
                          + [pd.DataFrame({"only": [float("nan"), 1.0]})],
                          ids=["comma", "quote", "empty", "object-with-none", "one-column-with-nan"])
 def test_write_csv_leaves_text_that_needs_quotes_to_pandas(tmp_path, frame):
-    output.write_csv(frame, tmp_path / "fast.csv")
+    output.write_csv(_arrays(frame), tmp_path / "fast.csv")
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
 

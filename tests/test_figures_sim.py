@@ -171,7 +171,7 @@ def test_slices_simulate_each_method_once_per_process_with_the_rows_of_a_joint_r
     """simulate_slices takes each method's rows from a per-process memo: the scratch runs of linear transfer and
     fine-tuning at the same draws are simulated once, and the rows of every method are those of one simulator call
     with both methods (the draws are the seed's, the flows per instance), so the tables equal recomputation."""
-    monkeypatch.setattr(simulation, "_METHOD_ROWS", {})
+    simulation._computed_rows.cache_clear()
     calls = []
     original = simulation.simulate
     monkeypatch.setattr(simulation, "simulate", lambda methods, *a, **k: calls.append(methods) or original(
@@ -183,12 +183,13 @@ def test_slices_simulate_each_method_once_per_process_with_the_rows_of_a_joint_r
     for method in ("linear", "finetune"):
         joint = original(("scratch", method), 12, ns, simulation.SLICE_THETAS, 0.2, 4, (0.0,), 0, None, False)
         for part in ("scratch", method):
-            memo = next(v for k, v in simulation._METHOD_ROWS.items() if k[0] == part)
+            memo = simulation._method_rows(part, 12, ns, simulation.SLICE_THETAS, 0.2, 4, 0.0, 0, None, False, 2)
             rows = joint[joint["method"] == part].reset_index(drop=True)
             # (a joint table has the transfer method's integer columns as floats: NaN in the scratch rows)
             pd.testing.assert_frame_equal(rows[memo.columns], memo, check_dtype=False, check_exact=True)
     again = simulation.simulate_slices("finetune", 0.2, **spec)
     assert again.equals(tables["finetune"]) and len(calls) == 3
+    simulation._computed_rows.cache_clear()  # the memo holds tables computed through the patched simulate
 
 
 def test_finetune_reference_is_the_gradient_flow_limit_not_eq17():
@@ -306,19 +307,6 @@ def test_fig7_build_skips_n_equal_d():
     plt.close(output.figure)
     assert list(output.data.columns) == simulation.SIM_COLUMNS and len(output.data) == 3 * 3
     assert any("not simulated: n = 12" in line for line in output.summary)
-
-
-@pytest.mark.parametrize("module", ["faf_fig2", "faf_fig4", "faf_fig5", "faf_fig6", "faf_fig7"])
-def test_retired_figure_entry_points_name_the_figures_command(module):
-    """``python -m transfertheory.figures.faf_figN`` (retired): one line naming the figures CLI, exit 2."""
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", f"transfertheory.figures.{module}", "--d", "12"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
-    assert f"python -m transfertheory.figures {module}" in done.stderr and "retired" in done.stderr
 
 
 @pytest.mark.slow

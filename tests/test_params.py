@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from transfertheory import params as P
-from transfertheory._validation import Interval, check_integer_param, check_param, scalar_or_array
+from transfertheory._validation import Interval, check_param, scalar_or_array
 from transfertheory.theory import linear as L
 
 REAL_PARAMS = [P.GAMMA, P.THETA, P.SIGMA, P.LAM, P.ALPHA, P.GAMMA_MAX]
@@ -188,16 +188,11 @@ def test_interval_text_and_membership():
         Interval(2, 1)
 
 
-def test_legacy_checks_keep_their_signatures_and_reject_bool_and_str():
+def test_check_param_rejects_bool_and_str():
     assert check_param(0.5, "x", Interval(0, 1)) == 0.5
-    assert check_integer_param(4.0, "n", 3) == 4.0
     for bad in (True, "3", None):
         with pytest.raises(ValueError, match=r"^x must be a real number"):
             check_param(bad, "x")
-        with pytest.raises(ValueError, match=r"^n must be a real number"):
-            check_integer_param(bad, "n", 1)
-    with pytest.raises(ValueError, match=r"^n must be an integer >= 3, got 2"):
-        check_integer_param(2, "n", 3)
     assert type(scalar_or_array(np.asarray(2.0), 1, 2.0)) is float
     assert isinstance(scalar_or_array(np.ones(2), [1, 2]), np.ndarray)
 
@@ -219,11 +214,9 @@ def test_range_names_are_declared_once_across_params_and_the_theory_modules():
     import pkgutil
 
     import transfertheory.theory as theory
-    from transfertheory._renamed import RENAMED
 
     modules = [P] + [importlib.import_module(info.name)
-                     for info in pkgutil.walk_packages(theory.__path__, "transfertheory.theory.")
-                     if info.name not in RENAMED]
+                     for info in pkgutil.walk_packages(theory.__path__, "transfertheory.theory.")]
     owners = {}
     for module in modules:
         for name, value in vars(module).items():

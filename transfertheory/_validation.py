@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "as_real_array", "check_param", "check_integer_param", "check_broadcast", "as_generator",
+__all__ = ["Interval", "as_real_array", "check_param", "check_broadcast", "as_generator",
            "root_seed", "scalar_or_array", "trusted"]
 
 _CLOSED = ("both", "left", "right", "neither")
@@ -116,19 +116,6 @@ def check_param(value, name: str, interval: Interval | None = None) -> np.ndarra
         bad = ~interval.contains(arr)
         if bad.any():
             raise ValueError(f"{name} must be in {interval}, got {arr[bad].flat[0]:g}")
-    return arr
-
-
-def check_integer_param(value, name: str, minimum: int) -> np.ndarray:
-    """Like :func:`check_param` for integer-valued parameters (n, d) ≥ ``minimum``; returns a float array.
-
-    Integral floats (``3.0``) are accepted, so that ``np.rint(gamma * d)`` can be passed as ``n``.
-    """
-    arr = as_real_array(value, name)
-    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-        raise ValueError(f"{name} must be an integer (or array of integers), got {value!r}")
-    if np.any(arr < minimum):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {arr[arr < minimum].flat[0]:g}")
     return arr
 
 

@@ -4,8 +4,8 @@ NumPy's BLAS starts one thread per core in every process; two such processes on 
 oversubscribe it and run several times slower than one. :func:`threads_per_worker` gives each of ``workers``
 processes ⌊cores / workers⌋ threads (at least 1), and :func:`blas_threads` applies a limit for the duration of a
 block (threadpoolctl, which works after NumPy is imported, unlike the ``OMP_NUM_THREADS`` variables). The sweep
-engine (:mod:`transfertheory.sweep`) applies it in every worker; :data:`SERIAL_THREADS` is the setting measured
-fastest for one process (docs/benchmarks.md, "Sweeps"), for the command lines that run serially.
+engine (:mod:`transfertheory.sweep`) applies it in every worker; :data:`SERIAL_THREADS` is the setting of one
+process, for the command lines that run serially (the measurement behind it: docs/benchmarks.md, "BLAS threads").
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from ._validation import Interval
 __all__ = ["available_cores", "threads_per_worker", "blas_threads", "SERIAL_THREADS"]
 
 WORKERS = P.Param("workers", Interval(1, float("inf"), "left"), integer=True, description="worker processes")
-#: BLAS threads of a single process: 1, measured fastest on the 2-core development machine for every simulator
-#: timed (docs/benchmarks.md, "Sweeps"); None would leave the library's default (one thread per core)
+#: BLAS threads of a single process (docs/benchmarks.md, "BLAS threads"); None would leave the library's default
+#: (one thread per core)
 SERIAL_THREADS = 1
 
 

@@ -54,12 +54,9 @@ EQ21_ALLOWANCE = 0.25
 BOUNDARY_SIZES = {"quick": (16, 32, 16, 4, 3), "full": (16, 32, 16, 12, 3)}
 BOUNDARY_MU, BOUNDARY_NS = 0.25, (36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256)
 #: the sample sizes per profile: ``quick`` stops at n = 160, past the boundary (n_c ≈ 80–110 and FaF's ≈ 125–145 at
-#: this size), because the scratch flows' time to FaF's loss grows steeply with n (median t ≈ 1.3e3 at n = 160,
-#: 7.7e3 at 256) and n = 192–256 were 3/4 of the claim's CPU time; the draws of an n do not depend on the others
-#: (:mod:`transfertheory.sim.relu_teacher.experiment`), so the flows at n ≤ 160 are those of the full grid. On the
-#: same runs at three more seeds, the fit over n ≤ 160 moved n_c by +2–3 % and its SE by +2–4 %, and left the sign
-#: change and its interval unchanged: the comparison's resolution, 4·SE + 0.1 in log n, moved from 1.41, 1.26, 1.71
-#: to 1.43, 1.27, 1.73 (docs/relu.md)
+#: this size), because the scratch flows' time to FaF's loss grows steeply with n; the draws of an n do not depend
+#: on the others (:mod:`transfertheory.sim.relu_teacher.experiment`), so the flows at n ≤ 160 are those of the full
+#: grid (what the shorter grid costs and changes: docs/benchmarks.md, "Claims")
 BOUNDARY_PROFILE_NS = {"quick": BOUNDARY_NS[:10], "full": BOUNDARY_NS}
 BOUNDARY_BUDGETS = dict(max_time=3e4, pretrain_max_time=1e5, linear_max_time=1e30)
 #: allowance on |log n_sim − log n_c| beyond 4 SE: the ReLU features' least-squares excess is up to 1.3× the

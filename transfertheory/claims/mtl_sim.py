@@ -198,10 +198,9 @@ def _width_rate(case):
 
 #: per profile: hidden layers, widths, networks per width, ANIL's λτ and the test-time λτ̂ of the training study
 #: (4 training tasks of 5 points and one test task of 5 support and 5 query points of MTL §5.1, d = 10)
-#: (quick: 7.7–9.3 s, full: 32 s of CPU on the 2-core CPU at load 4–5, docs/benchmarks.md#mtl-training-study;
-#: paper: depth 2, GPU recommended, not run yet — at depth 2 the fresh heads reach G_τ̂ only from h ≈ 4096; the
-#: widths stop there because one copy of the R·h² body weights is 8·4096²·8 B ≈ 1.1 GB and the integrator holds
-#: several, while h = 16384 would need ≈ 17 GB per copy, docs/mtl.md)
+#: (its CPU time: docs/benchmarks.md, "Claims"; paper: depth 2, GPU recommended — at depth 2 the fresh heads
+#: reach G_τ̂ only from h ≈ 4096; the widths stop there because one copy of the R·h² body weights is
+#: 8·4096²·8 B ≈ 1.1 GB and the integrator holds several, while h = 16384 would need ≈ 17 GB per copy, docs/mtl.md)
 TRAINING_STUDY = {"quick": dict(depth=1, widths=(256, 1024, 4096), networks=6, lam_tau=0.1, lam_tau_hat=0.3),
                   "full": dict(depth=1, widths=(256, 1024, 4096, 16384), networks=8, lam_tau=0.1, lam_tau_hat=0.3),
                   "paper": dict(depth=2, widths=(1024, 2048, 4096), networks=8, lam_tau=0.1, lam_tau_hat=0.3)}

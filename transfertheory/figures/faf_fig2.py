@@ -30,7 +30,6 @@ Build it with ``python -m transfertheory.figures faf_fig2``; see docs/figures.md
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
@@ -38,7 +37,7 @@ from ..theory.methods import get_method
 from . import stats
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
-from .registry import Figure, register, retired_entry_point
+from .registry import Figure, register
 from .simulation import simulate_per_lambda
 
 __all__ = ["NAME", "COLUMNS", "COLUMN_DEFINITIONS", "simulate_points", "finite_minimum", "plot", "build"]
@@ -177,7 +176,3 @@ FIGURE = register(Figure(
     build=build,
     profiles={"quick": dict(d=64, draws=20), "paper": dict(d=500, draws=20)},
 ))
-
-
-if __name__ == "__main__":
-    sys.exit(retired_entry_point(NAME))

@@ -43,7 +43,6 @@ keywords of :func:`build`. Run as a module, this one prints a line naming that c
 """
 from __future__ import annotations
 
-import sys
 
 import numpy as np  # pandas is imported where tables are built: a --help needs none
 
@@ -54,7 +53,7 @@ from ..theory.relu import finite_n_boundary, power_law_fit
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .stats import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
-from .registry import Figure, register, retired_entry_point
+from .registry import Figure, register
 
 NAME = "faf_fig4"
 TRANSFER_METHODS = ("linear", "linear_minnorm")
@@ -417,7 +416,3 @@ def _check_grid(ns):
     if list(ns) != sorted(set(ns)) or len(ns) < 3:
         raise ValueError(f"ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them), "
                          f"got {list(ns)}")
-
-
-if __name__ == "__main__":
-    sys.exit(retired_entry_point(NAME))

@@ -27,14 +27,13 @@ Build it with ``python -m transfertheory.figures faf_fig5``; see docs/distances.
 """
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, compute_points, spearman_table
 from .marks import legend_outside
 from .output import FigureOutput, use_agg
-from .registry import Figure, register, retired_entry_point
+from .registry import Figure, register
 
 __all__ = ["NAME", "COLUMN_DEFINITIONS", "plot", "build"]
 
@@ -148,7 +147,3 @@ FIGURE = register(Figure(
     profiles={"quick": dict(d=50, n=25, samples=300), "paper": dict(d=50, n=25, samples=1000)},
     simulates=False,
 ))
-
-
-if __name__ == "__main__":
-    sys.exit(retired_entry_point(NAME))

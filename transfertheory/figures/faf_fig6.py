@@ -26,11 +26,10 @@ Build it with ``python -m transfertheory.figures faf_fig6``; see docs/figures.md
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 from . import phase_diagram as pdg
-from .registry import Figure, register, retired_entry_point
+from .registry import Figure, register
 from .simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
 
 __all__ = ["NAME", "SIGMA", "build"]
@@ -71,7 +70,3 @@ FIGURE = register(Figure(
               "paper": dict(d=500, draws=20, gammas=8, resolution=400)},
     extra_suffixes=("_grid",),
 ))
-
-
-if __name__ == "__main__":
-    sys.exit(retired_entry_point(NAME))

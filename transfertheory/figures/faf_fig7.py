@@ -38,7 +38,6 @@ Build it with ``python -m transfertheory.figures faf_fig7``; see docs/figures.md
 """
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
@@ -47,7 +46,7 @@ from . import stats
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .phase_diagram import DISPLAY_LIMIT
-from .registry import Figure, register, retired_entry_point
+from .registry import Figure, register
 from .simulation import SIM_COLUMN_DEFINITIONS, simulate_slices, simulation_summary
 
 __all__ = ["NAME", "build", "plot"]
@@ -159,7 +158,3 @@ FIGURE = register(Figure(
     build=build,
     profiles={"quick": dict(d=48, draws=20, gammas=8, thetas=9), "paper": dict(d=500, draws=20, gammas=8, thetas=9)},
 ))
-
-
-if __name__ == "__main__":
-    sys.exit(retired_entry_point(NAME))

@@ -32,8 +32,6 @@ __all__ = [
     "DPI",
     "FigureOutput",
     "use_agg",
-    "layout_boxes",
-    "tight_bbox",
     "output_paths",
     "write_csv",
     "save_figure",
@@ -47,11 +45,9 @@ FORMATS = {"png": ("png",), "pdf": ("pdf",), "both": ("png", "pdf")}
 _ALL_FORMATS = ("png", "pdf")
 #: suffix and width in pixels of the small PNG the figures README shows
 THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
-#: the resolution (dots per inch) of the written PNGs; a figure created at it is laid out, measured and drawn on one
-#: renderer (its text measured once), and its PNG cut from that drawing (:func:`tight_bbox`)
+#: the resolution (dots per inch) of the written PNGs
 DPI = 150
-#: zlib level of a PNG cut from the drawn canvas (:func:`_save_png`): an opaque figure written as RGB at level 3
-#: encodes in half the time of matplotlib's RGBA at level 6 (PIL's default), in a file of about the same size
+#: zlib level of the written PNGs (PIL's ``compress_level``; its default is 6, docs/benchmarks.md, "Command lines")
 PNG_COMPRESS_LEVEL = 3
 
 
@@ -62,8 +58,7 @@ class FigureOutput:
     ``columns`` maps every column of ``data`` to its definition with units; ``extra`` holds further tables
     written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
     the counts of :func:`transfertheory.figures.stats.agreement_record`; ``summary`` the console lines.
-    ``bbox_inches``: the region of the figure its PNG/PDF show — ``"tight"`` (measured by ``savefig``, one more
-    layout pass per file) or the :func:`tight_bbox` a builder measured once its layout was final.
+    ``bbox_inches``: the region of the figure its PNG/PDF show (``savefig``'s; default ``"tight"``).
     """
 
     figure: Any
@@ -84,103 +79,6 @@ def use_agg() -> None:
     matplotlib.use("Agg", force=True)
 
 
-def layout_boxes(fig):
-    """``{artist: its tight bounding box in pixels}`` of everything :meth:`Figure.get_tightbbox` measures: the
-    figure's visible artists that take part in the layout (its title, …) but its axes, then each visible axes, all
-    laid out on the figure's own canvas without drawing it. A builder that places further marks from them (legends
-    under panels, whose drop is the panel's box) passes them, with the boxes of what it added, to
-    :func:`tight_bbox`: the figure is then laid out once instead of twice."""
-    renderer = fig.canvas.get_renderer()
-    artists = [a for a in fig.get_children() if a not in fig.axes and a.get_visible() and a.get_in_layout()]
-    return {a: a.get_tightbbox(renderer) for a in artists + [ax for ax in fig.axes if ax.get_visible()]}
-
-
-def tight_bbox(fig, boxes=None):
-    """The region ``savefig(bbox_inches="tight")`` writes: the tight bounding box of ``fig`` (inches), padded by
-    ``rcParams["savefig.pad_inches"]``, measured on the figure's own canvas (an Agg canvas) without drawing it (each
-    artist lays itself out), then widened to whole pixels at the figure's dpi (by less than a pixel on each side);
-    nothing may be added or moved afterwards. Passed to ``savefig`` it saves the layout pass ``"tight"`` costs for
-    every file written; a PNG at the figure's dpi is then cut from one drawing of the whole figure
-    (:func:`write_outputs`).
-
-    ``boxes``: the pixel boxes the figure's tight box is the union of, already measured — :func:`layout_boxes`
-    plus the boxes of the artists added to its axes since (their legends: an axes' tight box is the union of its
-    own and its children's) — instead of measuring the whole figure again; the union keeps what
-    :meth:`Figure.get_tightbbox` keeps (finite, not empty)."""
-    import math
-
-    import matplotlib as mpl
-    from matplotlib.transforms import Bbox
-
-    if boxes is None:
-        box = fig.get_tightbbox(fig.canvas.get_renderer())
-    else:
-        box = Bbox.union([b for b in boxes if b is not None and math.isfinite(b.width) and math.isfinite(b.height)
-                          and (b.width != 0 or b.height != 0)]).transformed(fig.dpi_scale_trans.inverted())
-    box = box.padded(mpl.rcParams["savefig.pad_inches"])
-    dpi = fig.dpi
-    return Bbox.from_extents(math.floor(box.x0 * dpi) / dpi, math.floor(box.y0 * dpi) / dpi,
-                             math.ceil(box.x1 * dpi) / dpi, math.ceil(box.y1 * dpi) / dpi)
-
-
-def _pixel_box(fig, dpi, bbox_inches):
-    """``bbox_inches`` as whole pixels ``(left, top, right, bottom)`` of the drawn figure, rows counted from the top,
-    when a PNG at ``dpi`` can be cut from a drawing of the whole figure exactly as ``savefig`` would draw it: a
-    measured box (:func:`tight_bbox`) on whole pixels inside the figure, the figure at ``dpi``, drawn on its own
-    canvas, the default colours of ``savefig``. None otherwise."""
-    import matplotlib as mpl
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.transforms import Bbox
-
-    if (not isinstance(bbox_inches, Bbox) or fig.dpi != dpi or type(fig.canvas) is not FigureCanvasAgg
-            or mpl.rcParams["savefig.transparent"] or mpl.rcParams["savefig.facecolor"] != "auto"
-            or mpl.rcParams["savefig.edgecolor"] != "auto"):
-        return None
-    width, height = fig.canvas.get_width_height()
-    x0, y0, x1, y1 = (round(v * dpi) for v in bbox_inches.extents)
-    if not (0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height) or any(
-            abs(v * dpi - round(v * dpi)) > 1e-6 for v in bbox_inches.extents):
-        return None
-    return x0, height - y1, x1, height - y0
-
-
-def _save_png(fig, path, dpi, bbox_inches):
-    """Write ``fig`` as a PNG: cut from one drawing of the whole figure on its canvas (the renderer that laid it
-    out, its text already measured) when :func:`_pixel_box` allows, the pixels ``savefig`` draws for that region,
-    encoded by :func:`_encode_png`; else by ``savefig``."""
-    box = _pixel_box(fig, dpi, bbox_inches)
-    if box is None:
-        fig.savefig(path, format="png", dpi=dpi, bbox_inches=bbox_inches)
-        return
-    import numpy as np
-
-    left, top, right, bottom = box
-    fig.canvas.draw()
-    _encode_png(np.asarray(fig.canvas.buffer_rgba())[top:bottom, left:right], path, dpi)
-
-
-def _encode_png(rgba, path, dpi):
-    """Write the pixels ``rgba`` (rows × columns × 4 bytes, a view of the canvas) as the PNG ``path`` with
-    matplotlib's metadata (``Software``, the ``dpi``): RGB when every pixel is opaque (an opaque figure's; the same
-    image, a quarter fewer bytes to compress), else RGBA; zlib level :data:`PNG_COMPRESS_LEVEL`."""
-    from PIL import Image
-
-    image = Image.fromarray(rgba)
-    if (rgba[..., 3] == 255).all():
-        image = image.convert("RGB")
-    image.save(path, format="png", pnginfo=_png_info(), dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
-
-
-def _png_info():
-    """The text chunks of the PNGs written by PIL here: matplotlib's ``Software`` entry, as ``savefig`` writes it."""
-    import matplotlib as mpl
-    from PIL import PngImagePlugin
-
-    info = PngImagePlugin.PngInfo()
-    info.add_text("Software", f"Matplotlib version{mpl.__version__}, https://matplotlib.org/")
-    return info
-
-
 def _write_thumbnail(fig, png, path):
     """Write the gallery's thumbnail ``path``, :data:`THUMBNAIL_WIDTH` pixels wide: the figure's PNG ``png``
     (already written) reduced by PIL's Lanczos filter, as gallery builders such as sphinx-gallery do — the picture
@@ -196,7 +94,7 @@ def _write_thumbnail(fig, png, path):
         size = (THUMBNAIL_WIDTH, max(1, round(height * THUMBNAIL_WIDTH / width)))
         thumbnail = image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
         dpi = image.info.get("dpi", (DPI, DPI))[0] * THUMBNAIL_WIDTH / width
-    thumbnail.save(path, format="png", pnginfo=_png_info(), dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
+    thumbnail.save(path, format="png", dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
 
 
 def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Path]:
@@ -207,68 +105,69 @@ def output_paths(name: str, out: str | Path, fmt: str = "both") -> dict[str, Pat
     return {ext: out / f"{name}.{ext}" for ext in (*FORMATS[fmt], "csv")}
 
 
-#: characters that make pandas quote a text field (the fast path of :func:`write_csv` leaves such tables to pandas)
+#: characters that make pandas quote a text field
 _NEEDS_QUOTES = (",", '"', "\n", "\r")
-
-
-#: rows formatted and written at a time: the text of a 160 000-row table is never held whole (its strings would be
-#: ~60 MB of fresh memory, whose page faults cost as much system time as the writing)
+#: rows formatted and written at a time, so that the text of a large table is never held whole
 _CSV_CHUNK_ROWS = 10_000
 
 
-def _column_fields(values):
-    """A function ``(start, stop) → the CSV fields of rows start … stop − 1`` of one column, as pandas writes them
-    (float64: ``repr``, NaN empty; integers, booleans and text: ``str``), or None for any other column or a text
-    that pandas would quote. A column of few distinct floats is formatted once per value."""
+def _float_fields(values):
+    """The CSV fields of float64 ``values`` as pandas writes them: ``repr``, NaN empty (a column of few distinct
+    values formatted once per value)."""
+    import numpy as np
+
+    distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
+    if distinct.size > values.size // 4:  # mostly distinct values: each formatted where it stands
+        return [repr(x) if x == x else "" for x in values.tolist()]
+    text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
+    return text[inverse.ravel()].tolist()
+
+
+def _field_writer(values):
+    """The function that gives a slice of the column ``values`` as CSV fields, as pandas writes them (float64:
+    :func:`_float_fields`; integers, booleans and text: ``str``), or None for another dtype or a text pandas would
+    quote."""
     import numpy as np
 
     if values.dtype == np.float64:
-        distinct, inverse = np.unique(values.view(np.int64), return_inverse=True)  # bits: −0.0 is not 0.0
-        if distinct.size > values.size // 4:
-            return lambda start, stop: [repr(x) if x == x else "" for x in values[start:stop].tolist()]
-        text = np.array([repr(x) if x == x else "" for x in distinct.view(np.float64).tolist()], dtype=object)
-        inverse = inverse.ravel()
-        return lambda start, stop: text[inverse[start:stop]].tolist()
+        return _float_fields
     if values.dtype.kind in "iub":
-        return lambda start, stop: [str(x) for x in values[start:stop].tolist()]
-    if values.dtype.kind in "OU" and all(type(x) is str and x and not any(c in x for c in _NEEDS_QUOTES)
-                                         for x in set(values.tolist())):
-        return lambda start, stop: values[start:stop].tolist()
+        return lambda part: [str(x) for x in part.tolist()]
+    if values.dtype.kind in "OU" and all(_plain(x) for x in set(values.tolist())):
+        return lambda part: part.tolist()
     return None
 
 
+def _plain(text):
+    return type(text) is str and text != "" and not any(c in text for c in _NEEDS_QUOTES)
+
+
 def write_csv(frame, path):
-    """Write ``frame`` as CSV without its index, the text of ``frame.to_csv(path, index=False)``.
+    """Write ``frame`` (a DataFrame, or a mapping of column names to 1-D NumPy arrays of one length) as CSV
+    without its index: the text of ``DataFrame.to_csv(path, index=False)``.
 
-    ``frame``: a DataFrame, or a mapping of column names to 1-D NumPy arrays of one length (written as the
-    DataFrame of that mapping would be, without importing pandas when the fast path applies). Tables of numbers
-    (the phase diagram's 160 000-row grid) are formatted here, several times faster than pandas, byte for byte the
-    same, :data:`_CSV_CHUNK_ROWS` rows at a time; a table with another kind of column (text, categories, dates) is
-    written by pandas itself.
+    A mapping of two or more columns of numbers and plain text (the phase diagram's command line, which imports no
+    pandas) is formatted here, the same bytes, :data:`_CSV_CHUNK_ROWS` rows at a time; anything else is written by
+    pandas. Pandas' import and ``to_csv`` would add a second of CPU to the command's two (docs/benchmarks.md, "The
+    phase diagram's CSV").
     """
-    import numpy as np
-
     if isinstance(frame, Mapping):
-        names, columns = list(frame), [np.asarray(values) for values in frame.values()]
-    else:
-        names, columns = list(frame.columns), [frame[name].to_numpy() for name in frame.columns]
-    fields = [_column_fields(values) for values in columns]
-    # (one column: pandas quotes an empty row, "")
-    if len(names) < 2 or None in fields or any(not str(name) or c in str(name) for name in names
-                                               for c in _NEEDS_QUOTES):
-        if isinstance(frame, Mapping):
-            import pandas as pd
+        import numpy as np
 
-            frame = pd.DataFrame(dict(frame))
-        frame.to_csv(path, index=False)
-        return
-    rows = len(columns[0])
-    with open(path, "w", encoding="utf-8", newline="") as file:
-        file.write(",".join(str(name) for name in names) + "\n")
-        for start in range(0, rows, _CSV_CHUNK_ROWS):
-            stop = min(start + _CSV_CHUNK_ROWS, rows)
-            lines = map(",".join, zip(*(column(start, stop) for column in fields)))
-            file.write("\n".join(lines) + "\n")
+        columns = [np.asarray(values) for values in frame.values()]
+        writers = [_field_writer(values) for values in columns]
+        if len(columns) > 1 and None not in writers and all(_plain(str(name)) for name in frame):
+            with open(path, "w", encoding="utf-8", newline="") as file:
+                file.write(",".join(map(str, frame)) + "\n")
+                for start in range(0, len(columns[0]), _CSV_CHUNK_ROWS):
+                    part = slice(start, start + _CSV_CHUNK_ROWS)
+                    fields = [write(values[part]) for write, values in zip(writers, columns)]
+                    file.write("\n".join(map(",".join, zip(*fields))) + "\n")
+            return
+        import pandas as pd
+
+        frame = pd.DataFrame(dict(frame))
+    frame.to_csv(path, index=False)
 
 
 def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
@@ -277,7 +176,8 @@ def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
         if ext == "csv":
             write_csv(data, stage(path))
         elif ext == "png":
-            _save_png(fig, stage(path), dpi, bbox_inches)
+            fig.savefig(stage(path), format="png", dpi=dpi, bbox_inches=bbox_inches,
+                        pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
         else:
             fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches)
 

@@ -35,8 +35,8 @@ import numpy as np
 
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, legend_outside
-from .output import DPI, FigureOutput, layout_boxes, tight_bbox
+from .marks import annotate_convergence, below_drops, legend_outside
+from .output import DPI, FigureOutput
 from .phase_grid import (COLUMN_DEFINITIONS, COLUMNS, LIMITS, METHODS, THETA_MAX, PhaseGrid, compute_grid,
                          compute_phase_grid, grid_columns, grid_limit, grid_surface)
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
@@ -305,20 +305,13 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
     ``n_converged`` and ``n_draws`` columns, (c)'s title says how many draws converged in all.
     """
-    return _laid_out_phase_diagram(grid, method, sigma, lam, finite_d, simulated, limit)[0]
-
-
-def _laid_out_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
-    """:func:`plot_phase_diagram`'s figure and the region its files show (:func:`~.output.tight_bbox`), from one
-    layout: every panel and the title are measured once (:func:`~.output.layout_boxes`), the legends placed under
-    (b) and (c) from those boxes, and the region is their union with the legends'."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
     depth = grid.attrs.get("depth", 2)
     gamma, theta, t = grid_surface(grid)
-    fig = Figure(figsize=(16, 5.6), dpi=DPI)  # the PNG's: laid out, measured and drawn on one renderer
+    fig = Figure(figsize=(16, 5.6), dpi=DPI)  # the PNG's: its text laid out once, at the resolution it is drawn at
     FigureCanvasAgg(fig)
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
@@ -329,13 +322,10 @@ def _laid_out_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulat
     slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth)
     _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
-    boxes = layout_boxes(fig)  # the one layout pass (what marks.below_drops measures of (b) and (c), and the rest)
-    renderer = fig.canvas.get_renderer()
-    for ax, entries in ((sign_axes, (handles, labels)), (slices_axes, (None, None))):
-        drop = ax.get_window_extent(renderer).y0 - boxes[ax].y0  # what hangs under the frame: tick labels, label
-        legend = legend_outside(ax, "below", *entries, drop=drop, fontsize=8, ncol=2)
-        boxes[legend] = legend.get_tightbbox(renderer)
-    return fig, tight_bbox(fig, boxes.values())
+    drops = below_drops(sign_axes, slices_axes)  # one layout of both panels
+    for ax, entries, drop in zip((sign_axes, slices_axes), ((handles, labels), (None, None)), drops):
+        legend_outside(ax, "below", *entries, drop=drop, fontsize=8, ncol=2)
+    return fig
 
 
 def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
@@ -461,14 +451,14 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     if primary not in ("grid", "points") or (primary == "points" and points is None):
         raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
     limit = grid.attrs["limit"]
-    fig, region = _laid_out_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
+    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
     gamma = grid_surface(grid)[0]
     record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, depth=grid.attrs.get("depth", 2),
                   gamma_max=float(gamma.max()), resolution=int(gamma.size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, limit)]
     table = grid.columns() if isinstance(grid, PhaseGrid) else grid
     if points is None:
-        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines), bbox_inches=region)
+        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines))
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
@@ -477,4 +467,4 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     other = "points" if primary == "grid" else "grid"
     suffix = "_simulated" if other == "points" else "_grid"
     return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
-                        agreement=agreement_record(points, "transferability"), bbox_inches=region)
+                        agreement=agreement_record(points, "transferability"))

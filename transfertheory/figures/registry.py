@@ -19,7 +19,6 @@ the look-ups of the complete registry (``figures()``, ``get_figure()``).
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -27,7 +26,7 @@ from typing import Any, Callable, Mapping
 from .. import _registry
 from ..params import PROFILE_NAMES
 
-__all__ = ["REQUIRED_PROFILES", "Figure", "register", "unregister", "registered", "retired_entry_point"]
+__all__ = ["REQUIRED_PROFILES", "Figure", "register", "unregister", "registered"]
 
 #: the profiles every figure states; ``full`` defaults to the ``quick`` parameters
 REQUIRED_PROFILES = ("quick", "paper")
@@ -109,11 +108,3 @@ def registered() -> Mapping[str, Figure]:
     """The figures registered so far, sorted by name (the complete set: ``figures.catalog.figures()``)."""
     return MappingProxyType(dict(sorted(_FIGURES.items())))
 
-
-def retired_entry_point(name: str) -> int:
-    """What ``python -m transfertheory.figures.NAME`` does now that the figures CLI builds every figure: one line
-    naming the command that replaced it, on stderr, and exit status 2 (a usage error)."""
-    print(f"python -m transfertheory.figures.{name} is retired: build the figure with "
-          f"`python -m transfertheory.figures {name} [--quick | --full | --paper] [--out DIR]`, or call "
-          f"transfertheory.figures.{name}.build(...) for other sizes", file=sys.stderr)
-    return 2

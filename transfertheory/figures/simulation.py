@@ -14,6 +14,7 @@ Carlo of the corrected limit, whose SE enters the comparison).
 from __future__ import annotations
 
 import contextvars
+import functools
 
 import numpy as np
 
@@ -41,7 +42,7 @@ __all__ = [
 
 #: θ of the slices in panel (c) of FaF Figs. 1 and 3 (π/8, π/4, 3π/8)
 SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
-#: default simulation size of the slices: d = 64, 20 target draws, 8 γ points (a few seconds on a 2-core CPU)
+#: default simulation size of the slices: d = 64, 20 target draws, 8 γ points
 SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
 #: columns of a :func:`simulate_slices` table, with their definitions (all risks in units of ‖β_t‖² = 1)
 SIM_COLUMN_DEFINITIONS = {
@@ -126,27 +127,21 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     )
 
 
-#: simulator tables of single methods this process has computed (:func:`_method_rows`), by their exact arguments
-_METHOD_ROWS: dict = {}
-#: tables :data:`_METHOD_ROWS` keeps (the least recently used go first): ``figures --all`` asks for four of each run
-_METHOD_ROWS_KEPT = 8
-
-
 def _method_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
     """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
-    arguments (``progress`` aside): FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the
-    same draws (σ = 0.2, d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs
-    are independent of the others' (its own draws from ``seed``, per-instance flows): its rows are those of a call
-    with several methods, and a copy is returned."""
-    key = (method, int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma), int(draws),
-           float(lam), int(seed), backend, int(depth))
-    if key not in _METHOD_ROWS:
-        if len(_METHOD_ROWS) >= _METHOD_ROWS_KEPT:
-            del _METHOD_ROWS[next(iter(_METHOD_ROWS))]
-        _METHOD_ROWS[key] = simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
-    else:
-        _METHOD_ROWS[key] = _METHOD_ROWS.pop(key)  # most recently used last
-    return _METHOD_ROWS[key].copy()
+    arguments: FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the same draws (σ = 0.2,
+    d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs are independent of
+    the others' (its own draws from ``seed``, per-instance flows): its rows are those of a call with several
+    methods, and a copy is returned."""
+    return _computed_rows(method, int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma),
+                          int(draws), float(lam), int(seed), backend, progress, int(depth)).copy()
+
+
+# eight tables: ``figures --all`` asks for four of each run
+@functools.lru_cache(maxsize=8)
+def _computed_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
+    """The table :func:`_method_rows` copies, kept for its (hashable, normalized) arguments."""
+    return simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
 
 
 def _paired_rows(simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):

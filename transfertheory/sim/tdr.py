@@ -196,9 +196,9 @@ def _rkc_stage_cap(x):
     return s
 
 
-#: on the host, instances are trained in groups whose states fit this many bytes (one core's L2 cache on the
-#: 2-core CPU): a group's weights and gradients stay in the cache from one step to the next, as a single
-#: network's do in a per-network loop; measured 1.2–1.3× faster than one batch at m = 4096–16 384 (docs/tdr.md)
+#: on the host, instances are trained in groups whose states fit this many bytes (one core's L2 cache): a group's
+#: weights and gradients stay in the cache from one step to the next, as a single network's do in a per-network
+#: loop (docs/benchmarks.md, "Cache-sized blocks")
 HOST_GROUP_BYTES = 2**20
 
 

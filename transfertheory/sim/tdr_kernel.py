@@ -35,8 +35,8 @@ from .integrator.ragged import array_module
 __all__ = ["HOST_BLOCK_ELEMENTS", "TwoLayerStages", "WidthBlockStages", "two_layer_gradient",
            "tangent_kernel_radius"]
 
-#: pre-activations per chunk of instances on the host: the chunk's (units, n) arrays stay in the core's cache
-#: (tall-skinny products and elementwise passes slow down several-fold past ~10⁵ elements, measured)
+#: pre-activations per chunk of instances on the host: the chunk's (units, n) arrays stay in the core's cache, where
+#: tall-skinny products and elementwise passes run fastest (docs/benchmarks.md, "Cache-sized blocks")
 HOST_BLOCK_ELEMENTS = 2**15
 
 
@@ -48,7 +48,7 @@ def _instances_per_chunk(width, n, xp):
 class _Chunk(NamedTuple):
     """One chunk of a batch (its instances ``rows``, a slice) as prebuilt views: of the states and their
     gradients ((k, m·d) and (k·m, d), (k, m, d)), of the signs ((k, 1, m), and (k, m, d) repeated along d: a
-    product with the repeated array is 2–3× faster than a broadcast one), and of the kernel's workspace."""
+    product with a contiguous array, not a broadcast view), and of the kernel's workspace."""
 
     rows: slice
     weights: object

@@ -29,7 +29,7 @@ from ..sim.seeding import derive_seed
 from ..threads import WORKERS, available_cores, blas_threads, threads_per_worker
 from .store import Store, point_id
 
-__all__ = ["Task", "SweepReport", "plan", "plan_points", "compute_point", "run_sweep", "run_points", "point_seed",
+__all__ = ["Task", "SweepReport", "plan", "plan_points", "compute_point", "run_sweep", "point_seed",
            "format_seconds"]
 
 
@@ -228,13 +228,6 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     store = Store(store_dir)
     return run_tasks(spec.name, plan(spec, store), store, workers=workers, scheduler=scheduler, backend=backend,
                      retry_failed=retry_failed, progress=progress, echo=echo)
-
-
-def run_points(name, experiment, points, seed, store_dir, **options) -> SweepReport:
-    """:func:`run_sweep` for an explicit list of ``points`` (parameter dicts) of ``experiment`` instead of a grid;
-    ``name`` labels the run, ``options`` are :func:`run_tasks`'s."""
-    store = Store(store_dir)
-    return run_tasks(name, plan_points(experiment, points, seed, store), store, **options)
 
 
 def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backend=None, retry_failed=False,

@@ -64,8 +64,8 @@ __all__ = [
 #: Monte Carlo draws of a finite-size flow expectation up to n·d = 64² (its SE is then ~1/10 of a 20-draw
 #: simulated point's)
 REFERENCE_DRAWS = 4000
-#: the fewest draws :func:`reference_draws` chooses (measured: 7.7 s for three θ at n = 250, d = 500, one BLAS
-#: thread of a 2-core CPU; 1.4 s with 4000 draws at n = 32, d = 64)
+#: the fewest draws :func:`reference_draws` chooses: it bounds the reference's SE at the papers' sizes, where a draw
+#: costs most (the CPU time of a reference: docs/benchmarks.md, "Claims")
 MIN_REFERENCE_DRAWS = 500
 
 

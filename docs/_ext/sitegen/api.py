@@ -13,7 +13,6 @@ import os
 import pkgutil
 
 import transfertheory
-from transfertheory._renamed import RENAMED
 
 from .text import heading, literal_block
 
@@ -37,7 +36,7 @@ def public_modules() -> list[str]:
     """Every importable public module of the package, sorted (``__main__`` modules are CLI pages instead)."""
     names = ["transfertheory"]
     for info in pkgutil.walk_packages(transfertheory.__path__, "transfertheory."):
-        if not any(part.startswith("_") for part in info.name.split(".")) and info.name not in RENAMED:
+        if not any(part.startswith("_") for part in info.name.split(".")):
             names.append(info.name)
     return sorted(names)
 
@@ -158,7 +157,7 @@ def command_modules() -> list[str]:
     found = []
     for name in ["transfertheory", *(info.name for info in pkgutil.walk_packages(transfertheory.__path__,
                                                                                  "transfertheory."))]:
-        if name.rsplit(".", 1)[-1].startswith("_") and not name.endswith(".__main__") or name in RENAMED:
+        if name.rsplit(".", 1)[-1].startswith("_") and not name.endswith(".__main__"):
             continue
         module = importlib.import_module(name)
         if callable(getattr(module, "build_parser", None)) and callable(getattr(module, "main", None)):

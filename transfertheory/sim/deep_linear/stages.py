@@ -28,7 +28,7 @@ __all__ = ["LowRankStages"]
 
 def _squared_norms(M):
     """‖M_i‖²_F of every matrix of a stack (b, d, d) whose matrices are contiguous (views into packed states
-    included): one BLAS dot per matrix, 2.5× faster than einsum at d = 100."""
+    included): one BLAS dot per matrix (docs/benchmarks.md, "Cache-sized blocks", against einsum)."""
     v = M.reshape(M.shape[0], 1, -1)
     return (v @ v.transpose(0, 2, 1))[:, 0, 0]
 

@@ -40,8 +40,8 @@ INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="
 #: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
 #: most 80 RKC stages per step (near a minimum h and the stage count grow without bound). A step of a batch costs
 #: as many gradient calls as its largest stage count: a higher cap makes the steps of the bulk dearer, a lower one
-#: leaves a flow held by stability (near a saddle) many capped steps alone; of the caps 40–160 measured, 80 made
-#: the figure's success study the cheapest and moved no result (docs/merlin.md "The stage cap")
+#: leaves a flow held by stability (near a saddle) many capped steps alone (the cap's choice: docs/merlin.md
+#: "The stage cap")
 FLOW_SETTINGS = FlowSettings(RKC2(max_stages=80), ErrorController(rtol=1e-5), gtol=1e-7, max_time=2e4, max_steps=20_000)
 #: the tolerances of the package's MeRLin studies (figure ``merlin_fig`` and the ``merlin.sim`` claims), overrides
 #: of :data:`FLOW_SETTINGS`: rtol 1000×, gtol 10× looser; their results do not move when both are tightened 10×

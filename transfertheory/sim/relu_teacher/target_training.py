@@ -121,8 +121,8 @@ def train_on_samples(W0, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, atol=1e-
 #: below this many instances the samples are gathered at every evaluation (cheaper than comparing the rows)
 _GATHER_DIRECTLY = 16
 #: the ≈ 20 array operations of one more block of instances cost about as much as this many flops of the (b, n, m)
-#: products (≈ 20–40 µs on the 2-core CPU, where the products run at 10–20 Gflop/s): a batch is split into blocks of
-#: equal n only when the padding it removes saves more
+#: products (docs/benchmarks.md, "Cache-sized blocks"): a batch is split into blocks of equal n only when the
+#: padding it removes saves more
 _BLOCK_OVERHEAD_FLOPS = 4e5
 
 

@@ -1,6 +1,0 @@
-"""Deprecated name of :mod:`transfertheory.theory.tdr` (renamed after its paper; removed in version 0.3)."""
-from transfertheory._renamed import alias
-
-_module = alias(__name__)
-globals().update({name: getattr(_module, name) for name in _module.__all__})
-__all__ = list(_module.__all__)
