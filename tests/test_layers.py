@@ -74,7 +74,8 @@ def test_figures_import_no_command_line_and_no_claim(path):
     assert not _offending(path, ("transfertheory.claims", *CLIS))
 
 
-@pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "_memory", "threads"}),
+@pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "_memory", "threads", "processes"}),
+                                           ("processes.py", {"threads"}),
                                            ("claim_index.py", {"backend"}), ("threads.py", {"params", "_validation"})])
 def test_shared_command_line_plumbing_imports_only_the_foundation(name, allowed):
     """Every face imports these (verify, the figure writers, the claims registry): they stay at the bottom
