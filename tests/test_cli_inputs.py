@@ -216,3 +216,10 @@ def test_a_huge_noise_or_ridge_is_a_usage_error_without_warnings(flag, tmp_path,
     assert exit_.value.code == 2
     assert f"argument {flag}: must be in [0, 1e+12], got 1e+308" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_estimate_of_short_points_is_not_zero_seconds():
+    assert [engine.format_seconds(s) for s in (0.3, 0.004, 4.24, 42, 264)] == ["0.3 s", "0.004 s", "4.2 s", "42 s",
+                                                                              "4.4 min"]
+    line = engine._estimate_line(0.3, "median of 5 stored points", 880, 1)
+    assert line == "estimated 4.4 min on 1 worker(s) for 880 points (0.3 s per point, median of 5 stored points)"

@@ -125,6 +125,21 @@ def test_sigterm_to_the_process_group_of_figures_with_workers_leaves_no_process(
     assert "faf_fig2.png" in names and not [n for n in names if n.startswith(("faf_fig4", "."))]
 
 
+def test_sigterm_to_verify_with_workers_is_one_line_and_leaves_no_process(tmp_path):
+    """``kill PID`` while two workers check claims: no BrokenPipeError, no worker left, no report written."""
+    process = subprocess.Popen([sys.executable, "-m", "transfertheory.verify", "-k", "merlin", "--workers", "2",
+                                "--no-progress", "--json", str(tmp_path / "v.json")], cwd=tmp_path, env=ENV,
+                               start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().split()[:2] == ["claim", "requires"]  # the header: the workers start now
+    seen = _watch(process, lambda: len(_descendants(process.pid)) >= 2)
+    time.sleep(1)
+    seen |= _descendants(process.pid)
+    process.send_signal(signal.SIGTERM)
+    err = _finish(process)
+    assert process.returncode == 143 and err == "interrupted (SIGTERM)\n"
+    assert not _survivors(seen) and [p.name for p in tmp_path.iterdir() if p.name != ".hypothesis"] == []
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_signal_to_a_command_without_workers_is_one_line(signum, tmp_path):
     command = [sys.executable, "-c", "import sys, time; from transfertheory.figures import cli; "

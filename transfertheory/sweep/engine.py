@@ -117,7 +117,10 @@ def compute_point(task: Task) -> tuple:
 
 
 def format_seconds(seconds) -> str:
-    """``42 s``, ``3.5 min``, ``2.1 h``."""
+    """``0.3 s``, ``4.2 s``, ``42 s``, ``3.5 min``, ``2.1 h`` (two significant digits below 10 s, so that a short
+    point is not "0 s")."""
+    if seconds < 10:
+        return f"{seconds:.2g} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
