@@ -12,7 +12,6 @@ import stat
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
