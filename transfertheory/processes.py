@@ -21,7 +21,6 @@ r"""Worker processes and stop signals: the one executor of the package, and SIGI
 """
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
 import signal
@@ -172,7 +171,8 @@ def _warn_oversubscribed(workers):
 
 
 def _stop(executor):
-    """SIGTERM to every worker of ``executor``, join them (SIGKILL after :data:`STOP_GRACE` s), shut it down."""
+    """SIGTERM to every worker of ``executor``, join them (SIGKILL after :data:`STOP_GRACE` s), shut it down.
+    (``shutdown`` alone would wait for the running tasks; the executor offers its processes only as ``_processes``.)"""
     processes = list((executor._processes or {}).values())
     for process in processes:
         if process.exitcode is None:
@@ -194,6 +194,7 @@ def completed_in_workers(function, items, workers, costs=None, *, fresh=False):
     of forks of this process (which inherit its imports). The future holds the result, or the exception of the
     task or of a worker that died (``BrokenProcessPool``). When the caller stops — an exception, a stop signal,
     the generator closed — the workers are stopped (module docstring) and the exception goes on."""
+    import concurrent.futures  # (not for --help)
     import multiprocessing
 
     items = list(items)
