@@ -111,6 +111,25 @@ def test_a_fifo_is_written_into_and_never_renamed_over(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and [p.name for p in tmp_path.iterdir()] == ["pipe"]
 
 
+def test_a_link_to_a_pipe_like_dev_stdout_is_written_into(tmp_path):
+    """``--json /dev/stdout`` with stdout a pipe: the link's target (``/proc/self/fd/N`` → ``pipe:[…]``) is no path
+    to stage beside; the pipe gets the bytes and nothing is created or replaced."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    link = tmp_path / "stdout"
+    link.symlink_to(f"/proc/{os.getpid()}/fd/{write_end}")
+    try:
+        assert cli_support.output_file_problem(link) is None
+        with cli_support.staged_files() as stage:
+            with open(stage(link), "w") as fh:
+                fh.write("rows\n")
+        assert os.read(read_end, 100) == b"rows\n"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert link.is_symlink() and [p.name for p in tmp_path.iterdir()] == ["stdout"]
+
+
 def test_sweep_table_out_through_a_link_keeps_the_link(tmp_path):
     (tmp_path / "store").mkdir()
     target = tmp_path / "t.csv"

@@ -45,6 +45,7 @@ import functools
 import glob
 import os
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -253,14 +254,24 @@ def output_folder_problem(path) -> str | None:
     return _folder_problem(_existing_ancestor(path))
 
 
+def _special(path) -> bool:
+    """Whether ``path`` is (or links to) something other than a file or a folder: a FIFO, a device, a terminal, a
+    pipe (``/dev/stdout``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def output_file_problem(path) -> str | None:
     """What prevents writing file ``path`` (its missing parent folders are created; a symbolic link: its target),
     or None."""
+    if _special(path):
+        return None  # written into directly
     path = Path(os.path.realpath(path))
     if path.is_dir():
         return "is a folder, not a file"
-    if path.exists() and not path.is_file():
-        return None  # a FIFO or a device: written into directly
     return _folder_problem(_existing_ancestor(path.parent))
 
 
@@ -327,15 +338,14 @@ def staged_files():
     one that is a FIFO or a device is returned as it is, written into directly and never renamed over. Staging a
     path removes the temporaries of it that dead processes left.
     """
-    staged, direct = [], set()
+    staged = []
 
     def stage(path):
         path = Path(path)
+        if _special(path):
+            return path
         if path.is_symlink():
             path = Path(os.path.realpath(path))
-        if path.exists() and not path.is_file() and not path.is_dir():
-            direct.add(path)
-            return path
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         if (temporary, path) not in staged:
             path.parent.mkdir(parents=True, exist_ok=True)
