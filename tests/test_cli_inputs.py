@@ -59,6 +59,13 @@ def test_a_bad_memory_variable_is_a_usage_error_before_any_work_in_every_command
     assert list(tmp_path.iterdir()) == []
 
 
+def test_help_is_shown_whatever_the_memory_variable(monkeypatch, capsys):
+    monkeypatch.setenv(MEMORY_VAR, "lots")
+    with pytest.raises(SystemExit) as exit_:
+        phase_diagram.main(["--help"])
+    assert exit_.value.code == 0 and "--max-memory" in capsys.readouterr().out
+
+
 def test_the_memory_variable_and_the_flag_share_one_parser_and_message(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         phase_diagram.main(["--max-memory", "lots"])

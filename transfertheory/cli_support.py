@@ -154,7 +154,7 @@ def check_memory_variable():
 
 def entry_point(main):
     """Decorate ``main(argv=None) -> int``: it runs with :data:`~transfertheory.threads.SERIAL_THREADS` BLAS
-    threads, after :func:`check_memory_variable`; Ctrl-C, SIGTERM and SIGHUP print one line and return 128 + the
+    threads, after :func:`check_memory_variable` (not for ``--help``); Ctrl-C, SIGTERM and SIGHUP print one line and return 128 + the
     signal's number, a :class:`CommandLineError` prints its line and returns its exit code, a computation refused
     by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never a traceback)."""
 
@@ -162,7 +162,8 @@ def entry_point(main):
     def guarded(argv=None):
         try:
             with stop_signals_raise(), _dropped_interrupts_redelivered(), blas_threads(SERIAL_THREADS):
-                check_memory_variable()
+                if not {"-h", "--help"} & set(sys.argv[1:] if argv is None else argv):
+                    check_memory_variable()
                 return main(argv)
         except KeyboardInterrupt as stop:
             print(interrupt_line(stop), file=sys.stderr, flush=True)

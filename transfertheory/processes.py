@@ -170,6 +170,19 @@ def _warn_oversubscribed(workers):
               f"{cores})", file=sys.stderr, flush=True)
 
 
+def _start_resource_tracker():
+    """Start multiprocessing's resource tracker (the helper process of fresh interpreters) with SIGHUP blocked: it
+    ignores SIGINT and SIGTERM itself but would die of a hang-up sent to the process group, and its relaunch
+    prints warnings and tracebacks. It still ends with this process."""
+    from multiprocessing import resource_tracker
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def _stop(executor):
     """SIGTERM to every worker of ``executor``, join them (SIGKILL after :data:`STOP_GRACE` s), shut it down.
     (``shutdown`` alone would wait for the running tasks; the executor offers its processes only as ``_processes``.)"""
@@ -202,6 +215,8 @@ def completed_in_workers(function, items, workers, costs=None, *, fresh=False):
     _warn_oversubscribed(workers)
     threads = threads_per_worker(workers)
     context = multiprocessing.get_context("spawn" if fresh else None)
+    if context.get_start_method() != "fork":
+        _start_resource_tracker()
     executor = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                                                       initargs=(os.getpid(),))
     try:
