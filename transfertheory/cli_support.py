@@ -35,8 +35,8 @@ One mechanism per concern, so that every command line behaves the same:
   without the finalization's garbage-collector passes over the objects the process leaves (≈ 0.1 s with matplotlib).
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation modules
-:mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the command lines (``verify``, ``phase_diagram``, ``figures``), the figure
-writers and the benchmarks can all use it.
+:mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the
+command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers and the benchmarks can all use it.
 """
 from __future__ import annotations
 
@@ -154,9 +154,10 @@ def check_memory_variable():
 
 def entry_point(main):
     """Decorate ``main(argv=None) -> int``: it runs with :data:`~transfertheory.threads.SERIAL_THREADS` BLAS
-    threads, after :func:`check_memory_variable` (not for ``--help``); Ctrl-C, SIGTERM and SIGHUP print one line and return 128 + the
-    signal's number, a :class:`CommandLineError` prints its line and returns its exit code, a computation refused
-    by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never a traceback)."""
+    threads, after :func:`check_memory_variable` (not for ``--help``); Ctrl-C, SIGTERM and SIGHUP print one line
+    and return 128 + the signal's number, a :class:`CommandLineError` prints its line and returns its exit code, a
+    computation refused by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never a
+    traceback)."""
 
     @functools.wraps(main)
     def guarded(argv=None):

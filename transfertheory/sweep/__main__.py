@@ -13,8 +13,9 @@ unwritable ``--store`` or ``--out``: checked before any point runs; a bad ``TRAN
 could not be written during the run, e.g. a full disk), 3 array backend unknown or unusable (``--backend`` or
 ``TRANSFERTHEORY_BACKEND``), 4 some point refused by the memory guard (recorded in the store like a failure,
 marked ``refused``; ``--retry-failed`` reruns it), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (the
-workers stopped, completed points stay in the store). The plumbing — Ctrl-C, backend checks, output-path checks, atomic writes — is
-:mod:`transfertheory.cli_support`, shared with every other command line. See docs/sweeps.md.
+workers stopped, completed points stay in the store). The plumbing — stop signals, backend checks, output-path
+checks, atomic writes — is :mod:`transfertheory.cli_support`, shared with every other command line. See
+docs/sweeps.md.
 """
 from __future__ import annotations
 
