@@ -174,7 +174,10 @@ def main(argv=None):
     tasks = [(tuple(f.name for f in group), args, tuple(f.backend_for(backend, named) for f in group), progress)
              for group in groups]
     # the longest start first; leaving the block (an error, a stop signal) stops the workers
-    with contextlib.closing(cli_support.in_workers(_build_group, tasks, workers, costs)) as results:
+    with contextlib.ExitStack() as stack:
+        results = cli_support.in_workers(_build_group, tasks, workers, costs)
+        if hasattr(results, "close"):  # a generator: closing it stops the workers
+            stack.callback(results.close)
         for figure in chosen:
             print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
             while figure.name not in done:
