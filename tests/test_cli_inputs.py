@@ -104,37 +104,34 @@ def test_a_symbolic_link_is_written_through_and_stays_a_link(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["elsewhere", "report.json", "report.json"]
 
 
-def test_a_fifo_is_written_into_and_never_renamed_over(tmp_path):
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+def _fifo(tmp_path):
+    """A FIFO in ``tmp_path``: (the path to write, its read end)."""
+    os.mkfifo(tmp_path / "pipe")
+    return tmp_path / "pipe", os.open(tmp_path / "pipe", os.O_RDONLY | os.O_NONBLOCK)
+
+
+def _link_to_a_pipe(tmp_path):
+    """``/dev/stdout`` with stdout a pipe: a link to ``/proc/PID/fd/N``, itself a link to ``pipe:[…]``, no path to
+    stage beside."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    (tmp_path / "stdout").symlink_to(f"/proc/{os.getpid()}/fd/{write_end}")
+    return tmp_path / "stdout", read_end
+
+
+@pytest.mark.parametrize("make", [_fifo, _link_to_a_pipe], ids=["fifo", "link-to-a-pipe"])
+def test_a_fifo_or_pipe_is_written_into_and_never_renamed_over(make, tmp_path):
+    path, reader = make(tmp_path)
+    kind = os.lstat(path).st_mode
     try:
+        assert cli_support.output_file_problem(path) is None
         with cli_support.staged_files() as stage:
-            with open(stage(fifo), "w") as fh:
+            with open(stage(path), "w") as fh:
                 fh.write("rows\n")
         assert os.read(reader, 100) == b"rows\n"
     finally:
         os.close(reader)
-    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and [p.name for p in tmp_path.iterdir()] == ["pipe"]
-
-
-def test_a_link_to_a_pipe_like_dev_stdout_is_written_into(tmp_path):
-    """``--json /dev/stdout`` with stdout a pipe: the link's target (``/proc/self/fd/N`` → ``pipe:[…]``) is no path
-    to stage beside; the pipe gets the bytes and nothing is created or replaced."""
-    read_end, write_end = os.pipe()
-    os.set_blocking(read_end, False)
-    link = tmp_path / "stdout"
-    link.symlink_to(f"/proc/{os.getpid()}/fd/{write_end}")
-    try:
-        assert cli_support.output_file_problem(link) is None
-        with cli_support.staged_files() as stage:
-            with open(stage(link), "w") as fh:
-                fh.write("rows\n")
-        assert os.read(read_end, 100) == b"rows\n"
-    finally:
-        os.close(read_end)
-        os.close(write_end)
-    assert link.is_symlink() and [p.name for p in tmp_path.iterdir()] == ["stdout"]
+    assert os.lstat(path).st_mode == kind and [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_sweep_table_out_through_a_link_keeps_the_link(tmp_path):
