@@ -160,12 +160,12 @@ def test_a_signal_that_was_ignored_stays_ignored():
     """``nohup`` ignores SIGHUP: the command line keeps ignoring it."""
     from transfertheory import processes
 
-    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    previous, before = signal.signal(signal.SIGHUP, signal.SIG_IGN), signal.getsignal(signal.SIGTERM)
     try:
         with processes.stop_signals_raise():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+            assert signal.getsignal(signal.SIGTERM) is processes._raise_interrupted
+        assert signal.getsignal(signal.SIGTERM) is before  # the earlier handler is back
     finally:
         signal.signal(signal.SIGHUP, previous)
 
