@@ -262,17 +262,6 @@ def test_unwritable_store_and_table_out_are_refused_before_any_work(tmp_path, ca
         assert "cannot write --out" in capsys.readouterr().err
 
 
-def test_a_point_refused_by_the_memory_guard_is_exit_4_in_one_line(tmp_path, capsys, monkeypatch):
-    import transfertheory.sweep.engine as cli
-    from transfertheory._memory import MemoryLimitError
-
-    def refused(*args, **kwargs):
-        raise MemoryLimitError("d = 10**6 needs ~389 TiB, 22 GiB available")
-    monkeypatch.setattr(cli, "run_sweep", refused)
-    assert main(["run", "faf_fig1", "--store", str(tmp_path / "s")]) == 4
-    assert capsys.readouterr().err.count("\n") == 1
-
-
 def test_the_documented_spec_parses_with_and_without_its_profile(tmp_path):
     text = (ROOT / "docs" / "sweeps.md").read_text(encoding="utf-8")
     block = text.split("```toml\n", 1)[1].split("```", 1)[0]

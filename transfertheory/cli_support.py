@@ -2,9 +2,15 @@ r"""Plumbing shared by every command line of the package and by the benchmark sc
 
 One mechanism per concern, so that every command line behaves the same:
 
-* **Ctrl-C** — :func:`entry_point` wraps a ``main(argv) -> int``: an interrupt prints one line ``interrupted`` on
-  stderr and returns :data:`EXIT_INTERRUPTED` (130 = 128 + SIGINT, the shell's convention), never a traceback;
-  an interrupt that lands where Python drops exceptions (a garbage-collector or weakref callback) is sent again.
+* **Ctrl-C, SIGTERM, SIGHUP** — :func:`entry_point` wraps a ``main(argv) -> int``: the three signals are answered
+  alike (:mod:`transfertheory.processes`): one line on stderr (``interrupted``, ``interrupted (SIGTERM)``,
+  ``interrupted (SIGHUP)``), the worker processes stopped, the completed work kept, and the exit status 128 +
+  the signal's number (:data:`EXIT_INTERRUPTED` 130, :data:`EXIT_TERMINATED` 143, :data:`EXIT_HANGUP` 129, the
+  shell's convention), never a traceback; an interrupt that lands where Python drops exceptions (a
+  garbage-collector or weakref callback) is sent again.
+* **Memory limit** — :func:`entry_point` checks ``TRANSFERTHEORY_MAX_MEMORY`` before the command starts, with the
+  parser of ``--max-memory`` (:func:`transfertheory._memory.parse_memory`): a bad value is one line and exit
+  status :data:`EXIT_USAGE` (2).
 * **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
   environment variable ``TRANSFERTHEORY_BACKEND`` decides. :func:`backend_choice` checks the name (flag or
   variable) before any work and :func:`resolve_backend` loads it; an unknown name, or ``cupy`` without a usable
@@ -13,42 +19,53 @@ One mechanism per concern, so that every command line behaves the same:
   path that is a file where a folder is needed (or the reverse), or a folder that cannot be written, is one line
   saying what is wrong with which path, and the command's documented exit code (a :class:`CommandLineError`,
   which :func:`entry_point` prints and returns).
+  Two outputs naming the same file are refused the same way.
 * **Atomic writes** — :func:`staged_files` writes every output under a temporary name in its folder and renames
   them onto their names (``os.replace``) only when all are written: an interrupted or failed run leaves the
-  earlier outputs as they were and no half-written file.
+  earlier outputs as they were and no half-written file. A symbolic link is written through (its target is
+  replaced, the link stays), a FIFO or a device (``/dev/null``) written into directly, never renamed over; the
+  temporaries of a process that died (``kill -9``) are removed by the next write of the same file.
 * **BLAS threads and worker processes** — :func:`entry_point` runs the command under the package's BLAS thread
   policy (:mod:`transfertheory.threads`: :data:`~transfertheory.threads.SERIAL_THREADS` for one process);
   :func:`add_workers_argument` adds ``--workers N`` (default :func:`worker_count`: one per core) and
   :func:`in_workers` maps independent tasks (claims, figures) over N worker processes with ⌊cores / N⌋ BLAS threads
-  each, yielding the results in the serial order.
+  each, yielding the results in the serial order (the package's one executor, :mod:`transfertheory.processes`,
+  which the sweep engine uses too).
 * **Process end** — every command line's ``if __name__ == "__main__"`` line is :func:`exit_process`: ``sys.exit``
   without the finalization's garbage-collector passes over the objects the process leaves (≈ 0.1 s with matplotlib).
 
-This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation module
-:mod:`transfertheory.threads`, so that the command lines (``verify``, ``phase_diagram``, ``figures``), the figure
-writers and the benchmarks can all use it.
+This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation modules
+:mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the
+command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers and the benchmarks can all use it.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import os
 import signal
+import stat
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
-from ._memory import MemoryLimitError
+from ._memory import ENV_VAR as MEMORY_VAR
+from ._memory import MemoryLimitError, parse_memory
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
                       check_backend_name)
 from .backend import resolve_backend as load_array_module
-from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads, threads_per_worker
+from .processes import exit_code_of, in_workers, interrupt_line, start_order, stop_signals_raise, worker_count
+from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads
 
 __all__ = [
     "EXIT_BACKEND",
     "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "EXIT_HANGUP",
     "EXIT_MEMORY",
+    "EXIT_USAGE",
     "CommandLineError",
     "exit_status_epilog",
     "entry_point",
@@ -60,6 +77,7 @@ __all__ = [
     "output_file_problem",
     "require_writable",
     "staged_files",
+    "os_error_line",
     "add_workers_argument",
     "worker_count",
     "task_groups",
@@ -70,13 +88,20 @@ __all__ = [
 EXIT_BACKEND = EXIT_BACKEND_UNAVAILABLE
 #: exit status after Ctrl-C: 128 + SIGINT, what a shell reports for a program stopped by it
 EXIT_INTERRUPTED = 130
+#: exit status after SIGTERM (``kill``, a batch scheduler's cancel, ``docker stop``): 128 + 15
+EXIT_TERMINATED = 143
+#: exit status after SIGHUP (the terminal closed): 128 + 1
+EXIT_HANGUP = 129
+#: exit status of a usage error, here a bad ``TRANSFERTHEORY_MAX_MEMORY`` (argparse's, for a bad flag)
+EXIT_USAGE = 2
 #: exit status when a computation is refused by the memory guard (:class:`transfertheory._memory.MemoryLimitError`)
 EXIT_MEMORY = 4
 
 
 def exit_status_epilog(*codes: str) -> str:
-    """An argparse ``epilog`` listing the exit statuses ``codes`` ("0 success", …) and 130 for Ctrl-C."""
-    return "exit status: " + ", ".join([*codes, f"{EXIT_INTERRUPTED} interrupted (Ctrl-C)"])
+    """An argparse ``epilog`` listing the exit statuses ``codes`` ("0 success", …) and those of the stop signals."""
+    return "exit status: " + ", ".join([*codes, f"{EXIT_INTERRUPTED} interrupted (Ctrl-C)",
+                                        f"{EXIT_TERMINATED} SIGTERM", f"{EXIT_HANGUP} SIGHUP"])
 
 
 class CommandLineError(Exception):
@@ -103,7 +128,8 @@ def _dropped_interrupts_redelivered():
         if not issubclass(unraisable.exc_type, KeyboardInterrupt):
             previous(unraisable)
             return
-        pending.append(threading.Timer(REDELIVERY_DELAY, os.kill, (os.getpid(), signal.SIGINT)))
+        signum = getattr(unraisable.exc_value, "signum", signal.SIGINT)
+        pending.append(threading.Timer(REDELIVERY_DELAY, os.kill, (os.getpid(), signum)))
         pending[-1].start()
 
     sys.unraisablehook = hook
@@ -115,20 +141,34 @@ def _dropped_interrupts_redelivered():
             timer.cancel()
 
 
+def check_memory_variable():
+    """Raise :class:`CommandLineError` (exit :data:`EXIT_USAGE`) when ``TRANSFERTHEORY_MAX_MEMORY`` is set to
+    anything :func:`~transfertheory._memory.parse_memory` refuses (the parser of ``--max-memory``: ``-5G``, ``0``,
+    ``lots``)."""
+    if os.environ.get(MEMORY_VAR, "").strip():
+        try:
+            parse_memory(os.environ[MEMORY_VAR], f"environment variable {MEMORY_VAR}")
+        except ValueError as err:
+            raise CommandLineError(str(err), EXIT_USAGE) from None
+
+
 def entry_point(main):
     """Decorate ``main(argv=None) -> int``: it runs with :data:`~transfertheory.threads.SERIAL_THREADS` BLAS
-    threads; Ctrl-C prints ``interrupted`` and returns 130, a :class:`CommandLineError` prints its line and returns
-    its exit code, a computation refused by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never
-    a traceback)."""
+    threads, after :func:`check_memory_variable` (not for ``--help``); Ctrl-C, SIGTERM and SIGHUP print one line
+    and return 128 + the signal's number, a :class:`CommandLineError` prints its line and returns its exit code, a
+    computation refused by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never a
+    traceback)."""
 
     @functools.wraps(main)
     def guarded(argv=None):
         try:
-            with _dropped_interrupts_redelivered(), blas_threads(SERIAL_THREADS):
+            with stop_signals_raise(), _dropped_interrupts_redelivered(), blas_threads(SERIAL_THREADS):
+                if not {"-h", "--help"} & set(sys.argv[1:] if argv is None else argv):
+                    check_memory_variable()
                 return main(argv)
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr, flush=True)
-            return EXIT_INTERRUPTED
+        except KeyboardInterrupt as stop:
+            print(interrupt_line(stop), file=sys.stderr, flush=True)
+            return exit_code_of(stop)
         except CommandLineError as err:
             print(f"error: {err}", file=sys.stderr)
             return err.exit_code
@@ -216,9 +256,22 @@ def output_folder_problem(path) -> str | None:
     return _folder_problem(_existing_ancestor(path))
 
 
+def _special(path) -> bool:
+    """Whether ``path`` is (or links to) something other than a file or a folder: a FIFO, a device, a terminal, a
+    pipe (``/dev/stdout``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def output_file_problem(path) -> str | None:
-    """What prevents writing file ``path`` (its missing parent folders are created), or None."""
-    path = Path(path)
+    """What prevents writing file ``path`` (its missing parent folders are created; a symbolic link: its target),
+    or None."""
+    if _special(path):
+        return None  # written into directly
+    path = Path(os.path.realpath(path))
     if path.is_dir():
         return "is a folder, not a file"
     return _folder_problem(_existing_ancestor(path.parent))
@@ -228,7 +281,8 @@ def require_writable(exit_code, *, folders=(), files=()):
     """Check output ``folders`` and ``files`` — pairs (flag, path), path None for an absent flag — before any work.
 
     The first problem raises :class:`CommandLineError` ``cannot write FLAG PATH: what is wrong`` with
-    ``exit_code`` (which :func:`entry_point` prints and returns).
+    ``exit_code`` (which :func:`entry_point` prints and returns); so do two ``files`` that are one file (the same
+    path, or links to it).
     """
     checks = [(flag, path, output_folder_problem) for flag, path in folders]
     checks += [(flag, path, output_file_problem) for flag, path in files]
@@ -236,34 +290,82 @@ def require_writable(exit_code, *, folders=(), files=()):
         problem = None if path is None else problem_of(path)
         if problem:
             raise CommandLineError(f"cannot write {flag} {path}: {problem}", exit_code)
+    seen = {}
+    for flag, path in files:
+        if path is not None:
+            real = os.path.realpath(path)
+            if real in seen:
+                other = seen[real]
+                raise CommandLineError(f"{other} and {flag} name the same file {path}: give each its own", exit_code)
+            seen[real] = flag
+
+
+def _alive(pid) -> bool:
+    """Whether process ``pid`` runs on this machine (another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_dead_temporaries(path: Path):
+    """Remove the temporaries ``.NAME.PID.tmp`` of ``path`` left by processes that no longer run (``kill -9``);
+    never one of a running process."""
+    for temporary in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = temporary.name[len(path.name) + 2:-len(".tmp")]
+        if pid.isdigit() and not _alive(int(pid)):
+            temporary.unlink(missing_ok=True)
+
+
+def os_error_line(err: OSError) -> str:
+    """``PATH: what went wrong`` for an OSError (its message alone when it names no file)."""
+    if err.filename is None:
+        return str(err.strerror or err)
+    return f"{err.filename}: {err.strerror or err}"
 
 
 @contextlib.contextmanager
 def staged_files():
     """Write files atomically, all together: yields ``stage(path) -> temporary path`` (creating the folder).
 
-    Write each output to the temporary path ``stage`` returns (a hidden name in the same folder; pass the format
-    explicitly where a writer infers it from the extension). When the block ends normally every staged file is
-    renamed onto its path; when it raises (Ctrl-C included) the temporary files are removed and the exception
-    goes on, so the paths keep their earlier content. Staging a path again returns its temporary path (a writer
-    may read what an earlier one staged, e.g. a thumbnail its full-size PNG).
+    Write each output to the temporary path ``stage`` returns (a hidden name ``.NAME.PID.tmp`` in the same folder;
+    pass the format explicitly where a writer infers it from the extension). When the block ends normally every
+    staged file is renamed onto its path; when it raises (Ctrl-C included) the temporary files are removed and the
+    exception goes on, so the paths keep their earlier content (an OSError that names no file is given the last
+    staged path). Staging a path again returns its temporary path (a writer may read what an earlier one staged,
+    e.g. a thumbnail its full-size PNG). A path that is a symbolic link is staged at its target (the link stays);
+    one that is a FIFO or a device is returned as it is, written into directly and never renamed over. Staging a
+    path removes the temporaries of it that dead processes left.
     """
     staged = []
 
     def stage(path):
         path = Path(path)
+        if _special(path):
+            return path
+        if path.is_symlink():
+            path = Path(os.path.realpath(path))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         if (temporary, path) not in staged:
             path.parent.mkdir(parents=True, exist_ok=True)
+            _remove_dead_temporaries(path)
             staged.append((temporary, path))
         return temporary
 
     try:
-        yield stage
-        while staged:
-            temporary, path = staged[0]
-            os.replace(temporary, path)
-            staged.pop(0)
+        try:
+            yield stage
+            while staged:
+                temporary, path = staged[0]
+                os.replace(temporary, path)
+                staged.pop(0)
+        except OSError as err:
+            if err.filename is None and staged:
+                err.filename = str(staged[-1][1])
+            raise
     finally:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
@@ -276,24 +378,8 @@ def add_workers_argument(parser, what):
     parser.add_argument("--workers", type=WORKERS.arg_type(), default=None, metavar="N",
                         help=f"worker processes that run the {what} (default: one per core, {available_cores()} here, "
                         "at most one per task; 1: in this process); each has cores/N BLAS threads, and the results "
-                        "are those of a serial run, in its order")
-
-
-def worker_count(requested, tasks) -> int:
-    """Worker processes for ``tasks`` independent tasks: ``requested`` (``--workers``), else one per core
-    (:func:`~transfertheory.threads.available_cores`); at most one per task, at least 1."""
-    return min(available_cores() if requested is None else WORKERS.scalar(requested), max(1, tasks))
-
-
-def _call_with_threads(task):
-    function, threads, item = task
-    with blas_threads(threads):
-        return function(item)
-
-
-def _ignore_interrupts():
-    """Worker initializer: Ctrl-C is the parent's to answer (it stops the pool), so a worker prints no traceback."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                        "are those of a serial run, in its order; more than the tasks are not started, and more than "
+                        "the cores print a warning")
 
 
 def task_groups(items):
@@ -310,36 +396,3 @@ def task_groups(items):
             shared[item.shares] = [item]
             groups.append(shared[item.shares])
     return groups
-
-
-def start_order(count, costs=None):
-    """Indices of ``count`` tasks in the order to hand them to workers: costliest first (``costs``: one number per
-    task, or one comparable key per task such as a tuple; equal costs keep their order), or as given when ``costs``
-    is None."""
-    return list(range(count)) if costs is None else sorted(range(count), key=costs.__getitem__, reverse=True)
-
-
-def in_workers(function, items, workers, costs=None):
-    """Yield ``function(item)`` for every item of ``items``, in their order.
-
-    ``workers`` = 1 runs them here, one after the other; N > 1 in N worker processes with
-    :func:`~transfertheory.threads.threads_per_worker` BLAS threads each (``function`` and the items must pickle:
-    a module-level function). ``costs`` (one number per item, e.g. its runtime last time, or one comparable key
-    per item: :func:`start_order`; None: unknown) start the costliest first, so that the longest task does not
-    begin last; the results are still yielded in the order of ``items``, each as soon as it and those before it
-    are done. On Ctrl-C the workers are stopped and the KeyboardInterrupt reaches the caller
-    (:func:`entry_point`: exit 130).
-    """
-    items = list(items)
-    workers = min(WORKERS.scalar(workers), max(1, len(items)))
-    if workers == 1:
-        yield from map(function, items)
-        return
-    import multiprocessing
-
-    threads = threads_per_worker(workers)
-    with multiprocessing.get_context().Pool(workers, initializer=_ignore_interrupts) as pool:  # exit: terminate
-        pending = {k: pool.apply_async(_call_with_threads, ((function, threads, items[k]),))
-                   for k in start_order(len(items), costs)}
-        for k in range(len(items)):
-            yield pending[k].get()

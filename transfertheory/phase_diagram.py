@@ -9,8 +9,8 @@ Fine-tuning's gradient-flow limit depends on the network's depth (``--depth L``,
 θ*(L) at γ = ½).
 
 Exit codes: 0 success, 1 output folder not writable (checked before any work), 2 usage error, 3 array backend
-unknown or unusable, 4 the simulation does not fit in memory (``--max-memory``), 130
-interrupted (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
+unknown or unusable, 4 the simulation does not fit in memory (``--max-memory``), 130 interrupted (Ctrl-C), 143
+SIGTERM, 129 SIGHUP (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.md.
 """
 from __future__ import annotations
 
@@ -24,7 +24,11 @@ from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, s
 from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from .theory.methods import get_method
 
-__all__ = ["build_parser", "output_name", "main"]
+__all__ = ["build_parser", "output_name", "main", "NOISE", "RIDGE"]
+
+#: ``--noise`` and ``--lam``: up to 10¹², far beyond any transfer (the closed forms compute σ⁴ and λ-powers, which
+#: leave the floating-point range near 10⁷⁷ and would print overflow warnings)
+NOISE, RIDGE = SIGMA.with_range(high=1e12, closed="both"), LAM.with_range(high=1e12, closed="both")
 
 
 def output_name(method, sigma, lam=0.0, finite_d=None, depth=2):
@@ -49,14 +53,14 @@ def build_parser():
         "prints a summary.",
         epilog=cli.EPILOG,
     )
-    parser.add_argument("--noise", type=SIGMA.arg_type(), default=0.2, metavar="SIGMA",
-                        help="label-noise sd σ in [0, inf) (default 0.2)")
+    parser.add_argument("--noise", type=NOISE.arg_type(), default=0.2, metavar="SIGMA",
+                        help=f"label-noise sd σ in {NOISE.interval} (default 0.2)")
     parser.add_argument("--method", choices=figure.METHODS, default="linear", help="transfer method (default linear)")
     parser.add_argument("--limit", choices=figure.LIMITS, default=None,
                         help="flow: what gradient flow converges to (default); paper: the paper's formulas. They "
                         "differ for fine-tuning only; a --finite-d fine-tuning grid is the paper's Eq. 17")
-    parser.add_argument("--lam", type=LAM.arg_type(), default=0.0, metavar="LAMBDA",
-                        help="ridge strength λ in [0, inf) (ridge only)")
+    parser.add_argument("--lam", type=RIDGE.arg_type(), default=0.0, metavar="LAMBDA",
+                        help=f"ridge strength λ in {RIDGE.interval} (ridge only)")
     parser.add_argument("--depth", type=DEPTH.arg_type(), default=None, metavar="L",
                         help="layers L >= 2 of the linear network (fine-tuning only: its gradient-flow limit and "
                         "--simulate depend on L; default 2)")
@@ -82,7 +86,9 @@ def build_parser():
 
 
 def _validate(parser, args):
-    """Checks between flags (each flag's own range is checked by its ``type``); errors exit 2 with the usage line."""
+    """Checks between flags (each flag's own range is checked by its ``type``); errors exit 2 with the usage line.
+    ``--noise -0`` and ``--lam -0`` are 0 (so is every name and record made of them)."""
+    args.noise, args.lam = args.noise + 0.0, args.lam + 0.0  # -0.0 + 0.0 is 0.0
     if args.lam != 0 and args.method != "ridge":
         parser.error("--lam applies to --method ridge only")
     if args.depth is not None and args.method != "finetune":

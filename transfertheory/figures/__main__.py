@@ -13,7 +13,8 @@ one after the other in one of them): each figure's data depend only on its profi
 of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
-Ctrl-C (see :mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs.
+Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the workers stopped, the figures already written kept; see
+:mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs.
 1, 3, 6, 7) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ) in a resumable store,
 ``--workers N`` local processes or ``--scheduler ADDRESS`` (Dask); the figures are then built one after another.
 """
@@ -176,17 +177,21 @@ def main(argv=None):
     named = cli_support.backend_choice(args.backend) not in (None, "auto")
     tasks = [(tuple(f.name for f in group), args, tuple(f.backend_for(backend, named) for f in group), progress)
              for group in groups]
-    results = cli_support.in_workers(_build_group, tasks, workers, costs)  # the longest start first
-    for figure in chosen:
-        print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
-        while figure.name not in done:
-            done.update(next(results))
-        runtimes[figure.name], code, printed, refusal = done.pop(figure.name)
-        print(printed, end="", flush=True)
-        if refusal is not None:
-            print(refusal, file=sys.stderr)
-        if code != EXIT_OK:
-            return code
+    # the longest start first; leaving the block (an error, a stop signal) stops the workers
+    with contextlib.ExitStack() as stack:
+        results = cli_support.in_workers(_build_group, tasks, workers, costs)
+        if hasattr(results, "close"):  # a generator: closing it stops the workers
+            stack.callback(results.close)
+        for figure in chosen:
+            print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
+            while figure.name not in done:
+                done.update(next(results))
+            runtimes[figure.name], code, printed, refusal = done.pop(figure.name)
+            print(printed, end="", flush=True)
+            if refusal is not None:
+                print(refusal, file=sys.stderr)
+            if code != EXIT_OK:
+                return code
     from .gallery import write_readme  # (the catalog: not for --help)
 
     try:

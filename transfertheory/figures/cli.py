@@ -10,7 +10,10 @@ Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -
 * 3 — the array backend cannot be used: ``--backend`` or ``TRANSFERTHEORY_BACKEND`` names no backend, or CuPy was
   asked for on a machine without a usable GPU. One line on stderr, no traceback;
 * 130 — interrupted (Ctrl-C): one line ``interrupted``; the outputs are written under temporary names and renamed
-  only when all are written, so an interrupted run leaves the earlier outputs as they were.
+  only when all are written, so an interrupted run leaves the earlier outputs as they were. SIGTERM and SIGHUP
+  are answered the same way, with one line ``interrupted (SIGTERM)`` / ``interrupted (SIGHUP)`` and exit status
+  143 / 129; worker processes (``--workers``) are stopped, none is left behind, and the figures already written
+  stay. A bad ``TRANSFERTHEORY_MAX_MEMORY`` is a usage error (2), checked before any work.
 * 4 — a simulation does not fit in memory: its estimated peak exceeds ``--max-memory`` (``figures`` and
   ``phase_diagram``), else ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available. One line on stderr naming the
   sizes, the estimate and the limit;

@@ -10,10 +10,13 @@ r"""``python -m transfertheory.sweep``: run a simulator over a parameter grid in
 Exit codes: 0 every point done (or the command succeeded), 1 some points failed (recorded in the store;
 ``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, a grid above
 ``--max-points``, a folder that is not a store, a damaged manifest, an unwritable ``--store`` or ``--out``, ``--out``
-inside the store: checked before any point runs), 3 array backend unknown or unusable (``--backend``
-or ``TRANSFERTHEORY_BACKEND``), 4 a point refused by the memory guard, 130 interrupted (Ctrl-C; completed points
-stay in the store). The plumbing — Ctrl-C, backend checks, output-path checks, atomic writes — is
-:mod:`transfertheory.cli_support`, shared with every other command line. See docs/sweeps.md.
+inside the store: checked before any point runs; a bad ``TRANSFERTHEORY_MAX_MEMORY``; the store could not be written
+during the run, e.g. a full disk), 3 array backend unknown or unusable (``--backend`` or
+``TRANSFERTHEORY_BACKEND``), 4 some point refused by the memory guard (recorded in the store like a failure,
+marked ``refused``; ``--retry-failed`` reruns it), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (the
+workers stopped, completed points stay in the store). The plumbing — stop signals, backend checks, output-path
+checks, atomic writes — is :mod:`transfertheory.cli_support`, shared with every other command line. See
+docs/sweeps.md.
 """
 from __future__ import annotations
 
@@ -51,8 +54,7 @@ def build_parser():
                                          "0 every point done", "1 some points failed (--retry-failed reruns them)",
                                          "2 usage error, or --store / --out not writable",
                                          f"{cli_support.EXIT_BACKEND} backend unknown or unusable",
-                                         f"{cli_support.EXIT_MEMORY} refused by the memory guard",
-                                         f"{cli_support.EXIT_INTERRUPTED} interrupted (completed points stay stored)"))
+                                         f"{cli_support.EXIT_MEMORY} some point refused by the memory guard"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,status,table}")
     sub.add_parser("list", help="the registered experiments and named sweeps, with their sizes")
     run = sub.add_parser("run", help="compute the points of a sweep the store lacks")
@@ -64,7 +66,8 @@ def build_parser():
                      help="fix a parameter (replaces an axis), or set draws or seed; VALUE is a TOML value, e.g. 0.5 "
                      "or [1, 2]")
     run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
-                     help="local worker processes (default: the cores); BLAS threads per worker = cores // N")
+                     help="local worker processes (default: the cores; never more than the points to run, a "
+                     "warning above the cores); BLAS threads per worker = cores // N")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
     cli_support.add_backend_argument(run, help_text="array backend of every point")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
@@ -121,9 +124,10 @@ def _run(args):
           f"{report.computed} computed in this run")
     if report.failed:
         for pid, record in sorted(Store(args.store).failures().items()):
-            print(f"failed {pid} {record.get('point')}: {record['error']} (traceback: {record['log']})")
+            print(f"{record.get('status', 'failed')} {pid} {record.get('point')}: {record['error']} "
+                  f"(traceback: {record['log']})")
         print("rerun the failed points with --retry-failed")
-        return EXIT_FAILED
+        return cli_support.EXIT_MEMORY if report.refused else EXIT_FAILED
     return EXIT_OK
 
 
@@ -213,7 +217,7 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return EXIT_OK
     except OSError as error:
-        print(f"error: {error.filename or ''}: {error.strerror or error}", file=sys.stderr)
+        print(f"error: {cli_support.os_error_line(error)}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -6,14 +6,17 @@ must be a path every worker can write (a shared filesystem for a cluster); the c
 A point's seed is :func:`transfertheory.sim.seeding.derive_seed` of the base seed and the point's hash: its rows
 are the same whichever worker computes it and in whatever order, so a resumed sweep equals an uninterrupted one.
 A point already stored is skipped (also when a rescheduled Dask task reaches it a second time); a point that
-raises is recorded with its traceback and the sweep goes on.
+raises is recorded with its traceback and the sweep goes on; a point the memory guard refuses is recorded the
+same way, marked ``refused`` (:data:`REFUSED`). The local worker processes are the package's one executor
+(:func:`transfertheory.processes.completed_in_workers`, in fresh interpreters), which also stops them on Ctrl-C,
+SIGTERM or SIGHUP. An error writing the store itself (a full disk) stops the sweep with the store's path: it is no
+point's failure.
 """
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import dataclasses
 import importlib
-import multiprocessing
 import os
 import statistics
 import time
@@ -23,14 +26,19 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import __version__
+from .._memory import MemoryLimitError
 from ..backend import backend_name, resolve_backend
 from ..sim import get_experiment
 from ..sim.seeding import derive_seed
-from ..threads import WORKERS, available_cores, blas_threads, threads_per_worker
+from ..processes import completed_in_workers, worker_count
+from ..threads import blas_threads, threads_per_worker
 from .store import Store, point_id
 
-__all__ = ["Task", "SweepReport", "plan", "plan_points", "compute_point", "run_sweep", "point_seed",
+__all__ = ["Task", "SweepReport", "REFUSED", "plan", "plan_points", "compute_point", "run_sweep", "point_seed",
            "format_seconds"]
+
+#: the status (and the failure record's ``status``) of a point refused by the memory guard
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -53,12 +61,14 @@ class Task:
 
 @dataclass(frozen=True)
 class SweepReport:
-    """How a run ended: points of the sweep, completed (stored), failed (recorded), computed in this run."""
+    """How a run ended: points of the sweep, completed (stored), failed (recorded; ``refused`` of them by the
+    memory guard), computed in this run."""
 
     total: int
     done: int
     failed: int
     computed: int
+    refused: int = 0
 
 
 def point_seed(base_seed, pid) -> int:
@@ -83,9 +93,9 @@ def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
 
 def compute_point(task: Task) -> tuple:
     """Run one point under its claim and store its rows (or its failure); (point_id, status, seconds, error line),
-    status "done" or "failed" (computed here), "stored" (already in the store) or "busy" (another live run is
-    computing it; with ``task.wait``: waited for, then "stored", "failed elsewhere" if that run recorded a failure
-    since ``task.wait``, or computed here)."""
+    status "done", "failed" or :data:`REFUSED` (computed here), "stored" (already in the store) or "busy" (another
+    live run is computing it; with ``task.wait``: waited for, then "stored", "failed elsewhere" if that run recorded
+    a failure since ``task.wait``, or computed here)."""
     store = Store(task.store)
     if store.has(task.pid):
         return task.pid, "stored", 0.0, None
@@ -110,10 +120,11 @@ def _compute(task: Task, store: Store) -> tuple:
             table = record.run(seed=seed, backend=task.backend, **task.point)
             backend = backend_name(resolve_backend(task.backend))
     except Exception as error:  # recorded, reported at the end; the sweep goes on
+        status = REFUSED if isinstance(error, MemoryLimitError) else "failed"
         line = f"{type(error).__name__}: {error}".splitlines()[0]
-        store.write_failure(task.pid, dict(experiment=task.experiment, point=task.point, seed=seed, error=line),
-                            traceback.format_exc())
-        return task.pid, "failed", time.perf_counter() - start, line
+        store.write_failure(task.pid, dict(experiment=task.experiment, point=task.point, seed=seed, error=line,
+                                           status=status), traceback.format_exc())
+        return task.pid, status, time.perf_counter() - start, line
     seconds = time.perf_counter() - start
     front = pd.DataFrame({"point_id": task.pid, "experiment": record.name, "version": record.version, "seed": seed,
                           "backend": backend, "package_version": __version__}, index=range(len(table)))
@@ -148,21 +159,14 @@ def _pending(tasks, store: Store, retry_failed):
 
 
 def _local(tasks, workers):
-    """Statuses of ``tasks`` computed by ``workers`` local processes (in this process for one worker or task)."""
+    """Statuses of ``tasks`` computed by ``workers`` local processes (in this process for one worker or task;
+    fresh interpreters, which a GPU backend needs)."""
     if workers == 1 or len(tasks) <= 1:
         yield from map(compute_point, tasks)
         return
-    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        futures = {pool.submit(compute_point, t): t for t in tasks}
-        for future in concurrent.futures.as_completed(futures):
-            yield _outcome(future, futures[future])
-    except BaseException:  # Ctrl-C or an abandoned run: stop the workers now, not after their running points
-        for process in list((pool._processes or {}).values()):
-            process.terminate()
-        raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    with contextlib.closing(completed_in_workers(compute_point, tasks, workers, fresh=True)) as completed:
+        for index, future in completed:
+            yield _outcome(future, tasks[index])
 
 
 def _dask(tasks, scheduler):
@@ -171,16 +175,24 @@ def _dask(tasks, scheduler):
         from distributed import Client, as_completed
     except ImportError:
         raise ValueError("--scheduler needs dask.distributed: pip install 'transfertheory[dist]'") from None
-    with Client(scheduler, set_as_default=False) as client:
+    try:
+        client = Client(scheduler, set_as_default=False)
+    except OSError as error:  # no scheduler there (distributed: "Timed out trying to connect …")
+        raise ConnectionError(f"--scheduler {scheduler}: cannot connect to the Dask scheduler ({error})") from None
+    with client:
         futures = {client.submit(compute_point, t, key=f"sweep-point-{t.pid}", pure=False): t for t in tasks}
         for future in as_completed(futures, loop=client.loop):
             yield _outcome(future, futures[future])
 
 
 def _outcome(future, task):
-    """A finished future's status; a worker that died (killed, out of memory) makes the point a failure."""
+    """A finished future's status; a worker that died (killed, out of memory) makes the point a failure; an
+    OSError (the store could not be written: a full disk) stops the sweep, naming the store."""
     try:
         return future.result()
+    except OSError as error:  # not the point's fault: every other point would fail the same way
+        raise OSError(error.errno, f"cannot store point {task.pid}: {error.strerror or error}",
+                      error.filename or task.store) from None
     except Exception as error:  # the worker died: BrokenProcessPool, Dask's KilledWorker
         line = f"worker lost: {type(error).__name__}: {error}".splitlines()[0]
         Store(task.store).record_lost(task.pid, dict(experiment=task.experiment, point=task.point, error=line),
@@ -239,11 +251,12 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
     for line in store.prepare():
         echo(line)
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
-    workers = available_cores() if workers is None else WORKERS.scalar(workers)
-    threads = 1 if scheduler else threads_per_worker(workers)
     ids = {t.pid for t in tasks}
     already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
-    pending = [dataclasses.replace(t, backend=backend, threads=threads) for t in _pending(tasks, store, retry_failed)]
+    pending = _pending(tasks, store, retry_failed)
+    workers = worker_count(workers, len(pending))  # no more processes than points
+    threads = 1 if scheduler else threads_per_worker(workers)
+    pending = [dataclasses.replace(t, backend=backend, threads=threads) for t in pending]
     where = f"Dask scheduler {scheduler}" if scheduler else f"{workers} worker(s) × {threads} BLAS thread(s)"
     echo(f"{name}: {len(tasks)} points, {already} in the store, {failed_before} failed before; "
          f"{len(pending)} to run on {where}")
@@ -266,7 +279,7 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
                 held.append(by_pid[result[0]])
                 continue
             results.append(result)
-            bar.set_postfix(failed=sum(r[1].startswith("failed") for r in results), refresh=False)
+            bar.set_postfix(failed=sum(r[1] not in ("done", "stored") for r in results), refresh=False)
             bar.update(1)
         return held
 
@@ -277,5 +290,7 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
             run_round([dataclasses.replace(t, wait=started) for t in busy])
     finally:
         bar.close()
-    return SweepReport(total=len(tasks), done=len(ids & store.done()), failed=len(ids & set(store.failures())),
-                       computed=sum(r[1] in ("done", "failed") for r in results))
+    failed = {pid: record for pid, record in store.failures().items() if pid in ids}
+    return SweepReport(total=len(tasks), done=len(ids & store.done()), failed=len(failed),
+                       computed=sum(r[1] in ("done", "failed", REFUSED) for r in results),
+                       refused=sum(record.get("status") == REFUSED for record in failed.values()))

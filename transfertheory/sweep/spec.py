@@ -210,6 +210,8 @@ def load_toml(path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ValueError(f"{path}: cannot read ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: TOML syntax error: {error}") from None
 
