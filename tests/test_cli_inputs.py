@@ -135,7 +135,9 @@ def test_a_fifo_or_pipe_is_written_into_and_never_renamed_over(make, tmp_path):
 
 
 def test_sweep_table_out_through_a_link_keeps_the_link(tmp_path):
-    (tmp_path / "store").mkdir()
+    from transfertheory.sweep.store import Store
+
+    Store(tmp_path / "store").create()
     target = tmp_path / "t.csv"
     target.write_text("old")
     (tmp_path / "link.csv").symlink_to(target)
@@ -188,7 +190,7 @@ def test_a_write_error_without_a_file_names_the_file_being_written(tmp_path, mon
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", full)
-    (tmp_path / "store").mkdir()
+    Store(tmp_path / "store").create()
     out = tmp_path / "t.csv"
     assert sweep_cli.main(["table", str(tmp_path / "store"), "--out", str(out)]) == 2
     assert capsys.readouterr().err == f"error: {out}: No space left on device\n"
@@ -241,7 +243,7 @@ def test_a_huge_noise_or_ridge_is_a_usage_error_without_warnings(flag, tmp_path,
 
 
 def test_the_estimate_of_short_points_is_not_zero_seconds():
-    assert [engine.format_seconds(s) for s in (0.3, 0.004, 4.24, 42, 264)] == ["0.3 s", "0.004 s", "4.2 s", "42 s",
+    assert [engine.format_seconds(s) for s in (0.3, 0.004, 4.24, 42, 264)] == ["300 ms", "4 ms", "4.2 s", "42 s",
                                                                               "4.4 min"]
     line = engine._estimate_line(0.3, "median of 5 stored points", 880, 1)
-    assert line == "estimated 4.4 min on 1 worker(s) for 880 points (0.3 s per point, median of 5 stored points)"
+    assert line == "estimated 4.4 min on 1 worker(s) for 880 points (300 ms per point, median of 5 stored points)"

@@ -96,13 +96,13 @@ def test_a_signal_to_sweep_run_stops_its_workers_keeps_the_points_and_leaves_not
     process = _start(["transfertheory.sweep", "run", "slow.toml", "--store", str(store), "--workers", "2",
                       "--no-progress"], tmp_path)
     started = []
-    seen = _watch(process, lambda: list(store.glob("*.parquet")) and (started or started.append(time.monotonic()))
+    seen = _watch(process, lambda: list(store.glob("points/*.parquet")) and (started or started.append(time.monotonic()))
                   and time.monotonic() - started[0] > 3)  # the workers have the two slow points
     (os.killpg if group else os.kill)(process.pid, signum)
     err = _finish(process)
     assert process.returncode == 128 + signum
     assert err == ("interrupted\n" if signum == signal.SIGINT else f"interrupted ({signum.name})\n")
-    assert len(list(store.glob("*.parquet"))) == 1
+    assert len(list(store.glob("points/*.parquet"))) == 1
     assert not list(store.rglob("*.tmp"))
     assert len(seen) >= 2 and not _survivors(seen)
 
