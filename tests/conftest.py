@@ -26,6 +26,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 strict_backend.register()
 
+#: the claims as tests (``tests/test_claims.py``) and the audit options (``--claims-profile``, ``--audit-json``, …)
+pytest_plugins = ["transfertheory.audit_plugin"]
+
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")

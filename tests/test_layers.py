@@ -1,7 +1,7 @@
 """The package's layers point one way (docs/architecture.md), checked on the import statements of every module.
 
 backend ← theory ← sim ← sweep ← figures, claims ← command lines (``phase_diagram``, ``verify``,
-``figures.__main__``, ``sweep.__main__``); the shared command-line plumbing (``cli_support``, ``claim_index``)
+``figures.__main__``, ``sweep.__main__``); the shared command-line plumbing (``cli_support``)
 imports nothing of the package but the backend, the memory guard and the BLAS thread policy (``threads``, itself on
 ``params``). theory never imports sim; theory and sim never import the sweep
 engine; nothing below the command lines imports one; ``backend.py`` is the only module that
@@ -75,7 +75,7 @@ def test_figures_import_no_command_line_and_no_claim(path):
 
 
 @pytest.mark.parametrize("name, allowed", [("cli_support.py", {"backend", "_memory", "threads"}),
-                                           ("claim_index.py", {"backend"}), ("threads.py", {"params", "_validation"})])
+                                           ("threads.py", {"params", "_validation"})])
 def test_shared_command_line_plumbing_imports_only_the_foundation(name, allowed):
     """Every face imports these (verify, the figure writers, the claims registry): they stay at the bottom
     (cli_support also knows the memory guard's refusal, which itself imports only the backend)."""
