@@ -182,14 +182,16 @@ class ClaimItem(pytest.Item):
 def pytest_collection_modifyitems(config, items):
     """With worker processes, the simulation claims first (:data:`KIND_START_RANK`); the table keeps the registry's
     order."""
-    if not config.getoption("numprocesses", None):
-        return
+    if config.getoption("numprocesses", None):
+        items.sort(key=_start_rank)
+
+
+def _start_rank(item) -> int:
+    """:data:`KIND_START_RANK` of a claim test's claim; -1 (first) for any other test."""
     from . import claims
 
-    def rank(item):
-        return KIND_START_RANK[claims.get_claim(item.claim_id).kind] if isinstance(item, ClaimItem) else -1
-
-    items.sort(key=rank)
+    claim_id = getattr(item, "claim_id", None)
+    return -1 if claim_id is None else KIND_START_RANK[claims.get_claim(claim_id).kind]
 
 
 _STORED = pytest.StashKey[dict]()
@@ -208,7 +210,7 @@ def pytest_collection_finish(session):
     from .sweep.runner import SweepRunner
 
     chosen = [item.claim_id for item in session.items if isinstance(item, ClaimItem)]
-    sampling = [claim_id for claim_id in chosen if sweep_points.through_engine(claim_id)]
+    sampling = [sweep_points.get_claim(claim_id) for claim_id in chosen if sweep_points.through_engine(claim_id)]
     _emit(config, f"{len(sampling)} simulation and Monte Carlo claims through the sweep engine, store {store} "
                   f"(resumable; the other {len(chosen) - len(sampling)} in this process)")
     profile = _profile(config)
