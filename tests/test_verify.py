@@ -333,6 +333,18 @@ def test_sigterm_stops_the_workers_and_the_audit_in_one_line(tmp_path):
     assert [pid for pid in workers if _alive(pid)] == []
 
 
+def test_a_closed_stdout_stops_the_audit_silently():
+    """``verify | head -1``: once the reader has gone the audit stops with exit 128 + SIGPIPE and nothing on stderr
+    (no BrokenPipeError traceback, none at the interpreter's last flush)."""
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-m", "transfertheory.verify", "-k", "faf.thm2.2", "--workers", "1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().split() == list(verify.COLUMNS)
+    process.stdout.close()
+    assert process.wait(timeout=300) == 128 + signal.SIGPIPE and process.stderr.read() == ""
+
+
 def _children(pid):
     """Process ids of the children of ``pid`` (Linux /proc)."""
     from pathlib import Path

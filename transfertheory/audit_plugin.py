@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import random
 import sys
 import time
@@ -229,14 +230,24 @@ def _output(config):
     return capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
 
 
+#: set when stdout was closed by its reader (``verify | head``): the audit stops, silently (``verify`` exits 141)
+STDOUT_CLOSED = pytest.StashKey[bool]()
+
+
 def _emit(config, text, bar=None):
-    """Print ``text`` on stdout now (above the progress bar, if one is shown)."""
+    """Print ``text`` on stdout now (above the progress bar, if one is shown). When the reader of stdout has gone, the
+    run stops as on Ctrl-C, with stdout sent to the null device (so that the interpreter's last flush is silent)."""
     with _output(config):
-        if bar is not None:
-            bar.write(text, file=sys.stdout)
-        else:
-            print(text)
-        sys.stdout.flush()
+        try:
+            if bar is not None:
+                bar.write(text, file=sys.stdout)
+            else:
+                print(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            config.stash[STDOUT_CLOSED] = True
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise KeyboardInterrupt from None
 
 
 def _claim_id(nodeid) -> str:

@@ -24,7 +24,8 @@ UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, a ``-k`` that is not a k
 claim); 3 when the JSON or CSV report or the ``--store`` folder cannot be written (checked before any claim runs;
 the reports are written under a temporary name and renamed), hypothesis is missing, or the backend is unknown or
 unusable; 130 after Ctrl-C (SIGINT), 128 + the signal's number after SIGTERM (143) or SIGHUP (129): one line
-``interrupted``, no report written, no worker left.
+``interrupted``, no report written, no worker left; 141 (128 + SIGPIPE), silently, when the reader of stdout has gone
+(``verify | head``).
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def build_parser():
             f"{EXIT_OK} all expected", f"{EXIT_UNEXPECTED} unexpected FAIL / UNEXPECTED-PASS / ERROR",
             f"{EXIT_USAGE} usage error", f"{EXIT_ENVIRONMENT} report file or --store not writable (checked before any "
             "claim runs), "
-            "hypothesis missing, or backend unknown or unusable", "128+N after signal N (SIGTERM 143, SIGHUP 129)"),
+            "hypothesis missing, or backend unknown or unusable", "128+N after signal N (SIGTERM 143, SIGHUP 129; 141: stdout closed)"),
     )
     size = parser.add_mutually_exclusive_group()
     for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
@@ -214,11 +215,13 @@ def main(argv=None):
     _memory.set_limit(args.max_memory)  # through the environment: the worker processes read it too
     import pytest
 
-    from .audit_plugin import WRITE_FAILED
+    from .audit_plugin import STDOUT_CLOSED, WRITE_FAILED
 
     session = _Session()
     with _Signals() as signals:
         code = pytest.main(pytest_args(args, backend), plugins=[session])
+    if session.config is not None and session.config.stash.get(STDOUT_CLOSED, False):
+        return 128 + signal.SIGPIPE  # the reader of the table has gone: nothing to say, to nobody
     if signals.received is not None or session.interrupted:
         print("interrupted", file=sys.stderr, flush=True)
         return 128 + (signals.received or signal.SIGINT)
