@@ -137,29 +137,30 @@ def _progress(args) -> str:
     return "lines" if not sys.stdout.isatty() else "bar" if sys.stderr.isatty() else "none"
 
 
-def pytest_args(args, backend) -> list[str]:
+def pytest_args(args, backend, workers=None, audit=True) -> list[str]:
     """The ``pytest.main`` arguments of a ``verify`` command line: this package's claim tests only (no
     configuration file, conftest or cache of the current folder), the audit plugin's options, ``-k`` (a pattern
-    with ``*``, ``?`` or ``[`` is a glob on the claim id), and the worker processes (pytest-xdist; none for
-    ``--list`` and with the sweep engine, whose workers are its own)."""
+    with ``*``, ``?`` or ``[`` is a glob on the claim id), and the worker processes (pytest-xdist: ``workers``, else
+    ``--workers``, else one per core; none for ``--list`` and with the sweep engine, whose workers are its own).
+    ``audit=False``: only collect the claims, silently."""
     package = Path(__file__).parent
     argv = [str(package / "audit_plugin.py"), "-c", os.devnull, "--rootdir", str(package.parent), "--noconftest",
             "--disable-plugin-autoload", "-p", "_hypothesis_pytestplugin", "-p", "transfertheory.audit_plugin",
             "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:terminal",
-            "--capture=no", "--claims-profile", args.profile, "--audit", "--audit-width", str(table_width()),
-            "--audit-progress", _progress(args)]
+            "--capture=no", "--claims-profile", args.profile, "--audit-width", str(table_width()),
+            "--audit-progress", _progress(args)] + (["--audit"] if audit else [])
     if args.pattern:
         argv += ["--claims-glob" if any(ch in args.pattern for ch in "*?[") else "-k", args.pattern]
     options = {"--audit-json": args.json, "--audit-csv": args.csv, "--claims-backend": backend,
                "--claims-explore": args.explore, "--hypothesis-seed": args.seed, "--claims-store": _store(args),
                "--claims-scheduler": args.scheduler}
     argv += [str(a) for flag, value in options.items() if value is not None for a in (flag, value)]
-    if args.list:
+    if args.list or not audit:
         return argv + ["--collect-only"]
     if _store(args) is not None:
         engine = [] if args.workers is None else ["--claims-engine-workers", str(args.workers)]
         return argv + engine
-    workers = available_cores() if args.workers is None else args.workers
+    workers = workers or (available_cores() if args.workers is None else args.workers)
     return argv + ([] if workers == 1 else ["-p", "xdist.plugin", "-n", str(workers), "--dist", "loadgroup"])
 
 
@@ -197,13 +198,34 @@ class _Session:
     """Plugin object of one run: its configuration (whose stash says whether a report failed) and whether pytest
     stopped on a KeyboardInterrupt (a signal, or Ctrl-C raised inside a check)."""
 
-    config, interrupted = None, False
+    config, interrupted, collected = None, False, None
 
     def pytest_configure(self, config):
         self.config = config
 
+    def pytest_collection_finish(self, session):
+        self.collected = len(session.items)
+
     def pytest_keyboard_interrupt(self, excinfo):
         self.interrupted = True
+
+
+def _workers_for_the_selection(parser, args, backend):
+    """With ``-k`` and worker processes: the claims it selects are collected here first (the worker processes start
+    only for a selection, each a fresh interpreter that imports the claims), so that a pattern matching nothing is a
+    usage error without them and a selection of k claims gets at most k workers. None: no such limit."""
+    requested = available_cores() if args.workers is None else args.workers
+    if not args.pattern or args.list or _store(args) is not None or requested == 1:
+        return None
+    import pytest
+
+    counter = _Session()
+    pytest.main(pytest_args(args, backend, audit=False), plugins=[counter])
+    if counter.interrupted:
+        raise KeyboardInterrupt
+    if not counter.collected:
+        parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
+    return min(requested, counter.collected)
 
 
 @cli_support.entry_point
@@ -219,7 +241,8 @@ def main(argv=None):
 
     session = _Session()
     with _Signals() as signals:
-        code = pytest.main(pytest_args(args, backend), plugins=[session])
+        workers = _workers_for_the_selection(parser, args, backend)
+        code = pytest.main(pytest_args(args, backend, workers), plugins=[session])
     if session.config is not None and session.config.stash.get(STDOUT_CLOSED, False):
         return 128 + signal.SIGPIPE  # the reader of the table has gone: nothing to say, to nobody
     if signals.received is not None or session.interrupted:
