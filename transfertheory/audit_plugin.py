@@ -73,38 +73,34 @@ def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _option(config, name):
-    return config.getoption(name)
-
-
 def pytest_configure(config):
     for line in ("theorem: a paper's claim, generated from the claims registry (transfertheory.claims)",
                  "slow: paper-sized or long-running checks", "xdist_group(name): run in the same xdist worker"):
         config.addinivalue_line("markers", line)
-    if _option(config, "claims_explore") < 0:
-        raise pytest.UsageError(f"--claims-explore must be >= 0, got {_option(config, 'claims_explore')}")
+    if config.getoption("claims_explore") < 0:
+        raise pytest.UsageError(f"--claims-explore must be >= 0, got {config.getoption('claims_explore')}")
     seed = config.getoption("hypothesis_seed", None)
-    if _option(config, "claims_explore") and seed is None and not _is_worker(config):
+    if config.getoption("claims_explore") and seed is None and not _is_worker(config):
         # one seed for the run, handed to the workers with the other options, printed so that it can be repeated
         config.option.hypothesis_seed = str(random.SystemRandom().randrange(2**32))
-    elif _option(config, "claims_explore") and not str(seed).isdigit():
+    elif config.getoption("claims_explore") and not str(seed).isdigit():
         raise pytest.UsageError(f"--hypothesis-seed must be an integer >= 0 with --claims-explore, got {seed!r}")
-    if not _is_worker(config) and (_option(config, "audit") or _option(config, "audit_json")
-                                   or _option(config, "audit_csv")):
+    if not _is_worker(config) and (config.getoption("audit") or config.getoption("audit_json")
+                                   or config.getoption("audit_csv")):
         config.pluginmanager.register(AuditReport(config), "transfertheory-audit-report")
 
 
 def _profile(config):
     from . import claims
 
-    profile = claims.get_profile(_option(config, "claims_profile"))
-    backend = _option(config, "claims_backend")
+    profile = claims.get_profile(config.getoption("claims_profile"))
+    backend = config.getoption("claims_backend")
     return profile if backend is None else replace(profile, backend=backend)
 
 
 def _explore(config):
     """(points per claim, seed) of ``--claims-explore``; (0, None) for the profile's fixed points."""
-    count = _option(config, "claims_explore")
+    count = config.getoption("claims_explore")
     return (count, int(config.getoption("hypothesis_seed"))) if count else (0, None)
 
 
@@ -113,7 +109,7 @@ def _worker_threads(config):
     elsewhere the process's own setting (a command line's, or the test suite's)."""
     import contextlib
 
-    if not (_is_worker(config) and _option(config, "audit")):
+    if not (_is_worker(config) and config.getoption("audit")):
         return contextlib.nullcontext()
     return threads.blas_threads(threads.threads_per_worker(config.workerinput["workercount"]))
 
@@ -131,7 +127,7 @@ class ClaimCollector(pytest.Collector):
         from . import claims
 
         config = self.config
-        profile, glob = _option(config, "claims_profile"), _option(config, "claims_glob")
+        profile, glob = config.getoption("claims_profile"), config.getoption("claims_glob")
         for claim in claims.select(profile=profile):
             if glob is None or fnmatch.fnmatchcase(claim.id, glob):
                 yield ClaimItem.from_parent(self, name=claim.id, claim_id=claim.id)
@@ -154,6 +150,7 @@ class ClaimItem(pytest.Item):
         self.extra_keyword_matches.update(filter(None, (claim.source, claim.method)))
 
     def runtest(self):
+        """Run the claim (or read its outcome from the sweep engine's store), report its record, fail if unexpected."""
         from . import claims
 
         config = self.config
@@ -164,7 +161,7 @@ class ClaimItem(pytest.Item):
             with _worker_threads(config):
                 outcome = claims.run(self.claim_id, profile, explore=count, seed=seed)
         record = json.loads(json.dumps(audit_table.outcome_record(outcome)))  # plain types: through xdist
-        width = _option(config, "audit_width") or audit_table.table_width()
+        width = config.getoption("audit_width") or audit_table.table_width()
         self.user_properties += [(RECORD, record), (NOTES, audit_table.format_notes(outcome, profile.name, width))]
         if outcome.unexpected:
             claim = outcome.claim
@@ -172,11 +169,13 @@ class ClaimItem(pytest.Item):
                                f"{record['detail']}" + (f"\nreproduce: {record['example']}" if record["example"] else ""))
 
     def repr_failure(self, excinfo, style=None):
+        """An unexpected status as its one message; anything else as pytest reports it."""
         if isinstance(excinfo.value, ClaimFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
+        """Where the test is: the module that holds ``ClaimTests()``, and the claim."""
         return self.path, None, f"claim {self.claim_id}"
 
 
@@ -202,7 +201,7 @@ _STORED = pytest.StashKey[dict]()
 def pytest_collection_finish(session):
     """``--claims-store``: the sampling claims' outcomes from the sweep engine, before any test runs."""
     config = session.config
-    store = _option(config, "claims_store")
+    store = config.getoption("claims_store")
     if store is None or _is_worker(config) or config.option.collectonly:
         return
     if config.getoption("numprocesses", None):
@@ -215,9 +214,9 @@ def pytest_collection_finish(session):
     _emit(config, f"{len(sampling)} simulation and Monte Carlo claims through the sweep engine, store {store} "
                   f"(resumable; the other {len(chosen) - len(sampling)} in this process)")
     profile = _profile(config)
-    runner = SweepRunner(store, workers=_option(config, "claims_engine_workers"),
-                         scheduler=_option(config, "claims_scheduler"), backend=_option(config, "claims_backend"),
-                         progress=None if _option(config, "audit_progress") == "bar" else False)
+    runner = SweepRunner(store, workers=config.getoption("claims_engine_workers"),
+                         scheduler=config.getoption("claims_scheduler"), backend=config.getoption("claims_backend"),
+                         progress=None if config.getoption("audit_progress") == "bar" else False)
     with _output(config):
         config.stash[_STORED] = sweep_points.run_claims(sampling, profile, runner)
 
@@ -261,8 +260,8 @@ class AuditReport:
 
     def __init__(self, config):
         self.config = config
-        self.print_table = _option(config, "audit")
-        self.width = _option(config, "audit_width") or audit_table.table_width()
+        self.print_table = config.getoption("audit")
+        self.width = config.getoption("audit_width") or audit_table.table_width()
         self.ids, self.records, self.notes, self.next = None, {}, {}, 0
         self.table, self.bar, self.start, self.interrupted = None, None, None, False
 
@@ -277,10 +276,10 @@ class AuditReport:
         if count:
             _emit(self.config, f"exploring {count} random points per claim with a strategy, seed {seed} "
                                f"(repeat with --explore {count} --seed {seed})")
-        if _option(self.config, "audit_progress") == "bar":
+        if self.config.getoption("audit_progress") == "bar":
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=len(self.ids), desc=f"verify --{_option(self.config, 'claims_profile')}",
+            self.bar = tqdm(total=len(self.ids), desc=f"verify --{self.config.getoption('claims_profile')}",
                             unit="claim", file=sys.stderr, leave=False)
         self.table = audit_table.AuditTable(self.ids, self.width)
         self._print(self.table.header())
@@ -290,7 +289,7 @@ class AuditReport:
         _emit(self.config, text, self.bar)
 
     def _progress(self):
-        if self.next < len(self.ids) and _option(self.config, "audit_progress") == "lines":
+        if self.next < len(self.ids) and self.config.getoption("audit_progress") == "lines":
             self._print(audit_table.progress_line(self.next + 1, len(self.ids), self.ids[self.next]))
         if self.bar is not None and self.next < len(self.ids):
             self.bar.set_postfix_str(self.ids[self.next])
@@ -338,10 +337,10 @@ class AuditReport:
             for claim_id in self.ids:
                 for line in self.notes.get(claim_id, ()):
                     _emit(self.config, line)
-            _emit(self.config, _totals_line(records, _option(self.config, "claims_profile"),
+            _emit(self.config, _totals_line(records, self.config.getoption("claims_profile"),
                                             time.perf_counter() - self.start))
         try:
-            _write(records, _option(self.config, "audit_json"), _option(self.config, "audit_csv"))
+            _write(records, self.config.getoption("audit_json"), self.config.getoption("audit_csv"))
         except OSError as err:
             print(f"error: cannot write the report: {err}", file=sys.stderr)
             self.config.stash[WRITE_FAILED] = True
@@ -358,7 +357,7 @@ def _error_record(config, claim_id, report):
     claim = claims.get_claim(claim_id)
     why = (report.longreprtext.strip().splitlines() or ["the test failed outside the check"])[-1]
     error = claims.PointOutcome({}, claims.ERROR, None, report.duration, why)
-    outcome = claims.Outcome(claim, _option(config, "claims_profile"), claims.ERROR, report.duration, (error,), error)
+    outcome = claims.Outcome(claim, config.getoption("claims_profile"), claims.ERROR, report.duration, (error,), error)
     return json.loads(json.dumps(audit_table.outcome_record(outcome), default=str))
 
 

@@ -42,7 +42,7 @@ from .audit_table import COLUMNS, format_table, outcome_record, table_width
 from .params import DRAWS, SEED
 from .threads import available_cores
 
-__all__ = ["build_parser", "main", "outcome_record", "format_table"]
+__all__ = ["COLUMNS", "build_parser", "main", "outcome_record", "format_table", "pytest_args"]
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
 
