@@ -30,6 +30,7 @@ unusable; 130 after Ctrl-C (SIGINT), 128 + the signal's number after SIGTERM (14
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import signal
@@ -164,34 +165,25 @@ def pytest_args(args, backend, workers=None, audit=True) -> list[str]:
     return argv + ([] if workers == 1 else ["-p", "xdist.plugin", "-n", str(workers), "--dist", "loadgroup"])
 
 
-class _Signals:
+@contextlib.contextmanager
+def _signals_stop_pytest(received):
     """While pytest runs: SIGINT, SIGTERM and SIGHUP stop it as Ctrl-C does (pytest's KeyboardInterrupt ends the
-    session and the xdist workers), remembering which signal came (exit status 128 + its number)."""
+    session and the xdist workers); the first signal's number is appended to ``received`` (exit status 128 + it),
+    later ones are ignored so that the workers' teardown finishes. Only the main thread handles signals."""
 
-    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
-
-    def __init__(self):
-        self.received = None
-
-    def _handle(self, signum, frame):
-        first, self.received = self.received is None, self.received or signum
-        if first:
+    def handle(signum, frame):
+        if not received:
+            received.append(signum)
             raise KeyboardInterrupt
 
-    def __enter__(self):
-        self.previous = {}
-        if threading.current_thread() is not threading.main_thread():  # (only the main thread handles signals)
-            return self
-        for name in self.NAMES:
-            if hasattr(signal, name):
-                number = getattr(signal, name)
-                self.previous[number] = signal.signal(number, self._handle)
-        return self
-
-    def __exit__(self, *exc):
-        for number, handler in self.previous.items():
+    names = ("SIGINT", "SIGTERM", "SIGHUP") if threading.current_thread() is threading.main_thread() else ()
+    previous = {number: signal.signal(number, handle) for number in (getattr(signal, n) for n in names
+                                                                      if hasattr(signal, n))}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
             signal.signal(number, handler)
-        return False
 
 
 class _Session:
@@ -239,15 +231,18 @@ def main(argv=None):
 
     from .audit_plugin import STDOUT_CLOSED, WRITE_FAILED
 
-    session = _Session()
-    with _Signals() as signals:
-        workers = _workers_for_the_selection(parser, args, backend)
-        code = pytest.main(pytest_args(args, backend, workers), plugins=[session])
+    session, received, code = _Session(), [], None
+    try:
+        with _signals_stop_pytest(received):
+            workers = _workers_for_the_selection(parser, args, backend)
+            code = pytest.main(pytest_args(args, backend, workers), plugins=[session])
+    except KeyboardInterrupt:  # (before pytest ran: while the selection was collected)
+        session.interrupted = True
     if session.config is not None and session.config.stash.get(STDOUT_CLOSED, False):
         return 128 + signal.SIGPIPE  # the reader of the table has gone: nothing to say, to nobody
-    if signals.received is not None or session.interrupted:
+    if received or session.interrupted:
         print("interrupted", file=sys.stderr, flush=True)
-        return 128 + (signals.received or signal.SIGINT)
+        return 128 + (received or [signal.SIGINT])[0]
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
     if code == pytest.ExitCode.USAGE_ERROR:
