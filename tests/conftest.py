@@ -26,6 +26,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 strict_backend.register()
 
+#: the claims as tests (``tests/test_claims.py``) and the audit options (``--claims-profile``, ``--audit-json``, …)
+pytest_plugins = ["transfertheory.audit_plugin"]
+
 
 #: markers whose tests run only when the ``-m`` expression names them (``-m slow``, ``-m meta``, ``-m "slow or meta"``)
 OPT_IN_MARKERS = ("slow", "meta")

@@ -1,8 +1,9 @@
-"""The theorem tests, generated from the claims registry (one test per claim and quick-profile point).
+"""The theorem tests, generated from the claims registry (one test per claim of the quick profile), and the registry's
+own semantics (status mapping, reproducible points, records).
 
-The registry (:mod:`transfertheory.claims`) is the one list of the papers' claims; ``python -m
-transfertheory.verify`` runs the same checks. Run only these with ``python -m pytest -m theorem``. Below
-them: the registry's own semantics (status mapping, reproducible points, records).
+The tests are the pytest plugin's (:mod:`transfertheory.audit_plugin`, registered in conftest.py); ``python -m
+transfertheory.verify`` runs the same tests with the audit table. They are marked ``theorem``: the default run
+leaves them to the audit (setup.cfg), ``python -m pytest -m theorem`` runs only them.
 """
 import math
 import re
@@ -12,27 +13,14 @@ import pytest
 from hypothesis import strategies as st
 
 from transfertheory import claims
+from transfertheory.audit_plugin import ClaimTests
 from transfertheory.claims import compare
 from transfertheory.claims.registry import Claim, CheckResult, combine
 
 QUICK = claims.get_profile("quick")
 
-
-def _theorem_cases():
-    for claim in claims.select(profile="quick"):
-        marks = [pytest.mark.theorem] + ([pytest.mark.slow] if claim.slow else [])
-        for index, point in enumerate(claims.points(claim, QUICK)):
-            yield pytest.param(claim.id, point, id=f"{claim.id}[{index}]", marks=marks)
-
-
-@pytest.mark.parametrize("claim_id, point", list(_theorem_cases()))
-def test_claim(claim_id, point):
-    claim = claims.get_claim(claim_id)
-    outcome = claims.check_point(claim, point, QUICK)
-    why = outcome.error or outcome.result.detail
-    assert outcome.status == claim.expected, (
-        f"{claim_id} ({claim.source}) at {point}: {outcome.status}, expected {claim.expected} — {why}\n"
-        f"reproduce: {claims.reproduction(claim, point, QUICK)}")
+#: one test per registered claim (``--claims-profile`` chooses the profile; a claim is as bad as its worst point)
+test_claims = ClaimTests()
 
 
 # --------------------------------------------------------------------------- the records

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import transfertheory
-from transfertheory import claim_index, claims, cli_support, verify
+from transfertheory import claims, cli_support, verify
 from transfertheory import phase_diagram as phase_cli
 from transfertheory.figures import __main__ as registry_cli
 from transfertheory.figures import cli as figure_cli
@@ -325,30 +325,6 @@ def test_a_benchmark_checks_its_csv_path_before_any_work(name, monkeypatch, tmp_
     blocker.write_text("not a folder")
     assert _benchmark(monkeypatch, name, AssertionError)(["--quick", "--csv", str(blocker / "b.csv")]) == 1
     assert "cannot write --csv" in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------- verify -k
-
-
-def test_a_pattern_matching_nothing_is_a_usage_error_without_importing_the_claims(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "transfertheory.claims", None)  # importing the claims would now fail
-    monkeypatch.delattr(transfertheory, "claims")
-    with pytest.raises(SystemExit) as exit_info:
-        verify.main(["-k", "no such claim"])
-    assert exit_info.value.code == 2 and "no claim matches -k 'no such claim'" in capsys.readouterr().err
-
-
-def test_the_source_index_lists_exactly_the_registered_claims():
-    indexed = claim_index.indexed_claims()
-    assert indexed is not None
-    assert [(c.id, c.source, c.method, c.profiles or claims.PROFILE_NAMES) for c in indexed] == [
-        (c.id, c.source, c.method, tuple(c.profiles)) for c in claims.CLAIMS.values()]
-
-
-@pytest.mark.parametrize("pattern", ["faf.eq13", "FaF Thm 3.9", "finetune", "merlin.*", "mtl.lemma[14]*", "nothing"])
-@pytest.mark.parametrize("profile", claims.PROFILE_NAMES)
-def test_the_source_index_selects_what_the_registry_selects(pattern, profile):
-    assert claim_index.select_ids(pattern, profile) == [c.id for c in claims.select(pattern, profile)]
 
 
 # --------------------------------------------------------------------------- the README's first command

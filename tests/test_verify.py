@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from transfertheory import audit_table, claims, cli_support, verify
+from transfertheory import audit_plugin, audit_table, claims, verify
 from transfertheory.claims import compare
 from transfertheory.theory import linear, methods
 
@@ -186,16 +186,7 @@ def test_unwritable_report_exits_3(tmp_path, capsys):
 
 
 def test_missing_hypothesis_is_reported_not_raised(monkeypatch, capsys):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_claims(name, globals=None, locals=None, fromlist=(), level=0):
-        if level == 1 and fromlist and "claims" in fromlist:
-            raise ModuleNotFoundError("No module named 'hypothesis'", name="hypothesis")
-        return real_import(name, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", no_claims)
+    monkeypatch.setitem(sys.modules, "hypothesis", None)  # as if it were not installed
     code, _, err = _run(capsys, "-k", CHEAP)
     assert code == 3 and "hypothesis" in err and "transfertheory[test]" in err
 
@@ -205,19 +196,21 @@ def test_a_perturbed_formula_turns_the_audit_red(monkeypatch, tmp_path, capsys):
     must FAIL and the exit status be 1."""
     original = methods.scratch_risk_finite
     monkeypatch.setattr(methods, "scratch_risk_finite", lambda *a, **k: 1.05 * original(*a, **k))
-    code, out, _ = _run(capsys, "-k", "faf.eq10", "--json", str(tmp_path / "v.json"))
+    # --workers 1: the monkeypatch lives in this process (xdist workers are fresh interpreters)
+    code, out, _ = _run(capsys, "-k", "faf.eq10", "--workers", "1", "--json", str(tmp_path / "v.json"))
     assert code == 1
     records = {r["claim"]: r for r in json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))}
     assert records["faf.eq10"]["status"] == "FAIL" and records["faf.eq10"]["discrepancy"] > records["faf.eq10"]["tolerance"]
     assert "reproduce: python -c" in out and " FAIL" in out.splitlines()[-1]
     monkeypatch.setattr(methods, "scratch_risk_finite", original)
-    assert _run(capsys, "-k", "faf.eq10")[0] == 0
+    assert _run(capsys, "-k", "faf.eq10", "--workers", "1")[0] == 0
 
 
 def test_explore_prints_its_seed_and_a_reproducible_failing_point(monkeypatch, tmp_path, capsys):
     original = linear.linear_transfer_risk
     monkeypatch.setattr(linear, "linear_transfer_risk", lambda *a, **k: original(*a, **k) + 0.5)
-    code, out, _ = _run(capsys, "-k", "faf.eq12", "--explore", "3", "--seed", "11", "--json", str(tmp_path / "v.json"))
+    code, out, _ = _run(capsys, "-k", "faf.eq12", "--explore", "3", "--seed", "11", "--workers", "1",
+                        "--json", str(tmp_path / "v.json"))
     assert code == 1 and "seed 11" in out and "--explore 3 --seed 11" in out
     record = json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))[0]
     assert record["status"] == "FAIL" and record["points"] == 3
@@ -253,74 +246,124 @@ def test_worker_processes_report_what_the_serial_run_reports_in_its_order(tmp_pa
     assert len(reports[0][0]) >= 3 and {r["status"] for r in reports[0][0]} == {"PASS", "KNOWN-ERRATUM"}
 
 
-def test_workers_start_the_claims_longest_first_by_the_seconds_of_the_previous_record(tmp_path, monkeypatch, capsys):
-    """The costs handed to the workers are the ``seconds`` of the record at ``--json`` (same profile), inf for a claim
-    the record lacks, so that the longest claims start first; the table stays in the serial order."""
-    pattern = "faf.thm2.2"
-    ids = [c.id for c in claims.select(pattern)]
-    path = tmp_path / "v.json"
-    path.write_text(json.dumps([{"claim": ids[0], "profile": "quick", "seconds": 1.5},
-                                {"claim": ids[1], "profile": "full", "seconds": 9.0}]), encoding="utf-8")
-    assert verify._previous_seconds(str(path), ids, "quick") == [1.5] + [float("inf")] * (len(ids) - 1)
-    assert verify._previous_seconds(None, ids, "quick") == [float("inf")] * len(ids)
-    path.with_name("bad.json").write_text("[", encoding="utf-8")
-    assert verify._previous_seconds(str(path.with_name("bad.json")), ids, "quick") == [float("inf")] * len(ids)
-    handed = []
-    original = verify.cli_support.in_workers
-    monkeypatch.setattr(verify.cli_support, "in_workers",
-                        lambda f, items, workers, costs=None: handed.append(costs) or original(f, items, workers, costs))
-    code, out, _ = _run(capsys, "-k", pattern, "--workers", "1", "--json", str(path))
-    kinds = {c.id: c.kind for c in claims.select(pattern)}
-    assert code == 0 and handed == [[(0, 1.5)] + [(1, verify.KIND_START_RANK[kinds[i]]) for i in ids[1:]]]
-    assert [line.split()[0] for line in out.splitlines() if line.startswith("faf.")] == ids
+class _Collected:
+    """Plugin object: the items a pytest run collected."""
+
+    items = ()
+
+    def pytest_collection_finish(self, session):
+        self.items = list(session.items)
 
 
-def test_claims_without_a_recorded_time_start_first_simulations_before_monte_carlo_before_exact():
-    """Without a record the tasks start by kind (simulation, Monte Carlo, then exact and external checks, each kind
-    in the registry's order), before every task with recorded seconds; those start longest first. Every kind of the
-    registry has a rank."""
-    assert set(verify.KIND_START_RANK) == set(claims.KINDS)
-    selected = claims.select(None, profile="quick")
-    groups = cli_support.task_groups(selected)
-    inf = float("inf")
-    order = verify.cli_support.start_order(len(groups), verify._start_costs(groups, dict.fromkeys(
-        (c.id for c in selected), inf)))
-    ranks = [max(verify.KIND_START_RANK[c.kind] for c in groups[k]) for k in order]
-    assert ranks == sorted(ranks, reverse=True) and ranks[0] == 2 and ranks[-1] == 0
-    assert all(a < b for a, b, ra, rb in zip(order, order[1:], ranks, ranks[1:]) if ra == rb)  # registry order
-    recorded = {c.id: 1.0 for c in selected}
-    first = selected[0].id
-    recorded[first] = inf  # unknown: before every recorded task, whatever its kind
-    recorded[groups[-1][0].id] = 5.0
-    costs = verify._start_costs(groups, recorded)
-    order = verify.cli_support.start_order(len(groups), costs)
-    assert order[:2] == [0, len(groups) - 1] and costs[-1] == (0, 5.0 + len(groups[-1]) - 1)
+def _collected(*argv):
+    """The claim tests ``verify ARGV`` collects (``--list``: collection only), each as (claim id, its markers)."""
+    args = verify.build_parser().parse_args([*argv, "--list"])
+    collected = _Collected()
+    assert pytest.main(verify.pytest_args(args, None), plugins=[collected]) == 0
+    return [(item.claim_id, {mark.name: mark.args for mark in item.iter_markers()}) for item in collected.items]
 
 
-def test_claims_that_share_a_computation_are_one_task_and_rows_keep_the_serial_order(monkeypatch, capsys):
-    """The MTL training claims share one cached study (``shares``): verify hands them to the workers as one task, at
-    the place of the first, with the sum of their previous seconds as its cost; every other claim is a task alone,
-    and the outcomes come back in the serial order whatever order the tasks finish in."""
-    selected = claims.select("mtl.lemma1")
-    shared = [c.id for c in selected if c.shares is not None]
-    assert shared == ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
-                      "mtl.lemma1.fresh-test-head"]
-    groups = cli_support.task_groups(selected)
-    assert [[c.id for c in g] for g in groups if len(g) > 1] == [shared]
-    assert sorted(c.id for g in groups for c in g) == sorted(c.id for c in selected)
-    assert [g[0].id for g in groups] == [c.id for c in selected if c.id not in shared[1:]]
+def test_claims_that_share_a_computation_run_in_one_xdist_worker():
+    """The MTL training claims share one cached study (``shares``): their tests carry one ``xdist_group`` mark, which
+    ``verify --workers N`` (``--dist loadgroup``) sends to one worker, so that the study is computed once; every claim
+    is a ``theorem`` test, in the registry's order."""
+    collected = _collected("-k", "mtl.lemma1")
+    assert [claim_id for claim_id, _ in collected] == [c.id for c in claims.select("mtl.lemma1", "quick")]
+    grouped = [claim_id for claim_id, marks in collected if "xdist_group" in marks]
+    assert grouped == ["mtl.lemma1.trained-width-rate", "mtl.lemma1.phi-prime-anil-trained",
+                       "mtl.lemma1.fresh-test-head"]
+    assert {marks["xdist_group"] for claim_id, marks in collected if claim_id in grouped} == {("mtl.training-study",)}
+    assert all("theorem" in marks for _, marks in collected)
 
-    def outcome(claim_id):
-        return claims.Outcome(claim_id, "quick", claims.PASS, 0.0, (), None)
 
-    results = iter([[outcome(c.id) for c in g] for g in groups])
-    in_order = list(verify._outcomes_in_order(selected, groups, results))
-    assert [o.claim for o in in_order] == selected  # the records put back, in the serial order
-    handed = []
-    monkeypatch.setattr(verify.cli_support, "in_workers", lambda f, tasks, workers, costs=None: handed.append(
-        ([t[0] for t in tasks], costs)) or iter([[outcome(i) for i in t[0]] for t in tasks]))
-    args = verify.build_parser().parse_args(["-k", "mtl.lemma1", "--workers", "2"])
-    outcomes = list(verify._in_process_outcomes(args, selected, claims.get_profile("quick"), None))
-    assert [o.claim.id for o in outcomes] == [c.id for c in selected]
-    tasks, costs = handed[0]
-    assert tuple(shared) in tasks and len(tasks) == len(groups) and len(costs) == len(tasks)
+def test_k_is_pytests_keyword_expression_over_id_source_and_method():
+    """``-k`` selects as pytest does, on the claim id, its source and its method; ``and``/``not`` combine them."""
+    by_method = [claim_id for claim_id, _ in _collected("-k", "ridge")]
+    assert by_method and set(by_method) == {c.id for c in claims.select("ridge", "quick")}
+    assert [claim_id for claim_id, _ in _collected("-k", "faf.eq13 and not finite")] == [
+        c.id for c in claims.select("faf.eq13", "quick") if "finite" not in c.id + c.source]
+
+
+def test_worker_processes_start_the_simulations_first():
+    """With xdist workers (``verify --workers 2``: ``-n 2 --dist loadgroup``) the claim tests are sorted by kind —
+    simulations, Monte Carlo, closed forms — keeping the registry's order within a kind (the table keeps the
+    registry's order: :func:`test_worker_processes_report_what_the_serial_run_reports_in_its_order`)."""
+    from types import SimpleNamespace
+
+    argv = verify.pytest_args(verify.build_parser().parse_args(["--workers", "2"]), None)
+    assert argv[argv.index("-n") + 1] == "2" and argv[argv.index("--dist") + 1] == "loadgroup"
+    selected = claims.select("faf.eq1", "quick")
+    assert len({c.kind for c in selected}) >= 2  # something to sort
+    items = [SimpleNamespace(claim_id=c.id) for c in selected] + [SimpleNamespace()]
+    audit_plugin.pytest_collection_modifyitems(SimpleNamespace(getoption=lambda name, default=None: 2), items)
+    rank = {kind: audit_plugin.KIND_START_RANK[kind] for kind in claims.KINDS}
+    expected = sorted(selected, key=lambda c: rank[c.kind])  # a stable sort
+    assert items[0] == SimpleNamespace() and [i.claim_id for i in items[1:]] == [c.id for c in expected]
+    assert set(audit_plugin.KIND_START_RANK) == set(claims.KINDS)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table from /proc")
+def test_sigterm_stops_the_workers_and_the_audit_in_one_line(tmp_path):
+    """SIGTERM to ``verify --workers 2`` while the claims run: one line ``interrupted`` on stderr, exit 128 + 15, no
+    report written, no traceback, and no process of the audit left (the xdist workers are its children)."""
+    import os
+    import signal
+    import time
+
+    report = tmp_path / "v.json"
+    process = subprocess.Popen([sys.executable, "-m", "transfertheory.verify", "-k", "faf.thm3", "--workers", "2",
+                                "--json", str(report)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not _children(process.pid):
+            time.sleep(0.2)
+        workers = _children(process.pid)
+        assert workers, "the workers started"
+        time.sleep(2.0)  # the workers collect and start the claims
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert err.strip().splitlines() == ["interrupted"] and "Traceback" not in out
+    assert not report.exists()
+    time.sleep(1.0)
+    assert [pid for pid in workers if _alive(pid)] == []
+
+
+def test_a_closed_stdout_stops_the_audit_silently():
+    """``verify | head -1``: once the reader has gone the audit stops with exit 128 + SIGPIPE and nothing on stderr
+    (no BrokenPipeError traceback, none at the interpreter's last flush)."""
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-m", "transfertheory.verify", "-k", "faf.thm2.2", "--workers", "1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().split() == list(verify.COLUMNS)
+    process.stdout.close()
+    assert process.wait(timeout=300) == 128 + signal.SIGPIPE and process.stderr.read() == ""
+
+
+def _children(pid):
+    """Process ids of the children of ``pid`` (Linux /proc)."""
+    from pathlib import Path
+
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(pid):
+            found.append(int(status.parent.name))
+    return found
+
+
+def _alive(pid):
+    from pathlib import Path
+
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False

@@ -32,10 +32,8 @@ def _mean_is_zero(case):
 
 @pytest.fixture(autouse=True)
 def test_claims(monkeypatch):
-    """The two test claims registered (and the ``-k`` pre-check, which reads the claim modules' source, told
-    about them); COLUMNS pinned as in test_verify."""
+    """The two test claims registered; COLUMNS pinned as in test_verify."""
     monkeypatch.setenv("COLUMNS", str(audit_table.NON_TTY_WIDTH))
-    monkeypatch.setattr(verify, "select_ids", lambda pattern, profile: list(IDS))
     for claim_id in IDS:
         claims.register(claim_id, source="test", statement="a sample mean is near zero", kind="simulation",
                         strategy=lambda profile: st.fixed_dictionaries({"mu": st.floats(0.0, 1.0)}))(_mean_is_zero)

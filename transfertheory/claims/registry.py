@@ -37,6 +37,7 @@ See docs/verify.md for how a module registers a claim.
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import math
 import time
@@ -47,7 +48,6 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .. import _registry
-from ..claim_index import claim_matches
 from .profiles import PROFILE_NAMES, Profile, get_profile
 
 __all__ = [
@@ -250,6 +250,16 @@ def get_claim(claim) -> Claim:
         raise ValueError(f"claim must be a registered claim id, got {claim!r}") from None
 
 
+def claim_matches(pattern, claim) -> bool:
+    """Whether ``pattern`` selects ``claim``: a shell-style glob on the id when it has ``*``, ``?`` or ``[``, else a
+    case-insensitive substring of the id, the source or the method. An empty pattern or None selects every claim."""
+    if not pattern:
+        return True
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(claim.id, pattern)
+    return pattern.lower() in " ".join((claim.id, claim.source, claim.method or "")).lower()
+
+
 def select(pattern=None, profile=None) -> list[Claim]:
     """Claims whose id, source or method matches ``pattern`` (and that run in ``profile``), in order.
 
@@ -260,7 +270,7 @@ def select(pattern=None, profile=None) -> list[Claim]:
     for claim in _REGISTRY.values():
         if profile is not None and get_profile(profile).name not in claim.profiles:
             continue
-        if claim_matches(pattern, claim.id, claim.source, claim.method):
+        if claim_matches(pattern, claim):
             chosen.append(claim)
     return chosen
 

@@ -22,7 +22,7 @@ SECTIONS = (
      ("transfertheory.theory",)),
     ("Simulators: transfertheory.sim", "the training processes the papers analyse", ("transfertheory.sim",)),
     ("Claims registry: transfertheory.claims", "the papers' statements and their checks",
-     ("transfertheory.claims", "transfertheory.claim_index", "transfertheory.audit_table")),
+     ("transfertheory.claims", "transfertheory.audit_table", "transfertheory.audit_plugin")),
     ("Figures registry: transfertheory.figures", "the papers' figures and their builders",
      ("transfertheory.figures",)),
     ("Package: parameters, backends, command lines", "valid ranges, array backends, the CLIs' support",
