@@ -304,7 +304,7 @@ def test_worker_processes_start_the_simulations_first():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table from /proc")
 def test_sigterm_stops_the_workers_and_the_audit_in_one_line(tmp_path):
-    """SIGTERM to ``verify --workers 2`` while the claims run: one line ``interrupted`` on stderr, exit 128 + 15, no
+    """SIGTERM to ``verify --workers 2`` while the claims run: one line ``interrupted (SIGTERM)`` on stderr, exit 128 + 15, no
     report written, no traceback, and no process of the audit left (the xdist workers are its children)."""
     import os
     import signal
@@ -327,7 +327,7 @@ def test_sigterm_stops_the_workers_and_the_audit_in_one_line(tmp_path):
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 128 + signal.SIGTERM
-    assert err.strip().splitlines() == ["interrupted"] and "Traceback" not in out
+    assert err.strip().splitlines() == ["interrupted (SIGTERM)"] and "Traceback" not in out
     assert not report.exists()
     time.sleep(1.0)
     assert [pid for pid in workers if _alive(pid)] == []

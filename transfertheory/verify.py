@@ -24,7 +24,7 @@ UNEXPECTED-PASS or ERROR; 2 on a usage error (argparse, a ``-k`` that is not a k
 claim); 3 when the JSON or CSV report or the ``--store`` folder cannot be written (checked before any claim runs;
 the reports are written under a temporary name and renamed), hypothesis is missing, or the backend is unknown or
 unusable; 130 after Ctrl-C (SIGINT), 128 + the signal's number after SIGTERM (143) or SIGHUP (129): one line
-``interrupted``, no report written, no worker left; 141 (128 + SIGPIPE), silently, when the reader of stdout has gone
+``interrupted`` (``interrupted (SIGTERM)``, ``interrupted (SIGHUP)``), no report written, no worker left; 141 (128 + SIGPIPE), silently, when the reader of stdout has gone
 (``verify | head``).
 """
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pathlib import Path
 from . import _memory, cli_support
 from .audit_table import COLUMNS, format_table, outcome_record, table_width
 from .params import DRAWS, SEED
+from .processes import Interrupted, interrupt_line
 from .threads import available_cores
 
 __all__ = ["COLUMNS", "build_parser", "main", "outcome_record", "format_table", "pytest_args"]
@@ -248,8 +249,9 @@ def main(argv=None):
     if session.config is not None and session.config.stash.get(STDOUT_CLOSED, False):
         return 128 + signal.SIGPIPE  # the reader of the table has gone: nothing to say, to nobody
     if received or session.interrupted:
-        print("interrupted", file=sys.stderr, flush=True)
-        return 128 + (received or [signal.SIGINT])[0]
+        signum = signal.Signals((received or [signal.SIGINT])[0])
+        print(interrupt_line(Interrupted(signum)), file=sys.stderr, flush=True)
+        return 128 + signum
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
     if code == pytest.ExitCode.USAGE_ERROR:
