@@ -177,3 +177,64 @@ def test_deterministic_equivalents_within_their_allowance(spec, teacher, n, sigm
     _within(scratch, scale, allowance)
     _within(tuned, A.fine_tune_risk(lam, beta_s, beta_t[0], n, sigma), allowance)
     _within(scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t[0], n, sigma), allowance)
+
+
+# --------------------------------------------------------------------------- the simulator and the sweep experiment
+
+from transfertheory.sim import get_experiment  # noqa: E402
+from transfertheory.sim.deep_linear import run_transfer_experiment  # noqa: E402
+
+_RUN = dict(d=8, gammas=[0.5, 1.5], thetas=[0.3, 1.2], sigma=0.3, instances=2, methods=("scratch", "linear", "finetune"),
+            ridge=(0.0, 0.2), seed=3, backend="numpy", progress=False)
+
+
+def test_isotropic_spectrum_is_the_default_run_bit_for_bit():
+    """``spectrum="isotropic"`` and the sweep's default point take the isotropic path unchanged (the default run
+    was also compared with the code before anisotropic inputs existed: identical tables and attrs)."""
+    default = run_transfer_experiment(**_RUN)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(default, run_transfer_experiment(**_RUN, spectrum="isotropic"), check_exact=True)
+    record = get_experiment("faf_linear")
+    point = dict(d=8, gamma=0.5, theta=0.4, instances=2, methods=("scratch", "linear"))
+    assert record.point(**point)["spectrum"] == "isotropic" and record.point(**point)["teacher"] == "random"
+    table = record.run(seed=5, **point)
+    direct = run_transfer_experiment(8, [0.5], [0.4], 0.2, 2, methods=("scratch", "linear"), seed=5, progress=False)
+    np.testing.assert_array_equal(np.sort(table["risk"].to_numpy()), np.sort(direct["risk"].to_numpy()))
+
+
+def test_explicit_identity_spectrum_agrees_with_the_isotropic_run():
+    """The Σ code path at Σ = I (eigenvalues given as ones) agrees with the isotropic run to the integrator's
+    rounding (the Σ-normalisation of the drawn teachers rounds differently)."""
+    default = run_transfer_experiment(**_RUN)
+    ones = run_transfer_experiment(**_RUN, spectrum=np.ones(8))
+    np.testing.assert_allclose(ones["risk"], default["risk"], rtol=1e-6, atol=1e-9)
+    assert ones.attrs["spectrum"] == (1.0,) * 8
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(spectrum=[1.0] * 7 + [0.0]), "spectrum: every eigenvalue must be positive"),
+    (dict(spectrum=[1.0] * 7), "spectrum must have d = 8 eigenvalues, got 7"),
+    (dict(spectrum="power:x"), "the decay A of power:A must be a number"),
+    (dict(teacher=np.zeros(8)), "teacher has zero Σ-norm"),
+    (dict(teacher="power:1:middle"), "teacher must be flat"),
+])
+def test_simulator_refuses_bad_spectra_and_teachers_before_any_work(options, message, monkeypatch):
+    from transfertheory.sim.deep_linear import experiment
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("pretraining started before validation")
+
+    monkeypatch.setattr(experiment, "pretrain", no_work)
+    with pytest.raises(ValueError, match=message):
+        run_transfer_experiment(**_RUN, **options)
+
+
+def test_sweep_experiment_validates_spectrum_and_teacher():
+    record = get_experiment("faf_linear")
+    with pytest.raises(ValueError, match="spectrum: the decay A of power:A must be >= 0"):
+        record.point(spectrum="power:-2")
+    with pytest.raises(ValueError, match="teacher must be flat"):
+        record.point(teacher="upside-down")
+    table = record.run(d=8, gamma=2.0, theta=0.5, instances=2, spectrum="power:1", teacher="power:1:bottom")
+    assert table["converged"].all() and (table["spectrum"] == "power:1").all()

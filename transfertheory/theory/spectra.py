@@ -29,7 +29,7 @@ import numpy as np
 from .. import params as P
 
 __all__ = ["SPECTRUM_SYNTAX", "TEACHER_SYNTAX", "spectrum", "check_spectrum", "check_teacher", "sigma_norm",
-           "teacher_profile", "teacher_pair"]
+           "teacher_profile", "teacher_pair", "check_spectrum_text", "check_teacher_text"]
 
 #: the text forms of a spectrum (docs/anisotropic.md)
 SPECTRUM_SYNTAX = "isotropic | power:A (A >= 0) | block:F:H (0 < F < 1, H > 0) | eigenvalues such as 2,1,0.5"
@@ -165,3 +165,17 @@ def teacher_pair(spec, lam, thetas, name="teacher"):
                          f"one eigenvector); give the target explicitly")
     nu = nu / size
     return beta_s, nu, np.cos(t)[:, None] * beta_s + np.sin(t)[:, None] * nu
+
+
+def check_spectrum_text(text, name="spectrum"):
+    """ValueError naming ``name`` unless ``text`` is a valid spectrum spec (:data:`SPECTRUM_SYNTAX`); a family's
+    parameters are checked without its dimension, given eigenvalues in full. Returns ``text``."""
+    head = str(text).strip().split(":")[0]
+    spectrum(text, 2 if head in ("isotropic", "power", "block") else None, name)
+    return text
+
+
+def check_teacher_text(text, name="teacher"):
+    """ValueError naming ``name`` unless ``text`` is a teacher family (:data:`TEACHER_SYNTAX`). Returns ``text``."""
+    teacher_profile(text, 2, name)
+    return text
