@@ -238,3 +238,28 @@ def test_sweep_experiment_validates_spectrum_and_teacher():
         record.point(teacher="upside-down")
     table = record.run(d=8, gamma=2.0, theta=0.5, instances=2, spectrum="power:1", teacher="power:1:bottom")
     assert table["converged"].all() and (table["spectrum"] == "power:1").all()
+
+
+@pytest.mark.parametrize("method", ["linear", "ridge", "finetune"])
+def test_transfer_grid_is_the_pointwise_formulas_and_faf_at_identity(method):
+    from transfertheory.theory.transfer import transfer_risks
+
+    ridge = 0.3 if method == "ridge" else 0.0
+    d, thetas = 60, np.linspace(0, math.pi / 2, 7)
+    n = np.array([6.0, 30.0, 59.0, 60.0, 75.0, 120.0])
+    lam = S.spectrum("power:1.2", d)
+    beta_s, _, beta_t = S.teacher_pair("power:0.8:bottom", lam, thetas)
+    t, r_sc, r_tr = A.transfer_grid(method, lam, beta_s, beta_t, n, 0.4, ridge, depth=3)
+    np.testing.assert_allclose(r_sc, A.scratch_risk(lam, beta_t[:, None, :], n[None, :], 0.4), rtol=1e-12)
+    if method == "finetune":
+        np.testing.assert_allclose(t, A.fine_tune_transferability(lam, beta_s, beta_t[:, None, :], n[None, :], 0.4, 3),
+                                   rtol=1e-10, atol=1e-13)
+    else:
+        limit = A.ridge_transfer_risk_limit(lam, beta_s, beta_t, ridge, depth=3)
+        np.testing.assert_allclose(r_tr, np.broadcast_to(limit[:, None], r_tr.shape), rtol=1e-13)
+    iso = np.ones(d)
+    beta_s, _, beta_t = S.teacher_pair("flat", iso, thetas)
+    grid = A.transfer_grid(method, iso, beta_s, beta_t, n, 0.4, ridge, depth=3)
+    faf = transfer_risks(method, n[None, :] / d, thetas[:, None], 0.4, ridge, limit="flow", depth=3)
+    for ours, theirs in zip(grid, faf):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)

@@ -45,7 +45,7 @@ from .spectra import check_teacher, spectrum
 
 __all__ = ["effective_regularization", "bias_variance", "scratch_risk", "scratch_risk_exact", "ridge_risk",
            "geometry", "linear_transfer_risk", "ridge_transfer_risk", "ridge_transfer_risk_limit",
-           "fine_tune_scale", "fine_tune_risk", "fine_tune_transferability"]
+           "fine_tune_scale", "fine_tune_risk", "fine_tune_transferability", "GRID_METHODS", "transfer_grid"]
 
 #: n of a deterministic equivalent: any real n > 0
 N_REAL = P.Param("n", Interval(0, np.inf, "neither"), description="number of target samples (real in an equivalent)")
@@ -281,3 +281,54 @@ def fine_tune_transferability(lam, beta_s, beta_t, n, sigma, depth=2):
     lam, bs, bt = _teachers(lam, beta_s, beta_t, n=n, sigma=sigma)
     _, gap = _fine_tune(lam, bs, bt, N_REAL.check(n), P.SIGMA.check(sigma), P.DEPTH.scalar(depth))
     return scalar_or_array(gap, bs[..., 0], bt[..., 0], n, sigma)
+
+
+#: the transfer methods of :func:`transfer_grid`
+GRID_METHODS = ("linear", "ridge", "finetune")
+
+
+def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
+    r"""(T, E R_scratch, E R_method), each (Θ, Γ), for the teacher pairs ``beta_t`` (Θ, d) and the sample sizes
+    ``n`` (Γ,): the phase diagram of transfer under Σ (n, d → ∞ at n/d fixed, the spectrum's d).
+
+    Scratch: the deterministic equivalent :func:`scratch_risk` (σ²d/(n − d) above d). ``linear`` and ``ridge``:
+    the n → ∞ limit of the exact one-feature risk, τ² + ρ²λ′²/(1 + λ′)² (:func:`ridge_transfer_risk_limit`;
+    τ² = sin²θ for unit-Σ-norm teachers at Σ-angle θ, whatever Σ). ``finetune``: the deterministic equivalents
+    :func:`fine_tune_risk`, :func:`fine_tune_transferability` (T = 0 for n ≥ d). At Σ = I this is
+    :func:`~.transfer.transfer_risks` with ``limit="flow"``. The sums over the spectrum are matrix products, so a
+    400 × 400 grid at d = 400 costs about 0.1 s.
+    """
+    if method not in GRID_METHODS:
+        raise ValueError(f"method must be one of {GRID_METHODS}, got {method!r}")
+    lam = _spectrum(lam)
+    bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
+    if bs.ndim != 1 or bt.ndim != 2:
+        raise ValueError(f"beta_s must be (d,) and beta_t (Θ, d), got shapes {bs.shape} and {bt.shape}")
+    n_ = np.atleast_1d(N_REAL.check(n))
+    if n_.ndim != 1:
+        raise ValueError(f"n must be a 1-D sequence of sample sizes, got shape {n_.shape}")
+    s, lm, depth = P.SIGMA.scalar(sigma), P.LAM.scalar(ridge, "ridge"), P.DEPTH.scalar(depth)
+    if method != "ridge" and lm != 0:
+        raise ValueError(f"ridge applies to method 'ridge' only, got ridge={lm:g} for method {method!r}")
+    kappa = _kappa(lam, n_, 0.0)
+    _, df2 = _df(lam, kappa)
+    positive = (kappa > 0)[:, None]
+    k = np.where(kappa > 0, kappa, 1.0)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left = 1 - df2 / n_
+        gain = np.where(left > 0, (df2 / n_) / np.where(left > 0, left, 1.0), np.inf)
+        weight = np.where(positive, lam * (k / (lam + k)) ** 2 / left[:, None], 0.0)  # (Γ, d): bias = Σ w β²
+    noise = noise_term(s**2, gain)[None, :]
+    bias_sc = (bt * bt) @ weight.T
+    r_sc = bias_sc + noise
+    if method != "finetune":
+        rho2, tau2, lam_eff = _ridge_transfer_terms(lam, bs[None, :], bt, lm, depth)
+        r_tr = np.broadcast_to((tau2 + rho2 * (lam_eff / (1 + lam_eff)) ** 2)[:, None], r_sc.shape)
+        with np.errstate(invalid="ignore"):
+            return r_sc - r_tr, r_sc, np.array(r_tr)
+    shrink = np.where(positive, k / (lam + k), 0.0)  # I − P ≍ κ(Σ + κ)⁻¹
+    carried = shrink @ (bs * bs)
+    fitted = np.sum(bt * bt, axis=1)[:, None] - (bt * bt) @ shrink.T + noise_term(s**2, 1 / k[:, 0])[None, :]
+    c = np.where(positive[:, 0], _scale_root(carried[None, :], fitted, np.sum(bs * bs), depth), 1.0)
+    bias_ft = c**2 * (weight @ (bs * bs))[None, :] - 2 * c * ((bt * bs) @ weight.T) + bias_sc
+    return bias_sc - bias_ft, r_sc, bias_ft + noise
