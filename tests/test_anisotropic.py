@@ -7,6 +7,7 @@
 * validation at the boundary: bad spectra and teachers are ValueErrors naming the parameter.
 """
 import math
+import os
 
 import numpy as np
 import pytest
@@ -184,8 +185,8 @@ def test_deterministic_equivalents_within_their_allowance(spec, teacher, n, sigm
 from transfertheory.sim import get_experiment  # noqa: E402
 from transfertheory.sim.deep_linear import run_transfer_experiment  # noqa: E402
 
-_RUN = dict(d=8, gammas=[0.5, 1.5], thetas=[0.3, 1.2], sigma=0.3, instances=2, methods=("scratch", "linear", "finetune"),
-            ridge=(0.0, 0.2), seed=3, backend="numpy", progress=False)
+_RUN = dict(d=8, gammas=[0.5, 1.5], thetas=[0.3, 1.2], sigma=0.3, instances=2,
+            methods=("scratch", "linear", "finetune"), ridge=(0.0, 0.2), seed=3, backend="numpy", progress=False)
 
 
 def test_isotropic_spectrum_is_the_default_run_bit_for_bit():
@@ -263,3 +264,54 @@ def test_transfer_grid_is_the_pointwise_formulas_and_faf_at_identity(method):
     faf = transfer_risks(method, n[None, :] / d, thetas[:, None], 0.4, ridge, limit="flow", depth=3)
     for ours, theirs in zip(grid, faf):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- the command line and the figure
+
+
+def test_phase_diagram_under_a_spectrum_writes_the_grid(tmp_path, capsys):
+    import pandas as pd
+
+    from transfertheory import phase_diagram as cli
+
+    args = ["--noise", "0.2", "--spectrum", "power:1.5", "--teacher", "power:1.0", "--resolution", "24",
+            "--spectrum-d", "60", "--out", str(tmp_path)]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "under spectrum power:1.5, teachers power:1.0" in out and "Σ = I:" in out
+    stem = str(tmp_path / "phase_diagram_linear_sigma0.2_spectrum-power-1.5_teacher-power-1.0")
+    table = pd.read_csv(stem + ".csv")
+    lam = S.spectrum("power:1.5", 60)
+    theta = np.sort(table["theta"].unique())
+    beta_s, _, beta_t = S.teacher_pair("power:1.0", lam, theta)
+    gamma = np.sort(table["gamma"].unique())
+    expected = A.transfer_grid("linear", lam, beta_s, beta_t, gamma * 60, 0.2)[0]
+    got = table.pivot(index="theta", columns="gamma", values="transferability").to_numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert all(os.path.exists(stem + suffix) for suffix in (".png", ".json"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--spectrum", "power:-1"], "--spectrum: the decay A of power:A must be >= 0"),
+    (["--spectrum", "1,0,2"], "--spectrum: every eigenvalue must be positive"),
+    (["--spectrum", "power:1", "--teacher", "sideways"], "--teacher must be flat"),
+    (["--teacher", "flat"], "--teacher applies with --spectrum only"),
+    (["--spectrum", "power:1", "--finite-d", "20"], "--finite-d is not available with --spectrum"),
+    (["--spectrum", "2,1", "--spectrum-d", "5"], "--spectrum-d 5 disagrees with the 2 eigenvalues"),
+])
+def test_phase_diagram_refuses_bad_specs_in_one_line(args, message, tmp_path, capsys):
+    from transfertheory import phase_diagram as cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*args, "--out", str(tmp_path)])
+    assert exit_.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in last and "Traceback" not in last
+
+
+def test_faf_aniso_figure_is_registered_with_both_profiles():
+    from transfertheory.figures.catalog import get_figure
+
+    figure = get_figure("faf_aniso")
+    assert set(figure.profiles) >= {"quick", "paper"} and figure.simulates
+    assert figure.profiles["paper"]["d"] > figure.profiles["quick"].get("d", 32)

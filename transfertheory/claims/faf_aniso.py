@@ -42,8 +42,13 @@ _SOURCE = "FaF §3 with anisotropic inputs"
 
 # --------------------------------------------------------------------------- strategies
 
-_SPECTRA = st.one_of(st.floats(0.0, 1.5).map(lambda a: f"power:{a:.4g}"),
-                     st.tuples(st.floats(0.1, 0.5), st.floats(1.0, 5.0)).map(lambda fh: f"block:{fh[0]:.4g}:{fh[1]:.4g}"))
+def _spectra(decay, ratio):
+    """Power laws power:a, a ≤ ``decay``, and two-block spectra block:F:H, F ∈ [0.1, 0.5], H ≤ ``ratio``."""
+    return st.one_of(st.floats(0.0, decay).map(lambda a: f"power:{a:.4g}"),
+                     st.tuples(st.floats(0.1, 0.5), st.floats(1.0, ratio)).map(lambda f: f"block:{f[0]:.4g}:{f[1]:.4g}"))
+
+
+_SPECTRA = _spectra(1.5, 5.0)
 _TEACHERS = st.one_of(st.just("flat"), st.tuples(st.floats(0.0, 1.5), st.sampled_from(("top", "bottom"))).map(
     lambda bw: f"power:{bw[0]:.4g}:{bw[1]}"))
 _NOISE = st.one_of(st.just(0.0), st.floats(0.05, 1.0))
@@ -134,7 +139,8 @@ def _linear(case):
 
 @register("faf.aniso.least-squares", source=f"{_SOURCE}: least squares above d, exact", kind="monte-carlo",
           method="scratch",
-          strategy=lambda profile: st.integers(4, 16).flatmap(lambda d: _point(d=st.just(d), n=st.integers(d + 8, 3 * d + 8))),
+          strategy=lambda profile: st.integers(4, 16).flatmap(
+              lambda d: _point(d=st.just(d), n=st.integers(d + 8, 3 * d + 8))),
           statement="for n ≥ d + 2 the least-squares risk E‖X⁺y − β_t‖²_Σ = σ²d/(n − d − 1) for every Σ")
 def _least_squares(case):
     p = case.params
@@ -166,7 +172,7 @@ def _scratch_equivalent(case):
     return _equivalent(_risk(_pinv_solution(X, y), beta_t, lam), reference, reference, case)
 
 
-@register("faf.aniso.ridge", source=f"{_SOURCE}: ridge regression (HMRT 2022 Thm 5, Bach 2024)", method="ridge",
+@register("faf.aniso.ridge", source=f"{_SOURCE}: ridge regression (Bach 2024 §3)", method="ridge",
           strategy=lambda profile: _equivalent_point(profile, ridge=True),
           statement="ridge (XᵀX + nλ)⁻¹Xᵀy: E R ≍ B + σ²V with κ(1 − df₁(κ)/n) = λ", **_EQUIVALENT)
 def _ridge_equivalent(case):
@@ -199,8 +205,7 @@ def _finetune_equivalent(case):
 def _sim_point(profile):
     """d from the profile, n with |n − d| ≥ 8, n ≥ 9; moderate spectra (a ≤ 1) so every flow converges."""
     lo, hi = profile.sim_d
-    spectra = st.one_of(st.floats(0.0, 1.0).map(lambda a: f"power:{a:.4g}"),
-                        st.tuples(st.floats(0.1, 0.5), st.floats(1.0, 4.0)).map(lambda fh: f"block:{fh[0]:.4g}:{fh[1]:.4g}"))
+    spectra = _spectra(1.0, 4.0)
     return st.integers(lo, hi).flatmap(lambda d: st.fixed_dictionaries({
         "d": st.just(d), "n": st.integers(9, 2 * d).filter(lambda n: abs(n - d) >= 8), "spectrum": spectra,
         "teacher": _TEACHERS, "theta": st.floats(0.0, math.pi / 2), "sigma": st.floats(0.0, 1.0)}))

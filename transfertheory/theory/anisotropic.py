@@ -10,8 +10,8 @@ What each formula is:
   of X, so it reaches the minimum-norm interpolant X⁺y (n < d) or least squares (n > d) for any Σ. For
   n ≥ d + 2 its risk is *exact*: σ² d/(n − d − 1), independent of Σ (:func:`scratch_risk_exact`). For
   n < d, :func:`scratch_risk` is the *deterministic equivalent* (asymptotic in n, d → ∞ at fixed n/d;
-  Hastie, Montanari, Rosset & Tibshirani 2022, Thm 2 and §5, their (19)–(20) in the ridgeless limit; Bach
-  2024, Prop. 3): the effective regularisation κ solves df₁(κ) = Σ λ_i/(λ_i + κ) = n, then
+  Hastie, Montanari, Rosset & Tibshirani 2022, "HMRT", Thm 2, linear model x = Σ^{1/2}z; in the
+  degrees-of-freedom form of Bach 2024, §3): the effective regularisation κ solves df₁(κ) = Σ λ_i/(λ_i + κ) = n, then
   B = κ²βᵀΣ(Σ + κ)⁻²β / (1 − df₂/n), V = σ² (df₂/n)/(1 − df₂/n), df₂ = Σ λ_i²/(λ_i + κ)².
 * **ridge regression** (:func:`ridge_risk`): the same deterministic equivalent with
   κ(1 − df₁(κ)/n) = λ, for the loss (1/2n)‖y − Xβ‖² + (λ/2)‖β‖² (FaF Eq. 14's normalisation).
@@ -90,7 +90,7 @@ def _kappa(lam, n, ridge):
 
 
 def effective_regularization(lam, n, ridge=0.0):
-    r"""κ of the deterministic equivalent (HMRT 2022 Thm 2/5; Bach 2024 Eq. 5): κ(1 − df₁(κ)/n) = λ_ridge,
+    r"""κ of the deterministic equivalent (HMRT 2022 Thm 2 at λ = 0; Bach 2024 §3): κ(1 − df₁(κ)/n) = λ_ridge,
     df₁(κ) = Σ_i λ_i/(λ_i + κ); in the ridgeless case the positive root of df₁(κ) = n for n < d, 0 for n ≥ d."""
     lam = _spectrum(lam)
     check_broadcast(n=n, ridge=ridge)
@@ -112,8 +112,8 @@ def _bias_variance(lam, beta, n, ridge):
 
 def bias_variance(lam, beta, n, ridge=0.0):
     r"""(B, V₁) of the deterministic equivalent of ridge(less) regression: E R ≍ B + σ²V₁ with
-    B = κ²βᵀΣ(Σ + κ)⁻²β/(1 − df₂/n) and V₁ = (df₂/n)/(1 − df₂/n) (HMRT 2022 Thm 2, Eqs. (19)–(20) at
-    λ → 0; Bach 2024 Eqs. 9–10). Ridgeless at n = d: B = 0, V₁ = +inf."""
+    B = κ²βᵀΣ(Σ + κ)⁻²β/(1 − df₂/n) and V₁ = (df₂/n)/(1 − df₂/n) (HMRT 2022 Thm 2 at λ = 0;
+    Bach 2024 §3). Ridgeless at n = d: B = 0, V₁ = +inf."""
     lam = _spectrum(lam)
     beta = check_teacher(beta, lam, "beta")
     check_broadcast(beta=beta[..., 0], n=n, ridge=ridge)
@@ -124,7 +124,7 @@ def bias_variance(lam, beta, n, ridge=0.0):
 def ridge_risk(lam, beta_t, n, sigma, ridge):
     r"""Deterministic equivalent of the ridge-regression risk E‖β̂_λ − β_t‖²_Σ, β̂_λ = (XᵀX + nλ)⁻¹Xᵀy.
 
-    HMRT 2022 Thm 5 (general covariance, ridge), Bach 2024 Prop. 3: κ(1 − df₁(κ)/n) = λ, then
+    Bach 2024 §3 (ridge with general covariance; HMRT 2022 Thm 2 is its λ → 0 limit): κ(1 − df₁(κ)/n) = λ, then
     B + σ²V₁ (:func:`bias_variance`). Asymptotic (n, d → ∞ at fixed n/d); exact only as n → ∞.
     """
     lam = _spectrum(lam)
