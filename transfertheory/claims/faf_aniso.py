@@ -45,7 +45,8 @@ _EQUIVALENT_REASON = ("deterministic equivalents are asymptotic: allowance 3/min
 def _spectra(decay, ratio):
     """Power laws power:a, a ≤ ``decay``, and two-block spectra block:F:H, F ∈ [0.1, 0.5], H ≤ ``ratio``."""
     return st.one_of(st.floats(0.0, decay).map(lambda a: f"power:{a:.4g}"),
-                     st.tuples(st.floats(0.1, 0.5), st.floats(1.0, ratio)).map(lambda f: f"block:{f[0]:.4g}:{f[1]:.4g}"))
+                     st.tuples(st.floats(0.1, 0.5), st.floats(1.0, ratio)).map(
+                         lambda f: f"block:{f[0]:.4g}:{f[1]:.4g}"))
 
 
 _SPECTRA = _spectra(1.5, 5.0)
@@ -99,7 +100,8 @@ def _pinv_solution(X, y):
 # --------------------------------------------------------------------------- exact identities
 
 
-@register("faf.aniso.reduction", source="FaF §3 with anisotropic inputs: Σ = I reduction", kind="exact",
+@register("faf.aniso.reduction", source="FaF §3 with anisotropic inputs: Σ = I reduction",
+          kind="exact",
           statement="at Σ = I every anisotropic formula (scratch, linear and ridge transfer, fine-tuning's corrected "
                     "limit) equals the isotropic FaF formula to rounding, for every teacher family")
 def _reduction(case):
@@ -137,7 +139,8 @@ def _linear(case):
                         A.ridge_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"], p["ridge"]), label=_label(case))
 
 
-@register("faf.aniso.least-squares", source="FaF §3 with anisotropic inputs: least squares above d, exact", kind="monte-carlo",
+@register("faf.aniso.least-squares", source="FaF §3 with anisotropic inputs: least squares above d, exact",
+          kind="monte-carlo",
           method="scratch",
           strategy=lambda profile: st.integers(4, 16).flatmap(
               lambda d: _point(d=st.just(d), n=st.integers(d + 8, 3 * d + 8))),
@@ -161,7 +164,8 @@ def _equivalent(sample, reference, scale, case):
 _EQUIVALENT = dict(kind="monte-carlo", allowance=EQUIVALENT_C, allowance_reason=_EQUIVALENT_REASON)
 
 
-@register("faf.aniso.scratch", source="FaF §3 with anisotropic inputs: minimum-norm interpolation (HMRT 2022 Thm 2)", method="scratch",
+@register("faf.aniso.scratch", source="FaF §3 with anisotropic inputs: minimum-norm interpolation (HMRT 2022 Thm 2)",
+          method="scratch",
           strategy=_equivalent_point,
           statement="for n < d, E‖X⁺y − β_t‖²_Σ ≍ κ²β_tᵀΣ(Σ+κ)⁻²β_t/(1 − df₂/n) + σ²(df₂/n)/(1 − df₂/n) with "
                     "Σ λ_i/(λ_i + κ) = n", **_EQUIVALENT)
@@ -172,7 +176,8 @@ def _scratch_equivalent(case):
     return _equivalent(_risk(_pinv_solution(X, y), beta_t, lam), reference, reference, case)
 
 
-@register("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)", method="ridge",
+@register("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)",
+          method="ridge",
           strategy=lambda profile: _equivalent_point(profile, ridge=True),
           statement="ridge (XᵀX + nλ)⁻¹Xᵀy: E R ≍ B + σ²V with κ(1 − df₁(κ)/n) = λ", **_EQUIVALENT)
 def _ridge_equivalent(case):
@@ -184,7 +189,8 @@ def _ridge_equivalent(case):
     return _equivalent(_risk(beta_hat, beta_t, lam), reference, reference, case)
 
 
-@register("faf.aniso.finetune", source="FaF §3 with anisotropic inputs: fine-tuning's gradient-flow limit", method="finetune",
+@register("faf.aniso.finetune", source="FaF §3 with anisotropic inputs: fine-tuning's gradient-flow limit",
+          method="finetune",
           strategy=_equivalent_point,
           statement="the limit X⁺y + c(I − P)β_s has E R_ft ≍ B(cβ_s − β_t) + σ²V and T_ft ≍ B(β_t) − B(cβ_s − β_t), "
                     "c from ‖β_s‖²c⁴ = c²Σκβ_s²/(λ+κ) + ‖β_t‖² − Σκβ_t²/(λ+κ) + σ²/κ (L = 2)", **_EQUIVALENT)
@@ -255,7 +261,8 @@ def _limits(case):
     return combine(results)
 
 
-@register("faf.aniso.linear.sim", source="FaF §3 with anisotropic inputs: linear transfer by simulation", kind="simulation",
+@register("faf.aniso.linear.sim", source="FaF §3 with anisotropic inputs: linear transfer by simulation",
+          kind="simulation",
           method="linear", strategy=_sim_point, allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON,
           statement="pretraining on ½(β − β_s)ᵀΣ(β − β_s) from small init leaves a rank-one feature along β_s, "
                     "and the mean simulated linear-transfer risk is the exact τ² + (τ² + σ²)/(n − 2)")
@@ -272,7 +279,8 @@ def _linear_sim(case):
     ])
 
 
-@register("faf.aniso.rank-one", source="FaF §3 with anisotropic inputs: rank-one pretrained features", kind="simulation",
+@register("faf.aniso.rank-one", source="FaF §3 with anisotropic inputs: rank-one pretrained features",
+          kind="simulation",
           statement="for any Σ, population pretraining from small init gives W₁ ≈ β_s vᵀ: σ₂/σ₁ ∝ α, left singular "
                     "vector β_s/‖β_s‖, ‖v‖ = ‖β_s‖^{-1/2} (balance)",
           strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(8, 20), "spectrum": _SPECTRA,
