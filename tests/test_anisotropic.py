@@ -315,3 +315,15 @@ def test_faf_aniso_figure_is_registered_with_both_profiles():
     figure = get_figure("faf_aniso")
     assert set(figure.profiles) >= {"quick", "paper"} and figure.simulates
     assert figure.profiles["paper"]["d"] > figure.profiles["quick"].get("d", 32)
+
+
+def test_fine_tuning_equivalent_claim_holds_where_the_scratch_scaled_allowance_failed():
+    """``verify --explore`` drew this point (β_t ≈ −β_s, teachers on the top of a steep spectrum, σ = 0), where the
+    fine-tuning risk is 3.5× the scratch risk: the allowance relative to the scratch risk alone failed it
+    (z = +15.9 after confirmation); relative to the larger risk it holds (measured C ≈ 2.0 < 3)."""
+    from transfertheory import claims
+
+    point = {"theta": 3.043109138286672, "d": 28, "n": 12, "teacher": "power:1.234:top", "sigma": 0.0,
+             "spectrum": "power:1.234"}
+    outcome = claims.check_point(claims.get_claim("faf.aniso.finetune"), point, "quick")
+    assert outcome.status == claims.PASS, outcome.result.detail
