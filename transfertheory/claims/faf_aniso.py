@@ -125,7 +125,7 @@ def _reduction(case):
 # --------------------------------------------------------------------------- exact formulas against Monte Carlo
 
 
-@register("faf.aniso.linear", source="FaF §3 with anisotropic inputs: one-feature (ridge) regression, exact at finite n",
+@register("faf.aniso.linear", source="FaF §3 with anisotropic inputs: one-feature regression, exact at finite n",
           kind="monte-carlo", method="linear", strategy=_head_point,
           statement="linear transfer on the balanced feature β_s vᵀ (‖v‖ = ‖β_s‖^{-1/2}, L = 2): "
                     "E‖bβ_s − β_t‖²_Σ = τ² + ρ²E[c²/(s+c)²] + (τ² + σ²)E[s/(s+c)²], s ~ χ²_n, c = nλ‖β_s‖/‖β_s‖²_Σ; "
