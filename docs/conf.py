@@ -41,7 +41,7 @@ napoleon_google_docstring = False
 # The site's navigation, appended to index.md at build time (docs/index.md stays a plain table on GitHub).
 site_toctree = [
     ("Start", ["getting_started", "tutorial_faf", "tutorial_merlin", "tutorial_tdr", "tutorial_mtl"]),
-    ("Theory", ["linear", "relu", "distances", "merlin", "tdr", "mtl", "errata", "glossary"]),
+    ("Theory", ["linear", "anisotropic", "relu", "distances", "merlin", "tdr", "mtl", "errata", "glossary"]),
     ("Results", ["gallery/index", "audit/index", "figures", "phase_diagram", "verify", "sweeps"]),
     ("Reference", ["api/index", "cli/index"]),
     ("Development", ["architecture", "simulator", "backend", "testing", "benchmarks", "site"]),

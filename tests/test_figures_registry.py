@@ -25,7 +25,7 @@ from transfertheory.figures import catalog, gallery, output, registry
 from transfertheory.params import PROFILE_NAMES
 
 FAF = ("faf_fig1", "faf_fig2", "faf_fig3", "faf_fig4", "faf_fig5", "faf_fig6", "faf_fig7")
-ALL = (*FAF, "faf_finetune_depth", "merlin_fig", "mtl_fig1", "tdr_fig")  # every registered figure, sorted by name
+ALL = ("faf_aniso", *FAF, "faf_finetune_depth", "merlin_fig", "mtl_fig1", "tdr_fig")  # every registered figure, sorted by name
 TINY_SIM = ["--simulate", "--sim-d", "12", "--sim-draws", "2", "--sim-gammas", "2", "--resolution", "8"]
 
 

@@ -6,7 +6,8 @@ It draws T(γ, θ) = E[R_scratch − R_transfer] for linear transfer (FaF Fig. 1
 by default what gradient flow converges to, with the paper's Eq. 17 boundary overlaid) or ridge linear transfer
 (Eqs. 10 and 15), writes the figure, the tidy CSV of the grid and its metadata JSON, and prints a summary.
 Fine-tuning's gradient-flow limit depends on the network's depth (``--depth L``, default 2; the summary prints
-θ*(L) at γ = ½).
+θ*(L) at γ = ½). ``--spectrum SPEC [--teacher SPEC]`` draws the diagram for anisotropic inputs x ~ N(0, Σ)
+(:mod:`transfertheory.figures.faf_aniso`, docs/anisotropic.md).
 
 Exit codes: 0 success, 1 output folder not writable (checked before any work), 2 usage error, 3 array backend
 unknown or unusable, 4 the simulation does not fit in memory (``--max-memory``), 130 interrupted (Ctrl-C), 143
@@ -15,6 +16,7 @@ SIGTERM, 129 SIGHUP (:mod:`transfertheory.figures.cli`). See docs/phase_diagram.
 from __future__ import annotations
 
 import argparse
+import re
 
 from ._memory import set_limit
 from .cli_support import exit_process
@@ -22,6 +24,7 @@ from .figures import cli
 from .figures import phase_diagram as figure
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
 from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SIGMA
+from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
 from .theory.methods import get_method
 
 __all__ = ["build_parser", "output_name", "main", "NOISE", "RIDGE"]
@@ -31,9 +34,10 @@ __all__ = ["build_parser", "output_name", "main", "NOISE", "RIDGE"]
 NOISE, RIDGE = SIGMA.with_range(high=1e12, closed="both"), LAM.with_range(high=1e12, closed="both")
 
 
-def output_name(method, sigma, lam=0.0, finite_d=None, depth=2):
+def output_name(method, sigma, lam=0.0, finite_d=None, depth=2, spectrum=None, teacher=None):
     """``phase_diagram_{method}_sigma{σ}`` + ``_lam{λ}`` (ridge) + ``_L{L}`` (a depth other than 2) + ``_d{D}``
-    (finite d)."""
+    (finite d) + ``_spectrum-{SPEC}_teacher-{SPEC}`` (anisotropic inputs; characters other than letters, digits and
+    dots become ``-``)."""
     name = f"phase_diagram_{method}_sigma{sigma:g}"
     if method == "ridge":
         name += f"_lam{lam:g}"
@@ -41,6 +45,9 @@ def output_name(method, sigma, lam=0.0, finite_d=None, depth=2):
         name += f"_L{depth}"
     if finite_d is not None:
         name += f"_d{finite_d}"
+    if spectrum is not None:
+        name += "".join(f"_{what}-" + re.sub(r"[^A-Za-z0-9.]+", "-", str(spec))[:40]
+                        for what, spec in (("spectrum", spectrum), ("teacher", teacher)))
     return name
 
 
@@ -70,6 +77,14 @@ def build_parser():
                         help=f"largest γ = n/d, in {GAMMA_MAX.interval} (default 2)")
     parser.add_argument("--resolution", type=RESOLUTION.arg_type(), default=400, metavar="N",
                         help=f"grid points per axis, an integer in {RESOLUTION.interval} (default 400)")
+    aniso = parser.add_argument_group(
+        "anisotropic inputs", "x ~ N(0, Σ), Σ = diag(spectrum); θ is the angle in the Σ inner product and the risk "
+        "‖β̂ − β_t‖²_Σ; deterministic equivalents at dimension --spectrum-d (docs/anisotropic.md)")
+    aniso.add_argument("--spectrum", default=None, metavar="SPEC", help=f"the spectrum: {SPECTRUM_SYNTAX}")
+    aniso.add_argument("--teacher", default=None, metavar="SPEC",
+                       help=f"where the teachers sit on the spectrum: {TEACHER_SYNTAX} (default flat)")
+    aniso.add_argument("--spectrum-d", type=D.with_range(low=2).arg_type(), default=None, metavar="D",
+                       help="dimension d of a spectrum family (default 400; given eigenvalues set d themselves)")
     cli.add_output_arguments(parser, fmt="png")
     sim = parser.add_argument_group(
         "simulation", "gradient-flow runs of the deep linear network (L = --depth; α = 1e-5 at L = 2, 10^(−3/(L−2)) "
@@ -85,10 +100,39 @@ def build_parser():
     return parser
 
 
+def _validate_spectrum(parser, args):
+    """The anisotropic flags: valid specs, and none of the flags that the diagram under a spectrum lacks."""
+    if args.spectrum is None:
+        given = [flag for flag, value in (("--teacher", args.teacher), ("--spectrum-d", args.spectrum_d))
+                 if value is not None]
+        if given:
+            parser.error(f"{', '.join(given)} applies with --spectrum only")
+        return
+    for flag, value in (("--finite-d", args.finite_d), ("--simulate", args.simulate or None),
+                        ("--limit paper", args.limit == "paper" or None)):
+        if value is not None:
+            parser.error(f"{flag} is not available with --spectrum (the diagram under Σ is the gradient-flow limit's "
+                         "deterministic equivalent; simulate it with the faf_aniso figure)")
+    args.teacher = "flat" if args.teacher is None else args.teacher
+    try:
+        check_spectrum_text(args.spectrum, "--spectrum")
+        check_teacher_text(args.teacher, "--teacher")
+    except ValueError as err:
+        parser.error(str(err))
+    head = args.spectrum.strip().split(":")[0]
+    if head not in ("isotropic", "power", "block"):
+        count = len([p for p in args.spectrum.split(",") if p.strip()])
+        if args.spectrum_d not in (None, count):
+            parser.error(f"--spectrum-d {args.spectrum_d} disagrees with the {count} eigenvalues of --spectrum")
+        args.spectrum_d = count
+    args.spectrum_d = 400 if args.spectrum_d is None else args.spectrum_d
+
+
 def _validate(parser, args):
     """Checks between flags (each flag's own range is checked by its ``type``); errors exit 2 with the usage line.
     ``--noise -0`` and ``--lam -0`` are 0 (so is every name and record made of them)."""
     args.noise, args.lam = args.noise + 0.0, args.lam + 0.0  # -0.0 + 0.0 is 0.0
+    _validate_spectrum(parser, args)
     if args.lam != 0 and args.method != "ridge":
         parser.error("--lam applies to --method ridge only")
     if args.depth is not None and args.method != "finetune":
@@ -121,6 +165,16 @@ def main(argv=None):
     backend = cli.check_before_work(args, simulates=args.simulate)
     timer = cli.Timer()
     set_limit(args.max_memory)
+    if args.spectrum is not None:
+        from .figures import faf_aniso
+
+        output = faf_aniso.phase_output(args.method, args.noise, args.spectrum, args.teacher, args.spectrum_d,
+                                        args.gamma_max, args.resolution, args.lam, args.depth)
+        return cli.write_and_report(output, output_name(args.method, args.noise, args.lam, None, args.depth,
+                                                        args.spectrum, args.teacher), args,
+                                    title=f"Transferability phase diagram under Σ = {args.spectrum}",
+                                    sources=("FaF Eq. 13",), backend=None,
+                                    runtime_s=timer.elapsed)
     grid = figure.compute_phase_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit, args.depth)
     points, parameters = None, {}

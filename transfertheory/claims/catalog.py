@@ -10,3 +10,4 @@ from . import tdr_sim  # noqa: F401  TDR §5.1, §6 by training the ReLU network
 from . import mtl  # noqa: F401  MTL §4, App. B: deep ReLU NNGP/NTK, MTL and ANIL kernels (Lemmas 1, 3–5)
 from . import merlin_sim  # noqa: F401  MeRLin §5 by training: Lemma 4, Thm 1 (fine-tuning, joint), Thm 2
 from . import mtl_sim  # noqa: F401  MTL §4 against random and trained finite-width networks (sim.mtl)
+from . import faf_aniso  # noqa: F401  beyond FaF §3: anisotropic inputs (exact, deterministic equivalents, simulator)

@@ -13,6 +13,7 @@ from . import faf_fig5  # noqa: F401
 from . import faf_fig6  # noqa: F401
 from . import faf_fig7  # noqa: F401
 from . import faf_finetune_depth  # noqa: F401  θ*(γ, L) of fine-tuning against depth (not in the paper)
+from . import faf_aniso  # noqa: F401  transfer with anisotropic inputs (not in the paper)
 from . import tdr_fig  # noqa: F401  TDR §6 by training
 from . import faf_fig4  # noqa: F401  FaF Fig. 4 (ReLU student–teacher, by simulation)
 from . import merlin_fig  # noqa: F401  MeRLin §5 by training

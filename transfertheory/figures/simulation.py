@@ -100,30 +100,34 @@ def simulation_alpha(depth):
     return 1e-5 if depth == 2 else 10.0 ** (-3.0 / (depth - 2))
 
 
-def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth):
-    """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ)."""
+def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, inputs=None):
+    """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ); ``inputs``:
+    its ``spectrum`` and ``teacher`` fields when given."""
     axes = dict(gamma=[int(n) / d for n in ns], theta=[float(t) for t in thetas])
     fixed = dict(d=int(d), sigma=float(sigma), instances=int(draws), methods=list(methods), lam=float(lam),
-                 depth=int(depth), alpha=simulation_alpha(depth))
+                 depth=int(depth), alpha=simulation_alpha(depth), **(inputs or {}))
     return runner.rows(dict(experiment="faf_linear", seed=int(seed), fixed=fixed, axes=axes), f"faf_linear d={d}")
 
 
-def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2):
+def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2,
+             spectrum=None, teacher=None):
     """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
-    ``ridge``: λ of linear transfer.
+    ``ridge``: λ of linear transfer; ``spectrum``, ``teacher``: anisotropic inputs (text specs of
+    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw).
 
     With a :data:`SWEEP_RUNNER` set and a single λ, the points run through the sweep engine: each (γ, θ) point
     draws from its own seed, so the numbers are statistically, not bitwise, those of the in-process run (several
     λ stay in process: they share their target draws there).
     """
     runner = SWEEP_RUNNER.get()
+    inputs = {k: v for k, v in (("spectrum", spectrum), ("teacher", teacher)) if v is not None}
     if runner is not None and len(ridge) == 1:
-        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth)
+        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth, inputs)
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(
         d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, alpha=simulation_alpha(depth),
-        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress,
+        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress, **inputs,
     )
 
 

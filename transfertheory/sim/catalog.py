@@ -1,6 +1,7 @@
 """The registered experiments: one :class:`~.records.Experiment` per simulator, thin wrappers over its entry point.
 
-* ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:func:`.deep_linear.run_transfer_experiment`);
+* ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:func:`.deep_linear.run_transfer_experiment`), with
+  isotropic inputs by default or a ``spectrum`` and ``teacher`` family (docs/anisotropic.md);
 * ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at one μ over the sample sizes ``ns``
   (:func:`.relu_teacher.run_transfer_experiment`; the pretrained students are shared by the ``ns``);
 * ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.merlin.run_comparison`; the
@@ -29,6 +30,7 @@ from ..theory import mtl as MTL
 from ..theory.methods import METHODS as METHOD_RECORDS
 from ..theory.methods import get_method
 from ..theory.relu import MU, M_STAR, TEACHER_OUTPUTS
+from ..theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
 from .convergence import Convergence, convergence_columns
 from .deep_linear.training import TARGET_FLOW as FAF_LINEAR_FLOW
 from .integrator import SCHEMES, SETTING_RANGES
@@ -59,13 +61,18 @@ _MAX_TIME, _RTOL, _GTOL = SETTING_RANGES["max_time"], SETTING_RANGES["rtol"], SE
 # --------------------------------------------------------------------------- FaF §3 deep linear
 
 
+def _teacher_text(text):
+    return text if text == "random" else check_teacher_text(text)
+
+
 def _faf_linear(p, seed, backend):
     from .deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["instances"], depth=p["depth"],
                                    alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
                                    backend=backend, tol=p["tol"], max_time=p["max_time"], rtol=p["rtol"],
-                                   progress=False)
+                                   progress=False, spectrum=p["spectrum"],
+                                   teacher=None if p["teacher"] == "random" else p["teacher"])
 
 
 FAF_LINEAR = Experiment(
@@ -76,7 +83,11 @@ FAF_LINEAR = Experiment(
             Field("alpha", 1e-5, P.ALPHA), Field("methods", ("scratch", "linear"), choices=("scratch", "linear",
                                                                                             "finetune"), sequence=True),
             Field("lam", 0.0, P.LAM), Field("tol", FAF_LINEAR_FLOW.gtol, _GTOL),
-            Field("max_time", FAF_LINEAR_FLOW.max_time, _MAX_TIME), Field("rtol", FAF_LINEAR_FLOW.rtol, _RTOL)),
+            Field("max_time", FAF_LINEAR_FLOW.max_time, _MAX_TIME), Field("rtol", FAF_LINEAR_FLOW.rtol, _RTOL),
+            Field("spectrum", "isotropic", text=check_spectrum_text, syntax=SPECTRUM_SYNTAX,
+                  description="input covariance spectrum (docs/anisotropic.md); isotropic: FaF's x ~ N(0, I)"),
+            Field("teacher", "random", text=_teacher_text, syntax="random | " + TEACHER_SYNTAX,
+                  description="where β_s, β_t sit on the spectrum; random: the isotropic draw, Σ-normalised")),
     example=dict(d=8, gamma=0.5, theta=0.5, instances=2, methods=("scratch", "linear", "finetune")),
     simulate=_faf_linear)
 

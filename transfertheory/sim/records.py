@@ -27,8 +27,9 @@ __all__ = ["Field", "Experiment"]
 
 @dataclass(frozen=True)
 class Field:
-    """One parameter of an experiment: ``param`` (numeric range) or ``choices`` (allowed strings), its
-    ``default`` and whether its value is a non-empty ``sequence`` of such items."""
+    """One parameter of an experiment: ``param`` (numeric range), ``choices`` (allowed strings) or ``text`` (a
+    string checked by a callable that raises ValueError, e.g. a spectrum spec), its ``default`` and whether its
+    value is a non-empty ``sequence`` of such items."""
 
     name: str
     default: Any
@@ -36,19 +37,27 @@ class Field:
     choices: tuple | None = None
     sequence: bool = False
     description: str = ""
+    text: Callable[[str], Any] | None = None
+    syntax: str = ""  #: the valid strings of a ``text`` field, in words
 
     def __post_init__(self):
-        if (self.param is None) == (self.choices is None):
-            raise ValueError(f"field {self.name!r} needs exactly one of param and choices")
+        if sum(x is not None for x in (self.param, self.choices, self.text)) != 1:
+            raise ValueError(f"field {self.name!r} needs exactly one of param, choices and text")
 
     def range_text(self) -> str:
         """The valid values in words (``an integer >= 1``, ``one of ('a', 'b')``), per item for a sequence."""
-        item = self.param.range_text() if self.param is not None else f"one of {self.choices}"
+        item = (self.param.range_text() if self.param is not None else f"one of {self.choices}" if self.choices
+                else self.syntax)
         return f"a non-empty list, each {item}" if self.sequence else item
 
     def _item(self, value):
         if self.param is not None:
             return self.param.scalar(value, self.name)
+        if self.text is not None:
+            if not isinstance(value, str):
+                raise ValueError(f"{self.name} must be a string ({self.syntax}), got {value!r}")
+            self.text(value)
+            return value
         if not isinstance(value, str) or value not in self.choices:
             raise ValueError(f"{self.name} must be one of {self.choices}, got {value!r}")
         return value

@@ -31,6 +31,7 @@ from ..integrator import FlowResult, FlowSettings, flow_state_bytes
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
+from ...theory.spectra import sigma_norm, spectrum as parse_spectrum, teacher_pair
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
 from .training import TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
@@ -52,28 +53,40 @@ _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
 # --------------------------------------------------------------------------- draws
 
 
-def task_vectors(d: int, thetas, seed):
+def task_vectors(d: int, thetas, seed, spectrum=None, teacher=None):
     """Unit β_s, unit ν ⊥ β_s and β_t(θ) = cos θ β_s + sin θ ν (Θ, d), drawn from spawn key (0,) of ``seed``.
 
     The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
-    can reproduce the same tasks.
+    can reproduce the same tasks. With a ``spectrum`` (eigenvalues of a diagonal Σ) the same draw is
+    normalised and orthogonalised in the Σ inner product; a ``teacher`` family
+    (:func:`~transfertheory.theory.spectra.teacher_pair`) replaces the draw (docs/anisotropic.md).
     """
+    if teacher is not None:
+        return teacher_pair(teacher, np.ones(d) if spectrum is None else spectrum, thetas)
     gen = generator(root_seed(seed), 0)
     beta_s = gen.standard_normal(d)
-    beta_s /= np.linalg.norm(beta_s)
     nu = gen.standard_normal(d)
+    if spectrum is not None:
+        beta_s /= sigma_norm(beta_s, spectrum)
+        nu -= np.sum(spectrum * nu * beta_s) * beta_s
+        nu /= sigma_norm(nu, spectrum)
+        return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
+    beta_s /= np.linalg.norm(beta_s)
     nu -= (nu @ beta_s) * beta_s
     nu /= np.linalg.norm(nu)
     return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
 
 
-def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, instance: int):
+def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, instance: int, spectrum=None):
     """(X, Y) of the target draw (γ index, instance) of ``seed``: spawn key (2, γ index, instance).
 
-    X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ).
+    X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ). With a
+    ``spectrum`` λ (d,) the rows are x = z·√λ for the same draws z (x ~ N(0, diag λ)).
     """
     gen = generator(root_seed(seed), 2, gamma_index, instance)
     X = gen.standard_normal((n, d))
+    if spectrum is not None:
+        X = X * np.sqrt(spectrum)
     eps = sigma * gen.standard_normal(n)
     return X, X @ beta_t.T + eps[:, None]
 
@@ -101,6 +114,12 @@ class _Plan:
     linear_solver: str
     feature_cutoff: float | None
     chunk_size: int | None
+    spectrum: np.ndarray | None = None  # eigenvalues of a diagonal Σ (None: Σ = I)
+    teacher: object = None  # a teacher family or the source's coefficients (None: the random draw)
+
+    def risk(self, diff):
+        """‖β̂ − β_t‖²_Σ of each row of ``diff`` (‖·‖² at Σ = I)."""
+        return (diff**2).sum(axis=1) if self.spectrum is None else (diff**2 * self.spectrum).sum(axis=1)
 
     @property
     def flow_methods(self) -> list:
@@ -118,7 +137,7 @@ def _min_n(methods) -> int:
 
 
 def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, flow, init, linear_solver,
-          feature_cutoff, chunk_size) -> _Plan:
+          feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
     d = _D.scalar(d)
     gammas = P.GAMMA.sequence(gammas, "gammas")
@@ -137,13 +156,17 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
         raise ValueError(f"linear_solver must be 'exact' or 'flow', got {linear_solver!r}")
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    isotropic = spectrum is None or (isinstance(spectrum, str) and spectrum.strip() == "isotropic")
+    lam = None if isotropic else parse_spectrum(spectrum, d)
+    if teacher is not None:  # the family's syntax and its Σ-norm, before any work
+        task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
         d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=P.THETA.sequence(thetas, "thetas"),
         sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
         methods=methods, ridge=P.LAM.sequence(ridge, "ridge"), seed=root_seed(seed), flow=flow, init=init,
         linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
-        chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size),
+        chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size), spectrum=lam, teacher=teacher,
     )
 
 
@@ -207,8 +230,8 @@ class _Chunk:
 
 def _chunk(plan: _Plan, draws, beta_t) -> _Chunk:
     """Draw the target sets of ``draws`` and reduce them to Σ̂, ĉ and ‖y‖²/n (one X per draw, shared by all θ)."""
-    stats = [_target_statistics(*target_draw(plan.d, plan.ns[gi], beta_t, plan.sigma, plan.seed, gi, i))
-             for gi, i in draws]
+    stats = [_target_statistics(*target_draw(plan.d, plan.ns[gi], beta_t, plan.sigma, plan.seed, gi, i,
+                                             plan.spectrum)) for gi, i in draws]
     gram, c, y2 = (np.stack(s) for s in zip(*stats))
     return _Chunk(draws, gram, c, y2, np.repeat(beta_t[None], len(draws), axis=0).reshape(-1, plan.d))
 
@@ -274,7 +297,7 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
             holds = np.repeat(to_host(assumption22_margin(arch, scratch0)) > 0, n_theta)
         else:
             holds = pre.assumption22_margin > 0
-        risk = ((beta_hat[:, mi].reshape(-1, d) - chunk.targets) ** 2).sum(axis=1)
+        risk = plan.risk(beta_hat[:, mi].reshape(-1, d) - chunk.targets)
         frames.append(_rows(plan, chunk, method, risk, **convergence_columns(flow.convergence[rows]),
                             beta_grad_norm=flow.residual[rows], loss=flow.loss[rows], imbalance_drift=drift[rows],
                             assumption22=holds))
@@ -303,7 +326,7 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
             flow = totals.add(train(LastLayerLoss(target, F, lam), w0, plan.flow))
             beta_hat = flow.y @ F.T
             convergence, loss = flow.convergence.requiring(pre_ok), flow.loss
-        risk = ((to_host(beta_hat) - chunk.targets) ** 2).sum(axis=1)
+        risk = plan.risk(to_host(beta_hat) - chunk.targets)
         frames.append(_rows(plan, chunk, "linear", risk, lam=lam, imbalance_drift=np.nan, beta_grad_norm=np.nan,
                             assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), loss=loss,
                             **convergence_columns(convergence)))
@@ -343,6 +366,8 @@ def run_transfer_experiment(
     progress=None,
     max_memory=None,
     flow: FlowSettings = TARGET_FLOW,
+    spectrum=None,
+    teacher=None,
 ) -> pd.DataFrame:
     r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
 
@@ -399,6 +424,15 @@ def run_transfer_experiment(
         variable ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available now. The peak memory is estimated
         from the arguments (:func:`_memory_estimate`) before any work: the draws are chunked to fit, and a
         run whose output table (or one draw) does not fit is refused.
+    spectrum : None, str or sequence of d positive floats
+        Anisotropic inputs x ~ N(0, diag λ) (docs/anisotropic.md): a family (``"power:1.5"``, ``"block:0.25:8"``,
+        :data:`~transfertheory.theory.spectra.SPECTRUM_SYNTAX`) or the eigenvalues; the source loss becomes
+        ½(β − β_s)ᵀΣ(β − β_s), the rows x = z·√λ, the risk ‖β̂ − β_t‖²_Σ, and the drawn teachers are
+        normalised in the Σ-norm with θ the Σ-angle. None (default): Σ = I, bit for bit the isotropic run.
+    teacher : None, str or sequence of d floats
+        A teacher family (``"flat"``, ``"power:1"``, ``"power:1:bottom"``,
+        :data:`~transfertheory.theory.spectra.TEACHER_SYNTAX`) or the source's coefficients, placing β_s and
+        β_t(θ) on the spectrum (:func:`~transfertheory.theory.spectra.teacher_pair`); None: the random draw.
     flow : :class:`~transfertheory.sim.integrator.FlowSettings`
         The integrator's settings of the target flows (scratch, fine-tuning,
         linear transfer by flow): :data:`~.training.TARGET_FLOW` (tol 1e-6,
@@ -423,15 +457,15 @@ def run_transfer_experiment(
     """
     flow = flow.updated(gtol=tol, max_time=max_time, rtol=rtol, names={"gtol": "tol"})
     plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, flow, init, linear_solver,
-                 feature_cutoff, chunk_size)
+                 feature_cutoff, chunk_size, spectrum, teacher)
     xp = resolve_backend(backend)
     size = _chunk_draws(plan, xp, max_memory)
     arch = Architecture(plan.d, plan.depth)
-    beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed)
+    beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed, plan.spectrum, plan.teacher)
     pre = basis = None
     if "linear" in plan.methods or "finetune" in plan.methods:
         pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1),
-                       init=plan.init, backend=backend_name(xp))
+                       init=plan.init, backend=backend_name(xp), spectrum=plan.spectrum)
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.draws
     frames, totals = [], _Totals()
@@ -452,4 +486,8 @@ def run_transfer_experiment(
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
                     rtol=plan.flow.rtol, tol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
+    if plan.spectrum is not None or plan.teacher is not None:
+        df.attrs.update(spectrum=None if plan.spectrum is None else tuple(plan.spectrum),
+                        teacher=plan.teacher if plan.teacher is None or isinstance(plan.teacher, str)
+                        else tuple(np.asarray(plan.teacher, float)))
     return df

@@ -63,19 +63,26 @@ class EndToEndLoss(ABC):
 
 
 class PopulationLoss(EndToEndLoss):
-    """Population source loss ½E(f − y)² = ½‖β − β_s‖² + const (FaF Eq. 4); ``beta_s`` (1, d) or (b, d)."""
+    """Population source loss ½E(f − y)² = ½(β − β_s)ᵀΣ(β − β_s) + const (FaF Eq. 4 at Σ = I); ``beta_s`` (1, d)
+    or (b, d); ``spectrum`` the eigenvalues (d,) of a diagonal input covariance Σ, None for Σ = I
+    (docs/anisotropic.md)."""
 
-    def __init__(self, arch: Architecture, beta_s):
+    def __init__(self, arch: Architecture, beta_s, spectrum=None):
         self.arch, self.beta_s, self.xp = arch, beta_s, get_backend(beta_s)
+        self.spectrum = None if spectrum is None else self.xp.asarray(spectrum, dtype=beta_s.dtype)[None, :]
 
     def beta_gradient(self, beta, rows, with_loss=True):
-        """∇_βL = β − β_s (and L if ``with_loss``)."""
-        g = beta - self.beta_s
-        return (g, 0.5 * self.xp.sum(g * g, axis=1)) if with_loss else g
+        """∇_βL = Σ(β − β_s) (and L if ``with_loss``)."""
+        r = beta - self.beta_s
+        if self.spectrum is None:
+            return (r, 0.5 * self.xp.sum(r * r, axis=1)) if with_loss else r
+        g = self.spectrum * r
+        return (g, 0.5 * self.xp.sum(r * g, axis=1)) if with_loss else g
 
     def curvatures(self, rows):
-        """∇²_βL = I."""
-        return self.xp.ones((len(rows), self.arch.d), dtype=self.beta_s.dtype)
+        """∇²_βL = Σ (diagonal)."""
+        ones = self.xp.ones((len(rows), self.arch.d), dtype=self.beta_s.dtype)
+        return ones if self.spectrum is None else ones * self.spectrum
 
 
 class LeastSquaresLoss(EndToEndLoss):

@@ -107,7 +107,7 @@ class PretrainResult:
 
 @guarded_entry_point
 def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian", flow: FlowSettings = PRETRAIN_FLOW,
-             backend=None, max_memory=None, **settings) -> PretrainResult:
+             backend=None, max_memory=None, spectrum=None, **settings) -> PretrainResult:
     r"""Gradient flow on the population source loss from W_l(0) = αW̄_l (FaF Lemma 3.3, Thm 3.4).
 
     ``beta_s`` a host vector; ``backend`` a backend name (None: ``TRANSFERTHEORY_BACKEND``, default auto);
@@ -121,7 +121,8 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
     rtol = 1e-6, gtol = 1e-10 run. (gtol must sit above the integrator's
     error floor: at rtol = 1e-4 the flow cannot get ‖∇L‖ below ~1e-9.) ``max_memory``: the memory guard's
     limit; the flow of the (L − 1)d² + d weights and the d × d SVD of the features are refused before any draw
-    when they exceed it.
+    when they exceed it. ``spectrum``: eigenvalues (d,) of a diagonal input covariance Σ, the source loss then
+    ½(β − β_s)ᵀΣ(β − β_s) (docs/anisotropic.md); None: Σ = I.
     """
     flow = flow.updated(**settings)
     xp = resolve_backend(backend)
@@ -129,7 +130,7 @@ def pretrain(arch: Architecture, beta_s, alpha: float, *, seed=0, init="gaussian
                  max_memory=max_memory, params={"d": arch.d, "depth": arch.depth})
     beta_s = to_device(np.asarray(beta_s, dtype=np.float64), xp)
     y0 = to_device(init_weights(arch, alpha, [as_generator(seed, "seed")], init), xp)
-    result = train(PopulationLoss(arch, beta_s[None, :]), y0, flow)
+    result = train(PopulationLoss(arch, beta_s[None, :], spectrum), y0, flow)
     svals = to_host(xp.linalg.svd(feature_matrix(arch, result.y)[0], compute_uv=False))
     D0, D1 = conserved_imbalance(arch, y0), conserved_imbalance(arch, result.y)
     imbalance = sum(float(to_host(xp.linalg.norm(a[0]) + xp.linalg.norm(b[0] - a[0]))) for a, b in zip(D0, D1))

@@ -1,0 +1,200 @@
+r"""Transfer with anisotropic inputs (not in the paper; docs/anisotropic.md): drawings of the ``faf_aniso`` figure and
+of the phase diagram under a spectrum (``python -m transfertheory.phase_diagram --spectrum …``).
+
+The numbers come from :mod:`.aniso_data`; this module draws them:
+
+* ``faf_aniso`` — how the phase boundary T = 0 of linear transfer and of fine-tuning moves with the decay a of a
+  power-law spectrum λ_k ∝ k^(−a) and with where the teachers sit on it (coefficients ∝ k^(−b) on the top or the
+  bottom of the spectrum): (a), (b) the boundaries on the (γ, θ) plane (deterministic equivalents, θ the
+  Σ-angle); (c), (d) simulated slices at one θ (mean ± SE of the paired R_scratch − R_transfer) against the
+  deterministic equivalent at the simulated d (curves) and the Monte Carlo of the limit points (agreement).
+* :func:`phase_output` — the transferability diagram of one method under one spectrum and teacher family: (a)
+  the sign of T with its T = 0 boundary and FaF's isotropic boundary dashed; (b) slices at θ = π/8, π/4, 3π/8.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import aniso_data as data
+from . import stats
+from .marks import legend_outside
+from .output import FigureOutput, use_agg
+from .phase_grid import THETA_MAX, grid_surface
+from .registry import Figure, register
+
+__all__ = ["NAME", "build", "plot", "phase_output", "FIGURE"]
+
+NAME = "faf_aniso"
+_PLACEMENT_STYLE = {"top": "-", "bottom": "--"}
+_THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
+_LABELS = {"linear": "linear transfer", "finetune": "fine-tuning (gradient-flow limit)", "ridge": "ridge transfer"}
+
+
+def _zero_contour(ax, gamma, theta, t, **style):
+    """The T = 0 line of T[θ, γ] (non-finite values left out)."""
+    values = np.where(np.isfinite(t), t, np.nan)
+    if np.nanmin(values) < 0 < np.nanmax(values):
+        ax.contour(gamma, theta, values, levels=[0.0], **style)
+
+
+def _boundary_panel(ax, grids, method, decays, placements, colours, title):
+    for a in decays:
+        for place in placements:
+            gamma, theta, t = grids[method, a, place]
+            if method == "finetune":  # T ≡ 0 for γ ≥ 1 (nothing is carried over): no boundary there
+                t = np.where(gamma[None, :] < 1, t, np.nan)
+            _zero_contour(ax, gamma, theta, t, colors=[colours[a]], linestyles=[_PLACEMENT_STYLE[place]],
+                          linewidths=1.5)
+    for a in decays:
+        ax.plot([], [], color=colours[a], label=f"a = {a:g}")
+    for place in placements:
+        ax.plot([], [], "k", ls=_PLACEMENT_STYLE[place], label=f"teachers on the {place}")
+    ax.axvline(1.0, color="k", lw=0.6, ls=":")
+    ax.set(xlabel="γ = n/d", ylabel="Σ-angle θ", ylim=(0, THETA_MAX), title=title)
+    ax.set_yticks(*_THETA_TICKS)
+
+
+def _slice_panel(ax, points, method, decays, colours, theory, title):
+    part = points[points["method"] == method]
+    for a in decays:
+        for place, rows in part[part["decay"] == a].groupby("placement"):
+            gamma, values = theory[method, a, place]
+            ax.plot(gamma, values, color=colours[a], ls=_PLACEMENT_STYLE[place], lw=1.2)
+            ax.errorbar(rows["gamma"], rows["transferability_mean"], yerr=rows["transferability_se"], fmt="o",
+                        ms=4, capsize=2, color=colours[a], mfc="white" if place == "bottom" else None,
+                        label=f"a = {a:g}, teachers on the {place}")
+    ax.axhline(0.0, color="k", lw=0.6)
+    ax.axvline(1.0, color="k", lw=0.6, ls=":")
+    ax.set(xlabel="γ = n/d", ylabel="T = E[R_scratch − R_transfer]", title=title)
+    low, high = ax.get_ylim()
+    ax.set_ylim(max(low, -1.05), min(high, 1.05))
+
+
+def plot(grids, points, theory, decays, sim_decays, placements, sigma, theta, b):
+    """(a), (b) boundaries per decay and placement; (c), (d) simulated slices with the equivalents (module doc)."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 10), layout="constrained")
+    colours = {a: f"C{j}" for j, a in enumerate(sorted({*decays, *sim_decays}))}
+    _boundary_panel(axes[0, 0], grids, "linear", decays, placements, colours, "(a) linear transfer: T = 0")
+    _boundary_panel(axes[0, 1], grids, "finetune", decays, placements, colours, "(b) fine-tuning: T = 0")
+    d, draws = int(points["d"].iloc[0]), int(points["n_draws"].max())
+    for ax, method, tag in ((axes[1, 0], "linear", "(c)"), (axes[1, 1], "finetune", "(d)")):
+        _slice_panel(ax, points, method, sim_decays, colours, theory,
+                     f"{tag} {method} at θ = {stats.format_angle(theta)}: simulation ± SE\n(d = {d}, {draws} draws; "
+                     f"lines: deterministic equivalent at d = {d})")
+    for ax in axes.ravel():
+        legend_outside(ax, "below", fontsize=8, ncol=2)
+    fig.suptitle(f"Transfer with anisotropic inputs: spectrum λ_k ∝ k^(−a), teachers ∝ k^(−{b:g}) on the top or the "
+                 f"bottom, σ = {sigma:g}")
+    return fig
+
+
+def _slice_theory(points, sigma, theta, b, gammas):
+    """The deterministic equivalent of T along the slice at the simulated d, per (method, decay, placement)."""
+    d = int(points["d"].iloc[0])
+    out = {}
+    for (method, a, place), _ in points.groupby(["method", "decay", "placement"]):
+        lam, beta_s, beta_t = data.task(f"power:{a:g}", data.teacher_spec(b, place), d, [theta])
+        t = data.A.transfer_grid(method, lam, beta_s, beta_t, gammas * d, sigma)[0][0]
+        out[method, a, place] = (gammas, np.where(np.isfinite(t), t, np.nan))
+    return out
+
+
+def build(decays=(0.0, 0.75, 1.5), sim_decays=(0.0, 1.5), placements=("top", "bottom"), b=1.0, sigma=0.2,
+          theory_d=200, resolution=121, gamma_max=2.0, d=32, draws=20, gammas=(0.3125, 0.5, 0.6875, 1.375, 2.0),
+          theta=math.pi / 4, mc_draws=1000, seed=0, backend=None, progress=None):
+    """Simulate and draw ``faf_aniso`` (module docstring); ``data`` is the simulated points, one row per
+    (method, decay, placement, γ), each against the Monte Carlo of the limit points."""
+    grids = data.boundary_grids(("linear", "finetune"), sigma, decays, placements, b, theory_d, gamma_max, resolution)
+    points = data.simulate_points(d, draws, gammas, theta, sigma, sim_decays, placements, b, seed, backend, progress,
+                                  mc_draws)
+    curve = np.linspace(gamma_max / 200, gamma_max, 200)
+    fig = plot(grids, points, _slice_theory(points, sigma, theta, b, curve), decays, sim_decays, placements, sigma,
+               theta, b)
+    parameters = dict(decays=list(decays), sim_decays=list(sim_decays), placements=list(placements), b=b,
+                      sigma=sigma, theory_d=theory_d, resolution=resolution, gamma_max=gamma_max, d=d, draws=draws,
+                      gammas=list(gammas), theta=theta, mc_draws=mc_draws, seed=seed)
+    lines = (f"faf_aniso: boundaries for a in {list(decays)} (deterministic equivalents, d = {theory_d}); "
+             f"simulated slice θ = {theta:.4g} at d = {d}, {draws} draws, a in {list(sim_decays)}",
+             *stats.agreement_lines(points, "transferability", f"d = {d}, {draws} draws, against the Monte Carlo "
+                                                                 f"of the limit points ({mc_draws} draws)"))
+    return FigureOutput(fig, points, data.POINT_COLUMN_DEFINITIONS, parameters, lines,
+                        agreement=stats.agreement_record(points, "transferability"))
+
+
+FIGURE = register(Figure(
+    name=NAME,
+    title="Transfer with anisotropic inputs: phase boundaries against the spectral decay and the teachers' place",
+    description="Not in the paper. Inputs x ~ N(0, Σ) with a power-law spectrum λ_k ∝ k^(−a) (tr Σ = d); source "
+    "and target teachers with coefficients ∝ k^(−b) on the top or the bottom of the spectrum, at Σ-angle θ; risk "
+    "‖β̂ − β_t‖²_Σ. (a), (b) the T = 0 boundaries of linear transfer and fine-tuning on the (γ, θ) plane from the "
+    "deterministic equivalents (HMRT 2022); a = 0 is FaF's isotropic diagram. (c), (d) gradient-flow simulations on "
+    "one θ slice (mean ± SE) with the deterministic equivalent at the simulated d; the agreement counts compare each "
+    "point with the Monte Carlo expectation of the limit points at the simulated size.",
+    sources=("FaF Eq. 13", "FaF Thm 3.9"),
+    build=build,
+    profiles={"quick": dict(),
+              "paper": dict(decays=(0.0, 0.5, 1.0, 1.5, 2.0), sim_decays=(0.0, 1.0, 2.0), theory_d=500,
+                            resolution=241, d=100, gammas=(0.31, 0.5, 0.69, 1.38, 2.0), mc_draws=2000)},
+))
+
+
+# --------------------------------------------------------------------------- the command line's diagram
+
+
+def _phase_figure(grid, iso, method, sigma, spectrum, teacher, d):
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    gamma, theta, t = grid_surface(grid)
+    fig, (ax_sign, ax_slices) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
+    ax_sign.pcolormesh(gamma, theta, np.sign(t), cmap="RdBu", vmin=-1.5, vmax=1.5, shading="nearest")
+    _zero_contour(ax_sign, gamma, theta, t, colors=["k"], linewidths=1.5)
+    _zero_contour(ax_sign, *grid_surface(iso), colors=["0.4"], linestyles=["--"], linewidths=1.2)
+    ax_sign.plot([], [], "k", label="T = 0 under Σ")
+    ax_sign.plot([], [], color="0.4", ls="--", label="T = 0 at Σ = I (FaF)")
+    ax_sign.set(xlabel="γ = n/d", ylabel="Σ-angle θ", title="(a) sign of T (red: negative transfer)")
+    ax_sign.set_yticks(*_THETA_TICKS)
+    for j, (th, label) in enumerate(zip(_THETA_TICKS[0][1:4], _THETA_TICKS[1][1:4])):
+        k = int(np.argmin(np.abs(theta - th)))
+        ax_slices.plot(gamma, np.where(np.isfinite(t[k]), t[k], np.nan), color=f"C{j}", label=f"θ = {label}")
+        iso_t = grid_surface(iso)[2][k]
+        ax_slices.plot(gamma, np.where(np.isfinite(iso_t), iso_t, np.nan), color=f"C{j}", ls=":", lw=1)
+    ax_slices.plot([], [], "k:", lw=1, label="Σ = I (FaF)")
+    ax_slices.axhline(0.0, color="k", lw=0.6)
+    ax_slices.set(xlabel="γ = n/d", ylabel="T", ylim=(-1.05, 1.05), title="(b) slices")
+    for ax in (ax_sign, ax_slices):
+        legend_outside(ax, "below", fontsize=8, ncol=2)
+    fig.suptitle(f"Transferability, {_LABELS[method]}: spectrum {spectrum}, teachers {teacher}, σ = {sigma:g}, "
+                 f"d = {d} (deterministic equivalents)")
+    return fig
+
+
+def _opening(grid):
+    """The smallest grid θ with T < 0 at some γ < 1 (NaN if none)."""
+    gamma, theta, t = grid_surface(grid)
+    opens = (np.nan_to_num(t, nan=0.0) < 0) & (gamma[None, :] < 1)
+    return float(np.broadcast_to(theta[:, None], opens.shape)[opens].min()) if opens.any() else math.nan
+
+
+def phase_output(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, resolution=400, lam=0.0, depth=2):
+    """The command line's diagram under a spectrum: a :class:`~.output.FigureOutput` whose data is the tidy grid
+    (:data:`~.aniso_data.GRID_COLUMN_DEFINITIONS`)."""
+    grid = data.phase_grid(method, sigma, spectrum, teacher, d, gamma_max, resolution, lam, depth)
+    iso = data.phase_grid(method, sigma, "isotropic", "flat", d, gamma_max, resolution, lam, depth)
+    negative = lambda g: float(np.mean(np.nan_to_num(grid_surface(g)[2], nan=0.0) < 0))  # noqa: E731
+    angle = lambda v: "none" if math.isnan(v) else f"{math.degrees(v):.2f}°"  # noqa: E731
+    lines = (f"{_LABELS[method]} under spectrum {spectrum}, teachers {teacher}, σ = {sigma:g}"
+             + (f", λ = {lam:g}" if method == "ridge" else "") + f", d = {d} (deterministic equivalents)",
+             f"negative transfer (T < 0): {negative(grid):.2%} of the grid (Σ = I: {negative(iso):.2%})",
+             f"γ < 1 negative region opens at θ = {angle(_opening(grid))} (Σ = I: {angle(_opening(iso))})")
+    parameters = dict(method=method, sigma=sigma, spectrum=str(spectrum), teacher=str(teacher), d=d, lam=lam,
+                      depth=depth, gamma_max=gamma_max, resolution=resolution, limit="flow")
+    columns = grid.column_names()
+    return FigureOutput(_phase_figure(grid, iso, method, sigma, spectrum, teacher, d), grid.columns(),
+                        {c: data.GRID_COLUMN_DEFINITIONS[c] for c in columns}, parameters, lines)
+
