@@ -247,3 +247,18 @@ def test_the_estimate_of_short_points_is_not_zero_seconds():
                                                                               "4.4 min"]
     line = engine._estimate_line(0.3, "median of 5 stored points", 880, 1)
     assert line == "estimated 4.4 min on 1 worker(s) for 880 points (300 ms per point, median of 5 stored points)"
+
+
+def test_minus_zero_and_zero_are_one_point_of_a_sweep():
+    from transfertheory.sweep.store import point_id
+
+    assert point_id("faf_linear", 1, {"sigma": -0.0, "gammas": [0.5, -0.0]}, 0) == \
+        point_id("faf_linear", 1, {"sigma": 0.0, "gammas": [0.5, 0.0]}, 0)
+    assert point_id("faf_linear", 1, {"sigma": 0.1}, 0) != point_id("faf_linear", 1, {"sigma": 0.0}, 0)
+
+
+def test_an_integer_beyond_64_bits_is_named_as_such_before_any_work(tmp_path, capsys):
+    assert sweep_cli.main(["run", "faf_fig1", "--store", str(tmp_path / "s"), "--set", f"d={2**64}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --set d: d: an integer must be below 2**64") and err.count("\n") == 1
+    assert not (tmp_path / "s" / "points").exists() or not list((tmp_path / "s" / "points").iterdir())

@@ -93,6 +93,8 @@ def as_real_array(value, name: str) -> np.ndarray:
         arr = np.asarray(value)
     except (TypeError, ValueError):  # ragged nested sequences
         arr = None
+    if arr is not None and arr.dtype == object and any(type(v) is int for v in np.ravel(arr)):
+        raise ValueError(f"{name}: an integer must be below 2**64 (a real number can be written 1e20), got {value!r}")
     if arr is None or arr.dtype.kind not in "iuf" or _holds_bool(value):
         raise ValueError(f"{name} must be a real number or array of reals, got {value!r}")
     arr = arr.astype(float)

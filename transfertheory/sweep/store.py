@@ -52,8 +52,20 @@ _POINT_NAME = re.compile(r"^[0-9a-f]{16}\.parquet$")
 
 def point_id(experiment, version, point, seed) -> str:
     """16 hex digits of SHA-256 over (experiment name, version, parameters, base seed) as canonical JSON."""
-    text = json.dumps([experiment, int(version), point, int(seed)], sort_keys=True, separators=(",", ":"))
+    text = json.dumps([experiment, int(version), _signless_zeros(point), int(seed)], sort_keys=True,
+                      separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _signless_zeros(value):
+    """``value`` with every float -0.0 made 0.0 (one point, one id: ``sigma = -0`` is ``sigma = 0``)."""
+    if isinstance(value, float):
+        return value + 0.0
+    if isinstance(value, dict):
+        return {k: _signless_zeros(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_signless_zeros(v) for v in value]
+    return value
 
 
 class NotAStoreError(ValueError):
