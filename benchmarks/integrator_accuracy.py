@@ -7,7 +7,7 @@ at several (rtol, tol) pairs and compares every per-draw risk with a tight refer
 limit depends on the path); scratch at n > d has a unique limit. Prints, per setting: wall time,
 gradient evaluations, max |Δ risk| per draw and of the mean per (method, γ, θ), and the largest
 imbalance drift (FaF Eq. 35). These are the numbers behind the theorem checks' allowance
-(tests/test_deep_linear.py) and docs/simulator.md.
+(tests/sim/test_deep_linear.py) and docs/simulator.md.
 
 Examples::
 

@@ -26,7 +26,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 strict_backend.register()
 
-#: the claims as tests (``tests/test_claims.py``) and the audit options (``--claims-profile``, ``--audit-json``, …)
+#: the claims as tests (``tests/claims/test_claims.py``) and the audit options (``--claims-profile``, ``--audit-json``, …)
 pytest_plugins = ["transfertheory.audit_plugin"]
 
 

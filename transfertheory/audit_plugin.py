@@ -3,7 +3,7 @@ r"""The claims as pytest tests, and the audit table: the pytest plugin behind ``
 Every claim of the registry (:mod:`transfertheory.claims`) in the selected size profile is one test: a
 :class:`ClaimItem` that runs the claim at all its points (:func:`transfertheory.claims.run`) and fails when its status
 is unexpected (FAIL, UNEXPECTED-PASS, ERROR; a KNOWN-ERRATUM claim passes when the erratum is demonstrated). A test
-module asks for them with one line, ``test_claims = ClaimTests()`` (``tests/test_claims.py`` does; so does this
+module asks for them with one line, ``test_claims = ClaimTests()`` (``tests/claims/test_claims.py`` does; so does this
 module, which ``verify`` collects); the items carry the marker ``theorem`` (and ``slow`` for a slow claim), the
 claim's source and method as keywords (``-k ridge``), and the mark ``xdist_group`` of a shared computation
 (``--dist loadgroup`` runs the claims that share one in the same worker).

@@ -1,6 +1,6 @@
 r"""The claims registry: the papers' statements, each with the check that holds the package to it.
 
-``python -m transfertheory.verify`` runs them (docs/verify.md); ``tests/test_claims.py`` generates the
+``python -m transfertheory.verify`` runs them (docs/verify.md); ``tests/claims/test_claims.py`` generates the
 ``theorem`` tests from the same records. Public API:
 
 * :class:`Claim`, :func:`register` — a record and the decorator that registers a check function;

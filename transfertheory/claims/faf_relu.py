@@ -5,7 +5,7 @@ a target teacher f_t* of m* unit neurons and a source teacher without a random f
 Each claim samples x and computes the defining expectation directly — products of ReLU features, the
 squared error of two networks, a least-squares regression on sampled features, the projection residual
 over random teachers — and compares it with :mod:`transfertheory.theory.relu` by the 4-SE rule.
-The estimators are public here so that tests/test_relu.py runs them over wider hypothesis ranges.
+The estimators are public here so that tests/theory/test_relu.py runs them over wider hypothesis ranges.
 """
 from __future__ import annotations
 

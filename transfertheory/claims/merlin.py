@@ -5,7 +5,7 @@ coordinates, target law D_t = the k = 1 case. The independent computations here 
 package's moment formulas: the laws are enumerated from their definition (every x ∈ {−1, 0, 1}^d with
 its probability, f evaluated neuron by neuron), drawn with the package's samplers for Monte Carlo, and
 the minimizers are searched with L-BFGS from random starts (the gradients used there are the package's,
-checked against finite differences in tests/test_merlin.py; the values compared are exact losses).
+checked against finite differences in tests/theory/test_merlin.py; the values compared are exact losses).
 """
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def _phi_prime_mtl_last_line(case):
 
 
 #: the literal Eq. 16 loses up to ~ε·cond(Φ_ANIL) relative to max|F| in its dense solve; checks against it allow
-#: LITERAL_EQ16_ROUNDING·ε·cond(Φ_ANIL)·max|F| (one constant for the claims and tests/test_mtl.py)
+#: LITERAL_EQ16_ROUNDING·ε·cond(Φ_ANIL)·max|F| (one constant for the claims and tests/theory/test_mtl.py)
 LITERAL_EQ16_ROUNDING = 500
 
 

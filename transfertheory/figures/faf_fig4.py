@@ -333,7 +333,7 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     ``max_time`` is the budget of the scratch flows; the linear-transfer flows, solved in closed form, run to
     :data:`LINEAR_MAX_TIME`, so that each meets L̂ − min L̂ ≤ 1e-6. ``rtol`` (the scratch flows' integrator
     tolerance; None: the simulator's) and ``loss_tol`` (FaF's stopping rule) are there to check that the figure's
-    numbers do not depend on them (tests/test_figure_tolerances.py).
+    numbers do not depend on them (tests/figures/test_figure_tolerances.py).
     """
     import pandas as pd
 

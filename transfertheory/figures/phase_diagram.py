@@ -175,7 +175,7 @@ def _surface_facets(x, y, z, count=SURFACE_FACETS):
     Each facet is the perimeter of one cell of the subsample (:func:`_facet_edges`) without its non-finite points
     (where the surface is cut); a facet with none left is not drawn. Returns the facets as one facets × vertices × 3
     array when they are all whole and of one size (as ``plot_surface`` passes them), else as a list of vertices × 3
-    arrays, row by row; the means are ``plot_surface``'s to the last bit (tests/test_phase_diagram.py)."""
+    arrays, row by row; the means are ``plot_surface``'s to the last bit (tests/figures/test_phase_diagram.py)."""
     rows, cols = _facet_edges(z.shape[0], count), _facet_edges(z.shape[1], count)
     row, col = (a.ravel() for a in np.meshgrid(rows[:-1], cols[:-1], indexing="ij"))
     height, width = (a.ravel() for a in np.meshgrid(np.diff(rows), np.diff(cols), indexing="ij"))

@@ -28,7 +28,7 @@ What each formula is:
   (asymptotic), using λ(Σ̂ + λ)⁻¹ ≍ κ(Σ + κ)⁻¹ for I − P and tr((XXᵀ)⁻¹) ≍ 1/κ.
 
 At Σ = I every function reduces to the isotropic one of :mod:`.linear` / :mod:`.fine_tuning` to rounding
-(tests/test_anisotropic.py). Arguments: ``lam`` the spectrum (d,) (a sequence or a :func:`~.spectra.spectrum`
+(tests/theory/test_anisotropic.py). Arguments: ``lam`` the spectrum (d,) (a sequence or a :func:`~.spectra.spectrum`
 spec); teachers (…, d); ``n`` (a real n > 0 in a deterministic equivalent, an integer where exact) and σ
 broadcast against the teachers' leading shape. Validated once here; scalars in → float out.
 """

@@ -24,7 +24,7 @@ Two limits of training, which differ when σ > 0:
   :func:`fine_tune_transferability_corrected`; at finite size the per-draw c has
   no closed-form expectation and :func:`fine_tune_flow_expectation` averages it
   by Monte Carlo. The simulator's gradient flow agrees with this limit, not
-  with Eq. 142 (tests/test_deep_linear.py).
+  with Eq. 142 (tests/sim/test_deep_linear.py).
 
 Vectorized closed forms (scalar in → float out); singular points as in
 :mod:`.scratch` (``+inf`` risk where the noise term diverges with σ > 0).

@@ -46,7 +46,7 @@ class Solver(ABC):
 
     ``name``: the scheme's name (``scheme=`` of the settings and simulators); ``peak_state_copies``: the (B, P)
     arrays the integration holds at its peak with this scheme, besides what the gradient callable allocates (the
-    simulators' memory estimates multiply by it, :func:`~.flow.flow_state_bytes`, which tests/test_memory.py holds
+    simulators' memory estimates multiply by it, :func:`~.flow.flow_state_bytes`, which tests/foundation/test_memory.py holds
     against the peak that tracemalloc traces); ``ranges``: each numeric parameter's valid range.
     """
 

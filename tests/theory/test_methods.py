@@ -325,7 +325,7 @@ def _estimate(name, rng, x, y, beta_s, lam):
     return fine_tune_estimate(x, y, beta_s)
 
 
-#: (n, d, θ, σ): |n − d| ≥ 8 with σ > 0 and n ≥ 9 give every risk a finite 4th moment (tests/test_linear.py)
+#: (n, d, θ, σ): |n − d| ≥ 8 with σ > 0 and n ≥ 9 give every risk a finite 4th moment (tests/theory/test_linear.py)
 MC_CASES = [(10, 24, 0.7, 0.3), (30, 12, 1.9, 0.5), (9, 20, 0.3, 0.0), (16, 16, 2.5, 0.0)]
 
 

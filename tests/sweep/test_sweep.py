@@ -20,7 +20,7 @@ from transfertheory.sweep import NAMED_SWEEPS, Store, parse_spec, point_id, run_
 from transfertheory.sweep.__main__ import main
 from transfertheory.sweep.engine import Task, compute_point, plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # 12 FaF §3 points of a fraction of a second each: long enough to be killed in the middle
 LINEAR_TOML = """

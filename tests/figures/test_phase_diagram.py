@@ -538,7 +538,7 @@ def test_module_entry_point_exit_codes():
 
 
 def test_help_lists_the_simulation_flags():
-    """--simulate and its options (exercised end to end in tests/test_figures_sim.py)."""
+    """--simulate and its options (exercised end to end in tests/figures/test_figures_sim.py)."""
     text = cli.build_parser().format_help()
     for flag in ("--simulate", "--sim-d", "--sim-draws", "--sim-gammas", "--paper-size", "--seed", "--backend"):
         assert flag in text

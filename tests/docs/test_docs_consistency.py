@@ -26,7 +26,7 @@ import pytest
 from transfertheory.claims.profiles import PROFILES
 from transfertheory.figures.catalog import figures
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 _COMMAND = re.compile(r"python -m transfertheory[\w.]*(?: [^`#\n]*)?|python benchmarks/\w+\.py(?: [^`#\n]*)?")
@@ -274,7 +274,7 @@ def test_each_glossary_term_links_the_glossary_where_a_page_first_uses_it(path):
 # --- runnable examples ------------------------------------------------------------------------------------
 
 #: the pages that document a module of the package: each shows it in a ```python example that the docs
-#: examples test runs (tests/test_docs_examples.py)
+#: examples test runs (tests/docs/test_docs_examples.py)
 MODULE_PAGES = ("distances.md", "linear.md", "merlin.md", "mtl.md", "phase_diagram.md", "relu.md", "simulator.md",
                 "tdr.md", "figures.md", "verify.md", "architecture.md")
 

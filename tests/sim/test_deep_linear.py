@@ -4,7 +4,7 @@ Exact identities (chain gradients, low-rank stages, the rotated flow, the factor
 convergence reporting (saddle guard, γ = 1), reproducibility (chunking, the strict device stand-in),
 backends and bad input. The theorem checks against the simulator (Lemma 3.3, Thms 3.4–3.9, the
 fine-tuning erratum) are claims of the registry (``transfertheory/claims/faf_linear_sim.py``; ``python -m
-transfertheory.verify -k faf.thm3``), run by ``tests/test_claims.py``.
+transfertheory.verify -k faf.thm3``), run by ``tests/claims/test_claims.py``.
 """
 import numpy as np
 import pandas as pd

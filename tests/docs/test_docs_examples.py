@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FILE_BUDGET_S = 60.0
 
 _OPEN = re.compile(r"^(\s*)```python\s*$")

@@ -22,7 +22,7 @@ from transfertheory.sweep.store import Store, read_store
 
 from test_sweep import LINEAR_TOML
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # test_sweep's 12 FaF §3 points of a fraction of a second each (d = 6), without fine-tuning: a run of them can be
 # killed in the middle

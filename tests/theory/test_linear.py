@@ -5,7 +5,7 @@ Three kinds of check (docs/testing.md):
 * exact identities and limits of the closed forms (deterministic);
 * the Monte Carlo checks of the finite-size forms against their defining
   expectations are claims of the registry (``transfertheory/claims/faf_linear.py``),
-  the record-level ones in ``tests/test_methods.py``;
+  the record-level ones in ``tests/theory/test_methods.py``;
 * bad input: every public function raises ``ValueError`` naming the parameter.
 
 Rotation invariance makes β_s = e₁, β_t = cos θ e₁ + sin θ e₂ WLOG: the rows

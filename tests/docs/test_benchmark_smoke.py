@@ -12,7 +12,7 @@ from transfertheory import backend
 
 pytestmark = pytest.mark.meta  # each test runs a benchmark script in a fresh process
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "benchmarks", "bench_deep_linear.py")
 
 

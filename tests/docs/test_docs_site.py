@@ -18,7 +18,7 @@ import pytest
 from transfertheory.claims import CLAIMS, KNOWN_ERRATUM
 from transfertheory.figures.catalog import figures
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 

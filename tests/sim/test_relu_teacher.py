@@ -410,7 +410,7 @@ def test_fig4_statistics_are_clustered_by_teacher():
 def test_simulation_claims_fail_when_perturbed(monkeypatch, claim, name, wrong):
     """Each claim against the simulator turns FAIL in the quick profile when what it checks is off: ‖P⊥ f_t*‖²
     scaled by 0.98 or 1.02 (Eq. 21), pretraining against a source whose output weights are off by ±5%, equal μ in
-    the growth claim. (Their PASS at quick is tests/test_claims.py's.) The registry's confirmation of an unexpected
+    the growth claim. (Their PASS at quick is tests/claims/test_claims.py's.) The registry's confirmation of an unexpected
     result is run at 1× here instead of 4× (the same size, fresh draws), to keep the test short."""
     import functools
 

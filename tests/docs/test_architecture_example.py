@@ -9,7 +9,7 @@ from test_docs_examples import collect_examples
 from transfertheory import claims, sim
 from transfertheory.figures import catalog, registry
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 HEADING = "## Worked example: adding a fifth paper"
 
 

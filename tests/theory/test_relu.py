@@ -1,7 +1,7 @@
 r"""Checks of :mod:`transfertheory.theory.relu` (FaF §4, App. C; derivations in docs/relu.md).
 
 Every closed form is compared with an independent computation. The claims registry
-(transfertheory/claims/faf_relu.py, run by tests/test_claims.py and ``python -m transfertheory.verify``)
+(transfertheory/claims/faf_relu.py, run by tests/claims/test_claims.py and ``python -m transfertheory.verify``)
 holds four of them at a few points each: the kernel, the projection and the population loss against
 Monte Carlo, and the growth of ‖P⊥ f_t*‖² with μ. This module reuses the claims' estimators and adds:
 
