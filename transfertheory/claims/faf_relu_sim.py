@@ -30,8 +30,9 @@ from .registry import combine, register
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess",
            "BOUNDARY_SIZES", "BoundaryLocation", "boundary_location", "boundary_agreement"]
 
-#: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2
-SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 1000, 100, 4)}
+#: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2 (d, m,
+#: m*) with its 10 teacher draws
+SIZES = {"quick": (10, 50, 10, 6), "full": (20, 200, 20, 10), "paper": (100, 1000, 100, 10)}
 #: probe inputs of the kernel comparison and fresh inputs of the loss Monte Carlo (per teacher)
 PROBES, LOSS_SAMPLES = 300, 100_000
 #: the loss Monte Carlo evaluates at most this many features (teachers × inputs × m) at a time (~160 MB float64)

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from . import phase_diagram as pdg
 from .registry import Figure, register, retired_entry_point
-from .simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
+from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
 
 __all__ = ["NAME", "SIGMA", "build"]
 
@@ -70,6 +70,7 @@ FIGURE = register(Figure(
     profiles={"quick": dict(d=64, draws=20, gammas=8, resolution=200),
               "paper": dict(d=500, draws=20, gammas=8, resolution=400)},
     extra_suffixes=("_grid",),
+    paper_sizes=PAPER_SIZES,
 ))
 
 

@@ -52,8 +52,10 @@ NAMED_SWEEPS = {
                                          ns=[36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256],
                                          teachers=6, max_time=3e4, pretrain_max_time=1e5),
                      axes=dict(mu=[0.125, 0.1875, 0.25, 0.3125, 0.375])),
-            paper=dict(draws=10, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
-                                            teachers=10),
+            # FaF App. D.2: 10 teachers × 100 data sets, 1e5 steps at rate 0.01·m = flow time 2e3 (the package's
+            # losses carry a ½, FaF's do not)
+            paper=dict(draws=100, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
+                                             teachers=10, max_time=2e3, pretrain_max_time=2e3),
                        axes=dict(mu=[0.2, 0.35, 0.5, 0.65, 0.8])))),
     "merlin": dict(
         experiment="merlin", description="MeRLin §5: every algorithm against the target size n_t",
