@@ -44,13 +44,15 @@ def pretraining_memory(teachers, m, m_star, d) -> float:
 
 @guarded_entry_point
 def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLOW, atol=1e-6, max_memory=None,
-                    **settings):
+                    first=0, **settings):
     """Students (B, m) from FaF's initialization trained on the exact population loss against teachers (B, m*, d).
 
     ``flow``: the integrator's settings, :data:`PRETRAIN_FLOW` unless given; keyword ``settings`` (``max_time``,
     ``gtol``, ``loss_tol``, ``rtol``, …) override it. Stops per instance at ‖m∇L‖ ≤ gtol (status ``converged``),
     loss ≤ ``loss_tol`` (``loss_tol``, FaF's rule) or t = ``max_time`` (flow time; the paper's iterations ×
-    0.01). ``atol``: the integrator's absolute local error tolerance.
+    0.01). ``atol``: the integrator's absolute local error tolerance. ``first``: the initializations are those
+    of students ``first`` … ``first + B − 1`` of one draw from ``rng`` (the students of a chunk of a larger batch
+    start where they would in the whole batch).
     ``max_memory``: the memory guard's limit (bytes or ``"64G"``, :mod:`transfertheory._memory`); pretraining
     whose peak (:func:`pretraining_memory`, O(B·(m + m*)²)) exceeds it is refused before drawing the students.
     """
@@ -60,7 +62,7 @@ def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLO
     m = M.scalar(m)
     check_memory(pretraining_memory(B, m, m_star, d), what="pretrain_source", xp=xp, max_memory=max_memory,
                  params={"teachers": B, "m": m, "m_star": m_star, "d": d})
-    W0, c0 = (to_device(a, xp) for a in paper_init(m, d, rng, batch=(B,)))
+    W0, c0 = (to_device(a[first:], xp) for a in paper_init(m, d, rng, batch=(first + B,)))
 
     def loss_and_gradients(W, c, rows):
         g = population_loss_and_gradients(W, c, W_star[rows], c_star[rows])
