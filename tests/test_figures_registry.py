@@ -360,8 +360,10 @@ def test_faf_fig4_paper_profile_is_faf_app_d2_in_the_packages_time_units():
     assert {k: paper[k] for k in ("d", "m", "m_star", "teachers", "instances")} == dict(
         d=100, m=1000, m_star=100, teachers=10, instances=100)
     assert paper["max_time"] == paper["pretrain_max_time"] == 2 * 0.01 * 1e5
-    sweep = named_sweep("faf_fig4")["profiles"]["paper"]
-    assert sweep["draws"] == paper["instances"]
-    assert {k: sweep["fixed"][k] for k in ("d", "m", "m_star", "teachers", "max_time", "pretrain_max_time")} == {
-        k: paper[k] for k in ("d", "m", "m_star", "teachers", "max_time", "pretrain_max_time")}
-    assert list(sweep["fixed"]["ns"]) == list(paper["ns"]) and list(sweep["axes"]["mu"]) == list(paper["mus"])
+    sweep = named_sweep("faf_fig4")["profiles"]["paper"]  # in chunks of 1 teacher × 10 data sets
+    axes = sweep["axes"]
+    assert len(axes["teacher_start"]) == paper["teachers"]
+    assert sweep["draws"] * len(axes["instance_start"]) == paper["instances"]
+    assert {k: sweep["fixed"][k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")} == {
+        k: paper[k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")}
+    assert list(sweep["fixed"]["ns"]) == list(paper["ns"]) and list(sweep["fixed"]["mus"]) == list(paper["mus"])
