@@ -314,9 +314,10 @@ class _EulerIntegration(_Integration):
         per call when the kernel has an ``unreachable`` certificate, checked at every step)."""
         xp, budget = array_module(state.y), self.budget
         y, G, t = state.y, state.carried, state.t
-        rate = self.step_fraction * _SAFETY / state.rho
+        fixed = budget.learning_rate is not None  # gradient descent at a given rate: no spectral radius needed
+        rate = xp.full_like(t, budget.learning_rate) if fixed else self.step_fraction * _SAFETY / state.rho
         certified = getattr(self.kernel, "unreachable", None) is not None
-        count = 1 if certified else max(1, _RHO_REFRESH - int(state.since_rho.max()))
+        count = 1 if certified else _RHO_REFRESH if fixed else max(1, _RHO_REFRESH - int(state.since_rho.max()))
         # far from the budget, h = min(rate, max_time − t) is rate itself and no instance can reach
         # max_time or max_steps within these steps (the margin covers the rounding of the summed times)
         far = (float(to_host((t + count * rate).max())) < budget.max_time * (1 - 1e-12) * (1 - 1e-9)
@@ -343,7 +344,7 @@ class _EulerIntegration(_Integration):
             if self._may_finish(squares, loss, limit, None if far else t, None if far else state.steps + done):
                 break
         state = state.with_(y=y, carried=G, loss=loss, grad_norm=xp.sqrt(squares), t=t, h=h,
-                            steps=state.steps + done, since_rho=state.since_rho + done)
+                            steps=state.steps + done, since_rho=0 * state.since_rho if fixed else state.since_rho + done)
         return self.classify(self._refresh_radius(state, np.flatnonzero(state.since_rho >= _RHO_REFRESH)))
 
     def _may_finish(self, squares, loss, limit, t, steps) -> bool:
@@ -406,7 +407,10 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
           gradient as ``carried``). Statuses and accounting are the same.
           Euler is stable on a quadratic iff step_fraction·ρ/ρ̂ < 2: values
           near 2 need a kernel whose ρ̂ bounds ρ from above; with the dense
-          power iteration keep step_fraction ≤ 1.
+          power iteration keep step_fraction ≤ 1. With ``learning_rate`` set,
+          Euler steps at that fixed h instead (gradient descent at a given
+          rate, as papers train; no spectral-radius refreshes, an unstable
+          rate ends as ``diverged``).
     atol : float or array (B,)
         Absolute local error tolerance, one per instance if an array (so that
         an instance's integration never depends on the rest of its batch).

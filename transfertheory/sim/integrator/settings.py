@@ -46,6 +46,8 @@ SETTING_RANGES = MappingProxyType({
                         description="cap on RKC stages per step"),
     "step_fraction": Param("step_fraction", Interval(0, 2, "neither"),
                            description="Euler step in units of 1/ρ̂"),
+    "learning_rate": _positive("learning_rate", "fixed Euler step (gradient descent's learning rate, flow time per "
+                                                "step); None: step_fraction/ρ̂"),
     "divergence_factor": _positive("divergence_factor",
                                    "loss above divergence_factor·max(1, L(y0)) counts as divergence"),
 })
@@ -60,8 +62,9 @@ class FlowSettings:
     ``loss_tol`` once L ≤ loss_tol (0 disables the rule). ``max_time``, ``max_steps``: per-instance budget of
     flow time and accepted steps. ``scheme``: ``"rkc"`` or ``"euler"`` (:data:`SCHEMES`). ``max_stages``: cap on
     RKC stages per step. ``step_fraction`` in (0, 2): the Euler step in units of 1/ρ̂ (ignored by RKC).
-    ``divergence_factor``: a loss above divergence_factor·max(1, L(y0)) counts as divergence. Euler uses neither
-    ``rtol`` nor ``max_stages``; RKC does not use ``step_fraction``.
+    ``divergence_factor``: a loss above divergence_factor·max(1, L(y0)) counts as divergence. ``learning_rate``:
+    a fixed Euler step h for every instance and step (plain gradient descent at that rate; None: step_fraction/ρ̂).
+    Euler uses neither ``rtol`` nor ``max_stages``; RKC uses neither ``step_fraction`` nor ``learning_rate``.
     """
 
     rtol: float = 1e-5
@@ -73,12 +76,14 @@ class FlowSettings:
     max_stages: int = 400
     step_fraction: float = 1.0
     divergence_factor: float = 1e8
+    learning_rate: float | None = None
 
     def __post_init__(self):
         if self.scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
         for name, param in SETTING_RANGES.items():
-            object.__setattr__(self, name, param.scalar(getattr(self, name)))
+            if getattr(self, name) is not None or name != "learning_rate":  # learning_rate None: not fixed
+                object.__setattr__(self, name, param.scalar(getattr(self, name)))
 
     def updated(self, names=None, **changes) -> "FlowSettings":
         """These settings with ``changes`` that are not None (an entry point's keyword arguments, None meaning

@@ -296,7 +296,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     max_time, pretrain_max_time : float > 0 or None
         Flow-time budgets of target training and pretraining (None: those of ``target_flow`` and
-        ``pretrain_flow``, 1e3 = FaF's 1e5 iterations at rate 0.01·m).
+        ``pretrain_flow``, 1e3 = half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses
+        have no ½). FaF's own protocol, gradient descent at its rate for its steps, is
+        ``target_flow=pretrain_flow=``:func:`transfertheory.sim.gradient_descent.faf_relu_gradient_descent` ``(m)``
+        (``linear`` then runs its exact flow for the same time).
     linear_max_time : float > 0 or None
         Flow-time budget of ``linear`` (None: target training's). Its flow is solved in closed form, so a budget
         of 1e30 costs no more than 1e3 and lets every flow meet its stopping rule

@@ -25,7 +25,8 @@ Methods:
   (gradient descent for a finite time) and the experiment's ``linear`` method.
 
 The flows run on the sphere with time rescaled by m and FaF's stopping rule (loss ≤ 1e−6, or flow time
-1e3 = the paper's 1e5 iterations at learning rate 0.01·m): :func:`.network.sphere_flow`.
+1e3, half the paper's 1e5 iterations at learning rate 0.01·m, which are t = 2e3 since its losses have no ½):
+:func:`.network.sphere_flow`. The paper's gradient descent itself: :mod:`transfertheory.sim.gradient_descent`.
 """
 from __future__ import annotations
 
