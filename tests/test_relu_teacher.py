@@ -281,6 +281,13 @@ def test_linear_transfer_flow_is_the_integrated_flow_and_tends_to_least_squares(
     assert list(flow.status) == ["max_time"] * 2
     limit = linear_transfer_flow(W, np.zeros_like(c0), X, y, max_time=1e9, loss_tol=0.0)
     np.testing.assert_allclose(limit.c, linear_transfer(W, X, y), rtol=1e-8)
+    assert limit.minnorm is None  # only when asked for
+    # the minimum-norm solution from the flow's SVD is LAPACK's least squares, for n > m and for n < m (not unique)
+    for n in (30, 4):
+        Xn, yn = teacher_samples(W_star, c_star, n, 3)
+        both = linear_transfer_flow(W, c0, Xn, yn, max_time=10.0, minnorm=True)
+        np.testing.assert_allclose(both.minnorm, linear_transfer(W, Xn, yn), rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(both.c, linear_transfer_flow(W, c0, Xn, yn, max_time=10.0).c)
     stopped = linear_transfer_flow(W_star, np.zeros((2, 3)), X, y, max_time=1e6, loss_tol=1e-6)
     assert list(stopped.status) == ["loss_tol"] * 2 and np.all(stopped.loss <= 1e-6 * (1 + 1e-9))
     assert np.all(stopped.loss > 0.5e-6) and np.all(stopped.t_final < 1e6)  # the first time the rule holds

@@ -242,12 +242,13 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
         W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
         pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
                      pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
+        both = "linear" in plan.methods and "linear_minnorm" in plan.methods  # one SVD of the features for both
         if "linear" in plan.methods:
-            flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow)
+            flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow, minnorm=both)
             out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, norms, flow, **pperp))
         if "linear_minnorm" in plan.methods:
-            out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, linear_transfer(W_pre, X, y), W_rep, c_rep,
-                             norms, _EXACT, **pperp))
+            minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
+            out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, minnorm, W_rep, c_rep, norms, _EXACT, **pperp))
         if "finetune" in plan.methods:
             flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow)
             out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow, **pperp))

@@ -235,12 +235,15 @@ class LinearFlow(ReportsConvergence):
     c: object
     loss: np.ndarray
     convergence: Convergence
+    #: (B, m) minimum-norm least squares on the same features from the same SVD (:func:`linear_transfer`'s limit;
+    #: None unless asked for)
+    minnorm: object = None
 
 
 _BISECTIONS = 60  # on log t: the stopping time to a relative 2^(−60)·log range
 
 
-def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **settings) -> LinearFlow:
+def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, minnorm=False, **settings) -> LinearFlow:
     r"""Exact time-rescaled gradient flow of the output weights on L̂ = (1/2n)‖Φc − y‖², from c0 (per instance).
 
     Φ = σ(XWᵀ)/m (B, n, m), so f = Φc. The flow dc/dt = −m∂L̂/∂c = −(m/n)Φᵀr, r = Φc − y, is linear: with
@@ -257,7 +260,9 @@ def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **set
     L̂_min ≈ ½‖P⊥ f_t*‖²(1 − m/n) ≫ 1e−6, and the rule asks for the part of the loss the flow can remove. It
     bounds the gradient: ‖m∇L̂‖² = (m/n)² Σₖ sₖ²ρₖ²e^{−2λₖt} ≤ 2(m²/n) s_max² (L̂ − L̂_min). The solution is
     closed-form, so its cost does not depend on ``max_time``. As t → ∞ from c0 = 0 this is
-    :func:`linear_transfer`.
+    :func:`linear_transfer`; ``minnorm`` True also returns that limit, Σₖ Vₖ(Qₖᵀy)/sₖ over the resolved sₖ, from
+    the same SVD (``LinearFlow.minnorm``: one SVD for both methods, the larger part of their cost at FaF's size;
+    equal to :func:`linear_transfer`'s LAPACK least squares to rounding, docs/relu.md).
     """
     flow = flow.updated(**settings)
     max_time, loss_tol = flow.max_time, flow.loss_tol
@@ -292,6 +297,11 @@ def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **set
     c = c0 - (xp.swapaxes(Vt, -1, -2) @ shift[..., None])[..., 0]
     residual = (phi @ c[..., None])[..., 0] - y
     grad = m * (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / n
+    if minnorm:
+        along = (xp.swapaxes(Q, -1, -2) @ y[..., None])[..., 0]  # y along Qₖ
+        minnorm = (xp.swapaxes(Vt, -1, -2) @ xp.where(resolved, along / xp.where(resolved, s, 1.0), 0.0)[..., None])
+        minnorm = minnorm[..., 0]
     return LinearFlow(c=c, loss=to_host(0.5 * (residual * residual).mean(-1)),
                       convergence=Convergence(stopped, np.where(stopped, "loss_tol", "max_time"), t, 0,
-                                              to_host(xp.linalg.norm(grad, axis=-1))))
+                                              to_host(xp.linalg.norm(grad, axis=-1))),
+                      minnorm=minnorm if minnorm is not False else None)
