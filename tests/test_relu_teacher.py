@@ -124,12 +124,16 @@ def test_instances_of_several_n_in_one_padded_batch_flow_as_their_own_batches():
         train_on_samples(*(np.concatenate(a) for a in zip(*padded)), sizes=np.repeat((5, 9, 15), 2))
 
 
-def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement():
+@pytest.mark.parametrize("padding_flops", [0.0, np.inf, None], ids=["blocks", "padded", "the rule (pads here)"])
+def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement(monkeypatch, padding_flops):
     # The flows' evaluator of a padded batch (target_training._PaddedSamples): a batch large enough for its gathered
     # prefixes, its blocks of equal n and the whole batch in its own order, against each instance evaluated alone on
-    # its unpadded samples (empirical_loss_and_gradients). Blocks of 8 instances of 10, 12, 30 and 60 rows make the
-    # block split pay at m = 32, d = 16 (in the batch's order and reversed); the mixed orders take the padded path.
+    # its unpadded samples (empirical_loss_and_gradients), by blocks of equal n (sorted first in the mixed orders)
+    # and all padded (8 instances each of 10, 12, 30 and 60 rows; m = 32, d = 16).
+    from transfertheory.sim.relu_teacher import target_training
     from transfertheory.sim.relu_teacher.target_training import _PaddedSamples
+    if padding_flops is not None:
+        monkeypatch.setattr(target_training, "_PADDING_FLOPS", padding_flops)
     rng = np.random.default_rng(11)
     ns = np.repeat((10, 12, 30, 60), 8)
     W_star, c_star = random_teacher(3, 16, rng, batch=(ns.size,))
@@ -137,7 +141,8 @@ def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement
     X[np.arange(60)[None, :] >= ns[:, None]] = 0.0
     y = np.where(np.arange(60)[None, :] < ns[:, None], y, 0.0)
     W, c = random_teacher(32, 16, rng, batch=(ns.size,), output="normal")
-    evaluator = _PaddedSamples(X, y, ns)
+    evaluator = _PaddedSamples(X, y, ns, 32)
+    assert evaluator.blocks == (padding_flops == 0.0)  # the rule: 4md(60 − 28) = 65 536 ≤ 1e5 flops, pad
     order = rng.permutation(ns.size)
     for rows in (np.arange(ns.size), np.arange(ns.size)[::-1].copy(), order, order[:20], order[:5], np.arange(24)):
         got = evaluator.loss_and_gradients(W[rows], c[rows], rows)
