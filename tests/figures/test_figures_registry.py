@@ -47,14 +47,15 @@ def test_registry_refuses_duplicates_unknown_names_and_missing_profiles():
     figure = catalog.get_figure("faf_fig2")
     assert registry.register(figure) is figure  # registering the same record again is harmless
     with pytest.raises(ValueError, match="already registered"):
-        registry.register(registry.Figure("faf_fig2", "t", "d", (), figure.build, figure.profiles))
+        registry.register(registry.Figure("faf_fig2", "t", "d", (), figure.build, figure.profiles, paper_sizes="p"))
     with pytest.raises(ValueError, match="figure must be one of"):
         catalog.get_figure("fig99")
     with pytest.raises(ValueError, match="lacks the profiles"):
         registry.Figure("new", "t", "d", (), figure.build, {"quick": {}})
     with pytest.raises(ValueError, match="profiles must be among"):
         registry.Figure("new", "t", "d", (), figure.build, {"quick": {}, "paper": {}, "huge": {}})
-    unsized = registry.Figure("new", "t", "d", (), figure.build, {"quick": {"d": 3}, "paper": {"d": 9}})
+    unsized = registry.Figure("new", "t", "d", (), figure.build, {"quick": {"d": 3}, "paper": {"d": 9}},
+                              paper_sizes="p")
     assert unsized.profiles["full"] == {"d": 3}  # full falls back to the quick sizes
 
 
@@ -345,3 +346,30 @@ def test_all_quick_builds_every_figure_within_the_tolerance(tmp_path, capsys):
             checked.append(name)
             assert agreement["outside"] == 0 and agreement["converged_draws"] == agreement["draws"], name
     assert checked == ["faf_fig1", "faf_fig2", "faf_fig3", "faf_fig6", "faf_fig7"]
+
+
+def test_every_paper_profile_says_how_it_relates_to_the_paper_and_a_paper_build_records_it():
+    for name, figure in catalog.figures().items():
+        assert len(figure.paper_sizes) > 40, name
+        assert registry_cli._context(figure, "paper") == {"profile": "paper", "paper_sizes": figure.paper_sizes}
+        assert registry_cli._context(figure, "quick") == {"profile": "quick"}
+    with pytest.raises(ValueError, match="lacks paper_sizes"):
+        registry.Figure("new", "t", "d", (), print, {"quick": {}, "paper": {}})
+
+
+def test_faf_fig4_paper_profile_is_faf_app_d2_in_the_packages_time_units():
+    """FaF App. D.2 and the Fig. 4 caption: d = 100, m = 1000, m* = 100, 10 teachers × 100 data sets, 1e5 steps at
+    rate 0.01·m of losses without the ½: package flow time 2 × 0.01 × 1e5 = 2e3; the named sweep agrees."""
+    from transfertheory.sweep.named import named_sweep
+
+    paper = catalog.get_figure("faf_fig4").profiles["paper"]
+    assert {k: paper[k] for k in ("d", "m", "m_star", "teachers", "instances")} == dict(
+        d=100, m=1000, m_star=100, teachers=10, instances=100)
+    assert paper["max_time"] == paper["pretrain_max_time"] == 2 * 0.01 * 1e5
+    sweep = named_sweep("faf_fig4")["profiles"]["paper"]  # in chunks of 1 teacher × 10 data sets
+    axes = sweep["axes"]
+    assert len(axes["teacher_start"]) == paper["teachers"]
+    assert sweep["draws"] * len(axes["instance_start"]) == paper["instances"]
+    assert {k: sweep["fixed"][k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")} == {
+        k: paper[k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")}
+    assert list(sweep["fixed"]["ns"]) == list(paper["ns"]) and list(sweep["fixed"]["mus"]) == list(paper["mus"])

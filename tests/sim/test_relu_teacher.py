@@ -124,12 +124,16 @@ def test_instances_of_several_n_in_one_padded_batch_flow_as_their_own_batches():
         train_on_samples(*(np.concatenate(a) for a in zip(*padded)), sizes=np.repeat((5, 9, 15), 2))
 
 
-def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement():
+@pytest.mark.parametrize("padding_flops", [0.0, np.inf, None], ids=["blocks", "padded", "the rule (pads here)"])
+def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement(monkeypatch, padding_flops):
     # The flows' evaluator of a padded batch (target_training._PaddedSamples): a batch large enough for its gathered
     # prefixes, its blocks of equal n and the whole batch in its own order, against each instance evaluated alone on
-    # its unpadded samples (empirical_loss_and_gradients). Blocks of 8 instances of 10, 12, 30 and 60 rows make the
-    # block split pay at m = 32, d = 16 (in the batch's order and reversed); the mixed orders take the padded path.
+    # its unpadded samples (empirical_loss_and_gradients), by blocks of equal n (sorted first in the mixed orders)
+    # and all padded (8 instances each of 10, 12, 30 and 60 rows; m = 32, d = 16).
+    from transfertheory.sim.relu_teacher import target_training
     from transfertheory.sim.relu_teacher.target_training import _PaddedSamples
+    if padding_flops is not None:
+        monkeypatch.setattr(target_training, "_PADDING_FLOPS", padding_flops)
     rng = np.random.default_rng(11)
     ns = np.repeat((10, 12, 30, 60), 8)
     W_star, c_star = random_teacher(3, 16, rng, batch=(ns.size,))
@@ -137,7 +141,8 @@ def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement
     X[np.arange(60)[None, :] >= ns[:, None]] = 0.0
     y = np.where(np.arange(60)[None, :] < ns[:, None], y, 0.0)
     W, c = random_teacher(32, 16, rng, batch=(ns.size,), output="normal")
-    evaluator = _PaddedSamples(X, y, ns)
+    evaluator = _PaddedSamples(X, y, ns, 32)
+    assert evaluator.blocks == (padding_flops == 0.0)  # the rule: 4md(60 − 28) = 65 536 ≤ 1e5 flops, pad
     order = rng.permutation(ns.size)
     for rows in (np.arange(ns.size), np.arange(ns.size)[::-1].copy(), order, order[:20], order[:5], np.arange(24)):
         got = evaluator.loss_and_gradients(W[rows], c[rows], rows)
@@ -281,6 +286,13 @@ def test_linear_transfer_flow_is_the_integrated_flow_and_tends_to_least_squares(
     assert list(flow.status) == ["max_time"] * 2
     limit = linear_transfer_flow(W, np.zeros_like(c0), X, y, max_time=1e9, loss_tol=0.0)
     np.testing.assert_allclose(limit.c, linear_transfer(W, X, y), rtol=1e-8)
+    assert limit.minnorm is None  # only when asked for
+    # the minimum-norm solution from the flow's SVD is LAPACK's least squares, for n > m and for n < m (not unique)
+    for n in (30, 4):
+        Xn, yn = teacher_samples(W_star, c_star, n, 3)
+        both = linear_transfer_flow(W, c0, Xn, yn, max_time=10.0, minnorm=True)
+        np.testing.assert_allclose(both.minnorm, linear_transfer(W, Xn, yn), rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(both.c, linear_transfer_flow(W, c0, Xn, yn, max_time=10.0).c)
     stopped = linear_transfer_flow(W_star, np.zeros((2, 3)), X, y, max_time=1e6, loss_tol=1e-6)
     assert list(stopped.status) == ["loss_tol"] * 2 and np.all(stopped.loss <= 1e-6 * (1 + 1e-9))
     assert np.all(stopped.loss > 0.5e-6) and np.all(stopped.t_final < 1e6)  # the first time the rule holds
@@ -341,6 +353,42 @@ def test_run_transfer_experiment_table():
     loss = [v for mu, v in zip(pre["mu"], pre["loss"]) if mu == 0.5]
     np.testing.assert_allclose(2 * np.asarray(loss), 2 * np.asarray(population_loss(
         students.W, students.c, students.W_source, students.c_source)))
+
+
+def _chunked_rows(kw, chunks):
+    """The rows (and pretraining rows) of ``run_transfer_experiment`` over ``chunks`` of (teacher_start, teachers,
+    instance_start, instances), concatenated in key order."""
+    import pandas as pd
+    from transfertheory.sim.relu_teacher import ROW_KEYS, run_transfer_experiment
+
+    parts = [run_transfer_experiment(teacher_start=t0, teachers=t, instance_start=i0, instances=i, **kw)
+             for t0, t, i0, i in chunks]
+    rows = pd.concat(parts, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)
+    pre = pd.concat([pd.DataFrame(p.attrs["pretrain"]) for p in parts]).drop_duplicates(["mu", "teacher"])
+    return rows, pre.sort_values(["mu", "teacher"], ignore_index=True)
+
+
+@pytest.mark.parametrize("padding_flops", [0.0, np.inf], ids=["blocks of equal n", "padded to the largest n"])
+def test_chunks_of_teachers_and_data_sets_give_the_rows_of_the_whole_run_bit_identical(monkeypatch, padding_flops):
+    """A heavy point split into chunks of draws (a cluster's granularity) gives the unchunked rows exactly: every
+    draw is keyed by its absolute (teacher, data set) index, each flow has its own step control, and the scratch
+    flows of several n are evaluated the same way in any chunk (by blocks of equal n, or all padded). Under the
+    former per-evaluation choice between the two, 4–16 of the 72 scratch rows at n = 6 differed (rounding)."""
+    import pandas as pd
+    from transfertheory.sim.relu_teacher import target_training
+
+    monkeypatch.setattr(target_training, "_PADDING_FLOPS", padding_flops)
+    kw = dict(d=5, m=10, m_star=5, mus=[0.2, 0.6], ns=[6, 12, 30], seed=4, max_time=100.0, pretrain_max_time=100.0,
+              methods=("scratch", "linear", "linear_minnorm", "finetune"), backend="numpy")
+    whole, whole_pre = _chunked_rows(kw, [(0, 3, 0, 4)])
+    assert sorted(whole.teacher.unique()) == [0, 1, 2] and sorted(whole.instance.unique()) == [0, 1, 2, 3]
+    for chunks in ([(0, 1, 0, 4), (1, 2, 0, 4)],  # by teacher
+                   [(0, 2, 0, 3), (0, 2, 3, 1), (2, 1, 0, 1), (2, 1, 1, 3)]):  # uneven blocks, one of a single draw
+        rows, pre = _chunked_rows(kw, chunks)
+        pd.testing.assert_frame_equal(rows, whole, check_exact=True)
+        pd.testing.assert_frame_equal(pre, whole_pre, check_exact=True)
+    with pytest.raises(ValueError, match="teacher_start"):
+        _chunked_rows(kw, [(-1, 1, 0, 1)])
 
 
 def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():

@@ -312,3 +312,26 @@ def test_the_merlin_sweep_integrates_with_the_figure_and_claims_tolerances():
 
     fixed = NAMED_SWEEPS["merlin"]["fixed"]
     assert {key: fixed[key] for key in STUDY_TOLERANCES} == STUDY_TOLERANCES
+
+
+def test_the_faf_fig4_sweeps_chunks_are_the_figures_experiment_rows_bit_identical(tmp_path):
+    """The named sweep faf_fig4 splits the figure's run into chunks of one teacher (and at the paper size blocks of
+    its data sets) drawn from the figure's seed: its table holds the rows of the figure's own experiment, exactly."""
+    from transfertheory.figures.catalog import get_figure
+    from transfertheory.sim.relu_teacher import ROW_KEYS, run_transfer_experiment
+
+    spec = parse_spec(NAMED_SWEEPS["faf_fig4"], "faf_fig4", profile="quick")
+    assert spec.size() == 4  # one point per teacher
+    run_sweep(spec, tmp_path / "fig4", workers=1, progress=False, echo=lambda line: None, backend="numpy")
+    chunks = Store(tmp_path / "fig4").table()
+    p = dict(get_figure("faf_fig4").profiles["quick"])
+    whole = run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
+                                    instances=p["instances"], methods=("scratch", "linear", "linear_minnorm"),
+                                    max_time=p["max_time"], pretrain_max_time=p["pretrain_max_time"],
+                                    linear_max_time=1e30, backend="numpy", seed=0)
+    columns = [c for c in whole.columns if c not in ("mu", "d", "m", "m_star")]  # point parameters are text there
+    chunks = chunks.assign(mu=chunks["mu"].astype(float)).sort_values(list(ROW_KEYS), ignore_index=True)
+    pd.testing.assert_frame_equal(chunks[columns + ["mu"]], whole[columns + ["mu"]], check_exact=True,
+                                  check_dtype=False)
+    paper = parse_spec(NAMED_SWEEPS["faf_fig4"], "faf_fig4", profile="paper")
+    assert paper.size() == 100 and {p["instances"] for p in paper.points()} == {10}

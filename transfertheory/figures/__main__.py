@@ -89,6 +89,11 @@ def figures():
     return registered()
 
 
+def _context(figure, profile):
+    """The metadata a build adds to ``NAME.json``: the profile and, at the paper's, how it relates to the paper."""
+    return {"profile": profile, **({"paper_sizes": figure.paper_sizes} if profile == "paper" else {})}
+
+
 def _build_and_write(task):
     """Build one figure and write its files; ``task`` = (name, parsed arguments, backend, progress bars or None).
     Returns (runtime in s, exit code, what it printed, the memory guard's refusal or None): a module-level
@@ -105,7 +110,7 @@ def _build_and_write(task):
         runtime = timer.elapsed
         code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtime:.1f} s; ",
                                 **figure.labels(), backend=backend if figure.simulates else None,
-                                runtime_s=runtime, thumbnail=True, context={"profile": args.profile})
+                                runtime_s=runtime, thumbnail=True, context=_context(figure, args.profile))
     return runtime, code, printed.getvalue(), None
 
 

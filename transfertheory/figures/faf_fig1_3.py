@@ -16,7 +16,7 @@ import functools
 
 from .phase_diagram import compute_grid, phase_diagram_output
 from .registry import Figure, register
-from .simulation import simulate_slices
+from .simulation import PAPER_SIZES, simulate_slices
 
 __all__ = ["build", "FIGURE_1", "FIGURE_3"]
 
@@ -52,6 +52,7 @@ FIGURE_1 = register(Figure(
     profiles={"quick": _QUICK, "paper": _PAPER},
     extra_suffixes=("_grid",),
     shares=SCRATCH_SLICES,
+    paper_sizes=PAPER_SIZES,
 ))
 FIGURE_3 = register(Figure(
     name="faf_fig3",
@@ -65,4 +66,5 @@ FIGURE_3 = register(Figure(
     profiles={"quick": _QUICK, "paper": _PAPER},
     extra_suffixes=("_grid",),
     shares=SCRATCH_SLICES,
+    paper_sizes=PAPER_SIZES,
 ))

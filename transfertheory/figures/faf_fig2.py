@@ -175,4 +175,6 @@ FIGURE = register(Figure(
     sources=("FaF Eq. 14", "FaF Eq. 15", "FaF Thm 3.8", "FaF Fig. 2"),
     build=build,
     profiles={"quick": dict(d=64, draws=20), "paper": dict(d=500, draws=20)},
+    paper_sizes="the paper's (FaF Fig. 2 caption, App. D.1): γ = 0.5, d = 500, 20 target draws per λ; θ, σ and the "
+    "λ grid are not stated and are inferred from the axes (θ = π/8, σ = 0.2)",
 ))

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from . import phase_diagram as pdg
 from .registry import Figure, register
-from .simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
+from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
 
 __all__ = ["NAME", "SIGMA", "build"]
 
@@ -69,4 +69,5 @@ FIGURE = register(Figure(
     profiles={"quick": dict(d=64, draws=20, gammas=8, resolution=200),
               "paper": dict(d=500, draws=20, gammas=8, resolution=400)},
     extra_suffixes=("_grid",),
+    paper_sizes=PAPER_SIZES,
 ))

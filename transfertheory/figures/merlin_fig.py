@@ -193,5 +193,8 @@ FIGURE = register(Figure(
               "paper": dict(d=32, k=3, m=3, lam=0.1, n_targets=(2, 4, 8, 16, 32, 64, 128), seeds=40, restarts=8,
                             success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_seeds=200)},
     extra_suffixes=("_success",),
+    paper_sizes="MeRLin §5 is theory only (Thms 1–2 state n_t ≤ cd and n_t > Θ(log k/ξ) with unspecified "
+    "constants; the paper simulates nothing of it): the paper profile is the package's own larger size (d = 32, "
+    "m = 3, k = 3, n_t to 128, 40 seeds; 200 seeds for the success probability)",
     gpu_pays=False,  # networks of d ≤ 32: launch-bound, CuPy ~10x slower than NumPy on an H200 (docs/benchmarks.md)
 ))

@@ -46,7 +46,9 @@ class Figure:
     usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
     computation the figure shares with other figures, computed once per process (e.g. the scratch runs of FaF
     Figs. 1 and 3): ``python -m transfertheory.figures`` builds the figures that share one in the same worker
-    process, one after the other.
+    process, one after the other. paper_sizes: how the ``paper`` profile relates to the sizes the paper states
+    (the same, where they differ and why, or that the paper states none); a paper-profile build writes it into
+    ``NAME.json`` as ``paper_sizes``.
     """
 
     name: str
@@ -59,6 +61,7 @@ class Figure:
     extra_suffixes: tuple[str, ...] = ()
     gpu_pays: bool = True
     shares: str | None = None
+    paper_sizes: str = ""
 
     def __post_init__(self):
         missing = [p for p in REQUIRED_PROFILES if p not in self.profiles]
@@ -67,6 +70,8 @@ class Figure:
         unknown = sorted(set(self.profiles) - set(PROFILE_NAMES))
         if unknown:
             raise ValueError(f"figure {self.name!r}: profiles must be among {PROFILE_NAMES}, got {unknown}")
+        if not self.paper_sizes:
+            raise ValueError(f"figure {self.name!r} lacks paper_sizes (how its paper profile relates to the paper)")
         given = {"full": self.profiles["quick"], **self.profiles}
         frozen = {p: MappingProxyType(dict(given[p])) for p in PROFILE_NAMES}
         object.__setattr__(self, "profiles", MappingProxyType(frozen))

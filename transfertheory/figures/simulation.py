@@ -33,12 +33,19 @@ __all__ = [
     "simulation_alpha",
     "simulate",
     "SWEEP_RUNNER",
+    "PAPER_SIZES",
     "simulate_slices",
     "simulation_summary",
     "LAMBDA_SEED_KEY",
     "lambda_seed",
     "simulate_per_lambda",
 ]
+
+#: how the paper profile of FaF Figs. 1, 3 and 6 relates to the paper (a figure's ``paper_sizes``)
+PAPER_SIZES = ("the paper's (FaF App. D.1, captions): d = 500, L = 2, 20 target draws per point; the γ points are the "
+    "package's (8 per slice with n = round(2dk/8), no n with |n − d| ≤ 1; the paper does not list its own), and "
+    "training runs to the gradient-flow limit where the paper stops gradient descent at 1e5 steps of η = 1e-3 or "
+    "loss 1e-6 (flow time 200 in the package's units, whose losses carry a ½)")
 
 #: θ of the slices in panel (c) of FaF Figs. 1 and 3 (π/8, π/4, 3π/8)
 SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)

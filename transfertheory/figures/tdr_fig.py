@@ -227,4 +227,6 @@ FIGURE = register(Figure(
               "paper": dict(widths=(100, 316, 1000, 3162, 10000, 31622, 100000), seeds=16, similarity_width=10000,
                             angles=9)},
     extra_suffixes=("_similarity",),
+    paper_sizes="TDR §6 is theory only (no experiment of trained networks in the paper): the paper profile is the "
+    "package's own larger size (widths to 10⁵, 16 seeds, 9 angles)",
 ))

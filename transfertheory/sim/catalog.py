@@ -2,8 +2,10 @@
 
 * ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:func:`.deep_linear.run_transfer_experiment`), with
   isotropic inputs by default or a ``spectrum`` and ``teacher`` family (docs/anisotropic.md);
-* ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at one μ over the sample sizes ``ns``
-  (:func:`.relu_teacher.run_transfer_experiment`; the pretrained students are shared by the ``ns``);
+* ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at the fractions ``mus`` over the sample sizes ``ns``
+  (:func:`.relu_teacher.run_transfer_experiment`; the pretrained students are shared by the ``ns``, the scratch
+  flows by the ``mus``); a point may be a chunk of a run's teachers and data sets (``teacher_start``,
+  ``instance_start``, the run's ``draw_seed``), which gives the run's rows bit for bit;
 * ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.merlin.run_comparison`; the
   per-seed index is the column ``instance``);
 * ``tdr`` — TDR §6 wide two-layer networks of one width on one §5.1 task pair
@@ -98,18 +100,28 @@ FAF_LINEAR = Experiment(
 def _faf_relu(p, seed, backend):
     from .relu_teacher import run_transfer_experiment
 
-    return run_transfer_experiment(p["d"], p["m"], p["m_star"], [p["mu"]], p["ns"], teachers=p["teachers"],
-                                   instances=p["instances"], methods=p["methods"], seed=seed, output=p["output"],
+    return run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
+                                   instances=p["instances"], methods=p["methods"],
+                                   seed=seed if p["draw_seed"] < 0 else p["draw_seed"], output=p["output"],
                                    max_time=p["max_time"], pretrain_max_time=p["pretrain_max_time"],
-                                   loss_tol=p["loss_tol"], linear_max_time=p["linear_max_time"], backend=backend)
+                                   loss_tol=p["loss_tol"], linear_max_time=p["linear_max_time"], backend=backend,
+                                   teacher_start=p["teacher_start"], instance_start=p["instance_start"])
 
 
 FAF_RELU = Experiment(
-    name="faf_relu", paper="FaF §4", version=2, draws="instances",
-    description="two-layer ReLU students transferred from an ablated teacher at one μ, over the sample sizes ns",
-    fields=(Field("d", 8, P.D), Field("m", 40, _count("m")), Field("m_star", 8, M_STAR), Field("mu", 0.5, MU),
+    name="faf_relu", paper="FaF §4", version=3, draws="instances",
+    description="two-layer ReLU students transferred from ablated teachers at the fractions mus, over the sample "
+                "sizes ns (the scratch flows shared by every μ); a chunk of a larger run's teachers and data sets",
+    fields=(Field("d", 8, P.D), Field("m", 40, _count("m")), Field("m_star", 8, M_STAR),
+            Field("mus", (0.5,), MU, sequence=True),
             Field("ns", (16, 64), P.N, sequence=True), Field("teachers", 1, _count("teachers")),
             Field("instances", 1, P.INSTANCES),
+            Field("teacher_start", 0, _count("teacher_start", 0), description="index of the chunk's first teacher"),
+            Field("instance_start", 0, _count("instance_start", 0),
+                  description="index of the chunk's first data set per teacher"),
+            Field("draw_seed", -1, P.Param("draw_seed", Interval(-1, np.inf, "left"), integer=True),
+                  description="root seed of every draw, shared by the chunks of one run (-1: the point's own seed "
+                              "from the sweep engine)"),
             Field("methods", ("scratch", "linear"), choices=("scratch", "linear", "linear_minnorm", "finetune"),
                   sequence=True),
             Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)),
@@ -118,7 +130,7 @@ FAF_RELU = Experiment(
             Field("loss_tol", FAF_RELU_FLOW.loss_tol, SETTING_RANGES["loss_tol"]),
             Field("linear_max_time", FAF_RELU_FLOW.max_time, _MAX_TIME,
                   description="flow-time budget of the closed-form linear-transfer flow (1e30: run to convergence)")),
-    example=dict(d=4, m=8, m_star=4, mu=0.5, ns=(8,), max_time=20.0, pretrain_max_time=20.0),
+    example=dict(d=4, m=8, m_star=4, mus=(0.5,), ns=(8,), max_time=20.0, pretrain_max_time=20.0),
     simulate=_faf_relu)
 
 

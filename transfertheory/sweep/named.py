@@ -39,22 +39,29 @@ NAMED_SWEEPS = {
         axes=dict(theta=dict(start=0.0, stop=math.pi / 2, num=9)),
         profiles=dict(quick=dict(fixed=dict(d=48), axes=dict(gamma=_gammas(48, (12, 24, 36, 60, 72, 84, 96)))),
                       paper=_FAF_PAPER)),
+    # one point per chunk of draws: one teacher (its pretraining at every μ, which its data sets share) and a block
+    # of its data sets (their scratch flows, shared by every μ); every chunk draws from the root seed draw_seed, so
+    # the chunks are the rows of one run of the figure's experiment, bit for bit, and a cluster divides them
     "faf_fig4": dict(
-        experiment="faf_relu", description="FaF Fig. 4: ReLU students from ablated teachers, per μ over n",
-        fixed=dict(methods=["scratch", "linear", "linear_minnorm"], linear_max_time=1e30),
+        experiment="faf_relu", description="FaF Fig. 4: ReLU students from ablated teachers over (μ, n), in chunks "
+                                           "of one teacher and a block of its data sets",
+        fixed=dict(methods=["scratch", "linear", "linear_minnorm"], linear_max_time=1e30, draw_seed=0, teachers=1),
         profiles=dict(
             quick=dict(draws=3, fixed=dict(d=8, m=16, m_star=8, ns=[16, 20, 24, 28, 32, 40, 48, 56, 64],
-                                           teachers=4, max_time=3e4, pretrain_max_time=3e4),
-                       axes=dict(mu=[0.125, 0.25, 0.375])),
+                                           mus=[0.125, 0.25, 0.375], max_time=3e4, pretrain_max_time=3e4),
+                       axes=dict(teacher_start=list(range(4)))),
             # between quick and paper: n ≤ m·d/2 = 256, where every scratch flow meets FaF's loss 1e-6 within
             # t = 3e4, on a μ–n grid that brackets the boundary at μ = 0.125 … 0.375 (docs/relu.md)
             mid=dict(draws=3, fixed=dict(d=16, m=32, m_star=16,
                                          ns=[36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256],
-                                         teachers=6, max_time=3e4, pretrain_max_time=1e5),
-                     axes=dict(mu=[0.125, 0.1875, 0.25, 0.3125, 0.375])),
+                                         mus=[0.125, 0.1875, 0.25, 0.3125, 0.375], max_time=3e4,
+                                         pretrain_max_time=1e5),
+                     axes=dict(teacher_start=list(range(6)))),
+            # FaF App. D.2: 10 teachers × 100 data sets (10 chunks of 10 per teacher), 1e5 steps at rate 0.01·m =
+            # flow time 2e3 (the package's losses carry a ½, FaF's do not)
             paper=dict(draws=10, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
-                                            teachers=10),
-                       axes=dict(mu=[0.2, 0.35, 0.5, 0.65, 0.8])))),
+                                            mus=[0.2, 0.35, 0.5, 0.65, 0.8], max_time=2e3, pretrain_max_time=2e3),
+                       axes=dict(teacher_start=list(range(10)), instance_start=list(range(0, 100, 10)))))),
     "merlin": dict(
         experiment="merlin", description="MeRLin §5: every algorithm against the target size n_t",
         fixed=dict(k=3, lam=0.1, rtol=1e-2, gtol=1e-6),  # sim.merlin.STUDY_TOLERANCES (a test holds them equal)

@@ -52,7 +52,9 @@ def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memo
     saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise. ``max_memory``: the memory guard's limit
     (bytes or ``"64G"``); a flow whose states (:func:`~..integrator.flow_state_bytes`) exceed it is refused.
     ``early_verdict``: for losses of the end-to-end vector, stop the instances that provably cannot converge
-    before ``max_time`` with status ``unreachable`` (:mod:`.verdict`) instead of integrating them to the budget.
+    before ``max_time`` with status ``unreachable`` (:mod:`.verdict`) instead of integrating them to the budget;
+    off under gradient descent at a fixed rate (``flow.solver.learning_rate``, a paper's protocol: its steps are run
+    whether or not the flow could converge, :mod:`transfertheory.sim.gradient_descent`).
     """
     check_memory(flow_state_bytes(*y0.shape), what="train", max_memory=max_memory,
                  params={"instances": y0.shape[0], "parameters": y0.shape[1]})
@@ -60,6 +62,7 @@ def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memo
     xp = get_backend(y0)
     atol = flow.rtol * 1e-2 * np.maximum(to_host(xp.sqrt(xp.mean(y0 * y0, axis=1))), 1e-12)
     structured = isinstance(loss, EndToEndLoss)
+    early_verdict = early_verdict and getattr(flow.solver, "learning_rate", None) is None
     return integrate_gradient_flow(loss, y0, flow, atol=atol, progress=progress,
                                    stage_kernel=LowRankStages(loss, early_verdict) if structured else None,
                                    residual=loss.residual if structured else None)

@@ -25,11 +25,13 @@ def positive(name: str, description: str) -> Param:
     return Param(name, Interval(0, np.inf, "neither"), description=description)
 
 
-def validate_fields(record, ranges) -> None:
+def validate_fields(record, ranges, optional=()) -> None:
     """Check every field of the frozen dataclass ``record`` named in ``ranges`` (name → Param) against its range,
-    storing the checked Python number (a ValueError names the field and its range)."""
+    storing the checked Python number (a ValueError names the field and its range); a field named in
+    ``optional`` may be None (not set)."""
     for name, param in ranges.items():
-        object.__setattr__(record, name, param.scalar(getattr(record, name)))
+        if getattr(record, name) is not None or name not in optional:
+            object.__setattr__(record, name, param.scalar(getattr(record, name)))
 
 
 @dataclass(frozen=True)

@@ -310,7 +310,9 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
           explicit Euler at h = step_fraction/ρ̂, batched gradient descent
           with learning rate step_fraction/λ_max; the controller, ``atol``
           and the kernel's ``__call__`` are not used (the kernel's
-          ``spectral_radius`` receives the dense gradient as ``carried``).
+          ``spectral_radius`` receives the dense gradient as ``carried``);
+          ``GradientDescent(learning_rate=h)`` steps at the fixed h instead
+          (gradient descent at a given rate, as papers train).
     atol : float or array (B,)
         Absolute local error tolerance, one per instance if an array (so that
         an instance's integration never depends on the rest of its batch).

@@ -53,13 +53,14 @@ class Solver(ABC):
     name: ClassVar[str]
     peak_state_copies: ClassVar[int]
     ranges: ClassVar = MappingProxyType({})
+    optional: ClassVar = frozenset()  # parameters that may be None (not set)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         SOLVERS[cls.name] = cls
 
     def __post_init__(self):
-        validate_fields(self, self.ranges)
+        validate_fields(self, self.ranges, self.optional)
 
     def initial_carried(self, gradient):
         """What the first step receives as the working set's ``carried``, given the dense gradient at y0."""
@@ -149,14 +150,23 @@ class GradientDescent(Solver):
     reported as ``diverged``). One gradient evaluation per step, every step accepted, no error estimate (the
     controller, ``atol`` and the stage kernel's ``__call__`` are not used): the trajectory follows the flow to
     O(h). A kernel that implements :class:`~.kernels.FusedDescent` computes the whole step.
+
+    ``learning_rate``: a fixed step h (flow time per step) for every instance and step instead — plain gradient
+    descent at a given rate, as papers train (:mod:`transfertheory.sim.gradient_descent`); no spectral-radius
+    refreshes, an unstable rate ends as ``diverged``.
     """
 
     name: ClassVar[str] = "euler"
     peak_state_copies: ClassVar[int] = 12
     ranges: ClassVar = MappingProxyType({
         "step_fraction": Param("step_fraction", Interval(0, 2, "neither"),
-                               description="Euler step in units of 1/ρ̂")})
+                               description="Euler step in units of 1/ρ̂"),
+        "learning_rate": Param("learning_rate", Interval(0, math.inf, "neither"),
+                               description="fixed Euler step (gradient descent's rate, flow time per step); None: "
+                                           "step_fraction/ρ̂")})
+    optional: ClassVar = frozenset({"learning_rate"})
     step_fraction: float = 1.0
+    learning_rate: float | None = None
 
     def initial_carried(self, gradient):
         return gradient  # the dense gradient at y, reused by the next step
@@ -168,8 +178,10 @@ class GradientDescent(Solver):
         per call when the kernel certifies unreachable instances, checked at every step)."""
         xp, budget = array_module(state.y), run.settings
         y, G, t = state.y, state.carried, state.t
-        rate = self.step_fraction * SAFETY / state.rho
-        count = 1 if run.certificate is not None else max(1, RHO_REFRESH - int(state.since_rho.max()))
+        fixed = self.learning_rate is not None  # gradient descent at a given rate: no spectral radius needed
+        rate = xp.full_like(t, self.learning_rate) if fixed else self.step_fraction * SAFETY / state.rho
+        count = (1 if run.certificate is not None else RHO_REFRESH if fixed
+                 else max(1, RHO_REFRESH - int(state.since_rho.max())))
         # far from the budget, h = min(rate, max_time − t) is rate itself and no instance can reach
         # max_time or max_steps within these steps (the margin covers the rounding of the summed times)
         far = (float(to_host((t + count * rate).max())) < budget.max_time * (1 - 1e-12) * (1 - 1e-9)
@@ -196,7 +208,8 @@ class GradientDescent(Solver):
                                 None if far else state.steps + done):
                 break
         state = state.with_(y=y, carried=G, loss=loss, grad_norm=xp.sqrt(squares), t=t, h=h,
-                            steps=state.steps + done, since_rho=state.since_rho + done,
+                            steps=state.steps + done,
+                            since_rho=0 * state.since_rho if fixed else state.since_rho + done,
                             evaluations=state.evaluations + done)
         return run.classify(run.refresh_radius(state, np.flatnonzero(state.since_rho >= RHO_REFRESH)))
 

@@ -20,7 +20,8 @@ grid point do not depend on the rest of the grid (μ enters a key as round(μ·1
 
 * ``(0, t)`` — target teacher t (:func:`~transfertheory.theory.relu.random_teacher`);
 * ``(1, μ, t)`` — the neurons teacher t's source drops at μ (:func:`~transfertheory.theory.relu.ablated_teacher`);
-* ``(2, μ)`` — the pretraining initializations of every teacher's student at μ (drawn at once);
+* ``(2, μ)`` — the pretraining initializations of every teacher's student at μ (drawn at once, teacher t's the
+  t-th; a chunk of teachers draws up to its last and keeps its own);
 * ``(3, n, t, i)`` — the n target samples of instance i of teacher t;
 * ``(4, n, t, i)`` — the scratch student's initialization of that instance.
 
@@ -60,6 +61,7 @@ COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_var
                       "pperp_source",
                       "converged", "status", "t_final", "steps", "grad_norm", "loss", "norm_drift")
 _TEACHERS = P.Param("teachers", Interval(1, np.inf, "left"), integer=True, description="target teachers drawn")
+_START = P.Param("start", Interval(0, np.inf, "left"), integer=True, description="index of a chunk's first draw")
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
 #: the table's statuses: the integrator's (``loss_tol``: FaF's rule) and ``exact`` (``linear_minnorm``)
@@ -83,6 +85,8 @@ class _Plan:
     ns: tuple
     teachers: int
     instances: int
+    teacher_start: int  #: index of the first teacher (a chunk of teachers teacher_start … + teachers − 1)
+    instance_start: int  #: index of the first data set per teacher
     methods: tuple
     seed: int
     output: str
@@ -116,7 +120,7 @@ def _values(param: P.Param, value, name) -> tuple:
 
 
 def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, target_flow, pretrain_flow,
-          linear_flow) -> _Plan:
+          linear_flow, teacher_start=0, instance_start=0) -> _Plan:
     """Validate the arguments (ValueError naming the parameter and its range; the flows' settings are validated
     records)."""
     m_star = M_STAR.scalar(m_star)
@@ -129,7 +133,9 @@ def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, tar
     if output not in TEACHER_OUTPUTS:
         raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
     return _Plan(d=P.D.scalar(d), m=M.scalar(m), m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values(P.N, ns, "ns")),
-                 teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances), methods=methods,
+                 teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances),
+                 teacher_start=_START.scalar(teacher_start, "teacher_start"),
+                 instance_start=_START.scalar(instance_start, "instance_start"), methods=methods,
                  seed=root_seed(seed), output=output, target_flow=target_flow, pretrain_flow=pretrain_flow,
                  linear_flow=linear_flow)
 
@@ -138,23 +144,32 @@ def _mu_key(mu) -> int:
     return int(round(mu * _MU_KEY_SCALE))
 
 
+def _teacher_indices(plan: _Plan) -> range:
+    return range(plan.teacher_start, plan.teacher_start + plan.teachers)
+
+
+def _instance_indices(plan: _Plan) -> range:
+    return range(plan.instance_start, plan.instance_start + plan.instances)
+
+
 def _teachers(plan: _Plan, xp):
     """Target teachers (T, m*, d), (T, m*), one draw per teacher index (key (0, t))."""
     drawn = [random_teacher(plan.m_star, plan.d, generator(plan.seed, 0, t), output=plan.output)
-             for t in range(plan.teachers)]
+             for t in _teacher_indices(plan)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
 def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
     """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
     import pandas as pd
-    sources = [ablated_teacher(W_t[t], c_t[t], mu, generator(plan.seed, 1, _mu_key(mu), t))
-               for t in range(plan.teachers)]
+    sources = [ablated_teacher(W_t[k], c_t[k], mu, generator(plan.seed, 1, _mu_key(mu), t))
+               for k, t in enumerate(_teacher_indices(plan))]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
-    pre = pretrain_source(W_s, c_s, plan.m, generator(plan.seed, 2, _mu_key(mu)), flow=plan.pretrain_flow)
+    pre = pretrain_source(W_s, c_s, plan.m, generator(plan.seed, 2, _mu_key(mu)), flow=plan.pretrain_flow,
+                          first=plan.teacher_start)
     pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
     pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
-    table = pd.DataFrame(dict(mu=mu, teacher=np.arange(plan.teachers), loss=pre.loss, initial_loss=pre.initial_loss,
+    table = pd.DataFrame(dict(mu=mu, teacher=np.array(_teacher_indices(plan)), loss=pre.loss, initial_loss=pre.initial_loss,
                               **convergence_columns(pre.convergence), norm_drift=pre.norm_drift, pperp=pperp,
                               pperp_source=pperp_source))
     return pre, table, PretrainedStudents(*(np.asarray(to_host(a)) for a in (pre.W, pre.c, W_s, c_s)))
@@ -163,7 +178,7 @@ def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
 def _samples(plan: _Plan, W_t, c_t, n, xp):
     """X (T·I, n, d), y (T·I, n): noiseless samples of teacher t for instance i (key (3, n, t, i))."""
     X = np.stack([generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
-                  for t in range(plan.teachers) for i in range(plan.instances)])
+                  for t in _teacher_indices(plan) for i in _instance_indices(plan)])
     X = to_device(X, xp)
     W_rep, c_rep = (xp.repeat(a, plan.instances, axis=0) for a in (W_t, c_t))
     return X, network_output(W_rep, c_rep, X), W_rep, c_rep
@@ -172,7 +187,7 @@ def _samples(plan: _Plan, W_t, c_t, n, xp):
 def _scratch_init(plan: _Plan, n, xp):
     """FaF initialization per (teacher, instance) of size n (key (4, n, t, i))."""
     drawn = [paper_init(plan.m, plan.d, generator(plan.seed, 4, n, t, i))
-             for t in range(plan.teachers) for i in range(plan.instances)]
+             for t in _teacher_indices(plan) for i in _instance_indices(plan)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
@@ -189,8 +204,8 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
         conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift",
                                                                                               np.nan))
     return pd.DataFrame(dict(
-        method=method, mu=mu, n=n, teacher=np.repeat(np.arange(plan.teachers), plan.instances),
-        instance=np.tile(np.arange(plan.instances), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
+        method=method, mu=mu, n=n, teacher=np.repeat(np.array(_teacher_indices(plan)), plan.instances),
+        instance=np.tile(np.array(_instance_indices(plan)), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
         risk=risk, risk_normalized=risk / norms["target_variance"], **norms, **columns, **conv), index=range(count))
 
 
@@ -227,12 +242,13 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
         W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
         pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
                      pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
+        both = "linear" in plan.methods and "linear_minnorm" in plan.methods  # one SVD of the features for both
         if "linear" in plan.methods:
-            flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow)
+            flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow, minnorm=both)
             out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, norms, flow, **pperp))
         if "linear_minnorm" in plan.methods:
-            out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, linear_transfer(W_pre, X, y), W_rep, c_rep,
-                             norms, _EXACT, **pperp))
+            minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
+            out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, minnorm, W_rep, c_rep, norms, _EXACT, **pperp))
         if "finetune" in plan.methods:
             flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow)
             out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow, **pperp))
@@ -261,7 +277,7 @@ def _memory_estimate(plan: _Plan) -> float:
 def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
                             output="ones", max_time=None, pretrain_max_time=None, rtol=None, loss_tol=None,
                             linear_max_time=None, backend=None, max_memory=None, target_flow=TARGET_FLOW,
-                            pretrain_flow=PRETRAIN_FLOW) -> pd.DataFrame:
+                            pretrain_flow=PRETRAIN_FLOW, teacher_start=0, instance_start=0) -> pd.DataFrame:
     r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
 
     Parameters
@@ -281,7 +297,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     max_time, pretrain_max_time : float > 0 or None
         Flow-time budgets of target training and pretraining (None: those of ``target_flow`` and
-        ``pretrain_flow``, 1e3 = FaF's 1e5 iterations at rate 0.01·m).
+        ``pretrain_flow``, 1e3 = half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses
+        have no ½). FaF's own protocol, gradient descent at its rate for its steps, is
+        ``target_flow=pretrain_flow=``:func:`transfertheory.sim.gradient_descent.faf_relu_gradient_descent` ``(m)``
+        (``linear`` then runs its exact flow for the same time).
     linear_max_time : float > 0 or None
         Flow-time budget of ``linear`` (None: target training's). Its flow is solved in closed form, so a budget
         of 1e30 costs no more than 1e3 and lets every flow meet its stopping rule
@@ -297,6 +316,12 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         peak memory is estimated from the arguments (:func:`_memory_estimate`: O(T·(m + m*)²) for the
         population Grams, O(T·I·m·(d + n)) for target training) and a run above the limit is refused with a
         ValueError before any work.
+    teacher_start, instance_start : int ≥ 0
+        A chunk of a larger run: teachers ``teacher_start`` … ``teacher_start + teachers − 1`` and data sets
+        ``instance_start`` … ``instance_start + instances − 1`` of each (their indices in the table). Every draw
+        is keyed by its absolute index (module docstring), so the chunks of a run give its rows, bit-identical on
+        the CPU (each instance's flow has its own step control and its own products in the batch); the chunks of
+        one teacher repeat its pretraining.
     target_flow, pretrain_flow : :class:`~transfertheory.sim.integrator.FlowSettings`
         The integrator's settings of target training and of pretraining (default
         :data:`.target_training.TARGET_FLOW`, :data:`.pretraining.PRETRAIN_FLOW`), which the keyword
@@ -320,7 +345,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
                                           names={"max_time": "pretrain_max_time"})
     linear_flow = target_flow.updated(max_time=linear_max_time, names={"max_time": "linear_max_time"})
     plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, target_flow, pretrain_flow,
-                 linear_flow)
+                 linear_flow, teacher_start, instance_start)
     xp = resolve_backend(backend)
     check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
                  params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),

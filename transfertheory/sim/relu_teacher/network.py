@@ -8,8 +8,9 @@ is Riemannian gradient flow on the product of spheres. The integrator's norm dri
 reported as a diagnostic.
 
 Time: the gradients carry a factor 1/m (mean-field scaling), which FaF App. D.2 compensates with the
-learning rate 0.01·m. :func:`sphere_flow` integrates dθ/dt = −m∇L, so flow time t corresponds to the
-paper's iterations × 0.01 (its 1e5 iterations are t = 1e3).
+learning rate 0.01·m. :func:`sphere_flow` integrates dθ/dt = −m∇L of the package's loss L = ½E(f − y)², twice
+FaF's step in time per iteration (FaF's loss has no ½): flow time t = the paper's iterations × 0.02 (its 1e5
+iterations are t = 2e3; :mod:`transfertheory.sim.gradient_descent` runs that gradient descent itself).
 
 Stopping (FaF App. D.2: "until the loss reaches 1e−6"): the package integrator stops an instance at
 ‖m∇L‖ ≤ gtol (status ``converged``), at L ≤ ``loss_tol`` after any step (status ``loss_tol``, FaF's rule) or

@@ -4,7 +4,7 @@ L = ½ E_x (f − f_s*)², x ~ N(0, I_d), is exact through the arc-cosine kernel
 (:func:`transfertheory.theory.relu.population_loss_and_gradients`; O((m + m*)²d) per gradient, no data).
 The flow runs on the sphere with time rescaled by m and FaF's stopping rule (:func:`.network.sphere_flow`);
 FaF App. D.2: rows uniform on the sphere, output weights 1e−7, 1e5 iterations at learning rate 0.01·m
-(flow time 1e3) or until the loss reaches 1e−6.
+(flow time 2e3 in the package's units: FaF's losses have no ½) or until the loss reaches 1e−6.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from .network import FlowReport, M, paper_init, sphere_flow
 
 __all__ = ["PretrainResult", "pretrain_source", "pretraining_memory", "PRETRAIN_FLOW"]
 
-#: the integrator settings of :func:`pretrain_source`: FaF's budget (flow time 1e3 = its 1e5 iterations at rate
-#: 0.01·m) and stopping rule (loss ≤ 1e-6), ‖m∇L‖ ≤ 1e-8, and rtol 1e-3 (at d = 20, m = 200, μ = 0.5 it gives the
+#: the integrator settings of :func:`pretrain_source`: flow time 1e3 (half FaF's budget of 1e5 iterations at rate
+#: 0.01·m, which is t = 2e3: FaF's losses have no ½) and the stopping rule loss ≤ 1e-6 (of the package's loss), ‖m∇L‖ ≤ 1e-8, and rtol 1e-3 (at d = 20, m = 200, μ = 0.5 it gives the
 #: losses and kernel distances of an rtol = 1e-5, atol = 1e-12 run to 1e-3 relative, with 4× fewer evaluations)
 PRETRAIN_FLOW = FlowSettings(controller=ErrorController(rtol=1e-3), gtol=1e-8, loss_tol=1e-6, max_time=1e3)
 
@@ -44,13 +44,15 @@ def pretraining_memory(teachers, m, m_star, d) -> float:
 
 @guarded_entry_point
 def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLOW, atol=1e-6, max_memory=None,
-                    **settings):
+                    first=0, **settings):
     """Students (B, m) from FaF's initialization trained on the exact population loss against teachers (B, m*, d).
 
     ``flow``: the integrator's settings, :data:`PRETRAIN_FLOW` unless given; keyword ``settings`` (``max_time``,
     ``gtol``, ``loss_tol``, ``rtol``, …) override it. Stops per instance at ‖m∇L‖ ≤ gtol (status ``converged``),
     loss ≤ ``loss_tol`` (``loss_tol``, FaF's rule) or t = ``max_time`` (flow time; the paper's iterations ×
-    0.01). ``atol``: the integrator's absolute local error tolerance.
+    0.02, :mod:`transfertheory.sim.gradient_descent`). ``atol``: the integrator's absolute local error tolerance. ``first``: the initializations are those
+    of students ``first`` … ``first + B − 1`` of one draw from ``rng`` (the students of a chunk of a larger batch
+    start where they would in the whole batch).
     ``max_memory``: the memory guard's limit (bytes or ``"64G"``, :mod:`transfertheory._memory`); pretraining
     whose peak (:func:`pretraining_memory`, O(B·(m + m*)²)) exceeds it is refused before drawing the students.
     """
@@ -60,7 +62,7 @@ def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLO
     m = M.scalar(m)
     check_memory(pretraining_memory(B, m, m_star, d), what="pretrain_source", xp=xp, max_memory=max_memory,
                  params={"teachers": B, "m": m, "m_star": m_star, "d": d})
-    W0, c0 = (to_device(a, xp) for a in paper_init(m, d, rng, batch=(B,)))
+    W0, c0 = (to_device(a[first:], xp) for a in paper_init(m, d, rng, batch=(first + B,)))
 
     def loss_and_gradients(W, c, rows):
         g = population_loss_and_gradients(W, c, W_star[rows], c_star[rows])

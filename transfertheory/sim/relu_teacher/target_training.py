@@ -25,7 +25,8 @@ Methods:
   (gradient descent for a finite time) and the experiment's ``linear`` method.
 
 The flows run on the sphere with time rescaled by m and FaF's stopping rule (loss ≤ 1e−6, or flow time
-1e3 = the paper's 1e5 iterations at learning rate 0.01·m): :func:`.network.sphere_flow`.
+1e3, half the paper's 1e5 iterations at learning rate 0.01·m, which are t = 2e3 since its losses have no ½):
+:func:`.network.sphere_flow`. The paper's gradient descent itself: :mod:`transfertheory.sim.gradient_descent`.
 """
 from __future__ import annotations
 
@@ -115,15 +116,17 @@ def train_on_samples(W0, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, atol=1e-
                              f"({X.shape[0]}), got {sizes!r}")
     _check_training_memory("train_on_samples", W0.shape[0], W0.shape[-2], W0.shape[-1], X.shape[-2], max_memory)
 
-    return sphere_flow(_PaddedSamples(X, y, sizes).loss_and_gradients, W0, c0, flow, atol=atol)
+    return sphere_flow(_PaddedSamples(X, y, sizes, W0.shape[-2]).loss_and_gradients, W0, c0, flow, atol=atol)
 
 
 #: below this many instances the samples are gathered at every evaluation (cheaper than comparing the rows)
 _GATHER_DIRECTLY = 16
-#: the ≈ 20 array operations of one more block of instances cost about as much as this many flops of the (b, n, m)
-#: products (docs/benchmarks.md, "Cache-sized blocks"): a batch is split into blocks of equal n only when the
-#: padding it removes saves more
-_BLOCK_OVERHEAD_FLOPS = 4e5
+#: instances of several n are evaluated block by block on their own n when the padding to the largest n would cost
+#: more than this many flops of the (n, m) products per instance and evaluation (the mean over the distinct n): a
+#: block's ≈ 20 array operations cost ≈ 20–40 µs on the 2-core CPU, the products run at 10–20 Gflop/s, and a batch
+#: holds tens to thousands of instances; FaF Fig. 4's quick size (m = 16, d = 8, n = 16–64) pads, its mid and paper
+#: sizes evaluate by blocks (docs/benchmarks.md#relu-chunks)
+_PADDING_FLOPS = 1e5
 
 
 class _PaddedSamples:
@@ -133,36 +136,48 @@ class _PaddedSamples:
     Gathering: an RKC step evaluates its stages on prefixes of one ordering of the working set (the instances still
     in stage j, :class:`~..integrator.kernels.DenseStages`), so the samples are gathered once per ordering and the
     prefixes are views of them; the whole batch in its own order is the arrays themselves. Padding: the zero rows
-    add nothing to L̂ and its gradients, so the samples of a few instances are cut to their largest n, and a large
-    batch whose instances come in blocks of equal n (the scratch flows of every n, in order) is evaluated block by
-    block, each on its own n, when that saves more arithmetic than the blocks' operations cost.
+    add nothing to L̂ and its gradients. Where the padding to the batch's largest n costs more arithmetic than
+    the blocks' operations (:data:`_PADDING_FLOPS`, judged from the distinct n, m and d only) the instances are
+    evaluated in blocks of equal n, each on its own n (sorted by n first when they do not come in such blocks),
+    else all padded to the largest n. Either way an instance's arithmetic does not depend on the rest of the batch
+    (the products are per instance), so a chunk of a run's draws flows bit for bit as in the whole run. (This
+    replaced a rule that chose per evaluation from the instances then evaluated, which a chunk could choose
+    differently; docs/benchmarks.md#relu-chunks.)
     """
 
-    def __init__(self, X, y, sizes):
+    def __init__(self, X, y, sizes, m):
         self.X, self.y, self.xp = X, y, get_backend(X)
         self.sizes = None if sizes is None else np.asarray(sizes)
-        self.size_list = None if sizes is None else self.sizes.tolist()
+        distinct = np.unique(self.sizes) if sizes is not None else None
+        #: whether to evaluate by blocks of equal n (else every instance padded to the batch's largest n): decided
+        #: from the distinct n, m and d alone, so that any chunk of the batch's draws decides the same
+        self.blocks = sizes is not None and 4 * m * X.shape[-1] * (distinct.max() - distinct.mean()) > _PADDING_FLOPS
         self.divisors = None if sizes is None else self.xp.asarray(sizes, dtype=X.dtype)  # of L̂, on the device
         self.rows = self.gathered = None
 
     def loss_and_gradients(self, W, c, rows):
         if self.sizes is None:
             return empirical_loss_and_gradients(W, c, *self._gathered(rows)[:2])
-        if len(rows) < _GATHER_DIRECTLY:  # a few instances (a flow's last steps): as few operations as possible
-            n_max = max(map(self.size_list.__getitem__, rows.tolist()))
-            index = self.xp.asarray(rows)
-            return empirical_loss_and_gradients(W, c, self.X[index, :n_max], self.y[index, :n_max],
-                                                self.divisors[index])
-        sizes = self.sizes[rows]
-        blocks = np.flatnonzero(np.diff(sizes)) + 1
+        # every instance on its own n, or every one padded to the batch's largest, whatever else is being evaluated:
+        # its sums then do not depend on the batch (the products are per instance), so a chunk of a run's instances
+        # flows as in the whole run, bit for bit
         X, y, divisors = self._gathered(rows)
-        n_max, per_row = int(sizes.max()), 4 * W.shape[-2] * W.shape[-1]  # flops of the products per sample row
-        saved = (len(rows) * n_max - int(sizes.sum())) * per_row
-        if blocks.size == 0 or saved <= blocks.size * _BLOCK_OVERHEAD_FLOPS:
-            return empirical_loss_and_gradients(W, c, X[:, :n_max], y[:, :n_max], divisors)
+        if not self.blocks:
+            return empirical_loss_and_gradients(W, c, X, y, divisors)
+        sizes = self.sizes[rows]
+        order = None
+        if np.any(np.diff(sizes) < 0):  # not in blocks of equal n: evaluate sorted, return in the caller's order
+            order = np.argsort(sizes, kind="stable")
+            index = self.xp.asarray(order)
+            sizes, W, c, X, y, divisors = (sizes[order], W[index], c[index], X[index], y[index], divisors[index])
+        blocks = np.flatnonzero(np.diff(sizes)) + 1
         parts = [empirical_loss_and_gradients(W[a:b], c[a:b], X[a:b, :sizes[a]], y[a:b, :sizes[a]], divisors[a:b])
                  for a, b in zip(np.r_[0, blocks], np.r_[blocks, len(rows)])]
-        return tuple(self.xp.concatenate(arrays) for arrays in zip(*parts))
+        out = parts[0] if len(parts) == 1 else tuple(self.xp.concatenate(arrays) for arrays in zip(*parts))
+        if order is None:
+            return out
+        inverse = self.xp.asarray(np.argsort(order))
+        return tuple(a[inverse] for a in out)
 
     def _gathered(self, rows):
         """X[rows], y[rows] and the divisors of the instances ``rows`` (padded to the batch's largest n)."""
@@ -220,12 +235,15 @@ class LinearFlow(ReportsConvergence):
     c: object
     loss: np.ndarray
     convergence: Convergence
+    #: (B, m) minimum-norm least squares on the same features from the same SVD (:func:`linear_transfer`'s limit;
+    #: None unless asked for)
+    minnorm: object = None
 
 
 _BISECTIONS = 60  # on log t: the stopping time to a relative 2^(−60)·log range
 
 
-def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **settings) -> LinearFlow:
+def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, minnorm=False, **settings) -> LinearFlow:
     r"""Exact time-rescaled gradient flow of the output weights on L̂ = (1/2n)‖Φc − y‖², from c0 (per instance).
 
     Φ = σ(XWᵀ)/m (B, n, m), so f = Φc. The flow dc/dt = −m∂L̂/∂c = −(m/n)Φᵀr, r = Φc − y, is linear: with
@@ -242,7 +260,9 @@ def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **set
     L̂_min ≈ ½‖P⊥ f_t*‖²(1 − m/n) ≫ 1e−6, and the rule asks for the part of the loss the flow can remove. It
     bounds the gradient: ‖m∇L̂‖² = (m/n)² Σₖ sₖ²ρₖ²e^{−2λₖt} ≤ 2(m²/n) s_max² (L̂ − L̂_min). The solution is
     closed-form, so its cost does not depend on ``max_time``. As t → ∞ from c0 = 0 this is
-    :func:`linear_transfer`.
+    :func:`linear_transfer`; ``minnorm`` True also returns that limit, Σₖ Vₖ(Qₖᵀy)/sₖ over the resolved sₖ, from
+    the same SVD (``LinearFlow.minnorm``: one SVD for both methods, the larger part of their cost at FaF's size;
+    equal to :func:`linear_transfer`'s LAPACK least squares to rounding, docs/relu.md).
     """
     flow = flow.updated(**settings)
     max_time, loss_tol = flow.max_time, flow.loss_tol
@@ -277,6 +297,11 @@ def linear_transfer_flow(W, c0, X, y, *, flow: FlowSettings = TARGET_FLOW, **set
     c = c0 - (xp.swapaxes(Vt, -1, -2) @ shift[..., None])[..., 0]
     residual = (phi @ c[..., None])[..., 0] - y
     grad = m * (xp.swapaxes(phi, -1, -2) @ residual[..., None])[..., 0] / n
+    if minnorm:
+        along = (xp.swapaxes(Q, -1, -2) @ y[..., None])[..., 0]  # y along Qₖ
+        minnorm = (xp.swapaxes(Vt, -1, -2) @ xp.where(resolved, along / xp.where(resolved, s, 1.0), 0.0)[..., None])
+        minnorm = minnorm[..., 0]
     return LinearFlow(c=c, loss=to_host(0.5 * (residual * residual).mean(-1)),
                       convergence=Convergence(stopped, np.where(stopped, "loss_tol", "max_time"), t, 0,
-                                              to_host(xp.linalg.norm(grad, axis=-1))))
+                                              to_host(xp.linalg.norm(grad, axis=-1))),
+                      minnorm=minnorm if minnorm is not False else None)
