@@ -137,10 +137,17 @@ def _end_with_parent(parent):
 
 
 def _start_worker(parent):
-    """Worker initializer: SIGINT and SIGHUP are the parent's to answer; SIGTERM ends the worker quietly."""
+    """Worker initializer: SIGINT and SIGHUP are the parent's to answer; SIGTERM ends the worker quietly.
+
+    tqdm's bars in a worker take a lock of this process only: its default lock is a multiprocessing lock, which in
+    a fresh interpreter (``spawn``) is a named semaphore registered with the resource tracker, and a worker stopped
+    by SIGTERM (``os._exit``) never unregisters it, so that the tracker would warn of it after the one line."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_worker)
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
     _end_with_parent(parent)
 
 

@@ -125,7 +125,7 @@ def test_settings_route_parameters_to_the_solver_and_the_controller():
     assert back.solver == RKC2(max_stages=30) and back.controller == euler.controller
     assert euler.updated(scheme="euler") == euler and euler.updated(rtol=None) is euler
     assert FlowSettings().updated(solver=GradientDescent(0.3), safety=0.7).as_dict() == dict(
-        scheme="euler", step_fraction=0.3, rtol=1e-5, safety=0.7, order=2, min_factor=0.1, max_factor=10.0,
+        scheme="euler", step_fraction=0.3, learning_rate=None, rtol=1e-5, safety=0.7, order=2, min_factor=0.1, max_factor=10.0,
         gtol=1e-8, loss_tol=0.0, max_time=1e5, max_steps=200_000, divergence_factor=1e8)
     with pytest.raises(TypeError, match="'step_fraction': not a parameter of the solver RKC2"):
         FlowSettings().updated(step_fraction=0.5)
