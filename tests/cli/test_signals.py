@@ -68,8 +68,16 @@ def _watch(process, until, timeout=120):
     raise AssertionError(f"the command did not reach the point to signal (exit {process.poll()})")
 
 
+def _default_stop_signals():
+    """In the child: the stop signals at their defaults, as a terminal's command gets them (a suite run under
+    ``nohup`` would otherwise hand its ignored SIGHUP on, which the command rightly keeps ignoring)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _start(args, tmp_path):
     return subprocess.Popen([sys.executable, "-m", *args], cwd=tmp_path, env=ENV, start_new_session=True,
+                            preexec_fn=_default_stop_signals,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -147,7 +155,8 @@ def test_a_signal_to_a_command_without_workers_is_one_line(signum, tmp_path):
                "cli.Timer.__init__ = lambda self: (print('working', flush=True), time.sleep(60)); "
                "from transfertheory import phase_diagram; sys.exit(phase_diagram.main())", "--resolution", "8",
                "--out", str(tmp_path / "out")]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                               preexec_fn=_default_stop_signals)
     assert process.stdout.readline() == "working\n"
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
