@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from doc_warnings import DocExampleNotRun  # a module the xdist controller can import (tests/)
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE_BUDGET_S = 60.0
@@ -30,8 +31,6 @@ _FENCE = re.compile(r"^\s*```")
 _NOT_RUN = re.compile(r"^\s*<!--\s*example:\s*not run\s*\((?P<reason>.+)\)\s*-->\s*$")
 
 
-class DocExampleNotRun(UserWarning):
-    """A documentation example marked ``<!-- example: not run (reason) -->``."""
 
 
 @dataclass(frozen=True)
