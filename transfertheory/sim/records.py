@@ -21,8 +21,9 @@ import pandas as pd
 
 from .. import params as P
 from .convergence import normalize_convergence
+from .integrator import SCHEMES, SETTING_RANGES, FlowSettings
 
-__all__ = ["Field", "Experiment"]
+__all__ = ["Field", "Experiment", "flow_fields", "flow_arguments"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,27 @@ class Experiment:
         out = pd.concat([front, table], axis=1)
         out.attrs = {}
         return out
+
+
+def _stage_prefix(stage: str) -> str:
+    return f"{stage}_" if stage else ""
+
+
+def flow_fields(flow: FlowSettings, *names, stage="") -> tuple:
+    """The fields of an experiment that set the integrator of one training stage: a field per setting in
+    ``names`` (``gtol``, ``max_time``, ``rtol``, ``scheme``, …), called as the setting for the main flow and
+    ``<stage>_<setting>`` for another stage (``pretrain_max_time``), with ``flow``'s value as its default and the
+    integrator's range (:data:`~.integrator.SETTING_RANGES`)."""
+    defaults, prefix = flow.as_dict(), _stage_prefix(stage)
+    return tuple(Field(prefix + name, defaults[name], choices=SCHEMES) if name == "scheme"
+                 else Field(prefix + name, defaults[name], SETTING_RANGES[name]) for name in names)
+
+
+def flow_arguments(point: Mapping, *stages) -> dict:
+    """The entry point's ``flow=`` (and ``<stage>_flow=``) arguments from a point's :func:`flow_fields`: the
+    changes by setting name, one mapping per stage (``""``: the main flow)."""
+    settings = {*SETTING_RANGES, "scheme"}
+    return {f"{_stage_prefix(stage)}flow": {name[len(_stage_prefix(stage)):]: value for name, value in point.items()
+                                            if name.startswith(_stage_prefix(stage))
+                                            and name[len(_stage_prefix(stage)):] in settings}
+            for stage in ("", *stages)}

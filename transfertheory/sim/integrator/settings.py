@@ -10,15 +10,17 @@ its ``divergence_factor``. Each numeric setting has one valid range (:data:`SETT
 against it, so a bad setting is a ValueError naming it and its range before any work, and nothing downstream
 checks it again.
 
-A simulator keeps its defaults as a module-level :class:`FlowSettings` constant and takes overrides by name with
-:meth:`FlowSettings.updated`: e.g. MeRLin's ``FLOW_SETTINGS`` (gtol 1e-7, at most 80 stages per step) and
-``run_comparison(..., rtol=1e-4)``.
+A simulator keeps its defaults as a module-level :class:`FlowSettings` constant and takes one ``flow=``
+argument per training stage (``flow=``, and ``pretrain_flow=`` where it pretrains): a record, or the changes by
+name (:meth:`FlowSettings.overridden`), e.g. MeRLin's ``FLOW_SETTINGS`` (gtol 1e-7, at most 80 stages per step)
+and ``run_comparison(..., flow={"rtol": 1e-4})``.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
 
@@ -116,6 +118,20 @@ class FlowSettings:
                 if name in changes and name in ranges:
                     ranges[name].scalar(changes[name], label)
             raise
+
+    def overridden(self, override, label="flow") -> "FlowSettings":
+        """The settings a simulator's ``flow=`` (or ``pretrain_flow=``…) argument asks for, these being its
+        defaults: ``None`` → these; a :class:`FlowSettings` → that record; a mapping of changes by name →
+        :meth:`updated` with them (e.g. ``flow={"gtol": 1e-6, "max_time": 50}``). Anything else is a TypeError
+        naming ``label``."""
+        if override is None:
+            return self
+        if isinstance(override, FlowSettings):
+            return override
+        if isinstance(override, Mapping):
+            return self.updated(**override)
+        raise TypeError(f"{label} must be a FlowSettings, a mapping of its settings by name, or None; got "
+                        f"{type(override).__name__}")
 
     def _replaced(self, changes: dict) -> "FlowSettings":
         """A new record with ``changes`` (by name, none None) applied to the solver, the controller and the rest."""
