@@ -5,6 +5,7 @@ before it is built."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,8 @@ import pytest
 
 from transfertheory.sweep import parse_spec, run_sweep
 from transfertheory.sweep.__main__ import main
-from transfertheory.sweep.engine import format_seconds
+from transfertheory.sim import get_experiment
+from transfertheory.sweep.engine import format_seconds, plan_points
 from transfertheory.sweep.store import Store, read_store
 
 from test_sweep import LINEAR_TOML
@@ -212,6 +214,24 @@ def test_a_store_of_the_first_layout_is_read_and_its_points_moved_not_recomputed
     assert "moved 6 point file(s) of the first store layout" in printed and "0 computed in this run" in printed
     pd.testing.assert_frame_equal(read_store(store), table)
     assert not list(store.glob("*.parquet"))
+
+
+def test_points_stored_before_a_parameter_was_added_or_renamed_keep_their_ids(tmp_path):
+    """The committed paper-size store was written before faf_linear had ``spectrum`` and ``teacher``, under its
+    parameters' earlier names: today's plan finds every point there (none recomputed), and its rows read under
+    today's names, an added parameter at its default."""
+    store = tmp_path / "store"
+    shutil.copytree(ROOT / "figures" / "paper" / "stores" / "figs-paper", store)
+    Store(store).prepare()
+    manifest = json.loads((store / "_sweep" / "manifest.json").read_text())
+    assert len(manifest) == len(Store(store).done()) >= 100
+    for pid, entry in manifest.items():
+        record = get_experiment(entry["experiment"])
+        point = record.point(**{record.renamed.get(k, k): v for k, v in entry["point"].items()})
+        assert plan_points(record.name, [point], entry["seed"], Store(store))[0].pid == pid
+    table = read_store(store)
+    assert set(get_experiment("faf_linear").schema) <= set(table.columns)
+    assert (table["spectrum"] == "isotropic").all() and (table["teacher"] == "random").all()
 
 
 # --------------------------------------------------------------------------- 11, 13, 16: specs

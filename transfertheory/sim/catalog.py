@@ -86,9 +86,9 @@ FAF_LINEAR = Experiment(
                                                                                             "finetune"), sequence=True),
             Field("lam", 0.0, P.LAM), Field("tol", FAF_LINEAR_FLOW.gtol, _GTOL),
             Field("max_time", FAF_LINEAR_FLOW.max_time, _MAX_TIME), Field("rtol", FAF_LINEAR_FLOW.rtol, _RTOL),
-            Field("spectrum", "isotropic", text=check_spectrum_text, syntax=SPECTRUM_SYNTAX,
+            Field("spectrum", "isotropic", text=check_spectrum_text, syntax=SPECTRUM_SYNTAX, added=True,
                   description="input covariance spectrum (docs/anisotropic.md); isotropic: FaF's x ~ N(0, I)"),
-            Field("teacher", "random", text=_teacher_text, syntax="random | " + TEACHER_SYNTAX,
+            Field("teacher", "random", text=_teacher_text, syntax="random | " + TEACHER_SYNTAX, added=True,
                   description="where β_s, β_t sit on the spectrum; random: the isotropic draw, Σ-normalised")),
     example=dict(d=8, gamma=0.5, theta=0.5, instances=2, methods=("scratch", "linear", "finetune")),
     simulate=_faf_linear)

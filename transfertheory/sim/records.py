@@ -40,6 +40,9 @@ class Field:
     description: str = ""
     text: Callable[[str], Any] | None = None
     syntax: str = ""  #: the valid strings of a ``text`` field, in words
+    #: added after points of the experiment were stored, its default giving the results of before: left out of
+    #: the point's identity while at its default, so that stored points stay valid (:meth:`Experiment.identity`)
+    added: bool = False
 
     def __post_init__(self):
         if sum(x is not None for x in (self.param, self.choices, self.text)) != 1:
@@ -91,11 +94,17 @@ class Experiment:
     simulate: Callable[..., pd.DataFrame]
     draws: str | None = None
     description: str = ""
+    #: earlier names of renamed parameters → today's; a point's identity keeps the earlier name, so that points
+    #: stored before the rename stay valid (:meth:`identity`), and their rows are read under today's names
+    renamed: Mapping = field(default_factory=dict)
     schema: Mapping = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "schema", MappingProxyType({f.name: f for f in self.fields}))
         object.__setattr__(self, "example", MappingProxyType(dict(self.example)))
+        object.__setattr__(self, "renamed", MappingProxyType(dict(self.renamed)))
+        if not set(self.renamed.values()) <= set(self.schema):
+            raise ValueError(f"experiment {self.name!r}: renamed to unknown parameters {dict(self.renamed)}")
         if self.draws is not None and self.draws not in self.schema:
             raise ValueError(f"experiment {self.name!r}: draws field {self.draws!r} is not a parameter")
         self.point(**self.example)
@@ -111,6 +120,20 @@ class Experiment:
         """The full point: every field, ``values`` validated over the defaults, in schema order."""
         checked = {name: self.check(name, value) for name, value in values.items()}
         return {name: checked.get(name, f.default) for name, f in self.schema.items()}
+
+    def identity(self, point: Mapping) -> dict:
+        """What a full point's id hashes (:func:`~transfertheory.sweep.store.point_id`): its parameters under
+        their earliest names (:attr:`renamed`), without the :attr:`Field.added` ones at their defaults."""
+        earlier = {new: old for old, new in self.renamed.items()}
+        return {earlier.get(name, name): value for name, value in point.items()
+                if not (self.schema[name].added and value == self.schema[name].default)}
+
+    def stored_columns(self) -> dict:
+        """The parameter columns a point stored before a rename or an addition lacks: today's name → (its
+        earlier name or None, the column value of its default)."""
+        earlier = {new: old for old, new in self.renamed.items()}
+        return {name: (earlier.get(name), _column(f.default)) for name, f in self.schema.items()
+                if f.added or name in earlier}
 
     def run(self, *, seed=0, backend=None, **values) -> pd.DataFrame:
         """Simulate one point: one row per instance, the point's parameters first, then the simulator's columns

@@ -87,7 +87,7 @@ def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
     record = get_experiment(experiment)
     module = record.simulate.__module__
     full = points if checked else [record.point(**point) for point in points]
-    return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, point, seed),
+    return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, record.identity(point), seed),
                  module=module) for point in full]
 
 

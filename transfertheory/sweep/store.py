@@ -68,6 +68,24 @@ def _signless_zeros(value):
     return value
 
 
+def _upgraded(rows: pa.Table) -> pa.Table:
+    """The rows of a point stored before a parameter of its experiment was renamed or added
+    (:meth:`~transfertheory.sim.records.Experiment.stored_columns`) under today's names, an added parameter's
+    column holding its default; any other rows as they are."""
+    from ..sim.catalog import experiments
+
+    names = pc.unique(rows["experiment"]).to_pylist() if "experiment" in rows.column_names else []
+    record = experiments().get(names[0]) if len(names) == 1 else None
+    for name, (earlier, default) in (record.stored_columns() if record else {}).items():
+        if name in rows.column_names:
+            continue
+        if earlier in rows.column_names:
+            rows = rows.rename_columns([name if c == earlier else c for c in rows.column_names])
+        else:
+            rows = rows.append_column(name, pa.array([default] * rows.num_rows))
+    return rows
+
+
 class NotAStoreError(ValueError):
     """A folder that is not a sweep store (or one written by a newer version)."""
 
@@ -406,7 +424,7 @@ class Store:
         if "point_id" not in rows.column_names or pc.all(pc.equal(rows["point_id"], pid), skip_nulls=False).as_py() \
                 is not True:
             raise ValueError(f"{path}: its rows do not all carry point_id {pid}; move it aside and run again")
-        return rows
+        return _upgraded(rows)
 
     def table(self, ids=None) -> pd.DataFrame:
         """The tidy table of the completed points (``ids``: only those), sorted by point_id then row; the union
