@@ -137,6 +137,18 @@ def test_points_are_reproducible_and_explore_draws_fresh_ones():
     assert claims.points(_claim(lambda case: _result(True)), QUICK) == [{}]
 
 
+def test_fixed_points_do_not_depend_on_the_source_text(tmp_path, monkeypatch):
+    """Hypothesis mixes numeric literals of the loaded local modules into its draws; a claim's fixed points must not
+    move when a module with new literals is imported (as when the package gains a module)."""
+    with_strategy = [c for c in claims.select(profile=QUICK) if c.strategy is not None]
+    before = {c.id: claims.points(c, QUICK) for c in with_strategy}
+    literals = ", ".join(f"{0.05 + 0.9 * k / 499:.17g}" for k in range(500)) + ", " + ", ".join(map(str, range(2, 500)))
+    (tmp_path / "_fresh_literals.py").write_text(f"VALUES = [{literals}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("_fresh_literals")
+    assert {c.id: claims.points(c, QUICK) for c in with_strategy} == before
+
+
 def test_a_claim_is_as_bad_as_its_worst_point():
     strategy = lambda p: st.fixed_dictionaries({"x": st.floats(0, 1)})  # noqa: E731
     claim = _claim(lambda case: _result(case.params["x"] < 0.5), strategy=strategy)
