@@ -66,6 +66,15 @@ def test_wilson_interval_stays_in_the_unit_interval_and_is_not_empty_at_zero_and
     assert low < 14 / 30 < high
 
 
+@pytest.mark.parametrize("trials", [5, 8, 9, 11, 12, 13, 19, 40])
+def test_wilson_interval_contains_the_frequency_at_zero_and_all_successes(trials):
+    """At 0 or all successes the interval's end is the frequency itself; rounding must not put it past it (a
+    negative error bar stopped MeRLin's paper-size figure after 15 minutes: 9 of 9 successes)."""
+    for successes in (0, trials):
+        low, high = stats.wilson_interval(successes, trials)
+        assert low <= successes / trials <= high
+
+
 @pytest.mark.parametrize("args, match", [((3, 2), "successes"), ((-1, 2), "successes"), ((1, 0), "trials"),
                                          ((1.5, 2), "successes")])
 def test_wilson_interval_rejects_bad_counts(args, match):

@@ -262,18 +262,16 @@ def bootstrap_mean_interval(values, level=0.68, resamples=4000, seed=0):
 def wilson_interval(successes, trials, level=0.68):
     """(low, high): the Wilson score interval of a binomial frequency ``successes``/``trials`` at ``level``.
 
-    It lies in [0, 1] and has a non-zero width at 0 and ``trials`` successes, where the binomial ± SE bar
-    √(p(1 − p)/N) is empty. ``successes`` an integer in [0, trials], ``trials`` an integer ≥ 1.
+    It lies in [0, 1], contains the frequency, and has a non-zero width at 0 and ``trials`` successes, where the
+    binomial ± SE bar √(p(1 − p)/N) is empty (scipy's ``binomtest(...).proportion_ci(method="wilson")``).
+    ``successes`` an integer in [0, trials], ``trials`` an integer ≥ 1.
     """
-    from scipy.stats import norm
+    from scipy.stats import binomtest
 
     level = _level(level)
     if isinstance(trials, bool) or int(trials) != trials or trials < 1:
         raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
     if isinstance(successes, bool) or int(successes) != successes or not 0 <= successes <= trials:
         raise ValueError(f"successes must be an integer in [0, trials = {trials}], got {successes!r}")
-    z = float(norm.ppf((1 + level) / 2))
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z / (1 + z * z / trials) * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    interval = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=level, method="wilson")
+    return float(interval.low), float(interval.high)
