@@ -96,12 +96,16 @@ EXIT_HANGUP = 129
 EXIT_USAGE = 2
 #: exit status when a computation is refused by the memory guard (:class:`transfertheory._memory.MemoryLimitError`)
 EXIT_MEMORY = 4
+#: exit status of an unexpected error (a bug in the package): sysexits' EX_SOFTWARE
+EXIT_INTERNAL = 70
 
 
 def exit_status_epilog(*codes: str) -> str:
-    """An argparse ``epilog`` listing the exit statuses ``codes`` ("0 success", …) and those of the stop signals."""
+    """An argparse ``epilog`` listing the exit statuses ``codes`` ("0 success", …), those of the stop signals and
+    that of an internal error."""
     return "exit status: " + ", ".join([*codes, f"{EXIT_INTERRUPTED} interrupted (Ctrl-C)",
-                                        f"{EXIT_TERMINATED} SIGTERM", f"{EXIT_HANGUP} SIGHUP"])
+                                        f"{EXIT_TERMINATED} SIGTERM", f"{EXIT_HANGUP} SIGHUP",
+                                        f"{EXIT_INTERNAL} internal error"])
 
 
 class CommandLineError(Exception):
@@ -175,8 +179,22 @@ def entry_point(main):
         except MemoryLimitError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_MEMORY
+        except Exception as err:  # a bug: one line, the traceback kept in a file for the report
+            print(f"error: internal error, {type(err).__name__}: {err} (a bug in transfertheory; the traceback is in "
+                  f"{_traceback_file(main.__module__)})", file=sys.stderr)
+            return EXIT_INTERNAL
 
     return guarded
+
+
+def _traceback_file(command) -> str:
+    """Write the traceback of the exception being handled to a new file in the temporary folder; its path."""
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix=f"{command.removesuffix('.__main__')}-", suffix=".traceback",
+                                     delete=False, encoding="utf-8") as out:
+        traceback.print_exc(file=out)
+    return out.name
 
 
 def exit_process(code):

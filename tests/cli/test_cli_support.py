@@ -361,6 +361,19 @@ def test_the_test_session_runs_under_the_serial_thread_policy():
     assert _blas_threads() == {threads.SERIAL_THREADS}
 
 
+def test_an_unexpected_error_is_one_line_naming_the_traceback_file(capsys):
+    def main(argv):
+        raise ValueError("'yerr' must not contain negative values")
+
+    main.__module__ = "transfertheory.figures.__main__"
+    assert cli_support.entry_point(main)([]) == cli_support.EXIT_INTERNAL == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: internal error, ValueError: 'yerr' must not")
+    path = Path(err.rsplit("the traceback is in ", 1)[1].rstrip(")\n"))
+    assert path.name.startswith("transfertheory.figures-") and "Traceback (most recent call last)" in path.read_text()
+    path.unlink()
+
+
 def test_every_command_line_runs_under_the_serial_thread_policy():
     from transfertheory import threads
 
