@@ -179,8 +179,8 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
 
 
 def _sizes(profile, **success):
-    """The figure's sizes at ``profile``: panel (a)'s are the named sweep ``merlin``'s (:mod:`transfertheory.sweep.named`,
-    where they are declared), the success study's (``success``) its own."""
+    """The figure's sizes at ``profile``: panel (a)'s are the named sweep ``merlin``'s
+    (:mod:`transfertheory.sweep.named`, where they are declared), the success study's (``success``) its own."""
     s = named_profile("merlin", profile)
     return dict(d=s["d"], k=s["k"], m=s["m"], lam=s["lam"], n_targets=tuple(s["n_t"]), seeds=s["draws"],
                 restarts=s["restarts"], **success)
