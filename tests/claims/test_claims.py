@@ -289,3 +289,44 @@ def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monke
     claim = claims.get_claim("faf.thm3.9.corrected.L3")
     result = claim.check(claims.Case(claim, claims.get_profile(QUICK), {}, seed=0))  # one stage: no confirmation
     assert not result.passed
+
+
+@pytest.mark.parametrize("profile", claims.PROFILE_NAMES)
+def test_the_mtl_training_claims_train_the_networks_of_the_named_sweep_mtl(profile, monkeypatch):
+    """The training study of the mtl.lemma1.trained-* claims runs at the sizes of the named sweep ``mtl``'s points
+    (its simulator call, stopped there)."""
+    from transfertheory.claims import mtl_sim
+    from transfertheory.sweep import NAMED_SWEEPS, parse_spec
+
+    def stop(problem, network, widths, networks, lam_tau, lam_tau_hat, seed):
+        raise RuntimeError(network.depth, list(widths), networks, lam_tau, lam_tau_hat)
+
+    monkeypatch.setattr(mtl_sim, "finite_width_study", stop)
+    with pytest.raises(RuntimeError) as asked:
+        mtl_sim._training_study.__wrapped__(profile)
+    points = parse_spec(NAMED_SWEEPS["mtl"], "mtl", profile).points()
+    assert asked.value.args[1] == [point["width"] for point in points]
+    assert {(p["depth"], p["networks"], p["lam_tau"], p["lam_tau_hat"]) for p in points} == {
+        tuple(asked.value.args[i] for i in (0, 2, 3, 4))}
+
+
+def test_the_finite_n_boundary_claim_simulates_at_the_named_sweep_faf_fig4s_mid_size(monkeypatch):
+    """The claim faf.relu.sim.finite-n-boundary runs the figure's experiment at the size of the named sweep
+    faf_fig4's ``mid`` profile (its simulator call at the ``full`` profile, stopped there)."""
+    from transfertheory.claims import faf_relu_sim
+    from transfertheory.sim import get_experiment
+    from transfertheory.sweep import NAMED_SWEEPS, parse_spec
+
+    def stop(d, m, m_star, mus, ns, **kwargs):
+        raise RuntimeError(dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=tuple(ns), **kwargs))
+
+    monkeypatch.setattr(faf_relu_sim, "run_transfer_experiment", stop)
+    claim = claims.get_claim("faf.relu.sim.finite-n-boundary")
+    with pytest.raises(RuntimeError) as asked:
+        faf_relu_sim._finite_n_boundary(claims.Case(claim, claims.get_profile("full"), {}, seed=0))
+    asked = asked.value.args[0]
+    point = parse_spec(NAMED_SWEEPS["faf_fig4"], "faf_fig4", "mid").points()[0]
+    keys = ("d", "m", "m_star", "ns", get_experiment("faf_relu").draws, "max_time", "pretrain_max_time",
+            "linear_max_time")
+    assert {key: asked[key] for key in keys} == {key: point[key] for key in keys}
+    assert len(asked["mus"]) == 1 and asked["mus"][0] in point["mus"]

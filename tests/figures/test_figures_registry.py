@@ -359,17 +359,70 @@ def test_every_paper_profile_says_how_it_relates_to_the_paper_and_a_paper_build_
 
 def test_faf_fig4_paper_profile_is_faf_app_d2_in_the_packages_time_units():
     """FaF App. D.2 and the Fig. 4 caption: d = 100, m = 1000, m* = 100, 10 teachers × 100 data sets, 1e5 steps at
-    rate 0.01·m of losses without the ½: package flow time 2 × 0.01 × 1e5 = 2e3; the named sweep agrees."""
-    from transfertheory.sweep.named import named_sweep
-
+    rate 0.01·m of losses without the ½: package flow time 2 × 0.01 × 1e5 = 2e3."""
     paper = catalog.get_figure("faf_fig4").profiles["paper"]
     assert {k: paper[k] for k in ("d", "m", "m_star", "teachers", "instances")} == dict(
         d=100, m=1000, m_star=100, teachers=10, instances=100)
     assert paper["max_time"] == paper["pretrain_max_time"] == 2 * 0.01 * 1e5
-    sweep = named_sweep("faf_fig4")["profiles"]["paper"]  # in chunks of 1 teacher × 10 data sets
-    axes = sweep["axes"]
-    assert len(axes["teacher_start"]) == paper["teachers"]
-    assert sweep["draws"] * len(axes["instance_start"]) == paper["instances"]
-    assert {k: sweep["fixed"][k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")} == {
-        k: paper[k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")}
-    assert list(sweep["fixed"]["ns"]) == list(paper["ns"]) and list(sweep["fixed"]["mus"]) == list(paper["mus"])
+
+
+class _Asked(Exception):
+    """Raised by a stub in place of a figure's first simulation, carrying what it was asked to simulate."""
+
+
+def _ids(spec):
+    from transfertheory.sim import get_experiment
+    from transfertheory.sweep import point_id
+
+    version = get_experiment(spec.experiment).version
+    return sorted(point_id(spec.experiment, version, point, spec.seed) for point in spec.points())
+
+
+@pytest.mark.parametrize("name", ["faf_fig1", "faf_fig3", "faf_fig6", "faf_fig7"])
+@pytest.mark.parametrize("profile", ["quick", "paper"])
+def test_a_faf_section3_figure_simulates_exactly_its_named_sweeps_points(name, profile):
+    """Through the sweep engine (``figures --paper``), a figure asks for the points of the named sweep that declares
+    its sizes, the same point ids: the figure and ``sweep run NAME`` share a store's points."""
+    from transfertheory.figures import simulation
+    from transfertheory.sweep import NAMED_SWEEPS, parse_spec
+
+    class Runner:
+        def rows(self, spec, label):
+            raise _Asked(spec)
+
+    token = simulation.SWEEP_RUNNER.set(Runner())
+    try:
+        with pytest.raises(_Asked) as asked:
+            catalog.get_figure(name).make(profile, backend="numpy", progress=False)
+    finally:
+        simulation.SWEEP_RUNNER.reset(token)
+    figure_ids = _ids(parse_spec(asked.value.args[0], name))
+    assert figure_ids == _ids(parse_spec(NAMED_SWEEPS[name], name, profile)) and len(figure_ids) >= 21
+
+
+@pytest.mark.parametrize("profile", ["quick", "paper"])
+def test_the_merlin_and_tdr_figures_run_their_named_sweeps_sizes(profile, monkeypatch):
+    """Panel (a) of the MeRLin and TDR figures runs the simulator at the sizes of the named sweep's points (the
+    figure's first simulator call, stopped there)."""
+    from transfertheory.figures import merlin_fig, tdr_fig
+    from transfertheory.sweep import NAMED_SWEEPS, parse_spec
+
+    def stop(*args, **kwargs):
+        raise _Asked(args, kwargs)
+
+    monkeypatch.setattr(merlin_fig, "run_comparison", stop)
+    with pytest.raises(_Asked) as asked:
+        catalog.get_figure("merlin_fig").make(profile, backend="numpy", progress=False)
+    (d, m, k, n_targets, lam, seeds), options = asked.value.args
+    points = parse_spec(NAMED_SWEEPS["merlin"], "merlin", profile).points()
+    assert sorted(n_targets) == sorted(p["n_t"] for p in points)
+    for point in points:
+        assert (point["d"], point["m"], point["k"], point["lam"], point["seeds"]) == (d, m, k, lam, seeds)
+        assert {key: point[key] for key in ("restarts", "rtol", "gtol")} == {
+            key: options[key] for key in ("restarts", "rtol", "gtol")}
+    monkeypatch.setattr(tdr_fig, "simulate_transfer", stop)
+    with pytest.raises(_Asked) as asked:
+        catalog.get_figure("tdr_fig").make(profile, backend="numpy", progress=False)
+    points = parse_spec(NAMED_SWEEPS["tdr"], "tdr", profile).points()
+    assert list(asked.value.args[0][4]) == [p["width"] for p in points]
+    assert {p["seeds"] for p in points} == {asked.value.args[1]["seeds"]}

@@ -22,6 +22,7 @@ from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pr
                                 run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
 from ..sim.sign_change import sign_change_with_interval
+from ..sweep.named import named_profile
 from ..theory import relu as R
 from .compare import agreement, holds, mean_se, significant, within
 from .profiles import PROFILES
@@ -51,17 +52,20 @@ FAF_TIME = 1e3
 KERNEL_REDUCTION = 0.5
 #: Eq. 21: allowance on the mean relative excess (2L − ‖P⊥‖²)/‖P⊥‖² beyond 4 SE from m/(n − m − 1), in units of m/n
 EQ21_ALLOWANCE = 0.25
+_MID = named_profile("faf_fig4", "mid")
 #: the finite-n boundary claim: (d, m, m*, teachers, data sets per teacher) per profile — the size of the named sweep
-#: faf_fig4's mid profile — at μ = 0.25 over its sample sizes, with its budgets (every scratch flow meets FaF's loss
-#: 1e-6 within t = 3e4 at n ≤ m·d/2; pretraining to loss 1e-6 within 1e5; linear transfer to L̂ − min L̂ ≤ 1e-6)
-BOUNDARY_SIZES = {"quick": (16, 32, 16, 4, 3), "full": (16, 32, 16, 12, 3)}
-BOUNDARY_MU, BOUNDARY_NS = 0.25, (36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256)
+#: faf_fig4's mid profile with the claim's own teachers — at μ = 0.25 over its sample sizes, with its budgets (every
+#: scratch flow meets FaF's loss 1e-6 within t = 3e4 at n ≤ m·d/2; pretraining to loss 1e-6 within 1e5; linear
+#: transfer to L̂ − min L̂ ≤ 1e-6)
+BOUNDARY_SIZES = {profile: (_MID["d"], _MID["m"], _MID["m_star"], teachers, _MID["draws"])
+                  for profile, teachers in (("quick", 4), ("full", 12))}
+BOUNDARY_MU, BOUNDARY_NS = 0.25, tuple(_MID["ns"])
 #: the sample sizes per profile: ``quick`` stops at n = 160, past the boundary (n_c ≈ 80–110 and FaF's ≈ 125–145 at
 #: this size), because the scratch flows' time to FaF's loss grows steeply with n; the draws of an n do not depend
 #: on the others (:mod:`transfertheory.sim.relu_teacher.experiment`), so the flows at n ≤ 160 are those of the full
 #: grid (what the shorter grid costs and changes: docs/benchmarks.md, "Claims")
 BOUNDARY_PROFILE_NS = {"quick": BOUNDARY_NS[:10], "full": BOUNDARY_NS}
-BOUNDARY_BUDGETS = dict(max_time=3e4, pretrain_max_time=1e5, linear_max_time=1e30)
+BOUNDARY_BUDGETS = {key: _MID[key] for key in ("max_time", "pretrain_max_time", "linear_max_time")}
 #: allowance on |log n_sim − log n_c| beyond 4 SE: the ReLU features' least-squares excess is up to 1.3× the
 #: Gaussian m/(n − m − 1) of the formula (the Eq. 21 claim measures 1.00–1.29×), which at n ≈ 4m (excess ≈ 0.34)
 #: raises the transfer risk by up to 8 % and, the log-gap between the two risks falling with slope ≈ 0.8 in log n

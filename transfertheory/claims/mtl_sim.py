@@ -18,7 +18,7 @@ At width h the means carry an O(depth/h) finite-width bias. The width grows with
 every entry within |z| ≤ 1.4 of the infinite-width kernel, so at h ≥ 200 the bias is below 0.3 SE: no allowance.
 Inputs: standard normal rows of random norms (the kernels take inputs as given).
 
-Trained networks (:func:`transfertheory.sim.mtl.finite_width_study`, sizes :data:`TRAINING_STUDY`): MTL and ANIL by
+Trained networks (:func:`transfertheory.sim.mtl.finite_width_study`, sizes of the named sweep ``mtl``): MTL and ANIL by
 gradient flow from shared head draws, test predictions from the initial, the trained or a fresh head, compared with
 the four infinite-width predictions; one study per profile serves the three training claims.
 """
@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from ..sim.mtl import MATCHES, finite_width_study, random_network_kernels
 from ..sim.mtl.network import NetworkShape, body_gram, forward, init_parameters
+from ..sweep.named import named_profile
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels
 from .compare import agreement, mc_agreement, mean_se, not_above, significant
@@ -196,25 +197,19 @@ def _width_rate(case):
 
 # --------------------------------------------------------------------------- trained finite-width networks (Lemma 1)
 
-#: per profile: hidden layers, widths, networks per width, ANIL's λτ and the test-time λτ̂ of the training study
-#: (4 training tasks of 5 points and one test task of 5 support and 5 query points of MTL §5.1, d = 10)
-#: (its CPU time: docs/benchmarks.md, "Claims"; paper: depth 2, GPU recommended — at depth 2 the fresh heads
-#: reach G_τ̂ only from h ≈ 4096; the widths stop there because one copy of the R·h² body weights is
-#: 8·4096²·8 B ≈ 1.1 GB and the integrator holds several, while h = 16384 would need ≈ 17 GB per copy, docs/mtl.md)
-TRAINING_STUDY = {"quick": dict(depth=1, widths=(256, 1024, 4096), networks=6, lam_tau=0.1, lam_tau_hat=0.3),
-                  "full": dict(depth=1, widths=(256, 1024, 4096, 16384), networks=8, lam_tau=0.1, lam_tau_hat=0.3),
-                  "paper": dict(depth=2, widths=(1024, 2048, 4096), networks=8, lam_tau=0.1, lam_tau_hat=0.3)}
-
 #: the three training claims share the study (:func:`_training_study`, cached): the registry's ``shares``
 TRAINING_STUDY_NAME = "mtl.training-study"
 
 
 @functools.lru_cache(maxsize=3)
 def _training_study(profile_name):
-    """The table of :func:`transfertheory.sim.mtl.finite_width_study` at a profile's sizes (computed once)."""
-    p = TRAINING_STUDY[profile_name]
+    """The table of :func:`transfertheory.sim.mtl.finite_width_study` at a profile's sizes (computed once): the
+    hidden layers, widths, networks per width, ANIL's λτ and the test-time λτ̂ of the named sweep ``mtl``
+    (:mod:`transfertheory.sweep.named`; its CPU time: docs/benchmarks.md, "Claims"), on 4 training tasks of 5 points
+    and one test task of 5 support and 5 query points of MTL §5.1, d = 10."""
+    p = named_profile("mtl", profile_name)
     problem = MTL.synthetic_problem(np.random.default_rng(5), tasks=4, n=5, test_tasks=1, n_support=5, n_query=5)
-    return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), p["widths"], p["networks"],
+    return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), p["width"], p["draws"],
                               lam_tau=p["lam_tau"], lam_tau_hat=p["lam_tau_hat"], seed=1)
 
 
@@ -235,8 +230,8 @@ def _converged_study(profile_name):
 
 
 def _study_label(profile_name):
-    p = TRAINING_STUDY[profile_name]
-    return f"depth {p['depth']}, λτ = {p['lam_tau']:g}, λτ̂ = {p['lam_tau_hat']:g}, {p['networks']} networks per width"
+    p = named_profile("mtl", profile_name)
+    return f"depth {p['depth']}, λτ = {p['lam_tau']:g}, λτ̂ = {p['lam_tau_hat']:g}, {p['draws']} networks per width"
 
 
 @register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2",

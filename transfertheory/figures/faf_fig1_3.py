@@ -16,7 +16,7 @@ import functools
 
 from .phase_diagram import compute_grid, phase_diagram_output
 from .registry import Figure, register
-from .simulation import PAPER_SIZES, simulate_slices
+from .simulation import PAPER_SIZES, simulate_slices, sweep_sizes
 
 __all__ = ["build", "FIGURE_1", "FIGURE_3"]
 
@@ -33,9 +33,12 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
                                 primary="points")
 
 
+def _profiles(name):
+    """The figure's profiles: its simulation sizes are those of the named sweep ``name``, σ and the theory grid's
+    resolution its own."""
+    return {profile: dict(sigma=0.2, resolution=resolution, **sweep_sizes(name, profile))
+            for profile, resolution in (("quick", 200), ("paper", 400))}
 
-_QUICK = dict(sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8)
-_PAPER = dict(sigma=0.2, gamma_max=2.0, resolution=400, d=500, draws=20, gammas=8)
 #: both figures pair their transfer runs with the scratch runs of the same draws, simulated once per process
 #: (:func:`~transfertheory.figures.simulation.simulate_slices`)
 SCRATCH_SLICES = "faf-slices-scratch"
@@ -49,7 +52,7 @@ FIGURE_1 = register(Figure(
     "and, dashed, the exact theory at the simulated d.",
     sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
     build=functools.partial(build, "linear"),
-    profiles={"quick": _QUICK, "paper": _PAPER},
+    profiles=_profiles("faf_fig1"),
     extra_suffixes=("_grid",),
     shares=SCRATCH_SLICES,
     paper_sizes=PAPER_SIZES,
@@ -63,7 +66,7 @@ FIGURE_3 = register(Figure(
     "simulations (mean ± SD) and crosses at the Monte Carlo of the exact finite-d gradient-flow limit.",
     sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
     build=functools.partial(build, "finetune"),
-    profiles={"quick": _QUICK, "paper": _PAPER},
+    profiles=_profiles("faf_fig3"),
     extra_suffixes=("_grid",),
     shares=SCRATCH_SLICES,
     paper_sizes=PAPER_SIZES,

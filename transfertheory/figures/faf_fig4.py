@@ -49,6 +49,7 @@ import numpy as np  # pandas is imported where tables are built: a --help needs 
 from ..backend import to_host
 from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
 from ..sim.seeding import generator
+from ..sweep.named import named_profile
 from ..theory.relu import finite_n_boundary, power_law_fit
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
@@ -383,6 +384,15 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
                                                 for name, (done, total, loss) in counts.items()}))
 
 
+def _sizes(profile):
+    """The figure's sizes at the named sweep ``faf_fig4``'s ``profile`` (:mod:`transfertheory.sweep.named`, where
+    they are declared): the whole run of its points, one teacher and a block of data sets each."""
+    s = named_profile(NAME, profile)
+    return dict(d=s["d"], m=s["m"], m_star=s["m_star"], mus=tuple(s["mus"]), ns=tuple(s["ns"]),
+                teachers=len(s["teacher_start"]), instances=s["draws"] * len(s.get("instance_start", [0])),
+                max_time=s["max_time"], pretrain_max_time=s["pretrain_max_time"])
+
+
 FIGURE = register(Figure(
     name=NAME,
     title="FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks",
@@ -396,19 +406,7 @@ FIGURE = register(Figure(
     "hollow / hatched.",
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
-    # quick: a student twice the teacher's width, so that most n exceed the interpolation threshold m + 1 = 17, and
-    # n ≤ m·d/2 = 64, where every scratch flow reaches FaF's loss 1e-6 within t = 3e4 (docs/relu.md)
-    profiles={"quick": dict(d=8, m=16, m_star=8, mus=(0.125, 0.25, 0.375), ns=(16, 20, 24, 28, 32, 40, 48, 56, 64),
-                            teachers=4, instances=3, max_time=3e4, pretrain_max_time=3e4),
-              # full: the named sweep's mid profile (d = 16, m = 32), where the boundary can be judged on a CPU
-              "full": dict(d=16, m=32, m_star=16, mus=(0.125, 0.1875, 0.25, 0.3125, 0.375),
-                           ns=(36, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256), teachers=6, instances=3,
-                           max_time=3e4, pretrain_max_time=1e5),
-              # paper: FaF App. D.2 and the caption (10 teachers × 100 data sets), its budget of 1e5 steps at
-              # learning rate 0.01·m in the package's flow time (2e3: the package's losses carry a ½)
-              "paper": dict(d=100, m=1000, m_star=100, mus=(0.2, 0.35, 0.5, 0.65, 0.8),
-                            ns=(100, 200, 300, 400, 600, 800, 1000), teachers=10, instances=100, max_time=2e3,
-                            pretrain_max_time=2e3)},
+    profiles={"quick": _sizes("quick"), "full": _sizes("mid"), "paper": _sizes("paper")},
     extra_suffixes=("_boundary",),
     paper_sizes="the paper's (FaF App. D.2, Fig. 4 caption): d = 100, m = 1000, m* = 100, σ = 0, 10 teacher draws × "
     "100 data realizations, FaF's budget (1e5 steps at learning rate 0.01·m: flow time 2e3 in the package's units, "

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from . import phase_diagram as pdg
 from .registry import Figure, register
-from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices
+from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, sweep_sizes
 
 __all__ = ["NAME", "SIGMA", "build"]
 
@@ -66,8 +66,8 @@ FIGURE = register(Figure(
     "at the simulated d (dashed).",
     sources=("FaF Eq. 13", "FaF Fig. 6"),
     build=build,
-    profiles={"quick": dict(d=64, draws=20, gammas=8, resolution=200),
-              "paper": dict(d=500, draws=20, gammas=8, resolution=400)},
+    profiles={profile: dict(sweep_sizes(NAME, profile), resolution=resolution)  # the theory grid's resolution
+              for profile, resolution in (("quick", 200), ("paper", 400))},
     extra_suffixes=("_grid",),
     paper_sizes=PAPER_SIZES,
 ))

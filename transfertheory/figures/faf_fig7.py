@@ -41,18 +41,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sweep.named import named_profile
 from ..theory import linear
 from . import stats
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .phase_diagram import DISPLAY_LIMIT
 from .registry import Figure, register
-from .simulation import SIM_COLUMN_DEFINITIONS, simulate_slices, simulation_summary
+from .simulation import SIM_COLUMN_DEFINITIONS, simulate_slices, simulation_summary, sweep_sizes
 
 __all__ = ["NAME", "build", "plot"]
 
 NAME = "faf_fig7"
-DEFAULTS = dict(d=48, draws=20, gammas=8, thetas=9, sigma=0.0)
+
+
+def _sizes(profile):
+    """The figure's sizes at ``profile``: its named sweep's (:func:`~.simulation.sweep_sizes`, θ points)."""
+    return dict(sweep_sizes(NAME, profile), thetas=named_profile(NAME, profile)["theta"]["num"])
+
+
+DEFAULTS = dict(_sizes("quick"), sigma=0.0)
 Z_LIMIT = 4.0
 
 
@@ -156,7 +164,7 @@ FIGURE = register(Figure(
     "theory)/SE, clipped to ±4 — the check the paper leaves to the eye. Rows |n − d| ≤ 1 are not simulated (grey).",
     sources=("FaF Eq. 13", "FaF Fig. 7"),
     build=build,
-    profiles={"quick": dict(d=48, draws=20, gammas=8, thetas=9), "paper": dict(d=500, draws=20, gammas=8, thetas=9)},
+    profiles={profile: _sizes(profile) for profile in ("quick", "paper")},
     paper_sizes="the paper's (FaF Fig. 7 caption, App. D.1): d = 500, L = 2, 20 target draws per cell; the (γ, θ) "
     "grid is the package's (8 γ × 9 θ; the paper does not list its own), and training runs to the gradient-flow "
     "limit where the paper stops gradient descent at 1e5 steps of η = 1e-3 or loss 1e-6 (flow time 200 in the "

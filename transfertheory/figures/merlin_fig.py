@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
+from ..sweep.named import named_profile
 from ..theory import merlin as M
 from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
@@ -177,6 +178,14 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
                         extra=(("_success", successes, SUCCESS_COLUMNS),), notes=dict(unconverged=unconverged))
 
 
+def _sizes(profile, **success):
+    """The figure's sizes at ``profile``: panel (a)'s are the named sweep ``merlin``'s
+    (:mod:`transfertheory.sweep.named`, where they are declared), the success study's (``success``) its own."""
+    s = named_profile("merlin", profile)
+    return dict(d=s["d"], k=s["k"], m=s["m"], lam=s["lam"], n_targets=tuple(s["n_t"]), seeds=s["draws"],
+                restarts=s["restarts"], **success)
+
+
 FIGURE = register(Figure(
     name=NAME,
     title="MeRLin §5: target loss of fine-tuning, joint, target-only and MeRLin against n_t, and MeRLin's "
@@ -188,10 +197,8 @@ FIGURE = register(Figure(
     "bound 1 − (k − 1)·P_wrong(n_t) and the exact probability that no wrong feature fits the target samples.",
     sources=("MeRLin Thm 1", "MeRLin Thm 2", "MeRLin §5"),
     build=build,
-    profiles={"quick": dict(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restarts=9,
-                            success_n=(2, 3, 4, 6, 8, 10), success_seeds=30),
-              "paper": dict(d=32, k=3, m=3, lam=0.1, n_targets=(2, 4, 8, 16, 32, 64, 128), seeds=40, restarts=8,
-                            success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_seeds=200)},
+    profiles={"quick": _sizes("quick", success_n=(2, 3, 4, 6, 8, 10), success_seeds=30),
+              "paper": _sizes("paper", success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_seeds=200)},
     extra_suffixes=("_success",),
     paper_sizes="MeRLin §5 is theory only (Thms 1–2 state n_t ≤ cd and n_t > Θ(log k/ξ) with unspecified "
     "constants; the paper simulates nothing of it): the paper profile is the package's own larger size (d = 32, "

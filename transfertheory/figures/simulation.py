@@ -19,6 +19,7 @@ import functools
 import numpy as np
 
 from ..params import DEPTH
+from ..sweep.named import GAMMA_MAX, SIM_GAMMAS, SLICE_THETAS, named_profile, simulation_ns
 from ..theory.methods import get_method
 from . import stats
 
@@ -30,6 +31,7 @@ __all__ = [
     "SIM_COLUMNS",
     "SIM_COLUMN_DEFINITIONS",
     "simulation_ns",
+    "sweep_sizes",
     "simulation_alpha",
     "simulate",
     "SWEEP_RUNNER",
@@ -47,10 +49,16 @@ PAPER_SIZES = ("the paper's (FaF App. D.1, captions): d = 500, L = 2, 20 target 
     "training runs to the gradient-flow limit where the paper stops gradient descent at 1e5 steps of η = 1e-3 or "
     "loss 1e-6 (flow time 200 in the package's units, whose losses carry a ½)")
 
-#: θ of the slices in panel (c) of FaF Figs. 1 and 3 (π/8, π/4, 3π/8)
-SLICE_THETAS = (np.pi / 8, np.pi / 4, 3 * np.pi / 8)
-#: default simulation size of the slices: d = 64, 20 target draws, 8 γ points
-SIM_D, SIM_DRAWS, SIM_GAMMAS = 64, 20, 8
+
+def sweep_sizes(name, profile):
+    """The simulation sizes of a FaF §3 figure at ``profile`` (keywords of its ``build``), declared in the named
+    sweep ``name`` (:mod:`transfertheory.sweep.named`): d, target draws, the γ points and the largest γ."""
+    sizes = named_profile(name, profile)
+    return dict(d=sizes["d"], draws=sizes["draws"], gammas=SIM_GAMMAS, gamma_max=GAMMA_MAX)
+
+
+#: default simulation size of the slices: FaF Fig. 1's quick size (d = 64, 20 target draws, 8 γ points)
+SIM_D, SIM_DRAWS = (sweep_sizes("faf_fig1", "quick")[key] for key in ("d", "draws"))
 #: columns of a :func:`simulate_slices` table, with their definitions (all risks in units of ‖β_t‖² = 1)
 SIM_COLUMN_DEFINITIONS = {
     "gamma": "γ = n/d, target samples per input dimension (dimensionless)",
@@ -76,19 +84,6 @@ SIM_COLUMN_DEFINITIONS = {
     "n_draws": "target draws simulated",
 }
 SIM_COLUMNS = list(SIM_COLUMN_DEFINITIONS)
-
-
-def simulation_ns(d, gamma_max, count, min_n=1):
-    r"""Target sizes n_k = round(γ_max·d·k/count), k = 1…count, split into (kept, skipped).
-
-    Skipped: |n − d| ≤ 1 (E R_sc = +∞ for σ > 0, and gradient flow does not
-    reach its limit in any budget since λ_min(XᵀX/n) → 0) and n < ``min_n``
-    (the method's smallest n with a finite expected risk). Duplicates are
-    dropped. Returns two sorted integer arrays.
-    """
-    ns = np.unique(np.rint(gamma_max * d * np.arange(1, count + 1) / count).astype(int))
-    bad = (np.abs(ns - d) <= 1) | (ns < min_n)
-    return ns[~bad], ns[bad]
 
 
 #: where :func:`simulate` runs: None (default) in this process; a :class:`transfertheory.sweep.runner.SweepRunner`

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..sim.tdr import TRAINING_FLOW, simulate_transfer, width_rate
 from ..sim.tdr import task_pair as sim_task_pair
+from ..sweep.named import named_profile
 from ..theory.tdr import transfer_summary
 from .marks import legend_outside, left_out_text
 from .output import FigureOutput, use_agg
@@ -212,6 +213,13 @@ def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, 
                         notes=dict(fitted_rates=rates))
 
 
+def _sizes(profile, **similarity):
+    """The figure's sizes at ``profile``: panel (a)'s widths and seeds are the named sweep ``tdr``'s
+    (:mod:`transfertheory.sweep.named`, where they are declared), the similarity study's its own."""
+    sizes = named_profile("tdr", profile)
+    return dict(widths=tuple(sizes["width"]), seeds=sizes["draws"], **similarity)
+
+
 FIGURE = register(Figure(
     name=NAME,
     title="TDR §6: measured fine-tuning and scratch distances of trained ReLU networks against the Gram formulas",
@@ -223,9 +231,8 @@ FIGURE = register(Figure(
     "its bound against task similarity.",
     sources=("TDR Thm 1", "TDR Thm 2", "TDR §6.3", "TDR §5.1"),
     build=build,
-    profiles={"quick": dict(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, angles=5),
-              "paper": dict(widths=(100, 316, 1000, 3162, 10000, 31622, 100000), seeds=16, similarity_width=10000,
-                            angles=9)},
+    profiles={"quick": _sizes("quick", similarity_width=1000, angles=5),
+              "paper": _sizes("paper", similarity_width=10000, angles=9)},
     extra_suffixes=("_similarity",),
     paper_sizes="TDR §6 is theory only (no experiment of trained networks in the paper): the paper profile is the "
     "package's own larger size (widths to 10⁵, 16 seeds, 9 angles)",
