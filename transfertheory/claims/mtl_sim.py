@@ -196,14 +196,14 @@ def _width_rate(case):
 
 # --------------------------------------------------------------------------- trained finite-width networks (Lemma 1)
 
-#: per profile: hidden layers, widths, networks per width, ANIL's λτ and the test-time λτ̂ of the training study
+#: per profile: hidden layers, widths, networks per width (draws), ANIL's λτ and the test-time λτ̂ of the training study
 #: (4 training tasks of 5 points and one test task of 5 support and 5 query points of MTL §5.1, d = 10)
 #: (its CPU time: docs/benchmarks.md, "Claims"; paper: depth 2, GPU recommended — at depth 2 the fresh heads
 #: reach G_τ̂ only from h ≈ 4096; the widths stop there because one copy of the R·h² body weights is
 #: 8·4096²·8 B ≈ 1.1 GB and the integrator holds several, while h = 16384 would need ≈ 17 GB per copy, docs/mtl.md)
-TRAINING_STUDY = {"quick": dict(depth=1, widths=(256, 1024, 4096), networks=6, lam_tau=0.1, lam_tau_hat=0.3),
-                  "full": dict(depth=1, widths=(256, 1024, 4096, 16384), networks=8, lam_tau=0.1, lam_tau_hat=0.3),
-                  "paper": dict(depth=2, widths=(1024, 2048, 4096), networks=8, lam_tau=0.1, lam_tau_hat=0.3)}
+TRAINING_STUDY = {"quick": dict(depth=1, widths=(256, 1024, 4096), draws=6, lam_tau=0.1, lam_tau_hat=0.3),
+                  "full": dict(depth=1, widths=(256, 1024, 4096, 16384), draws=8, lam_tau=0.1, lam_tau_hat=0.3),
+                  "paper": dict(depth=2, widths=(1024, 2048, 4096), draws=8, lam_tau=0.1, lam_tau_hat=0.3)}
 
 #: the three training claims share the study (:func:`_training_study`, cached): the registry's ``shares``
 TRAINING_STUDY_NAME = "mtl.training-study"
@@ -214,7 +214,7 @@ def _training_study(profile_name):
     """The table of :func:`transfertheory.sim.mtl.finite_width_study` at a profile's sizes (computed once)."""
     p = TRAINING_STUDY[profile_name]
     problem = MTL.synthetic_problem(np.random.default_rng(5), tasks=4, n=5, test_tasks=1, n_support=5, n_query=5)
-    return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), p["widths"], p["networks"],
+    return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), p["widths"], p["draws"],
                               lam_tau=p["lam_tau"], lam_tau_hat=p["lam_tau_hat"], seed=1)
 
 
@@ -227,8 +227,8 @@ def _converged_study(profile_name):
     table = _training_study(profile_name)
     unconverged = table[~table["converged"].astype(bool)]
     if len(unconverged):
-        runs = unconverged.drop_duplicates(["method", "width", "network"])
-        listed = ", ".join(f"{r.method} h={r.width} #{r.network} ({r.status}, ‖∇L‖ {r.grad_norm:.2g})"
+        runs = unconverged.drop_duplicates(["method", "width", "draw"])
+        listed = ", ".join(f"{r.method} h={r.width} #{r.draw} ({r.status}, ‖∇L‖ {r.grad_norm:.2g})"
                            for r in runs.itertuples())
         raise RuntimeError(f"{len(runs)} trained network(s) did not converge: {listed}")
     return table
@@ -236,7 +236,7 @@ def _converged_study(profile_name):
 
 def _study_label(profile_name):
     p = TRAINING_STUDY[profile_name]
-    return f"depth {p['depth']}, λτ = {p['lam_tau']:g}, λτ̂ = {p['lam_tau_hat']:g}, {p['networks']} networks per width"
+    return f"depth {p['depth']}, λτ = {p['lam_tau']:g}, λτ̂ = {p['lam_tau_hat']:g}, {p['draws']} networks per width"
 
 
 @register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2",
@@ -283,7 +283,7 @@ def _phi_prime_anil_trained(case):
     top = table[(table["method"] == "anil") & (table["width"] == table["width"].max())]
     results = []
     for head, right, wrong in (("initial", "derivation", "statement"), ("trained", "statement", "derivation")):
-        part = top[top["test_head"] == head].pivot(index="network", columns="reference", values="distance")
+        part = top[top["test_head"] == head].pivot(index="draw", columns="reference", values="distance")
         mean, se = mean_se(part[wrong] - part[right])
         results.append(significant(mean, se,
                                    label=f"test head {head}: distance to {wrong} − distance to {right} = {mean:.4f} ± "
@@ -304,7 +304,7 @@ def _fresh_test_head(case):
     top = table[(table["test_head"] == "fresh") & (table["width"] == table["width"].max())]
     results = []
     for method, lemma in (("mtl", "mtl"), ("anil", "derivation"), ("anil", "statement")):
-        part = top[top["method"] == method].pivot(index="network", columns="reference", values="distance")
+        part = top[top["method"] == method].pivot(index="draw", columns="reference", values="distance")
         mean, se = mean_se(part[lemma] - part["adaptation"])
         results.append(significant(mean, se,
                                    label=f"{method}, fresh test head: distance to Lemma 1 ({lemma}) − distance to G_τ̂ = "
