@@ -292,7 +292,7 @@ def _table(widths, data, draws, kappa, symmetric, seed, xp, flow) -> pd.DataFram
                    _stage_rows(width, "scratch", draws, to_host(_frobenius(w_s - w0[k])), norms, target,
                                slice((2 * k + 1) * draws, (2 * k + 2) * draws))]
     table = pd.concat(frames, ignore_index=True)
-    table.attrs.update(kappa=kappa, symmetric=symmetric, backend=backend_name(xp), flow=flow.as_dict(),
+    table.attrs.update(kappa=kappa, symmetric=symmetric, seed=seed, backend=backend_name(xp), flow=flow.as_dict(),
                        pretrained_outputs=outputs)
     return table
 
@@ -365,7 +365,7 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].defau
         (pretrain); the draw's ``gradient_norm_init`` = ‖∂L(W(0))/∂X¹‖² and ``gradient_norm_pretrained`` =
         ‖∂L(W(P))/∂X¹‖² on the target set (TDR Thm 1, on every stage's row); the stage's final ``loss`` and
         convergence columns (:func:`~.convergence.convergence_columns`). ``attrs``: ``kappa``, ``symmetric``,
-        ``backend``, ``flow`` (the settings by name) and ``pretrained_outputs`` ({width: (draws, n_Q) array of
+        ``seed`` (the integer root), ``backend``, ``flow`` (the settings by name) and ``pretrained_outputs`` ({width: (draws, n_Q) array of
         u_Q(P), the pretrained networks' outputs on X_Q}).
     """
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)

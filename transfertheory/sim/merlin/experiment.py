@@ -40,7 +40,6 @@ ROW_KEYS = ("algorithm", "n_t", "draw")
 RECOVERY_LOSS = 1e-3
 
 
-
 def _count(name, description):
     return P.Param(name, Interval(1, np.inf, "left"), integer=True, description=description)
 
@@ -55,7 +54,8 @@ FIELDS = {f.name: f for f in (
     Field("d", 12, P.D), Field("m", 2, _count("m", "hidden width")),
     Field("k", 3, M.SOURCE_K), Field("n_t", 8, P.N), Field("lam", 0.1, M.LAM_POS), Field("draws", 8, P.DRAWS),
     Field("algorithms", ("finetune", "joint", "target_only", "merlin"), choices=ALGORITHMS, sequence=True),
-    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")), Field("ridge", A.MERLIN_RIDGE, _positive("ridge")),
+    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
+    Field("ridge", A.MERLIN_RIDGE, _positive("ridge")),
     Field("splits", A.MERLIN_SPLITS, _count("splits", "train/validation splits S")),
     Field("restarts", A.merlin_restarts(3), _count("restarts", "restarts per draw")))}
 

@@ -30,7 +30,7 @@ import pandas as pd
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import root_seed
 from ... import params as P
-from ...backend import resolve_backend, to_device, to_host
+from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
 from ..integrator import flow_state_bytes
 from ..records import Field
@@ -104,7 +104,8 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     Returns a tidy DataFrame, one row per (width, method, test head, draw, reference) (:data:`ROW_KEYS`):
     ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
     (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
-    convergence (integrator status, time, steps, final ‖∇L‖, final training loss). The networks of a width are drawn
+    convergence (integrator status, time, steps, final ‖∇L‖, final training loss); ``df.attrs``: ``seed`` (the
+    integer root), ``backend`` and ``flow`` (the integrator's settings by name). The networks of a width are drawn
     with key (0, width) of ``seed`` and shared by both methods (paired); the fresh test head with key (1, width)
     (module docstring; ``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives one).
     ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``: the integrator's settings of every network's
@@ -140,4 +141,6 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
                                                           lam_tau_hat, h, generator(seed, 1, width)))
                            for h in heads}
             rows.extend(_rows(width, network, method, trained, predictions, references))
-    return pd.DataFrame(rows, columns=list(ROW_KEYS))
+    df = pd.DataFrame(rows, columns=list(ROW_KEYS))
+    df.attrs.update(seed=seed, backend=backend_name(xp), flow=flow.as_dict())
+    return df
