@@ -13,7 +13,7 @@ Every draw comes from the package's seeding rule, :func:`transfertheory.sim.seed
 So an algorithm's draws at one n_t do not depend on which other algorithms or target sizes are run.
 
 Each parameter's range and default is declared once, in :data:`FIELDS` (the ``merlin`` experiment's fields,
-:mod:`.record`), and :func:`run_comparison` validates its arguments through them.
+:mod:`~transfertheory.sim.merlin.record`), and :func:`run_comparison` validates its arguments through them.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _positive(name):
     return P.Param(name, Interval(0, np.inf, "neither"))
 
 
-#: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :mod:`.record`) by name:
+#: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :mod:`~transfertheory.sim.merlin.record`) by name:
 #: each one's range and default
 FIELDS = {f.name: f for f in (
     Field("d", 12, P.D), Field("m", 2, _count("m", "hidden width")),

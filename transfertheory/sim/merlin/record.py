@@ -1,5 +1,5 @@
 """The ``merlin`` experiment (MeRLin §5): every algorithm at one target size n_t, a thin wrapper over
-:func:`.experiment.run_comparison` whose fields are its :data:`~.experiment.FIELDS` (one n_t) and the integrator's
+:func:`~transfertheory.sim.merlin.experiment.run_comparison` whose fields are its :data:`~transfertheory.sim.merlin.experiment.FIELDS` (one n_t) and the integrator's
 ``rtol`` and ``gtol``."""
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.ge
 spawn_key=key)``): key ``(0, h)`` draws the ``draws`` initial networks of width h (shared by MTL and ANIL:
 paired), key ``(1, h)`` the independently drawn test head at width h; a width's draws do not depend on the
 other widths. Each argument's range and default is declared once, in :data:`FIELDS` (fields of the ``mtl``
-experiment, :mod:`.record`).
+experiment, :mod:`~transfertheory.sim.mtl.record`).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The ``mtl`` experiment (MTL §4, Lemma 1): MTL and ANIL networks of one width on MTL §5.1's synthetic tasks
-against the infinite-width predictions, a thin wrapper over :func:`.experiment.finite_width_study` (its
-:data:`~.experiment.FIELDS`, the problem's sizes and the integrator's ``rtol``)."""
+against the infinite-width predictions, a thin wrapper over :func:`~transfertheory.sim.mtl.experiment.finite_width_study` (its
+:data:`~transfertheory.sim.mtl.experiment.FIELDS`, the problem's sizes and the integrator's ``rtol``)."""
 from __future__ import annotations
 
 import numpy as np
