@@ -77,7 +77,7 @@ def parse(argv):
 def _timed(args, algorithms, **settings):
     start = time.perf_counter()
     df = run_comparison(args.d, args.m, args.k, [args.n_t], args.lam, args.seeds, algorithms=algorithms,
-                        restarts=args.restarts, backend=args.backend, **{**args.flow, **settings})
+                        restarts=args.restarts, backend=args.backend, flow=args.flow, **settings)
     return time.perf_counter() - start, df
 
 

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from transfertheory import cli_support
-from transfertheory.sim.tdr import initial_weights, simulate_transfer
+from transfertheory.sim.tdr import STAGES, initial_weights, simulate_transfer
 from transfertheory.theory.tdr import two_layer_gram
 
 
@@ -80,41 +80,49 @@ def _timed(function):
     return _CLOCK[0]() - start, value
 
 
+def _stage_losses(table):
+    """The largest final loss of each stage (:data:`STAGES`) of a one-width table of ``simulate_transfer``."""
+    return [float(table.loc[table["stage"] == stage, "loss"].max()) for stage in STAGES]
+
+
+def _distances(table):
+    """(fine-tuning, scratch) distances of a one-width table of ``simulate_transfer``."""
+    return tuple(table.loc[table["stage"] == stage, "distance"].to_numpy() for stage in ("finetune", "scratch"))
+
+
 def _width_row(data, width, args):
     trainer_times, baseline_times, ratios = [], [], []
-    (warm,) = simulate_transfer(*data, [width], seeds=args.seeds, backend=args.backend)  # untimed warm-up of both
-    _baseline(*data, width, args.seeds, [float(stage.loss.max()) for stage in (warm.pretrain, warm.finetune,
-                                                                                warm.scratch)], args.max_steps)
+    warm = simulate_transfer(*data, [width], draws=args.seeds, backend=args.backend)  # untimed warm-up of both
+    _baseline(*data, width, args.seeds, _stage_losses(warm), args.max_steps)
     for _ in range(args.repeats):
-        seconds, (run,) = _timed(lambda: simulate_transfer(*data, [width], seeds=args.seeds, backend=args.backend))
-        targets = [float(stage.loss.max()) for stage in (run.pretrain, run.finetune, run.scratch)]
+        seconds, run = _timed(lambda: simulate_transfer(*data, [width], draws=args.seeds, backend=args.backend))
+        targets = _stage_losses(run)
         baseline, (finetune, scratch, steps) = _timed(lambda: _baseline(*data, width, args.seeds, targets,
                                                                         args.max_steps))
         trainer_times.append(seconds)
         baseline_times.append(baseline)
         ratios.append(baseline / seconds)
-    flow_seconds, (flow,) = _timed(lambda: simulate_transfer(*data, [width], seeds=args.seeds, scheme="rkc",
-                                                             backend=args.backend))
-    difference = max(np.abs(finetune - run.finetune_distance).max(), np.abs(scratch - run.scratch_distance).max())
-    flow_difference = max(np.abs(flow.finetune_distance - run.finetune_distance).max(),
-                          np.abs(flow.scratch_distance - run.scratch_distance).max())
+    flow_seconds, flow = _timed(lambda: simulate_transfer(*data, [width], draws=args.seeds, flow={"scheme": "rkc"},
+                                                          backend=args.backend))
+    trained = _distances(run)
+    difference = max(np.abs(ours - theirs).max() for ours, theirs in zip((finetune, scratch), trained))
+    flow_difference = max(np.abs(ours - theirs).max() for ours, theirs in zip(_distances(flow), trained))
     trainer = float(np.median(trainer_times))
     return dict(width=width, seeds=args.seeds, trainer_s=trainer, baseline_s=float(np.median(baseline_times)),
                 ratio=float(np.median(ratios)), flow_s_over_trainer=flow_seconds / trainer,
-                final_loss=max(targets), trainer_steps=int(max(s.steps.max() for s in (run.pretrain, run.finetune,
-                                                                                        run.scratch))),
-                baseline_max_steps=steps, converged=bool(run.converged.all() and flow.converged.all()),
+                final_loss=max(targets), trainer_steps=int(run["steps"].max()),
+                baseline_max_steps=steps, converged=bool(run["converged"].all() and flow["converged"].all()),
                 max_distance_difference=difference, flow_distance_difference=flow_difference)
 
 
 def _sweep_row(data, args):
     """The whole sweep (every width and seed): one call with all widths (the batched-width trainer) against one
     call per width and against the per-network loop, in rotating order, ``--repeats`` times; paired ratios."""
-    runs = simulate_transfer(*data, args.widths, seeds=args.seeds, backend=args.backend)  # the loop's loss targets
-    targets = [[float(stage.loss.max()) for stage in (r.pretrain, r.finetune, r.scratch)] for r in runs]
+    table = simulate_transfer(*data, args.widths, draws=args.seeds, backend=args.backend)  # the loop's loss targets
+    targets = [_stage_losses(part) for _, part in table.groupby("width", sort=False)]
     contenders = {
-        "batched": lambda: simulate_transfer(*data, args.widths, seeds=args.seeds, backend=args.backend),
-        "per_width": lambda: [simulate_transfer(*data, [m], seeds=args.seeds, backend=args.backend)
+        "batched": lambda: simulate_transfer(*data, args.widths, draws=args.seeds, backend=args.backend),
+        "per_width": lambda: [simulate_transfer(*data, [m], draws=args.seeds, backend=args.backend)
                               for m in args.widths],
         "per_network": lambda: [_baseline(*data, m, args.seeds, t, args.max_steps)
                                 for m, t in zip(args.widths, targets)],
@@ -130,7 +138,7 @@ def _sweep_row(data, args):
                 per_network_s=float(np.median(times["per_network"])),
                 per_width_over_batched=float(np.median(np.array(times["per_width"]) / batched)),
                 per_network_over_batched=float(np.median(np.array(times["per_network"]) / batched)),
-                converged=bool(all(r.converged.all() for r in runs)))
+                converged=bool(table["converged"].all()))
 
 
 @cli_support.entry_point

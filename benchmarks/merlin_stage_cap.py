@@ -39,14 +39,15 @@ def studies(rtol, gtol):
     """The two studies of ``merlin_fig.build`` at its registered quick profile, as functions of the cap (name →
     callable; ``seeds`` overrides the profile's seeds, for a warm-up)."""
     p = registered()["merlin_fig"].profiles["quick"]
-    common = dict(rtol=rtol, gtol=gtol, splits=Q.MERLIN_SPLITS)
+    common = dict(splits=Q.MERLIN_SPLITS)
     return {
         "comparison": lambda cap, seeds=p["seeds"]: Q.run_comparison(
             p["d"], p["m"], p["k"], list(p["n_targets"]), p["lam"], seeds, algorithms=ALGORITHMS,
-            restarts=p["restarts"], seed=0, max_stages=cap, **common),
+            restarts=p["restarts"], seed=0, flow=dict(rtol=rtol, gtol=gtol, max_stages=cap), **common),
         "success": lambda cap, seeds=p["success_seeds"]: Q.run_comparison(
             p["k"] + 1, p["m"], p["k"], list(p["success_n"]), p["lam"], seeds, algorithms=("merlin",),
-            restarts=Q.merlin_restarts(p["k"]), seed=1, max_stages=cap, **common),
+            restarts=Q.merlin_restarts(p["k"]), seed=1, flow=dict(rtol=rtol, gtol=gtol, max_stages=cap),
+            **common),
     }
 
 

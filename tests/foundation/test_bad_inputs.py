@@ -111,13 +111,13 @@ SIMULATORS = {
     "deep_linear": (deep_linear_experiment, dict(d=4, gammas=[1.0], thetas=[0.5], sigma=0.1, instances=1,
                                                  methods=("scratch",), backend="numpy")),
     "relu_teacher": (relu_experiment, dict(d=3, m=4, m_star=2, mus=[0.5], ns=[4], backend="numpy")),
-    "quadratic": (run_comparison, dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=1, restarts=1,
+    "quadratic": (run_comparison, dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, draws=1, restarts=1,
                                        algorithms=("target_only",), backend="numpy")),
-    "tdr": (lambda **kw: tdr_sim.simulate_transfer(*_TASKS, **kw), dict(widths=[4], seeds=1, backend="numpy")),
+    "tdr": (lambda **kw: tdr_sim.simulate_transfer(*_TASKS, **kw), dict(widths=[4], draws=1, backend="numpy")),
     "tdr_task_pair": (tdr_sim.task_pair, dict(family="shared-inputs", angle=0.3)),
-    "tdr_initial_weights": (tdr_sim.initial_weights, dict(width=4, d=3, seeds=1)),
+    "tdr_initial_weights": (tdr_sim.initial_weights, dict(width=4, d=3, draws=1)),
     "tdr_width_rate": (tdr_sim.width_rate, dict(widths=[10, 100], values=[1.0, 0.1])),
-    "mtl_study": (lambda **kw: finite_width_study(_FEW_SHOT, _RELU, **kw), dict(widths=[8], networks=1,
+    "mtl_study": (lambda **kw: finite_width_study(_FEW_SHOT, _RELU, **kw), dict(widths=[8], draws=1,
                                                                                  backend="numpy")),
     "mtl_problem": (mtl.synthetic_problem, dict(rng=0, tasks=2, n=3, test_tasks=1, n_support=2, n_query=2, d=3)),
     "mtl_task": (mtl.synthetic_task, dict(rng=0, n=3, d=3)),
@@ -135,7 +135,7 @@ SIMULATORS = {
                                                         alpha=0.1, backend="numpy")),
     "seeding_generator": (lambda **kw: generator(kw["seed"], 0, 1), dict(seed=0)),
     "seeding_derive_seed": (lambda **kw: derive_seed(kw["seed"], 0, 1), dict(seed=0)),
-    "quadratic_target_sets": (target_sets, dict(n_t=3, d=4, seeds=1, seed=0)),
+    "quadratic_target_sets": (target_sets, dict(n_t=3, d=4, draws=1, seed=0)),
     "linear.flow_risk_finite": (methods.METHODS["linear"].flow_risk_finite, dict(n=4, d=6, theta=0.5, sigma=0.1)),
     "fine_tune_flow_expectation": (fine_tuning.fine_tune_flow_expectation,
                                    dict(n=4, d=6, theta=0.5, sigma=0.1, draws=2)),
@@ -151,18 +151,24 @@ SIMULATOR_BAD = [
     ("relu_teacher", "rtol", math.nan), ("relu_teacher", "loss_tol", math.nan),
     ("quadratic", "n_targets", []), ("quadratic", "lam", math.nan), ("quadratic", "alpha", math.nan),
     ("quadratic", "rho", math.inf), ("quadratic", "ridge", math.nan), ("quadratic", "init_scale", math.nan),
-    ("quadratic", "init_scale", 0.0), ("quadratic", "rtol", math.nan), ("quadratic", "max_step", 10),
-    ("tdr", "widths", []), ("tdr", "kappa", math.nan), ("tdr", "step_fraction", math.nan),
-    ("tdr", "rtol", math.nan), ("tdr", "gtol", math.inf), ("tdr", "max_time", math.nan), ("tdr", "max_steps", 0),
-    ("tdr", "scheme", "adam"),
+    ("quadratic", "init_scale", 0.0), ("quadratic", "draws", 0), ("quadratic", "flow", 1e-3),
+    ("tdr", "widths", []), ("tdr", "kappa", math.nan), ("tdr", "draws", 0), ("tdr", "flow", "rkc"),
     ("tdr_task_pair", "angle", math.nan), ("tdr_task_pair", "angle", math.inf), ("tdr_task_pair", "angle", "0.3"),
     ("tdr_task_pair", "n", 0), ("tdr_task_pair", "d", 1), ("tdr_task_pair", "n", 2.5),
     ("tdr_initial_weights", "d", 0), ("tdr_initial_weights", "kappa", math.nan),
     ("tdr_width_rate", "widths", []), ("tdr_width_rate", "values", [1.0]), ("tdr_width_rate", "values", [1.0, -1.0]),
     ("tdr_width_rate", "values", [1.0, math.nan]), ("tdr_width_rate", "widths", [10, 10]),
-    ("mtl_study", "widths", []), ("mtl_study", "networks", 0), ("mtl_study", "lam_tau", math.nan),
-    ("mtl_study", "lam_tau_hat", math.inf), ("mtl_study", "rtol", math.nan), ("mtl_study", "widths", [0]),
+    ("mtl_study", "widths", []), ("mtl_study", "draws", 0), ("mtl_study", "lam_tau", math.nan),
+    ("mtl_study", "lam_tau_hat", math.inf), ("mtl_study", "widths", [0]), ("mtl_study", "flow", [1e-3]),
     ("mtl_problem", "n", 0), ("mtl_problem", "d", 0),
+]
+
+#: (simulator, integrator setting, bad value) of the entry points' ``flow=`` mappings: the error names the setting
+SIMULATOR_FLOW_BAD = [
+    ("quadratic", "rtol", math.nan), ("quadratic", "max_step", 10),
+    ("tdr", "step_fraction", math.nan), ("tdr", "rtol", math.nan), ("tdr", "gtol", math.inf),
+    ("tdr", "max_time", math.nan), ("tdr", "max_steps", 0), ("tdr", "scheme", "adam"),
+    ("mtl_study", "rtol", math.nan),
 ]
 
 #: an rng / seed that is neither an integer >= 0, a Generator nor a SeedSequence
@@ -184,6 +190,10 @@ def _simulator_rows():
         function, arguments = SIMULATORS[simulator]
         yield pytest.param(function, {**arguments, parameter: value}, (parameter,),
                            id=f"{simulator}-{parameter}={value!r}")
+    for simulator, setting, value in SIMULATOR_FLOW_BAD:
+        function, arguments = SIMULATORS[simulator]
+        yield pytest.param(function, {**arguments, "flow": {setting: value}}, (setting,),
+                           id=f"{simulator}-flow-{setting}={value!r}")
     for (simulator, parameter), value in itertools.product(SEEDED, BAD_SEEDS):
         function, arguments = SIMULATORS[simulator]
         yield pytest.param(function, {**arguments, parameter: value}, (parameter,),

@@ -188,7 +188,8 @@ def test_deep_linear_estimate_is_within_a_factor_three_of_the_traced_peak():
 
 # --------------------------------------------------------------------------- MeRLin §5: quadratic networks
 
-QUADRATIC = dict(m=3, k=2, lam=0.1, seeds=2, restarts=2, splits=2, rtol=1e-3, gtol=1e-5, max_steps=20, backend="numpy")
+QUADRATIC = dict(m=3, k=2, lam=0.1, draws=2, restarts=2, splits=2, flow=dict(rtol=1e-3, gtol=1e-5, max_steps=20),
+                 backend="numpy")
 
 
 def test_quadratic_refuses_the_source_loss_at_large_d_before_any_work(monkeypatch):
@@ -197,8 +198,8 @@ def test_quadratic_refuses_the_source_loss_at_large_d_before_any_work(monkeypatc
     _forbid(monkeypatch, experiment.A, "pretrain")
     _forbid(monkeypatch, experiment, "target_sets")
     with pytest.raises(ValueError) as error:
-        experiment.run_comparison(d=10**6, m=4, k=2, n_targets=[4], lam=0.1, seeds=2, max_memory="16G")
-    _assert_refusal(error, "run_comparison(d=1000000, m=4, seeds=2", "16 GiB")
+        experiment.run_comparison(d=10**6, m=4, k=2, n_targets=[4], lam=0.1, draws=2, max_memory="16G")
+    _assert_refusal(error, "run_comparison(d=1000000, m=4, draws=2", "16 GiB")
 
 
 def test_quadratic_estimate_is_within_a_factor_three_of_the_traced_peak():
@@ -220,10 +221,10 @@ def test_tdr_simulator_refuses_huge_widths_before_drawing_weights(monkeypatch):
     data = tdr.task_pair("shared-inputs", 0.5, n=8, d=5)
     with pytest.raises(ValueError) as error:
         tdr.simulate_transfer(*data, [10**9], backend="numpy", max_memory="16G")
-    _assert_refusal(error, "widths=[1000000000]", "seeds=8", "16 GiB")
+    _assert_refusal(error, "widths=[1000000000]", "draws=8", "16 GiB")
     with pytest.raises(ValueError) as error:
         tdr.initial_weights(10**9, 5, 8, max_memory="16G")
-    _assert_refusal(error, "initial_weights(width=1000000000, d=5, seeds=8)")
+    _assert_refusal(error, "initial_weights(width=1000000000, d=5, draws=8)")
 
 
 def test_tdr_estimate_is_within_a_factor_three_of_the_traced_peak():
@@ -231,8 +232,8 @@ def test_tdr_estimate_is_within_a_factor_three_of_the_traced_peak():
 
     data = tdr.task_pair("shared-inputs", 0.5, n=8, d=5)
     estimate = tdr._memory_estimate([64, 4096], 5, 8, 4, "euler", on_device=False)
-    peak = _traced_peak(lambda: tdr.simulate_transfer(*data, [64, 4096], seeds=4, backend="numpy",
-                                                               max_steps=30))
+    peak = _traced_peak(lambda: tdr.simulate_transfer(*data, [64, 4096], draws=4, backend="numpy",
+                                                      flow={"max_steps": 30}))
     assert peak / 3 <= estimate <= 3 * peak
 
 
@@ -253,7 +254,7 @@ def test_mtl_study_refuses_huge_widths_before_any_work(monkeypatch):
     _forbid(monkeypatch, experiment, "init_parameters")
     with pytest.raises(ValueError) as error:
         experiment.finite_width_study(_mtl_problem(), mtl.ReluNetwork(1), [10**9], 4, max_memory="16G")
-    _assert_refusal(error, "widths=[1000000000], networks=4", "16 GiB")
+    _assert_refusal(error, "widths=[1000000000], draws=4", "16 GiB")
 
 
 def test_mtl_estimate_is_within_a_factor_three_of_the_traced_peak():

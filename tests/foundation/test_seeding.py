@@ -27,17 +27,17 @@ def test_deep_linear_keeps_its_spawn_keys():
     np.testing.assert_array_equal(X, old(11, 2, 2, 3).standard_normal((4, 6)))
 
 
-def test_tdr_networks_do_not_depend_on_the_number_of_seeds():
-    two, three = (tdr.initial_weights(6, 3, seeds, seed=4)[0] for seeds in (2, 3))
+def test_tdr_networks_do_not_depend_on_the_number_of_draws():
+    two, three = (tdr.initial_weights(6, 3, draws, seed=4)[0] for draws in (2, 3))
     np.testing.assert_array_equal(two, three[:2])
     np.testing.assert_array_equal(three[2, :3], generator(4, 6, 2).standard_normal((3, 3)))
 
 
 def test_merlin_target_sets_and_algorithms_do_not_depend_on_the_rest_of_the_call():
-    two, three = (Q.target_sets(5, 4, seeds, 9) for seeds in (2, 3))
+    two, three = (Q.target_sets(5, 4, draws, 9) for draws in (2, 3))
     for a, b in zip(two, three):
         np.testing.assert_array_equal(a, b[:2])
-    settings = dict(seeds=2, restarts=1, splits=1, seed=9, backend="numpy")
+    settings = dict(draws=2, restarts=1, splits=1, seed=9, backend="numpy")
     alone = Q.run_comparison(4, 1, 2, [6], 0.1, algorithms=("joint",), **settings)
     together = Q.run_comparison(4, 1, 2, [4, 6], 0.1, algorithms=("target_only", "joint"), **settings)
     joint = together[(together.algorithm == "joint") & (together.n_t == 6)].reset_index(drop=True)

@@ -195,8 +195,10 @@ def test_backends_give_the_numpy_result(array_backend):
 
 
 def test_run_comparison_rows_and_columns():
-    df = Q.run_comparison(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2, restarts=1, splits=1, rtol=1e-3, gtol=1e-5)
+    df = Q.run_comparison(d=4, m=2, k=2, n_targets=[4], lam=0.1, draws=2, restarts=1, splits=1,
+                          flow={"rtol": 1e-3, "gtol": 1e-5})
     assert len(df) == len(Q.ALGORITHMS) * 2 and not df.duplicated(list(Q.ROW_KEYS)).any()
+    assert df["draw"].tolist() == [0, 1] * len(Q.ALGORITHMS) and df.attrs["flow"]["gtol"] == 1e-5
     for column in ("target_loss", "top_coord", "coords", "converged", "status", "t_final", "steps", "grad_norm",
                    "restarts_needed"):
         assert column in df.columns
@@ -205,10 +207,10 @@ def test_run_comparison_rows_and_columns():
 
 @pytest.mark.parametrize("kwargs, name", [(dict(k=5), "k"), (dict(n_targets=[]), "n_targets"),
                                           (dict(algorithms=("sgd",)), "algorithms"), (dict(lam=0.0), "lam"),
-                                          (dict(n_targets=[1]), "n_targets"), (dict(seeds=0), "seeds"),
+                                          (dict(n_targets=[1]), "n_targets"), (dict(draws=0), "draws"),
                                           (dict(alpha=1.5), "alpha"), (dict(ridge=-1.0), "ridge")])
 def test_bad_input_names_the_parameter(kwargs, name):
-    settings = dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, seeds=2) | kwargs
+    settings = dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, draws=2) | kwargs
     with pytest.raises(ValueError, match=name):
         Q.run_comparison(**settings)
 

@@ -196,7 +196,7 @@ def test_bad_test_head_is_a_value_error():
                                    "mtl.lemma1.fresh-test-head"])
 def test_training_claims_are_an_error_when_a_network_did_not_converge(monkeypatch, claim):
     from transfertheory.claims import check_point, mtl_sim
-    rows = [dict(width=h, depth=1, method=m, test_head="initial", network=0, reference="mtl", matched=True,
+    rows = [dict(width=h, depth=1, method=m, test_head="initial", draw=0, reference="mtl", matched=True,
                  distance=0.1, converged=h == 64, status="converged" if h == 64 else "max_steps", t_final=1.0,
                  steps=10, grad_norm=1e-6 if h == 64 else 0.5) for h in (64, 128) for m in ("mtl", "anil")]
     monkeypatch.setattr(mtl_sim, "_training_study", lambda profile_name: pd.DataFrame(rows))

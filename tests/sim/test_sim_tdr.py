@@ -35,6 +35,18 @@ def data():
     return x_p, x_p[:, 0], x_q, 0.8 * x_q[:, 1]
 
 
+def _column(table, column, stage="finetune", width=None):
+    """One stage's ``column`` over the draws of a simulate_transfer table (of its one width, or ``width``)."""
+    rows = table[(table["stage"] == stage) & ((table["width"] == width) if width is not None else True)]
+    return rows[column].to_numpy()
+
+
+def _outputs(table, width=None):
+    """The pretrained outputs u_Q(P) (draws, n_Q) at ``width`` (the table's one width if None)."""
+    outputs = table.attrs["pretrained_outputs"]
+    return outputs[width] if width is not None else next(iter(outputs.values()))
+
+
 def _loss(w, a, x, y):
     return 0.5 * ((two_layer_outputs(w, a, x) - y) ** 2).sum(axis=1)
 
@@ -76,17 +88,18 @@ def test_draw_depends_on_seed_width_and_index_only():
 
 @pytest.mark.parametrize("scheme", ["euler", "rkc"])
 def test_results_do_not_depend_on_the_batch_or_its_groups(data, scheme, monkeypatch):
-    two = simulate_transfer(*data, [40, 60], seeds=2, scheme=scheme)
-    three = simulate_transfer(*data, [60], seeds=3, scheme=scheme)[0]
-    np.testing.assert_allclose(three.finetune_distance[:2], two[1].finetune_distance, rtol=1e-12)
-    np.testing.assert_allclose(three.pretrained_outputs[:2], two[1].pretrained_outputs, rtol=1e-12)
-    assert [r.width for r in two] == [40, 60]
+    two = simulate_transfer(*data, [40, 60], draws=2, flow={"scheme": scheme})
+    three = simulate_transfer(*data, [60], draws=3, flow={"scheme": scheme})
+    np.testing.assert_allclose(_column(three, "distance")[:2], _column(two, "distance", width=60), rtol=1e-12)
+    np.testing.assert_allclose(_outputs(three)[:2], _outputs(two, 60), rtol=1e-12)
+    assert two["width"].unique().tolist() == [40, 60] and list(two.attrs["pretrained_outputs"]) == [40, 60]
+    assert two[["width", "stage", "draw"]].drop_duplicates().shape[0] == len(two) == 2 * 3 * 2
     monkeypatch.setattr(ntk_sim, "HOST_GROUP_BYTES", 60 * 4 * 8 * 2)  # groups of two networks on the host
-    grouped = simulate_transfer(*data, [60], seeds=3, scheme=scheme)[0]
-    np.testing.assert_allclose(grouped.finetune_distance, three.finetune_distance, rtol=1e-12)
-    np.testing.assert_allclose(grouped.scratch_distance, three.scratch_distance, rtol=1e-12)
-    np.testing.assert_array_equal(grouped.pretrain.steps, three.pretrain.steps)
-    assert list(grouped.scratch.status) == list(three.scratch.status)
+    grouped = simulate_transfer(*data, [60], draws=3, flow={"scheme": scheme})
+    for stage in ("finetune", "scratch"):
+        np.testing.assert_allclose(_column(grouped, "distance", stage), _column(three, "distance", stage), rtol=1e-12)
+    np.testing.assert_array_equal(_column(grouped, "steps", "pretrain"), _column(three, "steps", "pretrain"))
+    assert list(_column(grouped, "status", "scratch")) == list(_column(three, "status", "scratch"))
 
 
 @pytest.mark.parametrize("scheme", ["euler", "rkc"])
@@ -94,20 +107,18 @@ def test_widths_batched_in_one_integration_equal_one_width_at_a_time(data, schem
     """All widths train as one ragged batch per stage; each network's result is the one a call with its width
     alone gives — bit for bit: states, steps, statuses — also when the host groups mix widths."""
     widths = [20, 40, 60]
-    together = simulate_transfer(*data, widths, seeds=2, scheme=scheme)
+    together = simulate_transfer(*data, widths, draws=2, flow={"scheme": scheme})
     monkeypatch.setattr(ntk_sim, "HOST_GROUP_BYTES", 80 * 4 * 8)  # groups of ≤ 80 units: mixed widths, split seeds
     blocks = [np.zeros((2, m, 4)) for m in widths]
     assert ntk_sim._host_groups(blocks) == [[(0, 0, 2), (1, 0, 1)], [(1, 1, 2)], [(2, 0, 1)], [(2, 1, 2)]]
-    grouped = simulate_transfer(*data, widths, seeds=2, scheme=scheme)
-    for k, width in enumerate(widths):
-        (alone,) = simulate_transfer(*data, [width], seeds=2, scheme=scheme)
-        for run in (together[k], grouped[k]):
-            assert run.width == width
-            for name in ("finetune_distance", "scratch_distance", "pretrained_outputs", "gradient_norm_pretrained"):
-                np.testing.assert_array_equal(getattr(run, name), getattr(alone, name), err_msg=name)
-            for stage in ("pretrain", "finetune", "scratch"):
-                np.testing.assert_array_equal(getattr(run, stage).steps, getattr(alone, stage).steps)
-                assert list(getattr(run, stage).status) == list(getattr(alone, stage).status)
+    grouped = simulate_transfer(*data, widths, draws=2, flow={"scheme": scheme})
+    for width in widths:
+        alone = simulate_transfer(*data, [width], draws=2, flow={"scheme": scheme})
+        for table in (together, grouped):
+            rows = table[table["width"] == width].reset_index(drop=True)
+            for name in ("distance", "gradient_norm_pretrained", "steps", "status"):
+                np.testing.assert_array_equal(rows[name], alone[name], err_msg=name)
+            np.testing.assert_array_equal(_outputs(table, width), _outputs(alone))
 
 
 def test_train_two_layer_takes_blocks_of_different_widths(data):
@@ -127,13 +138,13 @@ def test_train_two_layer_takes_blocks_of_different_widths(data):
 
 def test_trained_networks_interpolate_and_report_convergence(data):
     x_p, y_p, x_q, y_q = data
-    (run,) = simulate_transfer(*data, [200], seeds=3, gtol=1e-7)
-    assert run.converged.all()
-    for stage in (run.pretrain, run.finetune, run.scratch):
-        assert np.all(stage.grad_norm <= 1e-7) and np.all(stage.loss < 1e-10) and np.all(stage.steps > 0)
+    table = simulate_transfer(*data, [200], draws=3, flow={"gtol": 1e-7})
+    assert table["converged"].all() and table["stage"].tolist() == ["pretrain"] * 3 + ["finetune"] * 3 + ["scratch"] * 3
+    assert table["draw"].tolist() == [0, 1, 2] * 3 and table.attrs["flow"]["gtol"] == 1e-7
+    assert np.all(table["grad_norm"] <= 1e-7) and np.all(table["loss"] < 1e-10) and np.all(table["steps"] > 0)
     # Thm 1's gradient norms: ‖∂L/∂X¹‖² = ‖u_Q − y_Q‖², u_Q(0) = 0 with the symmetric initialization
-    np.testing.assert_allclose(run.gradient_norm_init, (y_q**2).sum(), rtol=1e-14)
-    np.testing.assert_allclose(run.gradient_norm_pretrained, ((run.pretrained_outputs - y_q) ** 2).sum(axis=1),
+    np.testing.assert_allclose(table["gradient_norm_init"], (y_q**2).sum(), rtol=1e-14)
+    np.testing.assert_allclose(_column(table, "gradient_norm_pretrained"), ((_outputs(table) - y_q) ** 2).sum(axis=1),
                                rtol=1e-14)
 
 
@@ -142,21 +153,22 @@ def test_budget_exhaustion_is_reported_not_hidden(data):
     w, a = initial_weights(20, 4, 2)
     _, result = train_two_layer(w, a, x_p, y_p, max_steps=2)
     assert list(result.status) == ["max_steps", "max_steps"] and not result.converged.any()
-    (run,) = simulate_transfer(*data, [20], seeds=2, max_steps=2)
-    assert not run.converged.any() and set(run.pretrain.status) == {"max_steps"}
+    table = simulate_transfer(*data, [20], draws=2, flow={"max_steps": 2})
+    assert not table["converged"].any() and set(_column(table, "status", "pretrain")) == {"max_steps"}
 
 
 def test_stage_convergence_is_the_integrators_definition():
-    """FlowSummary.converged is FlowResult.converged: ‖∇L‖ ≤ gtol (``converged``) and L ≤ loss_tol (``loss_tol``)."""
+    """A stage's ``converged`` column is FlowResult.converged: ‖∇L‖ ≤ gtol (``converged``) and L ≤ loss_tol
+    (``loss_tol``)."""
     from transfertheory.sim.integrator import CONVERGED_STATUSES, Convergence, FlowResult
 
     status = np.array(["converged", "loss_tol", "max_time", "max_steps", "diverged", "step_underflow"])
     zeros = np.zeros(status.size)
     convergence = Convergence(np.isin(status, CONVERGED_STATUSES), status, zeros, zeros, zeros)
     result = FlowResult(y=np.zeros((status.size, 1)), convergence=convergence, loss=zeros)
-    summary = ntk_sim.FlowSummary.from_result(result, slice(1, 4))
-    np.testing.assert_array_equal(summary.converged, result.converged[1:4])
-    np.testing.assert_array_equal(summary.converged, [True, False, False])
+    rows = ntk_sim._stage_rows(20, "finetune", 3, np.nan, {}, result, slice(1, 4))
+    np.testing.assert_array_equal(rows["converged"], result.converged[1:4])
+    np.testing.assert_array_equal(rows["converged"], [True, False, False])
 
 
 def test_hidden_activation_gradient_is_the_derivative_of_the_loss_in_the_activations(data):
@@ -202,28 +214,28 @@ def test_trained_network_follows_the_linearized_network_of_its_initial_units(dat
     (measured at m = 2000, d = 4: ≤ 5·10⁻³ for the distance, ≤ 4·10⁻³ for the outputs). Both trainers: gradient
     descent (η = 1/λ_max) and the RKC gradient flow."""
     x_p, y_p, x_q, y_q = data
-    m, seeds = 2000, 2
-    (run,) = simulate_transfer(*data, [m], seeds=seeds, scheme=scheme)
-    assert run.converged.all()
-    w0, a = initial_weights(m, 4, seeds)
-    for s in range(seeds):
+    m, draws = 2000, 2
+    table = simulate_transfer(*data, [m], draws=draws, flow={"scheme": scheme})
+    assert table["converged"].all()
+    w0, a = initial_weights(m, 4, draws)
+    for s in range(draws):
         z_p, z_q = _features(w0[s], a[s], x_p), _features(w0[s], a[s], x_q)
         delta_p = np.linalg.lstsq(z_p.T, y_p, rcond=None)[0]
         u_q = z_q.T @ delta_p
         scratch = np.linalg.norm(np.linalg.lstsq(z_q.T, y_q, rcond=None)[0])
         finetune = np.linalg.norm(np.linalg.lstsq(z_q.T, y_q - u_q, rcond=None)[0])
-        assert np.max(np.abs(run.pretrained_outputs[s] - u_q)) < 1 / math.sqrt(m)
-        assert abs(run.scratch_distance[s] - scratch) < 1 / math.sqrt(m)
-        assert abs(run.finetune_distance[s] - finetune) < 1 / math.sqrt(m)
+        assert np.max(np.abs(_outputs(table)[s] - u_q)) < 1 / math.sqrt(m)
+        assert abs(_column(table, "distance", "scratch")[s] - scratch) < 1 / math.sqrt(m)
+        assert abs(_column(table, "distance")[s] - finetune) < 1 / math.sqrt(m)
 
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(widths=[41]), "even"),
     (dict(widths=[1]), "widths"),
     (dict(widths=[40], kappa=0.0), "kappa"),
-    (dict(widths=[40], seeds=0), "seeds"),
-    (dict(widths=[40], scheme="adam"), "^scheme must be"),
-    (dict(widths=[40], step_fraction=2.5), "^step_fraction must be"),
+    (dict(widths=[40], draws=0), "draws"),
+    (dict(widths=[40], flow={"scheme": "adam"}), "^scheme must be"),
+    (dict(widths=[40], flow={"step_fraction": 2.5}), "^step_fraction must be"),
 ])
 def test_bad_settings_are_value_errors(data, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -288,12 +300,10 @@ def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array
         np.testing.assert_allclose(to_host(one), to_host(other), rtol=1e-13, atol=1e-15)
     explicit = [(_loss(w[r][None], a[r][None], data[0], data[1])[0]) for r in rows]
     np.testing.assert_allclose(to_host(whole[1]), explicit, rtol=1e-12)
-    runs = simulate_transfer(*data, [20, 40], seeds=2, backend=name)  # a device trains both widths in one integration
-    host = simulate_transfer(*data, [20, 40], seeds=2, backend="numpy")  # the host in cache-sized groups
-    for run, reference in zip(runs, host):
-        assert run.backend == name and run.converged.all()
-        np.testing.assert_allclose(run.finetune_distance, reference.finetune_distance, rtol=1e-10)
-        np.testing.assert_allclose(run.scratch_distance, reference.scratch_distance, rtol=1e-10)
+    table = simulate_transfer(*data, [20, 40], draws=2, backend=name)  # a device: both widths in one integration
+    host = simulate_transfer(*data, [20, 40], draws=2, backend="numpy")  # the host in cache-sized groups
+    assert table.attrs["backend"] == name and table["converged"].all()
+    np.testing.assert_allclose(table["distance"], host["distance"], rtol=1e-10)
 
 
 # --------------------------------------------------------------------------- the tdr.sim claims can fail

@@ -222,8 +222,8 @@ def _converged_study(profile_name):
     table = _training_study(profile_name)
     unconverged = table[~table["converged"].astype(bool)]
     if len(unconverged):
-        runs = unconverged.drop_duplicates(["method", "width", "network"])
-        listed = ", ".join(f"{r.method} h={r.width} #{r.network} ({r.status}, ‖∇L‖ {r.grad_norm:.2g})"
+        runs = unconverged.drop_duplicates(["method", "width", "draw"])
+        listed = ", ".join(f"{r.method} h={r.width} #{r.draw} ({r.status}, ‖∇L‖ {r.grad_norm:.2g})"
                            for r in runs.itertuples())
         raise RuntimeError(f"{len(runs)} trained network(s) did not converge: {listed}")
     return table
@@ -278,7 +278,7 @@ def _phi_prime_anil_trained(case):
     top = table[(table["method"] == "anil") & (table["width"] == table["width"].max())]
     results = []
     for head, right, wrong in (("initial", "derivation", "statement"), ("trained", "statement", "derivation")):
-        part = top[top["test_head"] == head].pivot(index="network", columns="reference", values="distance")
+        part = top[top["test_head"] == head].pivot(index="draw", columns="reference", values="distance")
         mean, se = mean_se(part[wrong] - part[right])
         results.append(significant(mean, se,
                                    label=f"test head {head}: distance to {wrong} − distance to {right} = {mean:.4f} ± "
@@ -299,7 +299,7 @@ def _fresh_test_head(case):
     top = table[(table["test_head"] == "fresh") & (table["width"] == table["width"].max())]
     results = []
     for method, lemma in (("mtl", "mtl"), ("anil", "derivation"), ("anil", "statement")):
-        part = top[top["method"] == method].pivot(index="network", columns="reference", values="distance")
+        part = top[top["method"] == method].pivot(index="draw", columns="reference", values="distance")
         mean, se = mean_se(part[lemma] - part["adaptation"])
         results.append(significant(mean, se,
                                    label=f"{method}, fresh test head: distance to Lemma 1 ({lemma}) − distance to G_τ̂ = "

@@ -2,7 +2,7 @@ r"""TDR §5.1 and §6 (Thms 1–2) by training the two-layer ReLU network at fin
 
 Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx), a_r = ±1 fixed, symmetric initialization (u(0) = 0 for
 every κ), κ = :data:`TRAINING_KAPPA`, trained by full-batch gradient descent with the per-network step 1/λ_max
-of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.tdr`, seeds batched). The
+of its empirical tangent kernel to ‖∇L‖ ≤ 10⁻⁵ (:mod:`transfertheory.sim.tdr`, draws batched). The
 data and the strategies are those of the linearized claims (:mod:`transfertheory.claims.tdr`).
 
 A trained quantity q_s(m) of seed s differs from its Gram formula q* by Gram fluctuations of SD O(1/√m), a
@@ -33,9 +33,9 @@ from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
 from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, point_label, scaled_point
 
-#: seeds per width of the training claims per target draw of the profile (16 at the 100 draws of quick and full;
-#: the registry's re-check with 4× the draws trains 4× the seeds)
-SEEDS_PER_DRAW = 0.16
+#: networks (draws) per width of the training claims per target draw of the profile (16 at the 100 draws of quick
+#: and full; the registry's re-check with 4× the draws trains 4× the networks)
+NETWORKS_PER_DRAW = 0.16
 #: initialization scale of the training claims. TDR's theorems take κ small (Thm 1: κ = O(λ²δ/(n²√n))) so that
 #: the initial output u(0) = O(κ) is negligible; the symmetric initialization makes u(0) = 0 exactly for every κ.
 #: What is left of κ is the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the activation
@@ -64,9 +64,15 @@ def _trained_widths(profile, quick_top=8192):
 
 def _trained(case, x_p, y_p, x_q, y_q, widths=None):
     widths = _trained_widths(case.profile) if widths is None else widths
-    seeds = max(2, round(SEEDS_PER_DRAW * case.profile.sim_draws))
-    return simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, seed=case.seed, kappa=TRAINING_KAPPA,
+    draws = max(2, round(NETWORKS_PER_DRAW * case.profile.sim_draws))
+    return simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=draws, seed=case.seed, kappa=TRAINING_KAPPA,
                              backend=case.profile.backend)
+
+
+def _per_width(table, column, stage="finetune"):
+    """Per width of a :func:`simulate_transfer` table, in order: one stage's ``column`` over the draws."""
+    rows = table[table["stage"] == stage]
+    return [part[column].to_numpy() for _, part in rows.groupby("width", sort=False)]
 
 
 def _gap_closes(widths, squared_gaps, label):
@@ -87,24 +93,25 @@ def _agrees(samples, reference, label):
     return agreement(mean, se, reference, allowance=allowance, label=f"{label} (allowance {allowance:.2g})")
 
 
-def _converged(runs, label):
-    return holds(all(run.converged.all() for run in runs), f"every stage converged ({label})")
+def _converged(tables, label):
+    return holds(all(table["converged"].all() for table in tables), f"every stage converged ({label})")
 
 
-def _excess(runs, samples, reference):
+def _excess(widths, samples, reference):
     """Mean ± SE of the trained quantity minus its formula at each width (the remainder the theorems bound)."""
-    return ", ".join(f"{run.width}: {mean - reference:+.3g} ± {se:.2g}"
-                     for run, q in zip(runs, samples) for mean, se in [mean_se(q)])
+    return ", ".join(f"{width}: {mean - reference:+.3g} ± {se:.2g}"
+                     for width, q in zip(widths, samples) for mean, se in [mean_se(q)])
 
 
-def _scalar_approaches(runs, samples, reference, what, remainder, label):
-    """A per-seed scalar (one sample array per width) against its formula: the gap closes with m, the largest
-    width agrees (4 SE + the training-bias allowance, the mean ``remainder`` at every width reported), and every
-    network converged."""
-    closes = _gap_closes([run.width for run in runs], [(q - reference) ** 2 for q in samples], f"{what} {label}")
-    agrees = _agrees(samples[-1], reference, f"{what} at m = {runs[-1].width} (mean {remainder} at "
-                                             f"m = {_excess(runs, samples, reference)})")
-    return combine([closes, agrees, _converged(runs, label)])
+def _scalar_approaches(table, samples, reference, what, remainder, label):
+    """A per-draw scalar (one sample array per width of ``table``) against its formula: the gap closes with m,
+    the largest width agrees (4 SE + the training-bias allowance, the mean ``remainder`` at every width
+    reported), and every network converged."""
+    widths = list(table["width"].unique())
+    closes = _gap_closes(widths, [(q - reference) ** 2 for q in samples], f"{what} {label}")
+    agrees = _agrees(samples[-1], reference, f"{what} at m = {widths[-1]} (mean {remainder} at "
+                                             f"m = {_excess(widths, samples, reference)})")
+    return combine([closes, agrees, _converged([table], label)])
 
 
 @register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="simulation",
@@ -115,15 +122,14 @@ def _scalar_approaches(runs, samples, reference, what, remainder, label):
 def _trained_transformed_labels(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     reference = NTK.transformed_labels(x_p, y_p, x_q)
-    runs = _trained(case, x_p, y_p, x_q, y_q)
-    label = point_label(case)
-    closes = _gap_closes([run.width for run in runs],
-                         [((run.pretrained_outputs - reference) ** 2).mean(axis=1) for run in runs],
+    table = _trained(case, x_p, y_p, x_q, y_q)
+    label, outputs = point_label(case), table.attrs["pretrained_outputs"]
+    widths = list(outputs)
+    closes = _gap_closes(widths, [((u - reference) ** 2).mean(axis=1) for u in outputs.values()],
                          f"u_Q(P) − y_P→Q {label}")
-    outputs = runs[-1].pretrained_outputs
-    agrees = [_agrees(outputs[:, j], reference[j], f"u_Q(P)[{j}] at m = {runs[-1].width} vs y_P→Q[{j}]")
+    agrees = [_agrees(outputs[widths[-1]][:, j], reference[j], f"u_Q(P)[{j}] at m = {widths[-1]} vs y_P→Q[{j}]")
               for j in range(reference.size)]
-    return combine([closes, *agrees, _converged(runs, label)])
+    return combine([closes, *agrees, _converged([table], label)])
 
 
 @register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", kind="simulation", strategy=pair_point,
@@ -135,9 +141,9 @@ def _trained_transformed_labels(case):
 def _trained_thm2_bound(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    runs = _trained(case, x_p, y_p, x_q, y_q)
-    return _scalar_approaches(runs, [run.finetune_distance for run in runs], bound, "‖W(Q) − W(P)‖ vs the bound",
-                              "excess", point_label(case))
+    table = _trained(case, x_p, y_p, x_q, y_q)
+    return _scalar_approaches(table, _per_width(table, "distance"), bound, "‖W(Q) − W(P)‖ vs the bound", "excess",
+                              point_label(case))
 
 
 @register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="simulation",
@@ -149,9 +155,10 @@ def _trained_thm2_bound(case):
 def _trained_gradient_norm(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     change = NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change
-    runs = _trained(case, x_p, y_p, x_q, y_q)
-    measured = [run.gradient_norm_pretrained - run.gradient_norm_init for run in runs]
-    return _scalar_approaches(runs, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", point_label(case))
+    table = _trained(case, x_p, y_p, x_q, y_q)
+    measured = [after - before for after, before in zip(_per_width(table, "gradient_norm_pretrained"),
+                                                        _per_width(table, "gradient_norm_init"))]
+    return _scalar_approaches(table, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", point_label(case))
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
@@ -165,12 +172,12 @@ def _trained_scratch_sqrt(case):
     s, width = case.params["scale"], _trained_widths(case.profile)[-1:]
     results = []
     for factor in (1.0, 0.5):
-        run = _trained(case, x_p, y_p, x_q, factor * s * y_q, widths=width)[0]
-        true = NTK.scratch_distance(x_q, factor * s * y_q)
-        paper = refutation(*mean_se(run.scratch_distance), true**2, label="paper's yᵀH⁻¹y")
-        results.append(_agrees(run.scratch_distance, true, f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
-                                                           f"{point_label(case)} ({paper.detail})"))
-        results.append(holds(run.scratch.converged.all(), "scratch training converged"))
+        table = _trained(case, x_p, y_p, x_q, factor * s * y_q, widths=width)
+        (distance,), true = _per_width(table, "distance", "scratch"), NTK.scratch_distance(x_q, factor * s * y_q)
+        paper = refutation(*mean_se(distance), true**2, label="paper's yᵀH⁻¹y")
+        results.append(_agrees(distance, true, f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
+                                               f"{point_label(case)} ({paper.detail})"))
+        results.append(holds(table[table["stage"] == "scratch"]["converged"].all(), "scratch training converged"))
     return combine(results)
 
 
@@ -221,19 +228,20 @@ def _task_families(case):
     members, widths = _family_members(case), _trained_widths(case.profile, quick_top=FAMILY_QUICK_TOP)
     results, reported = [], []
     for family in TASK_FAMILIES:
-        formula, runs = [], []
+        formula, tables = [], []
         for data in members[family]:
             summary = NTK.transfer_summary(*data)
             formula.append(summary.finetune_distance / summary.scratch_distance)
-            runs.append(_trained(case, *data, widths=widths))
-        ratios = [[run.finetune_distance / run.scratch_distance for run in by_width] for by_width in runs]
+            tables.append(_trained(case, *data, widths=widths))
+        ratios = [[fine / scratch for fine, scratch in zip(_per_width(t, "distance"), _per_width(t, "distance", "scratch"))]
+                  for t in tables]
         gaps = [np.mean([(ratios[a][w] - formula[a]) ** 2 for a in range(len(formula))], axis=0)
                 for w in range(len(widths))]
         results.append(_gap_closes(widths, gaps, f"{family}: R − Gram ratio, mean over {len(formula)} members"))
         results.extend(_agrees(r[-1], f, f"{family} R at similarity {math.cos(angle):.2f}, m = {widths[-1]} vs the "
                                          f"Gram ratio")
                        for r, f, angle in zip(ratios, formula, FAMILY_ANGLES[family]))
-        results.append(_converged([run for by_width in runs for run in by_width], family))
+        results.append(_converged(tables, family))
         results.append(_ratio_contrast(family, [r[-1] for r in ratios], formula))
         reported.append(f"{family} R at m = {widths[-1]} / formula: " + ", ".join(
             f"{np.mean(r[-1]):.3f}/{f:.3f}" for r, f in zip(ratios, formula)))

@@ -154,10 +154,10 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
     :data:`~transfertheory.sim.merlin.STUDY_TOLERANCES`)."""
     tolerances = dict(rtol=rtol, gtol=gtol)
     comparison = run_comparison(d, m, k, list(n_targets), lam, seeds, algorithms=ALGORITHMS, restarts=restarts,
-                                splits=splits, seed=seed, backend=backend, **tolerances)
+                                splits=splits, seed=seed, backend=backend, flow=tolerances)
     merlin_runs = run_comparison(k + 1, m, k, list(success_n), lam, success_seeds, algorithms=("merlin",),
                                  restarts=merlin_restarts(k), splits=splits, seed=seed + 1, backend=backend,
-                                 **tolerances)
+                                 flow=tolerances)
     losses, successes = loss_table(comparison), success_table(merlin_runs, k)
     runs = len(comparison) + len(merlin_runs)
     converged = int(losses["converged"].sum() + successes["converged"].sum())

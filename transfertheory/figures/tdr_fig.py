@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..sim.tdr import TRAINING_FLOW, simulate_transfer, width_rate
+from ..sim.tdr import STAGES, TRAINING_FLOW, simulate_transfer, width_rate
 from ..sim.tdr import task_pair as sim_task_pair
 from ..sweep.named import named_profile
 from ..theory.tdr import transfer_summary
@@ -75,11 +75,18 @@ def _rms(values):
     return float(np.sqrt(np.mean(np.square(values)))) if np.size(values) else float("nan")
 
 
-def _converged(run):
-    """(mask of the seeds whose three stages converged, largest final training loss of a stage among them)."""
-    keep = run.converged
-    losses = np.concatenate([stage.loss[keep] for stage in (run.pretrain, run.finetune, run.scratch)])
-    return keep, float(losses.max()) if losses.size else float("nan")
+def _stages(rows):
+    """One width's rows of a :func:`simulate_transfer` table: ({stage: its rows}, mask of the draws whose three
+    stages converged, largest final training loss of a stage among them)."""
+    stages = {stage: rows[rows["stage"] == stage] for stage in STAGES}
+    keep = np.logical_and.reduce([part["converged"].to_numpy(bool) for part in stages.values()])
+    losses = np.concatenate([part["loss"].to_numpy()[keep] for part in stages.values()])
+    return stages, keep, float(losses.max()) if losses.size else float("nan")
+
+
+def _distances(stages, keep):
+    """(fine-tuning, scratch) distances of the kept draws."""
+    return (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
 
 
 def width_study(widths, seeds, backend=None):
@@ -89,18 +96,18 @@ def width_study(widths, seeds, backend=None):
     _, _, x_q, _ = task_pair("shared-labels", 1.0)
     y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
     summary = transfer_summary(x_p, y_p, x_q, y_q)
-    rows = []
-    for run in simulate_transfer(x_p, y_p, x_q, y_q, widths, seeds=seeds, backend=backend):
-        keep, final_loss = _converged(run)
-        finetune, scratch = run.finetune_distance[keep], run.scratch_distance[keep]
-        measured_change = (run.gradient_norm_pretrained - run.gradient_norm_init)[keep]
-        rows.append(dict(width=run.width, seeds=seeds, finetune_mean=finetune.mean() if keep.any() else np.nan,
+    rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=seeds, backend=backend)
+    for width, part in table.groupby("width", sort=False):
+        stages, keep, final_loss = _stages(part)
+        (finetune, scratch), pretrain = _distances(stages, keep), stages["pretrain"]
+        measured_change = (pretrain["gradient_norm_pretrained"] - pretrain["gradient_norm_init"]).to_numpy()[keep]
+        rows.append(dict(width=width, seeds=seeds, finetune_mean=finetune.mean() if keep.any() else np.nan,
                          finetune_rms_gap=_rms(finetune - summary.finetune_distance),
                          finetune_bound=summary.finetune_distance,
                          scratch_mean=scratch.mean() if keep.any() else np.nan,
                          scratch_rms_gap=_rms(scratch - summary.scratch_distance),
                          scratch_formula=summary.scratch_distance,
-                         labels_rms_gap=_rms(run.pretrained_outputs[keep] - summary.transformed_labels),
+                         labels_rms_gap=_rms(table.attrs["pretrained_outputs"][width][keep] - summary.transformed_labels),
                          gradient_change_rms_gap=_rms(measured_change - summary.gradient.change),
                          converged=int(keep.sum()), final_loss_max=final_loss))
     return pd.DataFrame(rows, columns=list(COLUMNS))
@@ -114,9 +121,8 @@ def similarity_study(width, seeds, angles, backend=None):
         for angle in np.linspace(0.0, top, angles):
             data = task_pair(family, angle)
             summary = transfer_summary(*data)
-            (run,) = simulate_transfer(*data, [width], seeds=seeds, backend=backend)
-            keep, final_loss = _converged(run)
-            finetune, scratch = run.finetune_distance[keep], run.scratch_distance[keep]
+            stages, keep, final_loss = _stages(simulate_transfer(*data, [width], draws=seeds, backend=backend))
+            finetune, scratch = _distances(stages, keep)
             rows.append(dict(family=family, similarity=math.cos(angle), width=width,
                              finetune_mean=finetune.mean() if keep.any() else np.nan,
                              finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan,

@@ -11,21 +11,21 @@ with a fused gradient-descent step, is :mod:`transfertheory.sim.tdr_kernel`). Tr
 the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
 full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
 η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
-flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each seed:
+flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each draw:
 
 1. W(P): training on (X_P, y_P) from W(0) to ‖∇L‖ ≤ gtol (pretraining);
 2. W(Q): training on (X_Q, y_Q) from W(P) (fine-tuning);
 3. W_s(Q): training on (X_Q, y_Q) from the same W(0) (training from scratch);
 
-and :class:`WidthRun` records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the pretrained outputs
-u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit), the gradient norms ‖∂L/∂X¹‖²_F of TDR
-Thm 1 at W(0) and W(P) — from the explicit m × n_Q matrix ∂L/∂X¹ of the loss with respect to the hidden
-activations X¹ = σ(WᵀX_Q) (:func:`hidden_activation_gradient`) — and, per stage, the integrator's status,
-time, steps, final ‖∇L‖, loss and convergence.
+and :func:`simulate_transfer`'s table records ‖W(Q) − W(P)‖_F (TDR Thm 2), ‖W_s(Q) − W(0)‖_F, the gradient
+norms ‖∂L/∂X¹‖²_F of TDR Thm 1 at W(0) and W(P) — from the explicit m × n_Q matrix ∂L/∂X¹ of the loss with
+respect to the hidden activations X¹ = σ(WᵀX_Q) (:func:`hidden_activation_gradient`) — and, per stage, the
+integrator's status, time, steps, final ‖∇L‖, loss and convergence; its ``attrs`` hold the pretrained outputs
+u_Q(P) on X_Q (TDR's transformed labels y_{P→Q} in the limit).
 
-Batching over seeds and widths: the state of one instance is vec(W) ∈ ℝ^{m·d}; every network of every
-width is trained in one integration per stage — pretraining one batch of widths × seeds instances,
-fine-tuning and scratch (which share X_Q) one batch of 2 × widths × seeds — held as a
+Batching over draws and widths: the state of one instance is vec(W) ∈ ℝ^{m·d}; every network of every
+width is trained in one integration per stage — pretraining one batch of widths × draws instances,
+fine-tuning and scratch (which share X_Q) one batch of 2 × widths × draws — held as a
 :class:`~transfertheory.sim.integrator.RaggedBatch` with one dense block per width (no padding
 to the largest width: a block's gradient is one batched computation on its own units), each network with
 its own step, ρ̂ and status. On a device that is one integration; on the host, consecutive networks are
@@ -40,104 +40,71 @@ activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limi
 
 :func:`task_pair` (from :mod:`.tdr_tasks`) builds the two task families of TDR §5.1 (shared inputs with rotated
 teachers, one labeling function on rotated inputs). Draws (:func:`transfertheory.sim.seeding.generator`):
-network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty key of its own seed.
+network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty key of its own seed. The
+ranges and defaults of :func:`simulate_transfer`'s arguments are declared once, in :data:`FIELDS` (fields of
+the ``tdr`` experiment, :mod:`.tdr_record`).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from .._validation import Interval, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
-from .convergence import Convergence, ReportsConvergence
+from .convergence import Convergence, convergence_columns
 from .integrator import (SOLVERS, ErrorController, FlowResult, FlowSettings, FlowStats, GradientDescent, RaggedBatch,
                          integrate_gradient_flow, rkc_stability_bound)
+from .records import Field
 from .seeding import generator
 from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
 from .tdr_tasks import TASK_FAMILIES, task_pair
 
-__all__ = ["FlowSummary", "WidthRun", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
+__all__ = ["FIELDS", "STAGES", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
            "TASK_FAMILIES", "task_pair", "TRAINING_FLOW"]
 
-_WIDTH = P.WIDTH.with_range(low=2)  # a two-layer network of width 1 has no kernel regime
-_KAPPA = P.Param("kappa", Interval(0, np.inf, "neither"))
 _POSITIVE = Interval(0, np.inf, "neither")
+#: the arguments of :func:`simulate_transfer` (a grid of ``width``: a two-layer network of width 1 has no kernel
+#: regime) and fields of the ``tdr`` experiment by name
+FIELDS = {f.name: f for f in (Field("width", 1000, P.WIDTH.with_range(low=2)), Field("draws", 8, P.DRAWS),
+                              Field("kappa", 1.0, P.Param("kappa", _POSITIVE)))}
+#: the training stages of a network, in the order of :func:`simulate_transfer`'s rows
+STAGES = ("pretrain", "finetune", "scratch")
 #: the trainer's settings (:func:`train_two_layer`): gradient descent at η = 1/λ_max (``scheme="euler"``, TDR §6.1's
 #: algorithm; ``rtol`` 1e-3 is the RKC flow's) to ‖∇L‖ ≤ 1e-5, within flow time 1e6 and 2·10⁵ steps
 TRAINING_FLOW = FlowSettings(GradientDescent(step_fraction=1.0), ErrorController(rtol=1e-3), gtol=1e-5,
                              max_time=1e6, max_steps=200_000)
 
 
-@dataclass(frozen=True)
-class FlowSummary(ReportsConvergence):
-    """How one training stage ended, per seed (numpy arrays of shape (seeds,)): the integrator's convergence
-    record (``converged`` as the integrator defines it, its statuses, ``t_final``, ``steps``, ``grad_norm``) and
-    the final loss."""
-
-    convergence: Convergence
-    loss: np.ndarray
-
-    @classmethod
-    def from_result(cls, result, rows=slice(None)):
-        return cls(result.convergence[rows], result.loss[rows])
-
-
-@dataclass(frozen=True)
-class WidthRun:
-    """Pretraining, fine-tuning and scratch training of ``seeds`` networks of one width (module docstring).
-
-    Arrays are numpy, leading axis the seeds. ``gradient_norm_init`` = ‖∂L(W(0))/∂X¹‖² and
-    ``gradient_norm_pretrained`` = ‖∂L(W(P))/∂X¹‖² on the target set (TDR Thm 1).
-    """
-
-    width: int
-    kappa: float
-    symmetric: bool
-    finetune_distance: np.ndarray
-    scratch_distance: np.ndarray
-    pretrained_outputs: np.ndarray
-    gradient_norm_init: np.ndarray
-    gradient_norm_pretrained: np.ndarray
-    pretrain: FlowSummary
-    finetune: FlowSummary
-    scratch: FlowSummary
-    backend: str
-
-    @property
-    def converged(self) -> np.ndarray:
-        """Per seed: every stage converged (the integrator's definition)."""
-        return self.pretrain.converged & self.finetune.converged & self.scratch.converged
-
-
-def initial_weights(width, d, seeds, *, kappa=1.0, symmetric=True, seed=0, max_memory=None):
-    """W(0) (seeds, m, d) with rows w_r ~ N(0, κ²I) and a (seeds, m) ∈ {±1} on the host (module docstring).
+def initial_weights(width, d, draws, *, kappa=FIELDS["kappa"].default, symmetric=True, seed=0, max_memory=None):
+    """W(0) (draws, m, d) with rows w_r ~ N(0, κ²I) and a (draws, m) ∈ {±1} on the host (module docstring).
 
     ``symmetric``: rows m/2.. repeat rows ..m/2 with a_r negated (f(·; W(0)) = 0; m must be even).
-    The draw of seed s at width m depends on (seed, m, s) only; ``seed`` is an integer ≥ 0, or a Generator or
+    Draw s at width m depends on (seed, m, s) only; ``seed`` is an integer ≥ 0, or a Generator or
     SeedSequence that gives one (:func:`~transfertheory._validation.root_seed`). ``max_memory``: the memory
-    guard's limit (:mod:`transfertheory._memory`); the seeds·m·(d + 1) floats are refused before drawing when they
+    guard's limit (:mod:`transfertheory._memory`); the draws·m·(d + 1) floats are refused before drawing when they
     exceed it.
     """
-    width, seeds, kappa = _WIDTH.scalar(width, "width"), P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa)
+    width, draws, kappa = (FIELDS[name].check(value) for name, value in
+                           (("width", width), ("draws", draws), ("kappa", kappa)))
     d, seed = P.D.scalar(d), root_seed(seed)
     if symmetric and width % 2:
         raise ValueError(f"width must be even with symmetric=True, got {width}")
-    check_memory(FLOAT_BYTES * seeds * width * (d + 1), what="initial_weights", max_memory=max_memory,
-                 params={"width": width, "d": d, "seeds": seeds})
-    return _initial_weights(width, d, seeds, kappa, symmetric, seed)
+    check_memory(FLOAT_BYTES * draws * width * (d + 1), what="initial_weights", max_memory=max_memory,
+                 params={"width": width, "d": d, "draws": draws})
+    return _initial_weights(width, d, draws, kappa, symmetric, seed)
 
 
-def _initial_weights(width, d, seeds, kappa, symmetric, seed):
+def _initial_weights(width, d, draws, kappa, symmetric, seed):
     """:func:`initial_weights` of validated arguments."""
-    weights, signs = np.empty((seeds, width, d)), np.empty((seeds, width))
-    for s in range(seeds):
+    weights, signs = np.empty((draws, width, d)), np.empty((draws, width))
+    for s in range(draws):
         rng = generator(seed, width, s)
         if symmetric:
             half = kappa * rng.standard_normal((width // 2, d))
@@ -295,31 +262,39 @@ def _frobenius(difference):
     return (difference**2).sum(axis=(1, 2)) ** 0.5
 
 
-def _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow):
-    """Pretrain every network of every width as one batch, then fine-tune and train from scratch as another."""
+def _stage_rows(width, stage, draws, distance, norms, result, rows) -> pd.DataFrame:
+    """One stage's rows of one width: draws ``rows`` of the integration ``result``."""
+    return pd.DataFrame({"width": width, "stage": stage, "draw": np.arange(draws),
+                         "distance": np.broadcast_to(distance, (draws,)), **norms, "loss": result.loss[rows],
+                         **convergence_columns(result.convergence[rows])})
+
+
+def _table(widths, data, draws, kappa, symmetric, seed, xp, flow) -> pd.DataFrame:
+    """Pretrain every network of every width as one batch, then fine-tune and train from scratch as another;
+    the rows of :func:`simulate_transfer`."""
     x_p, y_p, x_q, y_q = data
-    draws = [_initial_weights(m, x_p.shape[1], seeds, kappa, symmetric, seed) for m in widths]
-    w0 = [to_device(w, xp) for w, _ in draws]
-    a = [to_device(signs, xp) for _, signs in draws]
+    starts = [_initial_weights(m, x_p.shape[1], draws, kappa, symmetric, seed) for m in widths]
+    w0 = [to_device(w, xp) for w, _ in starts]
+    a = [to_device(signs, xp) for _, signs in starts]
     w_p, pretrain = train_two_layer(w0, a, x_p, y_p, flow=flow)
     # one block per width: its fine-tuning networks (from W(P)) then its scratch networks (from W(0))
     target_weights, target = train_two_layer([xp.concatenate(pair) for pair in zip(w_p, w0)],
                                              [xp.concatenate([signs, signs]) for signs in a], x_q, y_q, flow=flow)
-    runs = []
+    frames, outputs = [], {}
     for k, width in enumerate(widths):
-        rows, w_q, w_s = slice(k * seeds, (k + 1) * seeds), target_weights[k][:seeds], target_weights[k][seeds:]
-        runs.append(WidthRun(
-            width=width, kappa=kappa, symmetric=symmetric,
-            finetune_distance=to_host(_frobenius(w_q - w_p[k])),
-            scratch_distance=to_host(_frobenius(w_s - w0[k])),
-            pretrained_outputs=to_host(two_layer_outputs(w_p[k], a[k], x_q)),
-            gradient_norm_init=to_host(_gradient_norm(w0[k], a[k], x_q, y_q)),
-            gradient_norm_pretrained=to_host(_gradient_norm(w_p[k], a[k], x_q, y_q)),
-            pretrain=FlowSummary.from_result(pretrain, rows),
-            finetune=FlowSummary.from_result(target, slice(2 * k * seeds, (2 * k + 1) * seeds)),
-            scratch=FlowSummary.from_result(target, slice((2 * k + 1) * seeds, (2 * k + 2) * seeds)),
-            backend=backend_name(xp)))
-    return tuple(runs)
+        w_q, w_s = target_weights[k][:draws], target_weights[k][draws:]
+        norms = {"gradient_norm_init": to_host(_gradient_norm(w0[k], a[k], x_q, y_q)),
+                 "gradient_norm_pretrained": to_host(_gradient_norm(w_p[k], a[k], x_q, y_q))}
+        outputs[width] = to_host(two_layer_outputs(w_p[k], a[k], x_q))
+        frames += [_stage_rows(width, "pretrain", draws, np.nan, norms, pretrain, slice(k * draws, (k + 1) * draws)),
+                   _stage_rows(width, "finetune", draws, to_host(_frobenius(w_q - w_p[k])), norms, target,
+                               slice(2 * k * draws, (2 * k + 1) * draws)),
+                   _stage_rows(width, "scratch", draws, to_host(_frobenius(w_s - w0[k])), norms, target,
+                               slice((2 * k + 1) * draws, (2 * k + 2) * draws))]
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs.update(kappa=kappa, symmetric=symmetric, seed=seed, backend=backend_name(xp), flow=flow.as_dict(),
+                       pretrained_outputs=outputs)
+    return table
 
 
 def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
@@ -337,26 +312,26 @@ def _trainer_bytes(units, largest, d, n, scheme, on_device) -> float:
     return FLOAT_BYTES * ((SOLVERS[scheme].peak_state_copies + 2) * flow_states + 3 * patterns)
 
 
-def _memory_estimate(widths, d, n, seeds, scheme, on_device) -> float:
+def _memory_estimate(widths, d, n, draws, scheme, on_device) -> float:
     """Peak bytes of :func:`simulate_transfer` from the arrays it allocates.
 
-    With S = seeds·Σm·d the floats of all networks' weights: six copies stay allocated (W(0), W(P), the
+    With S = draws·Σm·d the floats of all networks' weights: six copies stay allocated (W(0), W(P), the
     fine-tuning + scratch batch and its final weights, two each); the trainer's working set of the target stage
-    (2·seeds·Σm units, :func:`_trainer_bytes`); Thm 1's gradients ∂L/∂X¹ take three (seeds, m, n) arrays at the
+    (2·draws·Σm units, :func:`_trainer_bytes`); Thm 1's gradients ∂L/∂X¹ take three (draws, m, n) arrays at the
     largest width (pre-activations, activations, the gradient; then the gradient and its square). n = the larger
     sample size.
     """
-    units = seeds * sum(widths)
-    return (FLOAT_BYTES * (6 * units * d + 3 * seeds * max(widths) * n)
+    units = draws * sum(widths)
+    return (FLOAT_BYTES * (6 * units * d + 3 * draws * max(widths) * n)
             + _trainer_bytes(2 * units, max(widths), d, n, scheme, on_device))
 
 
 @guarded_entry_point
-def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetric=True, seed=0, backend=None,
-                      max_memory=None, flow: FlowSettings = TRAINING_FLOW, **settings):
-    """Train ``seeds`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
+def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].default, kappa=FIELDS["kappa"].default,
+                      symmetric=True, seed=0, backend=None, max_memory=None, flow=None) -> pd.DataFrame:
+    """Train ``draws`` networks per width on P, fine-tune on Q, and train on Q from scratch (module docstring).
 
-    All widths and seeds of a stage are trained in one integration (module docstring, "Batching"); each
+    All widths and draws of a stage are trained in one integration (module docstring, "Batching"); each
     network's result is the one a call with its width alone gives.
 
     Parameters
@@ -365,37 +340,43 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, seeds=8, kappa=1.0, symmetr
         Unit-norm inputs (n, d) and labels (n,) in [−1, 1] (validated as in
         :mod:`transfertheory.theory.tdr`; λ_min of both Grams must be positive for convergence).
     widths : non-empty sequence of int ≥ 2 (even with ``symmetric``)
-    seeds : int ≥ 1
+    draws : int ≥ 1
+        Networks per width (independent initial draws).
     kappa : float > 0
         Initialization scale κ.
     seed : int ≥ 0, numpy Generator or SeedSequence
         Root of the initial draws (:func:`initial_weights`).
-    flow : :class:`~transfertheory.sim.integrator.FlowSettings`
-        Trainer settings (:func:`train_two_layer`; :data:`TRAINING_FLOW` unless given): gradient descent at
-        η = step_fraction/λ_max (``scheme="euler"``, default) or the RKC gradient flow at ``rtol``
-        (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the per-stage status is reported.
-    **settings
-        Keyword overrides of ``flow``: ``scheme``, ``step_fraction``, ``rtol``, ``gtol``, ``max_time``,
-        ``max_steps``, ….
+    flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings by name
+        Trainer settings (:func:`train_two_layer`; None: :data:`TRAINING_FLOW`; a mapping: its changes, e.g.
+        ``{"scheme": "rkc", "rtol": 1e-4}``): gradient descent at η = step_fraction/λ_max (``scheme="euler"``,
+        default) or the RKC gradient flow at ``rtol`` (``"rkc"``); ``converged`` when ‖∇L‖ ≤ gtol; the
+        per-stage status is reported.
     backend : "auto" | "numpy" | "cupy" | None
     max_memory : int, str or None
         Memory limit (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available, on
-        the device for CuPy): a run whose estimated peak (:func:`_memory_estimate`, ~6·seeds·Σm·d floats plus
+        the device for CuPy): a run whose estimated peak (:func:`_memory_estimate`, ~6·draws·Σm·d floats plus
         the integrator's working set) exceeds it is refused with a ValueError before any work.
 
     Returns
     -------
-    tuple of :class:`WidthRun`, one per width in the given order.
+    pandas.DataFrame
+        One row per (width, stage, draw), widths in the given order, stages :data:`STAGES`: ``width``,
+        ``stage``, ``draw``; ``distance`` = ‖W(Q) − W(P)‖_F (finetune), ‖W_s(Q) − W(0)‖_F (scratch), NaN
+        (pretrain); the draw's ``gradient_norm_init`` = ‖∂L(W(0))/∂X¹‖² and ``gradient_norm_pretrained`` =
+        ‖∂L(W(P))/∂X¹‖² on the target set (TDR Thm 1, on every stage's row); the stage's final ``loss`` and
+        convergence columns (:func:`~.convergence.convergence_columns`). ``attrs``: ``kappa``, ``symmetric``,
+        ``seed`` (the integer root), ``backend``, ``flow`` (the settings by name) and ``pretrained_outputs`` ({width: (draws, n_Q) array of
+        u_Q(P), the pretrained networks' outputs on X_Q}).
     """
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
-    widths = [int(m) for m in _WIDTH.sequence(widths, "widths")]
-    seeds, kappa, seed = P.SEEDS.scalar(seeds), _KAPPA.scalar(kappa), root_seed(seed)
-    flow = flow.updated(**settings)
+    widths = [int(m) for m in FIELDS["width"].param.sequence(widths, "widths")]
+    draws, kappa = FIELDS["draws"].check(draws), FIELDS["kappa"].check(kappa)
+    seed, flow = root_seed(seed), TRAINING_FLOW.overridden(flow, "flow")
     if symmetric and any(m % 2 for m in widths):
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")
     xp = resolve_backend(backend)
     d, n = np.shape(X_P)[1], max(np.shape(X_P)[0], np.shape(X_Q)[0])
-    check_memory(_memory_estimate(widths, d, n, seeds, flow.scheme, xp is not np), what="simulate_transfer", xp=xp,
-                 max_memory=max_memory, params={"widths": widths, "seeds": seeds, "d": d, "n": n})
+    check_memory(_memory_estimate(widths, d, n, draws, flow.scheme, xp is not np), what="simulate_transfer", xp=xp,
+                 max_memory=max_memory, params={"widths": widths, "draws": draws, "d": d, "n": n})
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
-    return _runs(widths, data, seeds, kappa, symmetric, seed, xp, flow)
+    return _table(widths, data, draws, kappa, symmetric, seed, xp, flow)

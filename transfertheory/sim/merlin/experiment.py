@@ -1,16 +1,19 @@
-r"""`run_comparison`: every algorithm of MeRLin §5 on the same target sets, one tidy row per (algorithm, n_t, seed).
+r"""`run_comparison`: every algorithm of MeRLin §5 on the same target sets, one tidy row per (algorithm, n_t, draw).
 
 Every draw comes from the package's seeding rule, :func:`transfertheory.sim.seeding.generator`
 (``SeedSequence(seed, spawn_key=key)``), keyed by what it is:
 
-* ``(0, n_t, s)`` — seed s's target set of size n_t (:func:`target_sets`; the same set for every algorithm:
+* ``(0, n_t, s)`` — draw s's target set of size n_t (:func:`target_sets`; the same set for every algorithm:
   comparisons are paired);
-* ``(1,)`` — the starts of pre-training (seeds × restarts networks; pre-training does not see target data and is
-  run once per seed, its kept network is shared by the two fine-tuning algorithms at every n_t);
+* ``(1,)`` — the starts of pre-training (draws × restarts networks; pre-training does not see target data and is
+  run once per draw, its kept network is shared by the two fine-tuning algorithms at every n_t);
 * ``(2, a, n_t)`` — the starts (and MeRLin's validation splits) of algorithm a (its index in :data:`ALGORITHMS`)
-  at n_t, for all seeds × restarts at once.
+  at n_t, for all draws × restarts at once.
 
 So an algorithm's draws at one n_t do not depend on which other algorithms or target sizes are run.
+
+Each parameter's range and default is declared once, in :data:`FIELDS` (the ``merlin`` experiment's fields,
+:mod:`~transfertheory.sim.merlin.record`), and :func:`run_comparison` validates its arguments through them.
 """
 from __future__ import annotations
 
@@ -23,30 +26,46 @@ from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device
 from ...theory import merlin as M
 from ..convergence import convergence_columns
-from ..integrator import FlowSettings
+from ..records import Field
 from ..seeding import generator
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
-__all__ = ["ALGORITHMS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
+__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
 
 ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")
-ROW_KEYS = ("algorithm", "n_t", "seed")
+ROW_KEYS = ("algorithm", "n_t", "draw")
 #: "target loss ≈ 0": a ridge head (λ_h ≤ 1e-2) on the exact feature e₁ leaves a target loss ~1e-4; a wrong
 #: feature leaves ≥ 10/27 (Thm 1), so a run has recovered the target when its loss is ≤ 1e-3 and φ uses e₁
 RECOVERY_LOSS = 1e-3
 
-_RESTARTS = P.Param("restarts", Interval(1, np.inf, "left"), integer=True, description="restarts per seed")
-_SPLITS = P.Param("splits", Interval(1, np.inf, "left"), integer=True, description="train/validation splits S")
-_POSITIVE = Interval(0, np.inf, "neither")
+
+def _count(name, description):
+    return P.Param(name, Interval(1, np.inf, "left"), integer=True, description=description)
 
 
-def target_sets(n_t, d, seeds, seed):
-    """(X (seeds, n_t, d), y (seeds, n_t)) on the host: seed s's target set, drawn with key (0, n_t, s) of
+def _positive(name):
+    return P.Param(name, Interval(0, np.inf, "neither"))
+
+
+#: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :mod:`~transfertheory.sim.merlin.record`) by name:
+#: each one's range and default
+FIELDS = {f.name: f for f in (
+    Field("d", 12, P.D), Field("m", 2, _count("m", "hidden width")),
+    Field("k", 3, M.SOURCE_K), Field("n_t", 8, P.N), Field("lam", 0.1, M.LAM_POS), Field("draws", 8, P.DRAWS),
+    Field("algorithms", ("finetune", "joint", "target_only", "merlin"), choices=ALGORITHMS, sequence=True),
+    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
+    Field("ridge", A.MERLIN_RIDGE, _positive("ridge")),
+    Field("splits", A.MERLIN_SPLITS, _count("splits", "train/validation splits S")),
+    Field("restarts", A.merlin_restarts(3), _count("restarts", "restarts per draw")))}
+
+
+def target_sets(n_t, d, draws, seed):
+    """(X (draws, n_t, d), y (draws, n_t)) on the host: draw s's target set, drawn with key (0, n_t, s) of
     ``seed`` (an integer ≥ 0, or a numpy Generator or SeedSequence that gives one)."""
     seed = root_seed(seed)
-    draws = [M.sample_target(n_t, d, generator(seed, 0, n_t, s)) for s in range(seeds)]
-    return np.stack([x for x, _ in draws]), np.stack([t for _, t in draws])
+    sets = [M.sample_target(n_t, d, generator(seed, 0, n_t, s)) for s in range(draws)]
+    return np.stack([x for x, _ in sets]), np.stack([t for _, t in sets])
 
 
 def _starts(seed, algorithm, n_t) -> np.random.Generator:
@@ -57,7 +76,7 @@ def _starts(seed, algorithm, n_t) -> np.random.Generator:
 def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
     top, share, coords = A.feature_usage(outcome.params["phi"])
     frame = pd.DataFrame({
-        "algorithm": algorithm, "n_t": n_t, "seed": np.arange(outcome.target_loss.size),
+        "algorithm": algorithm, "n_t": n_t, "draw": np.arange(outcome.target_loss.size),
         "target_loss": outcome.target_loss, "objective": outcome.objective,
         "top_coord": top, "top_share": share, "coords": coords,
         "recovered": (outcome.target_loss <= RECOVERY_LOSS) & (top == 1),
@@ -69,22 +88,18 @@ def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
     return frame
 
 
-def _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
-    d, m, seeds = P.D.scalar(d), P.WIDTH.scalar(m, "m"), P.SEEDS.scalar(seeds)  # shared ranges (params.py)
-    k = M.SOURCE_K.scalar(k)
-    if k > d:
-        raise ValueError(f"k must be an integer in [2, d] = [2, {d}], got {k}")
-    n_targets = [int(n) for n in P.N.sequence(n_targets, "n_targets")]
-    unknown = sorted(set(algorithms) - set(ALGORITHMS))
-    if unknown or not algorithms:
-        raise ValueError(f"algorithms must be a non-empty subset of {ALGORITHMS}, got {list(algorithms)!r}")
+def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
+    s = {name: FIELDS[name].check(value) for name, value in dict(d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha,
+                                                                 rho=rho, ridge=ridge, splits=splits).items()}
+    if s["k"] > s["d"]:
+        raise ValueError(f"k must be an integer in [2, d] = [2, {s['d']}], got {k}")
+    n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets")]
+    algorithms = FIELDS["algorithms"].check(algorithms)
     if "merlin" in algorithms and min(n_targets) < 2:
         raise ValueError(f"n_targets must be >= 2 with 'merlin' (a train and a validation half), got {min(n_targets)}")
-    return dict(d=d, m=m, k=k, n_targets=n_targets, seeds=seeds, lam=M.LAM_POS.scalar(lam),
-                alpha=M.ALPHA_JOINT.scalar(alpha), rho=P.Param("rho", _POSITIVE).scalar(rho),
-                ridge=P.Param("ridge", _POSITIVE).scalar(ridge), splits=_SPLITS.scalar(splits),
-                restarts=A.merlin_restarts(k) if restarts is None else _RESTARTS.scalar(restarts),
-                init_scale=INIT_SCALE.scalar(init_scale), seed=root_seed(seed))
+    return dict(s, n_targets=n_targets, algorithms=algorithms, init_scale=INIT_SCALE.scalar(init_scale),
+                restarts=A.merlin_restarts(s["k"]) if restarts is None else FIELDS["restarts"].check(restarts),
+                seed=root_seed(seed))
 
 
 #: algorithms whose objective holds the exact source loss, O(d²) per instance (MeRLin Lemma 4's A = φ diag(θ) φᵀ)
@@ -95,16 +110,16 @@ def _memory_estimate(s: dict, algorithms) -> float:
     """Peak bytes of :func:`run_comparison`, from the arrays it allocates.
 
     Each algorithm trains B instances in one integrator call (pre-training and the restarts' algorithms
-    seeds·restarts per n_t, fine-tuning seeds per n_t), each costing :func:`.training.instance_memory`; the
+    draws·restarts per n_t, fine-tuning draws per n_t), each costing :func:`.training.instance_memory`; the
     target data X (B, n_t, d) of joint, target-only and MeRLin training are all built before training (each
     repeated per restart and padded to the largest n_t, two copies), plus the d × d pair weights.
     """
-    d, m, seeds, restarts = s["d"], s["m"], s["seeds"], s["restarts"]
+    d, m, draws, restarts = s["d"], s["m"], s["draws"], s["restarts"]
     n_max, sizes = max(s["n_targets"]), len(s["n_targets"])
-    batches = {name: seeds * restarts * sizes for name in ("joint", "target_only", "merlin") if name in algorithms}
-    data = sum(2 * instances * n_max * d for instances in batches.values()) + seeds * n_max * d * sizes
+    batches = {name: draws * restarts * sizes for name in ("joint", "target_only", "merlin") if name in algorithms}
+    data = sum(2 * instances * n_max * d for instances in batches.values()) + draws * n_max * d * sizes
     if {"finetune", "finetune_full"} & set(algorithms):
-        batches.update(pretrain=seeds * restarts, finetune=seeds * sizes)
+        batches.update(pretrain=draws * restarts, finetune=draws * sizes)
     flow = max(instances * instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
                                            splits=s["splits"] if name == "merlin" else 0)
                for name, instances in batches.items())
@@ -112,43 +127,44 @@ def _memory_estimate(s: dict, algorithms) -> float:
 
 
 @guarded_entry_point
-def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alpha=0.5, rho=1.0,
-                   ridge=A.MERLIN_RIDGE, splits=A.MERLIN_SPLITS, restarts=None, init_scale=0.5, seed=0, backend=None,
-                   max_memory=None, flow: FlowSettings = FLOW_SETTINGS, **settings) -> pd.DataFrame:
-    """Train every algorithm for every seed and n_t ∈ ``n_targets``; one row per (algorithm, n_t, seed).
+def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alpha=FIELDS["alpha"].default,
+                   rho=FIELDS["rho"].default, ridge=FIELDS["ridge"].default, splits=FIELDS["splits"].default,
+                   restarts=None, init_scale=0.5, seed=0, backend=None, max_memory=None, flow=None) -> pd.DataFrame:
+    """Train every algorithm for every draw and n_t ∈ ``n_targets``; one row per (algorithm, n_t, draw).
 
-    Columns: ``algorithm, n_t, seed``; ``target_loss`` (exact target population loss of the predictor);
+    Columns: ``algorithm, n_t, draw``; ``target_loss`` (exact target population loss of the predictor);
     ``objective`` (the trained objective's final value); ``recovered`` (target loss ≤ :data:`RECOVERY_LOSS` with
     top coordinate 1); ``top_coord, top_share, coords`` (which input
     coordinates the learned φ uses: 1-based coordinate with the largest share of ‖φ‖²_F, that share, and every
     coordinate above 1 %); ``restarts_needed, restarts_at_best`` (see :mod:`.algorithms`); the convergence
     columns ``converged, status, t_final, steps, grad_norm`` of the kept flow (for the fine-tuning rows:
     ``converged`` requires the pre-training flow to have converged too, reported in ``pretrain_status``).
-    ``ridge`` (MeRLin's inner λ_h), ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings
-    (:data:`.algorithms.MERLIN_RIDGE`, :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`),
-    those of the figure and the claims. ``flow``: the integrator settings of every flow
-    (:data:`.training.FLOW_SETTINGS` unless given), which keyword ``settings`` (``rtol``, ``gtol``, ``max_time``,
-    ``max_steps``, …; e.g. :data:`.training.STUDY_TOLERANCES`) override. ``df.attrs`` holds the settings
-    (``flow``: the integrator's, by name) and the pre-training report (``pretrain``: per seed objective, top
-    coordinate, restarts needed, status).
+    ``draws``: the independent target sets (and pre-trainings) per n_t. ``ridge`` (MeRLin's inner λ_h),
+    ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings (:data:`.algorithms.MERLIN_RIDGE`,
+    :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`), those of the figure and the claims;
+    every range is that of :data:`FIELDS`. ``flow``: the integrator settings of every flow — None
+    (:data:`.training.FLOW_SETTINGS`), a :class:`~..integrator.FlowSettings`, or the changes by name (``rtol``,
+    ``gtol``, ``max_time``, ``max_steps``, …; e.g. :data:`.training.STUDY_TOLERANCES`). ``df.attrs`` holds the
+    settings (``flow``: the integrator's, by name) and the pre-training report (``pretrain``: per draw objective,
+    top coordinate, restarts needed, status).
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
     run's peak memory is estimated from the arguments (:func:`_memory_estimate`; the source loss costs O(d²)
     per instance) and a run above the limit is refused with a ValueError before any work.
     """
-    s = _validate(d, m, k, n_targets, lam, seeds, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
-    flow = flow.updated(**settings)
+    s = _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
+    algorithms, flow = s.pop("algorithms"), FLOW_SETTINGS.overridden(flow, "flow")
     xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
     check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
-                 params={"d": s["d"], "m": s["m"], "seeds": s["seeds"], "restarts": s["restarts"],
+                 params={"d": s["d"], "m": s["m"], "draws": s["draws"], "restarts": s["restarts"],
                          "n_targets": s["n_targets"], "splits": s["splits"]})
     pre, finetune_frames = None, []
     if {"finetune", "finetune_full"} & set(algorithms):
-        pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["seeds"], s["restarts"], generator(seed, 1),
+        pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["draws"], s["restarts"], generator(seed, 1),
                          backend=backend_name(xp), init_scale=init_scale, flow=flow)
     problems = {name: [] for name in ("joint", "target_only", "merlin") if name in algorithms}
     for n_t in s["n_targets"]:  # the problems of every n_t, then each algorithm trained for all n_t at once
-        X, y = (to_device(a, xp) for a in target_sets(n_t, s["d"], s["seeds"], seed))
+        X, y = (to_device(a, xp) for a in target_sets(n_t, s["d"], s["draws"], seed))
         if pre is not None:
             finetune_frames.append(_finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow))
         if "joint" in problems:
@@ -174,7 +190,7 @@ def run_comparison(d, m, k, n_targets, lam, seeds, *, algorithms=ALGORITHMS, alp
 
 
 def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
-    """Head-only (and full) fine-tuning of the pre-trained networks on one target set per seed."""
+    """Head-only (and full) fine-tuning of the pre-trained networks on one target set per draw."""
     head = A.finetune_head(pre.params["phi"], X, y, lam, flow=flow)
     extra = {"pretrain_status": pre.status, "pretrain_restarts_needed": pre.restarts_needed}
     frames = [_rows("finetune", n_t, head, extra)] if "finetune" in algorithms else []

@@ -1,7 +1,7 @@
 r"""MTL Lemma 1 against trained finite-width networks: which infinite-width prediction each training and test
 protocol follows as the width grows (docs/mtl.md, "Finite-width training").
 
-For every width h, ``networks`` random networks (:mod:`~transfertheory.sim.mtl.network`) are trained with MTL and with ANIL from the same
+For every width h, ``draws`` random networks (:mod:`~transfertheory.sim.mtl.network`) are trained with MTL and with ANIL from the same
 draw (:func:`~transfertheory.sim.mtl.training.train`), and their test predictions on one test task (:func:`~transfertheory.sim.mtl.training.adapted_predictions`)
 are compared with the four infinite-width predictions of :mod:`transfertheory.theory.mtl`:
 
@@ -17,9 +17,10 @@ head's own training (Θ) — the statement's Φ′_ANIL; an independently drawn 
 with the training head's, so only G_τ̂ remains.
 
 Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed,
-spawn_key=key)``): key ``(0, h)`` draws the ``networks`` initial networks of width h (shared by MTL and ANIL:
+spawn_key=key)``): key ``(0, h)`` draws the ``draws`` initial networks of width h (shared by MTL and ANIL:
 paired), key ``(1, h)`` the independently drawn test head at width h; a width's draws do not depend on the
-other widths.
+other widths. Each argument's range and default is declared once, in :data:`FIELDS` (fields of the ``mtl``
+experiment, :mod:`~transfertheory.sim.mtl.record`).
 """
 from __future__ import annotations
 
@@ -28,23 +29,29 @@ import pandas as pd
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import root_seed
-from ...backend import resolve_backend, to_device, to_host
+from ... import params as P
+from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
-from ..integrator import FlowSettings, flow_state_bytes
+from ..integrator import flow_state_bytes
+from ..records import Field
 from ..seeding import generator
-from .network import NETWORKS, WIDTH, NetworkShape, init_parameters
-from .training import adapted_predictions, train, training_flow
+from .network import NetworkShape, init_parameters
+from .training import TRAINING_FLOW, adapted_predictions, train, training_flow
 
-__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "STUDY_RTOL", "kernel_predictions", "finite_width_study"]
+__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "FIELDS", "STUDY_FLOW", "kernel_predictions", "finite_width_study"]
 
 REFERENCES = ("mtl", "derivation", "statement", "adaptation")
 #: (method, test head) → the infinite-width prediction it should approach (module docstring)
 MATCHES = {("mtl", "initial"): "mtl", ("mtl", "fresh"): "adaptation", ("anil", "initial"): "derivation",
            ("anil", "trained"): "statement", ("anil", "fresh"): "adaptation"}
-#: the integrator's rtol of :func:`finite_width_study` (10× looser than :data:`.training.TRAINING_FLOW`'s)
-STUDY_RTOL = 1e-3
+#: the integrator's settings of :func:`finite_width_study`: :data:`.training.TRAINING_FLOW` at a 10× looser rtol
+#: (its gtol is replaced by 10⁻⁵·‖𝒴‖ unless ``flow`` is a record, :func:`.training.training_flow`)
+STUDY_FLOW = TRAINING_FLOW.updated(rtol=1e-3)
+#: the arguments of :func:`finite_width_study` (a grid of ``width``) and fields of the ``mtl`` experiment by name
+FIELDS = {f.name: f for f in (Field("width", 256, P.WIDTH), Field("draws", 6, P.DRAWS),
+                              Field("lam_tau", 0.1, MTL.LAM_TAU), Field("lam_tau_hat", 0.3, MTL.LAM_TAU))}
 #: columns of :func:`finite_width_study`'s table
-ROW_KEYS = ("width", "depth", "method", "test_head", "network", "reference", "matched", "distance", "converged",
+ROW_KEYS = ("width", "depth", "method", "test_head", "draw", "reference", "matched", "distance", "converged",
             "status", "t_final", "steps", "grad_norm", "loss")
 
 
@@ -67,13 +74,13 @@ def _rows(width, network, method, trained, predictions, references):
             scale = max(float(np.linalg.norm(exact)), float(np.linalg.norm(references["mtl"])))
             distances = np.linalg.norm(values - exact[None, :], axis=1) / scale
             for i, distance in enumerate(distances):
-                yield dict(width=width, depth=network.depth, method=method, test_head=head, network=i,
+                yield dict(width=width, depth=network.depth, method=method, test_head=head, draw=i,
                            reference=reference, matched=MATCHES[(method, head)] == reference, distance=distance,
                            **trained.convergence.row(i), loss=float(trained.loss[i]))
 
 
 def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
-    """Peak bytes of training the ``networks`` networks of one width (the widths run one after another).
+    """Peak bytes of training the ``networks`` (draws) networks of one width (the widths run one after another).
 
     The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters,
     held by the integrator (:func:`~..integrator.flow_state_bytes`) and once more as the gradient's layer parts
@@ -88,42 +95,44 @@ def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networ
 
 
 @guarded_entry_point
-def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, networks, *, lam_tau=0.0,
-                       lam_tau_hat=0.3, test=0, seed=0, backend=None, max_memory=None, flow: FlowSettings | None = None,
-                       **settings) -> pd.DataFrame:
-    """Train ``networks`` networks per width with MTL and ANIL (ANIL's inner loop λτ = ``lam_tau``) and compare
+def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, widths, draws, *,
+                       lam_tau=FIELDS["lam_tau"].default, lam_tau_hat=FIELDS["lam_tau_hat"].default, test=0, seed=0,
+                       backend=None, max_memory=None, flow=None) -> pd.DataFrame:
+    """Train ``draws`` networks per width with MTL and ANIL (ANIL's inner loop λτ = ``lam_tau``) and compare
     their test predictions (adaptation λτ̂ = ``lam_tau_hat``) with the infinite-width ones (module docstring).
 
-    Returns a tidy DataFrame, one row per (width, method, test head, network, reference) (:data:`ROW_KEYS`):
+    Returns a tidy DataFrame, one row per (width, method, test head, draw, reference) (:data:`ROW_KEYS`):
     ``distance`` = ‖F_network − F_reference‖₂ over the query points divided by max(‖F_reference‖, ‖F_MTL‖)
     (G_τ̂ can be 0), ``matched`` whether the reference is the one :data:`MATCHES` predicts, and the network's
-    convergence (integrator status, time, steps, final ‖∇L‖, final training loss). The networks of a width are drawn
+    convergence (integrator status, time, steps, final ‖∇L‖, final training loss); ``df.attrs``: ``seed`` (the
+    integer root), ``backend`` and ``flow`` (the integrator's settings by name). The networks of a width are drawn
     with key (0, width) of ``seed`` and shared by both methods (paired); the fresh test head with key (1, width)
     (module docstring; ``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives one).
-    ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``, ``settings``: the integrator's settings
-    of every network's training (:func:`.training.training_flow`: by default gtol = 10⁻⁵·‖𝒴‖ and rtol
-    :data:`STUDY_RTOL`; keyword ``settings`` such as ``rtol`` override it).
+    ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``: the integrator's settings of every network's
+    training — None (:data:`STUDY_FLOW` with gtol = 10⁻⁵·‖𝒴‖, :func:`.training.training_flow`), the changes
+    of those by name (e.g. ``{"rtol": 1e-4}``) or a :class:`~..integrator.FlowSettings` taken as it is.
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
     peak memory of the largest width's networks is estimated (:func:`_memory_estimate`, O(R·L·h²)) and a study
     above the limit is refused with a ValueError before any work.
     """
-    widths, networks = [int(h) for h in WIDTH.sequence(widths, "widths")], NETWORKS.scalar(networks)
-    lam_tau, lam_tau_hat = MTL.LAM_TAU.scalar(lam_tau), MTL.LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
-    defaults = {"rtol": STUDY_RTOL} if flow is None else {}
-    flow, seed = training_flow(problem.labels, flow, **{**defaults, **settings}), root_seed(seed)
+    widths = [int(h) for h in FIELDS["width"].param.sequence(widths, "widths")]
+    draws, lam_tau, lam_tau_hat = (FIELDS[name].check(value) for name, value in
+                                   (("draws", draws), ("lam_tau", lam_tau), ("lam_tau_hat", lam_tau_hat)))
+    flow = training_flow(problem.labels, None, rtol=STUDY_FLOW.rtol).overridden(flow, "flow")
+    seed = root_seed(seed)
     if test not in range(len(problem.support)):
         raise ValueError(f"test must be the index of a test task, in [0, {len(problem.support) - 1}], got {test!r}")
     xp = resolve_backend(backend)
-    check_memory(_memory_estimate(problem, network.depth, max(widths), networks), what="finite_width_study", xp=xp,
-                 max_memory=max_memory, params={"widths": widths, "networks": networks, "depth": network.depth,
+    check_memory(_memory_estimate(problem, network.depth, max(widths), draws), what="finite_width_study", xp=xp,
+                 max_memory=max_memory, params={"widths": widths, "draws": draws, "depth": network.depth,
                                                 "training points": sum(len(x) for x in problem.tasks)})
     references = kernel_predictions(problem, network, lam_tau, lam_tau_hat, test)
     support, query = problem.support[test], problem.query[test]
     rows = []
     for width in widths:
         shape = NetworkShape(problem.tasks[0].shape[1], width, network)
-        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, networks, generator(seed, 0, width)))
+        body0, head0 = (to_device(a, xp) for a in init_parameters(shape, draws, generator(seed, 0, width)))
         for method in ("mtl", "anil"):
             trained = train(method, shape, problem.tasks, problem.labels, body0, head0,
                             lam_tau=lam_tau if method == "anil" else 0.0, flow=flow)
@@ -132,4 +141,6 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
                                                           lam_tau_hat, h, generator(seed, 1, width)))
                            for h in heads}
             rows.extend(_rows(width, network, method, trained, predictions, references))
-    return pd.DataFrame(rows, columns=list(ROW_KEYS))
+    df = pd.DataFrame(rows, columns=list(ROW_KEYS))
+    df.attrs.update(seed=seed, backend=backend_name(xp), flow=flow.as_dict())
+    return df
