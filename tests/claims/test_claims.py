@@ -306,7 +306,7 @@ def test_the_mtl_training_claims_train_the_networks_of_the_named_sweep_mtl(profi
         mtl_sim._training_study.__wrapped__(profile)
     points = parse_spec(NAMED_SWEEPS["mtl"], "mtl", profile).points()
     assert asked.value.args[1] == [point["width"] for point in points]
-    assert {(p["depth"], p["networks"], p["lam_tau"], p["lam_tau_hat"]) for p in points} == {
+    assert {(p["depth"], p["draws"], p["lam_tau"], p["lam_tau_hat"]) for p in points} == {
         tuple(asked.value.args[i] for i in (0, 2, 3, 4))}
 
 

@@ -417,12 +417,12 @@ def test_the_merlin_and_tdr_figures_run_their_named_sweeps_sizes(profile, monkey
     points = parse_spec(NAMED_SWEEPS["merlin"], "merlin", profile).points()
     assert sorted(n_targets) == sorted(p["n_t"] for p in points)
     for point in points:
-        assert (point["d"], point["m"], point["k"], point["lam"], point["seeds"]) == (d, m, k, lam, seeds)
-        assert {key: point[key] for key in ("restarts", "rtol", "gtol")} == {
-            key: options[key] for key in ("restarts", "rtol", "gtol")}
+        assert (point["d"], point["m"], point["k"], point["lam"], point["draws"]) == (d, m, k, lam, seeds)
+        assert point["restarts"] == options["restarts"]
+        assert {key: point[key] for key in ("rtol", "gtol")} == {key: options["flow"][key] for key in ("rtol", "gtol")}
     monkeypatch.setattr(tdr_fig, "simulate_transfer", stop)
     with pytest.raises(_Asked) as asked:
         catalog.get_figure("tdr_fig").make(profile, backend="numpy", progress=False)
     points = parse_spec(NAMED_SWEEPS["tdr"], "tdr", profile).points()
     assert list(asked.value.args[0][4]) == [p["width"] for p in points]
-    assert {p["seeds"] for p in points} == {asked.value.args[1]["seeds"]}
+    assert {p["draws"] for p in points} == {asked.value.args[1]["draws"]}
