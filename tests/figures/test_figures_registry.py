@@ -369,7 +369,7 @@ def test_faf_fig4_paper_profile_is_faf_app_d2_in_the_packages_time_units():
     sweep = named_sweep("faf_fig4")["profiles"]["paper"]  # in chunks of 1 teacher × 10 data sets
     axes = sweep["axes"]
     assert len(axes["teacher_start"]) == paper["teachers"]
-    assert sweep["draws"] * len(axes["instance_start"]) == paper["instances"]
+    assert sweep["draws"] * len(axes["draw_start"]) == paper["instances"]
     assert {k: sweep["fixed"][k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")} == {
         k: paper[k] for k in ("d", "m", "m_star", "max_time", "pretrain_max_time")}
     assert list(sweep["fixed"]["ns"]) == list(paper["ns"]) and list(sweep["fixed"]["mus"]) == list(paper["mus"])
