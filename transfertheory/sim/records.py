@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-import numpy as np
-import pandas as pd
+import numpy as np  # pandas is imported by run(): a simulator's module imports its record, a --help needs neither
 
 from .. import params as P
 from .convergence import normalize_convergence
 from .integrator import SCHEMES, SETTING_RANGES, FlowSettings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Field", "Experiment", "flow_fields", "flow_arguments"]
 
@@ -115,6 +117,7 @@ class Experiment:
     def run(self, *, seed=0, backend=None, **values) -> pd.DataFrame:
         """Simulate one point: one row per instance, the point's parameters first, then the simulator's columns
         with the shared convergence columns (``attrs`` cleared: the table is all there is)."""
+        import pandas as pd
         point = self.point(**values)
         table = normalize_convergence(self.simulate(point, seed=P.SEED.scalar(seed), backend=backend))
         table = table.drop(columns=[c for c in point if c in table.columns]).reset_index(drop=True)

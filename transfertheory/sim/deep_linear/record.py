@@ -8,7 +8,6 @@ scalar field's range), so a bad value is the same ValueError from a sweep file a
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ... import params as P
 from ...theory.methods import METHODS as METHOD_RECORDS
@@ -54,6 +53,8 @@ FAF_LINEAR = Experiment(
 
 
 def _faf_surface(p, seed, backend):
+    import pandas as pd
+
     record = get_method(p["method"])
     record.check_lam(p["lam"])
     args = (p["gamma"], p["theta"], p["sigma"], p["lam"])
