@@ -147,7 +147,8 @@ SIMULATORS = {
 #: setting in a stage's ``flow=`` mapping (the message names the setting)
 SIMULATOR_BAD = [
     ("deep_linear", "gammas", []), ("deep_linear", "thetas", []), ("deep_linear", "ridge", []),
-    ("deep_linear", "sigma", math.nan), ("deep_linear", "flow.gtol", math.nan), ("deep_linear", "flow.max_time", math.inf),
+    ("deep_linear", "sigma", math.nan), ("deep_linear", "flow.gtol", math.nan),
+    ("deep_linear", "flow.max_time", math.inf),
     ("deep_linear", "pretrain_flow.rtol", math.nan), ("deep_linear", "draws", 0),
     ("relu_teacher", "mus", []), ("relu_teacher", "ns", []), ("relu_teacher", "flow.max_time", math.nan),
     ("relu_teacher", "flow.rtol", math.nan), ("relu_teacher", "pretrain_flow.loss_tol", math.nan),

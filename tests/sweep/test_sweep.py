@@ -327,7 +327,8 @@ def test_the_faf_fig4_sweeps_chunks_are_the_figures_experiment_rows_bit_identica
     p = dict(get_figure("faf_fig4").profiles["quick"])
     whole = run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
                                     draws=p["instances"], methods=("scratch", "linear", "linear_minnorm"),
-                                    flow={"max_time": p["max_time"]}, pretrain_flow={"max_time": p["pretrain_max_time"]},
+                                    flow={"max_time": p["max_time"]},
+                                    pretrain_flow={"max_time": p["pretrain_max_time"]},
                                     linear_flow={"max_time": 1e30}, backend="numpy", seed=0)
     columns = [c for c in whole.columns if c not in ("mu", "d", "m", "m_star")]  # point parameters are text there
     chunks = chunks.assign(mu=chunks["mu"].astype(float)).sort_values(list(ROW_KEYS), ignore_index=True)

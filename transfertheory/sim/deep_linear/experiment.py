@@ -46,6 +46,11 @@ COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "draw", "risk",
            "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
            "feature_rank")
 _FIELDS = FAF_LINEAR.schema  # the model parameters' ranges and defaults
+
+
+def _grid(field, values, name):
+    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range."""
+    return _FIELDS[field].param.sequence(values, name)
 # the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
@@ -145,7 +150,7 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
     naming the parameter and its range)."""
     check = FAF_LINEAR.check
     d = check("d", d)
-    gammas = _FIELDS["gamma"].param.sequence(gammas, "gammas")
+    gammas = _grid("gamma", gammas, "gammas")
     if isinstance(methods, str):
         raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
     methods = check("methods", methods)
@@ -166,11 +171,10 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
     if teacher is not None:  # the family's syntax and its Σ-norm, before any work
         task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
-        d=d, depth=check("depth", depth), gammas=gammas, ns=ns, thetas=_FIELDS["theta"].param.sequence(thetas, "thetas"),
-        sigma=check("sigma", sigma), draws=check("draws", draws), alpha=check("alpha", alpha),
-        methods=methods, ridge=_FIELDS["lam"].param.sequence(ridge, "ridge"), seed=root_seed(seed),
-        flow=TARGET_FLOW.overridden(flow, "flow"), pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
-        init=init, linear_solver=linear_solver,
+        d=d, depth=check("depth", depth), gammas=gammas, ns=ns, thetas=_grid("theta", thetas, "thetas"),
+        sigma=check("sigma", sigma), draws=check("draws", draws), alpha=check("alpha", alpha), methods=methods,
+        ridge=_grid("lam", ridge, "ridge"), seed=root_seed(seed), flow=TARGET_FLOW.overridden(flow, "flow"),
+        pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"), init=init, linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size), spectrum=lam, teacher=teacher,
     )

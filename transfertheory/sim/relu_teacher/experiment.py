@@ -111,8 +111,9 @@ class PretrainedStudents:
         return self
 
 
-def _values(field, value, name) -> tuple:
-    arr = _FIELDS[field].param.sequence(value, name)
+def _values(name, value) -> tuple:
+    """A grid argument (``mus``, ``ns``) checked item-wise against its field's range, without repeats."""
+    arr = _FIELDS[name].param.sequence(value, name)
     if np.unique(arr).size != arr.size:
         raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
     return tuple(arr.tolist())
@@ -124,12 +125,12 @@ def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, p
     and resolve the flows' settings (``linear_flow`` over the target flow's)."""
     check = FAF_RELU.check
     m_star = check("m_star", m_star)
-    mus = _values("mus", mus, "mus")
+    mus = _values("mus", mus)
     for mu in mus:
         dropped_count(mu, m_star)
     target_flow = TARGET_FLOW.overridden(flow, "flow")
     return _Plan(d=check("d", d), m=check("m", m), m_star=m_star, mus=mus,
-                 ns=tuple(int(n) for n in _values("ns", ns, "ns")), teachers=check("teachers", teachers),
+                 ns=tuple(int(n) for n in _values("ns", ns)), teachers=check("teachers", teachers),
                  draws=check("draws", draws), teacher_start=check("teacher_start", teacher_start),
                  draw_start=check("draw_start", draw_start), methods=check("methods", methods),
                  seed=root_seed(seed), output=check("output", output), target_flow=target_flow,
