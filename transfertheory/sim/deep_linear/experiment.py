@@ -15,7 +15,8 @@ its grid position, so results do not depend on chunking or on the backend beyond
 * ``(2, γ index, draw)`` — the target draw X, ε (:func:`target_draw`);
 * ``(3, γ index, draw)`` — the scratch network's initial weights.
 
-The arguments' ranges and defaults are the fields of the ``faf_linear`` record (:mod:`.record`).
+The arguments' ranges and defaults are the fields of the ``faf_linear`` record
+(:mod:`~transfertheory.sim.deep_linear.record`).
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The experiment records of FaF §3: ``faf_linear`` (the simulator, :func:`.experiment.run_transfer_experiment`
-at one (γ, θ)) and ``faf_surface`` (the closed forms at one (method, γ, θ, σ, λ)).
+"""The experiment records of FaF §3: ``faf_linear`` (the simulator at one (γ, θ),
+:func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`) and ``faf_surface`` (the closed forms
+at one (method, γ, θ, σ, λ)).
 
 Each parameter's range and default is declared here once, in the record's fields; the entry point validates its
 arguments through them (:meth:`~transfertheory.sim.records.Experiment.check`, a grid argument through its

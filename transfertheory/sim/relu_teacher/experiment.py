@@ -26,7 +26,7 @@ grid point do not depend on the rest of the grid (μ enters a key as round(μ·1
 * ``(4, n, t, i)`` — the scratch student's initialization of that draw.
 
 (FaF Fig. 4's Gram-matrix probes use key ``(7,)`` of the figure's seed.) The arguments' ranges and defaults are
-the fields of the ``faf_relu`` record (:mod:`.record`).
+the fields of the ``faf_relu`` record (:mod:`~transfertheory.sim.relu_teacher.record`).
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The experiment record ``faf_relu``: FaF §4's ablated ReLU student–teacher transfer at the fractions ``mus`` over
-the sample sizes ``ns`` (:func:`.experiment.run_transfer_experiment`; the pretrained students are shared by the
-``ns``, the scratch flows by the ``mus``). A point may be a chunk of a run's teachers and data sets
-(``teacher_start``, ``draw_start``, the run's ``draw_seed``), which gives the run's rows bit for bit.
+the sample sizes ``ns`` (:func:`~transfertheory.sim.relu_teacher.experiment.run_transfer_experiment`; the
+pretrained students are shared by the ``ns``, the scratch flows by the ``mus``). A point may be a chunk of a run's
+teachers and data sets (``teacher_start``, ``draw_start``, the run's ``draw_seed``), which gives the run's rows bit
+for bit.
 
 Each parameter's range and default is declared here once, in the record's fields; the entry point validates its
 arguments through them.
