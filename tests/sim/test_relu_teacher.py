@@ -534,3 +534,20 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
         assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
     scratch = df[df.method == "scratch"]
     assert (location.scratch_converged, location.scratch_total) == (int(scratch.converged.sum()), len(scratch))
+
+
+def test_the_records_flow_fields_reach_their_stages():
+    """faf_relu's integrator fields set one stage each (flow_arguments): pretrain_loss_tol only pretraining (the
+    scratch rows stay bit for bit, the pretrained student moves), linear_max_time only the linear-transfer flow."""
+    from transfertheory.sim import get_experiment
+
+    record = get_experiment("faf_relu")
+    base = record.run(seed=1, **record.example).set_index("method")
+    early = record.run(seed=1, **record.example, pretrain_loss_tol=10.0).set_index("method")  # stops at once
+    short = record.run(seed=1, **record.example, linear_max_time=1e-3).set_index("method")
+    flow = ["risk", "t_final", "steps", "grad_norm", "loss"]
+    assert early.loc["scratch", flow].equals(base.loc["scratch", flow])
+    assert short.loc["scratch", flow].equals(base.loc["scratch", flow])
+    assert early.loc["linear", "pperp"] != base.loc["linear", "pperp"]
+    assert short.loc["linear", "pperp"] == base.loc["linear", "pperp"]
+    assert short.loc["linear", "t_final"] == 1e-3 and base.loc["linear", "t_final"] == record.schema["max_time"].default
