@@ -276,7 +276,7 @@ def run_fig1(args, xp):
           f"chunk = {'as many draws as fit in memory' if chunk is None else f'{chunk} draws'}, backend {backend_name(xp)}")
     print(machine_line(xp))
     timer = PhaseTimer(xp)
-    df, wall = run_simulator(xp, timer, d=d, gammas=gammas, thetas=thetas, sigma=args.sigma, instances=instances,
+    df, wall = run_simulator(xp, timer, d=d, gammas=gammas, thetas=thetas, sigma=args.sigma, draws=instances,
                              methods=("scratch", "linear"), seed=args.seed, backend=backend_name(xp),
                              chunk_size=chunk, progress=False)
     verdict = ("smoke run: sizes too small for a speed verdict" if args.quick
@@ -292,8 +292,8 @@ def run_fig1(args, xp):
         st = pd.Series(flow["status"]).value_counts().to_dict()
         print(f"  chunk {k}: {flow['B']} instances, {flow['wall']:.2f} s, {flow['evaluations']} evaluations, "
               f"max {flow['max_stages']} stages, statuses {st}; unconverged-only tail {tail:.2f} s")
-    sc = df[df.method == "scratch"].set_index(["gamma", "theta", "instance"])["risk"]
-    lt = df[(df.method == "linear")].set_index(["gamma", "theta", "instance"])["risk"]
+    sc = df[df.method == "scratch"].set_index(["gamma", "theta", "draw"])["risk"]
+    lt = df[(df.method == "linear")].set_index(["gamma", "theta", "draw"])["risk"]
     T = (sc - lt.reindex(sc.index)).groupby(level=[0, 1]).agg(["mean", "sem"]).reset_index()
     n = np.maximum(1, np.round(T["gamma"].to_numpy() * d).astype(int))
     T["theory"] = np.nan
@@ -329,7 +329,7 @@ def run_scaling(args, xp):
     print(machine_line(xp))
     if load_warning():
         print(load_warning())
-    kwargs = dict(gammas=(0.5, 1.5), thetas=(args.theta,), sigma=args.sigma, instances=args.instances,
+    kwargs = dict(gammas=(0.5, 1.5), thetas=(args.theta,), sigma=args.sigma, draws=args.instances,
                   methods=("scratch", "finetune"), seed=args.seed, backend=backend_name(xp), progress=False)
     rows = scaling_rows(xp, args.scaling, kwargs)
     print_scaling(rows)
@@ -424,16 +424,16 @@ def main(argv=None) -> int:
     print(f"deep-linear transfer benchmark: d = {d}, L = 2, n ∈ {ns}, θ = {args.theta:.4f}, σ = {args.sigma}, "
           f"{inst} instances, α = {ALPHA:g}, seed {args.seed}, backend {backend_name(xp)}")
     print(f"baseline: fixed-step full-batch GD, η = {eta:g}, {steps} steps (pretraining and every target run)")
-    print("simulator: run_transfer_experiment defaults (tol=1e-6, rtol=1e-3, exact linear transfer), max_time="
+    print("simulator: run_transfer_experiment defaults (gtol=1e-6, rtol=1e-3, exact linear transfer), max_time="
           + ("1e4 (default)" if args.max_time is None else f"{args.max_time:g}"))
     print(machine_line(xp))
     if load_warning():
         print(load_warning())
 
-    sim_kwargs = dict(d=d, gammas=gammas, thetas=(args.theta,), sigma=args.sigma, instances=inst,
+    sim_kwargs = dict(d=d, gammas=gammas, thetas=(args.theta,), sigma=args.sigma, draws=inst,
                       seed=args.seed, backend=backend_name(xp), progress=False)
     if args.max_time is not None:
-        sim_kwargs["max_time"] = args.max_time
+        sim_kwargs["flow"] = {"max_time": args.max_time}
     rows = []
     times = {}
     if not args.no_baseline:
@@ -463,7 +463,7 @@ def main(argv=None) -> int:
     same = "beta_s" in sim_df.attrs and np.allclose(sim_df.attrs["beta_s"], beta_s)
     print(f"identical task vectors and draw seeds in both implementations: {'yes' if same else 'NO (same law only)'}")
     for r in sim_df.itertuples():
-        rows.append(dict(impl="simulator", method=r.method, n=int(r.n), instance=int(r.instance), risk=float(r.risk),
+        rows.append(dict(impl="simulator", method=r.method, n=int(r.n), instance=int(r.draw), risk=float(r.risk),
                          grad_norm=float(r.grad_norm), loss=float(r.loss), converged=bool(r.converged),
                          t_final=float(r.t_final), status=str(r.status)))
     rows += limit_risks(d, gammas, args.theta, args.sigma, inst, args.seed)

@@ -33,7 +33,7 @@ def run(args, rtol, tol):
     t0 = time.perf_counter()
     df = run_transfer_experiment(args.d, args.gammas, args.thetas, args.sigma, args.instances,
                                  methods=("scratch", "finetune"), seed=args.seed, backend="numpy",
-                                 rtol=rtol, tol=tol, progress=False)
+                                 flow={"rtol": rtol, "gtol": tol}, progress=False)
     return df, time.perf_counter() - t0
 
 

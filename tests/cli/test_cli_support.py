@@ -135,7 +135,7 @@ def test_progress_bars_are_closed_when_interrupted(monkeypatch, capsys):
 
     monkeypatch.setattr(experiment, "_flow_rows", interrupt)
     with pytest.raises(KeyboardInterrupt) as interrupted:  # its traceback keeps the frames (and an open bar) alive
-        experiment.run_transfer_experiment(d=8, gammas=[0.5], thetas=[1.0], sigma=0.2, instances=2,
+        experiment.run_transfer_experiment(d=8, gammas=[0.5], thetas=[1.0], sigma=0.2, draws=2,
                                            methods=("scratch",), seed=0, backend="numpy", progress=True)
     assert interrupted.traceback and not tqdm._instances
 

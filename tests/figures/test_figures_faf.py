@@ -37,14 +37,16 @@ def _panel(fig, prefix):
 
 @pytest.fixture(scope="module")
 def tiny_table():
-    return run_transfer_experiment(**TINY, methods=("scratch",) + faf_fig4.TRANSFER_METHODS, seed=0, backend="numpy",
-                                   **BUDGETS)
+    sizes = {k: v for k, v in TINY.items() if k != "instances"}
+    return run_transfer_experiment(**sizes, draws=TINY["instances"], methods=("scratch",) + faf_fig4.TRANSFER_METHODS,
+                                   seed=0, backend="numpy", flow={"max_time": BUDGETS["max_time"]},
+                                   pretrain_flow={"max_time": BUDGETS["pretrain_max_time"]})
 
 
 def test_fig4_leaves_the_unconverged_scratch_flows_out_of_the_means(tiny_table):
     df = tiny_table
     grid, _, _ = faf_fig4.summarize(df)
-    keys = ["mu", "n", "teacher", "instance"]
+    keys = ["mu", "n", "teacher", "draw"]
     scratch = df[df.method == "scratch"].set_index(keys)
     kept = scratch[scratch.converged.astype(bool)]
     risk = kept.risk.groupby(["mu", "n", "teacher"]).mean().groupby(["mu", "n"]).mean()

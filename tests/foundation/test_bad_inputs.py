@@ -108,7 +108,7 @@ _TEACHER_W, _TEACHER_C = random_teacher(4, 3, 0)
 
 #: (id, function, keyword arguments that are valid) of each simulator entry point and sampler
 SIMULATORS = {
-    "deep_linear": (deep_linear_experiment, dict(d=4, gammas=[1.0], thetas=[0.5], sigma=0.1, instances=1,
+    "deep_linear": (deep_linear_experiment, dict(d=4, gammas=[1.0], thetas=[0.5], sigma=0.1, draws=1,
                                                  methods=("scratch",), backend="numpy")),
     "relu_teacher": (relu_experiment, dict(d=3, m=4, m_star=2, mus=[0.5], ns=[4], backend="numpy")),
     "quadratic": (run_comparison, dict(d=4, m=2, k=2, n_targets=[4], lam=0.1, draws=1, restarts=1,
@@ -130,7 +130,7 @@ SIMULATORS = {
     "relu_ablated_teacher": (lambda **kw: ablated_teacher(_TEACHER_W, _TEACHER_C, **kw), dict(mu=0.5, rng=0)),
     "deep_linear_task_vectors": (deep_linear.task_vectors, dict(d=3, thetas=np.array([0.5]), seed=0)),
     "deep_linear_target_draw": (deep_linear.target_draw, dict(d=3, n=2, beta_t=np.ones((1, 3)), sigma=0.1, seed=0,
-                                                              gamma_index=0, instance=0)),
+                                                              gamma_index=0, draw=0)),
     "deep_linear_pretrain": (deep_linear.pretrain, dict(arch=deep_linear.Architecture(3, 2), beta_s=np.ones(3) / 3**0.5,
                                                         alpha=0.1, backend="numpy")),
     "seeding_generator": (lambda **kw: generator(kw["seed"], 0, 1), dict(seed=0)),
@@ -143,12 +143,16 @@ SIMULATORS = {
                                              dict(n=4, d=6, theta=0.5, sigma=0.1, draws=2)),
 }
 
-#: (simulator, parameter, bad value): empty sequences, NaN / inf settings
+#: (simulator, parameter, bad value): empty sequences, NaN / inf settings; ``stage.setting`` is one integrator
+#: setting in a stage's ``flow=`` mapping (the message names the setting)
 SIMULATOR_BAD = [
     ("deep_linear", "gammas", []), ("deep_linear", "thetas", []), ("deep_linear", "ridge", []),
-    ("deep_linear", "sigma", math.nan), ("deep_linear", "tol", math.nan), ("deep_linear", "max_time", math.inf),
-    ("relu_teacher", "mus", []), ("relu_teacher", "ns", []), ("relu_teacher", "max_time", math.nan),
-    ("relu_teacher", "rtol", math.nan), ("relu_teacher", "loss_tol", math.nan),
+    ("deep_linear", "sigma", math.nan), ("deep_linear", "flow.gtol", math.nan),
+    ("deep_linear", "flow.max_time", math.inf),
+    ("deep_linear", "pretrain_flow.rtol", math.nan), ("deep_linear", "draws", 0),
+    ("relu_teacher", "mus", []), ("relu_teacher", "ns", []), ("relu_teacher", "flow.max_time", math.nan),
+    ("relu_teacher", "flow.rtol", math.nan), ("relu_teacher", "pretrain_flow.loss_tol", math.nan),
+    ("relu_teacher", "linear_flow.max_time", 0.0), ("relu_teacher", "draws", 0), ("relu_teacher", "draw_start", -1),
     ("quadratic", "n_targets", []), ("quadratic", "lam", math.nan), ("quadratic", "alpha", math.nan),
     ("quadratic", "rho", math.inf), ("quadratic", "ridge", math.nan), ("quadratic", "init_scale", math.nan),
     ("quadratic", "init_scale", 0.0), ("quadratic", "draws", 0), ("quadratic", "flow", 1e-3),
@@ -188,7 +192,9 @@ SEEDED = [("deep_linear", "seed"), ("relu_teacher", "seed"), ("quadratic", "seed
 def _simulator_rows():
     for simulator, parameter, value in SIMULATOR_BAD:
         function, arguments = SIMULATORS[simulator]
-        yield pytest.param(function, {**arguments, parameter: value}, (parameter,),
+        stage, _, setting = parameter.rpartition(".")
+        yield pytest.param(function, {**arguments, **({stage: {setting: value}} if stage else {parameter: value})},
+                           (setting,),
                            id=f"{simulator}-{parameter}={value!r}")
     for simulator, setting, value in SIMULATOR_FLOW_BAD:
         function, arguments = SIMULATORS[simulator]

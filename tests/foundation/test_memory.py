@@ -144,8 +144,8 @@ def test_items_per_chunk_fits_the_limit():
 DEEP_LINEAR = dict(gammas=[0.5], thetas=[1.0], sigma=0.2, backend="numpy", progress=False)
 
 
-@pytest.mark.parametrize("sizes, names", [(dict(d=16, instances=10**9), ("instances=1000000000",)),
-                                          (dict(d=10**6, instances=1), ("d=1000000",))])
+@pytest.mark.parametrize("sizes, names", [(dict(d=16, draws=10**9), ("draws=1000000000",)),
+                                          (dict(d=10**6, draws=1), ("d=1000000",))])
 def test_deep_linear_refuses_before_any_work(monkeypatch, sizes, names):
     _forbid(monkeypatch, deep_linear_experiment, "pretrain")
     _forbid(monkeypatch, deep_linear_experiment, "task_vectors")
@@ -155,11 +155,11 @@ def test_deep_linear_refuses_before_any_work(monkeypatch, sizes, names):
 
 
 def test_deep_linear_chunks_draws_to_fit_and_gives_the_same_table(monkeypatch):
-    kwargs = dict(d=8, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2, instances=3, seed=1, backend="numpy",
+    kwargs = dict(d=8, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2, draws=3, seed=1, backend="numpy",
                   progress=False)
     whole = run_transfer_experiment(**kwargs)
     plan = deep_linear_experiment._plan(8, [0.5, 1.0], [0.5, 1.0], 0.2, 3, 2, 1e-5, deep_linear_experiment.METHODS,
-                                        (0.0,), 1, TARGET_FLOW, "gaussian", "exact", None, None)
+                                        (0.0,), 1, TARGET_FLOW, None, "gaussian", "exact", None, None)
     fixed, per_draw = deep_linear_experiment._memory_estimate(plan)
     sizes = []
     chunk = deep_linear_experiment._chunk
@@ -172,17 +172,17 @@ def test_deep_linear_chunks_draws_to_fit_and_gives_the_same_table(monkeypatch):
 
 def test_deep_linear_refuses_a_chunk_size_that_does_not_fit():
     with pytest.raises(ValueError) as error:
-        run_transfer_experiment(d=64, instances=100, chunk_size=100, **DEEP_LINEAR, max_memory="20M")
+        run_transfer_experiment(d=64, draws=100, chunk_size=100, **DEEP_LINEAR, max_memory="20M")
     _assert_refusal(error, "chunk_size=100", "20 MiB")
 
 
 def test_deep_linear_estimate_is_within_a_factor_three_of_the_traced_peak():
     plan = deep_linear_experiment._plan(64, [0.5, 1.0], [0.5, 1.0], 0.2, 2, 2, 1e-5, deep_linear_experiment.METHODS,
-                                        (0.0,), 0, TARGET_FLOW, "gaussian", "exact", None, None)
+                                        (0.0,), 0, TARGET_FLOW, None, "gaussian", "exact", None, None)
     fixed, per_draw = deep_linear_experiment._memory_estimate(plan)
     estimate = fixed + 4 * per_draw
     peak = _traced_peak(lambda: run_transfer_experiment(d=64, gammas=[0.5, 1.0], thetas=[0.5, 1.0], sigma=0.2,
-                                                        instances=2, backend="numpy", progress=False))
+                                                        draws=2, backend="numpy", progress=False))
     assert peak / 3 <= estimate <= 3 * peak
 
 
@@ -269,8 +269,9 @@ def test_mtl_estimate_is_within_a_factor_three_of_the_traced_peak():
 
 # --------------------------------------------------------------------------- FaF §4: ReLU student–teacher networks
 
-RELU_SMALL = dict(d=10, m=100, m_star=10, mus=[0.0, 0.5], ns=[20, 60], teachers=2, instances=2,
-                  methods=("scratch", "linear", "linear_minnorm", "finetune"), max_time=5.0, pretrain_max_time=5.0,
+RELU_SMALL = dict(d=10, m=100, m_star=10, mus=[0.0, 0.5], ns=[20, 60], teachers=2, draws=2,
+                  methods=("scratch", "linear", "linear_minnorm", "finetune"), flow={"max_time": 5.0},
+                  pretrain_flow={"max_time": 5.0},
                   backend="numpy")
 
 
@@ -316,9 +317,8 @@ def test_relu_experiment_passes_its_limit_on_to_the_flows(monkeypatch):
 def test_relu_estimate_is_within_a_factor_three_of_the_traced_peak():
     from transfertheory.sim.relu_teacher import experiment
 
-    target_flow = experiment.TARGET_FLOW.updated(max_time=5.0)
-    plan = experiment._plan(10, 100, 10, [0.0, 0.5], [20, 60], 2, 2, RELU_SMALL["methods"], 0, "ones", target_flow,
-                            experiment.PRETRAIN_FLOW.updated(max_time=5.0), target_flow)
+    plan = experiment._plan(10, 100, 10, [0.0, 0.5], [20, 60], 2, 2, RELU_SMALL["methods"], 0, "ones",
+                            RELU_SMALL["flow"], RELU_SMALL["pretrain_flow"], None)
     peak = _traced_peak(lambda: experiment.run_transfer_experiment(**RELU_SMALL))
     assert peak / 3 <= experiment._memory_estimate(plan) <= 3 * peak
 

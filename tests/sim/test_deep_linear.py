@@ -260,7 +260,7 @@ def test_near_gamma_one_is_reported_unconverged():
     # n = d: the smallest eigenvalue of XXᵀ/n is ~1/d², so gradient flow cannot reach its
     # limit (whose exact risk is +∞) within the budget; the rows must say so — at the budget (max_time) or
     # earlier, where the early verdict proves that they cannot converge in time (unreachable).
-    df = run_transfer_experiment(16, [1.0], [0.5], 0.2, 3, methods=("scratch", "finetune"), max_time=30.0,
+    df = run_transfer_experiment(16, [1.0], [0.5], 0.2, 3, methods=("scratch", "finetune"), flow={"max_time": 30.0},
                                  seed=2, backend="numpy", progress=False)
     assert not df.converged.any()
     assert df.status.isin(["max_time", "unreachable"]).all() and (df.t_final <= 30.0).all()
@@ -269,7 +269,7 @@ def test_near_gamma_one_is_reported_unconverged():
 
 def test_deterministic_and_independent_of_chunking(array_backend):
     name, _ = array_backend
-    kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, instances=3, seed=5, backend=name, progress=False)
+    kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, draws=3, seed=5, backend=name, progress=False)
     a, b, c = run_transfer_experiment(**kw), run_transfer_experiment(**kw), run_transfer_experiment(**kw, chunk_size=1)
     np.testing.assert_array_equal(a.risk, b.risk)
     if name != "cupy":
@@ -284,7 +284,7 @@ def test_deterministic_and_independent_of_chunking(array_backend):
         # risks within 3.7e-11 relative. The two runs are then two valid discretizations of one flow, which
         # differ by at most twice the integration error, measured as the change of every risk when rtol is
         # divided by 10; 1e-10 absolute covers rows whose integration error happens to vanish.
-        tight = run_transfer_experiment(**kw, rtol=1e-4)
+        tight = run_transfer_experiment(**kw, flow={"rtol": 1e-4})
         integration_error = np.abs(a.risk - tight.risk).to_numpy()
         assert np.all(np.abs(a.risk - c.risk).to_numpy() <= 2 * integration_error + 1e-10)
         assert list(a.status) == list(c.status)
@@ -292,10 +292,10 @@ def test_deterministic_and_independent_of_chunking(array_backend):
 
 
 @pytest.mark.parametrize("kw", [
-    dict(d=12, gammas=[0.5, 1.5], thetas=[0.4, 1.1], sigma=0.2, instances=2, ridge=(0.0, 0.3), seed=5),
-    dict(d=8, gammas=[0.5, 1.25], thetas=[0.7], sigma=0.3, instances=2, seed=2, depth=3, alpha=1e-2,
+    dict(d=12, gammas=[0.5, 1.5], thetas=[0.4, 1.1], sigma=0.2, draws=2, ridge=(0.0, 0.3), seed=5),
+    dict(d=8, gammas=[0.5, 1.25], thetas=[0.7], sigma=0.3, draws=2, seed=2, depth=3, alpha=1e-2,
          init="assumption22", chunk_size=1),
-    dict(d=10, gammas=[0.6], thetas=[0.3], sigma=0.1, instances=2, seed=1, methods=("linear",),
+    dict(d=10, gammas=[0.6], thetas=[0.3], sigma=0.1, draws=2, seed=1, methods=("linear",),
          linear_solver="flow", ridge=(0.0, 0.2)),
 ])
 def test_strict_device_stand_in_gives_bit_identical_results(kw):
@@ -310,7 +310,7 @@ def test_strict_device_stand_in_gives_bit_identical_results(kw):
 
 
 def test_backend_environment_variable_is_honoured(monkeypatch):
-    kw = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, instances=1, methods=("scratch",), progress=False)
+    kw = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, draws=1, methods=("scratch",), progress=False)
     monkeypatch.setenv(backend.ENV_VAR, strict_backend.NAME)
     assert run_transfer_experiment(**kw).attrs["backend"] == strict_backend.NAME
     assert run_transfer_experiment(**kw, backend="numpy").attrs["backend"] == "numpy"  # explicit choice wins
@@ -335,11 +335,12 @@ def test_backend_environment_variable_is_honoured(monkeypatch):
         (dict(d=8.5), "d must be an integer >= 2, got 8.5"),
         (dict(sigma="0.2"), "sigma must be a real number"),
         (dict(gammas=[0.5, True]), "gammas must be a real number"),
-        (dict(instances=True), "instances must be a real number"),
+        (dict(draws=True), "draws must be a real number"),
         (dict(seed=-1), "seed must be an integer >= 0"),
-        (dict(tol=0.0), "tol must be"),
-        (dict(max_time=np.inf), r"max_time must be in \(0, inf\), got inf"),
-        (dict(rtol="1e-3"), "rtol must be a real number"),
+        (dict(flow={"gtol": 0.0}), "gtol must be"),
+        (dict(pretrain_flow={"rtol": 0}), "rtol must be"),
+        (dict(flow={"max_time": np.inf}), r"max_time must be in \(0, inf\), got inf"),
+        (dict(flow={"rtol": "1e-3"}), "rtol must be a real number"),
         (dict(chunk_size=0), "chunk_size must be"),
         (dict(methods="scratch"), "methods must be"),
         (dict(methods=()), "methods must be"),
@@ -347,7 +348,7 @@ def test_backend_environment_variable_is_honoured(monkeypatch):
         (dict(gammas=[0.0]), "gammas must be"),
         (dict(thetas=[4.0]), "thetas must be"),
         (dict(sigma=-1), "sigma must be"),
-        (dict(instances=0), "instances must be"),
+        (dict(draws=0), "draws must be"),
         (dict(alpha=0), "alpha must be"),
         (dict(depth=1), "depth must be"),
         (dict(methods=("scratch", "magic")), "methods must be"),
@@ -359,10 +360,17 @@ def test_backend_environment_variable_is_honoured(monkeypatch):
     ],
 )
 def test_bad_input_names_the_parameter(kw, match):
-    args = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, instances=1, backend="numpy", progress=False)
+    args = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, draws=1, backend="numpy", progress=False)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
         run_transfer_experiment(**args)
+
+
+@pytest.mark.parametrize("kw, match", [(dict(flow={"tol": 1e-6}), "'tol': not an integrator setting"),
+                                       (dict(pretrain_flow=1e-6), "pretrain_flow must be a FlowSettings")])
+def test_a_flow_override_that_is_no_setting_is_a_type_error(kw, match):
+    with pytest.raises(TypeError, match=match):
+        run_transfer_experiment(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, draws=1, backend="numpy", **kw)
 
 
 @pytest.mark.gpu
@@ -371,10 +379,10 @@ def test_cpu_and_gpu_agree():
     # discretizations and differ by up to twice the integration error — measured here on the CPU as the
     # change of every risk when rtol is divided by 10 (a tighter run is ~10× more accurate). Both CPU runs
     # share one pretraining, whose own error (weights within ~1e-9 of a tight run) bounds the rest: 1e-8.
-    kw = dict(d=24, gammas=[0.5, 1.5], thetas=[0.5, 1.2], sigma=0.2, instances=4, seed=1, progress=False, tol=1e-8)
-    cpu = run_transfer_experiment(**kw, rtol=1e-6, backend="numpy")
-    tight = run_transfer_experiment(**kw, rtol=1e-7, backend="numpy")
-    gpu = run_transfer_experiment(**kw, rtol=1e-6, backend="cupy")
+    kw = dict(d=24, gammas=[0.5, 1.5], thetas=[0.5, 1.2], sigma=0.2, draws=4, seed=1, progress=False)
+    cpu = run_transfer_experiment(**kw, flow={"gtol": 1e-8, "rtol": 1e-6}, backend="numpy")
+    tight = run_transfer_experiment(**kw, flow={"gtol": 1e-8, "rtol": 1e-7}, backend="numpy")
+    gpu = run_transfer_experiment(**kw, flow={"gtol": 1e-8, "rtol": 1e-6}, backend="cupy")
     assert gpu.attrs["backend"] == "cupy" and backend.cupy_available()
     integration_error = np.abs(cpu.risk - tight.risk).to_numpy()
     assert np.all(np.abs(cpu.risk - gpu.risk).to_numpy() <= 2 * integration_error + 1e-8)

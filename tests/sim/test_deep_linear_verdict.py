@@ -69,7 +69,7 @@ def test_the_verdict_never_stops_a_flow_that_would_converge():
     """The same γ = 1 batch with and without the verdict: the same rows converge, with the same results
     (equal up to the batch's rounding: an instance's last bits depend on the rest of its batch, which the
     verdict shrinks), and every row stopped as ``unreachable`` ends at ``max_time`` without it."""
-    kw = dict(d=40, gammas=[1.0], thetas=[math.pi / 4, 1.2], sigma=0.2, instances=6, seed=1,
+    kw = dict(d=40, gammas=[1.0], thetas=[math.pi / 4, 1.2], sigma=0.2, draws=6, seed=1,
               methods=("scratch", "finetune"), backend="numpy", progress=False)
     without, with_verdict = _run(False, **kw), _run(True, **kw)
     stopped = with_verdict.status == "unreachable"

@@ -77,7 +77,7 @@ def test_the_deep_linear_protocol_runs_its_steps_or_stops_at_the_papers_loss():
     from transfertheory.sim.deep_linear import run_transfer_experiment
 
     flow = faf_linear_gradient_descent(learning_rate=1e-2, steps=3000)
-    df = run_transfer_experiment(d=8, gammas=[0.5, 1.5], thetas=[0.5], sigma=0.2, instances=2, seed=1, flow=flow,
+    df = run_transfer_experiment(d=8, gammas=[0.5, 1.5], thetas=[0.5], sigma=0.2, draws=2, seed=1, flow=flow,
                                  methods=("scratch", "finetune"), progress=False)
     assert set(df.status) <= {"max_steps", "loss_tol"} and "max_steps" in set(df.status)
     stepped = df[df.status == "max_steps"]

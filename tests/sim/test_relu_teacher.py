@@ -323,12 +323,12 @@ def test_linear_transfer_flow_converges_above_the_least_squares_minimum():
 def test_run_transfer_experiment_table():
     from transfertheory.sim.relu_teacher import COLUMNS, STATUSES, run_transfer_experiment
 
-    kw = dict(d=4, m=12, m_star=4, ns=[8, 16], teachers=2, instances=2, seed=3, max_time=50.0,
-              pretrain_max_time=50.0)
+    kw = dict(d=4, m=12, m_star=4, ns=[8, 16], teachers=2, draws=2, seed=3, flow={"max_time": 50.0},
+              pretrain_flow={"max_time": 50.0})
     df = run_transfer_experiment(mus=[0.25, 0.5], methods=("scratch", "linear", "linear_minnorm", "finetune"), **kw)
     assert list(df.columns) == list(COLUMNS) and len(df) == 4 * 2 * 2 * 2 * 2
-    assert not df.duplicated(["method", "mu", "n", "teacher", "instance"]).any()
-    scratch = df[df.method == "scratch"].pivot_table(index=["n", "teacher", "instance"], columns="mu", values="risk")
+    assert not df.duplicated(["method", "mu", "n", "teacher", "draw"]).any()
+    scratch = df[df.method == "scratch"].pivot_table(index=["n", "teacher", "draw"], columns="mu", values="risk")
     np.testing.assert_array_equal(scratch[0.25], scratch[0.5])  # μ-independent, repeated for pairing
     assert np.all(np.isfinite(df.risk)) and np.all(df.risk > 0)
     np.testing.assert_allclose(df.risk_normalized, df.risk / df.target_variance)
@@ -357,11 +357,11 @@ def test_run_transfer_experiment_table():
 
 def _chunked_rows(kw, chunks):
     """The rows (and pretraining rows) of ``run_transfer_experiment`` over ``chunks`` of (teacher_start, teachers,
-    instance_start, instances), concatenated in key order."""
+    draw_start, draws), concatenated in key order."""
     import pandas as pd
     from transfertheory.sim.relu_teacher import ROW_KEYS, run_transfer_experiment
 
-    parts = [run_transfer_experiment(teacher_start=t0, teachers=t, instance_start=i0, instances=i, **kw)
+    parts = [run_transfer_experiment(teacher_start=t0, teachers=t, draw_start=i0, draws=i, **kw)
              for t0, t, i0, i in chunks]
     rows = pd.concat(parts, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)
     pre = pd.concat([pd.DataFrame(p.attrs["pretrain"]) for p in parts]).drop_duplicates(["mu", "teacher"])
@@ -378,10 +378,11 @@ def test_chunks_of_teachers_and_data_sets_give_the_rows_of_the_whole_run_bit_ide
     from transfertheory.sim.relu_teacher import target_training
 
     monkeypatch.setattr(target_training, "_PADDING_FLOPS", padding_flops)
-    kw = dict(d=5, m=10, m_star=5, mus=[0.2, 0.6], ns=[6, 12, 30], seed=4, max_time=100.0, pretrain_max_time=100.0,
+    kw = dict(d=5, m=10, m_star=5, mus=[0.2, 0.6], ns=[6, 12, 30], seed=4, flow={"max_time": 100.0},
+              pretrain_flow={"max_time": 100.0},
               methods=("scratch", "linear", "linear_minnorm", "finetune"), backend="numpy")
     whole, whole_pre = _chunked_rows(kw, [(0, 3, 0, 4)])
-    assert sorted(whole.teacher.unique()) == [0, 1, 2] and sorted(whole.instance.unique()) == [0, 1, 2, 3]
+    assert sorted(whole.teacher.unique()) == [0, 1, 2] and sorted(whole.draw.unique()) == [0, 1, 2, 3]
     for chunks in ([(0, 1, 0, 4), (1, 2, 0, 4)],  # by teacher
                    [(0, 2, 0, 3), (0, 2, 3, 1), (2, 1, 0, 1), (2, 1, 1, 3)]):  # uneven blocks, one of a single draw
         rows, pre = _chunked_rows(kw, chunks)
@@ -516,16 +517,16 @@ def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
 
 def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
     """The claim's boundary (its own code, below the figures) is the figure's boundary-table row on the same draws."""
-    from transfertheory.claims.faf_relu_sim import BOUNDARY_BUDGETS, boundary_location
+    from transfertheory.claims.faf_relu_sim import BOUNDARY_FLOWS, boundary_location
     from transfertheory.figures import faf_fig4
     from transfertheory.sim.relu_teacher import run_transfer_experiment
 
-    size = dict(d=4, m=6, m_star=4, teachers=2, instances=2)
+    size = dict(d=4, m=6, m_star=4, teachers=2, draws=2)
     ns = (6, 8, 10, 12)  # n ≤ m·d/2, where every scratch flow converges within the budget (docs/relu.md)
     location = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
     df = run_transfer_experiment(size["d"], size["m"], size["m_star"], [0.25], ns, teachers=size["teachers"],
-                                 instances=size["instances"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
-                                 backend="numpy", **BOUNDARY_BUDGETS)
+                                 draws=size["draws"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
+                                 backend="numpy", **BOUNDARY_FLOWS)
     row = faf_fig4.summarize(df, 3)[1].iloc[0]
     for name in ("n_sign_linear", "n_sign_linear_lo", "n_sign_linear_hi", "n_c_finite", "n_c_finite_se", "n_c",
                  "n_c_se", "pretrain_status"):
@@ -533,3 +534,20 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
         assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
     scratch = df[df.method == "scratch"]
     assert (location.scratch_converged, location.scratch_total) == (int(scratch.converged.sum()), len(scratch))
+
+
+def test_the_records_flow_fields_reach_their_stages():
+    """faf_relu's integrator fields set one stage each (flow_arguments): pretrain_loss_tol only pretraining (the
+    scratch rows stay bit for bit, the pretrained student moves), linear_max_time only the linear-transfer flow."""
+    from transfertheory.sim import get_experiment
+
+    record = get_experiment("faf_relu")
+    base = record.run(seed=1, **record.example).set_index("method")
+    early = record.run(seed=1, **record.example, pretrain_loss_tol=10.0).set_index("method")  # stops at once
+    short = record.run(seed=1, **record.example, linear_max_time=1e-3).set_index("method")
+    flow = ["risk", "t_final", "steps", "grad_norm", "loss"]
+    assert early.loc["scratch", flow].equals(base.loc["scratch", flow])
+    assert short.loc["scratch", flow].equals(base.loc["scratch", flow])
+    assert early.loc["linear", "pperp"] != base.loc["linear", "pperp"]
+    assert short.loc["linear", "pperp"] == base.loc["linear", "pperp"]
+    assert short.loc["linear", "t_final"] == 1e-3 and base.loc["linear", "t_final"] == record.schema["max_time"].default

@@ -144,7 +144,7 @@ def test_a_sweep_killed_with_sigkill_and_rerun_equals_an_uninterrupted_one(tmp_p
     reference = run_sweep(spec, tmp_path / "whole", workers=1, progress=False, echo=lambda line: None)
     assert reference.done == 12
     resumed, whole = Store(killed).table(), Store(tmp_path / "whole").table()
-    assert not resumed.duplicated(["point_id", "method", "instance"]).any()
+    assert not resumed.duplicated(["point_id", "method", "draw"]).any()
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
     assert not list(killed.glob("points/.*.tmp"))  # the rerun cleaned what the killed writer left
 
@@ -268,8 +268,8 @@ def test_the_documented_spec_parses_with_and_without_its_profile(tmp_path):
     base = _spec(block, tmp_path)
     paper = _spec(block, tmp_path, profile="paper")
     assert base.size() == paper.size() == 12
-    assert (base.fixed["d"], base.fixed["instances"]) == (32, 10)
-    assert (paper.fixed["d"], paper.fixed["instances"], paper.fixed["sigma"]) == (500, 20, 0.2)
+    assert (base.fixed["d"], base.fixed["draws"]) == (32, 10)
+    assert (paper.fixed["d"], paper.fixed["draws"], paper.fixed["sigma"]) == (500, 20, 0.2)
     assert paper.axes["theta"] == (0.2, 0.8, 1.4)
 
 
@@ -326,12 +326,13 @@ def test_the_faf_fig4_sweeps_chunks_are_the_figures_experiment_rows_bit_identica
     chunks = Store(tmp_path / "fig4").table()
     p = dict(get_figure("faf_fig4").profiles["quick"])
     whole = run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
-                                    instances=p["instances"], methods=("scratch", "linear", "linear_minnorm"),
-                                    max_time=p["max_time"], pretrain_max_time=p["pretrain_max_time"],
-                                    linear_max_time=1e30, backend="numpy", seed=0)
+                                    draws=p["instances"], methods=("scratch", "linear", "linear_minnorm"),
+                                    flow={"max_time": p["max_time"]},
+                                    pretrain_flow={"max_time": p["pretrain_max_time"]},
+                                    linear_flow={"max_time": 1e30}, backend="numpy", seed=0)
     columns = [c for c in whole.columns if c not in ("mu", "d", "m", "m_star")]  # point parameters are text there
     chunks = chunks.assign(mu=chunks["mu"].astype(float)).sort_values(list(ROW_KEYS), ignore_index=True)
     pd.testing.assert_frame_equal(chunks[columns + ["mu"]], whole[columns + ["mu"]], check_exact=True,
                                   check_dtype=False)
     paper = parse_spec(NAMED_SWEEPS["faf_fig4"], "faf_fig4", profile="paper")
-    assert paper.size() == 100 and {p["instances"] for p in paper.points()} == {10}
+    assert paper.size() == 100 and {p["draws"] for p in paper.points()} == {10}

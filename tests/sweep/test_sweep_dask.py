@@ -50,5 +50,5 @@ def test_dask_workers_give_the_rows_of_a_local_run_even_when_one_is_killed(clust
     assert killed and killed[0] < 6, "the worker must be killed in the middle of the sweep"
     assert (report.done, report.failed) == (6, 0)
     table = Store(store).table()
-    assert not table.duplicated(["point_id", "method", "instance"]).any()
+    assert not table.duplicated(["point_id", "method", "draw"]).any()
     pd.testing.assert_frame_equal(table, reference, check_exact=True)

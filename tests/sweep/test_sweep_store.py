@@ -118,8 +118,8 @@ def test_a_store_of_two_experiments_keeps_integer_columns_integer(surface, capsy
     assert _run(one, store) == 0
     table = read_store(store)
     assert len(table) == len(surface_rows) + 4 and table["point_id"].nunique() == 7
-    assert table["seed"].dtype == "int64" and table["instance"].dtype == "Int64"  # surface rows: <NA>
-    assert table["instance"].isna().sum() == len(surface_rows)
+    assert table["seed"].dtype == "int64" and table["draw"].dtype == "Int64"  # surface rows: <NA>
+    assert table["draw"].isna().sum() == len(surface_rows)
     assert table["converged"].dtype == "bool"
 
 
@@ -278,7 +278,7 @@ def test_the_grid_size_is_the_first_line_and_max_points_is_checked(tmp_path, cap
     (dict(draws="ten"), {}, "draws: draws must be"),
     (dict(draws=0), {}, "draws: draws must be an integer >= 1, got 0"),
     ({}, dict(draws="ten"), "--set draws: draws must be"),
-    (dict(draws=3, fixed=dict(instances=2)), {}, "draws: also given as fixed.instances"),
+    (dict(draws=3, fixed=dict(draws=2)), {}, "draws: also given as fixed.draws"),
     (dict(seed=2**64), {}, "seed: seed must be an integer in [0, 2**64 - 1], got 18446744073709551616"),
     ({}, dict(seed=-1), "--set seed: seed must be an integer in [0, 2**64 - 1], got -1"),
     ({}, dict(sigma=-1), "--set sigma: sigma must be in [0, inf)"),
@@ -288,18 +288,18 @@ def test_the_grid_size_is_the_first_line_and_max_points_is_checked(tmp_path, cap
 def test_spec_types_are_checked_strictly_in_the_users_own_field_names(raw, overrides, message):
     with pytest.raises(ValueError) as error:
         parse_spec(dict(experiment="faf_linear", **raw), "s", overrides=overrides)
-    assert str(error.value).startswith(message) and "fixed.instances:" not in str(error.value)
+    assert str(error.value).startswith(message) and "fixed.draws:" not in str(error.value)
 
 
 def test_set_works_for_draws_and_seed(tmp_path):
     spec = parse_spec(dict(experiment="faf_linear", draws=3), "s", overrides=dict(draws=20, seed=7))
-    assert (spec.fixed["instances"], spec.seed) == (20, 7)
+    assert (spec.fixed["draws"], spec.seed) == (20, 7)
     assert parse_spec(dict(experiment="faf_linear"), "s", overrides=dict(seed=2**64 - 1)).seed == 2**64 - 1
     toml = _write(tmp_path / "one.toml", SPEC_A.replace("gamma = [0.5, 1.5, 2.0]", "gamma = [1.5]")
                   .replace("num = 4", "num = 1"))
     assert _run(toml, tmp_path / "s", "--set", "draws=1", "--set", "seed=3") == 0
     rows = read_store(tmp_path / "s")
-    assert len(rows) == 2 and set(rows["instance"]) == {0}  # two methods × one draw
+    assert len(rows) == 2 and set(rows["draw"]) == {0}  # two methods × one draw
 
 
 @pytest.mark.parametrize("seconds, text", [(0.0004, "0.40 ms"), (0.0042, "4.2 ms"), (0.042, "42 ms"),
@@ -383,11 +383,11 @@ def test_the_done_test_foreign_truncated_duplicate_files_and_two_specs_sharing_a
     assert "  damaged " not in out.out and f"{store / 'points'}/" not in out.out
     table = read_store(store)
     assert set(table["point_id"]) == expected and table.groupby("point_id").size().eq(4).all()
-    assert not table.duplicated(["point_id", "method", "instance"]).any()
+    assert not table.duplicated(["point_id", "method", "draw"]).any()
     assert main(["table", str(store), "--out", str(tmp_path / "t.parquet")]) == 0
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t.parquet"), table)
-    raw = pd.read_parquet(store / "points").sort_values(["point_id", "method", "instance"]).reset_index(drop=True)
-    pd.testing.assert_frame_equal(raw, table.sort_values(["point_id", "method", "instance"]).reset_index(drop=True))
+    raw = pd.read_parquet(store / "points").sort_values(["point_id", "method", "draw"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(raw, table.sort_values(["point_id", "method", "draw"]).reset_index(drop=True))
     quarantined = {p.name.split(".parquet")[0] for p in (store / "_sweep" / "quarantine").iterdir()}
     assert quarantined == {points[0].stem, f"{points[1].stem} (copy)", "extra"}
     assert not list(store.glob("points/.*.tmp")) and not list(store.glob("_sweep/claims/*"))

@@ -185,7 +185,7 @@ def test_deterministic_equivalents_within_their_allowance(spec, teacher, n, sigm
 from transfertheory.sim import get_experiment  # noqa: E402
 from transfertheory.sim.deep_linear import run_transfer_experiment  # noqa: E402
 
-_RUN = dict(d=8, gammas=[0.5, 1.5], thetas=[0.3, 1.2], sigma=0.3, instances=2,
+_RUN = dict(d=8, gammas=[0.5, 1.5], thetas=[0.3, 1.2], sigma=0.3, draws=2,
             methods=("scratch", "linear", "finetune"), ridge=(0.0, 0.2), seed=3, backend="numpy", progress=False)
 
 
@@ -197,7 +197,7 @@ def test_isotropic_spectrum_is_the_default_run_bit_for_bit():
 
     pd.testing.assert_frame_equal(default, run_transfer_experiment(**_RUN, spectrum="isotropic"), check_exact=True)
     record = get_experiment("faf_linear")
-    point = dict(d=8, gamma=0.5, theta=0.4, instances=2, methods=("scratch", "linear"))
+    point = dict(d=8, gamma=0.5, theta=0.4, draws=2, methods=("scratch", "linear"))
     assert record.point(**point)["spectrum"] == "isotropic" and record.point(**point)["teacher"] == "random"
     table = record.run(seed=5, **point)
     direct = run_transfer_experiment(8, [0.5], [0.4], 0.2, 2, methods=("scratch", "linear"), seed=5, progress=False)
@@ -237,7 +237,7 @@ def test_sweep_experiment_validates_spectrum_and_teacher():
         record.point(spectrum="power:-2")
     with pytest.raises(ValueError, match="teacher must be flat"):
         record.point(teacher="upside-down")
-    table = record.run(d=8, gamma=2.0, theta=0.5, instances=2, spectrum="power:1", teacher="power:1:bottom")
+    table = record.run(d=8, gamma=2.0, theta=0.5, draws=2, spectrum="power:1", teacher="power:1:bottom")
     assert table["converged"].all() and (table["spectrum"] == "power:1").all()
 
 

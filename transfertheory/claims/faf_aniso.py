@@ -222,7 +222,7 @@ def _simulate(case, methods, draws, rtol=None):
     p = case.params
     df = dl.run_transfer_experiment(p["d"], [p["n"] / p["d"]], [p["theta"]], p["sigma"], draws, methods=methods,
                                     seed=case.seed % 2**32, backend=case.profile.backend, progress=False,
-                                    spectrum=p["spectrum"], teacher=p["teacher"], rtol=rtol)
+                                    spectrum=p["spectrum"], teacher=p["teacher"], flow={"rtol": rtol})
     if not df["converged"].all():
         bad = df.loc[~df["converged"], ["method", "status"]].value_counts().to_dict()
         raise RuntimeError(f"{int((~df['converged']).sum())} of {len(df)} runs did not converge: {bad}")
@@ -255,7 +255,7 @@ def _limits(case):
         X, Y = dl.target_draw(p["d"], p["n"], beta_t, p["sigma"], case.seed % 2**32, 0, i, lam)
         limits = {"scratch": _pinv_solution(X, Y[:, 0]), "finetune": FT.fine_tune_limit(X, Y[:, 0], beta_s)}
         for method, beta_hat in limits.items():
-            row = df[(df["method"] == method) & (df["instance"] == i)]
+            row = df[(df["method"] == method) & (df["draw"] == i)]
             results.append(within(float(row["risk"].iloc[0]), float(_risk(beta_hat, beta_t[0], lam)),
                                   case.claim.allowance, f"{method} risk of draw {i}, {_label(case)}"))
     return combine(results)

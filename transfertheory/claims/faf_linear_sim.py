@@ -73,7 +73,7 @@ def _simulate(case, methods, ridge=(0.0,), draws=None, depth=2, alpha=1e-5, **po
 
 def _paired(df, method):
     """R_scratch − R_method per draw (same X, ε)."""
-    table = df.pivot_table(index="instance", columns="method", values="risk")
+    table = df.pivot_table(index="draw", columns="method", values="risk")
     return (table["scratch"] - table[method]).to_numpy()
 
 

@@ -22,6 +22,7 @@ from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pr
                                 run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
 from ..sim.sign_change import sign_change_with_interval
+from ..sim.records import flow_arguments
 from ..sweep.named import named_profile
 from ..theory import relu as R
 from .compare import agreement, holds, mean_se, significant, within
@@ -65,7 +66,7 @@ BOUNDARY_MU, BOUNDARY_NS = 0.25, tuple(_MID["ns"])
 #: on the others (:mod:`transfertheory.sim.relu_teacher.experiment`), so the flows at n ≤ 160 are those of the full
 #: grid (what the shorter grid costs and changes: docs/benchmarks.md, "Claims")
 BOUNDARY_PROFILE_NS = {"quick": BOUNDARY_NS[:10], "full": BOUNDARY_NS}
-BOUNDARY_BUDGETS = {key: _MID[key] for key in ("max_time", "pretrain_max_time", "linear_max_time")}
+BOUNDARY_FLOWS = flow_arguments(_MID, "pretrain", "linear")  # its flow=, pretrain_flow=, linear_flow=
 #: allowance on |log n_sim − log n_c| beyond 4 SE: the ReLU features' least-squares excess is up to 1.3× the
 #: Gaussian m/(n − m − 1) of the formula (the Eq. 21 claim measures 1.00–1.29×), which at n ≈ 4m (excess ≈ 0.34)
 #: raises the transfer risk by up to 8 % and, the log-gap between the two risks falling with slope ≈ 0.8 in log n
@@ -260,16 +261,16 @@ class BoundaryLocation:
     pretrain_status: str
 
 
-def boundary_location(seed, d, m, m_star, teachers, instances, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
-    """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_BUDGETS` (scratch and linear
+def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
+    """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and linear
     transfer); scratch flows that did not converge are left out, as in the figure (the same statistics:
     :mod:`transfertheory.sim.sign_change`, :func:`~transfertheory.theory.relu.power_law_fit`,
     :func:`~transfertheory.theory.relu.finite_n_boundary`)."""
     import pandas as pd
 
-    df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, instances=instances,
-                                 methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_BUDGETS)
-    keys = ["n", "teacher", "instance"]
+    df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, draws=draws,
+                                 methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_FLOWS)
+    keys = ["n", "teacher", "draw"]
     scratch = df[df.method == "scratch"]
     kept = scratch[scratch.converged.astype(bool)].set_index(keys)
     risk = kept.risk.groupby(["n", "teacher"]).mean().groupby("n").mean()  # mean of the per-teacher means
@@ -303,12 +304,12 @@ def _finite_n_boundary(case):
     """d = 16, m = 32, m* = 16, μ = 0.25, n = 36 … 160 (quick) or 256: log n of the simulated sign change against
     log n_c."""
     profile = case.profile.name if case.profile.name in BOUNDARY_SIZES else "full"
-    (d, m, m_star, teachers, instances), ns = BOUNDARY_SIZES[profile], BOUNDARY_PROFILE_NS[profile]
+    (d, m, m_star, teachers, draws), ns = BOUNDARY_SIZES[profile], BOUNDARY_PROFILE_NS[profile]
     teachers *= max(1, case.profile.sim_draws // PROFILES.get(case.profile.name, case.profile).sim_draws)
     seed = int(case.rng.integers(2**31))
-    row = boundary_location(seed, d, m, m_star, teachers, instances, ns=ns, backend=case.profile.backend)
+    row = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
     result = boundary_agreement(row, row.scratch_converged, row.scratch_total)
-    label = f"{_size_label(d, m, m_star, teachers)} × {instances} data sets, μ = {BOUNDARY_MU:g}, n = {ns[0]}–{ns[-1]}"
+    label = f"{_size_label(d, m, m_star, teachers)} × {draws} data sets, μ = {BOUNDARY_MU:g}, n = {ns[0]}–{ns[-1]}"
     return replace(result, detail=f"{label}: {result.detail}; pretraining {row.pretrain_status}")
 
 

@@ -116,7 +116,7 @@ BOUNDARY_COLUMNS = {
 
 def _paired(df, method):
     """Normalized transferability of ``method`` per μ: dict μ → (ns, teacher of each unit, (units × n) array)."""
-    keys = ["mu", "n", "teacher", "instance"]
+    keys = ["mu", "n", "teacher", "draw"]
     scratch = df[df.method == "scratch"].set_index(keys).risk_normalized
     other = df[df.method == method].set_index(keys).risk_normalized
     table = (scratch - other.reindex(scratch.index)).unstack("n")
@@ -339,10 +339,11 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     import pandas as pd
 
     _check_grid(ns)
-    df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, instances=instances,
-                                 methods=("scratch",) + TRANSFER_METHODS, seed=seed, max_time=max_time,
-                                 pretrain_max_time=pretrain_max_time, linear_max_time=LINEAR_MAX_TIME,
-                                 rtol=rtol, loss_tol=loss_tol, backend=backend)
+    df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, draws=instances,
+                                 methods=("scratch",) + TRANSFER_METHODS, seed=seed,
+                                 flow=dict(max_time=max_time, rtol=rtol, loss_tol=loss_tol),
+                                 pretrain_flow=dict(max_time=pretrain_max_time, loss_tol=loss_tol),
+                                 linear_flow=dict(max_time=LINEAR_MAX_TIME), backend=backend)
     grid, boundary, fit = summarize(df, seed)
     gram_mu = float(mus[len(mus) // 2])
     student = df.attrs["students"][gram_mu]  # the experiment's first teacher at the middle μ (panels a, b)

@@ -106,7 +106,7 @@ def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, 
     """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ); ``inputs``:
     its ``spectrum`` and ``teacher`` fields when given."""
     axes = dict(gamma=[int(n) / d for n in ns], theta=[float(t) for t in thetas])
-    fixed = dict(d=int(d), sigma=float(sigma), instances=int(draws), methods=list(methods), lam=float(lam),
+    fixed = dict(d=int(d), sigma=float(sigma), draws=int(draws), methods=list(methods), lam=float(lam),
                  depth=int(depth), alpha=simulation_alpha(depth), **(inputs or {}))
     return runner.rows(dict(experiment="faf_linear", seed=int(seed), fixed=fixed, axes=axes), f"faf_linear d={d}")
 
@@ -137,7 +137,7 @@ def _method_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progre
     """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
     arguments: FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the same draws (σ = 0.2,
     d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs are independent of
-    the others' (its own draws from ``seed``, per-instance flows): its rows are those of a call with several
+    the others' (its own draws from ``seed``, per-draw flows): its rows are those of a call with several
     methods, and a copy is returned."""
     return _computed_rows(method, int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma),
                           int(draws), float(lam), int(seed), backend, progress, int(depth)).copy()

@@ -123,7 +123,7 @@ def transferability_stats(raw, method):
     """
     from ..theory.methods import get_method
 
-    keys = ["gamma", "theta", "instance"]
+    keys = ["gamma", "theta", "draw"]
     sim = get_method(method).simulator
     raw = _plain(raw)
     scratch = raw.loc[raw["method"] == "scratch", [*keys, "risk", "converged"]]

@@ -5,7 +5,7 @@ The package's simulators follow gradient flow to its limit (adaptive RKC); the p
 gradient descent and stops it after its budget, so near the interpolation threshold (γ ≈ 1, n ≈ m) its points are
 finite where the flow's limit is not. :func:`paper_gradient_descent` turns the paper's learning rate, steps and
 loss threshold into :class:`~.integrator.FlowSettings` of the integrator's Euler scheme at a fixed step — the same
-integrator, statuses and convergence record — that a simulator takes as its ``flow`` / ``target_flow`` /
+integrator, statuses and convergence record — that a simulator takes as its ``flow`` /
 ``pretrain_flow``.
 
 Units. FaF Eqs. 4–5 have no ½ in the losses; the package's losses do (L = ½E(f − y)²), so a paper step
@@ -61,7 +61,7 @@ def faf_linear_gradient_descent(learning_rate=1e-3, steps=10**5, loss_tol=1e-6, 
 def faf_relu_gradient_descent(m, rate_per_width=0.01, steps=10**5, loss_tol=1e-6,
                               base=FlowSettings()) -> FlowSettings:
     """FaF App. D.2 (two-layer ReLU networks of width m): η = 0.01·m, 1e5 steps or loss ≤ 1e-6 — a step of 0.02 and
-    flow time 2e3 in the package's units, whose ReLU flows rescale time by m (the ReLU simulators' ``target_flow``,
+    flow time 2e3 in the package's units, whose ReLU flows rescale time by m (the ReLU simulator's ``flow``,
     ``pretrain_flow``)."""
     m = _SCALE.scalar(m, "m")
     return paper_gradient_descent(rate_per_width * m, steps, loss_tol=loss_tol, time_scale=m, base=base)

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-import numpy as np
-import pandas as pd
+import numpy as np  # pandas is imported by run(): a simulator's module imports its record, a --help needs neither
 
 from .. import params as P
 from .convergence import normalize_convergence
 from .integrator import SCHEMES, SETTING_RANGES, FlowSettings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Field", "Experiment", "flow_fields", "flow_arguments"]
 
@@ -94,8 +96,9 @@ class Experiment:
     simulate: Callable[..., pd.DataFrame]
     draws: str | None = None
     description: str = ""
-    #: earlier names of renamed parameters → today's; a point's identity keeps the earlier name, so that points
-    #: stored before the rename stay valid (:meth:`identity`), and their rows are read under today's names
+    #: earlier names of renamed parameters and output columns → today's: a point's identity keeps a parameter's
+    #: earlier name, so that points stored before the rename stay valid (:meth:`identity`), and stored rows are read
+    #: under today's names (:meth:`stored_columns`)
     renamed: Mapping = field(default_factory=dict)
     schema: Mapping = field(init=False, repr=False, compare=False)
 
@@ -103,8 +106,7 @@ class Experiment:
         object.__setattr__(self, "schema", MappingProxyType({f.name: f for f in self.fields}))
         object.__setattr__(self, "example", MappingProxyType(dict(self.example)))
         object.__setattr__(self, "renamed", MappingProxyType(dict(self.renamed)))
-        if not set(self.renamed.values()) <= set(self.schema):
-            raise ValueError(f"experiment {self.name!r}: renamed to unknown parameters {dict(self.renamed)}")
+
         if self.draws is not None and self.draws not in self.schema:
             raise ValueError(f"experiment {self.name!r}: draws field {self.draws!r} is not a parameter")
         self.point(**self.example)
@@ -128,16 +130,15 @@ class Experiment:
         return {earlier.get(name, name): value for name, value in point.items()
                 if not (self.schema[name].added and value == self.schema[name].default)}
 
-    def stored_columns(self) -> dict:
-        """The parameter columns a point stored before a rename or an addition lacks: today's name → (its
-        earlier name or None, the column value of its default)."""
-        earlier = {new: old for old, new in self.renamed.items()}
-        return {name: (earlier.get(name), _column(f.default)) for name, f in self.schema.items()
-                if f.added or name in earlier}
+    def stored_columns(self) -> tuple[dict, dict]:
+        """What rows stored before a rename or an addition need to read as today's: (earlier column name → today's,
+        today's name of an added parameter → the column value of its default)."""
+        return dict(self.renamed), {name: _column(f.default) for name, f in self.schema.items() if f.added}
 
     def run(self, *, seed=0, backend=None, **values) -> pd.DataFrame:
         """Simulate one point: one row per instance, the point's parameters first, then the simulator's columns
         with the shared convergence columns (``attrs`` cleared: the table is all there is)."""
+        import pandas as pd
         point = self.point(**values)
         table = normalize_convergence(self.simulate(point, seed=P.SEED.scalar(seed), backend=backend))
         table = table.drop(columns=[c for c in point if c in table.columns]).reset_index(drop=True)

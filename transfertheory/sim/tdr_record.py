@@ -26,4 +26,5 @@ TDR = Experiment(
             Field("n", 8, P.N), Field("d", 5, P.D), Field("data_seed", 3, P.SEED), *FIELDS.values(),
             *flow_fields(TRAINING_FLOW, "scheme", "gtol", "max_time", "max_steps")),
     example=dict(width=100, draws=2),
+    renamed={"seeds": "draws", "instance": "draw"},
     simulate=_tdr)

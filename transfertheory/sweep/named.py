@@ -81,7 +81,7 @@ NAMED_SWEEPS = {
             # flow time 2e3 (the package's losses carry a ½, FaF's do not)
             paper=dict(draws=10, fixed=dict(d=100, m=1000, m_star=100, ns=[100, 200, 300, 400, 600, 800, 1000],
                                             mus=[0.2, 0.35, 0.5, 0.65, 0.8], max_time=2e3, pretrain_max_time=2e3),
-                       axes=dict(teacher_start=list(range(10)), instance_start=list(range(0, 100, 10)))))),
+                       axes=dict(teacher_start=list(range(10)), draw_start=list(range(0, 100, 10)))))),
     "merlin": dict(
         experiment="merlin", description="MeRLin §5: every algorithm against the target size n_t",
         fixed=dict(k=3, lam=0.1, rtol=1e-2, gtol=1e-6),  # sim.merlin.STUDY_TOLERANCES (a test holds them equal)

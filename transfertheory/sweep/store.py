@@ -76,12 +76,11 @@ def _upgraded(rows: pa.Table) -> pa.Table:
 
     names = pc.unique(rows["experiment"]).to_pylist() if "experiment" in rows.column_names else []
     record = experiments().get(names[0]) if len(names) == 1 else None
-    for name, (earlier, default) in (record.stored_columns() if record else {}).items():
-        if name in rows.column_names:
-            continue
-        if earlier in rows.column_names:
-            rows = rows.rename_columns([name if c == earlier else c for c in rows.column_names])
-        else:
+    renamed, added = record.stored_columns() if record else ({}, {})
+    rows = rows.rename_columns([renamed[c] if c in renamed and renamed[c] not in rows.column_names else c
+                                for c in rows.column_names])
+    for name, default in added.items():
+        if name not in rows.column_names:
             rows = rows.append_column(name, pa.array([default] * rows.num_rows))
     return rows
 

@@ -12,8 +12,11 @@ its grid position, so results do not depend on chunking or on the backend beyond
 
 * ``(0,)`` — the task vectors β_s, ν (:func:`task_vectors`);
 * ``(1,)`` — the pretrained network's initial weights (:func:`~.training.pretrain`);
-* ``(2, γ index, instance)`` — the target draw X, ε (:func:`target_draw`);
-* ``(3, γ index, instance)`` — the scratch network's initial weights.
+* ``(2, γ index, draw)`` — the target draw X, ε (:func:`target_draw`);
+* ``(3, γ index, draw)`` — the scratch network's initial weights.
+
+The arguments' ranges and defaults are the fields of the ``faf_linear`` record
+(:mod:`~transfertheory.sim.deep_linear.record`).
 """
 from __future__ import annotations
 
@@ -33,18 +36,23 @@ from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from ...theory.spectra import sigma_norm, spectrum as parse_spectrum, teacher_pair
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
-from .training import TARGET_FLOW, PretrainResult, pretrain, train
+from .record import FAF_LINEAR, METHODS
+from .training import PRETRAIN_FLOW, TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
 __all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "ROW_KEYS", "COLUMNS"]
 
-METHODS = ("scratch", "linear", "finetune")
-ROW_KEYS = ("method", "gamma", "theta", "lam", "instance")  # one row per key; the output is sorted by it
-COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "instance", "risk", "converged", "status",
+ROW_KEYS = ("method", "gamma", "theta", "lam", "draw")  # one row per key; the output is sorted by it
+COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "draw", "risk", "converged", "status",
            "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
            "feature_rank")
-# the simulator's own settings (the model parameters' ranges are in transfertheory.params)
-_D = P.D.with_range(low=2)
+_FIELDS = FAF_LINEAR.schema  # the model parameters' ranges and defaults
+
+
+def _grid(field, values, name):
+    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range."""
+    return _FIELDS[field].param.sequence(values, name)
+# the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
                       description="target draws per batched integration")
@@ -77,13 +85,13 @@ def task_vectors(d: int, thetas, seed, spectrum=None, teacher=None):
     return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
 
 
-def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, instance: int, spectrum=None):
-    """(X, Y) of the target draw (γ index, instance) of ``seed``: spawn key (2, γ index, instance).
+def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, draw: int, spectrum=None):
+    """(X, Y) of the target draw (γ index, draw) of ``seed``: spawn key (2, γ index, draw).
 
     X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ). With a
     ``spectrum`` λ (d,) the rows are x = z·√λ for the same draws z (x ~ N(0, diag λ)).
     """
-    gen = generator(root_seed(seed), 2, gamma_index, instance)
+    gen = generator(root_seed(seed), 2, gamma_index, draw)
     X = gen.standard_normal((n, d))
     if spectrum is not None:
         X = X * np.sqrt(spectrum)
@@ -104,12 +112,13 @@ class _Plan:
     ns: np.ndarray
     thetas: np.ndarray
     sigma: float
-    instances: int
+    draws: int
     alpha: float
     methods: tuple
     ridge: np.ndarray
     seed: int
     flow: FlowSettings
+    pretrain_flow: FlowSettings
     init: str
     linear_solver: str
     feature_cutoff: float | None
@@ -126,9 +135,9 @@ class _Plan:
         return [m for m in ("scratch", "finetune") if m in self.methods]
 
     @property
-    def draws(self) -> list:
-        """(γ index, instance) of every target draw."""
-        return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.instances)]
+    def target_draws(self) -> list:
+        """(γ index, draw) of every target draw."""
+        return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.draws)]
 
 
 def _min_n(methods) -> int:
@@ -136,14 +145,16 @@ def _min_n(methods) -> int:
     return max(get_method(m).min_n for m in methods)
 
 
-def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, flow, init, linear_solver,
-          feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
-    """Validate the arguments of :func:`run_transfer_experiment` (ValueError naming the parameter and its range)."""
-    d = _D.scalar(d)
-    gammas = P.GAMMA.sequence(gammas, "gammas")
-    methods = tuple(methods) if isinstance(methods, (list, tuple)) else methods
-    if not isinstance(methods, tuple) or not methods or not set(methods) <= set(METHODS):
-        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
+def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, flow, pretrain_flow, init,
+          linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
+    """Validate the arguments of :func:`run_transfer_experiment` through the fields of ``faf_linear`` (ValueError
+    naming the parameter and its range)."""
+    check = FAF_LINEAR.check
+    d = check("d", d)
+    gammas = _grid("gamma", gammas, "gammas")
+    if isinstance(methods, str):
+        raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
+    methods = check("methods", methods)
     ns = np.round(gammas * d).astype(int)
     min_n = _min_n(methods)
     if (ns < min_n).any():
@@ -161,10 +172,10 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
     if teacher is not None:  # the family's syntax and its Σ-norm, before any work
         task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
-        d=d, depth=P.DEPTH.scalar(depth), gammas=gammas, ns=ns, thetas=P.THETA.sequence(thetas, "thetas"),
-        sigma=P.SIGMA.scalar(sigma), instances=P.INSTANCES.scalar(instances), alpha=P.ALPHA.scalar(alpha),
-        methods=methods, ridge=P.LAM.sequence(ridge, "ridge"), seed=root_seed(seed), flow=flow, init=init,
-        linear_solver=linear_solver,
+        d=d, depth=check("depth", depth), gammas=gammas, ns=ns, thetas=_grid("theta", thetas, "thetas"),
+        sigma=check("sigma", sigma), draws=check("draws", draws), alpha=check("alpha", alpha), methods=methods,
+        ridge=_grid("lam", ridge, "ridge"), seed=root_seed(seed), flow=TARGET_FLOW.overridden(flow, "flow"),
+        pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"), init=init, linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size), spectrum=lam, teacher=teacher,
     )
@@ -175,7 +186,7 @@ def _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, see
 #: bytes of one output row: ~19 eight-byte columns, held three times at the end (the frames, their
 #: concatenation, the sorted copy)
 _ROW_BYTES = 19 * FLOAT_BYTES * 3
-#: bytes of one entry of the list of (γ index, instance) draws: a tuple of two ints and its pointer
+#: bytes of one entry of the list of (γ index, draw) pairs: a tuple of two ints and its pointer
 _DRAW_BYTES = 120
 
 
@@ -189,7 +200,7 @@ def _memory_estimate(plan: _Plan) -> tuple[float, float]:
     instances of P = (L − 1)d² + d parameters (:func:`~..integrator.flow_state_bytes`: the RKC integrator's
     copies, the start and the rotated start).
     """
-    d, n_theta, draws = plan.d, len(plan.thetas), len(plan.gammas) * plan.instances
+    d, n_theta, draws = plan.d, len(plan.thetas), len(plan.gammas) * plan.draws
     n_params = (plan.depth - 1) * d * d + d
     linear_rows = len(plan.ridge) if "linear" in plan.methods else 0
     rows = draws * n_theta * (len(plan.flow_methods) + linear_rows)
@@ -204,11 +215,11 @@ def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
     """Target draws per batched integration: ``chunk_size``, else as many as fit the memory limit (all of
     them on an ordinary machine); ValueError when even the given chunk (or one draw) does not fit."""
     fixed, per_draw = _memory_estimate(plan)
-    draws = len(plan.gammas) * plan.instances
+    draws = len(plan.gammas) * plan.draws
     chunk = plan.chunk_size or 1
     check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
                          max_memory=max_memory,
-                         params={"d": plan.d, "depth": plan.depth, "instances": plan.instances,
+                         params={"d": plan.d, "depth": plan.depth, "draws": plan.draws,
                                  "len(gammas)": len(plan.gammas), "len(thetas)": len(plan.thetas),
                                  "len(ridge)": len(plan.ridge), "chunk_size": chunk})
     return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, memory_limit(max_memory, xp)[0])
@@ -221,7 +232,7 @@ def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
 class _Chunk:
     """Sufficient statistics of some target draws, and the row labels of their (draw, θ) pairs."""
 
-    draws: list  # (γ index, instance)
+    draws: list  # (γ index, draw)
     gram: np.ndarray  # (m, d, d): Σ̂ = XᵀX/n per draw
     c: np.ndarray  # (m, Θ, d): ĉ = Xᵀy/n per draw and θ
     y2: np.ndarray  # (m, Θ): ‖y‖²/n
@@ -247,7 +258,7 @@ def _rows(plan: _Plan, chunk: _Chunk, method: str, risk, lam=0.0, **columns) -> 
     gi = np.repeat([g for g, _ in chunk.draws], len(plan.thetas))
     frame = {"method": method, "gamma": plan.gammas[gi], "n": plan.ns[gi], "d": plan.d,
              "theta": np.tile(plan.thetas, len(chunk.draws)), "sigma": plan.sigma, "lam": lam,
-             "instance": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk}
+             "draw": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk}
     frame.update(columns)
     return pd.DataFrame(frame)
 
@@ -349,32 +360,30 @@ def run_transfer_experiment(
     gammas,
     thetas,
     sigma,
-    instances,
-    depth=2,
-    alpha=1e-5,
+    draws,
+    depth=_FIELDS["depth"].default,
+    alpha=_FIELDS["alpha"].default,
     methods=METHODS,
     ridge=(0.0,),
     seed=0,
     backend=None,
-    tol=None,
-    max_time=None,
-    rtol=None,
+    flow=None,
+    pretrain_flow=None,
     init="gaussian",
     linear_solver="exact",
     feature_cutoff=None,
     chunk_size=None,
     progress=None,
     max_memory=None,
-    flow: FlowSettings = TARGET_FLOW,
     spectrum=None,
     teacher=None,
 ) -> pd.DataFrame:
-    r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, instance).
+    r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, draw).
 
-    For each γ and instance a target set (X, ε) with n = round(γd) is drawn;
+    For each γ and draw a target set (X, ε) with n = round(γd) is drawn;
     all θ share it (common random numbers, so T = R_sc − R_tx is estimated
     with a paired difference). One network is pretrained on β_s. Scratch and
-    fine-tuning of every (γ, θ, instance) advance together as one batched
+    fine-tuning of every (γ, θ, draw) advance together as one batched
     gradient flow; linear transfer is solved exactly per λ in ``ridge`` (or
     by gradient flow on W_L, ``linear_solver="flow"``).
 
@@ -385,8 +394,8 @@ def run_transfer_experiment(
         n = round(γd) must be ≥ 3 when "linear" is among the methods (the
         exact expected linear-transfer risk needs n ≥ 3), else ≥ 1.
     sigma : float ≥ 0
-    instances : int ≥ 1
-        Target draws per γ.
+    draws : int ≥ 1
+        Target draws per γ (the table's ``draw`` is 0 … draws − 1).
     depth : int ≥ 2
     alpha : float > 0
         Initialization scale (FaF App. D.1 uses 1e-5).
@@ -399,23 +408,24 @@ def run_transfer_experiment(
     backend : "auto" | "numpy" | "cupy" | None
         None (default) reads the environment variable
         ``TRANSFERTHEORY_BACKEND`` (default "auto": CuPy when a GPU is usable).
-    tol, max_time, rtol : float > 0 or None
-        Override the settings ``flow`` of the target flows (None: its own):
-        ``tol`` its ``gtol`` — convergence is ‖∇L‖ ≤ tol (gradient w.r.t. all
-        trained weights) and ‖∇_βL‖ ≤ tol (end-to-end gradient; rules out the
-        saddle W = 0); ``max_time`` the flow-time budget per instance;
-        ``rtol`` the integrator's relative local-error tolerance. The default
-        1e-3 moves single fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6
-        reference (mean risks ≤ 9e-4, scratch ≤ 2e-5; d = 32 … 100,
-        docs/simulator.md), far below the statistical error of 20 draws;
-        1e-4 halves that error at twice the cost.
+    flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings by name
+        The integrator's settings of the target flows (scratch, fine-tuning, linear transfer by flow):
+        :data:`~.training.TARGET_FLOW` (gtol 1e-6, max_time 1e4, rtol 1e-3) with the given changes
+        (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"rtol": 1e-5}``).
+        Convergence is ‖∇L‖ ≤ gtol (gradient w.r.t. all trained weights) and ‖∇_βL‖ ≤ gtol (end-to-end
+        gradient; rules out the saddle W = 0); ``max_time`` is the flow-time budget per draw; ``rtol`` the
+        integrator's relative local-error tolerance, whose default 1e-3 moves single fine-tuning risks by
+        ≤ 1.5e-3 against an rtol = 1e-6 reference (mean risks ≤ 9e-4, scratch ≤ 2e-5; d = 32 … 100,
+        docs/simulator.md), far below the statistical error of 20 draws; 1e-4 halves that error at twice the cost.
+    pretrain_flow : None, FlowSettings or a mapping
+        The same for pretraining: :data:`~.training.PRETRAIN_FLOW` (gtol 1e-8, rtol 1e-4) with the changes.
     init : "gaussian" | "balanced" | "assumption22"
     linear_solver : "exact" | "flow"
     feature_cutoff : float ≥ 0 or None
         Singular values of the pretrained features treated as residue
         (default 10·√‖D(0)‖, see :func:`~.transfer.feature_basis`); 0 keeps them all.
     chunk_size : int ≥ 1 or None
-        Target draws (γ, instance pairs) per batched integration (memory); None: as many as fit in the
+        Target draws (γ, draw pairs) per batched integration (memory); None: as many as fit in the
         memory limit (all of them unless the run is large).
     progress : bool or None
         tqdm progress bar (None: shown only if the run exceeds 2 s).
@@ -433,17 +443,12 @@ def run_transfer_experiment(
         A teacher family (``"flat"``, ``"power:1"``, ``"power:1:bottom"``,
         :data:`~transfertheory.theory.spectra.TEACHER_SYNTAX`) or the source's coefficients, placing β_s and
         β_t(θ) on the spectrum (:func:`~transfertheory.theory.spectra.teacher_pair`); None: the random draw.
-    flow : :class:`~transfertheory.sim.integrator.FlowSettings`
-        The integrator's settings of the target flows (scratch, fine-tuning,
-        linear transfer by flow): :data:`~.training.TARGET_FLOW` (tol 1e-6,
-        max_time 1e4, rtol 1e-3) unless given; pretraining uses
-        :data:`~.training.PRETRAIN_FLOW`.
 
     Returns
     -------
     pandas.DataFrame
         Columns :data:`COLUMNS` (``feature_rank`` only with linear transfer;
-        ``beta_grad_norm`` = ‖∇_βL‖ of the flows, which must also be ≤ tol for
+        ``beta_grad_norm`` = ‖∇_βL‖ of the flows, which must also be ≤ gtol for
         ``converged``; NaN for linear transfer); ``df.attrs`` holds the
         pretraining diagnostics, the backend and the integrator statistics.
 
@@ -455,25 +460,24 @@ def run_transfer_experiment(
     transfertheory.backend.BackendUnavailableError
         ``backend="cupy"`` (or the variable) without a usable GPU.
     """
-    flow = flow.updated(gtol=tol, max_time=max_time, rtol=rtol, names={"gtol": "tol"})
-    plan = _plan(d, gammas, thetas, sigma, instances, depth, alpha, methods, ridge, seed, flow, init, linear_solver,
-                 feature_cutoff, chunk_size, spectrum, teacher)
+    plan = _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, flow, pretrain_flow, init,
+                 linear_solver, feature_cutoff, chunk_size, spectrum, teacher)
     xp = resolve_backend(backend)
     size = _chunk_draws(plan, xp, max_memory)
     arch = Architecture(plan.d, plan.depth)
     beta_s, nu, beta_t = task_vectors(plan.d, plan.thetas, plan.seed, plan.spectrum, plan.teacher)
     pre = basis = None
     if "linear" in plan.methods or "finetune" in plan.methods:
-        pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1),
-                       init=plan.init, backend=backend_name(xp), spectrum=plan.spectrum)
+        pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1), init=plan.init, flow=plan.pretrain_flow,
+                       backend=backend_name(xp), spectrum=plan.spectrum)
         basis = feature_basis(pre, plan.feature_cutoff)
-    draws = plan.draws
+    draws = plan.target_draws
     frames, totals = [], _Totals()
     with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
         for start in range(0, len(draws), size):
             chunk = _chunk(plan, draws[start:start + size], beta_t)
             if plan.flow_methods:
-                def advance(fraction, base=bar.n, count=len(chunk.draws)):  # instances finished in this chunk
+                def advance(fraction, base=bar.n, count=len(chunk.draws)):  # draws finished in this chunk
                     bar.update(base + fraction * count - bar.n)
 
                 frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
@@ -484,7 +488,7 @@ def run_transfer_experiment(
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
-                    rtol=plan.flow.rtol, tol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
+                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     if plan.spectrum is not None or plan.teacher is not None:
         df.attrs.update(spectrum=None if plan.spectrum is None else tuple(plan.spectrum),

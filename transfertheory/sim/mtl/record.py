@@ -33,4 +33,5 @@ MTL_NETWORKS = Experiment(
             Field("n", 5, P.N), Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")),
             Field("d", 10, P.D), Field("data_seed", 5, P.SEED), *flow_fields(STUDY_FLOW, "rtol")),
     example=dict(width=16, draws=1, tasks=2, n=3, n_support=3, n_query=3, d=4),
+    renamed={"networks": "draws", "network": "draw"},
     simulate=_mtl)

@@ -2,11 +2,11 @@ r"""The FaF §4 transfer experiment (ablated teachers, FaF Eqs. 18–21, Fig. 4)
 
 For every teacher (FaF Eq. 20, :func:`~transfertheory.theory.relu.random_teacher`) and every μ, a source
 teacher drops round(μm*) of its neurons (Eq. 19) and a student of width m is pretrained on its exact
-population loss (:func:`.pretraining.pretrain_source`). For every n and data instance, n noiseless samples
+population loss (:func:`.pretraining.pretrain_source`). For every n and data set (draw), n noiseless samples
 of the target teacher are drawn and shared by every μ and method (paired comparisons):
 
 * ``scratch`` — gradient flow from FaF's initialization (does not depend on μ: one flow per
-  (n, teacher, instance), its row repeated for every μ so that each (μ, n, teacher, instance) has its pair);
+  (n, teacher, draw), its row repeated for every μ so that each (μ, n, teacher, draw) has its pair);
 * ``linear`` — the pretrained student's output weights trained by gradient flow on the n samples, exactly
   (:func:`.target_training.linear_transfer_flow`; FaF's stopping rule on the loss above its least-squares minimum);
 * ``linear_minnorm`` — kernel interpolation with the pretrained features (minimum-norm least squares,
@@ -22,10 +22,11 @@ grid point do not depend on the rest of the grid (μ enters a key as round(μ·1
 * ``(1, μ, t)`` — the neurons teacher t's source drops at μ (:func:`~transfertheory.theory.relu.ablated_teacher`);
 * ``(2, μ)`` — the pretraining initializations of every teacher's student at μ (drawn at once, teacher t's the
   t-th; a chunk of teachers draws up to its last and keeps its own);
-* ``(3, n, t, i)`` — the n target samples of instance i of teacher t;
-* ``(4, n, t, i)`` — the scratch student's initialization of that instance.
+* ``(3, n, t, i)`` — the n target samples of data set (draw) i of teacher t;
+* ``(4, n, t, i)`` — the scratch student's initialization of that draw.
 
-(FaF Fig. 4's Gram-matrix probes use key ``(7,)`` of the figure's seed.)
+(FaF Fig. 4's Gram-matrix probes use key ``(7,)`` of the figure's seed.) The arguments' ranges and defaults are
+the fields of the ``faf_relu`` record (:mod:`~transfertheory.sim.relu_teacher.record`).
 """
 from __future__ import annotations
 
@@ -34,18 +35,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np  # pandas is imported by the functions that build tables: a --help needs none
 
-from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, root_seed
+from ..._validation import root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
-from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
+from ...theory.relu import ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings
 from ..seeding import generator
-from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
+from .network import FlowReport, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
+from .record import FAF_RELU, METHODS
 from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
                               training_memory)
 
@@ -55,13 +56,11 @@ if TYPE_CHECKING:
 __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
            "status_counts"]
 
-METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
-ROW_KEYS = ("method", "mu", "n", "teacher", "instance")  # one row per key; the output is sorted by it
+ROW_KEYS = ("method", "mu", "n", "teacher", "draw")  # one row per key; the output is sorted by it
 COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "target_norm_sq", "pperp",
                       "pperp_source",
                       "converged", "status", "t_final", "steps", "grad_norm", "loss", "norm_drift")
-_TEACHERS = P.Param("teachers", Interval(1, np.inf, "left"), integer=True, description="target teachers drawn")
-_START = P.Param("start", Interval(0, np.inf, "left"), integer=True, description="index of a chunk's first draw")
+_FIELDS = FAF_RELU.schema  # the parameters' ranges and defaults
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
 #: the table's statuses: the integrator's (``loss_tol``: FaF's rule) and ``exact`` (``linear_minnorm``)
@@ -84,9 +83,9 @@ class _Plan:
     mus: tuple
     ns: tuple
     teachers: int
-    instances: int
+    draws: int
     teacher_start: int  #: index of the first teacher (a chunk of teachers teacher_start … + teachers − 1)
-    instance_start: int  #: index of the first data set per teacher
+    draw_start: int  #: index of the first data set per teacher
     methods: tuple
     seed: int
     output: str
@@ -112,32 +111,31 @@ class PretrainedStudents:
         return self
 
 
-def _values(param: P.Param, value, name) -> tuple:
-    arr = param.sequence(value, name)
+def _values(name, value) -> tuple:
+    """A grid argument (``mus``, ``ns``) checked item-wise against its field's range, without repeats."""
+    arr = _FIELDS[name].param.sequence(value, name)
     if np.unique(arr).size != arr.size:
         raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
     return tuple(arr.tolist())
 
 
-def _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, target_flow, pretrain_flow,
-          linear_flow, teacher_start=0, instance_start=0) -> _Plan:
-    """Validate the arguments (ValueError naming the parameter and its range; the flows' settings are validated
-    records)."""
-    m_star = M_STAR.scalar(m_star)
-    mus = _values(MU, mus, "mus")
+def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, pretrain_flow, linear_flow,
+          teacher_start=0, draw_start=0) -> _Plan:
+    """Validate the arguments through the fields of ``faf_relu`` (ValueError naming the parameter and its range)
+    and resolve the flows' settings (``linear_flow`` over the target flow's)."""
+    check = FAF_RELU.check
+    m_star = check("m_star", m_star)
+    mus = _values("mus", mus)
     for mu in mus:
         dropped_count(mu, m_star)
-    methods = tuple(methods)
-    if not methods or set(methods) - set(METHODS):
-        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
-    if output not in TEACHER_OUTPUTS:
-        raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
-    return _Plan(d=P.D.scalar(d), m=M.scalar(m), m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values(P.N, ns, "ns")),
-                 teachers=_TEACHERS.scalar(teachers), instances=P.INSTANCES.scalar(instances),
-                 teacher_start=_START.scalar(teacher_start, "teacher_start"),
-                 instance_start=_START.scalar(instance_start, "instance_start"), methods=methods,
-                 seed=root_seed(seed), output=output, target_flow=target_flow, pretrain_flow=pretrain_flow,
-                 linear_flow=linear_flow)
+    target_flow = TARGET_FLOW.overridden(flow, "flow")
+    return _Plan(d=check("d", d), m=check("m", m), m_star=m_star, mus=mus,
+                 ns=tuple(int(n) for n in _values("ns", ns)), teachers=check("teachers", teachers),
+                 draws=check("draws", draws), teacher_start=check("teacher_start", teacher_start),
+                 draw_start=check("draw_start", draw_start), methods=check("methods", methods),
+                 seed=root_seed(seed), output=check("output", output), target_flow=target_flow,
+                 pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
+                 linear_flow=target_flow.overridden(linear_flow, "linear_flow"))
 
 
 def _mu_key(mu) -> int:
@@ -148,8 +146,8 @@ def _teacher_indices(plan: _Plan) -> range:
     return range(plan.teacher_start, plan.teacher_start + plan.teachers)
 
 
-def _instance_indices(plan: _Plan) -> range:
-    return range(plan.instance_start, plan.instance_start + plan.instances)
+def _draw_indices(plan: _Plan) -> range:
+    return range(plan.draw_start, plan.draw_start + plan.draws)
 
 
 def _teachers(plan: _Plan, xp):
@@ -176,27 +174,27 @@ def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
 
 
 def _samples(plan: _Plan, W_t, c_t, n, xp):
-    """X (T·I, n, d), y (T·I, n): noiseless samples of teacher t for instance i (key (3, n, t, i))."""
+    """X (T·I, n, d), y (T·I, n): noiseless samples of teacher t for draw i (key (3, n, t, i))."""
     X = np.stack([generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
-                  for t in _teacher_indices(plan) for i in _instance_indices(plan)])
+                  for t in _teacher_indices(plan) for i in _draw_indices(plan)])
     X = to_device(X, xp)
-    W_rep, c_rep = (xp.repeat(a, plan.instances, axis=0) for a in (W_t, c_t))
+    W_rep, c_rep = (xp.repeat(a, plan.draws, axis=0) for a in (W_t, c_t))
     return X, network_output(W_rep, c_rep, X), W_rep, c_rep
 
 
 def _scratch_init(plan: _Plan, n, xp):
-    """FaF initialization per (teacher, instance) of size n (key (4, n, t, i))."""
+    """FaF initialization per (teacher, draw) of size n (key (4, n, t, i))."""
     drawn = [paper_init(plan.m, plan.d, generator(plan.seed, 4, n, t, i))
-             for t in _teacher_indices(plan) for i in _instance_indices(plan)]
+             for t in _teacher_indices(plan) for i in _draw_indices(plan)]
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
 def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns) -> pd.DataFrame:
-    """Rows of one method at (μ, n) for every (teacher, instance); ``flow`` a FlowReport, a LinearFlow
+    """Rows of one method at (μ, n) for every (teacher, draw); ``flow`` a FlowReport, a LinearFlow
     (closed-form flow: no steps, no sphere) or ``_EXACT`` (least squares: status ``exact``)."""
     import pandas as pd
     risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
-    count = plan.teachers * plan.instances
+    count = plan.teachers * plan.draws
     if flow is _EXACT:
         conv = dict(convergence_columns(Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan)), loss=np.nan,
                     norm_drift=np.nan)
@@ -204,8 +202,8 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
         conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift",
                                                                                               np.nan))
     return pd.DataFrame(dict(
-        method=method, mu=mu, n=n, teacher=np.repeat(np.array(_teacher_indices(plan)), plan.instances),
-        instance=np.tile(np.array(_instance_indices(plan)), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
+        method=method, mu=mu, n=n, teacher=np.repeat(np.array(_teacher_indices(plan)), plan.draws),
+        draw=np.tile(np.array(_draw_indices(plan)), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
         risk=risk, risk_normalized=risk / norms["target_variance"], **norms, **columns, **conv), index=range(count))
 
 
@@ -214,7 +212,7 @@ def _scratch_flows(plan: _Plan, samples, xp) -> dict:
     as one batch: the samples of smaller n padded with zero rows (``train_on_samples``' ``sizes``). Each instance
     has its own step control, so its flow is that of a batch of its n alone up to rounding, and the per-step cost
     of the integrator and of the gradient's small arrays is paid once for all n instead of once per n."""
-    n_max, count = max(plan.ns), plan.teachers * plan.instances
+    n_max, count = max(plan.ns), plan.teachers * plan.draws
     padded = [(xp.pad(X, ((0, 0), (0, n_max - n), (0, 0))), xp.pad(y, ((0, 0), (0, n_max - n))))
               for n, (X, y, *_) in samples.items()]
     inits = [_scratch_init(plan, n, xp) for n in samples]
@@ -239,9 +237,9 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
         out += [_rows(plan, "scratch", mu, n, scratch.W, scratch.c, W_rep, c_rep, norms, scratch,
                       pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
     for mu, (pre, table, _) in pretrained.items():
-        W_pre, c_pre = (xp.repeat(a, plan.instances, axis=0) for a in (pre.W, pre.c))
-        pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.instances),
-                     pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.instances))
+        W_pre, c_pre = (xp.repeat(a, plan.draws, axis=0) for a in (pre.W, pre.c))
+        pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.draws),
+                     pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.draws))
         both = "linear" in plan.methods and "linear_minnorm" in plan.methods  # one SVD of the features for both
         if "linear" in plan.methods:
             flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow, minnorm=both)
@@ -269,16 +267,16 @@ def _memory_estimate(plan: _Plan) -> float:
     held += 2 * transfer * len(plan.mus) * plan.teachers * plan.m * (plan.d + 1)
     pretrain = transfer * pretraining_memory(plan.teachers, plan.m, plan.m_star, plan.d)
     flows = len(plan.ns) if "scratch" in plan.methods else 1  # the scratch flows of all n run as one batch
-    target = training_memory(plan.teachers * plan.instances * flows, plan.m, plan.d, max(plan.ns))
+    target = training_memory(plan.teachers * plan.draws * flows, plan.m, plan.d, max(plan.ns))
     return FLOAT_BYTES * held + max(pretrain, target)
 
 
 @guarded_entry_point
-def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, methods=("scratch", "linear"), seed=0,
-                            output="ones", max_time=None, pretrain_max_time=None, rtol=None, loss_tol=None,
-                            linear_max_time=None, backend=None, max_memory=None, target_flow=TARGET_FLOW,
-                            pretrain_flow=PRETRAIN_FLOW, teacher_start=0, instance_start=0) -> pd.DataFrame:
-    r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, instance).
+def run_transfer_experiment(d, m, m_star, mus, ns, teachers=_FIELDS["teachers"].default,
+                            draws=_FIELDS["draws"].default, methods=_FIELDS["methods"].default, seed=0,
+                            output=_FIELDS["output"].default, flow=None, pretrain_flow=None, linear_flow=None,
+                            backend=None, max_memory=None, teacher_start=0, draw_start=0) -> pd.DataFrame:
+    r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, draw).
 
     Parameters
     ----------
@@ -288,27 +286,26 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         Fractions of the teacher's neurons the source lacks (round(μm*) ≤ m* − 1).
     ns : sequence of distinct ints ≥ 1
         Target sample sizes.
-    teachers, instances : int ≥ 1
+    teachers, draws : int ≥ 1
         Target teachers, and data sets (with scratch initializations) per teacher and n.
     methods : non-empty subset of :data:`METHODS` ("scratch", "linear", "linear_minnorm", "finetune")
     seed : int ≥ 0, numpy Generator or SeedSequence
         Root of every draw (a Generator or SeedSequence gives the integer root).
     output : "ones" or "normal"
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
-    max_time, pretrain_max_time : float > 0 or None
-        Flow-time budgets of target training and pretraining (None: those of ``target_flow`` and
-        ``pretrain_flow``, 1e3 = half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses
-        have no ½). FaF's own protocol, gradient descent at its rate for its steps, is
-        ``target_flow=pretrain_flow=``:func:`transfertheory.sim.gradient_descent.faf_relu_gradient_descent` ``(m)``
-        (``linear`` then runs its exact flow for the same time).
-    linear_max_time : float > 0 or None
-        Flow-time budget of ``linear`` (None: target training's). Its flow is solved in closed form, so a budget
-        of 1e30 costs no more than 1e3 and lets every flow meet its stopping rule
-        (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
-    rtol : float > 0 or None
-        Integrator tolerance of target training (None: ``target_flow``'s, 3e-2).
-    loss_tol : float ≥ 0 or None
-        FaF's stopping rule, loss ≤ loss_tol (status ``loss_tol``), of every flow (None: the flows' own, 1e-6).
+    flow, pretrain_flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings
+        The integrator's settings of target training (scratch, fine-tuning) and of pretraining:
+        :data:`.target_training.TARGET_FLOW` (rtol 3e-2) and :data:`.pretraining.PRETRAIN_FLOW` (rtol 1e-3), both
+        with max_time 1e3 (half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses have
+        no ½) and FaF's stopping rule loss ≤ loss_tol = 1e-6 (status ``loss_tol``), with the given changes
+        (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"max_time": 3e4}``). FaF's
+        own protocol, gradient descent at its rate for its steps, is ``flow=pretrain_flow=``
+        :func:`transfertheory.sim.gradient_descent.faf_relu_gradient_descent` ``(m)`` (``linear`` then runs its
+        exact flow for the same time).
+    linear_flow : None, FlowSettings or a mapping
+        The settings of ``linear``'s flow: target training's (after ``flow``) with the given changes. Its flow is
+        solved in closed form, so ``linear_flow={"max_time": 1e30}`` costs no more than 1e3 and lets every flow
+        meet its stopping rule (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
     backend : str or None
         Array backend name (:func:`transfertheory.backend.resolve_backend`).
     max_memory : int, str or None
@@ -316,16 +313,12 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         peak memory is estimated from the arguments (:func:`_memory_estimate`: O(T·(m + m*)²) for the
         population Grams, O(T·I·m·(d + n)) for target training) and a run above the limit is refused with a
         ValueError before any work.
-    teacher_start, instance_start : int ≥ 0
+    teacher_start, draw_start : int ≥ 0
         A chunk of a larger run: teachers ``teacher_start`` … ``teacher_start + teachers − 1`` and data sets
-        ``instance_start`` … ``instance_start + instances − 1`` of each (their indices in the table). Every draw
-        is keyed by its absolute index (module docstring), so the chunks of a run give its rows, bit-identical on
-        the CPU (each instance's flow has its own step control and its own products in the batch); the chunks of
-        one teacher repeat its pretraining.
-    target_flow, pretrain_flow : :class:`~transfertheory.sim.integrator.FlowSettings`
-        The integrator's settings of target training and of pretraining (default
-        :data:`.target_training.TARGET_FLOW`, :data:`.pretraining.PRETRAIN_FLOW`), which the keyword
-        arguments above override.
+        ``draw_start`` … ``draw_start + draws − 1`` of each (their indices ``teacher``, ``draw`` in the table).
+        Every draw is keyed by its absolute index (module docstring), so the chunks of a run give its rows,
+        bit-identical on the CPU (each draw's flow has its own step control and its own products in the batch);
+        the chunks of one teacher repeat its pretraining.
 
     Returns
     -------
@@ -340,19 +333,15 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=1, instances=1, meth
         students and their source teachers); ``df.attrs`` also holds the backend and settings.
     """
     import pandas as pd
-    target_flow = target_flow.updated(max_time=max_time, rtol=rtol, loss_tol=loss_tol)
-    pretrain_flow = pretrain_flow.updated(max_time=pretrain_max_time, loss_tol=loss_tol,
-                                          names={"max_time": "pretrain_max_time"})
-    linear_flow = target_flow.updated(max_time=linear_max_time, names={"max_time": "linear_max_time"})
-    plan = _plan(d, m, m_star, mus, ns, teachers, instances, methods, seed, output, target_flow, pretrain_flow,
-                 linear_flow, teacher_start, instance_start)
+    plan = _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, pretrain_flow, linear_flow,
+                 teacher_start, draw_start)
     xp = resolve_backend(backend)
     check_memory(_memory_estimate(plan), what="run_transfer_experiment", xp=xp, max_memory=max_memory,
                  params={"d": plan.d, "m": plan.m, "m_star": plan.m_star, "len(mus)": len(plan.mus),
-                         "max(ns)": max(plan.ns), "teachers": plan.teachers, "instances": plan.instances})
+                         "max(ns)": max(plan.ns), "teachers": plan.teachers, "draws": plan.draws})
     W_t, c_t = _teachers(plan, xp)
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
-    norms = {k: np.repeat(np.asarray(to_host(v)), plan.instances) for k, v in norms.items()}
+    norms = {k: np.repeat(np.asarray(to_host(v)), plan.draws) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
     pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
     samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
