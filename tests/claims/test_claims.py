@@ -326,7 +326,8 @@ def test_the_finite_n_boundary_claim_simulates_at_the_named_sweep_faf_fig4s_mid_
         faf_relu_sim._finite_n_boundary(claims.Case(claim, claims.get_profile("full"), {}, seed=0))
     asked = asked.value.args[0]
     point = parse_spec(NAMED_SWEEPS["faf_fig4"], "faf_fig4", "mid").points()[0]
-    keys = ("d", "m", "m_star", "ns", get_experiment("faf_relu").draws, "max_time", "pretrain_max_time",
-            "linear_max_time")
+    keys = ("d", "m", "m_star", "ns", "draws")
     assert {key: asked[key] for key in keys} == {key: point[key] for key in keys}
+    assert {stage: asked[f"{stage}flow"]["max_time"] for stage in ("", "pretrain_", "linear_")} == {
+        stage: point[f"{stage}max_time"] for stage in ("", "pretrain_", "linear_")}
     assert len(asked["mus"]) == 1 and asked["mus"][0] in point["mus"]

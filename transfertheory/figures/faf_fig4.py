@@ -390,7 +390,7 @@ def _sizes(profile):
     they are declared): the whole run of its points, one teacher and a block of data sets each."""
     s = named_profile(NAME, profile)
     return dict(d=s["d"], m=s["m"], m_star=s["m_star"], mus=tuple(s["mus"]), ns=tuple(s["ns"]),
-                teachers=len(s["teacher_start"]), instances=s["draws"] * len(s.get("instance_start", [0])),
+                teachers=len(s["teacher_start"]), instances=s["draws"] * len(s.get("draw_start", [0])),
                 max_time=s["max_time"], pretrain_max_time=s["pretrain_max_time"])
 
 
