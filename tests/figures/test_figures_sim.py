@@ -41,7 +41,7 @@ def assert_agrees_with_exact_theory(table, prefix):
 def _raw(risk_scratch, risk_transfer, converged_transfer, method="linear"):
     rows = []
     for i, (rs, rt, ok) in enumerate(zip(risk_scratch, risk_transfer, converged_transfer)):
-        common = dict(gamma=0.5, n=8, d=16, theta=0.3, sigma=0.1, lam=0.0, instance=i)
+        common = dict(gamma=0.5, n=8, d=16, theta=0.3, sigma=0.1, lam=0.0, draw=i)
         rows.append(dict(common, method="scratch", risk=rs, converged=True))
         rows.append(dict(common, method=method, risk=rt, converged=ok))
     raw = pd.DataFrame(rows)

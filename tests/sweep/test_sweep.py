@@ -61,8 +61,7 @@ def _toy(point, seed, backend):
 
 
 FLAKY = set()
-TOY = Experiment("toy", "none", 1, (Field("x", 1.0, P.GAMMA), Field("draws", 2, P.DRAWS)), {"x": 1.0}, _toy,
-                 draws="draws")
+TOY = Experiment("toy", "none", 1, (Field("x", 1.0, P.GAMMA), Field("draws", 2, P.DRAWS)), {"x": 1.0}, _toy)
 
 
 @pytest.fixture

@@ -3,12 +3,14 @@
 An experiment has a ``name``, the ``paper`` (and section) it simulates, a ``version`` (raised when its numbers
 change, so that stored results of the old code are not reused), a parameter schema — one :class:`Field` per
 parameter, each with its default and its valid range (a :class:`~transfertheory.params.Param`, a set of
-choices, or a non-empty sequence of either) — the name of the field that counts its independent draws, and a
-small ``example`` point (seconds on a CPU). ``experiment.run(seed=..., backend=..., **point)`` validates the
-point, runs the simulator and returns one row per instance: the point's parameters as columns (a sequence as
-comma-joined text), the simulator's own columns and the shared convergence columns
-(:mod:`transfertheory.sim.convergence`). The records of the package's simulators are in
-:mod:`transfertheory.sim.catalog`.
+choices, or a non-empty sequence of either), among them ``draws``, the number of independent draws — and a small
+``example`` point (seconds on a CPU). The schema is the simulator's one declaration of its parameters: the entry
+point next to the record validates its own arguments through these fields, and the integrator's settings are
+fields too (:func:`flow_fields`, passed on as ``flow=`` / ``pretrain_flow=`` by :func:`flow_arguments`).
+``experiment.run(seed=..., backend=..., **point)`` validates the point, runs the simulator and returns one row per
+draw (column ``draw``): the point's parameters as columns (a sequence as comma-joined text), the simulator's own
+columns and the shared convergence columns (:mod:`transfertheory.sim.convergence`). The records of the package's
+simulators are registered in :mod:`transfertheory.sim.catalog`.
 """
 from __future__ import annotations
 
@@ -94,7 +96,6 @@ class Experiment:
     fields: tuple
     example: Mapping
     simulate: Callable[..., pd.DataFrame]
-    draws: str | None = None
     description: str = ""
     #: earlier names of renamed parameters and output columns → today's: a point's identity keeps a parameter's
     #: earlier name, so that points stored before the rename stay valid (:meth:`identity`), and stored rows are read
@@ -106,10 +107,12 @@ class Experiment:
         object.__setattr__(self, "schema", MappingProxyType({f.name: f for f in self.fields}))
         object.__setattr__(self, "example", MappingProxyType(dict(self.example)))
         object.__setattr__(self, "renamed", MappingProxyType(dict(self.renamed)))
-
-        if self.draws is not None and self.draws not in self.schema:
-            raise ValueError(f"experiment {self.name!r}: draws field {self.draws!r} is not a parameter")
         self.point(**self.example)
+
+    @property
+    def draws(self) -> str | None:
+        """The field that counts the independent draws: ``draws`` in every simulator, None without one."""
+        return "draws" if "draws" in self.schema else None
 
     def check(self, name, value):
         """One parameter validated (ValueError naming an unknown parameter, or the field and its range)."""

@@ -20,7 +20,7 @@ def _tdr(p, seed, backend):
 
 
 TDR = Experiment(
-    name="tdr", paper="TDR §6", version=2, draws="draws",
+    name="tdr", paper="TDR §6", version=2,
     description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
     fields=(Field("family", "shared-inputs", choices=TASK_FAMILIES), Field("angle", 1.0, P.THETA.with_range(high=np.pi)),
             Field("n", 8, P.N), Field("d", 5, P.D), Field("data_seed", 3, P.SEED), *FIELDS.values(),

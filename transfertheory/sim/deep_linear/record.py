@@ -38,7 +38,7 @@ def _faf_linear(p, seed, backend):
 
 
 FAF_LINEAR = Experiment(
-    name="faf_linear", paper="FaF §3", version=1, draws="draws",
+    name="faf_linear", paper="FaF §3", version=1,
     description="deep linear network: scratch, linear transfer and fine-tuning at one (γ, θ)",
     fields=(Field("d", 64, P.D.with_range(low=2)), Field("gamma", 0.5, P.GAMMA), Field("theta", 0.5, P.THETA),
             Field("sigma", 0.2, P.SIGMA), Field("draws", 4, P.DRAWS, description="target draws per γ"),

@@ -17,7 +17,7 @@ def _merlin(p, seed, backend):
 
 
 MERLIN = Experiment(
-    name="merlin", paper="MeRLin §5", version=3, draws="draws",
+    name="merlin", paper="MeRLin §5", version=3,
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
     fields=(*FIELDS.values(), *flow_fields(FLOW_SETTINGS, "rtol", "gtol")),
     example=dict(d=4, m=1, k=2, n_t=4, draws=1, restarts=1, splits=1),

@@ -27,7 +27,7 @@ def _mtl(p, seed, backend):
 
 
 MTL_NETWORKS = Experiment(
-    name="mtl", paper="MTL §4 (Lemma 1)", version=2, draws="draws",
+    name="mtl", paper="MTL §4 (Lemma 1)", version=2,
     description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
     fields=(Field("depth", 1, _count("depth")), *FIELDS.values(), Field("tasks", 4, _count("tasks")),
             Field("n", 5, P.N), Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")),

@@ -41,7 +41,7 @@ def _faf_relu(p, seed, backend):
 # version 4: loss_tol no longer sets the pretraining's rule too (pretrain_loss_tol does), so a stored point of
 # version 3 with another loss_tol than the default had other pretraining flows
 FAF_RELU = Experiment(
-    name="faf_relu", paper="FaF §4", version=4, draws="draws",
+    name="faf_relu", paper="FaF §4", version=4,
     description="two-layer ReLU students transferred from ablated teachers at the fractions mus, over the sample "
                 "sizes ns (the scratch flows shared by every μ); a chunk of a larger run's teachers and data sets",
     fields=(Field("d", 8, P.D), Field("m", 40, M), Field("m_star", 8, M_STAR),
