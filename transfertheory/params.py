@@ -39,12 +39,10 @@ __all__ = [
     "N",
     "D",
     "DEPTH",
-    "INSTANCES",
     "DRAWS",
     "RESOLUTION",
     "GAMMA_MAX",
     "SEED",
-    "SEEDS",
     "WIDTH",
     "GTOL",
     "LOSS_TOL",
@@ -178,14 +176,11 @@ ALPHA = Param("alpha", _REAL_POSITIVE, description="initialization scale α of t
 N = Param("n", _integer_at_least(1), integer=True, description="number of target samples")
 D = Param("d", _integer_at_least(1), integer=True, description="input dimension")
 DEPTH = Param("depth", _integer_at_least(2), integer=True, description="number of layers L of the linear network")
-INSTANCES = Param("instances", _integer_at_least(1), integer=True,
-                  description="independent target draws per (γ, θ) point of a simulation")
 DRAWS = Param("draws", _integer_at_least(1), integer=True, description="Monte Carlo or simulation draws")
 RESOLUTION = Param("resolution", Interval(2, 4000, "both"), integer=True,
                    description="grid points per axis (4000² points already take ~0.1 GB per array)")
 GAMMA_MAX = Param("gamma_max", Interval(0, 100, "right"), description="largest γ of a grid")
 SEED = Param("seed", _integer_at_least(0), integer=True, description="seed of the random generator")
-SEEDS = Param("seeds", _integer_at_least(1), integer=True, description="independent seeds (repetitions) per point")
 WIDTH = Param("width", _integer_at_least(1), integer=True, description="hidden width of a network (neurons per layer)")
 GTOL = Param("gtol", _REAL_POSITIVE, description="convergence threshold on the gradient norm")
 LOSS_TOL = Param("loss_tol", _REAL_NONNEG, description="stopping threshold on the loss")

@@ -15,7 +15,7 @@ from transfertheory._validation import Interval, check_param, scalar_or_array
 from transfertheory.theory import linear as L
 
 REAL_PARAMS = [P.GAMMA, P.THETA, P.SIGMA, P.LAM, P.ALPHA, P.GAMMA_MAX]
-INTEGER_PARAMS = [P.N, P.D, P.DEPTH, P.INSTANCES, P.DRAWS, P.RESOLUTION, P.SEED]
+INTEGER_PARAMS = [P.N, P.D, P.DEPTH, P.DRAWS, P.RESOLUTION, P.SEED]
 ALL_PARAMS = REAL_PARAMS + INTEGER_PARAMS
 
 #: (param, a valid value, an out-of-range value, the range text the message must contain)
@@ -30,7 +30,6 @@ RANGES = [
     (P.N, 1, 0, "an integer >= 1"),
     (P.D, 1, 0, "an integer >= 1"),
     (P.DEPTH, 2, 1, "an integer >= 2"),
-    (P.INSTANCES, 1, 0, "an integer >= 1"),
     (P.DRAWS, 1, 0, "an integer >= 1"),
     (P.RESOLUTION, 4000, 4001, "an integer in [2, 4000]"),
     (P.RESOLUTION, 2, 1, "an integer in [2, 4000]"),
@@ -223,4 +222,4 @@ def test_range_names_are_declared_once_across_params_and_the_theory_modules():
             if isinstance(value, P.Param) and not name.startswith("_"):
                 owners.setdefault(name, {})[id(value)] = f"{module.__name__}.{name}"
     collisions = {name: sorted(found.values()) for name, found in owners.items() if len(found) > 1}
-    assert not collisions and {"WIDTH", "SEEDS", "GTOL", "LOSS_TOL", "N", "D", "SIGMA", "SEED"} <= set(owners)
+    assert not collisions and {"WIDTH", "DRAWS", "GTOL", "LOSS_TOL", "N", "D", "SIGMA", "SEED"} <= set(owners)

@@ -95,29 +95,18 @@ class FlowSettings:
         """The controller's relative tolerance (simulators scale their ``atol`` by it)."""
         return self.controller.rtol
 
-    def updated(self, names=None, **changes) -> "FlowSettings":
-        """These settings with ``changes`` that are not None (an entry point's keyword arguments, None meaning
-        "the default"): a new record, validated; ``self`` when nothing changes. A change is a field of the
-        record (``solver=``, ``controller=``, ``gtol=``, …), ``scheme=`` (a solver of that name with its
-        default parameters, unless the solver already is one), or a parameter of the solver or the controller
-        by name (``max_stages=``, ``step_fraction=``, ``rtol=``, …). ``names`` maps a setting to the name its
-        caller's users know it by (``{"gtol": "tol"}``), which a ValueError then uses; a name that is not a
-        setting, or a parameter of another solver than the one used, is a TypeError."""
-        ranges = _ranges()
-        unknown = sorted(set(changes) - set(ranges) - {"scheme", "solver", "controller"})
+    def updated(self, **changes) -> "FlowSettings":
+        """These settings with ``changes`` that are not None (None meaning "the default"): a new record, validated;
+        ``self`` when nothing changes. A change is a field of the record (``solver=``, ``controller=``, ``gtol=``,
+        …), ``scheme=`` (a solver of that name with its default parameters, unless the solver already is one), or
+        a parameter of the solver or the controller by name (``max_stages=``, ``step_fraction=``, ``rtol=``, …); a
+        name that is not a setting, or a parameter of another solver than the one used, is a TypeError."""
+        unknown = sorted(set(changes) - set(_ranges()) - {"scheme", "solver", "controller"})
         if unknown:
             raise TypeError(f"{', '.join(map(repr, unknown))}: not an integrator setting (one of scheme, solver, "
-                            f"controller, {', '.join(ranges)})")
+                            f"controller, {', '.join(_ranges())})")
         changes = {name: value for name, value in changes.items() if value is not None}
-        if not changes:
-            return self
-        try:
-            return self._replaced(dict(changes))
-        except ValueError:  # on this path only: name a bad setting as the caller's users know it
-            for name, label in (names or {}).items():
-                if name in changes and name in ranges:
-                    ranges[name].scalar(changes[name], label)
-            raise
+        return self._replaced(changes) if changes else self
 
     def overridden(self, override, label="flow") -> "FlowSettings":
         """The settings a simulator's ``flow=`` (or ``pretrain_flow=``…) argument asks for, these being its
