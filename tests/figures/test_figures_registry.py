@@ -426,3 +426,47 @@ def test_the_merlin_and_tdr_figures_run_their_named_sweeps_sizes(profile, monkey
     points = parse_spec(NAMED_SWEEPS["tdr"], "tdr", profile).points()
     assert list(asked.value.args[0][4]) == [p["width"] for p in points]
     assert {p["draws"] for p in points} == {asked.value.args[1]["draws"]}
+
+
+@pytest.mark.parametrize("profile", ["quick", "paper"])
+def test_faf_fig4_through_a_store_asks_for_its_named_sweeps_chunks(profile):
+    """With a store, FaF Fig. 4 asks the engine for the points of the named sweep faf_fig4 (one teacher × a block
+    of its data sets each), the same point ids: the figure and ``sweep run faf_fig4`` share a store's chunks."""
+    from transfertheory.figures import simulation
+    from transfertheory.sweep import NAMED_SWEEPS, parse_spec
+
+    class Runner:
+        def rows(self, spec, label):
+            raise _Asked(spec)
+
+    token = simulation.SWEEP_RUNNER.set(Runner())
+    try:
+        with pytest.raises(_Asked) as asked:
+            catalog.get_figure("faf_fig4").make(profile, backend="numpy", progress=False)
+    finally:
+        simulation.SWEEP_RUNNER.reset(token)
+    figure_ids = _ids(parse_spec(asked.value.args[0], "faf_fig4"))
+    assert figure_ids == _ids(parse_spec(NAMED_SWEEPS["faf_fig4"], "faf_fig4", profile)) and len(figure_ids) >= 4
+
+
+def test_faf_fig4s_table_through_the_store_is_the_table_computed_here(tmp_path):
+    """The chunks read back from the store, in the figure's order, are the rows of one run, bit for bit, and carry
+    the pretraining's report that panel (a) and the boundary table need."""
+    import pandas as pd
+
+    from transfertheory.figures import faf_fig4, simulation
+    from transfertheory.sweep.runner import SweepRunner
+
+    args = dict(d=4, m=8, m_star=4, mus=(0.25, 0.5), ns=(8, 12), teachers=2, instances=2, chunk=1, seed=3,
+                backend="numpy", max_time=20.0, pretrain_max_time=20.0, rtol=None, loss_tol=1e-6)
+    here, students = faf_fig4._experiment(**args)
+    token = simulation.SWEEP_RUNNER.set(SweepRunner(str(tmp_path / "store"), workers=1, progress=False))
+    try:
+        stored, stored_students = faf_fig4._experiment(**args)
+    finally:
+        simulation.SWEEP_RUNNER.reset(token)
+    assert len(list((tmp_path / "store" / "points").glob("*.parquet"))) == 4  # 2 teachers × 2 blocks of 1
+    pd.testing.assert_frame_equal(stored[here.columns].reset_index(drop=True), here.reset_index(drop=True),
+                                  check_exact=True, check_dtype=False)
+    pd.testing.assert_frame_equal(faf_fig4.pretraining(stored), faf_fig4.pretraining(here), check_dtype=False)
+    assert np.array_equal(stored_students[0.5].W[0], students[0.5].W[0])

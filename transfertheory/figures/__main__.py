@@ -14,8 +14,9 @@ of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
 Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the workers stopped, the figures already written kept; see
-:mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF §3 simulations (Figs.
-1, 3, 6, 7) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ) in a resumable store,
+:mod:`transfertheory.figures.cli`). With ``--paper`` (or ``--store DIR``) the FaF simulations (Figs. 1, 3, 6,
+7 and 4) run through the sweep engine (:mod:`transfertheory.sweep`): one point per (γ, θ), and for Fig. 4 one
+per chunk of one teacher × a block of its data sets, in a resumable store,
 ``--workers N`` local processes or ``--scheduler ADDRESS`` (Dask); the figures are then built one after another.
 """
 from __future__ import annotations
@@ -172,7 +173,7 @@ def main(argv=None):
         from .simulation import SWEEP_RUNNER
 
         SWEEP_RUNNER.set(runner)
-        print(f"FaF §3 simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
+        print(f"FaF simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes, done = {}, {}
     groups = cli_support.task_groups(chosen)  # the figures that share a computation: one task, one process
     # with the sweep engine, the workers are its own

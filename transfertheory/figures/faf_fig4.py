@@ -48,6 +48,7 @@ import numpy as np  # pandas is imported where tables are built: a --help needs 
 
 from ..backend import to_host
 from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
+from ..sim.relu_teacher.experiment import ROW_KEYS
 from ..sim.seeding import generator
 from ..sweep.named import named_profile
 from ..theory.relu import finite_n_boundary, power_law_fit
@@ -55,6 +56,7 @@ from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .stats import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from .registry import Figure, register
+from .simulation import SWEEP_RUNNER
 
 NAME = "faf_fig4"
 TRANSFER_METHODS = ("linear", "linear_minnorm")
@@ -171,7 +173,7 @@ def _boundary(df, mus, paired, fit, seed):
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    pre = pd.DataFrame(df.attrs["pretrain"])
+    pre = pretraining(df)
     norms = df[df.method == "scratch"].groupby("teacher").target_norm_sq.first()
     rows = []
     for mu in mus:
@@ -206,6 +208,18 @@ def gram_panels(student, source, d, seed):
     return np.asarray(to_host(feature_kernel(student, probes))), feature_kernel(W_source, probes)
 
 
+def pretraining(df):
+    """One row per (μ, teacher) of an experiment's pretraining flows (``mu, teacher, pperp, pperp_source, status,
+    converged, loss, initial_loss``), from its linear-transfer rows: the same whether the table was computed here
+    or read from a sweep store."""
+    import pandas as pd
+
+    rows = df[df.method == "linear"].drop_duplicates(["mu", "teacher"]).sort_values(["mu", "teacher"])
+    return pd.DataFrame({"mu": rows.mu, "teacher": rows.teacher, "pperp": rows.pperp, "pperp_source": rows.pperp_source,
+                         "status": rows.pretrain_status, "converged": rows.pretrain_converged.astype(bool),
+                         "loss": rows.pretrain_loss, "initial_loss": rows.pretrain_initial_loss}).reset_index(drop=True)
+
+
 def convergence_counts(df):
     """{"pretraining" | "scratch" | "linear": (converged, total, largest final training loss)} of an experiment.
 
@@ -213,7 +227,7 @@ def convergence_counts(df):
     """
     import pandas as pd
 
-    flows = {"pretraining": pd.DataFrame(df.attrs["pretrain"]),
+    flows = {"pretraining": pretraining(df),
              "scratch": df[(df.method == "scratch") & (df.mu == df.mu.min())],
              "linear": df[df.method == "linear"]}
     return {name: (int(table.converged.sum()), len(table), float(table.loss.max())) for name, table in flows.items()}
@@ -327,8 +341,35 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
     return fig
 
 
+def _experiment(d, m, m_star, mus, ns, teachers, instances, chunk, seed, backend, max_time, pretrain_max_time,
+                rtol, loss_tol):
+    """The experiment's table and, for panels (a, b), the pretrained students of its first teacher by μ. With a
+    figure command's store (``--paper``, ``--store``; :data:`~.simulation.SWEEP_RUNNER`) it runs through the sweep
+    engine in chunks of one teacher × ``chunk`` data sets (the named sweep ``faf_fig4``'s points: resumable, spread
+    over workers or a cluster, rows bit-identical to one run), the students from a one-teacher run; else here."""
+    flows = dict(flow=dict(max_time=max_time, rtol=rtol, loss_tol=loss_tol),
+                 pretrain_flow=dict(max_time=pretrain_max_time, loss_tol=loss_tol),
+                 linear_flow=dict(max_time=LINEAR_MAX_TIME))
+    methods = ("scratch",) + TRANSFER_METHODS
+    runner = SWEEP_RUNNER.get()
+    if runner is None or rtol is not None:  # (the experiment's record has no rtol field)
+        df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, draws=instances, methods=methods,
+                                     seed=seed, backend=backend, **flows)
+        return df, df.attrs["students"]
+    chunk = min(chunk or instances, instances)
+    spec = dict(experiment="faf_relu", draws=chunk,
+                fixed=dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), methods=list(methods), draw_seed=seed,
+                           teachers=1, max_time=max_time, pretrain_max_time=pretrain_max_time,
+                           linear_max_time=LINEAR_MAX_TIME, loss_tol=loss_tol, pretrain_loss_tol=loss_tol),
+                axes=dict(teacher_start=list(range(teachers)), draw_start=list(range(0, instances, chunk))))
+    df = runner.rows(spec, f"faf_relu d={d}").sort_values(list(ROW_KEYS), ignore_index=True)
+    first = run_transfer_experiment(d, m, m_star, mus, ns[:1], teachers=1, draws=1, methods=("linear",), seed=seed,
+                                    backend=backend, **flows)
+    return df, first.attrs["students"]
+
+
 def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max_time=1e3, seed=0, backend=None,
-          progress=None, rtol=None, loss_tol=1e-6):
+          progress=None, rtol=None, loss_tol=1e-6, chunk=None):
     """Run the experiment, summarize it and draw the five panels; a :class:`~.output.FigureOutput`.
 
     ``max_time`` is the budget of the scratch flows; the linear-transfer flows, solved in closed form, run to
@@ -339,17 +380,14 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     import pandas as pd
 
     _check_grid(ns)
-    df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, draws=instances,
-                                 methods=("scratch",) + TRANSFER_METHODS, seed=seed,
-                                 flow=dict(max_time=max_time, rtol=rtol, loss_tol=loss_tol),
-                                 pretrain_flow=dict(max_time=pretrain_max_time, loss_tol=loss_tol),
-                                 linear_flow=dict(max_time=LINEAR_MAX_TIME), backend=backend)
+    df, students = _experiment(d, m, m_star, mus, ns, teachers, instances, chunk, seed, backend, max_time,
+                               pretrain_max_time, rtol, loss_tol)
     grid, boundary, fit = summarize(df, seed)
     gram_mu = float(mus[len(mus) // 2])
-    student = df.attrs["students"][gram_mu]  # the experiment's first teacher at the middle μ (panels a, b)
+    student = students[gram_mu]  # the experiment's first teacher at the middle μ (panels a, b)
     grams = gram_panels(student.W[0], (student.W_source[0], student.c_source[0]), d, seed)
     kernel_gap = float(np.linalg.norm(grams[0] - grams[1]) / np.linalg.norm(grams[1]))
-    pre = pd.DataFrame(df.attrs["pretrain"])
+    pre = pretraining(df)
     counts = convergence_counts(df)
     lines = [f"FaF Fig. 4 at d = {d}, m = {m}, m* = {m_star}: {teachers} teachers × {instances} data sets, "
              f"n ∈ {list(ns)}, μ ∈ {list(mus)}",
@@ -390,7 +428,7 @@ def _sizes(profile):
     they are declared): the whole run of its points, one teacher and a block of data sets each."""
     s = named_profile(NAME, profile)
     return dict(d=s["d"], m=s["m"], m_star=s["m_star"], mus=tuple(s["mus"]), ns=tuple(s["ns"]),
-                teachers=len(s["teacher_start"]), instances=s["draws"] * len(s.get("draw_start", [0])),
+                teachers=len(s["teacher_start"]), instances=s["draws"] * len(s.get("draw_start", [0])), chunk=s["draws"],
                 max_time=s["max_time"], pretrain_max_time=s["pretrain_max_time"])
 
 

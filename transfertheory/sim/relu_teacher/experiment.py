@@ -58,8 +58,11 @@ __all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSE
 
 ROW_KEYS = ("method", "mu", "n", "teacher", "draw")  # one row per key; the output is sorted by it
 COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "target_norm_sq", "pperp",
-                      "pperp_source",
+                      "pperp_source", "pretrain_status", "pretrain_converged", "pretrain_loss", "pretrain_initial_loss",
                       "converged", "status", "t_final", "steps", "grad_norm", "loss", "norm_drift")
+#: a scratch row's columns of the pretraining it does not use
+_NO_PRETRAINING = dict(pperp=np.nan, pperp_source=np.nan, pretrain_status="", pretrain_converged=np.nan,
+                       pretrain_loss=np.nan, pretrain_initial_loss=np.nan)
 _FIELDS = FAF_RELU.schema  # the parameters' ranges and defaults
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
@@ -234,12 +237,13 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
     X, y, W_rep, c_rep = samples
     out = []
     if scratch is not None:
-        out += [_rows(plan, "scratch", mu, n, scratch.W, scratch.c, W_rep, c_rep, norms, scratch,
-                      pperp=np.nan, pperp_source=np.nan) for mu in plan.mus]
+        out += [_rows(plan, "scratch", mu, n, scratch.W, scratch.c, W_rep, c_rep, norms, scratch, **_NO_PRETRAINING)
+                for mu in plan.mus]
     for mu, (pre, table, _) in pretrained.items():
         W_pre, c_pre = (xp.repeat(a, plan.draws, axis=0) for a in (pre.W, pre.c))
-        pperp = dict(pperp=np.repeat(table.pperp.to_numpy(), plan.draws),
-                     pperp_source=np.repeat(table.pperp_source.to_numpy(), plan.draws))
+        pperp = {f"pretrain_{k}" if k in ("status", "converged", "loss", "initial_loss") else k:
+                 np.repeat(table[k].to_numpy(dtype=float if k == "converged" else None), plan.draws)
+                 for k in ("pperp", "pperp_source", "status", "converged", "loss", "initial_loss")}
         both = "linear" in plan.methods and "linear_minnorm" in plan.methods  # one SVD of the features for both
         if "linear" in plan.methods:
             flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow, minnorm=both)
@@ -326,8 +330,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=_FIELDS["teachers"].
         Columns :data:`COLUMNS` (docs/relu.md): ``risk`` = E(f − f_t*)² exactly, ``risk_normalized`` =
         risk / Var f_t*(x) (``target_variance``; ``target_norm_sq`` = ‖f_t*‖²), ``pperp`` = ‖P⊥ f_t*‖² with P
         on the pretrained student's features (FaF Eq. 21; NaN for scratch), ``pperp_source`` = the same on the
-        source teacher's features, and the convergence columns (``linear``: ``steps`` 0, ``norm_drift`` NaN;
-        ``linear_minnorm``: status ``exact``). ``df.attrs["pretrain"]``: one row per (μ, teacher) of the
+        source teacher's features, ``pretrain_status``, ``pretrain_converged``, ``pretrain_loss``,
+        ``pretrain_initial_loss``: the pretraining flow of the row's student (NaN and "" for scratch; so a table
+        read back from a sweep store reports its pretraining too), and the convergence columns (``linear``:
+        ``steps`` 0, ``norm_drift`` NaN; ``linear_minnorm``: status ``exact``). ``df.attrs["pretrain"]``: one row per (μ, teacher) of the
         pretraining flows (loss, initial_loss, converged, status, t_final, steps, grad_norm, norm_drift, pperp,
         pperp_source); ``df.attrs["students"]``: μ → :class:`PretrainedStudents` (host arrays of the pretrained
         students and their source teachers); ``df.attrs`` also holds the backend and settings.
