@@ -48,6 +48,7 @@ __all__ = [
     "get_backend",
     "backend_name",
     "cupy_available",
+    "device_description",
     "device_free_memory",
     "to_host",
     "to_device",
@@ -126,6 +127,26 @@ def _one_line(exc: BaseException) -> str:
 def cupy_available() -> bool:
     """True when CuPy imports and can run a kernel on a CUDA device."""
     return _load_cupy()[0] is not None
+
+
+def device_description(name: str) -> str:
+    """The machine a backend ``name`` (``"numpy"`` or ``"cupy"``) computes on, in words, for a result's record:
+    the GPU's name for CuPy, else the CPU's model and its core count (Linux ``/proc/cpuinfo``, else
+    ``platform.processor()``)."""
+    if name == "cupy" and cupy_available():
+        cupy = _load_cupy()[0]
+        device = cupy.cuda.Device()
+        return f"GPU: {cupy.cuda.runtime.getDeviceProperties(device.id)['name'].decode()}"
+    import os
+    import platform
+
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"CPU: {model}, {os.cpu_count()} cores"
 
 
 def check_backend_name(name: str | None = None) -> str:

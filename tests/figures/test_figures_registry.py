@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -164,6 +165,9 @@ def test_quick_build_writes_figure_data_metadata_thumbnail_and_readme(tmp_path, 
     assert meta["figure"] == "faf_fig2" and meta["title"] == figure.title and meta["profile"] == "quick"
     assert meta["sources"] == list(figure.sources) and meta["version"] == transfertheory.__version__
     assert meta["backend"] == "numpy" and meta["runtime_s"] > 0
+    assert meta["device"].startswith("CPU: ") and meta["device"].endswith(f"{os.cpu_count()} cores")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+    assert meta["commit"] is None if not head else meta["commit"].removesuffix("+changes") == head
     assert meta["parameters"]["d"] == figure.profiles["quick"]["d"] == int(table["d"].iloc[0])
     assert list(meta["columns"]["faf_fig2.csv"]) == list(table.columns)  # every column defined
     assert all(meta["columns"]["faf_fig2.csv"].values())

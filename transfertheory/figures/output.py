@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..backend import device_description
 from ..cli_support import staged_files
 
 __all__ = [
@@ -232,6 +233,8 @@ def metadata_record(name, output: FigureOutput, *, title="", description="", sou
         "package": "transfertheory",
         "version": __version__,
         "backend": backend if backend is not None else "numpy (closed forms only)",
+        "device": device_description(backend or "numpy"),
+        "commit": source_commit(),
         "runtime_s": None if runtime_s is None else round(float(runtime_s), 2),
         "agreement": None if output.agreement is None else _json_value(dict(output.agreement)),
         "command": " ".join(["python -m " + _entry_module(), *sys.argv[1:]]) if sys.argv else "",
@@ -239,6 +242,22 @@ def metadata_record(name, output: FigureOutput, *, title="", description="", sou
     }
     record.update(_json_value({**output.notes, **(context or {})}))
     return record
+
+
+def source_commit():
+    """The git commit of the package's source (with ``+changes`` when its files differ from it), or None outside a
+    git checkout."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                "transfertheory"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+changes" if dirty.strip() else "")
 
 
 def _entry_module():
