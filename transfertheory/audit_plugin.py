@@ -79,6 +79,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
     if config.getoption("claims_explore") < 0:
         raise pytest.UsageError(f"--claims-explore must be >= 0, got {config.getoption('claims_explore')}")
+    _quiet_dropped_interrupts(config)
     seed = config.getoption("hypothesis_seed", None)
     if config.getoption("claims_explore") and seed is None and not _is_worker(config):
         # one seed for the run, handed to the workers with the other options, printed so that it can be repeated
@@ -102,6 +103,20 @@ def _explore(config):
     """(points per claim, seed) of ``--claims-explore``; (0, None) for the profile's fixed points."""
     count = config.getoption("claims_explore")
     return (count, int(config.getoption("hypothesis_seed"))) if count else (0, None)
+
+
+def _quiet_dropped_interrupts(config):
+    """In an audit's xdist worker, a Ctrl-C that Python drops (raised in a garbage-collector callback, e.g.
+    hypothesis's) is not printed: the parent, interrupted too, stops the workers and prints the one line."""
+    if not (_is_worker(config) and config.getoption("audit")):
+        return
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _worker_threads(config):

@@ -148,14 +148,16 @@ def _progress(args) -> str:
 
 def pytest_args(args, backend, workers=None, audit=True) -> list[str]:
     """The ``pytest.main`` arguments of a ``verify`` command line: this package's claim tests only (no
-    configuration file, conftest or cache of the current folder), the audit plugin's options, ``-k`` (a pattern
+    configuration file, conftest or cache of the current folder; no unraisable-exception plugin, whose hook would
+    print a Ctrl-C that lands in a garbage-collector callback as a warning instead of letting the command line's
+    hook deliver it again: :func:`~transfertheory.cli_support.entry_point`), the audit plugin's options, ``-k`` (a pattern
     with ``*``, ``?`` or ``[`` is a glob on the claim id), and the worker processes (pytest-xdist: ``workers``, else
     ``--workers``, else one per core; none for ``--list`` and with the sweep engine, whose workers are its own).
     ``audit=False``: only collect the claims, silently."""
     package = Path(__file__).parent
     argv = [str(package / "audit_plugin.py"), "-c", os.devnull, "--rootdir", str(package.parent), "--noconftest",
             "--disable-plugin-autoload", "-p", "_hypothesis_pytestplugin", "-p", "transfertheory.audit_plugin",
-            "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:terminal",
+            "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:terminal", "-p", "no:unraisableexception",
             "--capture=no", "--claims-profile", args.profile, "--audit-width", str(table_width()),
             "--audit-progress", _progress(args)] + (["--audit"] if audit else [])
     if args.pattern:
