@@ -36,7 +36,7 @@ from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from ...theory.methods import get_method
 from ...theory.spectra import sigma_norm, spectrum as parse_spectrum, teacher_pair
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
-from .record import FAF_LINEAR, METHODS
+from .fields import FIELDS, METHODS
 from .training import PRETRAIN_FLOW, TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
@@ -46,7 +46,7 @@ ROW_KEYS = ("method", "gamma", "theta", "lam", "draw")  # one row per key; the o
 COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "draw", "risk", "converged", "status",
            "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
            "feature_rank")
-_FIELDS = FAF_LINEAR.schema  # the model parameters' ranges and defaults
+_FIELDS = FIELDS  # the model parameters' ranges and defaults
 
 
 def _grid(field, values, name):
@@ -149,7 +149,9 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
           linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` through the fields of ``faf_linear`` (ValueError
     naming the parameter and its range)."""
-    check = FAF_LINEAR.check
+    def check(name, value):
+        return FIELDS[name].check(value)
+
     d = check("d", d)
     gammas = _grid("gamma", gammas, "gammas")
     if isinstance(methods, str):

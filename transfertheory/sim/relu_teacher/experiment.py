@@ -46,7 +46,7 @@ from ..integrator import FlowSettings
 from ..seeding import generator
 from .network import FlowReport, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
-from .record import FAF_RELU, METHODS
+from .fields import FIELDS, METHODS
 from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
                               training_memory)
 
@@ -63,7 +63,7 @@ COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_var
 #: a scratch row's columns of the pretraining it does not use
 _NO_PRETRAINING = dict(pperp=np.nan, pperp_source=np.nan, pretrain_status="", pretrain_converged=np.nan,
                        pretrain_loss=np.nan, pretrain_initial_loss=np.nan)
-_FIELDS = FAF_RELU.schema  # the parameters' ranges and defaults
+_FIELDS = FIELDS  # the parameters' ranges and defaults
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
 #: the table's statuses: the integrator's (``loss_tol``: FaF's rule) and ``exact`` (``linear_minnorm``)
@@ -126,7 +126,9 @@ def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, p
           teacher_start=0, draw_start=0) -> _Plan:
     """Validate the arguments through the fields of ``faf_relu`` (ValueError naming the parameter and its range)
     and resolve the flows' settings (``linear_flow`` over the target flow's)."""
-    check = FAF_RELU.check
+    def check(name, value):
+        return FIELDS[name].check(value)
+
     m_star = check("m_star", m_star)
     mus = _values("mus", mus)
     for mu in mus:
