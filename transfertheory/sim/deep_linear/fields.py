@@ -1,6 +1,6 @@
-"""The parameters of FaF §3's simulator (:func:`~.experiment.run_transfer_experiment`), declared once: each one's
+"""The parameters of FaF §3's simulator (:func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`), declared once: each one's
 default and valid range, which the entry point validates its arguments through and which are the fields of the
-experiment record ``faf_linear`` (:mod:`.record`)."""
+experiment record ``faf_linear`` (:mod:`transfertheory.sim.deep_linear.record`)."""
 from __future__ import annotations
 
 from ... import params as P

@@ -2,7 +2,7 @@
 :func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`) and ``faf_surface`` (the closed forms
 at one (method, γ, θ, σ, λ)).
 
-The fields of ``faf_linear`` are :data:`.fields.FIELDS`, where each parameter's range and default is declared once;
+The fields of ``faf_linear`` are :data:`~transfertheory.sim.deep_linear.fields.FIELDS`, where each parameter's range and default is declared once;
 the entry point validates its arguments through them (a grid argument through its scalar field's range), so a bad
 value is the same ValueError from a sweep file and from a call.
 """

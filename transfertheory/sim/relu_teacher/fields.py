@@ -1,6 +1,6 @@
-"""The parameters of FaF §4's simulator (:func:`~.experiment.run_transfer_experiment`), declared once: each one's
+"""The parameters of FaF §4's simulator (:func:`~transfertheory.sim.relu_teacher.experiment.run_transfer_experiment`), declared once: each one's
 default and valid range, which the entry point validates its arguments through and which are the fields of the
-experiment record ``faf_relu`` (:mod:`.record`)."""
+experiment record ``faf_relu`` (:mod:`transfertheory.sim.relu_teacher.record`)."""
 from __future__ import annotations
 
 import numpy as np

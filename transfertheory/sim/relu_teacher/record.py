@@ -4,7 +4,7 @@ pretrained students are shared by the ``ns``, the scratch flows by the ``mus``).
 teachers and data sets (``teacher_start``, ``draw_start``, the run's ``draw_seed``), which gives the run's rows bit
 for bit.
 
-Its fields are :data:`.fields.FIELDS`, where each parameter's range and default is declared once (the entry point
+Its fields are :data:`~transfertheory.sim.relu_teacher.fields.FIELDS`, where each parameter's range and default is declared once (the entry point
 validates its arguments through them).
 """
 from __future__ import annotations
