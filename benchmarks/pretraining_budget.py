@@ -50,7 +50,7 @@ def main(argv=None):
         ratio = R.population_loss(W, c, source.W, source.c) / initial
         rows.append({"t": t, "ratio": ratio.tolist(), "status": [str(s) for s in report.status],
                      "seconds": round(time.perf_counter() - start, 1)})
-        print(f"t = {t:9.4g}: loss/initial {np.array2string(ratio, precision=3)}  statuses "
+        print(f"t = {t:9.4g}: loss/initial {np.array2string(ratio, formatter={'float': '{:.3e}'.format})}  statuses "
               f"{sorted(set(rows[-1]['status']))}  ({rows[-1]['seconds']} s)", flush=True)
     if args.json:
         with open(args.json, "w") as out:
