@@ -305,7 +305,7 @@ class AuditReport:
 
     def _progress(self):
         if self.next < len(self.ids) and self.config.getoption("audit_progress") == "lines":
-            self._print(audit_table.progress_line(self.next + 1, len(self.ids), self.ids[self.next]))
+            self._print(f"[{self.next + 1}/{len(self.ids)}] {self.ids[self.next]} …")  # before the claim runs
         if self.bar is not None and self.next < len(self.ids):
             self.bar.set_postfix_str(self.ids[self.next])
 

@@ -404,13 +404,7 @@ def task_groups(items):
     """``items`` (records with a ``shares`` attribute: claims, figures) as tasks for :func:`in_workers`: the items that
     name the same computation in ``shares`` (computed once per process and cached) in one task at the place of the
     first of them, in their order, so that a worker process computes it once; every other item alone."""
-    groups, shared = [], {}
-    for item in items:
-        if item.shares is None:
-            groups.append([item])
-        elif item.shares in shared:
-            shared[item.shares].append(item)
-        else:
-            shared[item.shares] = [item]
-            groups.append(shared[item.shares])
-    return groups
+    groups = {}  # (in the order of their first items)
+    for index, item in enumerate(items):
+        groups.setdefault(index if item.shares is None else ("shares", item.shares), []).append(item)
+    return list(groups.values())
