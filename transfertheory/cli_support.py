@@ -249,9 +249,7 @@ def resolve_backend(choice, default=None):
 def _existing_ancestor(path: Path) -> Path:
     """``path`` or its nearest ancestor that exists (as anything)."""
     path = path.absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
+    return next(p for p in (path, *path.parents) if p.exists())
 
 
 def _folder_problem(folder: Path) -> str | None:
