@@ -36,7 +36,8 @@ One mechanism per concern, so that every command line behaves the same:
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation modules
 :mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the
-command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers and the benchmarks can all use it.
+command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers, the sweep store (:func:`process_alive`)
+and the benchmarks can all use it.
 """
 from __future__ import annotations
 
@@ -316,7 +317,7 @@ def require_writable(exit_code, *, folders=(), files=()):
             seen[real] = flag
 
 
-def _alive(pid) -> bool:
+def process_alive(pid) -> bool:
     """Whether process ``pid`` runs on this machine (another user's included)."""
     try:
         os.kill(pid, 0)
@@ -332,7 +333,7 @@ def _remove_dead_temporaries(path: Path):
     never one of a running process."""
     for temporary in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         pid = temporary.name[len(path.name) + 2:-len(".tmp")]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             temporary.unlink(missing_ok=True)
 
 
