@@ -36,7 +36,7 @@ One mechanism per concern, so that every command line behaves the same:
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation modules
 :mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the
-command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers, the sweep store (:func:`process_alive`)
+command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers, the sweep store (``process_alive``)
 and the benchmarks can all use it.
 """
 from __future__ import annotations
