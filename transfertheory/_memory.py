@@ -48,20 +48,17 @@ def parse_memory(value, name: str = "max_memory") -> int:
 
     Raises ValueError naming ``name`` for anything else, zero or a negative size.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
+    size = None
     if isinstance(value, str):
         match = _SIZE.match(value)
-        if match is None:
-            raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
-        size = float(match.group(1)) * _UNITS[match.group(2).upper()]
-    else:
+        if match is not None:
+            size = float(match.group(1)) * _UNITS[match.group(2).upper()]
+    elif not isinstance(value, bool):
         try:
             size = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', "
-                             f"got {value!r}") from None
-    if not math.isfinite(size) or size <= 0:
+            pass
+    if size is None or not math.isfinite(size) or size <= 0:
         raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
     return int(size)
 
@@ -87,11 +84,11 @@ def set_limit(size: int | None) -> None:
 
 def format_bytes(size: float) -> str:
     """``"7.3 TiB"``: a byte count in binary units, three significant digits."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if size < 1024 or unit == "PiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
             return f"{size:.3g} {unit}"
         size /= 1024
-    raise AssertionError("unreachable")
+    return f"{size:.3g} PiB"
 
 
 def _host_available() -> int | None:

@@ -69,11 +69,8 @@ class Interval:
         return lo_ok and hi_ok
 
     def __str__(self) -> str:
-        def fmt(v):
-            for value, text in ((np.pi, "π"), (np.pi / 2, "π/2"), (np.inf, "inf"), (-np.inf, "-inf")):
-                if v == value:
-                    return text
-            return f"{v:g}"
+        def fmt(v):  # (format "g" writes inf and -inf as such)
+            return {np.pi: "π", np.pi / 2: "π/2"}.get(v, f"{v:g}")
 
         left = "[" if self.left_closed else "("
         right = "]" if self.right_closed else ")"

@@ -19,6 +19,7 @@ records (the docs site reads the JSON). Options (group "claims audit"): ``--clai
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -122,8 +123,6 @@ def _quiet_dropped_interrupts(config):
 def _worker_threads(config):
     """In an audit's xdist worker, the BLAS threads of one of N workers (⌊cores / N⌋, :mod:`transfertheory.threads`);
     elsewhere the process's own setting (a command line's, or the test suite's)."""
-    import contextlib
-
     if not (_is_worker(config) and config.getoption("audit")):
         return contextlib.nullcontext()
     return threads.blas_threads(threads.threads_per_worker(config.workerinput["workercount"]))
@@ -238,8 +237,6 @@ def pytest_collection_finish(session):
 
 def _output(config):
     """A context in which what is printed reaches the terminal (pytest's capture suspended, where it runs)."""
-    import contextlib
-
     capture = config.pluginmanager.getplugin("capturemanager")
     return capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
 
@@ -305,7 +302,7 @@ class AuditReport:
 
     def _progress(self):
         if self.next < len(self.ids) and self.config.getoption("audit_progress") == "lines":
-            self._print(audit_table.progress_line(self.next + 1, len(self.ids), self.ids[self.next]))
+            self._print(f"[{self.next + 1}/{len(self.ids)}] {self.ids[self.next]} …")  # before the claim runs
         if self.bar is not None and self.next < len(self.ids):
             self.bar.set_postfix_str(self.ids[self.next])
 

@@ -15,13 +15,14 @@ the claims finish (:class:`AuditTable`). See docs/verify.md.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 import sys
 import textwrap
 
 __all__ = ["COLUMNS", "MIN_WIDTH", "NON_TTY_WIDTH", "AuditTable", "format_listing", "format_notes", "format_table",
-           "outcome_record", "progress_line", "table_width"]
+           "outcome_record", "table_width"]
 
 #: the table's columns (the claim's source is on the line below its row)
 COLUMNS = ("claim", "requires", "measured", "held", "status", "seconds")
@@ -112,16 +113,8 @@ def _wrap(text, width):
 def _block(cells, widths, right=()):
     """One row whose cells wrap within their columns; the row is as many lines as its tallest cell."""
     wrapped = [_wrap(str(cell), width) for cell, width in zip(cells, widths)]
-    lines = []
-    for i in range(max(map(len, wrapped))):
-        parts = [(cell[i] if i < len(cell) else "") for cell in wrapped]
-        lines.append(_GAP.join(p.rjust(w) if k in right else p.ljust(w)
-                               for k, (p, w) in enumerate(zip(parts, widths))).rstrip())
-    return lines
-
-
-def _indented(text, width):
-    return [_INDENT + line for line in _wrap(text, width - len(_INDENT))]
+    return [_GAP.join(p.rjust(w) if k in right else p.ljust(w) for k, (p, w) in enumerate(zip(parts, widths))).rstrip()
+            for parts in itertools.zip_longest(*wrapped, fillvalue="")]
 
 
 def _fit(widths, narrowing, width):
@@ -133,12 +126,6 @@ def _fit(widths, narrowing, width):
         widths[i] -= cut
         over -= cut
     return widths
-
-
-def _fmt(value):
-    if value is None:
-        return "-"
-    return "0" if value == 0 else f"{value:.3g}"
 
 
 class AuditTable:
@@ -157,12 +144,15 @@ class AuditTable:
 
     def row(self, record) -> str:
         held = {True: "yes", False: "no", None: "-"}[record["held"]]
-        cells = [record["claim"], record["requires"] or "-", _fmt(record["measured"]), held, record["status"],
-                 f"{record['seconds']:.2f}"]
+        value = record["measured"]
+        measured = "-" if value is None else "0" if value == 0 else f"{value:.3g}"
+        seconds = f"{record['seconds']:.2f}"
+        cells = [record["claim"], record["requires"] or "-", measured, held, record["status"], seconds]
         source = record["source"]
         if record["category"]:
             source = f"{source} — {record['category']}: {record['erratum']}"
-        return "\n".join([*_block(cells, self.widths, self._right), *_indented(source, self.width)])
+        source_lines = [_INDENT + line for line in _wrap(source, self.width - len(_INDENT))]
+        return "\n".join([*_block(cells, self.widths, self._right), *source_lines])
 
 
 def format_table(records, width=None):
@@ -184,11 +174,6 @@ def format_listing(selected, width):
     for c in selected:
         lines += _block([c.id, c.expected, c.kind, c.source], widths)
     return "\n".join(lines)
-
-
-def progress_line(index, total, claim_id):
-    """The line printed before a claim runs when stdout is not a terminal."""
-    return f"[{index}/{total}] {claim_id} …"
 
 
 def format_notes(outcome, profile, width):

@@ -36,7 +36,8 @@ One mechanism per concern, so that every command line behaves the same:
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation modules
 :mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the
-command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers and the benchmarks can all use it.
+command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers, the sweep store (``process_alive``)
+and the benchmarks can all use it.
 """
 from __future__ import annotations
 
@@ -249,9 +250,7 @@ def resolve_backend(choice, default=None):
 def _existing_ancestor(path: Path) -> Path:
     """``path`` or its nearest ancestor that exists (as anything)."""
     path = path.absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
+    return next(p for p in (path, *path.parents) if p.exists())
 
 
 def _folder_problem(folder: Path) -> str | None:
@@ -318,7 +317,7 @@ def require_writable(exit_code, *, folders=(), files=()):
             seen[real] = flag
 
 
-def _alive(pid) -> bool:
+def process_alive(pid) -> bool:
     """Whether process ``pid`` runs on this machine (another user's included)."""
     try:
         os.kill(pid, 0)
@@ -334,7 +333,7 @@ def _remove_dead_temporaries(path: Path):
     never one of a running process."""
     for temporary in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         pid = temporary.name[len(path.name) + 2:-len(".tmp")]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             temporary.unlink(missing_ok=True)
 
 
@@ -404,13 +403,7 @@ def task_groups(items):
     """``items`` (records with a ``shares`` attribute: claims, figures) as tasks for :func:`in_workers`: the items that
     name the same computation in ``shares`` (computed once per process and cached) in one task at the place of the
     first of them, in their order, so that a worker process computes it once; every other item alone."""
-    groups, shared = [], {}
-    for item in items:
-        if item.shares is None:
-            groups.append([item])
-        elif item.shares in shared:
-            shared[item.shares].append(item)
-        else:
-            shared[item.shares] = [item]
-            groups.append(shared[item.shares])
-    return groups
+    groups = {}  # (in the order of their first items)
+    for index, item in enumerate(items):
+        groups.setdefault(index if item.shares is None else ("shares", item.shares), []).append(item)
+    return list(groups.values())

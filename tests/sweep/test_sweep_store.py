@@ -334,7 +334,7 @@ def _computed(out):
 def _writers(store):
     """point_id → the process id that wrote it (from each point file's metadata)."""
     found = Store(store)
-    return {pid: found.metadata(pid).get("pid") for pid in found.scan_points()}
+    return {pid: found.metadata(pid).get("pid") for pid in found.done()}
 
 
 def test_two_runs_started_together_compute_each_point_exactly_once(tmp_path):

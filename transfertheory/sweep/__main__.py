@@ -170,7 +170,7 @@ def _table(args):
     if args.out is not None and not args.out.endswith((".csv", ".parquet")):
         raise ValueError(f"--out: FILE must end in .csv or .parquet, got {args.out}")
     store = _store(args.store)
-    if args.out is not None and _inside(Path(args.out), store.root):
+    if args.out is not None and Path(args.out).resolve().is_relative_to(store.root.resolve()):  # (links resolved)
         raise ValueError(f"--out: {args.out} is inside the store {args.store}, which holds only its own files; "
                          f"write it elsewhere")
     cli_support.require_writable(EXIT_USAGE, files=[("--out", args.out)])
@@ -190,15 +190,6 @@ def _table(args):
             table.to_parquet(stage(args.out), index=False)
     print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
     return EXIT_OK
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` (which may not exist yet) lies in ``folder``, links resolved."""
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
-        return False
-    return True
 
 
 @cli_support.entry_point

@@ -26,6 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ..cli_support import process_alive
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -120,20 +122,10 @@ def temporary_owner(path: Path) -> tuple:
     return parts[0], pid, parts[3] if len(parts) > 3 else HOST
 
 
-def _alive(pid) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def temporary_is_stale(path: Path, claimed) -> bool:
     """Whether the temporary file ``path`` was left by a dead writer, given ``claimed`` — whether the claim of its
     name is held now (True, False, or None without file locks: then judged by its writer's pid on this host)."""
     if claimed is not None:
         return not claimed
     _, pid, host = temporary_owner(path)
-    return host == HOST and pid is not None and not _alive(pid)
+    return host == HOST and pid is not None and not process_alive(pid)

@@ -41,7 +41,6 @@ __all__ = ["SweepSpec", "parse_spec", "load_toml", "parse_assignment", "grid_siz
 
 FIELDS = ("experiment", "description", "seed", "draws", "fixed", "axes", "profiles")
 PROFILE_FIELDS = ("draws", "fixed", "axes")
-_RANGE_KEYS = {"start", "stop", "num", "log"}
 #: the largest grid parse_spec builds unless told otherwise (``--max-points``; why: docs/sweeps.md)
 MAX_POINTS = 100_000
 

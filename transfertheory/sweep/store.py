@@ -371,11 +371,9 @@ class Store:
                     found.legacy[path] = path.stem
                 else:
                     found.foreign[path] = "foreign: not written by the sweep store (never read)"
-        for folder in (self.failed, self.logs, self.meta):
-            if folder.is_dir():
-                found.temporary += sorted(folder.glob(".*.tmp"))
-        if self.claims.is_dir():
-            found.claimed = sorted(p.stem for p in self.claims.glob("*.claim") if C.is_claimed(p))
+        for folder in (self.failed, self.logs, self.meta):  # (the glob of a missing folder is empty)
+            found.temporary += sorted(folder.glob(".*.tmp"))
+        found.claimed = sorted(p.stem for p in self.claims.glob("*.claim") if C.is_claimed(p))
         return found
 
     # ------------------------------------------------------------------ reading
@@ -385,20 +383,11 @@ class Store:
         return _json_file(path, "manifest") if path.is_file() else {}
 
     def done(self) -> set:
-        """point_ids with a valid point file."""
-        return set(self.scan_points())
-
-    def scan_points(self) -> dict:
-        """point_id → path of each valid point file (``points/`` only: what :meth:`done` counts)."""
-        if not self.points.is_dir():
-            return {}
-        return {p.stem: p for p in sorted(self.points.glob("*.parquet"))
-                if _POINT_NAME.match(p.name) and self._why_not(p) is None}
+        """point_ids with a valid point file (in ``points/``)."""
+        return {p.stem for p in self.points.glob("*.parquet") if _POINT_NAME.match(p.name) and self._why_not(p) is None}
 
     def failures(self) -> dict:
         """point_id → failure record of the points whose last attempt raised."""
-        if not self.failed.is_dir():
-            return {}
         records = {p.stem: _json_file(p, "failure record") for p in self.failed.glob("*.json")}
         for path, record in ((self.failed / f"{pid}.json", r) for pid, r in records.items()):
             if not isinstance(record.get("error"), str):
