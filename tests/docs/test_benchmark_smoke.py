@@ -1,10 +1,12 @@
 """Smoke tests of the benchmark scripts: they run and print their reports (no timing assertions)."""
 import configparser
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -222,3 +224,15 @@ def test_claims_cpu_benchmark_prints_the_most_expensive_claims_and_writes_csv(tm
     assert list(table.columns) == ["claim", "status", "cpu_s", "wall_s", "points"]
     assert len(table) >= 3 and set(table.status) == {"PASS"} and (table.cpu_s >= 0).all()
     assert _run("-k", "no-such-claim", script=os.path.join(ROOT, "benchmarks", "bench_claims.py")).returncode == 2
+
+
+def test_pretraining_budget_continues_the_flows_and_the_loss_keeps_falling(tmp_path):
+    record = tmp_path / "budget.json"
+    out = _run("--d", "6", "--m", "12", "--m-star", "4", "--teachers", "2", "--times", "20", "80", "--json", str(record),
+               script=os.path.join(ROOT, "benchmarks", "pretraining_budget.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = json.loads(record.read_text())["rows"]
+    assert [row["t"] for row in rows] == [20.0, 80.0] and len(out.stdout.splitlines()) == 2
+    early, late = (np.array(row["ratio"]) for row in rows)
+    # gradient flow never raises the loss: the continued flow ends below where the first segment did
+    assert early.shape == (2,) and (0 < late).all() and (late < early).all() and (early < 1).all()
