@@ -118,6 +118,28 @@ def test_figures_readme_lists_the_quick_and_the_paper_size_builds(tmp_path):
     assert "at the paper's sizes" not in own and f"{other} --paper`" in own
 
 
+def test_a_smaller_profile_in_the_paper_gallery_is_never_called_the_papers_sizes(tmp_path):
+    """A build of another profile in figures/paper/ (a paper profile too long for the CPU): both galleries name its
+    profile, never "the paper's sizes", and say why it stands in (its NAME.json, else the registry)."""
+    from transfertheory.figures import gallery as readme
+
+    name, other = list(figures())[:2]
+    for figure in (name, other):
+        _fake_build(tmp_path, figure, "quick")
+    _fake_build(tmp_path / "paper", name, "full", stands_in_for_paper="too long for two cores")
+    _fake_build(tmp_path / "paper", other, "full")
+    page = gallery_pages(tmp_path)[f"gallery/{name}.rst"]
+    assert "**profile full, standing in for the paper's sizes** — 1.2 s, backend numpy" in page
+    assert "**the paper's sizes**" not in page and ".. note:: Not the paper's sizes: too long for two cores." in page
+    text = readme.render_readme(tmp_path)
+    assert f"- At profile full, standing in for the paper's sizes: [paper/{name}.png]" in text
+    assert "Why: too long for two cores." in text and f"](paper/{name}.png) (profile `full`) |" in text
+    reason = readme.stand_in_reason(figures()[other], "full")
+    assert f"- Not the paper's sizes: {reason}." in readme.render_readme(tmp_path / "paper")
+    assert "- Not the paper's sizes: too long for two cores." in readme.render_readme(tmp_path / "paper")
+    assert "Not the paper's sizes" not in readme.render_readme(tmp_path)
+
+
 def test_figures_warns_that_it_rewrites_the_committed_gallery_without_out():
     """``python -m transfertheory.figures NAME`` writes into figures/, over the committed files: --help and
     docs/figures.md say so and name --out."""

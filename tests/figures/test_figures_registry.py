@@ -355,8 +355,13 @@ def test_all_quick_builds_every_figure_within_the_tolerance(tmp_path, capsys):
 def test_every_paper_profile_says_how_it_relates_to_the_paper_and_a_paper_build_records_it():
     for name, figure in catalog.figures().items():
         assert len(figure.paper_sizes) > 40, name
-        assert registry_cli._context(figure, "paper") == {"profile": "paper", "paper_sizes": figure.paper_sizes}
-        assert registry_cli._context(figure, "quick") == {"profile": "quick"}
+        for out in ("figures", "figures/paper", "elsewhere/paper/"):
+            assert registry_cli._context(figure, "paper", out) == {"profile": "paper", "paper_sizes": figure.paper_sizes}
+        assert registry_cli._context(figure, "quick", "figures") == {"profile": "quick"}
+        # another profile built into the paper-size gallery says, in NAME.json, why it stands in for the paper's
+        stand_in = registry_cli._context(figure, "full", "figures/paper/")
+        assert stand_in == {"profile": "full", "stands_in_for_paper": figure.paper_stand_in
+                            or "profile full built in place of the paper profile"}
     with pytest.raises(ValueError, match="lacks paper_sizes"):
         registry.Figure("new", "t", "d", (), print, {"quick": {}, "paper": {}})
 

@@ -90,9 +90,15 @@ def figures():
     return registered()
 
 
-def _context(figure, profile):
-    """The metadata a build adds to ``NAME.json``: the profile and, at the paper's, how it relates to the paper."""
-    return {"profile": profile, **({"paper_sizes": figure.paper_sizes} if profile == "paper" else {})}
+def _context(figure, profile, out):
+    """The metadata a build adds to ``NAME.json``: the profile and, at the paper's, how it relates to the paper;
+    another profile built into the paper-size gallery says why it stands in for the paper's sizes."""
+    from .gallery import PAPER, stand_in_reason
+
+    if profile == "paper":
+        return {"profile": profile, "paper_sizes": figure.paper_sizes}
+    return {"profile": profile, **({"stands_in_for_paper": stand_in_reason(figure, profile)}
+                                   if Path(out).name == PAPER else {})}
 
 
 def _build_and_write(task):
@@ -111,7 +117,7 @@ def _build_and_write(task):
         runtime = timer.elapsed
         code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtime:.1f} s; ",
                                 **figure.labels(), backend=backend if figure.simulates else None,
-                                runtime_s=runtime, thumbnail=True, context=_context(figure, args.profile))
+                                runtime_s=runtime, thumbnail=True, context=_context(figure, args.profile, args.out))
     return runtime, code, printed.getvalue(), None
 
 

@@ -17,7 +17,7 @@ from .output import THUMBNAIL
 from .catalog import figures
 
 __all__ = ["README", "PAPER", "NOT_YET_PAPER", "render_readme", "write_readme", "load_metadata", "format_value",
-           "where_run"]
+           "where_run", "paper_build", "stand_in_reason", "stand_in_note"]
 
 README = "README.md"
 #: the subfolder of a gallery holding its paper-profile builds (``figures/paper/``)
@@ -85,15 +85,37 @@ def where_run(meta):
     return f"{timing} on {device} ({backend})" if device else f"{timing}, backend {backend}"
 
 
+def stand_in_reason(figure, profile) -> str:
+    """Why a ``profile`` build of ``figure`` stands in for its paper-size build (the registry's
+    ``paper_stand_in``, or the plain fact)."""
+    return figure.paper_stand_in or f"profile {profile} built in place of the paper profile"
+
+
+def stand_in_note(figure, meta) -> str:
+    """Why the paper-size gallery's build ``meta`` of ``figure`` is not at the paper's sizes ("" when it is): what
+    its ``NAME.json`` says, else :func:`stand_in_reason`."""
+    profile = meta.get("profile")
+    return "" if profile == "paper" else meta.get("stands_in_for_paper") or stand_in_reason(figure, profile)
+
+
+def paper_build(meta) -> str:
+    """What the paper-size gallery's build of a figure is: "the paper's sizes", or the profile standing in for
+    them (never called the paper's sizes)."""
+    profile = meta.get("profile", "?")
+    return "the paper's sizes" if profile == "paper" else f"profile {profile}, standing in for the paper's sizes"
+
+
 def _paper_line(figure, out):
     """The section's line on the paper-size build in ``out/paper/``."""
     meta = load_metadata(out / PAPER / f"{figure.name}.json")
     if meta is None:
         return (f"- At the paper's sizes: {NOT_YET_PAPER} "
                 f"(`python -m transfertheory.figures {figure.name} --paper --out figures/{PAPER}`).")
-    return (f"- At the paper's sizes: [{PAPER}/{figure.name}.png]({PAPER}/{figure.name}.png), {where_run(meta)}"
+    line = (f"- At {paper_build(meta)}: [{PAPER}/{figure.name}.png]({PAPER}/{figure.name}.png), {where_run(meta)}"
             f" (its data [{PAPER}/{figure.name}.csv]({PAPER}/{figure.name}.csv), metadata "
             f"[{PAPER}/{figure.name}.json]({PAPER}/{figure.name}.json)).")
+    note = stand_in_note(figure, meta)
+    return line + (f" Why: {note}." if note else "")
 
 
 def _section(figure, meta, out):
@@ -107,6 +129,8 @@ def _section(figure, meta, out):
         lines += [f"- Not built yet: `python -m transfertheory.figures {figure.name} {profile}`.", *paper]
         return lines
     runtime = meta.get("runtime_s")
+    if out.name == PAPER and stand_in_note(figure, meta):
+        lines.append(f"- Not the paper's sizes: {stand_in_note(figure, meta)}.")
     lines += [
         f"- Built with profile `{meta.get('profile', '?')}`: {_parameters(meta.get('parameters', {}))}.",
         f"- Backend {meta.get('backend')}, {runtime:.1f} s (transfertheory {meta.get('version')})."
@@ -136,7 +160,8 @@ def render_readme(out) -> str:
         row = f"| [`{figure.name}`](#{figure.name}--{_anchor(figure.title)}) | {figure.title} | {runtime} | {backend} |"
         if both:
             paper = load_metadata(out / PAPER / f"{figure.name}.json")
-            row += (f" [{where_run(paper)}]({PAPER}/{figure.name}.png) |" if paper is not None
+            stand_in = "" if paper is None or paper.get("profile") == "paper" else f" (profile `{paper.get('profile')}`)"
+            row += (f" [{where_run(paper)}]({PAPER}/{figure.name}.png){stand_in} |" if paper is not None
                     else f" {NOT_YET_PAPER} |")
         rows.append(row)
         sections += ["", *_section(figure, meta, out)]

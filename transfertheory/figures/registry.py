@@ -48,7 +48,10 @@ class Figure:
     Figs. 1 and 3): ``python -m transfertheory.figures`` builds the figures that share one in the same worker
     process, one after the other. paper_sizes: how the ``paper`` profile relates to the sizes the paper states
     (the same, where they differ and why, or that the paper states none); a paper-profile build writes it into
-    ``NAME.json`` as ``paper_sizes``.
+    ``NAME.json`` as ``paper_sizes``. paper_stand_in: why the paper-size gallery may hold a smaller profile of
+    this figure (a paper profile the CPU cannot finish in a session) and how the paper-size run is completed; a
+    build of another profile into a folder named ``paper`` writes it into ``NAME.json`` as ``stands_in_for_paper``
+    and the galleries show it beside that build, which they never call the paper's sizes.
     """
 
     name: str
@@ -62,6 +65,7 @@ class Figure:
     gpu_pays: bool = True
     shares: str | None = None
     paper_sizes: str = ""
+    paper_stand_in: str = ""
 
     def __post_init__(self):
         missing = [p for p in REQUIRED_PROFILES if p not in self.profiles]

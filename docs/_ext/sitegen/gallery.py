@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transfertheory.figures.gallery import NOT_YET_PAPER, PAPER, format_value, load_metadata, where_run
+from transfertheory.figures.gallery import (NOT_YET_PAPER, PAPER, format_value, load_metadata, paper_build,
+                                           stand_in_note, where_run)
 from transfertheory.figures.output import THUMBNAIL
 from transfertheory.figures.catalog import figures
 
@@ -39,9 +40,10 @@ def _agreement(meta: dict) -> list[str]:
             "draws converged.", ""]
 
 
-def _built(meta: dict, where: str) -> list[str]:
+def _built(meta: dict, where: str, reason: str = "") -> list[str]:
     return [f"The {where} image is the committed ``{meta.get('profile', '?')}`` build ({rst_escape(where_run(meta))}, "
             f"transfertheory {meta.get('version', '?')}).", "",
+            *([f".. note:: Not the paper's sizes: {rst_escape(reason)}.", ""] if reason else []),
             *_parameter_table(f"Parameters of the {where} build", meta.get("parameters", {})), *_agreement(meta)]
 
 
@@ -69,14 +71,14 @@ def figure_page(figure, folder: Path) -> str:
     paper_command = f"python -m transfertheory.figures {figure.name} --paper --out figures/{PAPER}"
     lines = [*heading(f"``{figure.name}`` — {rst_escape(figure.title)}"), ".. container:: figure-pair", "",
              *_cell(figure.name, folder, meta, "quick profile (CPU-sized)", quick_command),
-             *_cell(figure.name, folder / PAPER, paper, "the paper's sizes", paper_command)]
+             *_cell(figure.name, folder / PAPER, paper, paper_build(paper or {"profile": "paper"}), paper_command)]
     lines += [rst_escape(figure.description), "",
               f"**Reproduces:** {rst_escape(', '.join(figure.sources))}.", "",
               "**Rebuild it** (quick: CPU-sized; paper: the paper's sizes, into ``figures/paper/``):", "",
               ".. code-block:: bash", "", f"   {quick_command}", f"   {paper_command}", ""]
     lines += (_built(meta, "quick") if meta is not None
               else ["Not built in this repository yet; the quick command above builds it.", ""])
-    lines += (_built(paper, "paper-size") if paper is not None
+    lines += (_built(paper, "paper-size", stand_in_note(figure, paper)) if paper is not None
               else [f"Paper's sizes: {NOT_YET_PAPER}; the paper command above builds it.", ""])
     lines += _parameter_table("Parameters of the paper profile", figure.profiles["paper"])
     lines += [f"**Code:** the module :mod:`{module}` (builder :func:`{module}.{builder.__name__}`, with "
