@@ -414,7 +414,7 @@ def test_fig4_build_turns_a_bad_grid_into_an_error_naming_it_before_any_work(mon
         raise AssertionError("the experiment started")
 
     monkeypatch.setattr(faf_fig4, "run_transfer_experiment", refuse)
-    tiny = dict(d=4, m=8, m_star=3, mus=(0.3, 0.6), ns=(8, 16, 32), teachers=2, instances=2, backend="numpy")
+    tiny = dict(d=4, m=8, m_star=3, mus=(0.3, 0.6), ns=(8, 16, 32), teachers=2, draws=2, backend="numpy")
     for bad, named in ((dict(ns=(32, 16, 8)), "ns"), (dict(ns=(8, 16)), "ns")):
         with pytest.raises(ValueError, match=named):
             faf_fig4.build(**{**tiny, **bad})

@@ -89,19 +89,19 @@ def _distances(stages, keep):
     return (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
 
 
-def width_study(widths, seeds, backend=None):
+def width_study(widths, draws, backend=None):
     """Table of panel (a): one row per width (:data:`COLUMNS`), the pair at θ = 1 of the shared-inputs family
     with target inputs rotated by φ = 1 (so both inputs and labels differ); statistics over converged networks."""
     x_p, y_p, _, _ = task_pair("shared-inputs", 1.0)
     _, _, x_q, _ = task_pair("shared-labels", 1.0)
     y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
     summary = transfer_summary(x_p, y_p, x_q, y_q)
-    rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=seeds, backend=backend)
+    rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=draws, backend=backend)
     for width, part in table.groupby("width", sort=False):
         stages, keep, final_loss = _stages(part)
         (finetune, scratch), pretrain = _distances(stages, keep), stages["pretrain"]
         measured_change = (pretrain["gradient_norm_pretrained"] - pretrain["gradient_norm_init"]).to_numpy()[keep]
-        rows.append(dict(width=width, seeds=seeds, finetune_mean=finetune.mean() if keep.any() else np.nan,
+        rows.append(dict(width=width, seeds=draws, finetune_mean=finetune.mean() if keep.any() else np.nan,
                          finetune_rms_gap=_rms(finetune - summary.finetune_distance),
                          finetune_bound=summary.finetune_distance,
                          scratch_mean=scratch.mean() if keep.any() else np.nan,
@@ -113,7 +113,7 @@ def width_study(widths, seeds, backend=None):
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def similarity_study(width, seeds, angles, backend=None):
+def similarity_study(width, draws, angles, backend=None):
     """Table of panels (b)–(c): one row per family and angle (:data:`SIMILARITY_COLUMNS`); statistics over
     converged networks."""
     rows = []
@@ -121,7 +121,7 @@ def similarity_study(width, seeds, angles, backend=None):
         for angle in np.linspace(0.0, top, angles):
             data = task_pair(family, angle)
             summary = transfer_summary(*data)
-            stages, keep, final_loss = _stages(simulate_transfer(*data, [width], draws=seeds, backend=backend))
+            stages, keep, final_loss = _stages(simulate_transfer(*data, [width], draws=draws, backend=backend))
             finetune, scratch = _distances(stages, keep)
             rows.append(dict(family=family, similarity=math.cos(angle), width=width,
                              finetune_mean=finetune.mean() if keep.any() else np.nan,
@@ -196,24 +196,24 @@ def plot(widths_table, similarity_table, convergence):
     return fig
 
 
-def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, angles=5, backend=None,
+def build(widths=(100, 316, 1000, 3162, 10000), draws=8, similarity_width=1000, angles=5, backend=None,
           progress=None):
     """Simulate both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`.
     ``similarity_width`` must be one of ``widths`` (so panels (b)–(c) show a width of panel (a))."""
     if similarity_width not in widths:
         raise ValueError(f"similarity_width must be one of widths {list(widths)}, got {similarity_width!r}")
-    widths_table = width_study(widths, seeds, backend)
-    similarity_table = similarity_study(similarity_width, seeds, angles, backend)
+    widths_table = width_study(widths, draws, backend)
+    similarity_table = similarity_study(similarity_width, draws, angles, backend)
     rates = {c: fitted_rate(widths_table, c)[0] for c in GAP_COLUMNS}
     tables = (widths_table, similarity_table)
     convergence = left_out_text(
-        "networks", sum(int(t["converged"].sum()) for t in tables), seeds * sum(len(t) for t in tables),
+        "networks", sum(int(t["converged"].sum()) for t in tables), draws * sum(len(t) for t in tables),
         f"‖∇L‖ ≤ {TRAINING_FLOW.gtol:g} in all three stages; largest final training loss "
                     f"{max(float(t['final_loss_max'].max()) for t in tables):.1g}")
-    summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
+    summary = (f"TDR §6 by training: widths {list(widths)}, {draws} draws (seeds), n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),
                convergence)
-    parameters = dict(widths=list(widths), seeds=seeds, similarity_width=similarity_width, angles=angles, **DATA)
+    parameters = dict(widths=list(widths), draws=draws, similarity_width=similarity_width, angles=angles, **DATA)
     return FigureOutput(plot(widths_table, similarity_table, convergence), widths_table, COLUMNS, parameters,
                         summary, extra=(("_similarity", similarity_table, SIMILARITY_COLUMNS),),
                         notes=dict(fitted_rates=rates))
@@ -223,7 +223,7 @@ def _sizes(profile, **similarity):
     """The figure's sizes at ``profile``: panel (a)'s widths and seeds are the named sweep ``tdr``'s
     (:mod:`transfertheory.sweep.named`, where they are declared), the similarity study's its own."""
     sizes = named_profile("tdr", profile)
-    return dict(widths=tuple(sizes["width"]), seeds=sizes["draws"], **similarity)
+    return dict(widths=tuple(sizes["width"]), draws=sizes["draws"], **similarity)
 
 
 FIGURE = register(Figure(
