@@ -20,7 +20,7 @@ import numpy as np
 from . import aniso_data as data
 from . import stats
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .phase_grid import THETA_MAX, grid_surface
 from .registry import Figure, register
 
@@ -74,10 +74,7 @@ def _slice_panel(ax, points, method, decays, colours, theory, title):
 
 def plot(grids, points, theory, decays, sim_decays, placements, sigma, theta, b):
     """(a), (b) boundaries per decay and placement; (c), (d) simulated slices with the equivalents (module doc)."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(12, 10), layout="constrained")
+    fig, axes = subplots(2, 2, figsize=(12, 10), layout="constrained")
     colours = {a: f"C{j}" for j, a in enumerate(sorted({*decays, *sim_decays}))}
     _boundary_panel(axes[0, 0], grids, "linear", decays, placements, colours, "(a) linear transfer: T = 0")
     _boundary_panel(axes[0, 1], grids, "finetune", decays, placements, colours, "(b) fine-tuning: T = 0")
@@ -150,11 +147,8 @@ FIGURE = register(Figure(
 
 
 def _phase_figure(grid, iso, method, sigma, spectrum, teacher, d):
-    use_agg()
-    import matplotlib.pyplot as plt
-
     gamma, theta, t = grid_surface(grid)
-    fig, (ax_sign, ax_slices) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
+    fig, (ax_sign, ax_slices) = subplots(1, 2, figsize=(12, 5.2), layout="constrained")
     ax_sign.pcolormesh(gamma, theta, np.sign(t), cmap="RdBu", vmin=-1.5, vmax=1.5, shading="nearest")
     _zero_contour(ax_sign, gamma, theta, t, colors=["k"], linewidths=1.5)
     _zero_contour(ax_sign, *grid_surface(iso), colors=["0.4"], linestyles=["--"], linewidths=1.2)

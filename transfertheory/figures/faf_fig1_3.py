@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 
-from .phase_diagram import compute_grid, phase_diagram_output
+from .phase_diagram import phase_diagram_output
+from .phase_grid import compute_grid
 from .registry import Figure, register
 from .simulation import PAPER_SIZES, simulate_slices, sweep_sizes
 

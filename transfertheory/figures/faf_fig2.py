@@ -36,7 +36,7 @@ import numpy as np
 from ..theory.methods import get_method
 from . import stats
 from .marks import annotate_convergence, legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 from .simulation import simulate_per_lambda
 
@@ -96,16 +96,13 @@ def finite_minimum(theta, sigma, n, d, lam_max, points=601):
 
 def plot(table, lam_max):
     """(a) risk vs λ: Eq. 15, exact finite n (dashed), simulation ± SD; (b) the same minus Eq. 15, simulation ± SE."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
     first = table.iloc[0]
     theta, sigma, n, d = float(first["theta"]), float(first["sigma"]), int(first["n"]), int(first["d"])
     lam = np.linspace(0.0, lam_max, 301)
     eq15 = RIDGE.paper_risk(n / d, theta, sigma, lam)
     exact = RIDGE.paper_risk_finite(n, d, theta, sigma, lam)
     complete = (table["n_converged"] == table["n_draws"]).to_numpy()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.0), layout="constrained")
+    fig, axes = subplots(1, 2, figsize=(11, 5.0), layout="constrained")
     for ax, base, base_pts, err, what in (
         (axes[0], 0.0, 0.0, table["risk_sd"], "± SD"),
         (axes[1], eq15, table["theory_eq15"], table["risk_se"], "± SE"),

@@ -50,11 +50,11 @@ from ..backend import to_host
 from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
 from ..sim.relu_teacher.experiment import ROW_KEYS
 from ..sim.seeding import generator
+from ..sim.sign_change import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from ..sweep.named import named_profile
 from ..theory.relu import finite_n_boundary, power_law_fit
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
-from .stats import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from .registry import Figure, register
 from .simulation import SWEEP_RUNNER
 

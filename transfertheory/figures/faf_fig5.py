@@ -32,7 +32,7 @@ import numpy as np
 
 from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, compute_points, spearman_table
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 __all__ = ["NAME", "COLUMN_DEFINITIONS", "plot", "build"]
@@ -71,12 +71,11 @@ def plot(points, spearman):
     Panel (b) starts at W₁ = 0 and shades [0, floor]: the W₁ two samples of the *same* law already have, so the
     reader sees how little of each W₁ value depends on the target; an inset zooms on the values above the floor.
     """
-    use_agg()
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
 
     rho = dict(zip(spearman["distance"], spearman["spearman_rho"]))
     first = points.iloc[0]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), sharey=True, layout="constrained")
+    fig, axes = subplots(1, 2, figsize=(11, 5.4), sharey=True, layout="constrained")
     floor = points.attrs.get("w1_floor")
     zoom = None
     if floor is not None:
@@ -84,7 +83,7 @@ def plot(points, spearman):
                         label=f"sampling-bias floor: W₁ of two samples of one law = {floor:.3g}")
         axes[1].set_xlim(0, 1.02 * points["w1_empirical"].max())
         zoom = axes[1].inset_axes([0.07, 0.3, 0.6, 0.6])
-    colours = plt.cm.viridis(np.linspace(0, 0.9, points["norm"].nunique()))
+    colours = colormaps["viridis"](np.linspace(0, 0.9, points["norm"].nunique()))
     for ax, column in ((axes[0], "kl"), (axes[1], "w1_empirical"), (zoom, "w1_empirical")):
         if ax is None:
             continue

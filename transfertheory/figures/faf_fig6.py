@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import phase_diagram as pdg
+from .phase_diagram import phase_diagram_output
+from .phase_grid import compute_grid
 from .registry import Figure, register
 from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, sweep_sizes
 
@@ -46,10 +47,10 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], r
     ``data``: the simulated points (:data:`~transfertheory.figures.simulation.SIM_COLUMNS`); the theory grid of
     panels (a, b) is the extra table ``_grid``.
     """
-    grid = pdg.compute_grid("linear", SIGMA, gamma_max, resolution)
+    grid = compute_grid("linear", SIGMA, gamma_max, resolution)
     points = simulate_slices("linear", SIGMA, d, draws, gammas, gamma_max, seed=seed, backend=backend,
                              progress=progress)
-    output = pdg.phase_diagram_output(grid, "linear", SIGMA, points=points, primary="points",
+    output = phase_diagram_output(grid, "linear", SIGMA, points=points, primary="points",
                                       parameters=dict(sim_gammas=gammas, seed=seed))
     output.figure.suptitle("FaF Fig. 6: linear transferability, σ = 0 (theory n, d → ∞; points: simulation ± SD, "
                            f"dashed: exact d = {d})")

@@ -23,7 +23,7 @@ from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_r
 from ..sweep.named import named_profile
 from ..theory import merlin as M
 from .marks import legend_outside, left_out_text
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .stats import bootstrap_mean_interval, wilson_interval
 from .registry import Figure, register
 
@@ -110,10 +110,7 @@ _DODGE = 1.07
 def plot(losses, successes, k, seed_losses, convergence):
     """Draw both panels; ``seed_losses``: the converged rows (algorithm, n_t, target_loss) behind panel (a),
     ``convergence``: the line stating how many runs converged."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4))
+    fig, axes = subplots(1, 2, figsize=(11, 5.4))
     for i, (algorithm, marker) in enumerate(zip(ALGORITHMS, "osd^")):
         shift = _DODGE ** (i - (len(ALGORITHMS) - 1) / 2)
         seeds = seed_losses[seed_losses["algorithm"] == algorithm]

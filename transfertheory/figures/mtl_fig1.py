@@ -33,7 +33,7 @@ import pandas as pd
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels_at_depths
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 NAME = "mtl_fig1"
@@ -141,10 +141,7 @@ def _plot_lam_tau(ax, part, x_label):
 
 
 def plot(table):
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
+    fig, axes = subplots(1, 3, figsize=(16, 5.4))
     _plot_depth(axes[0], table)
     inner, both = table[table["panel"] == "inner_lam_tau"], table[table["panel"] == "lam_tau"]
     depth = int(both["depth"].iloc[0])

@@ -18,8 +18,8 @@ network (``depth``, default 2: θ* = 52.2° at L = 2, 48.0° at L = 3 for σ = 1
 closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
-The pieces: the grid (:mod:`transfertheory.figures.phase_grid`, re-exported here:
-:func:`compute_phase_grid` as NumPy arrays, :func:`compute_grid` as a tidy
+The pieces: the grid (:mod:`transfertheory.figures.phase_grid`:
+:func:`~.phase_grid.compute_phase_grid` as NumPy arrays, :func:`~.phase_grid.compute_grid` as a tidy
 table), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
 :func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
@@ -37,27 +37,15 @@ from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, below_drops, legend_outside
 from .output import DPI, FigureOutput
-from .phase_grid import (COLUMN_DEFINITIONS, COLUMNS, LIMITS, METHODS, THETA_MAX, PhaseGrid, compute_grid,
-                         compute_phase_grid, grid_columns, grid_limit, grid_surface)
+from .phase_grid import THETA_MAX, PhaseGrid, grid_columns, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
 __all__ = [
     "transferability_source",
-    "METHODS",
-    "LIMITS",
-    "COLUMNS",
-    "COLUMN_DEFINITIONS",
-    "THETA_MAX",
     "DISPLAY_LIMIT",
-    "PhaseGrid",
-    "grid_limit",
-    "compute_phase_grid",
-    "compute_grid",
     "plot_phase_diagram",
     "summary",
-    "grid_columns",
-    "grid_surface",
     "phase_diagram_output",
 ]
 

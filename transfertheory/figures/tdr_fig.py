@@ -28,7 +28,7 @@ from ..sim.tdr import task_pair as sim_task_pair
 from ..sweep.named import named_profile
 from ..theory.tdr import transfer_summary
 from .marks import legend_outside, left_out_text
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 NAME = "tdr_fig"
@@ -184,10 +184,7 @@ def _plot_similarity(distance_ax, difference_ax, similarity_table):
 
 def plot(widths_table, similarity_table, convergence):
     """Draw the three panels; ``convergence``: the line stating how many networks converged."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4))
+    fig, axes = subplots(1, 3, figsize=(15, 5.4))
     _plot_gaps(axes[0], widths_table, int(similarity_table["width"].iloc[0]))
     _plot_similarity(axes[1], axes[2], similarity_table)
     fig.suptitle("TDR §6: trained two-layer ReLU networks against the Gram formulas")
