@@ -184,7 +184,8 @@ def test_slices_simulate_each_method_once_per_process_with_the_rows_of_a_joint_r
     for method in ("linear", "finetune"):
         joint = original(("scratch", method), 12, ns, simulation.SLICE_THETAS, 0.2, 4, (0.0,), 0, None, False)
         for part in ("scratch", method):
-            memo = simulation._method_rows(part, 12, ns, simulation.SLICE_THETAS, 0.2, 4, 0.0, 0, None, False, 2)
+            memo = simulation._computed_rows(part, 12, tuple(int(n) for n in ns), tuple(simulation.SLICE_THETAS), 0.2,
+                                             4, 0.0, 0, None, False, 2)
             rows = joint[joint["method"] == part].reset_index(drop=True)
             # (a joint table has the transfer method's integer columns as floats: NaN in the scratch rows)
             pd.testing.assert_frame_equal(rows[memo.columns], memo, check_dtype=False, check_exact=True)

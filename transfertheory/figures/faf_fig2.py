@@ -35,7 +35,7 @@ import numpy as np
 
 from ..theory.methods import get_method
 from . import stats
-from .marks import annotate_convergence, legend_outside
+from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 from .simulation import simulate_per_lambda
@@ -110,11 +110,9 @@ def plot(table, lam_max):
         ax.plot(lam, eq15 - base, "k-", lw=1.5, label="theory, n → ∞ (Eq. 15)")
         ax.plot(lam, exact - base, "C3--", lw=1.5, label=f"theory, exact n = {n}")
         y = table["risk_mean"] - base_pts
-        ax.errorbar(table["lam"][complete], y[complete], yerr=err[complete], fmt="o", ms=4, capsize=2, color="C0",
-                    label=f"simulation {what} (d = {d}, {int(table['n_draws'].max())} independent draws per λ)")
-        if not complete.all():
-            ax.errorbar(table["lam"][~complete], y[~complete], yerr=err[~complete], fmt="o", mfc="none", ms=5,
-                        capsize=2, color="C0", label="some draws unconverged")
+        errorbar_by_convergence(ax, table["lam"], y, err, complete, fmt="o", ms=4, capsize=2, color="C0",
+                                label=f"simulation {what} (d = {d}, {int(table['n_draws'].max())} independent "
+                                "draws per λ)", hollow_label="some draws unconverged")
         ax.set(xlabel=r"ridge strength $\lambda$", xlim=(-0.02 * lam_max, 1.02 * lam_max))
     lam_star, r_star, r0 = finite_minimum(theta, sigma, n, d, lam_max)
     axes[0].set(ylabel=f"linear transfer risk {RISK_LABEL}", title="(a) risk vs ridge strength")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["legend_outside", "below_drops", "convergence_text", "left_out_text", "annotate_convergence"]
+__all__ = ["legend_outside", "below_drops", "errorbar_by_convergence", "convergence_text", "left_out_text",
+           "annotate_convergence"]
 
 #: gap between the axes (or its tick labels) and a legend outside it, in points
 _GAP_POINTS = 4.0
@@ -59,6 +60,17 @@ def legend_outside(ax, side="right", handles=None, labels=None, drop=None, **kwa
     gap = ScaledTranslation(0.0, -(drop * 72 / figure.dpi + _GAP_POINTS) / 72, figure.dpi_scale_trans)
     return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
                      bbox_transform=ax.transAxes + gap, **kwargs)
+
+
+def errorbar_by_convergence(ax, x, y, yerr, complete, label=None, hollow_label=None, **style):
+    """``ax.errorbar`` of the points whose runs all converged (boolean mask ``complete``), then of the others hollow
+    (``mfc="none"``, one point larger) in the same colour; ``style``: ``errorbar``'s keywords, ``ms`` among them.
+    Returns the colour."""
+    color = ax.errorbar(x[complete], y[complete], yerr=yerr[complete], label=label, **style).lines[0].get_color()
+    if not complete.all():
+        hollow = {**style, "color": color, "mfc": "none", "ms": style["ms"] + 1}
+        ax.errorbar(x[~complete], y[~complete], yerr=yerr[~complete], label=hollow_label, **hollow)
+    return color
 
 
 def convergence_text(counts: Mapping[str, tuple[int, int]], detail: str = "") -> str:

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, below_drops, legend_outside
+from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_outside
 from .output import DPI, FigureOutput
 from .phase_grid import THETA_MAX, PhaseGrid, grid_columns, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
@@ -328,14 +328,9 @@ def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
         match = [c for s, c in colors.items() if math.isclose(s, th, abs_tol=1e-9)]
         color = match[0] if match else None
         complete = pts["n_converged"] == pts["n_draws"] if "n_converged" in pts else np.ones(len(pts), bool)
-        bars = ax.errorbar(
-            pts["gamma"][complete], pts["transferability_mean"][complete], yerr=pts["transferability_sd"][complete],
-            fmt="o", ms=4, capsize=2, color=color, label=None if match else f"simulated θ = {th:.3g}",
-        )
-        color = bars.lines[0].get_color()
-        if not complete.all():
-            ax.errorbar(pts["gamma"][~complete], pts["transferability_mean"][~complete],
-                        yerr=pts["transferability_sd"][~complete], fmt="o", ms=5, mfc="none", capsize=2, color=color)
+        color = errorbar_by_convergence(ax, pts["gamma"], pts["transferability_mean"], pts["transferability_sd"],
+                                        complete, fmt="o", ms=4, capsize=2, color=color,
+                                        label=None if match else f"simulated θ = {th:.3g}")
         if method == "finetune":
             if "theory_finite" in pts:
                 ax.plot(pts["gamma"], pts["theory_finite"], "x", ms=6, color=color)

@@ -75,18 +75,19 @@ def _rms(values):
     return float(np.sqrt(np.mean(np.square(values)))) if np.size(values) else float("nan")
 
 
-def _stages(rows):
-    """One width's rows of a :func:`simulate_transfer` table: ({stage: its rows}, mask of the draws whose three
-    stages converged, largest final training loss of a stage among them)."""
+def _stages(rows, summary):
+    """One width's rows of a :func:`simulate_transfer` table and the Gram formulas (``summary``) of its task pair:
+    ({stage: its rows}, mask of the draws whose three stages converged, their fine-tuning and scratch distances,
+    the columns both tables share — the mean distances, the formulas, the converged count and the largest final
+    training loss of a stage among the kept draws)."""
     stages = {stage: rows[rows["stage"] == stage] for stage in STAGES}
     keep = np.logical_and.reduce([part["converged"].to_numpy(bool) for part in stages.values()])
     losses = np.concatenate([part["loss"].to_numpy()[keep] for part in stages.values()])
-    return stages, keep, float(losses.max()) if losses.size else float("nan")
-
-
-def _distances(stages, keep):
-    """(fine-tuning, scratch) distances of the kept draws."""
-    return (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
+    finetune, scratch = (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
+    shared = dict(finetune_mean=finetune.mean() if keep.any() else np.nan, finetune_bound=summary.finetune_distance,
+                  scratch_mean=scratch.mean() if keep.any() else np.nan, scratch_formula=summary.scratch_distance,
+                  converged=int(keep.sum()), final_loss_max=float(losses.max()) if losses.size else float("nan"))
+    return stages, keep, finetune, scratch, shared
 
 
 def width_study(widths, draws, backend=None):
@@ -98,18 +99,13 @@ def width_study(widths, draws, backend=None):
     summary = transfer_summary(x_p, y_p, x_q, y_q)
     rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=draws, backend=backend)
     for width, part in table.groupby("width", sort=False):
-        stages, keep, final_loss = _stages(part)
-        (finetune, scratch), pretrain = _distances(stages, keep), stages["pretrain"]
+        stages, keep, finetune, scratch, shared = _stages(part, summary)
+        pretrain = stages["pretrain"]
         measured_change = (pretrain["gradient_norm_pretrained"] - pretrain["gradient_norm_init"]).to_numpy()[keep]
-        rows.append(dict(width=width, seeds=draws, finetune_mean=finetune.mean() if keep.any() else np.nan,
-                         finetune_rms_gap=_rms(finetune - summary.finetune_distance),
-                         finetune_bound=summary.finetune_distance,
-                         scratch_mean=scratch.mean() if keep.any() else np.nan,
+        rows.append(dict(width=width, seeds=draws, **shared, finetune_rms_gap=_rms(finetune - summary.finetune_distance),
                          scratch_rms_gap=_rms(scratch - summary.scratch_distance),
-                         scratch_formula=summary.scratch_distance,
                          labels_rms_gap=_rms(table.attrs["pretrained_outputs"][width][keep] - summary.transformed_labels),
-                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change),
-                         converged=int(keep.sum()), final_loss_max=final_loss))
+                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change)))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -120,23 +116,11 @@ def similarity_study(width, draws, angles, backend=None):
     for family, top in (("shared-inputs", math.pi), ("shared-labels", math.pi / 2)):
         for angle in np.linspace(0.0, top, angles):
             data = task_pair(family, angle)
-            summary = transfer_summary(*data)
-            stages, keep, final_loss = _stages(simulate_transfer(*data, [width], draws=draws, backend=backend))
-            finetune, scratch = _distances(stages, keep)
-            rows.append(dict(family=family, similarity=math.cos(angle), width=width,
-                             finetune_mean=finetune.mean() if keep.any() else np.nan,
-                             finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan,
-                             finetune_bound=summary.finetune_distance,
-                             scratch_mean=scratch.mean() if keep.any() else np.nan,
-                             scratch_formula=summary.scratch_distance, converged=int(keep.sum()),
-                             final_loss_max=final_loss))
+            runs = simulate_transfer(*data, [width], draws=draws, backend=backend)
+            _, keep, finetune, _, shared = _stages(runs, transfer_summary(*data))
+            rows.append(dict(family=family, similarity=math.cos(angle), width=width, **shared,
+                             finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan))
     return pd.DataFrame(rows, columns=list(SIMILARITY_COLUMNS))
-
-
-def fitted_rate(table, column):
-    """(rate, intercept) of the log–log least-squares line of ``column`` against m
-    (:func:`~transfertheory.sim.tdr.width_rate`)."""
-    return width_rate(table["width"], table[column])
 
 
 #: panel (a): gap column, legend label, marker and colour of its points and of its fitted line
@@ -151,7 +135,7 @@ FAMILY_COLORS = (("shared-inputs", "C0"), ("shared-labels", "C1"))
 def _plot_gaps(ax, widths_table, similarity_width):
     m = widths_table["width"].to_numpy(float)
     for column, label, marker, color in GAP_STYLES:
-        rate, intercept = fitted_rate(widths_table, column)
+        rate, intercept = width_rate(m, widths_table[column])
         ax.loglog(m, widths_table[column], marker, color=color, label=f"{label} (fit: m^{rate:+.2f})")
         ax.loglog(m, np.exp(intercept + rate * np.log(m)), ":", color=color, lw=1.0)
     ax.axvline(similarity_width, color="0.6", lw=0.8, ls="--")
@@ -201,7 +185,7 @@ def build(widths=(100, 316, 1000, 3162, 10000), draws=8, similarity_width=1000, 
         raise ValueError(f"similarity_width must be one of widths {list(widths)}, got {similarity_width!r}")
     widths_table = width_study(widths, draws, backend)
     similarity_table = similarity_study(similarity_width, draws, angles, backend)
-    rates = {c: fitted_rate(widths_table, c)[0] for c in GAP_COLUMNS}
+    rates = {c: width_rate(widths_table["width"], widths_table[c])[0] for c in GAP_COLUMNS}
     tables = (widths_table, similarity_table)
     convergence = left_out_text(
         "networks", sum(int(t["converged"].sum()) for t in tables), draws * sum(len(t) for t in tables),
