@@ -19,7 +19,7 @@ import argparse
 import re
 
 from ._memory import set_limit
-from .cli_support import exit_process
+from .cli_support import entry_point, exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures import phase_grid
@@ -155,7 +155,7 @@ def _validate(parser, args):
                      f"(d = {args.sim_d}, M = {args.sim_gammas}, γ_max = {args.gamma_max:g})")
 
 
-@cli.entry_point
+@entry_point
 def main(argv=None):
     """Entry point; returns 0, 1 if the outputs cannot be written, or 4 if the simulation does not fit in memory.
     Usage errors exit 2, an unusable backend 3, Ctrl-C 130; the output folder and the backend are checked before

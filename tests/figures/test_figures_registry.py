@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transfertheory
+from transfertheory import cli_support
 from transfertheory import phase_diagram as cli
 from transfertheory.backend import cupy_available
 from transfertheory.figures import __main__ as registry_cli
@@ -325,11 +326,11 @@ def test_cupy_without_a_gpu_is_one_line_and_exit_3(tmp_path):
 
 def test_backend_choice_falls_back_to_the_environment(monkeypatch):
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "numpy")
-    assert figure_cli.resolve_backend(None) == "numpy"
+    assert cli_support.resolve_backend(None) == "numpy"
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
-    assert figure_cli.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
+    assert cli_support.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
     with pytest.raises(SystemExit) as info:
-        figure_cli.resolve_backend(None)
+        cli_support.resolve_backend(None)
     assert info.value.code == 3
 
 

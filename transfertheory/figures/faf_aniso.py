@@ -21,14 +21,13 @@ from . import aniso_data as data
 from . import stats
 from .marks import legend_outside
 from .output import FigureOutput, subplots
-from .phase_grid import THETA_MAX, grid_surface
+from .phase_grid import THETA_MAX, THETA_TICKS, grid_surface
 from .registry import Figure, register
 
 __all__ = ["NAME", "build", "plot", "phase_output", "FIGURE"]
 
 NAME = "faf_aniso"
 _PLACEMENT_STYLE = {"top": "-", "bottom": "--"}
-_THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 _LABELS = {"linear": "linear transfer", "finetune": "fine-tuning (gradient-flow limit)", "ridge": "ridge transfer"}
 
 
@@ -53,7 +52,7 @@ def _boundary_panel(ax, grids, method, decays, placements, colours, title):
         ax.plot([], [], "k", ls=_PLACEMENT_STYLE[place], label=f"teachers on the {place}")
     ax.axvline(1.0, color="k", lw=0.6, ls=":")
     ax.set(xlabel="γ = n/d", ylabel="Σ-angle θ", ylim=(0, THETA_MAX), title=title)
-    ax.set_yticks(*_THETA_TICKS)
+    ax.set_yticks(*THETA_TICKS)
 
 
 def _slice_panel(ax, points, method, decays, colours, theory, title):
@@ -155,8 +154,8 @@ def _phase_figure(grid, iso, method, sigma, spectrum, teacher, d):
     ax_sign.plot([], [], "k", label="T = 0 under Σ")
     ax_sign.plot([], [], color="0.4", ls="--", label="T = 0 at Σ = I (FaF)")
     ax_sign.set(xlabel="γ = n/d", ylabel="Σ-angle θ", title="(a) sign of T (red: negative transfer)")
-    ax_sign.set_yticks(*_THETA_TICKS)
-    for j, (th, label) in enumerate(zip(_THETA_TICKS[0][1:4], _THETA_TICKS[1][1:4])):
+    ax_sign.set_yticks(*THETA_TICKS)
+    for j, (th, label) in enumerate(zip(THETA_TICKS[0][1:4], THETA_TICKS[1][1:4])):
         k = int(np.argmin(np.abs(theta - th)))
         ax_slices.plot(gamma, np.where(np.isfinite(t[k]), t[k], np.nan), color=f"C{j}", label=f"θ = {label}")
         iso_t = grid_surface(iso)[2][k]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Mapping
 
 __all__ = ["legend_outside", "below_drops", "errorbar_by_convergence", "convergence_text", "left_out_text",
-           "annotate_convergence"]
+           "annotate_convergence", "title_with_footnote"]
 
 #: gap between the axes (or its tick labels) and a legend outside it, in points
 _GAP_POINTS = 4.0
@@ -99,3 +99,11 @@ def annotate_convergence(ax, counts: Mapping[str, tuple[int, int]], detail: str 
     title = ax.get_title()
     ax.set_title(f"{title}\n{text}" if title else text, fontsize=ax.title.get_fontsize())
     return text
+
+
+def title_with_footnote(fig, title, footnote):
+    """Give ``fig`` its ``title`` and a one-line ``footnote`` centred at its foot (8 pt, e.g. the convergence of a
+    figure that leaves its unconverged runs out: :func:`left_out_text`), the panels laid out above that line."""
+    fig.suptitle(title)
+    fig.text(0.5, 0.01, footnote, ha="center", va="bottom", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))

@@ -22,7 +22,7 @@ import pandas as pd
 from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
 from ..sweep.named import named_profile
 from ..theory import merlin as M
-from .marks import legend_outside, left_out_text
+from .marks import left_out_text, legend_outside, title_with_footnote
 from .output import FigureOutput, subplots
 from .stats import bootstrap_mean_interval, wilson_interval
 from .registry import Figure, register
@@ -135,9 +135,7 @@ def plot(losses, successes, k, seed_losses, convergence):
     axes[1].set(xlabel="target samples n_t", ylabel="success probability", ylim=(-0.05, 1.05),
                 title=f"(b) MeRLin recovers e₁ (k = {k}, d = k + 1)")
     legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle("MeRLin §5: quadratic network trained by gradient flow")
-    fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    title_with_footnote(fig, "MeRLin §5: quadratic network trained by gradient flow", convergence)
     return fig
 
 

@@ -37,7 +37,7 @@ from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_outside
 from .output import DPI, FigureOutput
-from .phase_grid import THETA_MAX, PhaseGrid, grid_columns, grid_limit, grid_surface
+from .phase_grid import THETA_MAX, THETA_TICKS, PhaseGrid, grid_columns, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
@@ -51,7 +51,6 @@ __all__ = [
 
 #: panel (a) draws the surface where |T| ≤ this (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
-_THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 _SLICE_LABELS = ("π/8", "π/4", "3π/8")
 
 
@@ -246,7 +245,7 @@ def _sign_panel(fig, gamma, theta, t, method, boundaries):
     ax.set(xlabel="γ", ylabel="θ", xlim=(gamma[0] - dg / 2, gamma[-1] + dg / 2), ylim=(0, THETA_MAX))
     shades = "red T < 0, blue T > 0" + (", white T = 0" if method == "finetune" else "")
     ax.set_title(f"(b) sign of T: {shades}", fontsize=10)
-    ax.set_yticks(*_THETA_TICKS)
+    ax.set_yticks(*THETA_TICKS)
     return ax, (handles, labels)
 
 

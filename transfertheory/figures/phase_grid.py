@@ -25,6 +25,7 @@ __all__ = [
     "COLUMNS",
     "COLUMN_DEFINITIONS",
     "THETA_MAX",
+    "THETA_TICKS",
     "PhaseGrid",
     "grid_limit",
     "compute_phase_grid",
@@ -53,6 +54,8 @@ COLUMN_DEFINITIONS = {
 #: the tidy CSV's fixed columns; finite-d grids add ``n``, ``d``, ridge adds ``lam``
 COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch", "risk_transfer"]
 THETA_MAX = np.pi / 2
+#: the θ axis' ticks and their labels (the diagrams' y axes)
+THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 
 
 def grid_limit(method, finite_d=None, limit=None):

@@ -27,7 +27,7 @@ from ..sim.tdr import STAGES, TRAINING_FLOW, simulate_transfer, width_rate
 from ..sim.tdr import task_pair as sim_task_pair
 from ..sweep.named import named_profile
 from ..theory.tdr import transfer_summary
-from .marks import legend_outside, left_out_text
+from .marks import left_out_text, legend_outside, title_with_footnote
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
@@ -171,9 +171,7 @@ def plot(widths_table, similarity_table, convergence):
     fig, axes = subplots(1, 3, figsize=(15, 5.4))
     _plot_gaps(axes[0], widths_table, int(similarity_table["width"].iloc[0]))
     _plot_similarity(axes[1], axes[2], similarity_table)
-    fig.suptitle("TDR §6: trained two-layer ReLU networks against the Gram formulas")
-    fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    title_with_footnote(fig, "TDR §6: trained two-layer ReLU networks against the Gram formulas", convergence)
     return fig
 
 
