@@ -43,8 +43,9 @@ from .simulation import simulate_per_lambda
 __all__ = ["NAME", "COLUMNS", "COLUMN_DEFINITIONS", "simulate_points", "finite_minimum", "plot", "build"]
 
 NAME = "faf_fig2"
+#: the largest ridge strength drawn by default (and the λ axis of a grid without a positive λ)
+LAM_MAX = 0.6
 RIDGE = get_method("ridge")
-DEFAULTS = dict(d=64, draws=20, gamma=0.5, theta=math.pi / 8, sigma=0.2, lam_max=0.6, lams=13)
 #: CSV columns (one row per simulated λ) and their definitions; risks in units of ‖β_t‖² = 1
 COLUMN_DEFINITIONS = {
     "lam": "ridge strength λ of the transfer head (FaF Eq. 14)",
@@ -144,8 +145,7 @@ def _summary(table, lam_max, seed):
                                                                 "each), error bars ±SD"))
 
 
-def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], theta=DEFAULTS["theta"],
-          sigma=DEFAULTS["sigma"], lam_max=DEFAULTS["lam_max"], lams=DEFAULTS["lams"], seed=0, backend=None,
+def build(d=64, draws=20, gamma=0.5, theta=math.pi / 8, sigma=0.2, lam_max=LAM_MAX, lams=13, seed=0, backend=None,
           progress=None):
     """Simulate and draw FaF Fig. 2 at ``lams`` λ in [0, ``lam_max``] (or the λ values given as a sequence).
 
@@ -153,7 +153,7 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], the
     """
     grid = np.linspace(0.0, lam_max, lams) if np.ndim(lams) == 0 else np.asarray(lams, float)
     table = simulate_points(d, draws, gamma, theta, sigma, grid, seed, backend, progress)
-    shown = float(grid.max()) if grid.max() > 0 else DEFAULTS["lam_max"]
+    shown = float(grid.max()) if grid.max() > 0 else LAM_MAX
     parameters = dict(d=d, draws=draws, gamma=gamma, n=round(gamma * d), theta=theta, sigma=sigma, lams=grid,
                       seed=seed)
     return FigureOutput(plot(table, shown), table, COLUMN_DEFINITIONS, parameters, _summary(table, shown, seed),
