@@ -62,9 +62,9 @@ __all__ = [
 ALLOWANCE = 2e-3
 #: the statistical part of the tolerance, in standard errors
 Z_BAND = 4.0
-#: columns of a statistics table (before :func:`compare` adds the theory)
 #: the stated tolerance, in words (summaries and metadata)
 TOLERANCE = f"|sim − theory| ≤ {Z_BAND:g}·SE + {ALLOWANCE:g}"
+#: columns of a statistics table (before :func:`compare` adds the theory)
 STAT_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "mean", "sd", "se", "n_converged", "n_draws"]
 
 
