@@ -89,17 +89,6 @@ def plot(grids, points, theory, decays, sim_decays, placements, sigma, theta, b)
     return fig
 
 
-def _slice_theory(points, sigma, theta, b, gammas):
-    """The deterministic equivalent of T along the slice at the simulated d, per (method, decay, placement)."""
-    d = int(points["d"].iloc[0])
-    out = {}
-    for (method, a, place), _ in points.groupby(["method", "decay", "placement"]):
-        lam, beta_s, beta_t = data.task(f"power:{a:g}", data.teacher_spec(b, place), d, [theta])
-        t = data.A.transfer_grid(method, lam, beta_s, beta_t, gammas * d, sigma)[0][0]
-        out[method, a, place] = (gammas, np.where(np.isfinite(t), t, np.nan))
-    return out
-
-
 def build(decays=(0.0, 0.75, 1.5), sim_decays=(0.0, 1.5), placements=("top", "bottom"), b=1.0, sigma=0.2,
           theory_d=200, resolution=121, gamma_max=2.0, d=32, draws=20, gammas=(0.3125, 0.5, 0.6875, 1.375, 2.0),
           theta=math.pi / 4, mc_draws=1000, seed=0, backend=None, progress=None):
@@ -109,7 +98,7 @@ def build(decays=(0.0, 0.75, 1.5), sim_decays=(0.0, 1.5), placements=("top", "bo
     points = data.simulate_points(d, draws, gammas, theta, sigma, sim_decays, placements, b, seed, backend, progress,
                                   mc_draws)
     curve = np.linspace(gamma_max / 200, gamma_max, 200)
-    fig = plot(grids, points, _slice_theory(points, sigma, theta, b, curve), decays, sim_decays, placements, sigma,
+    fig = plot(grids, points, data.slice_theory(points, sigma, theta, b, curve), decays, sim_decays, placements, sigma,
                theta, b)
     parameters = dict(decays=list(decays), sim_decays=list(sim_decays), placements=list(placements), b=b,
                       sigma=sigma, theory_d=theory_d, resolution=resolution, gamma_max=gamma_max, d=d, draws=draws,

@@ -28,6 +28,7 @@ __all__ = [
     "THETA_TICKS",
     "PhaseGrid",
     "grid_limit",
+    "grid_axes",
     "compute_phase_grid",
     "compute_grid",
     "grid_columns",
@@ -74,7 +75,7 @@ def grid_limit(method, finite_d=None, limit=None):
     return limit or "flow"
 
 
-def _axes(gamma_max, resolution):
+def grid_axes(gamma_max, resolution):
     """γ = γ_max·k/R, k = 1…R (γ = 1 lands exactly on the grid when γ_max·k = R); θ ∈ [0, π/2]."""
     gamma = gamma_max * np.arange(1, resolution + 1) / resolution
     theta = np.linspace(0.0, THETA_MAX, resolution)
@@ -163,7 +164,7 @@ def compute_phase_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, fi
     if method != "ridge" and lam != 0:
         raise ValueError(f"lam applies to method 'ridge' only, got lam={lam:g} for method {method!r}")
     limit = grid_limit(method, finite_d, limit)
-    gamma, theta = _axes(gamma_max, resolution)
+    gamma, theta = grid_axes(gamma_max, resolution)
     t, r_sc, r_tr = transfer.transfer_risks(method, gamma[None, :], theta[:, None], sigma, lam, finite_d, limit,
                                             depth)
     t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0
