@@ -90,7 +90,7 @@ FLOOR["a bare figure of its kind (BARE_FIGURE)"] = BARE_FIGURE
 #: a figure build under a given number of BLAS threads, in a fresh process (argv: figure name, threads)
 BUILD_UNDER_THREADS = """
 import sys
-from transfertheory.figures.registry import get_figure
+from transfertheory.figures.catalog import get_figure
 from transfertheory.threads import blas_threads
 with blas_threads(int(sys.argv[2])):
     get_figure(sys.argv[1]).make("quick", "numpy", False)
@@ -118,11 +118,11 @@ step("import NumPy")
 import matplotlib.figure, matplotlib.backends.backend_agg
 step("import matplotlib (Figure, Agg canvas; the 3-D projection)")
 import transfertheory.phase_diagram
-from transfertheory.figures import output, phase_diagram as figure
+from transfertheory.figures import output, phase_diagram as figure, phase_grid
 from transfertheory.threads import blas_threads
 step("import the package (the command line's modules)")
 with blas_threads(1):
-    grid = figure.compute_phase_grid("linear", 0.2)
+    grid = phase_grid.compute_phase_grid("linear", 0.2)
     step("the grid: closed forms on 400 x 400 points")
     result = figure.phase_diagram_output(grid, "linear", 0.2)
     step("the figure and its legends")
@@ -258,7 +258,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.threads_figure:
-        from transfertheory.figures.registry import figures
+        from transfertheory.figures.catalog import figures
 
         if args.threads_figure not in figures():
             parser.error(f"--threads-figure must be one of {', '.join(figures())}, got {args.threads_figure!r}")

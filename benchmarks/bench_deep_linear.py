@@ -263,7 +263,7 @@ def limit_risks(d, gammas, theta, sigma, instances, seed):
 
 
 def run_fig1(args, xp):
-    d, grid, instances = args.d, args.fig1_grid, args.instances
+    d, grid, draws = args.d, args.fig1_grid, args.draws
     gammas = np.linspace(0.1, 2.0, grid)
     gammas = gammas[np.round(gammas * d) >= 3]  # linear transfer needs n >= 3 (only bites at smoke-test sizes)
     thetas = np.linspace(0.0, np.pi / 2, grid)
@@ -271,12 +271,12 @@ def run_fig1(args, xp):
     # GPU, batches are what pays — measured on an H200 at d = 500, 320 instances per batch cost 16.9 µs per
     # instance-evaluation, 100 instances 50.9 µs (docs/benchmarks.md)
     chunk = args.chunk
-    print(f"FaF Fig. 1 data: d = {d}, {grid} θ ∈ [0, π/2] × {len(gammas)} γ ∈ [{gammas[0]:.2g}, 2] × {instances} draws, "
+    print(f"FaF Fig. 1 data: d = {d}, {grid} θ ∈ [0, π/2] × {len(gammas)} γ ∈ [{gammas[0]:.2g}, 2] × {draws} draws, "
           f"σ = {args.sigma}, methods scratch + linear, "
           f"chunk = {'as many draws as fit in memory' if chunk is None else f'{chunk} draws'}, backend {backend_name(xp)}")
     print(machine_line(xp))
     timer = PhaseTimer(xp)
-    df, wall = run_simulator(xp, timer, d=d, gammas=gammas, thetas=thetas, sigma=args.sigma, draws=instances,
+    df, wall = run_simulator(xp, timer, d=d, gammas=gammas, thetas=thetas, sigma=args.sigma, draws=draws,
                              methods=("scratch", "linear"), seed=args.seed, backend=backend_name(xp),
                              chunk_size=chunk, progress=False)
     verdict = ("smoke run: sizes too small for a speed verdict" if args.quick
@@ -324,12 +324,12 @@ def run_scaling(args, xp):
     """Cost per instance-evaluation of the target flows against the matrix–vector floor, for every d of
     ``--scaling`` (scratch + fine-tuning at γ ∈ {½, 3/2}, so that every flow converges)."""
     print(f"deep-linear simulator, cost against d: d ∈ {list(args.scaling)}, L = 2, γ ∈ {{0.5, 1.5}}, "
-          f"θ = {args.theta:.4f}, σ = {args.sigma}, {args.instances} instances, scratch + fine-tuning, "
+          f"θ = {args.theta:.4f}, σ = {args.sigma}, {args.draws} draws, scratch + fine-tuning, "
           f"backend {backend_name(xp)}")
     print(machine_line(xp))
     if load_warning():
         print(load_warning())
-    kwargs = dict(gammas=(0.5, 1.5), thetas=(args.theta,), sigma=args.sigma, draws=args.instances,
+    kwargs = dict(gammas=(0.5, 1.5), thetas=(args.theta,), sigma=args.sigma, draws=args.draws,
                   methods=("scratch", "finetune"), seed=args.seed, backend=backend_name(xp), progress=False)
     rows = scaling_rows(xp, args.scaling, kwargs)
     print_scaling(rows)
@@ -351,7 +351,7 @@ def parse_args(argv=None):
         epilog=cli_support.exit_status_epilog("0 success", "1 --csv not writable (checked first)", "2 usage error", "3 backend unknown or unusable"),
     )
     p.add_argument("--d", type=int, default=None, help="input dimension (default 100; 500 with --fig1; 40 with --quick)")
-    p.add_argument("--instances", type=int, default=None, help="target draws per n (default 20; 4 with --quick)")
+    p.add_argument("--draws", type=int, default=None, help="target draws per n (default 20; 4 with --quick)")
     p.add_argument("--steps", type=int, default=5000, help="GD steps of the baseline (pretraining and each target run)")
     p.add_argument("--eta", type=float, default=1e-2, help="GD learning rate of the baseline")
     p.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.0, 1.5], help="n/d values")
@@ -360,7 +360,7 @@ def parse_args(argv=None):
     cli_support.add_backend_argument(p, help_text="array backend of both runs, NumPy when neither the flag nor the "
                                      "variable is set")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="smoke run: 2000 steps, 4 instances, d = 40 (unless given)")
+    p.add_argument("--quick", action="store_true", help="smoke run: 2000 steps, 4 draws, d = 40 (unless given)")
     p.add_argument("--fig1", action="store_true",
                    help="time the full FaF Fig. 1 data (20 θ × 20 γ ∈ [0.1, 2] × 20 draws, d = 500) with the simulator")
     p.add_argument("--fig1-grid", type=int, default=None, help="θ and γ grid size for --fig1 (default 20; 3 with --quick)")
@@ -387,7 +387,7 @@ def parse_args(argv=None):
     if args.quick:
         if args.steps == p.get_default("steps"):
             args.steps = 2000
-        default("instances", 4)
+        default("draws", 4)
         default("d", 16 if args.fig1 else 40)
         default("fig1_grid", 3)
     if args.scaling is not None and not args.scaling:
@@ -396,14 +396,14 @@ def parse_args(argv=None):
         p.error("--scaling dimensions must be >= 2")
     default("fig1_grid", 20)
     default("d", 500 if args.fig1 else 100)
-    default("instances", 20)
-    for name in ("d", "instances", "steps", "fig1_grid", "repeat"):
+    default("draws", 20)
+    for name in ("d", "draws", "steps", "fig1_grid", "repeat"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.d < 2:
         p.error("--d must be >= 2")
-    if args.instances < 2:
-        p.error("--instances must be >= 2 (standard errors)")
+    if args.draws < 2:
+        p.error("--draws must be >= 2 (standard errors)")
     if args.eta <= 0:
         p.error("--eta must be > 0")
     return args
@@ -418,11 +418,11 @@ def main(argv=None) -> int:
         return run_fig1(args, xp)
     if args.scaling:
         return run_scaling(args, xp)
-    d, steps, eta, inst = args.d, args.steps, args.eta, args.instances
+    d, steps, eta, inst = args.d, args.steps, args.eta, args.draws
     gammas = tuple(args.gammas)
     ns = [max(1, int(round(g * d))) for g in gammas]
     print(f"deep-linear transfer benchmark: d = {d}, L = 2, n ∈ {ns}, θ = {args.theta:.4f}, σ = {args.sigma}, "
-          f"{inst} instances, α = {ALPHA:g}, seed {args.seed}, backend {backend_name(xp)}")
+          f"{inst} draws, α = {ALPHA:g}, seed {args.seed}, backend {backend_name(xp)}")
     print(f"baseline: fixed-step full-batch GD, η = {eta:g}, {steps} steps (pretraining and every target run)")
     print("simulator: run_transfer_experiment defaults (gtol=1e-6, rtol=1e-3, exact linear transfer), max_time="
           + ("1e4 (default)" if args.max_time is None else f"{args.max_time:g}"))

@@ -11,7 +11,7 @@ term in its per-split form (``meta_validation_loss_and_grad``) against ``Validat
 MeRLin trained for n_t/4, n_t/2, n_t one integrator call per n_t against one ``solve`` for all three
 (identical flows: the largest objective difference is printed).
 
-    python benchmarks/bench_merlin.py [--d 12] [--k 3] [--m 2] [--n-t 16] [--seeds 8] [--restarts 9]
+    python benchmarks/bench_merlin.py [--d 12] [--k 3] [--m 2] [--n-t 16] [--draws 8] [--restarts 9]
                                          [--repeats 3] [--splits 1 2 4 8] [--ridges 1e-3 1e-2] [--backend numpy]
     python benchmarks/bench_merlin.py --quick     # smoke run (seconds; no timing verdict)
 """
@@ -54,7 +54,7 @@ def parse(argv):
     parser.add_argument("--m", type=_positive_int, default=2)
     parser.add_argument("--n-t", type=_positive_int, default=16)
     parser.add_argument("--lam", type=_positive_float, default=0.1)
-    parser.add_argument("--seeds", type=_positive_int, default=8)
+    parser.add_argument("--draws", type=_positive_int, default=8)
     parser.add_argument("--restarts", type=_positive_int, default=9)
     parser.add_argument("--repeats", type=_positive_int, default=3)
     parser.add_argument("--splits", type=_positive_int, nargs="+", default=[1, 2, 4, 8])
@@ -68,7 +68,7 @@ def parse(argv):
     if args.n_t < 2:
         parser.error(f"--n-t must be an integer >= 2 (MeRLin splits the target set), got {args.n_t}")
     if args.quick:
-        args.d, args.k, args.m, args.n_t, args.seeds, args.restarts, args.repeats = 4, 2, 2, 4, 1, 1, 1
+        args.d, args.k, args.m, args.n_t, args.draws, args.restarts, args.repeats = 4, 2, 2, 4, 1, 1, 1
         args.splits, args.ridges = args.splits[:2], args.ridges[-1:]
     args.flow = {"rtol": 1e-3, "gtol": 1e-5} if args.quick else FLOW
     return args
@@ -76,7 +76,7 @@ def parse(argv):
 
 def _timed(args, algorithms, **settings):
     start = time.perf_counter()
-    df = run_comparison(args.d, args.m, args.k, [args.n_t], args.lam, args.seeds, algorithms=algorithms,
+    df = run_comparison(args.d, args.m, args.k, [args.n_t], args.lam, args.draws, algorithms=algorithms,
                         restarts=args.restarts, backend=args.backend, flow=args.flow, **settings)
     return time.perf_counter() - start, df
 
@@ -132,7 +132,7 @@ def evaluation_table(args):
     """Paired: validating public vs validated-once population loss, per-split vs ordered validation term, one
     integrator call per n_t vs one for all (MeRLin)."""
     xp = resolve_backend(args.backend)
-    B, calls = args.seeds * args.restarts, 20 * args.repeats
+    B, calls = args.draws * args.restarts, 20 * args.repeats
     rng = np.random.default_rng(0)
     theta, phi = xp.asarray(rng.normal(size=(B, args.m))), xp.asarray(rng.normal(size=(B, args.d, args.m)) / 2)
     X, y = (to_device(a, xp) for a in Q.target_sets(args.n_t, args.d, B, 0))
@@ -155,7 +155,7 @@ def evaluation_table(args):
 
     def problems():
         draw = np.random.default_rng(2)
-        sets = [[to_device(a, xp) for a in Q.target_sets(n, args.d, args.seeds, 0)] for n in sizes]
+        sets = [[to_device(a, xp) for a in Q.target_sets(n, args.d, args.draws, 0)] for n in sizes]
         return [Q.merlin_problem(X, y, args.k, args.lam, args.m, args.restarts, draw, ridge=args.ridges[-1],
                                  splits=args.splits[-1]) for X, y in sets]
 
@@ -174,7 +174,7 @@ def main(argv=None):
     args = parse(argv)
     args.backend = cli_support.resolve_backend(args.backend, default="numpy")
     print(f"MeRLin §5 simulators: d = {args.d}, k = {args.k}, m = {args.m}, n_t = {args.n_t}, λ = {args.lam}, "
-          f"{args.seeds} seeds × {args.restarts} restarts, {args.repeats} repeats, backend {args.backend}"
+          f"{args.draws} seeds × {args.restarts} restarts, {args.repeats} repeats, backend {args.backend}"
           + (" (smoke run: no timing verdict)" if args.quick else ""))
     try:
         print("\nper algorithm (same target sets)")

@@ -159,7 +159,7 @@ def _print_wall_times(summary, times, timer, args, steps):
           f"simulator {fin.simulator_err.sum():.4f}; max |z| baseline {np.nanmax(np.abs(fin.baseline_z)):.2f}, "
           f"simulator {np.nanmax(np.abs(fin.simulator_z)):.2f}")
     # decomposition: ratio = (evaluation-count ratio) × (cost-per-evaluation ratio), target flows only
-    base_evals = steps * 2 * args.instances * len(times["target"])
+    base_evals = steps * 2 * args.draws * len(times["target"])
     base_t = sum(times["target"].values())
     sim_evals = timer.evals.get("target flows", 0) if timer is not None else 0
     sim_t = timer.excl.get("target flows", 0.0) if timer is not None else 0.0

@@ -17,7 +17,7 @@ which trains all widths × seeds networks of a stage in one integration (``Ragge
 against one call per width and against the per-network loop over every (width, seed), in rotating order, paired.
 ``--backend cupy`` times the package's trainer on a GPU (the loop stays NumPy on the host).
 
-    python benchmarks/bench_tdr.py [--widths 256 1024 4096] [--seeds 8] [--n 10] [--d 8]
+    python benchmarks/bench_tdr.py [--widths 256 1024 4096] [--draws 8] [--n 10] [--d 8]
         [--repeats 5] [--csv PATH] [--quick] [--sweep-only] [--backend numpy|cupy]
 """
 from __future__ import annotations
@@ -92,23 +92,23 @@ def _distances(table):
 
 def _width_row(data, width, args):
     trainer_times, baseline_times, ratios = [], [], []
-    warm = simulate_transfer(*data, [width], draws=args.seeds, backend=args.backend)  # untimed warm-up of both
-    _baseline(*data, width, args.seeds, _stage_losses(warm), args.max_steps)
+    warm = simulate_transfer(*data, [width], draws=args.draws, backend=args.backend)  # untimed warm-up of both
+    _baseline(*data, width, args.draws, _stage_losses(warm), args.max_steps)
     for _ in range(args.repeats):
-        seconds, run = _timed(lambda: simulate_transfer(*data, [width], draws=args.seeds, backend=args.backend))
+        seconds, run = _timed(lambda: simulate_transfer(*data, [width], draws=args.draws, backend=args.backend))
         targets = _stage_losses(run)
-        baseline, (finetune, scratch, steps) = _timed(lambda: _baseline(*data, width, args.seeds, targets,
+        baseline, (finetune, scratch, steps) = _timed(lambda: _baseline(*data, width, args.draws, targets,
                                                                         args.max_steps))
         trainer_times.append(seconds)
         baseline_times.append(baseline)
         ratios.append(baseline / seconds)
-    flow_seconds, flow = _timed(lambda: simulate_transfer(*data, [width], draws=args.seeds, flow={"scheme": "rkc"},
+    flow_seconds, flow = _timed(lambda: simulate_transfer(*data, [width], draws=args.draws, flow={"scheme": "rkc"},
                                                           backend=args.backend))
     trained = _distances(run)
     difference = max(np.abs(ours - theirs).max() for ours, theirs in zip((finetune, scratch), trained))
     flow_difference = max(np.abs(ours - theirs).max() for ours, theirs in zip(_distances(flow), trained))
     trainer = float(np.median(trainer_times))
-    return dict(width=width, seeds=args.seeds, trainer_s=trainer, baseline_s=float(np.median(baseline_times)),
+    return dict(width=width, seeds=args.draws, trainer_s=trainer, baseline_s=float(np.median(baseline_times)),
                 ratio=float(np.median(ratios)), flow_s_over_trainer=flow_seconds / trainer,
                 final_loss=max(targets), trainer_steps=int(run["steps"].max()),
                 baseline_max_steps=steps, converged=bool(run["converged"].all() and flow["converged"].all()),
@@ -118,13 +118,13 @@ def _width_row(data, width, args):
 def _sweep_row(data, args):
     """The whole sweep (every width and seed): one call with all widths (the batched-width trainer) against one
     call per width and against the per-network loop, in rotating order, ``--repeats`` times; paired ratios."""
-    table = simulate_transfer(*data, args.widths, draws=args.seeds, backend=args.backend)  # the loop's loss targets
+    table = simulate_transfer(*data, args.widths, draws=args.draws, backend=args.backend)  # the loop's loss targets
     targets = [_stage_losses(part) for _, part in table.groupby("width", sort=False)]
     contenders = {
-        "batched": lambda: simulate_transfer(*data, args.widths, draws=args.seeds, backend=args.backend),
-        "per_width": lambda: [simulate_transfer(*data, [m], draws=args.seeds, backend=args.backend)
+        "batched": lambda: simulate_transfer(*data, args.widths, draws=args.draws, backend=args.backend),
+        "per_width": lambda: [simulate_transfer(*data, [m], draws=args.draws, backend=args.backend)
                               for m in args.widths],
-        "per_network": lambda: [_baseline(*data, m, args.seeds, t, args.max_steps)
+        "per_network": lambda: [_baseline(*data, m, args.draws, t, args.max_steps)
                                 for m, t in zip(args.widths, targets)],
     }
     times = {name: [] for name in contenders}
@@ -133,7 +133,7 @@ def _sweep_row(data, args):
         for name in names[repeat % 3:] + names[:repeat % 3]:
             times[name].append(_timed(contenders[name])[0])
     batched = np.array(times["batched"])
-    return dict(widths=" ".join(map(str, args.widths)), seeds=args.seeds, backend=args.backend,
+    return dict(widths=" ".join(map(str, args.widths)), seeds=args.draws, backend=args.backend,
                 batched_s=float(np.median(batched)), per_width_s=float(np.median(times["per_width"])),
                 per_network_s=float(np.median(times["per_network"])),
                 per_width_over_batched=float(np.median(np.array(times["per_width"]) / batched)),
@@ -145,21 +145,21 @@ def _sweep_row(data, args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=cli_support.exit_status_epilog("0 success", "1 --csv not writable (checked first)", "2 usage error", "3 backend unknown or unusable"))
     parser.add_argument("--widths", type=int, nargs="+", default=[256, 1024, 4096])
-    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--draws", type=int, default=8)
     parser.add_argument("--n", type=int, default=10, help="points per set")
     parser.add_argument("--d", type=int, default=8, help="input dimension")
     parser.add_argument("--repeats", type=int, default=5, help="paired timings per width (medians reported)")
     parser.add_argument("--max-steps", type=int, default=1_000_000, help="baseline step budget per stage")
-    parser.add_argument("--quick", action="store_true", help="smoke mode: widths 64 and 128, 2 seeds, 1 repeat")
+    parser.add_argument("--quick", action="store_true", help="smoke mode: widths 64 and 128, 2 draws, 1 repeat")
     parser.add_argument("--sweep-only", action="store_true", help="only the whole-sweep comparison")
     cli_support.add_backend_argument(parser, help_text="backend of the package's trainer (the loop is NumPy), NumPy "
                                      "when neither the flag nor the variable is set")
     parser.add_argument("--csv", help="write one row per width, and the sweep to PATH with _sweep before .csv")
     args = parser.parse_args(argv)
     if args.quick:
-        args.widths, args.seeds, args.repeats = [64, 128], 2, 1
-    if any(m < 2 or m % 2 for m in args.widths) or args.seeds < 1 or args.n < 1 or args.d < 2 or args.repeats < 1:
-        parser.error("widths must be even and >= 2, seeds, n and repeats >= 1, d >= 2")
+        args.widths, args.draws, args.repeats = [64, 128], 2, 1
+    if any(m < 2 or m % 2 for m in args.widths) or args.draws < 1 or args.n < 1 or args.d < 2 or args.repeats < 1:
+        parser.error("widths must be even and >= 2, draws, n and repeats >= 1, d >= 2")
     args.backend = cli_support.resolve_backend(args.backend, default="numpy")
     _CLOCK[0] = time.process_time if args.backend == "numpy" else time.perf_counter
     sweep_csv = None if args.csv is None else args.csv.removesuffix(".csv") + "_sweep.csv"
@@ -175,7 +175,7 @@ def main(argv=None):
               f"final loss <= {row['final_loss']:.2g}, max |Δ distance| vs GD {row['max_distance_difference']:.1e}, "
               f"vs flow {row['flow_distance_difference']:.1e}")
     sweep = _sweep_row(data, args)
-    print(f"sweep m = {sweep['widths']} ({args.seeds} seeds, trainer on {args.backend}): all widths in one call "
+    print(f"sweep m = {sweep['widths']} ({args.draws} seeds, trainer on {args.backend}): all widths in one call "
           f"{sweep['batched_s']:.3f} s, one call per width {sweep['per_width_s']:.3f} s, per-network GD loop "
           f"{sweep['per_network_s']:.3f} s; paired ratios per-width/batched {sweep['per_width_over_batched']:.2f}, "
           f"loop/batched {sweep['per_network_over_batched']:.2f}; converged: {sweep['converged']}")

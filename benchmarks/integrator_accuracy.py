@@ -12,7 +12,7 @@ imbalance drift (FaF Eq. 35). These are the numbers behind the theorem checks' a
 Examples::
 
     python benchmarks/integrator_accuracy.py                  # d = 100, the benchmark's grid
-    python benchmarks/integrator_accuracy.py --d 32 --thetas 0.5236 1.0472 --sigma 0.3 --instances 40 --seed 11
+    python benchmarks/integrator_accuracy.py --d 32 --thetas 0.5236 1.0472 --sigma 0.3 --draws 40 --seed 11
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ REFERENCE = (1e-6, 1e-9)
 
 def run(args, rtol, tol):
     t0 = time.perf_counter()
-    df = run_transfer_experiment(args.d, args.gammas, args.thetas, args.sigma, args.instances,
+    df = run_transfer_experiment(args.d, args.gammas, args.thetas, args.sigma, args.draws,
                                  methods=("scratch", "finetune"), seed=args.seed, backend="numpy",
                                  flow={"rtol": rtol, "gtol": tol}, progress=False)
     return df, time.perf_counter() - t0
@@ -45,13 +45,13 @@ def main(argv=None) -> int:
     p.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.5])
     p.add_argument("--thetas", type=float, nargs="+", default=[np.pi / 4])
     p.add_argument("--sigma", type=float, default=0.2)
-    p.add_argument("--instances", type=int, default=20)
+    p.add_argument("--draws", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     ref, t_ref = run(args, *REFERENCE)
     keys = ["method", "gamma", "theta"]
     print(f"d = {args.d}, γ ∈ {args.gammas}, θ ∈ {np.round(args.thetas, 4).tolist()}, σ = {args.sigma}, "
-          f"{args.instances} draws, scratch + fine-tune; reference rtol = {REFERENCE[0]:g}, tol = {REFERENCE[1]:g}")
+          f"{args.draws} draws, scratch + fine-tune; reference rtol = {REFERENCE[0]:g}, tol = {REFERENCE[1]:g}")
     print("| rtol | tol | wall (s) | evaluations | converged | max |Δ risk| (draw) | max |Δ mean risk| "
           "| max |Δ risk| scratch | max imbalance drift |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -37,15 +37,15 @@ DISCRETE = ("recovered", "top_coord", "coords", "restarts_needed", "converged", 
 
 def studies(rtol, gtol):
     """The two studies of ``merlin_fig.build`` at its registered quick profile, as functions of the cap (name →
-    callable; ``seeds`` overrides the profile's seeds, for a warm-up)."""
+    callable; ``draws`` overrides the profile's draws, for a warm-up)."""
     p = registered()["merlin_fig"].profiles["quick"]
     common = dict(splits=Q.MERLIN_SPLITS)
     return {
-        "comparison": lambda cap, seeds=p["seeds"]: Q.run_comparison(
-            p["d"], p["m"], p["k"], list(p["n_targets"]), p["lam"], seeds, algorithms=ALGORITHMS,
+        "comparison": lambda cap, draws=p["draws"]: Q.run_comparison(
+            p["d"], p["m"], p["k"], list(p["n_targets"]), p["lam"], draws, algorithms=ALGORITHMS,
             restarts=p["restarts"], seed=0, flow=dict(rtol=rtol, gtol=gtol, max_stages=cap), **common),
-        "success": lambda cap, seeds=p["success_seeds"]: Q.run_comparison(
-            p["k"] + 1, p["m"], p["k"], list(p["success_n"]), p["lam"], seeds, algorithms=("merlin",),
+        "success": lambda cap, draws=p["success_draws"]: Q.run_comparison(
+            p["k"] + 1, p["m"], p["k"], list(p["success_n"]), p["lam"], draws, algorithms=("merlin",),
             restarts=Q.merlin_restarts(p["k"]), seed=1, flow=dict(rtol=rtol, gtol=gtol, max_stages=cap),
             **common),
     }

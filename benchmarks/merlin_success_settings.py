@@ -55,7 +55,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-t", type=int, default=3)
     parser.add_argument("--k", type=int, default=3)
-    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--restarts", type=int, default=None, help="default 3k")
     parser.add_argument("--S", type=int, default=Q.MERLIN_SPLITS)
     parser.add_argument("--splits", choices=("seed", "shared", "per-restart"), default="seed")
@@ -65,10 +65,10 @@ def main(argv=None):
     a = parser.parse_args(argv)
     restarts = Q.merlin_restarts(a.k) if a.restarts is None else a.restarts
     begin = time.perf_counter()
-    wins, any_restart = success(a.n_t, a.k, a.seeds, restarts, a.S, a.splits, a.ridge, a.rtol, a.gtol)
+    wins, any_restart = success(a.n_t, a.k, a.draws, restarts, a.S, a.splits, a.ridge, a.rtol, a.gtol)
     print(f"n_t={a.n_t} k={a.k} splits={a.splits} S={a.S} ridge={a.ridge:g} R={restarts} rtol={a.rtol:g} "
-          f"gtol={a.gtol:g}: success {wins}/{a.seeds} = {wins / a.seeds:.3f} (SE "
-          f"{np.sqrt(wins / a.seeds * (1 - wins / a.seeds) / a.seeds):.3f}), some restart on e1 {any_restart}, "
+          f"gtol={a.gtol:g}: success {wins}/{a.draws} = {wins / a.draws:.3f} (SE "
+          f"{np.sqrt(wins / a.draws * (1 - wins / a.draws) / a.draws):.3f}), some restart on e1 {any_restart}, "
           f"1 - P(some wrong feature fits) = {1 - M.any_wrong_feature_fit_probability(a.n_t, a.k):.3f}, "
           f"{time.perf_counter() - begin:.0f} s")
 

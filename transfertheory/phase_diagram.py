@@ -19,9 +19,10 @@ import argparse
 import re
 
 from ._memory import set_limit
-from .cli_support import exit_process
+from .cli_support import entry_point, exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
+from .figures import phase_grid
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
 from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
@@ -62,8 +63,8 @@ def build_parser():
     )
     parser.add_argument("--noise", type=NOISE.arg_type(), default=0.2, metavar="SIGMA",
                         help=f"label-noise sd σ in {NOISE.interval} (default 0.2)")
-    parser.add_argument("--method", choices=figure.METHODS, default="linear", help="transfer method (default linear)")
-    parser.add_argument("--limit", choices=figure.LIMITS, default=None,
+    parser.add_argument("--method", choices=phase_grid.METHODS, default="linear", help="transfer method (default linear)")
+    parser.add_argument("--limit", choices=phase_grid.LIMITS, default=None,
                         help="flow: what gradient flow converges to (default); paper: the paper's formulas. They "
                         "differ for fine-tuning only; a --finite-d fine-tuning grid is the paper's Eq. 17")
     parser.add_argument("--lam", type=RIDGE.arg_type(), default=0.0, metavar="LAMBDA",
@@ -154,7 +155,7 @@ def _validate(parser, args):
                      f"(d = {args.sim_d}, M = {args.sim_gammas}, γ_max = {args.gamma_max:g})")
 
 
-@cli.entry_point
+@entry_point
 def main(argv=None):
     """Entry point; returns 0, 1 if the outputs cannot be written, or 4 if the simulation does not fit in memory.
     Usage errors exit 2, an unusable backend 3, Ctrl-C 130; the output folder and the backend are checked before
@@ -175,7 +176,7 @@ def main(argv=None):
                                     title=f"Transferability phase diagram under Σ = {args.spectrum}",
                                     sources=("FaF Eq. 13",), backend=None,
                                     runtime_s=timer.elapsed)
-    grid = figure.compute_phase_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
+    grid = phase_grid.compute_phase_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit, args.depth)
     points, parameters = None, {}
     if args.simulate:

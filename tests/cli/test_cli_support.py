@@ -23,7 +23,7 @@ from transfertheory import claims, cli_support, verify
 from transfertheory import phase_diagram as phase_cli
 from transfertheory.figures import __main__ as registry_cli
 from transfertheory.figures import cli as figure_cli
-from transfertheory.figures import phase_diagram as phase_figure
+from transfertheory.figures import phase_grid
 
 #: every figure command line with arguments that make it cheap (module, argv before --out)
 FIGURE_CLIS = [
@@ -119,7 +119,7 @@ def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp
             pass
 
     monkeypatch.setattr(figure_cli.Timer, "__init__", work_then_finish)
-    monkeypatch.setattr(phase_figure, "compute_phase_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
+    monkeypatch.setattr(phase_grid, "compute_phase_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
     assert phase_cli.main(["--resolution", "8", "--out", str(tmp_path / "out")]) == 130
     assert capsys.readouterr().err.endswith("interrupted\n")
 
@@ -301,7 +301,7 @@ def _benchmark(monkeypatch, name, exception):
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_ctrl_c_in_a_benchmark_is_one_line_and_exit_130(name, monkeypatch, capsys):
-    quick = ["--d", "8", "--instances", "2"] if name == "integrator_accuracy" else ["--quick"]
+    quick = ["--d", "8", "--draws", "2"] if name == "integrator_accuracy" else ["--quick"]
     assert _benchmark(monkeypatch, name, KeyboardInterrupt)(quick) == 130
     assert capsys.readouterr().err == "interrupted\n"
 

@@ -27,13 +27,13 @@ def _run(*args, timeout=120, script=SCRIPT):
 def test_help():
     out = _run("--help")
     assert out.returncode == 0, out.stderr
-    for option in ("--d", "--instances", "--steps", "--eta", "--backend", "--seed", "--quick", "--fig1", "--csv"):
+    for option in ("--d", "--draws", "--steps", "--eta", "--backend", "--seed", "--quick", "--fig1", "--csv"):
         assert option in out.stdout
 
 
 def test_quick_run_prints_ratio_and_writes_csv(tmp_path):
     csv = tmp_path / "bench.csv"
-    out = _run("--quick", "--d", "12", "--instances", "3", "--steps", "300", "--repeat", "1", "--csv", str(csv))
+    out = _run("--quick", "--d", "12", "--draws", "3", "--steps", "300", "--repeat", "1", "--csv", str(csv))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "ratio baseline/simulator:" in out.stdout
     assert "smoke run" in out.stdout and "target >=" not in out.stdout  # no speed verdict from a smoke run
@@ -45,7 +45,7 @@ def test_quick_run_prints_ratio_and_writes_csv(tmp_path):
 
 def test_scaling_table_prints_cost_against_the_floor_and_the_exponent(tmp_path):
     csv = tmp_path / "scaling.csv"
-    out = _run("--scaling", "8", "16", "--instances", "2", "--csv", str(csv))
+    out = _run("--scaling", "8", "16", "--draws", "2", "--csv", str(csv))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "cost per instance-evaluation against d" in out.stdout
     assert "fitted exponent, cost ∝ d^p over all d (8 … 16): simulator p = " in out.stdout
@@ -54,12 +54,12 @@ def test_scaling_table_prints_cost_against_the_floor_and_the_exponent(tmp_path):
 
 
 def test_quick_fig1_path_runs():
-    out = _run("--fig1", "--quick", "--d", "8", "--instances", "2", "--fig1-grid", "2")
+    out = _run("--fig1", "--quick", "--d", "8", "--draws", "2", "--fig1-grid", "2")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "fig1 time:" in out.stdout
 
 
-@pytest.mark.parametrize("bad", [["--instances", "1"], ["--d", "0"]])
+@pytest.mark.parametrize("bad", [["--draws", "1"], ["--d", "0"]])
 def test_bad_arguments_exit_2(bad):
     assert _run(*bad).returncode == 2
 
@@ -73,7 +73,7 @@ def test_unusable_cupy_backend_is_a_one_line_error():
 
 
 def test_integrator_accuracy_table():
-    out = _run("--d", "8", "--instances", "2", script=os.path.join(ROOT, "benchmarks", "integrator_accuracy.py"))
+    out = _run("--d", "8", "--draws", "2", script=os.path.join(ROOT, "benchmarks", "integrator_accuracy.py"))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 0.") or line.startswith("| 1e")]
     assert len(rows) == 4  # the reference and three settings

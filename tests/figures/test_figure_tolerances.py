@@ -45,7 +45,7 @@ def merlin_headline(**size):
 @pytest.mark.meta
 def test_merlin_fig_headline_is_stable_under_tightened_tolerances_reduced():
     """≈ 15 s on the 2-core machine at a light load (≈ 150 s at a load of 11)."""
-    headline = merlin_headline(d=4, k=3, m=2, n_targets=(3,), seeds=2, restarts=2, success_n=(3,), success_seeds=8)
+    headline = merlin_headline(d=4, k=3, m=2, n_targets=(3,), draws=2, restarts=2, success_n=(3,), success_draws=8)
     assert_stable_under_tightened_tolerances(headline, **STUDY_TOLERANCES)
 
 
@@ -85,7 +85,7 @@ FAF_FIG4_TOLERANCES = dict(rtol=3e-2, gtol=1e-6)
 def test_faf_fig4_headline_is_stable_under_tightened_tolerances_reduced():
     """The quick profile's d, m, m*, budgets and μ = 0.125 at 2 teachers × 2 data sets and 4 n ≤ 40 (where the
     tightened rule is met within 10× the budget; 11 s CPU, largest shift 0.65 SE at rtol 3e-2 → 3e-3)."""
-    size = dict(faf_fig4.FIGURE.profiles["quick"], mus=(0.125,), ns=(20, 24, 32, 40), teachers=2, instances=2)
+    size = dict(faf_fig4.FIGURE.profiles["quick"], mus=(0.125,), ns=(20, 24, 32, 40), teachers=2, draws=2)
     assert_stable_under_tightened_tolerances(faf_fig4_headline(**size), **FAF_FIG4_TOLERANCES)
 
 

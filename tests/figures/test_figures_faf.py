@@ -17,7 +17,7 @@ from transfertheory.sim.relu_teacher import run_transfer_experiment
 
 # the target budget leaves 3 of 4 scratch flows unconverged at n = 12, 2 at n = 16 and all at n = 32 (whose point then
 # has no mean: left out of the power-law fit)
-TINY = dict(d=4, m=12, m_star=4, mus=(0.25, 0.5), ns=(8, 12, 16, 32), teachers=2, instances=2)
+TINY = dict(d=4, m=12, m_star=4, mus=(0.25, 0.5), ns=(8, 12, 16, 32), teachers=2, draws=2)
 BUDGETS = dict(max_time=1e3, pretrain_max_time=3e4)
 
 
@@ -37,8 +37,8 @@ def _panel(fig, prefix):
 
 @pytest.fixture(scope="module")
 def tiny_table():
-    sizes = {k: v for k, v in TINY.items() if k != "instances"}
-    return run_transfer_experiment(**sizes, draws=TINY["instances"], methods=("scratch",) + faf_fig4.TRANSFER_METHODS,
+    sizes = {k: v for k, v in TINY.items() if k != "draws"}
+    return run_transfer_experiment(**sizes, draws=TINY["draws"], methods=("scratch",) + faf_fig4.TRANSFER_METHODS,
                                    seed=0, backend="numpy", flow={"max_time": BUDGETS["max_time"]},
                                    pretrain_flow={"max_time": BUDGETS["pretrain_max_time"]})
 
@@ -61,7 +61,7 @@ def test_fig4_leaves_the_unconverged_scratch_flows_out_of_the_means(tiny_table):
 def test_fig4_counts_each_flow_once_and_the_largest_loss_reached(tiny_table):
     df = tiny_table
     counts = faf_fig4.convergence_counts(df)
-    units = TINY["teachers"] * TINY["instances"]
+    units = TINY["teachers"] * TINY["draws"]
     scratch = df[(df.method == "scratch") & (df.mu == TINY["mus"][0])]
     assert counts["scratch"] == (int(scratch.converged.sum()), len(TINY["ns"]) * units, scratch.loss.max())
     linear = df[df.method == "linear"]

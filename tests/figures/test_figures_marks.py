@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from figure_checks import assert_no_legend_over_data, legend_collisions
-from transfertheory.figures.marks import annotate_convergence, below_drops, convergence_text, legend_outside
+from transfertheory.figures.marks import (annotate_convergence, below_drops, convergence_text,
+                                         errorbar_by_convergence, legend_outside, title_with_footnote)
 from transfertheory.figures.output import use_agg
 
 
@@ -107,3 +108,28 @@ def test_convergence_text_and_title_line(plt):
 def test_convergence_text_refuses_impossible_counts(counts):
     with pytest.raises(ValueError, match="counts"):
         convergence_text(counts)
+
+
+def test_errorbar_by_convergence_draws_the_unconverged_points_hollow_in_the_same_colour(plt):
+    fig, ax = plt.subplots()
+    x, err = np.array([1.0, 2.0, 3.0]), np.full(3, 0.1)
+    color = errorbar_by_convergence(ax, x, x**2, err, np.array([True, False, True]), fmt="o", ms=4, label="sim",
+                                    hollow_label="some draws unconverged")
+    filled, hollow = (container.lines[0] for container in ax.containers)
+    assert filled.get_xdata().tolist() == [1.0, 3.0] and hollow.get_xdata().tolist() == [2.0]
+    assert hollow.get_markerfacecolor() == "none" and (filled.get_markersize(), hollow.get_markersize()) == (4, 5)
+    assert filled.get_color() == hollow.get_color() == color
+    assert ax.get_legend_handles_labels()[1] == ["sim", "some draws unconverged"]
+    errorbar_by_convergence(ax, x, x, err, np.ones(3, bool), fmt="s", ms=4)  # all converged: nothing hollow
+    assert len(ax.containers) == 3
+
+
+def test_title_with_footnote_keeps_the_panels_above_the_footnote(plt):
+    fig, axes = plt.subplots(1, 2)
+    title_with_footnote(fig, "a title", "converged: networks 3/4; the 1 unconverged are left out")
+    note = fig.texts[-1]
+    assert fig._suptitle.get_text() == "a title" and note.get_text().startswith("converged: networks 3/4")
+    renderer = fig.canvas.get_renderer()
+    top_of_note = note.get_window_extent(renderer).y1
+    assert all(ax.get_tightbbox(renderer).y0 > top_of_note for ax in axes)
+

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transfertheory
+from transfertheory import cli_support
 from transfertheory import phase_diagram as cli
 from transfertheory.backend import cupy_available
 from transfertheory.figures import __main__ as registry_cli
@@ -325,11 +326,11 @@ def test_cupy_without_a_gpu_is_one_line_and_exit_3(tmp_path):
 
 def test_backend_choice_falls_back_to_the_environment(monkeypatch):
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "numpy")
-    assert figure_cli.resolve_backend(None) == "numpy"
+    assert cli_support.resolve_backend(None) == "numpy"
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
-    assert figure_cli.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
+    assert cli_support.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
     with pytest.raises(SystemExit) as info:
-        figure_cli.resolve_backend(None)
+        cli_support.resolve_backend(None)
     assert info.value.code == 3
 
 
@@ -370,8 +371,8 @@ def test_faf_fig4_paper_profile_is_faf_app_d2_in_the_packages_time_units():
     """FaF App. D.2 and the Fig. 4 caption: d = 100, m = 1000, m* = 100, 10 teachers × 100 data sets, 1e5 steps at
     rate 0.01·m of losses without the ½: package flow time 2 × 0.01 × 1e5 = 2e3."""
     paper = catalog.get_figure("faf_fig4").profiles["paper"]
-    assert {k: paper[k] for k in ("d", "m", "m_star", "teachers", "instances")} == dict(
-        d=100, m=1000, m_star=100, teachers=10, instances=100)
+    assert {k: paper[k] for k in ("d", "m", "m_star", "teachers", "draws")} == dict(
+        d=100, m=1000, m_star=100, teachers=10, draws=100)
     assert paper["max_time"] == paper["pretrain_max_time"] == 2 * 0.01 * 1e5
 
 
@@ -446,7 +447,7 @@ def test_faf_fig4s_table_through_the_store_is_the_table_computed_here(tmp_path):
     from transfertheory.figures import faf_fig4, simulation
     from transfertheory.sweep.runner import SweepRunner
 
-    args = dict(d=4, m=8, m_star=4, mus=(0.25, 0.5), ns=(8, 12), teachers=2, instances=2, chunk=1, seed=3,
+    args = dict(d=4, m=8, m_star=4, mus=(0.25, 0.5), ns=(8, 12), teachers=2, draws=2, chunk=1, seed=3,
                 backend="numpy", max_time=20.0, pretrain_max_time=20.0, rtol=None, loss_tol=1e-6)
     here, students = faf_fig4._experiment(**args)
     token = simulation.SWEEP_RUNNER.set(SweepRunner(str(tmp_path / "store"), workers=1, progress=False))

@@ -16,6 +16,7 @@ import pytest
 from transfertheory import phase_diagram as cli
 from transfertheory.figures import faf_fig2, faf_fig6, faf_fig7, simulation, stats
 from transfertheory.figures import phase_diagram as pdg
+from transfertheory.figures import phase_grid as pg
 from transfertheory.theory import linear as L
 from transfertheory.theory.methods import get_method
 
@@ -89,7 +90,7 @@ def test_simulation_ns_skips_the_interpolation_threshold():
 def test_hollow_markers_for_points_with_unconverged_draws():
     import matplotlib.pyplot as plt
 
-    grid = pdg.compute_grid("linear", 0.2, resolution=20)
+    grid = pg.compute_grid("linear", 0.2, resolution=20)
     sims = pd.DataFrame({"gamma": [0.5, 1.5], "theta": [math.pi / 8] * 2, "d": [16, 16],
                          "transferability_mean": [0.3, -0.1], "transferability_sd": [0.05, 0.05],
                          "n_converged": [10, 7], "n_draws": [10, 10]})
@@ -183,7 +184,8 @@ def test_slices_simulate_each_method_once_per_process_with_the_rows_of_a_joint_r
     for method in ("linear", "finetune"):
         joint = original(("scratch", method), 12, ns, simulation.SLICE_THETAS, 0.2, 4, (0.0,), 0, None, False)
         for part in ("scratch", method):
-            memo = simulation._method_rows(part, 12, ns, simulation.SLICE_THETAS, 0.2, 4, 0.0, 0, None, False, 2)
+            memo = simulation._computed_rows(part, 12, tuple(int(n) for n in ns), tuple(simulation.SLICE_THETAS), 0.2,
+                                             4, 0.0, 0, None, False, 2)
             rows = joint[joint["method"] == part].reset_index(drop=True)
             # (a joint table has the transfer method's integer columns as floats: NaN in the scratch rows)
             pd.testing.assert_frame_equal(rows[memo.columns], memo, check_dtype=False, check_exact=True)
@@ -280,7 +282,7 @@ def test_fig6_build_and_agreement():
     points = output.data
     assert list(points.columns) == simulation.SIM_COLUMNS and (points["sigma"] == 0).all()
     (suffix, grid, _), = output.extra
-    assert suffix == "_grid" and len(grid) == 16 * 16 and list(grid.columns) == pdg.COLUMNS
+    assert suffix == "_grid" and len(grid) == 16 * 16 and list(grid.columns) == pg.COLUMNS
     assert any("σ = 0" in line for line in output.summary)
     assert_agrees_with_exact_theory(points, "transferability")
 

@@ -18,6 +18,7 @@ import pytest
 
 from transfertheory import phase_diagram as cli
 from transfertheory.figures import phase_diagram as pdg
+from transfertheory.figures import phase_grid as pg
 from transfertheory.theory import linear as L
 from transfertheory.theory import transfer
 from transfertheory.theory.methods import get_method
@@ -40,7 +41,7 @@ def test_default_run_writes_png_and_tidy_csv(tmp_path, capsys):
     assert sorted(tmp_path.iterdir()) == [csv, meta, png]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     grid = pd.read_csv(csv)
-    assert list(grid.columns) == pdg.COLUMNS
+    assert list(grid.columns) == pg.COLUMNS
     assert len(grid) == 40 * 40
     assert set(grid["method"]) == {"linear"} and set(grid["sigma"]) == {0.2}
     assert grid["gamma"].min() > 0 and grid["gamma"].max() == 2.0
@@ -56,9 +57,9 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
     """The CSV (written through the fast categorical path) holds exactly compute_grid's numbers."""
     code, _ = run(["--method", "finetune", "--noise", "0.3", "--finite-d", "12", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
-    grid = pdg.compute_grid("finetune", 0.3, resolution=30, finite_d=12)
+    grid = pg.compute_grid("finetune", 0.3, resolution=30, finite_d=12)
     written = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma0.3_d12.csv")
-    assert list(written.columns) == [*pdg.COLUMNS, "n", "d"]
+    assert list(written.columns) == [*pg.COLUMNS, "n", "d"]
     for col in grid.columns:
         if col == "method":
             assert (written[col] == grid[col]).all()
@@ -75,14 +76,14 @@ def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_
     pandas itself."""
     from transfertheory.figures.output import write_csv
 
-    arrays = pdg.compute_phase_grid(method, 0.3, resolution=25, **options)
-    frame = pdg.compute_grid(method, 0.3, resolution=25, **options)
+    arrays = pg.compute_phase_grid(method, 0.3, resolution=25, **options)
+    frame = pg.compute_grid(method, 0.3, resolution=25, **options)
     write_csv(arrays.columns(), tmp_path / "arrays.csv")
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "arrays.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
     assert frame.attrs == arrays.attrs
     assert arrays.column_names() == list(arrays.columns()) == list(frame.columns)
-    for got, want in zip(pdg.grid_surface(arrays), pdg.grid_surface(frame)):
+    for got, want in zip(pg.grid_surface(arrays), pg.grid_surface(frame)):
         np.testing.assert_array_equal(got, want)
     lam, finite_d = options.get("lam", 0.0), options.get("finite_d")
     assert pdg.summary(arrays, method, 0.3, lam, finite_d) == pdg.summary(frame, method, 0.3, lam, finite_d)
@@ -104,7 +105,7 @@ def test_legends_below_the_panels_are_inside_the_written_region(tmp_path):
 
     from transfertheory.figures import output as out
 
-    result = pdg.phase_diagram_output(pdg.compute_phase_grid("finetune", 0.2, resolution=20), "finetune", 0.2)
+    result = pdg.phase_diagram_output(pg.compute_phase_grid("finetune", 0.2, resolution=20), "finetune", 0.2)
     fig = result.figure
     out.write_outputs(result, "x", tmp_path, "png")
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
@@ -140,7 +141,7 @@ def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
     code, out = run([*args, "--resolution", "24", "--gamma-max", "3"], tmp_path, capsys)
     assert code == 0
     grid = pd.read_csv(tmp_path / f"{name}.csv")
-    assert list(grid.columns) == pdg.COLUMNS + extra
+    assert list(grid.columns) == pg.COLUMNS + extra
     assert grid["gamma"].max() == 3.0
     assert (tmp_path / f"{name}.png").is_file()
     assert "negative transfer" in out
@@ -150,43 +151,43 @@ def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
 
 
 def test_grid_values_are_the_closed_forms():
-    grid = pdg.compute_grid("linear", 0.2, resolution=17)
+    grid = pg.compute_grid("linear", 0.2, resolution=17)
     gamma, theta = grid["gamma"].to_numpy(), grid["theta"].to_numpy()
     np.testing.assert_array_equal(grid["transferability"], L.linear_transferability(gamma, theta, 0.2))
     np.testing.assert_array_equal(grid["risk_transfer"], np.sin(theta) ** 2)
     assert grid.attrs["limit"] == "flow"
     # fine-tuning: gradient flow by default (corrected rescaling c), the paper's Eq. 17 on request
     finetune = get_method("finetune")
-    ft = pdg.compute_grid("finetune", 0.2, resolution=17)
+    ft = pg.compute_grid("finetune", 0.2, resolution=17)
     np.testing.assert_array_equal(ft["transferability"], finetune.flow_transferability(gamma, theta, 0.2) + 0.0)
-    paper = pdg.compute_grid("finetune", 0.2, resolution=17, limit="paper")
+    paper = pg.compute_grid("finetune", 0.2, resolution=17, limit="paper")
     np.testing.assert_array_equal(paper["transferability"], finetune.paper_transferability(gamma, theta, 0.2) + 0.0)
     assert np.abs(ft["transferability"] - paper["transferability"]).max() > 0.01
     # T_ft = 0 at γ = 1 although both risks are +inf (pathwise cancellation)
-    ft = pdg.compute_grid("finetune", 0.2, resolution=20)
+    ft = pg.compute_grid("finetune", 0.2, resolution=20)
     one = ft[ft["gamma"] == 1.0]
     assert np.all(one["transferability"] == 0) and np.all(np.isposinf(one["risk_transfer"]))
 
 
 def test_finite_d_fine_tuning_draws_the_paper_formula_and_says_so():
     """The finite-size gradient-flow limit of fine-tuning is a Monte Carlo, so a finite-d grid is Eq. 17."""
-    grid = pdg.compute_grid("finetune", 0.2, resolution=12, finite_d=20)
+    grid = pg.compute_grid("finetune", 0.2, resolution=12, finite_d=20)
     assert grid.attrs["limit"] == "paper"
     with pytest.raises(ValueError, match="limit='flow'"):
-        pdg.compute_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
+        pg.compute_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
     assert "not the gradient-flow limit" in pdg.summary(grid, "finetune", 0.2, finite_d=20)
 
 
 def test_ridge_at_zero_lambda_is_linear_transfer():
-    lin, ridge = pdg.compute_grid("linear", 0.3, resolution=21), pdg.compute_grid("ridge", 0.3, resolution=21, lam=0.0)
+    lin, ridge = pg.compute_grid("linear", 0.3, resolution=21), pg.compute_grid("ridge", 0.3, resolution=21, lam=0.0)
     np.testing.assert_allclose(ridge["transferability"], lin["transferability"], rtol=1e-12, atol=1e-14)
 
 
 def test_finite_d_grid_approaches_the_limit():
     """Away from γ = 1 the exact d = 20000 surface is within O(1/d) of the n, d → ∞ one (paper's formulas)."""
     for method in ("linear", "finetune"):
-        exact = pdg.compute_grid(method, 0.2, resolution=41, finite_d=20000)
-        limit = pdg.compute_grid(method, 0.2, resolution=41, limit="paper")
+        exact = pg.compute_grid(method, 0.2, resolution=41, finite_d=20000)
+        limit = pg.compute_grid(method, 0.2, resolution=41, limit="paper")
         far = np.abs(exact["gamma"] - 1) > 0.1
         gap = np.abs(exact["transferability"] - limit["transferability"])[far]
         assert gap.max() < 2e-3
@@ -194,14 +195,14 @@ def test_finite_d_grid_approaches_the_limit():
 
 def test_finite_d_undefined_points_are_nan():
     """n = round(γd) ≤ 2: linear/ridge transfer outside the formula's domain (NaN); n = d: T_lt = +inf."""
-    grid = pdg.compute_grid("linear", 0.2, gamma_max=2.0, resolution=40, finite_d=20)  # γ = k/20 → n = k
+    grid = pg.compute_grid("linear", 0.2, gamma_max=2.0, resolution=40, finite_d=20)  # γ = k/20 → n = k
     small = grid[grid["n"] <= 2]
     assert len(small) == 2 * 40 and small[["transferability", "risk_transfer"]].isna().all().all()
     assert np.all(np.isposinf(grid.loc[grid["n"].isin([19, 20, 21]), "transferability"]))
     assert grid.loc[grid["n"] >= 3, "transferability"].notna().all()
-    ft = pdg.compute_grid("finetune", 0.2, gamma_max=2.0, resolution=40, finite_d=20)
+    ft = pg.compute_grid("finetune", 0.2, gamma_max=2.0, resolution=40, finite_d=20)
     assert ft["transferability"].notna().all()  # fine-tuning is defined for every n ≥ 1
-    tiny = pdg.compute_grid("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3)  # γd < 0.5 → n = 0
+    tiny = pg.compute_grid("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3)  # γd < 0.5 → n = 0
     assert tiny.loc[tiny["n"] == 0, "transferability"].isna().all()
 
 
@@ -223,7 +224,7 @@ def test_summary_opening_angle_is_arccos_one_minus_sigma(sigma, tmp_path, capsys
     d_theta, d_gamma = (math.pi / 2) / (res - 1), 2.0 / res
     slack = d_theta + d_gamma**2 / (8 * sigma * (1 - sigma) * math.sin(theta_c)) + 1e-4  # + print rounding
     assert theta_c - 1e-4 <= grid_open <= theta_c + slack
-    grid = pdg.compute_grid("linear", sigma, resolution=res)
+    grid = pg.compute_grid("linear", sigma, resolution=res)
     share = float(re.search(r"T < 0\): ([\d.]+)%", out).group(1)) / 100
     assert share == pytest.approx((grid["transferability"] < 0).mean(), abs=1e-4)
 
@@ -243,7 +244,7 @@ def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
     np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 0.2), atol=1e-4)
     assert max(angles) < math.pi / 3
     # on the grid the flow's negative region starts no lower than the smallest θ* up to the grid's largest γ < 1
-    grid = pdg.compute_grid("finetune", 0.2, resolution=res)
+    grid = pg.compute_grid("finetune", 0.2, resolution=res)
     gammas = np.unique(grid["gamma"])
     floor = transfer.flow_limit_sign_angle(gammas[gammas < 1].max(), 0.2)
     assert _opening(out)[0] >= floor - 1e-4
@@ -268,9 +269,9 @@ def test_fine_tuning_at_depth_three_prints_theta_star_and_draws_the_deeper_limit
 
 def test_depth_changes_only_fine_tuning_s_gradient_flow_grid():
     for method, limit in (("linear", None), ("finetune", "paper")):
-        two, three = (pdg.compute_grid(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
+        two, three = (pg.compute_grid(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
         pd.testing.assert_frame_equal(two, three)
-    assert pdg.compute_grid("finetune", 1.0, resolution=9, depth=4).attrs["depth"] == 4
+    assert pg.compute_grid("finetune", 1.0, resolution=9, depth=4).attrs["depth"] == 4
 
 
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
@@ -283,7 +284,7 @@ def test_opening_angle_on_a_ridge_grid():
     """Ridge: the grid's negative region opens at the theory's cos θ_open = (1−σ)(1+λ)/√(1+2λ)."""
     sigma, lam = 0.2, 0.3
     expected = math.acos((1 - sigma) * (1 + lam) / math.sqrt(1 + 2 * lam))
-    grid = pdg.compute_grid("ridge", sigma, resolution=120, lam=lam)
+    grid = pg.compute_grid("ridge", sigma, resolution=120, lam=lam)
     neg = grid[(grid["gamma"] < 1) & (grid["transferability"] < 0)]
     assert expected <= neg["theta"].min() <= expected + (math.pi / 2) / 119 + 1e-3
     assert "arccos((1 − σ)(1 + λ)/√(1 + 2λ))" in pdg.summary(grid, "ridge", sigma, lam)
@@ -295,7 +296,7 @@ def test_opening_angle_on_a_ridge_grid():
 def test_plot_overlays_simulated_points():
     import matplotlib.pyplot as plt
 
-    grid = pdg.compute_grid("linear", 0.2, resolution=30)
+    grid = pg.compute_grid("linear", 0.2, resolution=30)
     sims = pd.DataFrame(
         {
             "gamma": [0.25, 0.5, 1.5, 0.5],
@@ -318,7 +319,7 @@ def test_plot_overlays_simulated_points():
 def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
     import matplotlib.pyplot as plt
 
-    grid = pdg.compute_grid("linear", 0.2, resolution=20, finite_d=10)
+    grid = pg.compute_grid("linear", 0.2, resolution=20, finite_d=10)
     assert grid["transferability"].isna().any() and np.isposinf(grid["transferability"]).any()
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2, finite_d=10)
     try:
@@ -332,7 +333,7 @@ def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
 def test_panel_a_has_a_colour_bar():
     import matplotlib.pyplot as plt
 
-    fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
+    fig = pdg.plot_phase_diagram(pg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
     try:
         bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
         assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (not drawn where |T| > 1")
@@ -344,7 +345,7 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
     """Panel (b) is the sign of the flow transferability; the legend names both boundaries, the title says which."""
     import matplotlib.pyplot as plt
 
-    grid = pdg.compute_grid("finetune", 0.5, resolution=40)
+    grid = pg.compute_grid("finetune", 0.5, resolution=40)
     fig = pdg.plot_phase_diagram(grid, "finetune", 0.5)
     try:
         labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
@@ -352,7 +353,7 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
         assert any(label.startswith("θ = π/3: paper's Eq. 17") for label in labels)
         assert "gradient-flow limit" in fig._suptitle.get_text()
         image = fig.axes[1].get_images()[0].get_array()
-        np.testing.assert_array_equal(image, np.sign(pdg.grid_surface(grid)[2]))
+        np.testing.assert_array_equal(image, np.sign(pg.grid_surface(grid)[2]))
     finally:
         plt.close(fig)
 
@@ -373,7 +374,7 @@ def test_legends_leave_every_plotted_point_line_and_cell_visible(method):
 
     from figure_checks import assert_no_legend_over_data
 
-    fig = pdg.plot_phase_diagram(pdg.compute_grid(method, 0.2, resolution=60), method, 0.2,
+    fig = pdg.plot_phase_diagram(pg.compute_grid(method, 0.2, resolution=60), method, 0.2,
                                  simulated=_slice_points(method))
     try:
         assert len([ax for ax in fig.axes if ax.get_legend() is not None]) == 2
@@ -386,7 +387,7 @@ def test_slices_panel_says_how_many_simulated_draws_converged():
     import matplotlib.pyplot as plt
 
     points = _slice_points("linear").assign(n_converged=[20] * 17 + [18])
-    fig = pdg.plot_phase_diagram(pdg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
+    fig = pdg.plot_phase_diagram(pg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
     try:
         assert fig.axes[2].get_title().endswith("\nconverged: target draws 358/360")
     finally:
@@ -397,7 +398,7 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
     """Near γ = 1 the linear-transfer surface diverges; facets beyond ±1 are left out, none is flattened onto ±1."""
     import matplotlib.pyplot as plt
 
-    grid = pdg.compute_grid("linear", 0.2, resolution=60)
+    grid = pg.compute_grid("linear", 0.2, resolution=60)
     assert (grid.transferability.abs() > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2)
     try:
@@ -421,7 +422,7 @@ def test_panel_a_facets_are_what_plot_surface_draws(method, sigma, resolution, f
     from matplotlib.figure import Figure
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    gamma, theta, t = pdg.grid_surface(pdg.compute_phase_grid(method, sigma, resolution=resolution,
+    gamma, theta, t = pg.grid_surface(pg.compute_phase_grid(method, sigma, resolution=resolution,
                                                                finite_d=finite_d))
     x, y = np.meshgrid(gamma, theta)
     z = np.where(np.abs(t) <= pdg.DISPLAY_LIMIT, t, np.nan)
@@ -453,7 +454,7 @@ def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
     """As in the paper's Figs. 1(a) and 3(a): light-blue T = 0 lines on the surface, where T is indeed 0."""
     import matplotlib.pyplot as plt
 
-    fig = pdg.plot_phase_diagram(pdg.compute_grid(method, 0.2, resolution=40), method, 0.2)
+    fig = pdg.plot_phase_diagram(pg.compute_grid(method, 0.2, resolution=40), method, 0.2)
     try:
         lines = [line.get_data_3d() for line in fig.axes[0].get_lines()]
         assert len(lines) >= 2
@@ -516,7 +517,7 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
 def test_compute_grid_rejects_bad_arguments(kwargs, message):
     args = dict(method="linear", sigma=0.2, resolution=8) | kwargs
     with pytest.raises(ValueError, match=message):
-        pdg.compute_grid(**args)
+        pg.compute_grid(**args)
 
 
 def test_unwritable_output_returns_1(tmp_path, capsys):
@@ -546,7 +547,7 @@ def test_help_lists_the_simulation_flags():
 
 def test_non_simulating_cli_does_not_import_the_simulator(tmp_path):
     """The theory-only CLI stays import-light: no module of the simulators (not even the integrator that
-    ``transfertheory.sim`` loads, nor the Fig. 4 boundary statistics that ``figures.stats`` re-exports) loads
+    ``transfertheory.sim`` loads) loads
     without --simulate."""
     code = ("import sys; from transfertheory import phase_diagram as p; "
             f"p.main(['--resolution', '8', '--out', {str(tmp_path)!r}]); "

@@ -14,7 +14,7 @@ from transfertheory.figures import marks, merlin_fig, mtl_fig1, stats, tdr_fig
 
 @pytest.fixture(scope="module")
 def tdr():
-    return tdr_fig.build(widths=(16, 64), seeds=2, similarity_width=64, angles=2, backend="numpy")
+    return tdr_fig.build(widths=(16, 64), draws=2, similarity_width=64, angles=2, backend="numpy")
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,8 @@ def mtl():
 
 @pytest.fixture(scope="module")
 def merlin():
-    return merlin_fig.build(d=6, k=3, m=2, n_targets=(2, 4), seeds=4, restarts=2, success_n=(2, 4),
-                            success_seeds=5, backend="numpy")
+    return merlin_fig.build(d=6, k=3, m=2, n_targets=(2, 4), draws=4, restarts=2, success_n=(2, 4),
+                            success_draws=5, backend="numpy")
 
 
 def _figure_text(out):
@@ -107,7 +107,7 @@ def test_tdr_similarity_panels_show_a_width_of_the_width_panel(tdr):
         (shown,) = re.findall(r"m = (\d+)", ax.get_title())
         assert int(shown) in widths
     with pytest.raises(ValueError, match="similarity_width"):
-        tdr_fig.build(widths=(16, 64), seeds=2, similarity_width=32, angles=2, backend="numpy")
+        tdr_fig.build(widths=(16, 64), draws=2, similarity_width=32, angles=2, backend="numpy")
 
 
 def test_tdr_difference_panel_shows_the_fine_tuning_distance_minus_its_bound(tdr):

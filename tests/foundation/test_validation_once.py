@@ -11,6 +11,7 @@ import pytest
 import transfertheory
 from transfertheory import params as P
 from transfertheory.figures import phase_diagram as PD
+from transfertheory.figures import phase_grid
 from transfertheory.figures.output import use_agg
 from transfertheory.theory import linear, methods, transfer
 
@@ -61,7 +62,7 @@ def test_a_public_theory_function_checks_sigma_once(sigma_checks, name):
     assert len(sigma_checks) == 1
 
 
-@pytest.mark.parametrize("method", PD.METHODS)
+@pytest.mark.parametrize("method", phase_grid.METHODS)
 def test_the_phase_diagram_checks_sigma_once_per_theory_call(sigma_checks, method):
     """Walking σ through ``phase_diagram_output``: each check is a distinct public theory call's only one (before
     this rule one figure checked σ 16 times for linear transfer and 36 for fine-tuning, 6 and 12 now)."""
@@ -69,7 +70,7 @@ def test_the_phase_diagram_checks_sigma_once_per_theory_call(sigma_checks, metho
     import matplotlib.pyplot as plt
 
     lam = 0.1 if method == "ridge" else 0.0
-    grid = PD.compute_grid(method, 0.2, resolution=8, lam=lam)
+    grid = phase_grid.compute_grid(method, 0.2, resolution=8, lam=lam)
     sigma_checks.clear()
     plt.close(PD.phase_diagram_output(grid, method, 0.2, lam=lam).figure)
     per_call = collections.Counter(id(frame) for frame, _ in sigma_checks)

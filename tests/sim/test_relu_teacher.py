@@ -393,7 +393,7 @@ def test_chunks_of_teachers_and_data_sets_give_the_rows_of_the_whole_run_bit_ide
 
 
 def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
-    from transfertheory.figures.stats import sign_change, sign_side
+    from transfertheory.sim.sign_change import sign_change, sign_side
 
     ns = np.array([10.0, 100.0, 1000.0])
     assert sign_change(ns, [1.0, -1.0, -2.0]) == pytest.approx(np.sqrt(10 * 100))  # halfway in log n
@@ -414,7 +414,7 @@ def test_fig4_build_turns_a_bad_grid_into_an_error_naming_it_before_any_work(mon
         raise AssertionError("the experiment started")
 
     monkeypatch.setattr(faf_fig4, "run_transfer_experiment", refuse)
-    tiny = dict(d=4, m=8, m_star=3, mus=(0.3, 0.6), ns=(8, 16, 32), teachers=2, instances=2, backend="numpy")
+    tiny = dict(d=4, m=8, m_star=3, mus=(0.3, 0.6), ns=(8, 16, 32), teachers=2, draws=2, backend="numpy")
     for bad, named in ((dict(ns=(32, 16, 8)), "ns"), (dict(ns=(8, 16)), "ns")):
         with pytest.raises(ValueError, match=named):
             faf_fig4.build(**{**tiny, **bad})
@@ -429,7 +429,7 @@ def test_fig4_statistics_are_clustered_by_teacher():
     # Units of one teacher share its pretrained student: the SE must come from the per-teacher means, and the
     # bootstrap must resample teachers. Here the within-teacher scatter is tiny (1e-6) and the teachers differ
     # by ±1: the per-unit SE would be ~√(instances) = 3× too small; the clustered one is the SE of the 4 means.
-    from transfertheory.figures.stats import clustered_mean_se, sign_change_with_interval
+    from transfertheory.sim.sign_change import clustered_mean_se, sign_change_with_interval
 
     rng = np.random.default_rng(0)
     teachers = np.repeat(np.arange(4), 9)

@@ -277,7 +277,7 @@ def test_tdr_figure_builds_its_tables_and_identical_tasks_do_not_move():
     both families are the source task itself, so fine-tuning moves nothing and the bound is 0."""
     from transfertheory.figures import tdr_fig
 
-    out = tdr_fig.build(widths=(16, 64), seeds=2, similarity_width=64, angles=2, backend="numpy")
+    out = tdr_fig.build(widths=(16, 64), draws=2, similarity_width=64, angles=2, backend="numpy")
     assert list(out.data.columns) == list(tdr_fig.COLUMNS) and len(out.data) == 2
     (suffix, table, columns), = out.extra
     assert suffix == "_similarity" and list(table.columns) == list(columns) and len(table) == 4

@@ -325,7 +325,7 @@ def test_the_faf_fig4_sweeps_chunks_are_the_figures_experiment_rows_bit_identica
     chunks = Store(tmp_path / "fig4").table()
     p = dict(get_figure("faf_fig4").profiles["quick"])
     whole = run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
-                                    draws=p["instances"], methods=("scratch", "linear", "linear_minnorm"),
+                                    draws=p["draws"], methods=("scratch", "linear", "linear_minnorm"),
                                     flow={"max_time": p["max_time"]},
                                     pretrain_flow={"max_time": p["pretrain_max_time"]},
                                     linear_flow={"max_time": 1e30}, backend="numpy", seed=0)

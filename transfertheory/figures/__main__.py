@@ -24,15 +24,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import math
 import sys
 from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError, set_limit
-from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, Timer, add_backend_argument,
-                  add_memory_argument, add_output_arguments, check_before_work, entry_point, write_and_report)
+from ..cli_support import add_backend_argument, entry_point
+from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, Timer, add_memory_argument,
+                  add_output_arguments, check_before_work, write_and_report)
 
 __all__ = ["build_parser", "main"]
 
@@ -138,10 +138,9 @@ def _build_group(task):
 def _previous_runtime(out, name, profile):
     """The build time ``NAME.json`` in ``out`` records for ``profile``, or inf when there is none (unknown figures
     start first among the workers)."""
-    try:
-        meta = json.loads((Path(out) / f"{name}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return math.inf
+    from .gallery import load_metadata  # (the catalog, loaded by then)
+
+    meta = load_metadata(Path(out) / f"{name}.json") or {}
     runtime = meta.get("runtime_s") if meta.get("profile") == profile else None
     return runtime if isinstance(runtime, (int, float)) else math.inf
 

@@ -7,7 +7,8 @@ r"""The numbers behind the anisotropic-input figures (docs/anisotropic.md): phas
   ``faf_aniso`` figure);
 * :func:`simulate_points` — gradient-flow simulations on one θ slice per (decay, placement), each point compared
   with the Monte Carlo expectation of the limit points at the simulated (n, d)
-  (:func:`transfertheory.theory.anisotropic_mc.limit_expectations`), beside the deterministic equivalent.
+  (:func:`transfertheory.theory.anisotropic_mc.limit_expectations`), beside the deterministic equivalent;
+* :func:`slice_theory` — the deterministic equivalent along those slices (the figure's curves).
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from ..params import D, DEPTH, GAMMA_MAX, LAM, RESOLUTION, SIGMA
 from ..theory import anisotropic as A
 from ..theory import spectra as S
 from . import stats
-from .phase_grid import COLUMN_DEFINITIONS, THETA_MAX, PhaseGrid
+from .phase_grid import COLUMN_DEFINITIONS, PhaseGrid, grid_axes
 
 __all__ = ["GRID_COLUMN_DEFINITIONS", "POINT_COLUMN_DEFINITIONS", "task", "phase_grid", "teacher_spec",
-           "boundary_grids", "simulate_points"]
+           "boundary_grids", "simulate_points", "slice_theory"]
 
 #: definitions of the CLI grid's columns (the isotropic grid's, with the Σ-norm risk and the Σ-angle)
 GRID_COLUMN_DEFINITIONS = {
@@ -65,8 +66,7 @@ def phase_grid(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, re
     (``finite_d`` None, ``limit`` "flow"). Every argument is checked before any work."""
     sigma, gamma_max, resolution = SIGMA.scalar(sigma), GAMMA_MAX.scalar(gamma_max), RESOLUTION.scalar(resolution)
     lam, depth, d = LAM.scalar(lam), DEPTH.scalar(depth), D.with_range(low=2).scalar(d)
-    gamma = gamma_max * np.arange(1, resolution + 1) / resolution
-    theta = np.linspace(0.0, THETA_MAX, resolution)
+    gamma, theta = grid_axes(gamma_max, resolution)
     eigen, beta_s, beta_t = task(spectrum, teacher, d, theta)
     t, r_sc, r_tr = A.transfer_grid(method, eigen, beta_s, beta_t, gamma * d, sigma, lam, depth)
     return PhaseGrid(gamma, theta, t + 0.0, r_sc, r_tr, method, sigma, lam, None, "flow", depth)
@@ -119,3 +119,16 @@ def simulate_points(d, draws, gammas, theta, sigma, decays, placements, exponent
                 table["method"], table["decay"], table["placement"] = method, float(a), place
                 frames.append(table[list(POINT_COLUMN_DEFINITIONS)])
     return pd.concat(frames, ignore_index=True)
+
+
+def slice_theory(points, sigma, theta, exponent, gammas):
+    """The deterministic equivalent of T at ``gammas`` on the slice ``theta`` at the simulated d of ``points``
+    (:func:`simulate_points`), per (method, decay, placement) of its rows: ``{(method, a, placement): (gammas, T)}``,
+    NaN where T is not finite."""
+    d = int(points["d"].iloc[0])
+    out = {}
+    for (method, a, place), _ in points.groupby(["method", "decay", "placement"]):
+        lam, beta_s, beta_t = task(f"power:{a:g}", teacher_spec(exponent, place), d, [theta])
+        t = A.transfer_grid(method, lam, beta_s, beta_t, gammas * d, sigma)[0][0]
+        out[method, a, place] = (gammas, np.where(np.isfinite(t), t, np.nan))
+    return out

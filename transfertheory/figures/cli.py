@@ -30,7 +30,7 @@ import sys
 import time
 
 from .. import cli_support
-from ..cli_support import EXIT_INTERRUPTED, add_backend_argument, backend_choice, entry_point, resolve_backend
+from ..cli_support import add_backend_argument, backend_choice, resolve_backend
 from ..params import SEED, Interval, Param
 
 __all__ = [
@@ -38,17 +38,12 @@ __all__ = [
     "EXIT_UNWRITABLE",
     "EXIT_USAGE",
     "EXIT_BACKEND",
-    "EXIT_INTERRUPTED",
     "EPILOG",
     "EXIT_MEMORY",
     "add_memory_argument",
     "COUNT",
     "PAPER_D",
     "PAPER_DRAWS",
-    "entry_point",
-    "add_backend_argument",
-    "backend_choice",
-    "resolve_backend",
     "check_before_work",
     "add_size_arguments",
     "resolve_size",

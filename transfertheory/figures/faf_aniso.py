@@ -20,15 +20,14 @@ import numpy as np
 from . import aniso_data as data
 from . import stats
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
-from .phase_grid import THETA_MAX, grid_surface
+from .output import FigureOutput, subplots
+from .phase_grid import THETA_MAX, THETA_TICKS, grid_surface
 from .registry import Figure, register
 
 __all__ = ["NAME", "build", "plot", "phase_output", "FIGURE"]
 
 NAME = "faf_aniso"
 _PLACEMENT_STYLE = {"top": "-", "bottom": "--"}
-_THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 _LABELS = {"linear": "linear transfer", "finetune": "fine-tuning (gradient-flow limit)", "ridge": "ridge transfer"}
 
 
@@ -53,7 +52,7 @@ def _boundary_panel(ax, grids, method, decays, placements, colours, title):
         ax.plot([], [], "k", ls=_PLACEMENT_STYLE[place], label=f"teachers on the {place}")
     ax.axvline(1.0, color="k", lw=0.6, ls=":")
     ax.set(xlabel="γ = n/d", ylabel="Σ-angle θ", ylim=(0, THETA_MAX), title=title)
-    ax.set_yticks(*_THETA_TICKS)
+    ax.set_yticks(*THETA_TICKS)
 
 
 def _slice_panel(ax, points, method, decays, colours, theory, title):
@@ -74,10 +73,7 @@ def _slice_panel(ax, points, method, decays, colours, theory, title):
 
 def plot(grids, points, theory, decays, sim_decays, placements, sigma, theta, b):
     """(a), (b) boundaries per decay and placement; (c), (d) simulated slices with the equivalents (module doc)."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(12, 10), layout="constrained")
+    fig, axes = subplots(2, 2, figsize=(12, 10), layout="constrained")
     colours = {a: f"C{j}" for j, a in enumerate(sorted({*decays, *sim_decays}))}
     _boundary_panel(axes[0, 0], grids, "linear", decays, placements, colours, "(a) linear transfer: T = 0")
     _boundary_panel(axes[0, 1], grids, "finetune", decays, placements, colours, "(b) fine-tuning: T = 0")
@@ -93,17 +89,6 @@ def plot(grids, points, theory, decays, sim_decays, placements, sigma, theta, b)
     return fig
 
 
-def _slice_theory(points, sigma, theta, b, gammas):
-    """The deterministic equivalent of T along the slice at the simulated d, per (method, decay, placement)."""
-    d = int(points["d"].iloc[0])
-    out = {}
-    for (method, a, place), _ in points.groupby(["method", "decay", "placement"]):
-        lam, beta_s, beta_t = data.task(f"power:{a:g}", data.teacher_spec(b, place), d, [theta])
-        t = data.A.transfer_grid(method, lam, beta_s, beta_t, gammas * d, sigma)[0][0]
-        out[method, a, place] = (gammas, np.where(np.isfinite(t), t, np.nan))
-    return out
-
-
 def build(decays=(0.0, 0.75, 1.5), sim_decays=(0.0, 1.5), placements=("top", "bottom"), b=1.0, sigma=0.2,
           theory_d=200, resolution=121, gamma_max=2.0, d=32, draws=20, gammas=(0.3125, 0.5, 0.6875, 1.375, 2.0),
           theta=math.pi / 4, mc_draws=1000, seed=0, backend=None, progress=None):
@@ -113,7 +98,7 @@ def build(decays=(0.0, 0.75, 1.5), sim_decays=(0.0, 1.5), placements=("top", "bo
     points = data.simulate_points(d, draws, gammas, theta, sigma, sim_decays, placements, b, seed, backend, progress,
                                   mc_draws)
     curve = np.linspace(gamma_max / 200, gamma_max, 200)
-    fig = plot(grids, points, _slice_theory(points, sigma, theta, b, curve), decays, sim_decays, placements, sigma,
+    fig = plot(grids, points, data.slice_theory(points, sigma, theta, b, curve), decays, sim_decays, placements, sigma,
                theta, b)
     parameters = dict(decays=list(decays), sim_decays=list(sim_decays), placements=list(placements), b=b,
                       sigma=sigma, theory_d=theory_d, resolution=resolution, gamma_max=gamma_max, d=d, draws=draws,
@@ -150,19 +135,16 @@ FIGURE = register(Figure(
 
 
 def _phase_figure(grid, iso, method, sigma, spectrum, teacher, d):
-    use_agg()
-    import matplotlib.pyplot as plt
-
     gamma, theta, t = grid_surface(grid)
-    fig, (ax_sign, ax_slices) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
+    fig, (ax_sign, ax_slices) = subplots(1, 2, figsize=(12, 5.2), layout="constrained")
     ax_sign.pcolormesh(gamma, theta, np.sign(t), cmap="RdBu", vmin=-1.5, vmax=1.5, shading="nearest")
     _zero_contour(ax_sign, gamma, theta, t, colors=["k"], linewidths=1.5)
     _zero_contour(ax_sign, *grid_surface(iso), colors=["0.4"], linestyles=["--"], linewidths=1.2)
     ax_sign.plot([], [], "k", label="T = 0 under Σ")
     ax_sign.plot([], [], color="0.4", ls="--", label="T = 0 at Σ = I (FaF)")
     ax_sign.set(xlabel="γ = n/d", ylabel="Σ-angle θ", title="(a) sign of T (red: negative transfer)")
-    ax_sign.set_yticks(*_THETA_TICKS)
-    for j, (th, label) in enumerate(zip(_THETA_TICKS[0][1:4], _THETA_TICKS[1][1:4])):
+    ax_sign.set_yticks(*THETA_TICKS)
+    for j, (th, label) in enumerate(zip(THETA_TICKS[0][1:4], THETA_TICKS[1][1:4])):
         k = int(np.argmin(np.abs(theta - th)))
         ax_slices.plot(gamma, np.where(np.isfinite(t[k]), t[k], np.nan), color=f"C{j}", label=f"θ = {label}")
         iso_t = grid_surface(iso)[2][k]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 
-from .phase_diagram import compute_grid, phase_diagram_output
+from .phase_diagram import phase_diagram_output
+from .phase_grid import compute_grid
 from .registry import Figure, register
 from .simulation import PAPER_SIZES, simulate_slices, sweep_sizes
 
@@ -33,41 +34,35 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
                                 primary="points")
 
 
-def _profiles(name):
-    """The figure's profiles: its simulation sizes are those of the named sweep ``name``, σ and the theory grid's
-    resolution its own."""
-    return {profile: dict(sigma=0.2, resolution=resolution, **sweep_sizes(name, profile))
-            for profile, resolution in (("quick", 200), ("paper", 400))}
-
 #: both figures pair their transfer runs with the scratch runs of the same draws, simulated once per process
 #: (:func:`~transfertheory.figures.simulation.simulate_slices`)
 SCRATCH_SLICES = "faf-slices-scratch"
 
-FIGURE_1 = register(Figure(
-    name="faf_fig1",
+
+def _register(name, method, **labels):
+    """Register the figure ``name``: ``method``'s diagram with simulated slices, its simulation sizes those of the
+    named sweep ``name``, σ and the theory grid's resolution its own; ``labels``: title, description, sources."""
+    profiles = {profile: dict(sigma=0.2, resolution=resolution, **sweep_sizes(name, profile))
+                for profile, resolution in (("quick", 200), ("paper", 400))}
+    return register(Figure(name=name, build=functools.partial(build, method), profiles=profiles,
+                           extra_suffixes=("_grid",), shares=SCRATCH_SLICES, paper_sizes=PAPER_SIZES, **labels))
+
+
+FIGURE_1 = _register(
+    "faf_fig1", "linear",
     title="FaF Fig. 1: linear transferability phase diagram, σ = 0.2",
     description="Transferability T = E[R_scratch − R_transfer] of linear transfer (last layer retrained on the "
     "pretrained rank-one features) over (γ, θ): (a) the n, d → ∞ surface, (b) its sign with the boundaries γ₋, γ₊ "
     "and 1 + σ²/sin²θ, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simulations (mean ± SD over target draws) "
     "and, dashed, the exact theory at the simulated d.",
     sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
-    build=functools.partial(build, "linear"),
-    profiles=_profiles("faf_fig1"),
-    extra_suffixes=("_grid",),
-    shares=SCRATCH_SLICES,
-    paper_sizes=PAPER_SIZES,
-))
-FIGURE_3 = register(Figure(
-    name="faf_fig3",
+)
+FIGURE_3 = _register(
+    "faf_fig3", "finetune",
     title="FaF Fig. 3: fine-tuning transferability phase diagram (gradient-flow limit), σ = 0.2",
     description="Transferability of fine-tuning (every layer trained from the pretrained weights) over (γ, θ), "
     "shaded by what gradient flow converges to: the sign changes at θ* = arccos(c/2) < π/3 (corrected FaF "
     "Thm 3.9), the paper's Eq. 17 boundary θ = π/3 is dashed and its slices dotted. Slices carry gradient-flow "
     "simulations (mean ± SD) and crosses at the Monte Carlo of the exact finite-d gradient-flow limit.",
     sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
-    build=functools.partial(build, "finetune"),
-    profiles=_profiles("faf_fig3"),
-    extra_suffixes=("_grid",),
-    shares=SCRATCH_SLICES,
-    paper_sizes=PAPER_SIZES,
-))
+)

@@ -35,16 +35,17 @@ import numpy as np
 
 from ..theory.methods import get_method
 from . import stats
-from .marks import annotate_convergence, legend_outside
-from .output import FigureOutput, use_agg
+from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 from .simulation import simulate_per_lambda
 
 __all__ = ["NAME", "COLUMNS", "COLUMN_DEFINITIONS", "simulate_points", "finite_minimum", "plot", "build"]
 
 NAME = "faf_fig2"
+#: the largest ridge strength drawn by default (and the λ axis of a grid without a positive λ)
+LAM_MAX = 0.6
 RIDGE = get_method("ridge")
-DEFAULTS = dict(d=64, draws=20, gamma=0.5, theta=math.pi / 8, sigma=0.2, lam_max=0.6, lams=13)
 #: CSV columns (one row per simulated λ) and their definitions; risks in units of ‖β_t‖² = 1
 COLUMN_DEFINITIONS = {
     "lam": "ridge strength λ of the transfer head (FaF Eq. 14)",
@@ -96,16 +97,13 @@ def finite_minimum(theta, sigma, n, d, lam_max, points=601):
 
 def plot(table, lam_max):
     """(a) risk vs λ: Eq. 15, exact finite n (dashed), simulation ± SD; (b) the same minus Eq. 15, simulation ± SE."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
     first = table.iloc[0]
     theta, sigma, n, d = float(first["theta"]), float(first["sigma"]), int(first["n"]), int(first["d"])
     lam = np.linspace(0.0, lam_max, 301)
     eq15 = RIDGE.paper_risk(n / d, theta, sigma, lam)
     exact = RIDGE.paper_risk_finite(n, d, theta, sigma, lam)
     complete = (table["n_converged"] == table["n_draws"]).to_numpy()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.0), layout="constrained")
+    fig, axes = subplots(1, 2, figsize=(11, 5.0), layout="constrained")
     for ax, base, base_pts, err, what in (
         (axes[0], 0.0, 0.0, table["risk_sd"], "± SD"),
         (axes[1], eq15, table["theory_eq15"], table["risk_se"], "± SE"),
@@ -113,11 +111,9 @@ def plot(table, lam_max):
         ax.plot(lam, eq15 - base, "k-", lw=1.5, label="theory, n → ∞ (Eq. 15)")
         ax.plot(lam, exact - base, "C3--", lw=1.5, label=f"theory, exact n = {n}")
         y = table["risk_mean"] - base_pts
-        ax.errorbar(table["lam"][complete], y[complete], yerr=err[complete], fmt="o", ms=4, capsize=2, color="C0",
-                    label=f"simulation {what} (d = {d}, {int(table['n_draws'].max())} independent draws per λ)")
-        if not complete.all():
-            ax.errorbar(table["lam"][~complete], y[~complete], yerr=err[~complete], fmt="o", mfc="none", ms=5,
-                        capsize=2, color="C0", label="some draws unconverged")
+        errorbar_by_convergence(ax, table["lam"], y, err, complete, fmt="o", ms=4, capsize=2, color="C0",
+                                label=f"simulation {what} (d = {d}, {int(table['n_draws'].max())} independent "
+                                "draws per λ)", hollow_label="some draws unconverged")
         ax.set(xlabel=r"ridge strength $\lambda$", xlim=(-0.02 * lam_max, 1.02 * lam_max))
     lam_star, r_star, r0 = finite_minimum(theta, sigma, n, d, lam_max)
     axes[0].set(ylabel=f"linear transfer risk {RISK_LABEL}", title="(a) risk vs ridge strength")
@@ -149,8 +145,7 @@ def _summary(table, lam_max, seed):
                                                                 "each), error bars ±SD"))
 
 
-def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], theta=DEFAULTS["theta"],
-          sigma=DEFAULTS["sigma"], lam_max=DEFAULTS["lam_max"], lams=DEFAULTS["lams"], seed=0, backend=None,
+def build(d=64, draws=20, gamma=0.5, theta=math.pi / 8, sigma=0.2, lam_max=LAM_MAX, lams=13, seed=0, backend=None,
           progress=None):
     """Simulate and draw FaF Fig. 2 at ``lams`` λ in [0, ``lam_max``] (or the λ values given as a sequence).
 
@@ -158,7 +153,7 @@ def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gamma=DEFAULTS["gamma"], the
     """
     grid = np.linspace(0.0, lam_max, lams) if np.ndim(lams) == 0 else np.asarray(lams, float)
     table = simulate_points(d, draws, gamma, theta, sigma, grid, seed, backend, progress)
-    shown = float(grid.max()) if grid.max() > 0 else DEFAULTS["lam_max"]
+    shown = float(grid.max()) if grid.max() > 0 else LAM_MAX
     parameters = dict(d=d, draws=draws, gamma=gamma, n=round(gamma * d), theta=theta, sigma=sigma, lams=grid,
                       seed=seed)
     return FigureOutput(plot(table, shown), table, COLUMN_DEFINITIONS, parameters, _summary(table, shown, seed),

@@ -50,11 +50,11 @@ from ..backend import to_host
 from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
 from ..sim.relu_teacher.experiment import ROW_KEYS
 from ..sim.seeding import generator
+from ..sim.sign_change import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from ..sweep.named import named_profile
 from ..theory.relu import finite_n_boundary, power_law_fit
 from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, use_agg
-from .stats import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from .registry import Figure, register
 from .simulation import SWEEP_RUNNER
 
@@ -341,7 +341,7 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
     return fig
 
 
-def _experiment(d, m, m_star, mus, ns, teachers, instances, chunk, seed, backend, max_time, pretrain_max_time,
+def _experiment(d, m, m_star, mus, ns, teachers, draws, chunk, seed, backend, max_time, pretrain_max_time,
                 rtol, loss_tol):
     """The experiment's table and, for panels (a, b), the pretrained students of its first teacher by μ. With a
     figure command's store (``--paper``, ``--store``; :data:`~.simulation.SWEEP_RUNNER`) it runs through the sweep
@@ -353,22 +353,22 @@ def _experiment(d, m, m_star, mus, ns, teachers, instances, chunk, seed, backend
     methods = ("scratch",) + TRANSFER_METHODS
     runner = SWEEP_RUNNER.get()
     if runner is None or rtol is not None:  # (the experiment's record has no rtol field)
-        df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, draws=instances, methods=methods,
+        df = run_transfer_experiment(d, m, m_star, mus, ns, teachers=teachers, draws=draws, methods=methods,
                                      seed=seed, backend=backend, **flows)
         return df, df.attrs["students"]
-    chunk = min(chunk or instances, instances)
+    chunk = min(chunk or draws, draws)
     spec = dict(experiment="faf_relu", draws=chunk,
                 fixed=dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), methods=list(methods), draw_seed=seed,
                            teachers=1, max_time=max_time, pretrain_max_time=pretrain_max_time,
                            linear_max_time=LINEAR_MAX_TIME, loss_tol=loss_tol, pretrain_loss_tol=loss_tol),
-                axes=dict(teacher_start=list(range(teachers)), draw_start=list(range(0, instances, chunk))))
+                axes=dict(teacher_start=list(range(teachers)), draw_start=list(range(0, draws, chunk))))
     df = runner.rows(spec, f"faf_relu d={d}").sort_values(list(ROW_KEYS), ignore_index=True)
     first = run_transfer_experiment(d, m, m_star, mus, ns[:1], teachers=1, draws=1, methods=("linear",), seed=seed,
                                     backend=backend, **flows)
     return df, first.attrs["students"]
 
 
-def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max_time=1e3, seed=0, backend=None,
+def build(d, m, m_star, mus, ns, teachers, draws, max_time=1e3, pretrain_max_time=1e3, seed=0, backend=None,
           progress=None, rtol=None, loss_tol=1e-6, chunk=None):
     """Run the experiment, summarize it and draw the five panels; a :class:`~.output.FigureOutput`.
 
@@ -380,7 +380,7 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     import pandas as pd
 
     _check_grid(ns)
-    df, students = _experiment(d, m, m_star, mus, ns, teachers, instances, chunk, seed, backend, max_time,
+    df, students = _experiment(d, m, m_star, mus, ns, teachers, draws, chunk, seed, backend, max_time,
                                pretrain_max_time, rtol, loss_tol)
     grid, boundary, fit = summarize(df, seed)
     gram_mu = float(mus[len(mus) // 2])
@@ -389,7 +389,7 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
     kernel_gap = float(np.linalg.norm(grams[0] - grams[1]) / np.linalg.norm(grams[1]))
     pre = pretraining(df)
     counts = convergence_counts(df)
-    lines = [f"FaF Fig. 4 at d = {d}, m = {m}, m* = {m_star}: {teachers} teachers × {instances} data sets, "
+    lines = [f"FaF Fig. 4 at d = {d}, m = {m}, m* = {m_star}: {teachers} teachers × {draws} data sets, "
              f"n ∈ {list(ns)}, μ ∈ {list(mus)}",
              f"(a, b) relative Frobenius gap of the Gram matrices at μ = {gram_mu:g} (teacher 0): {kernel_gap:.3f}",
              f"(c) scratch power law: ν = {fit.nu:.3f} ± {fit.nu_se:.3f}, A = {fit.A:.3g} (FaF: ν ≈ 1.18 at d = 100)",
@@ -413,7 +413,7 @@ def build(d, m, m_star, mus, ns, teachers, instances, max_time=1e3, pretrain_max
                      f"{row.n_sign_linear_hi:.3g}], sign change in {row.n_sign_linear_found:.0%} of resamples) "
                      f"(linear), {row.n_sign_minnorm:.3g} (kernel interpolation); with the transfer risk reached at "
                      f"the largest n instead of ‖P⊥‖²: {row.n_c_largest_n:.3g}; pretraining {row.pretrain_status}")
-    parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, instances=instances,
+    parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, draws=draws,
                       max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
     figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m)
     return FigureOutput(figure, grid, COLUMNS, parameters, tuple(lines),
@@ -428,7 +428,7 @@ def _sizes(profile):
     they are declared): the whole run of its points, one teacher and a block of data sets each."""
     s = named_profile(NAME, profile)
     return dict(d=s["d"], m=s["m"], m_star=s["m_star"], mus=tuple(s["mus"]), ns=tuple(s["ns"]),
-                teachers=len(s["teacher_start"]), instances=s["draws"] * len(s.get("draw_start", [0])), chunk=s["draws"],
+                teachers=len(s["teacher_start"]), draws=s["draws"] * len(s.get("draw_start", [0])), chunk=s["draws"],
                 max_time=s["max_time"], pretrain_max_time=s["pretrain_max_time"])
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, compute_points, spearman_table
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 __all__ = ["NAME", "COLUMN_DEFINITIONS", "plot", "build"]
@@ -68,26 +68,22 @@ SYMLOG_LINTHRESH = 0.1
 def plot(points, spearman):
     """Two panels: T against D_KL (a) and against empirical W₁ (b), one colour per target norm.
 
-    Panel (b) starts at W₁ = 0 and shades [0, floor]: the W₁ two samples of the *same* law already have, so the
-    reader sees how little of each W₁ value depends on the target; an inset zooms on the values above the floor.
+    Panel (b) starts at W₁ = 0 and shades [0, floor] (``points.attrs["w1_floor"]``): the W₁ two samples of the
+    *same* law already have, so the reader sees how little of each W₁ value depends on the target; an inset zooms
+    on the values above the floor.
     """
-    use_agg()
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
 
     rho = dict(zip(spearman["distance"], spearman["spearman_rho"]))
     first = points.iloc[0]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), sharey=True, layout="constrained")
-    floor = points.attrs.get("w1_floor")
-    zoom = None
-    if floor is not None:
-        axes[1].axvspan(0, floor, color="#e0e0e0", lw=0, zorder=0,
-                        label=f"sampling-bias floor: W₁ of two samples of one law = {floor:.3g}")
-        axes[1].set_xlim(0, 1.02 * points["w1_empirical"].max())
-        zoom = axes[1].inset_axes([0.07, 0.3, 0.6, 0.6])
-    colours = plt.cm.viridis(np.linspace(0, 0.9, points["norm"].nunique()))
+    fig, axes = subplots(1, 2, figsize=(11, 5.4), sharey=True, layout="constrained")
+    floor = points.attrs["w1_floor"]
+    axes[1].axvspan(0, floor, color="#e0e0e0", lw=0, zorder=0,
+                    label=f"sampling-bias floor: W₁ of two samples of one law = {floor:.3g}")
+    axes[1].set_xlim(0, 1.02 * points["w1_empirical"].max())
+    zoom = axes[1].inset_axes([0.07, 0.3, 0.6, 0.6])
+    colours = colormaps["viridis"](np.linspace(0, 0.9, points["norm"].nunique()))
     for ax, column in ((axes[0], "kl"), (axes[1], "w1_empirical"), (zoom, "w1_empirical")):
-        if ax is None:
-            continue
         for colour, (norm, group) in zip(colours, points.groupby("norm")):
             group = group.sort_values("theta")
             ax.plot(group[column], group["transferability"], "o-", color=colour, ms=4 if ax is not zoom else 2.5,
@@ -96,15 +92,13 @@ def plot(points, spearman):
         ax.set_yscale("symlog", linthresh=SYMLOG_LINTHRESH)
     for panel, (ax, column) in enumerate(zip(axes, ("kl", "w1_empirical"))):
         ax.set(xlabel=DISTANCES[column], title=f"({'ab'[panel]}) Spearman ρ(T, ·) = {rho[column]:+.2f}")
-    if zoom is not None:
-        zoom.set_ylim(axes[1].get_ylim())
-        zoom.axvline(floor, color="k", lw=0.8, ls=":")
-        zoom.set_title("zoom: W₁ above the floor (dotted)", fontsize=7)
-        zoom.tick_params(labelsize=6)
+    zoom.set_ylim(axes[1].get_ylim())
+    zoom.axvline(floor, color="k", lw=0.8, ls=":")
+    zoom.set_title("zoom: W₁ above the floor (dotted)", fontsize=7)
+    zoom.tick_params(labelsize=6)
     axes[0].set_ylabel("transferability T (linear transfer, exact)")
     legend_outside(axes[0], "below", fontsize=8, ncol=3, title="θ from 0 to π along each line", title_fontsize=8)
-    if zoom is not None:
-        legend_outside(axes[1], "below", axes[1].patches[:1], [axes[1].patches[0].get_label()], fontsize=8)
+    legend_outside(axes[1], "below", axes[1].patches[:1], [axes[1].patches[0].get_label()], fontsize=8)
     fig.suptitle(f"FaF Fig. 5: T vs task distances — d = {int(first['d'])}, n = {int(first['n'])}, "
                  f"σ = {first['sigma']:g}, {int(first['samples'])} samples per task for W₁")
     return fig

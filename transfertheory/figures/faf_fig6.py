@@ -28,29 +28,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import phase_diagram as pdg
+from . import faf_fig1_3
 from .registry import Figure, register
-from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, sweep_sizes
+from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, sweep_sizes
 
 __all__ = ["NAME", "SIGMA", "build"]
 
 NAME = "faf_fig6"
 SIGMA = 0.0
-DEFAULTS = dict(d=SIM_D, draws=SIM_DRAWS, gammas=SIM_GAMMAS, resolution=200)
 
 
-def build(d=DEFAULTS["d"], draws=DEFAULTS["draws"], gammas=DEFAULTS["gammas"], resolution=DEFAULTS["resolution"],
-          gamma_max=2.0, seed=0, backend=None, progress=None):
-    """Simulate and draw FaF Fig. 6; a :class:`~transfertheory.figures.output.FigureOutput`.
+def build(d=SIM_D, draws=SIM_DRAWS, gammas=SIM_GAMMAS, resolution=200, gamma_max=2.0, seed=0, backend=None,
+          progress=None):
+    """Simulate and draw FaF Fig. 6 (:func:`.faf_fig1_3.build` of linear transfer at σ = 0, with its own title);
+    a :class:`~transfertheory.figures.output.FigureOutput`.
 
     ``data``: the simulated points (:data:`~transfertheory.figures.simulation.SIM_COLUMNS`); the theory grid of
     panels (a, b) is the extra table ``_grid``.
     """
-    grid = pdg.compute_grid("linear", SIGMA, gamma_max, resolution)
-    points = simulate_slices("linear", SIGMA, d, draws, gammas, gamma_max, seed=seed, backend=backend,
-                             progress=progress)
-    output = pdg.phase_diagram_output(grid, "linear", SIGMA, points=points, primary="points",
-                                      parameters=dict(sim_gammas=gammas, seed=seed))
+    output = faf_fig1_3.build("linear", SIGMA, gamma_max, resolution, d, draws, gammas, seed, backend, progress)
     output.figure.suptitle("FaF Fig. 6: linear transferability, σ = 0 (theory n, d → ∞; points: simulation ± SD, "
                            f"dashed: exact d = {d})")
     return replace(output, summary=(f"FaF Fig. 6 (σ = 0): d = {d}, {draws} draws, {gammas} γ points, seed {seed}",

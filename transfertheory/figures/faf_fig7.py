@@ -75,14 +75,9 @@ def _edges(centers):
 
 def _cells(points, skipped_n, column):
     """(θ axis, γ axis, values[γ, θ]) over simulated and skipped n (skipped rows NaN)."""
-    d = int(points["d"].iloc[0])
-    theta = np.unique(points["theta"])
-    gamma = np.unique(np.concatenate([points["gamma"].to_numpy(), np.asarray(skipped_n, float) / d]))
-    values = np.full((gamma.size, theta.size), np.nan)
-    gi = np.searchsorted(gamma, points["gamma"].to_numpy())
-    ti = np.searchsorted(theta, points["theta"].to_numpy())
-    values[gi, ti] = points[column].to_numpy(float)
-    return theta, gamma, values
+    gamma = np.union1d(points["gamma"], np.asarray(skipped_n, float) / int(points["d"].iloc[0]))
+    cells = points.pivot(index="gamma", columns="theta", values=column).reindex(gamma)
+    return cells.columns.to_numpy(float), gamma, cells.to_numpy(float)
 
 
 def plot(points):

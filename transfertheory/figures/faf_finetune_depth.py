@@ -15,7 +15,7 @@ import numpy as np
 
 from ..theory import transfer
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 __all__ = ["NAME", "COLUMNS", "angle_table", "plot", "build", "FIGURE"]
@@ -85,10 +85,7 @@ def _against_gamma(ax, sigma, depths):
 
 def plot(table, sigma_b, depths_b):
     """The two panels: (a) from ``table``, (b) at noise ``sigma_b`` for ``depths_b``; returns the Figure."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6))
+    fig, axes = subplots(1, 2, figsize=(12, 5.6))
     _against_depth(axes[0], table)
     _against_gamma(axes[1], sigma_b, depths_b)
     fig.suptitle("Fine-tuning a deep linear network: where transfer changes sign, by depth (gradient-flow limit, "

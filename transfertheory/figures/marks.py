@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["legend_outside", "below_drops", "convergence_text", "left_out_text", "annotate_convergence"]
+__all__ = ["legend_outside", "below_drops", "errorbar_by_convergence", "convergence_text", "left_out_text",
+           "annotate_convergence", "title_with_footnote"]
 
 #: gap between the axes (or its tick labels) and a legend outside it, in points
 _GAP_POINTS = 4.0
@@ -61,6 +62,17 @@ def legend_outside(ax, side="right", handles=None, labels=None, drop=None, **kwa
                      bbox_transform=ax.transAxes + gap, **kwargs)
 
 
+def errorbar_by_convergence(ax, x, y, yerr, complete, label=None, hollow_label=None, **style):
+    """``ax.errorbar`` of the points whose runs all converged (boolean mask ``complete``), then of the others hollow
+    (``mfc="none"``, one point larger) in the same colour; ``style``: ``errorbar``'s keywords, ``ms`` among them.
+    Returns the colour."""
+    color = ax.errorbar(x[complete], y[complete], yerr=yerr[complete], label=label, **style).lines[0].get_color()
+    if not complete.all():
+        hollow = {**style, "color": color, "mfc": "none", "ms": style["ms"] + 1}
+        ax.errorbar(x[~complete], y[~complete], yerr=yerr[~complete], label=hollow_label, **hollow)
+    return color
+
+
 def convergence_text(counts: Mapping[str, tuple[int, int]], detail: str = "") -> str:
     """"converged: scratch 18/45, linear 45/45" from ``{label: (converged, total)}``; ``detail`` is appended
     after a semicolon (e.g. the stopping rule or the loss reached)."""
@@ -87,3 +99,11 @@ def annotate_convergence(ax, counts: Mapping[str, tuple[int, int]], detail: str 
     title = ax.get_title()
     ax.set_title(f"{title}\n{text}" if title else text, fontsize=ax.title.get_fontsize())
     return text
+
+
+def title_with_footnote(fig, title, footnote):
+    """Give ``fig`` its ``title`` and a one-line ``footnote`` centred at its foot (8 pt, e.g. the convergence of a
+    figure that leaves its unconverged runs out: :func:`left_out_text`), the panels laid out above that line."""
+    fig.suptitle(title)
+    fig.text(0.5, 0.01, footnote, ha="center", va="bottom", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))

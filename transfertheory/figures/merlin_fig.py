@@ -22,8 +22,8 @@ import pandas as pd
 from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
 from ..sweep.named import named_profile
 from ..theory import merlin as M
-from .marks import legend_outside, left_out_text
-from .output import FigureOutput, use_agg
+from .marks import left_out_text, legend_outside, title_with_footnote
+from .output import FigureOutput, subplots
 from .stats import bootstrap_mean_interval, wilson_interval
 from .registry import Figure, register
 
@@ -110,10 +110,7 @@ _DODGE = 1.07
 def plot(losses, successes, k, seed_losses, convergence):
     """Draw both panels; ``seed_losses``: the converged rows (algorithm, n_t, target_loss) behind panel (a),
     ``convergence``: the line stating how many runs converged."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4))
+    fig, axes = subplots(1, 2, figsize=(11, 5.4))
     for i, (algorithm, marker) in enumerate(zip(ALGORITHMS, "osd^")):
         shift = _DODGE ** (i - (len(ALGORITHMS) - 1) / 2)
         seeds = seed_losses[seed_losses["algorithm"] == algorithm]
@@ -138,14 +135,12 @@ def plot(losses, successes, k, seed_losses, convergence):
     axes[1].set(xlabel="target samples n_t", ylabel="success probability", ylim=(-0.05, 1.05),
                 title=f"(b) MeRLin recovers e₁ (k = {k}, d = k + 1)")
     legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle("MeRLin §5: quadratic network trained by gradient flow")
-    fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    title_with_footnote(fig, "MeRLin §5: quadratic network trained by gradient flow", convergence)
     return fig
 
 
-def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restarts=9, success_n=(2, 3, 4, 6, 8, 10),
-          success_seeds=30, splits=MERLIN_SPLITS, seed=0, backend=None, progress=None,
+def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), draws=8, restarts=9, success_n=(2, 3, 4, 6, 8, 10),
+          success_draws=30, splits=MERLIN_SPLITS, seed=0, backend=None, progress=None,
           rtol=STUDY_TOLERANCES["rtol"], gtol=STUDY_TOLERANCES["gtol"]):
     """Run both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`.
 
@@ -153,9 +148,9 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
     claims (:data:`~transfertheory.sim.merlin.MERLIN_RIDGE`, :func:`~transfertheory.sim.merlin.merlin_restarts`,
     :data:`~transfertheory.sim.merlin.STUDY_TOLERANCES`)."""
     tolerances = dict(rtol=rtol, gtol=gtol)
-    comparison = run_comparison(d, m, k, list(n_targets), lam, seeds, algorithms=ALGORITHMS, restarts=restarts,
+    comparison = run_comparison(d, m, k, list(n_targets), lam, draws, algorithms=ALGORITHMS, restarts=restarts,
                                 splits=splits, seed=seed, backend=backend, flow=tolerances)
-    merlin_runs = run_comparison(k + 1, m, k, list(success_n), lam, success_seeds, algorithms=("merlin",),
+    merlin_runs = run_comparison(k + 1, m, k, list(success_n), lam, success_draws, algorithms=("merlin",),
                                  restarts=merlin_restarts(k), splits=splits, seed=seed + 1, backend=backend,
                                  flow=tolerances)
     losses, successes = loss_table(comparison), success_table(merlin_runs, k)
@@ -164,14 +159,14 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), seeds=8, restart
     unconverged = runs - converged
     gtol = comparison.attrs["flow"]["gtol"]
     convergence = left_out_text("kept flows", converged, runs, f"final ‖∇ objective‖ ≤ {gtol:g}")
-    summary = (f"MeRLin §5 by training: d = {d}, k = {k}, m = {m}, λ = {lam}, {seeds} seeds × {restarts} restarts",
+    summary = (f"MeRLin §5 by training: d = {d}, k = {k}, m = {m}, λ = {lam}, {draws} draws (target sets) × {restarts} restarts",
                "mean target loss at the largest n_t: " + ", ".join(
                    f"{r.algorithm} {r.loss_mean:.3g}" for r in losses[losses["n_t"] == max(n_targets)].itertuples()),
                "MeRLin success vs 1 − (k − 1)P_wrong: " + ", ".join(
                    f"n={r.n_t}: {r.success:.2f}/{r.union_bound:.2f}" for r in successes.itertuples()),
                convergence)
-    parameters = dict(d=d, k=k, m=m, lam=lam, n_targets=list(n_targets), seeds=seeds, restarts=restarts,
-                      success_n=list(success_n), success_seeds=success_seeds, success_d=k + 1,
+    parameters = dict(d=d, k=k, m=m, lam=lam, n_targets=list(n_targets), draws=draws, restarts=restarts,
+                      success_n=list(success_n), success_draws=success_draws, success_d=k + 1,
                       success_restarts=merlin_restarts(k), splits=splits, ridge=MERLIN_RIDGE, seed=seed, **tolerances)
     seed_losses = comparison.loc[comparison["converged"].astype(bool), ["algorithm", "n_t", "target_loss"]]
     return FigureOutput(plot(losses, successes, k, seed_losses, convergence), losses, COLUMNS, parameters, summary,
@@ -182,7 +177,7 @@ def _sizes(profile, **success):
     """The figure's sizes at ``profile``: panel (a)'s are the named sweep ``merlin``'s
     (:mod:`transfertheory.sweep.named`, where they are declared), the success study's (``success``) its own."""
     s = named_profile("merlin", profile)
-    return dict(d=s["d"], k=s["k"], m=s["m"], lam=s["lam"], n_targets=tuple(s["n_t"]), seeds=s["draws"],
+    return dict(d=s["d"], k=s["k"], m=s["m"], lam=s["lam"], n_targets=tuple(s["n_t"]), draws=s["draws"],
                 restarts=s["restarts"], **success)
 
 
@@ -197,8 +192,8 @@ FIGURE = register(Figure(
     "bound 1 − (k − 1)·P_wrong(n_t) and the exact probability that no wrong feature fits the target samples.",
     sources=("MeRLin Thm 1", "MeRLin Thm 2", "MeRLin §5"),
     build=build,
-    profiles={"quick": _sizes("quick", success_n=(2, 3, 4, 6, 8, 10), success_seeds=30),
-              "paper": _sizes("paper", success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_seeds=200)},
+    profiles={"quick": _sizes("quick", success_n=(2, 3, 4, 6, 8, 10), success_draws=30),
+              "paper": _sizes("paper", success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_draws=200)},
     extra_suffixes=("_success",),
     paper_sizes="MeRLin §5 is theory only (Thms 1–2 state n_t ≤ cd and n_t > Θ(log k/ξ) with unspecified "
     "constants; the paper simulates nothing of it): the paper profile is the package's own larger size (d = 32, "

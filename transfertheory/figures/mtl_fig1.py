@@ -33,7 +33,7 @@ import pandas as pd
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels_at_depths
 from .marks import legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 NAME = "mtl_fig1"
@@ -131,33 +131,28 @@ def _plot_depth(ax, table):
     legend_outside(ax, "below", fontsize=7, frameon=False)
 
 
-def _plot_lam_tau(ax, part, x_label):
+def _plot_lam_tau(ax, part, x_label, title):
     for variant, marker in VARIANT_STYLES:
         rows = part[part["variant"] == variant]
         ax.errorbar(rows["lam_tau"], rows["gap_mean"], yerr=rows["gap_run_sd"], fmt=marker,
                     label=f"Φ′_ANIL: {variant}")
     top = float((part["gap_mean"] + part["gap_run_sd"]).max())
-    ax.set(xlabel=x_label, ylabel="‖F_ANIL − F_MTL‖₂", ylim=(0, 1.1 * top))
+    ax.set(xlabel=x_label, ylabel="‖F_ANIL − F_MTL‖₂", ylim=(0, 1.1 * top), title=title)
+    legend_outside(ax, "below", ncol=2, fontsize=7, frameon=False)
 
 
 def plot(table):
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
+    fig, axes = subplots(1, 3, figsize=(16, 5.4))
     _plot_depth(axes[0], table)
     inner, both = table[table["panel"] == "inner_lam_tau"], table[table["panel"] == "lam_tau"]
     depth = int(both["depth"].iloc[0])
-    _plot_lam_tau(axes[1], inner, "training λτ (ANIL's inner loop)")
-    axes[1].set_title(f"(b) against training λτ, test λτ̂ = {FIXED_LAM_TAU_HAT:g}, L = {depth}")
+    _plot_lam_tau(axes[1], inner, "training λτ (ANIL's inner loop)",
+                  f"(b) against training λτ, test λτ̂ = {FIXED_LAM_TAU_HAT:g}, L = {depth}")
     axes[1].text(0.5, 0.04, "flat: λτ cancels from Eq. 16 (evaluated as written)", transform=axes[1].transAxes,
                  ha="center", va="bottom", fontsize=8)
-    legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
-    _plot_lam_tau(axes[2], both, "λτ = λτ̂ (training and test adaptation)")
-    axes[2].set_title(f"(c) against λτ = λτ̂, L = {depth}")
+    _plot_lam_tau(axes[2], both, "λτ = λτ̂ (training and test adaptation)", f"(c) against λτ = λτ̂, L = {depth}")
     axes[2].text(0.97, 0.62, PAPER_TREND_NOTE, transform=axes[2].transAxes, ha="right", va="center", fontsize=8,
                  color="C3", bbox=dict(boxstyle="round", fc="white", ec="C3", lw=0.8))
-    legend_outside(axes[2], "below", ncol=2, fontsize=7, frameon=False)
     runs, tests = int(table["runs"].iloc[0]), int(table["test_tasks"].iloc[0])
     fig.suptitle(f"MTL Fig. 1 (infinite width, MTL §5.1 tasks): mean over {tests} test tasks × {runs} runs; "
                  "λτ adapts the head in ANIL's training, λτ̂ on the support set at test time")

@@ -33,9 +33,9 @@ __all__ = [
     "DPI",
     "FigureOutput",
     "use_agg",
+    "subplots",
     "output_paths",
     "write_csv",
-    "save_figure",
     "metadata_record",
     "write_outputs",
     "remove_stale",
@@ -78,6 +78,14 @@ def use_agg() -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+
+
+def subplots(*args, **kwargs):
+    """``matplotlib.pyplot.subplots(*args, **kwargs)`` on the Agg backend (:func:`use_agg`): (figure, axes)."""
+    use_agg()
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
 
 
 def _write_thumbnail(fig, png, path):
@@ -181,17 +189,6 @@ def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
                         pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
         else:
             fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches)
-
-
-def save_figure(fig, data, name: str, out: str | Path = "figures", fmt: str = "both", dpi: int = DPI) -> list[Path]:
-    """Write ``fig`` (PNG/PDF per ``fmt``) and ``data`` (a DataFrame) as CSV; returns the paths. Creates ``out``.
-
-    The files are written under temporary names and renamed together (an interrupted call leaves none half-written).
-    """
-    paths = output_paths(name, out, fmt)
-    with staged_files() as stage:
-        _write_figure_files(stage, fig, data, paths, dpi)
-    return list(paths.values())
 
 
 def _json_value(value):

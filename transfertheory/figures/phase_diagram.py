@@ -18,8 +18,8 @@ network (``depth``, default 2: θ* = 52.2° at L = 2, 48.0° at L = 3 for σ = 1
 closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
-The pieces: the grid (:mod:`transfertheory.figures.phase_grid`, re-exported here:
-:func:`compute_phase_grid` as NumPy arrays, :func:`compute_grid` as a tidy
+The pieces: the grid (:mod:`transfertheory.figures.phase_grid`:
+:func:`~.phase_grid.compute_phase_grid` as NumPy arrays, :func:`~.phase_grid.compute_grid` as a tidy
 table), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
 :func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
@@ -35,35 +35,22 @@ import numpy as np
 
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, below_drops, legend_outside
+from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_outside
 from .output import DPI, FigureOutput
-from .phase_grid import (COLUMN_DEFINITIONS, COLUMNS, LIMITS, METHODS, THETA_MAX, PhaseGrid, compute_grid,
-                         compute_phase_grid, grid_columns, grid_limit, grid_surface)
+from .phase_grid import THETA_MAX, THETA_TICKS, PhaseGrid, grid_columns, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
 __all__ = [
     "transferability_source",
-    "METHODS",
-    "LIMITS",
-    "COLUMNS",
-    "COLUMN_DEFINITIONS",
-    "THETA_MAX",
     "DISPLAY_LIMIT",
-    "PhaseGrid",
-    "grid_limit",
-    "compute_phase_grid",
-    "compute_grid",
     "plot_phase_diagram",
     "summary",
-    "grid_columns",
-    "grid_surface",
     "phase_diagram_output",
 ]
 
 #: panel (a) draws the surface where |T| ≤ this (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
-_THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 _SLICE_LABELS = ("π/8", "π/4", "3π/8")
 
 
@@ -258,7 +245,7 @@ def _sign_panel(fig, gamma, theta, t, method, boundaries):
     ax.set(xlabel="γ", ylabel="θ", xlim=(gamma[0] - dg / 2, gamma[-1] + dg / 2), ylim=(0, THETA_MAX))
     shades = "red T < 0, blue T > 0" + (", white T = 0" if method == "finetune" else "")
     ax.set_title(f"(b) sign of T: {shades}", fontsize=10)
-    ax.set_yticks(*_THETA_TICKS)
+    ax.set_yticks(*THETA_TICKS)
     return ax, (handles, labels)
 
 
@@ -340,14 +327,9 @@ def _draw_simulated(ax, simulated, colors, method, sigma, lam, gamma_max):
         match = [c for s, c in colors.items() if math.isclose(s, th, abs_tol=1e-9)]
         color = match[0] if match else None
         complete = pts["n_converged"] == pts["n_draws"] if "n_converged" in pts else np.ones(len(pts), bool)
-        bars = ax.errorbar(
-            pts["gamma"][complete], pts["transferability_mean"][complete], yerr=pts["transferability_sd"][complete],
-            fmt="o", ms=4, capsize=2, color=color, label=None if match else f"simulated θ = {th:.3g}",
-        )
-        color = bars.lines[0].get_color()
-        if not complete.all():
-            ax.errorbar(pts["gamma"][~complete], pts["transferability_mean"][~complete],
-                        yerr=pts["transferability_sd"][~complete], fmt="o", ms=5, mfc="none", capsize=2, color=color)
+        color = errorbar_by_convergence(ax, pts["gamma"], pts["transferability_mean"], pts["transferability_sd"],
+                                        complete, fmt="o", ms=4, capsize=2, color=color,
+                                        label=None if match else f"simulated θ = {th:.3g}")
         if method == "finetune":
             if "theory_finite" in pts:
                 ax.plot(pts["gamma"], pts["theory_finite"], "x", ms=6, color=color)

@@ -25,8 +25,10 @@ __all__ = [
     "COLUMNS",
     "COLUMN_DEFINITIONS",
     "THETA_MAX",
+    "THETA_TICKS",
     "PhaseGrid",
     "grid_limit",
+    "grid_axes",
     "compute_phase_grid",
     "compute_grid",
     "grid_columns",
@@ -53,6 +55,8 @@ COLUMN_DEFINITIONS = {
 #: the tidy CSV's fixed columns; finite-d grids add ``n``, ``d``, ridge adds ``lam``
 COLUMNS = ["gamma", "theta", "sigma", "method", "transferability", "risk_scratch", "risk_transfer"]
 THETA_MAX = np.pi / 2
+#: the θ axis' ticks and their labels (the diagrams' y axes)
+THETA_TICKS = ([0, np.pi / 8, np.pi / 4, 3 * np.pi / 8, np.pi / 2], ["0", "π/8", "π/4", "3π/8", "π/2"])
 
 
 def grid_limit(method, finite_d=None, limit=None):
@@ -71,7 +75,7 @@ def grid_limit(method, finite_d=None, limit=None):
     return limit or "flow"
 
 
-def _axes(gamma_max, resolution):
+def grid_axes(gamma_max, resolution):
     """γ = γ_max·k/R, k = 1…R (γ = 1 lands exactly on the grid when γ_max·k = R); θ ∈ [0, π/2]."""
     gamma = gamma_max * np.arange(1, resolution + 1) / resolution
     theta = np.linspace(0.0, THETA_MAX, resolution)
@@ -160,7 +164,7 @@ def compute_phase_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, fi
     if method != "ridge" and lam != 0:
         raise ValueError(f"lam applies to method 'ridge' only, got lam={lam:g} for method {method!r}")
     limit = grid_limit(method, finite_d, limit)
-    gamma, theta = _axes(gamma_max, resolution)
+    gamma, theta = grid_axes(gamma_max, resolution)
     t, r_sc, r_tr = transfer.transfer_risks(method, gamma[None, :], theta[:, None], sigma, lam, finite_d, limit,
                                             depth)
     t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0

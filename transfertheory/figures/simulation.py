@@ -133,33 +133,28 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     )
 
 
-def _method_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
-    """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
-    arguments: FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the same draws (σ = 0.2,
-    d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs are independent of
-    the others' (its own draws from ``seed``, per-draw flows): its rows are those of a call with several
-    methods, and a copy is returned."""
-    return _computed_rows(method, int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma),
-                          int(draws), float(lam), int(seed), backend, progress, int(depth)).copy()
-
-
 # eight tables: ``figures --all`` asks for four of each run
 @functools.lru_cache(maxsize=8)
 def _computed_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
-    """The table :func:`_method_rows` copies, kept for its (hashable, normalized) arguments."""
+    """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
+    (hashable, normalized) arguments: FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the
+    same draws (σ = 0.2, d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs
+    are independent of the others' (its own draws from ``seed``, per-draw flows): its rows are those of a call with
+    several methods. Callers copy the table they get."""
     return simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
 
 
 def _paired_rows(simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
     """The simulator table of ``simulator`` and its paired scratch baseline at the same draws (:func:`simulate`):
-    through the sweep engine when a :data:`SWEEP_RUNNER` is set, else each method's rows from
-    :func:`_method_rows` (computed once per process), the scratch rows first."""
+    through the sweep engine when a :data:`SWEEP_RUNNER` is set, else a copy of each method's rows from
+    :func:`_computed_rows` (computed once per process), the scratch rows first."""
     if SWEEP_RUNNER.get() is not None:
         return simulate(("scratch", simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
     import pandas as pd
 
-    return pd.concat([_method_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth)
-                      for method in ("scratch", simulator)], ignore_index=True)
+    key = (int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma), int(draws), float(lam),
+           int(seed), backend, progress, int(depth))
+    return pd.concat([_computed_rows(method, *key).copy() for method in ("scratch", simulator)], ignore_index=True)
 
 
 def _flow_reference(record, table, d, sigma, lam, seed, depth):

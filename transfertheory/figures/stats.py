@@ -28,12 +28,8 @@ edge), and a binomial ± SE bar is empty at a frequency of 0 or 1. The percentil
 positive values lies between their smallest and largest value, and the Wilson score interval of a frequency
 lies in [0, 1] with a non-zero width at 0 and 1.
 
-Boundaries of FaF Fig. 4 (:func:`sign_change`, :func:`sign_change_with_interval`, :func:`clustered_mean_se`): the
-n where a mean transferability curve turns from positive to non-positive, interpolated in log n, with a
-two-stage bootstrap over teachers and their data sets (the data sets of one teacher share its pretrained student,
-so the teachers, not the units, are the independent draws).
-They live in :mod:`transfertheory.sim.sign_change` and are re-exported here on first use, so that importing
-this module (every theory-only figure and the phase-diagram command do) does not import the simulators.
+The boundaries of FaF Fig. 4 (where a mean transferability curve changes sign, with a teacher-clustered bootstrap
+interval) are :mod:`transfertheory.sim.sign_change`'s.
 """
 from __future__ import annotations
 
@@ -55,24 +51,7 @@ __all__ = [
     "format_angle",
     "bootstrap_mean_interval",
     "wilson_interval",
-    "sign_change",
-    "column_mean",
-    "sign_side",
-    "clustered_mean_se",
-    "sign_change_with_interval",
 ]
-
-#: names re-exported from :mod:`transfertheory.sim.sign_change`, imported on first use (PEP 562)
-_SIGN_CHANGE_NAMES = frozenset({"sign_change", "column_mean", "sign_side", "clustered_mean_se",
-                                "sign_change_with_interval"})
-
-
-def __getattr__(name):
-    if name in _SIGN_CHANGE_NAMES:
-        from importlib import import_module
-
-        return getattr(import_module("transfertheory.sim.sign_change"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3. Rerunning the same
@@ -83,9 +62,9 @@ def __getattr__(name):
 ALLOWANCE = 2e-3
 #: the statistical part of the tolerance, in standard errors
 Z_BAND = 4.0
-#: columns of a statistics table (before :func:`compare` adds the theory)
 #: the stated tolerance, in words (summaries and metadata)
 TOLERANCE = f"|sim − theory| ≤ {Z_BAND:g}·SE + {ALLOWANCE:g}"
+#: columns of a statistics table (before :func:`compare` adds the theory)
 STAT_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "mean", "sd", "se", "n_converged", "n_draws"]
 
 

@@ -27,8 +27,8 @@ from ..sim.tdr import STAGES, TRAINING_FLOW, simulate_transfer, width_rate
 from ..sim.tdr import task_pair as sim_task_pair
 from ..sweep.named import named_profile
 from ..theory.tdr import transfer_summary
-from .marks import legend_outside, left_out_text
-from .output import FigureOutput, use_agg
+from .marks import left_out_text, legend_outside, title_with_footnote
+from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 NAME = "tdr_fig"
@@ -75,68 +75,52 @@ def _rms(values):
     return float(np.sqrt(np.mean(np.square(values)))) if np.size(values) else float("nan")
 
 
-def _stages(rows):
-    """One width's rows of a :func:`simulate_transfer` table: ({stage: its rows}, mask of the draws whose three
-    stages converged, largest final training loss of a stage among them)."""
+def _stages(rows, summary):
+    """One width's rows of a :func:`simulate_transfer` table and the Gram formulas (``summary``) of its task pair:
+    ({stage: its rows}, mask of the draws whose three stages converged, their fine-tuning and scratch distances,
+    the columns both tables share — the mean distances, the formulas, the converged count and the largest final
+    training loss of a stage among the kept draws)."""
     stages = {stage: rows[rows["stage"] == stage] for stage in STAGES}
     keep = np.logical_and.reduce([part["converged"].to_numpy(bool) for part in stages.values()])
     losses = np.concatenate([part["loss"].to_numpy()[keep] for part in stages.values()])
-    return stages, keep, float(losses.max()) if losses.size else float("nan")
+    finetune, scratch = (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
+    shared = dict(finetune_mean=finetune.mean() if keep.any() else np.nan, finetune_bound=summary.finetune_distance,
+                  scratch_mean=scratch.mean() if keep.any() else np.nan, scratch_formula=summary.scratch_distance,
+                  converged=int(keep.sum()), final_loss_max=float(losses.max()) if losses.size else float("nan"))
+    return stages, keep, finetune, scratch, shared
 
 
-def _distances(stages, keep):
-    """(fine-tuning, scratch) distances of the kept draws."""
-    return (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
-
-
-def width_study(widths, seeds, backend=None):
+def width_study(widths, draws, backend=None):
     """Table of panel (a): one row per width (:data:`COLUMNS`), the pair at θ = 1 of the shared-inputs family
     with target inputs rotated by φ = 1 (so both inputs and labels differ); statistics over converged networks."""
     x_p, y_p, _, _ = task_pair("shared-inputs", 1.0)
     _, _, x_q, _ = task_pair("shared-labels", 1.0)
     y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
     summary = transfer_summary(x_p, y_p, x_q, y_q)
-    rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=seeds, backend=backend)
+    rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=draws, backend=backend)
     for width, part in table.groupby("width", sort=False):
-        stages, keep, final_loss = _stages(part)
-        (finetune, scratch), pretrain = _distances(stages, keep), stages["pretrain"]
+        stages, keep, finetune, scratch, shared = _stages(part, summary)
+        pretrain = stages["pretrain"]
         measured_change = (pretrain["gradient_norm_pretrained"] - pretrain["gradient_norm_init"]).to_numpy()[keep]
-        rows.append(dict(width=width, seeds=seeds, finetune_mean=finetune.mean() if keep.any() else np.nan,
-                         finetune_rms_gap=_rms(finetune - summary.finetune_distance),
-                         finetune_bound=summary.finetune_distance,
-                         scratch_mean=scratch.mean() if keep.any() else np.nan,
+        rows.append(dict(width=width, seeds=draws, **shared, finetune_rms_gap=_rms(finetune - summary.finetune_distance),
                          scratch_rms_gap=_rms(scratch - summary.scratch_distance),
-                         scratch_formula=summary.scratch_distance,
                          labels_rms_gap=_rms(table.attrs["pretrained_outputs"][width][keep] - summary.transformed_labels),
-                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change),
-                         converged=int(keep.sum()), final_loss_max=final_loss))
+                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change)))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def similarity_study(width, seeds, angles, backend=None):
+def similarity_study(width, draws, angles, backend=None):
     """Table of panels (b)–(c): one row per family and angle (:data:`SIMILARITY_COLUMNS`); statistics over
     converged networks."""
     rows = []
     for family, top in (("shared-inputs", math.pi), ("shared-labels", math.pi / 2)):
         for angle in np.linspace(0.0, top, angles):
             data = task_pair(family, angle)
-            summary = transfer_summary(*data)
-            stages, keep, final_loss = _stages(simulate_transfer(*data, [width], draws=seeds, backend=backend))
-            finetune, scratch = _distances(stages, keep)
-            rows.append(dict(family=family, similarity=math.cos(angle), width=width,
-                             finetune_mean=finetune.mean() if keep.any() else np.nan,
-                             finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan,
-                             finetune_bound=summary.finetune_distance,
-                             scratch_mean=scratch.mean() if keep.any() else np.nan,
-                             scratch_formula=summary.scratch_distance, converged=int(keep.sum()),
-                             final_loss_max=final_loss))
+            runs = simulate_transfer(*data, [width], draws=draws, backend=backend)
+            _, keep, finetune, _, shared = _stages(runs, transfer_summary(*data))
+            rows.append(dict(family=family, similarity=math.cos(angle), width=width, **shared,
+                             finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan))
     return pd.DataFrame(rows, columns=list(SIMILARITY_COLUMNS))
-
-
-def fitted_rate(table, column):
-    """(rate, intercept) of the log–log least-squares line of ``column`` against m
-    (:func:`~transfertheory.sim.tdr.width_rate`)."""
-    return width_rate(table["width"], table[column])
 
 
 #: panel (a): gap column, legend label, marker and colour of its points and of its fitted line
@@ -151,7 +135,7 @@ FAMILY_COLORS = (("shared-inputs", "C0"), ("shared-labels", "C1"))
 def _plot_gaps(ax, widths_table, similarity_width):
     m = widths_table["width"].to_numpy(float)
     for column, label, marker, color in GAP_STYLES:
-        rate, intercept = fitted_rate(widths_table, column)
+        rate, intercept = width_rate(m, widths_table[column])
         ax.loglog(m, widths_table[column], marker, color=color, label=f"{label} (fit: m^{rate:+.2f})")
         ax.loglog(m, np.exp(intercept + rate * np.log(m)), ":", color=color, lw=1.0)
     ax.axvline(similarity_width, color="0.6", lw=0.8, ls="--")
@@ -184,36 +168,31 @@ def _plot_similarity(distance_ax, difference_ax, similarity_table):
 
 def plot(widths_table, similarity_table, convergence):
     """Draw the three panels; ``convergence``: the line stating how many networks converged."""
-    use_agg()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4))
+    fig, axes = subplots(1, 3, figsize=(15, 5.4))
     _plot_gaps(axes[0], widths_table, int(similarity_table["width"].iloc[0]))
     _plot_similarity(axes[1], axes[2], similarity_table)
-    fig.suptitle("TDR §6: trained two-layer ReLU networks against the Gram formulas")
-    fig.text(0.5, 0.01, convergence, ha="center", va="bottom", fontsize=8)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    title_with_footnote(fig, "TDR §6: trained two-layer ReLU networks against the Gram formulas", convergence)
     return fig
 
 
-def build(widths=(100, 316, 1000, 3162, 10000), seeds=8, similarity_width=1000, angles=5, backend=None,
+def build(widths=(100, 316, 1000, 3162, 10000), draws=8, similarity_width=1000, angles=5, backend=None,
           progress=None):
     """Simulate both studies and draw the figure; a :class:`~transfertheory.figures.output.FigureOutput`.
     ``similarity_width`` must be one of ``widths`` (so panels (b)–(c) show a width of panel (a))."""
     if similarity_width not in widths:
         raise ValueError(f"similarity_width must be one of widths {list(widths)}, got {similarity_width!r}")
-    widths_table = width_study(widths, seeds, backend)
-    similarity_table = similarity_study(similarity_width, seeds, angles, backend)
-    rates = {c: fitted_rate(widths_table, c)[0] for c in GAP_COLUMNS}
+    widths_table = width_study(widths, draws, backend)
+    similarity_table = similarity_study(similarity_width, draws, angles, backend)
+    rates = {c: width_rate(widths_table["width"], widths_table[c])[0] for c in GAP_COLUMNS}
     tables = (widths_table, similarity_table)
     convergence = left_out_text(
-        "networks", sum(int(t["converged"].sum()) for t in tables), seeds * sum(len(t) for t in tables),
+        "networks", sum(int(t["converged"].sum()) for t in tables), draws * sum(len(t) for t in tables),
         f"‖∇L‖ ≤ {TRAINING_FLOW.gtol:g} in all three stages; largest final training loss "
                     f"{max(float(t['final_loss_max'].max()) for t in tables):.1g}")
-    summary = (f"TDR §6 by training: widths {list(widths)}, {seeds} seeds, n = {DATA['n']}, d = {DATA['d']}",
+    summary = (f"TDR §6 by training: widths {list(widths)}, {draws} draws (seeds), n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),
                convergence)
-    parameters = dict(widths=list(widths), seeds=seeds, similarity_width=similarity_width, angles=angles, **DATA)
+    parameters = dict(widths=list(widths), draws=draws, similarity_width=similarity_width, angles=angles, **DATA)
     return FigureOutput(plot(widths_table, similarity_table, convergence), widths_table, COLUMNS, parameters,
                         summary, extra=(("_similarity", similarity_table, SIMILARITY_COLUMNS),),
                         notes=dict(fitted_rates=rates))
@@ -223,7 +202,7 @@ def _sizes(profile, **similarity):
     """The figure's sizes at ``profile``: panel (a)'s widths and seeds are the named sweep ``tdr``'s
     (:mod:`transfertheory.sweep.named`, where they are declared), the similarity study's its own."""
     sizes = named_profile("tdr", profile)
-    return dict(widths=tuple(sizes["width"]), seeds=sizes["draws"], **similarity)
+    return dict(widths=tuple(sizes["width"]), draws=sizes["draws"], **similarity)
 
 
 FIGURE = register(Figure(

@@ -5,8 +5,7 @@ one teacher share its pretrained student and ‖P⊥ f_t*‖², so the units are
 locate the n where the mean of T first turns from positive to non-positive (log-linear interpolation), give the
 SE of the per-teacher means, and a two-stage bootstrap interval of the sign change (teachers, then data sets within
 them), with resamples that have no sign change in the n range counted at the range's end. NaN units (a flow left
-out) are left out of every mean. Used by the figure (:mod:`transfertheory.figures.faf_fig4`, through
-:mod:`transfertheory.figures.stats`) and by the claim of the finite-n boundary (:mod:`transfertheory.claims.faf_relu_sim`).
+out) are left out of every mean. Used by the figure (:mod:`transfertheory.figures.faf_fig4`) and by the claim of the finite-n boundary (:mod:`transfertheory.claims.faf_relu_sim`).
 """
 from __future__ import annotations
 
