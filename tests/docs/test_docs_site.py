@@ -98,6 +98,9 @@ def test_each_gallery_page_shows_the_paper_size_build_beside_the_quick_one(tmp_p
     assert f"{NOT_YET_PAPER_FIGURE}: ``python -m transfertheory.figures {other} --paper --out figures/paper``" in page
     index = pages["gallery/index.rst"]
     assert "*Paper's sizes:* 30.0 s on NVIDIA H200 (cupy)." in index and NOT_YET_PAPER_FIGURE in index
+    _fake_build(tmp_path / "paper", built, "paper", store_points={"points": 21, "compute_s": 827.7})
+    assert ("**the paper's sizes** — 1.2 s, backend numpy, drawn from 21 stored points that took 828 s to compute"
+            in gallery_pages(tmp_path)[f"gallery/{built}.rst"])
 
 
 def test_figures_readme_lists_the_quick_and_the_paper_size_builds(tmp_path):

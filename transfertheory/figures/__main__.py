@@ -105,19 +105,28 @@ def _build_and_write(task):
     """Build one figure and write its files; ``task`` = (name, parsed arguments, backend, progress bars or None).
     Returns (runtime in s, exit code, what it printed, the memory guard's refusal or None): a module-level
     function, so that a worker process can run it and the parent prints its lines in the serial order."""
+    from ..sweep.runner import LEDGER  # (pandas: not for --help)
+
     name, args, backend, progress = task
     figure = figures()[name]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        timer = Timer()
+        timer, ledger = Timer(), []
+        token = LEDGER.set(ledger)
         try:
             output = figure.make(args.profile, backend, progress)
         except MemoryLimitError as err:  # entry_point would print it too, without the figure's name
             return None, EXIT_MEMORY, printed.getvalue(), f"error: {figure.name}: {err}"
+        finally:
+            LEDGER.reset(token)
         runtime = timer.elapsed
+        context = _context(figure, args.profile, args.out)
+        if ledger:  # drawn from a sweep store: what its points cost when they were computed
+            context["store_points"] = {"points": sum(e["points"] for e in ledger),
+                                       "compute_s": round(sum(e["compute_s"] for e in ledger), 1)}
         code = write_and_report(output, figure.name, args, label=f"{figure.name}: {runtime:.1f} s; ",
                                 **figure.labels(), backend=backend if figure.simulates else None,
-                                runtime_s=runtime, thumbnail=True, context=_context(figure, args.profile, args.out))
+                                runtime_s=runtime, thumbnail=True, context=context)
     return runtime, code, printed.getvalue(), None
 
 

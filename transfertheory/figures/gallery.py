@@ -82,7 +82,10 @@ def where_run(meta):
     runtime = meta.get("runtime_s")
     timing = f"{runtime:.1f} s" if isinstance(runtime, (int, float)) else "runtime not recorded"
     device, backend = meta.get("device"), meta.get("backend", "?")
-    return f"{timing} on {device} ({backend})" if device else f"{timing}, backend {backend}"
+    where = f"{timing} on {device} ({backend})" if device else f"{timing}, backend {backend}"
+    stored = meta.get("store_points")
+    return where + (f", drawn from {stored['points']} stored points that took {stored['compute_s']:.0f} s to compute"
+                    if stored else "")
 
 
 def stand_in_reason(figure, profile) -> str:

@@ -8,6 +8,7 @@ store is :func:`default_store` (under the user's cache directory).
 """
 from __future__ import annotations
 
+import contextvars
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,11 @@ from .engine import plan, plan_points, run_sweep, run_tasks
 from .spec import parse_spec
 from .store import Store
 
-__all__ = ["SweepRunner", "StoredPoint", "default_store"]
+__all__ = ["SweepRunner", "StoredPoint", "default_store", "LEDGER"]
+
+#: a list to which :meth:`SweepRunner.rows` appends, per call, the points it returned and their compute seconds as
+#: stored (whenever and wherever they were computed): how a build drawn from a store says what its data cost
+LEDGER = contextvars.ContextVar("sweep_ledger", default=None)
 
 
 def default_store() -> Path:
@@ -61,7 +66,13 @@ class SweepRunner:
         if report.failed:
             raise RuntimeError(f"{report.failed} point(s) of {name} failed (records in {self.store}/_sweep/failed; "
                                f"python -m transfertheory.sweep status {self.store})")
-        return Store(self.store).table(t.pid for t in plan(spec, Store(self.store)))
+        store = Store(self.store)
+        pids = [t.pid for t in plan(spec, store)]
+        ledger = LEDGER.get()
+        if ledger is not None:
+            ledger.append({"points": len(pids), "compute_s": sum(store.metadata(pid).get("seconds", 0.0)
+                                                                 for pid in pids)})
+        return store.table(pids)
 
     def results(self, name, experiment, points, seed=0) -> list:
         """A :class:`StoredPoint` for each of ``points`` (parameter dicts of ``experiment``), in their order,
