@@ -32,6 +32,7 @@ from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
+from .faf_linear import pinv_solution
 from .faf_linear_sim import INTEGRATOR_ALLOWANCE, _ALLOWANCE_REASON
 from .registry import combine, register
 
@@ -71,9 +72,6 @@ def _equivalent_point(profile, ridge=False):
     return st.integers(24, 40).flatmap(lambda d: _point(d=st.just(d), n=st.integers(8, d - 8), **fields))
 
 
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 def _task(p):
     lam = S.spectrum(p["spectrum"], p["d"])
@@ -91,10 +89,6 @@ def _draw(case, reps=None):
 
 def _risk(beta_hat, beta_t, lam):
     return ((beta_hat - beta_t) ** 2 * lam).sum(-1)
-
-
-def _pinv_solution(X, y):
-    return (np.linalg.pinv(X) @ y[..., None])[..., 0]
 
 
 # --------------------------------------------------------------------------- exact identities
@@ -136,7 +130,7 @@ def _linear(case):
     z = X @ beta_s
     b = (z * y).sum(-1) / ((z * z).sum(-1) + p["n"] * p["ridge"] * np.linalg.norm(beta_s))
     return mc_agreement(_risk(b[:, None] * beta_s, beta_t, lam),
-                        A.ridge_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"], p["ridge"]), label=_label(case))
+                        A.ridge_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"], p["ridge"]), label=case.label)
 
 
 @register("faf.aniso.least-squares", source="FaF §3 with anisotropic inputs: least squares above d, exact",
@@ -148,8 +142,8 @@ def _linear(case):
 def _least_squares(case):
     p = case.params
     lam, _, beta_t, X, y = _draw(case)
-    return mc_agreement(_risk(_pinv_solution(X, y), beta_t, lam), A.scratch_risk_exact(lam, p["n"], p["sigma"]),
-                        label=_label(case))
+    return mc_agreement(_risk(pinv_solution(X, y), beta_t, lam), A.scratch_risk_exact(lam, p["n"], p["sigma"]),
+                        label=case.label)
 
 
 # --------------------------------------------------------------------------- deterministic equivalents
@@ -158,7 +152,7 @@ def _least_squares(case):
 def _equivalent(sample, reference, scale, case):
     p = case.params
     allowance = EQUIVALENT_C / min(p["n"], p["d"] - p["n"]) * scale
-    return mc_agreement(sample, reference, allowance=allowance, label=_label(case))
+    return mc_agreement(sample, reference, allowance=allowance, label=case.label)
 
 
 _EQUIVALENT = dict(kind="monte-carlo", allowance=EQUIVALENT_C, allowance_reason=_EQUIVALENT_REASON)
@@ -173,7 +167,7 @@ def _scratch_equivalent(case):
     p = case.params
     lam, _, beta_t, X, y = _draw(case)
     reference = A.scratch_risk(lam, beta_t, p["n"], p["sigma"])
-    return _equivalent(_risk(_pinv_solution(X, y), beta_t, lam), reference, reference, case)
+    return _equivalent(_risk(pinv_solution(X, y), beta_t, lam), reference, reference, case)
 
 
 @register("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)",
@@ -197,7 +191,7 @@ def _ridge_equivalent(case):
 def _finetune_equivalent(case):
     p = case.params
     lam, beta_s, beta_t, X, y = _draw(case)
-    scratch = _risk(_pinv_solution(X, y), beta_t, lam)
+    scratch = _risk(pinv_solution(X, y), beta_t, lam)
     tuned = _risk(FT.fine_tune_limit(X, y, beta_s), beta_t, lam)
     reference = A.fine_tune_risk(lam, beta_s, beta_t, p["n"], p["sigma"])
     scale = max(A.scratch_risk(lam, beta_t, p["n"], p["sigma"]), reference)  # the larger risk of the two
@@ -253,11 +247,11 @@ def _limits(case):
     results = []
     for i in range(_PER_DRAW):
         X, Y = dl.target_draw(p["d"], p["n"], beta_t, p["sigma"], case.seed % 2**32, 0, i, lam)
-        limits = {"scratch": _pinv_solution(X, Y[:, 0]), "finetune": FT.fine_tune_limit(X, Y[:, 0], beta_s)}
+        limits = {"scratch": pinv_solution(X, Y[:, 0]), "finetune": FT.fine_tune_limit(X, Y[:, 0], beta_s)}
         for method, beta_hat in limits.items():
             row = df[(df["method"] == method) & (df["draw"] == i)]
             results.append(within(float(row["risk"].iloc[0]), float(_risk(beta_hat, beta_t[0], lam)),
-                                  case.claim.allowance, f"{method} risk of draw {i}, {_label(case)}"))
+                                  case.claim.allowance, f"{method} risk of draw {i}, {case.label}"))
     return combine(results)
 
 
@@ -273,7 +267,7 @@ def _linear_sim(case):
     pre = df.attrs["pretrain"]
     return combine([
         agreement(*mean_se(df["risk"]), A.linear_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"]),
-                  allowance=case.claim.allowance, label=f"linear risk {_label(case)}"),
+                  allowance=case.claim.allowance, label=f"linear risk {case.label}"),
         holds(pre["sv_ratio"] < 1e-3, f"pretrained features rank one: σ₂/σ₁ = {pre['sv_ratio']:.2g} < 1e-3 (α = 1e-5)"),
         holds(bool((df["feature_rank"] == 1).all()), "one feature direction kept"),
     ])

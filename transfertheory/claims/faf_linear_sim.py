@@ -77,10 +77,6 @@ def _paired(df, method):
     return (table["scratch"] - table[method]).to_numpy()
 
 
-def _label(case):
-    p = case.params
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
-
 
 # --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
 
@@ -100,7 +96,7 @@ def _mean_risk_and_transferability(case, method):
     for what, sample, expectation in compared:
         ref, ref_se = expectation(*args, **reference)
         results.append(agreement(*mean_se(sample), float(ref), reference_se=float(ref_se),
-                                 allowance=case.claim.allowance, label=f"{method} {what} {_label(case)}"))
+                                 allowance=case.claim.allowance, label=f"{method} {what} {case.label}"))
     return combine(results)
 
 

@@ -98,9 +98,6 @@ def pperp_fraction_increase(rng, teachers, m_star, d, mu_low, mu_high, output="o
     return float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(teachers)), (fractions[0].mean(), fractions[1].mean())
 
 
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 # --------------------------------------------------------------------------- FaF Eqs. 152–153
 
@@ -122,7 +119,7 @@ def _arccos_kernel(case):
     A, B = rows_with_cosines(rng, p["d"], p["norms_a"], p["norms_b"], p["cosines"])
     mean, se = sampled_kernel(rng, A, B, KERNEL_SAMPLES_PER_REP * case.profile.mc_reps)
     kernel = R.arccos_kernel(A, B)
-    return combine(agreement(mean[i, j], se[i, j], kernel[i, j], label=f"{_label(case)} pair ({i},{j})")
+    return combine(agreement(mean[i, j], se[i, j], kernel[i, j], label=f"{case.label} pair ({i},{j})")
                    for i in range(3) for j in range(3))
 
 
@@ -151,7 +148,7 @@ def _projection(case):
     W = np.vstack([source.W, R.random_teacher(p["extra"], p["d"], rng)[0]]) if p["extra"] else source.W
     outside = R.rkhs_projection_norms(W, W_star, c_star).outside
     mse, se, optimism = least_squares_residual(rng, W, W_star, c_star, 2 * SAMPLES_PER_REP * case.profile.mc_reps)
-    return agreement(mse, se, outside, allowance=optimism, label=_label(case))
+    return agreement(mse, se, outside, allowance=optimism, label=case.label)
 
 
 # --------------------------------------------------------------------------- population loss
@@ -174,7 +171,7 @@ def _population_loss(case):
     c = 2 * rng.standard_normal(p["m"])
     W_star, c_star = R.random_teacher(p["m_star"], p["d"], rng, output="normal")
     samples = sampled_half_square_error(rng, W, c, W_star, c_star, SAMPLES_PER_REP * case.profile.mc_reps)
-    return mc_agreement(samples, R.population_loss(W, c, W_star, c_star), label=_label(case))
+    return mc_agreement(samples, R.population_loss(W, c, W_star, c_star), label=case.label)
 
 
 # --------------------------------------------------------------------------- FaF Fig. 4d

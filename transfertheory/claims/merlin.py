@@ -19,7 +19,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.stats import binom
 
 from ..theory import merlin as M
-from .compare import ROUNDING, exceeds, holds, mc_agreement, within
+from .compare import ROUNDING, holds, mc_agreement, within
 from .registry import REMARK, CheckResult, combine, register
 
 # --------------------------------------------------------------------------- independent references
@@ -44,9 +44,6 @@ def _network_output(theta, phi, x):
 def _random_network(rng, d, m):
     return rng.normal(size=m), rng.normal(size=(d, m)) / math.sqrt(d)
 
-
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
 
 
 def _lbfgs(fun, x0):
@@ -73,7 +70,7 @@ def _population_loss(case):
     exact = M.population_loss(theta, phi, p["k"])
     draws = 10 * case.profile.mc_reps
     x, y = M.sample_target(draws, p["d"], rng) if p["k"] == 1 else M.sample_source(draws, p["d"], p["k"], rng)
-    results = [mc_agreement((_network_output(theta, phi, x) - y) ** 2, exact, label=f"MC {_label(case)}")]
+    results = [mc_agreement((_network_output(theta, phi, x) - y) ** 2, exact, label=f"MC {case.label}")]
     d, k = min(p["d"], 6), min(p["k"], 6)  # enumeration: the first min(d, 6) coordinates (3^6 · 2 points)
     xs, ys, ps = _enumerate_law(d, k)
     enumerated = float(ps @ (_network_output(theta, phi[:d], xs) - ys) ** 2)

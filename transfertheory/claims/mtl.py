@@ -24,10 +24,6 @@ def _task_point(profile):
                                   "d": st.integers(2, 6)})
 
 
-def point_label(case):
-    """The parameter point of a case, for check labels."""
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 def standardized(rng, n, d):
     x = rng.standard_normal((n, d))
@@ -81,7 +77,7 @@ def _kernels_exact(case):
     for variant in MTL.ANIL_VARIANTS:
         ref = _reference_test_kernel(net, tasks, support, query, p["lam_tau"], p["lam_tau_hat"], variant)
         ours = MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], variant)
-        results.append(within(np.abs(ours - ref).max(), 0.0, 1e-8 * scale, f"Φ′_ANIL ({variant}) {point_label(case)}"))
+        results.append(within(np.abs(ours - ref).max(), 0.0, 1e-8 * scale, f"Φ′_ANIL ({variant}) {case.label}"))
     ref_mtl = _reference_test_kernel(net, tasks, support, query, 0.0, p["lam_tau_hat"], "derivation")
     results.append(within(np.abs(MTL.mtl_test_kernel(tk, p["lam_tau_hat"]) - ref_mtl).max(), 0.0, 1e-8 * scale,
                           "Φ′_MTL"))
@@ -114,7 +110,7 @@ def _phi_prime_inconsistent(case):
     gap = (MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], "statement")
            - MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], "derivation"))
     relative = float(np.abs(gap).max() / np.abs(tk.ntk).max())
-    return exceeds(relative, 1e-6, label=f"max |statement − derivation| / max Θ {point_label(case)}")
+    return exceeds(relative, 1e-6, label=f"max |statement − derivation| / max Θ {case.label}")
 
 
 def _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat):
@@ -148,7 +144,7 @@ def _phi_prime_mtl_last_line(case):
     first_line = MTL.mtl_test_kernel(tk, lam_tau_hat)
     scale = float(np.abs(tk.ntk).max())
     results = [exceeds(float(np.abs(printed - first_line).max()) / scale, 1e-6,
-                       label=f"max |Eq. {eq} last line − first line| / max Θ {point_label(case)}")
+                       label=f"max |Eq. {eq} last line − first line| / max Θ {case.label}")
                for eq, printed in zip((57, 65), _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat))]
     return combine(results)
 
@@ -197,7 +193,7 @@ def _inner_loop_cancels(case):
         literal, tol = literal_eq16(tk, labels, y_support, p["lam_tau"], p["lam_tau_hat"], variant)
         at_zero = MTL.anil_predictions(tk, labels, y_support, 0.0, p["lam_tau_hat"], variant)
         results.append(within(np.abs(literal - at_zero).max(), 0.0, tol,
-                              f"Eq. 16 at λτ vs at 0 ({variant}) {point_label(case)}"))
+                              f"Eq. 16 at λτ vs at 0 ({variant}) {case.label}"))
     return combine(results)
 
 

@@ -36,7 +36,7 @@ from ..sweep.named import named_profile
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels
 from .compare import agreement, mc_agreement, mean_se, not_above, significant
-from .mtl import point_label, standardized
+from .mtl import standardized
 from .registry import CLARIFICATION, combine, register
 
 # --------------------------------------------------------------------------- finite-width networks
@@ -62,7 +62,7 @@ def _finite_width(case, n=4):
 
 def _entrywise(samples, reference, what, case):
     n = reference.shape[0]
-    return combine(mc_agreement(samples[:, i, j], float(reference[i, j]), label=f"{what}[{i},{j}] {point_label(case)}")
+    return combine(mc_agreement(samples[:, i, j], float(reference[i, j]), label=f"{what}[{i},{j}] {case.label}")
                    for i in range(n) for j in range(i, n))
 
 

@@ -218,6 +218,11 @@ class Case:
         """A fresh generator from :attr:`seed` (the same draws for the same claim and point)."""
         return np.random.default_rng(self.seed)
 
+    @property
+    def label(self) -> str:
+        """The parameter point as the checks' labels print it: ``name=value`` pairs, floats to 4 digits."""
+        return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
+
 
 _REGISTRY: dict[str, Claim] = {}
 #: every registered claim, in registration order (read-only view)

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from ..theory import tdr as NTK
 from .compare import agreement, mc_agreement, mean_se, refutation
+from .faf_distances import unit_pair
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, combine, register
 
 #: the smallest λ_min(H) of a drawn data set (module docstring)
@@ -62,9 +63,7 @@ def pair_data(case):
         x_p, x_q = _sphere(rng, p["n_P"], d), _sphere(rng, p["n_Q"], d)
         if min(arccos_lambda_min(x_p), arccos_lambda_min(x_q)) >= LAMBDA_FLOOR:
             break
-    beta_p, beta_q = np.zeros(d), np.zeros(d)
-    beta_p[0] = 1.0
-    beta_q[0], beta_q[1] = math.cos(p["theta"]), math.sin(p["theta"])
+    beta_p, beta_q = unit_pair(d, p["theta"])
     return x_p, x_p @ beta_p, x_q, x_q @ beta_q, rng
 
 
@@ -121,9 +120,6 @@ def _gram_point(profile):
                                   "duplicate_angle": st.floats(1e-6, 0.1)})
 
 
-def point_label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 # --------------------------------------------------------------------------- H∞ by Monte Carlo over w
 
@@ -155,7 +151,7 @@ def _entrywise(x, y, case, what):
     p = np.divide(reference, cosine, out=(math.pi - np.arccos(cosine)) / (2 * math.pi), where=cosine != 0)
     se = np.abs(cosine) * np.sqrt(p * (1 - p) / reps)
     return combine(agreement(measured[i, j], se[i, j], float(reference[i, j]),
-                             label=f"{what}[{i},{j}] {point_label(case)}")
+                             label=f"{what}[{i},{j}] {case.label}")
                    for i in range(measured.shape[0]) for j in range(measured.shape[1]))
 
 
@@ -184,7 +180,7 @@ def _transformed_labels(case):
     x_p, y_p, x_q, y_q, rng = pair_data(case)
     u_q = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[0]
     reference = NTK.transformed_labels(x_p, y_p, x_q)
-    return combine(mc_agreement(u_q[:, j], reference[j], label=f"u_Q(P)[{j}] {point_label(case)}")
+    return combine(mc_agreement(u_q[:, j], reference[j], label=f"u_Q(P)[{j}] {case.label}")
                    for j in range(u_q.shape[1]))
 
 
@@ -196,7 +192,7 @@ def _finetune_distance(case):
     x_p, y_p, x_q, y_q, rng = pair_data(case)
     finetune = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[1]
     bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    result = mc_agreement(finetune, bound, label=point_label(case))
+    result = mc_agreement(finetune, bound, label=case.label)
     gap = mean_se(finetune)[0] - bound
     return replace(result, detail=f"{result.detail}, gap (measured − bound) {gap:+.3g} at m = {_replicas(case)[1]}")
 
@@ -208,7 +204,7 @@ def _finetune_distance(case):
 def _gradient_norm(case):
     x_p, y_p, x_q, y_q, rng = pair_data(case)
     change = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[3]
-    return mc_agreement(change, NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change, label=point_label(case))
+    return mc_agreement(change, NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change, label=case.label)
 
 
 def scaled_point(profile):
@@ -230,7 +226,7 @@ def _scratch_sqrt(case):
         mean, se = mean_se(factor * scratch)
         true = NTK.scratch_distance(x_q, factor * s * y_q)
         supports = agreement(mean, se, true, label=f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q")
-        refuted = refutation(mean, se, true**2, label=f"paper yᵀH⁻¹y at {factor * s:.3g}·y_Q {point_label(case)}")
+        refuted = refutation(mean, se, true**2, label=f"paper yᵀH⁻¹y at {factor * s:.3g}·y_Q {case.label}")
         results.append((refuted, supports))
     # demonstrated when the square root agrees at both scales and the paper's value is refuted at one of them
     # (at one scale yᵀH⁻¹y may happen to be ≈ 1, where it equals its square root)

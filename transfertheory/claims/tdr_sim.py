@@ -31,7 +31,7 @@ from ..sim.tdr import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
 from ..theory import tdr as NTK
 from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
-from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, point_label, scaled_point
+from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, scaled_point
 
 #: networks (draws) per width of the training claims per target draw of the profile (16 at the 100 draws of quick
 #: and full; the registry's re-check with 4× the draws trains 4× the networks)
@@ -123,7 +123,7 @@ def _trained_transformed_labels(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     reference = NTK.transformed_labels(x_p, y_p, x_q)
     table = _trained(case, x_p, y_p, x_q, y_q)
-    label, outputs = point_label(case), table.attrs["pretrained_outputs"]
+    label, outputs = case.label, table.attrs["pretrained_outputs"]
     widths = list(outputs)
     closes = _gap_closes(widths, [((u - reference) ** 2).mean(axis=1) for u in outputs.values()],
                          f"u_Q(P) − y_P→Q {label}")
@@ -143,7 +143,7 @@ def _trained_thm2_bound(case):
     bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
     table = _trained(case, x_p, y_p, x_q, y_q)
     return _scalar_approaches(table, _per_width(table, "distance"), bound, "‖W(Q) − W(P)‖ vs the bound", "excess",
-                              point_label(case))
+                              case.label)
 
 
 @register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="simulation",
@@ -158,7 +158,7 @@ def _trained_gradient_norm(case):
     table = _trained(case, x_p, y_p, x_q, y_q)
     measured = [after - before for after, before in zip(_per_width(table, "gradient_norm_pretrained"),
                                                         _per_width(table, "gradient_norm_init"))]
-    return _scalar_approaches(table, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", point_label(case))
+    return _scalar_approaches(table, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", case.label)
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
@@ -176,7 +176,7 @@ def _trained_scratch_sqrt(case):
         (distance,), true = _per_width(table, "distance", "scratch"), NTK.scratch_distance(x_q, factor * s * y_q)
         paper = refutation(*mean_se(distance), true**2, label="paper's yᵀH⁻¹y")
         results.append(_agrees(distance, true, f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
-                                               f"{point_label(case)} ({paper.detail})"))
+                                               f"{case.label} ({paper.detail})"))
         results.append(holds(table[table["stage"] == "scratch"]["converged"].all(), "scratch training converged"))
     return combine(results)
 
@@ -246,4 +246,4 @@ def _task_families(case):
         reported.append(f"{family} R at m = {widths[-1]} / formula: " + ", ".join(
             f"{np.mean(r[-1]):.3f}/{f:.3f}" for r, f in zip(ratios, formula)))
     outcome = combine(results)
-    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({point_label(case)})")
+    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({case.label})")
