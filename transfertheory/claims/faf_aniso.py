@@ -33,7 +33,7 @@ from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
 from .faf_linear import pinv_solution
-from .faf_linear_sim import INTEGRATOR_ALLOWANCE, _ALLOWANCE_REASON
+from .faf_linear_sim import _ALLOWANCE_REASON, INTEGRATOR_ALLOWANCE, _simulate as _simulate_deep_linear
 from .registry import combine, register
 
 #: relative finite-size allowance of a deterministic equivalent: C/min(n, d − n) × the risk scale (module docstring)
@@ -213,14 +213,9 @@ def _sim_point(profile):
 
 
 def _simulate(case, methods, draws, rtol=None):
-    p = case.params
-    df = dl.run_transfer_experiment(p["d"], [p["n"] / p["d"]], [p["theta"]], p["sigma"], draws, methods=methods,
-                                    seed=case.seed % 2**32, backend=case.profile.backend, progress=False,
-                                    spectrum=p["spectrum"], teacher=p["teacher"], flow={"rtol": rtol})
-    if not df["converged"].all():
-        bad = df.loc[~df["converged"], ["method", "status"]].value_counts().to_dict()
-        raise RuntimeError(f"{int((~df['converged']).sum())} of {len(df)} runs did not converge: {bad}")
-    return df
+    """The isotropic claims' simulator table with the point's spectrum and teacher family."""
+    options = dict(spectrum=case.params["spectrum"], teacher=case.params["teacher"], flow={"rtol": rtol})
+    return _simulate_deep_linear(case, methods, draws=draws, options=options)
 
 
 #: target draws of the per-draw comparisons (each draw is checked, so a few suffice)

@@ -36,7 +36,6 @@ from ..sweep.named import named_profile
 from ..theory import mtl as MTL
 from ..theory.ntk import relu_kernels
 from .compare import agreement, mc_agreement, mean_se, not_above, significant
-from .mtl import standardized
 from .registry import CLARIFICATION, combine, register
 
 # --------------------------------------------------------------------------- finite-width networks
@@ -174,7 +173,7 @@ def fitted_exponent(widths, log_values, se):
 def _width_rate(case):
     rng = case.rng
     network = MTL.ReluNetwork(3)
-    x = standardized(rng, 8, 10)
+    x = MTL.standardize_inputs(rng.standard_normal((8, 10)))
     nngp, ntk = network.kernels(x)
     widths = np.array([64, 128, 256, 512])
     reps = max(20, case.profile.mc_reps // 50)

@@ -38,6 +38,7 @@ See docs/verify.md for how a module registers a claim.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import math
 import time
@@ -233,9 +234,8 @@ def register(id, *, source, statement, kind, **options):
     """Decorator: register the decorated check function as claim ``id`` (keywords: :class:`Claim`'s fields)."""
 
     def decorate(check):
-        if id in _REGISTRY:
-            raise ValueError(f"claim id {id!r} is already registered")
-        _REGISTRY[id] = Claim(id=id, source=source, statement=statement, kind=kind, check=check, **options)
+        _registry.add(_REGISTRY, id, Claim(id=id, source=source, statement=statement, kind=kind, check=check, **options),
+                      "claim")
         return check
 
     return decorate
@@ -272,13 +272,8 @@ def select(pattern=None, profile=None) -> list[Claim]:
     A pattern with ``*``, ``?`` or ``[`` is a shell-style glob on the id; otherwise a case-insensitive
     substring of the id, the source or the method. ``None`` selects all.
     """
-    chosen = []
-    for claim in _REGISTRY.values():
-        if profile is not None and get_profile(profile).name not in claim.profiles:
-            continue
-        if claim_matches(pattern, claim):
-            chosen.append(claim)
-    return chosen
+    return [claim for claim in _REGISTRY.values()
+            if (profile is None or get_profile(profile).name in claim.profiles) and claim_matches(pattern, claim)]
 
 
 def _stable_int(*parts) -> int:
@@ -348,10 +343,7 @@ def combine(results) -> CheckResult:
     """One result from several sub-checks of a claim: all must pass; the reported one (its numbers and
     criterion) is the worst, the one nearest to failing whatever its criterion."""
     results = list(results)
-    worst = results[0]
-    for r in results[1:]:
-        worst = _worse(worst, r)
-    return replace(worst, passed=all(r.passed for r in results),
+    return replace(functools.reduce(_worse, results), passed=all(r.passed for r in results),
                    detail="; ".join(r.detail for r in results if r.detail),
                    paper_holds=all(r.paper_holds for r in results))
 
