@@ -79,11 +79,11 @@ def _task(p):
     return lam, beta_s, beta_t[0]
 
 
-def _draw(case, reps=None):
+def _draw(case):
     """(λ, β_s, β_t, X (reps, n, d) with rows z·√λ, y = Xβ_t + ε)."""
     p, rng = case.params, case.rng
     lam, beta_s, beta_t = _task(p)
-    X = rng.standard_normal((reps or case.profile.mc_reps, p["n"], p["d"])) * np.sqrt(lam)
+    X = rng.standard_normal((case.profile.mc_reps, p["n"], p["d"])) * np.sqrt(lam)
     return lam, beta_s, beta_t, X, X @ beta_t + p["sigma"] * rng.standard_normal(X.shape[:2])
 
 
@@ -149,9 +149,11 @@ def _least_squares(case):
 # --------------------------------------------------------------------------- deterministic equivalents
 
 
-def _equivalent(sample, reference, scale, case):
+def _equivalent(case, sample, reference, scale=None):
+    """The Monte Carlo mean against a deterministic equivalent, with the allowance relative to ``scale`` (default: the
+    reference)."""
     p = case.params
-    allowance = EQUIVALENT_C / min(p["n"], p["d"] - p["n"]) * scale
+    allowance = EQUIVALENT_C / min(p["n"], p["d"] - p["n"]) * (reference if scale is None else scale)
     return mc_agreement(sample, reference, allowance=allowance, label=case.label)
 
 
@@ -166,8 +168,7 @@ _EQUIVALENT = dict(kind="monte-carlo", allowance=EQUIVALENT_C, allowance_reason=
 def _scratch_equivalent(case):
     p = case.params
     lam, _, beta_t, X, y = _draw(case)
-    reference = A.scratch_risk(lam, beta_t, p["n"], p["sigma"])
-    return _equivalent(_risk(pinv_solution(X, y), beta_t, lam), reference, reference, case)
+    return _equivalent(case, _risk(pinv_solution(X, y), beta_t, lam), A.scratch_risk(lam, beta_t, p["n"], p["sigma"]))
 
 
 @register("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)",
@@ -179,8 +180,7 @@ def _ridge_equivalent(case):
     lam, _, beta_t, X, y = _draw(case)
     Xt = np.swapaxes(X, -1, -2)
     beta_hat = np.linalg.solve(Xt @ X + p["n"] * p["ridge"] * np.eye(p["d"]), Xt @ y[..., None])[..., 0]
-    reference = A.ridge_risk(lam, beta_t, p["n"], p["sigma"], p["ridge"])
-    return _equivalent(_risk(beta_hat, beta_t, lam), reference, reference, case)
+    return _equivalent(case, _risk(beta_hat, beta_t, lam), A.ridge_risk(lam, beta_t, p["n"], p["sigma"], p["ridge"]))
 
 
 @register("faf.aniso.finetune", source="FaF §3 with anisotropic inputs: fine-tuning's gradient-flow limit",
@@ -195,9 +195,9 @@ def _finetune_equivalent(case):
     tuned = _risk(FT.fine_tune_limit(X, y, beta_s), beta_t, lam)
     reference = A.fine_tune_risk(lam, beta_s, beta_t, p["n"], p["sigma"])
     scale = max(A.scratch_risk(lam, beta_t, p["n"], p["sigma"]), reference)  # the larger risk of the two
-    return combine([_equivalent(tuned, reference, scale, case),
-                    _equivalent(scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t, p["n"], p["sigma"]),
-                                scale, case)])
+    return combine([_equivalent(case, tuned, reference, scale),
+                    _equivalent(case, scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t, p["n"], p["sigma"]),
+                                scale)])
 
 
 # --------------------------------------------------------------------------- the simulator

@@ -31,7 +31,7 @@ from ..sim.tdr import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
 from ..theory import tdr as NTK
 from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
-from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, scaled_point
+from .tdr import LAMBDA_FLOOR, pair_data, pair_point, scaled_point
 
 #: networks (draws) per width of the training claims per target draw of the profile (16 at the 100 draws of quick
 #: and full; the registry's re-check with 4× the draws trains 4× the networks)
@@ -200,7 +200,7 @@ def _family_members(case):
         members = {family: [task_pair(family, angle, n=n, d=d, seed=seed) for angle in FAMILY_ANGLES[family]]
                    for family in TASK_FAMILIES}
         inputs = [x for pairs in members.values() for data in pairs for x in (data[0], data[2])]
-        if min(arccos_lambda_min(x) for x in inputs) >= LAMBDA_FLOOR:
+        if min(NTK.gram_solve(x).lambda_min for x in inputs) >= LAMBDA_FLOOR:
             return members
         seed += 1
 
