@@ -126,17 +126,13 @@ def _arccos_kernel(case):
 # --------------------------------------------------------------------------- FaF Eqs. 154–159
 
 
-def _projection_point(profile):
-    return st.fixed_dictionaries({
-        "d": st.integers(3, 8), "m_star": st.integers(2, 8), "mu": st.floats(0.0, 0.75),
-        "extra": st.integers(0, 3), "output": st.sampled_from(R.TEACHER_OUTPUTS),
-    }).filter(lambda p: round(p["mu"] * p["m_star"]) <= p["m_star"] - 1)
-
-
 @register("faf.eq154-159.projection", source="FaF Eqs. 154–159 (App. C, ReLU RKHS)", kind="monte-carlo",
           statement="‖P⊥ f*‖² = c*ᵀK*c*/m* − c*ᵀK̃ᵀK⁻¹K̃c*/m* is the residual of the least-squares fit of f* "
                     "by the student's features σ(wᵢᵀx) in L²(N(0, I_d))",
-          strategy=_projection_point, profiles=("quick", "full"),
+          strategy=lambda profile: st.fixed_dictionaries({
+              "d": st.integers(3, 8), "m_star": st.integers(2, 8), "mu": st.floats(0.0, 0.75),
+              "extra": st.integers(0, 3), "output": st.sampled_from(R.TEACHER_OUTPUTS),
+          }).filter(lambda p: round(p["mu"] * p["m_star"]) <= p["m_star"] - 1), profiles=("quick", "full"),
           allowance=0.0, allowance_reason="none beyond the in-sample optimism of the fit, estimated per point "
                                           "(sandwich formula, < 5% of the SE) and added to the tolerance")
 def _projection(case):

@@ -18,9 +18,9 @@ from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 # --------------------------------------------------------------------------- MTL / ANIL kernels: exact identities
 
 
-def _task_point(profile):
+def _task_point(profile, lam_tau=(0.0, 1.0)):
     return st.fixed_dictionaries({"depth": st.integers(1, 8), "tasks": st.integers(1, 4), "n": st.integers(1, 4),
-                                  "lam_tau": st.floats(0.0, 1.0), "lam_tau_hat": st.floats(0.0, 1.0),
+                                  "lam_tau": st.floats(*lam_tau), "lam_tau_hat": st.floats(0.0, 1.0),
                                   "d": st.integers(2, 6)})
 
 
@@ -155,14 +155,8 @@ def literal_eq16(tk, labels, y_support, lam_tau, lam_tau_hat, variant):
     return f, tol
 
 
-def _inner_loop_point(profile):
-    return st.fixed_dictionaries({"depth": st.integers(1, 8), "tasks": st.integers(1, 4), "n": st.integers(1, 4),
-                                  "lam_tau": st.floats(0.01, 0.5), "lam_tau_hat": st.floats(0.0, 1.0),
-                                  "d": st.integers(2, 6)})
-
-
 @register("mtl.lemma1.anil-inner-loop-cancels", source="MTL Lemma 1 (Eq. 16), App. Eqs. 60–61", kind="exact",
-          strategy=_inner_loop_point,
+          strategy=lambda profile: _task_point(profile, lam_tau=(0.01, 0.5)),
           statement="Eq. 16 does not depend on the inner-loop length λτ: with D = blockdiag(e^{−λτK(Xᵢ,Xᵢ)}) "
                     "invertible, Φ′_ANIL = Φ̃′D, Φ_ANIL = DΘD and 𝒴 − G_τ = D𝒴, so Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ] = "
                     "Φ̃′Θ⁻¹𝒴. Eq. 16 assembled literally (scipy expm, a dense solve with DΘD) at λτ equals F_ANIL at "
