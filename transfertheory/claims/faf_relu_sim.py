@@ -176,8 +176,7 @@ def _size_label(d, m, m_star, teachers):
                     "and its feature kernel near the source teacher's kernel",
           allowance=LOSS_REDUCTION, allowance_reason="finite flow time t = 4e3 (2× FaF's 1e5 iterations) and width: "
           "the loss must fall below 1e-3 × its initial value (Monte Carlo, + 4 SE) and the kernel distance to the source "
-          "below half its initial value and below the distance to the target teacher's kernel",
-          profiles=("quick", "full", "paper"))
+          "below half its initial value and below the distance to the target teacher's kernel")
 def _pretraining_aligns(case):
     """μ = 0.5: per teacher, the loss and the kernel distances (module constants)."""
     (d, m, m_star, teachers), backend = _sizes(case)
@@ -200,8 +199,7 @@ _GROWTH_MUS = (0.2, 0.6)
 @register("faf.relu.sim.pperp-grows-with-mu", source="FaF §4, Fig. 4d (ReLU, pretrained students)",
           kind="simulation",
           statement="‖P⊥ f_t*‖²/‖f_t*‖², P on the pretrained student's features, grows with μ on average "
-                    "(here from μ = 0.2 to 0.6, paired teachers)",
-          profiles=("quick", "full", "paper"))
+                    "(here from μ = 0.2 to 0.6, paired teachers)")
 def _pperp_grows_sim(case):
     """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE (z > 4)."""
     (d, m, m_star, teachers), backend = _sizes(case)
@@ -223,8 +221,7 @@ _EQ21_FACTORS = (8, 32, 128)  # n = factor × m (8·m: the finite-n regime of th
           "(2L − ‖P⊥‖²)/‖P⊥‖² over teachers must lie within 4 SE + 0.25·m/n of m/(n − m − 1), the excess of "
           "least squares with m regressors when the misfit ‖P⊥ f_t*‖² acts as noise independent of the features "
           "(here it is a function of x, uncorrelated with the features but not independent of them: the 0.25·m/n "
-          "allowance); and ≥ 0 for every teacher (exact: the projection is the best approximation)",
-          profiles=("quick", "full", "paper"))
+          "allowance); and ≥ 0 for every teacher (exact: the projection is the best approximation)")
 def _eq21(case):
     """μ = 0.5, n = 8·m, 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher against m/(n − m − 1)
     (the finite-n transfer risk of :func:`transfertheory.theory.relu.least_squares_transfer_risk`)."""

@@ -191,6 +191,7 @@ def _width_rate(case):
 
 #: the three training claims share the study (:func:`_training_study`, cached): the registry's ``shares``
 TRAINING_STUDY_NAME = "mtl.training-study"
+_TRAINING = dict(kind="simulation", shares=TRAINING_STUDY_NAME)
 
 
 @functools.lru_cache(maxsize=3)
@@ -221,8 +222,7 @@ def _converged_study(profile_name):
     return table
 
 
-@register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2",
-          kind="simulation", slow=False, shares=TRAINING_STUDY_NAME,
+@register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2", **_TRAINING,
           statement="finite-width networks trained by gradient flow (MTL; ANIL with its inner loop on the head; "
                     "explicit gradients, the package integrator) approach Lemma 1's predictions on a test task: the "
                     "mean relative distance to the prediction the derivation matches to the protocol (MTL: Eq. 15; "
@@ -265,8 +265,7 @@ def _paired_distances(case, selected, column, comparisons):
     return combine(results)
 
 
-@register("mtl.lemma1.phi-prime-anil-trained", source="MTL Lemma 1 / Lemma 3 vs App. Eqs. 61, 62, 66",
-          kind="simulation", shares=TRAINING_STUDY_NAME,
+@register("mtl.lemma1.phi-prime-anil-trained", source="MTL Lemma 1 / Lemma 3 vs App. Eqs. 61, 62, 66", **_TRAINING,
           statement="which Φ′_ANIL trained ANIL networks follow depends on the test head's start: from the shared "
                     "initial draw (the derivation's Eq. 62) they follow Φ′_MTL·D (App. Eqs. 61/66), from ANIL's "
                     "outer-loop-trained head the Lemma statement's [Θ − K T Θ]·D; at the largest width the paired "
@@ -278,7 +277,7 @@ def _phi_prime_anil_trained(case):
 
 
 @register("mtl.lemma1.fresh-test-head", source="MTL §3.4 (Eqs. 6–9) with Lemma 1 (Eqs. 15–16), App. Eq. 62",
-          kind="simulation", erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION, shares=TRAINING_STUDY_NAME,
+          erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION, **_TRAINING,
           statement="MTL: a randomly initialized test head appended to the trained body and fine-tuned on the support "
                     "set gives F = G_τ̂ + Φ′Φ⁻¹(…) (Lemma 1). With a head drawn independently of the training heads, "
                     "its body gradients are uncorrelated with theirs (Σ_k w_k w′_k/h → 0), the Φ′ terms vanish and "

@@ -54,6 +54,8 @@ ALLOWANCE_REASON = (f"training bias at the largest width: {BIAS_ALLOWANCE_SD} ×
 #: function on target inputs rotated by φ; similarity cos θ or cos φ
 FAMILY_ANGLES = {"shared-inputs": (math.pi / 6, math.pi / 2, 5 * math.pi / 6),
                  "shared-labels": (math.pi / 8, math.pi / 4, math.pi / 2)}
+#: the registry options the training claims share
+_TRAINED = dict(kind="simulation", profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON)
 
 
 def _trained_widths(profile, quick_top=8192):
@@ -114,8 +116,7 @@ def _scalar_approaches(table, samples, reference, what, remainder, label):
     return combine([closes, agrees, _converged([table], label)])
 
 
-@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="simulation",
-          strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", strategy=pair_point, **_TRAINED,
           statement="the outputs on X_Q of the trained network pretrained on P approach y_{P→Q} = H_PQᵀH_P⁻¹y_P "
                     "as the width m grows (the gap closes; fitted rate reported) and agree with it componentwise at "
                     "the largest width (4 SE + the training-bias allowance)")
@@ -132,8 +133,7 @@ def _trained_transformed_labels(case):
     return combine([closes, *agrees, _converged([table], label)])
 
 
-@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", kind="simulation", strategy=pair_point,
-          profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", strategy=pair_point, **_TRAINED,
           statement="‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
                     "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
                     "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
@@ -146,8 +146,7 @@ def _trained_thm2_bound(case):
                               case.label)
 
 
-@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="simulation",
-          strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", strategy=pair_point, **_TRAINED,
           statement=f"for the trained networks (κ = {TRAINING_KAPPA:g}), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the "
                     "target set, from the explicit gradient matrix of the loss with respect to the hidden "
                     "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
@@ -161,8 +160,7 @@ def _trained_gradient_norm(case):
     return _scalar_approaches(table, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", case.label)
 
 
-@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
-          strategy=scaled_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=scaled_point, **_TRAINED,
           statement="from scratch the trained networks at the largest width move by ‖W(Q) − W(0)‖_F ≈ "
                     "√(y_QᵀH_Q⁻¹y_Q) at labels s·y_Q and s·y_Q/2 (4 SE + the training-bias allowance); the "
                     "distance from the paper's y_QᵀH_Q⁻¹y_Q is reported (its refutation is the claim "
@@ -216,8 +214,7 @@ def _ratio_contrast(family, ratios, formula):
     return combine([rise, holds(predicted > 0, f"{family}: the Gram formula predicts a rise ({predicted:+.3g})")])
 
 
-@register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", kind="simulation",
-          strategy=_family_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", strategy=_family_point, **_TRAINED,
           statement="both inputs and labels matter: for the two task families of TDR §5.1 (shared inputs with "
                     "teachers at angle θ; one labeling function on target inputs rotated by φ) the trained ratio "
                     "R = ‖W(Q) − W(P)‖_F/‖W_s(Q) − W(0)‖_F approaches its Gram formula "
