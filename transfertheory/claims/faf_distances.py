@@ -39,17 +39,12 @@ def _pair_point(profile):
                                   "norm_g": st.floats(0.0, 2.5)})
 
 
-def _samples(case):
-    """Monte Carlo size of the distance claims: 10× the profile's repetitions (each draw is one scalar)."""
-    return 10 * case.profile.mc_reps
-
-
 @register("faf.eq34", source="FaF Eqs. 30–34", kind="monte-carlo", strategy=_pair_point,
           statement="D_KL(p_f ‖ p_g) = ‖β_f − β_g‖²/(2σ²) for linear tasks: the mean log-likelihood ratio under p_f")
 def _kl(case):
     p, rng = case.params, case.rng
     bf, bg = _random_pair(rng, p["d"], p["norm_f"], p["norm_g"])
-    n, sigma = _samples(case), p["sigma"]
+    n, sigma = 10 * case.profile.mc_reps, p["sigma"]  # 10× the repetitions: each draw is one scalar
     x = rng.standard_normal((n, p["d"]))
     y = x @ bf + sigma * rng.standard_normal(n)
     llr = ((y - x @ bg) ** 2 - (y - x @ bf) ** 2) / (2 * sigma**2)  # the x-marginals are equal and cancel
@@ -62,7 +57,7 @@ def _kl(case):
 def _cosine_bound(case):
     p, rng = case.params, case.rng
     bf, bg = _random_pair(rng, p["d"], p["norm_f"], p["norm_g"])
-    n, sigma = _samples(case), p["sigma"]
+    n, sigma = 10 * case.profile.mc_reps, p["sigma"]  # 10× the repetitions: each draw is one scalar
 
     def h_draws(beta):
         x = rng.standard_normal((n, p["d"]))

@@ -35,13 +35,6 @@ from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 # --------------------------------------------------------------------------- estimators (independent of the formulas)
 
 
-def _draw(rng, n, d, theta, sigma, reps):
-    """``reps`` target sets: X (reps, n, d) with N(0, 1) entries, y = Xβ_t + ε."""
-    beta_s, beta_t = unit_pair(d, theta)
-    x = rng.standard_normal((reps, n, d))
-    return x, x @ beta_t + sigma * rng.standard_normal((reps, n)), beta_s, beta_t
-
-
 def _risk(beta_hat, beta_t):
     return ((beta_hat - beta_t) ** 2).sum(axis=-1)
 
@@ -49,12 +42,6 @@ def _risk(beta_hat, beta_t):
 def pinv_solution(x, y):
     """X⁺y (FaF Thm 3.5), batched over the leading axes of x (…, n, d) and y (…, n)."""
     return (np.linalg.pinv(x) @ y[..., None])[..., 0]
-
-
-def _fine_tune_paper(x, y, beta_s):
-    """X⁺y + (I − X⁺X)β_s (FaF Eq. 142)."""
-    pinv = np.linalg.pinv(x)
-    return (pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0]
 
 
 def _rank_one_head(rng, x, y, beta_s, lam=0.0):
@@ -95,15 +82,19 @@ def _head_point(profile):
 
 
 def _against_finite(case, quantity):
-    """The claim's method on ``mc_reps`` target sets: the mean of its risk (``quantity`` "risk") or of the paired
-    R_sc − R_method ("transferability") against the method record's exact finite-size value at the point."""
+    """The claim's method on ``mc_reps`` target sets (X with N(0, 1) entries, y = Xβ_t + ε): the mean of its risk
+    (``quantity`` "risk") or of the paired R_sc − R_method ("transferability") against the method record's exact
+    finite-size value at the point."""
     p, method = case.params, case.claim.method
     rng = case.rng
-    x, y, beta_s, beta_t = _draw(rng, p["n"], p["d"], p["theta"], p["sigma"], case.profile.mc_reps)
+    beta_s, beta_t = unit_pair(p["d"], p["theta"])
+    x = rng.standard_normal((case.profile.mc_reps, p["n"], p["d"]))
+    y = x @ beta_t + p["sigma"] * rng.standard_normal((case.profile.mc_reps, p["n"]))
     if method == "scratch":
         risk = _risk(pinv_solution(x, y), beta_t)
-    elif method == "finetune":
-        risk = _risk(_fine_tune_paper(x, y, beta_s), beta_t)
+    elif method == "finetune":  # the paper's limit X⁺y + (I − X⁺X)β_s (FaF Eq. 142)
+        pinv = np.linalg.pinv(x)
+        risk = _risk((pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0], beta_t)
     else:  # linear transfer: the rank-one head, ridge where the point has a λ
         risk = _risk(_rank_one_head(rng, x, y, beta_s, p.get("lam", 0.0)), beta_t)
     sample = risk if quantity == "risk" else _risk(pinv_solution(x, y), beta_t) - risk

@@ -40,11 +40,6 @@ from .registry import CLARIFICATION, combine, register
 # --------------------------------------------------------------------------- finite-width networks
 
 
-def _networks(case):
-    reps = max(50, case.profile.mc_reps // 10)
-    return reps, max(64, reps)
-
-
 def _kernel_point(profile):
     return st.fixed_dictionaries({"depth": st.integers(1, 3), "w_std": st.floats(1.0, 2.0),
                                   "b_std": st.floats(0.0, 0.5), "d": st.integers(2, 6)})
@@ -56,8 +51,8 @@ def _finite_width(case, n=4, sample=random_network_kernels):
     p, rng = case.params, case.rng
     network = MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"])
     x = rng.standard_normal((n, p["d"])) * rng.uniform(0.5, 2.0, (n, 1))
-    reps, width = _networks(case)
-    return network, x, network.kernels(x), sample(network, x, width, reps, rng)
+    reps = max(50, case.profile.mc_reps // 10)  # networks; their width h = max(64, R) (module docstring)
+    return network, x, network.kernels(x), sample(network, x, max(64, reps), reps, rng)
 
 
 def _entrywise(samples, reference, what, case):

@@ -131,19 +131,14 @@ def _gram_sets(case):
     return np.vstack([x, twin, -x[0]]), _sphere(rng, p["n_other"], p["d"])
 
 
-def _gram_mc(rng, x, y, reps):
-    """Sample means of x_iᵀy_j 1{wᵀx_i ≥ 0, wᵀy_j ≥ 0} over ``reps`` draws w ~ N(0, I) (n, n')."""
-    w = rng.standard_normal((reps, x.shape[1]))
-    both = (w @ x.T >= 0).T.astype(float) @ (w @ y.T >= 0).astype(float) / reps
-    return (x @ y.T) * both
-
-
 def _entrywise(x, y, case, what):
     """Each H∞ entry against its Monte Carlo (score test: the SE is the null one, |x_iᵀy_j|·√(p(1−p)/N) with
     p = (π − θ_ij)/(2π) the formula's probability, since a pair at θ ≈ π has p ≈ 0 and no hit in N draws —
-    a sample SE of 0)."""
+    a sample SE of 0). The Monte Carlo: sample means of x_iᵀy_j 1{wᵀx_i ≥ 0, wᵀy_j ≥ 0} over draws w ~ N(0, I)."""
     reps = 8 * case.profile.mc_reps
-    measured, reference = _gram_mc(case.rng, x, y, reps), NTK.two_layer_gram(x, y)
+    w = case.rng.standard_normal((reps, x.shape[1]))
+    measured = (x @ y.T) * ((w @ x.T >= 0).T.astype(float) @ (w @ y.T >= 0).astype(float) / reps)
+    reference = NTK.two_layer_gram(x, y)
     cosine = np.clip(x @ y.T, -1.0, 1.0)
     p = np.divide(reference, cosine, out=(math.pi - np.arccos(cosine)) / (2 * math.pi), where=cosine != 0)
     se = np.abs(cosine) * np.sqrt(p * (1 - p) / reps)

@@ -99,20 +99,15 @@ def _converged(tables, label):
     return holds(all(table["converged"].all() for table in tables), f"every stage converged ({label})")
 
 
-def _excess(widths, samples, reference):
-    """Mean ± SE of the trained quantity minus its formula at each width (the remainder the theorems bound)."""
-    return ", ".join(f"{width}: {mean - reference:+.3g} ± {se:.2g}"
-                     for width, q in zip(widths, samples) for mean, se in [mean_se(q)])
-
-
 def _scalar_approaches(table, samples, reference, what, remainder, label):
     """A per-draw scalar (one sample array per width of ``table``) against its formula: the gap closes with m,
     the largest width agrees (4 SE + the training-bias allowance, the mean ``remainder`` at every width
     reported), and every network converged."""
     widths = list(table["width"].unique())
     closes = _gap_closes(widths, [(q - reference) ** 2 for q in samples], f"{what} {label}")
-    agrees = _agrees(samples[-1], reference, f"{what} at m = {widths[-1]} (mean {remainder} at "
-                                             f"m = {_excess(widths, samples, reference)})")
+    excess = ", ".join(f"{width}: {mean - reference:+.3g} ± {se:.2g}"  # the remainder the theorems bound
+                       for width, q in zip(widths, samples) for mean, se in [mean_se(q)])
+    agrees = _agrees(samples[-1], reference, f"{what} at m = {widths[-1]} (mean {remainder} at m = {excess})")
     return combine([closes, agrees, _converged([table], label)])
 
 
