@@ -33,7 +33,7 @@ from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
 from .faf_linear import pinv_solution
-from .faf_linear_sim import _ALLOWANCE_REASON, INTEGRATOR_ALLOWANCE, _simulate as _simulate_deep_linear
+from .faf_linear_sim import INTEGRATOR, _simulate as _simulate_deep_linear
 from .registry import combine, register
 
 #: relative finite-size allowance of a deterministic equivalent: C/min(n, d − n) × the risk scale (module docstring)
@@ -252,7 +252,7 @@ def _limits(case):
 
 @register("faf.aniso.linear.sim", source="FaF §3 with anisotropic inputs: linear transfer by simulation",
           kind="simulation",
-          method="linear", strategy=_sim_point, allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON,
+          method="linear", strategy=_sim_point, **INTEGRATOR,
           statement="pretraining on ½(β − β_s)ᵀΣ(β − β_s) from small init leaves a rank-one feature along β_s, "
                     "and the mean simulated linear-transfer risk is the exact τ² + (τ² + σ²)/(n − 2)")
 def _linear_sim(case):

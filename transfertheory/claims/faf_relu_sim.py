@@ -104,18 +104,20 @@ def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):
     return mean, np.sqrt(variance / samples)
 
 
-def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME, backend="numpy"):
-    """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ, on the
-    array backend named ``backend`` (the teachers are drawn on the host and moved there).
+def pretrained_students(rng, d, m, m_star, teachers, mus, teacher_scale=1.0, max_time=FAF_TIME, backend="numpy"):
+    """(teacher (W_t, c_t), [(source AblatedTeacher, PretrainResult) per μ of ``mus``]) for ``teachers`` random
+    teachers, on the array backend named ``backend`` (the teachers are drawn on the host and moved there).
 
     ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
     the sensitivity check trains against a loss off by a few percent).
     """
     xp = resolve_backend(backend)
     W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
-    source = R.ablated_teacher(W_t, c_t, mu, rng)
-    pre = pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)
-    return (W_t, c_t), source, pre
+    students = []
+    for mu in mus:
+        source = R.ablated_teacher(W_t, c_t, mu, rng)
+        students.append((source, pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)))
+    return (W_t, c_t), students
 
 
 def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0, backend="numpy"):
@@ -125,8 +127,8 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
     ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes) and ``status``
     (the pretraining flows' statuses).
     """
-    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME,
-                                                backend)
+    (W_t, _), [(source, pre)] = pretrained_students(rng, d, m, m_star, teachers, (mu,), teacher_scale, PRETRAIN_TIME,
+                                                    backend)
     loss, loss_se = sampled_half_square_error(pre.W, pre.c, source.W, source.c, rng, LOSS_SAMPLES)
     probes = rng.standard_normal((PROBES, d))
     W0 = to_device(paper_init(m, d, rng, batch=(teachers,))[0], W_t)
@@ -138,16 +140,12 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
 def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, backend="numpy"):
     """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers:
     ([fractions at μ_low, at μ_high] (teachers,) each, the pretraining statuses of both)."""
-    xp = resolve_backend(backend)
-    W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
-    fractions, statuses = [], []
-    for mu in (mu_low, mu_high):
-        source = R.ablated_teacher(W_t, c_t, mu, rng)
-        pre = pretrain_source(source.W, source.c, m, rng, max_time=FAF_TIME)
+    (W_t, c_t), students = pretrained_students(rng, d, m, m_star, teachers, (mu_low, mu_high), backend=backend)
+    fractions = []
+    for _, pre in students:
         inside, outside = R.rkhs_projection_norms(pre.W, W_t, c_t)
         fractions.append(np.asarray(to_host(outside / (inside + outside))))
-        statuses.append(pre.status)
-    return fractions, np.concatenate(statuses)
+    return fractions, np.concatenate([pre.status for _, pre in students])
 
 
 def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0, backend="numpy"):
@@ -157,7 +155,7 @@ def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0,
     2L is the exact population risk of the min-norm least-squares output weights on n target samples;
     P projects on the pretrained student's features; s = ``pperp_scale`` (1 = the claim).
     """
-    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu, backend=backend)
+    (W_t, c_t), [(_, pre)] = pretrained_students(rng, d, m, m_star, teachers, (mu,), backend=backend)
     pperp = pperp_scale * np.asarray(to_host(R.rkhs_projection_norms(pre.W, W_t, c_t).outside))
     out = {}
     for n in ns:

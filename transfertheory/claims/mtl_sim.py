@@ -173,13 +173,9 @@ def _width_rate(case):
             mean, se = mean_se(distance)
             logs[name].append(math.log(mean))
             ses[name].append(se / mean)  # delta method: SE of the log of the mean
-    results = []
-    for name in ("K", "Θ"):
-        slope, slope_se = fitted_exponent(widths, logs[name], ses[name])
-        results.append(agreement(slope, slope_se, -0.5, allowance=case.claim.allowance,
-                                 label=f"fitted exponent of mean ‖{name}̂ − {name}‖/‖{name}‖ vs width "
-                                       f"({reps} networks per width)"))
-    return combine(results)
+    return combine(agreement(*fitted_exponent(widths, logs[name], ses[name]), -0.5, allowance=case.claim.allowance,
+                             label=f"fitted exponent of mean ‖{name}̂ − {name}‖/‖{name}‖ vs width ({reps} networks per "
+                                   "width)") for name in ("K", "Θ"))
 
 
 # --------------------------------------------------------------------------- trained finite-width networks (Lemma 1)

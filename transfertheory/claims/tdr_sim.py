@@ -134,11 +134,10 @@ def _trained_transformed_labels(case):
                     "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
                     "attained); the mean excess over the bound at each width is reported")
 def _trained_thm2_bound(case):
-    x_p, y_p, x_q, y_q, _ = pair_data(case)
-    bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    table = _trained(case, x_p, y_p, x_q, y_q)
-    return _scalar_approaches(table, _per_width(table, "distance"), bound, "‖W(Q) − W(P)‖ vs the bound", "excess",
-                              case.label)
+    data = pair_data(case)[:4]
+    table = _trained(case, *data)
+    return _scalar_approaches(table, _per_width(table, "distance"), NTK.finetune_distance_bound(*data),
+                              "‖W(Q) − W(P)‖ vs the bound", "excess", case.label)
 
 
 @register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", strategy=pair_point, **_TRAINED,
@@ -147,12 +146,12 @@ def _trained_thm2_bound(case):
                     "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
                     "gap closes) and agrees with them at the largest width (4 SE + the training-bias allowance)")
 def _trained_gradient_norm(case):
-    x_p, y_p, x_q, y_q, _ = pair_data(case)
-    change = NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change
-    table = _trained(case, x_p, y_p, x_q, y_q)
+    data = pair_data(case)[:4]
+    table = _trained(case, *data)
     measured = [after - before for after, before in zip(_per_width(table, "gradient_norm_pretrained"),
                                                         _per_width(table, "gradient_norm_init"))]
-    return _scalar_approaches(table, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", case.label)
+    return _scalar_approaches(table, measured, NTK.gradient_norm_change(*data).change, "Δ‖∂L/∂X¹‖² vs Eq. 1",
+                              "remainder", case.label)
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=scaled_point, **_TRAINED,
