@@ -409,6 +409,14 @@ def reproduction(claim, params, profile) -> str:
 _RANK = {PASS: 0, KNOWN_ERRATUM: 0, FAIL: 2, UNEXPECTED_PASS: 2, ERROR: 3}
 
 
+def _worse_point(a: PointOutcome, b: PointOutcome) -> PointOutcome:
+    """The point of the higher-ranked status; at equal rank the one whose result is worse (:func:`_worse`), else
+    the first."""
+    if _RANK[a.status] != _RANK[b.status]:
+        return b if _RANK[b.status] > _RANK[a.status] else a
+    return b if a.result is not None and b.result is not None and _worse(a.result, b.result) is b.result else a
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A claim's outcome in a profile: the worst of its points."""
@@ -447,11 +455,5 @@ def judge(claim, profile, outcomes, seconds) -> Outcome:
     sweep engine's store): the worst point, its status the claim's; ``seconds``: the time they took."""
     claim, profile = get_claim(claim), get_profile(profile)
     outcomes = tuple(outcomes)
-    worst = outcomes[0]
-    for o in outcomes[1:]:
-        if _RANK[o.status] > _RANK[worst.status] or (
-            _RANK[o.status] == _RANK[worst.status] and o.result is not None and worst.result is not None
-            and _worse(worst.result, o.result) is o.result
-        ):
-            worst = o
+    worst = functools.reduce(_worse_point, outcomes)
     return Outcome(claim, profile.name, worst.status, seconds, outcomes, worst)
