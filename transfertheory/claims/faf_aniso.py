@@ -32,7 +32,8 @@ from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
-from .faf_linear_sim import INTEGRATOR_ALLOWANCE, _ALLOWANCE_REASON
+from .faf_linear import pinv_solution
+from .faf_linear_sim import INTEGRATOR, _simulate as _simulate_deep_linear
 from .registry import combine, register
 
 #: relative finite-size allowance of a deterministic equivalent: C/min(n, d − n) × the risk scale (module docstring)
@@ -71,9 +72,6 @@ def _equivalent_point(profile, ridge=False):
     return st.integers(24, 40).flatmap(lambda d: _point(d=st.just(d), n=st.integers(8, d - 8), **fields))
 
 
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 def _task(p):
     lam = S.spectrum(p["spectrum"], p["d"])
@@ -81,20 +79,16 @@ def _task(p):
     return lam, beta_s, beta_t[0]
 
 
-def _draw(case, reps=None):
+def _draw(case):
     """(λ, β_s, β_t, X (reps, n, d) with rows z·√λ, y = Xβ_t + ε)."""
     p, rng = case.params, case.rng
     lam, beta_s, beta_t = _task(p)
-    X = rng.standard_normal((reps or case.profile.mc_reps, p["n"], p["d"])) * np.sqrt(lam)
+    X = rng.standard_normal((case.profile.mc_reps, p["n"], p["d"])) * np.sqrt(lam)
     return lam, beta_s, beta_t, X, X @ beta_t + p["sigma"] * rng.standard_normal(X.shape[:2])
 
 
 def _risk(beta_hat, beta_t, lam):
     return ((beta_hat - beta_t) ** 2 * lam).sum(-1)
-
-
-def _pinv_solution(X, y):
-    return (np.linalg.pinv(X) @ y[..., None])[..., 0]
 
 
 # --------------------------------------------------------------------------- exact identities
@@ -136,7 +130,7 @@ def _linear(case):
     z = X @ beta_s
     b = (z * y).sum(-1) / ((z * z).sum(-1) + p["n"] * p["ridge"] * np.linalg.norm(beta_s))
     return mc_agreement(_risk(b[:, None] * beta_s, beta_t, lam),
-                        A.ridge_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"], p["ridge"]), label=_label(case))
+                        A.ridge_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"], p["ridge"]), label=case.label)
 
 
 @register("faf.aniso.least-squares", source="FaF §3 with anisotropic inputs: least squares above d, exact",
@@ -148,17 +142,19 @@ def _linear(case):
 def _least_squares(case):
     p = case.params
     lam, _, beta_t, X, y = _draw(case)
-    return mc_agreement(_risk(_pinv_solution(X, y), beta_t, lam), A.scratch_risk_exact(lam, p["n"], p["sigma"]),
-                        label=_label(case))
+    return mc_agreement(_risk(pinv_solution(X, y), beta_t, lam), A.scratch_risk_exact(lam, p["n"], p["sigma"]),
+                        label=case.label)
 
 
 # --------------------------------------------------------------------------- deterministic equivalents
 
 
-def _equivalent(sample, reference, scale, case):
+def _equivalent(case, sample, reference, scale=None):
+    """The Monte Carlo mean against a deterministic equivalent, with the allowance relative to ``scale`` (default: the
+    reference)."""
     p = case.params
-    allowance = EQUIVALENT_C / min(p["n"], p["d"] - p["n"]) * scale
-    return mc_agreement(sample, reference, allowance=allowance, label=_label(case))
+    allowance = EQUIVALENT_C / min(p["n"], p["d"] - p["n"]) * (reference if scale is None else scale)
+    return mc_agreement(sample, reference, allowance=allowance, label=case.label)
 
 
 _EQUIVALENT = dict(kind="monte-carlo", allowance=EQUIVALENT_C, allowance_reason=_EQUIVALENT_REASON)
@@ -172,8 +168,7 @@ _EQUIVALENT = dict(kind="monte-carlo", allowance=EQUIVALENT_C, allowance_reason=
 def _scratch_equivalent(case):
     p = case.params
     lam, _, beta_t, X, y = _draw(case)
-    reference = A.scratch_risk(lam, beta_t, p["n"], p["sigma"])
-    return _equivalent(_risk(_pinv_solution(X, y), beta_t, lam), reference, reference, case)
+    return _equivalent(case, _risk(pinv_solution(X, y), beta_t, lam), A.scratch_risk(lam, beta_t, p["n"], p["sigma"]))
 
 
 @register("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)",
@@ -185,8 +180,7 @@ def _ridge_equivalent(case):
     lam, _, beta_t, X, y = _draw(case)
     Xt = np.swapaxes(X, -1, -2)
     beta_hat = np.linalg.solve(Xt @ X + p["n"] * p["ridge"] * np.eye(p["d"]), Xt @ y[..., None])[..., 0]
-    reference = A.ridge_risk(lam, beta_t, p["n"], p["sigma"], p["ridge"])
-    return _equivalent(_risk(beta_hat, beta_t, lam), reference, reference, case)
+    return _equivalent(case, _risk(beta_hat, beta_t, lam), A.ridge_risk(lam, beta_t, p["n"], p["sigma"], p["ridge"]))
 
 
 @register("faf.aniso.finetune", source="FaF §3 with anisotropic inputs: fine-tuning's gradient-flow limit",
@@ -197,13 +191,13 @@ def _ridge_equivalent(case):
 def _finetune_equivalent(case):
     p = case.params
     lam, beta_s, beta_t, X, y = _draw(case)
-    scratch = _risk(_pinv_solution(X, y), beta_t, lam)
+    scratch = _risk(pinv_solution(X, y), beta_t, lam)
     tuned = _risk(FT.fine_tune_limit(X, y, beta_s), beta_t, lam)
     reference = A.fine_tune_risk(lam, beta_s, beta_t, p["n"], p["sigma"])
     scale = max(A.scratch_risk(lam, beta_t, p["n"], p["sigma"]), reference)  # the larger risk of the two
-    return combine([_equivalent(tuned, reference, scale, case),
-                    _equivalent(scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t, p["n"], p["sigma"]),
-                                scale, case)])
+    return combine([_equivalent(case, tuned, reference, scale),
+                    _equivalent(case, scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t, p["n"], p["sigma"]),
+                                scale)])
 
 
 # --------------------------------------------------------------------------- the simulator
@@ -219,14 +213,9 @@ def _sim_point(profile):
 
 
 def _simulate(case, methods, draws, rtol=None):
-    p = case.params
-    df = dl.run_transfer_experiment(p["d"], [p["n"] / p["d"]], [p["theta"]], p["sigma"], draws, methods=methods,
-                                    seed=case.seed % 2**32, backend=case.profile.backend, progress=False,
-                                    spectrum=p["spectrum"], teacher=p["teacher"], flow={"rtol": rtol})
-    if not df["converged"].all():
-        bad = df.loc[~df["converged"], ["method", "status"]].value_counts().to_dict()
-        raise RuntimeError(f"{int((~df['converged']).sum())} of {len(df)} runs did not converge: {bad}")
-    return df
+    """The isotropic claims' simulator table with the point's spectrum and teacher family."""
+    options = dict(spectrum=case.params["spectrum"], teacher=case.params["teacher"], flow={"rtol": rtol})
+    return _simulate_deep_linear(case, methods, draws=draws, options=options)
 
 
 #: target draws of the per-draw comparisons (each draw is checked, so a few suffice)
@@ -253,17 +242,17 @@ def _limits(case):
     results = []
     for i in range(_PER_DRAW):
         X, Y = dl.target_draw(p["d"], p["n"], beta_t, p["sigma"], case.seed % 2**32, 0, i, lam)
-        limits = {"scratch": _pinv_solution(X, Y[:, 0]), "finetune": FT.fine_tune_limit(X, Y[:, 0], beta_s)}
+        limits = {"scratch": pinv_solution(X, Y[:, 0]), "finetune": FT.fine_tune_limit(X, Y[:, 0], beta_s)}
         for method, beta_hat in limits.items():
             row = df[(df["method"] == method) & (df["draw"] == i)]
             results.append(within(float(row["risk"].iloc[0]), float(_risk(beta_hat, beta_t[0], lam)),
-                                  case.claim.allowance, f"{method} risk of draw {i}, {_label(case)}"))
+                                  case.claim.allowance, f"{method} risk of draw {i}, {case.label}"))
     return combine(results)
 
 
 @register("faf.aniso.linear.sim", source="FaF §3 with anisotropic inputs: linear transfer by simulation",
           kind="simulation",
-          method="linear", strategy=_sim_point, allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON,
+          method="linear", strategy=_sim_point, **INTEGRATOR,
           statement="pretraining on ½(β − β_s)ᵀΣ(β − β_s) from small init leaves a rank-one feature along β_s, "
                     "and the mean simulated linear-transfer risk is the exact τ² + (τ² + σ²)/(n − 2)")
 def _linear_sim(case):
@@ -273,7 +262,7 @@ def _linear_sim(case):
     pre = df.attrs["pretrain"]
     return combine([
         agreement(*mean_se(df["risk"]), A.linear_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"]),
-                  allowance=case.claim.allowance, label=f"linear risk {_label(case)}"),
+                  allowance=case.claim.allowance, label=f"linear risk {case.label}"),
         holds(pre["sv_ratio"] < 1e-3, f"pretrained features rank one: σ₂/σ₁ = {pre['sv_ratio']:.2g} < 1e-3 (α = 1e-5)"),
         holds(bool((df["feature_rank"] == 1).all()), "one feature direction kept"),
     ])

@@ -20,12 +20,12 @@ from .compare import exceeds, holds, mc_agreement, within
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 
 
-def _unit_pair(d, theta):
-    """β_s = e₁ and a unit vector at angle θ to it, in ℝ^d."""
-    bs, bt = np.zeros(d), np.zeros(d)
-    bs[0] = 1.0
-    bt[0], bt[1] = math.cos(theta), math.sin(theta)
-    return bs, bt
+def unit_pair(d, theta):
+    """β_s = e₁ and the unit vector β_t = cos θ e₁ + sin θ e₂ at angle θ to it, in ℝ^d."""
+    beta_s, beta_t = np.zeros(d), np.zeros(d)
+    beta_s[0] = 1.0
+    beta_t[0], beta_t[1] = math.cos(theta), math.sin(theta)
+    return beta_s, beta_t
 
 
 def _random_pair(rng, d, norm_f, norm_g):
@@ -39,17 +39,12 @@ def _pair_point(profile):
                                   "norm_g": st.floats(0.0, 2.5)})
 
 
-def _samples(case):
-    """Monte Carlo size of the distance claims: 10× the profile's repetitions (each draw is one scalar)."""
-    return 10 * case.profile.mc_reps
-
-
 @register("faf.eq34", source="FaF Eqs. 30–34", kind="monte-carlo", strategy=_pair_point,
           statement="D_KL(p_f ‖ p_g) = ‖β_f − β_g‖²/(2σ²) for linear tasks: the mean log-likelihood ratio under p_f")
 def _kl(case):
     p, rng = case.params, case.rng
     bf, bg = _random_pair(rng, p["d"], p["norm_f"], p["norm_g"])
-    n, sigma = _samples(case), p["sigma"]
+    n, sigma = 10 * case.profile.mc_reps, p["sigma"]  # 10× the repetitions: each draw is one scalar
     x = rng.standard_normal((n, p["d"]))
     y = x @ bf + sigma * rng.standard_normal(n)
     llr = ((y - x @ bg) ** 2 - (y - x @ bf) ** 2) / (2 * sigma**2)  # the x-marginals are equal and cancel
@@ -62,7 +57,7 @@ def _kl(case):
 def _cosine_bound(case):
     p, rng = case.params, case.rng
     bf, bg = _random_pair(rng, p["d"], p["norm_f"], p["norm_g"])
-    n, sigma = _samples(case), p["sigma"]
+    n, sigma = 10 * case.profile.mc_reps, p["sigma"]  # 10× the repetitions: each draw is one scalar
 
     def h_draws(beta):
         x = rng.standard_normal((n, p["d"]))
@@ -109,8 +104,8 @@ def _kl_constant(case):
                     "laws; the proof's g = a·f and a family of 13 angles × 50 norms up to 10⁴ all stay below δ")
 def _dudley_half(case):
     results = []
-    f, _ = _unit_pair(4, 0.0)
-    family = np.stack([_unit_pair(4, t)[1] for t in np.linspace(0, math.pi, 13)])
+    f, _ = unit_pair(4, 0.0)
+    family = np.stack([unit_pair(4, t)[1] for t in np.linspace(0, math.pi, 13)])
     targets = family[:, None, :] * np.logspace(-3, 4, 50)[None, :, None]
     for delta in (2.0, 3.0, 10.0):
         for sigma in (0.2, 1.0):
@@ -130,7 +125,7 @@ def _dudley_half(case):
                     "side (≤ e^{−σ²/2}) is below the right (≥ δ); g = f gives 0 ≥ e^{−σ²/2}‖f‖²")
 def _eq27_28(case):
     sigma, results = 0.2, []
-    f, _ = _unit_pair(3, 0.0)
+    f, _ = unit_pair(3, 0.0)
     for delta in (0.1, 1.0, 3.0):
         g = D.far_target(f, D.dudley_proof_scale(f, delta, sigma))
         eq27 = D.dudley_lower_bound(f, g, sigma)  # closed form of Eq. 27 for x ~ N(0, I)
@@ -147,7 +142,7 @@ def _eq27_28(case):
                     "g = 10⁴f, increasing in the scale and always < 2")
 def _dudley_corrected(case):
     sigma = 0.2
-    f, _ = _unit_pair(3, 0.0)
+    f, _ = unit_pair(3, 0.0)
     scales = np.array([1e2, 1e4, 1e6])
     lower = D.dudley_lower_bound_ramp(f, D.far_target(f, scales), sigma)
     upper = D.dudley_upper_bound(f, D.far_target(f, scales), sigma)
@@ -170,7 +165,7 @@ def _scaled_target(case):
     (with θ = 0 or n > d) a risk is exactly 0 up to round-off, ~1e-12·a²."""
     p, rng = case.params, case.rng
     (n, d), norm, sigma, theta = p["shape"], p["norm"], p["sigma"], p["theta"]
-    bs, u = _unit_pair(d, theta)
+    bs, u = unit_pair(d, theta)
     bt = norm * u
     reps = 2 * case.profile.mc_reps
     x = rng.standard_normal((reps, n, d))

@@ -19,6 +19,7 @@ whose fourth moment needs E‖z‖⁻⁸ < ∞: n ≥ 9. Paired differences that
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -28,38 +29,19 @@ from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory.methods import METHODS
 from .compare import agreement, exceeds, holds, mc_agreement, refutation, within
+from .faf_distances import unit_pair
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 
 # --------------------------------------------------------------------------- estimators (independent of the formulas)
-
-
-def _task(theta, d):
-    beta_s, beta_t = np.zeros(d), np.zeros(d)
-    beta_s[0] = 1.0
-    beta_t[0], beta_t[1] = math.cos(theta), math.sin(theta)
-    return beta_s, beta_t
-
-
-def _draw(rng, n, d, theta, sigma, reps):
-    """``reps`` target sets: X (reps, n, d) with N(0, 1) entries, y = Xβ_t + ε."""
-    beta_s, beta_t = _task(theta, d)
-    x = rng.standard_normal((reps, n, d))
-    return x, x @ beta_t + sigma * rng.standard_normal((reps, n)), beta_s, beta_t
 
 
 def _risk(beta_hat, beta_t):
     return ((beta_hat - beta_t) ** 2).sum(axis=-1)
 
 
-def _scratch(x, y):
-    """X⁺y (FaF Thm 3.5)."""
+def pinv_solution(x, y):
+    """X⁺y (FaF Thm 3.5), batched over the leading axes of x (…, n, d) and y (…, n)."""
     return (np.linalg.pinv(x) @ y[..., None])[..., 0]
-
-
-def _fine_tune_paper(x, y, beta_s):
-    """X⁺y + (I − X⁺X)β_s (FaF Eq. 142)."""
-    pinv = np.linalg.pinv(x)
-    return (pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0]
 
 
 def _rank_one_head(rng, x, y, beta_s, lam=0.0):
@@ -96,83 +78,50 @@ def _head_point(profile):
                                   "sigma": st.floats(0.0, 1.5), "lam": st.floats(1e-3, 2.0)})
 
 
-def _sample(case):
-    p = case.params
-    rng = case.rng
-    return (rng, *_draw(rng, p["n"], p["d"], p["theta"], p["sigma"], case.profile.mc_reps))
-
-
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
-
 # --------------------------------------------------------------------------- Monte Carlo of the defining expectations
 
 
-@register("faf.eq10.finite", source="FaF Eq. 10 (exact finite n, d)", kind="monte-carlo", method="scratch",
-          statement="E‖X⁺y − β_t‖² = (1 − n/d)₊ + σ²·E tr((XᵀX)⁺) exactly at finite n, d",
-          strategy=_min_norm_point)
-def _scratch_finite(case):
-    p = case.params
-    _, x, y, _, beta_t = _sample(case)
-    return mc_agreement(_risk(_scratch(x, y), beta_t), METHODS["scratch"].paper_risk_finite(
-        p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
+def _against_finite(case, quantity):
+    """The claim's method on ``mc_reps`` target sets (X with N(0, 1) entries, y = Xβ_t + ε): the mean of its risk
+    (``quantity`` "risk") or of the paired R_sc − R_method ("transferability") against the method record's exact
+    finite-size value at the point."""
+    p, method = case.params, case.claim.method
+    rng = case.rng
+    beta_s, beta_t = unit_pair(p["d"], p["theta"])
+    x = rng.standard_normal((case.profile.mc_reps, p["n"], p["d"]))
+    y = x @ beta_t + p["sigma"] * rng.standard_normal((case.profile.mc_reps, p["n"]))
+    if method == "scratch":
+        risk = _risk(pinv_solution(x, y), beta_t)
+    elif method == "finetune":  # the paper's limit X⁺y + (I − X⁺X)β_s (FaF Eq. 142)
+        pinv = np.linalg.pinv(x)
+        risk = _risk((pinv @ y[..., None])[..., 0] + beta_s - (pinv @ (x @ beta_s)[..., None])[..., 0], beta_t)
+    else:  # linear transfer: the rank-one head, ridge where the point has a λ
+        risk = _risk(_rank_one_head(rng, x, y, beta_s, p.get("lam", 0.0)), beta_t)
+    sample = risk if quantity == "risk" else _risk(pinv_solution(x, y), beta_t) - risk
+    args = [p[k] for k in ("n", "d", "theta", "sigma", "lam") if k in p]
+    return mc_agreement(sample, getattr(METHODS[method], f"paper_{quantity}_finite")(*args), label=case.label)
 
 
-@register("faf.eq12", source="FaF Eq. 12 (Thm 3.7)", kind="monte-carlo", method="linear",
-          statement="linear transfer on rank-one features: E R_lt = sin²θ + (σ² + sin²θ)/(n − 2), exact for n > 2",
-          strategy=lambda profile: _head_point(profile).map(lambda p: {k: v for k, v in p.items() if k != "lam"}))
-def _linear_risk(case):
-    p = case.params
-    rng, x, y, beta_s, beta_t = _sample(case)
-    return mc_agreement(_risk(_rank_one_head(rng, x, y, beta_s), beta_t),
-                        METHODS["linear"].paper_risk_finite(p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
-
-
-@register("faf.eq13.finite", source="FaF Eq. 13 (exact finite n, d)", kind="monte-carlo", method="linear",
-          statement="T_lt(n, d) = E[R_sc − R_lt] = E R_sc(n, d) − E R_lt(n), paired on the same target set",
-          strategy=lambda profile: _min_norm_point(profile).filter(lambda p: p["n"] >= 9))
-def _linear_transferability_finite(case):
-    p = case.params
-    rng, x, y, beta_s, beta_t = _sample(case)
-    diff = _risk(_scratch(x, y), beta_t) - _risk(_rank_one_head(rng, x, y, beta_s), beta_t)
-    return mc_agreement(diff, METHODS["linear"].paper_transferability_finite(p["n"], p["d"], p["theta"], p["sigma"]),
-                        label=_label(case))
-
-
-@register("faf.eq15.finite", source="FaF Eq. 15 (exact finite n)", kind="monte-carlo", method="ridge",
-          statement="ridge head b = zᵀy/(‖z‖² + nλ): E R = 1 − 2cos²θ E[s/(s+nλ)] + cos²θ E[s²/(s+nλ)²] "
-                    "+ (sin²θ + σ²) E[s/(s+nλ)²], s ~ χ²_n",
-          strategy=_head_point)
-def _ridge_finite(case):
-    p = case.params
-    rng, x, y, beta_s, beta_t = _sample(case)
-    return mc_agreement(_risk(_rank_one_head(rng, x, y, beta_s, p["lam"]), beta_t),
-                        METHODS["ridge"].paper_risk_finite(p["n"], p["d"], p["theta"], p["sigma"], p["lam"]),
-                        label=_label(case))
-
-
-@register("faf.eq16.finite", source="FaF Eq. 16 (exact finite n, d, Eq. 142 limit)", kind="monte-carlo",
-          method="finetune", strategy=_min_norm_point,
-          statement="the paper's fine-tuning limit X⁺y + (I − P)β_s has E R = (1 − n/d)₊(2 − 2cos θ) + σ²E tr((XᵀX)⁺)")
-def _fine_tune_finite(case):
-    p = case.params
-    _, x, y, beta_s, beta_t = _sample(case)
-    return mc_agreement(_risk(_fine_tune_paper(x, y, beta_s), beta_t),
-                        METHODS["finetune"].paper_risk_finite(p["n"], p["d"], p["theta"], p["sigma"]), label=_label(case))
-
-
-@register("faf.eq17.finite", source="FaF Eq. 17 (exact finite n, d, Eq. 142 limit)", kind="monte-carlo",
-          method="finetune",
-          statement="T_ft(n, d) = −(1 − n/d)₊(1 − 2cos θ): the noise cancels pathwise, even at |n − d| ≤ 1",
-          strategy=lambda profile: st.fixed_dictionaries({"n": st.integers(1, 24), "d": st.integers(2, 24),
-                                                          "theta": _THETA, "sigma": st.floats(0.0, 1.5)}))
-def _fine_tune_transferability_finite(case):
-    p = case.params
-    _, x, y, beta_s, beta_t = _sample(case)
-    diff = _risk(_scratch(x, y), beta_t) - _risk(_fine_tune_paper(x, y, beta_s), beta_t)
-    return mc_agreement(diff, METHODS["finetune"].paper_transferability_finite(p["n"], p["d"], p["theta"], p["sigma"]),
-                        label=_label(case))
+for _id, _source, _method, _quantity, _strategy, _statement in (
+        ("faf.eq10.finite", "FaF Eq. 10 (exact finite n, d)", "scratch", "risk", _min_norm_point,
+         "E‖X⁺y − β_t‖² = (1 − n/d)₊ + σ²·E tr((XᵀX)⁺) exactly at finite n, d"),
+        ("faf.eq12", "FaF Eq. 12 (Thm 3.7)", "linear", "risk",
+         lambda profile: _head_point(profile).map(lambda p: {k: v for k, v in p.items() if k != "lam"}),
+         "linear transfer on rank-one features: E R_lt = sin²θ + (σ² + sin²θ)/(n − 2), exact for n > 2"),
+        ("faf.eq13.finite", "FaF Eq. 13 (exact finite n, d)", "linear", "transferability",
+         lambda profile: _min_norm_point(profile).filter(lambda p: p["n"] >= 9),
+         "T_lt(n, d) = E[R_sc − R_lt] = E R_sc(n, d) − E R_lt(n), paired on the same target set"),
+        ("faf.eq15.finite", "FaF Eq. 15 (exact finite n)", "ridge", "risk", _head_point,
+         "ridge head b = zᵀy/(‖z‖² + nλ): E R = 1 − 2cos²θ E[s/(s+nλ)] + cos²θ E[s²/(s+nλ)²] "
+         "+ (sin²θ + σ²) E[s/(s+nλ)²], s ~ χ²_n"),
+        ("faf.eq16.finite", "FaF Eq. 16 (exact finite n, d, Eq. 142 limit)", "finetune", "risk", _min_norm_point,
+         "the paper's fine-tuning limit X⁺y + (I − P)β_s has E R = (1 − n/d)₊(2 − 2cos θ) + σ²E tr((XᵀX)⁺)"),
+        ("faf.eq17.finite", "FaF Eq. 17 (exact finite n, d, Eq. 142 limit)", "finetune", "transferability",
+         lambda profile: st.fixed_dictionaries({"n": st.integers(1, 24), "d": st.integers(2, 24), "theta": _THETA,
+                                                "sigma": st.floats(0.0, 1.5)}),
+         "T_ft(n, d) = −(1 − n/d)₊(1 − 2cos θ): the noise cancels pathwise, even at |n − d| ≤ 1")):
+    register(_id, source=_source, kind="monte-carlo", method=_method, strategy=_strategy, statement=_statement)(
+        functools.partial(_against_finite, quantity=_quantity))
 
 
 # --------------------------------------------------------------------------- exact limits and identities
@@ -334,9 +283,9 @@ def _ridge_finite_n(case):
 #: the large-d check of the corrected limit: d, and the O(1/d) finite-size corrections the n, d → ∞ formula leaves
 #: out beyond the noise term's (which is added exactly): the per-draw fluctuation of c, bounded by 5/d
 _LARGE_D = 256
-_LARGE_D_ALLOWANCE = 5 / _LARGE_D
-_LARGE_D_REASON = ("finite d = 256: O(1/d) corrections of the per-draw rescaling c, bounded by 5/d (the noise term's "
-                   "own finite-d bias is added exactly)")
+_LARGE_D_CLAIM = dict(kind="monte-carlo", method="finetune", allowance=5 / _LARGE_D, allowance_reason=(
+    "finite d = 256: O(1/d) corrections of the per-draw rescaling c, bounded by 5/d (the noise term's own finite-d bias "
+    "is added exactly)"))
 
 
 def _large_d_fine_tuning(case):
@@ -354,8 +303,7 @@ def _large_d_fine_tuning(case):
             finetune.paper_risk(gamma, theta, sigma) + finite_d)
 
 
-@register("faf.thm3.9.corrected.large-d", source="FaF Thm 3.9 (corrected limit, n, d → ∞)", kind="monte-carlo",
-          method="finetune", allowance=_LARGE_D_ALLOWANCE, allowance_reason=_LARGE_D_REASON,
+@register("faf.thm3.9.corrected.large-d", source="FaF Thm 3.9 (corrected limit, n, d → ∞)", **_LARGE_D_CLAIM,
           statement="E R_ft → E R_sc + (1 − γ)(c² − 2c cos θ), c² = [(1 − γ) + √((1 − γ)² + 4γ(1 + σ²/(1 − γ)))]/2: "
                     "the mean risk of the per-draw corrected limit at d = 256 (γ = 1/2, σ = 1, θ = π/3)")
 def _corrected_large_d(case):
@@ -363,10 +311,8 @@ def _corrected_large_d(case):
     return agreement(mean, se, flow, allowance=case.claim.allowance, label="corrected limit at d = 256")
 
 
-@register("faf.eq16.noise", source="FaF Eq. 16 (Thm 3.9) with label noise", kind="monte-carlo", method="finetune",
+@register("faf.eq16.noise", source="FaF Eq. 16 (Thm 3.9) with label noise", **_LARGE_D_CLAIM,
           expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR,
-          allowance=_LARGE_D_ALLOWANCE,
-          allowance_reason=_LARGE_D_REASON,
           statement="paper: E R_ft = E R_sc + (1 − γ)(1 − 2cos θ). At σ = 1 (γ = 1/2, θ = π/3, d = 256) the "
                     "gradient-flow limit's mean risk is > 6 SE + 5/d away from it")
 def _eq16_noise(case):

@@ -31,6 +31,8 @@ from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 INTEGRATOR_ALLOWANCE = 2e-3
 _ALLOWANCE_REASON = ("integrator error at rtol = 1e-3: every draw's risk within 1.5e-3 of an rtol = 1e-6 run "
                      "(docs/simulator.md); finite α = 1e-5 adds O(α²)")
+#: the registry options of a claim held to the integrator's allowance
+INTEGRATOR = dict(allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
 
 
 def _unit(d, rng):
@@ -58,13 +60,14 @@ def _sim_point(profile, *, lam=False, theta=(0.0, math.pi / 2), sigma=(0.0, 1.0)
     return st.integers(lo, hi).flatmap(at)
 
 
-def _simulate(case, methods, ridge=(0.0,), draws=None, depth=2, alpha=1e-5, **point):
+def _simulate(case, methods, ridge=(0.0,), draws=None, depth=2, alpha=1e-5, options=None, **point):
     """Simulator table at the case's point (overridden by ``point``) for an L = ``depth`` network initialized at
-    scale ``alpha``; raises if a draw did not converge."""
+    scale ``alpha`` (``options``: further arguments of the simulator); raises if a draw did not converge."""
     p = {**case.params, **point}
     df = dl.run_transfer_experiment(
         p["d"], [p["n"] / p["d"]], [p["theta"]], p["sigma"], draws or case.profile.sim_draws, depth=depth, alpha=alpha,
-        methods=methods, ridge=ridge, seed=case.seed % 2**32, backend=case.profile.backend, progress=False)
+        methods=methods, ridge=ridge, seed=case.seed % 2**32, backend=case.profile.backend, progress=False,
+        **(options or {}))
     if not df["converged"].all():
         bad = df.loc[~df["converged"], ["method", "status"]].value_counts().to_dict()
         raise RuntimeError(f"{int((~df['converged']).sum())} of {len(df)} runs did not converge: {bad}")
@@ -77,19 +80,15 @@ def _paired(df, method):
     return (table["scratch"] - table[method]).to_numpy()
 
 
-def _label(case):
-    p = case.params
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
-
 
 # --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
 
 
-def _mean_risk_and_transferability(case, method):
-    """The simulated mean risk of ``method`` (and its paired T against scratch) against the record's exact
+def _mean_risk_and_transferability(case):
+    """The simulated mean risk of the claim's method (and its paired T against scratch) against the record's exact
     finite-size gradient-flow expectation (a Monte Carlo with its own SE for fine-tuning below n = d)."""
-    p, record = case.params, METHODS[method]
-    lam = p.get("lam", 0.0)
+    p, method = case.params, case.claim.method
+    record, lam = METHODS[method], p.get("lam", 0.0)
     df = _simulate(case, tuple(dict.fromkeys(("scratch", record.simulator))), ridge=(lam,))
     args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
     reference = dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)  # None: the record's policy
@@ -100,47 +99,29 @@ def _mean_risk_and_transferability(case, method):
     for what, sample, expectation in compared:
         ref, ref_se = expectation(*args, **reference)
         results.append(agreement(*mean_se(sample), float(ref), reference_se=float(ref_se),
-                                 allowance=case.claim.allowance, label=f"{method} {what} {_label(case)}"))
+                                 allowance=case.claim.allowance, label=f"{method} {what} {case.label}"))
     return combine(results)
 
 
-_FLOW_CLAIM = dict(kind="simulation", allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
-
-
-@register("faf.thm3.6", source="FaF Thm 3.6 (Eq. 10, exact finite size)", method="scratch", strategy=_sim_point,
-          statement="gradient flow from small init reaches X⁺y: the mean simulated scratch risk equals "
-                    "(1 − n/d)₊ + σ²E tr((XᵀX)⁺)", **_FLOW_CLAIM)
-def _scratch_mean(case):
-    return _mean_risk_and_transferability(case, "scratch")
-
-
-@register("faf.thm3.7", source="FaF Thm 3.7 (Eqs. 12, 13)", method="linear", strategy=_sim_point,
-          statement="linear transfer on the pretrained features: mean risk = sin²θ + (σ² + sin²θ)/(n − 2), and the "
-                    "paired T = E[R_sc − R_lt] = T_lt(n, d) exactly", **_FLOW_CLAIM)
-def _linear_mean(case):
-    return _mean_risk_and_transferability(case, "linear")
-
-
-@register("faf.thm3.8", source="FaF Thm 3.8 (Eq. 14, exact finite n)", method="ridge",
-          strategy=lambda profile: _sim_point(profile, lam=True),
-          statement="ridge linear transfer (1/2n)‖ΦW − y‖² + (λ/2)‖W‖² on the pretrained features: mean risk and "
-                    "paired T = the exact finite-n ridge expectations", **_FLOW_CLAIM)
-def _ridge_mean(case):
-    return _mean_risk_and_transferability(case, "ridge")
-
-
-@register("faf.thm3.9.corrected", source="FaF Thm 3.9 (corrected limit)", method="finetune",
-          strategy=lambda profile: _sim_point(profile, sigma=(0.0, 2.0)),
-          statement="fine-tuning converges to X⁺y + c(I − P)β_pre with c from ‖β_pre‖²c⁴ = ‖X⁺y‖² + c²‖(I − P)β_pre‖² "
-                    "(L = 2): mean risk and paired T equal a Monte Carlo of that limit", **_FLOW_CLAIM)
-def _fine_tune_mean(case):
-    return _mean_risk_and_transferability(case, "finetune")
+for _id, _source, _method, _strategy, _statement in (
+        ("faf.thm3.6", "FaF Thm 3.6 (Eq. 10, exact finite size)", "scratch", _sim_point,
+         "gradient flow from small init reaches X⁺y: the mean simulated scratch risk equals (1 − n/d)₊ + σ²E tr((XᵀX)⁺)"),
+        ("faf.thm3.7", "FaF Thm 3.7 (Eqs. 12, 13)", "linear", _sim_point,
+         "linear transfer on the pretrained features: mean risk = sin²θ + (σ² + sin²θ)/(n − 2), and the paired "
+         "T = E[R_sc − R_lt] = T_lt(n, d) exactly"),
+        ("faf.thm3.8", "FaF Thm 3.8 (Eq. 14, exact finite n)", "ridge", lambda profile: _sim_point(profile, lam=True),
+         "ridge linear transfer (1/2n)‖ΦW − y‖² + (λ/2)‖W‖² on the pretrained features: mean risk and paired T = the "
+         "exact finite-n ridge expectations"),
+        ("faf.thm3.9.corrected", "FaF Thm 3.9 (corrected limit)", "finetune",
+         lambda profile: _sim_point(profile, sigma=(0.0, 2.0)),
+         "fine-tuning converges to X⁺y + c(I − P)β_pre with c from ‖β_pre‖²c⁴ = ‖X⁺y‖² + c²‖(I − P)β_pre‖² (L = 2): "
+         "mean risk and paired T equal a Monte Carlo of that limit")):
+    register(_id, source=_source, kind="simulation", method=_method, strategy=_strategy, statement=_statement,
+             **INTEGRATOR)(_mean_risk_and_transferability)
 
 
 @register("faf.thm3.9.eq17", source="FaF Thm 3.9 (Eq. 17, Eq. 142)", kind="simulation", method="finetune",
-          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR,
-          allowance=INTEGRATOR_ALLOWANCE,
-          allowance_reason=_ALLOWANCE_REASON,
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR, **INTEGRATOR,
           statement="paper: T_ft = (γ − 1)(1 − 2cos θ) whatever σ. With label noise (σ = 2, γ = 1/4, θ = π/2) the "
                     "simulated paired T_ft is > 6 SE below the exact finite-size Eq. 17")
 def _eq17_erratum(case):
@@ -183,25 +164,14 @@ def _fine_tuning_at_depth(case, depth):
     ])
 
 
-def _depth_reason(depth):
-    return (f"integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[depth]:g} (deeper nets need a larger α), "
-            "each a per-draw bound measured at this point (faf_linear_sim.py)")
-
-
-@register("faf.thm3.9.corrected.L3", source="FaF Thm 3.9 (corrected limit, L = 3)", method="finetune",
-          kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[3], allowance_reason=_depth_reason(3),
-          statement="an L = 3 network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired T of the "
-                    "corrected limit with c^{2L/(L−1)} = c³, not that of the L = 2 limit")
-def _fine_tuning_depth_three(case):
-    return _fine_tuning_at_depth(case, 3)
-
-
-@register("faf.thm3.9.corrected.L4", source="FaF Thm 3.9 (corrected limit, L = 4)", method="finetune",
-          kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[4], allowance_reason=_depth_reason(4),
-          statement="an L = 4 network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired T of the "
-                    "corrected limit with c^{2L/(L−1)} = c^{8/3}, not that of the L = 2 limit")
-def _fine_tuning_depth_four(case):
-    return _fine_tuning_at_depth(case, 4)
+for _depth, _power in ((3, "c³"), (4, "c^{8/3}")):
+    register(f"faf.thm3.9.corrected.L{_depth}", source=f"FaF Thm 3.9 (corrected limit, L = {_depth})", method="finetune",
+             kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[_depth],
+             allowance_reason=f"integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[_depth]:g} (deeper nets "
+                              "need a larger α), each a per-draw bound measured at this point (faf_linear_sim.py)",
+             statement=f"an L = {_depth} network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired T "
+                       f"of the corrected limit with c^{{2L/(L−1)}} = {_power}, not that of the L = 2 limit")(
+        functools.partial(_fine_tuning_at_depth, depth=_depth))
 
 
 # --------------------------------------------------------------------------- per-instance limits

@@ -98,9 +98,6 @@ def pperp_fraction_increase(rng, teachers, m_star, d, mu_low, mu_high, output="o
     return float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(teachers)), (fractions[0].mean(), fractions[1].mean())
 
 
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 # --------------------------------------------------------------------------- FaF Eqs. 152–153
 
@@ -122,24 +119,20 @@ def _arccos_kernel(case):
     A, B = rows_with_cosines(rng, p["d"], p["norms_a"], p["norms_b"], p["cosines"])
     mean, se = sampled_kernel(rng, A, B, KERNEL_SAMPLES_PER_REP * case.profile.mc_reps)
     kernel = R.arccos_kernel(A, B)
-    return combine(agreement(mean[i, j], se[i, j], kernel[i, j], label=f"{_label(case)} pair ({i},{j})")
+    return combine(agreement(mean[i, j], se[i, j], kernel[i, j], label=f"{case.label} pair ({i},{j})")
                    for i in range(3) for j in range(3))
 
 
 # --------------------------------------------------------------------------- FaF Eqs. 154–159
 
 
-def _projection_point(profile):
-    return st.fixed_dictionaries({
-        "d": st.integers(3, 8), "m_star": st.integers(2, 8), "mu": st.floats(0.0, 0.75),
-        "extra": st.integers(0, 3), "output": st.sampled_from(R.TEACHER_OUTPUTS),
-    }).filter(lambda p: round(p["mu"] * p["m_star"]) <= p["m_star"] - 1)
-
-
 @register("faf.eq154-159.projection", source="FaF Eqs. 154–159 (App. C, ReLU RKHS)", kind="monte-carlo",
           statement="‖P⊥ f*‖² = c*ᵀK*c*/m* − c*ᵀK̃ᵀK⁻¹K̃c*/m* is the residual of the least-squares fit of f* "
                     "by the student's features σ(wᵢᵀx) in L²(N(0, I_d))",
-          strategy=_projection_point, profiles=("quick", "full"),
+          strategy=lambda profile: st.fixed_dictionaries({
+              "d": st.integers(3, 8), "m_star": st.integers(2, 8), "mu": st.floats(0.0, 0.75),
+              "extra": st.integers(0, 3), "output": st.sampled_from(R.TEACHER_OUTPUTS),
+          }).filter(lambda p: round(p["mu"] * p["m_star"]) <= p["m_star"] - 1), profiles=("quick", "full"),
           allowance=0.0, allowance_reason="none beyond the in-sample optimism of the fit, estimated per point "
                                           "(sandwich formula, < 5% of the SE) and added to the tolerance")
 def _projection(case):
@@ -151,7 +144,7 @@ def _projection(case):
     W = np.vstack([source.W, R.random_teacher(p["extra"], p["d"], rng)[0]]) if p["extra"] else source.W
     outside = R.rkhs_projection_norms(W, W_star, c_star).outside
     mse, se, optimism = least_squares_residual(rng, W, W_star, c_star, 2 * SAMPLES_PER_REP * case.profile.mc_reps)
-    return agreement(mse, se, outside, allowance=optimism, label=_label(case))
+    return agreement(mse, se, outside, allowance=optimism, label=case.label)
 
 
 # --------------------------------------------------------------------------- population loss
@@ -174,7 +167,7 @@ def _population_loss(case):
     c = 2 * rng.standard_normal(p["m"])
     W_star, c_star = R.random_teacher(p["m_star"], p["d"], rng, output="normal")
     samples = sampled_half_square_error(rng, W, c, W_star, c_star, SAMPLES_PER_REP * case.profile.mc_reps)
-    return mc_agreement(samples, R.population_loss(W, c, W_star, c_star), label=_label(case))
+    return mc_agreement(samples, R.population_loss(W, c, W_star, c_star), label=case.label)
 
 
 # --------------------------------------------------------------------------- FaF Fig. 4d

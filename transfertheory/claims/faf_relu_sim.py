@@ -104,18 +104,20 @@ def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):
     return mean, np.sqrt(variance / samples)
 
 
-def pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale=1.0, max_time=FAF_TIME, backend="numpy"):
-    """(teacher (W_t, c_t), source AblatedTeacher, PretrainResult) for ``teachers`` random teachers at μ, on the
-    array backend named ``backend`` (the teachers are drawn on the host and moved there).
+def pretrained_students(rng, d, m, m_star, teachers, mus, teacher_scale=1.0, max_time=FAF_TIME, backend="numpy"):
+    """(teacher (W_t, c_t), [(source AblatedTeacher, PretrainResult) per μ of ``mus``]) for ``teachers`` random
+    teachers, on the array backend named ``backend`` (the teachers are drawn on the host and moved there).
 
     ``teacher_scale`` multiplies the source's output weights *seen by the training only* (1 = the claim;
     the sensitivity check trains against a loss off by a few percent).
     """
     xp = resolve_backend(backend)
     W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
-    source = R.ablated_teacher(W_t, c_t, mu, rng)
-    pre = pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)
-    return (W_t, c_t), source, pre
+    students = []
+    for mu in mus:
+        source = R.ablated_teacher(W_t, c_t, mu, rng)
+        students.append((source, pretrain_source(source.W, teacher_scale * source.c, m, rng, max_time=max_time)))
+    return (W_t, c_t), students
 
 
 def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0, backend="numpy"):
@@ -125,8 +127,8 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
     ``kd_target`` (relative Frobenius distances of feature kernels on PROBES Gaussian probes) and ``status``
     (the pretraining flows' statuses).
     """
-    (W_t, _), source, pre = pretrained_students(rng, d, m, m_star, teachers, mu, teacher_scale, PRETRAIN_TIME,
-                                                backend)
+    (W_t, _), [(source, pre)] = pretrained_students(rng, d, m, m_star, teachers, (mu,), teacher_scale, PRETRAIN_TIME,
+                                                    backend)
     loss, loss_se = sampled_half_square_error(pre.W, pre.c, source.W, source.c, rng, LOSS_SAMPLES)
     probes = rng.standard_normal((PROBES, d))
     W0 = to_device(paper_init(m, d, rng, batch=(teachers,))[0], W_t)
@@ -138,16 +140,12 @@ def pretraining_alignment(rng, d, m, m_star, teachers, mu=0.5, teacher_scale=1.0
 def pperp_growth(rng, d, m, m_star, teachers, mu_low, mu_high, backend="numpy"):
     """Paired ‖P⊥ f_t*‖²/‖f_t*‖² of students pretrained at μ_low and μ_high on ablations of the same teachers:
     ([fractions at μ_low, at μ_high] (teachers,) each, the pretraining statuses of both)."""
-    xp = resolve_backend(backend)
-    W_t, c_t = (to_device(a, xp) for a in R.random_teacher(m_star, d, rng, batch=(teachers,)))
-    fractions, statuses = [], []
-    for mu in (mu_low, mu_high):
-        source = R.ablated_teacher(W_t, c_t, mu, rng)
-        pre = pretrain_source(source.W, source.c, m, rng, max_time=FAF_TIME)
+    (W_t, c_t), students = pretrained_students(rng, d, m, m_star, teachers, (mu_low, mu_high), backend=backend)
+    fractions = []
+    for _, pre in students:
         inside, outside = R.rkhs_projection_norms(pre.W, W_t, c_t)
         fractions.append(np.asarray(to_host(outside / (inside + outside))))
-        statuses.append(pre.status)
-    return fractions, np.concatenate(statuses)
+    return fractions, np.concatenate([pre.status for _, pre in students])
 
 
 def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0, backend="numpy"):
@@ -157,7 +155,7 @@ def linear_transfer_excess(rng, d, m, m_star, teachers, mu, ns, pperp_scale=1.0,
     2L is the exact population risk of the min-norm least-squares output weights on n target samples;
     P projects on the pretrained student's features; s = ``pperp_scale`` (1 = the claim).
     """
-    (W_t, c_t), _, pre = pretrained_students(rng, d, m, m_star, teachers, mu, backend=backend)
+    (W_t, c_t), [(_, pre)] = pretrained_students(rng, d, m, m_star, teachers, (mu,), backend=backend)
     pperp = pperp_scale * np.asarray(to_host(R.rkhs_projection_norms(pre.W, W_t, c_t).outside))
     out = {}
     for n in ns:
@@ -176,8 +174,7 @@ def _size_label(d, m, m_star, teachers):
                     "and its feature kernel near the source teacher's kernel",
           allowance=LOSS_REDUCTION, allowance_reason="finite flow time t = 4e3 (2× FaF's 1e5 iterations) and width: "
           "the loss must fall below 1e-3 × its initial value (Monte Carlo, + 4 SE) and the kernel distance to the source "
-          "below half its initial value and below the distance to the target teacher's kernel",
-          profiles=("quick", "full", "paper"))
+          "below half its initial value and below the distance to the target teacher's kernel")
 def _pretraining_aligns(case):
     """μ = 0.5: per teacher, the loss and the kernel distances (module constants)."""
     (d, m, m_star, teachers), backend = _sizes(case)
@@ -200,8 +197,7 @@ _GROWTH_MUS = (0.2, 0.6)
 @register("faf.relu.sim.pperp-grows-with-mu", source="FaF §4, Fig. 4d (ReLU, pretrained students)",
           kind="simulation",
           statement="‖P⊥ f_t*‖²/‖f_t*‖², P on the pretrained student's features, grows with μ on average "
-                    "(here from μ = 0.2 to 0.6, paired teachers)",
-          profiles=("quick", "full", "paper"))
+                    "(here from μ = 0.2 to 0.6, paired teachers)")
 def _pperp_grows_sim(case):
     """Paired increase over the profile's teachers (twice as many); passes when it exceeds 4 SE (z > 4)."""
     (d, m, m_star, teachers), backend = _sizes(case)
@@ -223,8 +219,7 @@ _EQ21_FACTORS = (8, 32, 128)  # n = factor × m (8·m: the finite-n regime of th
           "(2L − ‖P⊥‖²)/‖P⊥‖² over teachers must lie within 4 SE + 0.25·m/n of m/(n − m − 1), the excess of "
           "least squares with m regressors when the misfit ‖P⊥ f_t*‖² acts as noise independent of the features "
           "(here it is a function of x, uncorrelated with the features but not independent of them: the 0.25·m/n "
-          "allowance); and ≥ 0 for every teacher (exact: the projection is the best approximation)",
-          profiles=("quick", "full", "paper"))
+          "allowance); and ≥ 0 for every teacher (exact: the projection is the best approximation)")
 def _eq21(case):
     """μ = 0.5, n = 8·m, 32·m and 128·m: relative excess (2L − ‖P⊥‖²)/‖P⊥‖² per teacher against m/(n − m − 1)
     (the finite-n transfer risk of :func:`transfertheory.theory.relu.least_squares_transfer_risk`)."""

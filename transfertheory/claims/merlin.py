@@ -19,7 +19,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.stats import binom
 
 from ..theory import merlin as M
-from .compare import ROUNDING, exceeds, holds, mc_agreement, within
+from .compare import ROUNDING, holds, mc_agreement, within
 from .registry import REMARK, CheckResult, combine, register
 
 # --------------------------------------------------------------------------- independent references
@@ -41,13 +41,6 @@ def _network_output(theta, phi, x):
     return (((x @ phi) ** 2) * theta).sum(axis=-1)
 
 
-def _random_network(rng, d, m):
-    return rng.normal(size=m), rng.normal(size=(d, m)) / math.sqrt(d)
-
-
-def _label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 def _lbfgs(fun, x0):
     """L-BFGS on ``fun`` (returning value and gradient) from ``x0``; returns the final point."""
@@ -57,23 +50,19 @@ def _lbfgs(fun, x0):
 # --------------------------------------------------------------------------- the population loss
 
 
-def _network_point(profile):
-    return st.integers(2, 12).flatmap(lambda d: st.fixed_dictionaries(
-        {"d": st.just(d), "k": st.integers(1, d), "m": st.integers(1, 4)}))
-
-
 @register("merlin.population-loss", source="MeRLin §5 (model and laws)", kind="monte-carlo",
           statement="the exact population loss E[(θᵀ(φᵀx)² − y)²] (moment formula) equals the law's exact "
                     "enumeration (d ≤ 6) and the Monte Carlo mean of (f − y)² over the package's samplers",
-          strategy=_network_point)
+          strategy=lambda profile: st.integers(2, 12).flatmap(lambda d: st.fixed_dictionaries(
+              {"d": st.just(d), "k": st.integers(1, d), "m": st.integers(1, 4)})))
 def _population_loss(case):
     p = case.params
     rng = case.rng
-    theta, phi = _random_network(rng, p["d"], p["m"])
+    theta, phi = rng.normal(size=p["m"]), rng.normal(size=(p["d"], p["m"])) / math.sqrt(p["d"])
     exact = M.population_loss(theta, phi, p["k"])
     draws = 10 * case.profile.mc_reps
     x, y = M.sample_target(draws, p["d"], rng) if p["k"] == 1 else M.sample_source(draws, p["d"], p["k"], rng)
-    results = [mc_agreement((_network_output(theta, phi, x) - y) ** 2, exact, label=f"MC {_label(case)}")]
+    results = [mc_agreement((_network_output(theta, phi, x) - y) ** 2, exact, label=f"MC {case.label}")]
     d, k = min(p["d"], 6), min(p["k"], 6)  # enumeration: the first min(d, 6) coordinates (3^6 · 2 points)
     xs, ys, ps = _enumerate_law(d, k)
     enumerated = float(ps @ (_network_output(theta, phi[:d], xs) - ys) ** 2)
@@ -85,15 +74,11 @@ def _population_loss(case):
 # --------------------------------------------------------------------------- Lemma 4
 
 
-def _lemma4_point(profile):
-    return st.fixed_dictionaries({"lam": st.one_of(st.floats(0.01, 0.41), st.floats(0.43, 1.5)),
-                                  "d": st.integers(3, 4), "k": st.integers(2, 3)})
-
-
 @register("merlin.lemma4", source="MeRLin Lemma 4", kind="exact",
           statement="min of L_Ds + λ(‖θ‖² + ‖φ‖²_F) is L(μ*) at one neuron θ = (μ*/2)^{1/3}, φ = ±√2θe_j, "
                     "μ* = argmin (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², μ* > 0 iff λ < 2^{1/3}/3",
-          strategy=_lemma4_point,
+          strategy=lambda profile: st.fixed_dictionaries({"lam": st.one_of(st.floats(0.01, 0.41), st.floats(0.43, 1.5)),
+                                                          "d": st.integers(3, 4), "k": st.integers(2, 3)}),
           allowance=1e-7,
           allowance_reason="optimizer: L-BFGS stops at a gradient norm ~1e-8 on a quartic loss: the value found lies "
                            "within 1e-7 of the minimum it approaches")
@@ -238,20 +223,18 @@ def _fits_exactly(xj2, x12):
     return np.all(gamma[..., None] * xj2 == x12, axis=-1)
 
 
-def _enumerated_fit_probability(n):
-    """Exact P(fit) by enumerating the 9ⁿ configurations of (x₁, x_j) over n samples (fractions).
+#: the values of (x₁, x_j) of one target sample, equally likely: x₁ = 0 (y = 0) w.p. 1/3, x₁ = ±1 w.p. 2/3 · 1/2;
+#: x_j ∈ {−1, 0, 1} w.p. 1/3 each, independent
+_PAIRS = [(x1, xj) for x1 in (-1, 0, 1) for xj in (-1, 0, 1)]
 
-    Per sample: x₁ = 0 (y = 0) w.p. 1/3, x₁ = ±1 w.p. 2/3 · 1/2; x_j ∈ {−1, 0, 1} w.p. 1/3 each, independent.
-    """
-    per_sample = [((x1, xj), (Fraction(1, 3) if x1 == 0 else Fraction(1, 3)) * Fraction(1, 3))
-                  for x1 in (-1, 0, 1) for xj in (-1, 0, 1)]
-    total = Fraction(0)
-    for combo in itertools.product(per_sample, repeat=n):
-        x12 = np.array([c[0][0] ** 2 for c in combo], float)
-        xj2 = np.array([c[0][1] ** 2 for c in combo], float)
-        if _fits_exactly(xj2, x12):
-            total += math.prod((c[1] for c in combo), start=Fraction(1))
-    return total
+
+def _enumerated_fit_probability(n):
+    """Exact P(fit) by enumerating the 9ⁿ equally likely configurations of (x₁, x_j) over n samples (a fraction)."""
+    fits = 0
+    for combo in itertools.product(_PAIRS, repeat=n):
+        x1, xj = np.array(combo, float).T
+        fits += bool(_fits_exactly(xj ** 2, x1 ** 2))
+    return Fraction(fits, 9 ** n)
 
 
 @register("merlin.thm2.wrong-fit-probability", source="MeRLin Thm 2 (proof)", kind="monte-carlo",
@@ -278,8 +261,7 @@ def _wrong_fit(case):
 def _per_sample_probabilities():
     """Per target sample, exactly (fractions, by enumerating (x₁, x_j) ∈ {−1, 0, 1}², each w.p. 1/9):
     P(x_j² = x₁²), P(x₁ = 0) and P(x_j² = x₁² and x₁ = 0)."""
-    pairs = [(x1, xj) for x1 in (-1, 0, 1) for xj in (-1, 0, 1)]
-    count = lambda event: Fraction(sum(event(x1, xj) for x1, xj in pairs), len(pairs))  # noqa: E731
+    count = lambda event: Fraction(sum(event(x1, xj) for x1, xj in _PAIRS), len(_PAIRS))  # noqa: E731
     return (count(lambda x1, xj: xj * xj == x1 * x1), count(lambda x1, xj: x1 == 0),
             count(lambda x1, xj: xj * xj == x1 * x1 and x1 == 0))
 

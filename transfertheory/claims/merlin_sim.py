@@ -29,15 +29,12 @@ PARAM_ALLOWANCE = 1e-4
 _PROFILE_SEEDS = {"quick": 1, "full": 4, "paper": 10}
 
 
-def _confirmation_factor(profile):
-    """How many times its profile's draws ``profile`` carries (4 in the confirmation stage, else 1)."""
-    base = PROFILES.get(profile.name)
-    return max(1, round(profile.sim_draws / base.sim_draws)) if base is not None else 1
-
-
 def _seeds(case, base):
-    """``base`` seeds in the quick profile, 4× in full, 10× in paper; the confirmation stage (4× the draws) 4× more."""
-    return base * _PROFILE_SEEDS.get(case.profile.name, 1) * _confirmation_factor(case.profile)
+    """``base`` seeds in the quick profile, 4× in full, 10× in paper; the confirmation stage (4× the draws) 4× more:
+    as many times more as the case's profile carries its named profile's draws."""
+    named = PROFILES.get(case.profile.name)
+    factor = max(1, round(case.profile.sim_draws / named.sim_draws)) if named is not None else 1
+    return base * _PROFILE_SEEDS.get(case.profile.name, 1) * factor
 
 
 def _frequency(successes, trials, probability, label):
@@ -58,14 +55,11 @@ def _at_least(successes, trials, probability, label):
 # --------------------------------------------------------------------------- Lemma 4 by pre-training
 
 
-def _lemma4_point(profile):
-    return st.fixed_dictionaries({"lam": st.sampled_from([0.05, 0.1, 0.3]), "k": st.integers(2, 3)})
-
-
 @register("merlin.sim.lemma4", source="MeRLin Lemma 4 (App. B.2)", kind="simulation",
           statement="pre-training by gradient flow on L_Ds + λ(‖θ‖² + ‖φ‖²_F) (best of R restarts) ends at one "
                     "neuron θ = (μ*/2)^{1/3}, φ = ±√2θe_j, j ≤ k, with the minimum value L(μ*)",
-          strategy=_lemma4_point, allowance=PARAM_ALLOWANCE,
+          strategy=lambda profile: st.fixed_dictionaries({"lam": st.sampled_from([0.05, 0.1, 0.3]),
+                                                          "k": st.integers(2, 3)}), allowance=PARAM_ALLOWANCE,
           allowance_reason="the flows stop at ‖∇‖ ≤ 1e-6: parameters within 1e-4 of the stationary point")
 def _lemma4(case):
     lam, k = case.params["lam"], case.params["k"]

@@ -18,45 +18,43 @@ from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 # --------------------------------------------------------------------------- MTL / ANIL kernels: exact identities
 
 
-def _task_point(profile):
+def _task_point(profile, lam_tau=(0.0, 1.0)):
     return st.fixed_dictionaries({"depth": st.integers(1, 8), "tasks": st.integers(1, 4), "n": st.integers(1, 4),
-                                  "lam_tau": st.floats(0.0, 1.0), "lam_tau_hat": st.floats(0.0, 1.0),
+                                  "lam_tau": st.floats(*lam_tau), "lam_tau_hat": st.floats(0.0, 1.0),
                                   "d": st.integers(2, 6)})
 
-
-def point_label(case):
-    """The parameter point of a case, for check labels."""
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
-
-def standardized(rng, n, d):
-    x = rng.standard_normal((n, d))
-    return MTL.standardize_inputs(x)
 
 
 def _task_data(case):
     p, rng = case.params, case.rng
-    tasks = [standardized(rng, p["n"], p["d"]) for _ in range(p["tasks"])]
-    support, query = standardized(rng, 3, p["d"]), standardized(rng, 2, p["d"])
+    tasks = [MTL.standardize_inputs(rng.standard_normal((p["n"], p["d"]))) for _ in range(p["tasks"])]
+    support, query = (MTL.standardize_inputs(rng.standard_normal((n, p["d"]))) for n in (3, 2))
     tk = MTL.task_kernels(MTL.ReluNetwork(p["depth"]), tasks, support, query)
     return tasks, support, query, tk, rng
 
 
 def _reference_test_kernel(net, tasks, support, query, lam_tau, lam_tau_hat, variant):
-    """Φ′_ANIL block by block from the paper's formulas, with scipy's expm and dense solves (App. Eq. 61 or Lemma 1)."""
+    """Φ′ block by block from the paper's formulas, with scipy's expm and dense solves: Φ′_ANIL as App. Eq. 61
+    (``variant`` "derivation") or Lemma 1 ("statement") give it, or Φ′_MTL as the last lines of App. Eq. 57 ("eq57")
+    and Eq. 65 ("eq65") print it (λτ unused):
+    Eq. 57: Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)e^{−λτ̂K′}K(X′,Xⱼ);
+    Eq. 65: Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)K′⁻¹e^{−λτ̂K′}K(X′,Xⱼ)."""
     k_ss, _ = net.kernels(support)
     k_qs, _ = net.kernels(query, support)
-    t = np.linalg.solve(k_ss, np.eye(len(k_ss)) - scipy.linalg.expm(-lam_tau_hat * k_ss))
+    decay = scipy.linalg.expm(-lam_tau_hat * k_ss)
+    t = np.linalg.solve(k_ss, np.eye(len(k_ss)) - decay)
     blocks = []
     for xj in tasks:
         k_qj, th_qj = net.kernels(query, xj)
         k_sj, th_sj = net.kernels(support, xj)
-        k_jj, _ = net.kernels(xj)
-        if variant == "derivation":
-            core = (th_qj - k_qj) - k_qs @ t @ (th_sj - k_sj)
+        common = th_qj - k_qs @ t @ th_sj
+        if variant == "eq57":
+            blocks.append(common - k_qs @ decay @ k_sj)
+        elif variant == "eq65":
+            blocks.append(common - k_qs @ np.linalg.solve(k_ss, decay @ k_sj))
         else:
-            core = th_qj - k_qs @ t @ th_sj
-        blocks.append(core @ scipy.linalg.expm(-lam_tau * k_jj))
+            core = (th_qj - k_qj) - k_qs @ t @ (th_sj - k_sj) if variant == "derivation" else common
+            blocks.append(core @ scipy.linalg.expm(-lam_tau * net.kernels(xj)[0]))
     return np.hstack(blocks)
 
 
@@ -81,7 +79,7 @@ def _kernels_exact(case):
     for variant in MTL.ANIL_VARIANTS:
         ref = _reference_test_kernel(net, tasks, support, query, p["lam_tau"], p["lam_tau_hat"], variant)
         ours = MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], variant)
-        results.append(within(np.abs(ours - ref).max(), 0.0, 1e-8 * scale, f"Φ′_ANIL ({variant}) {point_label(case)}"))
+        results.append(within(np.abs(ours - ref).max(), 0.0, 1e-8 * scale, f"Φ′_ANIL ({variant}) {case.label}"))
     ref_mtl = _reference_test_kernel(net, tasks, support, query, 0.0, p["lam_tau_hat"], "derivation")
     results.append(within(np.abs(MTL.mtl_test_kernel(tk, p["lam_tau_hat"]) - ref_mtl).max(), 0.0, 1e-8 * scale,
                           "Φ′_MTL"))
@@ -114,25 +112,7 @@ def _phi_prime_inconsistent(case):
     gap = (MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], "statement")
            - MTL.anil_test_kernel(tk, p["lam_tau"], p["lam_tau_hat"], "derivation"))
     relative = float(np.abs(gap).max() / np.abs(tk.ntk).max())
-    return exceeds(relative, 1e-6, label=f"max |statement − derivation| / max Θ {point_label(case)}")
-
-
-def _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat):
-    """Φ′_MTL as the last lines of App. Eq. 57 and Eq. 65 print it, block by block (scipy expm, dense solves):
-    Eq. 57: Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)e^{−λτ̂K′}K(X′,Xⱼ);
-    Eq. 65: Θ(X,Xⱼ) − K(X,X′)TΘ(X′,Xⱼ) − K(X,X′)K′⁻¹e^{−λτ̂K′}K(X′,Xⱼ)."""
-    k_ss, _ = net.kernels(support)
-    k_qs, _ = net.kernels(query, support)
-    decay = scipy.linalg.expm(-lam_tau_hat * k_ss)
-    t = np.linalg.solve(k_ss, np.eye(len(k_ss)) - decay)
-    eq57, eq65 = [], []
-    for xj in tasks:
-        _, th_qj = net.kernels(query, xj)
-        k_sj, th_sj = net.kernels(support, xj)
-        common = th_qj - k_qs @ t @ th_sj
-        eq57.append(common - k_qs @ decay @ k_sj)
-        eq65.append(common - k_qs @ np.linalg.solve(k_ss, decay @ k_sj))
-    return np.hstack(eq57), np.hstack(eq65)
+    return exceeds(relative, 1e-6, label=f"max |statement − derivation| / max Θ {case.label}")
 
 
 @register("mtl.lemma1.phi-prime-mtl-last-line", source="MTL App. Eq. 57 (line 2) and Eq. 65 (last line)",
@@ -147,10 +127,10 @@ def _phi_prime_mtl_last_line(case):
     net, lam_tau_hat = MTL.ReluNetwork(case.params["depth"]), case.params["lam_tau_hat"]
     first_line = MTL.mtl_test_kernel(tk, lam_tau_hat)
     scale = float(np.abs(tk.ntk).max())
-    results = [exceeds(float(np.abs(printed - first_line).max()) / scale, 1e-6,
-                       label=f"max |Eq. {eq} last line − first line| / max Θ {point_label(case)}")
-               for eq, printed in zip((57, 65), _phi_prime_mtl_last_lines(net, tasks, support, query, lam_tau_hat))]
-    return combine(results)
+    printed = {eq: _reference_test_kernel(net, tasks, support, query, 0.0, lam_tau_hat, f"eq{eq}") for eq in (57, 65)}
+    return combine(exceeds(float(np.abs(kernel - first_line).max()) / scale, 1e-6,
+                           label=f"max |Eq. {eq} last line − first line| / max Θ {case.label}")
+                   for eq, kernel in printed.items())
 
 
 #: the literal Eq. 16 loses up to ~ε·cond(Φ_ANIL) relative to max|F| in its dense solve; checks against it allow
@@ -175,14 +155,8 @@ def literal_eq16(tk, labels, y_support, lam_tau, lam_tau_hat, variant):
     return f, tol
 
 
-def _inner_loop_point(profile):
-    return st.fixed_dictionaries({"depth": st.integers(1, 8), "tasks": st.integers(1, 4), "n": st.integers(1, 4),
-                                  "lam_tau": st.floats(0.01, 0.5), "lam_tau_hat": st.floats(0.0, 1.0),
-                                  "d": st.integers(2, 6)})
-
-
 @register("mtl.lemma1.anil-inner-loop-cancels", source="MTL Lemma 1 (Eq. 16), App. Eqs. 60–61", kind="exact",
-          strategy=_inner_loop_point,
+          strategy=lambda profile: _task_point(profile, lam_tau=(0.01, 0.5)),
           statement="Eq. 16 does not depend on the inner-loop length λτ: with D = blockdiag(e^{−λτK(Xᵢ,Xᵢ)}) "
                     "invertible, Φ′_ANIL = Φ̃′D, Φ_ANIL = DΘD and 𝒴 − G_τ = D𝒴, so Φ′_ANIL Φ_ANIL⁻¹[𝒴 − G_τ] = "
                     "Φ̃′Θ⁻¹𝒴. Eq. 16 assembled literally (scipy expm, a dense solve with DΘD) at λτ equals F_ANIL at "
@@ -197,7 +171,7 @@ def _inner_loop_cancels(case):
         literal, tol = literal_eq16(tk, labels, y_support, p["lam_tau"], p["lam_tau_hat"], variant)
         at_zero = MTL.anil_predictions(tk, labels, y_support, 0.0, p["lam_tau_hat"], variant)
         results.append(within(np.abs(literal - at_zero).max(), 0.0, tol,
-                              f"Eq. 16 at λτ vs at 0 ({variant}) {point_label(case)}"))
+                              f"Eq. 16 at λτ vs at 0 ({variant}) {case.label}"))
     return combine(results)
 
 
@@ -208,7 +182,7 @@ def _depth_structure(depths, seed=0, tasks=3, n=4, d=10):
     """Per depth L (He initialization, ‖x‖² = d): max|K/q − 11ᵀ|, max|Θ/q − L(¼11ᵀ + ¾I)| and
     ‖Θ⁻¹ − Φ_MTL⁻¹‖_op (q = K(x, x), the same for every x)."""
     rng = np.random.default_rng(seed)
-    sets = [standardized(rng, n, d) for _ in range(tasks)]
+    sets = [MTL.standardize_inputs(rng.standard_normal((n, d))) for _ in range(tasks)]
     rows = []
     for depth, tk in zip(depths, MTL.task_kernels_at_depths([int(depth) for depth in depths], sets)):
         q = float(tk.nngp[0, 0])
@@ -219,7 +193,11 @@ def _depth_structure(depths, seed=0, tasks=3, n=4, d=10):
     return np.array(rows)
 
 
-def _local_slope(values, depths):
+#: the depths of the local exponents of the rate claims
+_DEPTHS = np.array([512, 1024])
+
+
+def _local_slope(values, depths=_DEPTHS):
     return float(np.log(values[-1] / values[-2]) / np.log(depths[-1] / depths[-2]))
 
 
@@ -229,8 +207,7 @@ def _local_slope(values, depths):
           statement="K^(L) = q(11ᵀ + B/L²) with B = O(1): the local exponent of max|K/q − 11ᵀ| between "
                     "L = 512 and 1024 is −2")
 def _nngp_rate(case):
-    depths = np.array([512, 1024])
-    slope = _local_slope(_depth_structure(depths)[:, 0], depths)
+    slope = _local_slope(_depth_structure(_DEPTHS)[:, 0])
     return within(slope, -2.0, case.claim.allowance, "local exponent of the NNGP's distance to 11ᵀ")
 
 
@@ -239,8 +216,7 @@ def _nngp_rate(case):
           statement="‖Θ⁻¹ − Φ_MTL⁻¹‖_op = O(1/L²): the local exponent between L = 512 and 1024 is at most −2 "
                     "(+ allowance); measured −2.000")
 def _inverse_gap_rate(case):
-    depths = np.array([512, 1024])
-    slope = _local_slope(_depth_structure(depths)[:, 2], depths)
+    slope = _local_slope(_depth_structure(_DEPTHS)[:, 2])
     return within(max(slope, -2.0), -2.0, case.claim.allowance, f"local exponent of the inverse gap ({slope:.4f})")
 
 
@@ -283,8 +259,7 @@ def _prediction_gap(depths, seed=0, tasks=20, n=10, d=10):
           statement="‖F_ANIL − F_MTL‖₂ = O(1/L) at λτ = λτ̂ = 0 (infinite width, MTL §5.1 tasks: 20 training tasks "
                     "of 10 points, d = 10): the local exponent between L = 512 and 1024 is at most −1 (+ allowance)")
 def _thm1_depth_rate(case):
-    depths = np.array([512, 1024])
-    slope = _local_slope(_prediction_gap(depths), depths)
+    slope = _local_slope(_prediction_gap(_DEPTHS))
     return within(max(slope, -1.0), -1.0, case.claim.allowance, f"local exponent of ‖F_ANIL − F_MTL‖ ({slope:.4f})")
 
 

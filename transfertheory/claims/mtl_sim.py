@@ -34,17 +34,10 @@ from ..sim.mtl import MATCHES, finite_width_study, random_network_kernels
 from ..sim.mtl.network import NetworkShape, body_gram, forward, init_parameters
 from ..sweep.named import named_profile
 from ..theory import mtl as MTL
-from ..theory.ntk import relu_kernels
 from .compare import agreement, mc_agreement, mean_se, not_above, significant
-from .mtl import point_label, standardized
 from .registry import CLARIFICATION, combine, register
 
 # --------------------------------------------------------------------------- finite-width networks
-
-
-def _networks(case):
-    reps = max(50, case.profile.mc_reps // 10)
-    return reps, max(64, reps)
 
 
 def _kernel_point(profile):
@@ -52,17 +45,19 @@ def _kernel_point(profile):
                                   "b_std": st.floats(0.0, 0.5), "d": st.integers(2, 6)})
 
 
-def _finite_width(case, n=4):
+def _finite_width(case, n=4, sample=random_network_kernels):
+    """The point's network, n inputs of random norms, its infinite-width (K, Θ) there and ``sample`` of random
+    finite-width networks there (default: their readout Grams and empirical NTKs)."""
     p, rng = case.params, case.rng
+    network = MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"])
     x = rng.standard_normal((n, p["d"])) * rng.uniform(0.5, 2.0, (n, 1))
-    reps, width = _networks(case)
-    readout, ntk = random_network_kernels(MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"]), x, width, reps, rng)
-    return x, readout, ntk
+    reps = max(50, case.profile.mc_reps // 10)  # networks; their width h = max(64, R) (module docstring)
+    return network, x, network.kernels(x), sample(network, x, max(64, reps), reps, rng)
 
 
 def _entrywise(samples, reference, what, case):
     n = reference.shape[0]
-    return combine(mc_agreement(samples[:, i, j], float(reference[i, j]), label=f"{what}[{i},{j}] {point_label(case)}")
+    return combine(mc_agreement(samples[:, i, j], float(reference[i, j]), label=f"{what}[{i},{j}] {case.label}")
                    for i in range(n) for j in range(i, n))
 
 
@@ -70,18 +65,16 @@ def _entrywise(samples, reference, what, case):
           statement="K(x, x′) of relu_kernels = E[f(x)f(x′)] over random finite-width ReLU networks (NTK "
                     "parameterization), entrywise within 4 SE")
 def _nngp_mc(case):
-    x, readout, _ = _finite_width(case)
-    p = case.params
-    return _entrywise(readout, relu_kernels(x, depth=p["depth"], w_std=p["w_std"], b_std=p["b_std"])[0], "K", case)
+    _, _, (nngp, _), (readout, _) = _finite_width(case)
+    return _entrywise(readout, nngp, "K", case)
 
 
 @register("mtl.ntk.ntk-mc", source="MTL §4.3 (NTK Θ), App. B.3 Eq. 55", kind="monte-carlo", strategy=_kernel_point,
           statement="Θ(x, x′) of relu_kernels = E⟨∂f(x)/∂θ, ∂f(x′)/∂θ⟩ over random finite-width networks "
                     "(explicit per-layer Jacobians), entrywise within 4 SE")
 def _ntk_mc(case):
-    x, _, ntk = _finite_width(case)
-    p = case.params
-    return _entrywise(ntk, relu_kernels(x, depth=p["depth"], w_std=p["w_std"], b_std=p["b_std"])[1], "Θ", case)
+    _, _, (_, ntk), (_, samples) = _finite_width(case)
+    return _entrywise(samples, ntk, "Θ", case)
 
 
 @register("mtl.lemma3.phi-mtl-mc", source="MTL Lemma 3 (Φ_MTL), App. Eq. 64", kind="monte-carlo",
@@ -89,11 +82,10 @@ def _ntk_mc(case):
           statement="Φ_MTL = Θ − K + blockdiag(K) is the mean Gram of the multi-head network's parameter gradients "
                     "(shared body, one readout head per task): two tasks of two points, entrywise within 4 SE")
 def _phi_mtl_mc(case):
-    x, readout, ntk = _finite_width(case)
+    network, x, _, (readout, ntk) = _finite_width(case)
     same_task = np.kron(np.eye(2), np.ones((2, 2)))
     samples = ntk - readout + readout * same_task
-    p = case.params
-    tk = MTL.task_kernels(MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"]), [x[:2], x[2:]])
+    tk = MTL.task_kernels(network, [x[:2], x[2:]])
     return _entrywise(samples, MTL.mtl_kernel(tk), "Φ_MTL", case)
 
 
@@ -113,12 +105,7 @@ def independent_head_cross_gram(network, x, width, networks, rng, correlation=0.
                     "independently drawn heads w, w′ the mean body-gradient Gram ∇_body f_w·∇_body f_w′ᵀ over random "
                     "networks is 0 (entrywise within 4 SE) and differs from Θ − K (diagonal entries by > 4 SE)")
 def _independent_heads_mc(case):
-    p, rng = case.params, case.rng
-    network = MTL.ReluNetwork(p["depth"], p["w_std"], p["b_std"])
-    x = rng.standard_normal((3, p["d"])) * rng.uniform(0.5, 2.0, (3, 1))
-    reps, width = _networks(case)
-    samples = independent_head_cross_gram(network, x, width, reps, rng)
-    nngp, ntk = relu_kernels(x, depth=p["depth"], w_std=p["w_std"], b_std=p["b_std"])
+    _, x, (nngp, ntk), samples = _finite_width(case, 3, independent_head_cross_gram)
     body = ntk - nngp
     results = [_entrywise(samples, np.zeros_like(body), "independent heads' cross Gram", case)]
     for i in range(len(x)):
@@ -174,7 +161,7 @@ def fitted_exponent(widths, log_values, se):
 def _width_rate(case):
     rng = case.rng
     network = MTL.ReluNetwork(3)
-    x = standardized(rng, 8, 10)
+    x = MTL.standardize_inputs(rng.standard_normal((8, 10)))
     nngp, ntk = network.kernels(x)
     widths = np.array([64, 128, 256, 512])
     reps = max(20, case.profile.mc_reps // 50)
@@ -186,19 +173,16 @@ def _width_rate(case):
             mean, se = mean_se(distance)
             logs[name].append(math.log(mean))
             ses[name].append(se / mean)  # delta method: SE of the log of the mean
-    results = []
-    for name in ("K", "Θ"):
-        slope, slope_se = fitted_exponent(widths, logs[name], ses[name])
-        results.append(agreement(slope, slope_se, -0.5, allowance=case.claim.allowance,
-                                 label=f"fitted exponent of mean ‖{name}̂ − {name}‖/‖{name}‖ vs width "
-                                       f"({reps} networks per width)"))
-    return combine(results)
+    return combine(agreement(*fitted_exponent(widths, logs[name], ses[name]), -0.5, allowance=case.claim.allowance,
+                             label=f"fitted exponent of mean ‖{name}̂ − {name}‖/‖{name}‖ vs width ({reps} networks per "
+                                   "width)") for name in ("K", "Θ"))
 
 
 # --------------------------------------------------------------------------- trained finite-width networks (Lemma 1)
 
 #: the three training claims share the study (:func:`_training_study`, cached): the registry's ``shares``
 TRAINING_STUDY_NAME = "mtl.training-study"
+_TRAINING = dict(kind="simulation", shares=TRAINING_STUDY_NAME)
 
 
 @functools.lru_cache(maxsize=3)
@@ -229,13 +213,7 @@ def _converged_study(profile_name):
     return table
 
 
-def _study_label(profile_name):
-    p = named_profile("mtl", profile_name)
-    return f"depth {p['depth']}, λτ = {p['lam_tau']:g}, λτ̂ = {p['lam_tau_hat']:g}, {p['draws']} networks per width"
-
-
-@register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2",
-          kind="simulation", slow=False, shares=TRAINING_STUDY_NAME,
+@register("mtl.lemma1.trained-width-rate", source="MTL Lemma 1 (Eqs. 15–16, O(1/√h)); App. B.2 Lemma 2", **_TRAINING,
           statement="finite-width networks trained by gradient flow (MTL; ANIL with its inner loop on the head; "
                     "explicit gradients, the package integrator) approach Lemma 1's predictions on a test task: the "
                     "mean relative distance to the prediction the derivation matches to the protocol (MTL: Eq. 15; "
@@ -244,65 +222,59 @@ def _study_label(profile_name):
                     "(weighted by the SEs of the means), has a limit a not above 0 by more than 4 SE (one-sided: a "
                     "distance cannot have a negative limit; a < 0 is the faster O(1/h) decay at small h)")
 def _trained_width_rate(case):
-    table = _converged_study(case.profile.name)
+    table, p = _converged_study(case.profile.name), named_profile("mtl", case.profile.name)
+    study = f"depth {p['depth']}, λτ = {p['lam_tau']:g}, λτ̂ = {p['lam_tau_hat']:g}, {p['draws']} networks per width"
     results = []
     for (method, head), part in table[table["matched"]].groupby(["method", "test_head"]):
         stats = part.groupby("width")["distance"].agg(["mean", "std", "count"])
         widths = stats.index.to_numpy(float)
         coef, cov = _weighted_line(widths ** -0.5, stats["mean"], stats["std"] / np.sqrt(stats["count"]))
         slope, _ = fitted_exponent(widths, np.log(stats["mean"]), stats["std"] / np.sqrt(stats["count"]) / stats["mean"])
-        results.append(_limit_not_positive(float(coef[1]), math.sqrt(cov[1, 1]),
-                                           f"{method}, test head {head} → {MATCHES[(method, head)]}: limit a of the "
-                                           f"mean distance ≈ a + b·h^−½ (b = {coef[0]:.3g}; means "
-                                           f"{np.round(stats['mean'].to_numpy(), 4).tolist()} at h = "
-                                           f"{stats.index.tolist()}, log-log exponent {slope:.2f}; "
-                                           f"{_study_label(case.profile.name)})"))
+        # one-sided: a distance cannot have a negative limit; a negative fitted a is the curvature of the O(1/h)
+        # corrections (decay faster than h^−½ over the widths), a positive one a wrong limit
+        limit, se = float(coef[1]), math.sqrt(cov[1, 1])
+        results.append(not_above(limit, se, label=f"{method}, test head {head} → {MATCHES[(method, head)]}: limit a of "
+                                                  f"the mean distance ≈ a + b·h^−½ (b = {coef[0]:.3g}; means "
+                                                  f"{np.round(stats['mean'].to_numpy(), 4).tolist()} at h = "
+                                                  f"{stats.index.tolist()}, log-log exponent {slope:.2f}; {study}): "
+                                                  f"a = {limit:.3g} ± {se:.2g}"))
     return combine(results)
 
 
-def _limit_not_positive(limit, se, label):
-    """One-sided: the fitted limit of a distance is not above 0 by more than 4 SE. A distance cannot
-    have a negative limit; a negative fitted a is the curvature of the O(1/h) corrections (decay faster than
-    h^−½ over the widths), a positive one a wrong limit."""
-    return not_above(limit, se, label=f"{label}: a = {limit:.3g} ± {se:.2g}")
+def _paired_distances(case, selected, column, comparisons):
+    """At the largest width, among the study's networks with ``selected`` = (column, value): per (value of ``column``,
+    right, wrong, what) of ``comparisons``, the paired distance to the ``wrong`` reference exceeds the distance to the
+    ``right`` one by > 4 SE."""
+    table = _converged_study(case.profile.name)
+    top = table[(table[selected[0]] == selected[1]) & (table["width"] == table["width"].max())]
+    results = []
+    for value, right, wrong, what in comparisons:
+        part = top[top[column] == value].pivot(index="draw", columns="reference", values="distance")
+        mean, se = mean_se(part[wrong] - part[right])
+        results.append(significant(mean, se, label=f"{what} = {mean:.4f} ± {se:.2g} (h = {int(top['width'].max())}, "
+                                                   f"distances {part[right].mean():.4f} vs {part[wrong].mean():.4f})"))
+    return combine(results)
 
 
-@register("mtl.lemma1.phi-prime-anil-trained", source="MTL Lemma 1 / Lemma 3 vs App. Eqs. 61, 62, 66",
-          kind="simulation", shares=TRAINING_STUDY_NAME,
+@register("mtl.lemma1.phi-prime-anil-trained", source="MTL Lemma 1 / Lemma 3 vs App. Eqs. 61, 62, 66", **_TRAINING,
           statement="which Φ′_ANIL trained ANIL networks follow depends on the test head's start: from the shared "
                     "initial draw (the derivation's Eq. 62) they follow Φ′_MTL·D (App. Eqs. 61/66), from ANIL's "
                     "outer-loop-trained head the Lemma statement's [Θ − K T Θ]·D; at the largest width the paired "
                     "per-network distance to the other expression exceeds the distance to the matching one by > 4 SE")
 def _phi_prime_anil_trained(case):
-    table = _converged_study(case.profile.name)
-    top = table[(table["method"] == "anil") & (table["width"] == table["width"].max())]
-    results = []
-    for head, right, wrong in (("initial", "derivation", "statement"), ("trained", "statement", "derivation")):
-        part = top[top["test_head"] == head].pivot(index="draw", columns="reference", values="distance")
-        mean, se = mean_se(part[wrong] - part[right])
-        results.append(significant(mean, se,
-                                   label=f"test head {head}: distance to {wrong} − distance to {right} = {mean:.4f} ± "
-                                         f"{se:.2g} (h = {int(top['width'].max())}, distances "
-                                         f"{part[right].mean():.4f} vs {part[wrong].mean():.4f})"))
-    return combine(results)
+    return _paired_distances(case, ("method", "anil"), "test_head", [
+        (head, right, wrong, f"test head {head}: distance to {wrong} − distance to {right}")
+        for head, right, wrong in (("initial", "derivation", "statement"), ("trained", "statement", "derivation"))])
 
 
 @register("mtl.lemma1.fresh-test-head", source="MTL §3.4 (Eqs. 6–9) with Lemma 1 (Eqs. 15–16), App. Eq. 62",
-          kind="simulation", erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION, shares=TRAINING_STUDY_NAME,
+          erratum="erratum-mtl-fresh-test-head", category=CLARIFICATION, **_TRAINING,
           statement="MTL: a randomly initialized test head appended to the trained body and fine-tuned on the support "
                     "set gives F = G_τ̂ + Φ′Φ⁻¹(…) (Lemma 1). With a head drawn independently of the training heads, "
                     "its body gradients are uncorrelated with theirs (Σ_k w_k w′_k/h → 0), the Φ′ terms vanish and "
                     "trained networks approach G_τ̂ alone: at the largest width the paired distance to Lemma 1's F "
                     "exceeds the distance to G_τ̂ by > 4 SE (MTL: F_MTL; ANIL: both Φ′_ANIL)")
 def _fresh_test_head(case):
-    table = _converged_study(case.profile.name)
-    top = table[(table["test_head"] == "fresh") & (table["width"] == table["width"].max())]
-    results = []
-    for method, lemma in (("mtl", "mtl"), ("anil", "derivation"), ("anil", "statement")):
-        part = top[top["method"] == method].pivot(index="draw", columns="reference", values="distance")
-        mean, se = mean_se(part[lemma] - part["adaptation"])
-        results.append(significant(mean, se,
-                                   label=f"{method}, fresh test head: distance to Lemma 1 ({lemma}) − distance to G_τ̂ = "
-                                         f"{mean:.4f} ± {se:.2g} (h = {int(top['width'].max())}, distances "
-                                         f"{part['adaptation'].mean():.4f} vs {part[lemma].mean():.4f})"))
-    return combine(results)
+    return _paired_distances(case, ("test_head", "fresh"), "method", [
+        (method, "adaptation", lemma, f"{method}, fresh test head: distance to Lemma 1 ({lemma}) − distance to G_τ̂")
+        for method, lemma in (("mtl", "mtl"), ("anil", "derivation"), ("anil", "statement"))])

@@ -38,6 +38,7 @@ See docs/verify.md for how a module registers a claim.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import math
 import time
@@ -218,6 +219,11 @@ class Case:
         """A fresh generator from :attr:`seed` (the same draws for the same claim and point)."""
         return np.random.default_rng(self.seed)
 
+    @property
+    def label(self) -> str:
+        """The parameter point as the checks' labels print it: ``name=value`` pairs, floats to 4 digits."""
+        return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
+
 
 _REGISTRY: dict[str, Claim] = {}
 #: every registered claim, in registration order (read-only view)
@@ -228,9 +234,8 @@ def register(id, *, source, statement, kind, **options):
     """Decorator: register the decorated check function as claim ``id`` (keywords: :class:`Claim`'s fields)."""
 
     def decorate(check):
-        if id in _REGISTRY:
-            raise ValueError(f"claim id {id!r} is already registered")
-        _REGISTRY[id] = Claim(id=id, source=source, statement=statement, kind=kind, check=check, **options)
+        _registry.add(_REGISTRY, id, Claim(id=id, source=source, statement=statement, kind=kind, check=check, **options),
+                      "claim")
         return check
 
     return decorate
@@ -267,13 +272,8 @@ def select(pattern=None, profile=None) -> list[Claim]:
     A pattern with ``*``, ``?`` or ``[`` is a shell-style glob on the id; otherwise a case-insensitive
     substring of the id, the source or the method. ``None`` selects all.
     """
-    chosen = []
-    for claim in _REGISTRY.values():
-        if profile is not None and get_profile(profile).name not in claim.profiles:
-            continue
-        if claim_matches(pattern, claim):
-            chosen.append(claim)
-    return chosen
+    return [claim for claim in _REGISTRY.values()
+            if (profile is None or get_profile(profile).name in claim.profiles) and claim_matches(pattern, claim)]
 
 
 def _stable_int(*parts) -> int:
@@ -343,10 +343,7 @@ def combine(results) -> CheckResult:
     """One result from several sub-checks of a claim: all must pass; the reported one (its numbers and
     criterion) is the worst, the one nearest to failing whatever its criterion."""
     results = list(results)
-    worst = results[0]
-    for r in results[1:]:
-        worst = _worse(worst, r)
-    return replace(worst, passed=all(r.passed for r in results),
+    return replace(functools.reduce(_worse, results), passed=all(r.passed for r in results),
                    detail="; ".join(r.detail for r in results if r.detail),
                    paper_holds=all(r.paper_holds for r in results))
 
@@ -412,6 +409,14 @@ def reproduction(claim, params, profile) -> str:
 _RANK = {PASS: 0, KNOWN_ERRATUM: 0, FAIL: 2, UNEXPECTED_PASS: 2, ERROR: 3}
 
 
+def _worse_point(a: PointOutcome, b: PointOutcome) -> PointOutcome:
+    """The point of the higher-ranked status; at equal rank the one whose result is worse (:func:`_worse`), else
+    the first."""
+    if _RANK[a.status] != _RANK[b.status]:
+        return b if _RANK[b.status] > _RANK[a.status] else a
+    return b if a.result is not None and b.result is not None and _worse(a.result, b.result) is b.result else a
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A claim's outcome in a profile: the worst of its points."""
@@ -450,11 +455,5 @@ def judge(claim, profile, outcomes, seconds) -> Outcome:
     sweep engine's store): the worst point, its status the claim's; ``seconds``: the time they took."""
     claim, profile = get_claim(claim), get_profile(profile)
     outcomes = tuple(outcomes)
-    worst = outcomes[0]
-    for o in outcomes[1:]:
-        if _RANK[o.status] > _RANK[worst.status] or (
-            _RANK[o.status] == _RANK[worst.status] and o.result is not None and worst.result is not None
-            and _worse(worst.result, o.result) is o.result
-        ):
-            worst = o
+    worst = functools.reduce(_worse_point, outcomes)
     return Outcome(claim, profile.name, worst.status, seconds, outcomes, worst)

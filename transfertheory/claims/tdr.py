@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from ..theory import tdr as NTK
 from .compare import agreement, mc_agreement, mean_se, refutation
+from .faf_distances import unit_pair
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, combine, register
 
 #: the smallest λ_min(H) of a drawn data set (module docstring)
@@ -48,23 +49,15 @@ def _sphere(rng, n, d):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def arccos_lambda_min(x):
-    """λ_min of H∞ from the arccos formula (used only to reject ill-conditioned draws)."""
-    c = np.clip(x @ x.T, -1.0, 1.0)
-    return np.linalg.eigvalsh(c * (math.pi - np.arccos(c)) / (2 * math.pi))[0]
-
-
 def pair_data(case):
     """(X_P, y_P, X_Q, y_Q) of the point: unit inputs with λ_min(H) ≥ LAMBDA_FLOOR, linear teachers at angle θ."""
     p, rng = case.params, case.rng
     d = p["d"]
     while True:
         x_p, x_q = _sphere(rng, p["n_P"], d), _sphere(rng, p["n_Q"], d)
-        if min(arccos_lambda_min(x_p), arccos_lambda_min(x_q)) >= LAMBDA_FLOOR:
+        if min(NTK.gram_solve(x_p).lambda_min, NTK.gram_solve(x_q).lambda_min) >= LAMBDA_FLOOR:
             break
-    beta_p, beta_q = np.zeros(d), np.zeros(d)
-    beta_p[0] = 1.0
-    beta_q[0], beta_q[1] = math.cos(p["theta"]), math.sin(p["theta"])
+    beta_p, beta_q = unit_pair(d, p["theta"])
     return x_p, x_p @ beta_p, x_q, x_q @ beta_q, rng
 
 
@@ -96,16 +89,19 @@ def _linearized(w, a, x_p, y_p, x_q, y_q):
             (grad_p**2).sum() - (grad_0**2).sum())
 
 
-def _linearized_runs(case, x_p, y_p, x_q, y_q, rng):
-    """Per replica, Richardson-extrapolated in the width (module docstring): 2·q(m) − q(m/2) on nested features
-    for q = u_Q(P), ‖Δ_Q‖, ‖Δ_0‖ and the change of ‖∂L/∂X¹‖². Returns four arrays with a leading replica axis."""
+def _linearized_runs(case, y_scale=1.0):
+    """The point's data (X_P, y_P, X_Q, y_Q) and, per replica, Richardson-extrapolated in the width (module
+    docstring): 2·q(m) − q(m/2) on nested features for q = u_Q(P), ‖Δ_Q‖, ‖Δ_0‖ and the change of ‖∂L/∂X¹‖², four
+    arrays with a leading replica axis, of runs that fit the target labels ``y_scale``·y_Q."""
+    x_p, y_p, x_q, y_q, rng = pair_data(case)
+    target = y_scale * y_q
     reps, m = _replicas(case)
     runs = []
     for _ in range(reps):
         w, a = rng.standard_normal((m, x_p.shape[1])), rng.choice([-1.0, 1.0], m)
-        full, half = _linearized(w, a, x_p, y_p, x_q, y_q), _linearized(w[:m // 2], a[:m // 2], x_p, y_p, x_q, y_q)
+        full, half = _linearized(w, a, x_p, y_p, x_q, target), _linearized(w[:m // 2], a[:m // 2], x_p, y_p, x_q, target)
         runs.append([2 * f - h for f, h in zip(full, half)])
-    return tuple(np.array(q) for q in zip(*runs))
+    return (x_p, y_p, x_q, y_q), tuple(np.array(q) for q in zip(*runs))
 
 
 # --------------------------------------------------------------------------- strategies
@@ -121,9 +117,6 @@ def _gram_point(profile):
                                   "duplicate_angle": st.floats(1e-6, 0.1)})
 
 
-def point_label(case):
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in case.params.items())
-
 
 # --------------------------------------------------------------------------- H∞ by Monte Carlo over w
 
@@ -138,24 +131,19 @@ def _gram_sets(case):
     return np.vstack([x, twin, -x[0]]), _sphere(rng, p["n_other"], p["d"])
 
 
-def _gram_mc(rng, x, y, reps):
-    """Sample means of x_iᵀy_j 1{wᵀx_i ≥ 0, wᵀy_j ≥ 0} over ``reps`` draws w ~ N(0, I) (n, n')."""
-    w = rng.standard_normal((reps, x.shape[1]))
-    both = (w @ x.T >= 0).T.astype(float) @ (w @ y.T >= 0).astype(float) / reps
-    return (x @ y.T) * both
-
-
 def _entrywise(x, y, case, what):
     """Each H∞ entry against its Monte Carlo (score test: the SE is the null one, |x_iᵀy_j|·√(p(1−p)/N) with
     p = (π − θ_ij)/(2π) the formula's probability, since a pair at θ ≈ π has p ≈ 0 and no hit in N draws —
-    a sample SE of 0)."""
+    a sample SE of 0). The Monte Carlo: sample means of x_iᵀy_j 1{wᵀx_i ≥ 0, wᵀy_j ≥ 0} over draws w ~ N(0, I)."""
     reps = 8 * case.profile.mc_reps
-    measured, reference = _gram_mc(case.rng, x, y, reps), NTK.two_layer_gram(x, y)
+    w = case.rng.standard_normal((reps, x.shape[1]))
+    measured = (x @ y.T) * ((w @ x.T >= 0).T.astype(float) @ (w @ y.T >= 0).astype(float) / reps)
+    reference = NTK.two_layer_gram(x, y)
     cosine = np.clip(x @ y.T, -1.0, 1.0)
     p = np.divide(reference, cosine, out=(math.pi - np.arccos(cosine)) / (2 * math.pi), where=cosine != 0)
     se = np.abs(cosine) * np.sqrt(p * (1 - p) / reps)
     return combine(agreement(measured[i, j], se[i, j], float(reference[i, j]),
-                             label=f"{what}[{i},{j}] {point_label(case)}")
+                             label=f"{what}[{i},{j}] {case.label}")
                    for i in range(measured.shape[0]) for j in range(measured.shape[1]))
 
 
@@ -181,10 +169,9 @@ def _cross_gram(case):
           statement="y_{P→Q} = H_PQᵀH_P⁻¹y_P equals the predictions on X_Q of the minimum-norm linearized "
                     "network fitted to P, as m → ∞")
 def _transformed_labels(case):
-    x_p, y_p, x_q, y_q, rng = pair_data(case)
-    u_q = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[0]
+    (x_p, y_p, x_q, _), (u_q, *_) = _linearized_runs(case)
     reference = NTK.transformed_labels(x_p, y_p, x_q)
-    return combine(mc_agreement(u_q[:, j], reference[j], label=f"u_Q(P)[{j}] {point_label(case)}")
+    return combine(mc_agreement(u_q[:, j], reference[j], label=f"u_Q(P)[{j}] {case.label}")
                    for j in range(u_q.shape[1]))
 
 
@@ -193,10 +180,9 @@ def _transformed_labels(case):
           statement="‖W(Q) − W(P)‖_F → √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})): the bound of Thm 2 is attained "
                     "by the minimum-norm linearized fine-tuning step as m → ∞ (gap reported)")
 def _finetune_distance(case):
-    x_p, y_p, x_q, y_q, rng = pair_data(case)
-    finetune = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[1]
-    bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    result = mc_agreement(finetune, bound, label=point_label(case))
+    data, (_, finetune, _, _) = _linearized_runs(case)
+    bound = NTK.finetune_distance_bound(*data)
+    result = mc_agreement(finetune, bound, label=case.label)
     gap = mean_se(finetune)[0] - bound
     return replace(result, detail=f"{result.detail}, gap (measured − bound) {gap:+.3g} at m = {_replicas(case)[1]}")
 
@@ -206,9 +192,8 @@ def _finetune_distance(case):
           statement="‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² → −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖², X¹ the hidden activations "
                     "on X_Q, in the linearized network (m → ∞, κ → 0)")
 def _gradient_norm(case):
-    x_p, y_p, x_q, y_q, rng = pair_data(case)
-    change = _linearized_runs(case, x_p, y_p, x_q, y_q, rng)[3]
-    return mc_agreement(change, NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change, label=point_label(case))
+    data, (_, _, _, change) = _linearized_runs(case)
+    return mc_agreement(change, NTK.gradient_norm_change(*data).change, label=case.label)
 
 
 def scaled_point(profile):
@@ -222,15 +207,14 @@ def scaled_point(profile):
                     "is √(y_QᵀH_Q⁻¹y_Q) (linear in the labels, the paper's value quadratic): refuted at labels "
                     "s·y_Q and s·y_Q/2")
 def _scratch_sqrt(case):
-    x_p, y_p, x_q, y_q, rng = pair_data(case)
     s = case.params["scale"]
-    scratch = _linearized_runs(case, x_p, y_p, x_q, s * y_q, rng)[2]
+    (_, _, x_q, y_q), (_, _, scratch, _) = _linearized_runs(case, s)
     results = []
     for factor in (1.0, 0.5):  # the min-norm solution is linear in the labels: ‖Δ_0(s·y/2)‖ = ‖Δ_0(s·y)‖/2 exactly
         mean, se = mean_se(factor * scratch)
         true = NTK.scratch_distance(x_q, factor * s * y_q)
         supports = agreement(mean, se, true, label=f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q")
-        refuted = refutation(mean, se, true**2, label=f"paper yᵀH⁻¹y at {factor * s:.3g}·y_Q {point_label(case)}")
+        refuted = refutation(mean, se, true**2, label=f"paper yᵀH⁻¹y at {factor * s:.3g}·y_Q {case.label}")
         results.append((refuted, supports))
     # demonstrated when the square root agrees at both scales and the paper's value is refuted at one of them
     # (at one scale yᵀH⁻¹y may happen to be ≈ 1, where it equals its square root)

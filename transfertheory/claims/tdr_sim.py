@@ -31,7 +31,7 @@ from ..sim.tdr import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
 from ..theory import tdr as NTK
 from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
-from .tdr import LAMBDA_FLOOR, arccos_lambda_min, pair_data, pair_point, point_label, scaled_point
+from .tdr import LAMBDA_FLOOR, pair_data, pair_point, scaled_point
 
 #: networks (draws) per width of the training claims per target draw of the profile (16 at the 100 draws of quick
 #: and full; the registry's re-check with 4× the draws trains 4× the networks)
@@ -54,6 +54,8 @@ ALLOWANCE_REASON = (f"training bias at the largest width: {BIAS_ALLOWANCE_SD} ×
 #: function on target inputs rotated by φ; similarity cos θ or cos φ
 FAMILY_ANGLES = {"shared-inputs": (math.pi / 6, math.pi / 2, 5 * math.pi / 6),
                  "shared-labels": (math.pi / 8, math.pi / 4, math.pi / 2)}
+#: the registry options the training claims share
+_TRAINED = dict(kind="simulation", profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON)
 
 
 def _trained_widths(profile, quick_top=8192):
@@ -97,25 +99,19 @@ def _converged(tables, label):
     return holds(all(table["converged"].all() for table in tables), f"every stage converged ({label})")
 
 
-def _excess(widths, samples, reference):
-    """Mean ± SE of the trained quantity minus its formula at each width (the remainder the theorems bound)."""
-    return ", ".join(f"{width}: {mean - reference:+.3g} ± {se:.2g}"
-                     for width, q in zip(widths, samples) for mean, se in [mean_se(q)])
-
-
 def _scalar_approaches(table, samples, reference, what, remainder, label):
     """A per-draw scalar (one sample array per width of ``table``) against its formula: the gap closes with m,
     the largest width agrees (4 SE + the training-bias allowance, the mean ``remainder`` at every width
     reported), and every network converged."""
     widths = list(table["width"].unique())
     closes = _gap_closes(widths, [(q - reference) ** 2 for q in samples], f"{what} {label}")
-    agrees = _agrees(samples[-1], reference, f"{what} at m = {widths[-1]} (mean {remainder} at "
-                                             f"m = {_excess(widths, samples, reference)})")
+    excess = ", ".join(f"{width}: {mean - reference:+.3g} ± {se:.2g}"  # the remainder the theorems bound
+                       for width, q in zip(widths, samples) for mean, se in [mean_se(q)])
+    agrees = _agrees(samples[-1], reference, f"{what} at m = {widths[-1]} (mean {remainder} at m = {excess})")
     return combine([closes, agrees, _converged([table], label)])
 
 
-@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="simulation",
-          strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", strategy=pair_point, **_TRAINED,
           statement="the outputs on X_Q of the trained network pretrained on P approach y_{P→Q} = H_PQᵀH_P⁻¹y_P "
                     "as the width m grows (the gap closes; fitted rate reported) and agree with it componentwise at "
                     "the largest width (4 SE + the training-bias allowance)")
@@ -123,7 +119,7 @@ def _trained_transformed_labels(case):
     x_p, y_p, x_q, y_q, _ = pair_data(case)
     reference = NTK.transformed_labels(x_p, y_p, x_q)
     table = _trained(case, x_p, y_p, x_q, y_q)
-    label, outputs = point_label(case), table.attrs["pretrained_outputs"]
+    label, outputs = case.label, table.attrs["pretrained_outputs"]
     widths = list(outputs)
     closes = _gap_closes(widths, [((u - reference) ** 2).mean(axis=1) for u in outputs.values()],
                          f"u_Q(P) − y_P→Q {label}")
@@ -132,37 +128,33 @@ def _trained_transformed_labels(case):
     return combine([closes, *agrees, _converged([table], label)])
 
 
-@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", kind="simulation", strategy=pair_point,
-          profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", strategy=pair_point, **_TRAINED,
           statement="‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
                     "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
                     "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
                     "attained); the mean excess over the bound at each width is reported")
 def _trained_thm2_bound(case):
-    x_p, y_p, x_q, y_q, _ = pair_data(case)
-    bound = NTK.finetune_distance_bound(x_p, y_p, x_q, y_q)
-    table = _trained(case, x_p, y_p, x_q, y_q)
-    return _scalar_approaches(table, _per_width(table, "distance"), bound, "‖W(Q) − W(P)‖ vs the bound", "excess",
-                              point_label(case))
+    data = pair_data(case)[:4]
+    table = _trained(case, *data)
+    return _scalar_approaches(table, _per_width(table, "distance"), NTK.finetune_distance_bound(*data),
+                              "‖W(Q) − W(P)‖ vs the bound", "excess", case.label)
 
 
-@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="simulation",
-          strategy=pair_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", strategy=pair_point, **_TRAINED,
           statement=f"for the trained networks (κ = {TRAINING_KAPPA:g}), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the "
                     "target set, from the explicit gradient matrix of the loss with respect to the hidden "
                     "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
                     "gap closes) and agrees with them at the largest width (4 SE + the training-bias allowance)")
 def _trained_gradient_norm(case):
-    x_p, y_p, x_q, y_q, _ = pair_data(case)
-    change = NTK.gradient_norm_change(x_p, y_p, x_q, y_q).change
-    table = _trained(case, x_p, y_p, x_q, y_q)
+    data = pair_data(case)[:4]
+    table = _trained(case, *data)
     measured = [after - before for after, before in zip(_per_width(table, "gradient_norm_pretrained"),
                                                         _per_width(table, "gradient_norm_init"))]
-    return _scalar_approaches(table, measured, change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", point_label(case))
+    return _scalar_approaches(table, measured, NTK.gradient_norm_change(*data).change, "Δ‖∂L/∂X¹‖² vs Eq. 1",
+                              "remainder", case.label)
 
 
-@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", kind="simulation",
-          strategy=scaled_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=scaled_point, **_TRAINED,
           statement="from scratch the trained networks at the largest width move by ‖W(Q) − W(0)‖_F ≈ "
                     "√(y_QᵀH_Q⁻¹y_Q) at labels s·y_Q and s·y_Q/2 (4 SE + the training-bias allowance); the "
                     "distance from the paper's y_QᵀH_Q⁻¹y_Q is reported (its refutation is the claim "
@@ -176,7 +168,7 @@ def _trained_scratch_sqrt(case):
         (distance,), true = _per_width(table, "distance", "scratch"), NTK.scratch_distance(x_q, factor * s * y_q)
         paper = refutation(*mean_se(distance), true**2, label="paper's yᵀH⁻¹y")
         results.append(_agrees(distance, true, f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
-                                               f"{point_label(case)} ({paper.detail})"))
+                                               f"{case.label} ({paper.detail})"))
         results.append(holds(table[table["stage"] == "scratch"]["converged"].all(), "scratch training converged"))
     return combine(results)
 
@@ -200,7 +192,7 @@ def _family_members(case):
         members = {family: [task_pair(family, angle, n=n, d=d, seed=seed) for angle in FAMILY_ANGLES[family]]
                    for family in TASK_FAMILIES}
         inputs = [x for pairs in members.values() for data in pairs for x in (data[0], data[2])]
-        if min(arccos_lambda_min(x) for x in inputs) >= LAMBDA_FLOOR:
+        if min(NTK.gram_solve(x).lambda_min for x in inputs) >= LAMBDA_FLOOR:
             return members
         seed += 1
 
@@ -216,8 +208,7 @@ def _ratio_contrast(family, ratios, formula):
     return combine([rise, holds(predicted > 0, f"{family}: the Gram formula predicts a rise ({predicted:+.3g})")])
 
 
-@register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", kind="simulation",
-          strategy=_family_point, profiles=("quick", "full"), allowance_reason=ALLOWANCE_REASON,
+@register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", strategy=_family_point, **_TRAINED,
           statement="both inputs and labels matter: for the two task families of TDR §5.1 (shared inputs with "
                     "teachers at angle θ; one labeling function on target inputs rotated by φ) the trained ratio "
                     "R = ‖W(Q) − W(P)‖_F/‖W_s(Q) − W(0)‖_F approaches its Gram formula "
@@ -246,4 +237,4 @@ def _task_families(case):
         reported.append(f"{family} R at m = {widths[-1]} / formula: " + ", ".join(
             f"{np.mean(r[-1]):.3f}/{f:.3f}" for r, f in zip(ratios, formula)))
     outcome = combine(results)
-    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({point_label(case)})")
+    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({case.label})")
