@@ -121,6 +121,16 @@ def test_figures_readme_lists_the_quick_and_the_paper_size_builds(tmp_path):
     assert "at the paper's sizes" not in own and f"{other} --paper`" in own
 
 
+def test_the_committed_gallery_readmes_are_what_the_committed_builds_generate():
+    """figures/README.md and figures/paper/README.md are generated, never edited: each equals what render_readme
+    makes of the committed NAME.json files now (a build that rewrote one folder's JSONs rewrites the other README
+    too: `python -m transfertheory.figures` regenerates only its own --out)."""
+    from transfertheory.figures.gallery import README, render_readme
+
+    for folder in (ROOT / "figures", ROOT / "figures" / "paper"):
+        assert (folder / README).read_text(encoding="utf-8") == render_readme(folder), folder
+
+
 def test_a_smaller_profile_in_the_paper_gallery_is_never_called_the_papers_sizes(tmp_path):
     """A build of another profile in figures/paper/ (a paper profile too long for the CPU): both galleries name its
     profile, never "the paper's sizes", and say why it stands in (its NAME.json, else the registry)."""
