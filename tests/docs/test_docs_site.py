@@ -131,6 +131,22 @@ def test_the_committed_gallery_readmes_are_what_the_committed_builds_generate():
         assert (folder / README).read_text(encoding="utf-8") == render_readme(folder), folder
 
 
+def test_a_build_into_a_paper_folder_rewrites_the_gallery_readme_above_it(tmp_path, capsys):
+    """`figures NAME --out G/paper` rewrites G/README.md too when G is a gallery (it lists the paper builds), and
+    leaves a folder without a README alone."""
+    from transfertheory.figures.__main__ import main
+    from transfertheory.figures.gallery import render_readme
+
+    (tmp_path / "README.md").write_text("stale", encoding="utf-8")
+    assert main(["faf_finetune_depth", "--quick", "--format", "png", "--out", str(tmp_path / "paper")]) == 0
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == render_readme(tmp_path)
+    assert "](paper/faf_finetune_depth.png)" in render_readme(tmp_path)
+    assert f"wrote {tmp_path / 'paper' / 'README.md'}, {tmp_path / 'README.md'}" in capsys.readouterr().out
+    alone = tmp_path / "alone"
+    assert main(["faf_finetune_depth", "--quick", "--format", "png", "--out", str(alone / "paper")]) == 0
+    assert not (alone / "README.md").exists()
+
+
 def test_a_smaller_profile_in_the_paper_gallery_is_never_called_the_papers_sizes(tmp_path):
     """A build of another profile in figures/paper/ (a paper profile too long for the CPU): both galleries name its
     profile, never "the paper's sizes", and say why it stands in (its NAME.json, else the registry)."""

@@ -212,14 +212,18 @@ def main(argv=None):
                 print(refusal, file=sys.stderr)
             if code != EXIT_OK:
                 return code
-    from .gallery import write_readme  # (the catalog: not for --help)
+    from .gallery import PAPER, README, write_readme  # (the catalog: not for --help)
 
+    out = Path(args.out)
+    # a paper-size build also changes the gallery above it, whose README lists each figure's paper build
+    folders = [out, out.parent] if out.name == PAPER and (out.parent / README).is_file() else [out]
     try:
-        readme = write_readme(args.out)
+        readmes = [write_readme(folder) for folder in folders]
     except OSError as err:
         print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
         return EXIT_UNWRITABLE
-    print("runtimes: " + ", ".join(f"{name} {t:.1f} s" for name, t in runtimes.items()) + f"; wrote {readme}")
+    print("runtimes: " + ", ".join(f"{name} {t:.1f} s" for name, t in runtimes.items())
+          + f"; wrote {', '.join(map(str, readmes))}")
     return EXIT_OK
 
 
