@@ -132,8 +132,9 @@ def _section(figure, meta, out):
         lines += [f"- Not built yet: `python -m transfertheory.figures {figure.name} {profile}`.", *paper]
         return lines
     runtime = meta.get("runtime_s")
-    if out.name == PAPER and stand_in_note(figure, meta):
-        lines.append(f"- Not the paper's sizes: {stand_in_note(figure, meta)}.")
+    note = stand_in_note(figure, meta) if out.name == PAPER else ""
+    if note:
+        lines.append(f"- Not the paper's sizes: {note}.")
     lines += [
         f"- Built with profile `{meta.get('profile', '?')}`: {_parameters(meta.get('parameters', {}))}.",
         f"- Backend {meta.get('backend')}, {runtime:.1f} s (transfertheory {meta.get('version')})."
