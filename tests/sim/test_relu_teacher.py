@@ -392,6 +392,26 @@ def test_chunks_of_teachers_and_data_sets_give_the_rows_of_the_whole_run_bit_ide
         _chunked_rows(kw, [(-1, 1, 0, 1)])
 
 
+def test_the_chunks_of_one_teacher_in_one_process_pretrain_it_once():
+    """A process keeps the students it pretrained (least recently used out), so the next chunk of the same teacher
+    reuses them, and its rows are those that a fresh process computes."""
+    import pandas as pd
+    from transfertheory.sim.relu_teacher import experiment
+
+    kw = dict(d=5, m=10, m_star=5, mus=[0.2, 0.6], ns=[6, 12], seed=4, flow={"max_time": 100.0},
+              pretrain_flow={"max_time": 100.0}, methods=("scratch", "linear"), backend="numpy", teachers=1,
+              teacher_start=1, draws=2)
+    experiment._pretrained.cache_clear()
+    experiment.run_transfer_experiment(draw_start=0, **kw)
+    assert experiment._pretrained.cache_info()[:2] == (0, 2)  # (hits, misses): one pretraining per μ
+    kept = experiment.run_transfer_experiment(draw_start=2, **kw)
+    assert experiment._pretrained.cache_info()[:2] == (2, 2)
+    experiment._pretrained.cache_clear()
+    fresh = experiment.run_transfer_experiment(draw_start=2, **kw)
+    pd.testing.assert_frame_equal(kept, fresh, check_exact=True)
+    assert kept.attrs["pretrain"] == fresh.attrs["pretrain"]
+
+
 def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
     from transfertheory.sim.sign_change import sign_change, sign_side
 
