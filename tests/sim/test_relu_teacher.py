@@ -392,6 +392,43 @@ def test_chunks_of_teachers_and_data_sets_give_the_rows_of_the_whole_run_bit_ide
         _chunked_rows(kw, [(-1, 1, 0, 1)])
 
 
+def test_chunks_are_bit_identical_when_a_state_is_longer_than_numpys_buffer():
+    """With m(d + 1) > numpy.getbufsize() parameters per student, NumPy's einsum would sum a batch of such rows in
+    buffer-sized pieces, and a lone row in one piece: a draw's flow would round differently alone in its chunk than
+    beside others (FaF's size, 1.0·10⁵ parameters: 1 of 14 scratch flows, 10⁻¹⁵ relative). The integrator's row
+    sums are per row (:func:`transfertheory.sim.integrator.kernels.row_squares`)."""
+    import pandas as pd
+
+    d, m = 90, 100
+    assert m * (d + 1) > np.getbufsize()
+    kw = dict(d=d, m=m, m_star=10, mus=[0.5], ns=[20, 60], seed=1, flow={"max_time": 30.0},
+              pretrain_flow={"max_time": 5.0}, methods=("scratch", "linear"), backend="numpy")
+    whole, whole_pre = _chunked_rows(kw, [(0, 1, 0, 3)])
+    rows, pre = _chunked_rows(kw, [(0, 1, 0, 1), (0, 1, 1, 1), (0, 1, 2, 1)])
+    pd.testing.assert_frame_equal(rows, whole, check_exact=True)
+    pd.testing.assert_frame_equal(pre, whole_pre, check_exact=True)
+
+
+def test_the_chunks_of_one_teacher_in_one_process_pretrain_it_once():
+    """A process keeps the students it pretrained (least recently used out), so the next chunk of the same teacher
+    reuses them, and its rows are those that a fresh process computes."""
+    import pandas as pd
+    from transfertheory.sim.relu_teacher import experiment
+
+    kw = dict(d=5, m=10, m_star=5, mus=[0.2, 0.6], ns=[6, 12], seed=4, flow={"max_time": 100.0},
+              pretrain_flow={"max_time": 100.0}, methods=("scratch", "linear"), backend="numpy", teachers=1,
+              teacher_start=1, draws=2)
+    experiment._pretrained.cache_clear()
+    experiment.run_transfer_experiment(draw_start=0, **kw)
+    assert experiment._pretrained.cache_info()[:2] == (0, 2)  # (hits, misses): one pretraining per μ
+    kept = experiment.run_transfer_experiment(draw_start=2, **kw)
+    assert experiment._pretrained.cache_info()[:2] == (2, 2)
+    experiment._pretrained.cache_clear()
+    fresh = experiment.run_transfer_experiment(draw_start=2, **kw)
+    pd.testing.assert_frame_equal(kept, fresh, check_exact=True)
+    assert kept.attrs["pretrain"] == fresh.attrs["pretrain"]
+
+
 def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
     from transfertheory.sim.sign_change import sign_change, sign_side
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..backend import get_backend, stacked_eigvalsh
 from .integrator import BlockwiseStages, DenseStages
+from .integrator.kernels import row_squares
 from .integrator.ragged import array_module
 
 __all__ = ["HOST_BLOCK_ELEMENTS", "TwoLayerStages", "WidthBlockStages", "two_layer_gradient",
@@ -167,7 +168,7 @@ class TwoLayerStages(DenseStages):
         if self._last[0] is not state or self._last[1] is not grad or self._last[2] is not rows:
             self._last, self._chunks = (state, grad, rows), self._chunk_views(state, grad, rows)
         loss = self._evaluate(self._chunks, state.shape[0], step)
-        return grad, loss, self.xp.einsum("ij,ij->i", grad, grad)  # the integrator's squared norms
+        return grad, loss, row_squares(grad)  # the integrator's squared norms
 
 
 class WidthBlockStages(BlockwiseStages):

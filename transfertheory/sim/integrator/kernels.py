@@ -126,6 +126,19 @@ def row_norms(x):
     return xp.sqrt(xp.sum(x * x, axis=1))
 
 
+def row_squares(x):
+    """Σⱼ xᵢⱼ² of every row of a (b, P) array, each row's sum independent of the rest of the batch.
+
+    NumPy's einsum sums the rows of a 2-D operand whose rows are longer than its buffer (``numpy.getbufsize()``
+    elements) in buffer-sized pieces, except for a lone row, so that the same row summed in batches of different
+    sizes would round differently; such rows are summed one at a time (the lone row's sum).
+    """
+    xp = get_backend(x)
+    if xp is np and x.shape[1] > np.getbufsize():
+        return np.array([np.einsum("j,j->", row, row) for row in x], dtype=x.dtype)
+    return xp.einsum("ij,ij->i", x, x)
+
+
 def _error_norm(y, y_new, G, G_new, h, rtol, atol, work):
     r"""RMS of the RKC2 local error estimate, est = 0.8(y − y_new) − 0.4h(∇L(y) + ∇L(y_new))
     (Sommeijer et al. Eq. 2.9), componentwise relative to atol + rtol·max(|y|, |y_new|)
@@ -146,7 +159,7 @@ def _error_norm(y, y_new, G, G_new, h, rtol, atol, work):
     scale *= rtol
     scale += atol[:, None]
     est /= scale
-    err = xp.sqrt(xp.einsum("ij,ij->i", est, est) / est.shape[1])
+    err = xp.sqrt(row_squares(est) / est.shape[1])
     return xp.where(xp.isfinite(err), err, xp.asarray(np.inf, dtype=err.dtype))
 
 

@@ -26,7 +26,7 @@ from ..._validation import Interval
 from ...backend import to_host
 from ...params import Param
 from .controller import validate_fields
-from .kernels import FusedDescent, StepRequest
+from .kernels import FusedDescent, StepRequest, row_squares
 from .ragged import RaggedBatch, array_module, put, row_norms, subtract_scaled, take
 from .rkc import tables
 from .state import FlowState
@@ -133,11 +133,6 @@ class RKC2(Solver):
         return y, carried, loss, grad_norm
 
 
-def _einsum_squares(g):
-    """Squared row norms of a (b, P) gradient by one einsum (the Euler step's; no (b, P) temporary)."""
-    return array_module(g).einsum("ij,ij->i", g, g)
-
-
 @dataclass(frozen=True)
 class GradientDescent(Solver):
     """Fixed-step explicit Euler, y ← y − h∇L(y) at the per-instance step h = ``step_fraction``/ρ̂.
@@ -200,7 +195,7 @@ class GradientDescent(Solver):
                 else:
                     y -= column * G
                 G, loss = run.gradient(y, state.rows)
-                squares = row_norms(G, _einsum_squares)
+                squares = row_norms(G, row_squares)
             run.evaluations += state.size
             t, done = t + h, done + 1
             run.report_progress(state)

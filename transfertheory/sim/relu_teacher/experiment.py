@@ -30,6 +30,7 @@ the fields of the ``faf_relu`` record (:mod:`~transfertheory.sim.relu_teacher.re
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -65,6 +66,8 @@ _NO_PRETRAINING = dict(pperp=np.nan, pperp_source=np.nan, pretrain_status="", pr
                        pretrain_loss=np.nan, pretrain_initial_loss=np.nan)
 _FIELDS = FIELDS  # the parameters' ranges and defaults
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
+#: pretrainings (one μ of a chunk of teachers each) kept per process by :func:`_pretrained`
+PRETRAINED_KEPT = 32
 _EXACT = "exact"  # the ``flow`` of a closed-form solve (status "exact")
 #: the table's statuses: the integrator's (``loss_tol``: FaF's rule) and ``exact`` (``linear_minnorm``)
 STATUSES = tuple(FLOW_STATUSES) + (_EXACT,)
@@ -162,9 +165,22 @@ def _teachers(plan: _Plan, xp):
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
-def _pretrained(plan: _Plan, W_t, c_t, mu, xp):
-    """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays."""
+def _pretraining_plan(plan: _Plan) -> _Plan:
+    """``plan`` with the fields pretraining does not read set to fixed values: the key of :func:`_pretrained`."""
+    return replace(plan, mus=(), ns=(), draws=1, draw_start=0, methods=(), target_flow=plan.pretrain_flow,
+                   linear_flow=plan.pretrain_flow)
+
+
+@functools.lru_cache(maxsize=PRETRAINED_KEPT)
+def _pretrained(plan: _Plan, mu, backend):
+    """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays.
+
+    Kept per process (least recently used first out): the chunks of one teacher (:func:`run_transfer_experiment`'s
+    ``draw_start``) that a process computes in turn pretrain it once. ``plan`` is a :func:`_pretraining_plan`.
+    """
     import pandas as pd
+    xp = resolve_backend(backend)
+    W_t, c_t = _teachers(plan, xp)
     sources = [ablated_teacher(W_t[k], c_t[k], mu, generator(plan.seed, 1, _mu_key(mu), t))
                for k, t in enumerate(_teacher_indices(plan))]
     W_s, c_s = xp.stack([s.W for s in sources]), xp.stack([s.c for s in sources])
@@ -183,8 +199,7 @@ def _samples(plan: _Plan, W_t, c_t, n, xp):
     X = np.stack([generator(plan.seed, 3, n, t, i).standard_normal((n, plan.d))
                   for t in _teacher_indices(plan) for i in _draw_indices(plan)])
     X = to_device(X, xp)
-    W_rep, c_rep = (xp.repeat(a, plan.draws, axis=0) for a in (W_t, c_t))
-    return X, network_output(W_rep, c_rep, X), W_rep, c_rep
+    return X, network_output(*(xp.repeat(a, plan.draws, axis=0) for a in (W_t, c_t)), X)
 
 
 def _scratch_init(plan: _Plan, n, xp):
@@ -194,11 +209,21 @@ def _scratch_init(plan: _Plan, n, xp):
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
-def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns) -> pd.DataFrame:
-    """Rows of one method at (μ, n) for every (teacher, draw); ``flow`` a FlowReport, a LinearFlow
-    (closed-form flow: no steps, no sphere) or ``_EXACT`` (least squares: status ``exact``)."""
+def _risk(plan: _Plan, W, c, teachers) -> np.ndarray:
+    """E(f − f_t*)² = 2·(population loss) of the T·I networks (W, c) against their teachers (W_t, c_t), a host
+    array. ``W`` is (T·I, m, d), or (T, m, d) when a teacher's data sets share the hidden weights (its pretrained
+    student): the population Gram of that student is then formed once for all of them."""
+    W_t, c_t = teachers
+    W = W.reshape((plan.teachers, -1) + W.shape[-2:])
+    loss = population_loss(W, c.reshape(plan.teachers, plan.draws, -1), W_t[:, None], c_t[:, None])
+    return 2 * np.asarray(to_host(loss)).reshape(-1)
+
+
+def _rows(plan: _Plan, method, mu, n, risk, norms, flow, **columns) -> pd.DataFrame:
+    """Rows of one method at (μ, n) for every (teacher, draw), with risks ``risk`` (:func:`_risk`); ``flow`` a
+    FlowReport, a LinearFlow (closed-form flow: no steps, no sphere) or ``_EXACT`` (least squares: status
+    ``exact``)."""
     import pandas as pd
-    risk = 2 * np.asarray(to_host(population_loss(W, c, W_rep, c_rep)))
     count = plan.teachers * plan.draws
     if flow is _EXACT:
         conv = dict(convergence_columns(Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan)), loss=np.nan,
@@ -213,13 +238,13 @@ def _rows(plan: _Plan, method, mu, n, W, c, W_rep, c_rep, norms, flow, **columns
 
 
 def _scratch_flows(plan: _Plan, samples, xp) -> dict:
-    """n → the scratch flows (a FlowReport of the T·I instances) at every n of ``samples`` (n → (X, y, …)), integrated
+    """n → the scratch flows (a FlowReport of the T·I instances) at every n of ``samples`` (n → (X, y)), integrated
     as one batch: the samples of smaller n padded with zero rows (``train_on_samples``' ``sizes``). Each instance
     has its own step control, so its flow is that of a batch of its n alone up to rounding, and the per-step cost
     of the integrator and of the gradient's small arrays is paid once for all n instead of once per n."""
     n_max, count = max(plan.ns), plan.teachers * plan.draws
     padded = [(xp.pad(X, ((0, 0), (0, n_max - n), (0, 0))), xp.pad(y, ((0, 0), (0, n_max - n))))
-              for n, (X, y, *_) in samples.items()]
+              for n, (X, y) in samples.items()]
     inits = [_scratch_init(plan, n, xp) for n in samples]
     flow = train_on_samples(xp.concatenate([W for W, _ in inits]), xp.concatenate([c for _, c in inits]),
                             xp.concatenate([X for X, _ in padded]), xp.concatenate([y for _, y in padded]),
@@ -233,14 +258,14 @@ def _instances(flow: FlowReport, rows: slice) -> FlowReport:
                    convergence=flow.convergence[rows])
 
 
-def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
-    """Every method's rows at sample size n (shared samples ``samples`` = (X, y, W_rep, c_rep); ``scratch`` the
-    scratch flows at n, or None without that method)."""
-    X, y, W_rep, c_rep = samples
+def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -> list:
+    """Every method's rows at sample size n (shared samples ``samples`` = (X, y); ``scratch`` the scratch flows at
+    n, or None without that method; ``teachers`` the target teachers (W_t, c_t))."""
+    X, y = samples
     out = []
     if scratch is not None:
-        out += [_rows(plan, "scratch", mu, n, scratch.W, scratch.c, W_rep, c_rep, norms, scratch, **_NO_PRETRAINING)
-                for mu in plan.mus]
+        risk = _risk(plan, scratch.W, scratch.c, teachers)  # one flow per (n, teacher, draw), a row per μ
+        out += [_rows(plan, "scratch", mu, n, risk, norms, scratch, **_NO_PRETRAINING) for mu in plan.mus]
     for mu, (pre, table, _) in pretrained.items():
         W_pre, c_pre = (xp.repeat(a, plan.draws, axis=0) for a in (pre.W, pre.c))
         pperp = {f"pretrain_{k}" if k in ("status", "converged", "loss", "initial_loss") else k:
@@ -249,13 +274,14 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, xp) -> list:
         both = "linear" in plan.methods and "linear_minnorm" in plan.methods  # one SVD of the features for both
         if "linear" in plan.methods:
             flow = linear_transfer_flow(W_pre, c_pre, X, y, flow=plan.linear_flow, minnorm=both)
-            out.append(_rows(plan, "linear", mu, n, W_pre, flow.c, W_rep, c_rep, norms, flow, **pperp))
+            out.append(_rows(plan, "linear", mu, n, _risk(plan, pre.W, flow.c, teachers), norms, flow, **pperp))
         if "linear_minnorm" in plan.methods:
             minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
-            out.append(_rows(plan, "linear_minnorm", mu, n, W_pre, minnorm, W_rep, c_rep, norms, _EXACT, **pperp))
+            out.append(_rows(plan, "linear_minnorm", mu, n, _risk(plan, pre.W, minnorm, teachers), norms, _EXACT,
+                             **pperp))
         if "finetune" in plan.methods:
             flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow)
-            out.append(_rows(plan, "finetune", mu, n, flow.W, flow.c, W_rep, c_rep, norms, flow, **pperp))
+            out.append(_rows(plan, "finetune", mu, n, _risk(plan, flow.W, flow.c, teachers), norms, flow, **pperp))
     return out
 
 
@@ -351,10 +377,12 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=_FIELDS["teachers"].
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.draws) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
-    pretrained = {mu: _pretrained(plan, W_t, c_t, mu, xp) for mu in plan.mus} if transfer else {}
+    key = _pretraining_plan(plan)
+    pretrained = {mu: _pretrained(key, mu, backend_name(xp)) for mu in plan.mus} if transfer else {}
     samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
     scratch = _scratch_flows(plan, samples, xp) if "scratch" in plan.methods else {}
-    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, xp)]
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, (W_t, c_t),
+                                                 xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow.as_dict(),
                     pretrain_flow=plan.pretrain_flow.as_dict(),

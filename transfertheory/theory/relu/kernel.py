@@ -131,14 +131,17 @@ def _check_network(W, c, W_star, c_star):
     return xp, W, c, W_star, c_star
 
 
-def _difference_network(W, c, W_star, c_star, xp, what):
+def _difference_network(W, c, W_star, c_star, xp, what, shared_grams=False):
     """(B, v) with f − f* = Σₖ vₖ σ(bₖᵀx): B = [W; W*], v = [c/m; −c*/m*], batch axes broadcast; refused (memory
-    guard of ``what``) when the six (m + m*)² Grams of the loss and its gradients do not fit."""
+    guard of ``what``) when the six (m + m*)² Grams of the loss and its gradients do not fit. ``shared_grams``: B
+    spans only the broadcast batch of the hidden weights, so that a Gram of B serves every output-weight vector
+    broadcast against it (v spans the whole batch either way)."""
     m, m_star = W.shape[-2], W_star.shape[-2]
     batch = _broadcast_batch(W.shape[:-2], c.shape[:-1], W_star.shape[:-2], c_star.shape[:-1])
-    check_gram_memory(what, batch, m + m_star, m + m_star, 6, xp)
+    grams = _broadcast_batch(W.shape[:-2], W_star.shape[:-2]) if shared_grams else batch
+    check_gram_memory(what, grams, m + m_star, m + m_star, 6, xp)
     d = W.shape[-1]
-    B = xp.concatenate([xp.broadcast_to(W, batch + (m, d)), xp.broadcast_to(W_star, batch + (m_star, d))], axis=-2)
+    B = xp.concatenate([xp.broadcast_to(W, grams + (m, d)), xp.broadcast_to(W_star, grams + (m_star, d))], axis=-2)
     v = xp.concatenate([xp.broadcast_to(c / m, batch + (m,)), xp.broadcast_to(-c_star / m_star, batch + (m_star,))],
                        axis=-1)
     return B, v
@@ -178,9 +181,12 @@ def population_loss(W, c, W_star, c_star):
     Returns
     -------
     array of the broadcast batch shape (a scalar for a single instance)
+
+    The Gram k(B, B) is formed once per entry of the hidden weights' broadcast batch: output weights ``c`` (or
+    ``c_star``) with batch axes that ``W`` and ``W_star`` lack (size 1 there) share it.
     """
     xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
-    B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss")
+    B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss", shared_grams=True)
     return 0.5 * _quadratic_form(_kernel(B, B, xp), v)
 
 
