@@ -26,7 +26,6 @@ from ..sim.records import flow_arguments
 from ..sweep.named import named_profile
 from ..theory import relu as R
 from .compare import agreement, holds, mean_se, significant, within
-from .profiles import PROFILES
 from .registry import combine, register
 
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess",
@@ -83,9 +82,7 @@ def _sizes(case):
     4× the draws uses 4× the teachers.
     """
     d, m, m_star, teachers = SIZES.get(case.profile.name, SIZES["full"])
-    base = PROFILES.get(case.profile.name, case.profile).sim_draws
-    sizes = (d, m, m_star, teachers * max(1, case.profile.sim_draws // base))
-    return sizes, backend_name(resolve_backend(case.profile.backend))
+    return (d, m, m_star, teachers * case.profile.scale), backend_name(resolve_backend(case.profile.backend))
 
 
 def sampled_half_square_error(W, c, W_ref, c_ref, rng, samples):
@@ -300,7 +297,7 @@ def _finite_n_boundary(case):
     log n_c."""
     profile = case.profile.name if case.profile.name in BOUNDARY_SIZES else "full"
     (d, m, m_star, teachers, draws), ns = BOUNDARY_SIZES[profile], BOUNDARY_PROFILE_NS[profile]
-    teachers *= max(1, case.profile.sim_draws // PROFILES.get(case.profile.name, case.profile).sim_draws)
+    teachers *= case.profile.scale
     seed = int(case.rng.integers(2**31))
     row = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
     result = boundary_agreement(row, row.scratch_converged, row.scratch_total)

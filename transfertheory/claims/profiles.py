@@ -21,7 +21,8 @@ class Profile:
     of simulation claims; ``sim_draws``: target draws per simulated point; ``mc_reps``: repetitions of
     a Monte Carlo of a defining expectation (n, d ≤ 40); ``reference_draws``: draws of a Monte Carlo
     reference (the fine-tuning gradient-flow limit), None for the method's own size policy;
-    ``backend``: the simulator's array backend.
+    ``backend``: the simulator's array backend; ``scale``: how many times the draws of the named profile this
+    one carries (:meth:`enlarged`: the registry's confirmation stage), for checks whose other sizes grow with it.
     """
 
     name: str
@@ -32,11 +33,13 @@ class Profile:
     reference_draws: int | None
     backend: str
     description: str
+    scale: int = 1
 
     def enlarged(self, factor: int) -> "Profile":
-        """The same profile with ``factor`` × the draws, repetitions and reference draws (same points)."""
+        """The same profile with ``factor`` × the draws, repetitions and reference draws (same points) and scale."""
         return replace(self, sim_draws=self.sim_draws * factor, mc_reps=self.mc_reps * factor,
-                       reference_draws=None if self.reference_draws is None else self.reference_draws * factor)
+                       reference_draws=None if self.reference_draws is None else self.reference_draws * factor,
+                       scale=self.scale * factor)
 
 
 #: one :class:`Profile` per name of :data:`transfertheory.params.PROFILE_NAMES`, in that order
