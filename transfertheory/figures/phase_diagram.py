@@ -444,9 +444,7 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
-    tables = {"grid": (table, grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
-    data, columns = tables[primary]
-    other = "points" if primary == "grid" else "grid"
-    suffix = "_simulated" if other == "points" else "_grid"
-    return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
+    grid_table, point_table = ("_grid", table, grid_columns(grid)), ("_simulated", points, SIM_COLUMN_DEFINITIONS)
+    (_, data, columns), extra = (grid_table, point_table) if primary == "grid" else (point_table, grid_table)
+    return FigureOutput(fig, data, columns, record, tuple(lines), extra=(extra,),
                         agreement=agreement_record(points, "transferability"))
