@@ -30,7 +30,7 @@ import sys
 import time
 
 from .. import cli_support
-from ..cli_support import backend_choice, resolve_backend
+from ..cli_support import EXIT_BACKEND, EXIT_MEMORY, EXIT_USAGE, backend_choice, resolve_backend
 from ..params import Interval, Param
 
 __all__ = [
@@ -48,9 +48,7 @@ __all__ = [
     "write_and_report",
 ]
 
-EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, cli_support.EXIT_BACKEND
-#: exit status when a simulation does not fit in memory (the memory guard; :func:`cli_support.entry_point`)
-EXIT_MEMORY = cli_support.EXIT_MEMORY
+EXIT_OK, EXIT_UNWRITABLE = 0, 1
 #: the exit statuses of every figure CLI, for its ``--help``
 EPILOG = cli_support.exit_status_epilog(
     "0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)", f"{EXIT_USAGE} usage error",

@@ -394,11 +394,8 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     """
     limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
     depth = grid.attrs.get("depth", 2)
-    if isinstance(grid, PhaseGrid):  # the [θ, γ] matrix and its axes: no tidy table built
-        gamma, theta, t = grid.gamma[None, :], grid.theta[:, None], grid_surface(grid)[2]
-    else:
-        gamma, theta = np.asarray(grid["gamma"]), np.asarray(grid["theta"])
-        t = np.asarray(grid["transferability"], dtype=float)
+    gamma, theta, t = grid_surface(grid)  # the [θ, γ] matrix and its axes
+    gamma, theta = gamma[None, :], theta[:, None]
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     opens = negative & (gamma < 1)
