@@ -19,12 +19,12 @@ import argparse
 import re
 
 from ._memory import set_limit
-from .cli_support import entry_point, exit_process
+from .cli_support import add_backend_argument, entry_point, exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures import phase_grid
-from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns
-from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SIGMA
+from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns, sweep_sizes
+from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SEED, SIGMA
 from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
 from .theory.methods import get_method
 
@@ -33,6 +33,8 @@ __all__ = ["build_parser", "output_name", "main", "NOISE", "RIDGE"]
 #: ``--noise`` and ``--lam``: up to 10¹², far beyond any transfer (the closed forms compute σ⁴ and λ-powers, which
 #: leave the floating-point range near 10⁷⁷ and would print overflow warnings)
 NOISE, RIDGE = SIGMA.with_range(high=1e12, closed="both"), LAM.with_range(high=1e12, closed="both")
+#: ``--paper-size``: FaF Fig. 1's simulation size at the paper profile (FaF App. D.1: d = 500, 20 target draws)
+PAPER_D, PAPER_DRAWS = (sweep_sizes("faf_fig1", "paper")[key] for key in ("d", "draws"))
 
 
 def output_name(method, sigma, lam=0.0, finite_d=None, depth=2, spectrum=None, teacher=None):
@@ -95,8 +97,14 @@ def build_parser():
     sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")
     sim.add_argument("--sim-gammas", type=cli.COUNT.arg_type(), default=None, metavar="M",
                      help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
-    cli.add_size_arguments(sim, d=SIM_D, draws=SIM_DRAWS, d_type=D.with_range(low=3).arg_type(),
-                           draws_type=DRAWS.with_range(low=2).arg_type(), prefix="sim-")
+    sim.add_argument("--sim-d", type=D.with_range(low=3).arg_type(), default=None, metavar="D",
+                     help=f"simulated input dimension d (default {SIM_D}; {PAPER_D} with --paper-size)")
+    sim.add_argument("--sim-draws", type=DRAWS.with_range(low=2).arg_type(), default=None, metavar="K",
+                     help=f"target draws per point, >= 2 (default {SIM_DRAWS}; {PAPER_DRAWS} with --paper-size)")
+    sim.add_argument("--paper-size", action="store_true",
+                     help=f"the paper's size (FaF App. D.1): d = {PAPER_D}, {PAPER_DRAWS} draws")
+    sim.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
+    add_backend_argument(sim)
     cli.add_memory_argument(sim)
     return parser
 
@@ -148,7 +156,9 @@ def _validate(parser, args):
     if given and not args.simulate:
         parser.error(f"{', '.join(given)} applies with --simulate only")
     args.sim_gammas = SIM_GAMMAS if args.sim_gammas is None else args.sim_gammas
-    args.sim_d, args.sim_draws = cli.resolve_size(args, d=SIM_D, draws=SIM_DRAWS, prefix="sim-")
+    size = sweep_sizes("faf_fig1", "paper" if args.paper_size else "quick")  # explicit flags win over --paper-size
+    args.sim_d = size["d"] if args.sim_d is None else args.sim_d
+    args.sim_draws = size["draws"] if args.sim_draws is None else args.sim_draws
     min_n = get_method(args.method).min_n
     if args.simulate and simulation_ns(args.sim_d, args.gamma_max, args.sim_gammas, min_n)[0].size == 0:
         parser.error(f"no simulable n = round(γ_max·d·k/M) >= {min_n} with |n − d| >= 2 "

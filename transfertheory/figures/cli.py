@@ -1,4 +1,4 @@
-r"""Command-line pieces shared by the figure CLIs: size flags, the array backend, writing and reporting.
+r"""Command-line pieces shared by the figure CLIs: the output folder, the array backend, writing and reporting.
 
 Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -m transfertheory.phase_diagram``,
 ``python -m transfertheory.figures.faf_figN``), also in each one's ``--help`` (:data:`EPILOG`):
@@ -30,8 +30,8 @@ import sys
 import time
 
 from .. import cli_support
-from ..cli_support import add_backend_argument, backend_choice, resolve_backend
-from ..params import SEED, Interval, Param
+from ..cli_support import EXIT_BACKEND, EXIT_MEMORY, EXIT_USAGE, backend_choice, resolve_backend
+from ..params import Interval, Param
 
 __all__ = [
     "EXIT_OK",
@@ -42,27 +42,19 @@ __all__ = [
     "EXIT_MEMORY",
     "add_memory_argument",
     "COUNT",
-    "PAPER_D",
-    "PAPER_DRAWS",
     "check_before_work",
-    "add_size_arguments",
-    "resolve_size",
     "add_output_arguments",
     "Timer",
     "write_and_report",
 ]
 
-EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, cli_support.EXIT_BACKEND
-#: exit status when a simulation does not fit in memory (the memory guard; :func:`cli_support.entry_point`)
-EXIT_MEMORY = cli_support.EXIT_MEMORY
+EXIT_OK, EXIT_UNWRITABLE = 0, 1
 #: the exit statuses of every figure CLI, for its ``--help``
 EPILOG = cli_support.exit_status_epilog(
     "0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)", f"{EXIT_USAGE} usage error",
     f"{EXIT_BACKEND} array backend unknown or unusable", f"{EXIT_MEMORY} a simulation does not fit in memory")
 #: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
 COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
-#: the paper's simulation size (FaF App. D.1): d = 500, 20 target draws per point
-PAPER_D, PAPER_DRAWS = 500, 20
 
 
 def check_before_work(args, simulates=True):
@@ -82,30 +74,6 @@ def add_memory_argument(parser):
     parser.add_argument("--max-memory", type=arg_type, default=None, metavar="SIZE",
                         help=f"memory the simulations may use, e.g. 64G (default: ${ENV_VAR}, else the memory "
                         f"available); a simulation estimated above it exits with code {EXIT_MEMORY} before it starts")
-
-
-def add_size_arguments(parser, *, d, draws, d_type, draws_type, paper_d=PAPER_D, paper_draws=PAPER_DRAWS, prefix=""):
-    """Flags ``--{prefix}d``, ``--{prefix}draws``, ``--paper-size``, ``--seed``, ``--backend`` (size defaults None).
-
-    ``d_type`` / ``draws_type``: argparse ``type=`` callables that validate the ranges.
-    """
-    parser.add_argument(f"--{prefix}d", type=d_type, default=None, metavar="D",
-                        help=f"simulated input dimension d (default {d}; {paper_d} with --paper-size)")
-    parser.add_argument(f"--{prefix}draws", type=draws_type, default=None, metavar="K",
-                        help=f"target draws per point, >= 2 (default {draws}; {paper_draws} with --paper-size)")
-    parser.add_argument("--paper-size", action="store_true",
-                        help=f"the paper's size (FaF App. D.1): d = {paper_d}, {paper_draws} draws")
-    parser.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
-    add_backend_argument(parser)
-
-
-def resolve_size(args, *, d, draws, paper_d=PAPER_D, paper_draws=PAPER_DRAWS, prefix=""):
-    """(d, draws) from the flags of :func:`add_size_arguments`: explicit flags win over ``--paper-size``."""
-    key = prefix.replace("-", "_")
-    given_d, given_draws = getattr(args, f"{key}d"), getattr(args, f"{key}draws")
-    d = given_d if given_d is not None else paper_d if args.paper_size else d
-    draws = given_draws if given_draws is not None else paper_draws if args.paper_size else draws
-    return d, draws
 
 
 def add_output_arguments(parser, fmt="both"):

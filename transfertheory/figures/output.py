@@ -42,8 +42,6 @@ __all__ = [
 ]
 
 FORMATS = {"png": ("png",), "pdf": ("pdf",), "both": ("png", "pdf")}
-#: every figure format an earlier run may have left behind
-_ALL_FORMATS = ("png", "pdf")
 #: suffix and width in pixels of the small PNG the figures README shows
 THUMBNAIL, THUMBNAIL_WIDTH = "_thumb.png", 480
 #: the resolution (dots per inch) of the written PNGs
@@ -184,11 +182,9 @@ def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
     for ext, path in paths.items():
         if ext == "csv":
             write_csv(data, stage(path))
-        elif ext == "png":
-            fig.savefig(stage(path), format="png", dpi=dpi, bbox_inches=bbox_inches,
-                        pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
         else:
-            fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches)
+            png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
+            fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches, **png)
 
 
 def _json_value(value):
@@ -274,7 +270,8 @@ def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Pa
     """
     out = Path(out)
     keep = {Path(p).resolve() for p in keep}
-    candidates = [out / f"{name}.{ext}" for ext in (*_ALL_FORMATS, "csv", "json")] + [out / f"{name}{THUMBNAIL}"]
+    # every format an earlier run may have left behind
+    candidates = [out / f"{name}.{ext}" for ext in (*FORMATS["both"], "csv", "json")] + [out / f"{name}{THUMBNAIL}"]
     candidates += [out / f"{name}{suffix}.csv" for suffix in extra_suffixes]
     removed = []
     for path in candidates:

@@ -394,11 +394,8 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     """
     limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
     depth = grid.attrs.get("depth", 2)
-    if isinstance(grid, PhaseGrid):  # the [θ, γ] matrix and its axes: no tidy table built
-        gamma, theta, t = grid.gamma[None, :], grid.theta[:, None], grid_surface(grid)[2]
-    else:
-        gamma, theta = np.asarray(grid["gamma"]), np.asarray(grid["theta"])
-        t = np.asarray(grid["transferability"], dtype=float)
+    gamma, theta, t = grid_surface(grid)  # the [θ, γ] matrix and its axes
+    gamma, theta = gamma[None, :], theta[:, None]
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     opens = negative & (gamma < 1)
@@ -444,9 +441,7 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
-    tables = {"grid": (table, grid_columns(grid)), "points": (points, SIM_COLUMN_DEFINITIONS)}
-    data, columns = tables[primary]
-    other = "points" if primary == "grid" else "grid"
-    suffix = "_simulated" if other == "points" else "_grid"
-    return FigureOutput(fig, data, columns, record, tuple(lines), extra=((suffix, *tables[other]),),
+    grid_table, point_table = ("_grid", table, grid_columns(grid)), ("_simulated", points, SIM_COLUMN_DEFINITIONS)
+    (_, data, columns), extra = (grid_table, point_table) if primary == "grid" else (point_table, grid_table)
+    return FigureOutput(fig, data, columns, record, tuple(lines), extra=(extra,),
                         agreement=agreement_record(points, "transferability"))

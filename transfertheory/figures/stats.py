@@ -76,20 +76,17 @@ def _plain(raw):
     return out
 
 
-def _describe(keys, values):
-    """Mean, SD (ddof 1), SE and counts of ``values`` (NaN = unconverged draw) per group of ``keys``."""
+def _describe(rows, values, method):
+    """Mean, SD (ddof 1), SE and counts of ``values`` (NaN = unconverged draw) per (γ, θ, λ) point of ``rows``, as
+    the statistics of ``method``: columns :data:`STAT_COLUMNS`."""
     import pandas as pd
 
-    frame = keys.assign(_v=values)
-    grouped = frame.groupby(list(keys.columns), sort=True)["_v"]
+    keys = rows[["gamma", "theta", "lam", "n", "d", "sigma"]]
+    grouped = keys.assign(_v=values).groupby(list(keys.columns), sort=True)["_v"]
     out = grouped.agg(mean="mean", sd=lambda v: v.std(ddof=1), n_converged="count", n_draws="size").reset_index()
     out["se"] = out["sd"] / np.sqrt(out["n_converged"])
-    return pd.DataFrame(out)
-
-
-def _finish(stats, method):
-    stats.insert(len(stats.columns), "method", method)
-    return stats[STAT_COLUMNS].reset_index(drop=True)
+    out["method"] = method
+    return pd.DataFrame(out)[STAT_COLUMNS].reset_index(drop=True)
 
 
 def transferability_stats(raw, method):
@@ -111,8 +108,7 @@ def transferability_stats(raw, method):
     ok = both["converged"].astype(bool) & both["converged_scratch"].astype(bool)
     diff = both["risk_scratch"] - both["risk"]
     diff = diff.where(ok & np.isfinite(diff))
-    stats = _describe(both[["gamma", "theta", "lam", "n", "d", "sigma"]], diff)
-    return _finish(stats, method)
+    return _describe(both, diff, method)
 
 
 def risk_stats(raw, method):
@@ -120,8 +116,7 @@ def risk_stats(raw, method):
     raw = _plain(raw)
     rows = raw[raw["method"] == method]
     ok = rows["converged"].astype(bool) & np.isfinite(rows["risk"])
-    stats = _describe(rows[["gamma", "theta", "lam", "n", "d", "sigma"]], rows["risk"].where(ok))
-    return _finish(stats, method)
+    return _describe(rows, rows["risk"].where(ok), method)
 
 
 def compare(stats, theory, prefix, theory_se=0.0):
