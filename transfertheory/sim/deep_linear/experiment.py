@@ -15,8 +15,8 @@ its grid position, so results do not depend on chunking or on the backend beyond
 * ``(2, γ index, draw)`` — the target draw X, ε (:func:`target_draw`);
 * ``(3, γ index, draw)`` — the scratch network's initial weights.
 
-The arguments' ranges and defaults are the fields of the ``faf_linear`` record
-(:mod:`~transfertheory.sim.deep_linear.record`).
+The arguments' ranges and defaults are the fields of the ``faf_linear`` record, :data:`FAF_LINEAR`, defined at
+the end (:data:`FIELDS`).
 """
 from __future__ import annotations
 
@@ -29,29 +29,52 @@ from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
+from ...theory.methods import get_method
+from ...theory.spectra import (SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, sigma_norm,
+                               spectrum as parse_spectrum, teacher_pair)
 from ..convergence import Convergence, convergence_columns
 from ..integrator import FlowResult, FlowSettings, flow_state_bytes
+from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
-from ...theory.methods import get_method
-from ...theory.spectra import sigma_norm, spectrum as parse_spectrum, teacher_pair
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
-from .fields import FIELDS, METHODS
 from .training import PRETRAIN_FLOW, TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
-__all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "ROW_KEYS", "COLUMNS"]
+__all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "FIELDS", "ROW_KEYS", "COLUMNS",
+           "FAF_LINEAR"]
 
 ROW_KEYS = ("method", "gamma", "theta", "lam", "draw")  # one row per key; the output is sorted by it
 COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "draw", "risk", "converged", "status",
            "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
            "feature_rank")
-_FIELDS = FIELDS  # the model parameters' ranges and defaults
+METHODS = ("scratch", "linear", "finetune")
+
+
+def _teacher_text(text):
+    return text if text == "random" else check_teacher_text(text)
+
+
+#: the parameters of :func:`run_transfer_experiment` at one (γ, θ), declared once: each one's default and valid
+#: range, through which the entry point validates its arguments (a grid argument through its scalar field's range),
+#: and the fields of the experiment record :data:`FAF_LINEAR`, by name in the record's order
+FIELDS = {f.name: f for f in (
+    Field("d", 64, P.D.with_range(low=2)), Field("gamma", 0.5, P.GAMMA), Field("theta", 0.5, P.THETA),
+    Field("sigma", 0.2, P.SIGMA), Field("draws", 4, P.DRAWS, description="target draws per γ"),
+    Field("depth", 2, P.DEPTH), Field("alpha", 1e-5, P.ALPHA),
+    Field("methods", ("scratch", "linear"), choices=METHODS, sequence=True), Field("lam", 0.0, P.LAM),
+    *flow_fields(TARGET_FLOW, "gtol", "max_time", "rtol"),
+    Field("spectrum", "isotropic", text=check_spectrum_text, syntax=SPECTRUM_SYNTAX, added=True,
+          description="input covariance spectrum (docs/anisotropic.md); isotropic: FaF's x ~ N(0, I)"),
+    Field("teacher", "random", text=_teacher_text, syntax="random | " + TEACHER_SYNTAX, added=True,
+          description="where β_s, β_t sit on the spectrum; random: the isotropic draw, Σ-normalised"))}
 
 
 def _grid(field, values, name):
     """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range."""
-    return _FIELDS[field].param.sequence(values, name)
+    return FIELDS[field].param.sequence(values, name)
+
+
 # the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
@@ -363,8 +386,8 @@ def run_transfer_experiment(
     thetas,
     sigma,
     draws,
-    depth=_FIELDS["depth"].default,
-    alpha=_FIELDS["alpha"].default,
+    depth=FIELDS["depth"].default,
+    alpha=FIELDS["alpha"].default,
     methods=METHODS,
     ridge=(0.0,),
     seed=0,
@@ -497,3 +520,22 @@ def run_transfer_experiment(
                         teacher=plan.teacher if plan.teacher is None or isinstance(plan.teacher, str)
                         else tuple(np.asarray(plan.teacher, float)))
     return df
+
+
+def _faf_linear(p, seed, backend):
+    return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["draws"], depth=p["depth"],
+                                   alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
+                                   backend=backend, progress=False, spectrum=p["spectrum"],
+                                   teacher=None if p["teacher"] == "random" else p["teacher"],
+                                   **flow_arguments(p))
+
+
+#: the experiment record ``faf_linear``: the simulator at one (γ, θ), with isotropic inputs by default or a
+#: ``spectrum`` and ``teacher`` family (docs/anisotropic.md); its fields are :data:`FIELDS`
+FAF_LINEAR = Experiment(
+    name="faf_linear", paper="FaF §3", version=1,
+    description="deep linear network: scratch, linear transfer and fine-tuning at one (γ, θ)",
+    fields=tuple(FIELDS.values()),
+    example=dict(d=8, gamma=0.5, theta=0.5, draws=2, methods=("scratch", "linear", "finetune")),
+    renamed={"instances": "draws", "tol": "gtol", "instance": "draw"},
+    simulate=_faf_linear)
