@@ -33,7 +33,7 @@ from ...theory.methods import get_method
 from ...theory.spectra import (SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, sigma_norm,
                                spectrum as parse_spectrum, teacher_pair)
 from ..convergence import Convergence, convergence_columns
-from ..integrator import FlowResult, FlowSettings, flow_state_bytes
+from ..integrator import FlowSettings, flow_state_bytes
 from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
@@ -291,23 +291,16 @@ def _rows(plan: _Plan, chunk: _Chunk, method: str, risk, lam=0.0, **columns) -> 
 # --------------------------------------------------------------------------- methods
 
 
-class _Totals:
+def _totals(flows) -> dict:
     """Integrator statistics summed over a run's flows (``df.attrs["integrator"]``)."""
-
-    def __init__(self):
-        self.stats = {"evaluations": 0, "rejected": 0, "max_stages": 0}
-
-    def add(self, flow: FlowResult) -> FlowResult:
-        self.stats["evaluations"] += flow.evaluations
-        self.stats["rejected"] += flow.rejected
-        self.stats["max_stages"] = max(self.stats["max_stages"], flow.max_stages)
-        return flow
+    return {"evaluations": sum(f.evaluations for f in flows), "rejected": sum(f.rejected for f in flows),
+            "max_stages": max((f.max_stages for f in flows), default=0)}
 
 
-def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult | None, xp, totals: _Totals,
+def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult | None, xp, flows: list,
                progress) -> pd.DataFrame:
     """Scratch (from αW̄) and fine-tuning (from the pretrained weights) of every (draw, θ): one batched flow
-    in the eigenbasis of each draw's Σ̂ (:func:`~.losses.rotate_to_data_eigenbasis`)."""
+    in the eigenbasis of each draw's Σ̂ (:func:`~.losses.rotate_to_data_eigenbasis`), added to ``flows``."""
     methods, m, n_theta, d = plan.flow_methods, len(chunk.draws), len(plan.thetas), plan.d
     starts = []
     if "scratch" in methods:
@@ -320,7 +313,7 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     c = to_device(np.concatenate([chunk.c] * len(methods), axis=1).reshape(-1, d), xp)
     y2 = to_device(np.concatenate([chunk.y2] * len(methods), axis=1).reshape(-1), xp)
     lam, Q, c_rot, y0_rot = rotate_to_data_eigenbasis(arch, to_device(chunk.gram, xp), c, y0)
-    flow = totals.add(train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, plan.flow, progress=progress))
+    flows.append(flow := train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, plan.flow, progress=progress))
     beta_rot = end_to_end(arch, flow.y).reshape(m, -1, d)
     beta_hat = to_host((Q[:, None] @ beta_rot[..., None])[..., 0]).reshape(m, len(methods), n_theta, d)  # β = Qβ̃
     drift = to_host(imbalance_drift(arch, y0_rot, flow.y))
@@ -341,9 +334,10 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
 
 
 def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult, basis, xp,
-                 totals: _Totals) -> pd.DataFrame:
+                 flows: list) -> pd.DataFrame:
     """Linear transfer on the pretrained features for every λ of ``plan.ridge``: exact solve on the kept
-    feature directions (:func:`~.transfer.linear_transfer_exact`) or gradient flow on the last layer."""
+    feature directions (:func:`~.transfer.linear_transfer_exact`) or gradient flow on the last layer (added to
+    ``flows``)."""
     U, s_feat, V, F = basis
     c = to_device(chunk.c.reshape(-1, plan.d), xp)
     target = LeastSquaresLoss(arch, to_device(chunk.gram, xp), c, to_device(chunk.y2.reshape(-1), xp))
@@ -359,7 +353,7 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
             loss = to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1))
         else:
             w0 = xp.repeat(arch.layers(pre.weights)[1], c.shape[0], axis=0)
-            flow = totals.add(train(LastLayerLoss(target, F, lam), w0, plan.flow))
+            flows.append(flow := train(LastLayerLoss(target, F, lam), w0, plan.flow))
             beta_hat = flow.y @ F.T
             convergence, loss = flow.convergence.requiring(pre_ok), flow.loss
         risk = plan.risk(to_host(beta_hat) - chunk.targets)
@@ -497,7 +491,7 @@ def run_transfer_experiment(
                        backend=backend_name(xp), spectrum=plan.spectrum)
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.target_draws
-    frames, totals = [], _Totals()
+    frames, flows = [], []
     with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
         for start in range(0, len(draws), size):
             chunk = _chunk(plan, draws[start:start + size], beta_t)
@@ -505,15 +499,15 @@ def run_transfer_experiment(
                 def advance(fraction, base=bar.n, count=len(chunk.draws)):  # draws finished in this chunk
                     bar.update(base + fraction * count - bar.n)
 
-                frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
+                frames.append(_flow_rows(plan, arch, chunk, pre, xp, flows, advance))
             if "linear" in plan.methods:
-                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
+                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, flows))
             bar.update(start + len(chunk.draws) - bar.n)
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
-                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
+                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows), beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     if plan.spectrum is not None or plan.teacher is not None:
         df.attrs.update(spectrum=None if plan.spectrum is None else tuple(plan.spectrum),

@@ -162,21 +162,19 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     if {"finetune", "finetune_full"} & set(algorithms):
         pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["draws"], s["restarts"], generator(seed, 1),
                          backend=backend_name(xp), init_scale=init_scale, flow=flow)
-    problems = {name: [] for name in ("joint", "target_only", "merlin") if name in algorithms}
+    k, lam, m, restarts = s["k"], s["lam"], s["m"], s["restarts"]
+    builders = {  # the flows of the algorithms with restarts on one target set, from the generator of their starts
+        "joint": lambda X, y, rng: A.joint_problem(X, y, k, lam, s["alpha"], m, restarts, rng, init_scale),
+        "target_only": lambda X, y, rng: A.target_only_problem(X, y, lam, m, restarts, rng, init_scale),
+        "merlin": lambda X, y, rng: A.merlin_problem(X, y, k, lam, m, restarts, rng, s["rho"], s["ridge"],
+                                                     s["splits"], init_scale)}
+    problems = {name: [] for name in builders if name in algorithms}
     for n_t in s["n_targets"]:  # the problems of every n_t, then each algorithm trained for all n_t at once
         X, y = (to_device(a, xp) for a in target_sets(n_t, s["d"], s["draws"], seed))
         if pre is not None:
-            finetune_frames.append(_finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow))
-        if "joint" in problems:
-            problems["joint"].append(A.joint_problem(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"],
-                                                     _starts(seed, "joint", n_t), init_scale))
-        if "target_only" in problems:
-            problems["target_only"].append(A.target_only_problem(X, y, s["lam"], s["m"], s["restarts"],
-                                                                 _starts(seed, "target_only", n_t), init_scale))
-        if "merlin" in problems:
-            problems["merlin"].append(A.merlin_problem(X, y, s["k"], s["lam"], s["m"], s["restarts"],
-                                                       _starts(seed, "merlin", n_t), s["rho"], s["ridge"], s["splits"],
-                                                       init_scale))
+            finetune_frames.append(_finetune_rows(pre, X, y, n_t, lam, algorithms, flow))
+        for name, batch in problems.items():
+            batch.append(builders[name](X, y, _starts(seed, name, n_t)))
     outcomes = {name: A.solve(batch, flow=flow) for name, batch in problems.items()}
     frames = []
     for i, n_t in enumerate(s["n_targets"]):
