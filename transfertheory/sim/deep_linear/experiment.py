@@ -101,10 +101,10 @@ def task_vectors(d: int, thetas, seed, spectrum=None, teacher=None):
         beta_s /= sigma_norm(beta_s, spectrum)
         nu -= np.sum(spectrum * nu * beta_s) * beta_s
         nu /= sigma_norm(nu, spectrum)
-        return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
-    beta_s /= np.linalg.norm(beta_s)
-    nu -= (nu @ beta_s) * beta_s
-    nu /= np.linalg.norm(nu)
+    else:
+        beta_s /= np.linalg.norm(beta_s)
+        nu -= (nu @ beta_s) * beta_s
+        nu /= np.linalg.norm(nu)
     return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
 
 
@@ -163,11 +163,6 @@ class _Plan:
         return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.draws)]
 
 
-def _min_n(methods) -> int:
-    """The smallest n every requested method's exact expected risk allows (the method records' ``min_n``)."""
-    return max(get_method(m).min_n for m in methods)
-
-
 def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, flow, pretrain_flow, init,
           linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` through the fields of ``faf_linear`` (ValueError
@@ -181,7 +176,7 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
         raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
     methods = check("methods", methods)
     ns = np.round(gammas * d).astype(int)
-    min_n = _min_n(methods)
+    min_n = max(get_method(m).min_n for m in methods)  # the smallest n every method's exact expected risk allows
     if (ns < min_n).any():
         gamma = gammas[ns < min_n][0]
         reason = ("the exact linear-transfer risk needs n >= 3 and 'linear' is among the methods" if min_n == 3
