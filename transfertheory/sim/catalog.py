@@ -1,16 +1,16 @@
 """The registered experiments: one :class:`~.records.Experiment` per simulator, each defined next to its entry point.
 
-* ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:mod:`.deep_linear.record`), with
+* ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:data:`.deep_linear.experiment.FAF_LINEAR`), with
   isotropic inputs by default or a ``spectrum`` and ``teacher`` family (docs/anisotropic.md);
 * ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at the fractions ``mus`` over the sample sizes ``ns``
   (:mod:`.relu_teacher.record`); a point may be a chunk of a run's teachers and data sets;
 * ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.merlin.run_comparison`, record
-  :mod:`.merlin.record`);
+  :data:`.merlin.experiment.MERLIN`);
 * ``tdr`` — TDR §6 wide two-layer networks of one width on one §5.1 task pair
-  (:func:`.tdr.simulate_transfer`, record :mod:`.tdr_record`; one row per (stage, draw), stage pretrain /
+  (:func:`.tdr.simulate_transfer`, record :data:`.tdr.TDR`; one row per (stage, draw), stage pretrain /
   finetune / scratch, ``distance`` = ‖W(Q) − W(P)‖_F or ‖W_s(Q) − W(0)‖_F);
 * ``mtl`` — MTL §4 Lemma 1, MTL and ANIL networks of one width against the infinite-width predictions
-  (:func:`.mtl.finite_width_study` on MTL §5.1's synthetic tasks, record :mod:`.mtl.record`);
+  (:func:`.mtl.finite_width_study` on MTL §5.1's synthetic tasks, record :data:`.mtl.experiment.MTL_NETWORKS`);
 * ``faf_surface`` — the closed forms of FaF §3 at one (method, γ, θ, σ, λ) (:mod:`.deep_linear.record`): the
   paper's and gradient flow's risks and transferabilities (cheap, but the same path: its row has status ``exact``).
 
@@ -21,12 +21,13 @@ counts its independent draws with the field ``draws`` (one row per draw, column 
 from __future__ import annotations
 
 from .. import _registry
-from .deep_linear.record import FAF_LINEAR, FAF_SURFACE
-from .merlin.record import MERLIN
-from .mtl.record import MTL_NETWORKS
+from .deep_linear.experiment import FAF_LINEAR
+from .deep_linear.record import FAF_SURFACE
+from .merlin.experiment import MERLIN
+from .mtl.experiment import MTL_NETWORKS
 from .records import Experiment
 from .relu_teacher.record import FAF_RELU
-from .tdr_record import TDR
+from .tdr import TDR
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]
 

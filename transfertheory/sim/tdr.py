@@ -38,11 +38,12 @@ matrices are those of m Gaussian units. ``symmetric=False`` is the paper's i.i.d
 κ enters only through the lazy-training scale: a unit moves by O(1/√m) against its norm κ√d, so the
 activation patterns change little when κ√m ≫ 1 (κ = 1 by default; the limit m → ∞ is what is studied).
 
-:func:`task_pair` (from :mod:`.tdr_tasks`) builds the two task families of TDR §5.1 (shared inputs with rotated
+:func:`task_pair` builds the two task families of TDR §5.1 (shared inputs with rotated
 teachers, one labeling function on rotated inputs). Draws (:func:`transfertheory.sim.seeding.generator`):
 network s of width m has key ``(m, s)`` of the run's seed, a task pair the empty key of its own seed. The
 ranges and defaults of :func:`simulate_transfer`'s arguments are declared once, in :data:`FIELDS` (fields of
-the ``tdr`` experiment, :mod:`.tdr_record`).
+the ``tdr`` experiment, :data:`TDR`, defined at the end: a thin wrapper over :func:`simulate_transfer` on one
+task pair, with the trainer's ``scheme``, ``gtol``, ``max_time`` and ``max_steps``).
 """
 from __future__ import annotations
 
@@ -60,14 +61,13 @@ from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, convergence_columns
 from .integrator import (SOLVERS, ErrorController, FlowResult, FlowSettings, FlowStats, GradientDescent, RaggedBatch,
                          integrate_gradient_flow, rkc_stability_bound)
-from .records import Field
+from .records import Experiment, Field, flow_arguments, flow_fields
 from .seeding import generator
 from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
-from .tdr_tasks import TASK_FAMILIES, task_pair
 
 __all__ = ["FIELDS", "STAGES", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
-           "TASK_FAMILIES", "task_pair", "TRAINING_FLOW"]
+           "TASK_FAMILIES", "task_pair", "TRAINING_FLOW", "TDR"]
 
 _POSITIVE = Interval(0, np.inf, "neither")
 #: the arguments of :func:`simulate_transfer` (a grid of ``width``: a two-layer network of width 1 has no kernel
@@ -116,6 +116,39 @@ def _initial_weights(width, d, draws, kappa, symmetric, seed):
     return weights, signs
 
 
+_ANGLE = P.Param("angle", Interval(-np.inf, np.inf), description="angle between the two tasks (radians, finite)")
+#: the task families use the coordinates e₁ and e₂
+_TASK_D = P.D.with_range(low=2)
+
+#: the two task families of TDR §5.1 (:func:`task_pair`)
+TASK_FAMILIES = ("shared-inputs", "shared-labels")
+
+
+def _unit_rows(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def task_pair(family, angle, n=8, d=5, seed=3):
+    """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle), on the host (the data
+    of :func:`simulate_transfer`).
+
+    ``"shared-inputs"``: X_Q = X_P, y_P = e₁ᵀx, y_Q = (cos θ e₁ + sin θ e₂)ᵀx (labels vary, inputs do not).
+    ``"shared-labels"``: one labeling function e₁ᵀx, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X'
+    independent unit rows; inputs vary, the labeling function does not). n ≥ 1 points uniform on S^{d−1}
+    (d ≥ 2) from ``seed`` (an integer ≥ 0, a numpy Generator or a SeedSequence; the empty key of its own seed,
+    :func:`transfertheory.sim.seeding.generator`); at angle 0 both families are the source task itself.
+    """
+    if family not in TASK_FAMILIES:
+        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
+    angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
+    rng = generator(root_seed(seed, "seed"))
+    x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
+    if family == "shared-inputs":
+        return x_p, x_p[:, 0], x_p, math.cos(angle) * x_p[:, 0] + math.sin(angle) * x_p[:, 1]
+    x_q = _unit_rows(math.cos(angle) * x_p + math.sin(angle) * other)
+    return x_p, x_p[:, 0], x_q, x_q[:, 0]
+
+
 def two_layer_outputs(weights, signs, x):
     """f(X) = (1/√m) aᵀσ(WᵀX) per instance: weights (b, m, d), signs (b, m), x (n, d) → (b, n)."""
     pre = weights @ x.T
@@ -126,14 +159,11 @@ def hidden_activation_gradient(weights, signs, x, y):
     """∂L/∂X¹ (b, m, n) of L = ½‖y − aᵀX¹/√m‖² with respect to the hidden activations X¹ = σ(WᵀX) (TDR Thm 1).
 
     L depends on W only through X¹ (m × n), so ∂L/∂X¹_ri = a_r(u_i − y_i)/√m with u = aᵀX¹/√m (TDR App. C.1,
-    Eq. 21): built here entry by entry from the network's activations, its squared Frobenius norm is Thm 1's
+    Eq. 21): built here entry by entry from the network's outputs, its squared Frobenius norm is Thm 1's
     ‖∂L/∂X¹‖² (equal to ‖u − y‖² because aᵀa = m for a_r = ±1).
     """
-    pre = weights @ x.T
-    activations = pre * (pre > 0)  # X¹ per instance, (b, m, n)
-    root_m = math.sqrt(weights.shape[1])
-    residual = (signs[:, None, :] @ activations)[:, 0, :] / root_m - y[None, :]
-    return signs[:, :, None] * residual[:, None, :] / root_m
+    residual = two_layer_outputs(weights, signs, x) - y[None, :]
+    return signs[:, :, None] * residual[:, None, :] / math.sqrt(weights.shape[1])
 
 
 def width_rate(widths, values):
@@ -380,3 +410,22 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].defau
                  max_memory=max_memory, params={"widths": widths, "draws": draws, "d": d, "n": n})
     data = tuple(to_device(np.asarray(v, dtype=float), xp) for v in map(to_host, (X_P, y_P, X_Q, y_Q)))
     return _table(widths, data, draws, kappa, symmetric, seed, xp, flow)
+
+
+def _tdr(p, seed, backend):
+    data = task_pair(p["family"], p["angle"], n=p["n"], d=p["d"], seed=p["data_seed"])
+    return simulate_transfer(*data, [p["width"]], draws=p["draws"], kappa=p["kappa"], seed=seed, backend=backend,
+                             **flow_arguments(p))
+
+
+#: the ``tdr`` experiment: networks of one width on one §5.1 task pair (:func:`task_pair`'s parameters), its
+#: :data:`FIELDS` and the trainer's ``scheme``, ``gtol``, ``max_time`` and ``max_steps``; one row per (stage, draw)
+TDR = Experiment(
+    name="tdr", paper="TDR §6", version=2,
+    description="wide two-layer ReLU networks of one width: pretraining, fine-tuning and scratch on a §5.1 task pair",
+    fields=(Field("family", "shared-inputs", choices=TASK_FAMILIES), Field("angle", 1.0, P.THETA.with_range(high=np.pi)),
+            Field("n", 8, P.N), Field("d", 5, P.D), Field("data_seed", 3, P.SEED), *FIELDS.values(),
+            *flow_fields(TRAINING_FLOW, "scheme", "gtol", "max_time", "max_steps")),
+    example=dict(width=100, draws=2),
+    renamed={"seeds": "draws", "instance": "draw"},
+    simulate=_tdr)

@@ -15,8 +15,8 @@ its grid position, so results do not depend on chunking or on the backend beyond
 * ``(2, γ index, draw)`` — the target draw X, ε (:func:`target_draw`);
 * ``(3, γ index, draw)`` — the scratch network's initial weights.
 
-The arguments' ranges and defaults are the fields of the ``faf_linear`` record
-(:mod:`~transfertheory.sim.deep_linear.record`).
+The arguments' ranges and defaults are the fields of the ``faf_linear`` record, :data:`FAF_LINEAR`, defined at
+the end (:data:`FIELDS`).
 """
 from __future__ import annotations
 
@@ -29,29 +29,52 @@ from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
+from ...theory.methods import get_method
+from ...theory.spectra import (SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, sigma_norm,
+                               spectrum as parse_spectrum, teacher_pair)
 from ..convergence import Convergence, convergence_columns
-from ..integrator import FlowResult, FlowSettings, flow_state_bytes
+from ..integrator import FlowSettings, flow_state_bytes
+from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
-from ...theory.methods import get_method
-from ...theory.spectra import sigma_norm, spectrum as parse_spectrum, teacher_pair
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
-from .fields import FIELDS, METHODS
 from .training import PRETRAIN_FLOW, TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
-__all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "ROW_KEYS", "COLUMNS"]
+__all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "FIELDS", "ROW_KEYS", "COLUMNS",
+           "FAF_LINEAR"]
 
 ROW_KEYS = ("method", "gamma", "theta", "lam", "draw")  # one row per key; the output is sorted by it
 COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "draw", "risk", "converged", "status",
            "t_final", "steps", "grad_norm", "beta_grad_norm", "loss", "imbalance_drift", "assumption22",
            "feature_rank")
-_FIELDS = FIELDS  # the model parameters' ranges and defaults
+METHODS = ("scratch", "linear", "finetune")
+
+
+def _teacher_text(text):
+    return text if text == "random" else check_teacher_text(text)
+
+
+#: the parameters of :func:`run_transfer_experiment` at one (γ, θ), declared once: each one's default and valid
+#: range, through which the entry point validates its arguments (a grid argument through its scalar field's range),
+#: and the fields of the experiment record :data:`FAF_LINEAR`, by name in the record's order
+FIELDS = {f.name: f for f in (
+    Field("d", 64, P.D.with_range(low=2)), Field("gamma", 0.5, P.GAMMA), Field("theta", 0.5, P.THETA),
+    Field("sigma", 0.2, P.SIGMA), Field("draws", 4, P.DRAWS, description="target draws per γ"),
+    Field("depth", 2, P.DEPTH), Field("alpha", 1e-5, P.ALPHA),
+    Field("methods", ("scratch", "linear"), choices=METHODS, sequence=True), Field("lam", 0.0, P.LAM),
+    *flow_fields(TARGET_FLOW, "gtol", "max_time", "rtol"),
+    Field("spectrum", "isotropic", text=check_spectrum_text, syntax=SPECTRUM_SYNTAX, added=True,
+          description="input covariance spectrum (docs/anisotropic.md); isotropic: FaF's x ~ N(0, I)"),
+    Field("teacher", "random", text=_teacher_text, syntax="random | " + TEACHER_SYNTAX, added=True,
+          description="where β_s, β_t sit on the spectrum; random: the isotropic draw, Σ-normalised"))}
 
 
 def _grid(field, values, name):
     """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range."""
-    return _FIELDS[field].param.sequence(values, name)
+    return FIELDS[field].param.sequence(values, name)
+
+
 # the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
@@ -78,10 +101,10 @@ def task_vectors(d: int, thetas, seed, spectrum=None, teacher=None):
         beta_s /= sigma_norm(beta_s, spectrum)
         nu -= np.sum(spectrum * nu * beta_s) * beta_s
         nu /= sigma_norm(nu, spectrum)
-        return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
-    beta_s /= np.linalg.norm(beta_s)
-    nu -= (nu @ beta_s) * beta_s
-    nu /= np.linalg.norm(nu)
+    else:
+        beta_s /= np.linalg.norm(beta_s)
+        nu -= (nu @ beta_s) * beta_s
+        nu /= np.linalg.norm(nu)
     return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
 
 
@@ -140,11 +163,6 @@ class _Plan:
         return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.draws)]
 
 
-def _min_n(methods) -> int:
-    """The smallest n every requested method's exact expected risk allows (the method records' ``min_n``)."""
-    return max(get_method(m).min_n for m in methods)
-
-
 def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, flow, pretrain_flow, init,
           linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` through the fields of ``faf_linear`` (ValueError
@@ -158,7 +176,7 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
         raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
     methods = check("methods", methods)
     ns = np.round(gammas * d).astype(int)
-    min_n = _min_n(methods)
+    min_n = max(get_method(m).min_n for m in methods)  # the smallest n every method's exact expected risk allows
     if (ns < min_n).any():
         gamma = gammas[ns < min_n][0]
         reason = ("the exact linear-transfer risk needs n >= 3 and 'linear' is among the methods" if min_n == 3
@@ -268,23 +286,16 @@ def _rows(plan: _Plan, chunk: _Chunk, method: str, risk, lam=0.0, **columns) -> 
 # --------------------------------------------------------------------------- methods
 
 
-class _Totals:
+def _totals(flows) -> dict:
     """Integrator statistics summed over a run's flows (``df.attrs["integrator"]``)."""
-
-    def __init__(self):
-        self.stats = {"evaluations": 0, "rejected": 0, "max_stages": 0}
-
-    def add(self, flow: FlowResult) -> FlowResult:
-        self.stats["evaluations"] += flow.evaluations
-        self.stats["rejected"] += flow.rejected
-        self.stats["max_stages"] = max(self.stats["max_stages"], flow.max_stages)
-        return flow
+    return {"evaluations": sum(f.evaluations for f in flows), "rejected": sum(f.rejected for f in flows),
+            "max_stages": max((f.max_stages for f in flows), default=0)}
 
 
-def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult | None, xp, totals: _Totals,
+def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult | None, xp, flows: list,
                progress) -> pd.DataFrame:
     """Scratch (from αW̄) and fine-tuning (from the pretrained weights) of every (draw, θ): one batched flow
-    in the eigenbasis of each draw's Σ̂ (:func:`~.losses.rotate_to_data_eigenbasis`)."""
+    in the eigenbasis of each draw's Σ̂ (:func:`~.losses.rotate_to_data_eigenbasis`), added to ``flows``."""
     methods, m, n_theta, d = plan.flow_methods, len(chunk.draws), len(plan.thetas), plan.d
     starts = []
     if "scratch" in methods:
@@ -297,7 +308,7 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     c = to_device(np.concatenate([chunk.c] * len(methods), axis=1).reshape(-1, d), xp)
     y2 = to_device(np.concatenate([chunk.y2] * len(methods), axis=1).reshape(-1), xp)
     lam, Q, c_rot, y0_rot = rotate_to_data_eigenbasis(arch, to_device(chunk.gram, xp), c, y0)
-    flow = totals.add(train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, plan.flow, progress=progress))
+    flows.append(flow := train(LeastSquaresLoss(arch, lam, c_rot, y2), y0_rot, plan.flow, progress=progress))
     beta_rot = end_to_end(arch, flow.y).reshape(m, -1, d)
     beta_hat = to_host((Q[:, None] @ beta_rot[..., None])[..., 0]).reshape(m, len(methods), n_theta, d)  # β = Qβ̃
     drift = to_host(imbalance_drift(arch, y0_rot, flow.y))
@@ -318,9 +329,10 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
 
 
 def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResult, basis, xp,
-                 totals: _Totals) -> pd.DataFrame:
+                 flows: list) -> pd.DataFrame:
     """Linear transfer on the pretrained features for every λ of ``plan.ridge``: exact solve on the kept
-    feature directions (:func:`~.transfer.linear_transfer_exact`) or gradient flow on the last layer."""
+    feature directions (:func:`~.transfer.linear_transfer_exact`) or gradient flow on the last layer (added to
+    ``flows``)."""
     U, s_feat, V, F = basis
     c = to_device(chunk.c.reshape(-1, plan.d), xp)
     target = LeastSquaresLoss(arch, to_device(chunk.gram, xp), c, to_device(chunk.y2.reshape(-1), xp))
@@ -336,7 +348,7 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
             loss = to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1))
         else:
             w0 = xp.repeat(arch.layers(pre.weights)[1], c.shape[0], axis=0)
-            flow = totals.add(train(LastLayerLoss(target, F, lam), w0, plan.flow))
+            flows.append(flow := train(LastLayerLoss(target, F, lam), w0, plan.flow))
             beta_hat = flow.y @ F.T
             convergence, loss = flow.convergence.requiring(pre_ok), flow.loss
         risk = plan.risk(to_host(beta_hat) - chunk.targets)
@@ -363,8 +375,8 @@ def run_transfer_experiment(
     thetas,
     sigma,
     draws,
-    depth=_FIELDS["depth"].default,
-    alpha=_FIELDS["alpha"].default,
+    depth=FIELDS["depth"].default,
+    alpha=FIELDS["alpha"].default,
     methods=METHODS,
     ridge=(0.0,),
     seed=0,
@@ -474,7 +486,7 @@ def run_transfer_experiment(
                        backend=backend_name(xp), spectrum=plan.spectrum)
         basis = feature_basis(pre, plan.feature_cutoff)
     draws = plan.target_draws
-    frames, totals = [], _Totals()
+    frames, flows = [], []
     with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
         for start in range(0, len(draws), size):
             chunk = _chunk(plan, draws[start:start + size], beta_t)
@@ -482,18 +494,37 @@ def run_transfer_experiment(
                 def advance(fraction, base=bar.n, count=len(chunk.draws)):  # draws finished in this chunk
                     bar.update(base + fraction * count - bar.n)
 
-                frames.append(_flow_rows(plan, arch, chunk, pre, xp, totals, advance))
+                frames.append(_flow_rows(plan, arch, chunk, pre, xp, flows, advance))
             if "linear" in plan.methods:
-                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, totals))
+                frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, flows))
             bar.update(start + len(chunk.draws) - bar.n)
     df = pd.concat(frames, ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
     df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
-                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=totals.stats, beta_s=tuple(beta_s), nu=tuple(nu),
+                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows), beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     if plan.spectrum is not None or plan.teacher is not None:
         df.attrs.update(spectrum=None if plan.spectrum is None else tuple(plan.spectrum),
                         teacher=plan.teacher if plan.teacher is None or isinstance(plan.teacher, str)
                         else tuple(np.asarray(plan.teacher, float)))
     return df
+
+
+def _faf_linear(p, seed, backend):
+    return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["draws"], depth=p["depth"],
+                                   alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
+                                   backend=backend, progress=False, spectrum=p["spectrum"],
+                                   teacher=None if p["teacher"] == "random" else p["teacher"],
+                                   **flow_arguments(p))
+
+
+#: the experiment record ``faf_linear``: the simulator at one (γ, θ), with isotropic inputs by default or a
+#: ``spectrum`` and ``teacher`` family (docs/anisotropic.md); its fields are :data:`FIELDS`
+FAF_LINEAR = Experiment(
+    name="faf_linear", paper="FaF §3", version=1,
+    description="deep linear network: scratch, linear transfer and fine-tuning at one (γ, θ)",
+    fields=tuple(FIELDS.values()),
+    example=dict(d=8, gamma=0.5, theta=0.5, draws=2, methods=("scratch", "linear", "finetune")),
+    renamed={"instances": "draws", "tol": "gtol", "instance": "draw"},
+    simulate=_faf_linear)

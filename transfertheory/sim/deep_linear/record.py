@@ -1,10 +1,7 @@
-"""The experiment records of FaF §3: ``faf_linear`` (the simulator at one (γ, θ),
-:func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`) and ``faf_surface`` (the closed forms
-at one (method, γ, θ, σ, λ)).
-
-The fields of ``faf_linear`` are :data:`~transfertheory.sim.deep_linear.fields.FIELDS`, where each parameter's range and default is declared once;
-the entry point validates its arguments through them (a grid argument through its scalar field's range), so a bad
-value is the same ValueError from a sweep file and from a call.
+"""The experiment record of FaF §3's closed forms, ``faf_surface``: the paper's and gradient flow's risks and
+transferabilities at one (method, γ, θ, σ, λ) (cheap, but the path of every simulator: its row has status
+``exact``). The simulator's record, ``faf_linear``, is defined next to its entry point
+(:data:`~transfertheory.sim.deep_linear.experiment.FAF_LINEAR`).
 """
 from __future__ import annotations
 
@@ -14,28 +11,9 @@ from ... import params as P
 from ...theory.methods import METHODS as METHOD_RECORDS
 from ...theory.methods import get_method
 from ..convergence import Convergence, convergence_columns
-from ..records import Experiment, Field, flow_arguments
-from .experiment import run_transfer_experiment
-from .fields import FIELDS, METHODS
+from ..records import Experiment, Field
 
-__all__ = ["FAF_LINEAR", "FAF_SURFACE", "METHODS"]
-
-
-def _faf_linear(p, seed, backend):
-    return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["draws"], depth=p["depth"],
-                                   alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
-                                   backend=backend, progress=False, spectrum=p["spectrum"],
-                                   teacher=None if p["teacher"] == "random" else p["teacher"],
-                                   **flow_arguments(p))
-
-
-FAF_LINEAR = Experiment(
-    name="faf_linear", paper="FaF §3", version=1,
-    description="deep linear network: scratch, linear transfer and fine-tuning at one (γ, θ)",
-    fields=tuple(FIELDS.values()),
-    example=dict(d=8, gamma=0.5, theta=0.5, draws=2, methods=("scratch", "linear", "finetune")),
-    renamed={"instances": "draws", "tol": "gtol", "instance": "draw"},
-    simulate=_faf_linear)
+__all__ = ["FAF_SURFACE"]
 
 
 def _faf_surface(p, seed, backend):

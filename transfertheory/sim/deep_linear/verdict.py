@@ -28,6 +28,8 @@ Gram matrix get no verdict.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...backend import to_host
@@ -68,16 +70,8 @@ def distances(loss, y, rows, t_remaining, gtol: float):
     a = [(xp.sqrt(xp.sum(W * W, axis=(1, 2))) + radius) ** 2 for W in mats[1:]]
     a.append((xp.sqrt(xp.sum(w_last * w_last, axis=1)) + radius) ** 2)
     one = xp.ones_like(radius)
-    first_layer_term = _product(a, one)
-    others = sum(_product(a[:l] + a[l + 1:], one) for l in range(len(a)))
+    first_layer_term = math.prod(a, start=one)
+    others = sum(math.prod(a[:l] + a[l + 1:], start=one) for l in range(len(a)))
     rows_w1 = xp.sqrt(xp.sum(mats[0] * mats[0], axis=2))  # ‖e_jᵀW₁‖, (b, d)
     m_bar = first_layer_term[:, None] + (rows_w1 + radius[:, None]) ** 2 * others[:, None]
     return to_go, radius[:, None] * xp.sqrt(m_bar)
-
-
-def _product(factors, one):
-    """Π factors (``one`` for none)."""
-    out = one
-    for f in factors:
-        out = out * f
-    return out

@@ -39,6 +39,23 @@ def rkc_coefficients(s: int):
     return tuple(_coefficient_rows(np.array([s]))[:, 0])
 
 
+def _chebyshev(s: np.ndarray):
+    """w₀ = 1 + ε/s² (n,) and T_j(w₀), T_j'(w₀), T_j''(w₀) (n, s_max + 1) of the ascending stage counts ``s``,
+    row i zero past j = s[i]: the Chebyshev recursion run once for all counts, step j advancing the counts s ≥ j (a
+    suffix) with the floating-point operations of one s's recursion, in its order."""
+    n, top = s.size, int(s[-1])
+    w0 = 1.0 + EPS_DAMPING / s**2
+    T, dT, ddT = np.zeros((3, top + 1, n))  # [j, i]: each step of the recursion reads and writes rows
+    T[0], T[1], dT[1] = 1.0, w0, 1.0
+    for j in range(2, top + 1):
+        a = int(np.searchsorted(s, j))  # the counts s ≥ j
+        w = w0[a:]
+        T[j, a:] = 2 * w * T[j - 1, a:] - T[j - 2, a:]
+        dT[j, a:] = 2 * T[j - 1, a:] + 2 * w * dT[j - 1, a:] - dT[j - 2, a:]
+        ddT[j, a:] = 4 * dT[j - 1, a:] + 2 * w * ddT[j - 1, a:] - ddT[j - 2, a:]
+    return w0, T.T, dT.T, ddT.T
+
+
 def _coefficient_rows(stage_counts: np.ndarray) -> np.ndarray:
     """[μ, ν, μ̃, γ̃] of every stage count in ``stage_counts`` (ascending integers ≥ 2): array (4, n, s_max + 1),
     row i zero past j = stage_counts[i].
@@ -50,16 +67,7 @@ def _coefficient_rows(stage_counts: np.ndarray) -> np.ndarray:
     """
     s = np.asarray(stage_counts)
     n, top = s.size, int(s[-1])
-    w0 = 1.0 + EPS_DAMPING / s**2
-    T, dT, ddT = np.zeros((3, top + 1, n))  # [j, i]: each step of the recursion reads and writes rows
-    T[0], T[1], dT[1] = 1.0, w0, 1.0
-    for j in range(2, top + 1):
-        a = int(np.searchsorted(s, j))  # the counts s ≥ j
-        w = w0[a:]
-        T[j, a:] = 2 * w * T[j - 1, a:] - T[j - 2, a:]
-        dT[j, a:] = 2 * T[j - 1, a:] + 2 * w * dT[j - 1, a:] - dT[j - 2, a:]
-        ddT[j, a:] = 4 * dT[j - 1, a:] + 2 * w * ddT[j - 1, a:] - ddT[j - 2, a:]
-    T, dT, ddT = T.T, dT.T, ddT.T
+    w0, T, dT, ddT = _chebyshev(s)
     rows = np.arange(n)
     w1 = (dT[rows, s] / ddT[rows, s])[:, None]
     inside = np.arange(top + 1) <= s[:, None]  # j ≤ s
@@ -84,16 +92,13 @@ def rkc_stability_bound(s):
     ``s`` an integer ≥ 2 (returns a float) or an array of them (one recursion for all).
     """
     s_arr = np.asarray(s)
-    w0 = 1.0 + EPS_DAMPING / s_arr.astype(float) ** 2
-    T0, T1 = np.ones_like(w0), w0  # T_j(w₀), T_j'(w₀), T_j''(w₀) for j = 0, 1
-    d0, d1 = np.zeros_like(w0), np.ones_like(w0)
-    dd0, dd1 = np.zeros_like(w0), np.zeros_like(w0)
-    for j in range(2, int(s_arr.max()) + 1):
-        new = (T1, 2 * w0 * T1 - T0, d1, 2 * T1 + 2 * w0 * d1 - d0, dd1, 4 * d1 + 2 * w0 * dd1 - dd0)
-        active = j <= s_arr
-        T0, T1, d0, d1, dd0, dd1 = (np.where(active, n, o) for n, o in zip(new, (T0, T1, d0, d1, dd0, dd1)))
-    beta = (1 + w0) * dd1 / d1
-    return float(beta) if beta.ndim == 0 else beta
+    order = np.argsort(s_arr, axis=None, kind="stable")
+    counts = s_arr.reshape(-1)[order]
+    w0, _, dT, ddT = _chebyshev(counts)
+    rows = np.arange(counts.size)
+    beta = np.empty(counts.size)
+    beta[order] = (1 + w0) * ddT[rows, counts] / dT[rows, counts]
+    return float(beta[0]) if s_arr.ndim == 0 else beta.reshape(s_arr.shape)
 
 
 class RKCTables:

@@ -12,8 +12,8 @@ Every draw comes from the package's seeding rule, :func:`transfertheory.sim.seed
 
 So an algorithm's draws at one n_t do not depend on which other algorithms or target sizes are run.
 
-Each parameter's range and default is declared once, in :data:`FIELDS` (the ``merlin`` experiment's fields,
-:mod:`~transfertheory.sim.merlin.record`), and :func:`run_comparison` validates its arguments through them.
+Each parameter's range and default is declared once, in :data:`FIELDS` (the fields of the ``merlin`` experiment,
+:data:`MERLIN`, defined at the end), and :func:`run_comparison` validates its arguments through them.
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device
 from ...theory import merlin as M
 from ..convergence import convergence_columns
-from ..records import Field
+from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
-__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets"]
+__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets", "MERLIN"]
 
 ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")
 ROW_KEYS = ("algorithm", "n_t", "draw")
@@ -48,7 +48,7 @@ def _positive(name):
     return P.Param(name, Interval(0, np.inf, "neither"))
 
 
-#: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :mod:`~transfertheory.sim.merlin.record`) by name:
+#: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :data:`MERLIN`) by name:
 #: each one's range and default
 FIELDS = {f.name: f for f in (
     Field("d", 12, P.D), Field("m", 2, _count("m", "hidden width")),
@@ -162,21 +162,19 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     if {"finetune", "finetune_full"} & set(algorithms):
         pre = A.pretrain(s["d"], s["m"], s["k"], s["lam"], s["draws"], s["restarts"], generator(seed, 1),
                          backend=backend_name(xp), init_scale=init_scale, flow=flow)
-    problems = {name: [] for name in ("joint", "target_only", "merlin") if name in algorithms}
+    k, lam, m, restarts = s["k"], s["lam"], s["m"], s["restarts"]
+    builders = {  # the flows of the algorithms with restarts on one target set, from the generator of their starts
+        "joint": lambda X, y, rng: A.joint_problem(X, y, k, lam, s["alpha"], m, restarts, rng, init_scale),
+        "target_only": lambda X, y, rng: A.target_only_problem(X, y, lam, m, restarts, rng, init_scale),
+        "merlin": lambda X, y, rng: A.merlin_problem(X, y, k, lam, m, restarts, rng, s["rho"], s["ridge"],
+                                                     s["splits"], init_scale)}
+    problems = {name: [] for name in builders if name in algorithms}
     for n_t in s["n_targets"]:  # the problems of every n_t, then each algorithm trained for all n_t at once
         X, y = (to_device(a, xp) for a in target_sets(n_t, s["d"], s["draws"], seed))
         if pre is not None:
-            finetune_frames.append(_finetune_rows(pre, X, y, n_t, s["lam"], algorithms, flow))
-        if "joint" in problems:
-            problems["joint"].append(A.joint_problem(X, y, s["k"], s["lam"], s["alpha"], s["m"], s["restarts"],
-                                                     _starts(seed, "joint", n_t), init_scale))
-        if "target_only" in problems:
-            problems["target_only"].append(A.target_only_problem(X, y, s["lam"], s["m"], s["restarts"],
-                                                                 _starts(seed, "target_only", n_t), init_scale))
-        if "merlin" in problems:
-            problems["merlin"].append(A.merlin_problem(X, y, s["k"], s["lam"], s["m"], s["restarts"],
-                                                       _starts(seed, "merlin", n_t), s["rho"], s["ridge"], s["splits"],
-                                                       init_scale))
+            finetune_frames.append(_finetune_rows(pre, X, y, n_t, lam, algorithms, flow))
+        for name, batch in problems.items():
+            batch.append(builders[name](X, y, _starts(seed, name, n_t)))
     outcomes = {name: A.solve(batch, flow=flow) for name, batch in problems.items()}
     frames = []
     for i, n_t in enumerate(s["n_targets"]):
@@ -200,3 +198,20 @@ def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
     for frame in frames:
         frame["converged"] &= pre.converged
     return frames
+
+
+def _merlin(p, seed, backend):
+    return run_comparison(p["d"], p["m"], p["k"], [p["n_t"]], p["lam"], p["draws"], algorithms=p["algorithms"],
+                          alpha=p["alpha"], rho=p["rho"], ridge=p["ridge"], splits=p["splits"],
+                          restarts=p["restarts"], seed=seed, backend=backend, **flow_arguments(p))
+
+
+#: the ``merlin`` experiment (MeRLin §5): every algorithm at one target size n_t, a thin wrapper over
+#: :func:`run_comparison` whose fields are its :data:`FIELDS` (one n_t) and the integrator's ``rtol`` and ``gtol``
+MERLIN = Experiment(
+    name="merlin", paper="MeRLin §5", version=3,
+    description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
+    fields=(*FIELDS.values(), *flow_fields(FLOW_SETTINGS, "rtol", "gtol")),
+    example=dict(d=4, m=1, k=2, n_t=4, draws=1, restarts=1, splits=1),
+    renamed={"seeds": "draws", "instance": "draw"},
+    simulate=_merlin)

@@ -89,17 +89,10 @@ class Objective:
             names.append(("phi", (self.d, self.m)))
         return tuple(names)
 
-    @property
-    def size(self) -> int:
-        return sum(math.prod(shape) for _, shape in self.blocks)
-
     def unpack(self, y) -> dict:
-        out, start = {}, 0
-        for name, shape in self.blocks:
-            width = math.prod(shape)
-            out[name] = y[:, start:start + width].reshape((y.shape[0],) + shape)
-            start += width
-        return out
+        """The trained blocks of states y (b, P) by name, each shaped (b,) + its shape (views)."""
+        return {name: y[:, start:stop].reshape((y.shape[0],) + shape)
+                for name, (start, stop, shape) in self._offsets.items()}
 
     def pack(self, params: dict):
         xp = get_backend(*params.values())
@@ -137,20 +130,15 @@ class Objective:
         index = rows if xp is np else xp.asarray(rows)
         grad = 2 * self.lam * y  # the penalty λ‖·‖² of the trained blocks
         value = self.lam * (y * y).sum(axis=1)
-        b, blocks = y.shape[0], self._offsets
-
-        def block(name):  # a trained block's parameters, shaped (b,) + its shape
-            start, stop, shape = blocks[name]
-            return y[:, start:stop].reshape((b,) + shape)
-
-        phi = block("phi") if self.fixed_phi is None else self.fixed_phi[index]
+        b, blocks, block = y.shape[0], self._offsets, self.unpack(y)
+        phi = block["phi"] if self.fixed_phi is None else self.fixed_phi[index]
         terms = []  # (weight, loss, {block: its gradient})
         if self.source_weight > 0:
-            loss, g_theta, g_phi = self._source.loss_and_grad(block("theta_s"), phi)
+            loss, g_theta, g_phi = self._source.loss_and_grad(block["theta_s"], phi)
             terms.append((self.source_weight, loss, {"theta_s": g_theta, "phi": g_phi}))
         if self.target_weight > 0:
             samples = None if self.samples is None else self._samples[index]
-            loss, g_theta, g_phi = empirical_loss_and_grad(block("theta_t"), phi, self.X[index], self.y[index],
+            loss, g_theta, g_phi = empirical_loss_and_grad(block["theta_t"], phi, self.X[index], self.y[index],
                                                            samples)
             terms.append((self.target_weight, loss, {"theta_t": g_theta, "phi": g_phi}))
         if self.meta_weight > 0:

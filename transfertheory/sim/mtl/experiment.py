@@ -20,7 +20,7 @@ Draws come from the package's seeding rule, :func:`transfertheory.sim.seeding.ge
 spawn_key=key)``): key ``(0, h)`` draws the ``draws`` initial networks of width h (shared by MTL and ANIL:
 paired), key ``(1, h)`` the independently drawn test head at width h; a width's draws do not depend on the
 other widths. Each argument's range and default is declared once, in :data:`FIELDS` (fields of the ``mtl``
-experiment, :mod:`~transfertheory.sim.mtl.record`).
+experiment, :data:`MTL_NETWORKS`, defined at the end).
 """
 from __future__ import annotations
 
@@ -28,17 +28,18 @@ import numpy as np
 import pandas as pd
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import root_seed
+from ..._validation import Interval, root_seed
 from ... import params as P
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
 from ..integrator import flow_state_bytes
-from ..records import Field
+from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import NetworkShape, init_parameters
 from .training import TRAINING_FLOW, adapted_predictions, train, training_flow
 
-__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "FIELDS", "STUDY_FLOW", "kernel_predictions", "finite_width_study"]
+__all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "FIELDS", "STUDY_FLOW", "kernel_predictions", "finite_width_study",
+           "MTL_NETWORKS"]
 
 REFERENCES = ("mtl", "derivation", "statement", "adaptation")
 #: (method, test head) → the infinite-width prediction it should approach (module docstring)
@@ -144,3 +145,28 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     df = pd.DataFrame(rows, columns=list(ROW_KEYS))
     df.attrs.update(seed=seed, backend=backend_name(xp), flow=flow.as_dict())
     return df
+
+
+def _count(name):
+    return P.Param(name, Interval(1, np.inf, "left"), integer=True)
+
+
+def _mtl(p, seed, backend):
+    problem = MTL.synthetic_problem(generator(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
+                                    n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
+    return finite_width_study(problem, MTL.ReluNetwork(p["depth"]), [p["width"]], p["draws"], lam_tau=p["lam_tau"],
+                              lam_tau_hat=p["lam_tau_hat"], seed=seed, backend=backend, **flow_arguments(p))
+
+
+#: the ``mtl`` experiment (MTL §4, Lemma 1): MTL and ANIL networks of one width on MTL §5.1's synthetic tasks
+#: against the infinite-width predictions, a thin wrapper over :func:`finite_width_study` (its :data:`FIELDS`, the
+#: problem's sizes and the integrator's ``rtol``)
+MTL_NETWORKS = Experiment(
+    name="mtl", paper="MTL §4 (Lemma 1)", version=2,
+    description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
+    fields=(Field("depth", 1, _count("depth")), *FIELDS.values(), Field("tasks", 4, _count("tasks")),
+            Field("n", 5, P.N), Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")),
+            Field("d", 10, P.D), Field("data_seed", 5, P.SEED), *flow_fields(STUDY_FLOW, "rtol")),
+    example=dict(width=16, draws=1, tasks=2, n=3, n_support=3, n_query=3, d=4),
+    renamed={"networks": "draws", "network": "draw"},
+    simulate=_mtl)
