@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval, check_param
+from .._validation import Interval
 from ._closed_form import closed_form
 from .linear import (
     N_HEAD,
@@ -72,6 +72,9 @@ __all__ = [
 SIGMA_POSITIVE = P.SIGMA.with_range(closed="neither")
 POSITIVE = SIGMA_POSITIVE.interval
 FINITE = Interval(-np.inf, np.inf, "neither")
+#: an array of finite reals (vectors, covariances, samples; each checked under its own name)
+_FINITE_ARRAY = P.Param("array", FINITE)
+DELTA = P.Param("delta", POSITIVE, description="distance δ the proof of FaF Thm 2.2 asks for")
 DUDLEY_MAX = 2.0  # sup over ‖h‖_BL ≤ 1 of |E_p h − E_q h| ≤ 2‖h‖_∞ ≤ 2
 
 
@@ -87,7 +90,7 @@ def _sigma(sigma):
 
 def _vector(value, name):
     """A finite float array with at least one axis (last axis = dimension)."""
-    arr = check_param(value, name, FINITE)
+    arr = _FINITE_ARRAY.check(value, name)
     if arr.ndim == 0 or arr.shape[-1] == 0:
         raise ValueError(f"{name} must be a non-empty vector (or stack of vectors, last axis = dimension), "
                          f"got shape {arr.shape}")
@@ -244,7 +247,7 @@ def joint_covariance(beta, sigma):
 
 
 def _covariance(value, name):
-    cov = check_param(value, name, FINITE)
+    cov = _FINITE_ARRAY.check(value, name)
     if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2] or cov.shape[-1] == 0:
         raise ValueError(f"{name} must be a square matrix (or stack, shape (..., k, k)), got shape {cov.shape}")
     scale = max(1.0, float(np.abs(cov).max()))
@@ -311,7 +314,7 @@ def wasserstein2_gaussian(cov_p, cov_q, mean_p=None, mean_q=None):
 
 
 def _samples(value, name):
-    arr = check_param(value, name, FINITE)
+    arr = _FINITE_ARRAY.check(value, name)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -374,7 +377,7 @@ def far_target(beta, scale):
     :func:`scaled_target_transferability_finite`.
     """
     b = _vector(beta, "beta")
-    a = check_param(scale, "scale", FINITE)
+    a = _FINITE_ARRAY.check(scale, "scale")
     return a[..., None] * b
 
 
@@ -387,7 +390,7 @@ def dudley_proof_scale(beta, delta, sigma):
     δ ≥ 2 it is false (see ``docs/errata.md``).
     """
     b = _vector(beta, "beta")
-    dl = check_param(delta, "delta", POSITIVE)
+    dl = DELTA.check(delta)
     s = _sigma(sigma)
     norm2 = np.sum(b**2, axis=-1)
     if np.any(norm2 == 0):
