@@ -354,10 +354,14 @@ def source_minimizer(lam, d, m, k, j, sign=1, neuron=0):
 def joint_training_lower_bound(lam, alpha, eps):
     """Lemma 1: every (θ_s, θ_t, φ) with target population loss ≤ ε ≤ 2/3 has
     L^λ_joint ≥ min_μ[(3λ/2^{4/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{4/3})(1 − √(3ε/2))^{2/3}."""
-    penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
-    mu = optimal_scale(penalty, fit)
-    source_part = np.asarray(scale_objective(mu, penalty, fit))
+    penalty, source_part = _joint_source_part(lam, alpha, 4 / 3)
     return source_part + penalty * np.abs(1 - np.sqrt(1.5 * eps)) ** (2 / 3)
+
+
+def _joint_source_part(lam, alpha, power):
+    """(P, S) of Lemmas 1 and 2: the penalty P = 3λ/2^power and S = min_μ P|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²."""
+    penalty, fit = 3 * lam / 2 ** power, 2 / 3 * (1 - alpha)
+    return penalty, np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
 
 
 def joint_training_construction(lam, alpha, feature, m=2):
@@ -384,8 +388,7 @@ def joint_training_construction(lam, alpha, feature, m=2):
 def joint_training_construction_value(lam, alpha, feature_norm):
     """Lemma 2 (Eq. 26): L^λ_joint of :func:`joint_training_construction` =
     min_μ[(3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{2/3})‖φ̂_t‖^{4/3}."""
-    penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
-    source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
+    penalty, source_part = _joint_source_part(lam, alpha, 2 / 3)
     return source_part + penalty * feature_norm ** (4 / 3)
 
 
@@ -399,8 +402,7 @@ def joint_training_guaranteed_loss(lam, alpha, feature_norm):
     is ≥ ε* with B(ε*) = C: with r = (C − S)/P, ε* = (2/3)(1 − r^{3/2})² for 0 < r < 1, 0 for r ≥ 1 (no guarantee)
     and 2/3 for r ≤ 0 (every ε ≤ 2/3 is excluded).
     """
-    penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
-    source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
+    penalty, source_part = _joint_source_part(lam, alpha, 4 / 3)
     ratio = (np.asarray(joint_training_construction_value(lam, alpha, feature_norm)) - source_part) / penalty
     return 2 / 3 * (1 - np.clip(ratio, 0.0, 1.0) ** 1.5) ** 2
 

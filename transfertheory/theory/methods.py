@@ -152,6 +152,14 @@ class TransferMethod:
         args = self.check_finite(n, d, theta, sigma, lam) if validate else trusted(n, d, theta, sigma, lam)
         return _broadcast(formula(*args), n, d, theta, sigma, lam)
 
+    def _flow(self, flow, paper, gamma, theta, sigma, lam, depth, validate):
+        """The n, d → ∞ ``flow`` formula of an L = ``depth`` network (None: the ``paper`` one, which the flow
+        reaches), validated unless ``validate`` is False."""
+        depth = P.DEPTH.scalar(depth) if validate else depth
+        if flow is None:
+            return self._asymptotic(paper, gamma, theta, sigma, lam, validate)
+        return self._asymptotic(flow, gamma, theta, sigma, lam, validate, depth)
+
     # ------------------------------------------------------------------ risks
 
     def paper_risk(self, gamma, theta, sigma, lam=0.0, *, validate=True):
@@ -168,10 +176,7 @@ class TransferMethod:
 
         Equal to :meth:`paper_risk` except for fine-tuning, whose carried-over component is rescaled by c.
         """
-        depth = P.DEPTH.scalar(depth) if validate else depth
-        if self.formulas.flow_risk is None:
-            return self.paper_risk(gamma, theta, sigma, lam, validate=validate)
-        return self._asymptotic(self.formulas.flow_risk, gamma, theta, sigma, lam, validate, depth)
+        return self._flow(self.formulas.flow_risk, self.formulas.paper_risk, gamma, theta, sigma, lam, depth, validate)
 
     def flow_risk_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size expected risk of the gradient-flow limit: ``(mean, se)``.
@@ -195,10 +200,8 @@ class TransferMethod:
     def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2, validate=True):
         """n, d → ∞ transferability of the gradient-flow limit (= :meth:`paper_transferability` except for
         fine-tuning)."""
-        depth = P.DEPTH.scalar(depth) if validate else depth
-        if self.formulas.flow_transferability is None:
-            return self.paper_transferability(gamma, theta, sigma, lam, validate=validate)
-        return self._asymptotic(self.formulas.flow_transferability, gamma, theta, sigma, lam, validate, depth)
+        return self._flow(self.formulas.flow_transferability, self.formulas.paper_transferability, gamma, theta, sigma,
+                          lam, depth, validate)
 
     def flow_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size transferability of the gradient-flow limit: ``(mean, se)``, as :meth:`flow_risk_finite`.
