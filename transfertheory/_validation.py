@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "as_real_array", "check_param", "check_broadcast", "as_generator",
+__all__ = ["Interval", "as_real_array", "finite_real_array", "check_broadcast", "as_generator",
            "root_seed", "scalar_or_array", "trusted"]
 
 _CLOSED = ("both", "left", "right", "neither")
@@ -100,21 +100,22 @@ def as_real_array(value, name: str) -> np.ndarray:
     return arr
 
 
-def check_param(value, name: str, interval: Interval | None = None) -> np.ndarray:
-    """Convert ``value`` to a float array and check it lies in ``interval``.
-
-    Raises
-    ------
-    ValueError
-        If ``value`` is not a real number or array of reals (booleans and
-        strings included), contains NaN, or leaves ``interval``; the message
-        names ``name`` and the interval.
-    """
-    arr = as_real_array(value, name)
-    if interval is not None:
-        bad = ~interval.contains(arr)
-        if bad.any():
-            raise ValueError(f"{name} must be in {interval}, got {arr[bad].flat[0]:g}")
+def finite_real_array(value, name: str, shape: str, xp=np):
+    """``value`` as an array of the array module ``xp`` (NumPy or CuPy; an integer array as float64, a floating
+    dtype kept), every entry finite. A ValueError naming ``name`` and the expected ``shape`` (text, e.g. ``(n, d)``)
+    for booleans, strings and objects; one naming ``name`` for NaN or inf. The checks run where the array lives:
+    only their verdicts travel to the host."""
+    try:
+        arr = xp.asarray(value)
+    except (TypeError, ValueError):  # ragged nested sequences
+        arr = None
+    if arr is None or arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a real array of shape {shape}, got "
+                         + (repr(value) if arr is None else f"dtype {arr.dtype}"))
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    if not bool(xp.isfinite(arr).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
     return arr
 
 

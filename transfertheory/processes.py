@@ -66,35 +66,32 @@ def _raise_interrupted(signum, frame):
 
 
 @contextlib.contextmanager
-def stop_signals_raise():
-    """While the block runs in the main thread, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (module
-    docstring); a signal ignored before stays ignored, and the earlier handlers come back afterwards."""
+def _stop_signals_to(handler):
+    """While the block runs in the main thread, SIGINT, SIGTERM and SIGHUP go to ``handler``, but a signal ignored
+    before stays ignored; the earlier handlers come back afterwards (elsewhere than in the main thread: nothing)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
-    for signum, handler in previous.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(signum, _raise_interrupted)
+    for signum, before in previous.items():
+        if before is not signal.SIG_IGN:
+            signal.signal(signum, handler)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum, before in previous.items():
+            signal.signal(signum, before if before is not None else signal.SIG_DFL)
 
 
-@contextlib.contextmanager
+def stop_signals_raise():
+    """While the block runs in the main thread, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (module
+    docstring); a signal ignored before stays ignored, and the earlier handlers come back afterwards."""
+    return _stop_signals_to(_raise_interrupted)
+
+
 def _stop_signals_ignored():
     """While the block runs (stopping the workers), a second stop signal does not cut the cleaning short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    return _stop_signals_to(signal.SIG_IGN)
 
 
 def worker_count(requested, tasks) -> int:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from transfertheory import params as P
-from transfertheory._validation import Interval, check_param, scalar_or_array
+from transfertheory._validation import Interval, as_real_array, scalar_or_array
 from transfertheory.theory import linear as L
 
 REAL_PARAMS = [P.GAMMA, P.THETA, P.SIGMA, P.LAM, P.ALPHA, P.GAMMA_MAX]
@@ -187,11 +187,11 @@ def test_interval_text_and_membership():
         Interval(2, 1)
 
 
-def test_check_param_rejects_bool_and_str():
-    assert check_param(0.5, "x", Interval(0, 1)) == 0.5
+def test_as_real_array_rejects_bool_and_str():
+    assert as_real_array(0.5, "x") == 0.5
     for bad in (True, "3", None):
         with pytest.raises(ValueError, match=r"^x must be a real number"):
-            check_param(bad, "x")
+            as_real_array(bad, "x")
     assert type(scalar_or_array(np.asarray(2.0), 1, 2.0)) is float
     assert isinstance(scalar_or_array(np.ones(2), [1, 2]), np.ndarray)
 

@@ -21,11 +21,13 @@ docs/sweeps.md.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError
+from ..params import Interval, Param
 from ..threads import WORKERS
 from .named import NAMED_SWEEPS, named_sweep
 
@@ -33,16 +35,8 @@ __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _MAX_POINTS = 100_000  # spec.MAX_POINTS (not imported for --help: the specs load the simulators)
-
-
-def _max_points(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
-    return value
+#: --max-points N
+MAX_POINTS_FLAG = Param("max_points", Interval(1, math.inf, "left"), integer=True, description="largest grid to build")
 
 
 def build_parser():
@@ -72,7 +66,7 @@ def build_parser():
     cli_support.add_backend_argument(run, help_text="array backend of every point")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--max-points", type=_max_points, default=None, metavar="N",
+    run.add_argument("--max-points", type=MAX_POINTS_FLAG.arg_type(), default=None, metavar="N",
                      help=f"refuse a grid of more than N points (default {_MAX_POINTS}), before building it")
     status = sub.add_parser("status", help="done / total / failed points of a store")
     status.add_argument("store", metavar="DIR")

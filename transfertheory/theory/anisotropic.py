@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import params as P
 from .._validation import Interval, check_broadcast, scalar_or_array
+from ._closed_form import closed_form
 from .fine_tuning import _scale_root
 from .linear import N_HEAD, chi2_resolvent_moments
 from .scratch import min_norm_noise_gain, noise_term
@@ -89,13 +90,11 @@ def _kappa(lam, n, ridge):
     return np.where(ridge > 0, 0.5 * (lo + hi), kappa0)
 
 
+@closed_form(n=N_REAL, ridge=P.LAM)
 def effective_regularization(lam, n, ridge=0.0):
     r"""κ of the deterministic equivalent (HMRT 2022 Thm 2 at λ = 0; Bach 2024 §3): κ(1 − df₁(κ)/n) = λ_ridge,
     df₁(κ) = Σ_i λ_i/(λ_i + κ); in the ridgeless case the positive root of df₁(κ) = n for n < d, 0 for n ≥ d."""
-    lam = _spectrum(lam)
-    check_broadcast(n=n, ridge=ridge)
-    kappa = _kappa(lam, N_REAL.check(n), P.LAM.check(ridge, name="ridge"))
-    return scalar_or_array(kappa, n, ridge)
+    return _kappa(_spectrum(lam), n, ridge)
 
 
 def _bias_variance(lam, beta, n, ridge):
@@ -145,6 +144,7 @@ def scratch_risk(lam, beta_t, n, sigma):
     return ridge_risk(lam, beta_t, n, sigma, 0.0)
 
 
+@closed_form(n=P.N, sigma=P.SIGMA)
 def scratch_risk_exact(lam, n, sigma):
     r"""Exact scratch (least-squares) risk for n ≥ d + 2, any Σ: σ²d/(n − d − 1).
 
@@ -153,12 +153,10 @@ def scratch_risk_exact(lam, n, sigma):
     closed form for general Σ (use :func:`scratch_risk`); a ValueError names n.
     """
     lam = _spectrum(lam)
-    check_broadcast(n=n, sigma=sigma)
-    n_, s = P.N.check(n), P.SIGMA.check(sigma)
-    if np.any(n_ < lam.size):
+    if np.any(n < lam.size):
         raise ValueError(f"n must be >= d = {lam.size} for the exact scratch risk with general Σ, got "
-                         f"{n_[n_ < lam.size].flat[0]:g} (below d use the deterministic equivalent scratch_risk)")
-    return scalar_or_array(noise_term(s**2, np.asarray(min_norm_noise_gain(n_, lam.size))), n, sigma)
+                         f"{n[n < lam.size].flat[0]:g} (below d use the deterministic equivalent scratch_risk)")
+    return noise_term(sigma**2, np.asarray(min_norm_noise_gain(n, lam.size, validate=False)))
 
 
 def geometry(lam, beta_s, beta_t):

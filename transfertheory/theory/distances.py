@@ -39,8 +39,10 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval, check_broadcast, check_param
+from .._validation import Interval
+from ._closed_form import closed_form
 from .linear import (
+    N_HEAD,
     linear_transfer_risk,
     linear_transferability,
     linear_transferability_finite,
@@ -70,6 +72,9 @@ __all__ = [
 SIGMA_POSITIVE = P.SIGMA.with_range(closed="neither")
 POSITIVE = SIGMA_POSITIVE.interval
 FINITE = Interval(-np.inf, np.inf, "neither")
+#: an array of finite reals (vectors, covariances, samples; each checked under its own name)
+_FINITE_ARRAY = P.Param("array", FINITE)
+DELTA = P.Param("delta", POSITIVE, description="distance δ the proof of FaF Thm 2.2 asks for")
 DUDLEY_MAX = 2.0  # sup over ‖h‖_BL ≤ 1 of |E_p h − E_q h| ≤ 2‖h‖_∞ ≤ 2
 
 
@@ -85,7 +90,7 @@ def _sigma(sigma):
 
 def _vector(value, name):
     """A finite float array with at least one axis (last axis = dimension)."""
-    arr = check_param(value, name, FINITE)
+    arr = _FINITE_ARRAY.check(value, name)
     if arr.ndim == 0 or arr.shape[-1] == 0:
         raise ValueError(f"{name} must be a non-empty vector (or stack of vectors, last axis = dimension), "
                          f"got shape {arr.shape}")
@@ -242,7 +247,7 @@ def joint_covariance(beta, sigma):
 
 
 def _covariance(value, name):
-    cov = check_param(value, name, FINITE)
+    cov = _FINITE_ARRAY.check(value, name)
     if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2] or cov.shape[-1] == 0:
         raise ValueError(f"{name} must be a square matrix (or stack, shape (..., k, k)), got shape {cov.shape}")
     scale = max(1.0, float(np.abs(cov).max()))
@@ -309,7 +314,7 @@ def wasserstein2_gaussian(cov_p, cov_q, mean_p=None, mean_q=None):
 
 
 def _samples(value, name):
-    arr = check_param(value, name, FINITE)
+    arr = _FINITE_ARRAY.check(value, name)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -372,7 +377,7 @@ def far_target(beta, scale):
     :func:`scaled_target_transferability_finite`.
     """
     b = _vector(beta, "beta")
-    a = check_param(scale, "scale", FINITE)
+    a = _FINITE_ARRAY.check(scale, "scale")
     return a[..., None] * b
 
 
@@ -385,7 +390,7 @@ def dudley_proof_scale(beta, delta, sigma):
     δ ≥ 2 it is false (see ``docs/errata.md``).
     """
     b = _vector(beta, "beta")
-    dl = check_param(delta, "delta", POSITIVE)
+    dl = DELTA.check(delta)
     s = _sigma(sigma)
     norm2 = np.sum(b**2, axis=-1)
     if np.any(norm2 == 0):
@@ -393,15 +398,12 @@ def dudley_proof_scale(beta, delta, sigma):
     return _out(np.sqrt(np.abs(2 * dl * np.exp(s**2 / 2) - norm2) / norm2))
 
 
-def _rescaled(risk, norm, sigma):
-    """a²·risk(σ/a) for a target of norm a (the FaF §3 risks are quadratic in (β_t, ε); σ enters as σ²)."""
-    a = check_param(norm, "norm", POSITIVE)
-    if not np.all(np.isfinite(a)):
-        raise ValueError("norm must be finite")
-    s = P.SIGMA.check(sigma)
-    return a**2 * np.asarray(risk(s / a))
+#: the norm a of a rescaled target: every risk of a target of norm a is a²·(the unit target's risk at noise σ/a),
+#: for the FaF §3 risks are quadratic in (β_t, ε) and σ enters as σ²
+NORM = P.Param("norm", POSITIVE, description="norm a of the target vector")
 
 
+@closed_form(norm=NORM, sigma=P.SIGMA, gamma=P.GAMMA)
 def scaled_target_scratch_risk(gamma, sigma, norm):
     r"""Scratch risk for a target β_t of norm a (n, d → ∞): a²·E R_sc(γ, σ/a).
 
@@ -409,16 +411,16 @@ def scaled_target_scratch_risk(gamma, sigma, norm):
     solution is X⁺y = a·X⁺(Xu + ε/a), so ‖X⁺y − β_t‖² = a²‖X⁺(Xu + ε/a) − u‖²:
     a unit-target problem with noise σ/a, times a². Holds for any direction.
     """
-    check_broadcast(gamma=gamma, sigma=sigma, norm=norm)
-    return _out(_rescaled(lambda s: scratch_risk(gamma, s), norm, sigma))
+    return norm**2 * scratch_risk(gamma, sigma / norm, validate=False)
 
 
+@closed_form(norm=NORM, sigma=P.SIGMA, n=P.N, d=P.D)
 def scaled_target_scratch_risk_finite(n, d, sigma, norm):
     r"""Exact finite-size scratch risk for a target of norm a: a²·E R_sc(n, d, σ/a) (FaF Eq. 10 at finite size, rescaled)."""
-    check_broadcast(n=n, d=d, sigma=sigma, norm=norm)
-    return _out(_rescaled(lambda s: scratch_risk_finite(n, d, s), norm, sigma))
+    return norm**2 * scratch_risk_finite(n, d, sigma / norm, validate=False)
 
 
+@closed_form(norm=NORM, sigma=P.SIGMA, theta=P.THETA, n=N_HEAD)
 def scaled_target_linear_transfer_risk(theta, sigma, n, norm):
     r"""Exact linear-transfer risk for a target β_t = a·u, ‖u‖ = 1, u at angle θ to β_s.
 
@@ -426,16 +428,16 @@ def scaled_target_linear_transfer_risk(theta, sigma, n, norm):
     ‖bβ_s − β_t‖² = a²·(unit problem with noise σ/a), and
     E R = a²·[sin²θ + ((σ/a)² + sin²θ)/(n − 2)] = a² sin²θ + (σ² + a² sin²θ)/(n − 2).
     """
-    check_broadcast(theta=theta, sigma=sigma, n=n, norm=norm)
-    return _out(_rescaled(lambda s: linear_transfer_risk(theta, s, n), norm, sigma))
+    return norm**2 * linear_transfer_risk(theta, sigma / norm, n, validate=False)
 
 
+@closed_form(norm=NORM, sigma=P.SIGMA, gamma=P.GAMMA, theta=P.THETA)
 def scaled_target_transferability(gamma, theta, sigma, norm):
     r"""Linear transferability for a target of norm a, n, d → ∞: a²·T_lt(γ, θ, σ/a) (FaF Eq. 13 rescaled)."""
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma, norm=norm)
-    return _out(_rescaled(lambda s: linear_transferability(gamma, theta, s), norm, sigma))
+    return norm**2 * linear_transferability(gamma, theta, sigma / norm, validate=False)
 
 
+@closed_form(norm=NORM, sigma=P.SIGMA, n=N_HEAD, d=P.D, theta=P.THETA)
 def scaled_target_transferability_finite(n, d, theta, sigma, norm):
     r"""Exact finite-size linear transferability for a target of norm a: a²·T_lt(n, d, θ, σ/a).
 
@@ -443,5 +445,4 @@ def scaled_target_transferability_finite(n, d, theta, sigma, norm):
     :func:`scaled_target_scratch_risk_finite` and
     :func:`scaled_target_linear_transfer_risk`. Used for FaF Fig. 5.
     """
-    check_broadcast(n=n, d=d, theta=theta, sigma=sigma, norm=norm)
-    return _out(_rescaled(lambda s: linear_transferability_finite(n, d, theta, s), norm, sigma))
+    return norm**2 * linear_transferability_finite(n, d, theta, sigma / norm, validate=False)

@@ -35,7 +35,8 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import check_broadcast, root_seed, scalar_or_array, trusted
+from .._validation import root_seed
+from ._closed_form import closed_form
 from .scratch import design, min_norm_noise_gain, min_norm_solution, noise_term, row_space_solve, scratch_risk
 
 __all__ = [
@@ -60,7 +61,8 @@ _MC_D = P.D.with_range(low=2)
 # --------------------------------------------------------------------------- the paper's limit (c = 1)
 
 
-def fine_tune_risk(gamma, theta, sigma, *, validate=True):
+@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA)
+def fine_tune_risk(gamma, theta, sigma):
     r"""Expected fine-tuning risk as n, d → ∞, of the paper's limit (c = 1).
 
     FaF Eq. 16 (Thm 3.9): E R_ft = E R_sc + (1 − γ)(1 − 2cos θ) for γ ≤ 1,
@@ -68,19 +70,11 @@ def fine_tune_risk(gamma, theta, sigma, *, validate=True):
     elsewhere when σ > 0: :func:`fine_tune_risk_corrected`. ``validate=False``: the arguments were validated by
     the caller.
     """
-    g, t, s = _checked(gamma, theta, sigma, validate)
-    extra = np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t))
-    return scalar_or_array(scratch_risk(g, s, validate=False) + extra, gamma, theta, sigma)
+    extra = np.clip(1 - gamma, 0, None) * (1 - 2 * np.cos(theta))
+    return scratch_risk(gamma, sigma, validate=False) + extra
 
 
-def _checked(gamma, theta, sigma, validate):
-    """(γ, θ, σ) as float arrays: validated and broadcast-checked, or trusted (``validate=False``)."""
-    if not validate:
-        return trusted(gamma, theta, sigma)
-    check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
-    return P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma)
-
-
+@closed_form(gamma=P.GAMMA, theta=P.THETA)
 def fine_tune_transferability(gamma, theta):
     r"""Fine-tuning transferability of the paper's limit, T_ft = (γ − 1)(1 − 2cos θ) for γ ≤ 1, else 0.
 
@@ -88,12 +82,11 @@ def fine_tune_transferability(gamma, theta):
     divergent noise term X⁺ε is common to both models and cancels pathwise.
     Independent of σ. Gradient flow: :func:`fine_tune_transferability_corrected`.
     """
-    check_broadcast(gamma=gamma, theta=theta)
-    g, t = P.GAMMA.check(gamma), P.THETA.check(theta)
-    return scalar_or_array(-np.clip(1 - g, 0, None) * (1 - 2 * np.cos(t)), gamma, theta)
+    return -np.clip(1 - gamma, 0, None) * (1 - 2 * np.cos(theta))
 
 
-def fine_tune_risk_finite_paper(n, d, theta, sigma, *, validate=True):
+@closed_form(n=P.N, d=P.D, theta=P.THETA, sigma=P.SIGMA)
+def fine_tune_risk_finite_paper(n, d, theta, sigma):
     r"""Exact finite-size expected risk of the paper's fine-tuning limit (FaF Eq. 142, c = 1).
 
     β_ft − β_t = (I − P)(β_s − β_t) + X⁺ε, the two parts orthogonal, hence
@@ -103,15 +96,11 @@ def fine_tune_risk_finite_paper(n, d, theta, sigma, *, validate=True):
     when σ > 0 (docs/errata.md): compare simulations with
     :func:`fine_tune_flow_expectation`. ``validate=False``: the arguments were validated by the caller.
     """
-    if validate:
-        check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
-        n_, d_, t, s = P.N.check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma)
-    else:
-        n_, d_, t, s = trusted(n, d, theta, sigma)
-    bias = np.clip(1 - n_ / d_, 0, None) * (2 - 2 * np.cos(t))
-    return scalar_or_array(bias + noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, theta, sigma)
+    bias = np.clip(1 - n / d, 0, None) * (2 - 2 * np.cos(theta))
+    return bias + noise_term(sigma**2, min_norm_noise_gain(n, d, validate=False))
 
 
+@closed_form(n=P.N, d=P.D, theta=P.THETA)
 def fine_tune_transferability_finite_paper(n, d, theta):
     r"""Exact finite-size T_ft = −(1 − n/d)₊ (1 − 2cos θ) of the paper's limit (FaF Eq. 142, c = 1).
 
@@ -120,9 +109,7 @@ def fine_tune_transferability_finite_paper(n, d, theta):
     FaF Eq. 17 as d → ∞. *Not* the gradient-flow value when σ > 0
     (docs/errata.md; :func:`fine_tune_flow_expectation`).
     """
-    check_broadcast(n=n, d=d, theta=theta)
-    n_, d_, t = P.N.check(n), P.D.check(d), P.THETA.check(theta)
-    return scalar_or_array(-np.clip(1 - n_ / d_, 0, None) * (1 - 2 * np.cos(t)), n, d, theta)
+    return -np.clip(1 - n / d, 0, None) * (1 - 2 * np.cos(theta))
 
 
 # --------------------------------------------------------------------------- the gradient-flow limit
@@ -162,7 +149,8 @@ def fine_tune_limit(X, y, beta_pre, depth=2):
     return sc + c[..., None] * carried
 
 
-def fine_tune_scale(gamma, sigma, depth=2, *, validate=True):
+@closed_form(gamma=P.GAMMA, sigma=P.SIGMA, depth=P.DEPTH.scalar)
+def fine_tune_scale(gamma, sigma, depth=2):
     r"""Asymptotic rescaling c of the carried-over component (n, d → ∞, unit β_s, β_t).
 
     c solves c^{2L/(L−1)} = (1 − γ)c² + γ(1 + σ²/(1 − γ)) for γ < 1 (‖(I−P)β_s‖² → 1 − γ,
@@ -170,17 +158,13 @@ def fine_tune_scale(gamma, sigma, depth=2, *, validate=True):
     For L = 2: c² = [(1 − γ) + √((1 − γ)² + 4γ(1 + σ²/(1 − γ)))]/2. For σ > 0,
     c → ∞ as γ → 1⁻. ``validate=False``: the arguments were validated by the caller.
     """
-    if validate:
-        check_broadcast(gamma=gamma, sigma=sigma)
-        g, s, depth = P.GAMMA.check(gamma), P.SIGMA.check(sigma), P.DEPTH.scalar(depth)
-    else:
-        g, s = trusted(gamma, sigma)
-    under = g < 1
-    gg = np.where(under, g, 0.5)
-    c = _scale_root(1 - gg, gg * (1 + s**2 / (1 - gg)), 1.0, depth)
-    return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
+    under = gamma < 1
+    gg = np.where(under, gamma, 0.5)
+    c = _scale_root(1 - gg, gg * (1 + sigma**2 / (1 - gg)), 1.0, depth)
+    return np.where(under, c, 1.0)
 
 
+@closed_form(gamma=P.GAMMA, sigma=P.SIGMA)
 def fine_tune_scale_deep_limit(gamma, sigma):
     r"""L → ∞ limit of :func:`fine_tune_scale`: c_∞ = √(1 + σ²/(1 − γ)) for γ < 1, 1 for γ ≥ 1.
 
@@ -188,37 +172,33 @@ def fine_tune_scale_deep_limit(gamma, sigma):
     i.e. c² = 1 + σ²/(1 − γ). c grows with L toward it (1.225, 1.338, 1.408 at L = 2, 3, 4 for σ = 1, γ = ½;
     c_∞ = √3).
     """
-    check_broadcast(gamma=gamma, sigma=sigma)
-    g, s = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
-    under = g < 1
-    c = np.sqrt(1 + s**2 / (1 - np.where(under, g, 0.5)))
-    return scalar_or_array(np.where(under, c, 1.0), gamma, sigma)
+    under = gamma < 1
+    c = np.sqrt(1 + sigma**2 / (1 - np.where(under, gamma, 0.5)))
+    return np.where(under, c, 1.0)
 
 
-def fine_tune_risk_corrected(gamma, theta, sigma, depth=2, *, validate=True):
+@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, depth=P.DEPTH.scalar)
+def fine_tune_risk_corrected(gamma, theta, sigma, depth=2):
     r"""Fine-tuning risk of the actual gradient-flow limit, n, d → ∞ (corrects FaF Eq. 16).
 
     E R_ft = E R_sc + (1 − γ)(c² − 2c cos θ) for γ < 1 with c = :func:`fine_tune_scale`;
     E R_sc for γ ≥ 1. Equals Eq. 16 when c = 1 (σ = 0). ``validate=False``: the arguments were validated by
     the caller.
     """
-    g, t, s = _checked(gamma, theta, sigma, validate)
-    depth = P.DEPTH.scalar(depth) if validate else depth
-    c = np.asarray(fine_tune_scale(g, s, depth, validate=False))
-    extra = np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t))
-    return scalar_or_array(scratch_risk(g, s, validate=False) + extra, gamma, theta, sigma)
+    c = np.asarray(fine_tune_scale(gamma, sigma, depth, validate=False))
+    extra = np.clip(1 - gamma, 0, None) * (c**2 - 2 * c * np.cos(theta))
+    return scratch_risk(gamma, sigma, validate=False) + extra
 
 
-def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2, *, validate=True):
+@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, depth=P.DEPTH.scalar)
+def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2):
     r"""T_ft = −(1 − γ)(c² − 2c cos θ) for γ < 1, else 0 (corrects FaF Eq. 17).
 
     Positive iff cos θ > c/2: the sign flips at θ* = arccos(c/2) < π/3 when σ > 0. ``validate=False``: the
     arguments were validated by the caller.
     """
-    g, t, s = _checked(gamma, theta, sigma, validate)
-    depth = P.DEPTH.scalar(depth) if validate else depth
-    c = np.asarray(fine_tune_scale(g, s, depth, validate=False))
-    return scalar_or_array(-np.clip(1 - g, 0, None) * (c**2 - 2 * c * np.cos(t)), gamma, theta, sigma)
+    c = np.asarray(fine_tune_scale(gamma, sigma, depth, validate=False))
+    return -np.clip(1 - gamma, 0, None) * (c**2 - 2 * c * np.cos(theta))
 
 
 def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, scalar_or_array, trusted
+from ._closed_form import closed_form
 from .fine_tuning import (
     fine_tune_flow_expectation,
     fine_tune_limit,
@@ -77,7 +77,8 @@ N_HEAD = P.N.with_range(low=3)
 # --------------------------------------------------------------------------- linear transfer
 
 
-def linear_transfer_risk(theta, sigma, n, *, validate=True):
+@closed_form(theta=P.THETA, sigma=P.SIGMA, n=N_HEAD)
+def linear_transfer_risk(theta, sigma, n):
     r"""Exact expected risk of linear transfer on rank-one pretrained features.
 
     FaF Eq. 12 (Thm 3.7): E R_lt = sin²θ + (σ² + sin²θ)/(n − 2), exact for
@@ -93,40 +94,28 @@ def linear_transfer_risk(theta, sigma, n, *, validate=True):
     validate : bool
         False: the arguments were validated by the caller.
     """
-    if validate:
-        check_broadcast(theta=theta, sigma=sigma, n=n)
-    t, s, n_ = (P.THETA.check(theta), P.SIGMA.check(sigma), N_HEAD.check(n)) if validate else trusted(theta, sigma, n)
-    sin2 = np.sin(t) ** 2
-    return scalar_or_array(sin2 + (s**2 + sin2) / (n_ - 2), theta, sigma, n)
+    sin2 = np.sin(theta) ** 2
+    return sin2 + (sigma**2 + sin2) / (n - 2)
 
 
-def linear_transferability(gamma, theta, sigma, *, validate=True):
+@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA)
+def linear_transferability(gamma, theta, sigma):
     r"""Linear transferability T_lt = E R_sc − sin²θ in the limit n, d → ∞.
 
     FaF Eq. 13. ``+inf`` at γ = 1 when σ > 0 (scratch diverges). ``validate=False``: the arguments were
     validated by the caller.
     """
-    if validate:
-        check_broadcast(gamma=gamma, theta=theta, sigma=sigma)
-        gamma_, sigma_ = P.GAMMA.check(gamma), P.SIGMA.check(sigma)
-    else:
-        gamma_, sigma_ = gamma, sigma
-    t = P.THETA.check(theta) if validate else trusted(theta)[0]
-    return scalar_or_array(scratch_risk(gamma_, sigma_, validate=False) - np.sin(t) ** 2, gamma, theta, sigma)
+    return scratch_risk(gamma, sigma, validate=False) - np.sin(theta) ** 2
 
 
-def linear_transferability_finite(n, d, theta, sigma, *, validate=True):
+@closed_form(n=N_HEAD, d=P.D, theta=P.THETA, sigma=P.SIGMA)
+def linear_transferability_finite(n, d, theta, sigma):
     r"""Exact finite-size T_lt(n, d) = E R_sc(n, d, σ) − E R_lt(θ, σ, n), n ≥ 3 (tends to FaF Eq. 13);
     ``validate=False``: the arguments were validated by the caller."""
-    if validate:
-        check_broadcast(n=n, d=d, theta=theta, sigma=sigma)
-        n_, d_, t, s = N_HEAD.check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma)
-    else:
-        n_, d_, t, s = n, d, theta, sigma
-    gap = scratch_risk_finite(n_, d_, s, validate=False) - linear_transfer_risk(t, s, n_, validate=False)
-    return scalar_or_array(gap, n, d, theta, sigma)
+    return scratch_risk_finite(n, d, sigma, validate=False) - linear_transfer_risk(theta, sigma, n, validate=False)
 
 
+@closed_form(theta=P.THETA, sigma=P.SIGMA)
 def negative_transfer_interval(theta, sigma):
     r"""Bounds (γ₋, γ₊) of the γ < 1 negative linear-transfer region.
 
@@ -137,47 +126,42 @@ def negative_transfer_interval(theta, sigma):
     π − arccos(1−σ)); otherwise both bounds are NaN. Returns a tuple of two
     floats (scalar input) or two arrays.
     """
-    check_broadcast(theta=theta, sigma=sigma)
-    t, s = P.THETA.check(theta), P.SIGMA.check(sigma)
-    c2 = np.cos(t) ** 2
-    a = 1 + c2 - s**2
+    c2 = np.cos(theta) ** 2
+    a = 1 + c2 - sigma**2
     disc = a**2 - 4 * c2
-    exists = np.sqrt(c2) < 1 - s
+    exists = np.sqrt(c2) < 1 - sigma
     root = np.sqrt(np.where(exists, disc, 0.0))
-    lo = np.where(exists, (a - root) / 2, np.nan)
-    hi = np.where(exists, (a + root) / 2, np.nan)
-    return scalar_or_array(lo, theta, sigma), scalar_or_array(hi, theta, sigma)
+    return np.where(exists, (a - root) / 2, np.nan), np.where(exists, (a + root) / 2, np.nan)
 
 
+@closed_form(theta=P.THETA, sigma=P.SIGMA)
 def negative_transfer_threshold(theta, sigma):
     r"""Onset of γ > 1 negative linear transfer: γ_c = 1 + σ²/sin²θ.
 
     FaF §3.3: for γ > 1, T_lt < 0 ⇔ γ − 1 > σ²/sin²θ. ``+inf`` when
     sin θ = 0 (no negative transfer for aligned tasks).
     """
-    check_broadcast(theta=theta, sigma=sigma)
-    t, s = P.THETA.check(theta), P.SIGMA.check(sigma)
-    sin2 = np.sin(t) ** 2
+    sin2 = np.sin(theta) ** 2
     sin2 = np.where(np.isclose(sin2, 0.0, atol=1e-30), 0.0, sin2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        thr = np.where(sin2 > 0, 1 + s**2 / np.where(sin2 > 0, sin2, 1.0), np.inf)
-    return scalar_or_array(thr, theta, sigma)
+        return np.where(sin2 > 0, 1 + sigma**2 / np.where(sin2 > 0, sin2, 1.0), np.inf)
 
 
-def negative_transfer_onset_angle(sigma, *, validate=True):
+@closed_form(sigma=P.SIGMA)
+def negative_transfer_onset_angle(sigma):
     r"""θ above which the γ < 1 negative region exists: arccos(1 − σ) (NaN for σ ≥ 1).
 
     FaF §3.3: negative transfer at γ < 1 requires SNR = 1/σ² > 1. ``validate=False``: σ was validated by the
     caller.
     """
-    s = P.SIGMA.check(sigma) if validate else trusted(sigma)[0]
     with np.errstate(invalid="ignore"):
-        return scalar_or_array(np.where(s < 1, np.arccos(np.clip(1 - s, -1, 1)), np.nan), sigma)
+        return np.where(sigma < 1, np.arccos(np.clip(1 - sigma, -1, 1)), np.nan)
 
 
 # --------------------------------------------------------------------------- ridge
 
 
+@closed_form(theta=P.THETA, lam=P.LAM)
 def ridge_transfer_risk(theta, lam):
     r"""Ridge linear-transfer risk as n → ∞: 1 − cos²θ (1 + 2λ)/(1 + λ)².
 
@@ -185,15 +169,14 @@ def ridge_transfer_risk(theta, lam):
     (λ/2)‖W‖² with balanced features (‖v‖ = 1). Strictly increasing in λ for
     cos θ ≠ 0, so the optimal ridge is λ* = 0.
     """
-    check_broadcast(theta=theta, lam=lam)
-    t, lm = P.THETA.check(theta), P.LAM.check(lam)
-    return scalar_or_array(1 - np.cos(t) ** 2 * (1 + 2 * lm) / (1 + lm) ** 2, theta, lam)
+    return 1 - np.cos(theta) ** 2 * (1 + 2 * lam) / (1 + lam) ** 2
 
 
 _QUAD_NODES = 801
 _TAIL = 1e-17
 
 
+@closed_form(n=N_HEAD, c=P.LAM)
 def chi2_resolvent_moments(n, c):
     r"""(E[s/(s+c)], E[s/(s+c)²], E[s²/(s+c)²]) for s ~ χ²_n, c >= 0.
 
@@ -204,15 +187,12 @@ def chi2_resolvent_moments(n, c):
     geometrically; the window spans the χ²_n quantiles 10⁻¹⁷ … 1 − 10⁻¹⁷.
     Exact values are used at c = 0: (1, 1/(n−2), 1). Requires n >= 3.
     """
-    check_broadcast(n=n, c=c)
     # SciPy is imported here, not at module level: it is half the start-up
     # time of the phase-diagram CLI, which needs it only for finite-n ridge.
     from scipy import stats
     from scipy.special import gammaln
 
-    n_ = N_HEAD.check(n)
-    c_ = P.LAM.check(c, name="c")
-    n_b, c_b = np.broadcast_arrays(n_, c_)
+    n_b, c_b = np.broadcast_arrays(n, c)
     pairs, inverse = np.unique(np.stack([n_b.ravel(), c_b.ravel()], axis=1), axis=0, return_inverse=True)
     pn, pc = pairs[:, 0:1], pairs[:, 1:2]
     k = pn / 2
@@ -238,12 +218,11 @@ def chi2_resolvent_moments(n, c):
     a = np.where(exact0, 1.0, a)
     b = np.where(exact0, 1.0 / (pn[:, 0] - 2), b)
     cc = np.where(exact0, 1.0, cc)
-    shape = n_b.shape
-    out = tuple(v[inverse.ravel()].reshape(shape) for v in (a, b, cc))
-    return tuple(scalar_or_array(v, n, c) for v in out)
+    return tuple(v[inverse.ravel()].reshape(n_b.shape) for v in (a, b, cc))
 
 
-def ridge_transfer_risk_finite(theta, sigma, n, lam, *, validate=True):
+@closed_form(theta=P.THETA, sigma=P.SIGMA, n=N_HEAD, lam=P.LAM)
+def ridge_transfer_risk_finite(theta, sigma, n, lam):
     r"""Exact expected ridge linear-transfer risk at finite n.
 
     Derived in docs/linear.md (FaF App. B.7 before the saddle point): with s = ‖z‖² ~ χ²_n,
@@ -252,12 +231,6 @@ def ridge_transfer_risk_finite(theta, sigma, n, lam, *, validate=True):
     Equals :func:`linear_transfer_risk` at λ = 0 and tends to FaF Eq. 15 as
     n → ∞. ``validate=False``: the arguments were validated by the caller.
     """
-    if validate:
-        check_broadcast(theta=theta, sigma=sigma, n=n, lam=lam)
-        t, s, lm, n_ = P.THETA.check(theta), P.SIGMA.check(sigma), P.LAM.check(lam), N_HEAD.check(n)
-    else:
-        t, s, lm, n_ = trusted(theta, sigma, lam, n)
-    a, b, c = chi2_resolvent_moments(n_, n_ * lm)
-    cos2 = np.cos(t) ** 2
-    risk = 1 - 2 * cos2 * a + cos2 * c + (np.sin(t) ** 2 + s**2) * b
-    return scalar_or_array(risk, theta, sigma, n, lam)
+    a, b, c = chi2_resolvent_moments(n, n * lam)
+    cos2 = np.cos(theta) ** 2
+    return 1 - 2 * cos2 * a + cos2 * c + (np.sin(theta) ** 2 + sigma**2) * b

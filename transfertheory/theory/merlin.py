@@ -45,8 +45,9 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval, as_generator, check_broadcast, scalar_or_array
+from .._validation import Interval, as_generator
 from ..backend import get_backend
+from ._closed_form import closed_form
 
 __all__ = [
     "Mixture", "mixture", "sample_source", "sample_target", "exact_moments", "Moments",
@@ -285,12 +286,10 @@ def regularized_source_loss(theta, phi, k, lam):
 # --------------------------------------------------------------------------- Lemma 4 and Lemma 1: the scale problem
 
 
+@closed_form(mu=SOURCE_SCALE, penalty=COEF, fit=COEF)
 def scale_objective(mu, penalty, fit):
     """penalty·|μ|^{2/3} + fit·(μ − 1)²: Lemma 4 (penalty = 3λ/2^{2/3}, fit = 2/3) and Lemma 1."""
-    check_broadcast(mu=mu, penalty=penalty, fit=fit)
-    mu = SOURCE_SCALE.check(mu)
-    penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
-    return scalar_or_array(penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2, mu, penalty, fit)
+    return penalty * np.abs(mu) ** (2 / 3) + fit * (mu - 1) ** 2
 
 
 def _largest_root(a):
@@ -304,6 +303,7 @@ def _largest_root(a):
     return t
 
 
+@closed_form(penalty=COEF, fit=COEF)
 def optimal_scale(penalty, fit):
     """argmin_μ penalty·|μ|^{2/3} + fit·(μ − 1)² (both coefficients ≥ 0).
 
@@ -311,27 +311,24 @@ def optimal_scale(penalty, fit):
     fit·(1 − t³(2t³ − 1)), below the value fit at μ = 0 iff μ > 1/2, i.e. iff a < 2^{-4/3}.
     Returns 0 for a > 2^{-4/3} (and fit = 0), the larger root otherwise (1/2 at the tie a = 2^{-4/3}).
     """
-    check_broadcast(penalty=penalty, fit=fit)
-    penalty, fit = COEF.check(penalty, "penalty"), COEF.check(fit, "fit")
     penalty, fit = np.broadcast_arrays(penalty, fit)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(fit > 0, penalty / (3 * np.where(fit > 0, fit, 1.0)), np.inf)
     positive = a <= 2.0 ** (-4.0 / 3.0)
     t = _largest_root(np.where(positive, a, 0.0))
-    return scalar_or_array(np.where(positive, t ** 3, 0.0), penalty, fit)
+    return np.where(positive, t ** 3, 0.0)
 
 
+@closed_form(mu=SOURCE_SCALE, lam=LAM_POS)
 def source_scale_objective(mu, lam):
     """Lemma 4's L(μ) = (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², the minimum of L^λ_Ds at scale tr A = μ."""
-    check_broadcast(mu=mu, lam=lam)
-    lam = LAM_POS.check(lam)
-    return scale_objective(mu, 3 * lam / 2 ** (2 / 3), 2 / 3)
+    return scale_objective(mu, 3 * lam / 2 ** (2 / 3), 2 / 3, validate=False)
 
 
+@closed_form(lam=LAM_POS)
 def optimal_source_scale(lam):
     """μ* of Lemma 4: 0 for λ > 2^{1/3}/3, the largest root ≥ 1/2 below (1/2 at the threshold)."""
-    lam = LAM_POS.check(lam)
-    return scalar_or_array(np.asarray(optimal_scale(3 * lam / 2 ** (2 / 3), 2 / 3)), lam)
+    return np.asarray(optimal_scale(3 * lam / 2 ** (2 / 3), 2 / 3, validate=False))
 
 
 def source_minimizer(lam, d, m, k, j, sign=1, neuron=0):
@@ -353,16 +350,18 @@ def source_minimizer(lam, d, m, k, j, sign=1, neuron=0):
     return theta, phi
 
 
+@closed_form(lam=LAM_POS, alpha=ALPHA_JOINT, eps=EPS)
 def joint_training_lower_bound(lam, alpha, eps):
     """Lemma 1: every (θ_s, θ_t, φ) with target population loss ≤ ε ≤ 2/3 has
     L^λ_joint ≥ min_μ[(3λ/2^{4/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{4/3})(1 − √(3ε/2))^{2/3}."""
-    check_broadcast(lam=lam, alpha=alpha, eps=eps)
-    lam, alpha, eps = LAM_POS.check(lam), ALPHA_JOINT.check(alpha), EPS.check(eps)
-    penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
-    mu = optimal_scale(penalty, fit)
-    source_part = np.asarray(scale_objective(mu, penalty, fit))
-    target_part = penalty * np.abs(1 - np.sqrt(1.5 * eps)) ** (2 / 3)
-    return scalar_or_array(source_part + target_part, lam, alpha, eps)
+    penalty, source_part = _joint_source_part(lam, alpha, 4 / 3)
+    return source_part + penalty * np.abs(1 - np.sqrt(1.5 * eps)) ** (2 / 3)
+
+
+def _joint_source_part(lam, alpha, power):
+    """(P, S) of Lemmas 1 and 2: the penalty P = 3λ/2^power and S = min_μ P|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²."""
+    penalty, fit = 3 * lam / 2 ** power, 2 / 3 * (1 - alpha)
+    return penalty, np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
 
 
 def joint_training_construction(lam, alpha, feature, m=2):
@@ -385,17 +384,15 @@ def joint_training_construction(lam, alpha, feature, m=2):
     return theta_s, theta_t, phi
 
 
+@closed_form(lam=LAM_POS, alpha=ALPHA_JOINT, feature_norm=FEATURE_NORM)
 def joint_training_construction_value(lam, alpha, feature_norm):
     """Lemma 2 (Eq. 26): L^λ_joint of :func:`joint_training_construction` =
     min_μ[(3λ/2^{2/3})|μ|^{2/3} + (2/3)(1 − α)(μ − 1)²] + (3λ/2^{2/3})‖φ̂_t‖^{4/3}."""
-    check_broadcast(lam=lam, alpha=alpha, feature_norm=feature_norm)
-    lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
-    feature_norm = FEATURE_NORM.check(feature_norm)
-    penalty, fit = 3 * lam / 2 ** (2 / 3), 2 / 3 * (1 - alpha)
-    source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
-    return scalar_or_array(source_part + penalty * feature_norm ** (4 / 3), lam, alpha, feature_norm)
+    penalty, source_part = _joint_source_part(lam, alpha, 2 / 3)
+    return source_part + penalty * feature_norm ** (4 / 3)
 
 
+@closed_form(lam=LAM_POS, alpha=ALPHA_JOINT, feature_norm=FEATURE_NORM)
 def joint_training_guaranteed_loss(lam, alpha, feature_norm):
     """Theorem 1 (joint training) from Lemmas 1 and 2: the target population loss ε* that every global
     minimizer of L^λ_joint must reach when a feature φ̂_t of norm ``feature_norm`` fits the target samples.
@@ -405,52 +402,47 @@ def joint_training_guaranteed_loss(lam, alpha, feature_norm):
     is ≥ ε* with B(ε*) = C: with r = (C − S)/P, ε* = (2/3)(1 − r^{3/2})² for 0 < r < 1, 0 for r ≥ 1 (no guarantee)
     and 2/3 for r ≤ 0 (every ε ≤ 2/3 is excluded).
     """
-    check_broadcast(lam=lam, alpha=alpha, feature_norm=feature_norm)
-    lam, alpha = LAM_POS.check(lam), ALPHA_JOINT.check(alpha)
-    feature_norm = FEATURE_NORM.check(feature_norm)
-    penalty, fit = 3 * lam / 2 ** (4 / 3), 2 / 3 * (1 - alpha)
-    source_part = np.asarray(scale_objective(optimal_scale(penalty, fit), penalty, fit))
+    penalty, source_part = _joint_source_part(lam, alpha, 4 / 3)
     ratio = (np.asarray(joint_training_construction_value(lam, alpha, feature_norm)) - source_part) / penalty
-    clipped = np.clip(ratio, 0.0, 1.0)
-    return scalar_or_array(2 / 3 * (1 - clipped ** 1.5) ** 2, lam, alpha, feature_norm)
+    return 2 / 3 * (1 - np.clip(ratio, 0.0, 1.0) ** 1.5) ** 2
 
 
 # --------------------------------------------------------------------------- Theorem 1: fine-tuning
 
 
+@closed_form(gamma=GAMMA_HEAD)
 def finetune_head_loss(gamma):
     """Target loss of the head γ·x_j² on a wrong feature j ≠ 1: E[(γx_j² − x₁²)²] = (2/3)γ² − (8/9)γ + 2/3
     (MeRLin Eqs. 52–54; E x_j⁴ = 2/3, E x_j²x₁² = 4/9, E x₁⁴ = 2/3). Minimum 10/27 at γ = 2/3."""
-    gamma = GAMMA_HEAD.check(gamma)
-    return scalar_or_array(2 / 3 * gamma ** 2 - 8 / 9 * gamma + 2 / 3, gamma)
+    return 2 / 3 * gamma ** 2 - 8 / 9 * gamma + 2 / 3
 
 
+@closed_form(k=SOURCE_K)
 def finetune_failure_probability(k):
     """1 − 1/k: pre-training picks the feature e_j with j uniform on [k] (the source law is symmetric in
     x₁ … x_k), and every j ≠ 1 leaves target loss ≥ 10/27 (Theorem 1, fine-tuning)."""
-    k = SOURCE_K.check(k)
-    return scalar_or_array(1 - 1 / k, k)
+    return 1 - 1 / k
 
 
 # --------------------------------------------------------------------------- Theorem 2: MeRLin
 
 
+@closed_form(n=P.N)
 def wrong_feature_fit_probability(n):
     """P(some head γ fits γ·x_j² = x₁² on n target samples), j ≠ 1: (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ.
 
     A fit with a sample x₁ ≠ 0 forces γ = 1 and x_j² = x₁² on every sample (per sample 1/9 + 4/9 = 5/9);
     with x₁ = 0 on every sample γ = 0 fits (1/3 per sample); both: x₁ = x_j = 0 throughout (1/9).
     """
-    n = P.N.check(n)
-    return scalar_or_array((5 / 9) ** n + (1 / 3) ** n - (1 / 9) ** n, n)
+    return (5 / 9) ** n + (1 / 3) ** n - (1 / 9) ** n
 
 
+@closed_form(n=P.N)
 def wrong_feature_fit_bound(n):
     """(2/3)ⁿ, the paper's bound on each event of its union bound (proof of Thm 2, App. B.2): x_j² = x₁² on every
     sample ((5/9)ⁿ), or x₁ = 0 on every sample ((1/3)ⁿ). One feature fits when either happens, so
     :func:`wrong_feature_fit_probability` (the union of two such events) exceeds it at n = 1 (7/9), not after."""
-    n = P.N.check(n)
-    return scalar_or_array((2 / 3) ** n, n)
+    return (2 / 3) ** n
 
 
 def any_wrong_feature_fit_probability(n, k):
@@ -466,11 +458,10 @@ def any_wrong_feature_fit_probability(n, k):
     return float((1 / 3) ** n + np.sum(np.exp(log_weight) * -np.expm1((k - 1) * np.log1p(-fit_one))))
 
 
+@closed_form(n=P.N, k=SOURCE_K)
 def any_wrong_feature_fit_bound(n, k):
     """The paper's union bound k(2/3)ⁿ on :func:`any_wrong_feature_fit_probability` (proof of Thm 2)."""
-    check_broadcast(n=n, k=k)
-    n, k = P.N.check(n), SOURCE_K.check(k)
-    return scalar_or_array(k * (2 / 3) ** n, n, k)
+    return k * (2 / 3) ** n
 
 
 def merlin_sample_size(k, xi):

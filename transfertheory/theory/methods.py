@@ -152,6 +152,14 @@ class TransferMethod:
         args = self.check_finite(n, d, theta, sigma, lam) if validate else trusted(n, d, theta, sigma, lam)
         return _broadcast(formula(*args), n, d, theta, sigma, lam)
 
+    def _flow(self, flow, paper, gamma, theta, sigma, lam, depth, validate):
+        """The n, d → ∞ ``flow`` formula of an L = ``depth`` network (None: the ``paper`` one, which the flow
+        reaches), validated unless ``validate`` is False."""
+        depth = P.DEPTH.scalar(depth) if validate else depth
+        if flow is None:
+            return self._asymptotic(paper, gamma, theta, sigma, lam, validate)
+        return self._asymptotic(flow, gamma, theta, sigma, lam, validate, depth)
+
     # ------------------------------------------------------------------ risks
 
     def paper_risk(self, gamma, theta, sigma, lam=0.0, *, validate=True):
@@ -168,10 +176,7 @@ class TransferMethod:
 
         Equal to :meth:`paper_risk` except for fine-tuning, whose carried-over component is rescaled by c.
         """
-        depth = P.DEPTH.scalar(depth) if validate else depth
-        if self.formulas.flow_risk is None:
-            return self.paper_risk(gamma, theta, sigma, lam, validate=validate)
-        return self._asymptotic(self.formulas.flow_risk, gamma, theta, sigma, lam, validate, depth)
+        return self._flow(self.formulas.flow_risk, self.formulas.paper_risk, gamma, theta, sigma, lam, depth, validate)
 
     def flow_risk_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size expected risk of the gradient-flow limit: ``(mean, se)``.
@@ -195,10 +200,8 @@ class TransferMethod:
     def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2, validate=True):
         """n, d → ∞ transferability of the gradient-flow limit (= :meth:`paper_transferability` except for
         fine-tuning)."""
-        depth = P.DEPTH.scalar(depth) if validate else depth
-        if self.formulas.flow_transferability is None:
-            return self.paper_transferability(gamma, theta, sigma, lam, validate=validate)
-        return self._asymptotic(self.formulas.flow_transferability, gamma, theta, sigma, lam, validate, depth)
+        return self._flow(self.formulas.flow_transferability, self.formulas.paper_transferability, gamma, theta, sigma,
+                          lam, depth, validate)
 
     def flow_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size transferability of the gradient-flow limit: ``(mean, se)``, as :meth:`flow_risk_finite`.
@@ -233,76 +236,9 @@ def _broadcast(result, *inputs):
 # --------------------------------------------------------------------------- the formulas of each method
 
 
-def _scratch_risk(gamma, theta, sigma, lam):
-    return scratch_risk(gamma, sigma, validate=False)
-
-
 def _zero_transferability(*args):
     """T_scratch = E[R_sc − R_sc] = 0 (pathwise, so also where R_sc = +inf)."""
     return np.zeros(np.broadcast_shapes(*map(np.shape, args)))
-
-
-def _scratch_risk_finite(n, d, theta, sigma, lam):
-    return scratch_risk_finite(n, d, sigma, validate=False)
-
-
-def _linear_risk(gamma, theta, sigma, lam):
-    """FaF Eq. 12 as n → ∞: sin²θ."""
-    return np.sin(theta) ** 2
-
-
-def _linear_transferability(gamma, theta, sigma, lam):
-    return lin.linear_transferability(gamma, theta, sigma, validate=False)
-
-
-def _linear_risk_finite(n, d, theta, sigma, lam):
-    return lin.linear_transfer_risk(theta, sigma, n, validate=False)
-
-
-def _linear_transferability_finite(n, d, theta, sigma, lam):
-    return lin.linear_transferability_finite(n, d, theta, sigma, validate=False)
-
-
-def _ridge_risk(gamma, theta, sigma, lam):
-    return lin.ridge_transfer_risk(theta, lam)
-
-
-def _ridge_transferability(gamma, theta, sigma, lam):
-    """FaF Eq. 10 − Eq. 15 (+inf at γ = 1 when σ > 0: only scratch diverges)."""
-    return scratch_risk(gamma, sigma, validate=False) - lin.ridge_transfer_risk(theta, lam)
-
-
-def _ridge_risk_finite(n, d, theta, sigma, lam):
-    return lin.ridge_transfer_risk_finite(theta, sigma, n, lam, validate=False)
-
-
-def _ridge_transferability_finite(n, d, theta, sigma, lam):
-    return (scratch_risk_finite(n, d, sigma, validate=False)
-            - lin.ridge_transfer_risk_finite(theta, sigma, n, lam, validate=False))
-
-
-def _fine_tune_risk(gamma, theta, sigma, lam):
-    return ft.fine_tune_risk(gamma, theta, sigma, validate=False)
-
-
-def _fine_tune_transferability(gamma, theta, sigma, lam):
-    return ft.fine_tune_transferability(gamma, theta)
-
-
-def _fine_tune_risk_finite(n, d, theta, sigma, lam):
-    return ft.fine_tune_risk_finite_paper(n, d, theta, sigma, validate=False)
-
-
-def _fine_tune_transferability_finite(n, d, theta, sigma, lam):
-    return ft.fine_tune_transferability_finite_paper(n, d, theta)
-
-
-def _fine_tune_flow_risk(gamma, theta, sigma, lam, depth):
-    return ft.fine_tune_risk_corrected(gamma, theta, sigma, depth, validate=False)
-
-
-def _fine_tune_flow_transferability(gamma, theta, sigma, lam, depth):
-    return ft.fine_tune_transferability_corrected(gamma, theta, sigma, depth, validate=False)
 
 
 def _fine_tune_flow_finite(n, d, theta, sigma, depth, draws, seed):
@@ -321,28 +257,53 @@ def _fine_tune_flow_finite(n, d, theta, sigma, depth, draws, seed):
     return (risk, risk_se), gap
 
 
+# The formulas of the table below take validated float arrays, (γ, θ, σ, λ) at n, d → ∞ and (n, d, θ, σ, λ) at
+# finite size, and call the closed forms of the other modules with validate=False.
 METHODS: Mapping[str, TransferMethod] = MappingProxyType({
     "scratch": TransferMethod(
         name="scratch", label="scratch training", figure=None, source="FaF Eq. 10", simulator="scratch",
         takes_lambda=False, min_n=1, erratum=None,
-        formulas=Formulas(_scratch_risk, _zero_transferability, _scratch_risk_finite, _zero_transferability),
+        formulas=Formulas(
+            paper_risk=lambda g, t, s, lam: scratch_risk(g, s, validate=False),
+            paper_transferability=_zero_transferability,
+            paper_risk_finite=lambda n, d, t, s, lam: scratch_risk_finite(n, d, s, validate=False),
+            paper_transferability_finite=_zero_transferability),
     ),
     "linear": TransferMethod(
         name="linear", label="linear transfer", figure="FaF Fig. 1", source="FaF Eq. 12", simulator="linear",
         takes_lambda=False, min_n=3, erratum=None,
-        formulas=Formulas(_linear_risk, _linear_transferability, _linear_risk_finite, _linear_transferability_finite),
+        formulas=Formulas(
+            paper_risk=lambda g, t, s, lam: np.sin(t) ** 2,  # FaF Eq. 12 as n → ∞
+            paper_transferability=lambda g, t, s, lam: lin.linear_transferability(g, t, s, validate=False),
+            paper_risk_finite=lambda n, d, t, s, lam: lin.linear_transfer_risk(t, s, n, validate=False),
+            paper_transferability_finite=lambda n, d, t, s, lam: lin.linear_transferability_finite(
+                n, d, t, s, validate=False)),
     ),
     "ridge": TransferMethod(
         name="ridge", label="ridge linear transfer", figure="FaF Fig. 2", source="FaF Eq. 15", simulator="linear",
         takes_lambda=True, min_n=3, erratum=None,
-        formulas=Formulas(_ridge_risk, _ridge_transferability, _ridge_risk_finite, _ridge_transferability_finite),
+        formulas=Formulas(
+            paper_risk=lambda g, t, s, lam: lin.ridge_transfer_risk(t, lam),
+            # FaF Eq. 10 − Eq. 15 (+inf at γ = 1 when σ > 0: only scratch diverges)
+            paper_transferability=lambda g, t, s, lam: (scratch_risk(g, s, validate=False)
+                                                        - lin.ridge_transfer_risk(t, lam)),
+            paper_risk_finite=lambda n, d, t, s, lam: lin.ridge_transfer_risk_finite(t, s, n, lam, validate=False),
+            paper_transferability_finite=lambda n, d, t, s, lam: (
+                scratch_risk_finite(n, d, s, validate=False)
+                - lin.ridge_transfer_risk_finite(t, s, n, lam, validate=False))),
     ),
     "finetune": TransferMethod(
         name="finetune", label="fine-tuning", figure="FaF Fig. 3", source="FaF Eq. 16", simulator="finetune",
         takes_lambda=False, min_n=1, erratum="erratum-finetune-limit",
-        formulas=Formulas(_fine_tune_risk, _fine_tune_transferability, _fine_tune_risk_finite,
-                          _fine_tune_transferability_finite, _fine_tune_flow_risk, _fine_tune_flow_transferability,
-                          _fine_tune_flow_finite),
+        formulas=Formulas(
+            paper_risk=lambda g, t, s, lam: ft.fine_tune_risk(g, t, s, validate=False),
+            paper_transferability=lambda g, t, s, lam: ft.fine_tune_transferability(g, t),
+            paper_risk_finite=lambda n, d, t, s, lam: ft.fine_tune_risk_finite_paper(n, d, t, s, validate=False),
+            paper_transferability_finite=lambda n, d, t, s, lam: ft.fine_tune_transferability_finite_paper(n, d, t),
+            flow_risk=lambda g, t, s, lam, depth: ft.fine_tune_risk_corrected(g, t, s, depth, validate=False),
+            flow_transferability=lambda g, t, s, lam, depth: ft.fine_tune_transferability_corrected(
+                g, t, s, depth, validate=False),
+            flow_finite=_fine_tune_flow_finite),
     ),
 })
 #: the methods that transfer something from the source (every record but scratch)

@@ -224,6 +224,12 @@ def adapted_outputs(k_query_support, k_support, y_support, lam_tau):
     return k_query_support @ (adaptation_operator(k_support, lam_tau) @ y_support)
 
 
+def _adapted_on_query(tk, values, lam_tau_hat):
+    """K(X,X′)T(X′)·``values`` (:func:`adapted_outputs` of the test task's support set, seen on its query set)."""
+    return adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), values,
+                           lam_tau_hat)
+
+
 def _block_diag_map(tk, fn):
     """blockdiag(fn(K(Xᵢ,Xᵢ))) over the training tasks; ``fn`` maps a stack of the blocks at once when the tasks
     have equal sizes."""
@@ -258,8 +264,7 @@ def mtl_test_kernel(tk: TaskKernels, lam_tau_hat):
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     residual_query = tk.block("ntk", "query", "train") - tk.block("nngp", "query", "train")
     residual_support = tk.block("ntk", "support", "train") - tk.block("nngp", "support", "train")
-    return residual_query - adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
-                                            residual_support, lam_tau_hat)
+    return residual_query - _adapted_on_query(tk, residual_support, lam_tau_hat)
 
 
 def _anil_test_kernel_undecayed(tk, lam_tau_hat, variant):
@@ -268,9 +273,7 @@ def _anil_test_kernel_undecayed(tk, lam_tau_hat, variant):
         raise ValueError(f"variant must be one of {ANIL_VARIANTS}, got {variant!r}")
     if variant == "derivation":
         return mtl_test_kernel(tk, lam_tau_hat)
-    adapted = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
-                              tk.block("ntk", "support", "train"), lam_tau_hat)
-    return tk.block("ntk", "query", "train") - adapted
+    return tk.block("ntk", "query", "train") - _adapted_on_query(tk, tk.block("ntk", "support", "train"), lam_tau_hat)
 
 
 def anil_test_kernel(tk: TaskKernels, lam_tau, lam_tau_hat, variant="derivation"):
@@ -307,8 +310,7 @@ def mtl_predictions(tk: TaskKernels, labels, support_labels, lam_tau_hat):
     """F_MTL(X, X′, Y′) = G_τ̂(X,X′,Y′) + Φ′_MTL Φ_MTL⁻¹ 𝒴 (MTL Eq. 15); (n, k) for labels of k columns."""
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     y, y_support = _labels(tk, labels, support_labels)
-    g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
-                        lam_tau_hat)
+    g = _adapted_on_query(tk, y_support, lam_tau_hat)
     return g + mtl_test_kernel(tk, lam_tau_hat) @ _solve(mtl_kernel(tk), y, "Phi_MTL")
 
 
@@ -324,8 +326,7 @@ def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_h
     LAM_TAU.scalar(lam_tau)
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
     y, y_support = _labels(tk, labels, support_labels)
-    g = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"), y_support,
-                        lam_tau_hat)
+    g = _adapted_on_query(tk, y_support, lam_tau_hat)
     theta_solve = _solve(tk.block("ntk", "train", "train"), y, "Theta")
     return g + _anil_test_kernel_undecayed(tk, lam_tau_hat, variant) @ theta_solve
 
@@ -337,8 +338,7 @@ def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, l
     LAM_TAU.scalar(lam_tau)
     y, y_support = _labels(tk, labels, support_labels)
     xp = get_backend(y)
-    g_test = adapted_outputs(tk.block("nngp", "query", "support"), tk.block("nngp", "support", "support"),
-                             y_support, lam_tau_hat)
+    g_test = _adapted_on_query(tk, y_support, lam_tau_hat)
     g_train = y - _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau)) @ y
     return g_test + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ xp.linalg.solve(anil_kernel(tk, lam_tau),
                                                                                         y - g_train)

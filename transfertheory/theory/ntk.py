@@ -35,8 +35,8 @@ import math
 import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval
-from ..backend import get_backend, to_host
+from .._validation import Interval, finite_real_array
+from ..backend import get_backend
 from ..params import Param
 
 __all__ = ["HIDDEN_DEPTH", "W_STD", "B_STD", "relu_kernels", "relu_kernels_at_depths", "relu_kernel_diagonal"]
@@ -55,17 +55,12 @@ _BLOCK_ELEMENTS = 2**20
 def _inputs(x, name, d=None):
     """``x`` as a finite real 2-D array (n, d) of its own array module; ValueError naming ``name`` otherwise."""
     xp = get_backend(x)
-    host = np.asarray(to_host(x))
-    if host.dtype.kind not in "iuf" or host.dtype == bool:
-        raise ValueError(f"{name} must be a real array of shape (n, d), got dtype {host.dtype}")
-    if host.ndim != 2 or host.shape[0] < 1 or host.shape[1] < 1:
-        raise ValueError(f"{name} must have shape (n, d) with n, d >= 1, got shape {host.shape}")
-    if d is not None and host.shape[1] != d:
-        raise ValueError(f"{name} must have d = {d} columns like X, got shape {host.shape}")
-    if not np.all(np.isfinite(host)):
-        raise ValueError(f"{name} must be finite, got a non-finite entry")
-    dtype = host.dtype if host.dtype.kind == "f" else np.float64
-    return xp.asarray(x, dtype=dtype), xp
+    arr = finite_real_array(x, name, "(n, d)", xp)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (n, d) with n, d >= 1, got shape {arr.shape}")
+    if d is not None and arr.shape[1] != d:
+        raise ValueError(f"{name} must have d = {d} columns like X, got shape {arr.shape}")
+    return arr, xp
 
 
 def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var):

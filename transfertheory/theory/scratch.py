@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, scalar_or_array, trusted
+from ._closed_form import closed_form
 
 __all__ = ["scratch_risk", "scratch_risk_finite", "min_norm_noise_gain", "min_norm_solution"]
 
@@ -43,7 +43,8 @@ def _asymptotic_noise_gain(gamma):
         return np.where(gamma < 1, gamma / (1 - gamma), np.where(gamma > 1, 1 / (gamma - 1), np.inf))
 
 
-def scratch_risk(gamma, sigma, *, validate=True):
+@closed_form(gamma=P.GAMMA, sigma=P.SIGMA)
+def scratch_risk(gamma, sigma):
     r"""Expected risk of scratch training (minimum-norm interpolator), n, d → ∞.
 
     FaF Eq. 10 (Thm 3.6): E R_sc = (1−γ) + σ²γ/(1−γ) for γ < 1 and σ²/(γ−1)
@@ -59,13 +60,11 @@ def scratch_risk(gamma, sigma, *, validate=True):
     validate : bool
         False: the arguments were validated by the caller (:func:`~transfertheory._validation.trusted`).
     """
-    if validate:
-        check_broadcast(gamma=gamma, sigma=sigma)
-    g, s = (P.GAMMA.check(gamma), P.SIGMA.check(sigma)) if validate else trusted(gamma, sigma)
-    bias = np.clip(1 - g, 0, None)
-    return scalar_or_array(bias + noise_term(s**2, _asymptotic_noise_gain(g)), gamma, sigma)
+    bias = np.clip(1 - gamma, 0, None)
+    return bias + noise_term(sigma**2, _asymptotic_noise_gain(gamma))
 
 
+@closed_form(n=P.N, d=P.D)
 def min_norm_noise_gain(n, d):
     r"""Exact E tr((XᵀX)⁺) for X ∈ ℝ^{n×d} with i.i.d. N(0,1) entries.
 
@@ -75,14 +74,12 @@ def min_norm_noise_gain(n, d):
     n ≥ d + 2, ``+inf`` for |n − d| ≤ 1. The noise part of the minimum-norm
     risk is σ² times this.
     """
-    check_broadcast(n=n, d=d)
-    n_, d_ = P.N.check(n), P.D.check(d)
     with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.where(n_ <= d_ - 2, n_ / (d_ - n_ - 1), np.where(n_ >= d_ + 2, d_ / (n_ - d_ - 1), np.inf))
-    return scalar_or_array(gain, n, d)
+        return np.where(n <= d - 2, n / (d - n - 1), np.where(n >= d + 2, d / (n - d - 1), np.inf))
 
 
-def scratch_risk_finite(n, d, sigma, *, validate=True):
+@closed_form(n=P.N, d=P.D, sigma=P.SIGMA)
+def scratch_risk_finite(n, d, sigma):
     r"""Exact expected scratch risk E‖X⁺y − β_t‖² at finite n, d.
 
     (1 − n/d) + σ² n/(d−n−1) for n ≤ d−2; σ² d/(n−d−1) for n ≥ d+2; ``+inf``
@@ -91,11 +88,8 @@ def scratch_risk_finite(n, d, sigma, *, validate=True):
     (:func:`min_norm_noise_gain`). Tends to FaF Eq. 10 as d → ∞ at fixed γ = n/d. ``validate=False``: the
     arguments were validated by the caller.
     """
-    if validate:
-        check_broadcast(n=n, d=d, sigma=sigma)
-    n_, d_, s = (P.N.check(n), P.D.check(d), P.SIGMA.check(sigma)) if validate else trusted(n, d, sigma)
-    bias = np.clip(1 - n_ / d_, 0, None)
-    return scalar_or_array(bias + noise_term(s**2, min_norm_noise_gain(n_, d_)), n, d, sigma)
+    bias = np.clip(1 - n / d, 0, None)
+    return bias + noise_term(sigma**2, min_norm_noise_gain(n, d, validate=False))
 
 
 def design(X, **vectors):

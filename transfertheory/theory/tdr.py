@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
+from .._validation import finite_real_array
 from ..backend import get_backend, stacked_eigh, to_host
 
 __all__ = [
@@ -64,22 +65,18 @@ _BLOCK_ELEMENTS = 2**22
 def _inputs(x, name):
     """``x`` as a 2-D array (n, d) of unit rows; ValueError naming ``name`` otherwise."""
     xp = get_backend(x)
-    host = np.asarray(to_host(x)) if xp is not np else np.asarray(x)
-    if host.dtype.kind not in "iuf" or host.dtype == bool:
-        raise ValueError(f"{name} must be a real array of shape (n, d), got dtype {host.dtype}")
-    if host.ndim != 2 or host.shape[0] < 1 or host.shape[1] < 1:
-        raise ValueError(f"{name} must have shape (n, d) with n, d >= 1, got shape {host.shape}")
-    if not np.all(np.isfinite(host)):
-        raise ValueError(f"{name} must be finite, got a non-finite entry")
-    norms = np.linalg.norm(host.astype(float), axis=1)
+    arr = finite_real_array(x, name, "(n, d)", xp)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (n, d) with n, d >= 1, got shape {arr.shape}")
+    if xp is np:  # (float64 on the host; a device array keeps its floating dtype)
+        arr = arr.astype(float, copy=False)
+    norms = np.linalg.norm(to_host(arr).astype(float), axis=1)
     bad = np.abs(norms - 1) > UNIT_NORM_TOLERANCE
     if bad.any():
         i = int(np.argmax(bad))
         raise ValueError(f"{name} rows must have unit norm (|‖x‖ − 1| <= {UNIT_NORM_TOLERANCE:g}; TDR §6.1), "
                          f"got ‖{name}[{i}]‖ = {norms[i]:.10g}")
-    if xp is np:
-        return host.astype(float, copy=False)
-    return x if x.dtype.kind == "f" else x.astype(float)
+    return arr
 
 
 def _labels(y, n, name, inputs_name):

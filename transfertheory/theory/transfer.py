@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import params as P
 from .._validation import check_broadcast, scalar_or_array
+from ._closed_form import closed_form
 from .fine_tuning import fine_tune_scale, fine_tune_scale_deep_limit
 from .linear import negative_transfer_onset_angle
 from .methods import get_method
@@ -41,6 +42,7 @@ def _limit(limit):
     return limit
 
 
+@closed_form(theta=P.THETA, lam=P.LAM)
 def effective_angle(theta, lam):
     r"""Angle θ_eff with sin²θ_eff = the n → ∞ ridge risk (FaF Eq. 15): cos θ_eff = |cos θ|·√(1+2λ)/(1+λ).
 
@@ -49,10 +51,8 @@ def effective_angle(theta, lam):
     the negative-transfer boundaries of ridge are those of Eq. 13 at θ_eff.
     θ_eff = θ at λ = 0 (θ ≤ π/2).
     """
-    check_broadcast(theta=theta, lam=lam)
-    t, lm = P.THETA.check(theta), P.LAM.check(lam)
-    shrink = np.sqrt(1 + 2 * lm) / (1 + lm)
-    return scalar_or_array(np.arccos(np.clip(np.abs(np.cos(t)) * shrink, 0.0, 1.0)), theta, lam)
+    shrink = np.sqrt(1 + 2 * lam) / (1 + lam)
+    return np.arccos(np.clip(np.abs(np.cos(theta)) * shrink, 0.0, 1.0))
 
 
 def opening_angle(method, sigma, lam=0.0, limit="flow"):
@@ -87,6 +87,7 @@ def opening_angle(method, sigma, lam=0.0, limit="flow"):
     return scalar_or_array(angle, sigma, lam)
 
 
+@closed_form(gamma=P.GAMMA, sigma=P.SIGMA, depth=P.DEPTH.scalar)
 def flow_limit_sign_angle(gamma, sigma, depth=2):
     r"""θ*(γ) = arccos(min(c/2, 1)) where the gradient-flow fine-tuning transferability changes sign.
 
@@ -97,9 +98,8 @@ def flow_limit_sign_angle(gamma, sigma, depth=2):
     θ* < π/3 for σ > 0, and θ* = 0 once c ≥ 2 (γ close to 1). For γ ≥ 1,
     c = 1 and θ* = π/3 formally (T_ft = 0 there).
     """
-    check_broadcast(gamma=gamma, sigma=sigma)
-    c = np.asarray(fine_tune_scale(gamma, sigma, depth))
-    return scalar_or_array(np.arccos(np.minimum(c / 2, 1.0)), gamma, sigma)
+    c = np.asarray(fine_tune_scale(gamma, sigma, depth, validate=False))
+    return np.arccos(np.minimum(c / 2, 1.0))
 
 
 def flow_limit_sign_angle_by_depth(gamma, sigma, depths):
@@ -112,12 +112,12 @@ def flow_limit_sign_angle_by_depth(gamma, sigma, depths):
     return np.stack([np.asarray(flow_limit_sign_angle(gamma, sigma, depth), float) for depth in depths])
 
 
+@closed_form(gamma=P.GAMMA, sigma=P.SIGMA)
 def flow_limit_sign_angle_deep_limit(gamma, sigma):
     r"""θ*_∞(γ) = arccos(min(c_∞/2, 1)), the L → ∞ limit of :func:`flow_limit_sign_angle`, with
     c_∞ = √(1 + σ²/(1 − γ)) (:func:`~.fine_tuning.fine_tune_scale_deep_limit`): 30° at σ = 1, γ = ½."""
-    check_broadcast(gamma=gamma, sigma=sigma)
-    c = np.asarray(fine_tune_scale_deep_limit(gamma, sigma))
-    return scalar_or_array(np.arccos(np.minimum(c / 2, 1.0)), gamma, sigma)
+    c = np.asarray(fine_tune_scale_deep_limit(gamma, sigma, validate=False))
+    return np.arccos(np.minimum(c / 2, 1.0))
 
 
 def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="flow", depth=2):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._validation import finite_real_array
 from ...backend import get_backend
 
 __all__ = ["weights", "output_weights", "nonzero_rows", "xp_of"]
@@ -19,23 +20,9 @@ def xp_of(*arrays):
     return get_backend(*arrays)
 
 
-def _real_array(value, name, xp, shape_text):
-    try:
-        arr = xp.asarray(value)
-    except (TypeError, ValueError):
-        arr = None
-    if arr is None or arr.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be a real array of shape {shape_text}, got {value!r}")
-    if arr.dtype.kind != "f":
-        arr = arr.astype(np.float64)
-    if not bool(xp.isfinite(arr).all()):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return arr
-
-
 def weights(W, name, xp):
     """Hidden weights of shape (..., m, d), m, d >= 1: rows are the neurons' weight vectors."""
-    arr = _real_array(W, name, xp, "(..., m, d)")
+    arr = finite_real_array(W, name, "(..., m, d)", xp)
     if arr.ndim < 2 or arr.shape[-1] < 1 or arr.shape[-2] < 1:
         raise ValueError(f"{name} must have shape (..., m, d) with m, d >= 1, got shape {arr.shape}")
     return arr
@@ -43,7 +30,7 @@ def weights(W, name, xp):
 
 def output_weights(c, W, name, w_name, xp):
     """Output weights of shape (..., m) matching hidden weights ``W`` of shape (..., m, d)."""
-    arr = _real_array(c, name, xp, "(..., m)")
+    arr = finite_real_array(c, name, "(..., m)", xp)
     if arr.ndim < 1 or arr.shape[-1] != W.shape[-2]:
         raise ValueError(f"{name} must have shape (..., m) with m = {W.shape[-2]} (the rows of {w_name}), "
                          f"got shape {arr.shape}")

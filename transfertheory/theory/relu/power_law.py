@@ -21,12 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import params as P
-from ..._validation import Interval, check_broadcast, scalar_or_array
+from ..._validation import Interval, scalar_or_array
+from .._closed_form import closed_form
 
 __all__ = ["PowerLawFit", "power_law_fit", "negative_transfer_boundary"]
 
 _POSITIVE = Interval(0, np.inf, "neither")
 _NONNEGATIVE = Interval(0, np.inf, "left")
+_PPERP_SQ = P.Param("pperp_sq", _NONNEGATIVE, description="‖P⊥ f_t*‖², the target outside the features")
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class PowerLawFit:
         ``pperp_se`` is the standard error of ``pperp_sq`` (e.g. over teachers), independent of the fit.
         """
         n_c = negative_transfer_boundary(pperp_sq, self.A, self.nu)
-        p = P.Param("pperp_sq", _NONNEGATIVE).check(pperp_sq)
+        p = _PPERP_SQ.check(pperp_sq)
         p_se = P.Param("pperp_se", _NONNEGATIVE).check(pperp_se)
         nu = np.asarray(self.nu, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # n_c = +inf where p = 0: se = +inf
@@ -98,6 +100,7 @@ def power_law_fit(n, risk) -> PowerLawFit:
     return PowerLawFit(**{k: float(v) if scalar else v for k, v in out.items()}, cov=cov, dof=dof)
 
 
+@closed_form(pperp_sq=_PPERP_SQ, A=P.Param("A", _POSITIVE), nu=P.Param("nu", _POSITIVE))
 def negative_transfer_boundary(pperp_sq, A, nu):
     r"""n_c = (A / ‖P⊥ f_t*‖²)^{1/ν}: where the scratch power law A n^{−ν} meets ‖P⊥ f_t*‖² (FaF §4, Fig. 4e).
 
@@ -110,10 +113,5 @@ def negative_transfer_boundary(pperp_sq, A, nu):
     nu : array_like, > 0
         Power-law exponent (a decreasing scratch risk).
     """
-    check_broadcast(pperp_sq=pperp_sq, A=A, nu=nu)
-    p = P.Param("pperp_sq", _NONNEGATIVE).check(pperp_sq)
-    a = P.Param("A", _POSITIVE).check(A)
-    v = P.Param("nu", _POSITIVE).check(nu)
     with np.errstate(divide="ignore", over="ignore"):  # p = 0 (or a huge ratio) gives +inf
-        n_c = np.exp((np.log(a) - np.log(p)) / v)
-    return scalar_or_array(n_c, pperp_sq, A, nu)
+        return np.exp((np.log(A) - np.log(pperp_sq)) / nu)
