@@ -349,8 +349,9 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=_FIELDS["teachers"].
         A chunk of a larger run: teachers ``teacher_start`` … ``teacher_start + teachers − 1`` and data sets
         ``draw_start`` … ``draw_start + draws − 1`` of each (their indices ``teacher``, ``draw`` in the table).
         Every draw is keyed by its absolute index (module docstring), so the chunks of a run give its rows,
-        bit-identical on the CPU (each draw's flow has its own step control and its own products in the batch);
-        the chunks of one teacher repeat its pretraining.
+        bit-identical on the CPU (each draw's flow has its own step control and its own products and sums in the
+        batch). A process keeps the students it pretrained (the :data:`PRETRAINED_KEPT` most recent), so the
+        chunks of one teacher that it computes in turn pretrain that teacher once.
 
     Returns
     -------
