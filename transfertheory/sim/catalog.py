@@ -3,7 +3,7 @@
 * ``faf_linear`` — FaF §3 deep linear transfer at one (γ, θ) (:data:`.deep_linear.experiment.FAF_LINEAR`), with
   isotropic inputs by default or a ``spectrum`` and ``teacher`` family (docs/anisotropic.md);
 * ``faf_relu`` — FaF §4 ablated ReLU student–teacher transfer at the fractions ``mus`` over the sample sizes ``ns``
-  (:mod:`.relu_teacher.record`); a point may be a chunk of a run's teachers and data sets;
+  (:data:`.relu_teacher.experiment.FAF_RELU`); a point may be a chunk of a run's teachers and data sets;
 * ``merlin`` — MeRLin §5, every algorithm at one target size n_t (:func:`.merlin.run_comparison`, record
   :data:`.merlin.experiment.MERLIN`);
 * ``tdr`` — TDR §6 wide two-layer networks of one width on one §5.1 task pair
@@ -26,7 +26,7 @@ from .deep_linear.record import FAF_SURFACE
 from .merlin.experiment import MERLIN
 from .mtl.experiment import MTL_NETWORKS
 from .records import Experiment
-from .relu_teacher.record import FAF_RELU
+from .relu_teacher.experiment import FAF_RELU
 from .tdr import TDR
 
 __all__ = ["experiments", "get_experiment", "register_experiment", "unregister_experiment"]

@@ -26,7 +26,7 @@ grid point do not depend on the rest of the grid (μ enters a key as round(μ·1
 * ``(4, n, t, i)`` — the scratch student's initialization of that draw.
 
 (FaF Fig. 4's Gram-matrix probes use key ``(7,)`` of the figure's seed.) The arguments' ranges and defaults are
-the fields of the ``faf_relu`` record (:mod:`~transfertheory.sim.relu_teacher.record`).
+the fields of the ``faf_relu`` record, :data:`FAF_RELU`, defined at the end of this module.
 """
 from __future__ import annotations
 
@@ -36,26 +36,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np  # pandas is imported by the functions that build tables: a --help needs none
 
+from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import root_seed
+from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
-from ...theory.relu import ablated_teacher, dropped_count, population_loss
+from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings
+from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
-from .network import FlowReport, network_output, paper_init, target_norm_sq, target_variance
+from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
 from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
-from .fields import FIELDS, METHODS
 from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
                               training_memory)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["run_transfer_experiment", "METHODS", "COLUMNS", "ROW_KEYS", "STATUSES", "PretrainedStudents",
-           "status_counts"]
+__all__ = ["run_transfer_experiment", "METHODS", "FIELDS", "FAF_RELU", "COLUMNS", "ROW_KEYS", "STATUSES",
+           "PretrainedStudents", "status_counts"]
 
 ROW_KEYS = ("method", "mu", "n", "teacher", "draw")  # one row per key; the output is sorted by it
 COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_variance", "target_norm_sq", "pperp",
@@ -64,7 +65,31 @@ COLUMNS = ROW_KEYS + ("d", "m", "m_star", "risk", "risk_normalized", "target_var
 #: a scratch row's columns of the pretraining it does not use
 _NO_PRETRAINING = dict(pperp=np.nan, pperp_source=np.nan, pretrain_status="", pretrain_converged=np.nan,
                        pretrain_loss=np.nan, pretrain_initial_loss=np.nan)
-_FIELDS = FIELDS  # the parameters' ranges and defaults
+METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
+
+
+def _count(name, low, description):
+    return P.Param(name, Interval(low, np.inf, "left"), integer=True, description=description)
+
+
+#: the parameters of :func:`run_transfer_experiment`, declared once: each one's default and valid range, through
+#: which the entry point validates its arguments, and the fields of the experiment record :data:`FAF_RELU`, by name
+#: in the record's order
+FIELDS = {f.name: f for f in (
+    Field("d", 8, P.D), Field("m", 40, M), Field("m_star", 8, M_STAR),
+    Field("mus", (0.5,), MU, sequence=True), Field("ns", (16, 64), P.N, sequence=True),
+    Field("teachers", 1, _count("teachers", 1, "target teachers drawn")),
+    Field("draws", 1, P.DRAWS, description="data sets (with scratch initializations) per teacher and n"),
+    Field("teacher_start", 0, _count("teacher_start", 0, "index of the chunk's first teacher")),
+    Field("draw_start", 0, _count("draw_start", 0, "index of the chunk's first data set per teacher")),
+    Field("draw_seed", -1, P.Param("draw_seed", Interval(-1, np.inf, "left"), integer=True),
+          description="root seed of every draw, shared by the chunks of one run (-1: the point's own seed "
+                      "from the sweep engine)"),
+    Field("methods", ("scratch", "linear"), choices=METHODS, sequence=True),
+    Field("output", "ones", choices=tuple(TEACHER_OUTPUTS)),
+    *flow_fields(TARGET_FLOW, "max_time", "loss_tol"),
+    *flow_fields(PRETRAIN_FLOW, "max_time", "loss_tol", stage="pretrain"),
+    *flow_fields(TARGET_FLOW, "max_time", stage="linear"))}
 _MU_KEY_SCALE = 10 ** 6  # μ enters the draws' keys as round(μ·1e6)
 #: pretrainings (one μ of a chunk of teachers each) kept per process by :func:`_pretrained`
 PRETRAINED_KEPT = 32
@@ -119,7 +144,7 @@ class PretrainedStudents:
 
 def _values(name, value) -> tuple:
     """A grid argument (``mus``, ``ns``) checked item-wise against its field's range, without repeats."""
-    arr = _FIELDS[name].param.sequence(value, name)
+    arr = FIELDS[name].param.sequence(value, name)
     if np.unique(arr).size != arr.size:
         raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
     return tuple(arr.tolist())
@@ -304,9 +329,9 @@ def _memory_estimate(plan: _Plan) -> float:
 
 
 @guarded_entry_point
-def run_transfer_experiment(d, m, m_star, mus, ns, teachers=_FIELDS["teachers"].default,
-                            draws=_FIELDS["draws"].default, methods=_FIELDS["methods"].default, seed=0,
-                            output=_FIELDS["output"].default, flow=None, pretrain_flow=None, linear_flow=None,
+def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].default,
+                            draws=FIELDS["draws"].default, methods=FIELDS["methods"].default, seed=0,
+                            output=FIELDS["output"].default, flow=None, pretrain_flow=None, linear_flow=None,
                             backend=None, max_memory=None, teacher_start=0, draw_start=0) -> pd.DataFrame:
     r"""Simulate FaF §4's ablated transfer (module docstring); one tidy row per (method, μ, n, teacher, draw).
 
@@ -391,3 +416,26 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=_FIELDS["teachers"].
                     if pretrained else {},
                     students={mu: p[2] for mu, p in pretrained.items()})
     return df
+
+
+def _faf_relu(p, seed, backend):
+    return run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
+                                   draws=p["draws"], methods=p["methods"],
+                                   seed=seed if p["draw_seed"] < 0 else p["draw_seed"], output=p["output"],
+                                   backend=backend, teacher_start=p["teacher_start"], draw_start=p["draw_start"],
+                                   **flow_arguments(p, "pretrain", "linear"))
+
+
+# version 4: loss_tol no longer sets the pretraining's rule too (pretrain_loss_tol does), so a stored point of
+# version 3 with another loss_tol than the default had other pretraining flows
+#: the experiment record ``faf_relu``: FaF §4's ablated transfer at the fractions ``mus`` over the sample sizes
+#: ``ns``; a point may be a chunk of a run's teachers and data sets (``teacher_start``, ``draw_start``, the run's
+#: ``draw_seed``), which gives the run's rows bit for bit
+FAF_RELU = Experiment(
+    name="faf_relu", paper="FaF §4", version=4,
+    description="two-layer ReLU students transferred from ablated teachers at the fractions mus, over the sample "
+                "sizes ns (the scratch flows shared by every μ); a chunk of a larger run's teachers and data sets",
+    fields=tuple(FIELDS.values()),
+    example=dict(d=4, m=8, m_star=4, mus=(0.5,), ns=(8,), max_time=20.0, pretrain_max_time=20.0),
+    renamed={"instances": "draws", "instance_start": "draw_start", "instance": "draw"},
+    simulate=_faf_relu)
