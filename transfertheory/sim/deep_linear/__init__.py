@@ -28,7 +28,8 @@ through Σ̂ = XᵀX/n and ĉ = Xᵀy/n; the target flows run in the eigenbasis 
 factored, so a stage costs two d×d matrix–vector products per layer. Each
 instance's result is independent of the rest of its batch, bit for bit.
 """
-from .experiment import COLUMNS, METHODS, ROW_KEYS, run_transfer_experiment, target_draw, task_vectors
+from .draws import target_draw, task_vectors
+from .experiment import COLUMNS, METHODS, ROW_KEYS, run_transfer_experiment
 from .losses import EndToEndLoss, LastLayerLoss, LeastSquaresLoss, PopulationLoss, rotate_to_data_eigenbasis
 from .network import (
     INITS,

@@ -1,8 +1,8 @@
 r"""The FaF §3 transfer experiment as a pipeline of short steps, each returning a DataFrame.
 
 :func:`run_transfer_experiment` validates its arguments (:func:`_plan`), draws
-the task vectors (:func:`task_vectors`), pretrains one network on β_s, and for
-each chunk of target draws (:func:`_chunk`, draws from :func:`target_draw`)
+the task vectors (:func:`.draws.task_vectors`), pretrains one network on β_s, and for
+each chunk of target draws (:func:`_chunk`, draws from :func:`.draws.target_draw`)
 emits the rows of the gradient-flow methods (:func:`_flow_rows`: scratch and
 fine-tuning of every (γ, θ, draw) as one batched flow in the data eigenbasis)
 and of linear transfer (:func:`_linear_rows`: exact solve per λ, or gradient
@@ -10,9 +10,9 @@ flow on the last layer). Every draw comes from the package's seeding rule,
 :func:`transfertheory.sim.seeding.generator` (``SeedSequence(seed, spawn_key=key)``), keyed by what it is and
 its grid position, so results do not depend on chunking or on the backend beyond rounding:
 
-* ``(0,)`` — the task vectors β_s, ν (:func:`task_vectors`);
+* ``(0,)`` — the task vectors β_s, ν (:func:`.draws.task_vectors`);
 * ``(1,)`` — the pretrained network's initial weights (:func:`~.training.pretrain`);
-* ``(2, γ index, draw)`` — the target draw X, ε (:func:`target_draw`);
+* ``(2, γ index, draw)`` — the target draw X, ε (:func:`.draws.target_draw`);
 * ``(3, γ index, draw)`` — the scratch network's initial weights.
 
 The arguments' ranges and defaults are the fields of the ``faf_linear`` record, :data:`FAF_LINEAR`, defined at
@@ -30,19 +30,19 @@ from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per
 from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.methods import get_method
-from ...theory.spectra import (SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, sigma_norm,
-                               spectrum as parse_spectrum, teacher_pair)
+from ...theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
+from ...theory.spectra import spectrum as parse_spectrum
 from ..convergence import Convergence, convergence_columns
 from ..integrator import FlowSettings, flow_state_bytes
 from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
+from .draws import target_draw, task_vectors
 from .training import PRETRAIN_FLOW, TARGET_FLOW, PretrainResult, pretrain, train
 from .transfer import feature_basis, linear_transfer_exact
 
-__all__ = ["run_transfer_experiment", "task_vectors", "target_draw", "METHODS", "FIELDS", "ROW_KEYS", "COLUMNS",
-           "FAF_LINEAR"]
+__all__ = ["run_transfer_experiment", "METHODS", "FIELDS", "ROW_KEYS", "COLUMNS", "FAF_LINEAR"]
 
 ROW_KEYS = ("method", "gamma", "theta", "lam", "draw")  # one row per key; the output is sorted by it
 COLUMNS = ("method", "gamma", "n", "d", "theta", "sigma", "lam", "draw", "risk", "converged", "status",
@@ -79,47 +79,6 @@ def _grid(field, values, name):
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
                       description="target draws per batched integration")
-
-
-# --------------------------------------------------------------------------- draws
-
-
-def task_vectors(d: int, thetas, seed, spectrum=None, teacher=None):
-    """Unit β_s, unit ν ⊥ β_s and β_t(θ) = cos θ β_s + sin θ ν (Θ, d), drawn from spawn key (0,) of ``seed``.
-
-    The draw :func:`run_transfer_experiment` uses; public so that other implementations (benchmarks)
-    can reproduce the same tasks. With a ``spectrum`` (eigenvalues of a diagonal Σ) the same draw is
-    normalised and orthogonalised in the Σ inner product; a ``teacher`` family
-    (:func:`~transfertheory.theory.spectra.teacher_pair`) replaces the draw (docs/anisotropic.md).
-    """
-    if teacher is not None:
-        return teacher_pair(teacher, np.ones(d) if spectrum is None else spectrum, thetas)
-    gen = generator(root_seed(seed), 0)
-    beta_s = gen.standard_normal(d)
-    nu = gen.standard_normal(d)
-    if spectrum is not None:
-        beta_s /= sigma_norm(beta_s, spectrum)
-        nu -= np.sum(spectrum * nu * beta_s) * beta_s
-        nu /= sigma_norm(nu, spectrum)
-    else:
-        beta_s /= np.linalg.norm(beta_s)
-        nu -= (nu @ beta_s) * beta_s
-        nu /= np.linalg.norm(nu)
-    return beta_s, nu, np.cos(thetas)[:, None] * beta_s + np.sin(thetas)[:, None] * nu
-
-
-def target_draw(d: int, n: int, beta_t, sigma: float, seed, gamma_index: int, draw: int, spectrum=None):
-    """(X, Y) of the target draw (γ index, draw) of ``seed``: spawn key (2, γ index, draw).
-
-    X (n, d) first, then ε (n,); Y = Xβ_tᵀ + ε for every row of ``beta_t`` (Θ, d), shape (n, Θ). With a
-    ``spectrum`` λ (d,) the rows are x = z·√λ for the same draws z (x ~ N(0, diag λ)).
-    """
-    gen = generator(root_seed(seed), 2, gamma_index, draw)
-    X = gen.standard_normal((n, d))
-    if spectrum is not None:
-        X = X * np.sqrt(spectrum)
-    eps = sigma * gen.standard_normal(n)
-    return X, X @ beta_t.T + eps[:, None]
 
 
 # --------------------------------------------------------------------------- plan
