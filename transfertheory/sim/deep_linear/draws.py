@@ -1,6 +1,7 @@
 """The draws of the FaF §3 experiment: the task vectors and the target data sets, each from its own spawn key of
 the run's seed (:func:`transfertheory.sim.seeding.generator`), so that other implementations (benchmarks, the
-anisotropic claims) reproduce the tasks and data of :func:`~.experiment.run_transfer_experiment` exactly."""
+anisotropic claims) reproduce the tasks and data of
+:func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment` exactly."""
 from __future__ import annotations
 
 import numpy as np
