@@ -266,6 +266,7 @@ def _scratch_panel(ax, grid, fit, counts, max_time):
               label=f"fit A n^(−ν), ν = {fit.nu:.2f} ± {fit.nu_se:.2f}")
     ax.set(xlabel="n", ylabel="R_sc = E(f − f_t*)²", title="(c) scratch risk", xticks=scratch.n.to_numpy(float),
            xticklabels=[str(int(n)) for n in scratch.n])
+    ax.tick_params(axis="x", labelrotation=45)  # FaF's n grid crowds its last labels on the log axis
     ax.minorticks_off()
     done, total, loss = counts["scratch"]
     annotate_convergence(ax, {"scratch": (done, total)}, f"the rest: loss ≤ {loss:.0e}" if done < total else "")
@@ -294,10 +295,14 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time, m):
         return np.interp(np.log(n), np.log(ns), np.arange(len(ns)) + 0.5, left=np.nan, right=np.nan)
 
     x = np.arange(len(mus)) + 0.5
-    ax.plot(x, grid_y(boundary.n_c.to_numpy(float)), "o", mfc="lightgray", mec="k", ms=9,
-            label="predicted n_c (A n^−ν = ‖P⊥ f_t*‖²)")
+    predicted = boundary.n_c.to_numpy(float)
+    above = [f"{mu:g}" for mu, n_c in zip(mus, predicted) if n_c > ns[-1]]  # off the heat map
+    beyond = f";\nabove n = {ns[-1]:g} at μ = {', '.join(above)}" if above else ""
+    ax.plot(x, grid_y(predicted), "o", mfc="lightgray", mec="k", ms=9,
+            label=f"predicted n_c (A n^−ν = ‖P⊥ f_t*‖²{beyond})")
     finite = boundary.n_c_finite.to_numpy(float)
-    none = ", none: negative at every n > m + 1" if np.isnan(finite).any() else ""
+    negative = [f"{mu:g}" for mu, n_c in zip(mus, finite) if np.isnan(n_c)]
+    none = f";\nnone at μ = {', '.join(negative)}: negative at every n > m + 1" if negative else ""
     ax.plot(x, grid_y(finite), "D", mfc="gold", mec="k", ms=8,
             label=f"finite-n n_c (A n^−ν = ‖P⊥‖²(n − 1)/(n − m − 1){none})")
     ax.plot(x, grid_y(boundary.n_sign_linear.to_numpy(float)), "kx", ms=9, mew=2, label="simulated sign change")
