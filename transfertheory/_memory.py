@@ -18,10 +18,18 @@ The limit, first match:
 
 An explicit limit larger than the machine's memory is honoured: it is how a user with swap, or who knows
 better than the estimate, lets a run proceed.
+
+The heap. glibc's malloc returns an array of more than 32 MiB to the system when it is freed and maps fresh pages
+for the next one, which the kernel zeroes page by page: a simulator that allocates states of hundreds of MB per
+gradient evaluation then spends as much time in the kernel as in its arithmetic. :func:`keep_freed_memory` has
+malloc serve such arrays from its heap and keep what is freed for the next ones (the same results, the same peak
+memory, about half the time of the MTL training study: docs/benchmarks.md, "The heap"); the guard gives what the
+process keeps back to the system before it reads ``MemAvailable``, so kept memory is never counted as taken.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import functools
 import math
 import os
@@ -31,7 +39,8 @@ from contextvars import ContextVar
 from .backend import device_free_memory
 
 __all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "MemoryLimitError", "parse_memory", "arg_type",
-           "set_limit", "memory_limit", "check_memory", "items_per_chunk", "format_bytes", "guarded_entry_point"]
+           "set_limit", "memory_limit", "check_memory", "items_per_chunk", "format_bytes", "guarded_entry_point",
+           "keep_freed_memory"]
 
 ENV_VAR = "TRANSFERTHEORY_MAX_MEMORY"
 #: without an explicit limit, an estimate up to this many bytes is not checked against the machine (it always
@@ -40,6 +49,8 @@ ALWAYS_FITS = 64 * 2**20
 #: bytes of one float64, the dtype of every simulator array
 FLOAT_BYTES = 8
 _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+#: mallopt's parameters (glibc's malloc.h) and the largest free top of the heap kept (mallopt takes an int)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX, _KEPT_TOP = -1, -4, 2**31 - 1
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
@@ -91,8 +102,37 @@ def format_bytes(size: float) -> str:
     return f"{size:.3g} PiB"
 
 
+@functools.cache
+def _libc():
+    """The C library's ``mallopt`` and ``malloc_trim`` (glibc), or None where it has none of them."""
+    try:
+        libc = ctypes.CDLL(None)
+        functions = libc.mallopt, libc.malloc_trim
+    except (OSError, AttributeError):  # pragma: no cover - macOS, Windows
+        return None
+    for function in functions:
+        function.restype = ctypes.c_int
+    return functions
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """For the rest of the process, have glibc's malloc serve large arrays from its heap (no ``mmap``) and keep
+    freed memory (the heap's free top is trimmed past 2 GiB only); True where applied, False elsewhere (no glibc).
+    :func:`transfertheory.threads.blas_threads` applies it."""
+    functions = _libc()
+    if functions is None:  # pragma: no cover - not glibc
+        return False
+    mallopt = functions[0]
+    return bool(mallopt(ctypes.c_int(_M_MMAP_MAX), ctypes.c_int(0))) and bool(
+        mallopt(ctypes.c_int(_M_TRIM_THRESHOLD), ctypes.c_int(_KEPT_TOP)))
+
+
 def _host_available() -> int | None:
-    """MemAvailable of /proc/meminfo, else the free physical pages, else None."""
+    """MemAvailable of /proc/meminfo (after giving back the freed memory the process keeps), else the free
+    physical pages, else None."""
+    if keep_freed_memory.cache_info().currsize:  # the policy was applied: free pages of the heap to the system
+        _libc()[1](ctypes.c_size_t(0))
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:

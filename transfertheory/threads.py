@@ -1,4 +1,5 @@
-"""The BLAS thread policy: worker processes × BLAS threads per worker ≤ cores.
+"""The process policy of a computing block: BLAS threads (worker processes × threads per worker ≤ cores) and a
+heap that keeps the memory of freed large arrays.
 
 NumPy's BLAS starts one thread per core in every process; two such processes on a 2-core machine
 oversubscribe it and run several times slower than one. :func:`threads_per_worker` gives each of ``workers``
@@ -6,6 +7,10 @@ processes ⌊cores / workers⌋ threads (at least 1), and :func:`blas_threads` a
 block (threadpoolctl, which works after NumPy is imported, unlike the ``OMP_NUM_THREADS`` variables). The sweep
 engine (:mod:`transfertheory.sweep`) applies it in every worker; :data:`SERIAL_THREADS` is the setting of one
 process, for the command lines that run serially (the measurement behind it: docs/benchmarks.md, "BLAS threads").
+
+:func:`blas_threads` also has the process keep the memory of the large arrays it frees for its next ones
+(:func:`transfertheory._memory.keep_freed_memory`): every command line, worker and audit process computes inside
+such a block; importing the package changes nothing.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import contextlib
 import os
 
 from . import params as P
+from ._memory import keep_freed_memory
 from ._validation import Interval
 
 __all__ = ["available_cores", "threads_per_worker", "blas_threads", "SERIAL_THREADS"]
@@ -43,7 +49,9 @@ def threads_per_worker(workers, cores=None) -> int:
 
 @contextlib.contextmanager
 def blas_threads(threads):
-    """Limit the BLAS libraries of this process to ``threads`` (None: leave them alone) inside the block."""
+    """Limit the BLAS libraries of this process to ``threads`` (None: leave them alone) inside the block; the process
+    keeps freed memory from then on (:func:`keep_freed_memory`)."""
+    keep_freed_memory()
     if threads is None:
         yield
         return
@@ -51,3 +59,4 @@ def blas_threads(threads):
 
     with threadpool_limits(limits=WORKERS.scalar(threads, "threads"), user_api="blas"):
         yield
+
