@@ -22,8 +22,8 @@ better than the estimate, lets a run proceed.
 The heap. glibc's malloc returns an array of more than 32 MiB to the system when it is freed and maps fresh pages
 for the next one, which the kernel zeroes page by page: a simulator that allocates states of hundreds of MB per
 gradient evaluation then spends as much time in the kernel as in its arithmetic. :func:`keep_freed_memory` has
-malloc serve such arrays from its heap and keep what is freed for the next ones (the same results, the same peak
-memory, about half the time of the MTL training study: docs/benchmarks.md, "The heap"); the guard gives what the
+malloc serve such arrays from its heap and keep what is freed for the next ones (the same results, a peak memory
+about 5 % higher, about half the CPU time of the MTL training study: docs/benchmarks.md, "The heap"); the guard gives what the
 process keeps back to the system before it reads ``MemAvailable``, so kept memory is never counted as taken.
 """
 from __future__ import annotations

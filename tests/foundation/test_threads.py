@@ -35,8 +35,6 @@ def test_the_limit_holds_inside_the_block_only():
 def test_a_freed_large_array_is_reused_without_new_pages():
     """Without the policy glibc maps each 64 MiB array afresh (measured: ≈ 2 000 page faults for the four, against
     none with it); a fault of a 2 MiB huge page still counts once, so fewer than one array's 32 means reuse."""
-    with threads.blas_threads(1):  # applies the policy
-        pass
     if not keep_freed_memory():
         pytest.skip("the C library has no mallopt (not glibc)")
     size = 2**23  # float64: 64 MiB, above the largest size glibc's malloc serves from its heap by default (32 MiB)
