@@ -224,7 +224,8 @@ def test_points_stored_before_a_parameter_was_added_or_renamed_keep_their_ids(tm
     shutil.copytree(ROOT / "figures" / "paper" / "stores" / "figs-paper", store)
     Store(store).prepare()
     manifest = json.loads((store / "_sweep" / "manifest.json").read_text())
-    stored = {pid: entry for pid, entry in manifest.items() if pid in Store(store).done()}
+    done = Store(store).done()  # once: it reads every point's identity
+    stored = {pid: entry for pid, entry in manifest.items() if pid in done}
     # rows written before faf_linear had a spectrum, under its parameters' earlier names
     earlier = [path for path in (store / "points").glob("*.parquet")
                if "instances" in pq.read_schema(path).names and "spectrum" not in pq.read_schema(path).names]
