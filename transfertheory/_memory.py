@@ -131,7 +131,7 @@ def keep_freed_memory() -> bool:
 def _host_available() -> int | None:
     """MemAvailable of /proc/meminfo (after giving back the freed memory the process keeps), else the free
     physical pages, else None."""
-    if keep_freed_memory.cache_info().currsize:  # the policy was applied: free pages of the heap to the system
+    if keep_freed_memory.cache_info().currsize and keep_freed_memory():  # applied: free the heap's pages to the system
         _libc()[1](ctypes.c_size_t(0))
     try:
         with open("/proc/meminfo") as meminfo:

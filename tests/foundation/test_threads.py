@@ -1,12 +1,13 @@
 """The process policy (transfertheory.threads): workers × threads ≤ cores, limits applied inside a block; freed
 large arrays reused without new pages."""
+import functools
 import resource
 
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from transfertheory import threads
+from transfertheory import _memory, threads
 from transfertheory._memory import _host_available, keep_freed_memory
 
 
@@ -60,3 +61,11 @@ def test_the_memory_guard_gives_kept_memory_back_before_reading_what_is_availabl
     kept = _resident_bytes()
     _host_available()
     assert kept - _resident_bytes() > 2**27  # at least one of the two arrays' pages went back
+
+
+def test_without_mallopt_the_policy_is_off_and_the_guard_still_reads_the_available_memory(monkeypatch):
+    """A C library without mallopt (macOS, musl): the policy reports False and the guard reads memory as before."""
+    monkeypatch.setattr(_memory, "_libc", lambda: None)
+    monkeypatch.setattr(_memory, "keep_freed_memory", functools.cache(_memory.keep_freed_memory.__wrapped__))
+    assert _memory.keep_freed_memory() is False
+    assert _memory._host_available() > 0
