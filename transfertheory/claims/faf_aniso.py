@@ -272,8 +272,7 @@ def _linear_sim(case):
           kind="simulation",
           statement="for any Σ, population pretraining from small init gives W₁ ≈ β_s vᵀ: σ₂/σ₁ ∝ α, left singular "
                     "vector β_s/‖β_s‖, ‖v‖ = ‖β_s‖^{-1/2} (balance)",
-          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(8, 20), "spectrum": _SPECTRA,
-                                                          "teacher": _TEACHERS}))
+          strategy={"d": st.integers(8, 20), "spectrum": _SPECTRA, "teacher": _TEACHERS})
 def _rank_one(case):
     p = case.params
     lam, beta_s, _ = _task({**p, "theta": 0.0})

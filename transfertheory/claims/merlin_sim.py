@@ -55,8 +55,7 @@ def _at_least(successes, trials, probability, label):
 @register("merlin.sim.lemma4", source="MeRLin Lemma 4 (App. B.2)", kind="simulation",
           statement="pre-training by gradient flow on L_Ds + λ(‖θ‖² + ‖φ‖²_F) (best of R restarts) ends at one "
                     "neuron θ = (μ*/2)^{1/3}, φ = ±√2θe_j, j ≤ k, with the minimum value L(μ*)",
-          strategy=lambda profile: st.fixed_dictionaries({"lam": st.sampled_from([0.05, 0.1, 0.3]),
-                                                          "k": st.integers(2, 3)}), allowance=PARAM_ALLOWANCE,
+          strategy={"lam": st.sampled_from([0.05, 0.1, 0.3]), "k": st.integers(2, 3)}, allowance=PARAM_ALLOWANCE,
           allowance_reason="the flows stop at ‖∇‖ ≤ 1e-6: parameters within 1e-4 of the stationary point")
 def _lemma4(case):
     lam, k = case.params["lam"], case.params["k"]
@@ -135,8 +134,7 @@ def fitting_feature_norm(X):
           method="joint",
           statement="ε* (joint_training_guaranteed_loss) is where Lemma 1's bound B(ε) meets Lemma 2's value C: "
                     "B(ε*) = C, B(ε) > C below ε*, for a fitting feature of norm ‖φ̂_t‖",
-          strategy=lambda profile: st.fixed_dictionaries({"lam": st.floats(0.01, 0.4), "alpha": st.floats(0.05, 0.95),
-                                                          "norm": st.floats(0.0, 0.6)}))
+          strategy={"lam": st.floats(0.01, 0.4), "alpha": st.floats(0.05, 0.95), "norm": st.floats(0.0, 0.6)})
 def _guaranteed_loss(case):
     lam, alpha, norm = case.params["lam"], case.params["alpha"], case.params["norm"]
     eps = float(M.joint_training_guaranteed_loss(lam, alpha, norm))

@@ -31,7 +31,7 @@ from ..sim.tdr import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
 from ..theory import tdr as NTK
 from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
-from .tdr import LAMBDA_FLOOR, pair_data, pair_point, scaled_point
+from .tdr import LAMBDA_FLOOR, PAIR_POINT, SCALED_POINT, pair_data
 
 #: networks (draws) per width of the training claims per target draw of the profile (16 at the 100 draws of quick
 #: and full; the registry's re-check with 4× the draws trains 4× the networks)
@@ -111,7 +111,7 @@ def _scalar_approaches(table, samples, reference, what, remainder, label):
     return combine([closes, agrees, _converged([table], label)])
 
 
-@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", strategy=pair_point, **_TRAINED,
+@register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", strategy=PAIR_POINT, **_TRAINED,
           statement="the outputs on X_Q of the trained network pretrained on P approach y_{P→Q} = H_PQᵀH_P⁻¹y_P "
                     "as the width m grows (the gap closes; fitted rate reported) and agree with it componentwise at "
                     "the largest width (4 SE + the training-bias allowance)")
@@ -128,7 +128,7 @@ def _trained_transformed_labels(case):
     return combine([closes, *agrees, _converged([table], label)])
 
 
-@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", strategy=pair_point, **_TRAINED,
+@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", strategy=PAIR_POINT, **_TRAINED,
           statement="‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
                     "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
                     "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
@@ -140,7 +140,7 @@ def _trained_thm2_bound(case):
                               "‖W(Q) − W(P)‖ vs the bound", "excess", case.label)
 
 
-@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", strategy=pair_point, **_TRAINED,
+@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", strategy=PAIR_POINT, **_TRAINED,
           statement=f"for the trained networks (κ = {TRAINING_KAPPA:g}), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the "
                     "target set, from the explicit gradient matrix of the loss with respect to the hidden "
                     "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
@@ -154,7 +154,7 @@ def _trained_gradient_norm(case):
                               "remainder", case.label)
 
 
-@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=scaled_point, **_TRAINED,
+@register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=SCALED_POINT, **_TRAINED,
           statement="from scratch the trained networks at the largest width move by ‖W(Q) − W(0)‖_F ≈ "
                     "√(y_QᵀH_Q⁻¹y_Q) at labels s·y_Q and s·y_Q/2 (4 SE + the training-bias allowance); the "
                     "distance from the paper's y_QᵀH_Q⁻¹y_Q is reported (its refutation is the claim "
@@ -180,8 +180,7 @@ def _trained_scratch_sqrt(case):
 FAMILY_QUICK_TOP = 2048
 
 
-def _family_point(profile):
-    return st.fixed_dictionaries({"n": st.integers(4, 8), "d": st.integers(3, 6), "data_seed": st.integers(0, 2**20)})
+_FAMILY_POINT = {"n": st.integers(4, 8), "d": st.integers(3, 6), "data_seed": st.integers(0, 2**20)}
 
 
 def _family_members(case):
@@ -208,7 +207,7 @@ def _ratio_contrast(family, ratios, formula):
     return combine([rise, holds(predicted > 0, f"{family}: the Gram formula predicts a rise ({predicted:+.3g})")])
 
 
-@register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", strategy=_family_point, **_TRAINED,
+@register("tdr.sim.task-families", source="TDR §5.1, Thm 2 (Eq. 2), §6.3", strategy=_FAMILY_POINT, **_TRAINED,
           statement="both inputs and labels matter: for the two task families of TDR §5.1 (shared inputs with "
                     "teachers at angle θ; one labeling function on target inputs rotated by φ) the trained ratio "
                     "R = ‖W(Q) − W(P)‖_F/‖W_s(Q) − W(0)‖_F approaches its Gram formula "
