@@ -33,7 +33,7 @@ from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
 from .faf_linear import pinv_solution
-from .faf_linear_sim import INTEGRATOR, _simulate as _simulate_deep_linear
+from .faf_linear_sim import INTEGRATOR, _sim_point as _isotropic_sim_point, _simulate as _simulate_deep_linear
 from .registry import combine, register
 
 #: relative finite-size allowance of a deterministic equivalent: C/min(n, d − n) × the risk scale (module docstring)
@@ -204,12 +204,9 @@ def _finetune_equivalent(case):
 
 
 def _sim_point(profile):
-    """d from the profile, n with |n − d| ≥ 8, n ≥ 9; moderate spectra (a ≤ 1) so every flow converges."""
-    lo, hi = profile.sim_d
-    spectra = _spectra(1.0, 4.0)
-    return st.integers(lo, hi).flatmap(lambda d: st.fixed_dictionaries({
-        "d": st.just(d), "n": st.integers(9, 2 * d).filter(lambda n: abs(n - d) >= 8), "spectrum": spectra,
-        "teacher": _TEACHERS, "theta": st.floats(0.0, math.pi / 2), "sigma": st.floats(0.0, 1.0)}))
+    """The isotropic simulation claims' points with a spectrum and a teacher family; moderate spectra (a ≤ 1) so every
+    flow converges."""
+    return _isotropic_sim_point(profile, spectrum=_spectra(1.0, 4.0), teacher=_TEACHERS)
 
 
 def _simulate(case, methods, draws, rtol=None):

@@ -46,12 +46,13 @@ def _target_loss(arch, X, y):
     return dl.LeastSquaresLoss(arch, (X.T @ X / n)[None], (X.T @ y / n)[None], np.array([y @ y / n]))
 
 
-def _sim_point(profile, *, lam=False, theta=(0.0, math.pi / 2), sigma=(0.0, 1.0)):
-    """d from the profile's range, n with |n − d| ≥ 8 and n ≥ 9, θ, σ (and a ridge λ)."""
+def _sim_point(profile, *, lam=False, theta=(0.0, math.pi / 2), sigma=(0.0, 1.0), **task):
+    """d from the profile's range, n with |n − d| ≥ 8 and n ≥ 9, the strategies ``task`` (the anisotropic claims'
+    spectrum and teacher), θ, σ (and a ridge λ)."""
     lo, hi = profile.sim_d
 
     def at(d):
-        fields = {"d": st.just(d), "n": st.integers(9, 2 * d).filter(lambda n: abs(n - d) >= 8),
+        fields = {"d": st.just(d), "n": st.integers(9, 2 * d).filter(lambda n: abs(n - d) >= 8), **task,
                   "theta": st.floats(*theta), "sigma": st.floats(*sigma)}
         if lam:
             fields["lam"] = st.floats(0.05, 2.0)
