@@ -42,6 +42,11 @@ def _network_output(theta, phi, x):
 
 
 
+def _bounded_min(fun, bounds, xatol=1e-12):
+    """The minimum value of the scalar ``fun`` on the interval ``bounds`` (bounded Brent search to ``xatol``)."""
+    return minimize_scalar(fun, bounds=bounds, method="bounded", options={"xatol": xatol}).fun
+
+
 def _lbfgs(fun, x0):
     """L-BFGS on ``fun`` (returning value and gradient) from ``x0``; returns the final point."""
     return minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 3000, "gtol": 1e-12, "ftol": 1e-15}).x
@@ -86,11 +91,10 @@ def _lemma4(case):
     p = case.params
     lam, d, k = p["lam"], p["d"], p["k"]
     mu = M.optimal_source_scale(lam)
-    best_scalar = min((minimize_scalar(lambda t: M.source_scale_objective(t, lam), bounds=b, method="bounded",
-                                       options={"xatol": 1e-12}) for b in ((-1.0, 0.0), (0.0, 0.5), (0.5, 2.0))),
-                      key=lambda r: r.fun)
+    best_scalar = min(_bounded_min(lambda t: M.source_scale_objective(t, lam), b)
+                      for b in ((-1.0, 0.0), (0.0, 0.5), (0.5, 2.0)))
     value = M.source_scale_objective(mu, lam)
-    results = [within(value, min(best_scalar.fun, 2 / 3), 1e-10, label=f"L(μ*) vs numerical min, μ*={mu:.6g}"),
+    results = [within(value, min(best_scalar, 2 / 3), 1e-10, label=f"L(μ*) vs numerical min, μ*={mu:.6g}"),
                holds((mu > 0) == (lam < M.SOURCE_SCALE_THRESHOLD), label="μ* > 0 iff λ < 2^{1/3}/3")]
     theta, phi = M.source_minimizer(lam, d, 2, k, k) if mu > 0 else (np.zeros(2), np.zeros((d, 2)))
     results.append(within(M.regularized_source_loss(theta, phi, k, lam), value, 1e-12, label="L^λ at the minimizer"))
@@ -143,9 +147,8 @@ def _finetune_head_loss(case):
         losses.append(M.target_loss([head], np.eye(d)[:, [j - 1]]))
     results.append(holds(min(losses) >= M.FINETUNE_HEAD_MIN - ROUNDING,
                          label=f"min over 50 fine-tuned heads {min(losses):.6g} ≥ 10/27"))
-    vertex = minimize_scalar(lambda g: M.target_loss([g], phi / scale), bounds=(-5, 5), method="bounded",
-                             options={"xatol": 1e-12})
-    results.append(within(vertex.fun, M.FINETUNE_HEAD_MIN, 1e-12, label="min_γ of the exact target loss"))
+    vertex = _bounded_min(lambda g: M.target_loss([g], phi / scale), (-5, 5))
+    results.append(within(vertex, M.FINETUNE_HEAD_MIN, 1e-12, label="min_γ of the exact target loss"))
     return combine(results)
 
 
@@ -160,9 +163,7 @@ def _failure_probability(case):
     for j in range(1, k + 1):
         theta, phi = M.source_minimizer(lam, d, 1, k, j, sign=1 if j % 2 else -1)
         source.append(M.regularized_source_loss(theta, phi, k, lam))
-        fit = minimize_scalar(lambda g: M.target_loss([g], phi), bounds=(-10, 10), method="bounded",
-                              options={"xatol": 1e-13})
-        best_heads.append(fit.fun)
+        best_heads.append(_bounded_min(lambda g: M.target_loss([g], phi), (-10, 10), xatol=1e-13))
     failing = sum(h >= M.FINETUNE_HEAD_MIN - 1e-9 for h in best_heads)
     return combine([within(max(source) - min(source), 0.0, 1e-12, label="source loss equal over j"),
                     within(best_heads[0], 0.0, 1e-9, label="best head on e_1"),

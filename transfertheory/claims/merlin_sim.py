@@ -123,13 +123,6 @@ def _finetune_at(case, k):
 # --------------------------------------------------------------------------- Theorem 1, joint training
 
 
-def fitting_feature_norm(X):
-    """‖φ̂_t‖ of the minimum-norm φ̂_t with ⟨φ̂_t, xᵢ⟩ = x_i1 on every sample: ‖P_row(X) e₁‖ (X (B, n, d))."""
-    e1 = np.zeros(X.shape[-1])
-    e1[0] = 1.0
-    return np.array([np.linalg.norm(np.linalg.pinv(x) @ (x @ e1)) for x in X])
-
-
 @register("merlin.thm1.joint-guaranteed-loss", source="MeRLin Thm 1 (joint training), Lemmas 1–2", kind="exact",
           method="joint",
           statement="ε* (joint_training_guaranteed_loss) is where Lemma 1's bound B(ε) meets Lemma 2's value C: "
@@ -159,7 +152,7 @@ def _thm1_joint(case):
     seeds, restarts = _seeds(case, 8), 4
     X, y = Q.target_sets(n_t, d, seeds, case.seed)
     out = Q.joint(X, y, 2, lam, alpha, 2, restarts, case.rng, **FLOW)
-    norm = fitting_feature_norm(X)
+    norm = np.array([np.linalg.norm(np.linalg.pinv(x) @ x[:, 0]) for x in X])  # ‖φ̂_t‖ = ‖P_X e₁‖ (min-norm φ̂_t)
     construction = np.asarray(M.joint_training_construction_value(lam, alpha, norm))
     guaranteed = np.asarray(M.joint_training_guaranteed_loss(lam, alpha, norm))
     below = out.objective <= construction + 1e-6  # the restarts reached Lemma 2's value: Lemma 1 applies
