@@ -344,12 +344,13 @@ def _worse(a: CheckResult, b: CheckResult) -> CheckResult:
     return a if a.edge >= b.edge else b
 
 
-def combine(results) -> CheckResult:
+def combine(results, before="", after="") -> CheckResult:
     """One result from several sub-checks of a claim: all must pass; the reported one (its numbers and
-    criterion) is the worst, the one nearest to failing whatever its criterion."""
+    criterion) is the worst, the one nearest to failing whatever its criterion. Its detail joins theirs, between
+    ``before`` and ``after`` (what the sub-checks share: the sizes, the flows' statuses)."""
     results = list(results)
     return replace(functools.reduce(_worse, results), passed=all(r.passed for r in results),
-                   detail="; ".join(r.detail for r in results if r.detail),
+                   detail=before + "; ".join(r.detail for r in results if r.detail) + after,
                    paper_holds=all(r.paper_holds for r in results))
 
 

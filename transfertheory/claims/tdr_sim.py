@@ -22,7 +22,6 @@ width bias O(1/m) and a bias from activation patterns that change during trainin
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 from hypothesis import strategies as st
@@ -235,5 +234,4 @@ def _task_families(case):
         results.append(_ratio_contrast(family, [r[-1] for r in ratios], formula))
         reported.append(f"{family} R at m = {widths[-1]} / formula: " + ", ".join(
             f"{np.mean(r[-1]):.3f}/{f:.3f}" for r, f in zip(ratios, formula)))
-    outcome = combine(results)
-    return replace(outcome, detail=f"{outcome.detail}; {'; '.join(reported)} ({case.label})")
+    return combine(results, after=f"; {'; '.join(reported)} ({case.label})")
