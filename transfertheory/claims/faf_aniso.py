@@ -217,10 +217,9 @@ def _simulate(case, methods, draws, rtol=None):
 
 #: target draws of the per-draw comparisons (each draw is checked, so a few suffice)
 _PER_DRAW = 6
-#: the integrator's rtol of the per-draw comparisons, and what it leaves per draw. At the default rtol = 1e-3 an
-#: anisotropic fine-tuning draw was up to 1.9e-3 from its limit (d = 26…32, n = 9…20, four spectra), too near the
-#: isotropic 2e-3 allowance to test anything; at rtol = 1e-5 the largest gap was 1.1e-4 (scratch and fine-tuning,
-#: same points, 1.7–2× the CPU), and rtol = 1e-6 left 2e-5
+#: the integrator's rtol of the per-draw comparisons, and what it leaves per draw: at the default rtol = 1e-3 an
+#: anisotropic fine-tuning draw can lie as far from its limit as the isotropic 2e-3 allowance, too near to test
+#: anything; at 1e-5 the per-draw gaps lie well below the allowance (docs/anisotropic.md)
 _LIMITS_RTOL = 1e-5
 LIMITS_ALLOWANCE = 5e-4
 

@@ -41,8 +41,7 @@ MC_CHUNK_ELEMENTS = 2 * 10**7
 #: pretraining must bring ½E(f − f_s*)² below this fraction of its value at initialization
 LOSS_REDUCTION = 1e-3
 #: flow time of the pretraining claim: 2× FaF's 1e5 iterations (t = 2e3; its losses have no ½), after which the loss
-#: is still falling
-#: (measured loss/initial: 1e-4–1e-3 at t = 1e3, 3e-5–1e-4 at t = 4e3 for d = 20, m = 200, m* = 20, μ = 0.5)
+#: is still falling (its values at t = 1e3 and 4e3: docs/relu.md)
 PRETRAIN_TIME = 4e3
 #: flow time of the other claims' pretraining: t = 1e3, half FaF's budget (its 1e5 iterations at 0.01·m are t = 2e3,
 #: its losses having no ½), as the quick and full profiles of FaF Fig. 4 were measured (longer pretraining makes the

@@ -157,8 +157,8 @@ def _thm1_joint(case):
     guaranteed = np.asarray(M.joint_training_guaranteed_loss(lam, alpha, norm))
     below = out.objective <= construction + 1e-6  # the restarts reached Lemma 2's value: Lemma 1 applies
     # Thm 1 holds with high probability over the target draw: a draw whose samples fit e₁ too well
-    # (‖P_X e₁‖ ≥ 5/13 at these λ, α) has no guarantee, ε* = 0. Measured at (d, n_t) = (24, 2): 7.2 % of 4000
-    # draws, so "at least half of the seeds have ε* > 0" fails with probability 9e-5 at 8 seeds.
+    # (‖P_X e₁‖ ≥ 5/13 at these λ, α) has no guarantee, ε* = 0; at (d, n_t) = (24, 2) such draws are rare enough
+    # that "at least half of the seeds have ε* > 0" fails with probability ~1e-4 at 8 seeds (docs/merlin.md)
     guaranteed_seeds = int((guaranteed > 0).sum())
     return combine([
         holds(out.converged.all(), label=f"all kept flows converged ({seeds} seeds × {restarts} restarts)"),
@@ -233,8 +233,8 @@ def _wrong_fit_at(case, n_t):
 
 WRONG_FIT_SPLITS = 8
 #: a head fits when its mean squared residual is ≤ 1e-4: where e₂ fits, the flow leaves the feature mixed with e₁
-#: at the 1e-3 level (residuals ≤ 1e-5 measured); a run on e₂ that does not fit leaves ≥ 1e-4 (2.5e-4 measured at
-#: n_t = 3 over the paper profile's 1000 seeds)
+#: at the 1e-3 level, a residual an order of magnitude below; a run on e₂ that does not fit leaves more
+#: (docs/merlin.md)
 FIT_RESIDUAL = 1e-4
 #: the head of the fit test is the ridge head with this λ_h, not a scale-free least-squares solve: where x₂ = 0 on
 #: every sample the e₂ run's feature is ≈ 1e-28 on the data (stray coordinates j > k the regularizer has shrunk to

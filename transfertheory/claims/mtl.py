@@ -228,7 +228,7 @@ def _ntk_remainder_log(case):
     depths = 2 ** np.arange(10, 15)
     remainder = _depth_structure(depths)[:, 1]
     increments = np.diff(remainder)
-    # a bounded remainder needs increments → 0; measured they settle at ≈ 0.26 (within 3 % of each other)
+    # a bounded remainder needs increments → 0; they settle at ≈ 0.26 (docs/mtl.md)
     settled = float(increments.min() / increments.max())
     detail_ok = settled > 0.95
     amount = float(increments.min()) if detail_ok else 0.0
