@@ -137,6 +137,15 @@ def test_points_are_reproducible_and_explore_draws_fresh_ones():
     assert claims.points(_claim(lambda case: _result(True)), QUICK) == [{}]
 
 
+def test_a_dict_strategy_draws_the_points_of_its_fixed_dictionaries():
+    """A strategy given as a dict name → strategy is drawn as st.fixed_dictionaries of it: the same points."""
+    fields = {"x": st.floats(0, 1), "n": st.integers(1, 9)}
+    as_dict = _claim(lambda case: _result(True), strategy=fields)
+    as_function = _claim(lambda case: _result(True), strategy=lambda p: st.fixed_dictionaries(fields))
+    assert claims.points(as_dict, QUICK) == claims.points(as_function, QUICK)
+    assert claims.points(as_dict, QUICK, explore=5, seed=2) == claims.points(as_function, QUICK, explore=5, seed=2)
+
+
 def test_fixed_points_do_not_depend_on_the_source_text(tmp_path, monkeypatch):
     """Hypothesis mixes numeric literals of the loaded local modules into its draws; a claim's fixed points must not
     move when a module with new literals is imported (as when the package gains a module)."""
@@ -183,6 +192,8 @@ def test_bad_records_and_lookups_raise_value_errors():
         Claim("x", "FaF", "s", "exact", lambda c: None, expected="FAIL")
     with pytest.raises(ValueError, match="profiles must be"):
         Claim("x", "FaF", "s", "exact", lambda c: None, profiles=("huge",))
+    with pytest.raises(ValueError, match="strategy must be None, a function"):
+        Claim("x", "FaF", "s", "exact", lambda c: None, strategy=[st.floats(0, 1)])
     with pytest.raises(ValueError, match="claim must be a registered claim id"):
         claims.get_claim("faf.nothing")
     with pytest.raises(ValueError, match="profile must be one of"):

@@ -34,12 +34,11 @@ def _random_pair(rng, d, norm_f, norm_g):
     return norm_f * u[0], norm_g * u[1]
 
 
-def _pair_point(profile):
-    return st.fixed_dictionaries({"d": st.integers(1, 5), "sigma": st.floats(0.1, 2.0), "norm_f": st.floats(0.0, 2.5),
-                                  "norm_g": st.floats(0.0, 2.5)})
+_PAIR_POINT = {"d": st.integers(1, 5), "sigma": st.floats(0.1, 2.0), "norm_f": st.floats(0.0, 2.5),
+               "norm_g": st.floats(0.0, 2.5)}
 
 
-@register("faf.eq34", source="FaF Eqs. 30–34", kind="monte-carlo", strategy=_pair_point,
+@register("faf.eq34", source="FaF Eqs. 30–34", kind="monte-carlo", strategy=_PAIR_POINT,
           statement="D_KL(p_f ‖ p_g) = ‖β_f − β_g‖²/(2σ²) for linear tasks: the mean log-likelihood ratio under p_f")
 def _kl(case):
     p, rng = case.params, case.rng
@@ -51,7 +50,7 @@ def _kl(case):
     return mc_agreement(llr, D.kl_linear_gaussian(bf, bg, sigma), label="mean log-likelihood ratio")
 
 
-@register("faf.eq25-27", source="FaF Eqs. 25–27", kind="monte-carlo", strategy=_pair_point,
+@register("faf.eq25-27", source="FaF Eqs. 25–27", kind="monte-carlo", strategy=_PAIR_POINT,
           statement="with h = cos(y)/2: E_{p_f}h − E_{p_g}h = (e^{−σ²/2}/2)(e^{−‖f‖²/2} − e^{−‖g‖²/2}), "
                     "a lower bound on γ_β")
 def _cosine_bound(case):
@@ -71,8 +70,7 @@ def _cosine_bound(case):
 
 
 @register("faf.thm2.2.kl", source="FaF Thm 2.2 (KL half), App. B.1", kind="exact",
-          strategy=lambda profile: st.fixed_dictionaries({"norm_f": st.floats(1e-3, 3.0), "sigma": st.floats(0.05, 3.0),
-                                                          "delta": st.floats(1e-3, 1e4)}),
+          strategy={"norm_f": st.floats(1e-3, 3.0), "sigma": st.floats(0.05, 3.0), "delta": st.floats(1e-3, 1e4)},
           statement="for every f and δ > 0 some g has D_KL(p_f ‖ p_g) ≥ δ: g = −αf with α = σ√(2δ)/‖f‖ suffices")
 def _kl_half(case):
     p = case.params
@@ -155,9 +153,8 @@ def _dudley_corrected(case):
 
 @register("faf.fig5.scaled-target", source="FaF §2.1 / App. E (targets of norm a)", kind="monte-carlo",
           method="linear",
-          strategy=lambda profile: st.fixed_dictionaries({
-              "shape": st.sampled_from(((6, 14), (16, 8))), "theta": st.floats(0, math.pi), "sigma": st.floats(0.0, 1.0),
-              "norm": st.floats(0.2, 4.0)}),
+          strategy={"shape": st.sampled_from(((6, 14), (16, 8))), "theta": st.floats(0, math.pi),
+                    "sigma": st.floats(0.0, 1.0), "norm": st.floats(0.2, 4.0)},
           statement="for a target of norm a: E R_sc = a²R_sc(n, d, σ/a), E R_lt = a²R_lt(θ, σ/a, n) and their "
                     "paired difference T, against direct simulation of X⁺y and b = zᵀy/‖z‖²")
 def _scaled_target(case):

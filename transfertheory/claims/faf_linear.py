@@ -117,8 +117,7 @@ for _id, _source, _method, _quantity, _strategy, _statement in (
         ("faf.eq16.finite", "FaF Eq. 16 (exact finite n, d, Eq. 142 limit)", "finetune", "risk", _min_norm_point,
          "the paper's fine-tuning limit X⁺y + (I − P)β_s has E R = (1 − n/d)₊(2 − 2cos θ) + σ²E tr((XᵀX)⁺)"),
         ("faf.eq17.finite", "FaF Eq. 17 (exact finite n, d, Eq. 142 limit)", "finetune", "transferability",
-         lambda profile: st.fixed_dictionaries({"n": st.integers(1, 24), "d": st.integers(2, 24), "theta": _THETA,
-                                                "sigma": st.floats(0.0, 1.5)}),
+         {"n": st.integers(1, 24), "d": st.integers(2, 24), "theta": _THETA, "sigma": st.floats(0.0, 1.5)},
          "T_ft(n, d) = −(1 − n/d)₊(1 − 2cos θ): the noise cancels pathwise, even at |n − d| ≤ 1")):
     register(_id, source=_source, kind="monte-carlo", method=_method, strategy=_strategy, statement=_statement)(
         functools.partial(_against_finite, quantity=_quantity))
@@ -169,8 +168,7 @@ def _linear_transferability_limit(case):
 @register("faf.eq13.negative-region", source="FaF §3.3 (from Eq. 13)", kind="exact", method="linear",
           statement="for γ < 1, T_lt < 0 exactly on (γ₋, γ₊) ⊂ (0, 1), T_lt(γ±) = 0; the interval exists iff "
                     "|cos θ| < 1 − σ",
-          strategy=lambda profile: st.fixed_dictionaries({"theta": st.floats(0.01, math.pi - 0.01),
-                                                          "sigma": st.floats(0.01, 0.95)}))
+          strategy={"theta": st.floats(0.01, math.pi - 0.01), "sigma": st.floats(0.01, 0.95)})
 def _negative_region(case):
     theta, sigma = case.params["theta"], case.params["sigma"]
     g_lo, g_hi = L.negative_transfer_interval(theta, sigma)
@@ -190,8 +188,7 @@ def _negative_region(case):
 @register("faf.eq13.threshold", source="FaF §3.3 (from Eq. 13)", kind="exact", method="linear",
           statement="for γ > 1, T_lt = 0 at γ_c = 1 + σ²/sin²θ, T_lt > 0 on (1, γ_c) and < 0 beyond; at θ = π/2 "
                     "transfer is positive on the band (1 − σ², 1 + σ²)",
-          strategy=lambda profile: st.fixed_dictionaries({"theta": st.floats(0.05, math.pi - 0.05),
-                                                          "sigma": st.floats(0.01, 2.0)}))
+          strategy={"theta": st.floats(0.05, math.pi - 0.05), "sigma": st.floats(0.01, 2.0)})
 def _threshold(case):
     theta, sigma = case.params["theta"], case.params["sigma"]
     s2 = math.sin(theta) ** 2
@@ -211,7 +208,7 @@ def _threshold(case):
 @register("faf.eq15", source="FaF Eq. 15 (Thm 3.8)", kind="exact", method="ridge",
           statement="ridge linear transfer: E R → 1 − cos²θ(1 + 2λ)/(1 + λ)² as n → ∞ (rate 1/n), "
                     "non-decreasing in λ with dR/dλ = 2λcos²θ/(1 + λ)³",
-          strategy=lambda profile: st.fixed_dictionaries({"theta": _THETA, "lam": st.floats(0.0, 10.0)}))
+          strategy={"theta": _THETA, "lam": st.floats(0.0, 10.0)})
 def _ridge_limit(case):
     theta, lam = case.params["theta"], case.params["lam"]
     sigma, h = 0.4, 1e-6

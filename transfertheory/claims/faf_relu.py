@@ -102,16 +102,14 @@ def pperp_fraction_increase(rng, teachers, m_star, d, mu_low, mu_high, output="o
 # --------------------------------------------------------------------------- FaF Eqs. 152–153
 
 
-def _kernel_point(profile):
-    norm = st.floats(0.05, 5.0)
-    cosine = st.one_of(st.sampled_from([-1.0, 0.0, 1.0]), st.floats(-1.0, 1.0))
-    return st.fixed_dictionaries({"d": st.integers(2, 8), "norms_a": st.tuples(norm, norm, norm),
-                                  "norms_b": st.tuples(norm, norm, norm), "cosines": st.tuples(cosine, cosine, cosine)})
+_NORM, _COSINE = st.floats(0.05, 5.0), st.one_of(st.sampled_from([-1.0, 0.0, 1.0]), st.floats(-1.0, 1.0))
+_KERNEL_POINT = {"d": st.integers(2, 8), "norms_a": st.tuples(_NORM, _NORM, _NORM),
+                 "norms_b": st.tuples(_NORM, _NORM, _NORM), "cosines": st.tuples(_COSINE, _COSINE, _COSINE)}
 
 
 @register("faf.eq152-153.arccos-kernel", source="FaF Eqs. 152–153 (ReLU arc-cosine kernel)", kind="monte-carlo",
           statement="E[σ(aᵀx)σ(bᵀx)] = (‖a‖‖b‖/2π)(√(1 − u²) + u(π − arccos u)), u = cos∠(a, b), x ~ N(0, I_d)",
-          strategy=_kernel_point, profiles=("quick", "full"))
+          strategy=_KERNEL_POINT, profiles=("quick", "full"))
 def _arccos_kernel(case):
     """All 9 pairs of 3 rows aᵢ and 3 rows bⱼ (the pairs (aᵢ, bᵢ) at the drawn cosines, ±1 and 0 included)."""
     p = case.params
@@ -150,14 +148,12 @@ def _projection(case):
 # --------------------------------------------------------------------------- population loss
 
 
-def _loss_point(profile):
-    return st.fixed_dictionaries({"m": st.integers(1, 8), "m_star": st.integers(1, 8), "d": st.integers(1, 8),
-                                  "sphere": st.booleans()})
+_LOSS_POINT = {"m": st.integers(1, 8), "m_star": st.integers(1, 8), "d": st.integers(1, 8), "sphere": st.booleans()}
 
 
 @register("faf.relu.population-loss", source="FaF §4 (ReLU population loss)", kind="monte-carlo",
           statement="½E(f − f*)² = ½[cᵀk(W,W)c/m² − 2cᵀk(W,W*)c*/(m m*) + c*ᵀk(W*,W*)c*/m*²] exactly",
-          strategy=_loss_point, profiles=("quick", "full"))
+          strategy=_LOSS_POINT, profiles=("quick", "full"))
 def _population_loss(case):
     """A student with rows on the sphere (or of random norms) and N(0, 4) output weights; a random teacher."""
     p = case.params

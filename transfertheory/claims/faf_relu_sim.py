@@ -41,8 +41,7 @@ MC_CHUNK_ELEMENTS = 2 * 10**7
 #: pretraining must bring ½E(f − f_s*)² below this fraction of its value at initialization
 LOSS_REDUCTION = 1e-3
 #: flow time of the pretraining claim: 2× FaF's 1e5 iterations (t = 2e3; its losses have no ½), after which the loss
-#: is still falling
-#: (measured loss/initial: 1e-4–1e-3 at t = 1e3, 3e-5–1e-4 at t = 4e3 for d = 20, m = 200, m* = 20, μ = 0.5)
+#: is still falling (its values at t = 1e3 and 4e3: docs/relu.md)
 PRETRAIN_TIME = 4e3
 #: flow time of the other claims' pretraining: t = 1e3, half FaF's budget (its 1e5 iterations at 0.01·m are t = 2e3,
 #: its losses having no ½), as the quick and full profiles of FaF Fig. 4 were measured (longer pretraining makes the
@@ -229,10 +228,8 @@ def _eq21(case):
         mean, se = mean_se(excess[n])
         checks.append(agreement(mean, se, m / (n - m - 1), allowance=EQ21_ALLOWANCE * m / n,
                                 label=f"n = {n}: mean relative excess vs m/(n − m − 1)"))
-    result = combine(checks)
-    detail = f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: {result.detail}; pretraining statuses " \
-             f"{status_counts(statuses)}"
-    return replace(result, detail=detail)
+    return combine(checks, before=f"{_size_label(d, m, m_star, teachers)}, μ = 0.5: ",
+                   after=f"; pretraining statuses {status_counts(statuses)}")
 
 
 @dataclass(frozen=True)
@@ -319,8 +316,7 @@ def boundary_agreement(row, converged, total):
     checks.append(agreement(math.log(row.n_sign_linear), sim_se, math.log(row.n_c_finite), reference_se=finite_se,
                             allowance=BOUNDARY_ALLOWANCE, label="log n of the sign change vs the finite-n boundary"))
     paper_z = (math.log(row.n_c) - math.log(row.n_sign_linear)) / math.hypot(sim_se, paper_se)
-    result = combine(checks)
-    return replace(result, detail=(
+    return combine(checks, before=(
         f"simulated sign change {row.n_sign_linear:.4g} (95 % [{row.n_sign_linear_lo:.4g}, {row.n_sign_linear_hi:.4g}]), "
         f"finite-n n_c {row.n_c_finite:.4g} ± {row.n_c_finite_se:.2g}, FaF's n_c {row.n_c:.4g} ± {row.n_c_se:.2g} "
-        f"({paper_z:+.1f} SE above the sign change in log n); {result.detail}"))
+        f"({paper_z:+.1f} SE above the sign change in log n); "))

@@ -42,6 +42,11 @@ def _network_output(theta, phi, x):
 
 
 
+def _bounded_min(fun, bounds, xatol=1e-12):
+    """The minimum value of the scalar ``fun`` on the interval ``bounds`` (bounded Brent search to ``xatol``)."""
+    return minimize_scalar(fun, bounds=bounds, method="bounded", options={"xatol": xatol}).fun
+
+
 def _lbfgs(fun, x0):
     """L-BFGS on ``fun`` (returning value and gradient) from ``x0``; returns the final point."""
     return minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 3000, "gtol": 1e-12, "ftol": 1e-15}).x
@@ -77,8 +82,8 @@ def _population_loss(case):
 @register("merlin.lemma4", source="MeRLin Lemma 4", kind="exact",
           statement="min of L_Ds + λ(‖θ‖² + ‖φ‖²_F) is L(μ*) at one neuron θ = (μ*/2)^{1/3}, φ = ±√2θe_j, "
                     "μ* = argmin (3λ/2^{2/3})|μ|^{2/3} + (2/3)(μ − 1)², μ* > 0 iff λ < 2^{1/3}/3",
-          strategy=lambda profile: st.fixed_dictionaries({"lam": st.one_of(st.floats(0.01, 0.41), st.floats(0.43, 1.5)),
-                                                          "d": st.integers(3, 4), "k": st.integers(2, 3)}),
+          strategy={"lam": st.one_of(st.floats(0.01, 0.41), st.floats(0.43, 1.5)), "d": st.integers(3, 4),
+                    "k": st.integers(2, 3)},
           allowance=1e-7,
           allowance_reason="optimizer: L-BFGS stops at a gradient norm ~1e-8 on a quartic loss: the value found lies "
                            "within 1e-7 of the minimum it approaches")
@@ -86,11 +91,10 @@ def _lemma4(case):
     p = case.params
     lam, d, k = p["lam"], p["d"], p["k"]
     mu = M.optimal_source_scale(lam)
-    best_scalar = min((minimize_scalar(lambda t: M.source_scale_objective(t, lam), bounds=b, method="bounded",
-                                       options={"xatol": 1e-12}) for b in ((-1.0, 0.0), (0.0, 0.5), (0.5, 2.0))),
-                      key=lambda r: r.fun)
+    best_scalar = min(_bounded_min(lambda t: M.source_scale_objective(t, lam), b)
+                      for b in ((-1.0, 0.0), (0.0, 0.5), (0.5, 2.0)))
     value = M.source_scale_objective(mu, lam)
-    results = [within(value, min(best_scalar.fun, 2 / 3), 1e-10, label=f"L(μ*) vs numerical min, μ*={mu:.6g}"),
+    results = [within(value, min(best_scalar, 2 / 3), 1e-10, label=f"L(μ*) vs numerical min, μ*={mu:.6g}"),
                holds((mu > 0) == (lam < M.SOURCE_SCALE_THRESHOLD), label="μ* > 0 iff λ < 2^{1/3}/3")]
     theta, phi = M.source_minimizer(lam, d, 2, k, k) if mu > 0 else (np.zeros(2), np.zeros((d, 2)))
     results.append(within(M.regularized_source_loss(theta, phi, k, lam), value, 1e-12, label="L^λ at the minimizer"))
@@ -122,8 +126,8 @@ def _lemma4(case):
 @register("merlin.thm1.finetune-head-loss", source="MeRLin Thm 1, Eqs. 52–54", kind="exact",
           statement="the head γ on a wrong feature e_j has exact target loss (2/3)γ² − (8/9)γ + 2/3 ≥ 10/27; "
                     "a head fine-tuned on n_t target samples (ridge) stays ≥ 10/27",
-          strategy=lambda profile: st.fixed_dictionaries({"d": st.integers(2, 16), "gamma": st.floats(-3, 3),
-                                                          "n": st.integers(1, 40), "lam": st.floats(0.0, 1.0)}))
+          strategy={"d": st.integers(2, 16), "gamma": st.floats(-3, 3), "n": st.integers(1, 40),
+                    "lam": st.floats(0.0, 1.0)})
 def _finetune_head_loss(case):
     p = case.params
     d, gamma = p["d"], p["gamma"]
@@ -143,16 +147,15 @@ def _finetune_head_loss(case):
         losses.append(M.target_loss([head], np.eye(d)[:, [j - 1]]))
     results.append(holds(min(losses) >= M.FINETUNE_HEAD_MIN - ROUNDING,
                          label=f"min over 50 fine-tuned heads {min(losses):.6g} ≥ 10/27"))
-    vertex = minimize_scalar(lambda g: M.target_loss([g], phi / scale), bounds=(-5, 5), method="bounded",
-                             options={"xatol": 1e-12})
-    results.append(within(vertex.fun, M.FINETUNE_HEAD_MIN, 1e-12, label="min_γ of the exact target loss"))
+    vertex = _bounded_min(lambda g: M.target_loss([g], phi / scale), (-5, 5))
+    results.append(within(vertex, M.FINETUNE_HEAD_MIN, 1e-12, label="min_γ of the exact target loss"))
     return combine(results)
 
 
 @register("merlin.thm1.failure-probability", source="MeRLin Thm 1 (fine-tuning)", kind="exact",
           statement="every Lemma 4 minimizer e_j, j ∈ [k], has the same regularized source loss, and the best head "
                     "on it has target loss 0 (j = 1) or 10/27 (j ≠ 1): failure probability 1 − 1/k under a uniform j",
-          strategy=lambda profile: st.fixed_dictionaries({"k": st.integers(2, 8), "lam": st.floats(0.01, 0.4)}))
+          strategy={"k": st.integers(2, 8), "lam": st.floats(0.01, 0.4)})
 def _failure_probability(case):
     k, lam = case.params["k"], case.params["lam"]
     d = k + 1
@@ -160,9 +163,7 @@ def _failure_probability(case):
     for j in range(1, k + 1):
         theta, phi = M.source_minimizer(lam, d, 1, k, j, sign=1 if j % 2 else -1)
         source.append(M.regularized_source_loss(theta, phi, k, lam))
-        fit = minimize_scalar(lambda g: M.target_loss([g], phi), bounds=(-10, 10), method="bounded",
-                              options={"xatol": 1e-13})
-        best_heads.append(fit.fun)
+        best_heads.append(_bounded_min(lambda g: M.target_loss([g], phi), (-10, 10), xatol=1e-13))
     failing = sum(h >= M.FINETUNE_HEAD_MIN - 1e-9 for h in best_heads)
     return combine([within(max(source) - min(source), 0.0, 1e-12, label="source loss equal over j"),
                     within(best_heads[0], 0.0, 1e-9, label="best head on e_1"),
@@ -176,8 +177,7 @@ def _failure_probability(case):
 @register("merlin.lemma1.joint-bound", source="MeRLin Lemma 1", kind="exact",
           statement="(1 − α)L_Ds(θ_s, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F) ≥ the Lemma 1 bound at ε = L_Dt(θ_t, φ) ≤ 2/3 "
                     "(a counterexample search: constrained minimization from random starts)",
-          strategy=lambda profile: st.fixed_dictionaries({"lam": st.floats(0.01, 0.4), "alpha": st.floats(0.0, 0.9),
-                                                          "eps": st.floats(0.0, 0.6)}),
+          strategy={"lam": st.floats(0.01, 0.4), "alpha": st.floats(0.0, 0.9), "eps": st.floats(0.0, 0.6)},
           allowance=1e-9, allowance_reason="rounding of the exact losses at the points found")
 def _joint_bound(case):
     lam, alpha, eps = case.params["lam"], case.params["alpha"], case.params["eps"]
@@ -240,7 +240,7 @@ def _enumerated_fit_probability(n):
 @register("merlin.thm2.wrong-fit-probability", source="MeRLin Thm 2 (proof)", kind="monte-carlo",
           statement="a wrong feature e_j fits n target samples exactly w.p. (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ: exact "
                     "enumeration (n ≤ 4) and Monte Carlo over the target sampler",
-          strategy=lambda profile: st.fixed_dictionaries({"n": st.integers(1, 12), "d": st.integers(2, 20)}))
+          strategy={"n": st.integers(1, 12), "d": st.integers(2, 20)})
 def _wrong_fit(case):
     n, d = case.params["n"], case.params["d"]
     rng = case.rng
@@ -300,8 +300,7 @@ def _union_bound_2_3(case):
 @register("merlin.thm2.sample-size", source="MeRLin Thm 2 (proof)", kind="exact",
           statement="at n_t = max(⌈18 log(2/ξ)⌉, ⌈3 log(2k/ξ)⌉) the exact binomial tail P(≥ n_t/2 samples with "
                     "x₁ = 0) ≤ ξ/2 and (k − 1)·P(a wrong feature fits) ≤ ξ/2",
-          strategy=lambda profile: st.fixed_dictionaries({"k": st.integers(2, 10 ** 6),
-                                                          "xi": st.floats(1e-6, 0.99)}))
+          strategy={"k": st.integers(2, 10 ** 6), "xi": st.floats(1e-6, 0.99)})
 def _sample_size(case):
     k, xi = case.params["k"], case.params["xi"]
     n = M.merlin_sample_size(k, xi)
@@ -316,7 +315,7 @@ def _sample_size(case):
           statement="P(some wrong feature e_j, 2 ≤ j ≤ k, fits n target samples) has the exact form "
                     "any_wrong_feature_fit_probability(n, k) (Monte Carlo over the target sampler), and stays "
                     "below the paper's union bound k(2/3)ⁿ even at n = 1",
-          strategy=lambda profile: st.fixed_dictionaries({"n": st.integers(1, 10), "k": st.integers(2, 12)}))
+          strategy={"n": st.integers(1, 10), "k": st.integers(2, 12)})
 def _any_wrong_fit(case):
     n, k = case.params["n"], case.params["k"]
     draws = 10 * case.profile.mc_reps
@@ -335,9 +334,8 @@ def _any_wrong_fit(case):
 @register("merlin.lemma2.joint-construction", source="MeRLin Lemma 2, Eq. 26", kind="exact",
           statement="the Lemma 2 solution fits the n_t target samples exactly and its joint objective "
                     "(1 − α)L_Ds + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F) equals Eq. 26 with ‖φ̂_t‖ of the min-norm feature",
-          strategy=lambda profile: st.fixed_dictionaries({"lam": st.floats(0.01, 1.0), "alpha": st.floats(0.0, 1.0),
-                                                          "n": st.integers(1, 8), "d": st.integers(10, 24),
-                                                          "k": st.integers(2, 4)}))
+          strategy={"lam": st.floats(0.01, 1.0), "alpha": st.floats(0.0, 1.0), "n": st.integers(1, 8),
+                    "d": st.integers(10, 24), "k": st.integers(2, 4)})
 def _joint_construction(case):
     p = case.params
     x, y = M.sample_target(p["n"], p["d"], case.rng)

@@ -40,9 +40,8 @@ from .registry import CLARIFICATION, combine, register
 # --------------------------------------------------------------------------- finite-width networks
 
 
-def _kernel_point(profile):
-    return st.fixed_dictionaries({"depth": st.integers(1, 3), "w_std": st.floats(1.0, 2.0),
-                                  "b_std": st.floats(0.0, 0.5), "d": st.integers(2, 6)})
+_KERNEL_POINT = {"depth": st.integers(1, 3), "w_std": st.floats(1.0, 2.0), "b_std": st.floats(0.0, 0.5),
+                 "d": st.integers(2, 6)}
 
 
 def _finite_width(case, n=4, sample=random_network_kernels):
@@ -61,7 +60,7 @@ def _entrywise(samples, reference, what, case):
                    for i in range(n) for j in range(i, n))
 
 
-@register("mtl.ntk.nngp-mc", source="MTL §4.3 (NNGP K), App. B.4", kind="monte-carlo", strategy=_kernel_point,
+@register("mtl.ntk.nngp-mc", source="MTL §4.3 (NNGP K), App. B.4", kind="monte-carlo", strategy=_KERNEL_POINT,
           statement="K(x, x′) of relu_kernels = E[f(x)f(x′)] over random finite-width ReLU networks (NTK "
                     "parameterization), entrywise within 4 SE")
 def _nngp_mc(case):
@@ -69,7 +68,7 @@ def _nngp_mc(case):
     return _entrywise(readout, nngp, "K", case)
 
 
-@register("mtl.ntk.ntk-mc", source="MTL §4.3 (NTK Θ), App. B.3 Eq. 55", kind="monte-carlo", strategy=_kernel_point,
+@register("mtl.ntk.ntk-mc", source="MTL §4.3 (NTK Θ), App. B.3 Eq. 55", kind="monte-carlo", strategy=_KERNEL_POINT,
           statement="Θ(x, x′) of relu_kernels = E⟨∂f(x)/∂θ, ∂f(x′)/∂θ⟩ over random finite-width networks "
                     "(explicit per-layer Jacobians), entrywise within 4 SE")
 def _ntk_mc(case):
@@ -78,7 +77,7 @@ def _ntk_mc(case):
 
 
 @register("mtl.lemma3.phi-mtl-mc", source="MTL Lemma 3 (Φ_MTL), App. Eq. 64", kind="monte-carlo",
-          strategy=_kernel_point,
+          strategy=_KERNEL_POINT,
           statement="Φ_MTL = Θ − K + blockdiag(K) is the mean Gram of the multi-head network's parameter gradients "
                     "(shared body, one readout head per task): two tasks of two points, entrywise within 4 SE")
 def _phi_mtl_mc(case):
@@ -100,7 +99,7 @@ def independent_head_cross_gram(network, x, width, networks, rng, correlation=0.
 
 
 @register("mtl.lemma3.independent-heads-mc", source="MTL Lemma 3 (App. Eq. 63, footnote 12), §3.4", kind="monte-carlo",
-          strategy=_kernel_point,
+          strategy=_KERNEL_POINT,
           statement="the off-diagonal blocks Θ − K of Φ_MTL (and App. Eq. 62) need heads from one draw: for two "
                     "independently drawn heads w, w′ the mean body-gradient Gram ∇_body f_w·∇_body f_w′ᵀ over random "
                     "networks is 0 (entrywise within 4 SE) and differs from Θ − K (diagonal entries by > 4 SE)")

@@ -156,7 +156,8 @@ class Claim:
     """A registered statement and its check (see the module docstring).
 
     ``strategy``: None for a check at fixed parameters, else a function ``profile → hypothesis
-    strategy`` of parameter dicts restricted to where the statement applies. ``allowance``: what the
+    strategy`` of parameter dicts restricted to where the statement applies, or, where the ranges are the same in
+    every profile, a dict ``name → hypothesis strategy`` (drawn as ``st.fixed_dictionaries``). ``allowance``: what the
     statement leaves out (finite integration time, finite d, …), added to the statistical tolerance,
     with its ``allowance_reason``. ``slow``: the check takes more than a few seconds even in the
     quick profile (pytest marks it ``slow``). ``method``: the transfer method it concerns, if any.
@@ -175,7 +176,7 @@ class Claim:
     expected: str = PASS
     erratum: str | None = None
     category: str | None = None
-    strategy: Callable[[Profile], object] | None = field(default=None, repr=False, compare=False)
+    strategy: Callable[[Profile], object] | Mapping | None = field(default=None, repr=False, compare=False)
     allowance: float = 0.0
     allowance_reason: str = "none: the reference is exact"
     profiles: tuple = PROFILE_NAMES
@@ -197,6 +198,9 @@ class Claim:
         if unknown or not self.profiles:
             raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} "
                              f"(claim {self.id})")
+        if not (self.strategy is None or callable(self.strategy) or isinstance(self.strategy, Mapping)):
+            raise ValueError(f"strategy must be None, a function profile → strategy or a dict of strategies, got "
+                             f"{type(self.strategy).__name__} (claim {self.id})")
         if not (self.allowance >= 0):
             raise ValueError(f"allowance must be >= 0, got {self.allowance} (claim {self.id})")
 
@@ -315,6 +319,7 @@ def points(claim, profile, explore=0, seed=None) -> list[dict]:
         return [{}]
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fix_seed
+    from hypothesis import strategies as st
 
     drawn = []
     count = int(explore) if explore else profile.examples
@@ -323,7 +328,7 @@ def points(claim, profile, explore=0, seed=None) -> list[dict]:
     @fix_seed(base)
     @settings(max_examples=count, derandomize=False, database=None, deadline=None, phases=(Phase.generate,),
               suppress_health_check=list(HealthCheck))
-    @given(claim.strategy(profile))
+    @given(claim.strategy(profile) if callable(claim.strategy) else st.fixed_dictionaries(claim.strategy))
     def collect(point):
         drawn.append(dict(point))
 
@@ -339,12 +344,13 @@ def _worse(a: CheckResult, b: CheckResult) -> CheckResult:
     return a if a.edge >= b.edge else b
 
 
-def combine(results) -> CheckResult:
+def combine(results, before="", after="") -> CheckResult:
     """One result from several sub-checks of a claim: all must pass; the reported one (its numbers and
-    criterion) is the worst, the one nearest to failing whatever its criterion."""
+    criterion) is the worst, the one nearest to failing whatever its criterion. Its detail joins theirs, between
+    ``before`` and ``after`` (what the sub-checks share: the sizes, the flows' statuses)."""
     results = list(results)
     return replace(functools.reduce(_worse, results), passed=all(r.passed for r in results),
-                   detail="; ".join(r.detail for r in results if r.detail),
+                   detail=before + "; ".join(r.detail for r in results if r.detail) + after,
                    paper_holds=all(r.paper_holds for r in results))
 
 

@@ -107,14 +107,12 @@ def _linearized_runs(case, y_scale=1.0):
 # --------------------------------------------------------------------------- strategies
 
 
-def pair_point(profile):
-    return st.fixed_dictionaries({"n_P": st.integers(2, 10), "n_Q": st.integers(2, 8), "d": st.integers(3, 8),
-                                  "theta": st.floats(0.0, math.pi)})
+PAIR_POINT = {"n_P": st.integers(2, 10), "n_Q": st.integers(2, 8), "d": st.integers(3, 8),
+              "theta": st.floats(0.0, math.pi)}
 
 
-def _gram_point(profile):
-    return st.fixed_dictionaries({"n": st.integers(1, 8), "n_other": st.integers(1, 6), "d": st.integers(2, 8),
-                                  "duplicate_angle": st.floats(1e-6, 0.1)})
+_GRAM_POINT = {"n": st.integers(1, 8), "n_other": st.integers(1, 6), "d": st.integers(2, 8),
+               "duplicate_angle": st.floats(1e-6, 0.1)}
 
 
 
@@ -147,7 +145,7 @@ def _entrywise(x, y, case, what):
                    for i in range(measured.shape[0]) for j in range(measured.shape[1]))
 
 
-@register("tdr.gram", source="TDR §6.1 (H∞_P, H∞_Q)", kind="monte-carlo", strategy=_gram_point,
+@register("tdr.gram", source="TDR §6.1 (H∞_P, H∞_Q)", kind="monte-carlo", strategy=_GRAM_POINT,
           statement="H∞_ij = E_{w~N(0,I)}[x_iᵀx_j 1{wᵀx_i ≥ 0, wᵀx_j ≥ 0}] = x_iᵀx_j(π − arccos x_iᵀx_j)/(2π) "
                     "for unit inputs (near-duplicate and antipodal pairs included)")
 def _gram(case):
@@ -155,7 +153,7 @@ def _gram(case):
     return _entrywise(x, x, case, "H")
 
 
-@register("tdr.cross-gram", source="TDR §6.1 (H∞_PQ)", kind="monte-carlo", strategy=_gram_point,
+@register("tdr.cross-gram", source="TDR §6.1 (H∞_PQ)", kind="monte-carlo", strategy=_GRAM_POINT,
           statement="H∞_PQ,ij = E_w[x_P,iᵀx_Q,j 1{wᵀx_P,i ≥ 0, wᵀx_Q,j ≥ 0}] = x_P,iᵀx_Q,j(π − arccos x_P,iᵀx_Q,j)/(2π)")
 def _cross_gram(case):
     x_p, x_q = _gram_sets(case)
@@ -165,7 +163,7 @@ def _cross_gram(case):
 # --------------------------------------------------------------------------- the theorems against the linearized network
 
 
-@register("tdr.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="monte-carlo", strategy=pair_point,
+@register("tdr.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", kind="monte-carlo", strategy=PAIR_POINT,
           statement="y_{P→Q} = H_PQᵀH_P⁻¹y_P equals the predictions on X_Q of the minimum-norm linearized "
                     "network fitted to P, as m → ∞")
 def _transformed_labels(case):
@@ -176,7 +174,7 @@ def _transformed_labels(case):
 
 
 @register("tdr.thm2.finetune-distance", source="TDR Thm 2 (Eq. 2), App. C.2 (Eq. 42)", kind="monte-carlo",
-          strategy=pair_point,
+          strategy=PAIR_POINT,
           statement="‖W(Q) − W(P)‖_F → √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})): the bound of Thm 2 is attained "
                     "by the minimum-norm linearized fine-tuning step as m → ∞ (gap reported)")
 def _finetune_distance(case):
@@ -188,7 +186,7 @@ def _finetune_distance(case):
 
 
 @register("tdr.thm1.gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", kind="monte-carlo",
-          strategy=pair_point,
+          strategy=PAIR_POINT,
           statement="‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² → −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖², X¹ the hidden activations "
                     "on X_Q, in the linearized network (m → ∞, κ → 0)")
 def _gradient_norm(case):
@@ -196,12 +194,11 @@ def _gradient_norm(case):
     return mc_agreement(change, NTK.gradient_norm_change(*data).change, label=case.label)
 
 
-def scaled_point(profile):
-    return st.fixed_dictionaries({"n_P": st.just(2), "n_Q": st.integers(2, 8), "d": st.integers(3, 8),
-                                  "theta": st.just(0.0), "scale": st.floats(0.1, 1.0)})
+SCALED_POINT = {"n_P": st.just(2), "n_Q": st.integers(2, 8), "d": st.integers(3, 8), "theta": st.just(0.0),
+                "scale": st.floats(0.1, 1.0)}
 
 
-@register("tdr.thm2.scratch-sqrt", source="TDR §6.3 (after Thm 2)", kind="monte-carlo", strategy=scaled_point,
+@register("tdr.thm2.scratch-sqrt", source="TDR §6.3 (after Thm 2)", kind="monte-carlo", strategy=SCALED_POINT,
           expected=KNOWN_ERRATUM, erratum="erratum-tdr-scratch-sqrt", category=PAPER_ERROR,
           statement="TDR: from scratch ‖W(Q) − W(0)‖_F ≤ y_QᵀH_Q⁻¹y_Q; the minimum-norm linearized weight change "
                     "is √(y_QᵀH_Q⁻¹y_Q) (linear in the labels, the paper's value quadratic): refuted at labels "
