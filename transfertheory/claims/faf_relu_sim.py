@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
-from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
-                                run_transfer_experiment, status_counts, teacher_samples)
+from ..sim.relu_teacher import (boundary_table, kernel_distance, linear_transfer, paired_transferability, paper_init,
+                                pretrain_source, run_transfer_experiment, scratch_power_law, status_counts,
+                                teacher_samples, without_unconverged_scratch)
 from ..sim.relu_teacher.network import network_output
-from ..sim.sign_change import sign_change_with_interval
 from ..sim.records import flow_arguments
 from ..sweep.named import named_profile
 from ..theory import relu as R
@@ -255,29 +255,17 @@ class BoundaryLocation:
 
 def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
     """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and linear
-    transfer); scratch flows that did not converge are left out, as in the figure (the same statistics:
-    :mod:`transfertheory.sim.sign_change`, :func:`~transfertheory.theory.relu.power_law_fit`,
-    :func:`~transfertheory.theory.relu.finite_n_boundary`)."""
-    import pandas as pd
-
+    transfer): the figure's statistics (:func:`~transfertheory.sim.relu_teacher.boundary_table`, scratch flows that
+    did not converge left out)."""
     df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, draws=draws,
                                  methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_FLOWS)
-    keys = ["n", "teacher", "draw"]
+    kept = without_unconverged_scratch(df)
+    row = next(boundary_table(kept, scratch_power_law(kept), {"linear": paired_transferability(kept, "linear")},
+                              seed).itertuples())
     scratch = df[df.method == "scratch"]
-    kept = scratch[scratch.converged.astype(bool)].set_index(keys)
-    risk = kept.risk.groupby(["n", "teacher"]).mean().groupby("n").mean()  # mean of the per-teacher means
-    fit = R.power_law_fit(risk.index.to_numpy(float), risk.to_numpy())
-    pre = pd.DataFrame(df.attrs["pretrain"])
-    pperp, pperp_se = float(pre.pperp.mean()), float(pre.pperp.sem())
-    paper, paper_se = fit.boundary(pperp, pperp_se)
-    finite = R.finite_n_boundary(fit, pperp, m, pperp_se)
-    linear = df[df.method == "linear"].set_index(keys).risk_normalized
-    units = (kept.risk_normalized.reindex(linear.index) - linear).unstack("n")  # NaN: a unit left out
-    sign, lo, hi, _ = sign_change_with_interval(units.columns.to_numpy(float),
-                                                units.index.get_level_values("teacher").to_numpy(), units.to_numpy(),
-                                                np.random.default_rng(seed))
-    return BoundaryLocation(sign, lo, hi, finite.n_c, finite.n_c_se, paper, paper_se, int(len(kept)), len(scratch),
-                            status_counts(pre.status))
+    return BoundaryLocation(row.n_sign_linear, row.n_sign_linear_lo, row.n_sign_linear_hi, row.n_c_finite,
+                            row.n_c_finite_se, row.n_c, row.n_c_se, int(scratch.converged.sum()), len(scratch),
+                            row.pretrain_status)
 
 
 @register("faf.relu.sim.finite-n-boundary", source="FaF §4, Fig. 4e, Eq. 21 at finite n (not in FaF)",
