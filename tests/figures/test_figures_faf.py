@@ -13,7 +13,8 @@ import pytest
 from figure_checks import assert_no_legend_over_data
 from transfertheory.figures import faf_fig2, faf_fig4, faf_fig5, faf_fig7
 from transfertheory.figures.output import use_agg
-from transfertheory.sim.relu_teacher import TRANSFER_METHODS, convergence_counts, run_transfer_experiment, summarize
+from transfertheory.sim.relu_teacher import run_transfer_experiment
+from transfertheory.sim.relu_teacher.summary import TRANSFER_METHODS, convergence_counts, summarize
 
 # the target budget leaves 3 of 4 scratch flows unconverged at n = 12, 2 at n = 16 and all at n = 32 (whose point then
 # has no mean: left out of the power-law fit)

@@ -445,7 +445,7 @@ def test_faf_fig4s_table_through_the_store_is_the_table_computed_here(tmp_path):
     import pandas as pd
 
     from transfertheory.figures import faf_fig4, simulation
-    from transfertheory.sim.relu_teacher import pretraining
+    from transfertheory.sim.relu_teacher.summary import pretraining
     from transfertheory.sweep.runner import SweepRunner
 
     args = dict(d=4, m=8, m_star=4, mus=(0.25, 0.5), ns=(8, 12), teachers=2, draws=2, chunk=1, seed=3,

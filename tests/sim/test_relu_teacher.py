@@ -556,7 +556,8 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
     """The claim's boundary (a run of scratch and linear transfer only) is the figure's boundary-table row on the same
     draws (a run with kernel interpolation too)."""
     from transfertheory.claims.faf_relu_sim import BOUNDARY_FLOWS, boundary_location
-    from transfertheory.sim.relu_teacher import run_transfer_experiment, summarize
+    from transfertheory.sim.relu_teacher import run_transfer_experiment
+    from transfertheory.sim.relu_teacher.summary import summarize
 
     size = dict(d=4, m=6, m_star=4, teachers=2, draws=2)
     ns = (6, 8, 10, 12)  # n ≤ m·d/2, where every scratch flow converges within the budget (docs/relu.md)

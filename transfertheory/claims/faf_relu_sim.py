@@ -18,10 +18,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
-from ..sim.relu_teacher import (boundary_table, kernel_distance, linear_transfer, paired_transferability, paper_init,
-                                pretrain_source, run_transfer_experiment, scratch_power_law, status_counts,
-                                teacher_samples, without_unconverged_scratch)
+from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
+                                run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
+from ..sim.relu_teacher.summary import (boundary_table, paired_transferability, scratch_power_law,
+                                        without_unconverged_scratch)
 from ..sim.records import flow_arguments
 from ..sweep.named import named_profile
 from ..theory import relu as R
@@ -255,7 +256,7 @@ class BoundaryLocation:
 
 def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
     """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and linear
-    transfer): the figure's statistics (:func:`~transfertheory.sim.relu_teacher.boundary_table`, scratch flows that
+    transfer): the figure's statistics (:func:`~transfertheory.sim.relu_teacher.summary.boundary_table`, scratch flows that
     did not converge left out)."""
     df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, draws=draws,
                                  methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_FLOWS)

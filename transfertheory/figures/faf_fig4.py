@@ -3,7 +3,7 @@ r"""FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks (Fa
 Model (FaF Eqs. 18–21, docs/relu.md): students f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) with rows on the sphere, pretrained
 on the exact population loss of a source teacher lacking a fraction μ of the target teacher's m* neurons, then
 trained on n noiseless target samples (:func:`transfertheory.sim.relu_teacher.run_transfer_experiment`). The
-tables are :func:`transfertheory.sim.relu_teacher.summarize`'s; this module draws them. Panels:
+tables are :func:`transfertheory.sim.relu_teacher.summary.summarize`'s; this module draws them. Panels:
 
 - (a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs
   (the experiment's first teacher at the middle μ);
@@ -47,8 +47,9 @@ from __future__ import annotations
 import numpy as np  # pandas is imported where tables are built: a --help needs none
 
 from ..backend import to_host
-from ..sim.relu_teacher import (BOUNDARY_COLUMNS, GRID_COLUMNS, ROW_KEYS, TRANSFER_METHODS, convergence_counts,
-                                feature_kernel, pretraining, run_transfer_experiment, status_counts, summarize)
+from ..sim.relu_teacher import ROW_KEYS, feature_kernel, run_transfer_experiment, status_counts
+from ..sim.relu_teacher.summary import (BOUNDARY_COLUMNS, GRID_COLUMNS, TRANSFER_METHODS, convergence_counts,
+                                        pretraining, summarize)
 from ..sim.seeding import generator
 from ..sweep.named import named_profile
 from .marks import annotate_convergence, legend_outside
@@ -160,7 +161,7 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time, m):
 
 
 def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
-    """The five panels; ``counts``: :func:`~transfertheory.sim.relu_teacher.convergence_counts`, ``kernel_gap``: the
+    """The five panels; ``counts``: :func:`~transfertheory.sim.relu_teacher.summary.convergence_counts`, ``kernel_gap``: the
     relative Frobenius gap of the two Gram matrices. Legends sit under their panels, off the data."""
     use_agg()
     import matplotlib.pyplot as plt

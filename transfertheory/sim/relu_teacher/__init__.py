@@ -9,8 +9,9 @@ source task is learned on the exact population loss, the target task on n noisel
 * :mod:`.pretraining` — source pretraining on the exact population loss;
 * :mod:`.target_training` — scratch training, fine-tuning (empirical loss) and linear transfer;
 * :mod:`.experiment` — :func:`run_transfer_experiment`, the tidy table of FaF §4's ablated transfer;
-* :mod:`.summary` — FaF Fig. 4's statistics of that table: mean risks, transferability, the power law, the
-  predicted boundaries and the simulated sign change with its teacher-clustered bootstrap interval.
+* :mod:`.summary` — FaF Fig. 4's statistics of that table (:func:`.summary.summarize`): mean risks,
+  transferability, the power law, the predicted boundaries and the simulated sign change with its teacher-clustered
+  bootstrap interval (imported from the module: it is not re-exported here).
 
 docs/relu.md documents the model, the derivations and what is measured.
 """
@@ -37,18 +38,6 @@ from .experiment import (
     run_transfer_experiment,
     status_counts,
 )
-from .summary import (
-    BOUNDARY_COLUMNS,
-    GRID_COLUMNS,
-    TRANSFER_METHODS,
-    boundary_table,
-    convergence_counts,
-    paired_transferability,
-    pretraining,
-    scratch_power_law,
-    summarize,
-    without_unconverged_scratch,
-)
 from .target_training import (
     LinearFlow,
     empirical_loss_and_gradients,
@@ -67,6 +56,4 @@ __all__ = [
     "scratch_training", "train_on_samples",
     "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "run_transfer_experiment",
     "status_counts",
-    "BOUNDARY_COLUMNS", "GRID_COLUMNS", "TRANSFER_METHODS", "boundary_table", "convergence_counts",
-    "paired_transferability", "pretraining", "scratch_power_law", "summarize", "without_unconverged_scratch",
 ]
