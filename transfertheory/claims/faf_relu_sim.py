@@ -13,7 +13,7 @@ the allowances stated per claim (finite flow time t = 1e3, FaF's budget, and fin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from .compare import agreement, holds, mean_se, significant, within
 from .registry import combine, register
 
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess",
-           "BOUNDARY_SIZES", "BoundaryLocation", "boundary_location", "boundary_agreement"]
+           "BOUNDARY_SIZES", "boundary_location", "boundary_agreement"]
 
 #: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2 (d, m,
 #: m*) with its 10 teacher draws
@@ -236,37 +236,19 @@ def _eq21(case):
     return replace(result, detail=detail)
 
 
-@dataclass(frozen=True)
-class BoundaryLocation:
-    """FaF Fig. 4e's boundary at one μ, named as in the figure's boundary table: the simulated sign change of
-    converged linear transfer with its teacher-clustered bootstrap 95 % interval, the finite-n n_c and FaF's n_c
-    (± delta-method SE) from the simulation's own scratch power law and mean ‖P⊥ f_t*‖², and the flows' reports."""
-
-    n_sign_linear: float
-    n_sign_linear_lo: float
-    n_sign_linear_hi: float
-    n_c_finite: float
-    n_c_finite_se: float
-    n_c: float
-    n_c_se: float
-    scratch_converged: int
-    scratch_total: int
-    pretrain_status: str
-
-
 def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
-    """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and linear
-    transfer): the figure's statistics (:func:`~transfertheory.sim.relu_teacher.summary.boundary_table`, scratch flows that
-    did not converge left out)."""
+    """FaF Fig. 4e's boundary at one μ from :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and
+    linear transfer): (row, scratch flows converged, scratch flows). ``row`` is the μ's row of the figure's boundary
+    table (:func:`~transfertheory.sim.relu_teacher.summary.boundary_table`, a named tuple): the simulated sign
+    change with its teacher-clustered bootstrap 95 % interval, the finite-n and FaF's n_c ± delta-method SE, the
+    pretraining statuses; the scratch flows that did not converge are left out, as in the figure."""
     df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, draws=draws,
                                  methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_FLOWS)
     kept = without_unconverged_scratch(df)
     row = next(boundary_table(kept, scratch_power_law(kept), {"linear": paired_transferability(kept, "linear")},
                               seed).itertuples())
     scratch = df[df.method == "scratch"]
-    return BoundaryLocation(row.n_sign_linear, row.n_sign_linear_lo, row.n_sign_linear_hi, row.n_c_finite,
-                            row.n_c_finite_se, row.n_c, row.n_c_se, int(scratch.converged.sum()), len(scratch),
-                            row.pretrain_status)
+    return row, int(scratch.converged.sum()), len(scratch)
 
 
 @register("faf.relu.sim.finite-n-boundary", source="FaF §4, Fig. 4e, Eq. 21 at finite n (not in FaF)",
@@ -288,8 +270,8 @@ def _finite_n_boundary(case):
     (d, m, m_star, teachers, draws), ns = BOUNDARY_SIZES[profile], BOUNDARY_PROFILE_NS[profile]
     teachers *= case.profile.scale
     seed = int(case.rng.integers(2**31))
-    row = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
-    result = boundary_agreement(row, row.scratch_converged, row.scratch_total)
+    row, converged, total = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
+    result = boundary_agreement(row, converged, total)
     label = f"{_size_label(d, m, m_star, teachers)} × {draws} data sets, μ = {BOUNDARY_MU:g}, n = {ns[0]}–{ns[-1]}"
     return replace(result, detail=f"{label}: {result.detail}; pretraining {row.pretrain_status}")
 
