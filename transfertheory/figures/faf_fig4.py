@@ -52,7 +52,7 @@ from ..sim.relu_teacher.summary import (BOUNDARY_COLUMNS, GRID_COLUMNS, TRANSFER
                                         pretraining, summarize)
 from ..sim.seeding import generator
 from ..sweep.named import named_profile
-from .marks import annotate_convergence, legend_outside
+from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 from .simulation import SWEEP_RUNNER
@@ -95,12 +95,9 @@ def _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap):
 def _scratch_panel(ax, grid, fit, counts, max_time):
     """(c) the scratch risk against n; points with a flow stopped at the time budget hollow."""
     scratch = grid[grid.mu == grid.mu.min()]
-    complete = scratch.converged_scratch.to_numpy() == 1.0
-    for keep, style in ((complete, dict(label="scratch, every flow converged (mean ± SE)")),
-                        (~complete, dict(mfc="none", label=f"scratch, some flows stopped at t = {max_time:g} (left out)"))):
-        if keep.any():
-            ax.errorbar(scratch.n[keep], scratch.scratch_risk[keep], yerr=scratch.scratch_risk_se[keep], fmt="o",
-                        color="tab:blue", **style)
+    errorbar_by_convergence(ax, scratch.n, scratch.scratch_risk, scratch.scratch_risk_se,
+                            scratch.converged_scratch.to_numpy() == 1.0, "scratch, every flow converged (mean ± SE)",
+                            f"scratch, some flows stopped at t = {max_time:g} (left out)", fmt="o", ms=6, color="tab:blue")
     ax.loglog(scratch.n, fit.A * scratch.n.to_numpy(float) ** -fit.nu, "k--",
               label=f"fit A n^(−ν), ν = {fit.nu:.2f} ± {fit.nu_se:.2f}")
     ax.set(xlabel="n", ylabel="R_sc = E(f − f_t*)²", title="(c) scratch risk", xticks=scratch.n.to_numpy(float),
