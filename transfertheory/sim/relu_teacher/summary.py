@@ -1,4 +1,5 @@
-r"""FaF Fig. 4's statistics of a :func:`.experiment.run_transfer_experiment` table: the grid and boundary tables.
+r"""FaF Fig. 4's statistics: the grid and boundary tables of a
+:func:`~transfertheory.sim.relu_teacher.experiment.run_transfer_experiment` table.
 
 :func:`summarize` gives, per (μ, n), the mean risks (over teachers × data sets: the mean of the per-teacher means)
 and the transferability of the paired (teacher, data set) units, and per μ the boundary of negative transfer:
