@@ -14,6 +14,7 @@ from figure_checks import assert_no_legend_over_data
 from transfertheory.figures import faf_fig2, faf_fig4, faf_fig5, faf_fig7
 from transfertheory.figures.output import use_agg
 from transfertheory.sim.relu_teacher import run_transfer_experiment
+from transfertheory.sim.relu_teacher.summary import TRANSFER_METHODS, convergence_counts, summarize
 
 # the target budget leaves 3 of 4 scratch flows unconverged at n = 12, 2 at n = 16 and all at n = 32 (whose point then
 # has no mean: left out of the power-law fit)
@@ -38,14 +39,14 @@ def _panel(fig, prefix):
 @pytest.fixture(scope="module")
 def tiny_table():
     sizes = {k: v for k, v in TINY.items() if k != "draws"}
-    return run_transfer_experiment(**sizes, draws=TINY["draws"], methods=("scratch",) + faf_fig4.TRANSFER_METHODS,
+    return run_transfer_experiment(**sizes, draws=TINY["draws"], methods=("scratch",) + TRANSFER_METHODS,
                                    seed=0, backend="numpy", flow={"max_time": BUDGETS["max_time"]},
                                    pretrain_flow={"max_time": BUDGETS["pretrain_max_time"]})
 
 
 def test_fig4_leaves_the_unconverged_scratch_flows_out_of_the_means(tiny_table):
     df = tiny_table
-    grid, _, _ = faf_fig4.summarize(df)
+    grid, _, _ = summarize(df)
     keys = ["mu", "n", "teacher", "draw"]
     scratch = df[df.method == "scratch"].set_index(keys)
     kept = scratch[scratch.converged.astype(bool)]
@@ -60,7 +61,7 @@ def test_fig4_leaves_the_unconverged_scratch_flows_out_of_the_means(tiny_table):
 
 def test_fig4_counts_each_flow_once_and_the_largest_loss_reached(tiny_table):
     df = tiny_table
-    counts = faf_fig4.convergence_counts(df)
+    counts = convergence_counts(df)
     units = TINY["teachers"] * TINY["draws"]
     scratch = df[(df.method == "scratch") & (df.mu == TINY["mus"][0])]
     assert counts["scratch"] == (int(scratch.converged.sum()), len(TINY["ns"]) * units, scratch.loss.max())

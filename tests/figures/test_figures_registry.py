@@ -445,6 +445,7 @@ def test_faf_fig4s_table_through_the_store_is_the_table_computed_here(tmp_path):
     import pandas as pd
 
     from transfertheory.figures import faf_fig4, simulation
+    from transfertheory.sim.relu_teacher.summary import pretraining
     from transfertheory.sweep.runner import SweepRunner
 
     args = dict(d=4, m=8, m_star=4, mus=(0.25, 0.5), ns=(8, 12), teachers=2, draws=2, chunk=1, seed=3,
@@ -458,5 +459,5 @@ def test_faf_fig4s_table_through_the_store_is_the_table_computed_here(tmp_path):
     assert len(list((tmp_path / "store" / "points").glob("*.parquet"))) == 4  # 2 teachers × 2 blocks of 1
     pd.testing.assert_frame_equal(stored[here.columns].reset_index(drop=True), here.reset_index(drop=True),
                                   check_exact=True, check_dtype=False)
-    pd.testing.assert_frame_equal(faf_fig4.pretraining(stored), faf_fig4.pretraining(here), check_dtype=False)
+    pd.testing.assert_frame_equal(pretraining(stored), pretraining(here), check_dtype=False)
     assert np.array_equal(stored_students[0.5].W[0], students[0.5].W[0])

@@ -430,7 +430,7 @@ def test_the_chunks_of_one_teacher_in_one_process_pretrain_it_once():
 
 
 def test_sign_change_interpolates_in_log_n_and_says_where_a_missing_one_lies():
-    from transfertheory.sim.sign_change import sign_change, sign_side
+    from transfertheory.sim.relu_teacher.summary import sign_change, sign_side
 
     ns = np.array([10.0, 100.0, 1000.0])
     assert sign_change(ns, [1.0, -1.0, -2.0]) == pytest.approx(np.sqrt(10 * 100))  # halfway in log n
@@ -466,7 +466,7 @@ def test_fig4_statistics_are_clustered_by_teacher():
     # Units of one teacher share its pretrained student: the SE must come from the per-teacher means, and the
     # bootstrap must resample teachers. Here the within-teacher scatter is tiny (1e-6) and the teachers differ
     # by ±1: the per-unit SE would be ~√(instances) = 3× too small; the clustered one is the SE of the 4 means.
-    from transfertheory.sim.sign_change import clustered_mean_se, sign_change_with_interval
+    from transfertheory.sim.relu_teacher.summary import clustered_mean_se, sign_change_with_interval
 
     rng = np.random.default_rng(0)
     teachers = np.repeat(np.arange(4), 9)
@@ -553,24 +553,25 @@ def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
 
 
 def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
-    """The claim's boundary (its own code, below the figures) is the figure's boundary-table row on the same draws."""
+    """The claim's boundary (a run of scratch and linear transfer only) is the figure's boundary-table row on the same
+    draws (a run with kernel interpolation too)."""
     from transfertheory.claims.faf_relu_sim import BOUNDARY_FLOWS, boundary_location
-    from transfertheory.figures import faf_fig4
     from transfertheory.sim.relu_teacher import run_transfer_experiment
+    from transfertheory.sim.relu_teacher.summary import summarize
 
     size = dict(d=4, m=6, m_star=4, teachers=2, draws=2)
     ns = (6, 8, 10, 12)  # n ≤ m·d/2, where every scratch flow converges within the budget (docs/relu.md)
-    location = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
+    location, converged, total = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
     df = run_transfer_experiment(size["d"], size["m"], size["m_star"], [0.25], ns, teachers=size["teachers"],
                                  draws=size["draws"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
                                  backend="numpy", **BOUNDARY_FLOWS)
-    row = faf_fig4.summarize(df, 3)[1].iloc[0]
+    row = summarize(df, 3)[1].iloc[0]
     for name in ("n_sign_linear", "n_sign_linear_lo", "n_sign_linear_hi", "n_c_finite", "n_c_finite_se", "n_c",
                  "n_c_se", "pretrain_status"):
         expected = getattr(row, name)
         assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
     scratch = df[df.method == "scratch"]
-    assert (location.scratch_converged, location.scratch_total) == (int(scratch.converged.sum()), len(scratch))
+    assert (converged, total) == (int(scratch.converged.sum()), len(scratch))
 
 
 def test_the_records_flow_fields_reach_their_stages():

@@ -13,7 +13,7 @@ the allowances stated per claim (finite flow time t = 1e3, FaF's budget, and fin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,7 +21,8 @@ from ..backend import backend_name, get_backend, resolve_backend, to_device, to_
 from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
                                 run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import network_output
-from ..sim.sign_change import sign_change_with_interval
+from ..sim.relu_teacher.summary import (boundary_table, paired_transferability, scratch_power_law,
+                                        without_unconverged_scratch)
 from ..sim.records import flow_arguments
 from ..sweep.named import named_profile
 from ..theory import relu as R
@@ -29,7 +30,7 @@ from .compare import agreement, holds, mean_se, significant, within
 from .registry import combine, register
 
 __all__ = ["SIZES", "pretrained_students", "pretraining_alignment", "pperp_growth", "linear_transfer_excess",
-           "BOUNDARY_SIZES", "BoundaryLocation", "boundary_location", "boundary_agreement"]
+           "BOUNDARY_SIZES", "boundary_location", "boundary_agreement"]
 
 #: (d, m, m*, teachers) per profile: quick = CPU seconds, full = FaF Fig. 4's CPU size, paper = FaF App. D.2 (d, m,
 #: m*) with its 10 teacher draws
@@ -232,49 +233,19 @@ def _eq21(case):
                    after=f"; pretraining statuses {status_counts(statuses)}")
 
 
-@dataclass(frozen=True)
-class BoundaryLocation:
-    """FaF Fig. 4e's boundary at one μ, named as in the figure's boundary table: the simulated sign change of
-    converged linear transfer with its teacher-clustered bootstrap 95 % interval, the finite-n n_c and FaF's n_c
-    (± delta-method SE) from the simulation's own scratch power law and mean ‖P⊥ f_t*‖², and the flows' reports."""
-
-    n_sign_linear: float
-    n_sign_linear_lo: float
-    n_sign_linear_hi: float
-    n_c_finite: float
-    n_c_finite_se: float
-    n_c: float
-    n_c_se: float
-    scratch_converged: int
-    scratch_total: int
-    pretrain_status: str
-
-
 def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
-    """:class:`BoundaryLocation` of :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and linear
-    transfer); scratch flows that did not converge are left out, as in the figure (the same statistics:
-    :mod:`transfertheory.sim.sign_change`, :func:`~transfertheory.theory.relu.power_law_fit`,
-    :func:`~transfertheory.theory.relu.finite_n_boundary`)."""
-    import pandas as pd
-
+    """FaF Fig. 4e's boundary at one μ from :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and
+    linear transfer): (row, scratch flows converged, scratch flows). ``row`` is the μ's row of the figure's boundary
+    table (:func:`~transfertheory.sim.relu_teacher.summary.boundary_table`, a named tuple): the simulated sign
+    change with its teacher-clustered bootstrap 95 % interval, the finite-n and FaF's n_c ± delta-method SE, the
+    pretraining statuses; the scratch flows that did not converge are left out, as in the figure."""
     df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, draws=draws,
                                  methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_FLOWS)
-    keys = ["n", "teacher", "draw"]
+    kept = without_unconverged_scratch(df)
+    row = next(boundary_table(kept, scratch_power_law(kept), {"linear": paired_transferability(kept, "linear")},
+                              seed).itertuples())
     scratch = df[df.method == "scratch"]
-    kept = scratch[scratch.converged.astype(bool)].set_index(keys)
-    risk = kept.risk.groupby(["n", "teacher"]).mean().groupby("n").mean()  # mean of the per-teacher means
-    fit = R.power_law_fit(risk.index.to_numpy(float), risk.to_numpy())
-    pre = pd.DataFrame(df.attrs["pretrain"])
-    pperp, pperp_se = float(pre.pperp.mean()), float(pre.pperp.sem())
-    paper, paper_se = fit.boundary(pperp, pperp_se)
-    finite = R.finite_n_boundary(fit, pperp, m, pperp_se)
-    linear = df[df.method == "linear"].set_index(keys).risk_normalized
-    units = (kept.risk_normalized.reindex(linear.index) - linear).unstack("n")  # NaN: a unit left out
-    sign, lo, hi, _ = sign_change_with_interval(units.columns.to_numpy(float),
-                                                units.index.get_level_values("teacher").to_numpy(), units.to_numpy(),
-                                                np.random.default_rng(seed))
-    return BoundaryLocation(sign, lo, hi, finite.n_c, finite.n_c_se, paper, paper_se, int(len(kept)), len(scratch),
-                            status_counts(pre.status))
+    return row, int(scratch.converged.sum()), len(scratch)
 
 
 @register("faf.relu.sim.finite-n-boundary", source="FaF §4, Fig. 4e, Eq. 21 at finite n (not in FaF)",
@@ -296,8 +267,8 @@ def _finite_n_boundary(case):
     (d, m, m_star, teachers, draws), ns = BOUNDARY_SIZES[profile], BOUNDARY_PROFILE_NS[profile]
     teachers *= case.profile.scale
     seed = int(case.rng.integers(2**31))
-    row = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
-    result = boundary_agreement(row, row.scratch_converged, row.scratch_total)
+    row, converged, total = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
+    result = boundary_agreement(row, converged, total)
     label = f"{_size_label(d, m, m_star, teachers)} × {draws} data sets, μ = {BOUNDARY_MU:g}, n = {ns[0]}–{ns[-1]}"
     return replace(result, detail=f"{label}: {result.detail}; pretraining {row.pretrain_status}")
 

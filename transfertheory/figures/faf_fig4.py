@@ -2,8 +2,8 @@ r"""FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks (Fa
 
 Model (FaF Eqs. 18–21, docs/relu.md): students f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) with rows on the sphere, pretrained
 on the exact population loss of a source teacher lacking a fraction μ of the target teacher's m* neurons, then
-trained on n noiseless target samples (:func:`transfertheory.sim.relu_teacher.run_transfer_experiment`).
-Panels:
+trained on n noiseless target samples (:func:`transfertheory.sim.relu_teacher.run_transfer_experiment`). The
+tables are :func:`transfertheory.sim.relu_teacher.summary.summarize`'s; this module draws them. Panels:
 
 - (a, b) Gram matrices of the pretrained student's feature kernel and of the source teacher's, on probe inputs
   (the experiment's first teacher at the middle μ);
@@ -47,158 +47,22 @@ from __future__ import annotations
 import numpy as np  # pandas is imported where tables are built: a --help needs none
 
 from ..backend import to_host
-from ..sim.relu_teacher import feature_kernel, run_transfer_experiment, status_counts
-from ..sim.relu_teacher.experiment import ROW_KEYS
+from ..sim.relu_teacher import ROW_KEYS, feature_kernel, run_transfer_experiment, status_counts
+from ..sim.relu_teacher.summary import (BOUNDARY_COLUMNS, GRID_COLUMNS, TRANSFER_METHODS, convergence_counts,
+                                        pretraining, summarize)
 from ..sim.seeding import generator
-from ..sim.sign_change import clustered_mean_se, column_mean, sign_change_with_interval, sign_side
 from ..sweep.named import named_profile
-from ..theory.relu import finite_n_boundary, power_law_fit
-from .marks import annotate_convergence, legend_outside
+from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 from .simulation import SWEEP_RUNNER
 
 NAME = "faf_fig4"
-TRANSFER_METHODS = ("linear", "linear_minnorm")
 #: flow-time budget of linear transfer: its flow is closed-form (any budget costs the same), and this one lets every
 #: flow meet L̂ − min L̂ ≤ 1e-6 (:func:`transfertheory.sim.relu_teacher.linear_transfer_flow`)
 LINEAR_MAX_TIME = 1e30
 GRAM_PROBES = 40  #: probe inputs of panels (a, b)
 HEAT_LINEAR_RANGE = 1e-3  #: panel (e)'s colour scale is linear within ±this transferability, logarithmic beyond
-COLUMNS = {
-    "mu": "fraction μ of target-teacher neurons absent from the source",
-    "n": "target samples",
-    "scratch_risk": "mean over teachers × data sets of E(f − f_t*)² of the converged scratch flows",
-    "scratch_risk_se": "its standard error, over the per-teacher means (units of one teacher share it)",
-    "linear_risk": "mean E(f − f_t*)² of linear transfer (gradient flow on the output weights)",
-    "minnorm_risk": "mean E(f − f_t*)² of kernel interpolation (min-norm least squares)",
-    "transferability": "mean of (R_scratch − R_linear)/Var f_t* over paired (teacher, data set)",
-    "transferability_se": "its standard error, over the per-teacher means (units of one teacher share the "
-                          "pretrained student and ‖P⊥ f_t*‖²)",
-    "transferability_minnorm": "mean of (R_scratch − R_minnorm)/Var f_t*",
-    "pperp": "mean ‖P⊥ f_t*‖², P on the pretrained student's features",
-    "converged_scratch": "fraction of scratch flows that converged (‖m∇L̂‖ ≤ gtol or FaF's loss ≤ 1e-6) within the "
-                         "time budget (the others end at max_time and are left out of the means, marked on the "
-                         "figure)",
-    "converged_linear": "fraction of linear-transfer flows that met L̂ − min L̂ ≤ 1e-6 within the time budget",
-    "scratch_loss_max": "largest final training loss ½n⁻¹Σ(f(xᵢ) − yᵢ)² of the scratch flows",
-    "linear_loss_max": "largest final training loss of the linear-transfer flows",
-    "runs": "paired (teacher, data set) units",
-}
-BOUNDARY_COLUMNS = {
-    "mu": "fraction μ",
-    "pperp": "mean over teachers of ‖P⊥ f_t*‖² (pretrained student)",
-    "pperp_se": "its standard error",
-    "pperp_fraction": "mean ‖P⊥ f_t*‖²/‖f_t*‖² (pretrained student)",
-    "pperp_fraction_se": "its standard error",
-    "pperp_source_fraction": "mean ‖P⊥ f_t*‖²/‖f_t*‖², P on the source teacher's features",
-    "n_c": "predicted boundary (A/‖P⊥ f_t*‖²)^{1/ν}",
-    "n_c_se": "its delta-method standard error (fit and ‖P⊥‖² uncertainty)",
-    "n_c_finite": "finite-n boundary: the largest n > m + 1 where A n^{−ν} meets the least-squares transfer risk "
-                  "‖P⊥ f_t*‖²(n − 1)/(n − m − 1); NaN when transfer is negative at every n > m + 1",
-    "n_c_finite_se": "its delta-method standard error (fit and ‖P⊥‖² uncertainty)",
-    "n_c_finite_onset": "the smaller root: transfer negative between m + 1 and it (NaN with n_c_finite)",
-    "n_c_largest_n": "the same with ‖P⊥ f_t*‖² replaced by the mean linear-transfer risk at the largest n (diagnostic: "
-                     "where the power law meets the transfer risk actually reached)",
-    "n_sign_linear": "simulated sign change of the mean transferability (linear); NaN if none in the n range",
-    "n_sign_linear_lo": "bootstrap 2.5% quantile (teachers resampled, then data sets within them; a resample "
-                        "without a sign change counts as the smallest n if it lies below the range, the largest if above)",
-    "n_sign_linear_hi": "bootstrap 97.5% quantile (same censoring)",
-    "n_sign_linear_found": "fraction of bootstrap resamples with a sign change inside the n range",
-    "n_sign_linear_side": "where a missing sign change lies: below (≤ 0 at every n) or above the n range (> 0 at the "
-                          "largest n)",
-    "n_sign_minnorm": "simulated sign change for kernel interpolation",
-    "n_sign_minnorm_lo": "bootstrap 2.5% quantile (same resampling and censoring)",
-    "n_sign_minnorm_hi": "bootstrap 97.5% quantile",
-    "n_sign_minnorm_found": "fraction of bootstrap resamples with a sign change inside the n range",
-    "pretrain_status": "status counts of the pretraining flows at this μ (one per teacher)",
-    "pretrain_loss_ratio": "largest pretrained population loss / its value at initialization over the teachers",
-}
-
-
-def _paired(df, method):
-    """Normalized transferability of ``method`` per μ: dict μ → (ns, teacher of each unit, (units × n) array)."""
-    keys = ["mu", "n", "teacher", "draw"]
-    scratch = df[df.method == "scratch"].set_index(keys).risk_normalized
-    other = df[df.method == method].set_index(keys).risk_normalized
-    table = (scratch - other.reindex(scratch.index)).unstack("n")
-    return {mu: (np.asarray(part.columns, dtype=float), part.index.get_level_values("teacher").to_numpy(),
-                 part.to_numpy()) for mu, part in table.groupby(level="mu")}
-
-
-def without_unconverged_scratch(df):
-    """The experiment's table with the risks of every scratch flow that did not converge set to NaN: such a flow is
-    left out of the scratch means and its paired (teacher, data set) unit out of the transferability (it is counted
-    and marked on the figure, not averaged in)."""
-    stopped = (df.method == "scratch") & ~df.converged.astype(bool)
-    return df.assign(risk=df.risk.mask(stopped), risk_normalized=df.risk_normalized.mask(stopped))
-
-
-def summarize(df, seed=0):
-    """(grid table :data:`COLUMNS`, boundary table :data:`BOUNDARY_COLUMNS`, power-law fit) of an experiment; scratch
-    flows that did not converge are left out of the means (:func:`without_unconverged_scratch`)."""
-    import pandas as pd
-
-    converged = df.groupby(["method", "mu", "n"]).converged.mean()
-    df = without_unconverged_scratch(df)
-    per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
-    mean, se = per_teacher.mean(), per_teacher.sem()
-    loss_max = df.groupby(["method", "mu", "n"]).loss.max()
-    paired = {m: _paired(df, m) for m in TRANSFER_METHODS}
-    mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
-    scratch = np.array([mean["scratch", mus[0], n] for n in ns])
-    fitted = np.isfinite(scratch)  # an n whose every scratch flow stopped at the budget has no mean
-    if fitted.sum() < 3:
-        raise ValueError(f"the scratch flows converged at {int(fitted.sum())} of the sample sizes {list(ns)}; the "
-                         "power-law fit needs 3: raise max_time or take smaller n")
-    fit = power_law_fit(np.asarray(ns, dtype=float)[fitted], scratch[fitted])
-    rows = []
-    for mu in mus:
-        _, teachers, linear = paired["linear"][mu]
-        transfer, transfer_se = clustered_mean_se(teachers, linear)
-        minnorm = column_mean(paired["linear_minnorm"][mu][2])
-        pperp = df[(df.method == "linear") & (df.mu == mu)].groupby("n").pperp.mean()
-        for j, n in enumerate(ns):
-            rows.append(dict(mu=mu, n=n, scratch_risk=mean["scratch", mu, n], scratch_risk_se=se["scratch", mu, n],
-                             linear_risk=mean["linear", mu, n], minnorm_risk=mean["linear_minnorm", mu, n],
-                             transferability=transfer[j], transferability_se=transfer_se[j],
-                             transferability_minnorm=minnorm[j], pperp=pperp[n],
-                             converged_scratch=converged["scratch", mu, n], converged_linear=converged["linear", mu, n],
-                             scratch_loss_max=loss_max["scratch", mu, n], linear_loss_max=loss_max["linear", mu, n],
-                             runs=linear.shape[0]))
-    return pd.DataFrame(rows, columns=list(COLUMNS)), _boundary(df, mus, paired, fit, seed), fit
-
-
-def _boundary(df, mus, paired, fit, seed):
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    pre = pretraining(df)
-    norms = df[df.method == "scratch"].groupby("teacher").target_norm_sq.first()
-    rows = []
-    for mu in mus:
-        teachers = pre[pre.mu == mu].set_index("teacher")
-        fraction, source = teachers.pperp / norms, teachers.pperp_source / norms
-        pperp, pperp_se = teachers.pperp.mean(), teachers.pperp.sem() if len(teachers) > 1 else 0.0
-        n_c, n_c_se = fit.boundary(pperp, pperp_se)
-        finite = finite_n_boundary(fit, pperp, int(df.m.iloc[0]), pperp_se)
-        reached = df[(df.method == "linear") & (df.mu == mu) & (df.n == df.n.max())].risk.mean()
-        row = dict(mu=mu, pperp=pperp, pperp_se=pperp_se, pperp_fraction=fraction.mean(),
-                   pperp_fraction_se=fraction.sem() if len(teachers) > 1 else 0.0,
-                   pperp_source_fraction=source.mean(), n_c=n_c, n_c_se=n_c_se, n_c_finite=finite.n_c,
-                   n_c_finite_se=finite.n_c_se, n_c_finite_onset=finite.n_onset,
-                   n_c_largest_n=fit.boundary(reached)[0], pretrain_status=status_counts(teachers.status),
-                   pretrain_loss_ratio=float((teachers.loss / teachers.initial_loss).max()))
-        for method, tag in (("linear", "linear"), ("linear_minnorm", "minnorm")):
-            ns, unit_teachers, units = paired[method][mu]
-            (row[f"n_sign_{tag}"], row[f"n_sign_{tag}_lo"], row[f"n_sign_{tag}_hi"],
-             row[f"n_sign_{tag}_found"]) = sign_change_with_interval(ns, unit_teachers, units, rng)
-            if tag == "linear":
-                row["n_sign_linear_side"] = sign_side(column_mean(units))
-        rows.append(row)
-    return pd.DataFrame(rows, columns=list(BOUNDARY_COLUMNS))
-
-
 def gram_panels(student, source, d, seed):
     """(K_student, K_source) on GRAM_PROBES Gaussian probes (key (7,), sorted by the source teacher's output) of a
     pretrained student's rows and its source teacher (W, c): host arrays."""
@@ -206,31 +70,6 @@ def gram_panels(student, source, d, seed):
     W_source, c_source = source
     probes = probes[np.argsort(np.maximum(probes @ W_source.T, 0.0) @ c_source)]
     return np.asarray(to_host(feature_kernel(student, probes))), feature_kernel(W_source, probes)
-
-
-def pretraining(df):
-    """One row per (μ, teacher) of an experiment's pretraining flows (``mu, teacher, pperp, pperp_source, status,
-    converged, loss, initial_loss``), from its linear-transfer rows: the same whether the table was computed here
-    or read from a sweep store."""
-    import pandas as pd
-
-    rows = df[df.method == "linear"].drop_duplicates(["mu", "teacher"]).sort_values(["mu", "teacher"])
-    return pd.DataFrame({"mu": rows.mu, "teacher": rows.teacher, "pperp": rows.pperp, "pperp_source": rows.pperp_source,
-                         "status": rows.pretrain_status, "converged": rows.pretrain_converged.astype(bool),
-                         "loss": rows.pretrain_loss, "initial_loss": rows.pretrain_initial_loss}).reset_index(drop=True)
-
-
-def convergence_counts(df):
-    """{"pretraining" | "scratch" | "linear": (converged, total, largest final training loss)} of an experiment.
-
-    Scratch flows are counted once: the table repeats them per μ (paired rows).
-    """
-    import pandas as pd
-
-    flows = {"pretraining": pretraining(df),
-             "scratch": df[(df.method == "scratch") & (df.mu == df.mu.min())],
-             "linear": df[df.method == "linear"]}
-    return {name: (int(table.converged.sum()), len(table), float(table.loss.max())) for name, table in flows.items()}
 
 
 def _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap):
@@ -256,12 +95,9 @@ def _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap):
 def _scratch_panel(ax, grid, fit, counts, max_time):
     """(c) the scratch risk against n; points with a flow stopped at the time budget hollow."""
     scratch = grid[grid.mu == grid.mu.min()]
-    complete = scratch.converged_scratch.to_numpy() == 1.0
-    for keep, style in ((complete, dict(label="scratch, every flow converged (mean ± SE)")),
-                        (~complete, dict(mfc="none", label=f"scratch, some flows stopped at t = {max_time:g} (left out)"))):
-        if keep.any():
-            ax.errorbar(scratch.n[keep], scratch.scratch_risk[keep], yerr=scratch.scratch_risk_se[keep], fmt="o",
-                        color="tab:blue", **style)
+    errorbar_by_convergence(ax, scratch.n, scratch.scratch_risk, scratch.scratch_risk_se,
+                            scratch.converged_scratch.to_numpy() == 1.0, "scratch, every flow converged (mean ± SE)",
+                            f"scratch, some flows stopped at t = {max_time:g} (left out)", fmt="o", ms=6, color="tab:blue")
     ax.loglog(scratch.n, fit.A * scratch.n.to_numpy(float) ** -fit.nu, "k--",
               label=f"fit A n^(−ν), ν = {fit.nu:.2f} ± {fit.nu_se:.2f}")
     ax.set(xlabel="n", ylabel="R_sc = E(f − f_t*)²", title="(c) scratch risk", xticks=scratch.n.to_numpy(float),
@@ -322,8 +158,8 @@ def _transfer_panel(fig, ax, grid, boundary, counts, max_time, m):
 
 
 def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
-    """The five panels; ``counts``: :func:`convergence_counts`, ``kernel_gap``: the relative Frobenius gap of
-    the two Gram matrices. Legends sit under their panels, off the data."""
+    """The five panels; ``counts``: :func:`~transfertheory.sim.relu_teacher.summary.convergence_counts`, ``kernel_gap``: the
+    relative Frobenius gap of the two Gram matrices. Legends sit under their panels, off the data."""
     use_agg()
     import matplotlib.pyplot as plt
 
@@ -382,8 +218,6 @@ def build(d, m, m_star, mus, ns, teachers, draws, max_time=1e3, pretrain_max_tim
     tolerance; None: the simulator's) and ``loss_tol`` (FaF's stopping rule) are there to check that the figure's
     numbers do not depend on them (tests/figures/test_figure_tolerances.py).
     """
-    import pandas as pd
-
     _check_grid(ns)
     df, students = _experiment(d, m, m_star, mus, ns, teachers, draws, chunk, seed, backend, max_time,
                                pretrain_max_time, rtol, loss_tol)
@@ -421,7 +255,7 @@ def build(d, m, m_star, mus, ns, teachers, draws, max_time=1e3, pretrain_max_tim
     parameters = dict(d=d, m=m, m_star=m_star, mus=list(mus), ns=list(ns), teachers=teachers, draws=draws,
                       max_time=max_time, pretrain_max_time=pretrain_max_time, seed=seed)
     figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m)
-    return FigureOutput(figure, grid, COLUMNS, parameters, tuple(lines),
+    return FigureOutput(figure, grid, GRID_COLUMNS, parameters, tuple(lines),
                         extra=(("_boundary", boundary, BOUNDARY_COLUMNS),),
                         notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap,
                                    convergence={name: dict(converged=done, total=total, loss_max=loss)

@@ -29,7 +29,7 @@ positive values lies between their smallest and largest value, and the Wilson sc
 lies in [0, 1] with a non-zero width at 0 and 1.
 
 The boundaries of FaF Fig. 4 (where a mean transferability curve changes sign, with a teacher-clustered bootstrap
-interval) are :mod:`transfertheory.sim.sign_change`'s.
+interval) are :mod:`transfertheory.sim.relu_teacher.summary`'s.
 """
 from __future__ import annotations
 

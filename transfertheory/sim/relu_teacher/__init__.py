@@ -8,7 +8,10 @@ source task is learned on the exact population loss, the target task on n noisel
   (package integrator, time rescaled by m, FaF's stopping rule), features, kernels, samples;
 * :mod:`.pretraining` — source pretraining on the exact population loss;
 * :mod:`.target_training` — scratch training, fine-tuning (empirical loss) and linear transfer;
-* :mod:`.experiment` — :func:`run_transfer_experiment`, the tidy table of FaF §4's ablated transfer.
+* :mod:`.experiment` — :func:`run_transfer_experiment`, the tidy table of FaF §4's ablated transfer;
+* :mod:`.summary` — FaF Fig. 4's statistics of that table (:func:`.summary.summarize`): mean risks,
+  transferability, the power law, the predicted boundaries and the simulated sign change with its teacher-clustered
+  bootstrap interval (imported from the module: it is not re-exported here).
 
 docs/relu.md documents the model, the derivations and what is measured.
 """
