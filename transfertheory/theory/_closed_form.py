@@ -4,8 +4,8 @@
 its array arguments must broadcast together (:func:`~transfertheory._validation.check_broadcast`), each lies in
 the range of its :class:`~transfertheory.params.Param` (a ValueError naming the argument), the formula runs on
 float arrays, and its result (each of a tuple of results) is a Python float when every array argument was a
-scalar (:func:`~transfertheory._validation.scalar_or_array`). A stack of vectors (…, d), such as a batch of
-teachers, takes part through its leading axes (…) (:class:`Vectors`). A closed form that another one calls with
+scalar (:func:`~transfertheory._validation.scalar_or_array`). An array argument whose rule depends on another
+argument, or a stack of vectors (…, d) such as a batch of teachers, has a :class:`Rule`. A closed form that another one calls with
 arguments validated already takes ``validate=False`` for that call: the arrays are only converted to floats
 (:func:`~transfertheory._validation.trusted`) and the other arguments passed as they are.
 """
@@ -21,17 +21,18 @@ import numpy as np
 from ..params import Param
 from .._validation import check_broadcast, scalar_or_array
 
-__all__ = ["closed_form", "Vectors"]
+__all__ = ["closed_form", "Rule"]
 
 
 @dataclass(frozen=True)
-class Vectors:
-    """The rule of an argument of shape (…, d), a stack of vectors: its leading axes (…) broadcast with the array
-    arguments, and ``check(value, name, arguments)`` validates it, ``arguments`` holding by name the arguments
-    that the rules before it have validated (the spectrum a teacher lives on, the vector whose dimension it
-    shares)."""
+class Rule:
+    """The rule of an array argument that depends on other arguments: ``check(value, name, arguments)`` validates it,
+    ``arguments`` holding the arguments by name, those of the rules before it validated (the spectrum a teacher
+    lives on, the method record whose λ it is). ``vectors``: the argument is a stack of vectors (…, d), whose
+    leading axes (…) broadcast with the other array arguments."""
 
     check: Callable
+    vectors: bool = False
 
 
 def _leading(value):
@@ -47,7 +48,7 @@ def closed_form(**rules):
     """Decorate ``f(…)`` whose arguments named in ``rules`` are validated at each call (module docstring).
 
     A rule is a :class:`~transfertheory.params.Param` for an array argument (:meth:`Param.check`, broadcast
-    against the other array arguments), a :class:`Vectors` for a stack of vectors, or a callable
+    against the other array arguments), a :class:`Rule` for one that depends on others, or a callable
     ``rule(value, name)`` for any other argument, such as a Param's bound
     :meth:`~transfertheory.params.Param.scalar` for a single number (``depth=P.DEPTH.scalar``). Rules run in
     their order, after the broadcast check (which names the arrays in ``f``'s order). The decorated function
@@ -56,14 +57,14 @@ def closed_form(**rules):
 
     def decorate(f):
         signature = inspect.signature(f)
-        arrays = [name for name in signature.parameters if isinstance(rules.get(name), (Param, Vectors))]
+        arrays = [name for name in signature.parameters if isinstance(rules.get(name), (Param, Rule))]
 
         @functools.wraps(f)
         def checked(*args, validate=True, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             given = dict(bound.arguments)
-            inputs = {name: _leading(given[name]) if isinstance(rules[name], Vectors) else given[name]
+            inputs = {name: _leading(given[name]) if getattr(rules[name], "vectors", False) else given[name]
                       for name in arrays}
             if validate:
                 check_broadcast(**inputs)
@@ -71,7 +72,7 @@ def closed_form(**rules):
                 value = given[name]
                 if not validate:
                     bound.arguments[name] = np.asarray(value, dtype=float) if name in inputs else value
-                elif isinstance(rule, Vectors):
+                elif isinstance(rule, Rule):
                     bound.arguments[name] = rule.check(value, name, bound.arguments)
                 else:
                     bound.arguments[name] = rule.check(value, name) if isinstance(rule, Param) else rule(value, name)

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import params as P
 from .._validation import Interval
-from ._closed_form import Vectors, closed_form
+from ._closed_form import Rule, closed_form
 from .fine_tuning import _scale_root
 from .linear import N_HEAD, chi2_resolvent_moments
 from .scratch import min_norm_noise_gain, noise_term
@@ -59,7 +59,7 @@ def _spectrum(lam, name="lam"):
 
 
 #: a teacher (…, d) on the spectrum ``lam`` (the first argument, validated before it)
-_TEACHER = Vectors(lambda beta, name, arguments: check_teacher(beta, arguments["lam"], name))
+_TEACHER = Rule(lambda beta, name, arguments: check_teacher(beta, arguments["lam"], name), vectors=True)
 
 
 def _df(lam, kappa):

@@ -40,7 +40,7 @@ import numpy as np
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval
-from ._closed_form import Vectors, closed_form
+from ._closed_form import Rule, closed_form
 from .linear import (
     N_HEAD,
     linear_transfer_risk,
@@ -88,7 +88,7 @@ def _vector(value, name):
 
 
 #: a stack of vectors (last axis = dimension) of a closed form
-VECTORS = Vectors(lambda value, name, arguments: _vector(value, name))
+VECTORS = Rule(lambda value, name, arguments: _vector(value, name), vectors=True)
 
 
 def _vectors_like(first):
@@ -101,7 +101,7 @@ def _vectors_like(first):
                              f"got {dimension} and {arr.shape[-1]}")
         return arr
 
-    return Vectors(check)
+    return Rule(check, vectors=True)
 
 
 # --------------------------------------------------------------------------- KL
