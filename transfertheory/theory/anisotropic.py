@@ -284,9 +284,7 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
     bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
     if bs.ndim != 1 or bt.ndim != 2:
         raise ValueError(f"beta_s must be (d,) and beta_t (Θ, d), got shapes {bs.shape} and {bt.shape}")
-    n_ = np.atleast_1d(N_REAL.check(n))
-    if n_.ndim != 1:
-        raise ValueError(f"n must be a 1-D sequence of sample sizes, got shape {n_.shape}")
+    n_ = N_REAL.sequence(n)
     s, lm, depth = P.SIGMA.scalar(sigma), P.LAM.scalar(ridge, "ridge"), P.DEPTH.scalar(depth)
     if method != "ridge" and lm != 0:
         raise ValueError(f"ridge applies to method 'ridge' only, got ridge={lm:g} for method {method!r}")
