@@ -36,9 +36,9 @@ __all__ = ["LIMITS", "effective_angle", "opening_angle", "flow_limit_sign_angle"
 LIMITS = ("paper", "flow")
 
 
-def _limit(limit):
+def _limit(limit, name="limit"):
     if limit not in LIMITS:
-        raise ValueError(f"limit must be one of {LIMITS}, got {limit!r}")
+        raise ValueError(f"{name} must be one of {LIMITS}, got {limit!r}")
     return limit
 
 
@@ -55,7 +55,7 @@ def effective_angle(theta, lam):
     return np.arccos(np.clip(np.abs(np.cos(theta)) * shrink, 0.0, 1.0))
 
 
-@closed_form(sigma=P.SIGMA, lam=lam_rule("method"))
+@closed_form(sigma=P.SIGMA, lam=lam_rule("method"), limit=_limit)
 def opening_angle(method, sigma, lam=0.0, limit="flow"):
     r"""θ at which the γ < 1 negative-transfer region opens (n, d → ∞); NaN where it never does.
 
@@ -73,7 +73,6 @@ def opening_angle(method, sigma, lam=0.0, limit="flow"):
     ``method`` is a name or a :class:`~.methods.TransferMethod`; ``lam`` only for ridge.
     """
     record = get_method(method)
-    _limit(limit)
     if record.name == "scratch":
         return np.full(np.broadcast_shapes(sigma.shape, lam.shape), np.nan)
     if record.name == "finetune":
@@ -117,7 +116,8 @@ def flow_limit_sign_angle_deep_limit(gamma, sigma):
     return np.arccos(np.minimum(c / 2, 1.0))
 
 
-@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("method"), depth=P.DEPTH.scalar)
+@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("method"), limit=_limit,
+             depth=P.DEPTH.scalar)
 def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="flow", depth=2):
     r"""(T, E R_scratch, E R_transfer) of a transfer method, broadcast over ``gamma``, ``theta`` (and σ, λ).
 
@@ -137,7 +137,6 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
     (:meth:`~.methods.TransferMethod.flow_transferability_finite`, per n).
     """
     record = get_method(method)
-    _limit(limit)
     if finite_d is None:  # validated once here; the record's forms and the scratch risk trust the arrays
         if limit == "paper":
             t = record.paper_transferability(gamma, theta, sigma, lam, validate=False)
