@@ -5,9 +5,9 @@ its array arguments must broadcast together (:func:`~transfertheory._validation.
 the range of its :class:`~transfertheory.params.Param` (a ValueError naming the argument), the formula runs on
 float arrays, and its result (each of a tuple of results) is a Python float when every array argument was a
 scalar (:func:`~transfertheory._validation.scalar_or_array`). An array argument whose rule depends on another
-argument, or a stack of vectors (…, d) such as a batch of teachers, has a :class:`Rule`. A closed form that another one calls with
-arguments validated already takes ``validate=False`` for that call: the arrays are only converted to floats
-(:func:`~transfertheory._validation.trusted`) and the other arguments passed as they are.
+argument, or a stack of vectors (…, d) such as a batch of teachers, has a :class:`Rule`. A closed form that
+another one calls with arguments validated already takes ``validate=False`` for that call: the arrays are only
+converted to floats and the other arguments passed as they are.
 """
 from __future__ import annotations
 
