@@ -47,8 +47,8 @@ import numpy as np
 from .. import params as P
 from .._validation import root_seed, scalar_or_array
 from . import fine_tuning as ft
-from ._closed_form import Rule, closed_form
 from . import linear as lin
+from ._closed_form import Rule, closed_form
 from .scratch import scratch_risk, scratch_risk_finite
 
 __all__ = [
@@ -86,7 +86,7 @@ def lam_rule(record):
 
 #: the arguments of an n, d → ∞ form of a record (``self``) and of a finite-size one (n ≥ the record's min_n)
 _ASYMPTOTIC = dict(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("self"))
-_FINITE = dict(n=Rule(lambda value, name, arguments: P.N.with_range(low=arguments["self"].min_n).check(value)),
+_FINITE = dict(n=Rule(lambda value, name, arguments: P.N.with_range(low=arguments["self"].min_n).check(value, name)),
                d=P.D, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("self"))
 
 
