@@ -109,6 +109,8 @@ def test_families_are_normalised_and_ordered():
     (lambda: A.scratch_risk([1.0, np.nan], np.ones(2), 2, 0.1), "lam: every eigenvalue must be positive"),
     (lambda: A.linear_transfer_risk(np.ones(3), np.ones(3), np.ones(3), 0.1, 2), "n must be an integer >= 3"),
     (lambda: A.scratch_risk_exact(np.ones(5), 4, 0.1), "n must be >= d = 5"),
+    (lambda: A.linear_transfer_risk(np.ones(3), np.ones((2, 3)), np.ones(3), [0.1] * 3, 5),
+     "beta_s, beta_t, sigma, n must broadcast together, got shapes beta_s (2,), sigma (3,)"),
 ])
 def test_bad_input_is_a_named_error(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -37,8 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import Interval, check_broadcast, scalar_or_array
-from ._closed_form import closed_form
+from .._validation import Interval
+from ._closed_form import Rule, closed_form
 from .fine_tuning import _scale_root
 from .linear import N_HEAD, chi2_resolvent_moments
 from .scratch import min_norm_noise_gain, noise_term
@@ -54,8 +54,12 @@ N_REAL = P.Param("n", Interval(0, np.inf, "neither"), description="number of tar
 _BISECTIONS = 120
 
 
-def _spectrum(lam):
-    return spectrum(lam, name="lam")
+def _spectrum(lam, name="lam"):
+    return spectrum(lam, name=name)
+
+
+#: a teacher (…, d) on the spectrum ``lam`` (the first argument, validated before it)
+_TEACHER = Rule(lambda beta, name, arguments: check_teacher(beta, arguments["lam"], name), vectors=True)
 
 
 def _df(lam, kappa):
@@ -109,29 +113,23 @@ def _bias_variance(lam, beta, n, ridge):
     return bias, gain
 
 
+@closed_form(lam=_spectrum, beta=_TEACHER, n=N_REAL, ridge=P.LAM)
 def bias_variance(lam, beta, n, ridge=0.0):
     r"""(B, V₁) of the deterministic equivalent of ridge(less) regression: E R ≍ B + σ²V₁ with
     B = κ²βᵀΣ(Σ + κ)⁻²β/(1 − df₂/n) and V₁ = (df₂/n)/(1 − df₂/n) (HMRT 2022 Thm 2 at λ = 0;
     Bach 2024 §3). Ridgeless at n = d: B = 0, V₁ = +inf."""
-    lam = _spectrum(lam)
-    beta = check_teacher(beta, lam, "beta")
-    check_broadcast(beta=beta[..., 0], n=n, ridge=ridge)
-    bias, gain = _bias_variance(lam, beta, N_REAL.check(n), P.LAM.check(ridge, name="ridge"))
-    return scalar_or_array(bias, beta[..., 0], n, ridge), scalar_or_array(gain, beta[..., 0], n, ridge)
+    return _bias_variance(lam, beta, n, ridge)
 
 
+@closed_form(lam=_spectrum, beta_t=_TEACHER, sigma=P.SIGMA, n=N_REAL, ridge=P.LAM)
 def ridge_risk(lam, beta_t, n, sigma, ridge):
     r"""Deterministic equivalent of the ridge-regression risk E‖β̂_λ − β_t‖²_Σ, β̂_λ = (XᵀX + nλ)⁻¹Xᵀy.
 
     Bach 2024 §3 (ridge with general covariance; HMRT 2022 Thm 2 is its λ → 0 limit): κ(1 − df₁(κ)/n) = λ, then
     B + σ²V₁ (:func:`bias_variance`). Asymptotic (n, d → ∞ at fixed n/d); exact only as n → ∞.
     """
-    lam = _spectrum(lam)
-    beta = check_teacher(beta_t, lam, "beta_t")
-    check_broadcast(beta_t=beta[..., 0], n=n, sigma=sigma, ridge=ridge)
-    s = P.SIGMA.check(sigma)
-    bias, gain = _bias_variance(lam, beta, N_REAL.check(n), P.LAM.check(ridge, name="ridge"))
-    return scalar_or_array(bias + noise_term(s**2, gain), beta[..., 0], n, sigma, ridge)
+    bias, gain = _bias_variance(lam, beta_t, n, ridge)
+    return bias + noise_term(sigma**2, gain)
 
 
 def scratch_risk(lam, beta_t, n, sigma):
@@ -159,13 +157,11 @@ def scratch_risk_exact(lam, n, sigma):
     return noise_term(sigma**2, np.asarray(min_norm_noise_gain(n, lam.size, validate=False)))
 
 
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER)
 def geometry(lam, beta_s, beta_t):
     r"""(‖β_s‖²_Σ, ⟨β_s, β_t⟩_Σ, ‖β_t‖²_Σ, θ) of a teacher pair: θ = arccos(⟨β_s, β_t⟩_Σ/(‖β_s‖_Σ‖β_t‖_Σ)) is
     the transfer angle in the Σ inner product (FaF's θ at Σ = I)."""
-    lam = _spectrum(lam)
-    bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
-    check_broadcast(beta_s=bs[..., 0], beta_t=bt[..., 0])
-    return _geometry(lam, bs, bt)
+    return _geometry(lam, beta_s, beta_t)
 
 
 def _geometry(lam, bs, bt):
@@ -174,14 +170,7 @@ def _geometry(lam, bs, bt):
     return ss, st, tt, theta
 
 
-def _teachers(lam, beta_s, beta_t, **scalars):
-    """Validated (λ, β_s, β_t) and the broadcast check of the teachers' leading shapes with ``scalars``."""
-    lam = _spectrum(lam)
-    bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
-    check_broadcast(beta_s=bs[..., 0], beta_t=bt[..., 0], **scalars)
-    return lam, bs, bt
-
-
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, sigma=P.SIGMA, n=N_HEAD)
 def linear_transfer_risk(lam, beta_s, beta_t, sigma, n):
     r"""Exact E‖bβ_s − β_t‖²_Σ of linear transfer on the rank-one feature along β_s, every n ≥ 3, any Σ.
 
@@ -189,11 +178,9 @@ def linear_transfer_risk(lam, beta_s, beta_t, sigma, n):
     ρ = ⟨β_s, β_t⟩_Σ/‖β_s‖_Σ, τ² = ‖β_t‖²_Σ − ρ²; b − ρ/‖β_s‖_Σ = zᵀ(w + ε)/‖z‖², so
     E R = τ² + (τ² + σ²)/(n − 2) (E‖z̃‖⁻² = 1/(n − 2)). FaF Eq. 12 at Σ = I (τ² = sin²θ).
     """
-    lam, bs, bt = _teachers(lam, beta_s, beta_t, sigma=sigma, n=n)
-    s, n_ = P.SIGMA.check(sigma), N_HEAD.check(n)
-    ss, st, tt, _ = _geometry(lam, bs, bt)
+    ss, st, tt, _ = _geometry(lam, beta_s, beta_t)
     tau2 = np.maximum(tt - st**2 / ss, 0.0)
-    return scalar_or_array(tau2 + (tau2 + s**2) / (n_ - 2), bs[..., 0], bt[..., 0], sigma, n)
+    return tau2 + (tau2 + sigma**2) / (n - 2)
 
 
 def _ridge_transfer_terms(lam, bs, bt, ridge, depth):
@@ -205,6 +192,8 @@ def _ridge_transfer_terms(lam, bs, bt, ridge, depth):
     return rho2, np.maximum(tt - rho2, 0.0), ridge * euclid ** (2.0 / depth) / ss
 
 
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, sigma=P.SIGMA, n=N_HEAD, ridge=P.LAM,
+             depth=P.DEPTH.scalar)
 def ridge_transfer_risk(lam, beta_s, beta_t, sigma, n, ridge, depth=2):
     r"""Exact finite-n risk of ridge linear transfer (loss (1/2n)‖ΦW − y‖² + (λ/2)‖W‖², FaF Eq. 14) on the
     balanced rank-one feature of an L-layer network pretrained on β_s, any Σ.
@@ -213,21 +202,17 @@ def ridge_transfer_risk(lam, beta_s, beta_t, sigma, n, ridge, depth=2):
     E R = τ² + ρ²E[c²/(s + c)²] + (τ² + σ²)E[s/(s + c)²] (:func:`~.linear.chi2_resolvent_moments`).
     FaF's exact finite-n ridge risk at Σ = I (unit teachers, L = 2); :func:`linear_transfer_risk` at λ = 0.
     """
-    lam, bs, bt = _teachers(lam, beta_s, beta_t, sigma=sigma, n=n, ridge=ridge)
-    s, n_, lm = P.SIGMA.check(sigma), N_HEAD.check(n), P.LAM.check(ridge, name="ridge")
-    depth = P.DEPTH.scalar(depth)
-    rho2, tau2, lam_eff = _ridge_transfer_terms(lam, bs, bt, lm, depth)
-    a, b, c = (np.asarray(v) for v in chi2_resolvent_moments(n_, n_ * lam_eff))
-    risk = tau2 + rho2 * (1 - 2 * a + c) + (tau2 + s**2) * b
-    return scalar_or_array(risk, bs[..., 0], bt[..., 0], sigma, n, ridge)
+    rho2, tau2, lam_eff = _ridge_transfer_terms(lam, beta_s, beta_t, ridge, depth)
+    a, b, c = (np.asarray(v) for v in chi2_resolvent_moments(n, n * lam_eff))
+    return tau2 + rho2 * (1 - 2 * a + c) + (tau2 + sigma**2) * b
 
 
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, ridge=P.LAM, depth=P.DEPTH.scalar)
 def ridge_transfer_risk_limit(lam, beta_s, beta_t, ridge, depth=2):
     r"""n → ∞ limit of :func:`ridge_transfer_risk`: τ² + ρ²λ′²/(1 + λ′)² (FaF Eq. 15 at Σ = I), where λ′ is the
     effective ridge of the module docstring; :func:`linear_transfer_risk`'s limit τ² at λ = 0."""
-    lam, bs, bt = _teachers(lam, beta_s, beta_t, ridge=ridge)
-    rho2, tau2, lam_eff = _ridge_transfer_terms(lam, bs, bt, P.LAM.check(ridge, name="ridge"), P.DEPTH.scalar(depth))
-    return scalar_or_array(tau2 + rho2 * (lam_eff / (1 + lam_eff)) ** 2, bs[..., 0], bt[..., 0], ridge)
+    rho2, tau2, lam_eff = _ridge_transfer_terms(lam, beta_s, beta_t, ridge, depth)
+    return tau2 + rho2 * (lam_eff / (1 + lam_eff)) ** 2
 
 
 def _fine_tune_scale(lam, bs, bt, n, s, depth):
@@ -241,6 +226,7 @@ def _fine_tune_scale(lam, bs, bt, n, s, depth):
     return np.where(kappa > 0, c, 1.0), kappa
 
 
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, n=N_REAL, sigma=P.SIGMA, depth=P.DEPTH.scalar)
 def fine_tune_scale(lam, beta_s, beta_t, n, sigma, depth=2):
     r"""Deterministic equivalent of the rescaling c of fine-tuning's gradient-flow limit, n < d (1 for n ≥ d).
 
@@ -248,9 +234,7 @@ def fine_tune_scale(lam, beta_s, beta_t, n, sigma, depth=2):
     B ≍ E‖X⁺y‖² = ‖β_t‖² − Σ κβ_{t,i}²/(λ_i + κ) + σ²/κ (Euclidean norms; κ of :func:`effective_regularization`).
     :func:`~.fine_tuning.fine_tune_scale` at Σ = I.
     """
-    lam, bs, bt = _teachers(lam, beta_s, beta_t, n=n, sigma=sigma)
-    c, _ = _fine_tune_scale(lam, bs, bt, N_REAL.check(n), P.SIGMA.check(sigma), P.DEPTH.scalar(depth))
-    return scalar_or_array(c, bs[..., 0], bt[..., 0], n, sigma)
+    return _fine_tune_scale(lam, beta_s, beta_t, n, sigma, depth)[0]
 
 
 def _fine_tune(lam, bs, bt, n, s, depth):
@@ -261,6 +245,7 @@ def _fine_tune(lam, bs, bt, n, s, depth):
     return bias_ft + noise_term(s**2, gain), bias_sc - bias_ft
 
 
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, n=N_REAL, sigma=P.SIGMA, depth=P.DEPTH.scalar)
 def fine_tune_risk(lam, beta_s, beta_t, n, sigma, depth=2):
     r"""Deterministic equivalent of the fine-tuning risk of the gradient-flow limit X⁺y + c(I − P)β_s.
 
@@ -268,17 +253,14 @@ def fine_tune_risk(lam, beta_s, beta_t, n, sigma, depth=2):
     :func:`fine_tune_scale`; the scratch risk for n ≥ d. Asymptotic; FaF's corrected limit at Σ = I
     (:func:`~.fine_tuning.fine_tune_risk_corrected`).
     """
-    lam, bs, bt = _teachers(lam, beta_s, beta_t, n=n, sigma=sigma)
-    risk, _ = _fine_tune(lam, bs, bt, N_REAL.check(n), P.SIGMA.check(sigma), P.DEPTH.scalar(depth))
-    return scalar_or_array(risk, bs[..., 0], bt[..., 0], n, sigma)
+    return _fine_tune(lam, beta_s, beta_t, n, sigma, depth)[0]
 
 
+@closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, n=N_REAL, sigma=P.SIGMA, depth=P.DEPTH.scalar)
 def fine_tune_transferability(lam, beta_s, beta_t, n, sigma, depth=2):
     r"""Deterministic equivalent of T_ft = E[R_sc − R_ft] = B(β_t) − B(cβ_s − β_t) (the noise terms cancel);
     0 for n ≥ d. :func:`~.fine_tuning.fine_tune_transferability_corrected` at Σ = I."""
-    lam, bs, bt = _teachers(lam, beta_s, beta_t, n=n, sigma=sigma)
-    _, gap = _fine_tune(lam, bs, bt, N_REAL.check(n), P.SIGMA.check(sigma), P.DEPTH.scalar(depth))
-    return scalar_or_array(gap, bs[..., 0], bt[..., 0], n, sigma)
+    return _fine_tune(lam, beta_s, beta_t, n, sigma, depth)[1]
 
 
 #: the transfer methods of :func:`transfer_grid`
@@ -302,9 +284,7 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
     bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
     if bs.ndim != 1 or bt.ndim != 2:
         raise ValueError(f"beta_s must be (d,) and beta_t (Θ, d), got shapes {bs.shape} and {bt.shape}")
-    n_ = np.atleast_1d(N_REAL.check(n))
-    if n_.ndim != 1:
-        raise ValueError(f"n must be a 1-D sequence of sample sizes, got shape {n_.shape}")
+    n_ = N_REAL.sequence(n)
     s, lm, depth = P.SIGMA.scalar(sigma), P.LAM.scalar(ridge, "ridge"), P.DEPTH.scalar(depth)
     if method != "ridge" and lm != 0:
         raise ValueError(f"ridge applies to method 'ridge' only, got ridge={lm:g} for method {method!r}")

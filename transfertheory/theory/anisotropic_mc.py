@@ -13,8 +13,7 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import root_seed
-from .fine_tuning import fine_tune_limit
+from .fine_tuning import _gaussian_designs, fine_tune_limit
 from .scratch import min_norm_solution
 from .spectra import check_spectrum, check_teacher
 
@@ -37,13 +36,8 @@ def limit_expectations(lam, beta_s, beta_t, n, sigma, draws=2000, seed=0, depth=
     depth, d = P.DEPTH.scalar(depth), lam.size
     check_memory(FLOAT_BYTES * (8 + len(bt)) * max(4_000_000, n * d), what="limit_expectations",
                  params={"n": n, "d": d, "len(beta_t)": len(bt)})
-    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(n, d)))
-    chunk, samples = max(1, 4_000_000 // (n * d)), {k: [] for k in ("scratch", "linear", "finetune")}
-    root = np.sqrt(lam)
-    for start in range(0, draws, chunk):
-        m = min(chunk, draws - start)
-        X = gen.standard_normal((m, 1, n, d)) * root
-        y = (X @ bt[None, :, :, None])[..., 0] + s * gen.standard_normal((m, 1, n))  # (m, Θ, n)
+    samples = {k: [] for k in ("scratch", "linear", "finetune")}
+    for X, y in _gaussian_designs(seed, n, d, draws, bt, s, scale=np.sqrt(lam)):  # y: (m, Θ, n)
         z = X @ bs  # (m, 1, n): one z per design
         b = (z * y).sum(-1) / (z * z).sum(-1)
         estimates = {"scratch": min_norm_solution(X, y), "linear": b[..., None] * bs,

@@ -40,7 +40,7 @@ import numpy as np
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval
-from ._closed_form import closed_form
+from ._closed_form import Rule, closed_form
 from .linear import (
     N_HEAD,
     linear_transfer_risk,
@@ -78,16 +78,6 @@ DELTA = P.Param("delta", POSITIVE, description="distance δ the proof of FaF Thm
 DUDLEY_MAX = 2.0  # sup over ‖h‖_BL ≤ 1 of |E_p h − E_q h| ≤ 2‖h‖_∞ ≤ 2
 
 
-def _out(result):
-    """Python float for a 0-d result, else the array."""
-    result = np.asarray(result)
-    return float(result) if result.ndim == 0 else result
-
-
-def _sigma(sigma):
-    return SIGMA_POSITIVE.check(sigma)
-
-
 def _vector(value, name):
     """A finite float array with at least one axis (last axis = dimension)."""
     arr = _FINITE_ARRAY.check(value, name)
@@ -97,23 +87,27 @@ def _vector(value, name):
     return arr
 
 
-def _vector_pair(a, b, name_a, name_b):
-    """Validate two stacks of vectors of the same dimension with broadcastable batch axes."""
-    a, b = _vector(a, name_a), _vector(b, name_b)
-    if a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"{name_a} and {name_b} must have the same dimension (last axis), "
-                         f"got {a.shape[-1]} and {b.shape[-1]}")
-    try:
-        np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
-    except ValueError:
-        raise ValueError(f"batch shapes of {name_a} {a.shape[:-1]} and {name_b} {b.shape[:-1]} "
-                         f"do not broadcast") from None
-    return a, b
+#: a stack of vectors (last axis = dimension) of a closed form
+VECTORS = Rule(lambda value, name, arguments: _vector(value, name), vectors=True)
+
+
+def _vectors_like(first):
+    """The rule of a stack of vectors of the dimension of the argument ``first`` (validated before it)."""
+
+    def check(value, name, arguments):
+        arr, dimension = _vector(value, name), arguments[first].shape[-1]
+        if arr.shape[-1] != dimension:
+            raise ValueError(f"{first} and {name} must have the same dimension (last axis), "
+                             f"got {dimension} and {arr.shape[-1]}")
+        return arr
+
+    return Rule(check, vectors=True)
 
 
 # --------------------------------------------------------------------------- KL
 
 
+@closed_form(f_coeffs=VECTORS, g_coeffs=_vectors_like("f_coeffs"), sigma=SIGMA_POSITIVE)
 def kl_divergence(f_coeffs, g_coeffs, sigma):
     r"""D_KL(p_f ‖ p_g) for tasks given by coefficients in an orthonormal basis of L²(p).
 
@@ -132,11 +126,10 @@ def kl_divergence(f_coeffs, g_coeffs, sigma):
     -------
     float or ndarray of shape (...)
     """
-    f, g = _vector_pair(f_coeffs, g_coeffs, "f_coeffs", "g_coeffs")
-    s = _sigma(sigma)
-    return _out(np.sum((f - g) ** 2, axis=-1) / (2 * s**2))
+    return np.sum((f_coeffs - g_coeffs) ** 2, axis=-1) / (2 * sigma**2)
 
 
+@closed_form(beta_f=VECTORS, beta_g=_vectors_like("beta_f"), sigma=SIGMA_POSITIVE)
 def kl_linear_gaussian(beta_f, beta_g, sigma):
     r"""D_KL(p_f ‖ p_g) = ‖β_f − β_g‖²/(2σ²) for linear tasks with x ~ N(0, I_d).
 
@@ -145,13 +138,13 @@ def kl_linear_gaussian(beta_f, beta_g, sigma):
     :func:`kl_divergence` with α = β. For unit vectors at angle θ it equals
     (1 − cos θ)/σ². Vectorized over stacks of β (last axis = d).
     """
-    f, g = _vector_pair(beta_f, beta_g, "beta_f", "beta_g")
-    return kl_divergence(f, g, sigma)
+    return kl_divergence(beta_f, beta_g, sigma, validate=False)
 
 
 # --------------------------------------------------------------------------- Dudley metric
 
 
+@closed_form(beta_f=VECTORS, beta_g=_vectors_like("beta_f"), sigma=SIGMA_POSITIVE)
 def dudley_lower_bound(beta_f, beta_g, sigma):
     r"""Lower bound on the Dudley metric from the test function h(x, y) = cos(y)/2.
 
@@ -164,11 +157,9 @@ def dudley_lower_bound(beta_f, beta_g, sigma):
 
     Vectorized over stacks of β (last axis = d).
     """
-    f, g = _vector_pair(beta_f, beta_g, "beta_f", "beta_g")
-    s = _sigma(sigma)
-    ef = np.exp(-np.sum(f**2, axis=-1) / 2)
-    eg = np.exp(-np.sum(g**2, axis=-1) / 2)
-    return _out(np.exp(-(s**2) / 2) / 2 * np.abs(ef - eg))
+    ef = np.exp(-np.sum(beta_f**2, axis=-1) / 2)
+    eg = np.exp(-np.sum(beta_g**2, axis=-1) / 2)
+    return np.exp(-(sigma**2) / 2) / 2 * np.abs(ef - eg)
 
 
 #: Lipschitz constants L of the ramp test functions tried by :func:`dudley_lower_bound_ramp`
@@ -182,6 +173,7 @@ def _mean_min_abs(c, s):
     return 2 * s * (norm.pdf(0.0) - norm.pdf(c / s)) + 2 * c * norm.sf(c / s)
 
 
+@closed_form(beta_f=VECTORS, beta_g=_vectors_like("beta_f"), sigma=SIGMA_POSITIVE)
 def dudley_lower_bound_ramp(beta_f, beta_g, sigma):
     r"""Lower bound on the Dudley metric from ramp test functions of |y|; tends to 2 for far targets.
 
@@ -196,15 +188,14 @@ def dudley_lower_bound_ramp(beta_f, beta_g, sigma):
     so sup_g γ_β(p_f, p_g) = 2: for every δ < 2 some g = a·f has γ_β ≥ δ.
     Vectorized over stacks of β (last axis = d).
     """
-    f, g = _vector_pair(beta_f, beta_g, "beta_f", "beta_g")
-    s = _sigma(sigma)
-    s_f = np.sqrt(np.sum(f**2, axis=-1) + s**2)[..., None]
-    s_g = np.sqrt(np.sum(g**2, axis=-1) + s**2)[..., None]
+    s_f = np.sqrt(np.sum(beta_f**2, axis=-1) + sigma**2)[..., None]
+    s_g = np.sqrt(np.sum(beta_g**2, axis=-1) + sigma**2)[..., None]
     lip = RAMP_LIPSCHITZ
     c = 2 * (1 - lip) / lip
-    return _out(np.max(lip * np.abs(_mean_min_abs(c, s_f) - _mean_min_abs(c, s_g)), axis=-1))
+    return np.max(lip * np.abs(_mean_min_abs(c, s_f) - _mean_min_abs(c, s_g)), axis=-1)
 
 
+@closed_form(beta_f=VECTORS, beta_g=_vectors_like("beta_f"), sigma=SIGMA_POSITIVE)
 def dudley_upper_bound(beta_f, beta_g, sigma):
     r"""Upper bound on the Dudley metric γ_β(p_f, p_g) for linear Gaussian tasks.
 
@@ -217,11 +208,9 @@ def dudley_upper_bound(beta_f, beta_g, sigma):
     * √(2·KL) = ‖β_f − β_g‖/σ: γ_β ≤ 2‖h‖_∞·TV ≤ 2·TV and Pinsker
       TV ≤ √(KL/2) with KL from FaF Eq. 34.
     """
-    f, g = _vector_pair(beta_f, beta_g, "beta_f", "beta_g")
-    s = _sigma(sigma)
-    w2 = wasserstein2_gaussian(joint_covariance(f, s), joint_covariance(g, s))
-    pinsker = np.sqrt(2 * np.asarray(kl_linear_gaussian(f, g, s)))
-    return _out(np.minimum(DUDLEY_MAX, np.minimum(w2, pinsker)))
+    w2 = wasserstein2_gaussian(joint_covariance(beta_f, sigma), joint_covariance(beta_g, sigma))
+    pinsker = np.sqrt(2 * np.asarray(kl_linear_gaussian(beta_f, beta_g, sigma, validate=False)))
+    return np.minimum(DUDLEY_MAX, np.minimum(w2, pinsker))
 
 
 # --------------------------------------------------------------------------- Wasserstein
@@ -234,7 +223,7 @@ def joint_covariance(beta, sigma):
     ``beta`` of shape (..., d) gives shape (..., d+1, d+1).
     """
     b = _vector(beta, "beta")
-    s = _sigma(sigma)
+    s = SIGMA_POSITIVE.check(sigma)
     batch = np.broadcast_shapes(b.shape[:-1], s.shape)
     b = np.broadcast_to(b, (*batch, b.shape[-1]))
     d = b.shape[-1]
@@ -310,7 +299,8 @@ def wasserstein2_gaussian(cov_p, cov_q, mean_p=None, mean_q=None):
     middle = (middle + np.swapaxes(middle, -1, -2)) / 2
     cross = np.sqrt(np.clip(np.linalg.eigvalsh(middle), 0, None)).sum(axis=-1)
     w2sq = np.sum((mp - mq) ** 2, axis=-1) + np.trace(cp, axis1=-2, axis2=-1) + np.trace(cq, axis1=-2, axis2=-1) - 2 * cross
-    return _out(np.sqrt(np.clip(w2sq, 0, None)))
+    w2 = np.sqrt(np.clip(w2sq, 0, None))
+    return float(w2) if w2.ndim == 0 else w2
 
 
 def _samples(value, name):
@@ -381,6 +371,7 @@ def far_target(beta, scale):
     return a[..., None] * b
 
 
+@closed_form(beta=VECTORS, delta=DELTA, sigma=SIGMA_POSITIVE)
 def dudley_proof_scale(beta, delta, sigma):
     r"""The scale of the proof of FaF Thm 2.2 (Dudley half): a = √(|2δe^{σ²/2} − ‖f‖²|/‖f‖²).
 
@@ -389,13 +380,10 @@ def dudley_proof_scale(beta, delta, sigma):
     step Eq. 27 → 28 is invalid, γ_β(p_f, p_g) ≥ δ does *not* follow; for
     δ ≥ 2 it is false (see ``docs/errata.md``).
     """
-    b = _vector(beta, "beta")
-    dl = DELTA.check(delta)
-    s = _sigma(sigma)
-    norm2 = np.sum(b**2, axis=-1)
+    norm2 = np.sum(beta**2, axis=-1)
     if np.any(norm2 == 0):
         raise ValueError("beta must be non-zero (the proof rescales f)")
-    return _out(np.sqrt(np.abs(2 * dl * np.exp(s**2 / 2) - norm2) / norm2))
+    return np.sqrt(np.abs(2 * delta * np.exp(sigma**2 / 2) - norm2) / norm2)
 
 
 #: the norm a of a rescaled target: every risk of a target of norm a is a²·(the unit target's risk at noise σ/a),

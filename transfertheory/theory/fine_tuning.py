@@ -201,6 +201,18 @@ def fine_tune_transferability_corrected(gamma, theta, sigma, depth=2):
     return -np.clip(1 - gamma, 0, None) * (c**2 - 2 * c * np.cos(theta))
 
 
+def _gaussian_designs(seed, n, d, draws, beta_t, sigma, scale=1.0):
+    """The draws of a finite-size Monte Carlo, in chunks of ~32 MB: per chunk of m draws, designs X (m, 1, n, d) with
+    N(0, scale²) entries in each column and the labels y = Xβ_t + σε (m, Θ, n) of the targets ``beta_t`` (Θ, d). The
+    designs of (n, d) come from SeedSequence(seed, (n, d)), the same for every target."""
+    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(n, d)))
+    chunk = max(1, 4_000_000 // (n * d))
+    for start in range(0, draws, chunk):
+        m = min(chunk, draws - start)
+        X = gen.standard_normal((m, 1, n, d)) * scale
+        yield X, (X @ beta_t[None, :, :, None])[..., 0] + sigma * gen.standard_normal((m, 1, n))
+
+
 def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):
     r"""Finite-size E R_ft and T_ft = E[R_sc − R_ft] of the gradient-flow fine-tuning limit, by Monte Carlo.
 
@@ -220,14 +232,10 @@ def fine_tune_flow_expectation(n, d, theta, sigma, draws=4000, seed=0, depth=2):
     # per chunk of draws: X, y (Θ copies) and the solutions' pseudo-inverse / SVD work (about six X's)
     check_memory(FLOAT_BYTES * (6 + t.size) * max(4_000_000, n_ * d_), what="fine_tune_flow_expectation",
                  params={"n": n_, "d": d_, "len(theta)": t.size})
-    gen = np.random.default_rng(np.random.SeedSequence(root_seed(seed), spawn_key=(n_, d_)))
     e1, e2 = np.eye(2, d_)  # the first two basis vectors (no d × d identity)
     beta_t = np.cos(t)[:, None] * e1 + np.sin(t)[:, None] * e2  # (Θ, d)
-    risks, gaps, chunk = [], [], max(1, 4_000_000 // (n_ * d_))
-    for start in range(0, draws, chunk):
-        m = min(chunk, draws - start)
-        X = gen.standard_normal((m, 1, n_, d_))
-        y = (X @ beta_t[None, :, :, None])[..., 0] + s * gen.standard_normal((m, 1, n_))  # (m, Θ, n)
+    risks, gaps = [], []
+    for X, y in _gaussian_designs(seed, n_, d_, draws, beta_t, s):
         r_ft = ((fine_tune_limit(X, y, e1, depth) - beta_t) ** 2).sum(-1)
         risks.append(r_ft)
         gaps.append(((min_norm_solution(X, y) - beta_t) ** 2).sum(-1) - r_ft)

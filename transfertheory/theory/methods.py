@@ -45,9 +45,10 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, root_seed, scalar_or_array, trusted
+from .._validation import root_seed, scalar_or_array
 from . import fine_tuning as ft
 from . import linear as lin
+from ._closed_form import Rule, closed_form
 from .scratch import scratch_risk, scratch_risk_finite
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "TRANSFER_METHODS",
     "get_method",
     "reference_draws",
+    "lam_rule",
     "REFERENCE_DRAWS",
     "MIN_REFERENCE_DRAWS",
 ]
@@ -74,6 +76,18 @@ def reference_draws(n, d):
     to n·d (the cost of one draw), but at least :data:`MIN_REFERENCE_DRAWS`."""
     n, d = P.N.scalar(n), P.D.scalar(d)
     return int(np.clip(REFERENCE_DRAWS * 64**2 / (n * d), MIN_REFERENCE_DRAWS, REFERENCE_DRAWS))
+
+
+def lam_rule(record):
+    """The :class:`~._closed_form.Rule` of λ where the argument named ``record`` gives the transfer method (a name or
+    a :class:`TransferMethod`): :meth:`TransferMethod.check_lam` of its record."""
+    return Rule(lambda value, name, arguments: get_method(arguments[record]).check_lam(value))
+
+
+#: the arguments of an n, d → ∞ form of a record (``self``) and of a finite-size one (n ≥ the record's min_n)
+_ASYMPTOTIC = dict(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("self"))
+_FINITE = dict(n=Rule(lambda value, name, arguments: P.N.with_range(low=arguments["self"].min_n).check(value, name)),
+               d=P.D, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("self"))
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,8 @@ class TransferMethod:
 
     All formula methods validate their input (ValueError naming the parameter and its range), broadcast over
     their arguments and return a float for scalar input. ``lam`` other than 0 is an error unless
-    :attr:`takes_lambda`; ``n`` below :attr:`min_n` is an error in the finite forms.
+    :attr:`takes_lambda`; ``n`` below :attr:`min_n` is an error in the finite forms. The closed forms among them
+    take ``validate=False`` for arguments their caller has validated (:func:`~._closed_form.closed_form`).
     """
 
     name: str  #: "scratch" | "linear" | "ridge" | "finetune"
@@ -129,54 +144,31 @@ class TransferMethod:
                              f"got {lm[lm != 0].flat[0]:g}")
         return lm
 
-    def check_asymptotic(self, gamma, theta, sigma, lam):
-        """(γ, θ, σ, λ) of an n, d → ∞ form validated (ranges, broadcasting, λ for this method): float arrays."""
-        check_broadcast(gamma=gamma, theta=theta, sigma=sigma, lam=lam)
-        return P.GAMMA.check(gamma), P.THETA.check(theta), P.SIGMA.check(sigma), self.check_lam(lam)
-
-    def check_finite(self, n, d, theta, sigma, lam):
-        """(n, d, θ, σ, λ) of a finite-size form validated (n ≥ :attr:`min_n`): float arrays."""
-        check_broadcast(n=n, d=d, theta=theta, sigma=sigma, lam=lam)
-        return (P.N.with_range(low=self.min_n).check(n), P.D.check(d), P.THETA.check(theta), P.SIGMA.check(sigma),
-                self.check_lam(lam))
-
-    def _asymptotic(self, formula, gamma, theta, sigma, lam, validate, *extra):
-        """``formula`` on the n, d → ∞ arguments (validated here unless ``validate`` is False: the caller did),
-        broadcast to all inputs."""
-        args = self.check_asymptotic(gamma, theta, sigma, lam) if validate else trusted(gamma, theta, sigma, lam)
-        return _broadcast(formula(*args, *extra), gamma, theta, sigma, lam)
-
-    def _finite(self, formula, n, d, theta, sigma, lam, validate):
-        """``formula`` on the finite-size arguments (validated here unless ``validate`` is False), broadcast to
-        all inputs."""
-        args = self.check_finite(n, d, theta, sigma, lam) if validate else trusted(n, d, theta, sigma, lam)
-        return _broadcast(formula(*args), n, d, theta, sigma, lam)
-
-    def _flow(self, flow, paper, gamma, theta, sigma, lam, depth, validate):
+    def _flow(self, flow, paper, gamma, theta, sigma, lam, depth):
         """The n, d → ∞ ``flow`` formula of an L = ``depth`` network (None: the ``paper`` one, which the flow
-        reaches), validated unless ``validate`` is False."""
-        depth = P.DEPTH.scalar(depth) if validate else depth
-        if flow is None:
-            return self._asymptotic(paper, gamma, theta, sigma, lam, validate)
-        return self._asymptotic(flow, gamma, theta, sigma, lam, validate, depth)
+        reaches), broadcast to all inputs."""
+        value = paper(gamma, theta, sigma, lam) if flow is None else flow(gamma, theta, sigma, lam, depth)
+        return _full(value, gamma, theta, sigma, lam)
 
     # ------------------------------------------------------------------ risks
 
-    def paper_risk(self, gamma, theta, sigma, lam=0.0, *, validate=True):
-        """The paper's n, d → ∞ expected risk (:attr:`source`); ``validate=False``: the arguments were validated
-        by the caller (:meth:`check_asymptotic`)."""
-        return self._asymptotic(self.formulas.paper_risk, gamma, theta, sigma, lam, validate)
+    @closed_form(**_ASYMPTOTIC)
+    def paper_risk(self, gamma, theta, sigma, lam=0.0):
+        """The paper's n, d → ∞ expected risk (:attr:`source`)."""
+        return _full(self.formulas.paper_risk(gamma, theta, sigma, lam), gamma, theta, sigma, lam)
 
-    def paper_risk_finite(self, n, d, theta, sigma, lam=0.0, *, validate=True):
+    @closed_form(**_FINITE)
+    def paper_risk_finite(self, n, d, theta, sigma, lam=0.0):
         """Exact finite-size expected risk of the paper's limit point (fine-tuning: the c = 1 formula)."""
-        return self._finite(self.formulas.paper_risk_finite, n, d, theta, sigma, lam, validate)
+        return _full(self.formulas.paper_risk_finite(n, d, theta, sigma, lam), n, d, theta, sigma, lam)
 
-    def flow_risk(self, gamma, theta, sigma, lam=0.0, *, depth=2, validate=True):
+    @closed_form(**_ASYMPTOTIC, depth=P.DEPTH.scalar)
+    def flow_risk(self, gamma, theta, sigma, lam=0.0, *, depth=2):
         """n, d → ∞ expected risk of the gradient-flow limit of an L = ``depth`` network.
 
         Equal to :meth:`paper_risk` except for fine-tuning, whose carried-over component is rescaled by c.
         """
-        return self._flow(self.formulas.flow_risk, self.formulas.paper_risk, gamma, theta, sigma, lam, depth, validate)
+        return self._flow(self.formulas.flow_risk, self.formulas.paper_risk, gamma, theta, sigma, lam, depth)
 
     def flow_risk_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size expected risk of the gradient-flow limit: ``(mean, se)``.
@@ -189,19 +181,22 @@ class TransferMethod:
 
     # ------------------------------------------------------------------ transferabilities
 
-    def paper_transferability(self, gamma, theta, sigma, lam=0.0, *, validate=True):
+    @closed_form(**_ASYMPTOTIC)
+    def paper_transferability(self, gamma, theta, sigma, lam=0.0):
         """The paper's n, d → ∞ transferability E[R_scratch − R_method]."""
-        return self._asymptotic(self.formulas.paper_transferability, gamma, theta, sigma, lam, validate)
+        return _full(self.formulas.paper_transferability(gamma, theta, sigma, lam), gamma, theta, sigma, lam)
 
-    def paper_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, validate=True):
+    @closed_form(**_FINITE)
+    def paper_transferability_finite(self, n, d, theta, sigma, lam=0.0):
         """Exact finite-size transferability of the paper's limit point."""
-        return self._finite(self.formulas.paper_transferability_finite, n, d, theta, sigma, lam, validate)
+        return _full(self.formulas.paper_transferability_finite(n, d, theta, sigma, lam), n, d, theta, sigma, lam)
 
-    def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2, validate=True):
+    @closed_form(**_ASYMPTOTIC, depth=P.DEPTH.scalar)
+    def flow_transferability(self, gamma, theta, sigma, lam=0.0, *, depth=2):
         """n, d → ∞ transferability of the gradient-flow limit (= :meth:`paper_transferability` except for
         fine-tuning)."""
         return self._flow(self.formulas.flow_transferability, self.formulas.paper_transferability, gamma, theta, sigma,
-                          lam, depth, validate)
+                          lam, depth)
 
     def flow_transferability_finite(self, n, d, theta, sigma, lam=0.0, *, draws=None, seed=0, depth=2):
         """Finite-size transferability of the gradient-flow limit: ``(mean, se)``, as :meth:`flow_risk_finite`.
@@ -216,21 +211,20 @@ class TransferMethod:
         if self.formulas.flow_finite is None:
             exact = (self.paper_risk_finite(n, d, theta, sigma, lam),
                      self.paper_transferability_finite(n, d, theta, sigma, lam))
-            return tuple((value, _broadcast(0.0, value)) for value in exact)
+            return tuple((value, scalar_or_array(_full(0.0, value), value)) for value in exact)
         self.check_lam(lam)
         n, d, sigma = P.N.with_range(low=self.min_n).scalar(n), P.D.scalar(d), P.SIGMA.scalar(sigma)
         draws = reference_draws(n, d) if draws is None else draws
         estimates = self.formulas.flow_finite(n, d, P.THETA.check(theta), sigma, depth, draws, seed)
-        return tuple(tuple(_broadcast(v, theta) for v in pair) for pair in estimates)
+        return tuple(tuple(scalar_or_array(_full(v, theta), theta) for v in pair) for pair in estimates)
 
 
-def _broadcast(result, *inputs):
-    """``result`` broadcast to the shape of all ``inputs`` (a fresh array), or a float when they are all scalars."""
+def _full(result, *inputs):
+    """``result`` as a float array of the broadcast shape of ``result`` and all ``inputs`` (a fresh one if that
+    broadcast changes its shape)."""
     shape = np.broadcast_shapes(np.shape(result), *map(np.shape, inputs))
     result = np.asarray(result, dtype=float)
-    if result.shape != shape:
-        result = np.array(np.broadcast_to(result, shape))
-    return scalar_or_array(result, *inputs)
+    return result if result.shape == shape else np.array(np.broadcast_to(result, shape))
 
 
 # --------------------------------------------------------------------------- the formulas of each method

@@ -195,26 +195,25 @@ def _spectral(v, weights):
     return (v * weights[..., None, :]) @ v.swapaxes(-1, -2)
 
 
-def _check_square(k, name):
-    """ValueError naming ``name`` unless ``k`` is a square matrix or a stack (..., n, n) of them."""
+def _matrix_function_terms(k, lam_tau):
+    """(xp, μ, V, λτ) of a matrix function of ``k``: :func:`_eigh` of k, validated λτ; ValueError unless ``k`` is a
+    square matrix or a stack (..., n, n) of them."""
+    lam_tau = LAM_TAU.scalar(lam_tau)
     if k.ndim < 2 or k.shape[-1] != k.shape[-2]:
-        raise ValueError(f"{name} must be a square matrix or a stack (..., n, n) of them, got shape {k.shape}")
+        raise ValueError(f"k must be a square matrix or a stack (..., n, n) of them, got shape {k.shape}")
+    return (*_eigh(k), lam_tau)
 
 
 def symmetric_exp(k, lam_tau):
     """e^{−λτ·K} of a symmetric PSD matrix K (or of each in a stack (..., n, n)) by its eigendecomposition."""
-    lam_tau = LAM_TAU.scalar(lam_tau)
-    _check_square(k, "k")
-    xp, mu, v = _eigh(k)
+    xp, mu, v, lam_tau = _matrix_function_terms(k, lam_tau)
     return _spectral(v, xp.exp(-lam_tau * mu))
 
 
 def adaptation_operator(k, lam_tau):
     """T = K⁻¹(I − e^{−λτK}) (MTL Eq. 17) as V diag((1 − e^{−λτμ})/μ) Vᵀ, with the value λτ at μ = 0 (stacks
     (..., n, n) give stacks)."""
-    lam_tau = LAM_TAU.scalar(lam_tau)
-    _check_square(k, "k")
-    xp, mu, v = _eigh(k)
+    xp, mu, v, lam_tau = _matrix_function_terms(k, lam_tau)
     safe = xp.where(mu > 0, mu, 1.0)
     return _spectral(v, xp.where(mu > 0, -xp.expm1(-lam_tau * safe) / safe, lam_tau))
 

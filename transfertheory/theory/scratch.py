@@ -58,7 +58,7 @@ def scratch_risk(gamma, sigma):
     sigma : array_like, >= 0
         Label-noise standard deviation.
     validate : bool
-        False: the arguments were validated by the caller (:func:`~transfertheory._validation.trusted`).
+        False: the arguments were validated by the caller (they are only converted to floats).
     """
     bias = np.clip(1 - gamma, 0, None)
     return bias + noise_term(sigma**2, _asymptotic_noise_gain(gamma))

@@ -49,12 +49,17 @@ def _number(text, what, name):
     return value
 
 
+def _floats(value, name, what):
+    """``value`` as a float array; a ValueError "``name`` must be ``what``" when it does not hold numbers."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+
+
 def check_spectrum(values, d=None, name="spectrum") -> np.ndarray:
     """``values`` as a 1-D float array of positive, finite eigenvalues (of length ``d`` when given)."""
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a sequence of positive eigenvalues, got {values!r}") from None
+    arr = _floats(values, name, "a sequence of positive eigenvalues")
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of eigenvalues, got shape {arr.shape}")
     if d is not None and arr.size != d:
@@ -113,10 +118,7 @@ def sigma_norm(beta, lam):
 
 def check_teacher(beta, lam, name="beta") -> np.ndarray:
     """``beta`` (…, d) as a finite float array of non-zero Σ-norm, d = len(``lam``)."""
-    try:
-        arr = np.asarray(beta, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of teacher coefficients, got {beta!r}") from None
+    arr = _floats(beta, name, "an array of teacher coefficients")
     if arr.ndim == 0 or arr.shape[-1] != lam.size:
         raise ValueError(f"{name} must have d = {lam.size} coefficients (last axis), got shape {arr.shape}")
     if not np.isfinite(arr).all():

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import finite_real_array
 from ..backend import get_backend, stacked_eigh, to_host
+from .ntk import _inputs as _points
 
 __all__ = [
     "UNIT_NORM_TOLERANCE",
@@ -64,10 +64,7 @@ _BLOCK_ELEMENTS = 2**22
 
 def _inputs(x, name):
     """``x`` as a 2-D array (n, d) of unit rows; ValueError naming ``name`` otherwise."""
-    xp = get_backend(x)
-    arr = finite_real_array(x, name, "(n, d)", xp)
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise ValueError(f"{name} must have shape (n, d) with n, d >= 1, got shape {arr.shape}")
+    arr, xp = _points(x, name)
     if xp is np:  # (float64 on the host; a device array keeps its floating dtype)
         arr = arr.astype(float, copy=False)
     norms = np.linalg.norm(to_host(arr).astype(float), axis=1)

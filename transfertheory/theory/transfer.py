@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast, scalar_or_array
+from .._validation import check_broadcast
 from ._closed_form import closed_form
 from .fine_tuning import fine_tune_scale, fine_tune_scale_deep_limit
 from .linear import negative_transfer_onset_angle
-from .methods import get_method
+from .methods import get_method, lam_rule
 from .scratch import scratch_risk, scratch_risk_finite
 
 __all__ = ["LIMITS", "effective_angle", "opening_angle", "flow_limit_sign_angle", "flow_limit_sign_angle_by_depth",
@@ -36,9 +36,9 @@ __all__ = ["LIMITS", "effective_angle", "opening_angle", "flow_limit_sign_angle"
 LIMITS = ("paper", "flow")
 
 
-def _limit(limit):
+def _limit(limit, name="limit"):
     if limit not in LIMITS:
-        raise ValueError(f"limit must be one of {LIMITS}, got {limit!r}")
+        raise ValueError(f"{name} must be one of {LIMITS}, got {limit!r}")
     return limit
 
 
@@ -55,6 +55,7 @@ def effective_angle(theta, lam):
     return np.arccos(np.clip(np.abs(np.cos(theta)) * shrink, 0.0, 1.0))
 
 
+@closed_form(sigma=P.SIGMA, lam=lam_rule("method"), limit=_limit)
 def opening_angle(method, sigma, lam=0.0, limit="flow"):
     r"""θ at which the γ < 1 negative-transfer region opens (n, d → ∞); NaN where it never does.
 
@@ -71,20 +72,15 @@ def opening_angle(method, sigma, lam=0.0, limit="flow"):
 
     ``method`` is a name or a :class:`~.methods.TransferMethod`; ``lam`` only for ridge.
     """
-    check_broadcast(sigma=sigma, lam=lam)
     record = get_method(method)
-    _limit(limit)
-    s, lm = P.SIGMA.check(sigma), record.check_lam(lam)
     if record.name == "scratch":
-        angle = np.full(np.broadcast_shapes(s.shape, lm.shape), np.nan)
-    elif record.name == "finetune":
-        angle = np.where((s > 0) & (limit == "flow"), 0.0, np.pi / 3) + 0 * lm
-    else:
-        onset = np.asarray(negative_transfer_onset_angle(s, validate=False))
-        cos_open = (1 - s) * (1 + lm) / np.sqrt(1 + 2 * lm)
-        with np.errstate(invalid="ignore"):
-            angle = np.where(np.isnan(onset), np.nan, np.arccos(np.clip(cos_open, -1.0, 1.0)))
-    return scalar_or_array(angle, sigma, lam)
+        return np.full(np.broadcast_shapes(sigma.shape, lam.shape), np.nan)
+    if record.name == "finetune":
+        return np.where((sigma > 0) & (limit == "flow"), 0.0, np.pi / 3) + 0 * lam
+    onset = np.asarray(negative_transfer_onset_angle(sigma, validate=False))
+    cos_open = (1 - sigma) * (1 + lam) / np.sqrt(1 + 2 * lam)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(onset), np.nan, np.arccos(np.clip(cos_open, -1.0, 1.0)))
 
 
 @closed_form(gamma=P.GAMMA, sigma=P.SIGMA, depth=P.DEPTH.scalar)
@@ -120,6 +116,8 @@ def flow_limit_sign_angle_deep_limit(gamma, sigma):
     return np.arccos(np.minimum(c / 2, 1.0))
 
 
+@closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, lam=lam_rule("method"), limit=_limit,
+             depth=P.DEPTH.scalar)
 def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="flow", depth=2):
     r"""(T, E R_scratch, E R_transfer) of a transfer method, broadcast over ``gamma``, ``theta`` (and σ, λ).
 
@@ -139,31 +137,26 @@ def transfer_risks(method, gamma, theta, sigma, lam=0.0, finite_d=None, limit="f
     (:meth:`~.methods.TransferMethod.flow_transferability_finite`, per n).
     """
     record = get_method(method)
-    _limit(limit)
-    depth = P.DEPTH.scalar(depth)
     if finite_d is None:  # validated once here; the record's forms and the scratch risk trust the arrays
-        g, t_, s, lm = record.check_asymptotic(gamma, theta, sigma, lam)
         if limit == "paper":
-            t = record.paper_transferability(g, t_, s, lm, validate=False)
-            r_tr = record.paper_risk(g, t_, s, lm, validate=False)
+            t = record.paper_transferability(gamma, theta, sigma, lam, validate=False)
+            r_tr = record.paper_risk(gamma, theta, sigma, lam, validate=False)
         else:
-            t = record.flow_transferability(g, t_, s, lm, depth=depth, validate=False)
-            r_tr = record.flow_risk(g, t_, s, lm, depth=depth, validate=False)
-        r_sc = scratch_risk(g, s, validate=False)
-        return tuple(scalar_or_array(np.array(v), gamma, theta, sigma, lam)
-                     for v in np.broadcast_arrays(t, r_sc, r_tr))
+            t = record.flow_transferability(gamma, theta, sigma, lam, depth=depth, validate=False)
+            r_tr = record.flow_risk(gamma, theta, sigma, lam, depth=depth, validate=False)
+        r_sc = scratch_risk(gamma, sigma, validate=False)
+        return tuple(np.array(v) for v in np.broadcast_arrays(t, r_sc, r_tr))
 
     if limit == "flow" and not record.flow_is_paper:
         raise ValueError(f"limit='flow' at finite d has no closed form for method {record.name!r}: use "
                          f"get_method({record.name!r}).flow_transferability_finite(n, d, ...) (Monte Carlo) per n")
     d = P.D.scalar(finite_d, name="finite_d")
-    g, t_, s, lm = record.check_asymptotic(gamma, theta, sigma, lam)
-    n = np.rint(g * d)
+    n = np.rint(gamma * d)
     valid = n >= record.min_n
     n_ok = np.where(valid, n, record.min_n)
-    t = record.paper_transferability_finite(n_ok, d, t_, s, lm, validate=False)
-    r_tr = record.paper_risk_finite(n_ok, d, t_, s, lm, validate=False)
-    r_sc = scratch_risk_finite(n_ok, d, s, validate=False)
+    t = record.paper_transferability_finite(n_ok, d, theta, sigma, lam, validate=False)
+    r_tr = record.paper_risk_finite(n_ok, d, theta, sigma, lam, validate=False)
+    r_sc = scratch_risk_finite(n_ok, d, sigma, validate=False)
     t, r_sc, r_tr = np.broadcast_arrays(t, r_sc, r_tr)
     mask = np.broadcast_to(~valid, t.shape)
-    return tuple(scalar_or_array(np.where(mask, np.nan, v), gamma, theta, sigma, lam) for v in (t, r_sc, r_tr))
+    return tuple(np.where(mask, np.nan, v) for v in (t, r_sc, r_tr))

@@ -10,14 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import finite_real_array
-from ...backend import get_backend
 
-__all__ = ["weights", "output_weights", "nonzero_rows", "xp_of"]
-
-
-def xp_of(*arrays):
-    """The array module of ``arrays`` (CuPy if any is a CuPy array, else NumPy)."""
-    return get_backend(*arrays)
+__all__ = ["weights", "output_weights", "nonzero_rows"]
 
 
 def weights(W, name, xp):

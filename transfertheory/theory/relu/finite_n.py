@@ -27,12 +27,10 @@ import numpy as np
 
 from ... import params as P
 from ..._validation import Interval
-from .power_law import PowerLawFit
+from .power_law import _NONNEGATIVE, _POSITIVE, PowerLawFit
 
 __all__ = ["FiniteNBoundary", "least_squares_transfer_risk", "finite_n_boundary"]
 
-_POSITIVE = Interval(0, np.inf, "neither")
-_NONNEGATIVE = Interval(0, np.inf, "left")
 _WIDTH = P.Param("m", Interval(1, np.inf, "left"), integer=True, description="student width (features)")
 
 

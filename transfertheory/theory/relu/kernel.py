@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory
+from ...backend import get_backend
 from . import _inputs
 
 __all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", "PopulationLossGradients"]
@@ -102,7 +103,7 @@ def arccos_kernel(A, B):
         (‖aᵢ‖‖bⱼ‖/2π)(√(1 − u²) + u(π − arccos u)), u the cosine between aᵢ and bⱼ (clipped to
         [−1, 1] against rounding). Symmetric and positive semi-definite when A = B.
     """
-    xp = _inputs.xp_of(A, B)
+    xp = get_backend(A, B)
     A, B = _check_pair(A, B, "A", "B", xp)
     # the inner products, their scale, the cosines, the bracket and the result
     check_gram_memory("arccos_kernel", _broadcast_batch(A.shape[:-2], B.shape[:-2]), A.shape[-2], B.shape[-2], 5, xp)
@@ -124,7 +125,7 @@ def _kernel_gradient_sum(A, B, v, norm_a, norm_b, angle_terms, xp):
 
 def _check_network(W, c, W_star, c_star):
     """Validated (xp, W, c, W*, c*): matching d, c of shape (..., m), c* of shape (..., m*)."""
-    xp = _inputs.xp_of(W, c, W_star, c_star)
+    xp = get_backend(W, c, W_star, c_star)
     W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
     c = _inputs.output_weights(c, W, "c", "W", xp)
     c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...backend import stacked_eigh
+from ...backend import get_backend, stacked_eigh
 from . import _inputs
 from .kernel import _broadcast_batch, _check_pair, _kernel, _quadratic_form, check_gram_memory
 
@@ -61,7 +61,7 @@ def rkhs_projection_norms(W, W_star, c_star):
     ProjectionNorms
         ``(inside, outside)``, both ≥ 0, arrays of the batch shape.
     """
-    xp = _inputs.xp_of(W, W_star, c_star)
+    xp = get_backend(W, W_star, c_star)
     W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
     c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
     m, m_star = W.shape[-2], W_star.shape[-2]

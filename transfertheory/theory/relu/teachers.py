@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ... import params as P
-from ...backend import to_device
+from ...backend import get_backend, to_device
 from ..._validation import Interval, as_generator
 from . import _inputs
 
@@ -73,7 +73,7 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
     rng : int seed >= 0, numpy.random.Generator or SeedSequence
         Source of the random subsets (drawn on the host).
     """
-    xp = _inputs.xp_of(W_star, c_star)
+    xp = get_backend(W_star, c_star)
     W_star = _inputs.weights(W_star, "W_star", xp)
     c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
     m_star = W_star.shape[-2]
