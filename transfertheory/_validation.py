@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Interval", "as_real_array", "finite_real_array", "check_broadcast", "as_generator",
-           "root_seed", "scalar_or_array", "trusted"]
+           "root_seed", "scalar_or_array"]
 
 _CLOSED = ("both", "left", "right", "neither")
 
@@ -173,12 +173,6 @@ def root_seed(seed, name: str = "seed") -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**63))
     return _integer_seed(seed, name)
-
-
-def trusted(*values) -> tuple:
-    """``values`` as float arrays, unchecked: the ``validate=False`` path of a public function, whose caller has
-    validated them already (a public function validates its input once; the kernels it calls trust it)."""
-    return tuple(np.asarray(v, dtype=float) for v in values)
 
 
 def scalar_or_array(result: np.ndarray, *inputs):
