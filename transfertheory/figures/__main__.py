@@ -214,9 +214,8 @@ def main(argv=None):
     folders = [out, out.parent] if out.name == PAPER and (out.parent / README).is_file() else [out]
     try:
         readmes = [write_readme(folder) for folder in folders]
-    except OSError as err:
-        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
-        return EXIT_UNWRITABLE
+    except OSError as err:  # entry_point: one line, exit 1
+        raise cli_support.CommandLineError(f"cannot write to {args.out}: {err}", EXIT_UNWRITABLE) from None
     print("runtimes: " + ", ".join(f"{name} {t:.1f} s" for name, t in runtimes.items())
           + f"; wrote {', '.join(map(str, readmes))}")
     return EXIT_OK

@@ -311,14 +311,13 @@ class Store:
             return None, "removed"
         key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         cached = self._checked.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1:]
-        result = self._read_identity(path)
-        self._checked[path] = (key, *result)
-        return result
+        if cached is None or cached[0] != key:
+            self._checked[path] = cached = (key, *self._read_identity(path))
+        return cached[1:]
 
     @staticmethod
     def _read_identity(path: Path):
+        """(metadata, why not a point file or None) of ``path``, read from its Parquet footer."""
         if not path.is_file():
             return None, "foreign: not a regular file"
         try:
