@@ -335,11 +335,10 @@ def require_writable(exit_code, *, folders=(), files=()):
 def process_alive(pid) -> bool:
     """Whether process ``pid`` runs on this machine (another user's included)."""
     try:
-        os.kill(pid, 0)
+        with contextlib.suppress(PermissionError):  # another user's
+            os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
     return True
 
 

@@ -187,6 +187,8 @@ class Store:
 
     @staticmethod
     def _atomic_write(path: Path, write):
+        """``write(temporary path)``, then the temporary renamed onto ``path`` (its folder created if missing)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = C.temporary_name(path)
         try:
             write(tmp)
@@ -197,7 +199,6 @@ class Store:
     def write_point(self, pid, table: pd.DataFrame, metadata: dict):
         """Store the rows of point ``pid`` atomically (the caller holds its claim), with ``metadata`` (JSON) and
         the point file's identity in the file's key–value metadata, and drop its failure record, if any."""
-        self.points.mkdir(parents=True, exist_ok=True)
         arrow = pa.Table.from_pandas(table, preserve_index=False)
         identity = dict(format=POINT_FORMAT, store_version=STORE_VERSION, point_id=pid)
         arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
@@ -208,8 +209,6 @@ class Store:
     def write_failure(self, pid, record: dict, traceback_text: str):
         """Record that point ``pid`` raised (the caller holds its claim): ``record`` as JSON, the traceback in
         ``logs/``."""
-        self.failed.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{pid}.log"
         self._atomic_write(log, lambda tmp: tmp.write_text(traceback_text, encoding="utf-8"))
         body = json.dumps({**record, "log": str(log)}, indent=1, default=str)
@@ -227,10 +226,8 @@ class Store:
     def add_to_manifest(self, entries: dict):
         """Merge ``entries`` (point_id → description) into ``manifest.json`` (under its claim: two runs adding
         their points at once keep both)."""
-        self.meta.mkdir(parents=True, exist_ok=True)
         with self.claim("manifest", wait=True):
-            manifest = {**self.manifest(), **entries}
-            body = json.dumps(manifest, sort_keys=True, default=str)
+            body = json.dumps({**self.manifest(), **entries}, sort_keys=True, default=str)
             self._atomic_write(self.meta / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
 
     def quarantine_file(self, path: Path) -> Path:
