@@ -386,15 +386,12 @@ def _totals_line(records, profile, elapsed) -> str:
 
 def _write(records, json_path, csv_path):
     """The records as JSON (a list of objects) and CSV (one row each, ``params`` as JSON), written atomically."""
-    if not (json_path or csv_path):
-        return
-    import pandas as pd
-
     with cli_support.staged_files() as stage:
         if json_path:
-            with open(stage(json_path), "w", encoding="utf-8") as fh:
-                json.dump(records, fh, indent=1, ensure_ascii=False)
+            stage(json_path).write_text(json.dumps(records, indent=1, ensure_ascii=False), encoding="utf-8")
         if csv_path:
+            import pandas as pd
+
             table = pd.DataFrame(records, columns=list(records[0]) if records else list(audit_table.COLUMNS))
             table["params"] = [json.dumps(r["params"]) for r in records]
             table.to_csv(stage(csv_path), index=False, lineterminator="\r\n")

@@ -179,12 +179,9 @@ def entry_point(main):
         except KeyboardInterrupt as stop:
             print(interrupt_line(stop), file=sys.stderr, flush=True)
             return exit_code_of(stop)
-        except CommandLineError as err:
+        except (CommandLineError, MemoryLimitError) as err:
             print(f"error: {err}", file=sys.stderr)
-            return err.exit_code
-        except MemoryLimitError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return EXIT_MEMORY
+            return getattr(err, "exit_code", EXIT_MEMORY)  # (a MemoryLimitError has none)
         except Exception as err:  # a bug: one line, the traceback kept in a file for the report
             print(f"error: internal error, {type(err).__name__}: {err} (a bug in transfertheory; the traceback is in "
                   f"{_traceback_file(main.__module__)})", file=sys.stderr)
@@ -327,8 +324,8 @@ def require_writable(exit_code, *, folders=(), files=()):
         if path is not None:
             real = os.path.realpath(path)
             if real in seen:
-                other = seen[real]
-                raise CommandLineError(f"{other} and {flag} name the same file {path}: give each its own", exit_code)
+                raise CommandLineError(f"{seen[real]} and {flag} name the same file {path}: give each its own",
+                                       exit_code)
             seen[real] = flag
 
 

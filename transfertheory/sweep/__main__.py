@@ -128,9 +128,7 @@ def _run(args):
 def _store(path):
     from .store import Store
 
-    store = Store(path)
-    store.require()  # NotAStoreError (a ValueError): one line, exit 2
-    return store
+    return Store(path).require()  # NotAStoreError (a ValueError): one line, exit 2
 
 
 def _listed(kind, paths, limit=20):

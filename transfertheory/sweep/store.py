@@ -92,9 +92,7 @@ class NotAStoreError(ValueError):
 def read_store(path) -> pd.DataFrame:
     """The tidy table of every completed point of the store at ``path`` — the store's own point files only, each
     once (:meth:`Store.table`); a :class:`NotAStoreError` naming ``path`` if it is not a store."""
-    store = Store(path)
-    store.require()
-    return store.table()
+    return Store(path).require().table()
 
 
 @dataclass
@@ -139,8 +137,9 @@ class Store:
     def is_store(self) -> bool:
         return (self.meta / "store.json").is_file() or (self.meta / "manifest.json").is_file()
 
-    def require(self):
-        """A :class:`NotAStoreError` (one line naming the folder) unless ``root`` is a store of this version."""
+    def require(self) -> "Store":
+        """This store; a :class:`NotAStoreError` (one line naming the folder) unless ``root`` is a store of this
+        version."""
         if not self.root.is_dir():
             raise NotAStoreError(f"no store at {self.root}")
         if not self.is_store():
@@ -154,6 +153,7 @@ class Store:
             if found["version"] > STORE_VERSION:
                 raise NotAStoreError(f"{self.root}: a store of version {found['version']}, written by a newer "
                                      f"transfertheory (this one reads up to {STORE_VERSION})")
+        return self
 
     def check_usable(self):
         """A :class:`NotAStoreError` unless ``root`` is a store of this version, or an empty or absent folder
