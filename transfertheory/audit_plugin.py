@@ -366,10 +366,9 @@ def _error_record(config, claim_id, report):
     """The record of a claim test that failed without reporting its outcome (an error outside the check)."""
     from . import claims
 
-    claim = claims.get_claim(claim_id)
     why = (report.longreprtext.strip().splitlines() or ["the test failed outside the check"])[-1]
     error = claims.PointOutcome({}, claims.ERROR, None, report.duration, why)
-    outcome = claims.Outcome(claim, config.getoption("claims_profile"), claims.ERROR, report.duration, (error,), error)
+    outcome = claims.judge(claim_id, config.getoption("claims_profile"), (error,), report.duration)
     return json.loads(json.dumps(audit_table.outcome_record(outcome), default=str))
 
 
