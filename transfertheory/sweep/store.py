@@ -399,8 +399,7 @@ class Store:
 
     def has(self, pid) -> bool:
         """Whether point ``pid`` has a valid point file."""
-        path = self.points / f"{pid}.parquet"
-        return path.is_file() and self._why_not(path) is None
+        return self._why_not(self.points / f"{pid}.parquet") is None  # (a missing file is "removed")
 
     def _rows(self, pid) -> pa.Table:
         path = self.points / f"{pid}.parquet"
