@@ -161,9 +161,8 @@ def pytest_args(args, backend, workers=None, audit=True) -> list[str]:
     argv += [str(a) for flag, value in options.items() if value is not None for a in (flag, value)]
     if args.list or not audit:
         return argv + ["--collect-only"]
-    if _store(args) is not None:
-        engine = [] if args.workers is None else ["--claims-engine-workers", str(args.workers)]
-        return argv + engine
+    if _store(args) is not None:  # the engine's own workers
+        return argv + ([] if args.workers is None else ["--claims-engine-workers", str(args.workers)])
     workers = workers or (available_cores() if args.workers is None else args.workers)
     return argv + ([] if workers == 1 else ["-p", "xdist.plugin", "-n", str(workers), "--dist", "loadgroup"])
 
