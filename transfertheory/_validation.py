@@ -84,12 +84,17 @@ def _holds_bool(value) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
+def _array_or_none(value, xp=np):
+    """``xp.asarray(value)``, or None for what makes no array (a ragged nested sequence)."""
+    try:
+        return xp.asarray(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def as_real_array(value, name: str) -> np.ndarray:
     """``value`` as a float array; ValueError naming ``name`` for non-numbers (bool, str, None, complex) and NaN."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):  # ragged nested sequences
-        arr = None
+    arr = _array_or_none(value)
     if arr is not None and arr.dtype == object and any(type(v) is int for v in np.ravel(arr)):
         raise ValueError(f"{name}: an integer must be below 2**64 (a real number can be written 1e20), got {value!r}")
     if arr is None or arr.dtype.kind not in "iuf" or _holds_bool(value):
@@ -105,10 +110,7 @@ def finite_real_array(value, name: str, shape: str, xp=np):
     dtype kept), every entry finite. A ValueError naming ``name`` and the expected ``shape`` (text, e.g. ``(n, d)``)
     for booleans, strings and objects; one naming ``name`` for NaN or inf. The checks run where the array lives:
     only their verdicts travel to the host."""
-    try:
-        arr = xp.asarray(value)
-    except (TypeError, ValueError):  # ragged nested sequences
-        arr = None
+    arr = _array_or_none(value, xp)
     if arr is None or arr.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be a real array of shape {shape}, got "
                          + (repr(value) if arr is None else f"dtype {arr.dtype}"))

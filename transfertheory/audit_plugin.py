@@ -366,10 +366,9 @@ def _error_record(config, claim_id, report):
     """The record of a claim test that failed without reporting its outcome (an error outside the check)."""
     from . import claims
 
-    claim = claims.get_claim(claim_id)
     why = (report.longreprtext.strip().splitlines() or ["the test failed outside the check"])[-1]
     error = claims.PointOutcome({}, claims.ERROR, None, report.duration, why)
-    outcome = claims.Outcome(claim, config.getoption("claims_profile"), claims.ERROR, report.duration, (error,), error)
+    outcome = claims.judge(claim_id, config.getoption("claims_profile"), (error,), report.duration)
     return json.loads(json.dumps(audit_table.outcome_record(outcome), default=str))
 
 
@@ -386,15 +385,12 @@ def _totals_line(records, profile, elapsed) -> str:
 
 def _write(records, json_path, csv_path):
     """The records as JSON (a list of objects) and CSV (one row each, ``params`` as JSON), written atomically."""
-    if not (json_path or csv_path):
-        return
-    import pandas as pd
-
     with cli_support.staged_files() as stage:
         if json_path:
-            with open(stage(json_path), "w", encoding="utf-8") as fh:
-                json.dump(records, fh, indent=1, ensure_ascii=False)
+            stage(json_path).write_text(json.dumps(records, indent=1, ensure_ascii=False), encoding="utf-8")
         if csv_path:
+            import pandas as pd
+
             table = pd.DataFrame(records, columns=list(records[0]) if records else list(audit_table.COLUMNS))
             table["params"] = [json.dumps(r["params"]) for r in records]
             table.to_csv(stage(csv_path), index=False, lineterminator="\r\n")

@@ -8,9 +8,9 @@ One mechanism per concern, so that every command line behaves the same:
   the signal's number (:data:`EXIT_INTERRUPTED` 130, :data:`EXIT_TERMINATED` 143, :data:`EXIT_HANGUP` 129, the
   shell's convention), never a traceback; an interrupt that lands where Python drops exceptions (a
   garbage-collector or weakref callback) is sent again.
-* **Memory limit** — :func:`entry_point` checks ``TRANSFERTHEORY_MAX_MEMORY`` before the command starts, with the
-  parser of ``--max-memory`` (:func:`transfertheory._memory.parse_memory`): a bad value is one line and exit
-  status :data:`EXIT_USAGE` (2).
+* **Memory limit** — :func:`add_memory_argument` adds ``--max-memory SIZE``; :func:`entry_point` checks
+  ``TRANSFERTHEORY_MAX_MEMORY`` before the command starts, with the parser of ``--max-memory``
+  (:func:`transfertheory._memory.parse_memory`): a bad value is one line and exit status :data:`EXIT_USAGE` (2).
 * **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
   environment variable ``TRANSFERTHEORY_BACKEND`` decides. :func:`backend_choice` checks the name (flag or
   variable) before any work and :func:`resolve_backend` loads it; an unknown name, or ``cupy`` without a usable
@@ -35,7 +35,8 @@ One mechanism per concern, so that every command line behaves the same:
   without the finalization's garbage-collector passes over the objects the process leaves (≈ 0.1 s with matplotlib).
 
 This module imports nothing of the package but :mod:`transfertheory.backend` and the foundation modules
-:mod:`transfertheory._memory`, :mod:`transfertheory.threads` and :mod:`transfertheory.processes`, so that the
+:mod:`transfertheory._memory`, :mod:`transfertheory.params`, :mod:`transfertheory.threads` and
+:mod:`transfertheory.processes`, so that the
 command lines (``verify``, ``phase_diagram``, ``figures``), the figure writers, the sweep store (``process_alive``)
 and the benchmarks can all use it.
 """
@@ -54,9 +55,11 @@ from pathlib import Path
 
 from ._memory import ENV_VAR as MEMORY_VAR
 from ._memory import MemoryLimitError, parse_memory
+from ._memory import arg_type as memory_arg_type
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
                       check_backend_name)
 from .backend import resolve_backend as load_array_module
+from .params import PROFILE_NAMES
 from .processes import exit_code_of, in_workers, interrupt_line, start_order, stop_signals_raise, worker_count
 from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads
 
@@ -71,6 +74,7 @@ __all__ = [
     "exit_status_epilog",
     "entry_point",
     "exit_process",
+    "add_memory_argument",
     "add_backend_argument",
     "backend_choice",
     "resolve_backend",
@@ -79,6 +83,7 @@ __all__ = [
     "require_writable",
     "staged_files",
     "os_error_line",
+    "add_profile_arguments",
     "add_workers_argument",
     "worker_count",
     "task_groups",
@@ -174,12 +179,9 @@ def entry_point(main):
         except KeyboardInterrupt as stop:
             print(interrupt_line(stop), file=sys.stderr, flush=True)
             return exit_code_of(stop)
-        except CommandLineError as err:
+        except (CommandLineError, MemoryLimitError) as err:
             print(f"error: {err}", file=sys.stderr)
-            return err.exit_code
-        except MemoryLimitError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return EXIT_MEMORY
+            return getattr(err, "exit_code", EXIT_MEMORY)  # (a MemoryLimitError has none)
         except Exception as err:  # a bug: one line, the traceback kept in a file for the report
             print(f"error: internal error, {type(err).__name__}: {err} (a bug in transfertheory; the traceback is in "
                   f"{_traceback_file(main.__module__)})", file=sys.stderr)
@@ -210,6 +212,16 @@ def exit_process(code):
 
     gc.freeze()
     sys.exit(code)
+
+
+def add_memory_argument(parser, what="simulations",
+                        over=f"a simulation estimated above it exits with code {EXIT_MEMORY} before it starts"):
+    """``--max-memory SIZE`` (bytes, or 512M, 64G, …): the memory limit of this run's ``what``, what happens ``over``
+    it (the command applies it with :func:`transfertheory._memory.set_limit`, which sets
+    ``TRANSFERTHEORY_MAX_MEMORY``)."""
+    parser.add_argument("--max-memory", type=memory_arg_type, default=None, metavar="SIZE",
+                        help=f"memory the {what} may use, e.g. 64G (default: ${MEMORY_VAR}, else the memory "
+                        f"available); {over}")
 
 
 def add_backend_argument(parser, help_text="array backend of the simulations"):
@@ -312,19 +324,18 @@ def require_writable(exit_code, *, folders=(), files=()):
         if path is not None:
             real = os.path.realpath(path)
             if real in seen:
-                other = seen[real]
-                raise CommandLineError(f"{other} and {flag} name the same file {path}: give each its own", exit_code)
+                raise CommandLineError(f"{seen[real]} and {flag} name the same file {path}: give each its own",
+                                       exit_code)
             seen[real] = flag
 
 
 def process_alive(pid) -> bool:
     """Whether process ``pid`` runs on this machine (another user's included)."""
     try:
-        os.kill(pid, 0)
+        with contextlib.suppress(PermissionError):  # another user's
+            os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -386,6 +397,15 @@ def staged_files():
     finally:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
+
+
+def add_profile_arguments(parser, quick, full, paper):
+    """``--quick`` (the default), ``--full`` or ``--paper``, one of them: the size profile ``args.profile``; the
+    arguments are their help texts."""
+    size = parser.add_mutually_exclusive_group()
+    for name, text in zip(PROFILE_NAMES, (quick, full, paper)):
+        size.add_argument(f"--{name}", dest="profile", action="store_const", const=name, help=text)
+    parser.set_defaults(profile=PROFILE_NAMES[0])
 
 
 def add_workers_argument(parser, what):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import re
 
-from ._memory import set_limit
 from .cli_support import add_backend_argument, entry_point, exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
@@ -175,7 +174,6 @@ def main(argv=None):
     _validate(parser, args)
     backend = cli.check_before_work(args, simulates=args.simulate)
     timer = cli.Timer()
-    set_limit(args.max_memory)
     if args.spectrum is not None:
         from .figures import faf_aniso
 

@@ -29,8 +29,8 @@ import threading
 
 from .threads import WORKERS, available_cores, blas_threads, threads_per_worker
 
-__all__ = ["STOP_SIGNALS", "STOP_GRACE", "Interrupted", "exit_code_of", "interrupt_line", "stop_signals_raise",
-           "worker_count", "start_order", "completed_in_workers", "in_workers"]
+__all__ = ["STOP_SIGNALS", "STOP_GRACE", "Interrupted", "exit_code_of", "interrupt_line", "stop_signals_to",
+           "stop_signals_raise", "worker_count", "start_order", "completed_in_workers", "in_workers"]
 
 #: the signals answered like Ctrl-C
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -66,7 +66,7 @@ def _raise_interrupted(signum, frame):
 
 
 @contextlib.contextmanager
-def _stop_signals_to(handler):
+def stop_signals_to(handler):
     """While the block runs in the main thread, SIGINT, SIGTERM and SIGHUP go to ``handler``, but a signal ignored
     before stays ignored; the earlier handlers come back afterwards (elsewhere than in the main thread: nothing)."""
     if threading.current_thread() is not threading.main_thread():
@@ -86,12 +86,12 @@ def _stop_signals_to(handler):
 def stop_signals_raise():
     """While the block runs in the main thread, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (module
     docstring); a signal ignored before stays ignored, and the earlier handlers come back afterwards."""
-    return _stop_signals_to(_raise_interrupted)
+    return stop_signals_to(_raise_interrupted)
 
 
 def _stop_signals_ignored():
     """While the block runs (stopping the workers), a second stop signal does not cut the cleaning short."""
-    return _stop_signals_to(signal.SIG_IGN)
+    return stop_signals_to(signal.SIG_IGN)
 
 
 def worker_count(requested, tasks) -> int:

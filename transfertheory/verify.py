@@ -30,18 +30,16 @@ unusable; 130 after Ctrl-C (SIGINT), 128 + the signal's number after SIGTERM (14
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from . import _memory, cli_support
 from .audit_table import COLUMNS, format_table, outcome_record, table_width
 from .params import DRAWS, SEED
-from .processes import Interrupted, interrupt_line
+from .processes import Interrupted, stop_signals_to
 from .threads import available_cores
 
 __all__ = ["COLUMNS", "build_parser", "main", "outcome_record", "format_table", "pytest_args"]
@@ -63,12 +61,9 @@ def build_parser():
             "claim runs), "
             "hypothesis missing, or backend unknown or unusable", "128+N after signal N (SIGTERM 143, SIGHUP 129; 141: stdout closed)"),
     )
-    size = parser.add_mutually_exclusive_group()
-    for name, text in (("quick", "CI size, CPU, seconds per claim (default)"), ("full", "d = 64-100"),
-                       ("paper", "the paper's size, d = 500 (GPU recommended); simulation and Monte Carlo claims through the "
-                        "sweep engine: resumable, --workers, --scheduler")):
-        size.add_argument(f"--{name}", dest="profile", action="store_const", const=name, help=text)
-    parser.set_defaults(profile="quick")
+    cli_support.add_profile_arguments(parser, "CI size, CPU, seconds per claim (default)", "d = 64-100",
+                                      "the paper's size, d = 500 (GPU recommended); simulation and Monte Carlo claims "
+                                      "through the sweep engine: resumable, --workers, --scheduler")
     parser.add_argument("-k", dest="pattern", metavar="EXPRESSION",
                         help="pytest's -k: only claims whose id, source or method match the keyword EXPRESSION "
                         "(e.g. 'faf.thm3 and not finite'); a glob on the id if it has * ? [")
@@ -83,9 +78,7 @@ def build_parser():
                         help="no progress bar (and, when stdout is not a terminal, no progress lines)")
     cli_support.add_backend_argument(parser, help_text="array backend of the simulation claims (without it and "
                                      "the variable: the profile's, NumPy for --quick, auto otherwise)")
-    parser.add_argument("--max-memory", type=_memory.arg_type, metavar="SIZE",
-                        help=f"memory the checks may use, e.g. 64G (default: ${_memory.ENV_VAR}, else the memory "
-                        "available); a check estimated above it is an ERROR naming its sizes")
+    cli_support.add_memory_argument(parser, "checks", "a check estimated above it is an ERROR naming its sizes")
     cli_support.add_workers_argument(parser, "claims (with the sweep engine: its points; default there: the cores)")
     sweep = parser.add_argument_group(
         "sweep engine (simulation and Monte Carlo claims: resumable, parallel, distributed; docs/sweeps.md)")
@@ -168,32 +161,24 @@ def pytest_args(args, backend, workers=None, audit=True) -> list[str]:
     argv += [str(a) for flag, value in options.items() if value is not None for a in (flag, value)]
     if args.list or not audit:
         return argv + ["--collect-only"]
-    if _store(args) is not None:
-        engine = [] if args.workers is None else ["--claims-engine-workers", str(args.workers)]
-        return argv + engine
+    if _store(args) is not None:  # the engine's own workers
+        return argv + ([] if args.workers is None else ["--claims-engine-workers", str(args.workers)])
     workers = workers or (available_cores() if args.workers is None else args.workers)
     return argv + ([] if workers == 1 else ["-p", "xdist.plugin", "-n", str(workers), "--dist", "loadgroup"])
 
 
-@contextlib.contextmanager
 def _signals_stop_pytest(received):
     """While pytest runs: SIGINT, SIGTERM and SIGHUP stop it as Ctrl-C does (pytest's KeyboardInterrupt ends the
     session and the xdist workers); the first signal's number is appended to ``received`` (exit status 128 + it),
-    later ones are ignored so that the workers' teardown finishes. Only the main thread handles signals."""
+    later ones are ignored so that the workers' teardown finishes. Only the main thread handles signals, and a
+    signal ignored before stays ignored (:func:`~transfertheory.processes.stop_signals_to`)."""
 
     def handle(signum, frame):
         if not received:
             received.append(signum)
             raise KeyboardInterrupt
 
-    names = ("SIGINT", "SIGTERM", "SIGHUP") if threading.current_thread() is threading.main_thread() else ()
-    previous = {number: signal.signal(number, handle) for number in (getattr(signal, n) for n in names
-                                                                      if hasattr(signal, n))}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return stop_signals_to(handle)
 
 
 class _Session:
@@ -250,10 +235,8 @@ def main(argv=None):
         session.interrupted = True
     if session.config is not None and session.config.stash.get(STDOUT_CLOSED, False):
         return 128 + signal.SIGPIPE  # the reader of the table has gone: nothing to say, to nobody
-    if received or session.interrupted:
-        signum = signal.Signals((received or [signal.SIGINT])[0])
-        print(interrupt_line(Interrupted(signum)), file=sys.stderr, flush=True)
-        return 128 + signum
+    if received or session.interrupted:  # cli_support.entry_point: one line, exit 128 + the signal's number
+        raise Interrupted((received or [signal.SIGINT])[0])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         parser.error(f"no claim matches -k {args.pattern!r} in profile {args.profile}")
     if code == pytest.ExitCode.USAGE_ERROR:

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from .. import cli_support
-from .._memory import MemoryLimitError, set_limit
+from .._memory import MemoryLimitError
 from ..cli_support import add_backend_argument, entry_point
 from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, Timer, add_memory_argument,
                   add_output_arguments, check_before_work, write_and_report)
@@ -49,14 +49,10 @@ def build_parser():
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
     parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
     parser.add_argument("--all", action="store_true", help="build every registered figure")
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", dest="profile", action="store_const", const="quick",
-                      help="CPU-sized parameters (the default): each figure in seconds to minutes on 2 cores")
-    size.add_argument("--full", dest="profile", action="store_const", const="full",
-                      help="a figure's own CPU size between the two (minutes; the quick size where it gives none)")
-    size.add_argument("--paper", dest="profile", action="store_const", const="paper",
-                      help="the papers' sizes (the largest, e.g. FaF's d = 500 simulations, want a GPU: --backend cupy)")
-    parser.set_defaults(profile="quick")
+    cli_support.add_profile_arguments(
+        parser, "CPU-sized parameters (the default): each figure in seconds to minutes on 2 cores",
+        "a figure's own CPU size between the two (minutes; the quick size where it gives none)",
+        "the papers' sizes (the largest, e.g. FaF's d = 500 simulations, want a GPU: --backend cupy)")
     add_output_arguments(parser)
     add_backend_argument(parser)
     add_memory_argument(parser)
@@ -181,7 +177,6 @@ def main(argv=None):
             print(f"{name:<{width}}  {figure.title}")
         return EXIT_OK
     backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
-    set_limit(args.max_memory)
     runner = _sweep_runner(args, backend)
     if runner is not None:
         from .simulation import SWEEP_RUNNER
@@ -219,9 +214,8 @@ def main(argv=None):
     folders = [out, out.parent] if out.name == PAPER and (out.parent / README).is_file() else [out]
     try:
         readmes = [write_readme(folder) for folder in folders]
-    except OSError as err:
-        print(f"error: cannot write to {args.out}: {err}", file=sys.stderr)
-        return EXIT_UNWRITABLE
+    except OSError as err:  # entry_point: one line, exit 1
+        raise cli_support.CommandLineError(f"cannot write to {args.out}: {err}", EXIT_UNWRITABLE) from None
     print("runtimes: " + ", ".join(f"{name} {t:.1f} s" for name, t in runtimes.items())
           + f"; wrote {', '.join(map(str, readmes))}")
     return EXIT_OK

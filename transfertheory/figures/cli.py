@@ -30,7 +30,8 @@ import sys
 import time
 
 from .. import cli_support
-from ..cli_support import EXIT_BACKEND, EXIT_MEMORY, EXIT_USAGE, backend_choice, resolve_backend
+from .._memory import set_limit
+from ..cli_support import EXIT_BACKEND, EXIT_MEMORY, EXIT_USAGE, add_memory_argument, backend_choice, resolve_backend
 from ..params import Interval, Param
 
 __all__ = [
@@ -58,22 +59,15 @@ COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description=
 
 
 def check_before_work(args, simulates=True):
-    """What a figure CLI checks before computing anything: ``--out`` can be written (else exit 1) and the backend
-    name of ``--backend`` / ``TRANSFERTHEORY_BACKEND`` is known (else exit 3); with ``simulates`` the backend is also
-    loaded (CuPy without a usable GPU: exit 3). Returns the backend name when ``simulates``, else None."""
+    """What a figure CLI does before computing anything: check that ``--out`` can be written (else exit 1) and that
+    the backend name of ``--backend`` / ``TRANSFERTHEORY_BACKEND`` is known (else exit 3); with ``simulates`` load
+    the backend too (CuPy without a usable GPU: exit 3); then apply ``--max-memory``
+    (:func:`transfertheory._memory.set_limit`). Returns the backend name when ``simulates``, else None."""
     cli_support.require_writable(EXIT_UNWRITABLE, folders=[("--out", args.out)])
     backend_choice(args.backend)
-    return resolve_backend(args.backend) if simulates else None
-
-
-def add_memory_argument(parser):
-    """``--max-memory SIZE`` (bytes, or 512M, 64G, …): the simulators' memory limit for this run (it sets
-    ``TRANSFERTHEORY_MAX_MEMORY``; the CLI applies it with :func:`transfertheory._memory.set_limit`)."""
-    from .._memory import ENV_VAR, arg_type
-
-    parser.add_argument("--max-memory", type=arg_type, default=None, metavar="SIZE",
-                        help=f"memory the simulations may use, e.g. 64G (default: ${ENV_VAR}, else the memory "
-                        f"available); a simulation estimated above it exits with code {EXIT_MEMORY} before it starts")
+    backend = resolve_backend(args.backend) if simulates else None
+    set_limit(args.max_memory)
+    return backend
 
 
 def add_output_arguments(parser, fmt="both"):

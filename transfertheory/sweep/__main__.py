@@ -128,9 +128,7 @@ def _run(args):
 def _store(path):
     from .store import Store
 
-    store = Store(path)
-    store.require()  # NotAStoreError (a ValueError): one line, exit 2
-    return store
+    return Store(path).require()  # NotAStoreError (a ValueError): one line, exit 2
 
 
 def _listed(kind, paths, limit=20):
@@ -178,10 +176,8 @@ def _table(args):
         table.to_csv(sys.stdout, index=False)
         return EXIT_OK
     with cli_support.staged_files() as stage:
-        if args.out.endswith(".csv"):
-            table.to_csv(stage(args.out), index=False)
-        else:
-            table.to_parquet(stage(args.out), index=False)
+        write = table.to_csv if args.out.endswith(".csv") else table.to_parquet
+        write(stage(args.out), index=False)
     print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
     return EXIT_OK
 

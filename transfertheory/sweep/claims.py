@@ -60,13 +60,9 @@ def _open_locked(path: Path, wait: bool):
                 return None, None
             raise
         # the previous holder removes the file when it lets go: a lock on a removed file claims nothing
-        try:
-            current = os.stat(path)
-        except FileNotFoundError:
-            current = None
-        mine = os.fstat(fd)
-        if current is not None and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
-            return fd, True
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.stat(path), os.fstat(fd)):
+                return fd, True
         os.close(fd)
 
 

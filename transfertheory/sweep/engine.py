@@ -150,12 +150,11 @@ def format_seconds(seconds) -> str:
 def _pending(tasks, store: Store, retry_failed):
     """The tasks to run: not stored and not failed before; ``retry_failed`` True: only those that failed; None:
     every task not stored (failed or not)."""
-    done, failed = store.done(), store.failures()
-    if retry_failed is None:
-        return [t for t in tasks if t.pid not in done]
-    if retry_failed:
-        return [t for t in tasks if t.pid in failed and t.pid not in done]
-    return [t for t in tasks if t.pid not in done and t.pid not in failed]
+    skip = store.done()
+    if retry_failed is not None:  # True: skip every point that did not fail; False: every point that did
+        failed = set(store.failures())
+        skip |= {t.pid for t in tasks} - failed if retry_failed else failed
+    return [t for t in tasks if t.pid not in skip]
 
 
 def _local(tasks, workers):

@@ -92,9 +92,7 @@ class NotAStoreError(ValueError):
 def read_store(path) -> pd.DataFrame:
     """The tidy table of every completed point of the store at ``path`` — the store's own point files only, each
     once (:meth:`Store.table`); a :class:`NotAStoreError` naming ``path`` if it is not a store."""
-    store = Store(path)
-    store.require()
-    return store.table()
+    return Store(path).require().table()
 
 
 @dataclass
@@ -139,8 +137,9 @@ class Store:
     def is_store(self) -> bool:
         return (self.meta / "store.json").is_file() or (self.meta / "manifest.json").is_file()
 
-    def require(self):
-        """A :class:`NotAStoreError` (one line naming the folder) unless ``root`` is a store of this version."""
+    def require(self) -> "Store":
+        """This store; a :class:`NotAStoreError` (one line naming the folder) unless ``root`` is a store of this
+        version."""
         if not self.root.is_dir():
             raise NotAStoreError(f"no store at {self.root}")
         if not self.is_store():
@@ -154,6 +153,7 @@ class Store:
             if found["version"] > STORE_VERSION:
                 raise NotAStoreError(f"{self.root}: a store of version {found['version']}, written by a newer "
                                      f"transfertheory (this one reads up to {STORE_VERSION})")
+        return self
 
     def check_usable(self):
         """A :class:`NotAStoreError` unless ``root`` is a store of this version, or an empty or absent folder
@@ -187,6 +187,8 @@ class Store:
 
     @staticmethod
     def _atomic_write(path: Path, write):
+        """``write(temporary path)``, then the temporary renamed onto ``path`` (its folder created if missing)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = C.temporary_name(path)
         try:
             write(tmp)
@@ -197,7 +199,6 @@ class Store:
     def write_point(self, pid, table: pd.DataFrame, metadata: dict):
         """Store the rows of point ``pid`` atomically (the caller holds its claim), with ``metadata`` (JSON) and
         the point file's identity in the file's key–value metadata, and drop its failure record, if any."""
-        self.points.mkdir(parents=True, exist_ok=True)
         arrow = pa.Table.from_pandas(table, preserve_index=False)
         identity = dict(format=POINT_FORMAT, store_version=STORE_VERSION, point_id=pid)
         arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
@@ -208,8 +209,6 @@ class Store:
     def write_failure(self, pid, record: dict, traceback_text: str):
         """Record that point ``pid`` raised (the caller holds its claim): ``record`` as JSON, the traceback in
         ``logs/``."""
-        self.failed.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{pid}.log"
         self._atomic_write(log, lambda tmp: tmp.write_text(traceback_text, encoding="utf-8"))
         body = json.dumps({**record, "log": str(log)}, indent=1, default=str)
@@ -227,10 +226,8 @@ class Store:
     def add_to_manifest(self, entries: dict):
         """Merge ``entries`` (point_id → description) into ``manifest.json`` (under its claim: two runs adding
         their points at once keep both)."""
-        self.meta.mkdir(parents=True, exist_ok=True)
         with self.claim("manifest", wait=True):
-            manifest = {**self.manifest(), **entries}
-            body = json.dumps(manifest, sort_keys=True, default=str)
+            body = json.dumps({**self.manifest(), **entries}, sort_keys=True, default=str)
             self._atomic_write(self.meta / "manifest.json", lambda tmp: tmp.write_text(body, encoding="utf-8"))
 
     def quarantine_file(self, path: Path) -> Path:
@@ -311,14 +308,13 @@ class Store:
             return None, "removed"
         key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         cached = self._checked.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1:]
-        result = self._read_identity(path)
-        self._checked[path] = (key, *result)
-        return result
+        if cached is None or cached[0] != key:
+            self._checked[path] = cached = (key, *self._read_identity(path))
+        return cached[1:]
 
     @staticmethod
     def _read_identity(path: Path):
+        """(metadata, why not a point file or None) of ``path``, read from its Parquet footer."""
         if not path.is_file():
             return None, "foreign: not a regular file"
         try:
@@ -403,8 +399,7 @@ class Store:
 
     def has(self, pid) -> bool:
         """Whether point ``pid`` has a valid point file."""
-        path = self.points / f"{pid}.parquet"
-        return path.is_file() and self._why_not(path) is None
+        return self._why_not(self.points / f"{pid}.parquet") is None  # (a missing file is "removed")
 
     def _rows(self, pid) -> pa.Table:
         path = self.points / f"{pid}.parquet"
