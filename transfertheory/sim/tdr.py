@@ -61,7 +61,7 @@ from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, convergence_columns
 from .integrator import (SOLVERS, ErrorController, FlowResult, FlowSettings, FlowStats, GradientDescent, RaggedBatch,
                          integrate_gradient_flow, rkc_stability_bound)
-from .records import Experiment, Field, flow_arguments, flow_fields
+from .records import Experiment, Field, checked, flow_arguments, flow_fields
 from .seeding import generator
 from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
 
@@ -91,8 +91,7 @@ def initial_weights(width, d, draws, *, kappa=FIELDS["kappa"].default, symmetric
     guard's limit (:mod:`transfertheory._memory`); the draws·m·(d + 1) floats are refused before drawing when they
     exceed it.
     """
-    width, draws, kappa = (FIELDS[name].check(value) for name, value in
-                           (("width", width), ("draws", draws), ("kappa", kappa)))
+    width, draws, kappa = checked(FIELDS, width=width, draws=draws, kappa=kappa).values()
     d, seed = P.D.scalar(d), root_seed(seed)
     if symmetric and width % 2:
         raise ValueError(f"width must be even with symmetric=True, got {width}")
@@ -400,7 +399,7 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].defau
     """
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
     widths = [int(m) for m in FIELDS["width"].param.sequence(widths, "widths")]
-    draws, kappa = FIELDS["draws"].check(draws), FIELDS["kappa"].check(kappa)
+    draws, kappa = checked(FIELDS, draws=draws, kappa=kappa).values()
     seed, flow = root_seed(seed), TRAINING_FLOW.overridden(flow, "flow")
     if symmetric and any(m % 2 for m in widths):
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")

@@ -26,7 +26,7 @@ from ..._validation import Interval, root_seed
 from ...backend import backend_name, resolve_backend, to_device
 from ...theory import merlin as M
 from ..convergence import convergence_columns
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
@@ -89,8 +89,7 @@ def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
 
 
 def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
-    s = {name: FIELDS[name].check(value) for name, value in dict(d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha,
-                                                                 rho=rho, ridge=ridge, splits=splits).items()}
+    s = checked(FIELDS, d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha, rho=rho, ridge=ridge, splits=splits)
     if s["k"] > s["d"]:
         raise ValueError(f"k must be an integer in [2, d] = [2, {s['d']}], got {k}")
     n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets")]

@@ -33,7 +33,7 @@ from ... import params as P
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
 from ..integrator import flow_state_bytes
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import NetworkShape, init_parameters
 from .training import TRAINING_FLOW, adapted_predictions, train, training_flow
@@ -118,8 +118,7 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     above the limit is refused with a ValueError before any work.
     """
     widths = [int(h) for h in FIELDS["width"].param.sequence(widths, "widths")]
-    draws, lam_tau, lam_tau_hat = (FIELDS[name].check(value) for name, value in
-                                   (("draws", draws), ("lam_tau", lam_tau), ("lam_tau_hat", lam_tau_hat)))
+    draws, lam_tau, lam_tau_hat = checked(FIELDS, draws=draws, lam_tau=lam_tau, lam_tau_hat=lam_tau_hat).values()
     flow = training_flow(problem.labels, None, rtol=STUDY_FLOW.rtol).overridden(flow, "flow")
     seed = root_seed(seed)
     if test not in range(len(problem.support)):
