@@ -33,7 +33,7 @@ from ...theory.methods import get_method
 from ...theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
 from ...theory.spectra import spectrum as parse_spectrum
 from ..convergence import Convergence, convergence_columns
-from ..integrator import FlowSettings, flow_state_bytes
+from ..integrator import FlowSettings, count, flow_state_bytes
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
@@ -77,8 +77,7 @@ def _grid(field, values, name):
 
 # the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
-_CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
-                      description="target draws per batched integration")
+_CHUNK_SIZE = count("chunk_size", "target draws per batched integration")
 
 
 # --------------------------------------------------------------------------- plan

@@ -22,10 +22,11 @@ import pandas as pd
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, root_seed
+from ..._validation import root_seed
 from ...backend import backend_name, resolve_backend, to_device
 from ...theory import merlin as M
 from ..convergence import convergence_columns
+from ..integrator import count, positive
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from . import algorithms as A
@@ -40,24 +41,16 @@ ROW_KEYS = ("algorithm", "n_t", "draw")
 RECOVERY_LOSS = 1e-3
 
 
-def _count(name, description):
-    return P.Param(name, Interval(1, np.inf, "left"), integer=True, description=description)
-
-
-def _positive(name):
-    return P.Param(name, Interval(0, np.inf, "neither"))
-
-
 #: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :data:`MERLIN`) by name:
 #: each one's range and default
 FIELDS = {f.name: f for f in (
-    Field("d", 12, P.D), Field("m", 2, _count("m", "hidden width")),
+    Field("d", 12, P.D), Field("m", 2, count("m", "hidden width")),
     Field("k", 3, M.SOURCE_K), Field("n_t", 8, P.N), Field("lam", 0.1, M.LAM_POS), Field("draws", 8, P.DRAWS),
     Field("algorithms", ("finetune", "joint", "target_only", "merlin"), choices=ALGORITHMS, sequence=True),
-    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
-    Field("ridge", A.MERLIN_RIDGE, _positive("ridge")),
-    Field("splits", A.MERLIN_SPLITS, _count("splits", "train/validation splits S")),
-    Field("restarts", A.merlin_restarts(3), _count("restarts", "restarts per draw")))}
+    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, positive("rho")),
+    Field("ridge", A.MERLIN_RIDGE, positive("ridge")),
+    Field("splits", A.MERLIN_SPLITS, count("splits", "train/validation splits S")),
+    Field("restarts", A.merlin_restarts(3), count("restarts", "restarts per draw")))}
 
 
 def target_sets(n_t, d, draws, seed):
