@@ -66,19 +66,16 @@ def _starts(seed, algorithm, n_t) -> np.random.Generator:
     return generator(seed, 2, ALGORITHMS.index(algorithm), n_t)
 
 
-def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
+def _rows(algorithm, n_t, outcome: A.Outcome, **extra) -> pd.DataFrame:
     top, share, coords = A.feature_usage(outcome.params["phi"])
-    frame = pd.DataFrame({
+    return pd.DataFrame({
         "algorithm": algorithm, "n_t": n_t, "draw": np.arange(outcome.target_loss.size),
         "target_loss": outcome.target_loss, "objective": outcome.objective,
         "top_coord": top, "top_share": share, "coords": coords,
         "recovered": (outcome.target_loss <= RECOVERY_LOSS) & (top == 1),
         "restarts_needed": outcome.restarts_needed, "restarts_at_best": outcome.restarts_at_best,
-        **convergence_columns(outcome.convergence),
+        **convergence_columns(outcome.convergence), **extra,
     })
-    for name, value in (extra or {}).items():
-        frame[name] = value
-    return frame
 
 
 def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
@@ -183,10 +180,10 @@ def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
     """Head-only (and full) fine-tuning of the pre-trained networks on one target set per draw."""
     head = A.finetune_head(pre.params["phi"], X, y, lam, flow=flow)
     extra = {"pretrain_status": pre.status, "pretrain_restarts_needed": pre.restarts_needed}
-    frames = [_rows("finetune", n_t, head, extra)] if "finetune" in algorithms else []
+    frames = [_rows("finetune", n_t, head, **extra)] if "finetune" in algorithms else []
     if "finetune_full" in algorithms:
         frames.append(_rows("finetune_full", n_t, A.finetune_full(head.head, pre.params["phi"], X, y, lam, flow=flow),
-                            extra))
+                            **extra))
     for frame in frames:
         frame["converged"] &= pre.converged
     return frames
