@@ -16,17 +16,14 @@ passes its factor as ``time_scale``.
 """
 from __future__ import annotations
 
-import math
-
 from .. import params as P
-from .._validation import Interval
-from .integrator import FlowSettings
+from .integrator import FlowSettings, count, positive
 
 __all__ = ["paper_gradient_descent", "faf_linear_gradient_descent", "faf_relu_gradient_descent", "flow_time"]
 
-_RATE = P.Param("learning_rate", Interval(0, math.inf, "neither"), description="the paper's learning rate η")
-_STEPS = P.Param("steps", Interval(1, math.inf, "left"), integer=True, description="gradient-descent steps")
-_SCALE = P.Param("time_scale", Interval(0, math.inf, "neither"), description="the simulator's time rescaling")
+_RATE = positive("learning_rate", "the paper's learning rate η")
+_STEPS = count("steps", "gradient-descent steps")
+_SCALE = positive("time_scale", "the simulator's time rescaling")
 #: the package's loss is half the paper's (FaF Eqs. 4–5 have no ½)
 LOSS_RATIO = 0.5
 

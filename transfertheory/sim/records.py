@@ -27,7 +27,7 @@ from .integrator import SCHEMES, SETTING_RANGES, FlowSettings
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Field", "Experiment", "flow_fields", "flow_arguments"]
+__all__ = ["Field", "Experiment", "checked", "flow_fields", "flow_arguments"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,12 @@ class Field:
         if not items:
             raise ValueError(f"{self.name} must be {self.range_text()}, got an empty list")
         return tuple(self._item(v) for v in items)
+
+
+def checked(fields: Mapping, **values) -> dict:
+    """``values`` validated by the fields of the same names (:meth:`Field.check`, in the order given): how an entry
+    point validates its arguments through its experiment's fields."""
+    return {name: fields[name].check(value) for name, value in values.items()}
 
 
 def _column(value):

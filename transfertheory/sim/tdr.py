@@ -60,8 +60,8 @@ from ..backend import backend_name, get_backend, resolve_backend, to_device, to_
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, convergence_columns
 from .integrator import (SOLVERS, ErrorController, FlowResult, FlowSettings, FlowStats, GradientDescent, RaggedBatch,
-                         integrate_gradient_flow, rkc_stability_bound)
-from .records import Experiment, Field, flow_arguments, flow_fields
+                         integrate_gradient_flow, positive, rkc_stability_bound)
+from .records import Experiment, Field, checked, flow_arguments, flow_fields
 from .seeding import generator
 from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
 
@@ -69,11 +69,10 @@ __all__ = ["FIELDS", "STAGES", "initial_weights", "two_layer_outputs", "hidden_a
            "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
            "TASK_FAMILIES", "task_pair", "TRAINING_FLOW", "TDR"]
 
-_POSITIVE = Interval(0, np.inf, "neither")
 #: the arguments of :func:`simulate_transfer` (a grid of ``width``: a two-layer network of width 1 has no kernel
 #: regime) and fields of the ``tdr`` experiment by name
 FIELDS = {f.name: f for f in (Field("width", 1000, P.WIDTH.with_range(low=2)), Field("draws", 8, P.DRAWS),
-                              Field("kappa", 1.0, P.Param("kappa", _POSITIVE)))}
+                              Field("kappa", 1.0, positive("kappa")))}
 #: the training stages of a network, in the order of :func:`simulate_transfer`'s rows
 STAGES = ("pretrain", "finetune", "scratch")
 #: the trainer's settings (:func:`train_two_layer`): gradient descent at η = 1/λ_max (``scheme="euler"``, TDR §6.1's
@@ -91,8 +90,7 @@ def initial_weights(width, d, draws, *, kappa=FIELDS["kappa"].default, symmetric
     guard's limit (:mod:`transfertheory._memory`); the draws·m·(d + 1) floats are refused before drawing when they
     exceed it.
     """
-    width, draws, kappa = (FIELDS[name].check(value) for name, value in
-                           (("width", width), ("draws", draws), ("kappa", kappa)))
+    width, draws, kappa = checked(FIELDS, width=width, draws=draws, kappa=kappa).values()
     d, seed = P.D.scalar(d), root_seed(seed)
     if symmetric and width % 2:
         raise ValueError(f"width must be even with symmetric=True, got {width}")
@@ -170,8 +168,8 @@ def width_rate(widths, values):
     """(rate, intercept) of the least-squares line log(values) ≈ intercept + rate·log m over the widths: the
     power of m at which a gap closes (the one log–log fit of the TDR claims and figure). ``widths`` and
     ``values``: sequences of positive numbers of one length, at least two distinct widths."""
-    widths = P.Param("widths", _POSITIVE).sequence(widths)
-    values = P.Param("values", _POSITIVE).sequence(values)
+    widths = positive("widths").sequence(widths)
+    values = positive("values").sequence(values)
     if values.shape != widths.shape or np.unique(widths).size < 2:
         raise ValueError(f"widths and values must have one length and at least two distinct widths, got "
                          f"{widths.size} widths ({np.unique(widths).size} distinct) and {values.size} values")
@@ -400,7 +398,7 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].defau
     """
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
     widths = [int(m) for m in FIELDS["width"].param.sequence(widths, "widths")]
-    draws, kappa = FIELDS["draws"].check(draws), FIELDS["kappa"].check(kappa)
+    draws, kappa = checked(FIELDS, draws=draws, kappa=kappa).values()
     seed, flow = root_seed(seed), TRAINING_FLOW.overridden(flow, "flow")
     if symmetric and any(m % 2 for m in widths):
         raise ValueError(f"widths must be even with symmetric=True, got {widths}")

@@ -28,49 +28,14 @@ through Σ̂ = XᵀX/n and ĉ = Xᵀy/n; the target flows run in the eigenbasis 
 factored, so a stage costs two d×d matrix–vector products per layer. Each
 instance's result is independent of the rest of its batch, bit for bit.
 """
-from .draws import target_draw, task_vectors
+from . import draws, losses, network, stages, transfer
+from .draws import *  # noqa: F401,F403  (the package exports these modules' __all__)
 from .experiment import COLUMNS, METHODS, ROW_KEYS, run_transfer_experiment
-from .losses import EndToEndLoss, LastLayerLoss, LeastSquaresLoss, PopulationLoss, rotate_to_data_eigenbasis
-from .network import (
-    INITS,
-    Architecture,
-    assumption22_margin,
-    chain_gradient,
-    conserved_imbalance,
-    end_to_end,
-    feature_matrix,
-    imbalance_drift,
-    init_weights,
-)
-from .stages import LowRankStages
+from .losses import *  # noqa: F401,F403
+from .network import *  # noqa: F401,F403
+from .stages import *  # noqa: F401,F403
 from .training import PretrainResult, pretrain, train
-from .transfer import feature_basis, linear_transfer_exact
+from .transfer import *  # noqa: F401,F403
 
-__all__ = [
-    "Architecture",
-    "init_weights",
-    "end_to_end",
-    "chain_gradient",
-    "feature_matrix",
-    "conserved_imbalance",
-    "assumption22_margin",
-    "imbalance_drift",
-    "EndToEndLoss",
-    "PopulationLoss",
-    "LeastSquaresLoss",
-    "LastLayerLoss",
-    "rotate_to_data_eigenbasis",
-    "LowRankStages",
-    "train",
-    "PretrainResult",
-    "pretrain",
-    "feature_basis",
-    "linear_transfer_exact",
-    "run_transfer_experiment",
-    "task_vectors",
-    "target_draw",
-    "METHODS",
-    "ROW_KEYS",
-    "COLUMNS",
-    "INITS",
-]
+__all__ = [*network.__all__, *losses.__all__, *stages.__all__, "train", "PretrainResult", "pretrain",
+           *transfer.__all__, "run_transfer_experiment", *draws.__all__, "METHODS", "ROW_KEYS", "COLUMNS"]

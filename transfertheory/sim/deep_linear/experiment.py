@@ -33,8 +33,8 @@ from ...theory.methods import get_method
 from ...theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
 from ...theory.spectra import spectrum as parse_spectrum
 from ..convergence import Convergence, convergence_columns
-from ..integrator import FlowSettings, flow_state_bytes
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..integrator import FlowSettings, count, flow_state_bytes
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .losses import LastLayerLoss, LeastSquaresLoss, rotate_to_data_eigenbasis
 from .network import INITS, Architecture, assumption22_margin, end_to_end, imbalance_drift, init_weights, rmatvec
@@ -77,8 +77,7 @@ def _grid(field, values, name):
 
 # the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
-_CHUNK_SIZE = P.Param("chunk_size", Interval(1, np.inf, "left"), integer=True,
-                      description="target draws per batched integration")
+_CHUNK_SIZE = count("chunk_size", "target draws per batched integration")
 
 
 # --------------------------------------------------------------------------- plan
@@ -126,14 +125,11 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
           linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` through the fields of ``faf_linear`` (ValueError
     naming the parameter and its range)."""
-    def check(name, value):
-        return FIELDS[name].check(value)
-
-    d = check("d", d)
+    d = FIELDS["d"].check(d)
     gammas = _grid("gamma", gammas, "gammas")
     if isinstance(methods, str):
         raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
-    methods = check("methods", methods)
+    methods = FIELDS["methods"].check(methods)
     ns = np.round(gammas * d).astype(int)
     min_n = max(get_method(m).min_n for m in methods)  # the smallest n every method's exact expected risk allows
     if (ns < min_n).any():
@@ -151,8 +147,8 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
     if teacher is not None:  # the family's syntax and its Σ-norm, before any work
         task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
-        d=d, depth=check("depth", depth), gammas=gammas, ns=ns, thetas=_grid("theta", thetas, "thetas"),
-        sigma=check("sigma", sigma), draws=check("draws", draws), alpha=check("alpha", alpha), methods=methods,
+        d=d, gammas=gammas, ns=ns, thetas=_grid("theta", thetas, "thetas"), methods=methods,
+        **checked(FIELDS, depth=depth, sigma=sigma, draws=draws, alpha=alpha),
         ridge=_grid("lam", ridge, "ridge"), seed=root_seed(seed), flow=TARGET_FLOW.overridden(flow, "flow"),
         pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"), init=init, linear_solver=linear_solver,
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),

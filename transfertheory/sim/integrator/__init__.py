@@ -18,7 +18,7 @@
 How a new simulator plugs in is described in docs/simulator.md.
 """
 from ..convergence import Convergence
-from .controller import ErrorController
+from .controller import ErrorController, count, positive
 from .flow import (CONVERGED_STATUSES, STATUS_MESSAGES, STATUSES, FlowResult, FlowStats, flow_state_bytes,
                    integrate_gradient_flow)
 from .kernels import (DenseStages, FusedDescent, StageKernel, StepOutcome, StepRequest, UnreachableCertificate,
@@ -33,4 +33,4 @@ __all__ = ["FlowResult", "FlowSettings", "FlowStats", "Solver", "RKC2", "Gradien
            "SETTING_RANGES", "flow_state_bytes", "StageKernel", "UnreachableCertificate", "FusedDescent",
            "StepRequest", "StepOutcome", "DenseStages", "dense_stages", "dense_spectral_radius", "row_norms",
            "RaggedBatch", "BlockwiseStages", "rkc_coefficients", "rkc_stability_bound", "rkc_butcher_matrix",
-           "rkc_butcher_rows", "tables"]
+           "rkc_butcher_rows", "tables", "positive", "count"]

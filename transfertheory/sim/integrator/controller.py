@@ -17,12 +17,17 @@ from ..._validation import Interval
 from ...backend import get_backend
 from ...params import Param
 
-__all__ = ["ErrorController", "positive", "validate_fields"]
+__all__ = ["ErrorController", "positive", "count", "validate_fields"]
 
 
-def positive(name: str, description: str) -> Param:
+def positive(name: str, description: str = "") -> Param:
     """A setting that must be a finite number > 0."""
     return Param(name, Interval(0, np.inf, "neither"), description=description)
+
+
+def count(name: str, description: str = "", low: int = 1) -> Param:
+    """A setting that must be an integer >= ``low``."""
+    return Param(name, Interval(low, np.inf, "left"), integer=True, description=description)
 
 
 def validate_fields(record, ranges, optional=()) -> None:
@@ -51,8 +56,7 @@ class ErrorController:
     ranges = MappingProxyType({
         "rtol": positive("rtol", "relative local-error tolerance of the error control"),
         "safety": Param("safety", Interval(0, 1, "right"), description="safety factor of the step-size rule"),
-        "order": Param("order", Interval(1, np.inf, "left"), integer=True,
-                       description="order of the solution; the error of a step scales like h^(order + 1)"),
+        "order": count("order", "order of the solution; the error of a step scales like h^(order + 1)"),
         "min_factor": Param("min_factor", Interval(0, 1, "right"), description="smallest step-size factor"),
         "max_factor": Param("max_factor", Interval(1, np.inf, "left"), description="largest step-size factor"),
     })

@@ -64,10 +64,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._memory import FLOAT_BYTES
-from ..._validation import Interval
 from ...backend import to_host
-from ...params import Param
 from ..convergence import Convergence, ReportsConvergence
+from .controller import positive
 from .kernels import StageKernel, UnreachableCertificate, dense_stages
 from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, take
 from .settings import FlowSettings
@@ -92,7 +91,7 @@ STATUSES = tuple(STATUS_MESSAGES)
 CONVERGED_STATUSES = ("converged", "loss_tol")
 #: accepted steps between two checks of a stage kernel's ``unreachable`` certificate (per instance)
 VERDICT_EVERY = 4
-_ATOL = Param("atol", Interval(0, np.inf, "neither"))
+_ATOL = positive("atol")
 
 
 def flow_state_bytes(instances: int, parameters: int, scheme: str = "rkc") -> int:

@@ -22,11 +22,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-import numpy as np
-
-from ..._validation import Interval
-from ...params import GTOL, LOSS_TOL, Param
-from .controller import ErrorController, positive, validate_fields
+from ...params import GTOL, LOSS_TOL
+from .controller import ErrorController, count, positive, validate_fields
 from .solvers import SCHEMES, SOLVERS, RKC2, Solver
 
 __all__ = ["FlowSettings", "SETTING_RANGES", "SCHEMES"]
@@ -36,8 +33,7 @@ _LIMITS = MappingProxyType({
     "gtol": GTOL,
     "loss_tol": LOSS_TOL,
     "max_time": positive("max_time", "gradient-flow time budget per instance"),
-    "max_steps": Param("max_steps", Interval(1, np.inf, "left"), integer=True,
-                       description="accepted-step budget per instance"),
+    "max_steps": count("max_steps", "accepted-step budget per instance"),
     "divergence_factor": positive("divergence_factor",
                                   "loss above divergence_factor·max(1, L(y0)) counts as divergence"),
 })

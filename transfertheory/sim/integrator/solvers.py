@@ -25,7 +25,7 @@ import numpy as np
 from ..._validation import Interval
 from ...backend import to_host
 from ...params import Param
-from .controller import validate_fields
+from .controller import count, positive, validate_fields
 from .kernels import FusedDescent, StepRequest, row_squares
 from .ragged import RaggedBatch, array_module, put, row_norms, subtract_scaled, take
 from .rkc import tables
@@ -86,8 +86,7 @@ class RKC2(Solver):
     name: ClassVar[str] = "rkc"
     peak_state_copies: ClassVar[int] = 18
     ranges: ClassVar = MappingProxyType({
-        "max_stages": Param("max_stages", Interval(2, np.inf, "left"), integer=True,
-                            description="cap on RKC stages per step")})
+        "max_stages": count("max_stages", "cap on RKC stages per step", low=2)})
     max_stages: int = 400
 
     def step(self, run, state: FlowState) -> FlowState:
@@ -156,9 +155,8 @@ class GradientDescent(Solver):
     ranges: ClassVar = MappingProxyType({
         "step_fraction": Param("step_fraction", Interval(0, 2, "neither"),
                                description="Euler step in units of 1/ρ̂"),
-        "learning_rate": Param("learning_rate", Interval(0, math.inf, "neither"),
-                               description="fixed Euler step (gradient descent's rate, flow time per step); None: "
-                                           "step_fraction/ρ̂")})
+        "learning_rate": positive("learning_rate", "fixed Euler step (gradient descent's rate, flow time per step); "
+                                                   "None: step_fraction/ρ̂")})
     optional: ClassVar = frozenset({"learning_rate"})
     step_fraction: float = 1.0
     learning_rate: float | None = None

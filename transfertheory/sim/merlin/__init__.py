@@ -8,18 +8,12 @@
   batched over seeds with random restarts (:class:`Problem`, trained together by :func:`solve`);
 * :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed).
 """
-from .algorithms import (MERLIN_RIDGE, MERLIN_SPLITS, OBJECTIVE_TOL, Outcome, Problem, feature_usage, finetune_full,
-                         finetune_head, joint, joint_problem, merlin, merlin_problem, merlin_restarts, pretrain,
-                         random_splits, solve, target_only, target_only_problem)
+from . import algorithms, losses
+from .algorithms import *  # noqa: F401,F403  (the package exports these modules' __all__)
 from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, run_comparison, target_sets
-from .losses import (ValidationSplits, empirical_loss_and_grad, features, meta_validation_loss_and_grad, pad_orders,
-                     ridge_head, balanced_split_orders, seed_split_orders, split_orders)
+from .losses import *  # noqa: F401,F403
 from .training import FLOW_SETTINGS, STUDY_TOLERANCES, Objective, Trained, random_init, stack_objectives, train
 
-__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
-           "split_orders", "balanced_split_orders", "seed_split_orders", "pad_orders",
-           "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "STUDY_TOLERANCES",
-           "OBJECTIVE_TOL", "Outcome", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
-           "target_only", "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem",
-           "random_splits", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS", "merlin_restarts", "ALGORITHMS",
-           "RECOVERY_LOSS", "ROW_KEYS", "run_comparison", "target_sets"]
+__all__ = [*losses.__all__, "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
+           "STUDY_TOLERANCES", *algorithms.__all__, "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "run_comparison",
+           "target_sets"]

@@ -22,11 +22,12 @@ import pandas as pd
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, root_seed
+from ..._validation import root_seed
 from ...backend import backend_name, resolve_backend, to_device
 from ...theory import merlin as M
 from ..convergence import convergence_columns
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..integrator import count, positive
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
@@ -40,24 +41,16 @@ ROW_KEYS = ("algorithm", "n_t", "draw")
 RECOVERY_LOSS = 1e-3
 
 
-def _count(name, description):
-    return P.Param(name, Interval(1, np.inf, "left"), integer=True, description=description)
-
-
-def _positive(name):
-    return P.Param(name, Interval(0, np.inf, "neither"))
-
-
 #: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :data:`MERLIN`) by name:
 #: each one's range and default
 FIELDS = {f.name: f for f in (
-    Field("d", 12, P.D), Field("m", 2, _count("m", "hidden width")),
+    Field("d", 12, P.D), Field("m", 2, count("m", "hidden width")),
     Field("k", 3, M.SOURCE_K), Field("n_t", 8, P.N), Field("lam", 0.1, M.LAM_POS), Field("draws", 8, P.DRAWS),
     Field("algorithms", ("finetune", "joint", "target_only", "merlin"), choices=ALGORITHMS, sequence=True),
-    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, _positive("rho")),
-    Field("ridge", A.MERLIN_RIDGE, _positive("ridge")),
-    Field("splits", A.MERLIN_SPLITS, _count("splits", "train/validation splits S")),
-    Field("restarts", A.merlin_restarts(3), _count("restarts", "restarts per draw")))}
+    Field("alpha", 0.5, M.ALPHA_JOINT), Field("rho", 1.0, positive("rho")),
+    Field("ridge", A.MERLIN_RIDGE, positive("ridge")),
+    Field("splits", A.MERLIN_SPLITS, count("splits", "train/validation splits S")),
+    Field("restarts", A.merlin_restarts(3), count("restarts", "restarts per draw")))}
 
 
 def target_sets(n_t, d, draws, seed):
@@ -73,24 +66,20 @@ def _starts(seed, algorithm, n_t) -> np.random.Generator:
     return generator(seed, 2, ALGORITHMS.index(algorithm), n_t)
 
 
-def _rows(algorithm, n_t, outcome: A.Outcome, extra=None) -> pd.DataFrame:
+def _rows(algorithm, n_t, outcome: A.Outcome, **extra) -> pd.DataFrame:
     top, share, coords = A.feature_usage(outcome.params["phi"])
-    frame = pd.DataFrame({
+    return pd.DataFrame({
         "algorithm": algorithm, "n_t": n_t, "draw": np.arange(outcome.target_loss.size),
         "target_loss": outcome.target_loss, "objective": outcome.objective,
         "top_coord": top, "top_share": share, "coords": coords,
         "recovered": (outcome.target_loss <= RECOVERY_LOSS) & (top == 1),
         "restarts_needed": outcome.restarts_needed, "restarts_at_best": outcome.restarts_at_best,
-        **convergence_columns(outcome.convergence),
+        **convergence_columns(outcome.convergence), **extra,
     })
-    for name, value in (extra or {}).items():
-        frame[name] = value
-    return frame
 
 
 def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed):
-    s = {name: FIELDS[name].check(value) for name, value in dict(d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha,
-                                                                 rho=rho, ridge=ridge, splits=splits).items()}
+    s = checked(FIELDS, d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha, rho=rho, ridge=ridge, splits=splits)
     if s["k"] > s["d"]:
         raise ValueError(f"k must be an integer in [2, d] = [2, {s['d']}], got {k}")
     n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets")]
@@ -191,10 +180,10 @@ def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
     """Head-only (and full) fine-tuning of the pre-trained networks on one target set per draw."""
     head = A.finetune_head(pre.params["phi"], X, y, lam, flow=flow)
     extra = {"pretrain_status": pre.status, "pretrain_restarts_needed": pre.restarts_needed}
-    frames = [_rows("finetune", n_t, head, extra)] if "finetune" in algorithms else []
+    frames = [_rows("finetune", n_t, head, **extra)] if "finetune" in algorithms else []
     if "finetune_full" in algorithms:
         frames.append(_rows("finetune_full", n_t, A.finetune_full(head.head, pre.params["phi"], X, y, lam, flow=flow),
-                            extra))
+                            **extra))
     for frame in frames:
         frame["converged"] &= pre.converged
     return frames

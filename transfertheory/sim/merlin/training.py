@@ -22,20 +22,19 @@ from functools import cached_property
 
 import numpy as np
 
-from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, as_generator
+from ..._validation import as_generator
 from ...backend import get_backend
 from ...theory import merlin as M
 from ..convergence import Convergence, ReportsConvergence
-from ..integrator import RKC2, ErrorController, FlowSettings, flow_state_bytes, integrate_gradient_flow
+from ..integrator import RKC2, ErrorController, FlowSettings, flow_state_bytes, integrate_gradient_flow, positive
 from .losses import ValidationSplits, empirical_loss_and_grad, pad_orders
 
 __all__ = ["Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS", "STUDY_TOLERANCES", "INIT_SCALE",
            "instance_memory", "check_flow_memory"]
 
 #: the scale of the Gaussian start (:func:`random_init`)
-INIT_SCALE = P.Param("init_scale", Interval(0, np.inf, "neither"), description="scale of the random start")
+INIT_SCALE = positive("init_scale", "scale of the random start")
 
 #: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
 #: most 80 RKC stages per step (near a minimum h and the stage count grow without bound). A step of a batch costs

@@ -1,10 +1,9 @@
 """MTL §4: finite-width deep ReLU networks — empirical kernels (:mod:`.network`) and MTL/ANIL training
 (:mod:`.training`) against the infinite-width predictions of MTL Lemma 1 (docs/mtl.md)."""
-from .network import (NETWORKS, WIDTH, Forward, NetworkShape, backpropagate, body_gram, empirical_kernels,
-                      forward, init_parameters, random_network_kernels)
+from . import network
+from .network import *  # noqa: F401,F403  (the package exports the module's __all__)
 
-__all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
-           "empirical_kernels", "random_network_kernels"]
+__all__ = list(network.__all__)
 from .training import METHODS, TEST_HEADS, TaskData, TrainedNetworks, adapted_predictions, train
 
 __all__ += ["METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks", "train", "adapted_predictions"]

@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, root_seed
+from ..._validation import root_seed
 from ... import params as P
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory import mtl as MTL
-from ..integrator import flow_state_bytes
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..integrator import count, flow_state_bytes
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import NetworkShape, init_parameters
 from .training import TRAINING_FLOW, adapted_predictions, train, training_flow
@@ -118,8 +118,7 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     above the limit is refused with a ValueError before any work.
     """
     widths = [int(h) for h in FIELDS["width"].param.sequence(widths, "widths")]
-    draws, lam_tau, lam_tau_hat = (FIELDS[name].check(value) for name, value in
-                                   (("draws", draws), ("lam_tau", lam_tau), ("lam_tau_hat", lam_tau_hat)))
+    draws, lam_tau, lam_tau_hat = checked(FIELDS, draws=draws, lam_tau=lam_tau, lam_tau_hat=lam_tau_hat).values()
     flow = training_flow(problem.labels, None, rtol=STUDY_FLOW.rtol).overridden(flow, "flow")
     seed = root_seed(seed)
     if test not in range(len(problem.support)):
@@ -147,10 +146,6 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     return df
 
 
-def _count(name):
-    return P.Param(name, Interval(1, np.inf, "left"), integer=True)
-
-
 def _mtl(p, seed, backend):
     problem = MTL.synthetic_problem(generator(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
                                     n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
@@ -164,8 +159,8 @@ def _mtl(p, seed, backend):
 MTL_NETWORKS = Experiment(
     name="mtl", paper="MTL §4 (Lemma 1)", version=2,
     description="finite-width ReLU networks trained by MTL and ANIL against the infinite-width predictions",
-    fields=(Field("depth", 1, _count("depth")), *FIELDS.values(), Field("tasks", 4, _count("tasks")),
-            Field("n", 5, P.N), Field("n_support", 5, _count("n_support")), Field("n_query", 5, _count("n_query")),
+    fields=(Field("depth", 1, count("depth")), *FIELDS.values(), Field("tasks", 4, count("tasks")),
+            Field("n", 5, P.N), Field("n_support", 5, count("n_support")), Field("n_query", 5, count("n_query")),
             Field("d", 10, P.D), Field("data_seed", 5, P.SEED), *flow_fields(STUDY_FLOW, "rtol")),
     example=dict(width=16, draws=1, tasks=2, n=3, n_support=3, n_query=3, d=4),
     renamed={"networks": "draws", "network": "draw"},
