@@ -38,13 +38,13 @@ import numpy as np  # pandas is imported by the functions that build tables: a -
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, root_seed
+from ..._validation import root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.relu import MU, M_STAR, TEACHER_OUTPUTS, ablated_teacher, dropped_count, population_loss
 from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
-from ..integrator import FlowSettings
+from ..integrator import FlowSettings, count
 from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
@@ -68,21 +68,17 @@ _NO_PRETRAINING = dict(pperp=np.nan, pperp_source=np.nan, pretrain_status="", pr
 METHODS = ("scratch", "linear", "linear_minnorm", "finetune")
 
 
-def _count(name, low, description):
-    return P.Param(name, Interval(low, np.inf, "left"), integer=True, description=description)
-
-
 #: the parameters of :func:`run_transfer_experiment`, declared once: each one's default and valid range, through
 #: which the entry point validates its arguments, and the fields of the experiment record :data:`FAF_RELU`, by name
 #: in the record's order
 FIELDS = {f.name: f for f in (
     Field("d", 8, P.D), Field("m", 40, M), Field("m_star", 8, M_STAR),
     Field("mus", (0.5,), MU, sequence=True), Field("ns", (16, 64), P.N, sequence=True),
-    Field("teachers", 1, _count("teachers", 1, "target teachers drawn")),
+    Field("teachers", 1, count("teachers", "target teachers drawn")),
     Field("draws", 1, P.DRAWS, description="data sets (with scratch initializations) per teacher and n"),
-    Field("teacher_start", 0, _count("teacher_start", 0, "index of the chunk's first teacher")),
-    Field("draw_start", 0, _count("draw_start", 0, "index of the chunk's first data set per teacher")),
-    Field("draw_seed", -1, P.Param("draw_seed", Interval(-1, np.inf, "left"), integer=True),
+    Field("teacher_start", 0, count("teacher_start", "index of the chunk's first teacher", low=0)),
+    Field("draw_start", 0, count("draw_start", "index of the chunk's first data set per teacher", low=0)),
+    Field("draw_seed", -1, count("draw_seed", low=-1),
           description="root seed of every draw, shared by the chunks of one run (-1: the point's own seed "
                       "from the sweep engine)"),
     Field("methods", ("scratch", "linear"), choices=METHODS, sequence=True),
