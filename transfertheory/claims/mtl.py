@@ -12,6 +12,7 @@ import scipy.linalg
 from hypothesis import strategies as st
 
 from ..theory import mtl as MTL
+from ..theory.mtl_gaps import prediction_gaps
 from .compare import exceeds, mean_se, significant, within
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 
@@ -264,22 +265,21 @@ def _thm1_depth_rate(case):
 
 @functools.lru_cache(maxsize=6)
 def _fig1_data(run, depth):
-    """Run ``run`` of the MTL §5.1 data set (MTL Fig. 1's seeds) and the kernels of its test tasks at depth L."""
+    """Run ``run`` of the MTL §5.1 data set (MTL Fig. 1's seeds) and its (NNGP, NTK) Grams at depth L."""
     problem = MTL.synthetic_problem(np.random.default_rng([0, run]))
-    return problem, problem.test_task_batch(*MTL.ReluNetwork(depth).kernels(problem.points()))
+    return problem, MTL.ReluNetwork(depth).kernels(problem.points())
 
 
 def _fig1_gaps(run, lam_tau, lam_tau_hat, variant, literal=False, depth=10):
     """(20,) ‖F_ANIL − F_MTL‖₂ over the test tasks of run ``run`` of the MTL §5.1 data set (MTL Fig. 1's λτ panel,
-    L = 10); ``literal``: F_ANIL by Eq. 16 as written (a dense solve with Φ_ANIL = DΘD)."""
-    problem, batch = _fig1_data(run, depth)
-    y_support = np.stack(problem.support_labels)
-    f_mtl = MTL.mtl_predictions(batch, problem.labels, y_support, lam_tau_hat)
-    if literal:
-        f_anil, _ = literal_eq16(batch, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
-    else:
-        f_anil = MTL.anil_predictions(batch, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
-    return np.linalg.norm(f_anil - f_mtl, axis=(1, 2))
+    L = 10; :func:`~transfertheory.theory.mtl_gaps.prediction_gaps`); ``literal``: F_ANIL by Eq. 16 as written
+    (:func:`literal_eq16`, a dense solve with Φ_ANIL = DΘD)."""
+    problem, grams = _fig1_data(run, depth)
+    if not literal:
+        return prediction_gaps(problem, depth, lam_tau, (variant,), grams, lam_tau_hat)[variant]
+    batch, y_support = problem.test_task_batch(*grams), np.stack(problem.support_labels)
+    f_anil, _ = literal_eq16(batch, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
+    return np.linalg.norm(f_anil - MTL.mtl_predictions(batch, problem.labels, y_support, lam_tau_hat), axis=(1, 2))
 
 
 @register("mtl.fig1.lam-tau-trend", source="MTL Fig. 1 (λτ panels), §5.1 Results; App. Eq. 67", kind="exact",
