@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ..theory import mtl as MTL
 from ..theory.mtl_gaps import prediction_gaps
+from ..theory.ntk import relu_kernels_at_depths
 from .compare import exceeds, mean_se, significant, within
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 
@@ -240,17 +241,13 @@ def _ntk_remainder_log(case):
 # --------------------------------------------------------------------------- Theorem 1 on the synthetic tasks of MTL §5.1
 
 
-def _prediction_gap(depths, seed=0, tasks=20, n=10, d=10):
+def _prediction_gap(depths):
     """‖F_ANIL − F_MTL‖₂ at λτ = λτ̂ = 0 per depth, on one draw of the MTL §5.1 tasks (one test task: 5 support
-    and 10 query points)."""
-    problem = MTL.synthetic_problem(np.random.default_rng(seed), tasks, n, test_tasks=1, d=d)
-    gaps = []
-    for tk in MTL.task_kernels_at_depths([int(depth) for depth in depths], problem.tasks, problem.support[0],
-                                         problem.query[0]):
-        f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[0], 0.0, 0.0)
-        gaps.append(float(np.linalg.norm(f_anil - MTL.mtl_predictions(tk, problem.labels, problem.support_labels[0],
-                                                                       0.0))))
-    return np.array(gaps)
+    and 10 query points; :func:`~transfertheory.theory.mtl_gaps.prediction_gaps`, derivation's Φ′_ANIL)."""
+    problem = MTL.synthetic_problem(np.random.default_rng(0), test_tasks=1)
+    grams = relu_kernels_at_depths(problem.points(), depths=[int(depth) for depth in depths])
+    return np.array([prediction_gaps(problem, depth, 0.0, ("derivation",), g)["derivation"][0]
+                     for depth, g in zip(depths, grams)])
 
 
 @register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact", allowance=0.05,
