@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from ..theory.tdr import transfer_summary
 from .tdr import STAGES, simulate_transfer, task_pair
@@ -93,8 +94,6 @@ def _converged(table, summary):
 def width_study(widths, draws, backend=None):
     """Table of one row per width (:data:`COLUMNS`), the pair at θ = 1 of the shared-inputs family with target
     inputs rotated by φ = 1 (so both inputs and labels differ); statistics over converged networks."""
-    import pandas as pd
-
     x_p, y_p, _, _ = task_pair("shared-inputs", 1.0, **DATA)
     _, _, x_q, _ = task_pair("shared-labels", 1.0, **DATA)
     y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
@@ -112,8 +111,6 @@ def width_study(widths, draws, backend=None):
 def similarity_study(width, draws, angles, backend=None):
     """Table of one row per task family of TDR §5.1 and angle, ``angles`` angles from similarity 1 to the family's
     least similar member (:data:`SIMILARITY_COLUMNS`); statistics over converged networks."""
-    import pandas as pd
-
     rows = []
     for family, top in (("shared-inputs", math.pi), ("shared-labels", math.pi / 2)):
         for angle in np.linspace(0.0, top, angles):
