@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-r"""Benchmark: the data of MTL Fig. 1 (``figures/mtl_fig1.py``) — Lemma 1's F_MTL and both F_ANIL on every test
+r"""Benchmark: the data of MTL Fig. 1 (``theory/mtl_gaps.py``) — Lemma 1's F_MTL and both F_ANIL on every test
 task of MTL §5.1's data set — batched over the test tasks against a per-test-task loop, in the same run.
 
 For each depth L, one data set (:func:`transfertheory.theory.mtl.synthetic_problem`: 20 training tasks of 10
@@ -10,7 +10,7 @@ the two paths compute ‖F_ANIL − F_MTL‖₂ per test task for both Φ′_ANI
 * **loop**: one :class:`~transfertheory.theory.mtl.TaskKernels` per test task
   (:meth:`~transfertheory.theory.mtl.FewShotProblem.test_task_kernels`) and the single-task predictions — the
   loop ``mtl_fig1`` ran before its test tasks were batched (both paths use today's F_ANIL, without Φ_ANIL⁻¹);
-* **batched**: :func:`transfertheory.figures.mtl_fig1.run_gaps` — one
+* **batched**: :func:`transfertheory.theory.mtl_gaps.prediction_gaps` — one
   :class:`~transfertheory.theory.mtl.TestTaskBatch`, stacked eigendecompositions, shared training-set solves.
 
 Prints per depth the medians over ``--repeats`` alternated runs, the median paired ratio loop/batched and the
@@ -34,7 +34,7 @@ import numpy as np
 
 from transfertheory import cli_support
 from transfertheory._validation import Interval
-from transfertheory.figures import mtl_fig1
+from transfertheory.theory import mtl_gaps
 from transfertheory.params import Param
 from transfertheory.theory import mtl as MTL
 
@@ -69,7 +69,7 @@ def bench_depth(depth, lam_taus, test_tasks, repeats):
     loop_times, batch_times, worst = [], [], 0.0
     for _ in range(repeats):
         t_loop, by_loop = _timed(lambda: [loop_gaps(problem, grams, lt) for lt in lam_taus])
-        t_batch, by_batch = _timed(lambda: [mtl_fig1.run_gaps(problem, depth, lt, grams=grams) for lt in lam_taus])
+        t_batch, by_batch = _timed(lambda: [mtl_gaps.prediction_gaps(problem, depth, lt, grams=grams) for lt in lam_taus])
         loop_times.append(t_loop)
         batch_times.append(t_batch)
         for a, b in zip(by_loop, by_batch):

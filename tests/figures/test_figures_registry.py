@@ -415,7 +415,8 @@ def test_a_faf_figure_through_a_store_asks_for_exactly_its_named_sweeps_points(n
 def test_the_merlin_and_tdr_figures_run_their_named_sweeps_sizes(profile, monkeypatch):
     """Panel (a) of the MeRLin and TDR figures runs the simulator at the sizes of the named sweep's points (the
     figure's first simulator call, stopped there)."""
-    from transfertheory.figures import merlin_fig, tdr_fig
+    from transfertheory.figures import merlin_fig
+    from transfertheory.sim import tdr_study
     from transfertheory.sweep import NAMED_SWEEPS, parse_spec
 
     def stop(*args, **kwargs):
@@ -431,7 +432,7 @@ def test_the_merlin_and_tdr_figures_run_their_named_sweeps_sizes(profile, monkey
         assert (point["d"], point["m"], point["k"], point["lam"], point["draws"]) == (d, m, k, lam, seeds)
         assert point["restarts"] == options["restarts"]
         assert {key: point[key] for key in ("rtol", "gtol")} == {key: options["flow"][key] for key in ("rtol", "gtol")}
-    monkeypatch.setattr(tdr_fig, "simulate_transfer", stop)
+    monkeypatch.setattr(tdr_study, "simulate_transfer", stop)
     with pytest.raises(_Asked) as asked:
         catalog.get_figure("tdr_fig").make(profile, backend="numpy", progress=False)
     points = parse_spec(NAMED_SWEEPS["tdr"], "tdr", profile).points()

@@ -285,7 +285,7 @@ def test_tdr_figure_builds_its_tables_and_identical_tasks_do_not_move():
     assert len(same) == 2 and np.all(same["finetune_mean"] < 1e-6) and np.all(same["finetune_bound"] < 1e-9)
     assert (table["converged"] == 2).all() and (out.data["converged"] == 2).all()
     with pytest.raises(ValueError, match="family"):
-        tdr_fig.task_pair("other", 0.0)
+        ntk_sim.task_pair("other", 0.0)
 
 
 def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array_backend, monkeypatch):

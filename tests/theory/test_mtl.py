@@ -168,20 +168,20 @@ def test_synthetic_problem_rejects_bad_sizes(kwargs, match):
 
 
 def test_mtl_fig1_table_matches_direct_predictions():
-    """The figure's gaps (Grams sliced per test task) equal the predictions computed task by task."""
-    from transfertheory.figures import mtl_fig1
+    """MTL Fig. 1's gaps (Grams sliced per test task) equal the predictions computed task by task."""
+    from transfertheory.theory import mtl_gaps
     problem = MTL.synthetic_problem(np.random.default_rng([0, 0]), test_tasks=2)
-    gaps = mtl_fig1.run_gaps(problem, 3, 0.2)
+    gaps = mtl_gaps.prediction_gaps(problem, 3, 0.2)
     tk = MTL.task_kernels(MTL.ReluNetwork(3), problem.tasks, problem.support[1], problem.query[1])
     f_mtl = MTL.mtl_predictions(tk, problem.labels, problem.support_labels[1], 0.2)
     f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[1], 0.2, 0.2, "statement")
     assert gaps["statement"][1] == pytest.approx(np.linalg.norm(f_anil - f_mtl), rel=1e-9)
-    table = mtl_fig1.gap_table(depths=(2, 4), lam_taus=(0.0, 0.1), runs=2, test_tasks=2)
-    assert list(table.columns) == list(mtl_fig1.COLUMNS) and len(table) == 12  # 2 depths + 2 × 2 λτ, 2 variants
+    table = mtl_gaps.gap_table(depths=(2, 4), lam_taus=(0.0, 0.1), runs=2, test_tasks=2)
+    assert list(table.columns) == list(mtl_gaps.COLUMNS) and len(table) == 12  # 2 depths + 2 × 2 λτ, 2 variants
     assert (table["gap_mean"] > 0).all() and set(table["variant"]) == set(MTL.ANIL_VARIANTS)
     first = table[(table["panel"] == "depth") & (table["depth"] == 2) & (table["variant"] == "derivation")]
-    direct = mtl_fig1.run_gaps(MTL.synthetic_problem(np.random.default_rng([0, 0]), test_tasks=2), 2, 0.0)
-    direct_other = mtl_fig1.run_gaps(MTL.synthetic_problem(np.random.default_rng([0, 1]), test_tasks=2), 2, 0.0)
+    direct = mtl_gaps.prediction_gaps(MTL.synthetic_problem(np.random.default_rng([0, 0]), test_tasks=2), 2, 0.0)
+    direct_other = mtl_gaps.prediction_gaps(MTL.synthetic_problem(np.random.default_rng([0, 1]), test_tasks=2), 2, 0.0)
     expected = np.mean([direct["derivation"], direct_other["derivation"]])
     assert float(first["gap_mean"].iloc[0]) == pytest.approx(expected, rel=1e-12)
 

@@ -12,6 +12,8 @@ import scipy.linalg
 from hypothesis import strategies as st
 
 from ..theory import mtl as MTL
+from ..theory.mtl_gaps import prediction_gaps
+from ..theory.ntk import relu_kernels_at_depths
 from .compare import exceeds, mean_se, significant, within
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, SLIP, combine, register
 
@@ -239,17 +241,13 @@ def _ntk_remainder_log(case):
 # --------------------------------------------------------------------------- Theorem 1 on the synthetic tasks of MTL §5.1
 
 
-def _prediction_gap(depths, seed=0, tasks=20, n=10, d=10):
+def _prediction_gap(depths):
     """‖F_ANIL − F_MTL‖₂ at λτ = λτ̂ = 0 per depth, on one draw of the MTL §5.1 tasks (one test task: 5 support
-    and 10 query points)."""
-    problem = MTL.synthetic_problem(np.random.default_rng(seed), tasks, n, test_tasks=1, d=d)
-    gaps = []
-    for tk in MTL.task_kernels_at_depths([int(depth) for depth in depths], problem.tasks, problem.support[0],
-                                         problem.query[0]):
-        f_anil = MTL.anil_predictions(tk, problem.labels, problem.support_labels[0], 0.0, 0.0)
-        gaps.append(float(np.linalg.norm(f_anil - MTL.mtl_predictions(tk, problem.labels, problem.support_labels[0],
-                                                                       0.0))))
-    return np.array(gaps)
+    and 10 query points; :func:`~transfertheory.theory.mtl_gaps.prediction_gaps`, derivation's Φ′_ANIL)."""
+    problem = MTL.synthetic_problem(np.random.default_rng(0), test_tasks=1)
+    grams = relu_kernels_at_depths(problem.points(), depths=[int(depth) for depth in depths])
+    return np.array([prediction_gaps(problem, depth, 0.0, ("derivation",), g)["derivation"][0]
+                     for depth, g in zip(depths, grams)])
 
 
 @register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact", allowance=0.05,
@@ -264,22 +262,21 @@ def _thm1_depth_rate(case):
 
 @functools.lru_cache(maxsize=6)
 def _fig1_data(run, depth):
-    """Run ``run`` of the MTL §5.1 data set (MTL Fig. 1's seeds) and the kernels of its test tasks at depth L."""
+    """Run ``run`` of the MTL §5.1 data set (MTL Fig. 1's seeds) and its (NNGP, NTK) Grams at depth L."""
     problem = MTL.synthetic_problem(np.random.default_rng([0, run]))
-    return problem, problem.test_task_batch(*MTL.ReluNetwork(depth).kernels(problem.points()))
+    return problem, MTL.ReluNetwork(depth).kernels(problem.points())
 
 
 def _fig1_gaps(run, lam_tau, lam_tau_hat, variant, literal=False, depth=10):
     """(20,) ‖F_ANIL − F_MTL‖₂ over the test tasks of run ``run`` of the MTL §5.1 data set (MTL Fig. 1's λτ panel,
-    L = 10); ``literal``: F_ANIL by Eq. 16 as written (a dense solve with Φ_ANIL = DΘD)."""
-    problem, batch = _fig1_data(run, depth)
-    y_support = np.stack(problem.support_labels)
-    f_mtl = MTL.mtl_predictions(batch, problem.labels, y_support, lam_tau_hat)
-    if literal:
-        f_anil, _ = literal_eq16(batch, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
-    else:
-        f_anil = MTL.anil_predictions(batch, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
-    return np.linalg.norm(f_anil - f_mtl, axis=(1, 2))
+    L = 10; :func:`~transfertheory.theory.mtl_gaps.prediction_gaps`); ``literal``: F_ANIL by Eq. 16 as written
+    (:func:`literal_eq16`, a dense solve with Φ_ANIL = DΘD)."""
+    problem, grams = _fig1_data(run, depth)
+    if not literal:
+        return prediction_gaps(problem, depth, lam_tau, (variant,), grams, lam_tau_hat)[variant]
+    batch, y_support = problem.test_task_batch(*grams), np.stack(problem.support_labels)
+    f_anil, _ = literal_eq16(batch, problem.labels, y_support, lam_tau, lam_tau_hat, variant)
+    return np.linalg.norm(f_anil - MTL.mtl_predictions(batch, problem.labels, y_support, lam_tau_hat), axis=(1, 2))
 
 
 @register("mtl.fig1.lam-tau-trend", source="MTL Fig. 1 (λτ panels), §5.1 Results; App. Eq. 67", kind="exact",

@@ -27,6 +27,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..sim.tdr import TASK_FAMILIES, simulate_transfer, task_pair, width_rate
+from ..sim.tdr_study import gradient_norm_change, per_width
 from ..theory import tdr as NTK
 from .compare import agreement, holds, mean_se, refutation, significant
 from .registry import combine, register
@@ -67,12 +68,6 @@ def _trained(case, x_p, y_p, x_q, y_q, widths=None):
     draws = max(2, round(NETWORKS_PER_DRAW * case.profile.sim_draws))
     return simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=draws, seed=case.seed, kappa=TRAINING_KAPPA,
                              backend=case.profile.backend)
-
-
-def _per_width(table, column, stage="finetune"):
-    """Per width of a :func:`simulate_transfer` table, in order: one stage's ``column`` over the draws."""
-    rows = table[table["stage"] == stage]
-    return [part[column].to_numpy() for _, part in rows.groupby("width", sort=False)]
 
 
 def _gap_closes(widths, squared_gaps, label):
@@ -134,7 +129,7 @@ def _trained_transformed_labels(case):
 def _trained_thm2_bound(case):
     data = pair_data(case)[:4]
     table = _trained(case, *data)
-    return _scalar_approaches(table, _per_width(table, "distance"), NTK.finetune_distance_bound(*data),
+    return _scalar_approaches(table, per_width(table, "distance"), NTK.finetune_distance_bound(*data),
                               "‖W(Q) − W(P)‖ vs the bound", "excess", case.label)
 
 
@@ -146,10 +141,8 @@ def _trained_thm2_bound(case):
 def _trained_gradient_norm(case):
     data = pair_data(case)[:4]
     table = _trained(case, *data)
-    measured = [after - before for after, before in zip(_per_width(table, "gradient_norm_pretrained"),
-                                                        _per_width(table, "gradient_norm_init"))]
-    return _scalar_approaches(table, measured, NTK.gradient_norm_change(*data).change, "Δ‖∂L/∂X¹‖² vs Eq. 1",
-                              "remainder", case.label)
+    return _scalar_approaches(table, gradient_norm_change(table), NTK.gradient_norm_change(*data).change,
+                              "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", case.label)
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=SCALED_POINT, **_TRAINED,
@@ -163,7 +156,7 @@ def _trained_scratch_sqrt(case):
     results = []
     for factor in (1.0, 0.5):
         table = _trained(case, x_p, y_p, x_q, factor * s * y_q, widths=width)
-        (distance,), true = _per_width(table, "distance", "scratch"), NTK.scratch_distance(x_q, factor * s * y_q)
+        (distance,), true = per_width(table, "distance", "scratch"), NTK.scratch_distance(x_q, factor * s * y_q)
         paper = refutation(*mean_se(distance), true**2, label="paper's yᵀH⁻¹y")
         results.append(_agrees(distance, true, f"√(yᵀH⁻¹y) at {factor * s:.3g}·y_Q, m = {width[0]} "
                                                f"{case.label} ({paper.detail})"))
@@ -221,7 +214,7 @@ def _task_families(case):
             summary = NTK.transfer_summary(*data)
             formula.append(summary.finetune_distance / summary.scratch_distance)
             tables.append(_trained(case, *data, widths=widths))
-        ratios = [[fine / scratch for fine, scratch in zip(_per_width(t, "distance"), _per_width(t, "distance", "scratch"))]
+        ratios = [[fine / scratch for fine, scratch in zip(per_width(t, "distance"), per_width(t, "distance", "scratch"))]
                   for t in tables]
         gaps = [np.mean([(ratios[a][w] - formula[a]) ** 2 for a in range(len(formula))], axis=0)
                 for w in range(len(widths))]

@@ -14,113 +14,21 @@ Model (TDR §6.1, docs/tdr.md): f(x) = (1/√m) aᵀσ(Wᵀx) trained by gradien
 (c) what (b) cannot show at its scale: the fine-tuning distance minus its bound (mean ± SD over seeds).
 
 Only networks whose three training stages converged enter the points; the figure states how many did and to
-which training loss. The papers have no figure of this experiment (TDR §6 is theory only).
+which training loss. The tables are computed by :mod:`transfertheory.sim.tdr_study` (``width_study`` for (a),
+``similarity_study`` for (b)–(c)); this module only draws them. The papers have no figure of this experiment (TDR §6 is theory only).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
-import pandas as pd
 
-from ..sim.tdr import STAGES, TRAINING_FLOW, simulate_transfer, width_rate
-from ..sim.tdr import task_pair as sim_task_pair
+from ..sim.tdr import TRAINING_FLOW, width_rate
+from ..sim.tdr_study import COLUMNS, DATA, GAP_COLUMNS, SIMILARITY_COLUMNS, similarity_study, width_study
 from ..sweep.named import named_profile
-from ..theory.tdr import transfer_summary
 from .marks import left_out_text, legend_outside, title_with_footnote
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
 NAME = "tdr_fig"
-#: source-set size, dimension and the seed of the data
-DATA = dict(n=8, d=5, seed=3)
-COLUMNS = {
-    "width": "hidden width m",
-    "seeds": "trained networks (seeds) at this width",
-    "finetune_mean": "mean over seeds of ‖W(Q) − W(P)‖_F",
-    "finetune_rms_gap": "root-mean-square over seeds of ‖W(Q) − W(P)‖_F minus the Thm 2 bound",
-    "finetune_bound": "√((y_Q − y_P→Q)ᵀH_Q⁻¹(y_Q − y_P→Q)) (TDR Thm 2, Eq. 2)",
-    "scratch_mean": "mean over seeds of ‖W_s(Q) − W(0)‖_F",
-    "scratch_rms_gap": "root-mean-square over seeds of ‖W_s(Q) − W(0)‖_F minus √(y_QᵀH_Q⁻¹y_Q)",
-    "scratch_formula": "√(y_QᵀH_Q⁻¹y_Q)",
-    "labels_rms_gap": "root-mean-square over seeds and target points of u_Q(P) minus y_P→Q = H_PQᵀH_P⁻¹y_P",
-    "gradient_change_rms_gap": "root-mean-square over seeds of ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² minus Eq. 1's "
-                               "−y_Qᵀy_Q + ‖y_Q − y_P→Q‖² (TDR Thm 1)",
-    "converged": "networks whose three training stages converged (‖∇L‖ <= gtol); the other columns use only these",
-    "final_loss_max": "largest final training loss ½‖y − f(X)‖² of a stage of a converged network",
-}
-#: the gap columns of panel (a) and their short names
-GAP_COLUMNS = {"finetune_rms_gap": "fine-tuning", "scratch_rms_gap": "scratch", "labels_rms_gap": "u_Q(P)",
-               "gradient_change_rms_gap": "Thm 1"}
-SIMILARITY_COLUMNS = {
-    "family": "shared-inputs (labels from teachers at angle θ) or shared-labels (inputs rotated by φ)",
-    "similarity": "cos θ or cos φ",
-    "width": "hidden width m",
-    "finetune_mean": "mean over seeds of ‖W(Q) − W(P)‖_F",
-    "finetune_sd": "SD over seeds of ‖W(Q) − W(P)‖_F",
-    "finetune_bound": "√((y_Q − y_P→Q)ᵀH_Q⁻¹(y_Q − y_P→Q)) (TDR Thm 2, Eq. 2)",
-    "scratch_mean": "mean over seeds of ‖W_s(Q) − W(0)‖_F",
-    "scratch_formula": "√(y_QᵀH_Q⁻¹y_Q)",
-    "converged": "networks whose three training stages converged; the other columns use only these",
-    "final_loss_max": "largest final training loss ½‖y − f(X)‖² of a stage of a converged network",
-}
-
-
-def task_pair(family, angle):
-    """The family member at similarity cos(angle) on the figure's data (:func:`~transfertheory.sim.tdr.task_pair`)."""
-    return sim_task_pair(family, angle, **DATA)
-
-
-def _rms(values):
-    return float(np.sqrt(np.mean(np.square(values)))) if np.size(values) else float("nan")
-
-
-def _stages(rows, summary):
-    """One width's rows of a :func:`simulate_transfer` table and the Gram formulas (``summary``) of its task pair:
-    ({stage: its rows}, mask of the draws whose three stages converged, their fine-tuning and scratch distances,
-    the columns both tables share — the mean distances, the formulas, the converged count and the largest final
-    training loss of a stage among the kept draws)."""
-    stages = {stage: rows[rows["stage"] == stage] for stage in STAGES}
-    keep = np.logical_and.reduce([part["converged"].to_numpy(bool) for part in stages.values()])
-    losses = np.concatenate([part["loss"].to_numpy()[keep] for part in stages.values()])
-    finetune, scratch = (stages[stage]["distance"].to_numpy()[keep] for stage in ("finetune", "scratch"))
-    shared = dict(finetune_mean=finetune.mean() if keep.any() else np.nan, finetune_bound=summary.finetune_distance,
-                  scratch_mean=scratch.mean() if keep.any() else np.nan, scratch_formula=summary.scratch_distance,
-                  converged=int(keep.sum()), final_loss_max=float(losses.max()) if losses.size else float("nan"))
-    return stages, keep, finetune, scratch, shared
-
-
-def width_study(widths, draws, backend=None):
-    """Table of panel (a): one row per width (:data:`COLUMNS`), the pair at θ = 1 of the shared-inputs family
-    with target inputs rotated by φ = 1 (so both inputs and labels differ); statistics over converged networks."""
-    x_p, y_p, _, _ = task_pair("shared-inputs", 1.0)
-    _, _, x_q, _ = task_pair("shared-labels", 1.0)
-    y_q = math.cos(1.0) * x_q[:, 0] + math.sin(1.0) * x_q[:, 1]
-    summary = transfer_summary(x_p, y_p, x_q, y_q)
-    rows, table = [], simulate_transfer(x_p, y_p, x_q, y_q, widths, draws=draws, backend=backend)
-    for width, part in table.groupby("width", sort=False):
-        stages, keep, finetune, scratch, shared = _stages(part, summary)
-        pretrain = stages["pretrain"]
-        measured_change = (pretrain["gradient_norm_pretrained"] - pretrain["gradient_norm_init"]).to_numpy()[keep]
-        rows.append(dict(width=width, seeds=draws, **shared, finetune_rms_gap=_rms(finetune - summary.finetune_distance),
-                         scratch_rms_gap=_rms(scratch - summary.scratch_distance),
-                         labels_rms_gap=_rms(table.attrs["pretrained_outputs"][width][keep] - summary.transformed_labels),
-                         gradient_change_rms_gap=_rms(measured_change - summary.gradient.change)))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def similarity_study(width, draws, angles, backend=None):
-    """Table of panels (b)–(c): one row per family and angle (:data:`SIMILARITY_COLUMNS`); statistics over
-    converged networks."""
-    rows = []
-    for family, top in (("shared-inputs", math.pi), ("shared-labels", math.pi / 2)):
-        for angle in np.linspace(0.0, top, angles):
-            data = task_pair(family, angle)
-            runs = simulate_transfer(*data, [width], draws=draws, backend=backend)
-            _, keep, finetune, _, shared = _stages(runs, transfer_summary(*data))
-            rows.append(dict(family=family, similarity=math.cos(angle), width=width, **shared,
-                             finetune_sd=finetune.std(ddof=1) if keep.sum() > 1 else np.nan))
-    return pd.DataFrame(rows, columns=list(SIMILARITY_COLUMNS))
 
 
 #: panel (a): gap column, legend label, marker and colour of its points and of its fitted line
