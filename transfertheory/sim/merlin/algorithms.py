@@ -74,13 +74,15 @@ def _keep_best(trained: Trained, seeds: int, restarts: int) -> tuple[np.ndarray,
     return np.arange(seeds) * restarts + first, first + 1, at_best.sum(axis=1)
 
 
-def _outcome(trained: Trained, seeds: int, restarts: int, head_of) -> Outcome:
-    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks."""
+def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=None) -> Outcome:
+    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks, ``fixed_phi``
+    the features of a flow that did not train them (one restart per seed)."""
     keep, needed, at_best = _keep_best(trained, seeds, restarts)
     kept = trained.rows(keep)
-    head = head_of(kept.params)
-    loss = np.asarray(to_host(M.target_loss(head, kept.params["phi"]))) if "phi" in kept.params else None
-    return Outcome(kept.params, head, loss, kept.objective, kept.convergence, needed, at_best)
+    params = kept.params if fixed_phi is None else {**kept.params, "phi": fixed_phi}
+    head = head_of(params)
+    loss = np.asarray(to_host(M.target_loss(head, params["phi"])))
+    return Outcome(params, head, loss, kept.objective, kept.convergence, needed, at_best)
 
 
 #: the target head θ_t of the kept networks (every algorithm but pre-training and MeRLin)
@@ -115,9 +117,7 @@ def finetune_head(phi, X, y, lam, **flow) -> Outcome:
     xp = get_backend(phi, X)
     objective = Objective(d=phi.shape[-2], m=phi.shape[-1], lam=lam, target_weight=1.0, X=X, y=y, fixed_phi=phi)
     trained = train(objective, {"theta_t": xp.zeros(phi.shape[:1] + phi.shape[-1:])}, **flow)
-    outcome = _outcome(trained, phi.shape[0], 1, _target_head)
-    loss = np.asarray(to_host(M.target_loss(outcome.head, phi)))
-    return Outcome(**{**outcome.__dict__, "params": {"theta_t": outcome.head, "phi": phi}, "target_loss": loss})
+    return _outcome(trained, phi.shape[0], 1, _target_head, fixed_phi=phi)
 
 
 def _target_objective(X, y, lam, d, m):
