@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from ..sim.statistics import mean_se
 from .registry import CheckResult, Criterion
 
 __all__ = ["Z_THRESHOLD", "ERRATUM_Z", "ROUNDING", "mean_se", "agreement", "mc_agreement", "refutation",
@@ -26,15 +25,6 @@ __all__ = ["Z_THRESHOLD", "ERRATUM_Z", "ROUNDING", "mean_se", "agreement", "mc_a
 Z_THRESHOLD = 4.0
 ERRATUM_Z = 6.0
 ROUNDING = 1e-9
-
-
-def mean_se(samples):
-    """(mean, SE = sample sd/√N) of a 1-D sample (NaNs are not allowed)."""
-    samples = np.asarray(samples, dtype=float).ravel()
-    if samples.size < 2 or not np.all(np.isfinite(samples)):
-        raise ValueError(f"samples must hold >= 2 finite values, got {samples.size} with "
-                         f"{int((~np.isfinite(samples)).sum())} non-finite")
-    return float(samples.mean()), float(samples.std(ddof=1) / math.sqrt(samples.size))
 
 
 def _z(gap, scale):

@@ -191,8 +191,7 @@ def _success_at(case, k, xi):
     restarts = Q.merlin_restarts(k)
     X, y = Q.target_sets(n_t, d, seeds, case.seed)
     out = Q.merlin(X, y, k, 0.1, 2, restarts, case.rng, **FLOW)
-    top = Q.feature_usage(out.params["phi"])[0]
-    success = (out.target_loss <= Q.RECOVERY_LOSS) & (top == 1) & out.converged
+    success = Q.recovered(out.target_loss, Q.feature_usage(out.params["phi"])[0]) & out.converged
     return combine([
         holds(out.converged.all(), label=f"all kept flows converged (restarts needed ≤ {out.restarts_needed.max()} "
                                          f"of {restarts})"),

@@ -7,95 +7,28 @@ Panels:
 (a) the exact target population loss of head-only fine-tuning, joint training, target-only training and MeRLin
     against n_t, with 10/27 (the loss of a head on a wrong feature, Thm 1): each seed's loss (a short tick: the
     losses are bimodal, recovered ≈ 1e-4 or failed ≈ 0.1–0.6) and their mean with its 68 % percentile bootstrap
-    interval (:func:`~transfertheory.figures.stats.bootstrap_mean_interval`; positive, so a log axis draws it);
+    interval (:func:`~transfertheory.sim.statistics.bootstrap_mean_interval`; positive, so a log axis draws it);
 (b) MeRLin's success frequency (target recovered: loss ≤ 1e-3 on feature e₁; 68 % Wilson interval) against n_t,
     with the proof of Thm 2's union bound 1 − (k − 1)·P_wrong(n_t), P_wrong = (5/9)ⁿ + (1/3)ⁿ − (1/9)ⁿ, and the
     exact 1 − P(some wrong feature fits).
 
-Only converged kept flows enter the points; the figure states how many converged, to which gradient norm.
+Only converged kept flows enter the points; the figure states how many converged, to which gradient norm. The
+tables are :mod:`transfertheory.sim.merlin.summary`'s.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
+from ..sim.merlin.summary import LOSS_COLUMNS, SUCCESS_COLUMNS, loss_table, success_table
 from ..sweep.named import named_profile
 from ..theory import merlin as M
 from .marks import left_out_text, legend_outside, title_with_footnote
 from .output import FigureOutput, subplots
-from .stats import bootstrap_mean_interval, wilson_interval
 from .registry import Figure, register
 
 NAME = "merlin_fig"
 ALGORITHMS = ("finetune", "joint", "target_only", "merlin")
-COLUMNS = {
-    "algorithm": "finetune (head-only), joint, target_only or merlin",
-    "n_t": "target samples n_t",
-    "seeds": "seeds (target sets) at this point",
-    "loss_mean": "mean over converged seeds of the exact target population loss of the trained predictor",
-    "loss_low": "lower end of the 68 % percentile bootstrap interval of loss_mean",
-    "loss_high": "upper end of the 68 % percentile bootstrap interval of loss_mean",
-    "loss_se": "standard error of loss_mean",
-    "loss_median": "median over converged seeds of the target loss",
-    "recovered": "fraction of seeds with target loss <= 1e-3 on feature e1",
-    "top_coord_e1": "fraction of seeds whose learned φ puts most of its norm on coordinate 1",
-    "restarts_needed_max": "largest index + 1 of the restart kept (restarts per seed in the JSON)",
-    "converged": "seeds whose kept flow (and, for fine-tuning, the pre-training flow) converged",
-    "grad_norm_max": "largest final gradient norm of a converged kept flow",
-}
-SUCCESS_COLUMNS = {
-    "n_t": "target samples n_t",
-    "seeds": "seeds (target sets)",
-    "success": "MeRLin's success frequency over converged seeds (target loss <= 1e-3 on feature e1)",
-    "success_low": "lower end of the 68 % Wilson score interval of success",
-    "success_high": "upper end of the 68 % Wilson score interval of success",
-    "union_bound": "1 − (k − 1)·P_wrong(n_t), P_wrong = (5/9)^n + (1/3)^n − (1/9)^n (proof of Thm 2)",
-    "no_wrong_fit": "1 − P(some wrong feature fits all n_t samples), exact",
-    "restarts_needed_max": "largest index + 1 of the restart kept",
-    "converged": "seeds whose kept MeRLin flow converged",
-    "grad_norm_max": "largest final gradient norm of a converged kept flow",
-}
-
-
-def _converged(part):
-    """The converged rows of ``part`` and the largest final gradient norm among them (NaN if none)."""
-    kept = part[part["converged"].astype(bool)]
-    return kept, float(kept["grad_norm"].max()) if len(kept) else float("nan")
-
-
-def loss_table(df):
-    """Panel (a)'s table from a :func:`run_comparison` frame (:data:`COLUMNS`); statistics over converged seeds."""
-    rows = []
-    for (algorithm, n_t), part in df.groupby(["algorithm", "n_t"], sort=True):
-        kept, grad_norm_max = _converged(part)
-        loss = kept["target_loss"].to_numpy()
-        low, high = bootstrap_mean_interval(loss) if len(loss) else (np.nan, np.nan)
-        rows.append(dict(algorithm=algorithm, n_t=n_t, seeds=len(part),
-                         loss_mean=loss.mean() if len(loss) else np.nan, loss_low=low, loss_high=high,
-                         loss_se=loss.std(ddof=1) / np.sqrt(len(loss)) if len(loss) > 1 else np.nan,
-                         loss_median=np.median(loss) if len(loss) else np.nan, recovered=kept["recovered"].mean(),
-                         top_coord_e1=(kept["top_coord"] == 1).mean(),
-                         restarts_needed_max=int(part["restarts_needed"].max()), converged=len(kept),
-                         grad_norm_max=grad_norm_max))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def success_table(df, k):
-    """Panel (b)'s table from a MeRLin-only :func:`run_comparison` frame (:data:`SUCCESS_COLUMNS`); frequencies
-    over converged seeds."""
-    rows = []
-    for n_t, part in df.groupby("n_t", sort=True):
-        kept, grad_norm_max = _converged(part)
-        wins = int(kept["recovered"].sum())
-        low, high = wilson_interval(wins, len(kept)) if len(kept) else (np.nan, np.nan)
-        rows.append(dict(n_t=n_t, seeds=len(part), success=wins / len(kept) if len(kept) else np.nan,
-                         success_low=low, success_high=high,
-                         union_bound=1 - (k - 1) * float(M.wrong_feature_fit_probability(n_t)),
-                         no_wrong_fit=1 - M.any_wrong_feature_fit_probability(n_t, k),
-                         restarts_needed_max=int(part["restarts_needed"].max()), converged=len(kept),
-                         grad_norm_max=grad_norm_max))
-    return pd.DataFrame(rows, columns=list(SUCCESS_COLUMNS))
 
 
 def _interval(mid, low, high):
@@ -169,7 +102,7 @@ def build(d=12, k=3, m=2, lam=0.1, n_targets=(2, 4, 8, 16, 32), draws=8, restart
                       success_n=list(success_n), success_draws=success_draws, success_d=k + 1,
                       success_restarts=merlin_restarts(k), splits=splits, ridge=MERLIN_RIDGE, seed=seed, **tolerances)
     seed_losses = comparison.loc[comparison["converged"].astype(bool), ["algorithm", "n_t", "target_loss"]]
-    return FigureOutput(plot(losses, successes, k, seed_losses, convergence), losses, COLUMNS, parameters, summary,
+    return FigureOutput(plot(losses, successes, k, seed_losses, convergence), losses, LOSS_COLUMNS, parameters, summary,
                         extra=(("_success", successes, SUCCESS_COLUMNS),), notes=dict(unconverged=unconverged))
 
 

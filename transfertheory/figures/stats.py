@@ -22,11 +22,8 @@ the heavy-tailed corners (|n − d| ≤ 3, n ≤ 8), so |z| > 4 has probability
 several hundred runs; ALLOWANCE bounds what the integrator adds on top of the
 statistics (below).
 
-Intervals for the simulation figures of MeRLin and TDR (:func:`bootstrap_mean_interval`, :func:`wilson_interval`):
-a mean ± SE bar of positive values spread over decades reaches below zero (on a log axis: down to the axis
-edge), and a binomial ± SE bar is empty at a frequency of 0 or 1. The percentile bootstrap interval of a mean of
-positive values lies between their smallest and largest value, and the Wilson score interval of a frequency
-lies in [0, 1] with a non-zero width at 0 and 1.
+The intervals of the MeRLin simulation figure (a mean's percentile bootstrap interval, a frequency's Wilson
+interval) are :mod:`transfertheory.sim.statistics`'s.
 
 The boundaries of FaF Fig. 4 (where a mean transferability curve changes sign, with a teacher-clustered bootstrap
 interval) are :mod:`transfertheory.sim.relu_teacher.summary`'s.
@@ -49,8 +46,6 @@ __all__ = [
     "agreement_record",
     "TOLERANCE",
     "format_angle",
-    "bootstrap_mean_interval",
-    "wilson_interval",
 ]
 
 
@@ -205,47 +200,3 @@ def format_angle(theta):
         num, den = num // g, den // g
         return f"{'' if num == 1 else num}π" + ("" if den == 1 else f"/{den}")
     return f"{theta:.3g}"
-
-
-def _level(level):
-    if isinstance(level, bool) or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    return float(level)
-
-
-def bootstrap_mean_interval(values, level=0.68, resamples=4000, seed=0):
-    """(low, high): the percentile bootstrap interval of the mean of ``values`` at coverage ``level``.
-
-    ``values``: 1-D, finite, at least one. Each bound is a mean of resampled values, so both lie in
-    [min(values), max(values)]: positive data give a positive lower bound (a bar that a log axis can draw),
-    however skewed the values. The default level 0.68 matches ± 1 SE for normally distributed means.
-    ``resamples`` (integer ≥ 100) resamples drawn with the generator seeded by ``seed`` (reproducible).
-    """
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
-        raise ValueError(f"values must be a non-empty 1-D array of finite numbers, got shape {values.shape}")
-    level = _level(level)
-    if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 100:
-        raise ValueError(f"resamples must be an integer >= 100, got {resamples!r}")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(int(resamples), values.size))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
-
-
-def wilson_interval(successes, trials, level=0.68):
-    """(low, high): the Wilson score interval of a binomial frequency ``successes``/``trials`` at ``level``.
-
-    It lies in [0, 1], contains the frequency, and has a non-zero width at 0 and ``trials`` successes, where the
-    binomial ± SE bar √(p(1 − p)/N) is empty (scipy's ``binomtest(...).proportion_ci(method="wilson")``).
-    ``successes`` an integer in [0, trials], ``trials`` an integer ≥ 1.
-    """
-    from scipy.stats import binomtest
-
-    level = _level(level)
-    if isinstance(trials, bool) or int(trials) != trials or trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
-    if isinstance(successes, bool) or int(successes) != successes or not 0 <= successes <= trials:
-        raise ValueError(f"successes must be an integer in [0, trials = {trials}], got {successes!r}")
-    interval = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=level, method="wilson")
-    return float(interval.low), float(interval.high)

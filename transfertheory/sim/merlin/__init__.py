@@ -6,14 +6,15 @@
   (the package's gradient-flow integrator);
 * :mod:`.algorithms` — pre-training, head-only and full fine-tuning, target-only, joint training and MeRLin,
   batched over seeds with random restarts (:class:`Problem`, trained together by :func:`solve`);
-* :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed).
+* :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed);
+* :mod:`.summary` — the figure's statistics of those rows (imported from the module: it is not re-exported here).
 """
 from . import algorithms, losses
 from .algorithms import *  # noqa: F401,F403  (the package exports these modules' __all__)
-from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, run_comparison, target_sets
+from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, recovered, run_comparison, target_sets
 from .losses import *  # noqa: F401,F403
 from .training import FLOW_SETTINGS, STUDY_TOLERANCES, Objective, Trained, random_init, stack_objectives, train
 
 __all__ = [*losses.__all__, "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
-           "STUDY_TOLERANCES", *algorithms.__all__, "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "run_comparison",
-           "target_sets"]
+           "STUDY_TOLERANCES", *algorithms.__all__, "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "recovered",
+           "run_comparison", "target_sets"]

@@ -15,6 +15,7 @@ the restarts, so symmetric minimizers (e.g. the k source features of Lemma 4) ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -73,13 +74,19 @@ def _keep_best(trained: Trained, seeds: int, restarts: int) -> tuple[np.ndarray,
     return np.arange(seeds) * restarts + first, first + 1, at_best.sum(axis=1)
 
 
-def _outcome(trained: Trained, seeds: int, restarts: int, head_of) -> Outcome:
-    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks."""
+def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=None) -> Outcome:
+    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks, ``fixed_phi``
+    the features of a flow that did not train them (one restart per seed)."""
     keep, needed, at_best = _keep_best(trained, seeds, restarts)
     kept = trained.rows(keep)
-    head = head_of(kept.params, keep)
-    loss = np.asarray(to_host(M.target_loss(head, kept.params["phi"]))) if "phi" in kept.params else None
-    return Outcome(kept.params, head, loss, kept.objective, kept.convergence, needed, at_best)
+    params = kept.params if fixed_phi is None else {**kept.params, "phi": fixed_phi}
+    head = head_of(params)
+    loss = np.asarray(to_host(M.target_loss(head, params["phi"])))
+    return Outcome(params, head, loss, kept.objective, kept.convergence, needed, at_best)
+
+
+#: the target head θ_t of the kept networks (every algorithm but pre-training and MeRLin)
+_target_head = itemgetter("theta_t")
 
 
 def _repeat(array, times):
@@ -102,7 +109,7 @@ def pretrain(d, m, k, lam, seeds, restarts, rng, backend="numpy", init_scale=0.5
     start = {name: to_device(block, xp) for name, block in random_init(objective, seeds * restarts, rng,
                                                                           init_scale).items()}
     trained = train(objective, start, **flow)
-    return _outcome(trained, seeds, restarts, lambda p, keep: p["theta_s"])
+    return _outcome(trained, seeds, restarts, itemgetter("theta_s"))
 
 
 def finetune_head(phi, X, y, lam, **flow) -> Outcome:
@@ -110,9 +117,7 @@ def finetune_head(phi, X, y, lam, **flow) -> Outcome:
     xp = get_backend(phi, X)
     objective = Objective(d=phi.shape[-2], m=phi.shape[-1], lam=lam, target_weight=1.0, X=X, y=y, fixed_phi=phi)
     trained = train(objective, {"theta_t": xp.zeros(phi.shape[:1] + phi.shape[-1:])}, **flow)
-    outcome = _outcome(trained, phi.shape[0], 1, lambda p, keep: p["theta_t"])
-    loss = np.asarray(to_host(M.target_loss(outcome.head, phi)))
-    return Outcome(**{**outcome.__dict__, "params": {"theta_t": outcome.head, "phi": phi}, "target_loss": loss})
+    return _outcome(trained, phi.shape[0], 1, _target_head, fixed_phi=phi)
 
 
 def _target_objective(X, y, lam, d, m):
@@ -123,13 +128,13 @@ def finetune_full(theta_t, phi, X, y, lam, **flow) -> Outcome:
     """Full fine-tuning: (θ_t, φ) by gradient flow on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from the fine-tuned head and φ_pre."""
     objective = _target_objective(X, y, lam, phi.shape[-2], phi.shape[-1])
     trained = train(objective, {"theta_t": theta_t, "phi": phi}, **flow)
-    return _outcome(trained, phi.shape[0], 1, lambda p, keep: p["theta_t"])
+    return _outcome(trained, phi.shape[0], 1, _target_head)
 
 
 @dataclass(frozen=True)
 class Problem:
     """One algorithm's flows for a batch of seeds, before training: the objective (R restarts per seed, seed-major),
-    the start, and ``head_of(params, keep)``, the target head of the kept networks. :func:`solve` trains
+    the start, and ``head_of(params)``, the target head of the kept networks. :func:`solve` trains
     problems of the same algorithm together."""
 
     objective: Objective
@@ -159,10 +164,6 @@ def solve(problems, **flow) -> list:
         outcomes.append(_outcome(part, problem.seeds, problem.restarts, problem.head_of))
         offset += size
     return outcomes
-
-
-def _target_head(params, keep):
-    return params["theta_t"]
 
 
 def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
@@ -223,7 +224,7 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, 
                           splits=np.repeat(seed_split_orders(seeds, n, splits, rng), restarts, axis=0))
     start = random_init(objective, seeds * restarts, rng, init_scale)
 
-    def head_of(params, keep):
+    def head_of(params):
         return ridge_head(features(X, params["phi"])[1], y, ridge)
 
     return Problem(objective, start, seeds, restarts, head_of)

@@ -32,13 +32,19 @@ from ..seeding import generator
 from . import algorithms as A
 from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
-__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "run_comparison", "target_sets", "MERLIN"]
+__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "recovered", "run_comparison", "target_sets", "MERLIN"]
 
 ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")
 ROW_KEYS = ("algorithm", "n_t", "draw")
 #: "target loss ≈ 0": a ridge head (λ_h ≤ 1e-2) on the exact feature e₁ leaves a target loss ~1e-4; a wrong
 #: feature leaves ≥ 10/27 (Thm 1), so a run has recovered the target when its loss is ≤ 1e-3 and φ uses e₁
 RECOVERY_LOSS = 1e-3
+
+
+def recovered(target_loss, top):
+    """Per run: it recovered the target, its loss ≤ :data:`RECOVERY_LOSS` with φ's top coordinate 1 (``top``, 1-based,
+    of :func:`.algorithms.feature_usage`)."""
+    return (target_loss <= RECOVERY_LOSS) & (top == 1)
 
 
 #: the parameters of :func:`run_comparison` and of the ``merlin`` experiment (one n_t, :data:`MERLIN`) by name:
@@ -72,7 +78,7 @@ def _rows(algorithm, n_t, outcome: A.Outcome, **extra) -> pd.DataFrame:
         "algorithm": algorithm, "n_t": n_t, "draw": np.arange(outcome.target_loss.size),
         "target_loss": outcome.target_loss, "objective": outcome.objective,
         "top_coord": top, "top_share": share, "coords": coords,
-        "recovered": (outcome.target_loss <= RECOVERY_LOSS) & (top == 1),
+        "recovered": recovered(outcome.target_loss, top),
         "restarts_needed": outcome.restarts_needed, "restarts_at_best": outcome.restarts_at_best,
         **convergence_columns(outcome.convergence), **extra,
     })

@@ -78,15 +78,11 @@ class Objective:
 
     @property
     def blocks(self) -> tuple:
-        """(name, shape) of the trained blocks, in the order of the state vector."""
-        names = []
-        if self.source_weight > 0:
-            names.append(("theta_s", (self.m,)))
-        if self.target_weight > 0:
-            names.append(("theta_t", (self.m,)))
-        if self.fixed_phi is None:
-            names.append(("phi", (self.d, self.m)))
-        return tuple(names)
+        """(name, shape) of the trained blocks, in the order of the state vector: θ_s with the source term, θ_t
+        with the target term, φ unless fixed."""
+        blocks = (("theta_s", (self.m,), self.source_weight > 0), ("theta_t", (self.m,), self.target_weight > 0),
+                  ("phi", (self.d, self.m), self.fixed_phi is None))
+        return tuple((name, shape) for name, shape, trained in blocks if trained)
 
     def unpack(self, y) -> dict:
         """The trained blocks of states y (b, P) by name, each shaped (b,) + its shape (views)."""
