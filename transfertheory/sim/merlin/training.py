@@ -78,7 +78,7 @@ class Objective:
 
     @property
     def blocks(self) -> tuple:
-        """(name, shape) of the trained blocks, in the order of the state vector: θ_s with the source term, θ_t
+        """The trained blocks as (name, shape) pairs in the order of the state vector; θ_s with the source term, θ_t
         with the target term, φ unless fixed."""
         blocks = (("theta_s", (self.m,), self.source_weight > 0), ("theta_t", (self.m,), self.target_weight > 0),
                   ("phi", (self.d, self.m), self.fixed_phi is None))
