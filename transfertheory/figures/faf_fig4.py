@@ -291,11 +291,9 @@ FIGURE = register(Figure(
     "whose losses carry a ½) and stopping rule (loss ≤ 1e-6); the μ and n grids are not listed in the text and are "
     "read from the axes of Fig. 4(c–e) (μ 0.2–0.8, n 100–1000). Scratch flows follow gradient flow (adaptive RKC), "
     "the paper's gradient descent being its Euler discretization; linear transfer is the flow solved exactly",
-    paper_stand_in="FaF's size is about 3·10¹⁴ flops, hours of a 2-core CPU (docs/benchmarks.md: about 5.1 h of one core), "
-    "more than a session: its 100 chunks (one teacher × 10 data sets each) are computed resumably into the store "
-    "figures/paper/stores/figs-paper (`python -m transfertheory.figures faf_fig4 --paper --out figures/paper --store "
-    "figures/paper/stores/figs-paper`; on a GPU add `--backend cupy`), and until all of them are done the full "
-    "profile stands in for the paper's sizes",
+    paper_stand_in="a smaller profile built into figures/paper stands in for the paper-size build, which takes hours "
+    "of a CPU (about 3·10¹⁴ flops, docs/benchmarks.md) and is resumed from its store "
+    "(`python -m transfertheory.figures faf_fig4 --paper --out figures/paper --store figures/paper/stores/figs-paper`)",
 ))
 
 
