@@ -19,7 +19,7 @@ from .phase_grid import compute_grid
 from .registry import Figure, register
 from .simulation import PAPER_SIZES, simulate_slices, sweep_sizes
 
-__all__ = ["build", "FIGURE_1", "FIGURE_3"]
+__all__ = ["build", "register_slices", "FIGURE_1", "FIGURE_3"]
 
 
 def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend=None,
@@ -39,13 +39,20 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
 SCRATCH_SLICES = "faf-slices-scratch"
 
 
-def _register(name, method, **labels):
-    """Register the figure ``name``: ``method``'s diagram with simulated slices, its simulation sizes those of the
-    named sweep ``name``, σ and the theory grid's resolution its own; ``labels``: title, description, sources."""
-    profiles = {profile: dict(sigma=0.2, resolution=resolution, **sweep_sizes(name, profile))
+def register_slices(name, build, fixed=None, **labels):
+    """Register the figure ``name``: a phase diagram with simulated slices drawn by ``build``, its simulation sizes
+    those of the named sweep ``name``, the theory grid's resolution its own (200 quick, 400 paper), ``fixed`` the
+    further parameters of every profile (e.g. σ); ``labels``: the other fields of the :class:`Figure` (title,
+    description, sources, shares). Its points are the data, the theory grid the extra ``_grid`` table."""
+    profiles = {profile: dict(**(fixed or {}), resolution=resolution, **sweep_sizes(name, profile))
                 for profile, resolution in (("quick", 200), ("paper", 400))}
-    return register(Figure(name=name, build=functools.partial(build, method), profiles=profiles,
-                           extra_suffixes=("_grid",), shares=SCRATCH_SLICES, paper_sizes=PAPER_SIZES, **labels))
+    return register(Figure(name=name, build=build, profiles=profiles, extra_suffixes=("_grid",),
+                           paper_sizes=PAPER_SIZES, **labels))
+
+
+def _register(name, method, **labels):
+    """:func:`register_slices` of ``method``'s diagram at σ = 0.2, sharing the scratch runs (:data:`SCRATCH_SLICES`)."""
+    return register_slices(name, functools.partial(build, method), dict(sigma=0.2), shares=SCRATCH_SLICES, **labels)
 
 
 FIGURE_1 = _register(

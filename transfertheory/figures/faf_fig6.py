@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import faf_fig1_3
-from .registry import Figure, register
-from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, sweep_sizes
+from .simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS
 
 __all__ = ["NAME", "SIGMA", "build"]
 
@@ -53,17 +52,12 @@ def build(d=SIM_D, draws=SIM_DRAWS, gammas=SIM_GAMMAS, resolution=200, gamma_max
                                     *output.summary))
 
 
-FIGURE = register(Figure(
-    name=NAME,
+FIGURE = faf_fig1_3.register_slices(
+    NAME, build,
     title="FaF Fig. 6: linear transferability without label noise, σ = 0",
     description="The Fig. 1 layout at σ = 0: (a) the surface of FaF Eq. 13 (T = 1 − γ − sin²θ for γ < 1, −sin²θ "
     "beyond), (b) its sign with the boundary γ = cos²θ and negative transfer everywhere beyond γ = 1 (a noiseless "
     "scratch model learns β_t exactly), (c) slices with gradient-flow simulations (mean ± SD) and the exact theory "
     "at the simulated d (dashed).",
     sources=("FaF Eq. 13", "FaF Fig. 6"),
-    build=build,
-    profiles={profile: dict(sweep_sizes(NAME, profile), resolution=resolution)  # the theory grid's resolution
-              for profile, resolution in (("quick", 200), ("paper", 400))},
-    extra_suffixes=("_grid",),
-    paper_sizes=PAPER_SIZES,
-))
+)
