@@ -45,7 +45,7 @@ from ..sweep.named import named_profile
 from ..theory import linear
 from . import stats
 from .marks import annotate_convergence, legend_outside
-from .output import FigureOutput, use_agg
+from .output import FigureOutput, subplots
 from .phase_diagram import DISPLAY_LIMIT
 from .registry import Figure, register
 from .simulation import SIM_COLUMN_DEFINITIONS, simulate_slices, simulation_summary, sweep_sizes
@@ -82,13 +82,12 @@ def _cells(points, skipped_n, column):
 
 def plot(points):
     """Three heat maps over (θ, γ): (a) exact theory, (b) simulation mean, (c) z, clipped to ±4."""
-    use_agg()
+    fig, axes = subplots(1, 3, figsize=(15, 5.4), sharey=True, layout="constrained")  # (pyplot on Agg)
     import matplotlib.pyplot as plt
 
     first = points.iloc[0]
     d, sigma = int(first["d"]), float(first["sigma"])
     skipped = points.attrs.get("skipped_n", [])
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), sharey=True, layout="constrained")
     panels = (
         ("theory_finite", f"(a) theory, exact d = {d}", "RdBu", DISPLAY_LIMIT),
         ("transferability_mean", f"(b) simulation, mean of {int(points['n_draws'].max())} draws", "RdBu",

@@ -152,7 +152,6 @@ def _section(figure, meta, out):
 def render_readme(out) -> str:
     """The README text for folder ``out`` (every registered figure, built or not)."""
     out = Path(out)
-    parts = [_HEADER]
     both = out.name != PAPER
     rows = ["| figure | title | runtime (s) | backend |" + (" at the paper's sizes |" if both else ""),
             "|---|---|---|---|" + ("---|" if both else "")]
@@ -169,7 +168,7 @@ def render_readme(out) -> str:
                     else f" {NOT_YET_PAPER} |")
         rows.append(row)
         sections += ["", *_section(figure, meta, out)]
-    return "\n".join([*parts, *rows, *sections]) + "\n"
+    return "\n".join([_HEADER, *rows, *sections]) + "\n"
 
 
 def _anchor(title):

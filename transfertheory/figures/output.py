@@ -177,16 +177,6 @@ def write_csv(frame, path):
     frame.to_csv(path, index=False)
 
 
-def _write_figure_files(stage, fig, data, paths, dpi, bbox_inches="tight"):
-    """Write ``fig`` and ``data`` to the staged ``paths`` of :func:`output_paths` (``stage``: of ``staged_files``)."""
-    for ext, path in paths.items():
-        if ext == "csv":
-            write_csv(data, stage(path))
-        else:
-            png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
-            fig.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=bbox_inches, **png)
-
-
 def _json_value(value):
     """Parameters as JSON: NumPy scalars → Python numbers, ±inf/NaN → strings, tuples/arrays → lists."""
     import numpy as np
@@ -301,7 +291,12 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
     record = metadata_record(name, output, title=title, description=description, sources=sources, backend=backend,
                              runtime_s=runtime_s, files=paths, context=context)
     with staged_files() as stage:
-        _write_figure_files(stage, output.figure, output.data, figure_paths, dpi, output.bbox_inches)
+        for ext, path in figure_paths.items():  # the PNG first: the thumbnail is reduced from it
+            if ext == "csv":
+                write_csv(output.data, stage(path))
+            else:
+                png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
+                output.figure.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=output.bbox_inches, **png)
         for path in thumb_paths:
             png = figure_paths.get("png")
             _write_thumbnail(output.figure, None if png is None else stage(png), stage(path))
