@@ -21,6 +21,7 @@ from . import aniso_data as data
 from . import stats
 from .marks import legend_outside
 from .output import FigureOutput, subplots
+from .phase_diagram import grid_opening
 from .phase_grid import THETA_MAX, THETA_TICKS, grid_surface
 from .registry import Figure, register
 
@@ -159,13 +160,6 @@ def _phase_figure(grid, iso, method, sigma, spectrum, teacher, d):
     return fig
 
 
-def _opening(grid):
-    """The smallest grid θ with T < 0 at some γ < 1 (NaN if none)."""
-    gamma, theta, t = grid_surface(grid)
-    opens = (np.nan_to_num(t, nan=0.0) < 0) & (gamma[None, :] < 1)
-    return float(np.broadcast_to(theta[:, None], opens.shape)[opens].min()) if opens.any() else math.nan
-
-
 def phase_output(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, resolution=400, lam=0.0, depth=2):
     """The command line's diagram under a spectrum: a :class:`~.output.FigureOutput` whose data is the tidy grid
     (:data:`~.aniso_data.GRID_COLUMN_DEFINITIONS`)."""
@@ -176,7 +170,7 @@ def phase_output(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, 
     lines = (f"{_LABELS[method]} under spectrum {spectrum}, teachers {teacher}, σ = {sigma:g}"
              + (f", λ = {lam:g}" if method == "ridge" else "") + f", d = {d} (deterministic equivalents)",
              f"negative transfer (T < 0): {negative(grid):.2%} of the grid (Σ = I: {negative(iso):.2%})",
-             f"γ < 1 negative region opens at θ = {angle(_opening(grid))} (Σ = I: {angle(_opening(iso))})")
+             f"γ < 1 negative region opens at θ = {angle(grid_opening(grid))} (Σ = I: {angle(grid_opening(iso))})")
     parameters = dict(method=method, sigma=sigma, spectrum=str(spectrum), teacher=str(teacher), d=d, lam=lam,
                       depth=depth, gamma_max=gamma_max, resolution=resolution, limit="flow")
     columns = grid.column_names()

@@ -45,13 +45,13 @@ __all__ = [
     "transferability_source",
     "DISPLAY_LIMIT",
     "plot_phase_diagram",
+    "grid_opening",
     "summary",
     "phase_diagram_output",
 ]
 
 #: panel (a) draws the surface where |T| ≤ this (the paper's z-range); the CSV keeps raw values, ±inf included.
 DISPLAY_LIMIT = 1.0
-_SLICE_LABELS = ("π/8", "π/4", "3π/8")
 
 
 # --------------------------------------------------------------------------- figure
@@ -254,7 +254,7 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, de
     how many simulated draws converged in the title; returns the axes."""
     ax = fig.add_subplot(1, 3, 3)
     colors = {}
-    for th, label in zip(SLICE_THETAS, _SLICE_LABELS):
+    for th, label in zip(SLICE_THETAS, THETA_TICKS[1][1:4]):
         values = transfer.transfer_risks(method, gamma, th, sigma, lam, finite_d, limit, depth)[0]
         (line,) = ax.plot(gamma, np.where(np.isfinite(values), values, np.nan), lw=1.5, label=f"θ = {label}")
         colors[th] = line.get_color()
@@ -383,6 +383,13 @@ def _fine_tune_lines(sigma, depth):
             + f"L → ∞: {half['inf']:.1f}°; the paper's Eq. 17: 60.0°)"]
 
 
+def grid_opening(grid):
+    """The smallest grid θ with T < 0 at some γ < 1 (NaN if none): where the grid's γ < 1 negative region opens."""
+    gamma, theta, t = grid_surface(grid)
+    opens = (np.nan_to_num(t, nan=0.0) < 0) & (gamma[None, :] < 1)
+    return float(np.broadcast_to(theta[:, None], opens.shape)[opens].min()) if opens.any() else math.nan
+
+
 def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     r"""Short text: share of the grid in negative transfer, the γ < 1 opening angle (grid vs theory).
 
@@ -398,8 +405,6 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     gamma, theta = gamma[None, :], theta[:, None]
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
-    opens = negative & (gamma < 1)
-    grid_open = float(np.broadcast_to(theta, opens.shape)[opens].min()) if opens.any() else math.nan
     size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
     lines = [
         f"{_title(method, limit, finite_d, depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
@@ -407,7 +412,7 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
         f"grid: {np.unique(gamma).size} γ in ({gamma.min():.4g}, {gamma.max():.4g}] × {np.unique(theta).size} θ in "
         "[0, π/2]" + (f"; {int((~defined).sum())} points undefined (NaN)" if not defined.all() else ""),
         f"negative transfer (T < 0): {negative.sum() / max(defined.sum(), 1):.2%} of the defined grid",
-        f"γ < 1 negative region opens at θ = {_angle(grid_open)} on the grid; theory (n, d → ∞): "
+        f"γ < 1 negative region opens at θ = {_angle(grid_opening(grid))} on the grid; theory (n, d → ∞): "
         + _opening_theory(method, sigma, lam, limit),
     ]
     if method == "finetune" and sigma > 0:
