@@ -42,7 +42,7 @@ SCRATCH_SLICES = "faf-slices-scratch"
 def register_slices(name, build, fixed=None, **labels):
     """Register the figure ``name``: a phase diagram with simulated slices drawn by ``build``, its simulation sizes
     those of the named sweep ``name``, the theory grid's resolution its own (200 quick, 400 paper), ``fixed`` the
-    further parameters of every profile (e.g. σ); ``labels``: the other fields of the :class:`Figure` (title,
+    further parameters of every profile (e.g. σ); ``labels``: the other fields of the :class:`.registry.Figure` (title,
     description, sources, shares). Its points are the data, the theory grid the extra ``_grid`` table."""
     profiles = {profile: dict(**(fixed or {}), resolution=resolution, **sweep_sizes(name, profile))
                 for profile, resolution in (("quick", 200), ("paper", 400))}
