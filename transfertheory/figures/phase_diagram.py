@@ -402,7 +402,6 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
     depth = grid.attrs.get("depth", 2)
     gamma, theta, t = grid_surface(grid)  # the [θ, γ] matrix and its axes
-    gamma, theta = gamma[None, :], theta[:, None]
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
