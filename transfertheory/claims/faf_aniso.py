@@ -32,7 +32,7 @@ from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
-from .faf_linear import pinv_solution
+from .faf_linear import _risk, pinv_solution
 from .faf_linear_sim import INTEGRATOR, _sim_point as _isotropic_sim_point, _simulate as _simulate_deep_linear
 from .registry import combine, register
 
@@ -79,10 +79,6 @@ def _draw(case):
     lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     X = rng.standard_normal((case.profile.mc_reps, p["n"], p["d"])) * np.sqrt(lam)
     return lam, beta_s, beta_t, X, X @ beta_t + p["sigma"] * rng.standard_normal(X.shape[:2])
-
-
-def _risk(beta_hat, beta_t, lam):
-    return ((beta_hat - beta_t) ** 2 * lam).sum(-1)
 
 
 # --------------------------------------------------------------------------- exact identities
