@@ -93,6 +93,9 @@ def test_families_are_normalised_and_ordered():
     np.testing.assert_allclose([ss, *tt], 1.0, rtol=1e-12)
     np.testing.assert_allclose(theta, np.minimum(THETAS, math.pi), atol=1e-7)
     assert abs(beta_s[-1]) > abs(beta_s[0])  # bottom-aligned: weight on the small eigenvalues
+    task = S.task("power:1", "power:1:bottom", 40, THETAS)  # the spectrum and its teachers in one call
+    for got, want in zip(task, (lam, beta_s, beta_t)):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -32,7 +32,7 @@ from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory import spectra as S
 from .compare import agreement, holds, mc_agreement, mean_se, within
-from .faf_linear import pinv_solution
+from .faf_linear import _risk, pinv_solution
 from .faf_linear_sim import INTEGRATOR, _sim_point as _isotropic_sim_point, _simulate as _simulate_deep_linear
 from .registry import combine, register
 
@@ -73,22 +73,12 @@ def _equivalent_point(profile, ridge=False):
 
 
 
-def _task(p):
-    lam = S.spectrum(p["spectrum"], p["d"])
-    beta_s, _, beta_t = S.teacher_pair(p["teacher"], lam, [p["theta"]])
-    return lam, beta_s, beta_t[0]
-
-
 def _draw(case):
     """(λ, β_s, β_t, X (reps, n, d) with rows z·√λ, y = Xβ_t + ε)."""
     p, rng = case.params, case.rng
-    lam, beta_s, beta_t = _task(p)
+    lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     X = rng.standard_normal((case.profile.mc_reps, p["n"], p["d"])) * np.sqrt(lam)
     return lam, beta_s, beta_t, X, X @ beta_t + p["sigma"] * rng.standard_normal(X.shape[:2])
-
-
-def _risk(beta_hat, beta_t, lam):
-    return ((beta_hat - beta_t) ** 2 * lam).sum(-1)
 
 
 # --------------------------------------------------------------------------- exact identities
@@ -101,8 +91,7 @@ def _risk(beta_hat, beta_t, lam):
 def _reduction(case):
     d, thetas, results = 90, np.array([0.0, 0.4, 1.2, math.pi / 2, 2.8]), []
     for teacher in ("flat", "power:1:top", "power:2:bottom"):
-        lam = S.spectrum("isotropic", d)
-        beta_s, _, beta_t = S.teacher_pair(teacher, lam, thetas)
+        lam, beta_s, beta_t = S.task("isotropic", teacher, d, thetas)
         for n in (9, 30, 60, 89, 91, 150):
             pairs = [("scratch", A.scratch_risk(lam, beta_t, n, 0.3), L.scratch_risk(n / d, 0.3)),
                      ("linear", A.linear_transfer_risk(lam, beta_s, beta_t, 0.3, n),
@@ -233,8 +222,7 @@ LIMITS_ALLOWANCE = 5e-4
 def _limits(case):
     p = case.params
     df = _simulate(case, ("scratch", "finetune"), _PER_DRAW, rtol=_LIMITS_RTOL)
-    lam = S.spectrum(p["spectrum"], p["d"])
-    beta_s, _, beta_t = dl.task_vectors(p["d"], [p["theta"]], 0, lam, p["teacher"])
+    lam, beta_s, beta_t = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     results = []
     for i in range(_PER_DRAW):
         X, Y = dl.target_draw(p["d"], p["n"], beta_t, p["sigma"], case.seed % 2**32, 0, i, lam)
@@ -254,7 +242,7 @@ def _limits(case):
 def _linear_sim(case):
     p = case.params
     df = _simulate(case, ("linear",), case.profile.sim_draws)
-    lam, beta_s, beta_t = _task(p)
+    lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     pre = df.attrs["pretrain"]
     return combine([
         agreement(*mean_se(df["risk"]), A.linear_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"]),
@@ -271,7 +259,7 @@ def _linear_sim(case):
           strategy={"d": st.integers(8, 20), "spectrum": _SPECTRA, "teacher": _TEACHERS})
 def _rank_one(case):
     p = case.params
-    lam, beta_s, _ = _task({**p, "theta": 0.0})
+    lam, beta_s, _ = S.task(p["spectrum"], p["teacher"], p["d"], [0.0])
     arch = dl.Architecture(p["d"], 2)
     pres = {a: dl.pretrain(arch, beta_s, a, seed=case.seed % 2**32, backend="numpy", spectrum=lam)
             for a in (1e-2, 1e-3)}

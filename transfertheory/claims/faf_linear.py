@@ -35,8 +35,9 @@ from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 # --------------------------------------------------------------------------- estimators (independent of the formulas)
 
 
-def _risk(beta_hat, beta_t):
-    return ((beta_hat - beta_t) ** 2).sum(axis=-1)
+def _risk(beta_hat, beta_t, lam=1.0):
+    """‖β̂ − β_t‖²_Σ over the last axis, Σ = diag(``lam``) (1: isotropic inputs, ‖β̂ − β_t‖²)."""
+    return ((beta_hat - beta_t) ** 2 * lam).sum(-1)
 
 
 def pinv_solution(x, y):

@@ -20,7 +20,7 @@ from ..theory import spectra as S
 from . import stats
 from .phase_grid import COLUMN_DEFINITIONS, PhaseGrid, grid_axes
 
-__all__ = ["GRID_COLUMN_DEFINITIONS", "POINT_COLUMN_DEFINITIONS", "task", "phase_grid", "teacher_spec",
+__all__ = ["GRID_COLUMN_DEFINITIONS", "POINT_COLUMN_DEFINITIONS", "phase_grid", "teacher_spec",
            "boundary_grids", "simulate_points", "slice_theory"]
 
 #: definitions of the CLI grid's columns (the isotropic grid's, with the Σ-norm risk and the Σ-angle)
@@ -52,14 +52,6 @@ POINT_COLUMN_DEFINITIONS = {
 }
 
 
-def task(spectrum, teacher, d, thetas):
-    """(λ, β_s, β_t (Θ, d)) of a spectrum and a teacher family at dimension d
-    (:mod:`~transfertheory.theory.spectra`)."""
-    lam = S.spectrum(spectrum, d)
-    beta_s, _, beta_t = S.teacher_pair(teacher, lam, thetas)
-    return lam, beta_s, beta_t
-
-
 def phase_grid(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, resolution=400, lam=0.0, depth=2):
     r"""T(γ, θ) on the phase-diagram axes of :mod:`.phase_grid` (γ = γ_max·k/R, θ ∈ [0, π/2]) for inputs with the
     given spectrum of dimension ``d`` and teachers of the family ``teacher``: a :class:`~.phase_grid.PhaseGrid`
@@ -67,7 +59,7 @@ def phase_grid(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, re
     sigma, gamma_max, resolution = SIGMA.scalar(sigma), GAMMA_MAX.scalar(gamma_max), RESOLUTION.scalar(resolution)
     lam, depth, d = LAM.scalar(lam), DEPTH.scalar(depth), D.with_range(low=2).scalar(d)
     gamma, theta = grid_axes(gamma_max, resolution)
-    eigen, beta_s, beta_t = task(spectrum, teacher, d, theta)
+    eigen, beta_s, beta_t = S.task(spectrum, teacher, d, theta)
     t, r_sc, r_tr = A.transfer_grid(method, eigen, beta_s, beta_t, gamma * d, sigma, lam, depth)
     return PhaseGrid(gamma, theta, t + 0.0, r_sc, r_tr, method, sigma, lam, None, "flow", depth)
 
@@ -106,7 +98,7 @@ def simulate_points(d, draws, gammas, theta, sigma, decays, placements, exponent
             spectrum, teacher = f"power:{a:g}", teacher_spec(exponent, place)
             raw = simulate(("scratch", "linear", "finetune"), d, ns, [theta], sigma, draws, seed=seed,
                            backend=backend, progress=progress, spectrum=spectrum, teacher=teacher)
-            lam, beta_s, beta_t = task(spectrum, teacher, d, [theta])
+            lam, beta_s, beta_t = S.task(spectrum, teacher, d, [theta])
             reference = {n: limit_expectations(lam, beta_s, beta_t, n, sigma, mc_draws, seed) for n in ns}
             for method in ("linear", "finetune"):
                 table = stats.transferability_stats(raw, method)
@@ -128,7 +120,7 @@ def slice_theory(points, sigma, theta, exponent, gammas):
     d = int(points["d"].iloc[0])
     out = {}
     for (method, a, place), _ in points.groupby(["method", "decay", "placement"]):
-        lam, beta_s, beta_t = task(f"power:{a:g}", teacher_spec(exponent, place), d, [theta])
+        lam, beta_s, beta_t = S.task(f"power:{a:g}", teacher_spec(exponent, place), d, [theta])
         t = A.transfer_grid(method, lam, beta_s, beta_t, gammas * d, sigma)[0][0]
         out[method, a, place] = (gammas, np.where(np.isfinite(t), t, np.nan))
     return out

@@ -29,7 +29,7 @@ import numpy as np
 from .. import params as P
 
 __all__ = ["SPECTRUM_SYNTAX", "TEACHER_SYNTAX", "spectrum", "check_spectrum", "check_teacher", "sigma_norm",
-           "teacher_profile", "teacher_pair", "check_spectrum_text", "check_teacher_text"]
+           "teacher_profile", "teacher_pair", "task", "check_spectrum_text", "check_teacher_text"]
 
 #: the text forms of a spectrum (docs/anisotropic.md)
 SPECTRUM_SYNTAX = "isotropic | power:A (A >= 0) | block:F:H (0 < F < 1, H > 0) | eigenvalues such as 2,1,0.5"
@@ -167,6 +167,14 @@ def teacher_pair(spec, lam, thetas, name="teacher"):
                          f"one eigenvector); give the target explicitly")
     nu = nu / size
     return beta_s, nu, np.cos(t)[:, None] * beta_s + np.sin(t)[:, None] * nu
+
+
+def task(spec, teacher, d, thetas):
+    """(λ (d,), β_s (d,), β_t (Θ, d)): the eigenvalues of the spectrum ``spec`` at dimension d (:func:`spectrum`)
+    and the teachers of the family ``teacher`` on it at the Σ-angles ``thetas`` (:func:`teacher_pair`)."""
+    lam = spectrum(spec, d)
+    beta_s, _, beta_t = teacher_pair(teacher, lam, thetas)
+    return lam, beta_s, beta_t
 
 
 def check_spectrum_text(text, name="spectrum"):
