@@ -166,8 +166,8 @@ def entry_point(main):
     """Decorate ``main(argv=None) -> int``: it runs with :data:`~transfertheory.threads.SERIAL_THREADS` BLAS
     threads, after :func:`check_memory_variable` (not for ``--help``); Ctrl-C, SIGTERM and SIGHUP print one line
     and return 128 + the signal's number, a :class:`CommandLineError` prints its line and returns its exit code, a
-    computation refused by the memory guard prints its line and returns :data:`EXIT_MEMORY` (never a
-    traceback)."""
+    computation refused by the memory guard, or one that runs out of memory, prints its line and returns
+    :data:`EXIT_MEMORY` (never a traceback)."""
 
     @functools.wraps(main)
     def guarded(argv=None):
@@ -182,6 +182,10 @@ def entry_point(main):
         except (CommandLineError, MemoryLimitError) as err:
             print(f"error: {err}", file=sys.stderr)
             return getattr(err, "exit_code", EXIT_MEMORY)  # (a MemoryLimitError has none)
+        except MemoryError:  # the machine ran out before an estimate said so: not a bug, and no traceback
+            print("error: out of memory: the computation needs more memory than this machine could give it; reduce "
+                  "its sizes", file=sys.stderr)
+            return EXIT_MEMORY
         except Exception as err:  # a bug: one line, the traceback kept in a file for the report
             print(f"error: internal error, {type(err).__name__}: {err} (a bug in transfertheory; the traceback is in "
                   f"{_traceback_file(main.__module__)})", file=sys.stderr)

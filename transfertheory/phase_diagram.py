@@ -24,7 +24,7 @@ from .figures import phase_diagram as figure
 from .figures import phase_grid
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns, sweep_sizes
 from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SEED, SIGMA
-from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
+from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, task
 from .theory.methods import get_method
 
 __all__ = ["build_parser", "output_name", "main", "NOISE", "RIDGE"]
@@ -134,6 +134,11 @@ def _validate_spectrum(parser, args):
             parser.error(f"--spectrum-d {args.spectrum_d} disagrees with the {count} eigenvalues of --spectrum")
         args.spectrum_d = count
     args.spectrum_d = 400 if args.spectrum_d is None else args.spectrum_d
+    try:  # what the text alone cannot show: eigenvalues that underflow at d, teachers on one eigenvector
+        task(args.spectrum, args.teacher, args.spectrum_d, (0.0,))
+    except ValueError as err:
+        parser.error(f"--spectrum {args.spectrum} --teacher {args.teacher} at d = {args.spectrum_d}: "
+                     + str(err).removeprefix("spectrum: ").removeprefix("teacher: "))
 
 
 def _validate(parser, args):

@@ -361,6 +361,15 @@ def test_the_test_session_runs_under_the_serial_thread_policy():
     assert _blas_threads() == {threads.SERIAL_THREADS}
 
 
+def test_running_out_of_memory_is_one_line_and_the_memory_exit_status(capsys):
+    def main(argv):
+        raise MemoryError
+
+    assert cli_support.entry_point(main)([]) == cli_support.EXIT_MEMORY == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: out of memory:")
+
+
 def test_an_unexpected_error_is_one_line_naming_the_traceback_file(capsys):
     def main(argv):
         raise ValueError("'yerr' must not contain negative values")

@@ -107,6 +107,8 @@ def test_families_are_normalised_and_ordered():
     (lambda: S.spectrum("block:1.5:2", 10), "block:F:H needs 0 < F < 1"),
     (lambda: S.teacher_pair("power:x", np.ones(4), [0.1]), "the exponent B of power:B must be a number"),
     (lambda: S.teacher_pair("sideways", np.ones(4), [0.1]), "teacher must be flat"),
+    (lambda: S.spectrum("power:200", 400), "power:200 at d = 400 has eigenvalues below the smallest normal float"),
+    (lambda: S.task("power:100", "flat", 400, [0.1]), "teacher: the source has no Σ-orthogonal second direction"),
     (lambda: A.scratch_risk(np.ones(3), np.zeros(3), 2, 0.1), "beta_t has zero Σ-norm"),
     (lambda: A.scratch_risk(np.ones(3), np.ones(4), 2, 0.1), "beta_t must have d = 3 coefficients"),
     (lambda: A.scratch_risk([1.0, np.nan], np.ones(2), 2, 0.1), "lam: every eigenvalue must be positive"),
@@ -118,6 +120,19 @@ def test_families_are_normalised_and_ordered():
 def test_bad_input_is_a_named_error(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_transfer_grid_refuses_a_grid_above_the_memory_limit_before_any_work(monkeypatch):
+    from transfertheory import _memory
+
+    lam, beta_s, beta_t = S.task("power:1", "flat", 1000, np.linspace(0, 1.5, 50))
+    n = np.linspace(10.0, 2000.0, 100)
+    monkeypatch.setenv(_memory.ENV_VAR, str(8 * (3 * 100 + 50 + 2) * 1000 - 1))  # one byte below the estimate
+    monkeypatch.setattr(A, "_kappa", lambda *args: pytest.fail("work started before the memory check"))
+    with pytest.raises(_memory.MemoryLimitError, match=r"transfer_grid\(n=100, beta_t=50, d=1000\) needs about"):
+        A.transfer_grid("linear", lam, beta_s, beta_t, n, 0.2)
+    monkeypatch.undo()  # no limit: the same grid runs
+    assert A.transfer_grid("linear", lam, beta_s, beta_t, n, 0.2)[0].shape == (50, 100)
 
 
 # --------------------------------------------------------------------------- Monte Carlo
@@ -303,6 +318,9 @@ def test_phase_diagram_under_a_spectrum_writes_the_grid(tmp_path, capsys):
     (["--teacher", "flat"], "--teacher applies with --spectrum only"),
     (["--spectrum", "power:1", "--finite-d", "20"], "--finite-d is not available with --spectrum"),
     (["--spectrum", "2,1", "--spectrum-d", "5"], "--spectrum-d 5 disagrees with the 2 eigenvalues"),
+    (["--spectrum", "power:200"], "--spectrum power:200 --teacher flat at d = 400: power:200 at d = 400 has "
+                                  "eigenvalues below the smallest normal float"),
+    (["--spectrum", "power:100"], "at d = 400: the source has no Σ-orthogonal second direction"),
 ])
 def test_phase_diagram_refuses_bad_specs_in_one_line(args, message, tmp_path, capsys):
     from transfertheory import phase_diagram as cli

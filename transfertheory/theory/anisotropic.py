@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
+from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval
 from ._closed_form import Rule, closed_form
 from .fine_tuning import _scale_root
@@ -276,7 +277,8 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
     τ² = sin²θ for unit-Σ-norm teachers at Σ-angle θ, whatever Σ). ``finetune``: the deterministic equivalents
     :func:`fine_tune_risk`, :func:`fine_tune_transferability` (T = 0 for n ≥ d). At Σ = I this is
     :func:`~.transfer.transfer_risks` with ``limit="flow"``. The sums over the spectrum are matrix products, so a
-    400 × 400 grid at d = 400 costs about 0.1 s.
+    400 × 400 grid at d = 400 costs about 0.1 s. A grid whose memory exceeds the limit is refused before any work
+    (:func:`transfertheory._memory.check_memory`).
     """
     if method not in GRID_METHODS:
         raise ValueError(f"method must be one of {GRID_METHODS}, got {method!r}")
@@ -288,6 +290,10 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
     s, lm, depth = P.SIGMA.scalar(sigma), P.LAM.scalar(ridge, "ridge"), P.DEPTH.scalar(depth)
     if method != "ridge" and lm != 0:
         raise ValueError(f"ridge applies to method 'ridge' only, got ridge={lm:g} for method {method!r}")
+    # the (Γ, d) weights, shrinkages and their temporaries, the (Θ, d) squared teachers: at most (3Γ + Θ + 2)·d
+    # floats at any time (tracemalloc, all three methods)
+    check_memory(FLOAT_BYTES * (3 * n_.size + bt.shape[0] + 2) * lam.size, what="transfer_grid",
+                 params={"n": n_.size, "beta_t": bt.shape[0], "d": lam.size})
     kappa = _kappa(lam, n_, 0.0)
     _, df2 = _df(lam, kappa)
     positive = (kappa > 0)[:, None]

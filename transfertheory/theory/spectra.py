@@ -87,27 +87,38 @@ def spectrum(spec, d=None, name="spectrum") -> np.ndarray:
     if head in ("isotropic", "power", "block"):
         if d is None:
             raise ValueError(f"{name}: the family {head!r} needs the dimension d")
-        d = _D.scalar(d)
-        k = np.arange(1, d + 1, dtype=float)
-        if head == "isotropic" and not args:
-            return np.ones(d)
-        if head == "power" and len(args) == 1:
-            a = _number(args[0], "the decay A of power:A", name)
-            if a < 0:
-                raise ValueError(f"{name}: the decay A of power:A must be >= 0, got {a:g}")
-            return _normalised(k ** (-a))
-        if head == "block" and len(args) == 2:
-            f = _number(args[0], "the fraction F of block:F:H", name)
-            h = _number(args[1], "the ratio H of block:F:H", name)
-            if not 0 < f < 1 or h <= 0:
-                raise ValueError(f"{name}: block:F:H needs 0 < F < 1 and H > 0, got F = {f:g}, H = {h:g}")
-            top = min(max(int(round(f * d)), 1), d - 1)
-            return _normalised(np.where(k <= top, h, 1.0))
-        raise ValueError(f"{name} must be {SPECTRUM_SYNTAX}, got {spec!r}")
+        values = _family(head, args, _D.scalar(d), name)
+        if values is None:
+            raise ValueError(f"{name} must be {SPECTRUM_SYNTAX}, got {spec!r}")
+        if not (values >= np.finfo(float).tiny).all():  # underflow to 0 or to subnormals, which lose their digits
+            raise ValueError(f"{name}: {text} at d = {values.size} has eigenvalues below the smallest normal float "
+                             f"(from index {int(np.argmin(values >= np.finfo(float).tiny))}); make it less extreme")
+        return values
     parts = [p for p in text.split(",") if p.strip()]
     if len(parts) < 2:
         raise ValueError(f"{name} must be {SPECTRUM_SYNTAX}, got {spec!r}")
     return check_spectrum([_number(p, "an eigenvalue", name) for p in parts], d, name)
+
+
+def _family(head, args, d, name):
+    """The normalised eigenvalues of the family ``head`` with the parameters ``args`` at dimension d; None when the
+    parameters do not fit the family's syntax."""
+    k = np.arange(1, d + 1, dtype=float)
+    if head == "isotropic" and not args:
+        return np.ones(d)
+    if head == "power" and len(args) == 1:
+        a = _number(args[0], "the decay A of power:A", name)
+        if a < 0:
+            raise ValueError(f"{name}: the decay A of power:A must be >= 0, got {a:g}")
+        return _normalised(k ** (-a))
+    if head == "block" and len(args) == 2:
+        f = _number(args[0], "the fraction F of block:F:H", name)
+        h = _number(args[1], "the ratio H of block:F:H", name)
+        if not 0 < f < 1 or h <= 0:
+            raise ValueError(f"{name}: block:F:H needs 0 < F < 1 and H > 0, got F = {f:g}, H = {h:g}")
+        top = min(max(int(round(f * d)), 1), d - 1)
+        return _normalised(np.where(k <= top, h, 1.0))
+    return None
 
 
 def sigma_norm(beta, lam):
@@ -164,7 +175,8 @@ def teacher_pair(spec, lam, thetas, name="teacher"):
     size = sigma_norm(nu, lam)
     if size <= 1e-8 * sigma_norm(alt, lam):
         raise ValueError(f"{name}: the source has no Σ-orthogonal second direction of its profile (it lies on "
-                         f"one eigenvector); give the target explicitly")
+                         f"one eigenvector of Σ): choose another teacher family or a milder spectrum, or give the "
+                         f"target explicitly")
     nu = nu / size
     return beta_s, nu, np.cos(t)[:, None] * beta_s + np.sin(t)[:, None] * nu
 
