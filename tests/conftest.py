@@ -14,7 +14,7 @@ import pytest
 import strict_backend
 from hypothesis import HealthCheck, settings
 
-from transfertheory import backend, threads
+from transfertheory import _memory, backend, threads
 
 # Deterministic property tests in CI (same examples every run); a wider
 # random search locally with HYPOTHESIS_PROFILE=explore.
@@ -55,6 +55,14 @@ def serial_blas_threads():
     """Every test runs with the BLAS threads of the package's serial policy."""
     with threads.blas_threads(threads.SERIAL_THREADS):
         yield
+
+
+@pytest.fixture(autouse=True)
+def memory_limit_stays_in_its_test(monkeypatch):
+    """A command line's ``--max-memory`` sets the limit's variables (``transfertheory._memory.set_limit``): each
+    test gets them back as they were (an empty one is unset)."""
+    for name in (_memory.ENV_VAR, _memory.FLAG_VAR):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
 
 
 @pytest.fixture(params=["numpy", strict_backend.NAME, pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -38,11 +38,14 @@ from contextvars import ContextVar
 
 from .backend import device_free_memory
 
-__all__ = ["ENV_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "MemoryLimitError", "parse_memory", "arg_type",
+__all__ = ["ENV_VAR", "FLAG_VAR", "ALWAYS_FITS", "NO_ARGUMENT", "FLOAT_BYTES", "MemoryLimitError", "parse_memory", "arg_type",
            "set_limit", "memory_limit", "check_memory", "items_per_chunk", "format_bytes", "guarded_entry_point",
            "keep_freed_memory"]
 
 ENV_VAR = "TRANSFERTHEORY_MAX_MEMORY"
+#: set with :data:`ENV_VAR` by :func:`set_limit`: the flag the limit came from (the refusal names it; the worker
+#: processes inherit both)
+FLAG_VAR = "TRANSFERTHEORY_MAX_MEMORY_FLAG"
 #: without an explicit limit, an estimate up to this many bytes is not checked against the machine (it always
 #: fits; the check then costs no read of /proc/meminfo, so kernels called at every step can afford it)
 ALWAYS_FITS = 64 * 2**20
@@ -86,11 +89,12 @@ def arg_type(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--max-memory ")) from None
 
 
-def set_limit(size: int | None) -> None:
-    """Make ``size`` bytes the limit of every check in this process (a CLI's ``--max-memory``: it sets
-    ``TRANSFERTHEORY_MAX_MEMORY``); None leaves the limit as it is."""
+def set_limit(size: int | None, flag: str = "--max-memory") -> None:
+    """Make ``size`` bytes the limit of every check in this process and its workers, given by the command line's
+    ``flag`` (it sets ``TRANSFERTHEORY_MAX_MEMORY``, and :data:`FLAG_VAR` so that a refusal names the flag); None
+    leaves the limit as it is."""
     if size is not None:
-        os.environ[ENV_VAR] = str(int(size))
+        os.environ[ENV_VAR], os.environ[FLAG_VAR] = str(int(size)), f"{flag} {int(size)}"
 
 
 def format_bytes(size: float) -> str:
@@ -151,11 +155,18 @@ def memory_limit(max_memory=None, xp=None) -> tuple[int | None, str]:
     if max_memory is not None:
         return parse_memory(max_memory), "max_memory"
     if os.environ.get(ENV_VAR, "").strip():
-        return parse_memory(os.environ[ENV_VAR], f"environment variable {ENV_VAR}"), ENV_VAR
+        return parse_memory(os.environ[ENV_VAR], f"environment variable {ENV_VAR}"), _variable_source()
     device = None if xp is None else device_free_memory(xp)
     if device is not None:
         return device, "free device memory"
     return _host_available(), "available memory"
+
+
+def _variable_source() -> str:
+    """Where the variable's limit comes from: the flag :func:`set_limit` recorded with the value the variable still
+    holds, else the variable."""
+    flag, _, size = os.environ.get(FLAG_VAR, "").partition(" ")
+    return flag if size and size == os.environ[ENV_VAR].strip() else ENV_VAR
 
 
 #: ``max_memory`` of :func:`check_memory` for a function without that argument (only the variable overrides)
@@ -214,9 +225,11 @@ def check_memory(estimate_bytes: float, *, what: str, params: dict, max_memory=N
     if limit is not None and estimate_bytes > limit:
         shown = ", ".join(f"{name}={value}" for name, value in params.items())
         override = f"pass max_memory= (or set {ENV_VAR})" if has_argument else f"set {ENV_VAR}"
+        override = f"raise {source}" if source.startswith("--") else override
+        given = source not in ("free device memory", "available memory")
         raise MemoryLimitError(
             f"{what}({shown}) needs about {format_bytes(estimate_bytes)} of memory, more than the "
-            f"{format_bytes(limit)} {'allowed by ' + source if source in ('max_memory', ENV_VAR) else source}; "
+            f"{format_bytes(limit)} {'allowed by ' + source if given else source}; "
             f"reduce {', '.join(params)}, or {override} to allow more")
     if run is not None and not run.checked and has_argument:  # the entry point's own check (it takes max_memory)
         run.checked, run.limit, run.source = True, limit, source

@@ -30,7 +30,8 @@ import threading
 from .threads import WORKERS, available_cores, blas_threads, threads_per_worker
 
 __all__ = ["STOP_SIGNALS", "STOP_GRACE", "Interrupted", "exit_code_of", "interrupt_line", "stop_signals_to",
-           "stop_signals_raise", "worker_count", "start_order", "completed_in_workers", "in_workers"]
+           "stop_signals_raise", "worker_count", "warn_oversubscribed", "start_order", "completed_in_workers",
+           "in_workers"]
 
 #: the signals answered like Ctrl-C
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -167,7 +168,8 @@ def _call(task):
 # --------------------------------------------------------------------------- in the calling process
 
 
-def _warn_oversubscribed(workers):
+def warn_oversubscribed(workers):
+    """A warning on stderr when ``workers`` processes are more than the cores."""
     cores = available_cores()
     if workers > cores:
         print(f"warning: {workers} worker processes on {cores} cores: they take turns on the cores (no faster than "
@@ -216,7 +218,7 @@ def completed_in_workers(function, items, workers, costs=None, *, fresh=False):
 
     items = list(items)
     workers = worker_count(workers, len(items))
-    _warn_oversubscribed(workers)
+    warn_oversubscribed(workers)
     threads = threads_per_worker(workers)
     context = multiprocessing.get_context("spawn" if fresh else None)
     if context.get_start_method() != "fork":

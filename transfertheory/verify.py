@@ -39,7 +39,7 @@ from pathlib import Path
 from . import _memory, cli_support
 from .audit_table import COLUMNS, format_table, outcome_record, table_width
 from .params import DRAWS, SEED
-from .processes import Interrupted, stop_signals_to
+from .processes import Interrupted, stop_signals_to, warn_oversubscribed
 from .threads import available_cores
 
 __all__ = ["COLUMNS", "build_parser", "main", "outcome_record", "format_table", "pytest_args"]
@@ -230,6 +230,8 @@ def main(argv=None):
     try:
         with _signals_stop_pytest(received):
             workers = _workers_for_the_selection(parser, args, backend)
+            if not args.list and _store(args) is None:  # (the engine's workers warn for themselves)
+                warn_oversubscribed(workers or args.workers or 1)
             code = pytest.main(pytest_args(args, backend, workers), plugins=[session])
     except KeyboardInterrupt:  # (before pytest ran: while the selection was collected)
         session.interrupted = True

@@ -229,13 +229,17 @@ def test_module_entry_point_runs_in_a_fresh_interpreter(tmp_path):
     assert "Traceback" not in result.stderr and "faf.eq17.finite" in result.stdout
 
 
-def test_worker_processes_report_what_the_serial_run_reports_in_its_order(tmp_path, capsys):
+def test_worker_processes_report_what_the_serial_run_reports_in_its_order(tmp_path, capsys, monkeypatch):
+    from transfertheory import processes
+
+    monkeypatch.setattr(processes, "available_cores", lambda: 1)  # so that 2 workers are more than the cores
     pattern = "faf.thm2.2"  # exact claims and an erratum, each in a fraction of a second
     reports = []
     for workers in ("1", "2"):
         path = tmp_path / f"v{workers}.json"
-        code, out, _ = _run(capsys, "-k", pattern, "--workers", workers, "--json", str(path))
+        code, out, err = _run(capsys, "-k", pattern, "--workers", workers, "--json", str(path))
         assert code == 0
+        assert ("warning: 2 worker processes on 1 cores" in err) == (workers == "2")
         records = json.loads(path.read_text(encoding="utf-8"))
         for record in records:
             assert record.pop("seconds") >= 0

@@ -404,6 +404,14 @@ def test_phase_diagram_cli_refuses_a_simulation_above_max_memory_in_one_line(mon
                  str(tmp_path)])
     error = capsys.readouterr().err
     assert code == 4 and error.startswith("error: run_transfer_experiment(") and error.count("\n") == 1
+    assert "the 1 MiB allowed by --max-memory" in error and error.rstrip().endswith("or raise --max-memory to allow more")
+
+
+def test_a_limit_set_by_a_flag_is_named_by_it_while_the_variable_holds_it(monkeypatch):
+    _memory.set_limit(2**20, "--max-memory")
+    assert _memory.memory_limit() == (2**20, "--max-memory")
+    monkeypatch.setenv(_memory.ENV_VAR, "2M")  # changed since: the variable's own limit
+    assert _memory.memory_limit() == (2 * 2**20, _memory.ENV_VAR)
 
 
 @pytest.mark.parametrize("module", ["transfertheory.figures.__main__", "transfertheory.phase_diagram",
