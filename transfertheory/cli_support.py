@@ -80,6 +80,7 @@ __all__ = [
     "resolve_backend",
     "output_folder_problem",
     "output_file_problem",
+    "special_file",
     "require_writable",
     "staged_files",
     "os_error_line",
@@ -289,7 +290,7 @@ def output_folder_problem(path) -> str | None:
     return _folder_problem(_existing_ancestor(path))
 
 
-def _special(path) -> bool:
+def special_file(path) -> bool:
     """Whether ``path`` is (or links to) something other than a file or a folder: a FIFO, a device, a terminal, a
     pipe (``/dev/stdout``)."""
     try:
@@ -302,7 +303,7 @@ def _special(path) -> bool:
 def output_file_problem(path) -> str | None:
     """What prevents writing file ``path`` (its missing parent folders are created; a symbolic link: its target),
     or None."""
-    if _special(path):
+    if special_file(path):
         return None  # written into directly
     path = Path(os.path.realpath(path))
     if path.is_dir():
@@ -376,7 +377,7 @@ def staged_files():
 
     def stage(path):
         path = Path(path)
-        if _special(path):
+        if special_file(path):
             return path
         if path.is_symlink():
             path = Path(os.path.realpath(path))

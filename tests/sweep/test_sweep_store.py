@@ -2,6 +2,7 @@
 damaged files are reported and recomputed, a manifest that is not an object is one line naming it, runs sharing a
 store (also of different specs, one of them killed) compute every point exactly once, and the grid is counted
 before it is built."""
+import io
 import json
 import os
 import re
@@ -82,6 +83,22 @@ def test_table_out_into_the_store_is_refused(surface, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "inside the store" in err and not out.exists()
     assert _counts(_status(store, capsys)[1].out)[:2] == (6, 6)
+
+
+def test_table_out_to_a_fifo_is_the_csv_and_the_count_goes_to_stderr(surface, capsys, tmp_path):
+    import threading
+
+    spec, store, table = surface
+    fifo, received = tmp_path / "pipe", []
+    os.mkfifo(fifo)
+    reader = threading.Thread(target=lambda: received.append(pd.read_csv(fifo)))
+    reader.start()
+    assert main(["table", str(store), "--out", str(fifo)]) == 0
+    reader.join(timeout=30)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("6 rows of 6 points -> ")
+    pd.testing.assert_frame_equal(received[0], pd.read_csv(io.StringIO(table.to_csv(index=False))))
+    assert fifo.exists() and not fifo.is_file()  # written into, never renamed over
 
 
 def test_foreign_parquet_files_are_reported_never_counted_nor_merged_and_integers_stay_integer(surface, capsys):

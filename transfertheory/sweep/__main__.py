@@ -72,7 +72,8 @@ def build_parser():
     status.add_argument("store", metavar="DIR")
     table = sub.add_parser("table", help="the tidy table of every completed point (CSV on stdout, or --out)")
     table.add_argument("store", metavar="DIR")
-    table.add_argument("--out", metavar="FILE", help="write FILE.csv or FILE.parquet instead of printing")
+    table.add_argument("--out", metavar="FILE", help="write FILE.csv or FILE.parquet instead of printing (a FIFO "
+                       "or a device such as /dev/stdout: CSV unless its name ends in .parquet)")
     return parser
 
 
@@ -159,7 +160,8 @@ def _status(args):
 
 
 def _table(args):
-    if args.out is not None and not args.out.endswith((".csv", ".parquet")):
+    special = args.out is not None and cli_support.special_file(args.out)  # a FIFO or a device: CSV unless .parquet
+    if args.out is not None and not special and not args.out.endswith((".csv", ".parquet")):
         raise ValueError(f"--out: FILE must end in .csv or .parquet, got {args.out}")
     store = _store(args.store)
     if args.out is not None and Path(args.out).resolve().is_relative_to(store.root.resolve()):  # (links resolved)
@@ -176,9 +178,10 @@ def _table(args):
         table.to_csv(sys.stdout, index=False)
         return EXIT_OK
     with cli_support.staged_files() as stage:
-        write = table.to_csv if args.out.endswith(".csv") else table.to_parquet
+        write = table.to_parquet if args.out.endswith(".parquet") else table.to_csv
         write(stage(args.out), index=False)
-    print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}")
+    print(f"{len(table)} rows of {table['point_id'].nunique() if len(table) else 0} points -> {args.out}",
+          file=sys.stderr if special else sys.stdout)  # (not into the table, when --out is /dev/stdout)
     return EXIT_OK
 
 
