@@ -12,9 +12,9 @@ One mechanism per concern, so that every command line behaves the same:
   ``TRANSFERTHEORY_MAX_MEMORY`` before the command starts, with the parser of ``--max-memory``
   (:func:`transfertheory._memory.parse_memory`): a bad value is one line and exit status :data:`EXIT_USAGE` (2).
 * **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
-  environment variable ``TRANSFERTHEORY_BACKEND`` decides. :func:`backend_choice` checks the name (flag or
-  variable) before any work and :func:`resolve_backend` loads it; an unknown name, or ``cupy`` without a usable
-  GPU, prints one line and exits with :data:`EXIT_BACKEND` (3).
+  environment variable ``TRANSFERTHEORY_BACKEND`` decides (an unknown flag is argparse's usage error, 2).
+  :func:`backend_choice` checks the variable's name before any work and :func:`resolve_backend` loads it; an
+  unknown name, or ``cupy`` without a usable GPU, prints one line and exits with :data:`EXIT_BACKEND` (3).
 * **Output paths** — :func:`require_writable` checks every output folder and file *before* the computation: a
   path that is a file where a folder is needed (or the reverse), or a folder that cannot be written, is one line
   saying what is wrong with which path, and the command's documented exit code (a :class:`CommandLineError`,
@@ -230,10 +230,12 @@ def add_memory_argument(parser, what="simulations",
 
 
 def add_backend_argument(parser, help_text="array backend of the simulations"):
-    """``--backend {auto,numpy,cupy}``, default None: ``TRANSFERTHEORY_BACKEND``, else the command's default."""
-    parser.add_argument("--backend", choices=backend_names(), default=None,
+    """``--backend {auto,numpy,cupy}``, default None: ``TRANSFERTHEORY_BACKEND``, else the command's default. The name
+    is read as the variable is (case and surrounding spaces ignored); another one is a usage error (exit 2)."""
+    parser.add_argument("--backend", type=lambda text: text.strip().lower(), choices=backend_names(), default=None,
                         help=f"{help_text} (default: ${ENV_VAR}, else auto = CuPy if a GPU is usable, NumPy "
-                        f"otherwise); an unknown or unusable backend exits with code {EXIT_BACKEND}")
+                        f"otherwise); a backend that cannot be used, or an unknown name in ${ENV_VAR}, exits with code "
+                        f"{EXIT_BACKEND}")
 
 
 def _backend_error(err):

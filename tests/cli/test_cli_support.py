@@ -248,6 +248,7 @@ def test_writable_paths_have_no_problem_and_nothing_is_created(tmp_path):
 def test_every_cli_takes_backend_and_documents_its_exit_codes(module):
     parser = importlib.import_module(module).build_parser()
     assert parser.parse_args(["--backend", "numpy"]).backend == "numpy"
+    assert parser.parse_args(["--backend", " NumPy "]).backend == "numpy"  # read as the variable is
     assert "130 interrupted" in parser.epilog and "3 " in parser.epilog
 
 

@@ -7,7 +7,8 @@ Exit codes of every figure CLI (``python -m transfertheory.figures``, ``python -
 * 1 — the output folder cannot be written (``--out`` is a file, or a folder without write permission): checked
   before any computation, one line naming the path and what is wrong with it;
 * 2 — usage error (unknown flag, a value out of range: the message names the flag and its range);
-* 3 — the array backend cannot be used: ``--backend`` or ``TRANSFERTHEORY_BACKEND`` names no backend, or CuPy was
+* 3 — the array backend cannot be used: ``TRANSFERTHEORY_BACKEND`` names no backend (an unknown ``--backend`` is a
+  usage error), or CuPy was
   asked for on a machine without a usable GPU. One line on stderr, no traceback;
 * 130 — interrupted (Ctrl-C): one line ``interrupted``; the outputs are written under temporary names and renamed
   only when all are written, so an interrupted run leaves the earlier outputs as they were. SIGTERM and SIGHUP

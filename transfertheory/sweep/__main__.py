@@ -11,8 +11,8 @@ Exit codes: 0 every point done (or the command succeeded), 1 some points failed 
 ``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, a grid above
 ``--max-points``, a folder that is not a store, a damaged manifest, an unwritable ``--store`` or ``--out``, ``--out``
 inside the store: checked before any point runs; a bad ``TRANSFERTHEORY_MAX_MEMORY``; the store could not be written
-during the run, e.g. a full disk), 3 array backend unknown or unusable (``--backend`` or
-``TRANSFERTHEORY_BACKEND``), 4 some point refused by the memory guard (recorded in the store like a failure,
+during the run, e.g. a full disk), 3 array backend unknown (``TRANSFERTHEORY_BACKEND``) or
+unusable, 4 some point refused by the memory guard (recorded in the store like a failure,
 marked ``refused``; ``--retry-failed`` reruns it), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (the
 workers stopped, completed points stay in the store). The plumbing — stop signals, backend checks, output-path
 checks, atomic writes — is :mod:`transfertheory.cli_support`, shared with every other command line. See
@@ -107,7 +107,7 @@ def _run(args):
     from .store import Store
 
     spec = _spec(args)
-    backend = cli_support.backend_choice(args.backend)  # an unknown name (flag or variable) exits 3 here
+    backend = cli_support.backend_choice(args.backend)  # an unknown name in the variable exits 3 here
     if backend is not None and args.scheduler is None:
         cli_support.resolve_backend(backend)  # an unusable backend fails here, before any point (a cluster's: on it)
     cli_support.require_writable(EXIT_USAGE, folders=[("--store", args.store)])
