@@ -107,6 +107,8 @@ def _check_before_work(parser, args):
     override (None: the profile's)."""
     if args.seed is not None and not args.explore:
         parser.error("--seed only applies with --explore")
+    if args.list and (args.json or args.csv):
+        parser.error("--json and --csv write an audit's records: not with --list")
     if args.explore and (args.store is not None or args.scheduler is not None):
         parser.error("--explore checks fresh random points in this process: not with --store or --scheduler")
     if args.pattern and not any(ch in args.pattern for ch in "*?["):

@@ -169,7 +169,7 @@ def test_rows_stream_as_claims_finish_when_stdout_is_not_a_tty(monkeypatch, caps
 @pytest.mark.parametrize(
     "argv",
     [["--quick", "--full"], ["--explore", "0"], ["--explore", "x"], ["--seed", "3"], ["--explore", "2", "--seed", "-1"],
-     ["-k", "no such claim"], ["--bogus"]],
+     ["-k", "no such claim"], ["--bogus"], ["--list", "--json", "l.json"], ["--list", "--csv", "l.csv"]],
 )
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:

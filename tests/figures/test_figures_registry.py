@@ -123,6 +123,8 @@ def test_list_names_every_figure_with_its_title(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(ALL)
     assert all(catalog.get_figure(line.split()[0]).title in line for line in lines)
+    assert registry_cli.main(["--list", "faf_fig5", "faf_fig2"]) == 0  # the named ones, in their order
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["faf_fig5", "faf_fig2"]
 
 
 @pytest.mark.parametrize("args", [[], ["fig99"], ["--all", "faf_fig2"], ["faf_fig2", "--quick", "--paper"],

@@ -47,7 +47,7 @@ def build_parser():
         epilog=EPILOG,
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="figures to build (see --list)")
-    parser.add_argument("--list", action="store_true", help="list the figures with a one-line description and exit")
+    parser.add_argument("--list", action="store_true", help="list the figures (those named, else all) with a one-line description and exit")
     parser.add_argument("--all", action="store_true", help="build every registered figure")
     cli_support.add_profile_arguments(
         parser, "CPU-sized parameters (the default): each figure in seconds to minutes on 2 cores",
@@ -151,17 +151,16 @@ def _previous_runtime(out, name, profile):
 
 
 def _selected(parser, args):
+    """The figures to build, or with ``--list`` to list (all of them without names)."""
     known = figures()
-    if args.list:
-        return []
     if args.all and args.names:
         parser.error("give figure names or --all, not both")
-    if not args.all and not args.names:
+    if not (args.all or args.names or args.list):
         parser.error("name at least one figure, or use --all or --list")
     unknown = [n for n in args.names if n not in known]
     if unknown:
         parser.error(f"unknown figure {', '.join(map(repr, unknown))}; choose from {', '.join(known)}")
-    return list(known.values()) if args.all else [known[n] for n in dict.fromkeys(args.names)]
+    return [known[n] for n in dict.fromkeys(args.names)] if args.names else list(known.values())
 
 
 @entry_point
@@ -173,8 +172,8 @@ def main(argv=None):
     chosen = _selected(parser, args)
     if args.list:
         width = max(len(name) for name in figures())
-        for name, figure in figures().items():
-            print(f"{name:<{width}}  {figure.title}")
+        for figure in chosen:
+            print(f"{figure.name:<{width}}  {figure.title}")
         return EXIT_OK
     backend = check_before_work(args, simulates=any(f.simulates for f in chosen))
     runner = _sweep_runner(args, backend)
