@@ -92,11 +92,13 @@ def _array_or_none(value, xp=np):
         return None
 
 
-def as_real_array(value, name: str) -> np.ndarray:
-    """``value`` as a float array; ValueError naming ``name`` for non-numbers (bool, str, None, complex) and NaN."""
+def as_real_array(value, name: str, integer: bool = False) -> np.ndarray:
+    """``value`` as a float array; ValueError naming ``name`` for non-numbers (bool, str, None, complex), NaN and
+    integers from 2**64 on (whose message suggests a real number's notation unless ``integer``)."""
     arr = _array_or_none(value)
     if arr is not None and arr.dtype == object and any(type(v) is int for v in np.ravel(arr)):
-        raise ValueError(f"{name}: an integer must be below 2**64 (a real number can be written 1e20), got {value!r}")
+        hint = "" if integer else " (a real number can be written 1e20)"
+        raise ValueError(f"{name}: an integer must be below 2**64{hint}, got {value!r}")
     if arr is None or arr.dtype.kind not in "iuf" or _holds_bool(value):
         raise ValueError(f"{name} must be a real number or array of reals, got {value!r}")
     arr = arr.astype(float)

@@ -92,7 +92,7 @@ class Param:
             values out of range.
         """
         name = self.name if name is None else name
-        arr = as_real_array(value, name)
+        arr = as_real_array(value, name, self.integer)
         if self.integer:
             bad = ~np.isfinite(arr) | (arr != np.round(np.where(np.isfinite(arr), arr, 0.0)))
             if bad.any():

@@ -71,6 +71,13 @@ def test_integer_parameters_reject_non_integers(param, value):
         param.check(value)
 
 
+def test_an_integer_from_2_64_on_is_refused_with_the_notation_hint_for_reals_only():
+    with pytest.raises(ValueError, match=r"^seed: an integer must be below 2\*\*64, got 18446744073709551616$"):
+        P.SEED.check(2**64)
+    with pytest.raises(ValueError, match=r"^sigma: .* below 2\*\*64 \(a real number can be written 1e20\), got 10{30}"):
+        P.SIGMA.check(10**30)
+
+
 def test_integral_floats_and_numpy_types_are_accepted():
     assert P.N.check(3.0) == 3 and P.N.check(np.int32(3)) == 3
     np.testing.assert_array_equal(P.N.check(np.rint(np.array([0.5, 1.6]) * 10)), [5.0, 16.0])

@@ -388,3 +388,21 @@ def test_cpu_and_gpu_agree():
     assert np.all(np.abs(cpu.risk - gpu.risk).to_numpy() <= 2 * integration_error + 1e-8)
 
 
+
+
+def test_the_default_progress_bar_shows_on_a_terminal_only(monkeypatch):
+    import io
+    import sys
+
+    from transfertheory.sim.deep_linear import experiment
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, progress, shown in [(io.StringIO(), None, False), (Terminal(), None, True), (io.StringIO(), True, True),
+                                    (Terminal(), False, False)]:
+        monkeypatch.setattr(sys, "stderr", stream)
+        bar = experiment._progress_bar(4, progress)
+        assert bar.disable is not shown
+        bar.close()

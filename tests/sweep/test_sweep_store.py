@@ -228,7 +228,7 @@ def test_a_store_of_the_first_layout_is_read_and_its_points_moved_not_recomputed
     assert code == 0 and _counts(out.out) == (0, 6, 0, 6) and out.out.count("old-layout") == 6
     assert _run(spec, store) == 0
     printed = capsys.readouterr().out
-    assert "moved 6 point file(s) of the first store layout" in printed and "0 computed in this run" in printed
+    assert "moved 6 point file(s) of the first store layout" in printed and "0 attempted in this run" in printed
     pd.testing.assert_frame_equal(read_store(store), table)
     assert not list(store.glob("*.parquet"))
 
@@ -346,7 +346,7 @@ def _wait(procs, timeout=240):
 
 
 def _computed(out):
-    return int(re.search(r"(\d+) computed in this run", out).group(1))
+    return int(re.search(r"(\d+) attempted in this run", out).group(1))
 
 
 def _writers(store):

@@ -116,7 +116,7 @@ def _run(args):
     report = run_sweep(spec, args.store, workers=args.workers, scheduler=args.scheduler, backend=backend,
                        retry_failed=args.retry_failed, progress=False if args.no_progress else None)
     print(f"{spec.name}: {report.done}/{report.total} points done, {report.failed} failed, "
-          f"{report.computed} computed in this run")
+          f"{report.computed} attempted in this run")
     if report.failed:
         for pid, record in sorted(Store(args.store).failures().items()):
             print(f"{record.get('status', 'failed')} {pid} {record.get('point')}: {record['error']} "

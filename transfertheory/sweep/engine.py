@@ -62,7 +62,7 @@ class Task:
 @dataclass(frozen=True)
 class SweepReport:
     """How a run ended: points of the sweep, completed (stored), failed (recorded; ``refused`` of them by the
-    memory guard), computed in this run."""
+    memory guard), computed in this run (``computed``: attempted here, whether stored or failed)."""
 
     total: int
     done: int

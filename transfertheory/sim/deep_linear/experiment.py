@@ -316,8 +316,9 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
 def _progress_bar(total: int, progress):
     from tqdm.auto import tqdm
 
+    # None: tqdm's own choice, shown only on a terminal (a log file would collect a line every tenth of a second)
     return tqdm(total=float(total), desc="transfer experiment", unit="draw", delay=0 if progress else 2.0,
-                disable=progress is False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} draws [{elapsed}<{remaining}]")
+                disable=None if progress is None else not progress, bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} draws [{elapsed}<{remaining}]")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -397,7 +398,7 @@ def run_transfer_experiment(
         Target draws (γ, draw pairs) per batched integration (memory); None: as many as fit in the
         memory limit (all of them unless the run is large).
     progress : bool or None
-        tqdm progress bar (None: shown only if the run exceeds 2 s).
+        tqdm progress bar (None: shown only if the run exceeds 2 s and stderr is a terminal).
     max_memory : int, str or None
         Memory limit in bytes or as ``"64G"`` (:mod:`transfertheory._memory`); None: the environment
         variable ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available now. The peak memory is estimated
