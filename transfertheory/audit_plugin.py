@@ -82,14 +82,23 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--claims-explore must be >= 0, got {config.getoption('claims_explore')}")
     _quiet_dropped_interrupts(config)
     seed = config.getoption("hypothesis_seed", None)
+    if _is_worker(config) and seed is None:  # the seed the controller drew (pytest_configure_node)
+        seed = config.option.hypothesis_seed = config.workerinput.get("hypothesis_seed")
     if config.getoption("claims_explore") and seed is None and not _is_worker(config):
-        # one seed for the run, handed to the workers with the other options, printed so that it can be repeated
+        # one seed for the run, handed to the workers, printed so that it can be repeated
         config.option.hypothesis_seed = str(random.SystemRandom().randrange(2**32))
     elif config.getoption("claims_explore") and not str(seed).isdigit():
         raise pytest.UsageError(f"--hypothesis-seed must be an integer >= 0 with --claims-explore, got {seed!r}")
     if not _is_worker(config) and (config.getoption("audit") or config.getoption("audit_json")
                                    or config.getoption("audit_csv")):
         config.pluginmanager.register(AuditReport(config), "transfertheory-audit-report")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist: each worker gets the run's ``--hypothesis-seed`` (a worker parses the command line again, so a
+    seed drawn by the controller for ``--claims-explore`` would not reach it otherwise)."""
+    node.workerinput["hypothesis_seed"] = node.config.getoption("hypothesis_seed", None)
 
 
 def _profile(config):

@@ -2,6 +2,7 @@
 ``--list``, ``--explore``, exit codes, and a broken formula."""
 import csv
 import json
+import re
 import subprocess
 import sys
 
@@ -204,6 +205,18 @@ def test_a_perturbed_formula_turns_the_audit_red(monkeypatch, tmp_path, capsys):
     assert "reproduce: python -c" in out and " FAIL" in out.splitlines()[-1]
     monkeypatch.setattr(methods, "scratch_risk_finite", original)
     assert _run(capsys, "-k", "faf.eq10", "--workers", "1")[0] == 0
+
+
+def test_explore_in_worker_processes_uses_the_seed_it_draws_and_prints(tmp_path, capsys):
+    """Without --seed, the seed verify draws reaches every worker: the points are those of a serial run with it."""
+    code, out, _ = _run(capsys, "-k", "faf.eq10", "--explore", "2", "--workers", "2", "--json", str(tmp_path / "w.json"))
+    assert code == 0
+    seed = re.search(r"--explore 2 --seed (\d+)", out).group(1)
+    assert _run(capsys, "-k", "faf.eq10", "--explore", "2", "--seed", seed, "--workers", "1", "--json",
+                str(tmp_path / "s.json"))[0] == 0
+    points = [[(r["claim"], r["params"], r["measured"]) for r in json.loads((tmp_path / name).read_text())]
+              for name in ("w.json", "s.json")]
+    assert points[0] == points[1]
 
 
 def test_explore_prints_its_seed_and_a_reproducible_failing_point(monkeypatch, tmp_path, capsys):
