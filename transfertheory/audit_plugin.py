@@ -257,6 +257,9 @@ STDOUT_CLOSED = pytest.StashKey[bool]()
 def _emit(config, text, bar=None):
     """Print ``text`` on stdout now (above the progress bar, if one is shown). When the reader of stdout has gone, the
     run stops as on Ctrl-C, with stdout sent to the null device (so that the interpreter's last flush is silent)."""
+    reporter = config.pluginmanager.getplugin("terminalreporter")  # under plain pytest: a line of its own
+    if reporter is not None:
+        reporter.ensure_newline()
     with _output(config):
         try:
             if bar is not None:
