@@ -89,6 +89,17 @@ def test_a_point_refused_by_the_memory_guard_exits_4_and_is_recorded_as_refused(
     assert out.count("\nrefused ") == 2 and "failed 2" not in out
 
 
+@pytest.mark.parametrize("experiment, fixed", [("tdr", "n = 1000000000000\nwidth = 10"), ("mtl", "tasks = 1000000000")])
+def test_a_point_whose_data_does_not_fit_is_refused_not_failed(tmp_path, capsys, experiment, fixed):
+    (tmp_path / "big.toml").write_text(f'experiment = "{experiment}"\ndraws = 1\n[fixed]\n{fixed}\n')
+    store = tmp_path / "store"
+    assert sweep_cli.main(["run", str(tmp_path / "big.toml"), "--store", str(store), "--workers", "1",
+                           "--no-progress"]) == cli_support.EXIT_MEMORY
+    records = Store(store).failures()
+    assert [r["status"] for r in records.values()] == [engine.REFUSED]
+    assert f"MemoryLimitError: {experiment}.run(" in next(iter(records.values()))["error"]
+
+
 # --------------------------------------------------------------------------- output paths
 
 
