@@ -170,6 +170,16 @@ def test_two_local_workers_give_the_rows_of_one(tmp_path):
     ('experiment = "faf_linear"\n[axes]\ntheta = { start = 0, stop = 1 }\n', "axes.theta: a range needs start"),
     ('experiment = "faf_linear"\ndraws = 0\n', "draws: draws must be an integer >= 1, got 0"),
     ('experiment = "faf_linear"\n[fixed]\ngamma = 0.5\n[axes]\ngamma = [1.0]\n', "axes.gamma: also in fixed"),
+    # a profile is checked whether it is chosen or not
+    ('experiment = "faf_surface"\n[profiles.paper]\nfixd = { d = 5 }\n', "profiles.paper.fixd: unknown field"),
+    ('experiment = "faf_linear"\n[profiles.paper]\naxes = { gama = [1] }\n',
+     "profiles.paper.axes.gama: unknown parameter 'gama'"),
+    ('experiment = "faf_linear"\n[profiles.paper]\nfixed = { d = -5 }\n', "profiles.paper.fixed.d: d must be"),
+    ('experiment = "faf_linear"\n[profiles.paper]\ndraws = 0\n', "profiles.paper.draws: draws must be an integer"),
+    ('experiment = "faf_linear"\n[profiles.paper]\naxes = { theta = { start = 0, num = 2 } }\n',
+     "profiles.paper.axes.theta: a range needs start"),
+    ('experiment = "faf_linear"\n[profiles.paper]\naxes = { gamma = [0.5, -1] }\n',
+     "profiles.paper.axes.gamma: gamma must be in (0, inf), got -1"),
 ])
 def test_a_bad_spec_is_one_line_naming_the_field_before_anything_runs(tmp_path, capsys, text, message):
     store = tmp_path / "store"
