@@ -219,6 +219,16 @@ def test_cli_run_status_table_and_exit_code_1_on_failure(tmp_path, capsys):
     assert main(["table", str(store), "--out", str(tmp_path / "t.json")]) == 2
 
 
+def test_a_failed_calibration_point_gives_no_time_estimate(tmp_path):
+    spec = _spec('experiment = "faf_linear"\ndraws = 1\n[fixed]\nd = 8\n[axes]\ngamma = [0.25, 0.5]\n', tmp_path)
+    lines = []  # γ = 0.25: n = 2 < 3 for linear transfer, the calibration point fails
+    report = run_sweep(spec, tmp_path / "store", workers=1, progress=False, echo=lines.append)
+    assert (report.done, report.failed) == (1, 1)
+    estimate = next(line for line in lines if line.startswith("estimated"))
+    assert estimate == ("estimated time: unknown (the calibration point failed, no point completed yet: see the "
+                        "progress bar's ETA)")
+
+
 def test_list_names_every_experiment_and_named_sweep_with_sizes(capsys):
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
