@@ -84,7 +84,22 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_retry_failed_reruns_o
     assert (again.done, again.failed, again.computed) == (3, 1, 0)  # a plain rerun leaves the failure alone
     retried = run_sweep(toy, tmp_path, workers=1, retry_failed=True, progress=False, echo=lambda line: None)
     assert (retried.done, retried.failed, retried.computed) == (4, 0, 1) and not store.failures()
+    assert not Path(record["log"]).exists() and not list(store.logs.iterdir())  # the stored point's log went with it
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").glob("*.parquet") if p.name in stamps} == stamps
+
+
+def test_status_names_manifest_entries_of_unknown_experiments(toy, tmp_path, capsys):
+    run_sweep(toy, tmp_path, workers=1, progress=False, echo=lambda line: None)
+    store = Store(tmp_path)
+    store.add_to_manifest({"0123456789abcdef": dict(experiment="nope", point={}, seed=0)})
+    assert main(["status", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 done / 5 total, 0 failed, 1 not run" in out
+    assert out.splitlines()[-1] == ("  1 manifest entry never run: unknown experiment(s) 'nope' (remove them from "
+                                    "_sweep/manifest.json)")
+    store.add_to_manifest({"fedcba9876543210": dict(experiment="claim_point", point={}, seed=0)})
+    assert main(["status", str(tmp_path)]) == 0
+    assert "1 manifest entry never run: unknown experiment(s) 'nope'" in capsys.readouterr().out  # a known one
 
 
 def test_rows_carry_point_id_seed_backend_and_version_and_are_the_same_in_any_order(toy, tmp_path):

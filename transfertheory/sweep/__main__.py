@@ -165,8 +165,24 @@ def _status(args):
         lines.append("damaged and foreign files are never counted nor read" + (
             "; the next run moves those under points/ into _sweep/quarantine/ (their points recomputed)"
             if inside else ""))
+    lines += _unknown_experiments(manifest, set(manifest) - done - set(failed))
     print("\n".join(lines) if lines else "", end="\n" if lines else "")
     return EXIT_OK
+
+
+def _unknown_experiments(manifest, not_run) -> list:
+    """The line saying which of the ``not_run`` manifest entries name an experiment this package does not register
+    (no run computes them), or none."""
+    from ..sim import experiments
+
+    named = {pid: manifest[pid].get("experiment") if isinstance(manifest[pid], dict) else None for pid in not_run}
+    if set(named.values()) - set(experiments()):
+        from ..claims import sweep_points  # noqa: F401  (registers the claims' experiment, claim_point)
+    unknown = [name for name in named.values() if name not in experiments()]
+    if not unknown:
+        return []
+    return [f"  {len(unknown)} manifest entr{'y' if len(unknown) == 1 else 'ies'} never run: unknown experiment(s) "
+            f"{', '.join(map(repr, sorted(set(unknown), key=str)))} (remove them from _sweep/manifest.json)"]
 
 
 def _table(args):
