@@ -89,6 +89,42 @@ def test_a_point_refused_by_the_memory_guard_exits_4_and_is_recorded_as_refused(
     assert out.count("\nrefused ") == 2 and "failed 2" not in out
 
 
+@pytest.mark.parametrize("experiment, fixed", [("tdr", "n = 1000000000000\nwidth = 10"), ("mtl", "tasks = 1000000000")])
+def test_a_point_whose_data_does_not_fit_is_refused_not_failed(tmp_path, capsys, experiment, fixed):
+    (tmp_path / "big.toml").write_text(f'experiment = "{experiment}"\ndraws = 1\n[fixed]\n{fixed}\n')
+    store = tmp_path / "store"
+    assert sweep_cli.main(["run", str(tmp_path / "big.toml"), "--store", str(store), "--workers", "1",
+                           "--no-progress"]) == cli_support.EXIT_MEMORY
+    records = Store(store).failures()
+    assert [r["status"] for r in records.values()] == [engine.REFUSED]
+    assert f"MemoryLimitError: {experiment}.run(" in next(iter(records.values()))["error"]
+
+
+def test_sweep_run_max_memory_reaches_the_local_workers_and_refusals_name_it(tmp_path, monkeypatch, capsys):
+    from transfertheory import _memory
+
+    monkeypatch.setenv(MEMORY_VAR, "1T")  # the flag overrides it (the teardown restores both variables)
+    monkeypatch.setenv(_memory.FLAG_VAR, "")
+    # three points: the first calibrates in this process, the other two run in two worker processes
+    (tmp_path / "tiny.toml").write_text(TINY_SPEC.replace("[0.1, 0.2]", "[0.1, 0.2, 0.3]"))
+    store = tmp_path / "store"
+    assert sweep_cli.main(["run", str(tmp_path / "tiny.toml"), "--store", str(store), "--workers", "2",
+                           "--max-memory", "1K", "--no-progress"]) == cli_support.EXIT_MEMORY
+    records = Store(store).failures()
+    assert len(records) == 3 and {r["status"] for r in records.values()} == {engine.REFUSED}
+    assert all("the 1 KiB allowed by --max-memory" in r["error"] and r["error"].endswith("or raise --max-memory to "
+               "allow more") for r in records.values())
+
+
+def test_sweep_run_refuses_max_memory_with_a_scheduler_before_any_work(tmp_path, monkeypatch, capsys):
+    (tmp_path / "tiny.toml").write_text(TINY_SPEC)
+    _forbid_work(monkeypatch)
+    assert sweep_cli.main(["run", str(tmp_path / "tiny.toml"), "--store", str(tmp_path / "store"), "--max-memory",
+                           "64G", "--scheduler", "tcp://nowhere:8786"]) == 2
+    assert "--max-memory does not reach the workers of a Dask cluster" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
 # --------------------------------------------------------------------------- output paths
 
 

@@ -6,6 +6,7 @@ reports its allocations there) on a small case, after a warm-up call so that laz
 """
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 import numpy as np
@@ -471,3 +472,76 @@ def test_every_command_line_answers_a_refusal_with_one_line_and_exit_code_four(m
     assert main(["faf_fig4", "--out", str(tmp_path), "--backend", "numpy"]) == 4
     error = capsys.readouterr().err
     assert error.startswith("error: ") and "allowed by" in error and error.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- the data an experiment generates
+
+HUGE = 10**12
+
+
+@pytest.mark.parametrize("name, sizes, drawer", [
+    ("tdr", {"n": HUGE}, ("transfertheory.sim.tdr", "task_pair")),
+    ("tdr", {"d": HUGE}, ("transfertheory.sim.tdr", "task_pair")),
+    ("mtl", {"n": HUGE}, ("transfertheory.theory.mtl", "synthetic_problem")),
+    ("mtl", {"n_support": HUGE}, ("transfertheory.theory.mtl", "synthetic_problem")),
+    ("mtl", {"n_query": HUGE}, ("transfertheory.theory.mtl", "synthetic_problem")),
+    ("mtl", {"d": HUGE}, ("transfertheory.theory.mtl", "synthetic_problem")),
+    ("mtl", {"tasks": 10**5}, ("transfertheory.theory.mtl", "synthetic_problem")),
+    ("mtl", {"tasks": 10**9}, ("transfertheory.theory.mtl", "synthetic_problem"))])
+def test_experiments_count_the_data_they_generate_and_refuse_before_drawing_it(monkeypatch, name, sizes, drawer):
+    import importlib
+
+    from transfertheory.sim import experiments
+
+    _forbid(monkeypatch, importlib.import_module(drawer[0]), drawer[1])
+    with pytest.raises(_memory.MemoryLimitError) as error:
+        experiments()[name].run(seed=0, backend="numpy", **sizes)
+    field, value = next(iter(sizes.items()))
+    assert f"{name}.run(" in str(error.value) and f"{field}={value}" in str(error.value)
+    assert "needs about" in str(error.value) and _memory.ENV_VAR in str(error.value)
+
+
+def test_the_data_generators_refuse_huge_sizes_instead_of_numpys_memory_error():
+    from transfertheory.sim import tdr
+    from transfertheory.theory import mtl
+
+    calls = [(lambda: tdr.task_pair("shared-inputs", 0.5, n=HUGE), "task_pair(n="),
+             (lambda: tdr.task_pair("shared-labels", 0.5, d=HUGE), "task_pair(n=8"),
+             (lambda: mtl.synthetic_problem(0, tasks=10**9), "synthetic_problem(tasks=1000000000"),
+             (lambda: mtl.synthetic_problem(0, n_query=HUGE), "synthetic_problem("),
+             (lambda: mtl.synthetic_task(0, HUGE), "synthetic_task(n=")]
+    for call, what in calls:
+        with pytest.raises(_memory.MemoryLimitError, match=re.escape(what)):
+            call()
+
+
+def test_experiment_estimates_of_their_data_are_within_a_factor_three_of_the_traced_peak():
+    from transfertheory.sim import tdr
+    from transfertheory.sim.mtl import experiment
+    from transfertheory.theory import mtl
+
+    estimate = tdr._task_pair_bytes(20_000, 50)
+    assert _traced_peak(lambda: tdr.task_pair("shared-labels", 0.5, n=20_000, d=50)) / 3 <= estimate
+    sizes = dict(tasks=20, n=2000, test_tasks=1, n_support=500, n_query=500, d=50)
+    peak = _traced_peak(lambda: mtl.synthetic_problem(0, **sizes))
+    assert peak / 3 <= mtl._problem_bytes(**sizes) <= 3 * peak
+    assert experiment._mtl_memory(dict(experiment.MTL_NETWORKS.point(), **sizes, depth=1), False)[0] > peak
+
+
+def test_a_chunk_of_pretrainings_skips_the_earlier_students_in_bounded_memory_and_bit_identically():
+    from transfertheory.sim.relu_teacher import pretraining
+    from transfertheory.sim.relu_teacher.network import paper_init
+
+    first, m, d = 2**16, 40, 8  # the skipped students: 168 MB drawn at once
+    whole = paper_init(m, d, np.random.default_rng(4), batch=(first + 2,))[0][first:]
+    rng = np.random.default_rng(4)
+    pretraining._skip_normals(rng, first * m * d)
+    assert np.array_equal(paper_init(m, d, rng, batch=(2,))[0], whole)
+    W_star, c_star = np.ones((1, 3, d)) / d**0.5, np.ones((1, 3))
+    tracemalloc.start()
+    try:
+        pretraining.pretrain_source(W_star, c_star, m, np.random.default_rng(4), first=first, max_time=1e-6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 * 2**20

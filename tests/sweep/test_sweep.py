@@ -84,7 +84,22 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_retry_failed_reruns_o
     assert (again.done, again.failed, again.computed) == (3, 1, 0)  # a plain rerun leaves the failure alone
     retried = run_sweep(toy, tmp_path, workers=1, retry_failed=True, progress=False, echo=lambda line: None)
     assert (retried.done, retried.failed, retried.computed) == (4, 0, 1) and not store.failures()
+    assert not Path(record["log"]).exists() and not list(store.logs.iterdir())  # the stored point's log went with it
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").glob("*.parquet") if p.name in stamps} == stamps
+
+
+def test_status_names_manifest_entries_of_unknown_experiments(toy, tmp_path, capsys):
+    run_sweep(toy, tmp_path, workers=1, progress=False, echo=lambda line: None)
+    store = Store(tmp_path)
+    store.add_to_manifest({"0123456789abcdef": dict(experiment="nope", point={}, seed=0)})
+    assert main(["status", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 done / 5 total, 0 failed, 1 not run" in out
+    assert out.splitlines()[-1] == ("  1 manifest entry never run: unknown experiment(s) 'nope' (remove them from "
+                                    "_sweep/manifest.json)")
+    store.add_to_manifest({"fedcba9876543210": dict(experiment="claim_point", point={}, seed=0)})
+    assert main(["status", str(tmp_path)]) == 0
+    assert "1 manifest entry never run: unknown experiment(s) 'nope'" in capsys.readouterr().out  # a known one
 
 
 def test_rows_carry_point_id_seed_backend_and_version_and_are_the_same_in_any_order(toy, tmp_path):
@@ -170,6 +185,16 @@ def test_two_local_workers_give_the_rows_of_one(tmp_path):
     ('experiment = "faf_linear"\n[axes]\ntheta = { start = 0, stop = 1 }\n', "axes.theta: a range needs start"),
     ('experiment = "faf_linear"\ndraws = 0\n', "draws: draws must be an integer >= 1, got 0"),
     ('experiment = "faf_linear"\n[fixed]\ngamma = 0.5\n[axes]\ngamma = [1.0]\n', "axes.gamma: also in fixed"),
+    # a profile is checked whether it is chosen or not
+    ('experiment = "faf_surface"\n[profiles.paper]\nfixd = { d = 5 }\n', "profiles.paper.fixd: unknown field"),
+    ('experiment = "faf_linear"\n[profiles.paper]\naxes = { gama = [1] }\n',
+     "profiles.paper.axes.gama: unknown parameter 'gama'"),
+    ('experiment = "faf_linear"\n[profiles.paper]\nfixed = { d = -5 }\n', "profiles.paper.fixed.d: d must be"),
+    ('experiment = "faf_linear"\n[profiles.paper]\ndraws = 0\n', "profiles.paper.draws: draws must be an integer"),
+    ('experiment = "faf_linear"\n[profiles.paper]\naxes = { theta = { start = 0, num = 2 } }\n',
+     "profiles.paper.axes.theta: a range needs start"),
+    ('experiment = "faf_linear"\n[profiles.paper]\naxes = { gamma = [0.5, -1] }\n',
+     "profiles.paper.axes.gamma: gamma must be in (0, inf), got -1"),
 ])
 def test_a_bad_spec_is_one_line_naming_the_field_before_anything_runs(tmp_path, capsys, text, message):
     store = tmp_path / "store"
@@ -207,6 +232,16 @@ def test_cli_run_status_table_and_exit_code_1_on_failure(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "t.csv")
     assert len(table) == 2 and set(table["gamma"]) == {0.5}
     assert main(["table", str(store), "--out", str(tmp_path / "t.json")]) == 2
+
+
+def test_a_failed_calibration_point_gives_no_time_estimate(tmp_path):
+    spec = _spec('experiment = "faf_linear"\ndraws = 1\n[fixed]\nd = 8\n[axes]\ngamma = [0.25, 0.5]\n', tmp_path)
+    lines = []  # γ = 0.25: n = 2 < 3 for linear transfer, the calibration point fails
+    report = run_sweep(spec, tmp_path / "store", workers=1, progress=False, echo=lines.append)
+    assert (report.done, report.failed) == (1, 1)
+    estimate = next(line for line in lines if line.startswith("estimated"))
+    assert estimate == ("estimated time: unknown (the calibration point failed, no point completed yet: see the "
+                        "progress bar's ETA)")
 
 
 def test_list_names_every_experiment_and_named_sweep_with_sizes(capsys):

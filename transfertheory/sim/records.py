@@ -7,7 +7,9 @@ choices, or a non-empty sequence of either), among them ``draws``, the number of
 ``example`` point (seconds on a CPU). The schema is the simulator's one declaration of its parameters: the entry
 point next to the record validates its own arguments through these fields, and the integrator's settings are
 fields too (:func:`flow_fields`, passed on as ``flow=`` / ``pretrain_flow=`` by :func:`flow_arguments`).
-``experiment.run(seed=..., backend=..., **point)`` validates the point, runs the simulator and returns one row per
+``experiment.run(seed=..., backend=..., **point)`` validates the point, checks its memory (a record whose simulator
+generates its own data declares the ``memory`` of the whole run, that data included: a point that does not fit is
+refused before any of it is drawn), runs the simulator and returns one row per
 draw (column ``draw``): the point's parameters as columns (a sequence as comma-joined text), the simulator's own
 columns and the shared convergence columns (:mod:`transfertheory.sim.convergence`). The records of the package's
 simulators are registered in :mod:`transfertheory.sim.catalog`.
@@ -107,6 +109,10 @@ class Experiment:
     #: earlier name, so that points stored before the rename stay valid (:meth:`identity`), and stored rows are read
     #: under today's names (:meth:`stored_columns`)
     renamed: Mapping = field(default_factory=dict)
+    #: ``memory(point, on_device) -> (bytes, {parameter: value})``: the peak memory of simulating a full point, the
+    #: data the wrapper generates before calling its entry point included, and the sizes it grows with; checked by
+    #: :meth:`run` before any work (None: the entry point's own check covers the whole run)
+    memory: Callable[[Mapping, bool], tuple] | None = None
     schema: Mapping = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -149,12 +155,23 @@ class Experiment:
         with the shared convergence columns (``attrs`` cleared: the table is all there is)."""
         import pandas as pd
         point = self.point(**values)
+        if self.memory is not None:
+            self._check_memory(point, backend)
         table = normalize_convergence(self.simulate(point, seed=P.SEED.scalar(seed), backend=backend))
         table = table.drop(columns=[c for c in point if c in table.columns]).reset_index(drop=True)
         front = pd.DataFrame({name: [_column(value)] * len(table) for name, value in point.items()})
         out = pd.concat([front, table], axis=1)
         out.attrs = {}
         return out
+
+    def _check_memory(self, point: Mapping, backend) -> None:
+        """Refuse ``point`` (:class:`~transfertheory._memory.MemoryLimitError`) when :attr:`memory` exceeds the
+        limit of the memory guard."""
+        from .._memory import check_memory
+        from ..backend import resolve_backend
+        xp = resolve_backend(backend)
+        estimate, sizes = self.memory(point, xp is not np)
+        check_memory(estimate, what=f"{self.name}.run", params=sizes, xp=xp)
 
 
 def _stage_prefix(stage: str) -> str:

@@ -126,6 +126,11 @@ def _unit_rows(x):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+def _task_pair_bytes(n, d) -> float:
+    """Peak bytes of :func:`task_pair`: five (n, d) arrays (two draws, their unit rows, the rotated inputs)."""
+    return FLOAT_BYTES * 5 * n * d
+
+
 def task_pair(family, angle, n=8, d=5, seed=3):
     """(X_P, y_P, X_Q, y_Q) of one member of a TDR §5.1 task family at similarity cos(angle), on the host (the data
     of :func:`simulate_transfer`).
@@ -134,11 +139,13 @@ def task_pair(family, angle, n=8, d=5, seed=3):
     ``"shared-labels"``: one labeling function e₁ᵀx, X_Q = rows of cos φ·X_P + sin φ·X' normalized (X'
     independent unit rows; inputs vary, the labeling function does not). n ≥ 1 points uniform on S^{d−1}
     (d ≥ 2) from ``seed`` (an integer ≥ 0, a numpy Generator or a SeedSequence; the empty key of its own seed,
-    :func:`transfertheory.sim.seeding.generator`); at angle 0 both families are the source task itself.
+    :func:`transfertheory.sim.seeding.generator`); at angle 0 both families are the source task itself. Sizes whose
+    :func:`_task_pair_bytes` exceed the memory guard's limit are refused before drawing.
     """
     if family not in TASK_FAMILIES:
         raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
     angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
+    check_memory(_task_pair_bytes(n, d), what="task_pair", params={"n": n, "d": d})
     rng = generator(root_seed(seed, "seed"))
     x_p, other = _unit_rows(rng.standard_normal((n, d))), _unit_rows(rng.standard_normal((n, d)))
     if family == "shared-inputs":
@@ -410,6 +417,15 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].defau
     return _table(widths, data, draws, kappa, symmetric, seed, xp, flow)
 
 
+def _tdr_memory(p, on_device) -> tuple:
+    """Peak bytes of the ``tdr`` experiment at point ``p``: its task pair (:func:`_task_pair_bytes`), then the larger
+    of the Gram decompositions that validate it (about six (n, n) arrays) and :func:`simulate_transfer`'s run."""
+    n, d = p["n"], p["d"]
+    run = _memory_estimate([p["width"]], d, n, p["draws"], p["scheme"], on_device)
+    return (_task_pair_bytes(n, d) + max(FLOAT_BYTES * 6 * n * n, run),
+            {"n": n, "d": d, "width": p["width"], "draws": p["draws"]})
+
+
 def _tdr(p, seed, backend):
     data = task_pair(p["family"], p["angle"], n=p["n"], d=p["d"], seed=p["data_seed"])
     return simulate_transfer(*data, [p["width"]], draws=p["draws"], kappa=p["kappa"], seed=seed, backend=backend,
@@ -426,4 +442,4 @@ TDR = Experiment(
             *flow_fields(TRAINING_FLOW, "scheme", "gtol", "max_time", "max_steps")),
     example=dict(width=100, draws=2),
     renamed={"seeds": "draws", "instance": "draw"},
-    simulate=_tdr)
+    simulate=_tdr, memory=_tdr_memory)

@@ -10,7 +10,8 @@ r"""``python -m transfertheory.sweep``: run a simulator over a parameter grid in
 Exit codes: 0 every point done (or the command succeeded), 1 some points failed (recorded in the store;
 ``--retry-failed`` reruns them), 2 usage error (unknown sweep or experiment, bad spec, a grid above
 ``--max-points``, a folder that is not a store, a damaged manifest, an unwritable ``--store`` or ``--out``, ``--out``
-inside the store: checked before any point runs; a bad ``TRANSFERTHEORY_MAX_MEMORY``; the store could not be written
+inside the store, ``--max-memory`` with ``--scheduler``: checked before any point runs; a bad
+``TRANSFERTHEORY_MAX_MEMORY``; the store could not be written
 during the run, e.g. a full disk), 3 array backend unknown (``TRANSFERTHEORY_BACKEND``) or
 unusable, 4 some point refused by the memory guard (recorded in the store like a failure,
 marked ``refused``; ``--retry-failed`` reruns it), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (the
@@ -26,7 +27,8 @@ import sys
 from pathlib import Path
 
 from .. import cli_support
-from .._memory import MemoryLimitError
+from .._memory import ENV_VAR as MEMORY_VAR
+from .._memory import MemoryLimitError, set_limit
 from ..params import Interval, Param
 from ..threads import WORKERS
 from .named import NAMED_SWEEPS, named_sweep
@@ -64,6 +66,10 @@ def build_parser():
                      "warning above the cores); BLAS threads per worker = cores // N")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
     cli_support.add_backend_argument(run, help_text="array backend of every point")
+    cli_support.add_memory_argument(run, "points (each, in its worker process)",
+                                    f"a point estimated above it is recorded refused (exit {cli_support.EXIT_MEMORY}); "
+                                    "not with --scheduler (a cluster's workers read their own "
+                                    f"{MEMORY_VAR})")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--max-points", type=MAX_POINTS_FLAG.arg_type(), default=None, metavar="N",
@@ -106,7 +112,11 @@ def _run(args):
     from .engine import run_sweep  # (pandas, pyarrow and the simulators: not for --help)
     from .store import Store
 
+    if args.max_memory is not None and args.scheduler is not None:
+        raise ValueError(f"--max-memory does not reach the workers of a Dask cluster: set {MEMORY_VAR} in their "
+                         "environment instead")
     spec = _spec(args)
+    set_limit(args.max_memory)  # through the environment: the local worker processes read it too
     backend = cli_support.backend_choice(args.backend)  # an unknown name in the variable exits 3 here
     if backend is not None and args.scheduler is None:
         cli_support.resolve_backend(backend)  # an unusable backend fails here, before any point (a cluster's: on it)
@@ -155,8 +165,24 @@ def _status(args):
         lines.append("damaged and foreign files are never counted nor read" + (
             "; the next run moves those under points/ into _sweep/quarantine/ (their points recomputed)"
             if inside else ""))
+    lines += _unknown_experiments(manifest, set(manifest) - done - set(failed))
     print("\n".join(lines) if lines else "", end="\n" if lines else "")
     return EXIT_OK
+
+
+def _unknown_experiments(manifest, not_run) -> list:
+    """The line saying which of the ``not_run`` manifest entries name an experiment this package does not register
+    (no run computes them), or none."""
+    from ..sim import experiments
+
+    named = {pid: manifest[pid].get("experiment") if isinstance(manifest[pid], dict) else None for pid in not_run}
+    if set(named.values()) - set(experiments()):
+        from ..claims import sweep_points  # noqa: F401  (registers the claims' experiment, claim_point)
+    unknown = [name for name in named.values() if name not in experiments()]
+    if not unknown:
+        return []
+    return [f"  {len(unknown)} manifest entr{'y' if len(unknown) == 1 else 'ies'} never run: unknown experiment(s) "
+            f"{', '.join(map(repr, sorted(set(unknown), key=str)))} (remove them from _sweep/manifest.json)"]
 
 
 def _table(args):

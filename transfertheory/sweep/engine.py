@@ -200,8 +200,9 @@ def _outcome(future, task):
 
 
 def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
-    """(estimated seconds per point or None, basis, results); calibrates on the first task in this process when
-    the store has no timings and ``calibrate`` (not for a cluster, whose workers may differ from this machine)."""
+    """(estimated seconds per point or None, basis, results), from completed points only; calibrates on the first
+    task in this process when the store has no timings and ``calibrate`` (not for a cluster, whose workers may
+    differ from this machine)."""
     seconds = store.seconds(record_name)
     if seconds:
         return statistics.median(seconds), f"median of {len(seconds)} stored points", []
@@ -213,6 +214,8 @@ def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
     first = compute_point(dataclasses.replace(tasks[0], threads=threads_per_worker(1)))
     if first[1] in ("busy", "stored"):  # another run has it: no timing here
         return None, "the calibration point is another run's: see the progress bar's ETA", [first]
+    if first[1] != "done":  # a failed point's time says nothing of a completed one's
+        return None, f"the calibration point {first[1]}, no point completed yet: see the progress bar's ETA", [first]
     return first[2], "one calibration point", [first]
 
 

@@ -9,7 +9,7 @@ A spec (a TOML file or a named sweep of :mod:`.named`) has the fields
 * ``[axes]`` — parameters swept: a list of values, or a table ``{start, stop, num}`` (``num`` evenly spaced
   values, both ends included; ``log = true`` for geometric spacing — a boolean, not the text ``"true"``);
 * ``[profiles.quick]``, ``[profiles.paper]``, … — the same fields (``draws``, ``fixed``, ``axes``) merged over
-  the above when that profile is chosen;
+  the above when that profile is chosen (every profile is checked whether chosen or not);
 * ``description`` — free text.
 
 The grid is the product of the axes in their order, counted before it is built (more than ``max_points``, by
@@ -130,6 +130,27 @@ def _merged(raw, profile, where):
     return out
 
 
+def _check_profiles(raw, record):
+    """Every profile of ``raw`` checked, chosen or not: its fields, and the names and values of its ``draws``,
+    ``fixed`` and ``axes`` (a range's form, not its values); errors name ``profiles.NAME.…``."""
+    for profile, chosen in _table(raw.get("profiles", {}), "profiles").items():
+        where = f"profiles.{profile}"
+        _unknown(_table(chosen, where), PROFILE_FIELDS, f"{where}.")
+        if "draws" in chosen:
+            _checked(record, _draws_field(record, f"{where}.draws"), chosen["draws"], f"{where}.draws")
+        for key, value in _table(chosen.get("fixed", {}), f"{where}.fixed").items():
+            _checked(record, key, value, f"{where}.fixed.{key}")
+        for key, value in _table(chosen.get("axes", {}), f"{where}.axes").items():
+            if key not in record.schema:
+                _checked(record, key, value, f"{where}.axes.{key}")  # an unknown parameter
+            try:
+                _axis_length(key, value)
+            except ValueError as error:  # "axes.KEY…: …"
+                raise ValueError(f"{where}.{error}") from None
+            for item in ([] if isinstance(value, dict) else _axis_values(key, value)):
+                _checked(record, key, item, f"{where}.axes.{key}")
+
+
 def parse_spec(raw, name, profile=None, overrides=None, max_points=MAX_POINTS) -> SweepSpec:
     """A :class:`SweepSpec` from the mapping ``raw`` (a parsed TOML file or a named sweep), with ``profile``'s
     fields merged in and ``overrides`` (name → value, from ``--set``: a parameter, ``draws`` or ``seed``) fixing
@@ -142,6 +163,7 @@ def parse_spec(raw, name, profile=None, overrides=None, max_points=MAX_POINTS) -
         if key in raw and not isinstance(raw[key], str):
             raise ValueError(f"{key}: must be text, got {raw[key]!r}")
     record = get_experiment(raw["experiment"])
+    _check_profiles(raw, record)
     spec = _merged(raw, profile, "")
     fixed, axes = dict(_table(spec.get("fixed", {}), "fixed")), dict(_table(spec.get("axes", {}), "axes"))
     labels = {key: f"fixed.{key}" for key in fixed}  # parameter → the name the user gave it

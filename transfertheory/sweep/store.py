@@ -198,13 +198,14 @@ class Store:
 
     def write_point(self, pid, table: pd.DataFrame, metadata: dict):
         """Store the rows of point ``pid`` atomically (the caller holds its claim), with ``metadata`` (JSON) and
-        the point file's identity in the file's key–value metadata, and drop its failure record, if any."""
+        the point file's identity in the file's key–value metadata, and drop its failure record and log, if any."""
         arrow = pa.Table.from_pandas(table, preserve_index=False)
         identity = dict(format=POINT_FORMAT, store_version=STORE_VERSION, point_id=pid)
         arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
                                                _META: json.dumps({**metadata, **identity})})
         self._atomic_write(self.points / f"{pid}.parquet", lambda tmp: pq.write_table(arrow, tmp))
         (self.failed / f"{pid}.json").unlink(missing_ok=True)
+        (self.logs / f"{pid}.log").unlink(missing_ok=True)
 
     def write_failure(self, pid, record: dict, traceback_text: str):
         """Record that point ``pid`` raised (the caller holds its claim): ``record`` as JSON, the traceback in

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval, as_generator
 from ..backend import get_backend, stacked_eigh, to_host
 from ..params import Param
@@ -370,11 +371,25 @@ def standardize_inputs(x):
     return x / norms * np.sqrt(x.shape[1])
 
 
+#: (n, d + 1) arrays :func:`synthetic_task` holds at its peak (the inputs, their centered square, the standardized
+#: inputs, the labels)
+_TASK_ARRAYS = 4
+
+
+def _problem_bytes(tasks, n, test_tasks, n_support, n_query, d) -> float:
+    """Peak bytes of :func:`synthetic_problem` at these sizes: every task's inputs and labels, and the arrays of
+    drawing the largest task."""
+    points = tasks * n + test_tasks * (n_support + n_query)
+    return FLOAT_BYTES * ((points + _TASK_ARRAYS * max(n, n_support + n_query)) * (d + 1))
+
+
 def synthetic_task(rng, n, d=10):
     """One few-shot regression task of MTL §5.1: μ ~ N(0, I_d), ν ~ Unif(1.3, 1.6), n inputs x ~ N(μ, ν²I_d) with
     labels y = ν‖x − μ‖²; the inputs are then standardized to ‖x‖² = d (MTL §4.3). Returns (x (n, d), y (n, 1)).
-    ``rng``: an integer seed ≥ 0, a NumPy Generator (its stream continues) or a SeedSequence."""
+    ``rng``: an integer seed ≥ 0, a NumPy Generator (its stream continues) or a SeedSequence. Sizes beyond the
+    memory guard's limit are refused before drawing."""
     n, d = _COUNT["n"].scalar(n), _COUNT["d"].scalar(d)
+    check_memory(FLOAT_BYTES * _TASK_ARRAYS * n * (d + 1), what="synthetic_task", params={"n": n, "d": d})
     rng = as_generator(rng)
     mu, nu = rng.standard_normal(d), rng.uniform(1.3, 1.6)
     x = mu + nu * rng.standard_normal((n, d))
@@ -431,10 +446,13 @@ class FewShotProblem:
 def synthetic_problem(rng, tasks=20, n=10, test_tasks=20, n_support=5, n_query=10, d=10) -> FewShotProblem:
     """MTL §5.1's data set: ``tasks`` training tasks of ``n`` points and ``test_tasks`` test tasks of ``n_support``
     support and ``n_query`` query points, every task drawn by :func:`synthetic_task` (defaults: the paper's) from
-    ``rng``: an integer seed ≥ 0, a NumPy Generator (its stream continues) or a SeedSequence."""
+    ``rng``: an integer seed ≥ 0, a NumPy Generator (its stream continues) or a SeedSequence. Sizes whose
+    :func:`_problem_bytes` exceed the memory guard's limit are refused before any task is drawn."""
     tasks, test_tasks = _COUNT["tasks"].scalar(tasks), _COUNT["test_tasks"].scalar(test_tasks)
     n_support, n_query = _COUNT["n_support"].scalar(n_support), _COUNT["n_query"].scalar(n_query)
     n, d, rng = _COUNT["n"].scalar(n), _COUNT["d"].scalar(d), as_generator(rng)
+    sizes = dict(tasks=tasks, n=n, test_tasks=test_tasks, n_support=n_support, n_query=n_query, d=d)
+    check_memory(_problem_bytes(**sizes), what="synthetic_problem", params=sizes)
     train = [synthetic_task(rng, n, d) for _ in range(tasks)]
     tests = [synthetic_task(rng, n_support + n_query, d) for _ in range(test_tasks)]
     return FewShotProblem(tuple(x for x, _ in train), tuple(y for _, y in train),

@@ -81,7 +81,14 @@ def _rows(width, network, method, trained, predictions, references):
 
 
 def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
-    """Peak bytes of training the ``networks`` (draws) networks of one width (the widths run one after another).
+    """Peak bytes of training the ``networks`` (draws) networks of one width (the widths run one after another):
+    :func:`_sizes_estimate` of the problem's sizes."""
+    return _sizes_estimate(problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks), len(problem.tasks), depth,
+                           width, networks)
+
+
+def _sizes_estimate(d, points, heads, depth, width, networks) -> float:
+    """Peak bytes of training ``networks`` networks of one width on ``heads`` tasks of ``points`` points in all.
 
     The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters,
     held by the integrator (:func:`~..integrator.flow_state_bytes`) and once more as the gradient's layer parts
@@ -89,7 +96,6 @@ def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networ
     ReLU masks and the backpropagated deltas on all Nn training points ((R, Nn, h) each), and the radius the
     (R, Nn, Nn) tangent-kernel Grams (three). Nn = the training points of all N tasks.
     """
-    d, points, heads = problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks), len(problem.tasks)
     n_params = width * (d + 1) + (depth - 1) * width * (width + 1) + heads * (width + 1)
     arrays = n_params + 3 * depth * points * width + 3 * points * points
     return flow_state_bytes(networks, n_params) + FLOAT_BYTES * networks * arrays
@@ -146,6 +152,13 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     return df
 
 
+def _mtl_memory(p, on_device) -> tuple:
+    """Peak bytes of the ``mtl`` experiment at point ``p``: its synthetic problem (one test task) and the study."""
+    sizes = {name: p[name] for name in ("tasks", "n", "n_support", "n_query", "d", "depth", "width", "draws")}
+    data = MTL._problem_bytes(p["tasks"], p["n"], 1, p["n_support"], p["n_query"], p["d"])
+    return data + _sizes_estimate(p["d"], p["tasks"] * p["n"], p["tasks"], p["depth"], p["width"], p["draws"]), sizes
+
+
 def _mtl(p, seed, backend):
     problem = MTL.synthetic_problem(generator(p["data_seed"]), tasks=p["tasks"], n=p["n"], test_tasks=1,
                                     n_support=p["n_support"], n_query=p["n_query"], d=p["d"])
@@ -164,4 +177,4 @@ MTL_NETWORKS = Experiment(
             Field("d", 10, P.D), Field("data_seed", 5, P.SEED), *flow_fields(STUDY_FLOW, "rtol")),
     example=dict(width=16, draws=1, tasks=2, n=3, n_support=3, n_query=3, d=4),
     renamed={"networks": "draws", "network": "draw"},
-    simulate=_mtl)
+    simulate=_mtl, memory=_mtl_memory)

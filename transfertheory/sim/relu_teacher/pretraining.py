@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
+from ..._validation import as_generator
 from ...backend import get_backend, to_device, to_host
 from ...theory.relu import population_loss, population_loss_and_gradients
 from ..integrator import ErrorController, FlowSettings, flow_state_bytes
@@ -42,6 +43,21 @@ def pretraining_memory(teachers, m, m_star, d) -> float:
     return flow_state_bytes(teachers, m * (d + 1)) + FLOAT_BYTES * teachers * 6 * units * units
 
 
+#: normal draws skipped per call of the generator by :func:`_skip_normals` (8 MiB of floats)
+_SKIP_CHUNK = 2**20
+
+
+def _skip_normals(rng, count: int) -> None:
+    """Advance ``rng`` past ``count`` standard normal draws, in chunks of :data:`_SKIP_CHUNK` (bounded memory).
+
+    A Generator's normals are drawn one after another (the ziggurat: a varying number of raw bits each), so the
+    stream after ``count`` of them is the same in chunks as in one call, and there is no shortcut: the time grows
+    with ``count``."""
+    buffer = np.empty(min(count, _SKIP_CHUNK))
+    for start in range(0, count, _SKIP_CHUNK):
+        rng.standard_normal(out=buffer[:min(_SKIP_CHUNK, count - start)])
+
+
 @guarded_entry_point
 def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLOW, atol=1e-6, max_memory=None,
                     first=0, **settings):
@@ -52,7 +68,8 @@ def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLO
     loss ≤ ``loss_tol`` (``loss_tol``, FaF's rule) or t = ``max_time`` (flow time; the paper's iterations ×
     0.02, :mod:`transfertheory.sim.gradient_descent`). ``atol``: the integrator's absolute local error tolerance. ``first``: the initializations are those
     of students ``first`` … ``first + B − 1`` of one draw from ``rng`` (the students of a chunk of a larger batch
-    start where they would in the whole batch).
+    start where they would in the whole batch; the first·m·d normal draws before them are skipped in bounded
+    memory, at a time in proportion to ``first``).
     ``max_memory``: the memory guard's limit (bytes or ``"64G"``, :mod:`transfertheory._memory`); pretraining
     whose peak (:func:`pretraining_memory`, O(B·(m + m*)²)) exceeds it is refused before drawing the students.
     """
@@ -62,7 +79,9 @@ def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLO
     m = M.scalar(m)
     check_memory(pretraining_memory(B, m, m_star, d), what="pretrain_source", xp=xp, max_memory=max_memory,
                  params={"teachers": B, "m": m, "m_star": m_star, "d": d})
-    W0, c0 = (to_device(a[first:], xp) for a in paper_init(m, d, rng, batch=(first + B,)))
+    rng = as_generator(rng)
+    _skip_normals(rng, first * m * d)  # the students before ``first`` of the one draw, not kept
+    W0, c0 = (to_device(a, xp) for a in paper_init(m, d, rng, batch=(B,)))
 
     def loss_and_gradients(W, c, rows):
         g = population_loss_and_gradients(W, c, W_star[rows], c_star[rows])
