@@ -267,6 +267,17 @@ def test_near_gamma_one_is_reported_unconverged():
     assert np.allclose(df.t_final[df.status == "max_time"], 30.0) and (df.grad_norm > 1e-6).all()
 
 
+def test_runs_from_an_unconverged_pretraining_are_not_converged():
+    # fine-tuning and linear transfer start from the pretrained network: converged only if it converged too;
+    # each row keeps its own flow's status (the pretraining's is df.attrs["pretrain"]["status"])
+    df = run_transfer_experiment(8, [0.5, 1.5], [0.5], 0.2, 2, methods=("scratch", "linear", "finetune"),
+                                 pretrain_flow={"max_time": 1e-3}, backend="numpy", progress=False)
+    assert not df.attrs["pretrain"]["converged"]
+    transfer = df[df.method != "scratch"]
+    assert not transfer.converged.any() and transfer.status.isin(["converged", "exact"]).all()
+    assert df[df.method == "scratch"].converged.all()
+
+
 def test_deterministic_and_independent_of_chunking(array_backend):
     name, _ = array_backend
     kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, draws=3, seed=5, backend=name, progress=False)

@@ -205,6 +205,14 @@ def test_run_comparison_rows_and_columns():
     assert df["target_loss"].notna().all() and df.attrs["backend"] == "numpy"
 
 
+def test_fine_tuning_from_an_unconverged_pretraining_is_not_converged():
+    df = Q.run_comparison(d=4, m=1, k=2, n_targets=[4], lam=0.1, draws=2, restarts=1, splits=1,
+                          algorithms=("finetune", "finetune_full", "target_only"), flow={"max_time": 1e-2},
+                          backend="numpy")
+    finetune = df[df.algorithm != "target_only"]
+    assert (finetune["pretrain_status"] != "converged").all() and not finetune["converged"].any()
+
+
 @pytest.mark.parametrize("kwargs, name", [(dict(k=5), "k"), (dict(n_targets=[]), "n_targets"),
                                           (dict(algorithms=("sgd",)), "algorithms"), (dict(lam=0.0), "lam"),
                                           (dict(n_targets=[1]), "n_targets"), (dict(draws=0), "draws"),

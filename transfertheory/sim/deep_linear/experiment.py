@@ -271,13 +271,13 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     frames = []
     for mi, method in enumerate(methods):
         rows = order[:, mi].reshape(-1)
-
+        convergence = flow.convergence[rows]
         if method == "scratch":
             holds = np.repeat(to_host(assumption22_margin(arch, scratch0)) > 0, n_theta)
         else:
-            holds = pre.assumption22_margin > 0
+            holds, convergence = pre.assumption22_margin > 0, convergence.requiring(pre.flow.converged[0])
         risk = plan.risk(beta_hat[:, mi].reshape(-1, d) - chunk.targets)
-        frames.append(_rows(plan, chunk, method, risk, **convergence_columns(flow.convergence[rows]),
+        frames.append(_rows(plan, chunk, method, risk, **convergence_columns(convergence),
                             beta_grad_norm=flow.residual[rows], loss=flow.loss[rows], imbalance_drift=drift[rows],
                             assumption22=holds))
     return pd.concat(frames, ignore_index=True)
@@ -298,18 +298,17 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
             beta_hat, w_last = linear_transfer_exact(target, U, s_feat, V, lam)
             g_beta, loss = target.beta_gradient(beta_hat, np.arange(c.shape[0]))
             grad = rmatvec(F[None], g_beta) + lam * w_last
-            convergence = Convergence(pre_ok, "exact" if pre_ok else "pretrain_" + pre.flow.status[0], np.nan, 0,
-                                      to_host(xp.linalg.norm(grad, axis=1)))
+            convergence = Convergence(True, "exact", np.nan, 0, to_host(xp.linalg.norm(grad, axis=1)))
             loss = to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1))
         else:
             w0 = xp.repeat(arch.layers(pre.weights)[1], c.shape[0], axis=0)
             flows.append(flow := train(LastLayerLoss(target, F, lam), w0, plan.flow))
             beta_hat = flow.y @ F.T
-            convergence, loss = flow.convergence.requiring(pre_ok), flow.loss
+            convergence, loss = flow.convergence, flow.loss
         risk = plan.risk(to_host(beta_hat) - chunk.targets)
         frames.append(_rows(plan, chunk, "linear", risk, lam=lam, imbalance_drift=np.nan, beta_grad_norm=np.nan,
                             assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), loss=loss,
-                            **convergence_columns(convergence)))
+                            **convergence_columns(convergence.requiring(pre_ok))))
     return pd.concat(frames, ignore_index=True)
 
 
