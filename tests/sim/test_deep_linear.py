@@ -278,6 +278,12 @@ def test_runs_from_an_unconverged_pretraining_are_not_converged():
     assert df[df.method == "scratch"].converged.all()
 
 
+def test_a_single_method_name_is_a_list_of_one():
+    kw = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, draws=1, backend="numpy", progress=False)
+    pd.testing.assert_frame_equal(run_transfer_experiment(methods="scratch", **kw),
+                                  run_transfer_experiment(methods=["scratch"], **kw))
+
+
 def test_deterministic_and_independent_of_chunking(array_backend):
     name, _ = array_backend
     kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, draws=3, seed=5, backend=name, progress=False)
@@ -353,7 +359,6 @@ def test_backend_environment_variable_is_honoured(monkeypatch):
         (dict(flow={"max_time": np.inf}), r"max_time must be in \(0, inf\), got inf"),
         (dict(flow={"rtol": "1e-3"}), "rtol must be a real number"),
         (dict(chunk_size=0), "chunk_size must be"),
-        (dict(methods="scratch"), "methods must be"),
         (dict(methods=()), "methods must be"),
         (dict(d=1), "d must be"),
         (dict(gammas=[0.0]), "gammas must be"),

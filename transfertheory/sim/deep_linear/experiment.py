@@ -71,8 +71,9 @@ FIELDS = {f.name: f for f in (
 
 
 def _grid(field, values, name):
-    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range."""
-    return FIELDS[field].param.sequence(values, name)
+    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range,
+    without repeats (one row per value)."""
+    return FIELDS[field].param.sequence(values, name, distinct=True)
 
 
 # the simulator's own settings
@@ -127,8 +128,6 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
     naming the parameter and its range)."""
     d = FIELDS["d"].check(d)
     gammas = _grid("gamma", gammas, "gammas")
-    if isinstance(methods, str):
-        raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
     methods = FIELDS["methods"].check(methods)
     ns = np.round(gammas * d).astype(int)
     min_n = max(get_method(m).min_n for m in methods)  # the smallest n every method's exact expected risk allows

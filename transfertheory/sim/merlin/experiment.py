@@ -88,7 +88,7 @@ def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, spl
     s = checked(FIELDS, d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha, rho=rho, ridge=ridge, splits=splits)
     if s["k"] > s["d"]:
         raise ValueError(f"k must be an integer in [2, d] = [2, {s['d']}], got {k}")
-    n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets")]
+    n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets", distinct=True)]
     algorithms = FIELDS["algorithms"].check(algorithms)
     if "merlin" in algorithms and min(n_targets) < 2:
         raise ValueError(f"n_targets must be >= 2 with 'merlin' (a train and a validation half), got {min(n_targets)}")

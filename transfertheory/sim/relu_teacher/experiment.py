@@ -140,10 +140,7 @@ class PretrainedStudents:
 
 def _values(name, value) -> tuple:
     """A grid argument (``mus``, ``ns``) checked item-wise against its field's range, without repeats."""
-    arr = FIELDS[name].param.sequence(value, name)
-    if np.unique(arr).size != arr.size:
-        raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
-    return tuple(arr.tolist())
+    return tuple(FIELDS[name].param.sequence(value, name, distinct=True).tolist())
 
 
 def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, pretrain_flow, linear_flow,
