@@ -143,6 +143,8 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     isotropic = spectrum is None or (isinstance(spectrum, str) and spectrum.strip() == "isotropic")
     lam = None if isotropic else parse_spectrum(spectrum, d)
+    if isinstance(teacher, str) and teacher.strip() == "random":  # the sweep field's name of the default
+        teacher = None
     if teacher is not None:  # the family's syntax and its Σ-norm, before any work
         task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
@@ -410,7 +412,8 @@ def run_transfer_experiment(
     teacher : None, str or sequence of d floats
         A teacher family (``"flat"``, ``"power:1"``, ``"power:1:bottom"``,
         :data:`~transfertheory.theory.spectra.TEACHER_SYNTAX`) or the source's coefficients, placing β_s and
-        β_t(θ) on the spectrum (:func:`~transfertheory.theory.spectra.teacher_pair`); None: the random draw.
+        β_t(θ) on the spectrum (:func:`~transfertheory.theory.spectra.teacher_pair`); None or ``"random"`` (the
+        sweep field's default): the random draw.
 
     Returns
     -------
@@ -418,7 +421,8 @@ def run_transfer_experiment(
         Columns :data:`COLUMNS` (``feature_rank`` only with linear transfer;
         ``beta_grad_norm`` = ‖∇_βL‖ of the flows, which must also be ≤ gtol for
         ``converged``; NaN for linear transfer); ``df.attrs`` holds the
-        pretraining diagnostics, the backend and the integrator statistics.
+        pretraining diagnostics, the backend, the integrator statistics, ``spectrum`` (``"isotropic"`` or the d
+        eigenvalues) and ``teacher`` (``"random"``, the family or the source's coefficients).
 
     Raises
     ------
@@ -458,10 +462,9 @@ def run_transfer_experiment(
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
                     rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows), beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
-    if plan.spectrum is not None or plan.teacher is not None:
-        df.attrs.update(spectrum=None if plan.spectrum is None else tuple(plan.spectrum),
-                        teacher=plan.teacher if plan.teacher is None or isinstance(plan.teacher, str)
-                        else tuple(np.asarray(plan.teacher, float)))
+    df.attrs.update(spectrum="isotropic" if plan.spectrum is None else tuple(plan.spectrum),
+                    teacher="random" if plan.teacher is None else plan.teacher if isinstance(plan.teacher, str)
+                    else tuple(np.asarray(plan.teacher, float)))
     return df
 
 
@@ -469,7 +472,7 @@ def _faf_linear(p, seed, backend):
     return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["draws"], depth=p["depth"],
                                    alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
                                    backend=backend, progress=False, spectrum=p["spectrum"],
-                                   teacher=None if p["teacher"] == "random" else p["teacher"],
+                                   teacher=p["teacher"],
                                    **flow_arguments(p))
 
 
