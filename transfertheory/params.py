@@ -30,6 +30,7 @@ from ._validation import Interval, as_real_array
 
 __all__ = [
     "Param",
+    "refuse_repeats",
     "Interval",
     "GAMMA",
     "THETA",
@@ -48,6 +49,17 @@ __all__ = [
     "LOSS_TOL",
     "PROFILE_NAMES",
 ]
+
+
+def refuse_repeats(values, name: str) -> None:
+    """ValueError naming ``name`` and the value when ``values`` (a grid or a list of names: one table row per
+    value) gives one value twice: its rows would repeat a key."""
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{name} must not repeat a value (one row per value), got {v!r} twice in "
+                             f"{list(values)!r}")
+        seen.add(v)
 
 
 @dataclass(frozen=True)
@@ -113,16 +125,20 @@ class Param:
             return int(value) if isinstance(value, (int, np.integer)) else int(arr)
         return float(arr)
 
-    def sequence(self, value, name=None) -> np.ndarray:
+    def sequence(self, value, name=None, distinct=False) -> np.ndarray:
         """:meth:`check` a non-empty 1-D sequence (a scalar is a sequence of one); returns a float array.
 
         For the grids and lists of a simulation (``gammas``, ``widths``, ``ns`` …): an empty or nested
-        sequence is a ValueError naming ``name`` before any work.
+        sequence is a ValueError naming ``name`` before any work; so is, with ``distinct`` (a grid, one row per
+        value), a value given twice (:func:`refuse_repeats`).
         """
         name = self.name if name is None else name
         arr = np.atleast_1d(self.check(value, name))
         if arr.size == 0 or arr.ndim != 1:
-            raise ValueError(f"{name} must be a non-empty sequence of numbers {self.range_text()}, got {value!r}")
+            raise ValueError(f"{name} must be a non-empty sequence of numbers, each {self.range_text()}, "
+                             f"got {value!r}")
+        if distinct:
+            refuse_repeats(arr.astype(int).tolist() if self.integer else arr.tolist(), name)
         return arr
 
     def arg_type(self):

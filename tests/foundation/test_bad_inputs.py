@@ -167,6 +167,14 @@ SIMULATOR_BAD = [
     ("mtl_problem", "n", 0), ("mtl_problem", "d", 0),
 ]
 
+#: (simulator, grid or list parameter, the repeated item): one row per value, so a repeat is refused, naming it
+SIMULATOR_REPEATED = [
+    ("deep_linear", "gammas", 1.0), ("deep_linear", "thetas", 0.5), ("deep_linear", "ridge", 0.0),
+    ("deep_linear", "methods", "scratch"), ("relu_teacher", "mus", 0.5), ("relu_teacher", "ns", 4),
+    ("relu_teacher", "methods", "linear"), ("quadratic", "n_targets", 4), ("quadratic", "algorithms", "joint"),
+    ("tdr", "widths", 4), ("mtl_study", "widths", 8),
+]
+
 #: (simulator, integrator setting, bad value) of the entry points' ``flow=`` mappings: the error names the setting
 SIMULATOR_FLOW_BAD = [
     ("quadratic", "rtol", math.nan), ("quadratic", "max_step", 10),
@@ -200,6 +208,10 @@ def _simulator_rows():
         function, arguments = SIMULATORS[simulator]
         yield pytest.param(function, {**arguments, "flow": {setting: value}}, (setting,),
                            id=f"{simulator}-flow-{setting}={value!r}")
+    for simulator, parameter, item in SIMULATOR_REPEATED:
+        function, arguments = SIMULATORS[simulator]
+        yield pytest.param(function, {**arguments, parameter: [item, item]},
+                           (parameter, "must not repeat", f"{item!r} twice"), id=f"{simulator}-{parameter}-repeated")
     for (simulator, parameter), value in itertools.product(SEEDED, BAD_SEEDS):
         function, arguments = SIMULATORS[simulator]
         yield pytest.param(function, {**arguments, parameter: value}, (parameter,),

@@ -97,6 +97,17 @@ def test_scalar_returns_python_numbers_and_rejects_arrays():
         P.D.scalar(0)
 
 
+def test_sequence_messages_read_as_sentences_and_distinct_grids_name_the_repeat():
+    with pytest.raises(ValueError, match=r"^ns must be a non-empty sequence of numbers, each an integer >= 1, got \[\]"):
+        P.N.sequence([], "ns")
+    with pytest.raises(ValueError, match=r"^gammas must be a non-empty sequence of numbers, each in \(0, inf\)"):
+        P.GAMMA.sequence([[0.5]], "gammas")
+    with pytest.raises(ValueError, match=r"^ns must not repeat a value .*got 4 twice in \[4, 8, 4\]"):
+        P.N.sequence([4, 8, 4], "ns", distinct=True)
+    assert P.N.sequence([4, 4], "ns").tolist() == [4, 4]  # only grids refuse repeats
+    assert P.GAMMA.sequence(0.5, "gammas", distinct=True).tolist() == [0.5]
+
+
 # --------------------------------------------------------------------------- argparse
 
 

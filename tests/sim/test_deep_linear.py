@@ -267,6 +267,23 @@ def test_near_gamma_one_is_reported_unconverged():
     assert np.allclose(df.t_final[df.status == "max_time"], 30.0) and (df.grad_norm > 1e-6).all()
 
 
+def test_runs_from_an_unconverged_pretraining_are_not_converged():
+    # fine-tuning and linear transfer start from the pretrained network: converged only if it converged too;
+    # each row keeps its own flow's status (the pretraining's is df.attrs["pretrain"]["status"])
+    df = run_transfer_experiment(8, [0.5, 1.5], [0.5], 0.2, 2, methods=("scratch", "linear", "finetune"),
+                                 pretrain_flow={"max_time": 1e-3}, backend="numpy", progress=False)
+    assert not df.attrs["pretrain"]["converged"]
+    transfer = df[df.method != "scratch"]
+    assert not transfer.converged.any() and transfer.status.isin(["converged", "exact"]).all()
+    assert df[df.method == "scratch"].converged.all()
+
+
+def test_a_single_method_name_is_a_list_of_one():
+    kw = dict(d=8, gammas=[0.5], thetas=[0.3], sigma=0.1, draws=1, backend="numpy", progress=False)
+    pd.testing.assert_frame_equal(run_transfer_experiment(methods="scratch", **kw),
+                                  run_transfer_experiment(methods=["scratch"], **kw))
+
+
 def test_deterministic_and_independent_of_chunking(array_backend):
     name, _ = array_backend
     kw = dict(d=12, gammas=[0.5, 1.5], thetas=[0.4], sigma=0.2, draws=3, seed=5, backend=name, progress=False)
@@ -342,7 +359,6 @@ def test_backend_environment_variable_is_honoured(monkeypatch):
         (dict(flow={"max_time": np.inf}), r"max_time must be in \(0, inf\), got inf"),
         (dict(flow={"rtol": "1e-3"}), "rtol must be a real number"),
         (dict(chunk_size=0), "chunk_size must be"),
-        (dict(methods="scratch"), "methods must be"),
         (dict(methods=()), "methods must be"),
         (dict(d=1), "d must be"),
         (dict(gammas=[0.0]), "gammas must be"),

@@ -355,6 +355,16 @@ def test_run_transfer_experiment_table():
         students.W, students.c, students.W_source, students.c_source)))
 
 
+def test_fine_tuning_from_an_unconverged_pretraining_is_not_converged():
+    from transfertheory.sim import experiments
+
+    df = experiments()["faf_relu"].run(seed=0, backend="numpy", d=4, m=8, m_star=4, mus=(0.5,), ns=(8,),
+                                       pretrain_max_time=1e-3, methods=("scratch", "finetune"))
+    finetune = df[df.method == "finetune"]
+    assert (finetune.pretrain_status == "max_time").all() and finetune.status.isin(["loss_tol", "converged"]).all()
+    assert not finetune.converged.any() and df[df.method == "scratch"].converged.all()
+
+
 def _chunked_rows(kw, chunks):
     """The rows (and pretraining rows) of ``run_transfer_experiment`` over ``chunks`` of (teacher_start, teachers,
     draw_start, draws), concatenated in key order."""

@@ -205,6 +205,22 @@ def test_run_comparison_rows_and_columns():
     assert df["target_loss"].notna().all() and df.attrs["backend"] == "numpy"
 
 
+def test_joint_training_at_alpha_zero_keeps_a_zero_target_head():
+    # α = 0: θ_t enters the objective only through λ‖θ_t‖², so the predictor is zero (target loss 2/3, Lemma 1)
+    df = Q.run_comparison(d=4, m=1, k=2, n_targets=[4], lam=0.1, draws=1, restarts=1, splits=1, alpha=0.0,
+                          algorithms=("joint",), backend="numpy")
+    np.testing.assert_allclose(df["target_loss"], 2 / 3)
+    assert df["converged"].all()
+
+
+def test_fine_tuning_from_an_unconverged_pretraining_is_not_converged():
+    df = Q.run_comparison(d=4, m=1, k=2, n_targets=[4], lam=0.1, draws=2, restarts=1, splits=1,
+                          algorithms=("finetune", "finetune_full", "target_only"), flow={"max_time": 1e-2},
+                          backend="numpy")
+    finetune = df[df.algorithm != "target_only"]
+    assert (finetune["pretrain_status"] != "converged").all() and not finetune["converged"].any()
+
+
 @pytest.mark.parametrize("kwargs, name", [(dict(k=5), "k"), (dict(n_targets=[]), "n_targets"),
                                           (dict(algorithms=("sgd",)), "algorithms"), (dict(lam=0.0), "lam"),
                                           (dict(n_targets=[1]), "n_targets"), (dict(draws=0), "draws"),

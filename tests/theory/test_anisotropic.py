@@ -224,6 +224,17 @@ def test_isotropic_spectrum_is_the_default_run_bit_for_bit():
     np.testing.assert_array_equal(np.sort(table["risk"].to_numpy()), np.sort(direct["risk"].to_numpy()))
 
 
+def test_the_sweep_fields_default_names_are_accepted_and_recorded():
+    default = run_transfer_experiment(**_RUN)
+    assert (default.attrs["spectrum"], default.attrs["teacher"]) == ("isotropic", "random")
+    named = run_transfer_experiment(**_RUN, spectrum="isotropic", teacher="random")
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(default, named, check_exact=True)
+    family = run_transfer_experiment(**_RUN, teacher="flat")
+    assert (family.attrs["spectrum"], family.attrs["teacher"]) == ("isotropic", "flat")
+
+
 def test_explicit_identity_spectrum_agrees_with_the_isotropic_run():
     """The Σ code path at Σ = I (eigenvalues given as ones) agrees with the isotropic run to the integrator's
     rounding (the Σ-normalisation of the drawn teachers rounds differently)."""

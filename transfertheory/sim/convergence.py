@@ -97,6 +97,11 @@ class ReportsConvergence:
     steps = _field("steps", "Accepted integrator steps.")
     grad_norm = _field("grad_norm", "Final ‖∇L‖.")
 
+    def requiring(self, converged):
+        """The record (a dataclass) with ``converged`` and-ed into its convergence (:meth:`Convergence.requiring`):
+        a run from a pretrained network counts as converged only if its pretraining did."""
+        return replace(self, convergence=self.convergence.requiring(converged))
+
 
 def convergence_columns(convergence: Convergence) -> dict:
     """The five convergence columns of a table, by name, from the record (copies of its typed arrays)."""

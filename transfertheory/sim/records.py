@@ -36,7 +36,7 @@ __all__ = ["Field", "Experiment", "checked", "flow_fields", "flow_arguments"]
 class Field:
     """One parameter of an experiment: ``param`` (numeric range), ``choices`` (allowed strings) or ``text`` (a
     string checked by a callable that raises ValueError, e.g. a spectrum spec), its ``default`` and whether its
-    value is a non-empty ``sequence`` of such items."""
+    value is a non-empty ``sequence`` of such items, none repeated (a single item is a sequence of one)."""
 
     name: str
     default: Any
@@ -58,7 +58,7 @@ class Field:
         """The valid values in words (``an integer >= 1``, ``one of ('a', 'b')``), per item for a sequence."""
         item = (self.param.range_text() if self.param is not None else f"one of {self.choices}" if self.choices
                 else self.syntax)
-        return f"a non-empty list, each {item}" if self.sequence else item
+        return f"a non-empty list of distinct values, each {item}" if self.sequence else item
 
     def _item(self, value):
         if self.param is not None:
@@ -80,7 +80,9 @@ class Field:
         items = [value] if isinstance(value, (str, int, float, np.number)) else list(value)
         if not items:
             raise ValueError(f"{self.name} must be {self.range_text()}, got an empty list")
-        return tuple(self._item(v) for v in items)
+        values = tuple(self._item(v) for v in items)
+        P.refuse_repeats(values, self.name)
+        return values
 
 
 def checked(fields: Mapping, **values) -> dict:

@@ -404,7 +404,7 @@ def simulate_transfer(X_P, y_P, X_Q, y_Q, widths, *, draws=FIELDS["draws"].defau
         u_Q(P), the pretrained networks' outputs on X_Q}).
     """
     transfer_summary(X_P, y_P, X_Q, y_Q)  # validates the data (ValueError naming the argument)
-    widths = [int(m) for m in FIELDS["width"].param.sequence(widths, "widths")]
+    widths = [int(m) for m in FIELDS["width"].param.sequence(widths, "widths", distinct=True)]
     draws, kappa = checked(FIELDS, draws=draws, kappa=kappa).values()
     seed, flow = root_seed(seed), TRAINING_FLOW.overridden(flow, "flow")
     if symmetric and any(m % 2 for m in widths):

@@ -71,8 +71,9 @@ FIELDS = {f.name: f for f in (
 
 
 def _grid(field, values, name):
-    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range."""
-    return FIELDS[field].param.sequence(values, name)
+    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range,
+    without repeats (one row per value)."""
+    return FIELDS[field].param.sequence(values, name, distinct=True)
 
 
 # the simulator's own settings
@@ -127,8 +128,6 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
     naming the parameter and its range)."""
     d = FIELDS["d"].check(d)
     gammas = _grid("gamma", gammas, "gammas")
-    if isinstance(methods, str):
-        raise ValueError(f"methods must be a non-empty list of {METHODS}, got the string {methods!r}")
     methods = FIELDS["methods"].check(methods)
     ns = np.round(gammas * d).astype(int)
     min_n = max(get_method(m).min_n for m in methods)  # the smallest n every method's exact expected risk allows
@@ -144,6 +143,8 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     isotropic = spectrum is None or (isinstance(spectrum, str) and spectrum.strip() == "isotropic")
     lam = None if isotropic else parse_spectrum(spectrum, d)
+    if isinstance(teacher, str) and teacher.strip() == "random":  # the sweep field's name of the default
+        teacher = None
     if teacher is not None:  # the family's syntax and its Σ-norm, before any work
         task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
@@ -271,13 +272,13 @@ def _flow_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainResu
     frames = []
     for mi, method in enumerate(methods):
         rows = order[:, mi].reshape(-1)
-
+        convergence = flow.convergence[rows]
         if method == "scratch":
             holds = np.repeat(to_host(assumption22_margin(arch, scratch0)) > 0, n_theta)
         else:
-            holds = pre.assumption22_margin > 0
+            holds, convergence = pre.assumption22_margin > 0, convergence.requiring(pre.flow.converged[0])
         risk = plan.risk(beta_hat[:, mi].reshape(-1, d) - chunk.targets)
-        frames.append(_rows(plan, chunk, method, risk, **convergence_columns(flow.convergence[rows]),
+        frames.append(_rows(plan, chunk, method, risk, **convergence_columns(convergence),
                             beta_grad_norm=flow.residual[rows], loss=flow.loss[rows], imbalance_drift=drift[rows],
                             assumption22=holds))
     return pd.concat(frames, ignore_index=True)
@@ -298,18 +299,17 @@ def _linear_rows(plan: _Plan, arch: Architecture, chunk: _Chunk, pre: PretrainRe
             beta_hat, w_last = linear_transfer_exact(target, U, s_feat, V, lam)
             g_beta, loss = target.beta_gradient(beta_hat, np.arange(c.shape[0]))
             grad = rmatvec(F[None], g_beta) + lam * w_last
-            convergence = Convergence(pre_ok, "exact" if pre_ok else "pretrain_" + pre.flow.status[0], np.nan, 0,
-                                      to_host(xp.linalg.norm(grad, axis=1)))
+            convergence = Convergence(True, "exact", np.nan, 0, to_host(xp.linalg.norm(grad, axis=1)))
             loss = to_host(loss + 0.5 * lam * xp.sum(w_last * w_last, axis=1))
         else:
             w0 = xp.repeat(arch.layers(pre.weights)[1], c.shape[0], axis=0)
             flows.append(flow := train(LastLayerLoss(target, F, lam), w0, plan.flow))
             beta_hat = flow.y @ F.T
-            convergence, loss = flow.convergence.requiring(pre_ok), flow.loss
+            convergence, loss = flow.convergence, flow.loss
         risk = plan.risk(to_host(beta_hat) - chunk.targets)
         frames.append(_rows(plan, chunk, "linear", risk, lam=lam, imbalance_drift=np.nan, beta_grad_norm=np.nan,
                             assumption22=pre.assumption22_margin > 0, feature_rank=int(U.shape[1]), loss=loss,
-                            **convergence_columns(convergence)))
+                            **convergence_columns(convergence.requiring(pre_ok))))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -412,7 +412,8 @@ def run_transfer_experiment(
     teacher : None, str or sequence of d floats
         A teacher family (``"flat"``, ``"power:1"``, ``"power:1:bottom"``,
         :data:`~transfertheory.theory.spectra.TEACHER_SYNTAX`) or the source's coefficients, placing β_s and
-        β_t(θ) on the spectrum (:func:`~transfertheory.theory.spectra.teacher_pair`); None: the random draw.
+        β_t(θ) on the spectrum (:func:`~transfertheory.theory.spectra.teacher_pair`); None or ``"random"`` (the
+        sweep field's default): the random draw.
 
     Returns
     -------
@@ -420,7 +421,8 @@ def run_transfer_experiment(
         Columns :data:`COLUMNS` (``feature_rank`` only with linear transfer;
         ``beta_grad_norm`` = ‖∇_βL‖ of the flows, which must also be ≤ gtol for
         ``converged``; NaN for linear transfer); ``df.attrs`` holds the
-        pretraining diagnostics, the backend and the integrator statistics.
+        pretraining diagnostics, the backend, the integrator statistics, ``spectrum`` (``"isotropic"`` or the d
+        eigenvalues) and ``teacher`` (``"random"``, the family or the source's coefficients).
 
     Raises
     ------
@@ -460,10 +462,9 @@ def run_transfer_experiment(
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
                     rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows), beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
-    if plan.spectrum is not None or plan.teacher is not None:
-        df.attrs.update(spectrum=None if plan.spectrum is None else tuple(plan.spectrum),
-                        teacher=plan.teacher if plan.teacher is None or isinstance(plan.teacher, str)
-                        else tuple(np.asarray(plan.teacher, float)))
+    df.attrs.update(spectrum="isotropic" if plan.spectrum is None else tuple(plan.spectrum),
+                    teacher="random" if plan.teacher is None else plan.teacher if isinstance(plan.teacher, str)
+                    else tuple(np.asarray(plan.teacher, float)))
     return df
 
 
@@ -471,7 +472,7 @@ def _faf_linear(p, seed, backend):
     return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["draws"], depth=p["depth"],
                                    alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
                                    backend=backend, progress=False, spectrum=p["spectrum"],
-                                   teacher=None if p["teacher"] == "random" else p["teacher"],
+                                   teacher=p["teacher"],
                                    **flow_arguments(p))
 
 

@@ -257,7 +257,7 @@ class Integration:
         if diverged:
             warnings.warn(
                 f"{diverged} of {self.batch_size} instances diverged (non-finite or exploding loss); "
-                "hint: check the data scale and initialization, or tighten rtol.",
+                f"hint: check the data scale and initialization, or {self.settings.solver.divergence_hint}.",
                 RuntimeWarning,
                 stacklevel=3,
             )

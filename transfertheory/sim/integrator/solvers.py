@@ -66,6 +66,12 @@ class Solver(ABC):
         """What the first step receives as the working set's ``carried``, given the dense gradient at y0."""
         return None
 
+    @property
+    def divergence_hint(self) -> str:
+        """The setting to change when instances diverge (the integrator's warning): an error-controlled scheme's
+        tolerance."""
+        return "tighten rtol"
+
     @abstractmethod
     def step(self, run, state: FlowState) -> FlowState:
         """Advance the working set ``state`` of the integration ``run`` (:class:`~.flow.Integration`) by one
@@ -160,6 +166,11 @@ class GradientDescent(Solver):
     optional: ClassVar = frozenset({"learning_rate"})
     step_fraction: float = 1.0
     learning_rate: float | None = None
+
+    @property
+    def divergence_hint(self) -> str:
+        """No error control: the step itself (rtol does not enter)."""
+        return "lower learning_rate" if self.learning_rate is not None else "lower step_fraction"
 
     def initial_carried(self, gradient):
         return gradient  # the dense gradient at y, reused by the next step

@@ -89,6 +89,13 @@ def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=Non
 _target_head = itemgetter("theta_t")
 
 
+def _zero_head(params):
+    """The target head of joint training at α = 0: θ_t enters the objective only through λ‖θ_t‖², so its
+    minimizer is θ_t = 0 (the flow does not carry it)."""
+    phi = params["phi"]
+    return get_backend(phi).zeros(phi.shape[:1] + phi.shape[-1:])
+
+
 def _repeat(array, times):
     """Each row of ``array`` repeated ``times`` times (seed-major order, as the restarts are laid out)."""
     return get_backend(array).repeat(array, times, axis=0)
@@ -185,7 +192,7 @@ def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Prob
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1 - alpha, target_weight=alpha,
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale)
-    return Problem(objective, start, seeds, restarts, _target_head)
+    return Problem(objective, start, seeds, restarts, _target_head if alpha > 0 else _zero_head)
 
 
 def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:

@@ -88,7 +88,7 @@ def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, spl
     s = checked(FIELDS, d=d, m=m, k=k, lam=lam, draws=draws, alpha=alpha, rho=rho, ridge=ridge, splits=splits)
     if s["k"] > s["d"]:
         raise ValueError(f"k must be an integer in [2, d] = [2, {s['d']}], got {k}")
-    n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets")]
+    n_targets = [int(n) for n in FIELDS["n_t"].param.sequence(n_targets, "n_targets", distinct=True)]
     algorithms = FIELDS["algorithms"].check(algorithms)
     if "merlin" in algorithms and min(n_targets) < 2:
         raise ValueError(f"n_targets must be >= 2 with 'merlin' (a train and a validation half), got {min(n_targets)}")
@@ -186,12 +186,10 @@ def _finetune_rows(pre: A.Outcome, X, y, n_t, lam, algorithms, flow) -> list:
     """Head-only (and full) fine-tuning of the pre-trained networks on one target set per draw."""
     head = A.finetune_head(pre.params["phi"], X, y, lam, flow=flow)
     extra = {"pretrain_status": pre.status, "pretrain_restarts_needed": pre.restarts_needed}
-    frames = [_rows("finetune", n_t, head, **extra)] if "finetune" in algorithms else []
+    frames = [_rows("finetune", n_t, head.requiring(pre.converged), **extra)] if "finetune" in algorithms else []
     if "finetune_full" in algorithms:
-        frames.append(_rows("finetune_full", n_t, A.finetune_full(head.head, pre.params["phi"], X, y, lam, flow=flow),
-                            **extra))
-    for frame in frames:
-        frame["converged"] &= pre.converged
+        full = A.finetune_full(head.head, pre.params["phi"], X, y, lam, flow=flow)
+        frames.append(_rows("finetune_full", n_t, full.requiring(pre.converged), **extra))
     return frames
 
 

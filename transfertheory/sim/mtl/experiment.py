@@ -123,7 +123,7 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     peak memory of the largest width's networks is estimated (:func:`_memory_estimate`, O(R·L·h²)) and a study
     above the limit is refused with a ValueError before any work.
     """
-    widths = [int(h) for h in FIELDS["width"].param.sequence(widths, "widths")]
+    widths = [int(h) for h in FIELDS["width"].param.sequence(widths, "widths", distinct=True)]
     draws, lam_tau, lam_tau_hat = checked(FIELDS, draws=draws, lam_tau=lam_tau, lam_tau_hat=lam_tau_hat).values()
     flow = training_flow(problem.labels, None, rtol=STUDY_FLOW.rtol).overridden(flow, "flow")
     seed = root_seed(seed)

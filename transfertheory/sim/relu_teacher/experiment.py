@@ -140,10 +140,7 @@ class PretrainedStudents:
 
 def _values(name, value) -> tuple:
     """A grid argument (``mus``, ``ns``) checked item-wise against its field's range, without repeats."""
-    arr = FIELDS[name].param.sequence(value, name)
-    if np.unique(arr).size != arr.size:
-        raise ValueError(f"{name} must not repeat a value (one row per key), got {value!r}")
-    return tuple(arr.tolist())
+    return tuple(FIELDS[name].param.sequence(value, name, distinct=True).tolist())
 
 
 def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, pretrain_flow, linear_flow,
@@ -300,8 +297,8 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -
             minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
             out.append(_rows(plan, "linear_minnorm", mu, n, _risk(plan, pre.W, minnorm, teachers), norms, _EXACT,
                              **pperp))
-        if "finetune" in plan.methods:
-            flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow)
+        if "finetune" in plan.methods:  # converged only where its pretraining converged too
+            flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow).requiring(pperp["pretrain_converged"] == 1)
             out.append(_rows(plan, "finetune", mu, n, _risk(plan, flow.W, flow.c, teachers), norms, flow, **pperp))
     return out
 
