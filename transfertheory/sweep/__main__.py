@@ -171,18 +171,17 @@ def _status(args):
 
 
 def _unknown_experiments(manifest, not_run) -> list:
-    """The line saying which of the ``not_run`` manifest entries name an experiment this package does not register
-    (no run computes them), or none."""
+    """The line saying which of the ``not_run`` manifest entries name an experiment that ``sweep run`` does not know
+    (``sweep list``), or none: the claims' points are ``verify --store``'s to compute, any other is never run."""
     from ..sim import experiments
 
-    named = {pid: manifest[pid].get("experiment") if isinstance(manifest[pid], dict) else None for pid in not_run}
-    if set(named.values()) - set(experiments()):
-        from ..claims import sweep_points  # noqa: F401  (registers the claims' experiment, claim_point)
-    unknown = [name for name in named.values() if name not in experiments()]
+    named = [manifest[pid].get("experiment") if isinstance(manifest[pid], dict) else None for pid in not_run]
+    unknown = [name for name in named if name not in experiments()]
     if not unknown:
         return []
-    return [f"  {len(unknown)} manifest entr{'y' if len(unknown) == 1 else 'ies'} never run: unknown experiment(s) "
-            f"{', '.join(map(repr, sorted(set(unknown), key=str)))} (remove them from _sweep/manifest.json)"]
+    return [f"  {len(unknown)} manifest entr{'y' if len(unknown) == 1 else 'ies'} not run by sweep run: experiment(s) "
+            f"{', '.join(map(repr, sorted(set(unknown), key=str)))} not in sweep list (a claim's point is computed "
+            f"by verify --store; remove any other from _sweep/manifest.json)"]
 
 
 def _table(args):
