@@ -289,6 +289,27 @@ def test_the_merlin_union_bound_check_fails_when_the_bound_is_scaled_down(monkey
     assert outcome.status == claims.FAIL and outcome.result.discrepancy > 1
 
 
+@pytest.mark.parametrize("profile", claims.PROFILES)
+def test_the_finite_fine_tuning_claims_check_points_where_fine_tuning_carries_something(profile):
+    """Eq. 16 at n ≥ d, σ = 0 or θ = 0 is another method's risk or 0, and Eq. 17 at n ≥ d is 0 pathwise: the points
+    of every profile lie where the paper's formula has content of its own."""
+    assert all(p["n"] < p["d"] and p["sigma"] > 0 and p["theta"] > 0 for p in claims.points("faf.eq16.finite", profile))
+    assert all(p["n"] < p["d"] for p in claims.points("faf.eq17.finite", profile))
+
+
+def test_the_finite_fine_tuning_risk_claim_fails_when_eq_16_is_off_by_five_percent(monkeypatch):
+    from transfertheory.theory import methods
+
+    exact = methods.TransferMethod.paper_risk_finite
+
+    def off(self, *args, **kwargs):
+        value = exact(self, *args, **kwargs)
+        return 1.05 * value if self.name == "finetune" else value
+
+    monkeypatch.setattr(methods.TransferMethod, "paper_risk_finite", off)
+    assert claims.run("faf.eq16.finite", "quick").status == claims.FAIL
+
+
 def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monkeypatch):
     """faf.thm3.9.corrected.L3 holds an L = 3 simulation to the L = 3 corrected limit and away from L = 2's: the same
     check fed a two-layer network's fine-tuning (everything else equal) must FAIL."""

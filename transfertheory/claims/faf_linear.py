@@ -73,6 +73,13 @@ def _min_norm_point(profile):
                                   "theta": _THETA}).filter(lambda p: p["sigma"] == 0 or abs(p["n"] - p["d"]) >= 8)
 
 
+def _carried_point(profile):
+    """(n, d, σ > 0, θ > 0) with n ≤ d − 8: a part of β_s is carried over (n < d) and the noise term counts (σ > 0),
+    so that fine-tuning's risk is no special case of another method's; the min-norm risk's fourth moment is finite."""
+    return st.integers(1, 16).flatmap(lambda n: st.fixed_dictionaries(
+        {"n": st.just(n), "d": st.integers(n + 8, 24), "sigma": st.floats(0.05, 1.5), "theta": st.floats(0.05, math.pi)}))
+
+
 def _head_point(profile):
     """(n ≥ 9, small d, θ, σ, λ > 0) for the rank-one head (λ = 0 is the min-norm case of Eq. 12)."""
     return st.fixed_dictionaries({"n": st.integers(9, 40), "d": st.integers(2, 6), "theta": _THETA,
@@ -115,11 +122,13 @@ for _id, _source, _method, _quantity, _strategy, _statement in (
         ("faf.eq15.finite", "FaF Eq. 15 (exact finite n)", "ridge", "risk", _head_point,
          "ridge head b = zᵀy/(‖z‖² + nλ): E R = 1 − 2cos²θ E[s/(s+nλ)] + cos²θ E[s²/(s+nλ)²] "
          "+ (sin²θ + σ²) E[s/(s+nλ)²], s ~ χ²_n"),
-        ("faf.eq16.finite", "FaF Eq. 16 (exact finite n, d, Eq. 142 limit)", "finetune", "risk", _min_norm_point,
+        ("faf.eq16.finite", "FaF Eq. 16 (exact finite n, d, Eq. 142 limit)", "finetune", "risk", _carried_point,
          "the paper's fine-tuning limit X⁺y + (I − P)β_s has E R = (1 − n/d)₊(2 − 2cos θ) + σ²E tr((XᵀX)⁺)"),
         ("faf.eq17.finite", "FaF Eq. 17 (exact finite n, d, Eq. 142 limit)", "finetune", "transferability",
-         {"n": st.integers(1, 24), "d": st.integers(2, 24), "theta": _THETA, "sigma": st.floats(0.0, 1.5)},
-         "T_ft(n, d) = −(1 − n/d)₊(1 − 2cos θ): the noise cancels pathwise, even at |n − d| ≤ 1")):
+         lambda profile: st.integers(1, 23).flatmap(lambda n: st.fixed_dictionaries(  # n < d: T_ft ≠ 0 pathwise
+             {"n": st.just(n), "d": st.integers(n + 1, 24), "theta": _THETA, "sigma": st.floats(0.0, 1.5)})),
+         "T_ft(n, d) = −(1 − n/d)(1 − 2cos θ) for n < d (0 for n ≥ d, pathwise): the noise cancels pathwise, even "
+         "at |n − d| ≤ 1")):
     register(_id, source=_source, kind="monte-carlo", method=_method, strategy=_strategy, statement=_statement)(
         functools.partial(_against_finite, quantity=_quantity))
 
