@@ -310,6 +310,16 @@ def test_the_finite_fine_tuning_risk_claim_fails_when_eq_16_is_off_by_five_perce
     assert claims.run("faf.eq16.finite", "quick").status == claims.FAIL
 
 
+@pytest.mark.parametrize("claim_id", ["faf.thm3.4", "faf.aniso.rank-one"])
+def test_the_rank_one_claims_fail_when_the_residue_goes_as_a_power_of_alpha_other_than_one(claim_id, monkeypatch):
+    """σ₂/σ₁ ∝ α⁰·⁹ (one decade of α shrinks it 7.9×) must fail the slope check."""
+    from transfertheory.sim.deep_linear import PretrainResult
+
+    exact = PretrainResult.singular_value_ratio
+    monkeypatch.setattr(PretrainResult, "singular_value_ratio", property(lambda self: exact.fget(self) ** 0.9))
+    assert claims.run(claim_id, "quick").status == claims.FAIL
+
+
 def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monkeypatch):
     """faf.thm3.9.corrected.L3 holds an L = 3 simulation to the L = 3 corrected limit and away from L = 2's: the same
     check fed a two-layer network's fine-tuning (everything else equal) must FAIL."""
