@@ -17,6 +17,7 @@ import os
 import platform
 import time
 
+from transfertheory import cli_support
 from transfertheory import claims
 from transfertheory.threads import SERIAL_THREADS, blas_threads
 
@@ -40,6 +41,7 @@ def measure(claim_ids, profile):
     return rows
 
 
+@cli_support.entry_point  # Ctrl-C, SIGTERM: one line and 128 + the signal
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="quick", help="verify's size profile (default quick)")

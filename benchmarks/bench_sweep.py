@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from transfertheory import cli_support
 from transfertheory.sweep import NAMED_SWEEPS, parse_spec, run_sweep  # noqa: E402
 from transfertheory.sweep.engine import point_seed, plan  # noqa: E402
 from transfertheory.sweep.store import Store  # noqa: E402
@@ -69,6 +70,7 @@ def bench_threads(spec, repeats):
           f"ratio {many / one:.2f} ({repeats} paired runs)")
 
 
+@cli_support.entry_point  # Ctrl-C, SIGTERM: one line and 128 + the signal
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("workers", "threads"))

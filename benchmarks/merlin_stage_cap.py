@@ -23,11 +23,13 @@ import contextlib
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from transfertheory import cli_support
 from transfertheory.figures.catalog import registered
 from transfertheory.figures.merlin_fig import ALGORITHMS
 from transfertheory.sim import merlin as Q
@@ -77,6 +79,7 @@ def outcome_change(reference, frame) -> str:
     return f"{'changed: ' + ', '.join(moved) if moved else 'same'}; target loss within {gap:.1e}"
 
 
+@cli_support.entry_point  # Ctrl-C, SIGTERM: one line and 128 + the signal
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--caps", type=int, nargs="+", default=[40, 60, 80, 100, 120, 160])
@@ -90,7 +93,7 @@ def main(argv=None):
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}, 1 BLAS thread, rtol {a.rtol:g}, gtol {a.gtol:g}, "
           f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     for cap in a.caps:
-        runs["success"](cap, seeds=3)  # warm-up: the cap's coefficient table, caches, code paths
+        runs["success"](cap, draws=3)  # warm-up: the cap's coefficient table, caches, code paths
     cpu, counts, frames = {}, {}, {}
     for repeat in range(a.repeats):
         shift = repeat % len(a.caps)
@@ -113,4 +116,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

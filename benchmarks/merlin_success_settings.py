@@ -15,10 +15,12 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
 
+from transfertheory import cli_support
 from transfertheory.sim import merlin as Q
 from transfertheory.theory import merlin as M
 
@@ -41,16 +43,17 @@ def success(n_t, k, seeds, restarts, splits, mode, ridge, rtol, gtol, lam=0.1, m
     objective = Q.Objective(d=d, m=m, lam=lam, k=k, source_weight=1.0, meta_weight=1.0, ridge=ridge, X=Xr, y=yr,
                             splits=split_sets(mode, seeds, restarts, n_t, splits, rng))
     start = Q.random_init(objective, seeds * restarts, rng, 0.5)
-    every = Q.Problem(objective, start, seeds * restarts, 1, lambda p, keep: Q.ridge_head(
+    every = Q.Problem(objective, start, seeds * restarts, 1, lambda p: Q.ridge_head(
         Q.features(Xr, p["phi"])[1], yr, ridge))  # one "seed" per instance: every restart kept, for "any restart"
-    kept = Q.Problem(objective, start, seeds, restarts, lambda p, keep: Q.ridge_head(
-        Q.features(Xr[keep], p["phi"])[1], yr[keep], ridge))
+    kept = Q.Problem(objective, start, seeds, restarts, lambda p: Q.ridge_head(  # the kept restarts: one per seed
+        Q.features(X, p["phi"])[1], y, ridge))
     flow = dict(rtol=rtol, gtol=gtol)
     recovered = [(o.target_loss <= Q.RECOVERY_LOSS) & (Q.feature_usage(o.params["phi"])[0] == 1)
                  for o in (Q.solve([kept], **flow)[0], Q.solve([every], **flow)[0])]
     return int(recovered[0].sum()), int(recovered[1].reshape(seeds, restarts).any(axis=1).sum())
 
 
+@cli_support.entry_point  # Ctrl-C, SIGTERM: one line and 128 + the signal
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-t", type=int, default=3)
@@ -74,4 +77,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,16 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 
 import numpy as np
 
+from transfertheory import cli_support
 from transfertheory.sim.relu_teacher.network import paper_init, sphere_flow
 from transfertheory.sim.relu_teacher.pretraining import PRETRAIN_FLOW
 from transfertheory.theory import relu as R
 from transfertheory.threads import blas_threads
 
 
+@cli_support.entry_point  # Ctrl-C, SIGTERM: one line and 128 + the signal
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--d", type=int, default=100)
@@ -60,4 +63,4 @@ def main(argv=None):
 
 if __name__ == "__main__":
     with blas_threads(1):
-        main()
+        sys.exit(main())

@@ -116,6 +116,12 @@ def test_merlin_stage_cap_counts_every_gradient_call_and_compares_outcomes():
     assert bench.outcome_change(frame, moved) == "changed: restarts_needed 1; target loss within 1.0e+00"
 
 
+def test_merlin_success_settings_runs_a_small_setting():
+    out = _run("--draws", "4", "--restarts", "2", script=os.path.join(ROOT, "benchmarks", "merlin_success_settings.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "success " in out.stdout and "some restart on e1" in out.stdout
+
+
 def test_bench_ntk_quick_against_the_per_pair_loop():
     out = _run("--quick", "--reference", "loop", "--loop-pairs", "500", script=os.path.join(ROOT, "benchmarks",
                                                                                           "bench_ntk.py"))
