@@ -19,7 +19,7 @@ import numpy as np
 
 from . import aniso_data as data
 from . import stats
-from .marks import legend_outside
+from .marks import annotate_convergence, legend_outside
 from .output import FigureOutput, subplots
 from .phase_diagram import grid_opening
 from .phase_grid import THETA_MAX, THETA_TICKS, grid_surface
@@ -68,6 +68,7 @@ def _slice_panel(ax, points, method, decays, colours, theory, title):
     ax.axhline(0.0, color="k", lw=0.6)
     ax.axvline(1.0, color="k", lw=0.6, ls=":")
     ax.set(xlabel="γ = n/d", ylabel="T = E[R_scratch − R_transfer]", title=title)
+    annotate_convergence(ax, {"target draws": (int(part["n_converged"].sum()), int(part["n_draws"].sum()))})
     low, high = ax.get_ylim()
     ax.set_ylim(max(low, -1.05), min(high, 1.05))
 
