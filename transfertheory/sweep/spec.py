@@ -114,19 +114,19 @@ def grid_size(axes) -> int:
     return math.prod(_axis_length(name, value) for name, value in _table(axes, "axes").items())
 
 
-def _merged(raw, profile, where):
-    """``raw`` with its ``profiles[profile]`` merged over it (fixed and axes key by key)."""
-    profiles = _table(raw.get("profiles", {}), f"{where}profiles")
+def _merged(raw, profile):
+    """``raw`` with its ``profiles[profile]`` merged over it (fixed and axes key by key); its profiles' forms were
+    checked by :func:`_check_profiles`."""
     if profile is None:
         return raw
+    profiles = raw.get("profiles", {})
     if profile not in profiles:
         raise ValueError(f"profile: unknown profile {profile!r} of this sweep (profiles: "
                          f"{', '.join(profiles) or 'none'})")
-    chosen = _table(profiles[profile], f"profiles.{profile}")
-    _unknown(chosen, PROFILE_FIELDS, f"profiles.{profile}.")
+    chosen = profiles[profile]
     out = {**raw, **{k: v for k, v in chosen.items() if k not in ("fixed", "axes")}}
     for key in ("fixed", "axes"):
-        out[key] = {**_table(raw.get(key, {}), key), **_table(chosen.get(key, {}), f"profiles.{profile}.{key}")}
+        out[key] = {**_table(raw.get(key, {}), key), **chosen.get(key, {})}
     return out
 
 
@@ -164,7 +164,7 @@ def parse_spec(raw, name, profile=None, overrides=None, max_points=MAX_POINTS) -
             raise ValueError(f"{key}: must be text, got {raw[key]!r}")
     record = get_experiment(raw["experiment"])
     _check_profiles(raw, record)
-    spec = _merged(raw, profile, "")
+    spec = _merged(raw, profile)
     fixed, axes = dict(_table(spec.get("fixed", {}), "fixed")), dict(_table(spec.get("axes", {}), "axes"))
     labels = {key: f"fixed.{key}" for key in fixed}  # parameter → the name the user gave it
     seed, seed_label = spec.get("seed", 0), "seed"
