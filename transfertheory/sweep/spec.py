@@ -4,7 +4,7 @@ A spec (a TOML file or a named sweep of :mod:`.named`) has the fields
 
 * ``experiment`` — a name of :func:`transfertheory.sim.experiments` (required);
 * ``seed`` — base seed (an integer in [0, 2**64 - 1], default 0), part of every point's identity;
-* ``draws`` — independent draws per point (sets the experiment's draws field, e.g. ``instances``);
+* ``draws`` — independent draws per point (sets the experiment's ``draws`` parameter);
 * ``[fixed]`` — parameters held fixed; the others take the experiment's defaults;
 * ``[axes]`` — parameters swept: a list of values, or a table ``{start, stop, num}`` (``num`` evenly spaced
   values, both ends included; ``log = true`` for geometric spacing — a boolean, not the text ``"true"``);
@@ -19,7 +19,6 @@ in (0, inf), got -1``, ``draws: …``, ``--set sigma: …``).
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import sys
@@ -214,12 +213,10 @@ def _seed(value, label) -> int:
 
 
 def _checked(record, key, value, label):
-    """Parameter ``key`` validated; errors start with ``label`` and use the user's name for the draws field."""
-    field = record.schema.get(key)
-    if field is not None and label in ("draws", "--set draws"):
-        field = dataclasses.replace(field, name="draws")
+    """Parameter ``key`` validated (:meth:`~transfertheory.sim.records.Experiment.check`); errors start with
+    ``label``."""
     try:
-        return field.check(value) if field is not None else record.check(key, value)
+        return record.check(key, value)
     except ValueError as error:
         raise ValueError(f"{label}: {error}") from None
 
