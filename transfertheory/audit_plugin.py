@@ -239,7 +239,7 @@ def pytest_collection_finish(session):
     profile = _profile(config)
     runner = SweepRunner(store, workers=config.getoption("claims_engine_workers"),
                          scheduler=config.getoption("claims_scheduler"), backend=config.getoption("claims_backend"),
-                         progress=None if config.getoption("audit_progress") == "bar" else False)
+                         progress=config.getoption("audit_progress") == "bar")
     with _output(config):
         config.stash[_STORED] = sweep_points.run_claims(sampling, profile, runner)
 

@@ -242,6 +242,20 @@ def test_a_failed_calibration_point_gives_no_time_estimate(tmp_path):
                         "progress bar's ETA)")
 
 
+def test_the_progress_bar_is_drawn_only_on_a_terminal_unless_asked_for(toy, tmp_path, capsys):
+    """stderr is not a terminal here (captured, as when redirected to a file): by default no bar — neither while
+    points run nor the empty bar of a run with nothing left to do — while ``progress=True`` still draws one."""
+    spec = _write(tmp_path / "toy.toml", 'experiment = "toy"\ndraws = 2\n[axes]\nx = [0.5, 1.0]\n')
+    for _ in range(2):  # the second run finds every point stored
+        assert main(["run", str(spec), "--store", str(tmp_path / "cli"), "--workers", "1"]) == 0
+        assert capsys.readouterr().err == ""
+    for _ in range(2):
+        run_sweep(toy, tmp_path / "api", workers=1, echo=lambda line: None)
+        assert capsys.readouterr().err == ""
+    run_sweep(toy, tmp_path / "api", workers=1, progress=True, echo=lambda line: None)
+    assert "point" in capsys.readouterr().err
+
+
 def test_list_names_every_experiment_and_named_sweep_with_sizes(capsys):
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -237,7 +237,8 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     median compute time of stored points of the same experiment, or locally of one calibration point run first);
     ``retry_failed`` reruns only the points whose last attempt failed. ``workers`` (default: the cores) local
     processes with ⌊cores/workers⌋ BLAS threads each, or the Dask cluster at ``scheduler`` (one BLAS thread per
-    task). KeyboardInterrupt propagates (the completed points stay stored).
+    task). ``progress``: a progress bar on stderr — None (default) only when stderr is a terminal, True always,
+    False never. KeyboardInterrupt propagates (the completed points stay stored).
     """
     store = Store(store_dir)
     return run_tasks(spec.name, plan(spec, store), store, workers=workers, scheduler=scheduler, backend=backend,
@@ -270,8 +271,8 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
     results = [r for r in results if r[1] != "busy"]
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=name, disable=progress is False,
-               dynamic_ncols=True)
+    bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=name,
+               disable=None if progress is None else not progress, dynamic_ncols=True)
 
     def run_round(round_tasks) -> list:
         """Run ``round_tasks`` into ``results``; the tasks another live run held (to wait for)."""

@@ -44,7 +44,8 @@ class StoredPoint:
 
 @dataclass(frozen=True)
 class SweepRunner:
-    """Where and how simulations run: the store, ``workers`` local processes or the Dask ``scheduler``."""
+    """Where and how simulations run: the store, ``workers`` local processes or the Dask ``scheduler``, the
+    ``backend`` and the ``progress`` bar (:func:`~.engine.run_sweep`'s)."""
 
     store: str
     workers: int | None = None

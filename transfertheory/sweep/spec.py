@@ -4,7 +4,7 @@ A spec (a TOML file or a named sweep of :mod:`.named`) has the fields
 
 * ``experiment`` — a name of :func:`transfertheory.sim.experiments` (required);
 * ``seed`` — base seed (an integer in [0, 2**64 - 1], default 0), part of every point's identity;
-* ``draws`` — independent draws per point (sets the experiment's draws field, e.g. ``instances``);
+* ``draws`` — independent draws per point (sets the experiment's ``draws`` parameter);
 * ``[fixed]`` — parameters held fixed; the others take the experiment's defaults;
 * ``[axes]`` — parameters swept: a list of values, or a table ``{start, stop, num}`` (``num`` evenly spaced
   values, both ends included; ``log = true`` for geometric spacing — a boolean, not the text ``"true"``);
@@ -19,7 +19,6 @@ in (0, inf), got -1``, ``draws: …``, ``--set sigma: …``).
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import sys
@@ -114,19 +113,19 @@ def grid_size(axes) -> int:
     return math.prod(_axis_length(name, value) for name, value in _table(axes, "axes").items())
 
 
-def _merged(raw, profile, where):
-    """``raw`` with its ``profiles[profile]`` merged over it (fixed and axes key by key)."""
-    profiles = _table(raw.get("profiles", {}), f"{where}profiles")
+def _merged(raw, profile):
+    """``raw`` with its ``profiles[profile]`` merged over it (fixed and axes key by key); its profiles' forms were
+    checked by :func:`_check_profiles`."""
     if profile is None:
         return raw
+    profiles = raw.get("profiles", {})
     if profile not in profiles:
         raise ValueError(f"profile: unknown profile {profile!r} of this sweep (profiles: "
                          f"{', '.join(profiles) or 'none'})")
-    chosen = _table(profiles[profile], f"profiles.{profile}")
-    _unknown(chosen, PROFILE_FIELDS, f"profiles.{profile}.")
+    chosen = profiles[profile]
     out = {**raw, **{k: v for k, v in chosen.items() if k not in ("fixed", "axes")}}
     for key in ("fixed", "axes"):
-        out[key] = {**_table(raw.get(key, {}), key), **_table(chosen.get(key, {}), f"profiles.{profile}.{key}")}
+        out[key] = {**_table(raw.get(key, {}), key), **chosen.get(key, {})}
     return out
 
 
@@ -164,7 +163,7 @@ def parse_spec(raw, name, profile=None, overrides=None, max_points=MAX_POINTS) -
             raise ValueError(f"{key}: must be text, got {raw[key]!r}")
     record = get_experiment(raw["experiment"])
     _check_profiles(raw, record)
-    spec = _merged(raw, profile, "")
+    spec = _merged(raw, profile)
     fixed, axes = dict(_table(spec.get("fixed", {}), "fixed")), dict(_table(spec.get("axes", {}), "axes"))
     labels = {key: f"fixed.{key}" for key in fixed}  # parameter → the name the user gave it
     seed, seed_label = spec.get("seed", 0), "seed"
@@ -214,12 +213,10 @@ def _seed(value, label) -> int:
 
 
 def _checked(record, key, value, label):
-    """Parameter ``key`` validated; errors start with ``label`` and use the user's name for the draws field."""
-    field = record.schema.get(key)
-    if field is not None and label in ("draws", "--set draws"):
-        field = dataclasses.replace(field, name="draws")
+    """Parameter ``key`` validated (:meth:`~transfertheory.sim.records.Experiment.check`); errors start with
+    ``label``."""
     try:
-        return field.check(value) if field is not None else record.check(key, value)
+        return record.check(key, value)
     except ValueError as error:
         raise ValueError(f"{label}: {error}") from None
 
