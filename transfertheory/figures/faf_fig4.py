@@ -257,9 +257,7 @@ def build(d, m, m_star, mus, ns, teachers, draws, max_time=1e3, pretrain_max_tim
     figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m)
     return FigureOutput(figure, grid, GRID_COLUMNS, parameters, tuple(lines),
                         extra=(("_boundary", boundary, BOUNDARY_COLUMNS),),
-                        notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap,
-                                   convergence={name: dict(converged=done, total=total, loss_max=loss)
-                                                for name, (done, total, loss) in counts.items()}))
+                        convergence=counts, notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap))
 
 
 def _sizes(profile):

@@ -56,7 +56,9 @@ class FigureOutput:
 
     ``columns`` maps every column of ``data`` to its definition with units; ``extra`` holds further tables
     written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
-    the counts of :func:`transfertheory.figures.stats.agreement_record`; ``summary`` the console lines.
+    the counts of :func:`transfertheory.figures.stats.agreement_record`; ``convergence`` (figures that state on
+    their face how many runs of each kind converged) ``{kind: (converged, total, largest final loss)}``, written
+    into the metadata as ``convergence``; ``summary`` the console lines.
     ``bbox_inches``: the region of the figure its PNG/PDF show (``savefig``'s; default ``"tight"``).
     """
 
@@ -67,6 +69,7 @@ class FigureOutput:
     summary: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any, Mapping[str, str]], ...] = ()
     agreement: Mapping[str, Any] | None = None
+    convergence: Mapping[str, tuple[int, int, float]] | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
     bbox_inches: Any = "tight"
 
@@ -223,7 +226,11 @@ def metadata_record(name, output: FigureOutput, *, title="", description="", sou
         "command": " ".join(["python -m " + _entry_module(), *sys.argv[1:]]) if sys.argv else "",
         "files": [Path(f).name for f in files],
     }
-    record.update(_json_value({**output.notes, **(context or {})}))
+    notes = dict(output.notes)
+    if output.convergence is not None:
+        notes["convergence"] = {kind: dict(converged=done, total=total, loss_max=loss)
+                                for kind, (done, total, loss) in output.convergence.items()}
+    record.update(_json_value({**notes, **(context or {})}))
     return record
 
 
