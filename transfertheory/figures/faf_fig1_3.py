@@ -46,8 +46,7 @@ def register_slices(name, build, fixed=None, **labels):
     description, sources, shares). Its points are the data, the theory grid the extra ``_grid`` table."""
     profiles = {profile: dict(**(fixed or {}), resolution=resolution, **sweep_sizes(name, profile))
                 for profile, resolution in (("quick", 200), ("paper", 400))}
-    return register(Figure(name=name, build=build, profiles=profiles, extra_suffixes=("_grid",),
-                           paper_sizes=PAPER_SIZES, **labels))
+    return register(Figure(name=name, build=build, profiles=profiles, paper_sizes=PAPER_SIZES, **labels))
 
 
 def _register(name, method, **labels):

@@ -279,8 +279,7 @@ def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Pa
 
 
 def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, title="", description="", sources=(),
-                  backend=None, runtime_s=None, extra_suffixes=(), thumbnail=False, context=None,
-                  dpi=DPI) -> list[Path]:
+                  backend=None, runtime_s=None, extra_suffixes=(), thumbnail=False, context=None) -> list[Path]:
     """Write figure, CSV(s) and ``NAME.json`` into ``out``, remove stale siblings; returns the written paths.
 
     ``extra_suffixes``: every suffix of an extra table this figure *can* write (those not written now are stale).
@@ -303,7 +302,7 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
                 write_csv(output.data, stage(path))
             else:
                 png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
-                output.figure.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=output.bbox_inches, **png)
+                output.figure.savefig(stage(path), format=ext, dpi=DPI, bbox_inches=output.bbox_inches, **png)
         for path in thumb_paths:
             png = figure_paths.get("png")
             _write_thumbnail(output.figure, None if png is None else stage(png), stage(path))

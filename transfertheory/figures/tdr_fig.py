@@ -127,7 +127,6 @@ FIGURE = register(Figure(
     build=build,
     profiles={"quick": _sizes("quick", similarity_width=1000, angles=5),
               "paper": _sizes("paper", similarity_width=10000, angles=9)},
-    extra_suffixes=("_similarity",),
     paper_sizes="TDR §6 is theory only (no experiment of trained networks in the paper): the paper profile is the "
     "package's own larger size (widths to 10⁵, 16 seeds, 9 angles)",
 ))
