@@ -40,9 +40,9 @@ class Figure:
     sources: the equations / figures it reproduces (``"FaF Eq. 13"``); build: ``(**params, backend, progress) ->
     FigureOutput`` (without ``backend`` and ``progress`` when it does not simulate); profiles: ``{"quick": params,
     "paper": params}`` and optionally ``"full"`` (else the quick parameters); simulates: whether ``build`` runs the
-    simulator (then the backend matters); gpu_pays: whether CuPy is faster than NumPy at this figure's sizes (measured, docs/benchmarks.md). When the
-    backend is left to the automatic choice, a figure with ``gpu_pays=False`` runs on NumPy even where a GPU is
-    usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
+    simulator (then the backend matters); gpu_pays: whether CuPy is faster than NumPy at this figure's sizes
+    (measured, docs/benchmarks.md). When the backend is left to the automatic choice, a figure with
+    ``gpu_pays=False`` runs on NumPy even where a GPU is usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
     computation the figure shares with other figures, computed once per process (e.g. the scratch runs of FaF
     Figs. 1 and 3): ``python -m transfertheory.figures`` builds the figures that share one in the same worker
     process, one after the other. paper_sizes: how the ``paper`` profile relates to the sizes the paper states
