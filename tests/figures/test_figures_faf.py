@@ -73,7 +73,7 @@ def test_fig4_counts_each_flow_once_and_the_largest_loss_reached(tiny_table):
 
 
 def test_fig4_states_on_the_figure_how_many_flows_converged_and_to_what_loss(fig4):
-    counts = {name: (c["converged"], c["total"], c["loss_max"]) for name, c in fig4.notes["convergence"].items()}
+    counts = fig4.convergence
     fig = fig4.figure
     pre_done, pre_total, pre_loss = counts["pretraining"]
     assert f"pretraining to loss 1e-6 {pre_done}/{pre_total}; loss ≤ {pre_loss:.1e}" in _panel(fig, "(a)").get_title()

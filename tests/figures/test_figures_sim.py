@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from transfertheory import phase_diagram as cli
-from transfertheory.figures import faf_fig2, faf_fig6, faf_fig7, simulation, stats
+from transfertheory.figures import faf_fig1_3, faf_fig2, faf_fig7, simulation, stats
 from transfertheory.figures import phase_diagram as pdg
 from transfertheory.figures import phase_grid as pg
 from transfertheory.theory import linear as L
@@ -277,7 +277,7 @@ def test_fig2_points_are_independent_draws():
 
 
 def test_fig6_build_and_agreement():
-    output = faf_fig6.build(d=16, draws=30, gammas=4, resolution=16, progress=False)
+    output = faf_fig1_3.build_fig6(d=16, draws=30, gammas=4, resolution=16, progress=False)
     plt.close(output.figure)
     points = output.data
     assert list(points.columns) == simulation.SIM_COLUMNS and (points["sigma"] == 0).all()

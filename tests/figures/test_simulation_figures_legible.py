@@ -11,6 +11,7 @@ import pytest
 from figure_checks import assert_no_legend_over_data
 
 from transfertheory.figures import marks, merlin_fig, mtl_fig1, tdr_fig
+from transfertheory.figures.output import metadata_record
 
 @pytest.fixture(scope="module")
 def tdr():
@@ -70,10 +71,14 @@ def test_tdr_difference_panel_shows_the_fine_tuning_distance_minus_its_bound(tdr
     np.testing.assert_allclose(np.sort(drawn), np.sort(similarity["finetune_mean"] - similarity["finetune_bound"]))
 
 
-def test_tdr_states_its_convergence_on_the_figure(tdr):
+def test_tdr_states_its_convergence_on_the_figure_and_records_the_same_counts(tdr):
     networks = 2 * (len(tdr.data) + len(tdr.extra[0][1]))
     assert f"converged: networks {networks}/{networks}" in _figure_text(tdr)
     assert (tdr.data["final_loss_max"] < 1e-6).all()
+    loss = max(tdr.data["final_loss_max"].max(), tdr.extra[0][1]["final_loss_max"].max())
+    assert f"largest final training loss {loss:.1g}" in _figure_text(tdr)
+    record = metadata_record("tdr_fig", tdr)["convergence"]
+    assert record == {"networks": {"converged": networks, "total": networks, "loss_max": loss}}
 
 
 def test_tdr_legends_keep_off_the_data(tdr):

@@ -5,7 +5,7 @@ Every figure ``NAME`` writes ``NAME.png`` and/or ``NAME.pdf``, ``NAME.csv`` (the
 (default ``figures/``); see :mod:`.output`. ``python -m transfertheory.figures --list`` names the registered
 figures (:mod:`.registry`). Modules: :mod:`.stats` (paired statistics against exact theory), :mod:`.simulation`
 (simulated points), :mod:`.cli` (shared command-line pieces and exit codes), :mod:`.phase_diagram` (the phase
-diagram of FaF Figs. 1 and 3), :mod:`.faf_fig1_3`, :mod:`.faf_fig2`, :mod:`.faf_fig5`, :mod:`.faf_fig6`,
+diagram of FaF Figs. 1 and 3), :mod:`.faf_fig1_3` (also FaF Fig. 6), :mod:`.faf_fig2`, :mod:`.faf_fig5`,
 :mod:`.faf_fig7`, :mod:`.gallery` (the README).
 """
 from .output import FORMATS, FigureOutput, output_paths, use_agg

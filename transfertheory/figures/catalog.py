@@ -7,10 +7,9 @@ modules → registry (the claims registry loads the same way, through ``claims/c
 """
 from typing import Mapping
 
-from . import faf_fig1_3  # noqa: F401  FaF Figs. 1 and 3
+from . import faf_fig1_3  # noqa: F401  FaF Figs. 1, 3 and 6
 from . import faf_fig2  # noqa: F401
 from . import faf_fig5  # noqa: F401
-from . import faf_fig6  # noqa: F401
 from . import faf_fig7  # noqa: F401
 from . import faf_finetune_depth  # noqa: F401  θ*(γ, L) of fine-tuning against depth (not in the paper)
 from . import faf_aniso  # noqa: F401  transfer with anisotropic inputs (not in the paper)

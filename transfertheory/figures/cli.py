@@ -94,7 +94,7 @@ def write_and_report(output, name, args, *, label="", **labels):
     """Write a :class:`~transfertheory.figures.output.FigureOutput` under ``args.out`` (``args.format``), close its
     figure, print its summary lines and the written paths (after ``label``); returns the exit code (0, or 1 if not
     writable). ``labels``: the keywords of :func:`~transfertheory.figures.output.write_outputs` (title, description,
-    sources, backend, runtime_s, extra_suffixes, thumbnail, context; :meth:`Figure.labels` gives the first ones).
+    sources, backend, runtime_s, extra_suffixes, thumbnail, context; :meth:`Figure.labels` gives the first three).
     A figure built without pyplot (a ``matplotlib.figure.Figure`` on its own canvas) has nothing to close, and
     pyplot is not imported for it."""
     from .output import write_outputs

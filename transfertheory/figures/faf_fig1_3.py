@@ -1,4 +1,4 @@
-r"""FaF Figs. 1 and 3 in the registry: the phase diagrams of linear transfer and fine-tuning with simulated slices.
+r"""FaF Figs. 1, 3 and 6 in the registry: the phase diagrams of linear transfer and fine-tuning with simulated slices.
 
 FaF §3.3–3.4: the transferability T(γ, θ) = E[R_scratch − R_transfer] of a deep
 linear network at σ = 0.2 — (a) the n, d → ∞ surface, (b) its sign with the
@@ -9,17 +9,27 @@ shaded by what gradient flow converges to, the paper's Eq. 17 overlaid
 (docs/errata.md). ``NAME.csv`` holds the simulated points, ``NAME_grid.csv`` the
 theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``. Both figures simulate the same scratch
 baseline (σ, d, n, θ and draws): built in one process, it runs once (the registry's ``shares``).
+
+FaF Fig. 6 (App. E) is the Fig. 1 layout at σ = 0 (:func:`build_fig6`): (a) the surface of FaF Eq. 13
+(T = 1 − γ − sin²θ for γ < 1, −sin²θ for γ > 1), (b) its sign with the σ → 0 boundary γ = cos²θ of the γ < 1
+negative region and negative transfer everywhere for γ > 1 (a noiseless scratch model learns β_t exactly once
+n ≥ d), (c) the slices with the exact finite-size theory at the simulated d, E R_sc = 1 − n/d (n < d), 0 (n ≥ d),
+E R_lt = sin²θ (1 + 1/(n − 2)). With σ = 0 the exact risks are finite also at |n − d| ≤ 1, but gradient flow
+does not reach its limit there (λ_min(XᵀX/n) → 0), so those n are not simulated.
+
+Build them with ``python -m transfertheory.figures faf_fig1 faf_fig3 faf_fig6``; see docs/figures.md.
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from .phase_diagram import phase_diagram_output
 from .phase_grid import compute_grid
 from .registry import Figure, register
-from .simulation import PAPER_SIZES, simulate_slices, sweep_sizes
+from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, sweep_sizes
 
-__all__ = ["build", "register_slices", "FIGURE_1", "FIGURE_3"]
+__all__ = ["build", "build_fig6", "register_slices", "FIGURE_1", "FIGURE_3", "FIGURE_6"]
 
 
 def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gammas=8, seed=0, backend=None,
@@ -46,8 +56,7 @@ def register_slices(name, build, fixed=None, **labels):
     description, sources, shares). Its points are the data, the theory grid the extra ``_grid`` table."""
     profiles = {profile: dict(**(fixed or {}), resolution=resolution, **sweep_sizes(name, profile))
                 for profile, resolution in (("quick", 200), ("paper", 400))}
-    return register(Figure(name=name, build=build, profiles=profiles, extra_suffixes=("_grid",),
-                           paper_sizes=PAPER_SIZES, **labels))
+    return register(Figure(name=name, build=build, profiles=profiles, paper_sizes=PAPER_SIZES, **labels))
 
 
 def _register(name, method, **labels):
@@ -72,4 +81,30 @@ FIGURE_3 = _register(
     "Thm 3.9), the paper's Eq. 17 boundary θ = π/3 is dashed and its slices dotted. Slices carry gradient-flow "
     "simulations (mean ± SD) and crosses at the Monte Carlo of the exact finite-d gradient-flow limit.",
     sources=("FaF Eq. 10", "FaF Eq. 16", "FaF Eq. 17", "FaF Fig. 3", "errata: fine-tuning limit"),
+)
+
+
+def build_fig6(d=SIM_D, draws=SIM_DRAWS, gammas=SIM_GAMMAS, resolution=200, gamma_max=2.0, seed=0, backend=None,
+               progress=None):
+    """Simulate and draw FaF Fig. 6 (:func:`build` of linear transfer at σ = 0, with its own title); a
+    :class:`~transfertheory.figures.output.FigureOutput`.
+
+    ``data``: the simulated points (:data:`~transfertheory.figures.simulation.SIM_COLUMNS`); the theory grid of
+    panels (a, b) is the extra table ``_grid``.
+    """
+    output = build("linear", 0.0, gamma_max, resolution, d, draws, gammas, seed, backend, progress)
+    output.figure.suptitle("FaF Fig. 6: linear transferability, σ = 0 (theory n, d → ∞; points: simulation ± SD, "
+                           f"dashed: exact d = {d})")
+    return replace(output, summary=(f"FaF Fig. 6 (σ = 0): d = {d}, {draws} draws, {gammas} γ points, seed {seed}",
+                                    *output.summary))
+
+
+FIGURE_6 = register_slices(
+    "faf_fig6", build_fig6,
+    title="FaF Fig. 6: linear transferability without label noise, σ = 0",
+    description="The Fig. 1 layout at σ = 0: (a) the surface of FaF Eq. 13 (T = 1 − γ − sin²θ for γ < 1, −sin²θ "
+    "beyond), (b) its sign with the boundary γ = cos²θ and negative transfer everywhere beyond γ = 1 (a noiseless "
+    "scratch model learns β_t exactly), (c) slices with gradient-flow simulations (mean ± SD) and the exact theory "
+    "at the simulated d (dashed).",
+    sources=("FaF Eq. 13", "FaF Fig. 6"),
 )

@@ -257,9 +257,7 @@ def build(d, m, m_star, mus, ns, teachers, draws, max_time=1e3, pretrain_max_tim
     figure = plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m)
     return FigureOutput(figure, grid, GRID_COLUMNS, parameters, tuple(lines),
                         extra=(("_boundary", boundary, BOUNDARY_COLUMNS),),
-                        notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap,
-                                   convergence={name: dict(converged=done, total=total, loss_max=loss)
-                                                for name, (done, total, loss) in counts.items()}))
+                        convergence=counts, notes=dict(nu=fit.nu, nu_se=fit.nu_se, A=fit.A, kernel_gap=kernel_gap))
 
 
 def _sizes(profile):
@@ -285,7 +283,6 @@ FIGURE = register(Figure(
     sources=("FaF Fig. 4", "FaF Eq. 21", "FaF §4"),
     build=build,
     profiles={"quick": _sizes("quick"), "full": _sizes("mid"), "paper": _sizes("paper")},
-    extra_suffixes=("_boundary",),
     paper_sizes="the paper's (FaF App. D.2, Fig. 4 caption): d = 100, m = 1000, m* = 100, σ = 0, 10 teacher draws × "
     "100 data realizations, FaF's budget (1e5 steps at learning rate 0.01·m: flow time 2e3 in the package's units, "
     "whose losses carry a ½) and stopping rule (loss ≤ 1e-6); the μ and n grids are not listed in the text and are "

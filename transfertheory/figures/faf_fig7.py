@@ -1,6 +1,6 @@
 r"""FaF Fig. 7: linear transferability at σ = 0, theory against simulation as heat maps over (θ, γ) (FaF App. E).
 
-Model (FaF §3, App. E, as :mod:`.faf_fig6`): two-layer linear network pretrained
+Model (FaF §3, App. E, as FaF Fig. 6 in :mod:`.faf_fig1_3`): two-layer linear network pretrained
 on y = β_sᵀx, last layer refit on n = γd noiseless target samples
 y = β_tᵀx (β_sᵀβ_t = cos θ), compared with training from scratch;
 T = E[R_scratch − R_transfer], R = ‖β̂ − β_t‖².

@@ -127,7 +127,6 @@ FIGURE = register(Figure(
     build=build,
     profiles={"quick": _sizes("quick", success_n=(2, 3, 4, 6, 8, 10), success_draws=30),
               "paper": _sizes("paper", success_n=(2, 3, 4, 5, 6, 8, 10, 12, 16), success_draws=200)},
-    extra_suffixes=("_success",),
     paper_sizes="MeRLin §5 is theory only (Thms 1–2 state n_t ≤ cd and n_t > Θ(log k/ξ) with unspecified "
     "constants; the paper simulates nothing of it): the paper profile is the package's own larger size (d = 32, "
     "m = 3, k = 3, n_t to 128, 40 seeds; 200 seeds for the success probability)",

@@ -56,7 +56,9 @@ class FigureOutput:
 
     ``columns`` maps every column of ``data`` to its definition with units; ``extra`` holds further tables
     written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
-    the counts of :func:`transfertheory.figures.stats.agreement_record`; ``summary`` the console lines.
+    the counts of :func:`transfertheory.figures.stats.agreement_record`; ``convergence`` (figures that state on
+    their face how many runs of each kind converged) ``{kind: (converged, total, largest final loss)}``, written
+    into the metadata as ``convergence``; ``summary`` the console lines.
     ``bbox_inches``: the region of the figure its PNG/PDF show (``savefig``'s; default ``"tight"``).
     """
 
@@ -67,6 +69,7 @@ class FigureOutput:
     summary: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any, Mapping[str, str]], ...] = ()
     agreement: Mapping[str, Any] | None = None
+    convergence: Mapping[str, tuple[int, int, float]] | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
     bbox_inches: Any = "tight"
 
@@ -223,7 +226,11 @@ def metadata_record(name, output: FigureOutput, *, title="", description="", sou
         "command": " ".join(["python -m " + _entry_module(), *sys.argv[1:]]) if sys.argv else "",
         "files": [Path(f).name for f in files],
     }
-    record.update(_json_value({**output.notes, **(context or {})}))
+    notes = dict(output.notes)
+    if output.convergence is not None:
+        notes["convergence"] = {kind: dict(converged=done, total=total, loss_max=loss)
+                                for kind, (done, total, loss) in output.convergence.items()}
+    record.update(_json_value({**notes, **(context or {})}))
     return record
 
 
@@ -272,8 +279,7 @@ def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Pa
 
 
 def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, title="", description="", sources=(),
-                  backend=None, runtime_s=None, extra_suffixes=(), thumbnail=False, context=None,
-                  dpi=DPI) -> list[Path]:
+                  backend=None, runtime_s=None, extra_suffixes=(), thumbnail=False, context=None) -> list[Path]:
     """Write figure, CSV(s) and ``NAME.json`` into ``out``, remove stale siblings; returns the written paths.
 
     ``extra_suffixes``: every suffix of an extra table this figure *can* write (those not written now are stale).
@@ -296,7 +302,7 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
                 write_csv(output.data, stage(path))
             else:
                 png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
-                output.figure.savefig(stage(path), format=ext, dpi=dpi, bbox_inches=output.bbox_inches, **png)
+                output.figure.savefig(stage(path), format=ext, dpi=DPI, bbox_inches=output.bbox_inches, **png)
         for path in thumb_paths:
             png = figure_paths.get("png")
             _write_thumbnail(output.figure, None if png is None else stage(png), stage(path))

@@ -40,10 +40,9 @@ class Figure:
     sources: the equations / figures it reproduces (``"FaF Eq. 13"``); build: ``(**params, backend, progress) ->
     FigureOutput`` (without ``backend`` and ``progress`` when it does not simulate); profiles: ``{"quick": params,
     "paper": params}`` and optionally ``"full"`` (else the quick parameters); simulates: whether ``build`` runs the
-    simulator (then the backend matters); extra_suffixes: every ``NAME{suffix}.csv`` the figure can write;
-    gpu_pays: whether CuPy is faster than NumPy at this figure's sizes (measured, docs/benchmarks.md). When the
-    backend is left to the automatic choice, a figure with ``gpu_pays=False`` runs on NumPy even where a GPU is
-    usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
+    simulator (then the backend matters); gpu_pays: whether CuPy is faster than NumPy at this figure's sizes
+    (measured, docs/benchmarks.md). When the backend is left to the automatic choice, a figure with
+    ``gpu_pays=False`` runs on NumPy even where a GPU is usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
     computation the figure shares with other figures, computed once per process (e.g. the scratch runs of FaF
     Figs. 1 and 3): ``python -m transfertheory.figures`` builds the figures that share one in the same worker
     process, one after the other. paper_sizes: how the ``paper`` profile relates to the sizes the paper states
@@ -61,7 +60,6 @@ class Figure:
     build: Callable[..., Any]
     profiles: Mapping[str, Mapping[str, Any]]
     simulates: bool = True
-    extra_suffixes: tuple[str, ...] = ()
     gpu_pays: bool = True
     shares: str | None = None
     paper_sizes: str = ""
@@ -94,10 +92,9 @@ class Figure:
         return backend if named or self.gpu_pays or not self.simulates else "numpy"
 
     def labels(self):
-        """The metadata a figure's outputs carry: title, description, sources, extra CSV suffixes (keywords of
+        """The metadata a figure's outputs carry: title, description, sources (keywords of
         :func:`~transfertheory.figures.output.write_outputs`)."""
-        return dict(title=self.title, description=self.description, sources=self.sources,
-                    extra_suffixes=self.extra_suffixes)
+        return dict(title=self.title, description=self.description, sources=self.sources)
 
 
 _FIGURES: dict[str, Figure] = {}

@@ -93,17 +93,18 @@ def build(widths=(100, 316, 1000, 3162, 10000), draws=8, similarity_width=1000, 
     similarity_table = similarity_study(similarity_width, draws, angles, backend)
     rates = {c: width_rate(widths_table["width"], widths_table[c])[0] for c in GAP_COLUMNS}
     tables = (widths_table, similarity_table)
-    convergence = left_out_text(
-        "networks", sum(int(t["converged"].sum()) for t in tables), draws * sum(len(t) for t in tables),
-        f"‖∇L‖ ≤ {TRAINING_FLOW.gtol:g} in all three stages; largest final training loss "
-                    f"{max(float(t['final_loss_max'].max()) for t in tables):.1g}")
+    counts = {"networks": (sum(int(t["converged"].sum()) for t in tables), draws * sum(len(t) for t in tables),
+                           max(float(t["final_loss_max"].max()) for t in tables))}
+    done, total, loss = counts["networks"]
+    convergence = left_out_text("networks", done, total, f"‖∇L‖ ≤ {TRAINING_FLOW.gtol:g} in all three stages; "
+                                f"largest final training loss {loss:.1g}")
     summary = (f"TDR §6 by training: widths {list(widths)}, {draws} draws (seeds), n = {DATA['n']}, d = {DATA['d']}",
                "fitted rates of the RMS gaps: " + ", ".join(f"{GAP_COLUMNS[c]} m^{r:+.2f}" for c, r in rates.items()),
                convergence)
     parameters = dict(widths=list(widths), draws=draws, similarity_width=similarity_width, angles=angles, **DATA)
     return FigureOutput(plot(widths_table, similarity_table, convergence), widths_table, COLUMNS, parameters,
                         summary, extra=(("_similarity", similarity_table, SIMILARITY_COLUMNS),),
-                        notes=dict(fitted_rates=rates))
+                        convergence=counts, notes=dict(fitted_rates=rates))
 
 
 def _sizes(profile, **similarity):
@@ -126,7 +127,6 @@ FIGURE = register(Figure(
     build=build,
     profiles={"quick": _sizes("quick", similarity_width=1000, angles=5),
               "paper": _sizes("paper", similarity_width=10000, angles=9)},
-    extra_suffixes=("_similarity",),
     paper_sizes="TDR §6 is theory only (no experiment of trained networks in the paper): the paper profile is the "
     "package's own larger size (widths to 10⁵, 16 seeds, 9 angles)",
 ))
