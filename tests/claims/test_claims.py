@@ -310,6 +310,34 @@ def test_the_finite_fine_tuning_risk_claim_fails_when_eq_16_is_off_by_five_perce
     assert claims.run("faf.eq16.finite", "quick").status == claims.FAIL
 
 
+#: a mid-range point of the anisotropic equivalents' strategies: a spiked spectrum, n/d = 1/2, noise; its risk has a
+#: non-zero large-size limit (teachers on the top of a power law have a risk that vanishes as d grows, and with it any
+#: error proportional to the risk: docs/anisotropic.md)
+_ANISO_POINT = {"spectrum": "block:0.3:3", "teacher": "flat", "theta": 1.0, "sigma": 0.5, "d": 64, "n": 32}
+
+
+def _scaled(function, factor):
+    return lambda *args, **kwargs: factor * function(*args, **kwargs)
+
+
+@pytest.mark.parametrize("claim_id, name, params", [
+    ("faf.aniso.scratch", "scratch_risk", _ANISO_POINT),
+    ("faf.aniso.ridge", "ridge_risk", {**_ANISO_POINT, "ridge": 0.1}),
+    ("faf.aniso.ridge", "_kappa", {**_ANISO_POINT, "sigma": 1.0, "ridge": 0.1}),  # κ × 1.05: the equivalent − 4.8 %
+    ("faf.aniso.finetune", "fine_tune_risk", _ANISO_POINT),
+])
+def test_the_anisotropic_equivalent_claims_fail_when_the_equivalent_is_five_percent_off(claim_id, name, params,
+                                                                                        monkeypatch):
+    """The deterministic-equivalent claims hold the fitted limit of mean − equivalent over the size ladder to 0 with
+    no allowance: they pass at a representative point and FAIL there with the equivalent (or its κ) × 1.05 (a
+    constant error, which no decay of the gap absorbs)."""
+    from transfertheory.theory import anisotropic
+
+    assert claims.check_point(claim_id, params, QUICK).status == claims.PASS
+    monkeypatch.setattr(anisotropic, name, _scaled(getattr(anisotropic, name), 1.05))
+    assert claims.check_point(claim_id, params, QUICK).status == claims.FAIL
+
+
 @pytest.mark.parametrize("claim_id", ["faf.thm3.4", "faf.aniso.rank-one"])
 def test_the_rank_one_claims_fail_when_the_residue_goes_as_a_power_of_alpha_other_than_one(claim_id, monkeypatch):
     """σ₂/σ₁ ∝ α⁰·⁹ (one decade of α shrinks it 7.9×) must fail the slope check."""

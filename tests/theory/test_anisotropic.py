@@ -147,9 +147,9 @@ def _sigma_risk(beta_hat, beta_t, lam):
     return ((beta_hat - beta_t) ** 2 * lam).sum(-1)
 
 
-def _within(sample, reference, allowance=0.0):
+def _within(sample, reference):
     mean, se = sample.mean(), sample.std(ddof=1) / math.sqrt(sample.size)
-    assert abs(mean - reference) <= 4 * se + allowance, (mean, se, reference, allowance)
+    assert abs(mean - reference) <= 4 * se, (mean, se, reference)
 
 
 @pytest.mark.parametrize("spec, teacher, n, sigma, ridge", [
@@ -177,27 +177,18 @@ def test_least_squares_above_d_is_exact_for_any_sigma():
     _within(risk, A.scratch_risk_exact(lam, 24, 0.5))
 
 
-#: measured finite-size error of the deterministic equivalents: relative to the scratch risk, below
-#: C/min(n, d − n) with C ≤ 1.9 over d ∈ {32, 48}, n/d ∈ {0.3, 0.5, 0.7}, power:0.5 … 1.5, block:0.1:5,
-#: block:0.5:3, three teacher families, σ ∈ {0, 0.7} (1500 draws each, beyond 3 SE); C = 3 is held
-EQUIVALENT_C = 3.0
-
-
 @pytest.mark.parametrize("spec, teacher, n, sigma", [
-    ("power:1", "power:1", 16, 0.3), ("block:0.1:5", "flat", 20, 0.0), ("power:0.5", "power:1:bottom", 10, 0.7)])
-def test_deterministic_equivalents_within_their_allowance(spec, teacher, n, sigma):
-    rng = np.random.default_rng(7)
-    d = 32
-    lam = S.spectrum(spec, d)
-    beta_s, _, beta_t = S.teacher_pair(teacher, lam, [1.0])
-    X, y = _draw(rng, lam, beta_t[0], n, sigma, 1500)
-    scratch = _sigma_risk((np.linalg.pinv(X) @ y[..., None])[..., 0], beta_t[0], lam)
-    tuned = _sigma_risk(FT.fine_tune_limit(X, y, beta_s), beta_t[0], lam)
-    risk_sc, risk_ft = A.scratch_risk(lam, beta_t[0], n, sigma), A.fine_tune_risk(lam, beta_s, beta_t[0], n, sigma)
-    allowance = EQUIVALENT_C / min(n, d - n) * max(risk_sc, risk_ft)
-    _within(scratch, risk_sc, EQUIVALENT_C / min(n, d - n) * risk_sc)
-    _within(tuned, risk_ft, allowance)
-    _within(scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t[0], n, sigma), allowance)
+    ("power:1", "power:1", 32, 0.3), ("block:0.1:5", "flat", 40, 0.0), ("power:0.5", "power:1:bottom", 20, 0.7)])
+def test_deterministic_equivalents_are_the_large_size_limit(spec, teacher, n, sigma):
+    """The equivalents' statement, with no allowance: at fixed families and n/d the Monte Carlo mean minus the
+    equivalent (scratch risk, E R_ft, T_ft) vanishes as (n, d) grow — the claims' size-ladder check (the gaps at
+    (n, d) × 1, 2, 4 fitted as a + b·d^(−p), the best limit within 4 SE of 0) passes."""
+    from transfertheory import claims
+
+    point = {"spectrum": spec, "teacher": teacher, "theta": 1.0, "sigma": sigma, "d": 64, "n": n}
+    for claim_id in ("faf.aniso.scratch", "faf.aniso.finetune"):
+        outcome = claims.check_point(claim_id, point, "quick")
+        assert outcome.status == claims.PASS, outcome.result.detail
 
 
 # --------------------------------------------------------------------------- the simulator and the sweep experiment

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..sim.statistics import mean_se
 from .registry import CheckResult, Criterion
 
 __all__ = ["Z_THRESHOLD", "ERRATUM_Z", "ROUNDING", "mean_se", "agreement", "mc_agreement", "refutation",
-           "significant", "not_above", "within", "holds", "exceeds"]
+           "significant", "not_above", "within", "holds", "exceeds", "weighted_line"]
 
 Z_THRESHOLD = 4.0
 ERRATUM_Z = 6.0
@@ -119,3 +121,11 @@ def exceeds(amount, margin=0.0, label="", paper_holds=False):
     return CheckResult(float(amount), float(margin), bool(amount > margin),
                        detail=f"{label}: {amount:.6g} > {margin:g}", paper_holds=paper_holds,
                        criterion=Criterion("paper fails by", ">", float(margin), float(amount)))
+
+
+def weighted_line(x, values, se):
+    """(slope, intercept) and their covariance of the weighted least-squares line through (x, values), weights 1/se²."""
+    design = np.vstack([np.asarray(x, dtype=float), np.ones(len(x))]).T
+    weights = 1 / np.asarray(se, dtype=float) ** 2
+    cov = np.linalg.inv(design.T @ (design * weights[:, None]))
+    return cov @ design.T @ (weights * np.asarray(values, dtype=float)), cov

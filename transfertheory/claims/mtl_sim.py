@@ -34,7 +34,7 @@ from ..sim.mtl import MATCHES, finite_width_study, random_network_kernels
 from ..sim.mtl.network import NetworkShape, body_gram, forward, init_parameters
 from ..sweep.named import named_profile
 from ..theory import mtl as MTL
-from .compare import agreement, mc_agreement, mean_se, not_above, significant
+from .compare import agreement, mc_agreement, mean_se, not_above, significant, weighted_line
 from .registry import CLARIFICATION, combine, register
 
 # --------------------------------------------------------------------------- finite-width networks
@@ -136,17 +136,9 @@ def _fluctuation_rate(case):
                      label=f"fitted exponent of sd(Θ̂) vs width ({reps} networks per width)")
 
 
-def _weighted_line(x, values, se):
-    """(slope, intercept) and their covariance of the weighted least-squares line through (x, values)."""
-    design = np.vstack([np.asarray(x, dtype=float), np.ones(len(x))]).T
-    weights = 1 / np.asarray(se, dtype=float) ** 2
-    cov = np.linalg.inv(design.T @ (design * weights[:, None]))
-    return cov @ design.T @ (weights * np.asarray(values, dtype=float)), cov
-
-
 def fitted_exponent(widths, log_values, se):
     """(slope, SE) of the weighted least-squares line through (log width, log value), SEs of the log values."""
-    coef, cov = _weighted_line(np.log(widths), log_values, se)
+    coef, cov = weighted_line(np.log(widths), log_values, se)
     return float(coef[0]), math.sqrt(cov[0, 0])
 
 
@@ -227,7 +219,7 @@ def _trained_width_rate(case):
     for (method, head), part in table[table["matched"]].groupby(["method", "test_head"]):
         stats = part.groupby("width")["distance"].agg(["mean", "std", "count"])
         widths = stats.index.to_numpy(float)
-        coef, cov = _weighted_line(widths ** -0.5, stats["mean"], stats["std"] / np.sqrt(stats["count"]))
+        coef, cov = weighted_line(widths ** -0.5, stats["mean"], stats["std"] / np.sqrt(stats["count"]))
         slope, _ = fitted_exponent(widths, np.log(stats["mean"]), stats["std"] / np.sqrt(stats["count"]) / stats["mean"])
         # one-sided: a distance cannot have a negative limit; a negative fitted a is the curvature of the O(1/h)
         # corrections (decay faster than h^−½ over the widths), a positive one a wrong limit
