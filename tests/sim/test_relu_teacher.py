@@ -521,6 +521,55 @@ def test_simulation_claims_fail_when_perturbed(monkeypatch, claim, name, wrong):
     assert registry.run(claim, "quick").status == registry.FAIL
 
 
+@pytest.fixture(scope="module")
+def eq21_quick_run():
+    """The Eq. 21 claim's quantities at its quick size (d = 10, m = 50, 6 teachers) on fixed draws, n = 8·m and 32·m
+    (32 and 8 data sets per teacher): (relative excess {n: (teachers,)}, sandwich tr(Σ⁻¹Ω)/‖P⊥‖² (teachers,), m)."""
+    from transfertheory.claims.faf_relu_sim import SIZES, linear_transfer_excess
+
+    d, m, m_star, teachers = SIZES["quick"]
+    excess, (sandwich, _), _ = linear_transfer_excess(np.random.default_rng(5), d, m, m_star, teachers, 0.5,
+                                                      (8 * m, 32 * m), (32, 8))
+    return excess, sandwich, m
+
+
+@pytest.mark.parametrize("reference, scale, passes", [
+    ("sandwich", 1.0, True),
+    ("sandwich", 1.3, False), ("sandwich", 0.7, False),
+    # the formula for noise independent of the features, m/(n − m − 1): 0.89× the sandwich here
+    ("gaussian", 1.0, False), ("gaussian", 1.3, False), ("gaussian", 0.7, False),
+])
+def test_the_eq21_claim_tells_the_sandwich_from_wrong_references(eq21_quick_run, reference, scale, passes):
+    """The Eq. 21 claim's comparison passes with the sandwich tr(Σ⁻¹Ω)/(‖P⊥‖²(n − m − 1)) of the same teachers and
+    fails with it scaled by 1.3 or 0.7, and with the Gaussian m/(n − m − 1) (× 1, 1.3, 0.7) in its place."""
+    from transfertheory.claims.faf_relu_sim import excess_agreement
+
+    excess, sandwich, m = eq21_quick_run
+    base = sandwich if reference == "sandwich" else np.full_like(sandwich, m)
+    result = excess_agreement(excess, scale * base, m)
+    assert result.passed is passes, result.detail
+
+
+def test_the_sandwich_matches_the_sample_sandwich_of_least_squares():
+    """least_squares_sandwich (Σ from the arc-cosine kernel, r from its projection, a mean over fresh inputs) against
+    the plug-in sandwich of an independent sample: tr(Σ̂⁻¹Ω̂) with Σ̂ the sample Gram of σ(Wx) and Ω̂ = mean of
+    r̂²φφᵀ, r̂ the residual of the sample least-squares fit (faf_relu.least_squares_residual's optimism × N). The
+    plug-in's bias is O(m/N) relative (3·10⁻⁵ here), far below the SE (~0.7 %): no allowance. The check resolves a
+    5 % error of the sandwich (asserted)."""
+    from transfertheory.claims.faf_relu import least_squares_residual
+    from transfertheory.claims.faf_relu_sim import least_squares_sandwich
+
+    rng = np.random.default_rng(11)
+    W = paper_init(6, 4, rng)[0]
+    W_star, c_star = random_teacher(3, 4, rng)
+    samples = 200_000
+    mean, se = least_squares_sandwich(W[None], W_star[None], c_star[None], rng, samples)
+    _, _, optimism = least_squares_residual(rng, W, W_star, c_star, samples)
+    plug_in = optimism * samples
+    assert abs(mean[0] - plug_in) <= 4 * np.sqrt(2) * se[0], (mean, se, plug_in)
+    assert abs(1.05 * mean[0] - plug_in) > 4 * np.sqrt(2) * se[0]
+
+
 @pytest.mark.gpu
 def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     # FaF's size (d = 100, m = 1000, m* = 100, μ = 0.5): one exact population-gradient evaluation on CuPy equals
