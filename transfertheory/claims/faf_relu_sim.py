@@ -21,8 +21,8 @@ from ..backend import backend_name, get_backend, resolve_backend, stacked_eigh, 
 from ..sim.relu_teacher import (kernel_distance, linear_transfer, paper_init, pretrain_source,
                                 run_transfer_experiment, status_counts, teacher_samples)
 from ..sim.relu_teacher.network import features, network_output
-from ..sim.relu_teacher.summary import (boundary_table, paired_transferability, scratch_power_law,
-                                        without_unconverged_scratch)
+from ..sim.relu_teacher.summary import (boundary_offsets, boundary_table, paired_transferability,
+                                        scratch_power_law, without_unconverged_scratch)
 from ..sim.records import flow_arguments
 from ..sweep.named import named_profile
 from ..theory import relu as R
@@ -63,7 +63,7 @@ _MID = named_profile("faf_fig4", "mid")
 #: scratch flow meets FaF's loss 1e-6 within t = 3e4 at n ≤ m·d/2; pretraining to loss 1e-6 within 1e5; linear
 #: transfer to L̂ − min L̂ ≤ 1e-6)
 BOUNDARY_SIZES = {profile: (_MID["d"], _MID["m"], _MID["m_star"], teachers, _MID["draws"])
-                  for profile, teachers in (("quick", 4), ("full", 12))}
+                  for profile, teachers in (("quick", 12), ("full", 24))}
 BOUNDARY_MU, BOUNDARY_NS = 0.25, tuple(_MID["ns"])
 #: the sample sizes per profile: ``quick`` stops at n = 160, past the boundary (n_c ≈ 80–110 and FaF's ≈ 125–145 at
 #: this size), because the scratch flows' time to FaF's loss grows steeply with n; the draws of an n do not depend
@@ -76,8 +76,6 @@ BOUNDARY_FLOWS = flow_arguments(_MID, "pretrain", "linear")  # its flow=, pretra
 #: raises the transfer risk by up to 8 % and, the log-gap between the two risks falling with slope ≈ 0.8 in log n
 #: there, lowers n_c by up to 10 %
 BOUNDARY_ALLOWANCE = 0.1
-#: the bootstrap's 95 % interval spans ±1.96 SE of log n for a normal sampling distribution
-_Z95 = 1.959964
 
 
 def _sizes(case):
@@ -295,17 +293,19 @@ def excess_agreement(excess, sandwich, m):
 
 def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BOUNDARY_NS, backend=None):
     """FaF Fig. 4e's boundary at one μ from :func:`run_transfer_experiment` at :data:`BOUNDARY_FLOWS` (scratch and
-    linear transfer): (row, scratch flows converged, scratch flows). ``row`` is the μ's row of the figure's boundary
-    table (:func:`~transfertheory.sim.relu_teacher.summary.boundary_table`, a named tuple): the simulated sign
-    change with its teacher-clustered bootstrap 95 % interval, the finite-n and FaF's n_c ± delta-method SE, the
-    pretraining statuses; the scratch flows that did not converge are left out, as in the figure."""
+    linear transfer): (row, offsets, scratch flows converged, scratch flows). ``row`` is the μ's row of the figure's
+    boundary table (:func:`~transfertheory.sim.relu_teacher.summary.boundary_table`, a named tuple: the figure's
+    first sign change with its bootstrap interval, the finite-n and FaF's n_c ± delta-method SE, the pretraining
+    statuses); ``offsets`` the claim's statistic (:func:`~transfertheory.sim.relu_teacher.summary.boundary_offsets`:
+    the last sign change and the bootstrap SE of its log offsets from both boundaries); the scratch flows that did
+    not converge are left out, as in the figure."""
     df = run_transfer_experiment(d, m, m_star, [mu], ns, teachers=teachers, draws=draws,
                                  methods=("scratch", "linear"), seed=seed, backend=backend, **BOUNDARY_FLOWS)
     kept = without_unconverged_scratch(df)
     row = next(boundary_table(kept, scratch_power_law(kept), {"linear": paired_transferability(kept, "linear")},
                               seed).itertuples())
     scratch = df[df.method == "scratch"]
-    return row, int(scratch.converged.sum()), len(scratch)
+    return row, boundary_offsets(kept, m, np.random.default_rng([seed, 1])), int(scratch.converged.sum()), len(scratch)
 
 
 @register("faf.relu.sim.finite-n-boundary", source="FaF §4, Fig. 4e, Eq. 21 at finite n (not in FaF)",
@@ -313,12 +313,14 @@ def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BO
           statement="converged linear transfer turns negative where the scratch power law A n^−ν meets the "
                     "least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1): the simulated sign change agrees "
                     "with this finite-n boundary (FaF's n → ∞ boundary (A/‖P⊥ f_t*‖²)^{1/ν} lies above it; its "
-                    "offset is reported)",
-          allowance=BOUNDARY_ALLOWANCE, allowance_reason="the excess risk of least squares on the ReLU features is up "
-          "to 1.3× the Gaussian m/(n − m − 1) of the formula (claim faf.eq21.linear-transfer-risk: 1.00–1.29×), which "
-          "moves n_c down by up to 10 % at n ≈ 4m: |log n_sim − log n_c| ≤ 4 SE + 0.1 (SE: the boundary's delta-method SE "
-          "and the sign change's from its teacher-clustered bootstrap interval); and at least 95 % of the scratch "
-          "flows meet FaF's loss 1e-6 (the rest are left out)",
+                    "offset and the smallest factor the check resolves are reported)",
+          allowance=BOUNDARY_ALLOWANCE, allowance_reason="the excess risk of least squares on the ReLU features at "
+          "this size is 1.06–1.13× the Gaussian m/(n − m − 1) of the formula at n = 48–256 (measured, docs/relu.md), "
+          "which raises the transfer risk near the boundary by 3–4 % and lowers n_c by at most 0.075 in log n: "
+          "|log n_sim − log n_c| ≤ 4 SE + 0.1, SE of the offset from a teacher-clustered bootstrap of the whole "
+          "computation (sign change, power-law fit, ‖P⊥ f_t*‖², n_c); at most 2.5 % of the resamples without a sign "
+          "change in the n range (else the SE is cut off by the grid); and at least 95 % of the scratch flows meet "
+          "FaF's loss 1e-6 (the rest are left out)",
           profiles=("quick", "full"), slow=True)
 def _finite_n_boundary(case):
     """d = 16, m = 32, m* = 16, μ = 0.25, n = 36 … 160 (quick) or 256: log n of the simulated sign change against
@@ -327,27 +329,34 @@ def _finite_n_boundary(case):
     (d, m, m_star, teachers, draws), ns = BOUNDARY_SIZES[profile], BOUNDARY_PROFILE_NS[profile]
     teachers *= case.profile.scale
     seed = int(case.rng.integers(2**31))
-    row, converged, total = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns, backend=case.profile.backend)
-    result = boundary_agreement(row, converged, total)
+    row, offsets, converged, total = boundary_location(seed, d, m, m_star, teachers, draws, ns=ns,
+                                                       backend=case.profile.backend)
+    result = boundary_agreement(offsets, converged, total)
     label = f"{_size_label(d, m, m_star, teachers)} × {draws} data sets, μ = {BOUNDARY_MU:g}, n = {ns[0]}–{ns[-1]}"
-    return replace(result, detail=f"{label}: {result.detail}; pretraining {row.pretrain_status}")
+    return replace(result, detail=f"{label}: {result.detail}; figure's first sign change {row.n_sign_linear:.4g} "
+                                  f"[{row.n_sign_linear_lo:.4g}, {row.n_sign_linear_hi:.4g}]; pretraining "
+                                  f"{row.pretrain_status}")
 
 
-def boundary_agreement(row, converged, total):
-    """The claim's comparison for one boundary-table row (``n_sign_linear`` with its bootstrap ``_lo``/``_hi``,
-    ``n_c_finite`` ± ``n_c_finite_se``, FaF's ``n_c`` ± ``n_c_se``) and the scratch flows' convergence: log n of the
-    sign change against log n_c (SE from the 95 % interval, ± 1.96 SE), FaF's offset in the detail."""
-    checks = [holds(converged >= 0.95 * total, f"scratch flows converged {converged}/{total} (≥ 95 %)")]
-    if not (np.isfinite(row.n_sign_linear) and np.isfinite(row.n_c_finite)):
-        checks.append(holds(False, f"a simulated sign change ({row.n_sign_linear:.3g}) and a finite-n boundary "
-                                   f"({row.n_c_finite:.3g}) in the n range"))
+def boundary_agreement(offsets, converged, total):
+    """The claim's comparison for one :class:`~transfertheory.sim.relu_teacher.summary.BoundaryOffsets` (the fields
+    ``n_sign``, ``n_c_finite`` ± ``n_c_finite_se``, ``n_c`` ± ``n_c_se``, ``finite_offset_se``, ``paper_offset_se``,
+    ``censored``, ``resamples``) and the scratch flows' convergence: log n of the sign change against log n_c within
+    4 SE of the offset + allowance, the bootstrap censored in at most 2.5 % of the resamples; FaF's offset in SE and
+    the smallest factor exp(4 SE + allowance) the check resolves in the detail."""
+    o = offsets
+    checks = [holds(converged >= 0.95 * total, f"scratch flows converged {converged}/{total} (≥ 95 %)"),
+              holds(o.censored <= 0.025, f"bootstrap resamples without a sign change in the n range "
+                                         f"{o.censored:.1%} of {o.resamples} (≤ 2.5 %)")]
+    if not (np.isfinite(o.n_sign) and np.isfinite(o.n_c_finite) and np.isfinite(o.finite_offset_se)):
+        checks.append(holds(False, f"a simulated sign change ({o.n_sign:.3g}) and a finite-n boundary "
+                                   f"({o.n_c_finite:.3g}) in the n range"))
         return combine(checks)
-    sim_se = (math.log(row.n_sign_linear_hi) - math.log(row.n_sign_linear_lo)) / (2 * _Z95)
-    finite_se, paper_se = row.n_c_finite_se / row.n_c_finite, row.n_c_se / row.n_c
-    checks.append(agreement(math.log(row.n_sign_linear), sim_se, math.log(row.n_c_finite), reference_se=finite_se,
+    checks.append(agreement(math.log(o.n_sign), o.finite_offset_se, math.log(o.n_c_finite),
                             allowance=BOUNDARY_ALLOWANCE, label="log n of the sign change vs the finite-n boundary"))
-    paper_z = (math.log(row.n_c) - math.log(row.n_sign_linear)) / math.hypot(sim_se, paper_se)
+    paper_gap = math.log(o.n_c) - math.log(o.n_sign)
     return combine(checks, before=(
-        f"simulated sign change {row.n_sign_linear:.4g} (95 % [{row.n_sign_linear_lo:.4g}, {row.n_sign_linear_hi:.4g}]), "
-        f"finite-n n_c {row.n_c_finite:.4g} ± {row.n_c_finite_se:.2g}, FaF's n_c {row.n_c:.4g} ± {row.n_c_se:.2g} "
-        f"({paper_z:+.1f} SE above the sign change in log n); "))
+        f"simulated sign change {o.n_sign:.4g}, finite-n n_c {o.n_c_finite:.4g} ± {o.n_c_finite_se:.2g} (offset SE "
+        f"{o.finite_offset_se:.2g} in log n, resolves a factor {math.exp(4 * o.finite_offset_se + BOUNDARY_ALLOWANCE):.2f}"
+        f"), FaF's n_c {o.n_c:.4g} ± {o.n_c_se:.2g} ({paper_gap:+.2f} in log n above the sign change, "
+        f"{paper_gap / o.paper_offset_se:+.1f} SE); "))
