@@ -593,25 +593,45 @@ def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     assert np.all(res.loss < res.initial_loss)
 
 
-def _boundary_row(sim, lo, hi, finite, finite_se, paper=118.0, paper_se=7.0):
-    from types import SimpleNamespace
+def _offsets(sign=100.4, finite=96.55, finite_se=0.084, paper=136.1, paper_se=0.094, censored=0.017):
+    """A BoundaryOffsets with the fields boundary_agreement reads; the defaults are the claim's quick run
+    (12 teachers, μ = 0.25: offset SE 0.084 in log n, 1.7 % of the resamples censored)."""
+    from transfertheory.sim.relu_teacher.summary import BoundaryOffsets
 
-    return SimpleNamespace(n_sign_linear=sim, n_sign_linear_lo=lo, n_sign_linear_hi=hi, n_c_finite=finite,
-                           n_c_finite_se=finite_se, n_c=paper, n_c_se=paper_se)
+    return BoundaryOffsets(n_sign=sign, n_c_finite=finite, n_c_finite_se=11.0, n_c=paper, n_c_se=9.2,
+                           finite_offset_se=finite_se, paper_offset_se=paper_se, censored=censored, resamples=400)
 
 
-@pytest.mark.parametrize("row, converged, passes", [
-    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 234, True),  # the mid sweep's μ = 0.25
-    (_boundary_row(120.0, 115.0, 125.0, 68.3, 5.0), 234, False),  # a sharp sign change far above the finite-n n_c
-    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 220, False),  # 94 % of the scratch flows converged
-    (_boundary_row(np.nan, 256.0, 256.0, 68.3, 17.0), 234, False),  # no sign change in the n range
-    (_boundary_row(72.2, 36.0, 88.3, np.nan, np.nan), 234, False),  # the finite-n theory: negative everywhere
+@pytest.mark.parametrize("offsets, converged, passes", [
+    (_offsets(), 360, True),
+    (_offsets(finite=2 * 96.55), 360, False),  # the reference doubled: 0.65 in log n against 4 SE + 0.1 = 0.44
+    (_offsets(finite=96.55 / 2), 360, False),  # and halved
+    # FaF's n_c in place of the finite-n one: 0.30 in log n, inside the quick run's resolution (a factor 1.55) ...
+    (_offsets(finite=136.1), 360, True),
+    # ... outside that of 12 teachers at μ = 0.1875, n to 256 (offset SE 0.027 measured: a factor 1.23)
+    (_offsets(finite=136.1, finite_se=0.027), 360, False),
+    (_offsets(censored=0.03), 360, False),  # 3 % of the resamples without a sign change: the SE is cut off
+    (_offsets(), 341, False),  # 95 % of the scratch flows converged is the least allowed: 342/360 holds, 341 not
+    (_offsets(), 342, True),
+    (_offsets(sign=np.nan), 360, False),  # no sign change in the n range
+    (_offsets(finite=np.nan), 360, False),  # the finite-n theory: negative everywhere
 ])
-def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
+def test_the_finite_n_boundary_claim_can_fail(offsets, converged, passes):
     from transfertheory.claims.faf_relu_sim import boundary_agreement
 
-    result = boundary_agreement(row, converged, 234)
+    result = boundary_agreement(offsets, converged, 360)
     assert result.passed is passes, result.detail
+
+
+def test_the_last_sign_change_is_where_the_values_stay_non_positive():
+    from transfertheory.sim.relu_teacher.summary import last_sign_change, sign_change
+
+    ns = np.array([10.0, 20.0, 40.0, 80.0, 160.0])
+    dip = np.array([1.0, -1.0, 1.0, 1.0, -1.0])  # a dip at n = 20 (noise near the threshold), then the boundary
+    assert sign_change(ns, dip) == pytest.approx(np.sqrt(10 * 20))
+    assert last_sign_change(ns, dip) == pytest.approx(np.sqrt(80 * 160))
+    assert np.isnan(last_sign_change(ns, -np.abs(dip)))  # below the range
+    assert np.isnan(last_sign_change(ns, np.array([-1.0, 1.0, -1.0, 1.0, 1.0])))  # above it
 
 
 def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
@@ -623,7 +643,7 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
 
     size = dict(d=4, m=6, m_star=4, teachers=2, draws=2)
     ns = (6, 8, 10, 12)  # n ≤ m·d/2, where every scratch flow converges within the budget (docs/relu.md)
-    location, converged, total = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
+    location, offsets, converged, total = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
     df = run_transfer_experiment(size["d"], size["m"], size["m_star"], [0.25], ns, teachers=size["teachers"],
                                  draws=size["draws"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
                                  backend="numpy", **BOUNDARY_FLOWS)
@@ -632,6 +652,9 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
                  "n_c_se", "pretrain_status"):
         expected = getattr(row, name)
         assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
+    # the claim's own statistic shares the figure's boundaries (the same fit and ‖P⊥ f_t*‖²)
+    for name in ("n_c_finite", "n_c_finite_se", "n_c", "n_c_se"):
+        assert np.isclose(getattr(offsets, name), getattr(row, name), equal_nan=True)
     scratch = df[df.method == "scratch"]
     assert (converged, total) == (int(scratch.converged.sum()), len(scratch))
 

@@ -317,8 +317,8 @@ def boundary_offsets(df, m, rng, resamples=SIGN_CHANGE_RESAMPLES):
     averages its teachers' ‖P⊥ f_t*‖², solves for both boundaries and locates its sign change. The simulated and the
     predicted boundaries come from the same teachers and share their ‖P⊥ f_t*‖² and scratch risks, so the SE of the
     offset is not the two SEs combined as if independent. A resample without a sign change in the n range (or without
-    a finite-n root) has no offset: it is counted in ``censored`` and left out of the SDs (an SE from censored
-    resamples would be cut off at the grid)."""
+    a finite-n root, or a power law) has no offset: it is counted in ``censored`` and left out of the SDs (an SE
+    from censored resamples would be cut off at the grid)."""
     (mu,) = df.mu.unique()
     table = df.set_index(["teacher", "draw", "n"])
     scratch, linear = (table[table.method == name] for name in ("scratch", "linear"))
@@ -332,25 +332,28 @@ def boundary_offsets(df, m, rng, resamples=SIGN_CHANGE_RESAMPLES):
     risk, transfer = risk.to_numpy(), transfer.to_numpy()
 
     def boundaries(picked, units):
+        """(sign change, finite n_c, its SE, FaF's n_c, its SE) of one set of teachers and their units; NaN where
+        fewer than 3 sample sizes have a converged scratch flow (no power law)."""
         labels = np.repeat(np.arange(len(picked)), [len(u) for u in units])
         rows = np.concatenate(units)
         scratch_mean = clustered_mean_se(labels, risk[rows])[0]
         fitted = np.isfinite(scratch_mean)
+        if fitted.sum() < 3:
+            return (np.nan,) * 5
         fit = power_law_fit(ns[fitted], scratch_mean[fitted])
         p, p_se = group_pperp[picked].mean(), group_pperp[picked].std(ddof=1) / np.sqrt(len(picked))
         finite = finite_n_boundary(fit, p, m, p_se)
-        return (last_sign_change(ns, clustered_mean_se(labels, transfer[rows])[0]), finite, fit.boundary(p, p_se))
+        return (last_sign_change(ns, clustered_mean_se(labels, transfer[rows])[0]), finite.n_c, finite.n_c_se,
+                *fit.boundary(p, p_se))
 
-    every = np.arange(len(groups))
-    n_sign, finite, (n_c, n_c_se) = boundaries(every, groups)
+    point = boundaries(np.arange(len(groups)), groups)
     offsets = []
     for _ in range(resamples):
         picked = rng.integers(0, len(groups), size=len(groups))
-        sign, boot_finite, (boot_n_c, _) = boundaries(
+        sign, finite, _, n_c, _ = boundaries(
             picked, [groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
-        offsets.append((np.log(sign / boot_finite.n_c), np.log(sign / boot_n_c)))
+        offsets.append((np.log(sign / finite), np.log(sign / n_c)))
     offsets = np.array(offsets)
     kept = np.isfinite(offsets).all(axis=1)
     finite_sd, paper_sd = offsets[kept].std(axis=0, ddof=1) if kept.sum() > 1 else (np.nan, np.nan)
-    return BoundaryOffsets(n_sign, finite.n_c, finite.n_c_se, n_c, n_c_se, float(finite_sd), float(paper_sd),
-                           float(1 - kept.mean()), resamples)
+    return BoundaryOffsets(*map(float, point), float(finite_sd), float(paper_sd), float(1 - kept.mean()), resamples)
