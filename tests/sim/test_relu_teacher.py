@@ -623,6 +623,21 @@ def test_the_finite_n_boundary_claim_can_fail(offsets, converged, passes):
     assert result.passed is passes, result.detail
 
 
+@pytest.mark.parametrize("offsets, passes", [
+    # the full run (24 teachers, n to 256): FaF's n_c 0.34 in log n = 8.5 SE above the sign change
+    (_offsets(sign=96.95, finite=96.76, finite_se=0.036, paper=135.6, paper_se=0.040, censored=0.0), True),
+    # a sign change at 118: within 4 SE + 0.1 of the finite-n n_c (0.20 ≤ 0.24) but FaF's only 3.5 SE above it
+    (_offsets(sign=118.0, finite=96.76, finite_se=0.036, paper=135.6, paper_se=0.040, censored=0.0), False),
+    # the quick run's numbers: FaF's n_c only 3.2 SE above, not resolved (quick does not test it)
+    (_offsets(), False),
+])
+def test_the_full_finite_n_boundary_claim_also_places_fafs_boundary_above(offsets, passes):
+    from transfertheory.claims.faf_relu_sim import boundary_agreement
+
+    result = boundary_agreement(offsets, 936, 936, paper_above=True)
+    assert result.passed is passes, result.detail
+
+
 def test_the_last_sign_change_is_where_the_values_stay_non_positive():
     from transfertheory.sim.relu_teacher.summary import last_sign_change, sign_change
 
