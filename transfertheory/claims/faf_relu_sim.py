@@ -71,10 +71,10 @@ BOUNDARY_MU, BOUNDARY_NS = 0.25, tuple(_MID["ns"])
 #: grid (what the shorter grid costs and changes: docs/benchmarks.md, "Claims")
 BOUNDARY_PROFILE_NS = {"quick": BOUNDARY_NS[:10], "full": BOUNDARY_NS}
 BOUNDARY_FLOWS = flow_arguments(_MID, "pretrain", "linear")  # its flow=, pretrain_flow=, linear_flow=
-#: allowance on |log n_sim − log n_c| beyond 4 SE: the ReLU features' least-squares excess is up to 1.3× the
-#: Gaussian m/(n − m − 1) of the formula (the Eq. 21 claim measures 1.00–1.29×), which at n ≈ 4m (excess ≈ 0.34)
-#: raises the transfer risk by up to 8 % and, the log-gap between the two risks falling with slope ≈ 0.8 in log n
-#: there, lowers n_c by up to 10 %
+#: allowance on |log n_sim − log n_c| beyond 4 SE: the ReLU features' least-squares excess at this size is 1.06–1.13×
+#: the Gaussian m/(n − m − 1) of the formula (n = 48–256, docs/relu.md), which raises the transfer risk at n ≈ 84–97
+#: by 3–4 % and, the log-gap between the two risks falling with slope ≈ 0.5–0.65 in log n there, lowers n_c by at
+#: most 0.075 in log n
 BOUNDARY_ALLOWANCE = 0.1
 
 
@@ -316,7 +316,7 @@ def boundary_location(seed, d, m, m_star, teachers, draws, mu=BOUNDARY_MU, ns=BO
                     "in the full profile; quick reports the offset and the smallest factor its check resolves)",
           allowance=BOUNDARY_ALLOWANCE, allowance_reason="the excess risk of least squares on the ReLU features at "
           "this size is 1.06–1.13× the Gaussian m/(n − m − 1) of the formula at n = 48–256 (measured, docs/relu.md), "
-          "which raises the transfer risk near the boundary by 3–4 % and lowers n_c by at most 0.075 in log n: "
+          "which raises the transfer risk at n ≈ 84–97 by 3–4 % and lowers n_c there by at most 0.075 in log n: "
           "|log n_sim − log n_c| ≤ 4 SE + 0.1, SE of the offset from a teacher-clustered bootstrap of the whole "
           "computation (sign change, power-law fit, ‖P⊥ f_t*‖², n_c); at most 2.5 % of the resamples without a sign "
           "change in the n range (else the SE is cut off by the grid); and at least 95 % of the scratch flows meet "
