@@ -521,6 +521,55 @@ def test_simulation_claims_fail_when_perturbed(monkeypatch, claim, name, wrong):
     assert registry.run(claim, "quick").status == registry.FAIL
 
 
+@pytest.fixture(scope="module")
+def eq21_quick_run():
+    """The Eq. 21 claim's quantities at its quick size (d = 10, m = 50, 6 teachers) on fixed draws, n = 8·m and 32·m
+    (32 and 8 data sets per teacher): (relative excess {n: (teachers,)}, sandwich tr(Σ⁻¹Ω)/‖P⊥‖² (teachers,), m)."""
+    from transfertheory.claims.faf_relu_sim import SIZES, linear_transfer_excess
+
+    d, m, m_star, teachers = SIZES["quick"]
+    excess, (sandwich, _), _ = linear_transfer_excess(np.random.default_rng(5), d, m, m_star, teachers, 0.5,
+                                                      (8 * m, 32 * m), (32, 8))
+    return excess, sandwich, m
+
+
+@pytest.mark.parametrize("reference, scale, passes", [
+    ("sandwich", 1.0, True),
+    ("sandwich", 1.3, False), ("sandwich", 0.7, False),
+    # the formula for noise independent of the features, m/(n − m − 1): 0.89× the sandwich here
+    ("gaussian", 1.0, False), ("gaussian", 1.3, False), ("gaussian", 0.7, False),
+])
+def test_the_eq21_claim_tells_the_sandwich_from_wrong_references(eq21_quick_run, reference, scale, passes):
+    """The Eq. 21 claim's comparison passes with the sandwich tr(Σ⁻¹Ω)/(‖P⊥‖²(n − m − 1)) of the same teachers and
+    fails with it scaled by 1.3 or 0.7, and with the Gaussian m/(n − m − 1) (× 1, 1.3, 0.7) in its place."""
+    from transfertheory.claims.faf_relu_sim import excess_agreement
+
+    excess, sandwich, m = eq21_quick_run
+    base = sandwich if reference == "sandwich" else np.full_like(sandwich, m)
+    result = excess_agreement(excess, scale * base, m)
+    assert result.passed is passes, result.detail
+
+
+def test_the_sandwich_matches_the_sample_sandwich_of_least_squares():
+    """least_squares_sandwich (Σ from the arc-cosine kernel, r from its projection, a mean over fresh inputs) against
+    the plug-in sandwich of an independent sample: tr(Σ̂⁻¹Ω̂) with Σ̂ the sample Gram of σ(Wx) and Ω̂ = mean of
+    r̂²φφᵀ, r̂ the residual of the sample least-squares fit (faf_relu.least_squares_residual's optimism × N). The
+    plug-in's bias is O(m/N) relative (3·10⁻⁵ here), far below the SE (~0.7 %): no allowance. The check resolves a
+    5 % error of the sandwich (asserted)."""
+    from transfertheory.claims.faf_relu import least_squares_residual
+    from transfertheory.claims.faf_relu_sim import least_squares_sandwich
+
+    rng = np.random.default_rng(11)
+    W = paper_init(6, 4, rng)[0]
+    W_star, c_star = random_teacher(3, 4, rng)
+    samples = 200_000
+    mean, se = least_squares_sandwich(W[None], W_star[None], c_star[None], rng, samples)
+    _, _, optimism = least_squares_residual(rng, W, W_star, c_star, samples)
+    plug_in = optimism * samples
+    assert abs(mean[0] - plug_in) <= 4 * np.sqrt(2) * se[0], (mean, se, plug_in)
+    assert abs(1.05 * mean[0] - plug_in) > 4 * np.sqrt(2) * se[0]
+
+
 @pytest.mark.gpu
 def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     # FaF's size (d = 100, m = 1000, m* = 100, μ = 0.5): one exact population-gradient evaluation on CuPy equals
@@ -544,25 +593,60 @@ def test_paper_size_pretraining_on_the_gpu_matches_the_cpu_step_and_is_timed():
     assert np.all(res.loss < res.initial_loss)
 
 
-def _boundary_row(sim, lo, hi, finite, finite_se, paper=118.0, paper_se=7.0):
-    from types import SimpleNamespace
+def _offsets(sign=100.4, finite=96.55, finite_se=0.084, paper=136.1, paper_se=0.094, censored=0.017):
+    """A BoundaryOffsets with the fields boundary_agreement reads; the defaults are the claim's quick run
+    (12 teachers, μ = 0.25: offset SE 0.084 in log n, 1.7 % of the resamples censored)."""
+    from transfertheory.sim.relu_teacher.summary import BoundaryOffsets
 
-    return SimpleNamespace(n_sign_linear=sim, n_sign_linear_lo=lo, n_sign_linear_hi=hi, n_c_finite=finite,
-                           n_c_finite_se=finite_se, n_c=paper, n_c_se=paper_se)
+    return BoundaryOffsets(n_sign=sign, n_c_finite=finite, n_c_finite_se=11.0, n_c=paper, n_c_se=9.2,
+                           finite_offset_se=finite_se, paper_offset_se=paper_se, censored=censored, resamples=400)
 
 
-@pytest.mark.parametrize("row, converged, passes", [
-    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 234, True),  # the mid sweep's μ = 0.25
-    (_boundary_row(120.0, 115.0, 125.0, 68.3, 5.0), 234, False),  # a sharp sign change far above the finite-n n_c
-    (_boundary_row(72.2, 36.0, 88.3, 68.3, 17.0), 220, False),  # 94 % of the scratch flows converged
-    (_boundary_row(np.nan, 256.0, 256.0, 68.3, 17.0), 234, False),  # no sign change in the n range
-    (_boundary_row(72.2, 36.0, 88.3, np.nan, np.nan), 234, False),  # the finite-n theory: negative everywhere
+@pytest.mark.parametrize("offsets, converged, passes", [
+    (_offsets(), 360, True),
+    (_offsets(finite=2 * 96.55), 360, False),  # the reference doubled: 0.65 in log n against 4 SE + 0.1 = 0.44
+    (_offsets(finite=96.55 / 2), 360, False),  # and halved
+    # FaF's n_c in place of the finite-n one: 0.30 in log n, inside the quick run's resolution (a factor 1.55) ...
+    (_offsets(finite=136.1), 360, True),
+    # ... outside that of 12 teachers at μ = 0.1875, n to 256 (offset SE 0.027 measured: a factor 1.23)
+    (_offsets(finite=136.1, finite_se=0.027), 360, False),
+    (_offsets(censored=0.03), 360, False),  # 3 % of the resamples without a sign change: the SE is cut off
+    (_offsets(), 341, False),  # 95 % of the scratch flows converged is the least allowed: 342/360 holds, 341 not
+    (_offsets(), 342, True),
+    (_offsets(sign=np.nan), 360, False),  # no sign change in the n range
+    (_offsets(finite=np.nan), 360, False),  # the finite-n theory: negative everywhere
 ])
-def test_the_finite_n_boundary_claim_can_fail(row, converged, passes):
+def test_the_finite_n_boundary_claim_can_fail(offsets, converged, passes):
     from transfertheory.claims.faf_relu_sim import boundary_agreement
 
-    result = boundary_agreement(row, converged, 234)
+    result = boundary_agreement(offsets, converged, 360)
     assert result.passed is passes, result.detail
+
+
+@pytest.mark.parametrize("offsets, passes", [
+    # the full run (24 teachers, n to 256): FaF's n_c 0.34 in log n = 8.5 SE above the sign change
+    (_offsets(sign=96.95, finite=96.76, finite_se=0.036, paper=135.6, paper_se=0.040, censored=0.0), True),
+    # a sign change at 118: within 4 SE + 0.1 of the finite-n n_c (0.20 ≤ 0.24) but FaF's only 3.5 SE above it
+    (_offsets(sign=118.0, finite=96.76, finite_se=0.036, paper=135.6, paper_se=0.040, censored=0.0), False),
+    # the quick run's numbers: FaF's n_c only 3.2 SE above, not resolved (quick does not test it)
+    (_offsets(), False),
+])
+def test_the_full_finite_n_boundary_claim_also_places_fafs_boundary_above(offsets, passes):
+    from transfertheory.claims.faf_relu_sim import boundary_agreement
+
+    result = boundary_agreement(offsets, 936, 936, paper_above=True)
+    assert result.passed is passes, result.detail
+
+
+def test_the_last_sign_change_is_where_the_values_stay_non_positive():
+    from transfertheory.sim.relu_teacher.summary import last_sign_change, sign_change
+
+    ns = np.array([10.0, 20.0, 40.0, 80.0, 160.0])
+    dip = np.array([1.0, -1.0, 1.0, 1.0, -1.0])  # a dip at n = 20 (noise near the threshold), then the boundary
+    assert sign_change(ns, dip) == pytest.approx(np.sqrt(10 * 20))
+    assert last_sign_change(ns, dip) == pytest.approx(np.sqrt(80 * 160))
+    assert np.isnan(last_sign_change(ns, -np.abs(dip)))  # below the range
+    assert np.isnan(last_sign_change(ns, np.array([-1.0, 1.0, -1.0, 1.0, 1.0])))  # above it
 
 
 def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
@@ -574,7 +658,7 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
 
     size = dict(d=4, m=6, m_star=4, teachers=2, draws=2)
     ns = (6, 8, 10, 12)  # n ≤ m·d/2, where every scratch flow converges within the budget (docs/relu.md)
-    location, converged, total = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
+    location, offsets, converged, total = boundary_location(3, **size, mu=0.25, ns=ns, backend="numpy")
     df = run_transfer_experiment(size["d"], size["m"], size["m_star"], [0.25], ns, teachers=size["teachers"],
                                  draws=size["draws"], methods=("scratch", "linear", "linear_minnorm"), seed=3,
                                  backend="numpy", **BOUNDARY_FLOWS)
@@ -583,6 +667,9 @@ def test_the_finite_n_boundary_claim_measures_what_the_figure_draws():
                  "n_c_se", "pretrain_status"):
         expected = getattr(row, name)
         assert getattr(location, name) == expected or np.isclose(getattr(location, name), expected, equal_nan=True)
+    # the claim's own statistic shares the figure's boundaries (the same fit and ‖P⊥ f_t*‖²)
+    for name in ("n_c_finite", "n_c_finite_se", "n_c", "n_c_se"):
+        assert np.isclose(getattr(offsets, name), getattr(row, name), equal_nan=True)
     scratch = df[df.method == "scratch"]
     assert (converged, total) == (int(scratch.converged.sum()), len(scratch))
 

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import numpy as np  # pandas is imported where tables are built: a --help needs none
 
+from typing import NamedTuple
+
 from ...theory.relu import finite_n_boundary, power_law_fit
 from .experiment import status_counts
 
 __all__ = ["TRANSFER_METHODS", "GRID_COLUMNS", "BOUNDARY_COLUMNS", "summarize", "boundary_table",
            "scratch_power_law", "paired_transferability", "without_unconverged_scratch", "pretraining",
            "convergence_counts", "SIGN_CHANGE_RESAMPLES", "sign_change", "sign_side", "clustered_mean_se",
-           "column_mean", "sign_change_with_interval"]
+           "column_mean", "sign_change_with_interval", "last_sign_change", "BoundaryOffsets", "boundary_offsets"]
 
 #: the transfer methods of the figure's tables, each paired with scratch training
 TRANSFER_METHODS = ("linear", "linear_minnorm")
@@ -277,3 +279,81 @@ def sign_change_with_interval(ns, teachers, units, rng, resamples=SIGN_CHANGE_RE
     values, found = np.array([b[0] for b in boot]), np.array([b[1] for b in boot])
     lo, hi = np.quantile(values, [0.025, 0.975])
     return point, float(lo), float(hi), float(found.mean())
+
+
+def last_sign_change(ns, values):
+    """log-linear interpolated n above which ``values`` (over increasing ``ns``) stay ≤ 0: between the last value > 0
+    and the next. NaN when no value is > 0 (the change lies below the range) or the last one is (above it).
+
+    Unlike :func:`sign_change` (the first turn), a dip to ≤ 0 followed by positive values, as noise makes near
+    the interpolation threshold, is not taken for the boundary above which transfer is negative.
+    """
+    values = np.asarray(values, dtype=float)
+    positive = np.flatnonzero(values > 0)
+    if positive.size == 0 or positive[-1] == len(ns) - 1:
+        return float("nan")
+    return sign_change(ns[positive[-1]:], values[positive[-1]:])
+
+
+class BoundaryOffsets(NamedTuple):
+    """:func:`boundary_offsets`: the simulated boundary, the predicted ones and the bootstrap SE of their offsets."""
+
+    n_sign: float  #: :func:`last_sign_change` of the mean linear transferability (NaN if none in the n range)
+    n_c_finite: float  #: finite-n boundary (:func:`~transfertheory.theory.relu.finite_n_boundary`)
+    n_c_finite_se: float  #: its delta-method SE
+    n_c: float  #: FaF's (A/‖P⊥ f_t*‖²)^{1/ν}
+    n_c_se: float  #: its delta-method SE
+    finite_offset_se: float  #: bootstrap SD of log n_sign − log n_c_finite (resamples with a sign change in range)
+    paper_offset_se: float  #: bootstrap SD of log n_sign − log n_c
+    censored: float  #: fraction of resamples without a sign change in the n range (or without a finite-n root)
+    resamples: int
+
+
+def boundary_offsets(df, m, rng, resamples=SIGN_CHANGE_RESAMPLES):
+    """The boundary of negative transfer of a one-μ experiment (scratch and linear transfer; unconverged scratch flows
+    left out, :func:`without_unconverged_scratch`) and the offsets log n_sign − log n_c of the simulated boundary from
+    the finite-n and FaF's, with their SE from one teacher-clustered two-stage bootstrap of the whole computation:
+    each resample (teachers, then data sets within them) refits the scratch power law on its per-teacher mean risks,
+    averages its teachers' ‖P⊥ f_t*‖², solves for both boundaries and locates its sign change. The simulated and the
+    predicted boundaries come from the same teachers and share their ‖P⊥ f_t*‖² and scratch risks, so the SE of the
+    offset is not the two SEs combined as if independent. A resample without a sign change in the n range (or without
+    a finite-n root, or a power law) has no offset: it is counted in ``censored`` and left out of the SDs (an SE
+    from censored resamples would be cut off at the grid)."""
+    (mu,) = df.mu.unique()
+    table = df.set_index(["teacher", "draw", "n"])
+    scratch, linear = (table[table.method == name] for name in ("scratch", "linear"))
+    risk = scratch.risk.unstack("n")
+    transfer = (scratch.risk_normalized - linear.risk_normalized.reindex(scratch.index)).unstack("n")
+    ns = np.asarray(risk.columns, dtype=float)
+    teachers = risk.index.get_level_values("teacher").to_numpy()
+    pperp = pretraining(df).set_index("teacher").pperp
+    groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
+    group_pperp = pperp.loc[np.unique(teachers)].to_numpy()
+    risk, transfer = risk.to_numpy(), transfer.to_numpy()
+
+    def boundaries(picked, units):
+        """(sign change, finite n_c, its SE, FaF's n_c, its SE) of one set of teachers and their units; NaN where
+        fewer than 3 sample sizes have a converged scratch flow (no power law)."""
+        labels = np.repeat(np.arange(len(picked)), [len(u) for u in units])
+        rows = np.concatenate(units)
+        scratch_mean = clustered_mean_se(labels, risk[rows])[0]
+        fitted = np.isfinite(scratch_mean)
+        if fitted.sum() < 3:
+            return (np.nan,) * 5
+        fit = power_law_fit(ns[fitted], scratch_mean[fitted])
+        p, p_se = group_pperp[picked].mean(), group_pperp[picked].std(ddof=1) / np.sqrt(len(picked))
+        finite = finite_n_boundary(fit, p, m, p_se)
+        return (last_sign_change(ns, clustered_mean_se(labels, transfer[rows])[0]), finite.n_c, finite.n_c_se,
+                *fit.boundary(p, p_se))
+
+    point = boundaries(np.arange(len(groups)), groups)
+    offsets = []
+    for _ in range(resamples):
+        picked = rng.integers(0, len(groups), size=len(groups))
+        sign, finite, _, n_c, _ = boundaries(
+            picked, [groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
+        offsets.append((np.log(sign / finite), np.log(sign / n_c)))
+    offsets = np.array(offsets)
+    kept = np.isfinite(offsets).all(axis=1)
+    finite_sd, paper_sd = offsets[kept].std(axis=0, ddof=1) if kept.sum() > 1 else (np.nan, np.nan)
+    return BoundaryOffsets(*map(float, point), float(finite_sd), float(paper_sd), float(1 - kept.mean()), resamples)
