@@ -19,9 +19,9 @@ left out) are left out of every mean.
 """
 from __future__ import annotations
 
-import numpy as np  # pandas is imported where tables are built: a --help needs none
-
 from typing import NamedTuple
+
+import numpy as np  # pandas is imported where tables are built: a --help needs none
 
 from ...theory.relu import finite_n_boundary, power_law_fit
 from .experiment import status_counts
