@@ -401,3 +401,44 @@ def test_the_finite_n_boundary_claim_simulates_at_the_named_sweep_faf_fig4s_mid_
     assert {stage: asked[f"{stage}flow"]["max_time"] for stage in ("", "pretrain_", "linear_")} == {
         stage: point[f"{stage}max_time"] for stage in ("", "pretrain_", "linear_")}
     assert len(asked["mus"]) == 1 and asked["mus"][0] in point["mus"]
+
+
+def test_the_fitted_exponent_with_the_one_over_h_term_recovers_the_exponent_of_a_corrected_power_law():
+    """log v = c − ½·log h + b/h: the plain log-log line is tilted by the 1/h term, the fit with it returns −1/2 to
+    rounding (the fit of the rate claims mtl.ntk.fluctuation-rate and mtl.ntk.width-rate)."""
+    from transfertheory.claims.mtl_sim import RATE_WIDTHS, fitted_exponent
+
+    log_values = 1.3 - 0.5 * np.log(RATE_WIDTHS) + 4.0 / RATE_WIDTHS
+    se = np.full(len(RATE_WIDTHS), 0.01)
+    assert fitted_exponent(RATE_WIDTHS, log_values, se, correction=True)[0] == pytest.approx(-0.5, abs=1e-12)
+    assert fitted_exponent(RATE_WIDTHS, log_values, se)[0] < -0.5 - 0.01
+
+
+def _kernels_converging_like(power):
+    """random_network_kernels whose deviations from the infinite-width kernels are rescaled by (h/32)^(power + ½):
+    distances and fluctuations ∝ h^power, their 1/h corrections unchanged."""
+    from transfertheory.claims import mtl_sim
+
+    exact = mtl_sim.random_network_kernels
+
+    def rescaled(network, x, width, networks, rng, **kwargs):
+        (nngp, ntk), (k, t) = network.kernels(x), exact(network, x, width, networks, rng, **kwargs)
+        factor = (width / 32) ** (power + 0.5)
+        return nngp + factor * (k - nngp), ntk + factor * (t - ntk)
+
+    return rescaled
+
+
+@pytest.mark.parametrize("claim_id", ["mtl.ntk.fluctuation-rate", "mtl.ntk.width-rate"])
+@pytest.mark.parametrize("power, passes", [(-1 / 2, True), (-1 / 3, False), (-2 / 3, False)])
+def test_the_mtl_width_rate_claims_tell_h_to_the_minus_half_from_a_third_and_two_thirds(claim_id, power, passes,
+                                                                                        monkeypatch):
+    """The kernels' fluctuation and distance fitted as c + s·log h + b/h, s = −1/2 within 4 SE and no allowance:
+    they pass at the truth and FAIL with deviations that decay like h^(−1/3) or h^(−2/3) (one stage, seed 0)."""
+    from transfertheory.claims import mtl_sim
+
+    monkeypatch.setattr(mtl_sim, "random_network_kernels", _kernels_converging_like(power))
+    claim = claims.get_claim(claim_id)
+    assert claim.allowance == 0
+    assert claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed == passes
+
