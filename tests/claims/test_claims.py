@@ -442,3 +442,35 @@ def test_the_mtl_width_rate_claims_tell_h_to_the_minus_half_from_a_third_and_two
     assert claim.allowance == 0
     assert claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed == passes
 
+
+def _times(function, factor, column):
+    """``function`` of the depths with its values (``column``: that column of them) × ``factor``(depths)."""
+    def scaled(depths, *args, **kwargs):
+        values = function(depths, *args, **kwargs).copy()
+        scale = factor(np.asarray(depths, dtype=float))
+        if column is None:
+            return values * scale
+        values[:, column] *= scale
+        return values
+
+    return scaled
+
+
+@pytest.mark.parametrize("claim_id, name, column", [("mtl.lemma5.inverse-gap-rate", "_depth_structure", 2),
+                                                    ("mtl.thm1.depth-rate", "_prediction_gap", None)])
+@pytest.mark.parametrize("factor", [lambda L: L ** -0.5, lambda L: L ** 0.5, np.log], ids=["L^-0.5", "L^0.5", "log L"])
+def test_the_mtl_depth_rate_claims_fail_when_the_exponent_is_half_a_unit_off_or_carries_a_log(claim_id, name, column,
+                                                                                              factor, monkeypatch):
+    """Two-sided: the local exponent at L = 512 → 1024 is the rate (−2, −1) within the movement of the local exponents
+    over the doublings from L = 128; the depth values × L^(∓½) (exponents −2.5 / −1.5 and −1.5 / −0.5) and × log L
+    (a log factor: local exponent off by 1/log L ≈ 0.15, the movement ≈ 0.05) FAIL, and the record carries the
+    measured deviation."""
+    from transfertheory.claims import mtl
+
+    claim = claims.get_claim(claim_id)
+    truth = claim.check(claims.Case(claim, QUICK, {}, seed=0))
+    assert truth.passed and 0 < truth.discrepancy < truth.tolerance
+    perturbed = _times(getattr(mtl, name), factor, column)
+    monkeypatch.setattr(mtl, name, perturbed)
+    assert not claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed
+

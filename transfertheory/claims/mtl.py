@@ -212,13 +212,30 @@ def _nngp_rate(case):
     return within(slope, -2.0, case.claim.allowance, "local exponent of the NNGP's distance to 11ᵀ")
 
 
-@register("mtl.lemma5.inverse-gap-rate", source="MTL Lemma 5 (Eq. 73)", kind="exact", allowance=0.05,
-          allowance_reason="pre-asymptotic: the local exponent approaches −2 (−1.57 at L = 4→8, −1.99 at 128→256)",
-          statement="‖Θ⁻¹ − Φ_MTL⁻¹‖_op = O(1/L²): the local exponent between L = 512 and 1024 is at most −2 "
-                    "(+ allowance); measured −2.000")
+#: the depths of the settled-exponent checks: three doublings up to L = 1024
+_TREND_DEPTHS = np.array([128, 256, 512, 1024])
+
+_SETTLED_REASON = ("none fixed: the tolerance is measured, the movement of the local exponent over the doublings "
+                   "128→256, 256→512 and 512→1024 (a deviation from the limit that decays at least like L^(−1/2) "
+                   "halves over two doublings, so what remains of it after the last is below that movement)")
+
+
+def _settled_exponent(values, exponent, what, depths=_TREND_DEPTHS):
+    """The local exponent of ``values`` over the last doubling of ``depths`` against ``exponent``, two-sided, within
+    the movement (max − min) of the local exponents over all the doublings (:data:`_SETTLED_REASON`)."""
+    local = np.log(values[1:] / values[:-1]) / np.log(depths[1:] / depths[:-1])
+    return within(float(local[-1]), exponent, float(np.ptp(local)),
+                  f"local exponent of {what} at L = {depths[-2]}→{depths[-1]} (local exponents "
+                  f"{np.round(local, 5).tolist()} at L = {depths[0]}→…→{depths[-1]}; tolerance: their movement)")
+
+
+@register("mtl.lemma5.inverse-gap-rate", source="MTL Lemma 5 (Eq. 73)", kind="exact",
+          allowance_reason=_SETTLED_REASON,
+          statement="‖Θ⁻¹ − Φ_MTL⁻¹‖_op = O(1/L²), attained (a non-zero 1/L² term): the local exponent between "
+                    "L = 512 and 1024 is −2, within the movement of the local exponent over the doublings "
+                    "128→256→512→1024")
 def _inverse_gap_rate(case):
-    slope = _local_slope(_depth_structure(_DEPTHS)[:, 2])
-    return within(max(slope, -2.0), -2.0, case.claim.allowance, f"local exponent of the inverse gap ({slope:.4f})")
+    return _settled_exponent(_depth_structure(_TREND_DEPTHS)[:, 2], -2.0, "‖Θ⁻¹ − Φ_MTL⁻¹‖_op")
 
 
 @register("mtl.lemma4.ntk-remainder-log", source="MTL Lemma 4 (Eq. 69)", kind="exact",
@@ -250,14 +267,13 @@ def _prediction_gap(depths):
                      for depth, g in zip(depths, grams)])
 
 
-@register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact", allowance=0.05,
-          allowance_reason="pre-asymptotic: the local exponent approaches −1 from above (−0.63 at L = 4→8, "
-                           "−0.95 at 64→128, −0.990 at 512→1024)",
-          statement="‖F_ANIL − F_MTL‖₂ = O(1/L) at λτ = λτ̂ = 0 (infinite width, MTL §5.1 tasks: 20 training tasks "
-                    "of 10 points, d = 10): the local exponent between L = 512 and 1024 is at most −1 (+ allowance)")
+@register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact",
+          allowance_reason=_SETTLED_REASON,
+          statement="‖F_ANIL − F_MTL‖₂ = O(1/L) at λτ = λτ̂ = 0, attained (a non-zero 1/L term; infinite width, MTL "
+                    "§5.1 tasks: 20 training tasks of 10 points, d = 10): the local exponent between L = 512 and 1024 "
+                    "is −1, within the movement of the local exponent over the doublings 128→256→512→1024")
 def _thm1_depth_rate(case):
-    slope = _local_slope(_prediction_gap(_DEPTHS))
-    return within(max(slope, -1.0), -1.0, case.claim.allowance, f"local exponent of ‖F_ANIL − F_MTL‖ ({slope:.4f})")
+    return _settled_exponent(_prediction_gap(_TREND_DEPTHS), -1.0, "‖F_ANIL − F_MTL‖₂")
 
 
 @functools.lru_cache(maxsize=6)
