@@ -474,3 +474,14 @@ def test_the_mtl_depth_rate_claims_fail_when_the_exponent_is_half_a_unit_off_or_
     monkeypatch.setattr(mtl, name, perturbed)
     assert not claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed
 
+
+def test_the_mtl_fig1_erratum_claim_fails_when_the_lemmas_gap_grows_with_lam_tau(monkeypatch):
+    """mtl.fig1.lam-tau-trend shows, with λτ̂ = λτ, a decrease of the gap > 4 SE for either Φ′_ANIL; a Lemma's gap that
+    grows with λτ (× (1 + λτ), the paper's trend) makes the check fail (the claim would no longer be an erratum)."""
+    from transfertheory.claims import mtl
+
+    exact = mtl._fig1_gaps
+    monkeypatch.setattr(mtl, "_fig1_gaps", lambda run, lam_tau, lam_tau_hat, variant, **kw: exact(
+        run, lam_tau, lam_tau_hat, variant, **kw) * (1 + lam_tau if variant == "statement" else 1))
+    claim = claims.get_claim("mtl.fig1.lam-tau-trend")
+    assert not claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed

@@ -295,25 +295,34 @@ def _fig1_gaps(run, lam_tau, lam_tau_hat, variant, literal=False, depth=10):
     return np.linalg.norm(f_anil - MTL.mtl_predictions(batch, problem.labels, y_support, lam_tau_hat), axis=(1, 2))
 
 
+#: runs of the λτ̂ = λτ check with the Lemma's Φ′_ANIL: its decrease is small against the run-to-run spread, so 4 SE
+#: need more runs than the paper's 5 (measured: docs/mtl.md, "MTL Fig. 1")
+_FIG1_STATEMENT_RUNS = 30
+
+
 @register("mtl.fig1.lam-tau-trend", source="MTL Fig. 1 (λτ panels), §5.1 Results; App. Eq. 67", kind="exact",
           expected=KNOWN_ERRATUM, erratum="erratum-mtl-fig1-lam-tau", category=PAPER_ERROR,
           statement="MTL §5.1: 'as λτ decreases or L increases, the norm of the prediction difference "
                     "‖F_MTL(X, X′, Y′) − F_ANIL(X, X′, Y′)‖₂ decreases correspondingly' "
                     "(Fig. 1, L = 10). Eqs. 15–16 do not show it: at a fixed test-time λτ̂ the gap does not depend on "
                     "λτ (claim mtl.lemma1.anil-inner-loop-cancels; here Eq. 16 as written, λτ̂ = 0.1, λτ = 0, 0.1, "
-                    "0.3: relative spread < 10⁻⁶), and with λτ̂ = λτ it decreases as λτ grows (derivation's Φ′_ANIL: "
-                    "paired decrease from λτ = 0 to 0.5 > 4 SE over 5 runs × 20 test tasks) or at least does not "
-                    "increase significantly (statement's: paired change from λτ = 0 to 0.5 not below −4 SE)")
+                    "0.3: relative spread < 10⁻⁶), and with λτ̂ = λτ it decreases as λτ grows, with either "
+                    "Φ′_ANIL: paired decrease of the mean gap from λτ = 0 to 0.5 > 4 SE (derivation's: over the "
+                    "paper's 5 runs × 20 test tasks; the Lemma's, a smaller decrease: over 30 runs)")
 def _fig1_lam_tau_trend(case):
     fixed = [_fig1_gaps(0, lam_tau, 0.1, "derivation", literal=True).mean() for lam_tau in (0.0, 0.1, 0.3)]
     spread = (max(fixed) - min(fixed)) / min(fixed)
     results = [within(spread, 0.0, 1e-6, f"relative spread of the mean gap over λτ = 0, 0.1, 0.3 at λτ̂ = 0.1, Eq. 16 "
                                          f"as written (means {np.round(fixed, 6).tolist()})")]
-    drops = {variant: np.array([_fig1_gaps(run, 0.0, 0.0, variant).mean() - _fig1_gaps(run, 0.5, 0.5, variant).mean()
-                                for run in range(5)]) for variant in MTL.ANIL_VARIANTS}
-    for variant, margin, meaning in (("derivation", 4.0, "decreases: z > 4"),
-                                     ("statement", -4.0, "does not increase significantly: z > −4")):
-        mean, se = mean_se(drops[variant])
-        results.append(significant(mean, se, margin, label=f"λτ̂ = λτ, {variant}'s Φ′_ANIL: gap(0) − gap(0.5) = "
-                                                            f"{mean:.3f} ± {se:.2g} (over 5 runs; the gap {meaning})"))
+    runs = {"derivation": 5, "statement": _FIG1_STATEMENT_RUNS}
+    drops = {variant: [] for variant in runs}
+    for run in range(max(runs.values())):  # runs outside, so that each run's kernels are computed once
+        for variant, count in runs.items():
+            if run < count:
+                drops[variant].append(_fig1_gaps(run, 0.0, 0.0, variant).mean()
+                                      - _fig1_gaps(run, 0.5, 0.5, variant).mean())
+    for variant, values in drops.items():
+        mean, se = mean_se(np.array(values))
+        results.append(significant(mean, se, label=f"λτ̂ = λτ, {variant}'s Φ′_ANIL: gap(0) − gap(0.5) = {mean:.3f} ± "
+                                                    f"{se:.2g} (over {len(values)} runs; the gap decreases: z > 4)"))
     return combine(results)
