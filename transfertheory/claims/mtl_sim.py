@@ -162,7 +162,7 @@ def _upper(matrices):
 def _fluctuation_rate(case):
     x = MTL.standardize_inputs(case.rng.standard_normal((8, 10)))
 
-    def squared_deviation(_, ntk):  # per network Σ_{i≤j}(Θ̂ᵢⱼ − mean)², its mean (R − 1)/R·sd²
+    def squared_deviation(_, ntk):  # per network Σ_{i≤j}(Θ̂ᵢⱼ − mean)²·R/(R − 1): their mean is sd², unbiased
         return (_upper(ntk - ntk.mean(axis=0)) ** 2).sum(axis=1) * len(ntk) / (len(ntk) - 1)
 
     logs, ses, counts = _width_ladder(case, MTL.ReluNetwork(2), x, 2 * case.profile.mc_reps,
