@@ -401,3 +401,87 @@ def test_the_finite_n_boundary_claim_simulates_at_the_named_sweep_faf_fig4s_mid_
     assert {stage: asked[f"{stage}flow"]["max_time"] for stage in ("", "pretrain_", "linear_")} == {
         stage: point[f"{stage}max_time"] for stage in ("", "pretrain_", "linear_")}
     assert len(asked["mus"]) == 1 and asked["mus"][0] in point["mus"]
+
+
+def test_the_fitted_exponent_with_the_one_over_h_term_recovers_the_exponent_of_a_corrected_power_law():
+    """log v = c − ½·log h + b/h: the plain log-log line is tilted by the 1/h term, the fit with it returns −1/2 to
+    rounding (the fit of the rate claims mtl.ntk.fluctuation-rate and mtl.ntk.width-rate)."""
+    from transfertheory.claims.mtl_sim import RATE_WIDTHS, fitted_exponent
+
+    log_values = 1.3 - 0.5 * np.log(RATE_WIDTHS) + 4.0 / RATE_WIDTHS
+    se = np.full(len(RATE_WIDTHS), 0.01)
+    assert fitted_exponent(RATE_WIDTHS, log_values, se, correction=True)[0] == pytest.approx(-0.5, abs=1e-12)
+    assert fitted_exponent(RATE_WIDTHS, log_values, se)[0] < -0.5 - 0.01
+
+
+def _kernels_converging_like(power):
+    """random_network_kernels whose deviations from the infinite-width kernels are rescaled by (h/32)^(power + ½):
+    distances and fluctuations ∝ h^power, their 1/h corrections unchanged."""
+    from transfertheory.claims import mtl_sim
+
+    exact = mtl_sim.random_network_kernels
+
+    def rescaled(network, x, width, networks, rng, **kwargs):
+        (nngp, ntk), (k, t) = network.kernels(x), exact(network, x, width, networks, rng, **kwargs)
+        factor = (width / 32) ** (power + 0.5)
+        return nngp + factor * (k - nngp), ntk + factor * (t - ntk)
+
+    return rescaled
+
+
+@pytest.mark.parametrize("claim_id", ["mtl.ntk.fluctuation-rate", "mtl.ntk.width-rate"])
+@pytest.mark.parametrize("power, passes", [(-1 / 2, True), (-1 / 3, False), (-2 / 3, False)])
+def test_the_mtl_width_rate_claims_tell_h_to_the_minus_half_from_a_third_and_two_thirds(claim_id, power, passes,
+                                                                                        monkeypatch):
+    """The kernels' fluctuation and distance fitted as c + s·log h + b/h, s = −1/2 within 4 SE and no allowance:
+    they pass at the truth and FAIL with deviations that decay like h^(−1/3) or h^(−2/3) (one stage, seed 0)."""
+    from transfertheory.claims import mtl_sim
+
+    monkeypatch.setattr(mtl_sim, "random_network_kernels", _kernels_converging_like(power))
+    claim = claims.get_claim(claim_id)
+    assert claim.allowance == 0
+    assert claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed == passes
+
+
+def _times(function, factor, column):
+    """``function`` of the depths with its values (``column``: that column of them) × ``factor``(depths)."""
+    def scaled(depths, *args, **kwargs):
+        values = function(depths, *args, **kwargs).copy()
+        scale = factor(np.asarray(depths, dtype=float))
+        if column is None:
+            return values * scale
+        values[:, column] *= scale
+        return values
+
+    return scaled
+
+
+@pytest.mark.parametrize("claim_id, name, column", [("mtl.lemma5.inverse-gap-rate", "_depth_structure", 2),
+                                                    ("mtl.thm1.depth-rate", "_prediction_gap", None)])
+@pytest.mark.parametrize("factor", [lambda L: L ** -0.5, lambda L: L ** 0.5, np.log], ids=["L^-0.5", "L^0.5", "log L"])
+def test_the_mtl_depth_rate_claims_fail_when_the_exponent_is_half_a_unit_off_or_carries_a_log(claim_id, name, column,
+                                                                                              factor, monkeypatch):
+    """Two-sided: the local exponent at L = 512 → 1024 is the rate (−2, −1) within the movement of the local exponents
+    over the doublings from L = 128; the depth values × L^(∓½) (exponents −2.5 / −1.5 and −1.5 / −0.5) and × log L
+    (a log factor: local exponent off by 1/log L ≈ 0.15, the movement ≈ 0.05) FAIL, and the record carries the
+    measured deviation."""
+    from transfertheory.claims import mtl
+
+    claim = claims.get_claim(claim_id)
+    truth = claim.check(claims.Case(claim, QUICK, {}, seed=0))
+    assert truth.passed and 0 < truth.discrepancy < truth.tolerance
+    perturbed = _times(getattr(mtl, name), factor, column)
+    monkeypatch.setattr(mtl, name, perturbed)
+    assert not claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed
+
+
+def test_the_mtl_fig1_erratum_claim_fails_when_the_lemmas_gap_grows_with_lam_tau(monkeypatch):
+    """mtl.fig1.lam-tau-trend shows, with λτ̂ = λτ, a decrease of the gap > 4 SE for either Φ′_ANIL; a Lemma's gap that
+    grows with λτ (× (1 + λτ), the paper's trend) makes the check fail (the claim would no longer be an erratum)."""
+    from transfertheory.claims import mtl
+
+    exact = mtl._fig1_gaps
+    monkeypatch.setattr(mtl, "_fig1_gaps", lambda run, lam_tau, lam_tau_hat, variant, **kw: exact(
+        run, lam_tau, lam_tau_hat, variant, **kw) * (1 + lam_tau if variant == "statement" else 1))
+    claim = claims.get_claim("mtl.fig1.lam-tau-trend")
+    assert not claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed

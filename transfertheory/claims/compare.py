@@ -123,9 +123,10 @@ def exceeds(amount, margin=0.0, label="", paper_holds=False):
                        criterion=Criterion("paper fails by", ">", float(margin), float(amount)))
 
 
-def weighted_line(x, values, se):
-    """(slope, intercept) and their covariance of the weighted least-squares line through (x, values), weights 1/se²."""
-    design = np.vstack([np.asarray(x, dtype=float), np.ones(len(x))]).T
+def weighted_line(x, values, se, *terms):
+    """(slope, intercept) and their covariance of the weighted least-squares line through (x, values), weights 1/se²;
+    each of ``terms`` (arrays like x) adds a column to the fit, its coefficient after the intercept's."""
+    design = np.vstack([np.asarray(x, dtype=float), np.ones(len(x)), *(np.asarray(t, dtype=float) for t in terms)]).T
     weights = 1 / np.asarray(se, dtype=float) ** 2
     cov = np.linalg.inv(design.T @ (design * weights[:, None]))
     return cov @ design.T @ (weights * np.asarray(values, dtype=float)), cov

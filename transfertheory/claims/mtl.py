@@ -212,13 +212,30 @@ def _nngp_rate(case):
     return within(slope, -2.0, case.claim.allowance, "local exponent of the NNGP's distance to 11ᵀ")
 
 
-@register("mtl.lemma5.inverse-gap-rate", source="MTL Lemma 5 (Eq. 73)", kind="exact", allowance=0.05,
-          allowance_reason="pre-asymptotic: the local exponent approaches −2 (−1.57 at L = 4→8, −1.99 at 128→256)",
-          statement="‖Θ⁻¹ − Φ_MTL⁻¹‖_op = O(1/L²): the local exponent between L = 512 and 1024 is at most −2 "
-                    "(+ allowance); measured −2.000")
+#: the depths of the settled-exponent checks: three doublings up to L = 1024
+_TREND_DEPTHS = np.array([128, 256, 512, 1024])
+
+_SETTLED_REASON = ("none fixed: the tolerance is measured, the movement of the local exponent over the doublings "
+                   "128→256, 256→512 and 512→1024 (a deviation from the limit that decays at least like L^(−1/2) "
+                   "halves over two doublings, so what remains of it after the last is below that movement)")
+
+
+def _settled_exponent(values, exponent, what, depths=_TREND_DEPTHS):
+    """The local exponent of ``values`` over the last doubling of ``depths`` against ``exponent``, two-sided, within
+    the movement (max − min) of the local exponents over all the doublings (:data:`_SETTLED_REASON`)."""
+    local = np.log(values[1:] / values[:-1]) / np.log(depths[1:] / depths[:-1])
+    return within(float(local[-1]), exponent, float(np.ptp(local)),
+                  f"local exponent of {what} at L = {depths[-2]}→{depths[-1]} (local exponents "
+                  f"{np.round(local, 5).tolist()} at L = {depths[0]}→…→{depths[-1]}; tolerance: their movement)")
+
+
+@register("mtl.lemma5.inverse-gap-rate", source="MTL Lemma 5 (Eq. 73)", kind="exact",
+          allowance_reason=_SETTLED_REASON,
+          statement="‖Θ⁻¹ − Φ_MTL⁻¹‖_op = O(1/L²), attained (a non-zero 1/L² term): the local exponent between "
+                    "L = 512 and 1024 is −2, within the movement of the local exponent over the doublings "
+                    "128→256→512→1024")
 def _inverse_gap_rate(case):
-    slope = _local_slope(_depth_structure(_DEPTHS)[:, 2])
-    return within(max(slope, -2.0), -2.0, case.claim.allowance, f"local exponent of the inverse gap ({slope:.4f})")
+    return _settled_exponent(_depth_structure(_TREND_DEPTHS)[:, 2], -2.0, "‖Θ⁻¹ − Φ_MTL⁻¹‖_op")
 
 
 @register("mtl.lemma4.ntk-remainder-log", source="MTL Lemma 4 (Eq. 69)", kind="exact",
@@ -250,14 +267,13 @@ def _prediction_gap(depths):
                      for depth, g in zip(depths, grams)])
 
 
-@register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact", allowance=0.05,
-          allowance_reason="pre-asymptotic: the local exponent approaches −1 from above (−0.63 at L = 4→8, "
-                           "−0.95 at 64→128, −0.990 at 512→1024)",
-          statement="‖F_ANIL − F_MTL‖₂ = O(1/L) at λτ = λτ̂ = 0 (infinite width, MTL §5.1 tasks: 20 training tasks "
-                    "of 10 points, d = 10): the local exponent between L = 512 and 1024 is at most −1 (+ allowance)")
+@register("mtl.thm1.depth-rate", source="MTL Thm 1 (Eq. 18) at λτ = 0", kind="exact",
+          allowance_reason=_SETTLED_REASON,
+          statement="‖F_ANIL − F_MTL‖₂ = O(1/L) at λτ = λτ̂ = 0, attained (a non-zero 1/L term; infinite width, MTL "
+                    "§5.1 tasks: 20 training tasks of 10 points, d = 10): the local exponent between L = 512 and 1024 "
+                    "is −1, within the movement of the local exponent over the doublings 128→256→512→1024")
 def _thm1_depth_rate(case):
-    slope = _local_slope(_prediction_gap(_DEPTHS))
-    return within(max(slope, -1.0), -1.0, case.claim.allowance, f"local exponent of ‖F_ANIL − F_MTL‖ ({slope:.4f})")
+    return _settled_exponent(_prediction_gap(_TREND_DEPTHS), -1.0, "‖F_ANIL − F_MTL‖₂")
 
 
 @functools.lru_cache(maxsize=6)
@@ -279,25 +295,34 @@ def _fig1_gaps(run, lam_tau, lam_tau_hat, variant, literal=False, depth=10):
     return np.linalg.norm(f_anil - MTL.mtl_predictions(batch, problem.labels, y_support, lam_tau_hat), axis=(1, 2))
 
 
+#: runs of the λτ̂ = λτ check with the Lemma's Φ′_ANIL: its decrease is small against the run-to-run spread, so 4 SE
+#: need more runs than the paper's 5 (measured: docs/mtl.md, "MTL Fig. 1")
+_FIG1_STATEMENT_RUNS = 30
+
+
 @register("mtl.fig1.lam-tau-trend", source="MTL Fig. 1 (λτ panels), §5.1 Results; App. Eq. 67", kind="exact",
           expected=KNOWN_ERRATUM, erratum="erratum-mtl-fig1-lam-tau", category=PAPER_ERROR,
           statement="MTL §5.1: 'as λτ decreases or L increases, the norm of the prediction difference "
                     "‖F_MTL(X, X′, Y′) − F_ANIL(X, X′, Y′)‖₂ decreases correspondingly' "
                     "(Fig. 1, L = 10). Eqs. 15–16 do not show it: at a fixed test-time λτ̂ the gap does not depend on "
                     "λτ (claim mtl.lemma1.anil-inner-loop-cancels; here Eq. 16 as written, λτ̂ = 0.1, λτ = 0, 0.1, "
-                    "0.3: relative spread < 10⁻⁶), and with λτ̂ = λτ it decreases as λτ grows (derivation's Φ′_ANIL: "
-                    "paired decrease from λτ = 0 to 0.5 > 4 SE over 5 runs × 20 test tasks) or at least does not "
-                    "increase significantly (statement's: paired change from λτ = 0 to 0.5 not below −4 SE)")
+                    "0.3: relative spread < 10⁻⁶), and with λτ̂ = λτ it decreases as λτ grows, with either "
+                    "Φ′_ANIL: paired decrease of the mean gap from λτ = 0 to 0.5 > 4 SE (derivation's: over the "
+                    "paper's 5 runs × 20 test tasks; the Lemma's, a smaller decrease: over 30 runs)")
 def _fig1_lam_tau_trend(case):
     fixed = [_fig1_gaps(0, lam_tau, 0.1, "derivation", literal=True).mean() for lam_tau in (0.0, 0.1, 0.3)]
     spread = (max(fixed) - min(fixed)) / min(fixed)
     results = [within(spread, 0.0, 1e-6, f"relative spread of the mean gap over λτ = 0, 0.1, 0.3 at λτ̂ = 0.1, Eq. 16 "
                                          f"as written (means {np.round(fixed, 6).tolist()})")]
-    drops = {variant: np.array([_fig1_gaps(run, 0.0, 0.0, variant).mean() - _fig1_gaps(run, 0.5, 0.5, variant).mean()
-                                for run in range(5)]) for variant in MTL.ANIL_VARIANTS}
-    for variant, margin, meaning in (("derivation", 4.0, "decreases: z > 4"),
-                                     ("statement", -4.0, "does not increase significantly: z > −4")):
-        mean, se = mean_se(drops[variant])
-        results.append(significant(mean, se, margin, label=f"λτ̂ = λτ, {variant}'s Φ′_ANIL: gap(0) − gap(0.5) = "
-                                                            f"{mean:.3f} ± {se:.2g} (over 5 runs; the gap {meaning})"))
+    runs = {"derivation": 5, "statement": _FIG1_STATEMENT_RUNS}
+    drops = {variant: [] for variant in runs}
+    for run in range(max(runs.values())):  # runs outside, so that each run's kernels are computed once
+        for variant, count in runs.items():
+            if run < count:
+                drops[variant].append(_fig1_gaps(run, 0.0, 0.0, variant).mean()
+                                      - _fig1_gaps(run, 0.5, 0.5, variant).mean())
+    for variant, values in drops.items():
+        mean, se = mean_se(np.array(values))
+        results.append(significant(mean, se, label=f"λτ̂ = λτ, {variant}'s Φ′_ANIL: gap(0) − gap(0.5) = {mean:.3f} ± "
+                                                    f"{se:.2g} (over {len(values)} runs; the gap decreases: z > 4)"))
     return combine(results)
