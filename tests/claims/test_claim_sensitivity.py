@@ -1,0 +1,72 @@
+"""Claims that must fail when the formula they check is a few per cent off (perturbation tests).
+
+Each test runs a claim at a quick-profile point with the package's formula intact (PASS) and multiplied by
+1.05 or 0.95 (FAIL): a claim whose tolerance or points let such a formula pass checks nothing about it.
+"""
+import pytest
+
+from transfertheory import claims
+
+QUICK = claims.get_profile("quick")
+
+
+def _scaled(function, factor):
+    return lambda *args, **kwargs: factor * function(*args, **kwargs)
+
+
+#: the quick point of faf.thm3.7 where the linear-transfer risk is small (sin²θ + (σ² + sin²θ)/(n − 2) = 0.028):
+#: the integrator's allowance 2e-3 let the formula × 1.05 pass there; the risk's own allowance is the pretraining's
+_LINEAR_POINT = {"d": 22, "n": 32, "sigma": 0.08212786029973841, "theta": 0.16564965852618618}
+
+
+@pytest.mark.parametrize("factor", [1.05, 0.95])
+def test_the_linear_transfer_simulation_claim_fails_when_the_risk_formula_is_five_percent_off(factor, monkeypatch):
+    """faf.thm3.7 holds the simulated linear-transfer risk (an exact last-layer solve: no integrator error) to its
+    exact finite-size formula within 4 SE + 1e-8, not the integrator's 2e-3 (which its paired T keeps)."""
+    from transfertheory.theory import methods
+
+    assert claims.get_claim("faf.thm3.7").allowance == 2e-3
+    assert claims.check_point("faf.thm3.7", _LINEAR_POINT, QUICK).status == claims.PASS
+    exact = methods.TransferMethod.flow_risk_finite
+
+    def off(self, *args, **kwargs):
+        value, se = exact(self, *args, **kwargs)
+        return (factor * value, se) if self.name == "linear" else (value, se)
+
+    monkeypatch.setattr(methods.TransferMethod, "flow_risk_finite", off)
+    outcome = claims.check_point("faf.thm3.7", _LINEAR_POINT, QUICK)
+    assert outcome.status == claims.FAIL and abs(outcome.result.z) > 10
+
+
+def test_the_linear_risk_allowance_is_the_pretrainings_not_the_integrators():
+    from transfertheory.claims import faf_linear_sim
+
+    assert faf_linear_sim.LINEAR_RISK_ALLOWANCE == 1e-8
+    for claim_id in ("faf.thm3.7", "faf.thm3.8"):
+        assert "1e-08" in claims.get_claim(claim_id).allowance_reason
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_the_projection_claim_checks_points_where_the_residual_is_not_zero(profile):
+    """With no teacher neuron dropped the student's features contain the teacher's and ‖P⊥ f*‖² = 0: two of the three
+    quick points were there, where any formula that vanishes passes. Every point now drops at least one neuron."""
+    for point in claims.points("faf.eq154-159.projection", profile):
+        assert 1 <= round(point["mu"] * point["m_star"]) <= point["m_star"] - 1
+
+
+@pytest.mark.parametrize("factor", [1.05, 0.95])
+def test_the_projection_claim_fails_at_every_quick_point_when_the_residual_is_five_percent_off(factor, monkeypatch):
+    from transfertheory.theory import relu
+
+    chosen = claims.points("faf.eq154-159.projection", QUICK)
+    assert all(claims.check_point("faf.eq154-159.projection", p, QUICK).status == claims.PASS for p in chosen)
+    exact = relu.rkhs_projection_norms
+
+    def off(*args, **kwargs):
+        norms = exact(*args, **kwargs)
+        return norms._replace(outside=factor * norms.outside)
+
+    monkeypatch.setattr(relu, "rkhs_projection_norms", off)
+    for point in chosen:
+        outcome = claims.check_point("faf.eq154-159.projection", point, QUICK)
+        assert outcome.status == claims.FAIL and abs(outcome.result.z) > 10, point
