@@ -70,3 +70,16 @@ def test_the_projection_claim_fails_at_every_quick_point_when_the_residual_is_fi
     for point in chosen:
         outcome = claims.check_point("faf.eq154-159.projection", point, QUICK)
         assert outcome.status == claims.FAIL and abs(outcome.result.z) > 10, point
+
+
+@pytest.mark.parametrize("shift", [-1, 1])
+def test_the_sample_size_claim_fails_when_the_sample_size_is_one_off(shift, monkeypatch):
+    """merlin.thm2.sample-size: the binomial tails hold with a wide margin one sample below the formula's n_t, so they
+    cannot tell n_t − 1 from n_t; the claim holds n_t to ⌈max(18 log(2/ξ), 3 log(2k/ξ))⌉ from both sides."""
+    from transfertheory.theory import merlin
+
+    assert claims.run("merlin.thm2.sample-size", QUICK).status == claims.PASS
+    exact = merlin.merlin_sample_size
+    monkeypatch.setattr(merlin, "merlin_sample_size", lambda k, xi: exact(k, xi) + shift)
+    outcome = claims.run("merlin.thm2.sample-size", QUICK)
+    assert outcome.status == claims.FAIL and all(p.status == claims.FAIL for p in outcome.points)

@@ -306,9 +306,11 @@ def _sample_size(case):
     n = M.merlin_sample_size(k, xi)
     half_zero = float(binom.sf(math.ceil(n / 2) - 1, n, 1 / 3))
     wrong = (k - 1) * M.wrong_feature_fit_probability(n)
+    need = max(18 * math.log(2 / xi), 3 * math.log(2 * k / xi))
+    # both sides: the tails hold by a wide margin one sample below the formula, so they do not pin n down
     return combine([holds(half_zero <= xi / 2, label=f"n={n}: P(≥ half zeros) = {half_zero:.3g} ≤ ξ/2"),
                     holds(wrong <= xi / 2, label=f"(k−1)·P(fit) = {wrong:.3g} ≤ ξ/2"),
-                    holds(n - 1 < max(18 * math.log(2 / xi), 3 * math.log(2 * k / xi)), label="n is the smallest")])
+                    holds(n - 1 < need <= n, label=f"n = ⌈max(18 log(2/ξ), 3 log(2k/ξ))⌉ = ⌈{need:.6g}⌉")])
 
 
 @register("merlin.thm2.any-wrong-fit", source="MeRLin Thm 2 (proof: union bound k(2/3)ⁿ)", kind="monte-carlo",
