@@ -83,3 +83,15 @@ def test_the_sample_size_claim_fails_when_the_sample_size_is_one_off(shift, monk
     monkeypatch.setattr(merlin, "merlin_sample_size", lambda k, xi: exact(k, xi) + shift)
     outcome = claims.run("merlin.thm2.sample-size", QUICK)
     assert outcome.status == claims.FAIL and all(p.status == claims.FAIL for p in outcome.points)
+
+
+@pytest.mark.parametrize("factor", [1.01, 0.99])
+def test_the_lemma_4_claim_fails_when_the_threshold_is_one_percent_off(factor, monkeypatch):
+    """merlin.lemma4's λ leave out (0.41, 0.43) around 2^{1/3}/3 = 0.41997, so "μ* > 0 iff λ < threshold" alone let any
+    threshold in that gap pass; the claim also checks that a μ > 0 beats L(0) = 2/3 just below it and none just above."""
+    from transfertheory.theory import merlin
+
+    point = claims.points("merlin.lemma4", QUICK)[0]
+    assert claims.check_point("merlin.lemma4", point, QUICK).status == claims.PASS
+    monkeypatch.setattr(merlin, "SOURCE_SCALE_THRESHOLD", factor * merlin.SOURCE_SCALE_THRESHOLD)
+    assert claims.check_point("merlin.lemma4", point, QUICK).status == claims.FAIL
