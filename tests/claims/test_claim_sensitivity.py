@@ -95,3 +95,14 @@ def test_the_lemma_4_claim_fails_when_the_threshold_is_one_percent_off(factor, m
     assert claims.check_point("merlin.lemma4", point, QUICK).status == claims.PASS
     monkeypatch.setattr(merlin, "SOURCE_SCALE_THRESHOLD", factor * merlin.SOURCE_SCALE_THRESHOLD)
     assert claims.check_point("merlin.lemma4", point, QUICK).status == claims.FAIL
+
+
+def test_the_fine_tuning_training_claim_fails_when_the_failure_probability_is_one_minus_one_over_k_plus_one(monkeypatch):
+    """merlin.sim.thm1.finetune at k = 3: 1 − 1/(k + 1) = 0.75 instead of 1 − 1/k = 0.667 is 6 SE away at 1200 seeds
+    (it passed at 300, within 3 SE)."""
+    from transfertheory.theory import merlin
+
+    assert claims.run("merlin.sim.thm1.finetune", QUICK).status == claims.PASS
+    monkeypatch.setattr(merlin, "finetune_failure_probability", lambda k: 1 - 1 / (k + 1))
+    outcome = claims.run("merlin.sim.thm1.finetune", QUICK)
+    assert outcome.status == claims.FAIL and outcome.worst.first.z < -4
