@@ -106,3 +106,29 @@ def test_the_fine_tuning_training_claim_fails_when_the_failure_probability_is_on
     monkeypatch.setattr(merlin, "finetune_failure_probability", lambda k: 1 - 1 / (k + 1))
     outcome = claims.run("merlin.sim.thm1.finetune", QUICK)
     assert outcome.status == claims.FAIL and outcome.worst.first.z < -4
+
+
+@pytest.mark.parametrize("profile", claims.PROFILE_NAMES)
+def test_the_closed_form_monte_carlo_claims_skip_the_points_where_both_sides_are_zero(profile):
+    """hypothesis draws the smallest example first: θ = σ = 0 (linear-transfer risk 0) and ‖β_f‖ = ‖β_g‖ = 0 (KL and the
+    cosine bound's difference 0), where a formula off by any factor passes. The strategies leave them out."""
+    import math
+
+    assert all(math.sin(p["theta"]) ** 2 + p["sigma"] ** 2 > 1e-4 for p in claims.points("faf.eq12", profile))
+    for claim_id in ("faf.eq34", "faf.eq25-27"):
+        assert all(p["norm_f"] + p["norm_g"] > 0 for p in claims.points(claim_id, profile))
+
+
+def test_the_rank_one_head_claim_fails_at_every_quick_point_when_eq_12_is_five_percent_off(monkeypatch):
+    from transfertheory.theory import methods
+
+    chosen = claims.points("faf.eq12", QUICK)
+    assert all(claims.check_point("faf.eq12", p, QUICK).status == claims.PASS for p in chosen)
+    exact = methods.TransferMethod.paper_risk_finite
+
+    def off(self, *args, **kwargs):
+        value = exact(self, *args, **kwargs)
+        return 1.05 * value if self.name == "linear" else value
+
+    monkeypatch.setattr(methods.TransferMethod, "paper_risk_finite", off)
+    assert all(claims.check_point("faf.eq12", p, QUICK).status == claims.FAIL for p in chosen)
