@@ -102,10 +102,12 @@ def test_the_fine_tuning_training_claim_fails_when_the_failure_probability_is_on
     (it passed at 300, within 3 SE)."""
     from transfertheory.theory import merlin
 
-    assert claims.run("merlin.sim.thm1.finetune", QUICK).status == claims.PASS
+    claim = claims.get_claim("merlin.sim.thm1.finetune")
+    case = claims.Case(claim, QUICK, {}, seed=0)  # one stage, no confirmation: the first stage must already fail
+    assert claim.check(case).passed
     monkeypatch.setattr(merlin, "finetune_failure_probability", lambda k: 1 - 1 / (k + 1))
-    outcome = claims.run("merlin.sim.thm1.finetune", QUICK)
-    assert outcome.status == claims.FAIL and outcome.worst.first.z < -4
+    result = claim.check(case)
+    assert not result.passed and result.z < -4
 
 
 @pytest.mark.parametrize("profile", claims.PROFILE_NAMES)
