@@ -113,8 +113,9 @@ def _against_finite(case, quantity):
 for _id, _source, _method, _quantity, _strategy, _statement in (
         ("faf.eq10.finite", "FaF Eq. 10 (exact finite n, d)", "scratch", "risk", _min_norm_point,
          "E‖X⁺y − β_t‖² = (1 − n/d)₊ + σ²·E tr((XᵀX)⁺) exactly at finite n, d"),
-        ("faf.eq12", "FaF Eq. 12 (Thm 3.7)", "linear", "risk",
-         lambda profile: _head_point(profile).map(lambda p: {k: v for k, v in p.items() if k != "lam"}),
+        ("faf.eq12", "FaF Eq. 12 (Thm 3.7)", "linear", "risk",  # sin²θ + σ² > 1e-4: at θ ∈ {0, π}, σ = 0 R = 0 exactly
+         lambda profile: _head_point(profile).map(lambda p: {k: v for k, v in p.items() if k != "lam"}).filter(
+             lambda p: math.sin(p["theta"]) ** 2 + p["sigma"] ** 2 > 1e-4),
          "linear transfer on rank-one features: E R_lt = sin²θ + (σ² + sin²θ)/(n − 2), exact for n > 2"),
         ("faf.eq13.finite", "FaF Eq. 13 (exact finite n, d)", "linear", "transferability",
          lambda profile: _min_norm_point(profile).filter(lambda p: p["n"] >= 9),

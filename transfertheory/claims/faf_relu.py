@@ -130,11 +130,13 @@ def _arccos_kernel(case):
           strategy=lambda profile: st.fixed_dictionaries({
               "d": st.integers(3, 8), "m_star": st.integers(2, 8), "mu": st.floats(0.0, 0.75),
               "extra": st.integers(0, 3), "output": st.sampled_from(R.TEACHER_OUTPUTS),
-          }).filter(lambda p: round(p["mu"] * p["m_star"]) <= p["m_star"] - 1), profiles=("quick", "full"),
+          }).filter(lambda p: 1 <= round(p["mu"] * p["m_star"]) <= p["m_star"] - 1), profiles=("quick", "full"),
           allowance=0.0, allowance_reason="none beyond the in-sample optimism of the fit, estimated per point "
                                           "(sandwich formula, < 5% of the SE) and added to the tolerance")
 def _projection(case):
-    """Student: the source teacher (Eq. 19) plus ``extra`` random unit neurons; target: the teacher (Eq. 20)."""
+    """Student: the source teacher (Eq. 19) plus ``extra`` random unit neurons; target: the teacher (Eq. 20). The
+    strategy drops at least one neuron: with none dropped the student's features contain the teacher's, ‖P⊥ f*‖² = 0
+    and the least-squares residual is 0 up to rounding, a point where any formula that vanishes there passes."""
     p = case.params
     rng = case.rng
     W_star, c_star = R.random_teacher(p["m_star"], p["d"], rng, output=p["output"])

@@ -96,6 +96,13 @@ def _lemma4(case):
     value = M.source_scale_objective(mu, lam)
     results = [within(value, min(best_scalar, 2 / 3), 1e-10, label=f"L(μ*) vs numerical min, μ*={mu:.6g}"),
                holds((mu > 0) == (lam < M.SOURCE_SCALE_THRESHOLD), label="μ* > 0 iff λ < 2^{1/3}/3")]
+    # the threshold itself: a relative 1e-6 below it a μ > 0 beats L(0) = 2/3, 1e-6 above it none does (the strategy's
+    # λ leave out (0.41, 0.43), so the iff above pins it only to that gap)
+    threshold = M.SOURCE_SCALE_THRESHOLD
+    beside = [_bounded_min(lambda t, f=f: M.source_scale_objective(t, f * threshold), (0.25, 2.0)) - 2 / 3
+              for f in (1 - 1e-6, 1 + 1e-6)]
+    results.append(holds(beside[0] < 0 < beside[1], label=f"threshold {threshold:.10g}: min_(μ>0) L − L(0) = "
+                                                          f"{beside[0]:.2g} just below, {beside[1]:.2g} just above"))
     theta, phi = M.source_minimizer(lam, d, 2, k, k) if mu > 0 else (np.zeros(2), np.zeros((d, 2)))
     results.append(within(M.regularized_source_loss(theta, phi, k, lam), value, 1e-12, label="L^λ at the minimizer"))
 
@@ -306,9 +313,11 @@ def _sample_size(case):
     n = M.merlin_sample_size(k, xi)
     half_zero = float(binom.sf(math.ceil(n / 2) - 1, n, 1 / 3))
     wrong = (k - 1) * M.wrong_feature_fit_probability(n)
+    need = max(18 * math.log(2 / xi), 3 * math.log(2 * k / xi))
+    # both sides: the tails hold by a wide margin one sample below the formula, so they do not pin n down
     return combine([holds(half_zero <= xi / 2, label=f"n={n}: P(≥ half zeros) = {half_zero:.3g} ≤ ξ/2"),
                     holds(wrong <= xi / 2, label=f"(k−1)·P(fit) = {wrong:.3g} ≤ ξ/2"),
-                    holds(n - 1 < max(18 * math.log(2 / xi), 3 * math.log(2 * k / xi)), label="n is the smallest")])
+                    holds(n - 1 < need <= n, label=f"n = ⌈max(18 log(2/ξ), 3 log(2k/ξ))⌉ = ⌈{need:.6g}⌉")])
 
 
 @register("merlin.thm2.any-wrong-fit", source="MeRLin Thm 2 (proof: union bound k(2/3)ⁿ)", kind="monte-carlo",
