@@ -7,6 +7,9 @@ import pytest
 
 from transfertheory import claims
 
+#: checks of the checks, run with the tooling's (``-m meta``; docs/testing.md, "Markers")
+pytestmark = pytest.mark.meta
+
 QUICK = claims.get_profile("quick")
 
 

@@ -277,6 +277,7 @@ def test_every_profile_is_consistent():
     assert np.all([claims.PROFILES[n].sim_d[1] >= claims.PROFILES["quick"].sim_d[1] for n in claims.PROFILE_NAMES])
 
 
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_merlin_union_bound_check_fails_when_the_bound_is_scaled_down(monkeypatch):
     """merlin.thm2.bound-2-3 checks the paper's union bound k(2/3)ⁿ over its k events; the bound holds with a
     margin of 17 % at n = 1 (union/bound = 0.83 at k = 64), so a bound scaled by ¾ must fail the check."""
@@ -297,6 +298,7 @@ def test_the_finite_fine_tuning_claims_check_points_where_fine_tuning_carries_so
     assert all(p["n"] < p["d"] for p in claims.points("faf.eq17.finite", profile))
 
 
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_finite_fine_tuning_risk_claim_fails_when_eq_16_is_off_by_five_percent(monkeypatch):
     from transfertheory.theory import methods
 
@@ -326,6 +328,7 @@ def _scaled(function, factor):
     ("faf.aniso.ridge", "_kappa", {**_ANISO_POINT, "sigma": 1.0, "ridge": 0.1}),  # κ × 1.05: the equivalent − 4.8 %
     ("faf.aniso.finetune", "fine_tune_risk", _ANISO_POINT),
 ])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_anisotropic_equivalent_claims_fail_when_the_equivalent_is_five_percent_off(claim_id, name, params,
                                                                                         monkeypatch):
     """The deterministic-equivalent claims hold the fitted limit of mean − equivalent over the size ladder to 0 with
@@ -339,6 +342,7 @@ def test_the_anisotropic_equivalent_claims_fail_when_the_equivalent_is_five_perc
 
 
 @pytest.mark.parametrize("claim_id", ["faf.thm3.4", "faf.aniso.rank-one"])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_rank_one_claims_fail_when_the_residue_goes_as_a_power_of_alpha_other_than_one(claim_id, monkeypatch):
     """σ₂/σ₁ ∝ α⁰·⁹ (one decade of α shrinks it 7.9×) must fail the slope check."""
     from transfertheory.sim.deep_linear import PretrainResult
@@ -348,6 +352,7 @@ def test_the_rank_one_claims_fail_when_the_residue_goes_as_a_power_of_alpha_othe
     assert claims.run(claim_id, "quick").status == claims.FAIL
 
 
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monkeypatch):
     """faf.thm3.9.corrected.L3 holds an L = 3 simulation to the L = 3 corrected limit and away from L = 2's: the same
     check fed a two-layer network's fine-tuning (everything else equal) must FAIL."""
@@ -431,6 +436,7 @@ def _kernels_converging_like(power):
 
 @pytest.mark.parametrize("claim_id", ["mtl.ntk.fluctuation-rate", "mtl.ntk.width-rate"])
 @pytest.mark.parametrize("power, passes", [(-1 / 2, True), (-1 / 3, False), (-2 / 3, False)])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_mtl_width_rate_claims_tell_h_to_the_minus_half_from_a_third_and_two_thirds(claim_id, power, passes,
                                                                                         monkeypatch):
     """The kernels' fluctuation and distance fitted as c + s·log h + b/h, s = −1/2 within 4 SE and no allowance:
@@ -459,6 +465,7 @@ def _times(function, factor, column):
 @pytest.mark.parametrize("claim_id, name, column", [("mtl.lemma5.inverse-gap-rate", "_depth_structure", 2),
                                                     ("mtl.thm1.depth-rate", "_prediction_gap", None)])
 @pytest.mark.parametrize("factor", [lambda L: L ** -0.5, lambda L: L ** 0.5, np.log], ids=["L^-0.5", "L^0.5", "log L"])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_mtl_depth_rate_claims_fail_when_the_exponent_is_half_a_unit_off_or_carries_a_log(claim_id, name, column,
                                                                                               factor, monkeypatch):
     """Two-sided: the local exponent at L = 512 → 1024 is the rate (−2, −1) within the movement of the local exponents
@@ -475,6 +482,7 @@ def test_the_mtl_depth_rate_claims_fail_when_the_exponent_is_half_a_unit_off_or_
     assert not claim.check(claims.Case(claim, QUICK, {}, seed=0)).passed
 
 
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_mtl_fig1_erratum_claim_fails_when_the_lemmas_gap_grows_with_lam_tau(monkeypatch):
     """mtl.fig1.lam-tau-trend shows, with λτ̂ = λτ, a decrease of the gap > 4 SE for either Φ′_ANIL; a Lemma's gap that
     grows with λτ (× (1 + λτ), the paper's trend) makes the check fail (the claim would no longer be an erratum)."""

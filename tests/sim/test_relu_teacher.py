@@ -506,6 +506,7 @@ def test_fig4_statistics_are_clustered_by_teacher():
     ("faf.relu.sim.pretraining-aligns-kernel", "pretraining_alignment", dict(teacher_scale=1.05)),
     ("faf.relu.sim.pperp-grows-with-mu", "_GROWTH_MUS", (0.4, 0.4)),
 ])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_simulation_claims_fail_when_perturbed(monkeypatch, claim, name, wrong):
     """Each claim against the simulator turns FAIL in the quick profile when what it checks is off: ‖P⊥ f_t*‖²
     scaled by 0.98 or 1.02 (Eq. 21), pretraining against a source whose output weights are off by ±5%, equal μ in
@@ -539,6 +540,7 @@ def eq21_quick_run():
     # the formula for noise independent of the features, m/(n − m − 1): 0.89× the sandwich here
     ("gaussian", 1.0, False), ("gaussian", 1.3, False), ("gaussian", 0.7, False),
 ])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_eq21_claim_tells_the_sandwich_from_wrong_references(eq21_quick_run, reference, scale, passes):
     """The Eq. 21 claim's comparison passes with the sandwich tr(Σ⁻¹Ω)/(‖P⊥‖²(n − m − 1)) of the same teachers and
     fails with it scaled by 1.3 or 0.7, and with the Gaussian m/(n − m − 1) (× 1, 1.3, 0.7) in its place."""

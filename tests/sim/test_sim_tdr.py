@@ -326,6 +326,7 @@ PERTURBED = {"tdr.sim.transformed-labels": "transformed_labels", "tdr.sim.thm2-b
 
 @pytest.mark.parametrize("factor", [1.05, 0.95])
 @pytest.mark.parametrize("claim_id", list(PERTURBED))
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_training_claims_fail_on_a_formula_off_by_five_percent(monkeypatch, claim_id, factor):
     """At a quick point (the last; the claims PASS there unperturbed: tests/claims/test_claims.py) a formula off by 5 %
     fails the claim's check: the agreement at the largest width, not the closing gap alone, carries the power

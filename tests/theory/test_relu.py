@@ -378,6 +378,7 @@ def test_negative_transfer_boundary():
      lambda f: lambda *a: R.ProjectionNorms(f(*a).inside, 1.01 * f(*a).outside)),
     ("faf.relu.population-loss", "population_loss", lambda f: lambda *a: 1.02 * f(*a)),
 ])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_claims_fail_on_a_perturbed_formula(monkeypatch, claim, name, wrong):
     """A formula off by 1–2% turns its claim FAIL in the quick profile (the audit would go red)."""
     from transfertheory.claims import registry  # noqa: PLC0415
