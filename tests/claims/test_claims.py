@@ -366,6 +366,39 @@ def test_the_depth_claims_fail_when_the_network_trained_is_two_layers_deep(monke
     assert not result.passed
 
 
+def _two_layer_exponent(limit):
+    return lambda X, y, beta_pre, depth=2: limit(X, y, beta_pre, depth=2)
+
+
+def _transferability_scaled(risks, factor):
+    def scaled(X, y, beta_pre, beta_t, depth):
+        scratch, fine_tuned = risks(X, y, beta_pre, beta_t, depth)
+        return scratch, scratch - factor * (scratch - fine_tuned)
+    return scaled
+
+
+@pytest.mark.parametrize("depth", [3, 4])
+@pytest.mark.parametrize("perturbed", ["two-layer exponent", "T x 1.5"])
+@pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
+def test_the_depth_claims_fail_when_the_per_draw_limit_is_wrong(depth, perturbed, monkeypatch):
+    """faf.thm3.9.corrected.L3/.L4 hold every simulated draw's fine-tuned risk to the same draw's L-layer limit within
+    the per-draw allowance (0.0116, 0.0194): they PASS, and FAIL on the per-draw check when the limit's c takes the
+    L = 2 exponent c⁴ (largest per-draw gap measured 1.10, 1.76) or its paired T is × 1.5 (0.58, 0.75)."""
+    from transfertheory.claims import faf_linear_sim
+
+    claim_id = f"faf.thm3.9.corrected.L{depth}"
+    allowance = claims.get_claim(claim_id).allowance
+    assert claims.check_point(claim_id, {}, QUICK).status == claims.PASS
+    if perturbed == "two-layer exponent":
+        monkeypatch.setattr(faf_linear_sim, "fine_tune_limit", _two_layer_exponent(faf_linear_sim.fine_tune_limit))
+    else:
+        monkeypatch.setattr(faf_linear_sim, "_depth_limit_risks",
+                            _transferability_scaled(faf_linear_sim._depth_limit_risks, 1.5))
+    outcome = claims.check_point(claim_id, {}, QUICK)
+    assert outcome.status == claims.FAIL
+    assert outcome.result.criterion.statistic == "|Δ|" and outcome.result.discrepancy > 10 * allowance
+
+
 @pytest.mark.parametrize("profile", claims.PROFILE_NAMES)
 def test_the_mtl_training_claims_train_the_networks_of_the_named_sweep_mtl(profile, monkeypatch):
     """The training study of the mtl.lemma1.trained-* claims runs at the sizes of the named sweep ``mtl``'s points

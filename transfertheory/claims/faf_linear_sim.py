@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from ..sim import deep_linear as dl
 from ..theory.fine_tuning import fine_tune_limit
 from ..theory.methods import METHODS
+from ..theory.scratch import min_norm_solution
 from .compare import agreement, exceeds, holds, mean_se, refutation, significant, within
+from .faf_linear import _risk
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 
 #: Allowance (risk units) for the integrator's error at its default rtol = 1e-3: against rtol = 1e-6 every
@@ -151,42 +153,70 @@ def _eq17_erratum(case):
                       label=f"paired T_ft at d={d}, n={n}, θ=π/2, σ=2 vs Eq. 17 (c = 1)")
 
 
-#: deeper networks escape the small-initialization plateau in t ~ α^{2−L}: the scales of the depth claims, and their
-#: allowances (risk units), measured at d = 32, n = 16, θ = 0, σ = 2 over 20 draws: the integrator at rtol = 1e-3
-#: moves every draw's T by ≤ 7.1e-3 (L = 3) and 1.2e-2 (L = 4) against rtol = 1e-6; α moves it by ≤ 7.4e-3 from α
-#: to α/10 (L = 3) and 1.9e-2 from α to α/3 (L = 4), extrapolated linearly to α → 0 (× 10/9 and × 3/2)
+#: deeper networks escape the small-initialization plateau in t ~ α^{2−L}: the initialization scales of the depth claims
 _DEPTH_ALPHA = {3: 1e-2, 4: 3e-2}
-_DEPTH_ALLOWANCE = {3: 7.1e-3 + 7.4e-3 * 10 / 9, 4: 1.2e-2 + 1.9e-2 * 3 / 2}
+#: per-draw allowance (risk units) of the simulated fine-tuned risk against the same draw's corrected L-layer limit:
+#: the integrator at rtol = 1e-3 and the finite α above. Measured at the claims' point (d = 32, n = 16, θ = 0, σ = 2)
+#: on 1000 draws of seeds 1–10 (not the claims' seed): every draw within 0.0116 (L = 3) and 0.0194 (L = 4) of its
+#: limit, almost all of it the integrator's (at rtol = 1e-6 the claims' own draws are within 1.4e-4 and 2.3e-3:
+#: finite α)
+_DEPTH_ALLOWANCE = {3: 0.0116, 4: 0.0194}
+
+
+def _depth_limit_risks(X, y, beta_pre, beta_t, depth):
+    """(scratch, fine-tuned) risks of the limits of a stack of draws: X⁺y and the corrected L-layer limit."""
+    return _risk(min_norm_solution(X, y), beta_t), _risk(fine_tune_limit(X, y, beta_pre, depth=depth), beta_t)
 
 
 def _fine_tuning_at_depth(case, depth):
     """The simulated L-layer fine-tuning at σ = 2, γ = ½, θ = 0 (where the corrected limit's depth dependence is
-    largest: T = 0.34, 0.12, −0.09 at L = 2, 3, 4, d = 32) agrees with the Monte Carlo of the L-layer corrected
-    limit and lies > 4 SE (+ the allowance) from the L = 2 one. Quick profile only (d = 32, 100 draws, ~3–6 s): the
-    allowances were measured at that size."""
+    largest: T = 0.34, 0.12, −0.09 at L = 2, 3, 4, d = 32), paired per draw with the limits of the same draw
+    (X, y rebuilt from the simulator's seed, :func:`~transfertheory.sim.deep_linear.target_draw`):
+
+    * every draw's fine-tuned risk is that of its corrected L-layer limit within the allowance (the integrator's and
+      finite α's error, measured on other seeds);
+    * the mean of the limits' paired T over these draws is the record's finite-size T at depth L (a Monte Carlo on
+      other draws, within 4 SE of both: no allowance, both are the limit), the expectation docs and figures quote;
+    * the fine-tuned risks are farther from the L = 2 limit's than the allowance (paired mean, > 4 SE).
+
+    Scratch is not compared per draw: its limit X⁺y does not depend on L (faf.thm3.5), and its O(α) offset at these
+    α (up to 0.02 at L = 3, 0.1 at L = 4) would only blunt the check. Quick profile only (d = 32, 100 draws)."""
     d = case.profile.sim_d[1]
-    n = d // 2
-    df = _simulate(case, ("scratch", "finetune"), d=d, n=n, theta=0.0, sigma=2.0, depth=depth,
+    n, sigma, seed = d // 2, 2.0, case.seed % 2**32
+    df = _simulate(case, ("scratch", "finetune"), d=d, n=n, theta=0.0, sigma=sigma, depth=depth,
                    alpha=_DEPTH_ALPHA[depth])
-    mean, se = mean_se(_paired(df, "finetune"))
-    record, reference = METHODS["finetune"], dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)
-    deep, deep_se = record.flow_transferability_finite(n, d, 0.0, 2.0, depth=depth, **reference)
-    two, two_se = record.flow_transferability_finite(n, d, 0.0, 2.0, depth=2, **reference)
+    beta_s, _, beta_t = dl.task_vectors(d, [0.0], seed)
+    draws = sorted(df["draw"].unique())
+    X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, sigma, seed, 0, i) for i in draws)))
+    y = Y[..., 0]
+    limit_scratch, limit_ft = _depth_limit_risks(X, y, beta_s, beta_t[0], depth)
+    _, two_ft = _depth_limit_risks(X, y, beta_s, beta_t[0], 2)
+    simulated = df[df["method"] == "finetune"].set_index("draw").loc[draws, "risk"].to_numpy()
+    gap = np.abs(simulated - limit_ft)
+    worst, allowance = int(np.argmax(gap)), case.claim.allowance
+    record, reference = METHODS["finetune"], dict(draws=case.profile.reference_draws, seed=seed)
+    deep, deep_se = record.flow_transferability_finite(n, d, 0.0, sigma, depth=depth, **reference)
+    mean_two, se_two = mean_se(simulated - two_ft)
     return combine([
-        agreement(mean, se, float(deep), reference_se=float(deep_se), allowance=case.claim.allowance,
-                  label=f"paired T_ft, L={depth}, d={d}, n={n}, θ=0, σ=2, vs the L={depth} corrected limit"),
-        significant(abs(mean - float(two)) - case.claim.allowance, math.hypot(se, float(two_se)),
-                    label=f"distance beyond the allowance to the L=2 corrected limit {float(two):.4g}"),
-    ])
+        within(float(gap[worst]), 0.0, allowance,
+               f"largest |R_ft − R_ft of the L={depth} corrected limit| over {len(draws)} draws (draw {worst})"),
+        agreement(*mean_se(limit_scratch - limit_ft), float(deep), reference_se=float(deep_se),
+                  label=f"paired T of the L={depth} limit on the simulated draws vs the record's T_ft "
+                        f"(d={d}, n={n}, θ=0, σ=2)"),
+        significant(mean_two - allowance, se_two,
+                    label=f"mean R_ft − R_ft of the L=2 limit {mean_two:.4g} beyond the allowance"),
+    ], after=f"; simulated paired T {float(np.mean(_paired(df, 'finetune'))):.4g}")
 
 
 for _depth, _power in ((3, "c³"), (4, "c^{8/3}")):
     register(f"faf.thm3.9.corrected.L{_depth}", source=f"FaF Thm 3.9 (corrected limit, L = {_depth})", method="finetune",
              kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[_depth],
-             allowance_reason=f"integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[_depth]:g} (deeper nets "
-                              "need a larger α), each a per-draw bound measured at this point (faf_linear_sim.py)",
-             statement=f"an L = {_depth} network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) has the paired T "
-                       f"of the corrected limit with c^{{2L/(L−1)}} = {_power}, not that of the L = 2 limit")(
+             allowance_reason=f"per draw: integrator error at rtol = 1e-3 plus finite α = {_DEPTH_ALPHA[_depth]:g} "
+                              "(deeper nets need a larger α), measured against the exact limit on 1000 draws of "
+                              "other seeds at this point (faf_linear_sim.py)",
+             statement=f"an L = {_depth} network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) reaches, draw by "
+                       f"draw, the risk of the corrected limit with c^{{2L/(L−1)}} = {_power}, not that of the L = 2 "
+                       "limit; the mean of that limit's paired T is the record's finite-size T_ft")(
         functools.partial(_fine_tuning_at_depth, depth=_depth))
 
 
