@@ -19,8 +19,11 @@ over 20 draws of the target set"):
 Why 4·s + allowance: the mean of ≥ 20 paired draws is close to normal away from
 the heavy-tailed corners (|n − d| ≤ 3, n ≤ 8), so |z| > 4 has probability
 ≈ 6e-5 per point — a figure of a few dozen points fails by chance about once in
-several hundred runs. The allowance bounds what produced the number adds on top
-of the statistics, and follows it: a table of :func:`risk_stats` or
+several hundred runs. Not so for a linear or ridge risk: per draw it is its floor
+plus a nearly χ²₁-distributed excess, so a low mean comes with a low SD and z
+has a heavy left tail (docs/figures.md gives the measured rates). The allowance
+bounds what the computation that produced the number adds on top of the
+statistics, and follows that computation: a table of :func:`risk_stats` or
 :func:`transferability_stats` records its own in ``attrs["allowance"]``, which
 :func:`compare` and the agreement summaries read — the integrator's
 :data:`INTEGRATOR_ALLOWANCE` for anything with an integrated run in it (scratch
@@ -28,7 +31,8 @@ and fine-tuning risks, every paired transferability, whose scratch part is
 integrated), the exact solve's
 :data:`~transfertheory.sim.deep_linear.LINEAR_RISK_ALLOWANCE` (1e-8) for a
 linear-transfer or ridge risk the simulator solved exactly (``status``
-"exact"), where the integrator's 2e-3 would be 7–40 % of a risk of 0.005–0.03.
+"exact"), where the integrator's 2e-3 would hide errors of several per cent in
+small risks.
 
 The intervals of the MeRLin simulation figure (a mean's percentile bootstrap interval, a frequency's Wilson
 interval) are :mod:`transfertheory.sim.statistics`'s.
@@ -64,13 +68,13 @@ __all__ = [
 INTEGRATOR_ALLOWANCE = 2e-3
 #: the statistical part of the tolerance, in standard errors
 Z_BAND = 4.0
+#: columns of a statistics table (before :func:`compare` adds the theory)
+STAT_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "mean", "sd", "se", "n_converged", "n_draws"]
 
 
 def tolerance(allowance):
     """The tolerance with ``allowance``, in words (column definitions, summaries and metadata)."""
     return f"|sim − theory| ≤ {Z_BAND:g}·SE + {allowance:g}"
-#: columns of a statistics table (before :func:`compare` adds the theory)
-STAT_COLUMNS = ["gamma", "theta", "n", "d", "sigma", "lam", "method", "mean", "sd", "se", "n_converged", "n_draws"]
 
 
 def _plain(raw):
