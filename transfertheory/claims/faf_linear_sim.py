@@ -20,6 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..sim import deep_linear as dl
+from ..sim.deep_linear import LINEAR_RISK_ALLOWANCE  # the exact solve's accuracy, measured there
 from ..theory.fine_tuning import fine_tune_limit
 from ..theory.methods import METHODS
 from ..theory.scratch import min_norm_solution
@@ -35,15 +36,6 @@ _ALLOWANCE_REASON = ("integrator error at rtol = 1e-3: every draw's risk within 
                      "(docs/simulator.md); finite α = 1e-5 adds O(α²)")
 #: the registry options of a claim held to the integrator's allowance
 INTEGRATOR = dict(allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_REASON)
-#: Allowance (risk units) of the simulated linear-transfer and ridge risks: the simulator solves the last layer exactly
-#: on the pretrained features (no integrator), so what is left is pretraining, which stops at ‖β − β_s‖ ≤ gtol = 1e-8
-#: (α = 1e-5, rtol = 1e-4): an O(1e-8) error of the feature direction and of the risk. Measured against α = 1e-6 and
-#: pretraining at rtol = 1e-6, gtol = 1e-10 on the same draws: every draw's risk moved by ≤ 2.2e-9 (d = 16, 32: 40
-#: draws, γ ∈ {0.28, 0.3, 0.5, 0.56, 0.75, 1.25, 1.5, 2}, θ ∈ {0, π/6, π/3, π/2}, σ ∈ {0.3, 1}, λ ∈ {0, 0.05, 0.1, 1, 2};
-#: d = 100, 500: 10 draws). The paired T = R_sc − R_lt keeps :data:`INTEGRATOR_ALLOWANCE` for its scratch part
-#: (measured there ≤ 3.6e-4, d = 32, |n − d| = 8). The integrator's 2e-3 on these risks (0.005–0.03 at small θ and σ)
-#: let a linear-transfer formula off by 5 % pass.
-LINEAR_RISK_ALLOWANCE = 1e-8
 _LINEAR_ALLOWANCE_REASON = (f"paired T: {_ALLOWANCE_REASON}; the linear-transfer/ridge risk itself (an exact last-layer "
                             f"solve, no integrator): {LINEAR_RISK_ALLOWANCE:g}, the pretraining's gtol (every draw "
                             "within 2.2e-9 of a run with α = 1e-6 and pretraining at rtol = 1e-6, d = 16–500)")

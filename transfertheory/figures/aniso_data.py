@@ -47,7 +47,7 @@ POINT_COLUMN_DEFINITIONS = {
     "theory_finite_se": "its Monte Carlo standard error",
     "theory_equivalent": "deterministic equivalent of T at this n, d (asymptotic)",
     "z": "(transferability_mean − theory_finite)/√(SE² + theory_finite_se²)",
-    "agrees": f"whether the point is within the tolerance {stats.TOLERANCE}",
+    "agrees": f"whether the point is within the tolerance {stats.tolerance(stats.INTEGRATOR_ALLOWANCE)}",
     "n_converged": "target draws whose every run converged", "n_draws": "target draws simulated",
 }
 

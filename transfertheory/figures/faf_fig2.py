@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 
+from ..sim.deep_linear import LINEAR_RISK_ALLOWANCE
 from ..theory.methods import get_method
 from . import stats
 from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
@@ -61,7 +62,7 @@ COLUMN_DEFINITIONS = {
     "theory_finite": "exact expected risk at this n (what the simulation is compared with)",
     "theory_finite_se": "its standard error (0: a closed form)",
     "z": "(risk_mean − theory_finite)/risk_se",
-    "agrees": f"whether the point is within the tolerance {stats.TOLERANCE}",
+    "agrees": f"whether the point is within the tolerance {stats.tolerance(LINEAR_RISK_ALLOWANCE)}",
     "n_converged": "target draws whose run converged",
     "n_draws": "target draws simulated",
     "seed": "seed of this λ's draws (its own: the points are independent), derived from the figure's seed and λ",

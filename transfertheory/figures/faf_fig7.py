@@ -98,7 +98,8 @@ def plot(points):
     _, _, draws = _cells(points, skipped, "n_draws")
     incomplete = incomplete < draws
     gap = points.assign(gap=(points["transferability_mean"] - points["theory_finite"]).abs())
-    near = _cells(gap, skipped, "gap")[2] <= stats.ALLOWANCE
+    allowance = points.attrs["allowance"]
+    near = _cells(gap, skipped, "gap")[2] <= allowance
     te, ge = _edges(theta), _edges(gamma)
 
     def mark(ax, cells, **style):
@@ -118,7 +119,7 @@ def plot(points):
         ax.set(xlabel="θ", title=title, xlim=(te[0], te[-1]), ylim=(ge[0], ge[-1]))
         ax.set_xticks([0, np.pi / 6, np.pi / 3, np.pi / 2], ["0", "π/6", "π/3", "π/2"])
     # z of cells within the integrator allowance measures integration error (T = 0 pathwise), not statistics
-    mark(axes[2], near, facecolor="#e5f5e0", hatch="..", label=f"|sim − theory| ≤ {stats.ALLOWANCE:g}")
+    mark(axes[2], near, facecolor="#e5f5e0", hatch="..", label=f"|sim − theory| ≤ {allowance:g}")
     axes[0].set_ylabel("γ = n/d")
     annotate_convergence(axes[1], {"target draws": (int(points["n_converged"].sum()), int(points["n_draws"].sum()))})
     note = f"; grey: n = {', '.join(map(str, skipped))} not simulated" if skipped else ""

@@ -79,7 +79,7 @@ SIM_COLUMN_DEFINITIONS = {
     "theory_asymptotic": "n, d → ∞ limit of T at this γ, θ for the gradient-flow limit",
     "theory_paper_asymptotic": "the paper's n, d → ∞ formula at this γ, θ",
     "z": "(transferability_mean − theory_finite)/√(SE² + theory_finite_se²)",
-    "agrees": f"whether the point is within the tolerance {stats.TOLERANCE}",
+    "agrees": f"whether the point is within the tolerance {stats.tolerance(stats.INTEGRATOR_ALLOWANCE)}",
     "n_converged": "target draws whose every run converged (the others are left out of the mean)",
     "n_draws": "target draws simulated",
 }

@@ -30,7 +30,7 @@ instance's result is independent of the rest of its batch, bit for bit.
 """
 from . import draws, losses, network, stages, transfer
 from .draws import *  # noqa: F401,F403  (the package exports these modules' __all__)
-from .experiment import COLUMNS, METHODS, ROW_KEYS, run_transfer_experiment
+from .experiment import COLUMNS, LINEAR_RISK_ALLOWANCE, METHODS, ROW_KEYS, run_transfer_experiment
 from .losses import *  # noqa: F401,F403
 from .network import *  # noqa: F401,F403
 from .stages import *  # noqa: F401,F403
@@ -38,4 +38,5 @@ from .training import PretrainResult, pretrain, train
 from .transfer import *  # noqa: F401,F403
 
 __all__ = [*network.__all__, *losses.__all__, *stages.__all__, "train", "PretrainResult", "pretrain",
-           *transfer.__all__, "run_transfer_experiment", *draws.__all__, "METHODS", "ROW_KEYS", "COLUMNS"]
+           *transfer.__all__, "run_transfer_experiment", *draws.__all__, "METHODS", "ROW_KEYS", "COLUMNS",
+           "LINEAR_RISK_ALLOWANCE"]
