@@ -209,8 +209,8 @@ def _fine_tuning_at_depth(case, depth):
 for _depth, _power in ((3, "c³"), (4, "c^{8/3}")):
     register(f"faf.thm3.9.corrected.L{_depth}", source=f"FaF Thm 3.9 (corrected limit, L = {_depth})", method="finetune",
              kind="simulation", profiles=("quick",), allowance=_DEPTH_ALLOWANCE[_depth],
-             allowance_reason=f"per draw: integrator error at rtol = {_DEPTH_FLOW['rtol']:g} plus finite "
-                              f"α = {_DEPTH_ALPHA:g} (O(α²)); twice the largest error of 5000 draws of other seeds "
+             allowance_reason=f"per draw: integrator error at rtol = 1e-5 plus finite α = {_DEPTH_ALPHA:g} "
+                              "(O(α²)); twice the largest error of 5000 draws of other seeds "
                               "against the exact limit at this point (docs/testing.md)",
              statement=f"an L = {_depth} network fine-tuned by gradient flow (σ = 2, γ = 1/2, θ = 0) reaches, draw by "
                        f"draw, the risk of the corrected limit with c^{{2L/(L−1)}} = {_power}, not that of the L = 2 "
