@@ -382,8 +382,8 @@ def _transferability_scaled(risks, factor):
 @pytest.mark.meta  # a claim's sensitivity to a perturbed formula (docs/testing.md)
 def test_the_depth_claims_fail_when_the_per_draw_limit_is_wrong(depth, perturbed, monkeypatch):
     """faf.thm3.9.corrected.L3/.L4 hold every simulated draw's fine-tuned risk to the same draw's L-layer limit within
-    the per-draw allowance (0.0116, 0.0194): they PASS, and FAIL on the per-draw check when the limit's c takes the
-    L = 2 exponent c⁴ (largest per-draw gap measured 1.10, 1.76) or its paired T is × 1.5 (0.58, 0.75)."""
+    the per-draw allowance (1.3e-3, 2.2e-3): they PASS, and FAIL on the per-draw check when the limit's c takes the
+    L = 2 exponent c⁴ (largest per-draw gap measured 1.10, 1.75) or its paired T is × 1.5 (0.59, 0.77)."""
     from transfertheory.claims import faf_linear_sim
 
     claim_id = f"faf.thm3.9.corrected.L{depth}"
