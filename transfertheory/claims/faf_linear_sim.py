@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ..sim import deep_linear as dl
 from ..theory.fine_tuning import fine_tune_limit
-from ..theory.methods import METHODS, reference_draws
+from ..theory.methods import METHODS, REFERENCE_DRAWS
 from ..theory.scratch import min_norm_solution
 from .compare import agreement, exceeds, holds, mean_se, refutation, significant, within
 from .faf_linear import _risk
@@ -144,8 +144,9 @@ def _mean_risk_and_transferability(case):
     * training reaches the limit: on every one of the ``sim_draws`` trained draws each simulated risk (the method's
       and scratch's) is that of the same draw's limit within its allowance (a bound on every draw);
     * the record's expectation is the limit's: the mean of the limit over the trained draws and further draws,
-      ``reference_draws`` in all (the record's policy where the profile has none), agrees with it within 4 SE (no
-      allowance: both are the exact limit; the fine-tuning record is itself a Monte Carlo, with its SE).
+      the profile's ``reference_draws`` in all (:data:`~transfertheory.theory.methods.REFERENCE_DRAWS` where it has
+      none), agrees with it within 4 SE (no allowance: both are the exact limit; the fine-tuning record is itself a
+      Monte Carlo, here of as many draws, with its SE).
 
     The per-draw risks are strongly right-skewed (the min-norm noise term has only |n − d|/2 + ½ finite moments, the
     linear-transfer risk is sin²θ + (σ² + sin²θ)χ²₁/χ²ₙ): the 4-SE rule on a mean of 100 of them gives P(|z| > 4)
@@ -155,7 +156,7 @@ def _mean_risk_and_transferability(case):
     flows = tuple(dict.fromkeys(("scratch", record.simulator)))
     df = _simulate(case, flows, ridge=(lam,), options=_FLOW_OPTIONS.get(method))
     trained = case.profile.sim_draws
-    draws = max(trained, case.profile.reference_draws or reference_draws(p["n"], p["d"]))
+    draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
     limit_scratch, limit = _limit_sample(case, method, lam, trained, draws)
     limits = {"scratch": limit_scratch, record.simulator: limit}
     results = []
@@ -166,7 +167,7 @@ def _mean_risk_and_transferability(case):
                               f"largest |simulated − limit {flow} risk of the same draw| over {trained} draws "
                               f"(draw {int(np.argmax(gap))})"))
     args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
-    reference = dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)  # None: the record's policy
+    reference = dict(draws=draws, seed=case.seed % 2**32)  # fine-tuning's record: a Monte Carlo of as many draws
     compared = [("risk", limit, record.flow_risk_finite)]
     if method != "scratch":
         compared.append(("paired T", limit_scratch - limit, record.flow_transferability_finite))
