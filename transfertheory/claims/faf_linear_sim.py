@@ -6,10 +6,11 @@ by scratch training, linear transfer (last layer on frozen features, optionally 
 fine-tuning (all layers from the pretrained weights); :func:`transfertheory.sim.run_transfer_experiment`.
 
 Per-instance claims compare the simulated limit with the closed-form limit point of the same draw.
-Mean-risk claims compare the mean over ``profile.sim_draws`` target draws with the exact
-finite-size expectation at the simulated n, d (4-SE rule) plus :data:`INTEGRATOR_ALLOWANCE` for what
-the theorems leave out. Strategies keep |n − d| ≥ 8 and n ≥ 9, where the risks' fourth moments are
-finite and the SE is reliable (docs/testing.md).
+Mean-risk claims compare every one of the ``profile.sim_draws`` trained draws with its own closed-form limit
+(within :data:`INTEGRATOR_ALLOWANCE`, for what the theorems leave out) and the exact finite-size expectation with
+the mean of that limit over 4000 draws (4-SE rule). Strategies keep |n − d| ≥ 8 and n ≥ 9, where the risks' fourth
+moments are finite; that makes the SE consistent but not z normal: the risks are strongly right-skewed, and the
+4-SE rule on a mean of 100 of them has P(z < −4) ≈ 0.2–0.8 %, on a mean of 4000 ≈ 10⁻⁴ (docs/testing.md).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from ..sim import deep_linear as dl
 from ..sim.deep_linear import LINEAR_RISK_ALLOWANCE  # the exact solve's accuracy, measured there
 from ..theory.fine_tuning import fine_tune_limit
-from ..theory.methods import METHODS
+from ..theory.methods import METHODS, REFERENCE_DRAWS
 from ..theory.scratch import min_norm_solution
 from .compare import agreement, exceeds, holds, mean_se, refutation, significant, within
 from .faf_linear import _risk
@@ -39,6 +40,14 @@ INTEGRATOR = dict(allowance=INTEGRATOR_ALLOWANCE, allowance_reason=_ALLOWANCE_RE
 _LINEAR_ALLOWANCE_REASON = (f"paired T: {_ALLOWANCE_REASON}; the linear-transfer/ridge risk itself (an exact last-layer "
                             f"solve, no integrator): {LINEAR_RISK_ALLOWANCE:g}, the pretraining's gtol (every draw "
                             "within 2.2e-9 of a run with α = 1e-6 and pretraining at rtol = 1e-6, d = 16–500)")
+
+#: the flows of faf.thm3.9.corrected run at rtol = 1e-4: at the default 1e-3 a fine-tuned draw's risk lay up to 5.5e-3
+#: (on average up to 2.5e-3) above its exact limit at σ ≈ 2, θ ≈ π/2, beyond :data:`INTEGRATOR_ALLOWANCE`; at 1e-4 every
+#: draw was within 1.5e-3 (15 points, d = 17–32, σ up to 2, 100 draws each; docs/testing.md)
+_FLOW_OPTIONS = {"finetune": dict(flow={"rtol": 1e-4})}
+_FINE_TUNE_ALLOWANCE_REASON = ("integrator error per draw: at rtol = 1e-4 every fine-tuned draw's risk within 1.5e-3 of "
+                               "its exact limit (15 points, d = 17–32, σ up to 2, 100 draws each), scratch's within "
+                               "3e-4; finite α = 1e-5 adds O(α²)")
 
 
 def _unit(d, rng):
@@ -91,43 +100,101 @@ def _paired(df, method):
 # --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
 
 
+def _limit_risks(X, y, beta_s, beta_t, method, lam):
+    """(scratch, method) risks of the gradient-flow limits of a stack of draws: X⁺y; the last layer on the one
+    pretrained feature z = Xβ_s, b = zᵀy/(‖z‖² + nλ) (least squares at λ = 0, FaF Eqs. 11, 14); the corrected
+    fine-tuning limit."""
+    if method == "finetune":
+        return _depth_limit_risks(X, y, beta_s, beta_t, 2)
+    scratch = _risk(min_norm_solution(X, y), beta_t)
+    if method == "scratch":
+        return scratch, scratch
+    z = X @ beta_s
+    head = np.sum(z * y, -1) / (np.sum(z * z, -1) + X.shape[-2] * lam)
+    return scratch, _risk(head[..., None] * beta_s, beta_t)
+
+
+def _limit_sample(case, method, lam, trained, draws):
+    """(scratch, method) limit risks of ``draws`` target draws at the case's point: first the simulator's draws
+    0, …, ``trained`` − 1 (X, y rebuilt from its seed, :func:`~transfertheory.sim.deep_linear.target_draw`), then
+    further ones of the same law from the case's generator, in chunks of ≈ 32 MB."""
+    p, seed, rng = case.params, case.seed % 2**32, case.rng
+    d, n = p["d"], p["n"]
+    beta_s, _, beta_t = dl.task_vectors(d, [p["theta"]], seed)
+    X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, p["sigma"], seed, 0, i) for i in range(trained))))
+    parts, chunk = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam)], max(1, 4_000_000 // (n * d))
+    for start in range(trained, draws, chunk):
+        X = rng.standard_normal((min(chunk, draws - start), n, d))
+        y = X @ beta_t[0] + p["sigma"] * rng.standard_normal(X.shape[:2])
+        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam))
+    return tuple(np.concatenate(part) for part in zip(*parts))
+
+
 def _mean_risk_and_transferability(case):
-    """The simulated mean risk of the claim's method (and its paired T against scratch) against the record's exact
-    finite-size gradient-flow expectation (a Monte Carlo with its own SE for fine-tuning below n = d)."""
+    """The simulated risk of the claim's method (and the paired T = R_sc − R_method) against the record's exact
+    finite-size gradient-flow expectation, through the gradient-flow limit of the same draws:
+
+    * training reaches the limit: on every one of the ``sim_draws`` trained draws each simulated risk (the method's
+      and scratch's) is that of the same draw's limit within its allowance (a bound on every draw);
+    * the record's expectation is the limit's: the mean of the limit over the trained draws and further draws,
+      the profile's ``reference_draws`` in all (:data:`~transfertheory.theory.methods.REFERENCE_DRAWS` where it has
+      none), agrees with it within 4 SE (no allowance: both are the exact limit; the fine-tuning record is itself a
+      Monte Carlo, here of as many draws, with its SE).
+
+    The per-draw risks are strongly right-skewed (the min-norm noise term has only |n − d|/2 + ½ finite moments, the
+    linear-transfer risk is sin²θ + (σ² + sin²θ)χ²₁/χ²ₙ): the 4-SE rule on a mean of 100 of them gives P(|z| > 4)
+    ≈ 0.2–0.8 % instead of 6·10⁻⁵, on a mean of 4000 about 10⁻⁴ (docs/testing.md)."""
     p, method = case.params, case.claim.method
     record, lam = METHODS[method], p.get("lam", 0.0)
-    df = _simulate(case, tuple(dict.fromkeys(("scratch", record.simulator))), ridge=(lam,))
-    args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
-    reference = dict(draws=case.profile.reference_draws, seed=case.seed % 2**32)  # None: the record's policy
-    compared = [("risk", df.loc[df["method"] == record.simulator, "risk"], record.flow_risk_finite)]
-    if method != "scratch":
-        compared.append(("paired T", _paired(df, record.simulator), record.flow_transferability_finite))
+    flows = tuple(dict.fromkeys(("scratch", record.simulator)))
+    df = _simulate(case, flows, ridge=(lam,), options=_FLOW_OPTIONS.get(method))
+    trained = case.profile.sim_draws
+    draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
+    limit_scratch, limit = _limit_sample(case, method, lam, trained, draws)
+    limits = {"scratch": limit_scratch, record.simulator: limit}
     results = []
+    for flow in flows:  # every trained draw reaches its limit
+        gap = np.abs(df[df["method"] == flow].sort_values("draw")["risk"].to_numpy() - limits[flow][:trained])
+        exact_solve = flow == "linear"  # no integrator: LINEAR_RISK_ALLOWANCE
+        results.append(within(float(gap.max()), 0.0, LINEAR_RISK_ALLOWANCE if exact_solve else case.claim.allowance,
+                              f"largest |simulated − limit {flow} risk of the same draw| over {trained} draws "
+                              f"(draw {int(np.argmax(gap))})"))
+    args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
+    reference = dict(draws=draws, seed=case.seed % 2**32)  # fine-tuning's record: a Monte Carlo of as many draws
+    compared = [("risk", limit, record.flow_risk_finite)]
+    if method != "scratch":
+        compared.append(("paired T", limit_scratch - limit, record.flow_transferability_finite))
     for what, sample, expectation in compared:
         ref, ref_se = expectation(*args, **reference)
-        exact_solve = what == "risk" and record.simulator == "linear"  # no integrator: LINEAR_RISK_ALLOWANCE
         results.append(agreement(*mean_se(sample), float(ref), reference_se=float(ref_se),
-                                 allowance=LINEAR_RISK_ALLOWANCE if exact_solve else case.claim.allowance,
-                                 label=f"{method} {what} {case.label}"))
+                                 label=f"{method} {what} of the limit ({draws} draws) vs the record {case.label}"))
     return combine(results)
 
 
+def _risk_not_zero(p):
+    """False where the compared risks are 0 by construction, so that any formula that vanishes there passes: σ = 0 with
+    n > d (X⁺y = β_t), θ = σ = 0 (the linear and fine-tuned limits are β_t)."""
+    return (p["n"] < p["d"] or p["sigma"] > 0.01) and math.sin(p["theta"]) ** 2 + p["sigma"] ** 2 > 1e-4
+
+
 for _id, _source, _method, _strategy, _statement in (
-        ("faf.thm3.6", "FaF Thm 3.6 (Eq. 10, exact finite size)", "scratch", _sim_point,
+        ("faf.thm3.6", "FaF Thm 3.6 (Eq. 10, exact finite size)", "scratch",
+         lambda profile: _sim_point(profile).filter(_risk_not_zero),
          "gradient flow from small init reaches X⁺y: the mean simulated scratch risk equals (1 − n/d)₊ + σ²E tr((XᵀX)⁺)"),
-        ("faf.thm3.7", "FaF Thm 3.7 (Eqs. 12, 13)", "linear", _sim_point,
+        ("faf.thm3.7", "FaF Thm 3.7 (Eqs. 12, 13)", "linear", lambda profile: _sim_point(profile).filter(_risk_not_zero),
          "linear transfer on the pretrained features: mean risk = sin²θ + (σ² + sin²θ)/(n − 2), and the paired "
          "T = E[R_sc − R_lt] = T_lt(n, d) exactly"),
         ("faf.thm3.8", "FaF Thm 3.8 (Eq. 14, exact finite n)", "ridge", lambda profile: _sim_point(profile, lam=True),
          "ridge linear transfer (1/2n)‖ΦW − y‖² + (λ/2)‖W‖² on the pretrained features: mean risk and paired T = the "
          "exact finite-n ridge expectations"),
-        ("faf.thm3.9.corrected", "FaF Thm 3.9 (corrected limit)", "finetune",
-         lambda profile: _sim_point(profile, sigma=(0.0, 2.0)),
+        ("faf.thm3.9.corrected", "FaF Thm 3.9 (corrected limit)", "finetune",  # n ≥ d: nothing carried over, T ≡ 0
+         lambda profile: _sim_point(profile, sigma=(0.0, 2.0)).filter(lambda p: p["n"] < p["d"] and _risk_not_zero(p)),
          "fine-tuning converges to X⁺y + c(I − P)β_pre with c from ‖β_pre‖²c⁴ = ‖X⁺y‖² + c²‖(I − P)β_pre‖² (L = 2): "
          "mean risk and paired T equal a Monte Carlo of that limit")):
+    _reason = {"linear": _LINEAR_ALLOWANCE_REASON, "ridge": _LINEAR_ALLOWANCE_REASON,
+               "finetune": _FINE_TUNE_ALLOWANCE_REASON}.get(_method, _ALLOWANCE_REASON)
     register(_id, source=_source, kind="simulation", method=_method, strategy=_strategy, statement=_statement,
-             **(INTEGRATOR if METHODS[_method].simulator != "linear" else
-                dict(INTEGRATOR, allowance_reason=_LINEAR_ALLOWANCE_REASON)))(_mean_risk_and_transferability)
+             **dict(INTEGRATOR, allowance_reason=_reason))(_mean_risk_and_transferability)
 
 
 @register("faf.thm3.9.eq17", source="FaF Thm 3.9 (Eq. 17, Eq. 142)", kind="simulation", method="finetune",
