@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from ..params import DEPTH
-from ..sweep.named import GAMMA_MAX, SIM_GAMMAS, SLICE_THETAS, named_profile, simulation_ns
+from ..sweep.named import FINE_TUNE_RTOL, GAMMA_MAX, SIM_GAMMAS, SLICE_THETAS, named_profile, simulation_ns
 from ..theory.methods import get_method
 from . import stats
 
@@ -102,12 +102,12 @@ def simulation_alpha(depth):
     return 1e-5 if depth == 2 else 10.0 ** (-3.0 / (depth - 2))
 
 
-def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, inputs=None):
+def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, inputs, flow):
     """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ); ``inputs``:
-    its ``spectrum`` and ``teacher`` fields when given."""
+    its ``spectrum`` and ``teacher`` fields when given, ``flow`` its integrator fields."""
     axes = dict(gamma=[int(n) / d for n in ns], theta=[float(t) for t in thetas])
     fixed = dict(d=int(d), sigma=float(sigma), draws=int(draws), methods=list(methods), lam=float(lam),
-                 depth=int(depth), alpha=simulation_alpha(depth), **(inputs or {}))
+                 depth=int(depth), alpha=simulation_alpha(depth), **inputs, **flow)
     return runner.rows(dict(experiment="faf_linear", seed=int(seed), fixed=fixed, axes=axes), f"faf_linear d={d}")
 
 
@@ -115,7 +115,8 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
              spectrum=None, teacher=None):
     """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
     ``ridge``: λ of linear transfer; ``spectrum``, ``teacher``: anisotropic inputs (text specs of
-    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw).
+    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw). A run with fine-tuning
+    integrates at rtol :data:`~transfertheory.sweep.named.FINE_TUNE_RTOL`, otherwise at the simulator's default.
 
     With a :data:`SWEEP_RUNNER` set and a single λ, the points run through the sweep engine: each (γ, θ) point
     draws from its own seed, so the numbers are statistically, not bitwise, those of the in-process run (several
@@ -123,13 +124,14 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     """
     runner = SWEEP_RUNNER.get()
     inputs = {k: v for k, v in (("spectrum", spectrum), ("teacher", teacher)) if v is not None}
+    flow = dict(rtol=FINE_TUNE_RTOL) if "finetune" in methods else {}
     if runner is not None and len(ridge) == 1:
-        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth, inputs)
+        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth, inputs, flow)
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(
         d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, alpha=simulation_alpha(depth),
-        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress, **inputs,
+        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress, flow=flow, **inputs,
     )
 
 
