@@ -141,11 +141,10 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
 @functools.lru_cache(maxsize=8)
 def _computed_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth, rtol=None):
     """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
-    (hashable, normalized) arguments: FaF Figs. 1 and 6 (and the ridge diagrams) pair their transfer rows with the
-    scratch rows of the same draws, which ``figures --all`` then simulates once (Fig. 3's scratch flows run at
-    fine-tuning's rtol). Each method's runs are independent of the others' (its own draws from ``seed``, per-draw
-    flows): its rows are those of a call with several methods at the same ``rtol``. Callers copy the table they
-    get."""
+    (hashable, normalized) arguments, so that a build asking for the rows of one run more than once (``figures
+    --all``) simulates them once; Fig. 3's scratch rows, at fine-tuning's rtol, are not Fig. 1's. Each method's runs
+    are independent of the others' (its own draws from ``seed``, per-draw flows): its rows are those of a call with
+    several methods at the same ``rtol``. Callers copy the table they get."""
     return simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth, rtol=rtol)
 
 
