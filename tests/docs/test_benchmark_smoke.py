@@ -79,6 +79,14 @@ def test_integrator_accuracy_table():
     assert len(rows) == 4  # the reference and three settings
 
 
+def test_finetune_limit_accuracy_table():
+    out = _run("--d", "12", "--draws", "2", "--rtols", "1e-3", "1e-4",
+               script=os.path.join(ROOT, "benchmarks", "finetune_limit_accuracy.py"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = [line.split("|") for line in out.stdout.splitlines() if line.startswith("| 0.")]
+    assert len(rows) == 2 and all(float(row[5]) > 0 for row in rows)  # one per rtol; the largest |error| > 0
+
+
 def test_relu_teacher_benchmark_quick():
     out = _run("--quick", script=os.path.join(ROOT, "benchmarks", "bench_relu_teacher.py"))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

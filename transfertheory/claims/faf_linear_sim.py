@@ -29,9 +29,9 @@ from .compare import agreement, exceeds, holds, mean_se, refutation, significant
 from .faf_linear import _risk
 from .registry import KNOWN_ERRATUM, PAPER_ERROR, REMARK, combine, register
 
-#: Allowance (risk units) for the integrator's error at its default rtol = 1e-3: against rtol = 1e-6 every
-#: single draw's risk moved by ≤ 1.5e-3 (fine-tuning, d = 32; scratch ≤ 2.2e-5) — a bound on every draw
-#: bounds every mean (docs/simulator.md); finite α = 1e-5 enters as O(α²).
+#: Allowance (risk units) per draw for the integrator's error: scratch at its default rtol = 1e-3, fine-tuning at
+#: each claim's tighter rtol (at the default it lies up to 6e-3 above its exact limit at θ = π/2) — a bound on every
+#: draw bounds every mean (docs/simulator.md); finite α = 1e-5 enters as O(α²).
 INTEGRATOR_ALLOWANCE = 2e-3
 _ALLOWANCE_REASON = ("integrator error at rtol = 1e-3: every draw's risk within 1.5e-3 of an rtol = 1e-6 run "
                      "(docs/simulator.md); finite α = 1e-5 adds O(α²)")
@@ -41,10 +41,14 @@ _LINEAR_ALLOWANCE_REASON = (f"paired T: {_ALLOWANCE_REASON}; the linear-transfer
                             f"solve, no integrator): {LINEAR_RISK_ALLOWANCE:g}, the pretraining's gtol (every draw "
                             "within 2.2e-9 of a run with α = 1e-6 and pretraining at rtol = 1e-6, d = 16–500)")
 
-#: the flows of faf.thm3.9.corrected run at rtol = 1e-4: at the default 1e-3 a fine-tuned draw's risk lay up to 5.5e-3
-#: (on average up to 2.5e-3) above its exact limit at σ ≈ 2, θ ≈ π/2, beyond :data:`INTEGRATOR_ALLOWANCE`; at 1e-4 every
-#: draw was within 1.5e-3 (15 points, d = 17–32, σ up to 2, 100 draws each; docs/testing.md)
+#: the fine-tuning flows of faf.thm3.9.corrected run at rtol = 1e-4, where every draw lies within
+#: :data:`INTEGRATOR_ALLOWANCE` of its exact limit (at the default 1e-3 not; docs/simulator.md)
 _FLOW_OPTIONS = {"finetune": dict(flow={"rtol": 1e-4})}
+#: faf.thm3.9.eq17's target flows: rtol 1e-5 (its per-draw error measured in docs/simulator.md)
+_EQ17_FLOW = {"rtol": 1e-5}
+_EQ17_ALLOWANCE_REASON = ("integrator error per draw at rtol = 1e-5: at this point (σ = 2, θ = π/2, γ = 1/4) every draw's "
+                          "paired T within 3.0e-4 of that of its exact limit (d = 16, 32: 400 draws; d = 500: 40) "
+                          "(docs/simulator.md); finite α = 1e-5 adds O(α²)")
 _FINE_TUNE_ALLOWANCE_REASON = ("integrator error per draw: at rtol = 1e-4 every fine-tuned draw's risk within 1.5e-3 of "
                                "its exact limit (15 points, d = 17–32, σ up to 2, 100 draws each), scratch's within "
                                "3e-4; finite α = 1e-5 adds O(α²)")
@@ -198,14 +202,18 @@ for _id, _source, _method, _strategy, _statement in (
 
 
 @register("faf.thm3.9.eq17", source="FaF Thm 3.9 (Eq. 17, Eq. 142)", kind="simulation", method="finetune",
-          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR, **INTEGRATOR,
+          expected=KNOWN_ERRATUM, erratum="erratum-finetune-limit", category=PAPER_ERROR,
+          **dict(INTEGRATOR, allowance_reason=_EQ17_ALLOWANCE_REASON),
           statement="paper: T_ft = (γ − 1)(1 − 2cos θ) whatever σ. With label noise (σ = 2, γ = 1/4, θ = π/2) the "
                     "simulated paired T_ft is > 6 SE below the exact finite-size Eq. 17")
 def _eq17_erratum(case):
+    """At rtol 1e-3 a fine-tuned draw lies up to 6e-3 above its limit at this point (beyond the allowance); the
+    flows run at :data:`_EQ17_FLOW` (docs/simulator.md)."""
     d = case.profile.sim_d[1]
     n, theta, sigma = d // 4, math.pi / 2, 2.0
     draws = max(case.profile.sim_draws, 40)  # 40 paired draws put the paper's value ~9 SE away at d = 32
-    df = _simulate(case, ("scratch", "finetune"), draws=draws, d=d, n=n, theta=theta, sigma=sigma)
+    df = _simulate(case, ("scratch", "finetune"), draws=draws, d=d, n=n, theta=theta, sigma=sigma,
+                   options=dict(flow=_EQ17_FLOW))
     mean, se = mean_se(_paired(df, "finetune"))
     paper = METHODS["finetune"].paper_transferability_finite(n, d, theta, sigma)
     return refutation(mean, se, paper, allowance=case.claim.allowance,

@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from ..params import DEPTH
-from ..sweep.named import GAMMA_MAX, SIM_GAMMAS, SLICE_THETAS, named_profile, simulation_ns
+from ..sweep.named import FINE_TUNE_RTOL, GAMMA_MAX, SIM_GAMMAS, SLICE_THETAS, named_profile, simulation_ns
 from ..theory.methods import get_method
 from . import stats
 
@@ -102,20 +102,22 @@ def simulation_alpha(depth):
     return 1e-5 if depth == 2 else 10.0 ** (-3.0 / (depth - 2))
 
 
-def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, inputs=None):
+def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, inputs, flow):
     """:func:`simulate` through the sweep engine: the ``faf_linear`` experiment, one point per (γ, θ); ``inputs``:
-    its ``spectrum`` and ``teacher`` fields when given."""
+    its ``spectrum`` and ``teacher`` fields when given, ``flow`` its integrator fields."""
     axes = dict(gamma=[int(n) / d for n in ns], theta=[float(t) for t in thetas])
     fixed = dict(d=int(d), sigma=float(sigma), draws=int(draws), methods=list(methods), lam=float(lam),
-                 depth=int(depth), alpha=simulation_alpha(depth), **(inputs or {}))
+                 depth=int(depth), alpha=simulation_alpha(depth), **inputs, **flow)
     return runner.rows(dict(experiment="faf_linear", seed=int(seed), fixed=fixed, axes=axes), f"faf_linear d={d}")
 
 
 def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2,
-             spectrum=None, teacher=None):
+             spectrum=None, teacher=None, rtol=None):
     """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
     ``ridge``: λ of linear transfer; ``spectrum``, ``teacher``: anisotropic inputs (text specs of
-    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw).
+    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw). ``rtol``: the target
+    flows' integrator tolerance; None: :data:`~transfertheory.sweep.named.FINE_TUNE_RTOL` for a run with
+    fine-tuning, else the simulator's default.
 
     With a :data:`SWEEP_RUNNER` set and a single λ, the points run through the sweep engine: each (γ, θ) point
     draws from its own seed, so the numbers are statistically, not bitwise, those of the in-process run (several
@@ -123,37 +125,40 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     """
     runner = SWEEP_RUNNER.get()
     inputs = {k: v for k, v in (("spectrum", spectrum), ("teacher", teacher)) if v is not None}
+    rtol = FINE_TUNE_RTOL if rtol is None and "finetune" in methods else rtol
+    flow = {} if rtol is None else dict(rtol=rtol)
     if runner is not None and len(ridge) == 1:
-        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth, inputs)
+        return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth, inputs, flow)
     from ..sim.deep_linear import run_transfer_experiment
 
     return run_transfer_experiment(
         d, np.asarray(ns, dtype=float) / d, thetas, sigma, draws, depth=depth, alpha=simulation_alpha(depth),
-        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress, **inputs,
+        methods=methods, ridge=ridge, seed=seed, backend=backend, progress=progress, flow=flow, **inputs,
     )
 
 
 # eight tables: ``figures --all`` asks for four of each run
 @functools.lru_cache(maxsize=8)
-def _computed_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
+def _computed_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth, rtol=None):
     """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
-    (hashable, normalized) arguments: FaF Figs. 1 and 3 both pair their transfer rows with the scratch rows of the
-    same draws (σ = 0.2, d = 64, the slice angles), which ``figures --all`` then simulates once. Each method's runs
+    (hashable, normalized) arguments, so that a build asking for the rows of one run more than once (``figures
+    --all``) simulates them once; Fig. 3's scratch rows, at fine-tuning's rtol, are not Fig. 1's. Each method's runs
     are independent of the others' (its own draws from ``seed``, per-draw flows): its rows are those of a call with
-    several methods. Callers copy the table they get."""
-    return simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
+    several methods at the same ``rtol``. Callers copy the table they get."""
+    return simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth, rtol=rtol)
 
 
 def _paired_rows(simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
     """The simulator table of ``simulator`` and its paired scratch baseline at the same draws (:func:`simulate`):
     through the sweep engine when a :data:`SWEEP_RUNNER` is set, else a copy of each method's rows from
-    :func:`_computed_rows` (computed once per process), the scratch rows first."""
+    :func:`_computed_rows` (computed once per process), the scratch rows first; both at the rtol of a run with
+    ``simulator`` (:func:`simulate`)."""
     if SWEEP_RUNNER.get() is not None:
         return simulate(("scratch", simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
     import pandas as pd
 
     key = (int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma), int(draws), float(lam),
-           int(seed), backend, progress, int(depth))
+           int(seed), backend, progress, int(depth), FINE_TUNE_RTOL if simulator == "finetune" else None)
     return pd.concat([_computed_rows(method, *key).copy() for method in ("scratch", simulator)], ignore_index=True)
 
 

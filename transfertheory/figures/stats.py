@@ -65,10 +65,10 @@ __all__ = [
 ]
 
 
-#: Allowance (absolute, in risk units) for the integrator's error at its default rtol = 1e-3. Rerunning the same
-#: draws with rtol = 1e-6 moved per-draw risks by at most 1.5e-3 (fine-tuning, d = 32), 1.3e-3 (d = 64), 5.6e-4
-#: (d = 100), 2.2e-5 (scratch) (benchmarks/integrator_accuracy.py, docs/simulator.md); a bound on every draw bounds
-#: every mean, and 2e-3 rounds the largest up; the finite initialization α = 1e-5 enters as O(α²).
+#: Allowance (absolute, in risk units) for the integrator's error per draw, scratch at its default rtol = 1e-3 and
+#: fine-tuning at :data:`~transfertheory.sweep.named.FINE_TUNE_RTOL`, with a margin of ≥ 4 against the exact limit at
+#: the figures' points (docs/figures.md, "Tolerance"); a bound on every draw bounds every mean; the finite
+#: initialization α = 1e-5 enters as O(α²).
 INTEGRATOR_ALLOWANCE = 2e-3
 #: the statistical part of the tolerance, in standard errors
 Z_BAND = 4.0

@@ -31,9 +31,8 @@ from .stages import LowRankStages
 __all__ = ["train", "PretrainResult", "pretrain", "TARGET_FLOW", "PRETRAIN_FLOW"]
 
 #: the integrator settings of the target flows (scratch, fine-tuning, linear transfer by flow) of
-#: :func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`: rtol 1e-3 moves single
-#: fine-tuning risks by ≤ 1.5e-3 against an rtol = 1e-6 reference (docs/simulator.md), gtol 1e-6 on ‖∇L‖ and
-#: ‖∇_βL‖, flow time 1e4
+#: :func:`~transfertheory.sim.deep_linear.experiment.run_transfer_experiment`: rtol 1e-3 (fine-tuning's error at it
+#: grows with θ, docs/simulator.md; its consumers run tighter), gtol 1e-6 on ‖∇L‖ and ‖∇_βL‖, flow time 1e4
 TARGET_FLOW = FlowSettings(controller=ErrorController(rtol=1e-3), gtol=1e-6, max_time=1e4)
 #: the settings of :func:`pretrain`, tighter than the target flows' because every transfer method starts from its
 #: weights (see :func:`pretrain`)
