@@ -87,7 +87,6 @@ __all__ = [
     "add_profile_arguments",
     "add_workers_argument",
     "worker_count",
-    "task_groups",
     "start_order",
     "in_workers",
 ]
@@ -424,13 +423,3 @@ def add_workers_argument(parser, what):
                         "at most one per task; 1: in this process); each has cores/N BLAS threads, and the results "
                         "are those of a serial run, in its order; more than the tasks are not started, and more than "
                         "the cores print a warning")
-
-
-def task_groups(items):
-    """``items`` (records with a ``shares`` attribute: claims, figures) as tasks for :func:`in_workers`: the items that
-    name the same computation in ``shares`` (computed once per process and cached) in one task at the place of the
-    first of them, in their order, so that a worker process computes it once; every other item alone."""
-    groups = {}  # (in the order of their first items)
-    for index, item in enumerate(items):
-        groups.setdefault(index if item.shares is None else ("shares", item.shares), []).append(item)
-    return list(groups.values())

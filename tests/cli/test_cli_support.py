@@ -429,14 +429,5 @@ def test_the_costliest_tasks_are_handed_out_first_and_the_results_come_in_the_se
     assert [square for square, _, _ in results] == [0, 1, 4, 9]
 
 
-def test_task_groups_put_the_items_that_share_a_computation_in_one_task_at_the_first_ones_place():
-    from types import SimpleNamespace as Item
-
-    items = [Item(name=n, shares=s) for n, s in (("a", None), ("b", "x"), ("c", None), ("d", "x"), ("e", "y"))]
-    groups = cli_support.task_groups(items)
-    assert [[i.name for i in g] for g in groups] == [["a"], ["b", "d"], ["c"], ["e"]]
-    assert cli_support.task_groups([]) == []
-
-
 def test_start_order_takes_comparable_keys_costliest_first_keeping_the_order_of_equals():
     assert cli_support.start_order(4, [(0, 2.0), (1, 0), (0, 5.0), (1, 0)]) == [1, 3, 2, 0]

@@ -72,8 +72,8 @@ def test_the_automatic_backend_keeps_figures_where_a_gpu_does_not_pay_on_numpy(m
     seen = []
     monkeypatch.setattr(registry_cli, "check_before_work", lambda args, simulates: "cupy")  # as on a GPU machine
     monkeypatch.setattr(registry_cli.cli_support, "in_workers",
-                        lambda fn, tasks, workers, costs: seen.extend(b for t in tasks for b in t[2])
-                        or iter([[(tasks[0][0][0], (0.0, 1, "", None))]]))  # the backends; the first figure "fails"
+                        lambda fn, tasks, workers, costs: seen.extend(t[2] for t in tasks)
+                        or iter([(0.0, 1, "", None)]))  # the backends; the first figure "fails"
     monkeypatch.delenv("TRANSFERTHEORY_BACKEND", raising=False)
     assert registry_cli.main(["merlin_fig", "faf_fig1", "--out", str(tmp_path)]) == 1
     assert seen == ["numpy", "cupy"]
@@ -82,17 +82,16 @@ def test_the_automatic_backend_keeps_figures_where_a_gpu_does_not_pay_on_numpy(m
     assert seen == ["cupy"]
 
 
-def test_figures_that_share_the_scratch_runs_are_one_task_built_in_order(monkeypatch, tmp_path, capsys):
-    """FaF Figs. 1 and 3 share their scratch runs (``shares``): the CLI hands them to the workers as one task, at the
-    place of the first, with the sum of their previous build times as its cost; every other figure is a task alone,
-    and the lines are printed in the order asked for."""
-    known = catalog.figures()
-    assert [name for name, f in known.items() if f.shares is not None] == ["faf_fig1", "faf_fig3"]
+def test_each_figure_is_one_task_the_longest_last_time_first_printed_in_the_order_asked_for(monkeypatch, tmp_path,
+                                                                                              capsys):
+    """The CLI hands the workers one task per figure, with its previous build time as its cost (no figures share a
+    computation: Fig. 3's flows run at fine-tuning's rtol, Fig. 1's at the default), and prints the figures' lines
+    in the order asked for; a figure whose exit code is not 0 stops the run."""
     handed = []
 
     def fake_workers(function, tasks, workers, costs):
         handed.append(([t[0] for t in tasks], costs))
-        return iter([[(name, (1.0, 0, f"{name} built\n", None)) for name in task[0]] for task in tasks])
+        return iter([(1.0, 0 if task[0] != "faf_fig5" else 4, f"{task[0]} built\n", None) for task in tasks])
 
     monkeypatch.setattr(registry_cli, "check_before_work", lambda args, simulates: "numpy")
     monkeypatch.setattr(registry_cli.cli_support, "in_workers", fake_workers)
@@ -100,22 +99,11 @@ def test_figures_that_share_the_scratch_runs_are_one_task_built_in_order(monkeyp
     (tmp_path / "faf_fig1.json").write_text(json.dumps({"profile": "quick", "runtime_s": 1.5}), encoding="utf-8")
     (tmp_path / "faf_fig2.json").write_text(json.dumps({"profile": "quick", "runtime_s": 9.0}), encoding="utf-8")
     assert registry_cli.main(["faf_fig1", "faf_fig2", "faf_fig3", "--out", str(tmp_path)]) == 0
-    assert handed == [([("faf_fig1", "faf_fig3"), ("faf_fig2",)], [4.0, 9.0])]
+    assert handed == [(["faf_fig1", "faf_fig2", "faf_fig3"], [1.5, 9.0, 2.5])]
     printed = capsys.readouterr().out
     assert printed.index("faf_fig1 built") < printed.index("faf_fig2 built") < printed.index("faf_fig3 built")
-
-
-def test_a_task_of_several_figures_stops_at_the_first_that_fails(monkeypatch):
-    calls = []
-
-    def build(task):
-        calls.append(task[0])
-        return (None, 4, "", "refused") if task[0] == "a" else (1.0, 0, "", None)
-
-    monkeypatch.setattr(registry_cli, "_build_and_write", build)
-    assert registry_cli._build_group((("b", "a", "c"), None, ("numpy",) * 3, None)) == [
-        ("b", (1.0, 0, "", None)), ("a", (None, 4, "", "refused"))]
-    assert calls == ["b", "a"]
+    assert registry_cli.main(["faf_fig5", "faf_fig2", "--out", str(tmp_path)]) == 4
+    assert "faf_fig2 built" not in capsys.readouterr().out
 
 
 def test_list_names_every_figure_with_its_title(capsys):

@@ -8,8 +8,7 @@ r"""``python -m transfertheory.figures``: list and build the registered figures.
 Each figure writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv``, ``NAME.json`` and a thumbnail into ``--out`` (default
 ``figures/``), and ``README.md`` there is regenerated from the registry. ``--workers N`` builds the figures in N
 worker processes (default one per core, at most one per figure; the figures that took longest last time, by the
-``NAME.json`` files in ``--out``, start first; figures that share a computation, the registry's ``shares``, are built
-one after the other in one of them): each figure's data depend only on its profile and seed, so the files are those
+``NAME.json`` files in ``--out``, start first): each figure's data depend only on its profile and seed, so the files are those
 of a serial run. Exit codes: 0 success, 1 output folder not
 writable (checked before any work), 2 usage error (e.g. an unknown figure name), 3 array backend unknown or
 unusable, 4 a simulation that does not fit in memory (``--max-memory``), 130 interrupted by
@@ -126,20 +125,6 @@ def _build_and_write(task):
     return runtime, code, printed.getvalue(), None
 
 
-def _build_group(task):
-    """Build and write figures one after the other in one process (figures that share a computation, which the
-    first computes and the others reuse); ``task`` = (names, parsed arguments, their backends, progress bars or
-    None). Returns [(name, what :func:`_build_and_write` returns)] in their order, stopping after a figure whose
-    exit code is not 0 (as the serial run stops)."""
-    names, args, backends, progress = task
-    results = []
-    for name, backend in zip(names, backends):
-        results.append((name, _build_and_write((name, args, backend, progress))))
-        if results[-1][1][1] != EXIT_OK:
-            break
-    return results
-
-
 def _previous_runtime(out, name, profile):
     """The build time ``NAME.json`` in ``out`` records for ``profile``, or inf when there is none (unknown figures
     start first among the workers)."""
@@ -182,25 +167,21 @@ def main(argv=None):
 
         SWEEP_RUNNER.set(runner)
         print(f"FaF simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
-    runtimes, done = {}, {}
-    groups = cli_support.task_groups(chosen)  # the figures that share a computation: one task, one process
+    runtimes = {}
     # with the sweep engine, the workers are its own
-    workers = 1 if runner is not None else cli_support.worker_count(args.workers, len(groups))
+    workers = 1 if runner is not None else cli_support.worker_count(args.workers, len(chosen))
     progress = None if workers == 1 else False  # bars of several processes would overwrite each other
-    costs = [sum(_previous_runtime(args.out, f.name, args.profile) for f in group) for group in groups]
+    costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]
     named = cli_support.backend_choice(args.backend) not in (None, "auto")
-    tasks = [(tuple(f.name for f in group), args, tuple(f.backend_for(backend, named) for f in group), progress)
-             for group in groups]
+    tasks = [(f.name, args, f.backend_for(backend, named), progress) for f in chosen]
     # the longest start first; leaving the block (an error, a stop signal) stops the workers
     with contextlib.ExitStack() as stack:
-        results = cli_support.in_workers(_build_group, tasks, workers, costs)
+        results = cli_support.in_workers(_build_and_write, tasks, workers, costs)
         if hasattr(results, "close"):  # a generator: closing it stops the workers
             stack.callback(results.close)
         for figure in chosen:
             print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
-            while figure.name not in done:
-                done.update(next(results))
-            runtimes[figure.name], code, printed, refusal = done.pop(figure.name)
+            runtimes[figure.name], code, printed, refusal = next(results)
             print(printed, end="", flush=True)
             if refusal is not None:
                 print(refusal, file=sys.stderr)

@@ -7,8 +7,8 @@ analytic boundaries, (c) slices θ = π/8, π/4, 3π/8 with gradient-flow simula
 drawing is :mod:`transfertheory.figures.phase_diagram`; fine-tuning (Fig. 3) is
 shaded by what gradient flow converges to, the paper's Eq. 17 overlaid
 (docs/errata.md). ``NAME.csv`` holds the simulated points, ``NAME_grid.csv`` the
-theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``. Both figures simulate the same scratch
-baseline (σ, d, n, θ and draws): built in one process, it runs once (the registry's ``shares``).
+theory grid. Any method or σ: ``python -m transfertheory.phase_diagram``. Fig. 3's flows (its scratch baseline too) run at
+fine-tuning's rtol (:data:`~transfertheory.sweep.named.FINE_TUNE_RTOL`), so the two figures share no runs.
 
 FaF Fig. 6 (App. E) is the Fig. 1 layout at σ = 0 (:func:`build_fig6`): (a) the surface of FaF Eq. 13
 (T = 1 − γ − sin²θ for γ < 1, −sin²θ for γ > 1), (b) its sign with the σ → 0 boundary γ = cos²θ of the γ < 1
@@ -44,24 +44,19 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
                                 primary="points")
 
 
-#: both figures pair their transfer runs with the scratch runs of the same draws, simulated once per process
-#: (:func:`~transfertheory.figures.simulation.simulate_slices`)
-SCRATCH_SLICES = "faf-slices-scratch"
-
-
 def register_slices(name, build, fixed=None, **labels):
     """Register the figure ``name``: a phase diagram with simulated slices drawn by ``build``, its simulation sizes
     those of the named sweep ``name``, the theory grid's resolution its own (200 quick, 400 paper), ``fixed`` the
     further parameters of every profile (e.g. σ); ``labels``: the other fields of the :class:`.registry.Figure` (title,
-    description, sources, shares). Its points are the data, the theory grid the extra ``_grid`` table."""
+    description, sources). Its points are the data, the theory grid the extra ``_grid`` table."""
     profiles = {profile: dict(**(fixed or {}), resolution=resolution, **sweep_sizes(name, profile))
                 for profile, resolution in (("quick", 200), ("paper", 400))}
     return register(Figure(name=name, build=build, profiles=profiles, paper_sizes=PAPER_SIZES, **labels))
 
 
 def _register(name, method, **labels):
-    """:func:`register_slices` of ``method``'s diagram at σ = 0.2, sharing the scratch runs (:data:`SCRATCH_SLICES`)."""
-    return register_slices(name, functools.partial(build, method), dict(sigma=0.2), shares=SCRATCH_SLICES, **labels)
+    """:func:`register_slices` of ``method``'s diagram at σ = 0.2."""
+    return register_slices(name, functools.partial(build, method), dict(sigma=0.2), **labels)
 
 
 FIGURE_1 = _register(

@@ -42,10 +42,7 @@ class Figure:
     "paper": params}`` and optionally ``"full"`` (else the quick parameters); simulates: whether ``build`` runs the
     simulator (then the backend matters); gpu_pays: whether CuPy is faster than NumPy at this figure's sizes
     (measured, docs/benchmarks.md). When the backend is left to the automatic choice, a figure with
-    ``gpu_pays=False`` runs on NumPy even where a GPU is usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. shares: the name of a
-    computation the figure shares with other figures, computed once per process (e.g. the scratch runs of FaF
-    Figs. 1 and 3): ``python -m transfertheory.figures`` builds the figures that share one in the same worker
-    process, one after the other. paper_sizes: how the ``paper`` profile relates to the sizes the paper states
+    ``gpu_pays=False`` runs on NumPy even where a GPU is usable; a backend named by ``--backend`` or ``TRANSFERTHEORY_BACKEND`` is used as given. paper_sizes: how the ``paper`` profile relates to the sizes the paper states
     (the same, where they differ and why, or that the paper states none); a paper-profile build writes it into
     ``NAME.json`` as ``paper_sizes``. paper_stand_in: why the paper-size gallery may hold a smaller profile of
     this figure (a paper profile the CPU cannot finish in a session) and how the paper-size run is completed; a
@@ -61,7 +58,6 @@ class Figure:
     profiles: Mapping[str, Mapping[str, Any]]
     simulates: bool = True
     gpu_pays: bool = True
-    shares: str | None = None
     paper_sizes: str = ""
     paper_stand_in: str = ""
 
