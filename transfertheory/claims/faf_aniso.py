@@ -318,7 +318,7 @@ def _linear_sim(case):
     lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     pre, trained = df.attrs["pretrain"], case.profile.sim_draws
     draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
-    _, limit = _limit_sample(case, "linear", 0.0, trained, draws)
+    _, limit = _limit_sample(case, "linear", 0.0, trained, draws, scratch=False)
     gap = np.abs(df[df["method"] == "linear"].sort_values("draw")["risk"].to_numpy() - limit[:trained])
     return combine([
         within(float(gap.max()), 0.0, case.claim.allowance,
