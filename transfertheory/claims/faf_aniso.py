@@ -17,7 +17,8 @@ solve, the per-draw fine-tuning limit) independently of :mod:`transfertheory.the
 
 The simulation claims run the deep-linear simulator with the spectrum: pretraining from small initialisation
 leaves the rank-one feature along β_s for any Σ; scratch reaches X⁺y and fine-tuning the per-draw limit
-X⁺y + c(I − P)β_s on every draw; linear transfer's mean risk is the exact one-feature formula.
+X⁺y + c(I − P)β_s on every draw; linear transfer reaches its one-feature least-squares limit on every draw, whose
+mean is the exact one-feature formula.
 """
 from __future__ import annotations
 
