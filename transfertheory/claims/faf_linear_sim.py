@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ..sim import deep_linear as dl
 from ..sim.deep_linear import LINEAR_RISK_ALLOWANCE  # the exact solve's accuracy, measured there
+from ..theory import spectra as S
 from ..theory.fine_tuning import fine_tune_limit
 from ..theory.methods import METHODS, REFERENCE_DRAWS
 from ..theory.scratch import min_norm_solution
@@ -104,33 +105,45 @@ def _paired(df, method):
 # --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
 
 
-def _limit_risks(X, y, beta_s, beta_t, method, lam):
-    """(scratch, method) risks of the gradient-flow limits of a stack of draws: X⁺y; the last layer on the one
-    pretrained feature z = Xβ_s, b = zᵀy/(‖z‖² + nλ) (least squares at λ = 0, FaF Eqs. 11, 14); the corrected
-    fine-tuning limit."""
+def _limit_risks(X, y, beta_s, beta_t, method, lam, spectrum=1.0, scratch=True):
+    """(scratch, method) risks ‖β̂ − β_t‖²_Σ (Σ = diag(``spectrum``); 1: isotropic) of the gradient-flow limits of a
+    stack of draws: X⁺y; the last layer on the one pretrained feature z = Xβ_s, b = zᵀy/(‖z‖² + nλ) (least squares
+    at λ = 0, FaF Eqs. 11, 14); the corrected fine-tuning limit. ``scratch`` False: linear transfer's alone (the
+    scratch risks an empty array, no pseudo-inverse)."""
     if method == "finetune":
-        return _depth_limit_risks(X, y, beta_s, beta_t, 2)
-    scratch = _risk(min_norm_solution(X, y), beta_t)
+        return _depth_limit_risks(X, y, beta_s, beta_t, 2, spectrum)
+    if scratch or method == "scratch":
+        scratch = _risk(min_norm_solution(X, y), beta_t, spectrum)
+    else:
+        scratch = np.empty(0)
     if method == "scratch":
         return scratch, scratch
     z = X @ beta_s
     head = np.sum(z * y, -1) / (np.sum(z * z, -1) + X.shape[-2] * lam)
-    return scratch, _risk(head[..., None] * beta_s, beta_t)
+    return scratch, _risk(head[..., None] * beta_s, beta_t, spectrum)
 
 
-def _limit_sample(case, method, lam, trained, draws):
+def _limit_sample(case, method, lam, trained, draws, scratch=True):
     """(scratch, method) limit risks of ``draws`` target draws at the case's point: first the simulator's draws
     0, …, ``trained`` − 1 (X, y rebuilt from its seed, :func:`~transfertheory.sim.deep_linear.target_draw`), then
-    further ones of the same law from the case's generator, in chunks of ≈ 32 MB."""
+    further ones of the same law from the case's generator, in chunks of ≈ 32 MB. A point with a ``spectrum`` (and a
+    ``teacher`` family; the anisotropic claims) has inputs x = z·√λ, the simulator's tasks and the Σ-risk.
+    ``scratch`` False: linear transfer's risks alone (:func:`_limit_risks`)."""
     p, seed, rng = case.params, case.seed % 2**32, case.rng
     d, n = p["d"], p["n"]
-    beta_s, _, beta_t = dl.task_vectors(d, [p["theta"]], seed)
-    X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, p["sigma"], seed, 0, i) for i in range(trained))))
-    parts, chunk = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam)], max(1, 4_000_000 // (n * d))
+    spectrum = S.spectrum(p["spectrum"], d) if "spectrum" in p else None
+    beta_s, _, beta_t = dl.task_vectors(d, [p["theta"]], seed, spectrum, p.get("teacher"))
+    weight = 1.0 if spectrum is None else spectrum  # the risk's Σ
+    X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, p["sigma"], seed, 0, i, spectrum)
+                                       for i in range(trained))))
+    parts = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam, weight, scratch)]
+    chunk = max(1, 4_000_000 // (n * d))
     for start in range(trained, draws, chunk):
         X = rng.standard_normal((min(chunk, draws - start), n, d))
+        if spectrum is not None:
+            X = X * np.sqrt(spectrum)
         y = X @ beta_t[0] + p["sigma"] * rng.standard_normal(X.shape[:2])
-        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam))
+        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam, weight, scratch))
     return tuple(np.concatenate(part) for part in zip(*parts))
 
 
@@ -228,9 +241,11 @@ _DEPTH_ALPHA, _DEPTH_FLOW = 1e-2, {"rtol": 1e-5}
 _DEPTH_ALLOWANCE = {3: 1.3e-3, 4: 2.2e-3}
 
 
-def _depth_limit_risks(X, y, beta_pre, beta_t, depth):
-    """(scratch, fine-tuned) risks of the limits of a stack of draws: X⁺y and the corrected L-layer limit."""
-    return _risk(min_norm_solution(X, y), beta_t), _risk(fine_tune_limit(X, y, beta_pre, depth=depth), beta_t)
+def _depth_limit_risks(X, y, beta_pre, beta_t, depth, spectrum=1.0):
+    """(scratch, fine-tuned) risks (Σ = diag(``spectrum``)) of the limits of a stack of draws: X⁺y and the corrected
+    L-layer limit."""
+    return (_risk(min_norm_solution(X, y), beta_t, spectrum),
+            _risk(fine_tune_limit(X, y, beta_pre, depth=depth), beta_t, spectrum))
 
 
 def _fine_tuning_at_depth(case, depth):
