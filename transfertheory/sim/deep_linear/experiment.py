@@ -55,7 +55,9 @@ METHODS = ("scratch", "linear", "finetune")
 #: ‖β − β_s‖ ≤ gtol = 1e-8 (α = 1e-5, rtol = 1e-4): an O(1e-8) error of the feature direction and of the risk.
 #: Measured against α = 1e-6 and pretraining at rtol = 1e-6, gtol = 1e-10 on the same draws: every draw's risk moved
 #: by ≤ 2.2e-9 (d = 16, 32: 40 draws, γ ∈ {0.28, 0.3, 0.5, 0.56, 0.75, 1.25, 1.5, 2}, θ ∈ {0, π/6, π/3, π/2},
-#: σ ∈ {0.3, 1}, λ ∈ {0, 0.05, 0.1, 1, 2}; d = 100, 500: 10 draws). The integrated rows (scratch, fine-tuning, the
+#: σ ∈ {0.3, 1}, λ ∈ {0, 0.05, 0.1, 1, 2}; d = 100, 500: 10 draws). That is for isotropic inputs: with a spectrum
+#: the default pretraining left draws up to 2e-8 from their limit, so anisotropic uses pretrain at gtol = 1e-10
+#: (docs/anisotropic.md). The integrated rows (scratch, fine-tuning, the
 #: flow solver's linear rows) carry the integrator's error instead (at the default rtol a fine-tuned risk lies up to
 #: 6e-3 above its exact limit at θ = π/2, docs/simulator.md), and so does a paired T = R_sc − R_lt through its
 #: scratch part (≤ 3.6e-4 at d = 32, |n − d| = 8).
