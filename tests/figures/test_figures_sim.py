@@ -197,32 +197,19 @@ def test_phase_diagram_simulated_finetune_agrees_with_exact_theory():
     assert (beyond["transferability_mean"].abs() <= stats.INTEGRATOR_ALLOWANCE).all()
 
 
-def test_slices_simulate_each_method_once_per_process_with_the_rows_of_a_joint_run(monkeypatch):
-    """simulate_slices takes each method's rows from a per-process memo: the scratch runs paired with linear transfer
-    are simulated once per rtol (fine-tuning's pairs run at FINE_TUNE_RTOL), and the rows of every method are those
-    of one simulator call with both methods (the draws are the seed's, the flows per instance), so the tables equal
-    recomputation."""
-    simulation._computed_rows.cache_clear()
-    calls = []
-    original = simulation.simulate
-    monkeypatch.setattr(simulation, "simulate", lambda methods, *a, **k: calls.append(methods) or original(
-        methods, *a, **k))
+def test_slices_pair_the_transfer_runs_with_scratch_in_one_call_fine_tuning_at_its_rtol(monkeypatch):
+    """simulate_slices simulates the transfer method and its paired scratch baseline in one simulator call (the same
+    draws); with fine-tuning both flows run at FINE_TUNE_RTOL, with linear transfer at the simulator's default."""
+    from transfertheory.sim import deep_linear
+
+    seen = []
+    original = deep_linear.run_transfer_experiment
+    monkeypatch.setattr(deep_linear, "run_transfer_experiment",
+                        lambda *a, **k: seen.append((tuple(k["methods"]), k["flow"])) or original(*a, **k))
     spec = dict(d=12, draws=4, n_gammas=3, gamma_max=2.0, progress=False)
-    tables = {m: simulation.simulate_slices(m, 0.2, **spec) for m in ("linear", "finetune", "linear")}
-    assert calls == [("scratch",), ("linear",), ("scratch",), ("finetune",)]
-    ns, _ = simulation.simulation_ns(12, 2.0, 3)
     for method in ("linear", "finetune"):
-        joint = original(("scratch", method), 12, ns, simulation.SLICE_THETAS, 0.2, 4, (0.0,), 0, None, False)
-        for part in ("scratch", method):
-            memo = simulation._computed_rows(part, 12, tuple(int(n) for n in ns), tuple(simulation.SLICE_THETAS), 0.2,
-                                             4, 0.0, 0, None, False, 2,
-                                             simulation.FINE_TUNE_RTOL if method == "finetune" else None)
-            rows = joint[joint["method"] == part].reset_index(drop=True)
-            # (a joint table has the transfer method's integer columns as floats: NaN in the scratch rows)
-            pd.testing.assert_frame_equal(rows[memo.columns], memo, check_dtype=False, check_exact=True)
-    again = simulation.simulate_slices("finetune", 0.2, **spec)
-    assert again.equals(tables["finetune"]) and len(calls) == 4
-    simulation._computed_rows.cache_clear()  # the memo holds tables computed through the patched simulate
+        simulation.simulate_slices(method, 0.2, **spec)
+    assert seen == [(("scratch", "linear"), {}), (("scratch", "finetune"), {"rtol": simulation.FINE_TUNE_RTOL})]
 
 
 def test_finetune_reference_is_the_gradient_flow_limit_not_eq17():

@@ -14,7 +14,6 @@ Carlo of the corrected limit, whose SE enters the comparison).
 from __future__ import annotations
 
 import contextvars
-import functools
 
 import numpy as np
 
@@ -137,31 +136,6 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     )
 
 
-# eight tables: ``figures --all`` asks for four of each run
-@functools.lru_cache(maxsize=8)
-def _computed_rows(method, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth, rtol=None):
-    """:func:`simulate` of the one simulator ``method`` in this process, computed once per process for the same
-    (hashable, normalized) arguments, so that a build asking for the rows of one run more than once (``figures
-    --all``) simulates them once; Fig. 3's scratch rows, at fine-tuning's rtol, are not Fig. 1's. Each method's runs
-    are independent of the others' (its own draws from ``seed``, per-draw flows): its rows are those of a call with
-    several methods at the same ``rtol``. Callers copy the table they get."""
-    return simulate((method,), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth, rtol=rtol)
-
-
-def _paired_rows(simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth):
-    """The simulator table of ``simulator`` and its paired scratch baseline at the same draws (:func:`simulate`):
-    through the sweep engine when a :data:`SWEEP_RUNNER` is set, else a copy of each method's rows from
-    :func:`_computed_rows` (computed once per process), the scratch rows first; both at the rtol of a run with
-    ``simulator`` (:func:`simulate`)."""
-    if SWEEP_RUNNER.get() is not None:
-        return simulate(("scratch", simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
-    import pandas as pd
-
-    key = (int(d), tuple(int(n) for n in ns), tuple(float(t) for t in thetas), float(sigma), int(draws), float(lam),
-           int(seed), backend, progress, int(depth), FINE_TUNE_RTOL if simulator == "finetune" else None)
-    return pd.concat([_computed_rows(method, *key).copy() for method in ("scratch", simulator)], ignore_index=True)
-
-
 def _flow_reference(record, table, d, sigma, lam, seed, depth):
     """(mean, SE) of ``record.flow_transferability_finite`` for every row of ``table``, one call per n."""
     mean, se = np.empty(len(table)), np.empty(len(table))
@@ -191,7 +165,8 @@ def simulate_slices(method, sigma, d=SIM_D, draws=SIM_DRAWS, n_gammas=SIM_GAMMAS
     ns, skipped = simulation_ns(d, gamma_max, n_gammas, min_n=record.min_n)
     if ns.size == 0:
         raise ValueError(f"no simulable n on the γ grid (d = {d}, {n_gammas} points up to γ = {gamma_max:g})")
-    raw = _paired_rows(record.simulator, d, ns, thetas, sigma, draws, lam, seed, backend, progress, depth)
+    # the transfer runs and their paired scratch baseline at the same draws (rtol: fine-tuning's when it is one)
+    raw = simulate(("scratch", record.simulator), d, ns, thetas, sigma, draws, (lam,), seed, backend, progress, depth)
     table = stats.transferability_stats(raw, method)
     theory, theory_se = _flow_reference(record, table, d, sigma, lam, seed, depth)
     table = stats.compare(table, theory, "transferability", theory_se)
