@@ -38,7 +38,7 @@ def test_eq17_flows_at_its_point():
     """faf.thm3.9.eq17's point (σ = 2, θ = π/2, γ = 1/4, quick d = 32): ≤ 3e-4 measured at rtol 1e-5, 6e-3 at 1e-3."""
     d, n, theta, sigma, seed = 32, 8, math.pi / 2, 2.0, 5
     df = run_transfer_experiment(d, [n / d], [theta], sigma, 40, methods=("scratch", "finetune"), seed=seed,
-                                 backend="numpy", progress=False, flow=faf_linear_sim._EQ17_FLOW)
+                                 backend="numpy", progress=False, flow=faf_linear_sim.FINE_TUNE_FLOW)
     beta_s, _, beta_t = dl.task_vectors(d, [theta], seed)
     gap = largest_paired_error(df, d, n, sigma, beta_s, beta_t[0], seed)
     assert gap <= get_claim("faf.thm3.9.eq17").allowance / 2, gap
@@ -71,7 +71,7 @@ def test_corrected_flows_at_its_worst_corner():
     fine-tuned risk within half the allowance of its exact limit. 3.4e-4 measured at rtol 1e-5, 1.6e-3 at 1e-4."""
     d, n, theta, sigma, seed = 32, 24, math.pi / 2, 2.0, 7
     df = run_transfer_experiment(d, [n / d], [theta], sigma, 40, methods=("finetune",), seed=seed, backend="numpy",
-                                 progress=False, **faf_linear_sim._FLOW_OPTIONS["finetune"])
+                                 progress=False, flow=faf_linear_sim.FINE_TUNE_FLOW)
     beta_s, _, beta_t = dl.task_vectors(d, [theta], seed)
     risks = df.sort_values("draw")["risk"].to_numpy()
     gaps = []
