@@ -87,6 +87,15 @@ def test_finetune_limit_accuracy_table():
     assert len(rows) == 2 and all(float(row[5]) > 0 for row in rows)  # one per rtol; the largest |error| > 0
 
 
+def test_mean_statistic_calibration_table():
+    script = os.path.join(ROOT, "benchmarks", "mean_statistic_calibration.py")
+    out = _run("--d", "12", "--ns", "4", "20", "--draws", "5", "--reps", "50", script=script)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = [line.split("|") for line in out.stdout.splitlines() if line.startswith("| 4 ") or line.startswith("| 20 ")]
+    assert len(rows) == 2 and all(0 <= float(row[2]) <= 1 for row in rows)
+    assert _run("--method", "scratch", script=script).returncode == 2  # scratch has no T
+
+
 def test_relu_teacher_benchmark_quick():
     out = _run("--quick", script=os.path.join(ROOT, "benchmarks", "bench_relu_teacher.py"))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

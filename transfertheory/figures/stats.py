@@ -20,7 +20,7 @@ Why 4·s + allowance: 4 SE would make |z| > 4 a 6e-5 event per point for a norma
 mean, but the per-draw risks are right-skewed (the minimum-norm noise term has
 only |n − d|/2 + ½ finite moments; a linear or ridge risk is its floor plus a
 nearly χ²₁ excess), so a low mean of 20 draws comes with a low SD and z has
-heavier tails: measured on the exact limits, 2e-4 to 5e-3 per point for the
+heavier tails: measured on the exact limits, 8e-4 to 5e-3 per point for the
 transferabilities of FaF Fig. 1's slices and up to 2.6 % for Fig. 2's ridge
 risks (docs/figures.md). The count of points outside is a screen for gross
 disagreement; the calibrated comparison of these expectations is the claims'
