@@ -112,15 +112,15 @@ def _limit_risks(X, y, beta_s, beta_t, method, lam, spectrum=1.0, scratch=True):
     scratch risks an empty array, no pseudo-inverse)."""
     if method == "finetune":
         return _depth_limit_risks(X, y, beta_s, beta_t, 2, spectrum)
-    if scratch or method == "scratch":
-        scratch = _risk(min_norm_solution(X, y), beta_t, spectrum)
+    if method == "scratch" or scratch:
+        scratch_risk = _risk(min_norm_solution(X, y), beta_t, spectrum)
     else:
-        scratch = np.empty(0)
+        scratch_risk = np.empty(0)
     if method == "scratch":
-        return scratch, scratch
+        return scratch_risk, scratch_risk
     z = X @ beta_s
     head = np.sum(z * y, -1) / (np.sum(z * z, -1) + X.shape[-2] * lam)
-    return scratch, _risk(head[..., None] * beta_s, beta_t, spectrum)
+    return scratch_risk, _risk(head[..., None] * beta_s, beta_t, spectrum)
 
 
 def _limit_sample(case, method, lam, trained, draws, scratch=True):
