@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import re
 
-from .cli_support import add_backend_argument, entry_point, exit_process
+from .cli_support import add_backend_argument, add_memory_argument, entry_point, exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures import phase_grid
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns, sweep_sizes
-from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SEED, SIGMA
+from .params import COUNT, D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SEED, SIGMA
 from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, task
 from .theory.methods import get_method
 
@@ -94,7 +94,7 @@ def build_parser():
         "mean ± SD over target draws, with the exact finite-size theory at the simulated d; writes "
         "NAME_simulated.csv and prints the largest |z| against that theory")
     sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")
-    sim.add_argument("--sim-gammas", type=cli.COUNT.arg_type(), default=None, metavar="M",
+    sim.add_argument("--sim-gammas", type=COUNT.arg_type(), default=None, metavar="M",
                      help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
     sim.add_argument("--sim-d", type=D.with_range(low=3).arg_type(), default=None, metavar="D",
                      help=f"simulated input dimension d (default {SIM_D}; {PAPER_D} with --paper-size)")
@@ -104,7 +104,7 @@ def build_parser():
                      help=f"the paper's size (FaF App. D.1): d = {PAPER_D}, {PAPER_DRAWS} draws")
     sim.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
     add_backend_argument(sim)
-    cli.add_memory_argument(sim)
+    add_memory_argument(sim)
     return parser
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import transfertheory
-from transfertheory import claims, cli_support, verify
+from transfertheory import claims, cli_support, processes, verify
 from transfertheory import phase_diagram as phase_cli
 from transfertheory.figures import __main__ as registry_cli
 from transfertheory.figures import cli as figure_cli
@@ -397,18 +397,18 @@ def test_every_command_line_runs_under_the_serial_thread_policy():
 def test_in_workers_yields_the_serial_results_in_order(workers):
     from transfertheory import threads
 
-    results = list(cli_support.in_workers(_square_with_threads_and_process, range(4), workers))
+    results = list(processes.in_workers(_square_with_threads_and_process, range(4), workers))
     assert [square for square, _, _ in results] == [0, 1, 4, 9]
     used = min(workers, 4)
     expected = threads.threads_per_worker(used)
     assert all(blas == {expected} for _, blas, _ in results)
-    processes = {pid for _, _, pid in results}
-    assert (processes == {os.getpid()}) == (used == 1) and len(processes) <= used
+    pids = {pid for _, _, pid in results}
+    assert (pids == {os.getpid()}) == (used == 1) and len(pids) <= used
 
 
 def test_in_workers_rejects_a_bad_count_before_any_work():
     with pytest.raises(ValueError, match="workers"):
-        list(cli_support.in_workers(_square_with_threads_and_process, range(2), 0))
+        list(processes.in_workers(_square_with_threads_and_process, range(2), 0))
 
 
 @pytest.mark.parametrize("module", ["transfertheory.verify", "transfertheory.figures.__main__"])
@@ -422,12 +422,12 @@ def test_workers_flag_takes_positive_integers_only(module, capsys):
 
 
 def test_the_costliest_tasks_are_handed_out_first_and_the_results_come_in_the_serial_order():
-    assert cli_support.start_order(4, [0.0, 1.0, 3.0, 2.0]) == [2, 3, 1, 0]
-    assert cli_support.start_order(3, [math.inf, 1.0, math.inf]) == [0, 2, 1]  # unknown first, in their order
-    assert cli_support.start_order(3) == [0, 1, 2]
-    results = list(cli_support.in_workers(_square_with_threads_and_process, range(4), 2, costs=[0.0, 1.0, 3.0, 2.0]))
+    assert processes.start_order(4, [0.0, 1.0, 3.0, 2.0]) == [2, 3, 1, 0]
+    assert processes.start_order(3, [math.inf, 1.0, math.inf]) == [0, 2, 1]  # unknown first, in their order
+    assert processes.start_order(3) == [0, 1, 2]
+    results = list(processes.in_workers(_square_with_threads_and_process, range(4), 2, costs=[0.0, 1.0, 3.0, 2.0]))
     assert [square for square, _, _ in results] == [0, 1, 4, 9]
 
 
 def test_start_order_takes_comparable_keys_costliest_first_keeping_the_order_of_equals():
-    assert cli_support.start_order(4, [(0, 2.0), (1, 0), (0, 5.0), (1, 0)]) == [1, 3, 2, 0]
+    assert processes.start_order(4, [(0, 2.0), (1, 0), (0, 5.0), (1, 0)]) == [1, 3, 2, 0]
