@@ -14,7 +14,7 @@ One mechanism per concern, so that every command line behaves the same:
 * **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
   environment variable ``TRANSFERTHEORY_BACKEND`` decides (an unknown flag is argparse's usage error, 2).
   :func:`backend_choice` checks the variable's name before any work and :func:`resolve_backend` loads it; an
-  unknown name, or ``cupy`` without a usable GPU, prints one line and exits with :data:`EXIT_BACKEND` (3).
+  unknown name, or ``cupy`` without a usable GPU, is one line and exit status :data:`EXIT_BACKEND` (3).
 * **Output paths** — :func:`require_writable` checks every output folder and file *before* the computation: a
   path that is a file where a folder is needed (or the reverse), or a folder that cannot be written, is one line
   saying what is wrong with which path, and the command's documented exit code (a :class:`CommandLineError`,
@@ -234,32 +234,27 @@ def add_backend_argument(parser, help_text="array backend of the simulations"):
                         f"{EXIT_BACKEND}")
 
 
-def _backend_error(err):
-    print(f"error: {err}", file=sys.stderr)
-    raise SystemExit(EXIT_BACKEND) from None
-
-
 def backend_choice(flag):
     """The checked backend name of ``--backend`` (``flag``), else of ``TRANSFERTHEORY_BACKEND``; None if neither
-    is set. Nothing is loaded; an unknown name prints one line and exits with :data:`EXIT_BACKEND`."""
+    is set. Nothing is loaded; an unknown name is a :class:`CommandLineError` (one line, exit :data:`EXIT_BACKEND`)."""
     if flag is None and ENV_VAR not in os.environ:
         return None
     try:
         return check_backend_name(flag)
     except ValueError as err:
-        _backend_error(err)
+        raise CommandLineError(str(err), EXIT_BACKEND) from None
 
 
 def resolve_backend(choice, default=None):
     """Name (``"numpy"``, ``"cupy"``, …) of the backend for ``choice`` (None: ``TRANSFERTHEORY_BACKEND``, else
-    ``default``, else auto). An unknown name, or CuPy without a usable GPU, prints one line and exits with
-    :data:`EXIT_BACKEND`."""
+    ``default``, else auto). An unknown name, or CuPy without a usable GPU, is a :class:`CommandLineError` (one line,
+    exit :data:`EXIT_BACKEND`)."""
     if choice is None and ENV_VAR not in os.environ:
         choice = default
     try:
         return backend_name(load_array_module(choice))
     except (ValueError, BackendUnavailableError) as err:
-        _backend_error(err)
+        raise CommandLineError(str(err), EXIT_BACKEND) from None
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -318,9 +318,9 @@ def test_backend_choice_falls_back_to_the_environment(monkeypatch):
     assert cli_support.resolve_backend(None) == "numpy"
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
     assert cli_support.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(cli_support.CommandLineError, match="bogus") as info:
         cli_support.resolve_backend(None)
-    assert info.value.code == 3
+    assert info.value.exit_code == 3
 
 
 @pytest.mark.slow

@@ -151,7 +151,7 @@ def _selected(parser, args):
 @entry_point
 def main(argv=None):
     """Entry point; returns the exit code (usage errors exit 2, an unwritable ``--out`` 1 and an unusable backend 3
-    before any work, via ``SystemExit``; Ctrl-C 130)."""
+    before any work; Ctrl-C 130)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     chosen = _selected(parser, args)
