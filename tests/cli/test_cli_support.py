@@ -23,6 +23,7 @@ from transfertheory import claims, cli_support, processes, verify
 from transfertheory import phase_diagram as phase_cli
 from transfertheory.figures import __main__ as registry_cli
 from transfertheory.figures import cli as figure_cli
+from transfertheory.figures import phase_diagram as figure
 from transfertheory.figures import phase_grid
 
 #: every figure command line with arguments that make it cheap (module, argv before --out)
@@ -42,7 +43,8 @@ def _forbid_work(monkeypatch, exception):
     def refuse(*args, **kwargs):
         raise exception("the command line started computing")
 
-    monkeypatch.setattr(figure_cli.Timer, "__init__", refuse)
+    monkeypatch.setattr(phase_grid, "compute_phase_grid", refuse)
+    monkeypatch.setattr(registry_cli, "_build_and_write", refuse)
     monkeypatch.setattr(claims, "run", refuse)
 
 
@@ -108,7 +110,7 @@ def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp
             raised.append(phase)
             signal.raise_signal(signal.SIGINT)  # the handler runs here, inside the callback
 
-    def work_then_finish(self):
+    def work_then_finish(*args, **kwargs):  # the grid's computation: returns nothing if the interrupt is lost
         gc.callbacks.append(interrupt_once)
         try:
             gc.collect()
@@ -118,8 +120,8 @@ def test_ctrl_c_during_a_garbage_collector_callback_is_not_lost(monkeypatch, tmp
         while time.monotonic() < deadline:  # an interrupt redelivered after the callback lands here
             pass
 
-    monkeypatch.setattr(figure_cli.Timer, "__init__", work_then_finish)
-    monkeypatch.setattr(phase_grid, "compute_phase_grid", lambda *a, **k: pytest.fail("the interrupt was lost"))
+    monkeypatch.setattr(phase_grid, "compute_phase_grid", work_then_finish)
+    monkeypatch.setattr(figure, "phase_diagram_output", lambda *a, **k: pytest.fail("the interrupt was lost"))
     assert phase_cli.main(["--resolution", "8", "--out", str(tmp_path / "out")]) == 130
     assert capsys.readouterr().err.endswith("interrupted\n")
 

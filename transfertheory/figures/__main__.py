@@ -25,13 +25,14 @@ import contextlib
 import io
 import math
 import sys
+import time
 from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError
 from ..cli_support import EXIT_MEMORY, EXIT_USAGE, add_backend_argument, add_memory_argument, entry_point
 from ..processes import in_workers, worker_count
-from .cli import EPILOG, EXIT_OK, EXIT_UNWRITABLE, Timer, add_output_arguments, check_before_work, write_and_report
+from .cli import EPILOG, EXIT_OK, EXIT_UNWRITABLE, add_output_arguments, check_before_work, write_and_report
 
 __all__ = ["build_parser", "main"]
 
@@ -106,7 +107,7 @@ def _build_and_write(task):
     figure = figures()[name]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        timer, ledger = Timer(), []
+        start, ledger = time.perf_counter(), []
         token = LEDGER.set(ledger)
         try:
             output = figure.make(args.profile, backend, progress)
@@ -114,7 +115,7 @@ def _build_and_write(task):
             return None, EXIT_MEMORY, printed.getvalue(), f"error: {figure.name}: {err}"
         finally:
             LEDGER.reset(token)
-        runtime = timer.elapsed
+        runtime = time.perf_counter() - start
         context = _context(figure, args.profile, args.out)
         if ledger:  # drawn from a sweep store: what its points cost when they were computed
             context["store_points"] = {"points": sum(e["points"] for e in ledger),

@@ -27,7 +27,6 @@ output checks, atomic writes) are :mod:`transfertheory.cli_support`'s, shared wi
 from __future__ import annotations
 
 import sys
-import time
 
 from .. import cli_support
 from .._memory import set_limit
@@ -39,7 +38,6 @@ __all__ = [
     "EPILOG",
     "check_before_work",
     "add_output_arguments",
-    "Timer",
     "write_and_report",
 ]
 
@@ -68,17 +66,6 @@ def add_output_arguments(parser, fmt="both"):
 
     parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
     parser.add_argument("--format", choices=sorted(FORMATS), default=fmt, help=f"figure format (default {fmt})")
-
-
-class Timer:
-    """Wall-clock seconds since construction (``elapsed``), for the metadata's runtime."""
-
-    def __init__(self):
-        self.start = time.perf_counter()
-
-    @property
-    def elapsed(self):
-        return time.perf_counter() - self.start
 
 
 def write_and_report(output, name, args, *, label="", **labels):
