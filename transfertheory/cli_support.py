@@ -407,9 +407,9 @@ def add_profile_arguments(parser, quick, full, paper):
 
 
 def add_workers_argument(parser, what):
-    """``--workers N`` (integer >= 1; default None, which :func:`~transfertheory.processes.worker_count` reads as one process per core, at most
-    one per task: the tasks cost the same CPU time in a worker as in one process, docs/benchmarks.md "Command
-    lines") for a command that runs ``what``."""
+    """``--workers N`` (integer >= 1; default None, which :func:`~transfertheory.processes.worker_count` reads as
+    one process per core, at most one per task: the tasks cost the same CPU time in a worker as in one process,
+    docs/benchmarks.md "Command lines") for a command that runs ``what``."""
     parser.add_argument("--workers", type=COUNT.arg_type(), default=None, metavar="N",
                         help=f"worker processes that run the {what} (default: one per core, {available_cores()} here, "
                         "at most one per task; 1: in this process); each has cores/N BLAS threads, and the results "
