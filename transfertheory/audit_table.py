@@ -21,7 +21,7 @@ import shutil
 import sys
 import textwrap
 
-__all__ = ["COLUMNS", "MIN_WIDTH", "NON_TTY_WIDTH", "AuditTable", "format_listing", "format_notes", "format_table",
+__all__ = ["COLUMNS", "MIN_WIDTH", "NON_TTY_WIDTH", "AuditTable", "format_listing", "format_notes",
            "outcome_record", "table_width"]
 
 #: the table's columns (the claim's source is on the line below its row)
@@ -153,12 +153,6 @@ class AuditTable:
             source = f"{source} — {record['category']}: {record['erratum']}"
         source_lines = [_INDENT + line for line in _wrap(source, self.width - len(_INDENT))]
         return "\n".join([*_block(cells, self.widths, self._right), *source_lines])
-
-
-def format_table(records, width=None):
-    """The whole audit table of ``records`` (width: :func:`table_width` by default)."""
-    table = AuditTable([r["claim"] for r in records], table_width() if width is None else width)
-    return "\n".join([table.header(), *(table.row(r) for r in records)])
 
 
 def format_listing(selected, width):

@@ -14,7 +14,7 @@ One mechanism per concern, so that every command line behaves the same:
 * **Array backend** — :func:`add_backend_argument` adds ``--backend {auto,numpy,cupy}``; without the flag the
   environment variable ``TRANSFERTHEORY_BACKEND`` decides (an unknown flag is argparse's usage error, 2).
   :func:`backend_choice` checks the variable's name before any work and :func:`resolve_backend` loads it; an
-  unknown name, or ``cupy`` without a usable GPU, prints one line and exits with :data:`EXIT_BACKEND` (3).
+  unknown name, or ``cupy`` without a usable GPU, is one line and exit status :data:`EXIT_BACKEND` (3).
 * **Output paths** — :func:`require_writable` checks every output folder and file *before* the computation: a
   path that is a file where a folder is needed (or the reverse), or a folder that cannot be written, is one line
   saying what is wrong with which path, and the command's documented exit code (a :class:`CommandLineError`,
@@ -27,10 +27,10 @@ One mechanism per concern, so that every command line behaves the same:
   temporaries of a process that died (``kill -9``) are removed by the next write of the same file.
 * **BLAS threads and worker processes** — :func:`entry_point` runs the command under the package's BLAS thread
   policy (:mod:`transfertheory.threads`: :data:`~transfertheory.threads.SERIAL_THREADS` for one process);
-  :func:`add_workers_argument` adds ``--workers N`` (default :func:`worker_count`: one per core) and
-  :func:`in_workers` maps independent tasks (claims, figures) over N worker processes with ⌊cores / N⌋ BLAS threads
-  each, yielding the results in the serial order (the package's one executor, :mod:`transfertheory.processes`,
-  which the sweep engine uses too).
+  :func:`add_workers_argument` adds ``--workers N`` (default :func:`~transfertheory.processes.worker_count`: one per
+  core), which :func:`~transfertheory.processes.in_workers` maps independent tasks (figures) over: N worker
+  processes with ⌊cores / N⌋ BLAS threads each, yielding the results in the serial order (the package's one
+  executor, :mod:`transfertheory.processes`, which the sweep engine uses too).
 * **Process end** — every command line's ``if __name__ == "__main__"`` line is :func:`exit_process`: ``sys.exit``
   without the finalization's garbage-collector passes over the objects the process leaves (≈ 0.1 s with matplotlib).
 
@@ -59,9 +59,9 @@ from ._memory import arg_type as memory_arg_type
 from .backend import (ENV_VAR, EXIT_BACKEND_UNAVAILABLE, BackendUnavailableError, backend_name, backend_names,
                       check_backend_name)
 from .backend import resolve_backend as load_array_module
-from .params import PROFILE_NAMES
-from .processes import exit_code_of, in_workers, interrupt_line, start_order, stop_signals_raise, worker_count
-from .threads import SERIAL_THREADS, WORKERS, available_cores, blas_threads
+from .params import COUNT, PROFILE_NAMES
+from .processes import exit_code_of, interrupt_line, stop_signals_raise
+from .threads import SERIAL_THREADS, available_cores, blas_threads
 
 __all__ = [
     "EXIT_BACKEND",
@@ -86,9 +86,6 @@ __all__ = [
     "os_error_line",
     "add_profile_arguments",
     "add_workers_argument",
-    "worker_count",
-    "start_order",
-    "in_workers",
 ]
 
 EXIT_BACKEND = EXIT_BACKEND_UNAVAILABLE
@@ -237,32 +234,27 @@ def add_backend_argument(parser, help_text="array backend of the simulations"):
                         f"{EXIT_BACKEND}")
 
 
-def _backend_error(err):
-    print(f"error: {err}", file=sys.stderr)
-    raise SystemExit(EXIT_BACKEND) from None
-
-
 def backend_choice(flag):
     """The checked backend name of ``--backend`` (``flag``), else of ``TRANSFERTHEORY_BACKEND``; None if neither
-    is set. Nothing is loaded; an unknown name prints one line and exits with :data:`EXIT_BACKEND`."""
+    is set. Nothing is loaded; an unknown name is a :class:`CommandLineError` (one line, exit :data:`EXIT_BACKEND`)."""
     if flag is None and ENV_VAR not in os.environ:
         return None
     try:
         return check_backend_name(flag)
     except ValueError as err:
-        _backend_error(err)
+        raise CommandLineError(str(err), EXIT_BACKEND) from None
 
 
 def resolve_backend(choice, default=None):
     """Name (``"numpy"``, ``"cupy"``, …) of the backend for ``choice`` (None: ``TRANSFERTHEORY_BACKEND``, else
-    ``default``, else auto). An unknown name, or CuPy without a usable GPU, prints one line and exits with
-    :data:`EXIT_BACKEND`."""
+    ``default``, else auto). An unknown name, or CuPy without a usable GPU, is a :class:`CommandLineError` (one line,
+    exit :data:`EXIT_BACKEND`)."""
     if choice is None and ENV_VAR not in os.environ:
         choice = default
     try:
         return backend_name(load_array_module(choice))
     except (ValueError, BackendUnavailableError) as err:
-        _backend_error(err)
+        raise CommandLineError(str(err), EXIT_BACKEND) from None
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -415,10 +407,10 @@ def add_profile_arguments(parser, quick, full, paper):
 
 
 def add_workers_argument(parser, what):
-    """``--workers N`` (integer >= 1; default None, which :func:`worker_count` reads as one process per core, at most
-    one per task: the tasks cost the same CPU time in a worker as in one process, docs/benchmarks.md "Command
-    lines") for a command that runs ``what``."""
-    parser.add_argument("--workers", type=WORKERS.arg_type(), default=None, metavar="N",
+    """``--workers N`` (integer >= 1; default None, which :func:`~transfertheory.processes.worker_count` reads as
+    one process per core, at most one per task: the tasks cost the same CPU time in a worker as in one process,
+    docs/benchmarks.md "Command lines") for a command that runs ``what``."""
+    parser.add_argument("--workers", type=COUNT.arg_type(), default=None, metavar="N",
                         help=f"worker processes that run the {what} (default: one per core, {available_cores()} here, "
                         "at most one per task; 1: in this process); each has cores/N BLAS threads, and the results "
                         "are those of a serial run, in its order; more than the tasks are not started, and more than "

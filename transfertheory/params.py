@@ -45,6 +45,7 @@ __all__ = [
     "GAMMA_MAX",
     "SEED",
     "WIDTH",
+    "COUNT",
     "GTOL",
     "LOSS_TOL",
     "PROFILE_NAMES",
@@ -198,6 +199,9 @@ RESOLUTION = Param("resolution", Interval(2, 4000, "both"), integer=True,
 GAMMA_MAX = Param("gamma_max", Interval(0, 100, "right"), description="largest γ of a grid")
 SEED = Param("seed", _integer_at_least(0), integer=True, description="seed of the random generator")
 WIDTH = Param("width", _integer_at_least(1), integer=True, description="hidden width of a network (neurons per layer)")
+#: a count of things — worker processes, BLAS threads, grid points, simulated γ values: ``--workers``, ``--max-points``,
+#: ``--sim-gammas`` (a message names the flag or, with ``scalar(value, name)``, the argument)
+COUNT = Param("count", _integer_at_least(1), integer=True, description="a number of things, at least one")
 GTOL = Param("gtol", _REAL_POSITIVE, description="convergence threshold on the gradient norm")
 LOSS_TOL = Param("loss_tol", _REAL_NONNEG, description="stopping threshold on the loss")
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
 
-from .cli_support import add_backend_argument, entry_point, exit_process
+from .cli_support import add_backend_argument, add_memory_argument, entry_point, exit_process
 from .figures import cli
 from .figures import phase_diagram as figure
 from .figures import phase_grid
 from .figures.simulation import SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, simulation_ns, sweep_sizes
-from .params import D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SEED, SIGMA
+from .params import COUNT, D, DEPTH, DRAWS, GAMMA_MAX, LAM, RESOLUTION, SEED, SIGMA
 from .theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text, task
 from .theory.methods import get_method
 
@@ -94,7 +95,7 @@ def build_parser():
         "mean ± SD over target draws, with the exact finite-size theory at the simulated d; writes "
         "NAME_simulated.csv and prints the largest |z| against that theory")
     sim.add_argument("--simulate", action="store_true", help="overlay simulated points (FaF Figs. 1c, 3c)")
-    sim.add_argument("--sim-gammas", type=cli.COUNT.arg_type(), default=None, metavar="M",
+    sim.add_argument("--sim-gammas", type=COUNT.arg_type(), default=None, metavar="M",
                      help=f"γ points per slice, γ = γ_max·k/M, k = 1…M (|n − d| <= 1 skipped; default {SIM_GAMMAS})")
     sim.add_argument("--sim-d", type=D.with_range(low=3).arg_type(), default=None, metavar="D",
                      help=f"simulated input dimension d (default {SIM_D}; {PAPER_D} with --paper-size)")
@@ -104,7 +105,7 @@ def build_parser():
                      help=f"the paper's size (FaF App. D.1): d = {PAPER_D}, {PAPER_DRAWS} draws")
     sim.add_argument("--seed", type=SEED.arg_type(), default=0, help="simulation seed, integer >= 0 (default 0)")
     add_backend_argument(sim)
-    cli.add_memory_argument(sim)
+    add_memory_argument(sim)
     return parser
 
 
@@ -178,7 +179,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _validate(parser, args)
     backend = cli.check_before_work(args, simulates=args.simulate)
-    timer = cli.Timer()
+    start = time.perf_counter()
     if args.spectrum is not None:
         from .figures import faf_aniso
 
@@ -188,7 +189,7 @@ def main(argv=None):
                                                         args.spectrum, args.teacher), args,
                                     title=f"Transferability phase diagram under Σ = {args.spectrum}",
                                     sources=("FaF Eq. 13",), backend=None,
-                                    runtime_s=timer.elapsed)
+                                    runtime_s=time.perf_counter() - start)
     grid = phase_grid.compute_phase_grid(args.method, args.noise, args.gamma_max, args.resolution, args.lam, args.finite_d,
                                args.limit, args.depth)
     points, parameters = None, {}
@@ -201,7 +202,7 @@ def main(argv=None):
     return cli.write_and_report(output, output_name(args.method, args.noise, args.lam, args.finite_d, args.depth), args,
                                 title=f"Transferability phase diagram, {record.label} ({source})",
                                 sources=tuple(s for s in (source, record.figure) if s), backend=backend,
-                                runtime_s=timer.elapsed, extra_suffixes=("_simulated",))
+                                runtime_s=time.perf_counter() - start, extra_suffixes=("_simulated",))
 
 
 if __name__ == "__main__":

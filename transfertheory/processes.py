@@ -27,7 +27,8 @@ import signal
 import sys
 import threading
 
-from .threads import WORKERS, available_cores, blas_threads, threads_per_worker
+from .params import COUNT
+from .threads import available_cores, blas_threads, threads_per_worker
 
 __all__ = ["STOP_SIGNALS", "STOP_GRACE", "Interrupted", "exit_code_of", "interrupt_line", "stop_signals_to",
            "stop_signals_raise", "worker_count", "warn_oversubscribed", "start_order", "completed_in_workers",
@@ -98,7 +99,7 @@ def _stop_signals_ignored():
 def worker_count(requested, tasks) -> int:
     """Worker processes for ``tasks`` independent tasks: ``requested`` (``--workers``; None: one per core,
     :func:`~transfertheory.threads.available_cores`), at most one per task, at least 1."""
-    return min(available_cores() if requested is None else WORKERS.scalar(requested), max(1, tasks))
+    return min(available_cores() if requested is None else COUNT.scalar(requested, "workers"), max(1, tasks))
 
 
 def start_order(count, costs=None):

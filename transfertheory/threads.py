@@ -19,11 +19,9 @@ import os
 
 from . import params as P
 from ._memory import keep_freed_memory
-from ._validation import Interval
 
 __all__ = ["available_cores", "threads_per_worker", "blas_threads", "SERIAL_THREADS"]
 
-WORKERS = P.Param("workers", Interval(1, float("inf"), "left"), integer=True, description="worker processes")
 #: BLAS threads of a single process (docs/benchmarks.md, "BLAS threads"); None would leave the library's default
 #: (one thread per core)
 SERIAL_THREADS = 1
@@ -40,8 +38,8 @@ def available_cores() -> int:
 def threads_per_worker(workers, cores=None) -> int:
     """BLAS threads for each of ``workers`` processes: ⌊cores / workers⌋ (at least 1), so that workers × threads
     ≤ cores; a single process gets :data:`SERIAL_THREADS` (all cores where that is None)."""
-    workers = WORKERS.scalar(workers)
-    cores = available_cores() if cores is None else WORKERS.scalar(cores, "cores")
+    workers = P.COUNT.scalar(workers, "workers")
+    cores = available_cores() if cores is None else P.COUNT.scalar(cores, "cores")
     if workers == 1 and SERIAL_THREADS is not None:
         return min(SERIAL_THREADS, cores)
     return max(1, cores // workers)
@@ -57,6 +55,6 @@ def blas_threads(threads):
         return
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=WORKERS.scalar(threads, "threads"), user_api="blas"):
+    with threadpool_limits(limits=P.COUNT.scalar(threads, "threads"), user_api="blas"):
         yield
 

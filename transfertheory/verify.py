@@ -37,12 +37,12 @@ import sys
 from pathlib import Path
 
 from . import _memory, cli_support
-from .audit_table import COLUMNS, format_table, outcome_record, table_width
+from .audit_table import COLUMNS, outcome_record, table_width
 from .params import DRAWS, SEED
 from .processes import Interrupted, stop_signals_to, warn_oversubscribed
 from .threads import available_cores
 
-__all__ = ["COLUMNS", "build_parser", "main", "outcome_record", "format_table", "pytest_args"]
+__all__ = ["COLUMNS", "build_parser", "main", "outcome_record", "pytest_args"]
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
 

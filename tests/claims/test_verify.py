@@ -97,7 +97,8 @@ def test_a_row_says_what_its_check_requires_and_whether_it_held():
     assert [(r["requires"], r["held"]) for r in records] == [("z > 4", True), ("paper fails by > 0", True),
                                                               ("|z| ≤ 4", False), ("", None)]
     assert records[0]["measured"] == pytest.approx(157.0)
-    lines = verify.format_table(records, width=100).splitlines()
+    table = audit_table.AuditTable([r["claim"] for r in records], 100)
+    lines = "\n".join([table.header(), *map(table.row, records)]).splitlines()
     assert lines[0].split() == list(verify.COLUMNS)
     for (claim_id, _, status, requires, measured, held), record in zip(cases, records):
         row = next(line for line in lines if line.startswith(claim_id + " "))

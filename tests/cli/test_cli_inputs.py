@@ -17,7 +17,7 @@ import pytest
 
 from transfertheory import claims, cli_support, phase_diagram, verify
 from transfertheory.figures import __main__ as figures_cli
-from transfertheory.figures import cli as figure_cli
+from transfertheory.figures import phase_grid
 from transfertheory.sweep import Store
 from transfertheory.sweep import __main__ as sweep_cli
 from transfertheory.sweep import engine
@@ -30,7 +30,8 @@ def _forbid_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the command line started computing")
 
-    monkeypatch.setattr(figure_cli.Timer, "__init__", refuse)
+    monkeypatch.setattr(phase_grid, "compute_phase_grid", refuse)
+    monkeypatch.setattr(figures_cli, "_build_and_write", refuse)
     monkeypatch.setattr(claims, "run", refuse)
     monkeypatch.setattr(engine, "run_tasks", refuse)
 

@@ -151,8 +151,8 @@ def test_sigterm_to_verify_with_workers_is_one_line_and_leaves_no_process(tmp_pa
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_signal_to_a_command_without_workers_is_one_line(signum, tmp_path):
     """What a user sees: the signal during a run prints one line (no traceback), no output files."""
-    command = [sys.executable, "-c", "import sys, time; from transfertheory.figures import cli; "
-               "cli.Timer.__init__ = lambda self: (print('working', flush=True), time.sleep(60)); "
+    command = [sys.executable, "-c", "import sys, time; from transfertheory.figures import phase_grid; "
+               "phase_grid.compute_phase_grid = lambda *a, **k: (print('working', flush=True), time.sleep(60)); "
                "from transfertheory import phase_diagram; sys.exit(phase_diagram.main())", "--resolution", "8",
                "--out", str(tmp_path / "out")]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,

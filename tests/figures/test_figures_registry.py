@@ -21,7 +21,6 @@ from transfertheory import cli_support
 from transfertheory import phase_diagram as cli
 from transfertheory.backend import cupy_available
 from transfertheory.figures import __main__ as registry_cli
-from transfertheory.figures import cli as figure_cli
 from transfertheory.claims import profiles as claims_profiles
 from transfertheory.figures import catalog, gallery, output, registry
 from transfertheory.params import PROFILE_NAMES
@@ -71,9 +70,9 @@ def test_the_automatic_backend_keeps_figures_where_a_gpu_does_not_pay_on_numpy(m
     assert known["faf_fig5"].backend_for("numpy", named=False) == "numpy"
     seen = []
     monkeypatch.setattr(registry_cli, "check_before_work", lambda args, simulates: "cupy")  # as on a GPU machine
-    monkeypatch.setattr(registry_cli.cli_support, "in_workers",
+    monkeypatch.setattr(registry_cli, "in_workers",
                         lambda fn, tasks, workers, costs: seen.extend(t[2] for t in tasks)
-                        or iter([(0.0, 1, "", None)]))  # the backends; the first figure "fails"
+                        or (r for r in [(0.0, 1, "", None)]))  # the backends; the first figure "fails"
     monkeypatch.delenv("TRANSFERTHEORY_BACKEND", raising=False)
     assert registry_cli.main(["merlin_fig", "faf_fig1", "--out", str(tmp_path)]) == 1
     assert seen == ["numpy", "cupy"]
@@ -91,10 +90,10 @@ def test_each_figure_is_one_task_the_longest_last_time_first_printed_in_the_orde
 
     def fake_workers(function, tasks, workers, costs):
         handed.append(([t[0] for t in tasks], costs))
-        return iter([(1.0, 0 if task[0] != "faf_fig5" else 4, f"{task[0]} built\n", None) for task in tasks])
+        yield from [(1.0, 0 if task[0] != "faf_fig5" else 4, f"{task[0]} built\n", None) for task in tasks]
 
     monkeypatch.setattr(registry_cli, "check_before_work", lambda args, simulates: "numpy")
-    monkeypatch.setattr(registry_cli.cli_support, "in_workers", fake_workers)
+    monkeypatch.setattr(registry_cli, "in_workers", fake_workers)
     (tmp_path / "faf_fig3.json").write_text(json.dumps({"profile": "quick", "runtime_s": 2.5}), encoding="utf-8")
     (tmp_path / "faf_fig1.json").write_text(json.dumps({"profile": "quick", "runtime_s": 1.5}), encoding="utf-8")
     (tmp_path / "faf_fig2.json").write_text(json.dumps({"profile": "quick", "runtime_s": 9.0}), encoding="utf-8")
@@ -292,7 +291,7 @@ def _run(args, env_backend=None):
 
 
 def _assert_one_line_exit_3(done, *words):
-    assert done.returncode == figure_cli.EXIT_BACKEND == 3, done.stderr
+    assert done.returncode == cli_support.EXIT_BACKEND == 3, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr
     assert all(word in lines[0] for word in words)
@@ -319,9 +318,9 @@ def test_backend_choice_falls_back_to_the_environment(monkeypatch):
     assert cli_support.resolve_backend(None) == "numpy"
     monkeypatch.setenv("TRANSFERTHEORY_BACKEND", "bogus")
     assert cli_support.resolve_backend("numpy") == "numpy"  # an explicit --backend wins
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(cli_support.CommandLineError, match="bogus") as info:
         cli_support.resolve_backend(None)
-    assert info.value.code == 3
+    assert info.value.exit_code == 3
 
 
 @pytest.mark.slow

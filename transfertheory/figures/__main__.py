@@ -25,13 +25,14 @@ import contextlib
 import io
 import math
 import sys
+import time
 from pathlib import Path
 
 from .. import cli_support
 from .._memory import MemoryLimitError
-from ..cli_support import add_backend_argument, entry_point
-from .cli import (EPILOG, EXIT_MEMORY, EXIT_OK, EXIT_UNWRITABLE, EXIT_USAGE, Timer, add_memory_argument,
-                  add_output_arguments, check_before_work, write_and_report)
+from ..cli_support import EXIT_MEMORY, EXIT_USAGE, add_backend_argument, add_memory_argument, entry_point
+from ..processes import in_workers, worker_count
+from .cli import EPILOG, EXIT_OK, EXIT_UNWRITABLE, add_output_arguments, check_before_work, write_and_report
 
 __all__ = ["build_parser", "main"]
 
@@ -106,7 +107,7 @@ def _build_and_write(task):
     figure = figures()[name]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        timer, ledger = Timer(), []
+        start, ledger = time.perf_counter(), []
         token = LEDGER.set(ledger)
         try:
             output = figure.make(args.profile, backend, progress)
@@ -114,7 +115,7 @@ def _build_and_write(task):
             return None, EXIT_MEMORY, printed.getvalue(), f"error: {figure.name}: {err}"
         finally:
             LEDGER.reset(token)
-        runtime = timer.elapsed
+        runtime = time.perf_counter() - start
         context = _context(figure, args.profile, args.out)
         if ledger:  # drawn from a sweep store: what its points cost when they were computed
             context["store_points"] = {"points": sum(e["points"] for e in ledger),
@@ -151,7 +152,7 @@ def _selected(parser, args):
 @entry_point
 def main(argv=None):
     """Entry point; returns the exit code (usage errors exit 2, an unwritable ``--out`` 1 and an unusable backend 3
-    before any work, via ``SystemExit``; Ctrl-C 130)."""
+    before any work; Ctrl-C 130)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     chosen = _selected(parser, args)
@@ -169,16 +170,13 @@ def main(argv=None):
         print(f"FaF simulations through the sweep engine, store {runner.store} (resumable)", flush=True)
     runtimes = {}
     # with the sweep engine, the workers are its own
-    workers = 1 if runner is not None else cli_support.worker_count(args.workers, len(chosen))
+    workers = 1 if runner is not None else worker_count(args.workers, len(chosen))
     progress = None if workers == 1 else False  # bars of several processes would overwrite each other
     costs = [_previous_runtime(args.out, f.name, args.profile) for f in chosen]
     named = cli_support.backend_choice(args.backend) not in (None, "auto")
     tasks = [(f.name, args, f.backend_for(backend, named), progress) for f in chosen]
-    # the longest start first; leaving the block (an error, a stop signal) stops the workers
-    with contextlib.ExitStack() as stack:
-        results = cli_support.in_workers(_build_and_write, tasks, workers, costs)
-        if hasattr(results, "close"):  # a generator: closing it stops the workers
-            stack.callback(results.close)
+    # the longest start first; leaving the block (an error, a stop signal) closes the results, stopping the workers
+    with contextlib.closing(in_workers(_build_and_write, tasks, workers, costs)) as results:
         for figure in chosen:
             print(f"== {figure.name}: {figure.title} ({args.profile})", flush=True)
             runtimes[figure.name], code, printed, refusal = next(results)

@@ -26,27 +26,18 @@ output checks, atomic writes) are :mod:`transfertheory.cli_support`'s, shared wi
 """
 from __future__ import annotations
 
-import math
 import sys
-import time
 
 from .. import cli_support
 from .._memory import set_limit
-from ..cli_support import EXIT_BACKEND, EXIT_MEMORY, EXIT_USAGE, add_memory_argument, backend_choice, resolve_backend
-from ..params import Interval, Param
+from ..cli_support import EXIT_BACKEND, EXIT_MEMORY, EXIT_USAGE, backend_choice, resolve_backend
 
 __all__ = [
     "EXIT_OK",
     "EXIT_UNWRITABLE",
-    "EXIT_USAGE",
-    "EXIT_BACKEND",
     "EPILOG",
-    "EXIT_MEMORY",
-    "add_memory_argument",
-    "COUNT",
     "check_before_work",
     "add_output_arguments",
-    "Timer",
     "write_and_report",
 ]
 
@@ -55,8 +46,6 @@ EXIT_OK, EXIT_UNWRITABLE = 0, 1
 EPILOG = cli_support.exit_status_epilog(
     "0 success", f"{EXIT_UNWRITABLE} output folder not writable (checked before any work)", f"{EXIT_USAGE} usage error",
     f"{EXIT_BACKEND} array backend unknown or unusable", f"{EXIT_MEMORY} a simulation does not fit in memory")
-#: a count of grid points or simulated γ values, for flags such as ``--sim-gammas`` (narrow it with ``with_range``)
-COUNT = Param("count", Interval(1, math.inf, "left"), integer=True, description="number of grid points")
 
 
 def check_before_work(args, simulates=True):
@@ -77,17 +66,6 @@ def add_output_arguments(parser, fmt="both"):
 
     parser.add_argument("--out", default="figures", metavar="DIR", help="output folder (default figures/)")
     parser.add_argument("--format", choices=sorted(FORMATS), default=fmt, help=f"figure format (default {fmt})")
-
-
-class Timer:
-    """Wall-clock seconds since construction (``elapsed``), for the metadata's runtime."""
-
-    def __init__(self):
-        self.start = time.perf_counter()
-
-    @property
-    def elapsed(self):
-        return time.perf_counter() - self.start
 
 
 def write_and_report(output, name, args, *, label="", **labels):

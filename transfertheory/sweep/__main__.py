@@ -22,23 +22,19 @@ docs/sweeps.md.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 from .. import cli_support
 from .._memory import ENV_VAR as MEMORY_VAR
 from .._memory import MemoryLimitError, set_limit
-from ..params import Interval, Param
-from ..threads import WORKERS
+from ..params import COUNT
 from .named import NAMED_SWEEPS, named_sweep
 
 __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _MAX_POINTS = 100_000  # spec.MAX_POINTS (not imported for --help: the specs load the simulators)
-#: --max-points N
-MAX_POINTS_FLAG = Param("max_points", Interval(1, math.inf, "left"), integer=True, description="largest grid to build")
 
 
 def build_parser():
@@ -61,7 +57,7 @@ def build_parser():
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="fix a parameter (replaces an axis), or set draws or seed; VALUE is a TOML value, e.g. 0.5 "
                      "or [1, 2]")
-    run.add_argument("--workers", type=WORKERS.arg_type(), metavar="N",
+    run.add_argument("--workers", type=COUNT.arg_type(), metavar="N",
                      help="local worker processes (default: the cores; never more than the points to run, a "
                      "warning above the cores); BLAS threads per worker = cores // N")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
@@ -72,7 +68,7 @@ def build_parser():
                                     f"{MEMORY_VAR})")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--max-points", type=MAX_POINTS_FLAG.arg_type(), default=None, metavar="N",
+    run.add_argument("--max-points", type=COUNT.arg_type(), default=None, metavar="N",
                      help=f"refuse a grid of more than N points (default {_MAX_POINTS}), before building it")
     status = sub.add_parser("status", help="done / total / failed points of a store")
     status.add_argument("store", metavar="DIR")
