@@ -408,47 +408,6 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
         plt.close(fig)
 
 
-@pytest.mark.parametrize("method, sigma, resolution, finite_d", [
-    ("linear", 0.2, 61, None),     # cut at the pole; the stride ⌈61/60⌉ = 2 divides the 60 steps
-    ("linear", 0.2, 98, None),     # cut; stride 2 into 97 steps: a last row and column of one-step facets
-    ("finetune", 0.2, 121, None),  # nothing cut: all facets whole and of one size (one array)
-    ("linear", 1.5, 50, None),     # most of the surface cut
-    ("finetune", 0.3, 30, 12),     # finite d: undefined (NaN) points
-])
-def test_panel_a_facets_are_what_plot_surface_draws(method, sigma, resolution, finite_d):
-    """Panel (a)'s facets, built as whole arrays, are matplotlib's plot_surface's: the same colour values to the last
-    bit and, drawn on the same axes, the same pixels."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
-
-    gamma, theta, t = pg.grid_surface(pg.compute_phase_grid(method, sigma, resolution=resolution,
-                                                               finite_d=finite_d))
-    x, y = np.meshgrid(gamma, theta)
-    z = np.where(np.abs(t) <= pdg.DISPLAY_LIMIT, t, np.nan)
-    pixels, arrays = [], []
-    for build in ("plot_surface", "facets"):
-        fig = Figure(figsize=(3, 3), dpi=100)
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot(projection="3d")
-        if build == "plot_surface":
-            surface = ax.plot_surface(x, y, z, rcount=pdg.SURFACE_FACETS, ccount=pdg.SURFACE_FACETS, cmap="RdBu",
-                                      vmin=-1, vmax=1, linewidth=0, antialiased=False)
-        else:
-            facets, heights = pdg._surface_facets(x, y, z)
-            surface = Poly3DCollection(facets, cmap="RdBu", linewidth=0, antialiased=False)
-            surface.set_array(heights)
-            surface.set_clim(-1, 1)
-            ax.add_collection(surface, autolim=False)
-        ax.set(xlim=(0, gamma[-1]), ylim=(0, np.pi / 2), zlim=(-1, 1))
-        fig.canvas.draw()
-        pixels.append(np.asarray(fig.canvas.buffer_rgba()).copy())
-        arrays.append(np.asarray(surface.get_array()))
-    assert arrays[0].size > 0 and np.array_equal(arrays[0], arrays[1])
-    assert np.array_equal(pixels[0], pixels[1])
-    assert (pixels[0][..., :3] < 250).any(axis=-1).sum() > 500  # facets were drawn
-
-
 @pytest.mark.parametrize("method", ["linear", "finetune"])
 def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
     """As in the paper's Figs. 1(a) and 3(a): light-blue T = 0 lines on the surface, where T is indeed 0."""

@@ -139,71 +139,14 @@ def _boundaries(method, sigma, lam, gamma_max, finite_d, limit, depth=2):
 SURFACE_FACETS = 60
 
 
-def _facet_edges(size, count):
-    """The grid lines that bound the facets along an axis of ``size`` points, at most ``count`` facets: every
-    ⌈size / count⌉-th point and the last one (the subsample of matplotlib's ``plot_surface(rcount=count)``)."""
-    stride = max(math.ceil(size / count), 1)
-    return np.array([*range(0, size - 1, stride), size - 1])
-
-
-def _perimeters(row, col, height, width):
-    """Grid indices (rows, columns; each facets × vertices) of the perimeters of the facets whose first corner is
-    (``row``, ``col``), all ``height`` × ``width`` grid steps, in ``plot_surface``'s order: along the facet's first
-    row, down its last column, back along its last row, up its first column, each corner once."""
-    down = np.concatenate([np.zeros(width, int), np.arange(height), np.full(width, height), np.arange(height, 0, -1)])
-    across = np.concatenate([np.arange(width), np.full(height, width), np.arange(width, 0, -1), np.zeros(height, int)])
-    return row[:, None] + down, col[:, None] + across
-
-
-def _surface_facets(x, y, z, count=SURFACE_FACETS):
-    """The facets of panel (a) and the mean z that colours each: what ``plot_surface(x, y, z, rcount=count,
-    ccount=count)`` draws with a colour map, built as whole arrays instead of facet by facet.
-
-    Each facet is the perimeter of one cell of the subsample (:func:`_facet_edges`) without its non-finite points
-    (where the surface is cut); a facet with none left is not drawn. Returns the facets as one facets × vertices × 3
-    array when they are all whole and of one size (as ``plot_surface`` passes them), else as a list of vertices × 3
-    arrays, row by row; the means are ``plot_surface``'s to the last bit (tests/figures/test_phase_diagram.py)."""
-    rows, cols = _facet_edges(z.shape[0], count), _facet_edges(z.shape[1], count)
-    row, col = (a.ravel() for a in np.meshgrid(rows[:-1], cols[:-1], indexing="ij"))
-    height, width = (a.ravel() for a in np.meshgrid(np.diff(rows), np.diff(cols), indexing="ij"))
-    groups = []  # facets of one size: (their places in the row-by-row order, their vertices)
-    for size in sorted(set(zip(height.tolist(), width.tolist()))):
-        at = np.flatnonzero((height == size[0]) & (width == size[1]))
-        r, c = _perimeters(row[at], col[at], *size)
-        groups.append((at, np.stack([x[r, c], y[r, c], z[r, c]], axis=-1)))
-    if len(groups) == 1 and np.isfinite(groups[0][1]).all():
-        facets = groups[0][1]
-        return facets, facets[..., 2].mean(axis=-1)
-    facets, means = [None] * row.size, np.empty(row.size)
-    for at, vertices in groups:
-        finite = np.isfinite(vertices).all(axis=-1)
-        whole = finite.all(axis=-1)
-        means[at[whole]] = vertices[whole, :, 2].mean(axis=-1)
-        for place, facet in zip(at[whole].tolist(), vertices[whole]):
-            facets[place] = facet
-        for k in np.flatnonzero(~whole & finite.any(axis=-1)).tolist():
-            facets[at[k]] = vertices[k][finite[k]]
-            means[at[k]] = facets[at[k]][:, 2].mean()
-    drawn = [k for k, facet in enumerate(facets) if facet is not None]
-    return [facets[k] for k in drawn], means[drawn]
-
-
 def _surface_panel(fig, gamma, theta, t, boundaries):
     """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample, cut where |T| > DISPLAY_LIMIT (not clipped: a clipped
-    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface).
-
-    The surface is the collection ``plot_surface`` makes, its facets built by :func:`_surface_facets` (a cut
-    surface costs ``plot_surface`` a loop over its facets; the axes limits are set here, so its autoscaling is
-    not needed)."""
+    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface)."""
     from matplotlib.ticker import MaxNLocator
-    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     ax = fig.add_subplot(1, 3, 1, projection="3d")
-    facets, heights = _surface_facets(*np.meshgrid(gamma, theta), _display(t))
-    surface = Poly3DCollection(facets, cmap="RdBu", linewidth=0, antialiased=False)
-    surface.set_array(heights)
-    surface.set_clim(-DISPLAY_LIMIT, DISPLAY_LIMIT)
-    ax.add_collection(surface, autolim=False)
+    surface = ax.plot_surface(*np.meshgrid(gamma, theta), _display(t), rcount=SURFACE_FACETS, ccount=SURFACE_FACETS,
+                              cmap="RdBu", vmin=-DISPLAY_LIMIT, vmax=DISPLAY_LIMIT, linewidth=0, antialiased=False)
     for boundary_gamma, boundary_theta, style, on_zero in boundaries:
         if on_zero:
             ax.plot(boundary_gamma, boundary_theta, np.zeros_like(boundary_theta), color="#7fd4ff", lw=1.5,
