@@ -54,10 +54,10 @@ def test_default_run_writes_png_and_tidy_csv(tmp_path, capsys):
 
 
 def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
-    """The CSV (written through the fast categorical path) holds exactly compute_grid's numbers."""
+    """The CSV (written through the fast categorical path) holds exactly the grid's numbers."""
     code, _ = run(["--method", "finetune", "--noise", "0.3", "--finite-d", "12", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
-    grid = pg.compute_grid("finetune", 0.3, resolution=30, finite_d=12)
+    grid = pg.compute_phase_grid("finetune", 0.3, resolution=30, finite_d=12).frame()
     written = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma0.3_d12.csv")
     assert list(written.columns) == [*pg.COLUMNS, "n", "d"]
     for col in grid.columns:
@@ -71,22 +71,17 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
     ("linear", {}), ("ridge", dict(lam=0.5)), ("finetune", dict(finite_d=12)), ("finetune", dict(depth=3)),
 ])
 def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_path):
-    """The command line's pandas-free grid (PhaseGrid, columns written from arrays) gives the same CSV bytes and
-    the same summary (computed from the [θ, γ] matrix, not a tidy table) as compute_grid's DataFrame written by
-    pandas itself."""
+    """The command line's pandas-free grid (PhaseGrid, columns written from arrays) gives the same CSV bytes as its
+    tidy DataFrame written by pandas itself."""
     from transfertheory.figures.output import write_csv
 
     arrays = pg.compute_phase_grid(method, 0.3, resolution=25, **options)
-    frame = pg.compute_grid(method, 0.3, resolution=25, **options)
+    frame = arrays.frame()
     write_csv(arrays.columns(), tmp_path / "arrays.csv")
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "arrays.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
-    assert frame.attrs == arrays.attrs
+    assert frame.attrs == {"limit": arrays.limit, "depth": arrays.depth}
     assert arrays.column_names() == list(arrays.columns()) == list(frame.columns)
-    for got, want in zip(pg.grid_surface(arrays), pg.grid_surface(frame)):
-        np.testing.assert_array_equal(got, want)
-    lam, finite_d = options.get("lam", 0.0), options.get("finite_d")
-    assert pdg.summary(arrays, method, 0.3, lam, finite_d) == pdg.summary(frame, method, 0.3, lam, finite_d)
 
 
 def test_command_line_imports_neither_pandas_nor_pyplot(tmp_path):
@@ -151,43 +146,44 @@ def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
 
 
 def test_grid_values_are_the_closed_forms():
-    grid = pg.compute_grid("linear", 0.2, resolution=17)
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=17).frame()
     gamma, theta = grid["gamma"].to_numpy(), grid["theta"].to_numpy()
     np.testing.assert_array_equal(grid["transferability"], L.linear_transferability(gamma, theta, 0.2))
     np.testing.assert_array_equal(grid["risk_transfer"], np.sin(theta) ** 2)
     assert grid.attrs["limit"] == "flow"
     # fine-tuning: gradient flow by default (corrected rescaling c), the paper's Eq. 17 on request
     finetune = get_method("finetune")
-    ft = pg.compute_grid("finetune", 0.2, resolution=17)
+    ft = pg.compute_phase_grid("finetune", 0.2, resolution=17).frame()
     np.testing.assert_array_equal(ft["transferability"], finetune.flow_transferability(gamma, theta, 0.2) + 0.0)
-    paper = pg.compute_grid("finetune", 0.2, resolution=17, limit="paper")
+    paper = pg.compute_phase_grid("finetune", 0.2, resolution=17, limit="paper").frame()
     np.testing.assert_array_equal(paper["transferability"], finetune.paper_transferability(gamma, theta, 0.2) + 0.0)
     assert np.abs(ft["transferability"] - paper["transferability"]).max() > 0.01
     # T_ft = 0 at γ = 1 although both risks are +inf (pathwise cancellation)
-    ft = pg.compute_grid("finetune", 0.2, resolution=20)
+    ft = pg.compute_phase_grid("finetune", 0.2, resolution=20).frame()
     one = ft[ft["gamma"] == 1.0]
     assert np.all(one["transferability"] == 0) and np.all(np.isposinf(one["risk_transfer"]))
 
 
 def test_finite_d_fine_tuning_draws_the_paper_formula_and_says_so():
     """The finite-size gradient-flow limit of fine-tuning is a Monte Carlo, so a finite-d grid is Eq. 17."""
-    grid = pg.compute_grid("finetune", 0.2, resolution=12, finite_d=20)
-    assert grid.attrs["limit"] == "paper"
+    grid = pg.compute_phase_grid("finetune", 0.2, resolution=12, finite_d=20)
+    assert grid.limit == "paper"
     with pytest.raises(ValueError, match="limit='flow'"):
-        pg.compute_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
+        pg.compute_phase_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
     assert "not the gradient-flow limit" in pdg.summary(grid, "finetune", 0.2, finite_d=20)
 
 
 def test_ridge_at_zero_lambda_is_linear_transfer():
-    lin, ridge = pg.compute_grid("linear", 0.3, resolution=21), pg.compute_grid("ridge", 0.3, resolution=21, lam=0.0)
+    lin = pg.compute_phase_grid("linear", 0.3, resolution=21).frame()
+    ridge = pg.compute_phase_grid("ridge", 0.3, resolution=21, lam=0.0).frame()
     np.testing.assert_allclose(ridge["transferability"], lin["transferability"], rtol=1e-12, atol=1e-14)
 
 
 def test_finite_d_grid_approaches_the_limit():
     """Away from γ = 1 the exact d = 20000 surface is within O(1/d) of the n, d → ∞ one (paper's formulas)."""
     for method in ("linear", "finetune"):
-        exact = pg.compute_grid(method, 0.2, resolution=41, finite_d=20000)
-        limit = pg.compute_grid(method, 0.2, resolution=41, limit="paper")
+        exact = pg.compute_phase_grid(method, 0.2, resolution=41, finite_d=20000).frame()
+        limit = pg.compute_phase_grid(method, 0.2, resolution=41, limit="paper").frame()
         far = np.abs(exact["gamma"] - 1) > 0.1
         gap = np.abs(exact["transferability"] - limit["transferability"])[far]
         assert gap.max() < 2e-3
@@ -195,14 +191,14 @@ def test_finite_d_grid_approaches_the_limit():
 
 def test_finite_d_undefined_points_are_nan():
     """n = round(γd) ≤ 2: linear/ridge transfer outside the formula's domain (NaN); n = d: T_lt = +inf."""
-    grid = pg.compute_grid("linear", 0.2, gamma_max=2.0, resolution=40, finite_d=20)  # γ = k/20 → n = k
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=40, finite_d=20).frame()  # γ = k/20 → n = k
     small = grid[grid["n"] <= 2]
     assert len(small) == 2 * 40 and small[["transferability", "risk_transfer"]].isna().all().all()
     assert np.all(np.isposinf(grid.loc[grid["n"].isin([19, 20, 21]), "transferability"]))
     assert grid.loc[grid["n"] >= 3, "transferability"].notna().all()
-    ft = pg.compute_grid("finetune", 0.2, gamma_max=2.0, resolution=40, finite_d=20)
+    ft = pg.compute_phase_grid("finetune", 0.2, resolution=40, finite_d=20).frame()
     assert ft["transferability"].notna().all()  # fine-tuning is defined for every n ≥ 1
-    tiny = pg.compute_grid("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3)  # γd < 0.5 → n = 0
+    tiny = pg.compute_phase_grid("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3).frame()  # γd < ½: n = 0
     assert tiny.loc[tiny["n"] == 0, "transferability"].isna().all()
 
 
@@ -224,7 +220,7 @@ def test_summary_opening_angle_is_arccos_one_minus_sigma(sigma, tmp_path, capsys
     d_theta, d_gamma = (math.pi / 2) / (res - 1), 2.0 / res
     slack = d_theta + d_gamma**2 / (8 * sigma * (1 - sigma) * math.sin(theta_c)) + 1e-4  # + print rounding
     assert theta_c - 1e-4 <= grid_open <= theta_c + slack
-    grid = pg.compute_grid("linear", sigma, resolution=res)
+    grid = pg.compute_phase_grid("linear", sigma, resolution=res).frame()
     share = float(re.search(r"T < 0\): ([\d.]+)%", out).group(1)) / 100
     assert share == pytest.approx((grid["transferability"] < 0).mean(), abs=1e-4)
 
@@ -244,7 +240,7 @@ def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
     np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 0.2), atol=1e-4)
     assert max(angles) < math.pi / 3
     # on the grid the flow's negative region starts no lower than the smallest θ* up to the grid's largest γ < 1
-    grid = pg.compute_grid("finetune", 0.2, resolution=res)
+    grid = pg.compute_phase_grid("finetune", 0.2, resolution=res).frame()
     gammas = np.unique(grid["gamma"])
     floor = transfer.flow_limit_sign_angle(gammas[gammas < 1].max(), 0.2)
     assert _opening(out)[0] >= floor - 1e-4
@@ -269,9 +265,10 @@ def test_fine_tuning_at_depth_three_prints_theta_star_and_draws_the_deeper_limit
 
 def test_depth_changes_only_fine_tuning_s_gradient_flow_grid():
     for method, limit in (("linear", None), ("finetune", "paper")):
-        two, three = (pg.compute_grid(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
+        two, three = (pg.compute_phase_grid(method, 1.0, resolution=9, limit=limit, depth=depth).frame()
+                      for depth in (2, 3))
         pd.testing.assert_frame_equal(two, three)
-    assert pg.compute_grid("finetune", 1.0, resolution=9, depth=4).attrs["depth"] == 4
+    assert pg.compute_phase_grid("finetune", 1.0, resolution=9, depth=4).frame().attrs["depth"] == 4
 
 
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
@@ -284,8 +281,9 @@ def test_opening_angle_on_a_ridge_grid():
     """Ridge: the grid's negative region opens at the theory's cos θ_open = (1−σ)(1+λ)/√(1+2λ)."""
     sigma, lam = 0.2, 0.3
     expected = math.acos((1 - sigma) * (1 + lam) / math.sqrt(1 + 2 * lam))
-    grid = pg.compute_grid("ridge", sigma, resolution=120, lam=lam)
-    neg = grid[(grid["gamma"] < 1) & (grid["transferability"] < 0)]
+    grid = pg.compute_phase_grid("ridge", sigma, resolution=120, lam=lam)
+    frame = grid.frame()
+    neg = frame[(frame["gamma"] < 1) & (frame["transferability"] < 0)]
     assert expected <= neg["theta"].min() <= expected + (math.pi / 2) / 119 + 1e-3
     assert "arccos((1 − σ)(1 + λ)/√(1 + 2λ))" in pdg.summary(grid, "ridge", sigma, lam)
 
@@ -296,7 +294,7 @@ def test_opening_angle_on_a_ridge_grid():
 def test_plot_overlays_simulated_points():
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=30)
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=30)
     sims = pd.DataFrame(
         {
             "gamma": [0.25, 0.5, 1.5, 0.5],
@@ -319,8 +317,8 @@ def test_plot_overlays_simulated_points():
 def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=20, finite_d=10)
-    assert grid["transferability"].isna().any() and np.isposinf(grid["transferability"]).any()
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=20, finite_d=10)
+    assert np.isnan(grid.transferability).any() and np.isposinf(grid.transferability).any()
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2, finite_d=10)
     try:
         fig.canvas.draw()
@@ -333,7 +331,7 @@ def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
 def test_panel_a_has_a_colour_bar():
     import matplotlib.pyplot as plt
 
-    fig = pdg.plot_phase_diagram(pg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid("linear", 0.2, resolution=20), "linear", 0.2)
     try:
         bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
         assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (not drawn where |T| > 1")
@@ -345,7 +343,7 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
     """Panel (b) is the sign of the flow transferability; the legend names both boundaries, the title says which."""
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("finetune", 0.5, resolution=40)
+    grid = pg.compute_phase_grid("finetune", 0.5, resolution=40)
     fig = pdg.plot_phase_diagram(grid, "finetune", 0.5)
     try:
         labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
@@ -374,7 +372,7 @@ def test_legends_leave_every_plotted_point_line_and_cell_visible(method):
 
     from figure_checks import assert_no_legend_over_data
 
-    fig = pdg.plot_phase_diagram(pg.compute_grid(method, 0.2, resolution=60), method, 0.2,
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid(method, 0.2, resolution=60), method, 0.2,
                                  simulated=_slice_points(method))
     try:
         assert len([ax for ax in fig.axes if ax.get_legend() is not None]) == 2
@@ -387,7 +385,7 @@ def test_slices_panel_says_how_many_simulated_draws_converged():
     import matplotlib.pyplot as plt
 
     points = _slice_points("linear").assign(n_converged=[20] * 17 + [18])
-    fig = pdg.plot_phase_diagram(pg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
     try:
         assert fig.axes[2].get_title().endswith("\nconverged: target draws 358/360")
     finally:
@@ -398,8 +396,8 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
     """Near γ = 1 the linear-transfer surface diverges; facets beyond ±1 are left out, none is flattened onto ±1."""
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=60)
-    assert (grid.transferability.abs() > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=60)
+    assert (np.abs(grid.transferability) > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2)
     try:
         facets = np.asarray(fig.axes[0].collections[0].get_array(), dtype=float)
@@ -413,7 +411,7 @@ def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
     """As in the paper's Figs. 1(a) and 3(a): light-blue T = 0 lines on the surface, where T is indeed 0."""
     import matplotlib.pyplot as plt
 
-    fig = pdg.plot_phase_diagram(pg.compute_grid(method, 0.2, resolution=40), method, 0.2)
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid(method, 0.2, resolution=40), method, 0.2)
     try:
         lines = [line.get_data_3d() for line in fig.axes[0].get_lines()]
         assert len(lines) >= 2
@@ -473,10 +471,10 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
         (dict(depth=1), "depth"),
     ],
 )
-def test_compute_grid_rejects_bad_arguments(kwargs, message):
+def test_compute_phase_grid_rejects_bad_arguments(kwargs, message):
     args = dict(method="linear", sigma=0.2, resolution=8) | kwargs
     with pytest.raises(ValueError, match=message):
-        pg.compute_grid(**args)
+        pg.compute_phase_grid(**args)
 
 
 def test_unwritable_output_returns_1(tmp_path, capsys):

@@ -25,7 +25,7 @@ import functools
 from dataclasses import replace
 
 from .phase_diagram import phase_diagram_output
-from .phase_grid import compute_grid
+from .phase_grid import compute_phase_grid
 from .registry import Figure, register
 from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, sweep_sizes
 
@@ -37,7 +37,7 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
     """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
     simulated points as ``data`` and the theory grid as the extra ``_grid`` table. ``depth``: the layers L of the
     network (the registered profiles use the paper's L = 2; fine-tuning's gradient-flow limit depends on it)."""
-    grid = compute_grid(method, sigma, gamma_max, resolution, depth=depth)
+    grid = compute_phase_grid(method, sigma, gamma_max, resolution, depth=depth)
     points = simulate_slices(method, sigma, d, draws, gammas, gamma_max, seed=seed, backend=backend,
                              progress=progress, depth=depth)
     return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed),

@@ -19,8 +19,7 @@ closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
 The pieces: the grid (:mod:`transfertheory.figures.phase_grid`:
-:func:`~.phase_grid.compute_phase_grid` as NumPy arrays, :func:`~.phase_grid.compute_grid` as a tidy
-table), :func:`plot_phase_diagram` (the
+:func:`~.phase_grid.compute_phase_grid`, a :class:`~.phase_grid.PhaseGrid` of NumPy arrays), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
 :func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
 :func:`phase_diagram_output` (all of it as a written figure). The registered
@@ -37,7 +36,7 @@ from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_outside
 from .output import DPI, FigureOutput
-from .phase_grid import THETA_MAX, THETA_TICKS, PhaseGrid, grid_columns, grid_limit, grid_surface
+from .phase_grid import THETA_MAX, THETA_TICKS, grid_columns, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
@@ -219,7 +218,7 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, de
 
 
 def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
-    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table or a :func:`compute_phase_grid` grid; returns
+    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`~.phase_grid.compute_phase_grid` grid; returns
     the Figure, a ``matplotlib.figure.Figure`` at the PNG's resolution
     (:data:`~transfertheory.figures.output.DPI`) on its own Agg canvas (pyplot does not hold it: nothing to close).
 
@@ -228,8 +227,8 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     by sign (red T < 0, blue T > 0, white T = 0, grey undefined) with the analytic n, d → ∞ boundaries — for
     fine-tuning the gradient-flow boundary θ* solid and the paper's θ = π/3 dashed; (c) slices at θ = π/8, π/4,
     3π/8, evaluated exactly at those angles on the grid's γ values, in the range ±1.05·DISPLAY_LIMIT. The legends
-    of (b) and (c) sit under their panels, off the data. ``limit``: as in :func:`compute_grid` (default: the
-    grid's ``attrs["limit"]``); the depth L is the grid's ``attrs["depth"]`` (2 if absent).
+    of (b) and (c) sit under their panels, off the data. ``limit``: as in :func:`~.phase_grid.compute_phase_grid` (default:
+    the grid's); the depth L is the grid's.
 
     ``simulated``: optional DataFrame with columns ``gamma, theta, transferability_mean, transferability_sd``,
     drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
@@ -238,18 +237,17 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
-    depth = grid.attrs.get("depth", 2)
+    limit = grid_limit(method, finite_d, limit or grid.limit)
     gamma, theta, t = grid_surface(grid)
     fig = Figure(figsize=(16, 5.6), dpi=DPI)  # the PNG's: its text laid out once, at the resolution it is drawn at
     FigureCanvasAgg(fig)
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
-    fig.suptitle(f"Transferability, {_title(method, limit, finite_d, depth)}: {setting}")
-    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit, depth)
+    fig.suptitle(f"Transferability, {_title(method, limit, finite_d, grid.depth)}: {setting}")
+    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit, grid.depth)
     surface_axes, surface = _surface_panel(fig, gamma, theta, t, boundaries)
     sign_axes, (handles, labels) = _sign_panel(fig, gamma, theta, t, method, boundaries)
-    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth)
+    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, grid.depth)
     _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
     drops = below_drops(sign_axes, slices_axes)  # one layout of both panels
@@ -339,17 +337,16 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     The grid's opening angle is the smallest grid θ with T < 0 at some γ < 1; it exceeds the n, d → ∞ value
     (:func:`transfertheory.theory.transfer.opening_angle`) by at most about one θ step plus what the γ step misses
     (the region opens with width ∝ √(θ − θ_open)). Only the formulas of ``method`` are printed; for fine-tuning
-    the gradient-flow sign angle θ*(γ) of the grid's depth L (``attrs["depth"]``) at a few γ, and at γ = ½ against
+    the gradient-flow sign angle θ*(γ) of the grid's depth L at a few γ, and at γ = ½ against
     L = 2, L → ∞ and the paper's π/3.
     """
-    limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
-    depth = grid.attrs.get("depth", 2)
+    limit = grid_limit(method, finite_d, limit or grid.limit)
     gamma, theta, t = grid_surface(grid)  # the [θ, γ] matrix and its axes
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
     lines = [
-        f"{_title(method, limit, finite_d, depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
+        f"{_title(method, limit, finite_d, grid.depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
         + f", {size}",
         f"grid: {np.unique(gamma).size} γ in ({gamma.min():.4g}, {gamma.max():.4g}] × {np.unique(theta).size} θ in "
         "[0, π/2]" + (f"; {int((~defined).sum())} points undefined (NaN)" if not defined.all() else ""),
@@ -358,7 +355,7 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
         + _opening_theory(method, sigma, lam, limit),
     ]
     if method == "finetune" and sigma > 0:
-        lines += _fine_tune_lines(sigma, depth)
+        lines += _fine_tune_lines(sigma, grid.depth)
     return "\n".join(lines)
 
 
@@ -376,13 +373,12 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     """
     if primary not in ("grid", "points") or (primary == "points" and points is None):
         raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
-    limit = grid.attrs["limit"]
-    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
+    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=grid.limit)
     gamma = grid_surface(grid)[0]
-    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, depth=grid.attrs.get("depth", 2),
+    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=grid.limit, depth=grid.depth,
                   gamma_max=float(gamma.max()), resolution=int(gamma.size), **(parameters or {}))
-    lines = [summary(grid, method, sigma, lam, finite_d, limit)]
-    table = grid.columns() if isinstance(grid, PhaseGrid) else grid
+    lines = [summary(grid, method, sigma, lam, finite_d, grid.limit)]
+    table = grid.columns()
     if points is None:
         return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines))
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
