@@ -47,7 +47,6 @@ interval) are :mod:`transfertheory.sim.relu_teacher.summary`'s.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -222,10 +221,11 @@ def agreement_record(table, prefix):
 def format_angle(theta):
     """θ as a multiple of π/16 when it is one (π/8, 3π/16, π/4, …; 0 as "0"), else 3 significant digits."""
     k = theta / (math.pi / 16)
-    if abs(k - round(k)) >= 1e-9:
-        return f"{theta:.3g}"
-    if round(k) == 0:
-        return "0"
-    ratio = Fraction(round(k), 16)
-    return (f"{'' if ratio.numerator == 1 else ratio.numerator}π"
-            + ("" if ratio.denominator == 1 else f"/{ratio.denominator}"))
+    if abs(k - round(k)) < 1e-9:
+        if round(k) == 0:
+            return "0"
+        num, den = round(k), 16
+        g = math.gcd(num, den)
+        num, den = num // g, den // g
+        return f"{'' if num == 1 else num}π" + ("" if den == 1 else f"/{den}")
+    return f"{theta:.3g}"
