@@ -19,7 +19,7 @@ import numpy as np
 
 from . import aniso_data as data
 from . import stats
-from .marks import annotate_convergence, legend_outside
+from .marks import annotate_convergence, legend_below
 from .output import FigureOutput, subplots
 from .phase_diagram import grid_opening
 from .phase_grid import THETA_MAX, THETA_TICKS, grid_surface
@@ -85,7 +85,7 @@ def plot(grids, points, theory, decays, sim_decays, placements, sigma, theta, b)
                      f"{tag} {method} at θ = {stats.format_angle(theta)}: simulation ± SE\n(d = {d}, {draws} draws; "
                      f"lines: deterministic equivalent at d = {d})")
     for ax in axes.ravel():
-        legend_outside(ax, "below", fontsize=8, ncol=2)
+        legend_below(ax, fontsize=8, ncol=2)
     fig.suptitle(f"Transfer with anisotropic inputs: spectrum λ_k ∝ k^(−a), teachers ∝ k^(−{b:g}) on the top or the "
                  f"bottom, σ = {sigma:g}")
     return fig
@@ -155,7 +155,7 @@ def _phase_figure(grid, iso, method, sigma, spectrum, teacher, d):
     ax_slices.axhline(0.0, color="k", lw=0.6)
     ax_slices.set(xlabel="γ = n/d", ylabel="T", ylim=(-1.05, 1.05), title="(b) slices")
     for ax in (ax_sign, ax_slices):
-        legend_outside(ax, "below", fontsize=8, ncol=2)
+        legend_below(ax, fontsize=8, ncol=2)
     fig.suptitle(f"Transferability, {_LABELS[method]}: spectrum {spectrum}, teachers {teacher}, σ = {sigma:g}, "
                  f"d = {d} (deterministic equivalents)")
     return fig

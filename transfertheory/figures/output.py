@@ -58,8 +58,8 @@ class FigureOutput:
     written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
     the counts of :func:`transfertheory.figures.stats.agreement_record`; ``convergence`` (figures that state on
     their face how many runs of each kind converged) ``{kind: (converged, total, largest final loss)}``, written
-    into the metadata as ``convergence``; ``summary`` the console lines.
-    ``bbox_inches``: the region of the figure its PNG/PDF show (``savefig``'s; default ``"tight"``).
+    into the metadata as ``convergence``; ``summary`` the console lines. The PNG/PDF show the figure's tight
+    bounding box (``savefig(bbox_inches="tight")``).
     """
 
     figure: Any
@@ -71,7 +71,6 @@ class FigureOutput:
     agreement: Mapping[str, Any] | None = None
     convergence: Mapping[str, tuple[int, int, float]] | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
-    bbox_inches: Any = "tight"
 
 
 def use_agg() -> None:
@@ -302,7 +301,7 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
                 write_csv(output.data, stage(path))
             else:
                 png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
-                output.figure.savefig(stage(path), format=ext, dpi=DPI, bbox_inches=output.bbox_inches, **png)
+                output.figure.savefig(stage(path), format=ext, dpi=DPI, bbox_inches="tight", **png)
         for path in thumb_paths:
             png = figure_paths.get("png")
             _write_thumbnail(output.figure, None if png is None else stage(png), stage(path))

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_outside
+from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_below
 from .output import DPI, FigureOutput
 from .phase_grid import THETA_MAX, THETA_TICKS, grid_columns, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
@@ -252,7 +252,7 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
     drops = below_drops(sign_axes, slices_axes)  # one layout of both panels
     for ax, entries, drop in zip((sign_axes, slices_axes), ((handles, labels), (None, None)), drops):
-        legend_outside(ax, "below", *entries, drop=drop, fontsize=8, ncol=2)
+        legend_below(ax, *entries, drop=drop, fontsize=8, ncol=2)
     return fig
 
 
