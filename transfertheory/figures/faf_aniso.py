@@ -174,7 +174,7 @@ def phase_output(method, sigma, spectrum, teacher="flat", d=400, gamma_max=2.0, 
              f"γ < 1 negative region opens at θ = {angle(grid_opening(grid))} (Σ = I: {angle(grid_opening(iso))})")
     parameters = dict(method=method, sigma=sigma, spectrum=str(spectrum), teacher=str(teacher), d=d, lam=lam,
                       depth=depth, gamma_max=gamma_max, resolution=resolution, limit="flow")
-    columns = grid.column_names()
-    return FigureOutput(_phase_figure(grid, iso, method, sigma, spectrum, teacher, d), grid.columns(),
-                        {c: data.GRID_COLUMN_DEFINITIONS[c] for c in columns}, parameters, lines)
+    table = grid.columns()
+    return FigureOutput(_phase_figure(grid, iso, method, sigma, spectrum, teacher, d), table,
+                        {c: data.GRID_COLUMN_DEFINITIONS[c] for c in table}, parameters, lines)
 

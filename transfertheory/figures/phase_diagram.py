@@ -36,7 +36,7 @@ from ..theory import linear, transfer
 from ..theory.methods import get_method
 from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_below
 from .output import DPI, FigureOutput
-from .phase_grid import THETA_MAX, THETA_TICKS, grid_columns, grid_limit, grid_surface
+from .phase_grid import COLUMN_DEFINITIONS, THETA_MAX, THETA_TICKS, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
@@ -379,12 +379,13 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
                   gamma_max=float(gamma.max()), resolution=int(gamma.size), **(parameters or {}))
     lines = [summary(grid, method, sigma, lam, finite_d, grid.limit)]
     table = grid.columns()
+    columns = {c: COLUMN_DEFINITIONS[c] for c in table}
     if points is None:
-        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines))
+        return FigureOutput(fig, table, columns, record, tuple(lines))
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
-    grid_table, point_table = ("_grid", table, grid_columns(grid)), ("_simulated", points, SIM_COLUMN_DEFINITIONS)
+    grid_table, point_table = ("_grid", table, columns), ("_simulated", points, SIM_COLUMN_DEFINITIONS)
     (_, data, columns), extra = (grid_table, point_table) if primary == "grid" else (point_table, grid_table)
     return FigureOutput(fig, data, columns, record, tuple(lines), extra=(extra,),
                         agreement=agreement_record(points, "transferability"))

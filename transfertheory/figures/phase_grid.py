@@ -30,7 +30,6 @@ __all__ = [
     "grid_limit",
     "grid_axes",
     "compute_phase_grid",
-    "grid_columns",
     "grid_surface",
 ]
 
@@ -100,11 +99,6 @@ class PhaseGrid:
     limit: str
     depth: int
 
-    def column_names(self):
-        """The names of :meth:`columns`, in order, without building them."""
-        return [*COLUMNS, *(["lam"] if self.method == "ridge" else []), *(["n", "d"] if self.finite_d is not None
-                                                                          else [])]
-
     def columns(self):
         """The tidy table as ``{column: 1-D array}``, one row per (θ, γ), θ-major: :data:`COLUMNS`, plus ``lam``
         (ridge) and ``n``, ``d`` (finite d)."""
@@ -164,11 +158,6 @@ def compute_phase_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, fi
                                             depth)
     t = t + 0.0  # −0.0 (T_ft = 0 for γ ≥ 1) → 0.0
     return PhaseGrid(gamma, theta, t, r_sc, r_tr, method, sigma, lam, finite_d, limit, depth)
-
-
-def grid_columns(grid):
-    """The definitions of the columns of a :class:`PhaseGrid`'s tidy table, for the metadata file."""
-    return {c: COLUMN_DEFINITIONS[c] for c in grid.column_names()}
 
 
 def grid_surface(grid, column="transferability"):
