@@ -54,13 +54,8 @@ def register_slices(name, build, fixed=None, **labels):
     return register(Figure(name=name, build=build, profiles=profiles, paper_sizes=PAPER_SIZES, **labels))
 
 
-def _register(name, method, **labels):
-    """:func:`register_slices` of ``method``'s diagram at σ = 0.2."""
-    return register_slices(name, functools.partial(build, method), dict(sigma=0.2), **labels)
-
-
-FIGURE_1 = _register(
-    "faf_fig1", "linear",
+FIGURE_1 = register_slices(
+    "faf_fig1", functools.partial(build, "linear"), dict(sigma=0.2),
     title="FaF Fig. 1: linear transferability phase diagram, σ = 0.2",
     description="Transferability T = E[R_scratch − R_transfer] of linear transfer (last layer retrained on the "
     "pretrained rank-one features) over (γ, θ): (a) the n, d → ∞ surface, (b) its sign with the boundaries γ₋, γ₊ "
@@ -68,8 +63,8 @@ FIGURE_1 = _register(
     "and, dashed, the exact theory at the simulated d.",
     sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
 )
-FIGURE_3 = _register(
-    "faf_fig3", "finetune",
+FIGURE_3 = register_slices(
+    "faf_fig3", functools.partial(build, "finetune"), dict(sigma=0.2),
     title="FaF Fig. 3: fine-tuning transferability phase diagram (gradient-flow limit), σ = 0.2",
     description="Transferability of fine-tuning (every layer trained from the pretrained weights) over (γ, θ), "
     "shaded by what gradient flow converges to: the sign changes at θ* = arccos(c/2) < π/3 (corrected FaF "

@@ -214,7 +214,5 @@ def simulate_per_lambda(methods, d, ns, thetas, sigma, draws, lams, seed=0, back
     for lam in lams:
         point_seed = lambda_seed(seed, lam)
         raw = simulate(methods, d, ns, thetas, sigma, draws, (float(lam),), point_seed, backend, progress, depth)
-        frame = raw.assign(seed=point_seed)
-        frame.attrs = {}  # they hold arrays (β_s, ν), which pd.concat would compare and fail on
-        frames.append(frame)
+        frames.append(stats._plain(raw).assign(seed=point_seed))  # without attrs, which pd.concat would compare
     return pd.concat(frames, ignore_index=True)
