@@ -187,14 +187,11 @@ def _json_value(value):
         return {str(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [_json_value(v) for v in value]
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer, int)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return value if math.isfinite(value) else str(value)
-    return value if value is None or isinstance(value, str) else str(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if value is None or isinstance(value, (str, int, float)) else str(value)
 
 
 def metadata_record(name, output: FigureOutput, *, title="", description="", sources=(), backend=None,
