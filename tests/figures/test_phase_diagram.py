@@ -30,6 +30,11 @@ def run(args, tmp_path, capsys):
     return code, capsys.readouterr().out
 
 
+def _frame(*args, **kwargs):
+    """The tidy grid of compute_phase_grid(*args, **kwargs) as a DataFrame."""
+    return pd.DataFrame(pg.compute_phase_grid(*args, **kwargs).columns())
+
+
 # --------------------------------------------------------------------------- end to end
 
 
@@ -57,7 +62,7 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
     """The CSV (written through the fast categorical path) holds exactly the grid's numbers."""
     code, _ = run(["--method", "finetune", "--noise", "0.3", "--finite-d", "12", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
-    grid = pg.compute_phase_grid("finetune", 0.3, resolution=30, finite_d=12).frame()
+    grid = _frame("finetune", 0.3, resolution=30, finite_d=12)
     written = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma0.3_d12.csv")
     assert list(written.columns) == [*pg.COLUMNS, "n", "d"]
     for col in grid.columns:
@@ -76,11 +81,10 @@ def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_
     from transfertheory.figures.output import write_csv
 
     arrays = pg.compute_phase_grid(method, 0.3, resolution=25, **options)
-    frame = arrays.frame()
+    frame = pd.DataFrame(arrays.columns())
     write_csv(arrays.columns(), tmp_path / "arrays.csv")
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "arrays.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
-    assert frame.attrs == {"limit": arrays.limit, "depth": arrays.depth}
     assert list(arrays.columns()) == list(frame.columns)
 
 
@@ -146,20 +150,20 @@ def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
 
 
 def test_grid_values_are_the_closed_forms():
-    grid = pg.compute_phase_grid("linear", 0.2, resolution=17).frame()
+    grid = _frame("linear", 0.2, resolution=17)
     gamma, theta = grid["gamma"].to_numpy(), grid["theta"].to_numpy()
     np.testing.assert_array_equal(grid["transferability"], L.linear_transferability(gamma, theta, 0.2))
     np.testing.assert_array_equal(grid["risk_transfer"], np.sin(theta) ** 2)
-    assert grid.attrs["limit"] == "flow"
+    assert pg.compute_phase_grid("linear", 0.2, resolution=17).limit == "flow"
     # fine-tuning: gradient flow by default (corrected rescaling c), the paper's Eq. 17 on request
     finetune = get_method("finetune")
-    ft = pg.compute_phase_grid("finetune", 0.2, resolution=17).frame()
+    ft = _frame("finetune", 0.2, resolution=17)
     np.testing.assert_array_equal(ft["transferability"], finetune.flow_transferability(gamma, theta, 0.2) + 0.0)
-    paper = pg.compute_phase_grid("finetune", 0.2, resolution=17, limit="paper").frame()
+    paper = _frame("finetune", 0.2, resolution=17, limit="paper")
     np.testing.assert_array_equal(paper["transferability"], finetune.paper_transferability(gamma, theta, 0.2) + 0.0)
     assert np.abs(ft["transferability"] - paper["transferability"]).max() > 0.01
     # T_ft = 0 at γ = 1 although both risks are +inf (pathwise cancellation)
-    ft = pg.compute_phase_grid("finetune", 0.2, resolution=20).frame()
+    ft = _frame("finetune", 0.2, resolution=20)
     one = ft[ft["gamma"] == 1.0]
     assert np.all(one["transferability"] == 0) and np.all(np.isposinf(one["risk_transfer"]))
 
@@ -174,16 +178,16 @@ def test_finite_d_fine_tuning_draws_the_paper_formula_and_says_so():
 
 
 def test_ridge_at_zero_lambda_is_linear_transfer():
-    lin = pg.compute_phase_grid("linear", 0.3, resolution=21).frame()
-    ridge = pg.compute_phase_grid("ridge", 0.3, resolution=21, lam=0.0).frame()
+    lin = _frame("linear", 0.3, resolution=21)
+    ridge = _frame("ridge", 0.3, resolution=21, lam=0.0)
     np.testing.assert_allclose(ridge["transferability"], lin["transferability"], rtol=1e-12, atol=1e-14)
 
 
 def test_finite_d_grid_approaches_the_limit():
     """Away from γ = 1 the exact d = 20000 surface is within O(1/d) of the n, d → ∞ one (paper's formulas)."""
     for method in ("linear", "finetune"):
-        exact = pg.compute_phase_grid(method, 0.2, resolution=41, finite_d=20000).frame()
-        limit = pg.compute_phase_grid(method, 0.2, resolution=41, limit="paper").frame()
+        exact = _frame(method, 0.2, resolution=41, finite_d=20000)
+        limit = _frame(method, 0.2, resolution=41, limit="paper")
         far = np.abs(exact["gamma"] - 1) > 0.1
         gap = np.abs(exact["transferability"] - limit["transferability"])[far]
         assert gap.max() < 2e-3
@@ -191,14 +195,14 @@ def test_finite_d_grid_approaches_the_limit():
 
 def test_finite_d_undefined_points_are_nan():
     """n = round(γd) ≤ 2: linear/ridge transfer outside the formula's domain (NaN); n = d: T_lt = +inf."""
-    grid = pg.compute_phase_grid("linear", 0.2, resolution=40, finite_d=20).frame()  # γ = k/20 → n = k
+    grid = _frame("linear", 0.2, resolution=40, finite_d=20)  # γ = k/20 → n = k
     small = grid[grid["n"] <= 2]
     assert len(small) == 2 * 40 and small[["transferability", "risk_transfer"]].isna().all().all()
     assert np.all(np.isposinf(grid.loc[grid["n"].isin([19, 20, 21]), "transferability"]))
     assert grid.loc[grid["n"] >= 3, "transferability"].notna().all()
-    ft = pg.compute_phase_grid("finetune", 0.2, resolution=40, finite_d=20).frame()
+    ft = _frame("finetune", 0.2, resolution=40, finite_d=20)
     assert ft["transferability"].notna().all()  # fine-tuning is defined for every n ≥ 1
-    tiny = pg.compute_phase_grid("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3).frame()  # γd < ½: n = 0
+    tiny = _frame("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3)  # γd < ½: n = 0
     assert tiny.loc[tiny["n"] == 0, "transferability"].isna().all()
 
 
@@ -220,7 +224,7 @@ def test_summary_opening_angle_is_arccos_one_minus_sigma(sigma, tmp_path, capsys
     d_theta, d_gamma = (math.pi / 2) / (res - 1), 2.0 / res
     slack = d_theta + d_gamma**2 / (8 * sigma * (1 - sigma) * math.sin(theta_c)) + 1e-4  # + print rounding
     assert theta_c - 1e-4 <= grid_open <= theta_c + slack
-    grid = pg.compute_phase_grid("linear", sigma, resolution=res).frame()
+    grid = _frame("linear", sigma, resolution=res)
     share = float(re.search(r"T < 0\): ([\d.]+)%", out).group(1)) / 100
     assert share == pytest.approx((grid["transferability"] < 0).mean(), abs=1e-4)
 
@@ -240,7 +244,7 @@ def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
     np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 0.2), atol=1e-4)
     assert max(angles) < math.pi / 3
     # on the grid the flow's negative region starts no lower than the smallest θ* up to the grid's largest γ < 1
-    grid = pg.compute_phase_grid("finetune", 0.2, resolution=res).frame()
+    grid = _frame("finetune", 0.2, resolution=res)
     gammas = np.unique(grid["gamma"])
     floor = transfer.flow_limit_sign_angle(gammas[gammas < 1].max(), 0.2)
     assert _opening(out)[0] >= floor - 1e-4
@@ -265,10 +269,9 @@ def test_fine_tuning_at_depth_three_prints_theta_star_and_draws_the_deeper_limit
 
 def test_depth_changes_only_fine_tuning_s_gradient_flow_grid():
     for method, limit in (("linear", None), ("finetune", "paper")):
-        two, three = (pg.compute_phase_grid(method, 1.0, resolution=9, limit=limit, depth=depth).frame()
-                      for depth in (2, 3))
+        two, three = (_frame(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
         pd.testing.assert_frame_equal(two, three)
-    assert pg.compute_phase_grid("finetune", 1.0, resolution=9, depth=4).frame().attrs["depth"] == 4
+    assert pg.compute_phase_grid("finetune", 1.0, resolution=9, depth=4).depth == 4
 
 
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
@@ -282,7 +285,7 @@ def test_opening_angle_on_a_ridge_grid():
     sigma, lam = 0.2, 0.3
     expected = math.acos((1 - sigma) * (1 + lam) / math.sqrt(1 + 2 * lam))
     grid = pg.compute_phase_grid("ridge", sigma, resolution=120, lam=lam)
-    frame = grid.frame()
+    frame = pd.DataFrame(grid.columns())
     neg = frame[(frame["gamma"] < 1) & (frame["transferability"] < 0)]
     assert expected <= neg["theta"].min() <= expected + (math.pi / 2) / 119 + 1e-3
     assert "arccos((1 − σ)(1 + λ)/√(1 + 2λ))" in pdg.summary(grid, "ridge", sigma, lam)

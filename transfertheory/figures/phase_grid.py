@@ -6,9 +6,9 @@ between the unit source and target vectors, for one transfer method of :mod:`tra
 evaluated by :func:`transfertheory.theory.transfer.transfer_risks`.
 
 :func:`compute_phase_grid` returns a :class:`PhaseGrid` (axes and value matrices, NumPy only: the command line's
-path, which never imports pandas); its :meth:`~PhaseGrid.frame` is the same grid as a tidy pandas DataFrame (one
-row per (θ, γ), θ-major). Both write the same CSV (:func:`transfertheory.figures.output.write_csv`). The figure and
-the summary are :mod:`transfertheory.figures.phase_diagram`.
+path, which never imports pandas); its :meth:`~PhaseGrid.columns` are the tidy table (one row per (θ, γ),
+θ-major), which :func:`transfertheory.figures.output.write_csv` writes as pandas would (a DataFrame:
+``pandas.DataFrame(grid.columns())``). The figure and the summary are :mod:`transfertheory.figures.phase_diagram`.
 """
 from __future__ import annotations
 
@@ -123,14 +123,6 @@ class PhaseGrid:
             cols["n"] = tidy(np.rint(self.gamma * self.finite_d)[None, :]).astype(int)
             cols["d"] = np.full(size, self.finite_d)
         return cols
-
-    def frame(self):
-        """The tidy pandas DataFrame of :meth:`columns`, with ``attrs`` ``limit`` and ``depth``."""
-        import pandas as pd
-
-        frame = pd.DataFrame(self.columns())
-        frame.attrs.update(limit=self.limit, depth=self.depth)
-        return frame
 
 
 def compute_phase_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None, depth=2):
