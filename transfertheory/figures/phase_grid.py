@@ -103,25 +103,24 @@ class PhaseGrid:
         """The tidy table as ``{column: 1-D array}``, one row per (θ, γ), θ-major: :data:`COLUMNS`, plus ``lam``
         (ridge) and ``n``, ``d`` (finite d)."""
         shape = (self.theta.size, self.gamma.size)
-        size = shape[0] * shape[1]
 
-        def tidy(values):
+        def tidy(values):  # a scalar, a row, a column or a matrix, as one column of the table
             return np.broadcast_to(values, shape).ravel()
 
         cols = {
             "gamma": tidy(self.gamma[None, :]),
             "theta": tidy(self.theta[:, None]),
-            "sigma": np.full(size, self.sigma),
-            "method": np.repeat(np.array([self.method], dtype=object), size),  # (np.full: 20× slower on objects)
+            "sigma": tidy(self.sigma),
+            "method": tidy(np.array(self.method, dtype=object)),  # (np.full: 20× slower on objects)
             "transferability": tidy(self.transferability),
             "risk_scratch": tidy(self.risk_scratch),
             "risk_transfer": tidy(self.risk_transfer),
         }
         if self.method == "ridge":
-            cols["lam"] = np.full(size, self.lam)
+            cols["lam"] = tidy(self.lam)
         if self.finite_d is not None:
             cols["n"] = tidy(np.rint(self.gamma * self.finite_d)[None, :]).astype(int)
-            cols["d"] = np.full(size, self.finite_d)
+            cols["d"] = tidy(self.finite_d)
         return cols
 
 
