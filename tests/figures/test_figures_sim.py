@@ -301,7 +301,7 @@ def test_fig6_build_and_agreement():
     points = output.data
     assert list(points.columns) == simulation.SIM_COLUMNS and (points["sigma"] == 0).all()
     (suffix, grid, _), = output.extra
-    assert suffix == "_grid" and len(grid) == 16 * 16 and list(grid.columns) == pg.COLUMNS
+    assert suffix == "_grid" and len(grid["gamma"]) == 16 * 16 and list(grid) == pg.COLUMNS
     assert any("σ = 0" in line for line in output.summary)
     assert_agrees_with_exact_theory(points, "transferability")
 
