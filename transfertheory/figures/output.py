@@ -266,11 +266,9 @@ def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Pa
     # every format an earlier run may have left behind
     candidates = [out / f"{name}.{ext}" for ext in (*FORMATS["both"], "csv", "json")] + [out / f"{name}{THUMBNAIL}"]
     candidates += [out / f"{name}{suffix}.csv" for suffix in extra_suffixes]
-    removed = []
-    for path in candidates:
-        if path.is_file() and path.resolve() not in keep:
-            path.unlink()
-            removed.append(path)
+    removed = [path for path in candidates if path.is_file() and path.resolve() not in keep]
+    for path in removed:
+        path.unlink()
     return removed
 
 
