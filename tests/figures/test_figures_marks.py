@@ -1,14 +1,14 @@
 """The figures' shared marks (:mod:`transfertheory.figures.marks`) and the legend check of ``figure_checks``.
 
 The check must catch a legend over data — a line crossing the legend box with no vertex inside it, a marker, a
-heat-map cell — and pass a legend that :func:`legend_outside` put beside or under the axes.
+heat-map cell — and pass a legend that :func:`legend_below` put under the axes.
 """
 import numpy as np
 import pytest
 
 from figure_checks import assert_no_legend_over_data, legend_collisions
 from transfertheory.figures.marks import (annotate_convergence, below_drops, convergence_text,
-                                         errorbar_by_convergence, legend_outside, title_with_footnote)
+                                         errorbar_by_convergence, legend_below, title_with_footnote)
 from transfertheory.figures.output import use_agg
 
 
@@ -39,21 +39,16 @@ def test_the_check_sees_markers_and_heat_map_cells_under_a_legend(plt):
     assert len(legend_collisions(fig)) == 2 and covered == {""}
 
 
-@pytest.mark.parametrize("side", ["right", "below"])
-def test_legend_outside_leaves_the_data_visible(plt, side):
+def test_legend_below_leaves_the_data_visible(plt):
     fig, ax = plt.subplots()
     ax.pcolormesh(np.arange(4), np.arange(4), np.ones((3, 3)))
     ax.plot(np.linspace(0, 3, 50), np.linspace(0, 3, 50), label="diagonal")
     ax.set(xlabel="x label", ylabel="y")
     fig.subplots_adjust(right=0.7, bottom=0.3)
-    legend = legend_outside(ax, side, fontsize=8)
+    legend = legend_below(ax, fontsize=8)
     assert legend is ax.get_legend()
     assert_no_legend_over_data(fig)
-    box, axes_box = legend.get_window_extent(), ax.get_window_extent()
-    if side == "right":
-        assert box.x0 >= axes_box.x1
-    else:
-        assert box.y1 <= ax.xaxis.label.get_window_extent().y0
+    assert legend.get_window_extent().y1 <= ax.xaxis.label.get_window_extent().y0
 
 
 def test_below_drops_measured_before_any_draw_are_what_a_full_draw_measures(plt):
@@ -87,12 +82,6 @@ def test_below_drops_of_a_constrained_figure_are_those_after_the_engine_placed_t
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     assert drops == [ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0 for ax in axes]
-
-
-def test_legend_outside_refuses_an_unknown_side(plt):
-    fig, ax = plt.subplots()
-    with pytest.raises(ValueError, match="side must be 'right' or 'below'"):
-        legend_outside(ax, "left")
 
 
 def test_convergence_text_and_title_line(plt):

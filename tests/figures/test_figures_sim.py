@@ -119,7 +119,7 @@ def test_simulation_ns_skips_the_interpolation_threshold():
 def test_hollow_markers_for_points_with_unconverged_draws():
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=20)
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=20)
     sims = pd.DataFrame({"gamma": [0.5, 1.5], "theta": [math.pi / 8] * 2, "d": [16, 16],
                          "transferability_mean": [0.3, -0.1], "transferability_sd": [0.05, 0.05],
                          "n_converged": [10, 7], "n_draws": [10, 10]})
@@ -301,7 +301,7 @@ def test_fig6_build_and_agreement():
     points = output.data
     assert list(points.columns) == simulation.SIM_COLUMNS and (points["sigma"] == 0).all()
     (suffix, grid, _), = output.extra
-    assert suffix == "_grid" and len(grid) == 16 * 16 and list(grid.columns) == pg.COLUMNS
+    assert suffix == "_grid" and len(grid["gamma"]) == 16 * 16 and list(grid) == pg.COLUMNS
     assert any("σ = 0" in line for line in output.summary)
     assert_agrees_with_exact_theory(points, "transferability")
 

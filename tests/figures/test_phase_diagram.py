@@ -30,6 +30,11 @@ def run(args, tmp_path, capsys):
     return code, capsys.readouterr().out
 
 
+def _frame(*args, **kwargs):
+    """The tidy grid of compute_phase_grid(*args, **kwargs) as a DataFrame."""
+    return pd.DataFrame(pg.compute_phase_grid(*args, **kwargs).columns())
+
+
 # --------------------------------------------------------------------------- end to end
 
 
@@ -54,10 +59,10 @@ def test_default_run_writes_png_and_tidy_csv(tmp_path, capsys):
 
 
 def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
-    """The CSV (written through the fast categorical path) holds exactly compute_grid's numbers."""
+    """The CSV (written through the fast categorical path) holds exactly the grid's numbers."""
     code, _ = run(["--method", "finetune", "--noise", "0.3", "--finite-d", "12", "--resolution", "30"], tmp_path, capsys)
     assert code == 0
-    grid = pg.compute_grid("finetune", 0.3, resolution=30, finite_d=12)
+    grid = _frame("finetune", 0.3, resolution=30, finite_d=12)
     written = pd.read_csv(tmp_path / "phase_diagram_finetune_sigma0.3_d12.csv")
     assert list(written.columns) == [*pg.COLUMNS, "n", "d"]
     for col in grid.columns:
@@ -71,22 +76,16 @@ def test_csv_round_trips_the_grid_exactly(tmp_path, capsys):
     ("linear", {}), ("ridge", dict(lam=0.5)), ("finetune", dict(finite_d=12)), ("finetune", dict(depth=3)),
 ])
 def test_array_grid_writes_the_dataframe_csv_byte_for_byte(method, options, tmp_path):
-    """The command line's pandas-free grid (PhaseGrid, columns written from arrays) gives the same CSV bytes and
-    the same summary (computed from the [θ, γ] matrix, not a tidy table) as compute_grid's DataFrame written by
-    pandas itself."""
+    """The command line's pandas-free grid (PhaseGrid, columns written from arrays) gives the same CSV bytes as its
+    tidy DataFrame written by pandas itself."""
     from transfertheory.figures.output import write_csv
 
     arrays = pg.compute_phase_grid(method, 0.3, resolution=25, **options)
-    frame = pg.compute_grid(method, 0.3, resolution=25, **options)
+    frame = pd.DataFrame(arrays.columns())
     write_csv(arrays.columns(), tmp_path / "arrays.csv")
     frame.to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "arrays.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
-    assert frame.attrs == arrays.attrs
-    assert arrays.column_names() == list(arrays.columns()) == list(frame.columns)
-    for got, want in zip(pg.grid_surface(arrays), pg.grid_surface(frame)):
-        np.testing.assert_array_equal(got, want)
-    lam, finite_d = options.get("lam", 0.0), options.get("finite_d")
-    assert pdg.summary(arrays, method, 0.3, lam, finite_d) == pdg.summary(frame, method, 0.3, lam, finite_d)
+    assert list(arrays.columns()) == list(frame.columns)
 
 
 def test_command_line_imports_neither_pandas_nor_pyplot(tmp_path):
@@ -151,43 +150,44 @@ def test_methods_and_file_names(args, name, extra, tmp_path, capsys):
 
 
 def test_grid_values_are_the_closed_forms():
-    grid = pg.compute_grid("linear", 0.2, resolution=17)
+    grid = _frame("linear", 0.2, resolution=17)
     gamma, theta = grid["gamma"].to_numpy(), grid["theta"].to_numpy()
     np.testing.assert_array_equal(grid["transferability"], L.linear_transferability(gamma, theta, 0.2))
     np.testing.assert_array_equal(grid["risk_transfer"], np.sin(theta) ** 2)
-    assert grid.attrs["limit"] == "flow"
+    assert pg.compute_phase_grid("linear", 0.2, resolution=17).limit == "flow"
     # fine-tuning: gradient flow by default (corrected rescaling c), the paper's Eq. 17 on request
     finetune = get_method("finetune")
-    ft = pg.compute_grid("finetune", 0.2, resolution=17)
+    ft = _frame("finetune", 0.2, resolution=17)
     np.testing.assert_array_equal(ft["transferability"], finetune.flow_transferability(gamma, theta, 0.2) + 0.0)
-    paper = pg.compute_grid("finetune", 0.2, resolution=17, limit="paper")
+    paper = _frame("finetune", 0.2, resolution=17, limit="paper")
     np.testing.assert_array_equal(paper["transferability"], finetune.paper_transferability(gamma, theta, 0.2) + 0.0)
     assert np.abs(ft["transferability"] - paper["transferability"]).max() > 0.01
     # T_ft = 0 at γ = 1 although both risks are +inf (pathwise cancellation)
-    ft = pg.compute_grid("finetune", 0.2, resolution=20)
+    ft = _frame("finetune", 0.2, resolution=20)
     one = ft[ft["gamma"] == 1.0]
     assert np.all(one["transferability"] == 0) and np.all(np.isposinf(one["risk_transfer"]))
 
 
 def test_finite_d_fine_tuning_draws_the_paper_formula_and_says_so():
     """The finite-size gradient-flow limit of fine-tuning is a Monte Carlo, so a finite-d grid is Eq. 17."""
-    grid = pg.compute_grid("finetune", 0.2, resolution=12, finite_d=20)
-    assert grid.attrs["limit"] == "paper"
+    grid = pg.compute_phase_grid("finetune", 0.2, resolution=12, finite_d=20)
+    assert grid.limit == "paper"
     with pytest.raises(ValueError, match="limit='flow'"):
-        pg.compute_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
+        pg.compute_phase_grid("finetune", 0.2, resolution=12, finite_d=20, limit="flow")
     assert "not the gradient-flow limit" in pdg.summary(grid, "finetune", 0.2, finite_d=20)
 
 
 def test_ridge_at_zero_lambda_is_linear_transfer():
-    lin, ridge = pg.compute_grid("linear", 0.3, resolution=21), pg.compute_grid("ridge", 0.3, resolution=21, lam=0.0)
+    lin = _frame("linear", 0.3, resolution=21)
+    ridge = _frame("ridge", 0.3, resolution=21, lam=0.0)
     np.testing.assert_allclose(ridge["transferability"], lin["transferability"], rtol=1e-12, atol=1e-14)
 
 
 def test_finite_d_grid_approaches_the_limit():
     """Away from γ = 1 the exact d = 20000 surface is within O(1/d) of the n, d → ∞ one (paper's formulas)."""
     for method in ("linear", "finetune"):
-        exact = pg.compute_grid(method, 0.2, resolution=41, finite_d=20000)
-        limit = pg.compute_grid(method, 0.2, resolution=41, limit="paper")
+        exact = _frame(method, 0.2, resolution=41, finite_d=20000)
+        limit = _frame(method, 0.2, resolution=41, limit="paper")
         far = np.abs(exact["gamma"] - 1) > 0.1
         gap = np.abs(exact["transferability"] - limit["transferability"])[far]
         assert gap.max() < 2e-3
@@ -195,14 +195,14 @@ def test_finite_d_grid_approaches_the_limit():
 
 def test_finite_d_undefined_points_are_nan():
     """n = round(γd) ≤ 2: linear/ridge transfer outside the formula's domain (NaN); n = d: T_lt = +inf."""
-    grid = pg.compute_grid("linear", 0.2, gamma_max=2.0, resolution=40, finite_d=20)  # γ = k/20 → n = k
+    grid = _frame("linear", 0.2, resolution=40, finite_d=20)  # γ = k/20 → n = k
     small = grid[grid["n"] <= 2]
     assert len(small) == 2 * 40 and small[["transferability", "risk_transfer"]].isna().all().all()
     assert np.all(np.isposinf(grid.loc[grid["n"].isin([19, 20, 21]), "transferability"]))
     assert grid.loc[grid["n"] >= 3, "transferability"].notna().all()
-    ft = pg.compute_grid("finetune", 0.2, gamma_max=2.0, resolution=40, finite_d=20)
+    ft = _frame("finetune", 0.2, resolution=40, finite_d=20)
     assert ft["transferability"].notna().all()  # fine-tuning is defined for every n ≥ 1
-    tiny = pg.compute_grid("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3)  # γd < 0.5 → n = 0
+    tiny = _frame("finetune", 0.2, gamma_max=0.1, resolution=10, finite_d=3)  # γd < ½: n = 0
     assert tiny.loc[tiny["n"] == 0, "transferability"].isna().all()
 
 
@@ -224,7 +224,7 @@ def test_summary_opening_angle_is_arccos_one_minus_sigma(sigma, tmp_path, capsys
     d_theta, d_gamma = (math.pi / 2) / (res - 1), 2.0 / res
     slack = d_theta + d_gamma**2 / (8 * sigma * (1 - sigma) * math.sin(theta_c)) + 1e-4  # + print rounding
     assert theta_c - 1e-4 <= grid_open <= theta_c + slack
-    grid = pg.compute_grid("linear", sigma, resolution=res)
+    grid = _frame("linear", sigma, resolution=res)
     share = float(re.search(r"T < 0\): ([\d.]+)%", out).group(1)) / 100
     assert share == pytest.approx((grid["transferability"] < 0).mean(), abs=1e-4)
 
@@ -244,7 +244,7 @@ def test_summary_for_fine_tuning_prints_only_its_own_angles(tmp_path, capsys):
     np.testing.assert_allclose(angles, transfer.flow_limit_sign_angle(np.array([0.1, 0.5, 0.9]), 0.2), atol=1e-4)
     assert max(angles) < math.pi / 3
     # on the grid the flow's negative region starts no lower than the smallest θ* up to the grid's largest γ < 1
-    grid = pg.compute_grid("finetune", 0.2, resolution=res)
+    grid = _frame("finetune", 0.2, resolution=res)
     gammas = np.unique(grid["gamma"])
     floor = transfer.flow_limit_sign_angle(gammas[gammas < 1].max(), 0.2)
     assert _opening(out)[0] >= floor - 1e-4
@@ -269,9 +269,9 @@ def test_fine_tuning_at_depth_three_prints_theta_star_and_draws_the_deeper_limit
 
 def test_depth_changes_only_fine_tuning_s_gradient_flow_grid():
     for method, limit in (("linear", None), ("finetune", "paper")):
-        two, three = (pg.compute_grid(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
+        two, three = (_frame(method, 1.0, resolution=9, limit=limit, depth=depth) for depth in (2, 3))
         pd.testing.assert_frame_equal(two, three)
-    assert pg.compute_grid("finetune", 1.0, resolution=9, depth=4).attrs["depth"] == 4
+    assert pg.compute_phase_grid("finetune", 1.0, resolution=9, depth=4).depth == 4
 
 
 def test_no_opening_when_noise_exceeds_one(tmp_path, capsys):
@@ -284,8 +284,9 @@ def test_opening_angle_on_a_ridge_grid():
     """Ridge: the grid's negative region opens at the theory's cos θ_open = (1−σ)(1+λ)/√(1+2λ)."""
     sigma, lam = 0.2, 0.3
     expected = math.acos((1 - sigma) * (1 + lam) / math.sqrt(1 + 2 * lam))
-    grid = pg.compute_grid("ridge", sigma, resolution=120, lam=lam)
-    neg = grid[(grid["gamma"] < 1) & (grid["transferability"] < 0)]
+    grid = pg.compute_phase_grid("ridge", sigma, resolution=120, lam=lam)
+    frame = pd.DataFrame(grid.columns())
+    neg = frame[(frame["gamma"] < 1) & (frame["transferability"] < 0)]
     assert expected <= neg["theta"].min() <= expected + (math.pi / 2) / 119 + 1e-3
     assert "arccos((1 − σ)(1 + λ)/√(1 + 2λ))" in pdg.summary(grid, "ridge", sigma, lam)
 
@@ -296,7 +297,7 @@ def test_opening_angle_on_a_ridge_grid():
 def test_plot_overlays_simulated_points():
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=30)
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=30)
     sims = pd.DataFrame(
         {
             "gamma": [0.25, 0.5, 1.5, 0.5],
@@ -319,8 +320,8 @@ def test_plot_overlays_simulated_points():
 def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=20, finite_d=10)
-    assert grid["transferability"].isna().any() and np.isposinf(grid["transferability"]).any()
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=20, finite_d=10)
+    assert np.isnan(grid.transferability).any() and np.isposinf(grid.transferability).any()
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2, finite_d=10)
     try:
         fig.canvas.draw()
@@ -333,7 +334,7 @@ def test_plot_handles_infinite_and_undefined_values_and_names_the_grey_band():
 def test_panel_a_has_a_colour_bar():
     import matplotlib.pyplot as plt
 
-    fig = pdg.plot_phase_diagram(pg.compute_grid("linear", 0.2, resolution=20), "linear", 0.2)
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid("linear", 0.2, resolution=20), "linear", 0.2)
     try:
         bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
         assert len(bars) == 1 and bars[0].get_ylabel().startswith("T (not drawn where |T| > 1")
@@ -345,7 +346,7 @@ def test_fine_tuning_figure_shades_gradient_flow_and_overlays_the_paper():
     """Panel (b) is the sign of the flow transferability; the legend names both boundaries, the title says which."""
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("finetune", 0.5, resolution=40)
+    grid = pg.compute_phase_grid("finetune", 0.5, resolution=40)
     fig = pdg.plot_phase_diagram(grid, "finetune", 0.5)
     try:
         labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
@@ -374,7 +375,7 @@ def test_legends_leave_every_plotted_point_line_and_cell_visible(method):
 
     from figure_checks import assert_no_legend_over_data
 
-    fig = pdg.plot_phase_diagram(pg.compute_grid(method, 0.2, resolution=60), method, 0.2,
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid(method, 0.2, resolution=60), method, 0.2,
                                  simulated=_slice_points(method))
     try:
         assert len([ax for ax in fig.axes if ax.get_legend() is not None]) == 2
@@ -387,7 +388,7 @@ def test_slices_panel_says_how_many_simulated_draws_converged():
     import matplotlib.pyplot as plt
 
     points = _slice_points("linear").assign(n_converged=[20] * 17 + [18])
-    fig = pdg.plot_phase_diagram(pg.compute_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid("linear", 0.2, resolution=30), "linear", 0.2, simulated=points)
     try:
         assert fig.axes[2].get_title().endswith("\nconverged: target draws 358/360")
     finally:
@@ -398,8 +399,8 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
     """Near γ = 1 the linear-transfer surface diverges; facets beyond ±1 are left out, none is flattened onto ±1."""
     import matplotlib.pyplot as plt
 
-    grid = pg.compute_grid("linear", 0.2, resolution=60)
-    assert (grid.transferability.abs() > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
+    grid = pg.compute_phase_grid("linear", 0.2, resolution=60)
+    assert (np.abs(grid.transferability) > pdg.DISPLAY_LIMIT).sum() > 60  # the pole crosses the display range
     fig = pdg.plot_phase_diagram(grid, "linear", 0.2)
     try:
         facets = np.asarray(fig.axes[0].collections[0].get_array(), dtype=float)
@@ -408,53 +409,12 @@ def test_panel_a_leaves_out_the_pole_instead_of_clipping_it_into_a_wall():
         plt.close(fig)
 
 
-@pytest.mark.parametrize("method, sigma, resolution, finite_d", [
-    ("linear", 0.2, 61, None),     # cut at the pole; the stride ⌈61/60⌉ = 2 divides the 60 steps
-    ("linear", 0.2, 98, None),     # cut; stride 2 into 97 steps: a last row and column of one-step facets
-    ("finetune", 0.2, 121, None),  # nothing cut: all facets whole and of one size (one array)
-    ("linear", 1.5, 50, None),     # most of the surface cut
-    ("finetune", 0.3, 30, 12),     # finite d: undefined (NaN) points
-])
-def test_panel_a_facets_are_what_plot_surface_draws(method, sigma, resolution, finite_d):
-    """Panel (a)'s facets, built as whole arrays, are matplotlib's plot_surface's: the same colour values to the last
-    bit and, drawn on the same axes, the same pixels."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
-
-    gamma, theta, t = pg.grid_surface(pg.compute_phase_grid(method, sigma, resolution=resolution,
-                                                               finite_d=finite_d))
-    x, y = np.meshgrid(gamma, theta)
-    z = np.where(np.abs(t) <= pdg.DISPLAY_LIMIT, t, np.nan)
-    pixels, arrays = [], []
-    for build in ("plot_surface", "facets"):
-        fig = Figure(figsize=(3, 3), dpi=100)
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot(projection="3d")
-        if build == "plot_surface":
-            surface = ax.plot_surface(x, y, z, rcount=pdg.SURFACE_FACETS, ccount=pdg.SURFACE_FACETS, cmap="RdBu",
-                                      vmin=-1, vmax=1, linewidth=0, antialiased=False)
-        else:
-            facets, heights = pdg._surface_facets(x, y, z)
-            surface = Poly3DCollection(facets, cmap="RdBu", linewidth=0, antialiased=False)
-            surface.set_array(heights)
-            surface.set_clim(-1, 1)
-            ax.add_collection(surface, autolim=False)
-        ax.set(xlim=(0, gamma[-1]), ylim=(0, np.pi / 2), zlim=(-1, 1))
-        fig.canvas.draw()
-        pixels.append(np.asarray(fig.canvas.buffer_rgba()).copy())
-        arrays.append(np.asarray(surface.get_array()))
-    assert arrays[0].size > 0 and np.array_equal(arrays[0], arrays[1])
-    assert np.array_equal(pixels[0], pixels[1])
-    assert (pixels[0][..., :3] < 250).any(axis=-1).sum() > 500  # facets were drawn
-
-
 @pytest.mark.parametrize("method", ["linear", "finetune"])
 def test_panel_a_draws_the_zero_transfer_boundaries_on_the_surface(method):
     """As in the paper's Figs. 1(a) and 3(a): light-blue T = 0 lines on the surface, where T is indeed 0."""
     import matplotlib.pyplot as plt
 
-    fig = pdg.plot_phase_diagram(pg.compute_grid(method, 0.2, resolution=40), method, 0.2)
+    fig = pdg.plot_phase_diagram(pg.compute_phase_grid(method, 0.2, resolution=40), method, 0.2)
     try:
         lines = [line.get_data_3d() for line in fig.axes[0].get_lines()]
         assert len(lines) >= 2
@@ -514,10 +474,10 @@ def test_bad_flags_are_usage_errors(args, tmp_path, capsys):
         (dict(depth=1), "depth"),
     ],
 )
-def test_compute_grid_rejects_bad_arguments(kwargs, message):
+def test_compute_phase_grid_rejects_bad_arguments(kwargs, message):
     args = dict(method="linear", sigma=0.2, resolution=8) | kwargs
     with pytest.raises(ValueError, match=message):
-        pg.compute_grid(**args)
+        pg.compute_phase_grid(**args)
 
 
 def test_unwritable_output_returns_1(tmp_path, capsys):

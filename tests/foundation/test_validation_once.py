@@ -70,7 +70,7 @@ def test_the_phase_diagram_checks_sigma_once_per_theory_call(sigma_checks, metho
     import matplotlib.pyplot as plt
 
     lam = 0.1 if method == "ridge" else 0.0
-    grid = phase_grid.compute_grid(method, 0.2, resolution=8, lam=lam)
+    grid = phase_grid.compute_phase_grid(method, 0.2, resolution=8, lam=lam)
     sigma_checks.clear()
     plt.close(PD.phase_diagram_output(grid, method, 0.2, lam=lam).figure)
     per_call = collections.Counter(id(frame) for frame, _ in sigma_checks)

@@ -8,6 +8,3 @@ figures (:mod:`.registry`). Modules: :mod:`.stats` (paired statistics against ex
 diagram of FaF Figs. 1 and 3), :mod:`.faf_fig1_3` (also FaF Fig. 6), :mod:`.faf_fig2`, :mod:`.faf_fig5`,
 :mod:`.faf_fig7`, :mod:`.gallery` (the README).
 """
-from .output import FORMATS, FigureOutput, output_paths, use_agg
-
-__all__ = ["FORMATS", "FigureOutput", "output_paths", "use_agg"]

@@ -25,7 +25,7 @@ import functools
 from dataclasses import replace
 
 from .phase_diagram import phase_diagram_output
-from .phase_grid import compute_grid
+from .phase_grid import compute_phase_grid
 from .registry import Figure, register
 from .simulation import PAPER_SIZES, SIM_D, SIM_DRAWS, SIM_GAMMAS, simulate_slices, sweep_sizes
 
@@ -37,7 +37,7 @@ def build(method, sigma=0.2, gamma_max=2.0, resolution=200, d=64, draws=20, gamm
     """FaF Fig. 1 (``linear``) or Fig. 3 (``finetune``) with simulated slices: :func:`phase_diagram_output`, the
     simulated points as ``data`` and the theory grid as the extra ``_grid`` table. ``depth``: the layers L of the
     network (the registered profiles use the paper's L = 2; fine-tuning's gradient-flow limit depends on it)."""
-    grid = compute_grid(method, sigma, gamma_max, resolution, depth=depth)
+    grid = compute_phase_grid(method, sigma, gamma_max, resolution, depth=depth)
     points = simulate_slices(method, sigma, d, draws, gammas, gamma_max, seed=seed, backend=backend,
                              progress=progress, depth=depth)
     return phase_diagram_output(grid, method, sigma, points=points, parameters=dict(sim_gammas=gammas, seed=seed),
@@ -54,13 +54,8 @@ def register_slices(name, build, fixed=None, **labels):
     return register(Figure(name=name, build=build, profiles=profiles, paper_sizes=PAPER_SIZES, **labels))
 
 
-def _register(name, method, **labels):
-    """:func:`register_slices` of ``method``'s diagram at σ = 0.2."""
-    return register_slices(name, functools.partial(build, method), dict(sigma=0.2), **labels)
-
-
-FIGURE_1 = _register(
-    "faf_fig1", "linear",
+FIGURE_1 = register_slices(
+    "faf_fig1", functools.partial(build, "linear"), dict(sigma=0.2),
     title="FaF Fig. 1: linear transferability phase diagram, σ = 0.2",
     description="Transferability T = E[R_scratch − R_transfer] of linear transfer (last layer retrained on the "
     "pretrained rank-one features) over (γ, θ): (a) the n, d → ∞ surface, (b) its sign with the boundaries γ₋, γ₊ "
@@ -68,8 +63,8 @@ FIGURE_1 = _register(
     "and, dashed, the exact theory at the simulated d.",
     sources=("FaF Eq. 10", "FaF Eq. 12", "FaF Eq. 13", "FaF Fig. 1"),
 )
-FIGURE_3 = _register(
-    "faf_fig3", "finetune",
+FIGURE_3 = register_slices(
+    "faf_fig3", functools.partial(build, "finetune"), dict(sigma=0.2),
     title="FaF Fig. 3: fine-tuning transferability phase diagram (gradient-flow limit), σ = 0.2",
     description="Transferability of fine-tuning (every layer trained from the pretrained weights) over (γ, θ), "
     "shaded by what gradient flow converges to: the sign changes at θ* = arccos(c/2) < π/3 (corrected FaF "

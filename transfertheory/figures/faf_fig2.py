@@ -36,7 +36,7 @@ import numpy as np
 from ..sim.deep_linear import LINEAR_RISK_ALLOWANCE
 from ..theory.methods import get_method
 from . import stats
-from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
+from .marks import annotate_convergence, errorbar_by_convergence, legend_below
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 from .simulation import simulate_per_lambda
@@ -125,7 +125,7 @@ def plot(table, lam_max):
     fig.suptitle(f"FaF Fig. 2: ridge linear transfer, γ = {n / d:g} (n = {n}), θ = {stats.format_angle(theta)}, "
                  f"σ = {sigma:g}")
     for ax in axes:
-        legend_outside(ax, "below", fontsize=8, ncol=2)
+        legend_below(ax, fontsize=8, ncol=2)
     return fig
 
 

@@ -52,7 +52,7 @@ from ..sim.relu_teacher.summary import (BOUNDARY_COLUMNS, GRID_COLUMNS, TRANSFER
                                         pretraining, summarize)
 from ..sim.seeding import generator
 from ..sweep.named import named_profile
-from .marks import annotate_convergence, errorbar_by_convergence, legend_outside
+from .marks import annotate_convergence, errorbar_by_convergence, legend_below
 from .output import FigureOutput, use_agg
 from .registry import Figure, register
 from .simulation import SWEEP_RUNNER
@@ -177,8 +177,8 @@ def plot(grams, grid, boundary, fit, gram_mu, counts, max_time, kernel_gap, m):
                                                      max_time, m)
     fig.suptitle("FaF Fig. 4: linear transfer in two-layer ReLU student–teacher networks")
     for ax in (scratch_axes, rkhs_axes):
-        legend_outside(ax, "below", fontsize=8)
-    legend_outside(transfer_axes, "below", *transfer_legend, fontsize=8)
+        legend_below(ax, fontsize=8)
+    legend_below(transfer_axes, *transfer_legend, fontsize=8)
     return fig
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..theory.distance_study import DEFAULT_NORMS, DISTANCES, compute_points, spearman_table
-from .marks import legend_outside
+from .marks import legend_below
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
@@ -97,8 +97,8 @@ def plot(points, spearman):
     zoom.set_title("zoom: W₁ above the floor (dotted)", fontsize=7)
     zoom.tick_params(labelsize=6)
     axes[0].set_ylabel("transferability T (linear transfer, exact)")
-    legend_outside(axes[0], "below", fontsize=8, ncol=3, title="θ from 0 to π along each line", title_fontsize=8)
-    legend_outside(axes[1], "below", axes[1].patches[:1], [axes[1].patches[0].get_label()], fontsize=8)
+    legend_below(axes[0], fontsize=8, ncol=3, title="θ from 0 to π along each line", title_fontsize=8)
+    legend_below(axes[1], axes[1].patches[:1], [axes[1].patches[0].get_label()], fontsize=8)
     fig.suptitle(f"FaF Fig. 5: T vs task distances — d = {int(first['d'])}, n = {int(first['n'])}, "
                  f"σ = {first['sigma']:g}, {int(first['samples'])} samples per task for W₁")
     return fig

@@ -44,7 +44,7 @@ import numpy as np
 from ..sweep.named import named_profile
 from ..theory import linear
 from . import stats
-from .marks import annotate_convergence, legend_outside
+from .marks import annotate_convergence, legend_below
 from .output import FigureOutput, subplots
 from .phase_diagram import DISPLAY_LIMIT
 from .registry import Figure, register
@@ -128,9 +128,9 @@ def plot(points):
     if incomplete.any():
         handles.append(plt.Rectangle((0, 0), 0, 0, fill=False, hatch="//"))
         labels.append("some draws unconverged (left out of the mean)")
-    legend_outside(axes[0], "below", handles, labels, fontsize=8)
+    legend_below(axes[0], handles, labels, fontsize=8)
     if near.any():
-        legend_outside(axes[2], "below", axes[2].patches[-1:], [axes[2].patches[-1].get_label()], fontsize=8)
+        legend_below(axes[2], axes[2].patches[-1:], [axes[2].patches[-1].get_label()], fontsize=8)
     return fig
 
 

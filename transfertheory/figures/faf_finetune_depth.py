@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..theory import transfer
-from .marks import legend_outside
+from .marks import legend_below
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
@@ -91,8 +91,8 @@ def plot(table, sigma_b, depths_b):
     fig.suptitle("Fine-tuning a deep linear network: where transfer changes sign, by depth (gradient-flow limit, "
                  "n, d → ∞)")
     fig.subplots_adjust(left=0.06, right=0.98, bottom=0.3, top=0.88, wspace=0.2)
-    legend_outside(axes[0], "below", fontsize=7, ncol=3, frameon=False)
-    legend_outside(axes[1], "below", fontsize=7, ncol=4, frameon=False)
+    legend_below(axes[0], fontsize=7, ncol=3, frameon=False)
+    legend_below(axes[1], fontsize=7, ncol=4, frameon=False)
     return fig
 
 

@@ -108,9 +108,8 @@ def paper_build(meta) -> str:
     return "the paper's sizes" if profile == "paper" else f"profile {profile}, standing in for the paper's sizes"
 
 
-def _paper_line(figure, out):
-    """The section's line on the paper-size build in ``out/paper/``."""
-    meta = load_metadata(out / PAPER / f"{figure.name}.json")
+def _paper_line(figure, meta):
+    """The section's line on the paper-size build in ``out/paper/``, whose metadata is ``meta`` (None: not built)."""
     if meta is None:
         return (f"- At the paper's sizes: {NOT_YET_PAPER} "
                 f"(`python -m transfertheory.figures {figure.name} --paper --out figures/{PAPER}`).")
@@ -126,11 +125,9 @@ def _section(figure, meta, out):
     if meta is not None and (out / f"{figure.name}{THUMBNAIL}").is_file():
         lines += [f"[![{figure.name}]({figure.name}{THUMBNAIL})]({figure.name}.png)", ""]
     lines += [figure.description, "", f"- Sources: {', '.join(figure.sources)}."]
-    paper = [] if out.name == PAPER else [_paper_line(figure, out)]
     if meta is None:
         profile = "--paper" if out.name == PAPER else "--quick"
-        lines += [f"- Not built yet: `python -m transfertheory.figures {figure.name} {profile}`.", *paper]
-        return lines
+        return lines + [f"- Not built yet: `python -m transfertheory.figures {figure.name} {profile}`."]
     runtime = meta.get("runtime_s")
     note = stand_in_note(figure, meta) if out.name == PAPER else ""
     if note:
@@ -145,8 +142,7 @@ def _section(figure, meta, out):
         lines.append(f"- Simulation vs exact theory: {agreement['outside']} of {agreement['points']} points outside "
                      f"{agreement['tolerance']}; largest |z| = {agreement['largest_abs_z']}; "
                      f"{agreement['converged_draws']}/{agreement['draws']} draws converged.")
-    lines += [f"- Files: {_files(meta)}.", *paper]
-    return lines
+    return lines + [f"- Files: {_files(meta)}."]
 
 
 def render_readme(out) -> str:
@@ -158,16 +154,16 @@ def render_readme(out) -> str:
     sections = []
     for figure in figures().values():
         meta = load_metadata(out / f"{figure.name}.json")
+        paper = load_metadata(out / PAPER / f"{figure.name}.json") if both else None
         runtime = "—" if meta is None or meta.get("runtime_s") is None else f"{meta['runtime_s']:.1f}"
         backend = "—" if meta is None else meta.get("backend", "—")
         row = f"| [`{figure.name}`](#{figure.name}--{_anchor(figure.title)}) | {figure.title} | {runtime} | {backend} |"
         if both:
-            paper = load_metadata(out / PAPER / f"{figure.name}.json")
             stand_in = "" if paper is None or paper.get("profile") == "paper" else f" (profile `{paper.get('profile')}`)"
             row += (f" [{where_run(paper)}]({PAPER}/{figure.name}.png){stand_in} |" if paper is not None
                     else f" {NOT_YET_PAPER} |")
         rows.append(row)
-        sections += ["", *_section(figure, meta, out)]
+        sections += ["", *_section(figure, meta, out), *([_paper_line(figure, paper)] if both else [])]
     return "\n".join([_HEADER, *rows, *sections]) + "\n"
 
 

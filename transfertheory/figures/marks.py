@@ -1,7 +1,7 @@
 r"""Marks every figure shares: legends outside the data, and what fraction of the simulated runs converged.
 
-A legend inside an axes hides the points and cells under it, so :func:`legend_outside` puts it beside the axes
-(``side="right"``) or under its tick labels and axis label (``side="below"``). A simulated figure says on the
+A legend inside an axes hides the points and cells under it, so :func:`legend_below` puts it under the axes' tick
+labels and axis label. A simulated figure says on the
 figure how many of its runs converged and to what loss: :func:`convergence_text` writes "converged: scratch
 18/45, linear 45/45" from counts the simulator's table gives, and :func:`annotate_convergence` adds it to a
 panel's title (so it stays in the panel's own space and is part of any layout computation).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["legend_outside", "below_drops", "errorbar_by_convergence", "convergence_text", "left_out_text",
+__all__ = ["legend_below", "below_drops", "errorbar_by_convergence", "convergence_text", "left_out_text",
            "annotate_convergence", "title_with_footnote"]
 
 #: gap between the axes (or its tick labels) and a legend outside it, in points
@@ -36,25 +36,18 @@ def below_drops(*axes) -> list:
     return drops
 
 
-def legend_outside(ax, side="right", handles=None, labels=None, drop=None, **kwargs):
-    """Draw ``ax``'s legend outside its data area; returns the Legend.
-
-    ``side="right"``: to the right of the axes, top-aligned (a layout engine or ``subplots_adjust`` must leave
-    room). ``side="below"``: centred under the axes, below its x tick labels and x label (their height is measured
-    when this is called, in points — or given as ``drop``, in pixels, from :func:`below_drops` — so a later layout
-    change that resizes the axes keeps the legend clear of them). ``handles``/``labels``: as in ``ax.legend``
-    (default: the axes' labelled artists); ``kwargs`` go to ``ax.legend`` (``fontsize``, ``ncol``, …).
+def legend_below(ax, handles=None, labels=None, drop=None, **kwargs):
+    """Draw ``ax``'s legend outside its data area, centred under the axes, below its x tick labels and x label (their
+    height is measured when this is called, in points — or given as ``drop``, in pixels, from :func:`below_drops` —
+    so a later layout change that resizes the axes keeps the legend clear of them); returns the Legend.
+    ``handles``/``labels``: as in ``ax.legend`` (default: the axes' labelled artists); ``kwargs`` go to ``ax.legend``
+    (``fontsize``, ``ncol``, …). (Beside the axes is ``ax.legend``'s own ``loc="upper left"``,
+    ``bbox_to_anchor=(1, 1)``.)
     """
     from matplotlib.transforms import ScaledTranslation
 
-    if side not in ("right", "below"):
-        raise ValueError(f"side must be 'right' or 'below', got {side!r}")
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
-    if side == "right":
-        gap = ScaledTranslation(_GAP_POINTS / 72, 0.0, ax.figure.dpi_scale_trans)
-        return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.0,
-                         bbox_transform=ax.transAxes + gap, **kwargs)
     figure = ax.figure
     drop = below_drops(ax)[0] if drop is None else drop
     gap = ScaledTranslation(0.0, -(drop * 72 / figure.dpi + _GAP_POINTS) / 72, figure.dpi_scale_trans)

@@ -23,7 +23,7 @@ from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_r
 from ..sim.merlin.summary import LOSS_COLUMNS, SUCCESS_COLUMNS, loss_table, success_table
 from ..sweep.named import named_profile
 from ..theory import merlin as M
-from .marks import left_out_text, legend_outside, title_with_footnote
+from .marks import left_out_text, legend_below, title_with_footnote
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
@@ -59,7 +59,7 @@ def plot(losses, successes, k, seed_losses, convergence):
                 title="(a) target loss: mean (68 % bootstrap) and each seed (ticks)")
     axes[0].set_xticks(n_values, [str(n) for n in n_values])
     axes[0].minorticks_off()
-    legend_outside(axes[0], "below", ncol=2, fontsize=7, frameon=False)
+    legend_below(axes[0], ncol=2, fontsize=7, frameon=False)
     axes[1].errorbar(successes["n_t"], successes["success"],
                      yerr=_interval(successes["success"], successes["success_low"], successes["success_high"]),
                      fmt="o", capsize=2, label="MeRLin (simulated, 68 % Wilson)")
@@ -67,7 +67,7 @@ def plot(losses, successes, k, seed_losses, convergence):
     axes[1].plot(successes["n_t"], successes["no_wrong_fit"], "--", label="1 − P(some wrong feature fits)")
     axes[1].set(xlabel="target samples n_t", ylabel="success probability", ylim=(-0.05, 1.05),
                 title=f"(b) MeRLin recovers e₁ (k = {k}, d = k + 1)")
-    legend_outside(axes[1], "below", ncol=2, fontsize=7, frameon=False)
+    legend_below(axes[1], ncol=2, fontsize=7, frameon=False)
     title_with_footnote(fig, "MeRLin §5: quadratic network trained by gradient flow", convergence)
     return fig
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..theory import mtl as MTL
 from ..theory.mtl_gaps import COLUMNS, FIXED_LAM_TAU_HAT, depth_exponent, gap_table
-from .marks import legend_outside
+from .marks import legend_below
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
@@ -53,7 +53,7 @@ def _plot_depth(ax, table):
             label="∝ 1/L")
     ax.set(xscale="log", yscale="log", xlabel="hidden layers L", ylabel="‖F_ANIL − F_MTL‖₂",
            title="(a) against depth, λτ = λτ̂ = 0")
-    legend_outside(ax, "below", fontsize=7, frameon=False)
+    legend_below(ax, fontsize=7, frameon=False)
 
 
 def _plot_lam_tau(ax, part, x_label, title):
@@ -63,7 +63,7 @@ def _plot_lam_tau(ax, part, x_label, title):
                     label=f"Φ′_ANIL: {variant}")
     top = float((part["gap_mean"] + part["gap_run_sd"]).max())
     ax.set(xlabel=x_label, ylabel="‖F_ANIL − F_MTL‖₂", ylim=(0, 1.1 * top), title=title)
-    legend_outside(ax, "below", ncol=2, fontsize=7, frameon=False)
+    legend_below(ax, ncol=2, fontsize=7, frameon=False)
 
 
 def plot(table):

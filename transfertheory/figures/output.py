@@ -58,8 +58,8 @@ class FigureOutput:
     written as ``NAME{suffix}.csv``, each with its own column definitions; ``agreement`` (simulated figures only)
     the counts of :func:`transfertheory.figures.stats.agreement_record`; ``convergence`` (figures that state on
     their face how many runs of each kind converged) ``{kind: (converged, total, largest final loss)}``, written
-    into the metadata as ``convergence``; ``summary`` the console lines.
-    ``bbox_inches``: the region of the figure its PNG/PDF show (``savefig``'s; default ``"tight"``).
+    into the metadata as ``convergence``; ``summary`` the console lines. The PNG/PDF show the figure's tight
+    bounding box (``savefig(bbox_inches="tight")``).
     """
 
     figure: Any
@@ -71,7 +71,6 @@ class FigureOutput:
     agreement: Mapping[str, Any] | None = None
     convergence: Mapping[str, tuple[int, int, float]] | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
-    bbox_inches: Any = "tight"
 
 
 def use_agg() -> None:
@@ -188,14 +187,11 @@ def _json_value(value):
         return {str(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [_json_value(v) for v in value]
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer, int)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return value if math.isfinite(value) else str(value)
-    return value if value is None or isinstance(value, str) else str(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if value is None or isinstance(value, (str, int, float)) else str(value)
 
 
 def metadata_record(name, output: FigureOutput, *, title="", description="", sources=(), backend=None,
@@ -270,11 +266,9 @@ def remove_stale(out: str | Path, name: str, keep, extra_suffixes=()) -> list[Pa
     # every format an earlier run may have left behind
     candidates = [out / f"{name}.{ext}" for ext in (*FORMATS["both"], "csv", "json")] + [out / f"{name}{THUMBNAIL}"]
     candidates += [out / f"{name}{suffix}.csv" for suffix in extra_suffixes]
-    removed = []
-    for path in candidates:
-        if path.is_file() and path.resolve() not in keep:
-            path.unlink()
-            removed.append(path)
+    removed = [path for path in candidates if path.is_file() and path.resolve() not in keep]
+    for path in removed:
+        path.unlink()
     return removed
 
 
@@ -302,7 +296,7 @@ def write_outputs(output: FigureOutput, name, out="figures", fmt="both", *, titl
                 write_csv(output.data, stage(path))
             else:
                 png = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if ext == "png" else {}
-                output.figure.savefig(stage(path), format=ext, dpi=DPI, bbox_inches=output.bbox_inches, **png)
+                output.figure.savefig(stage(path), format=ext, dpi=DPI, bbox_inches="tight", **png)
         for path in thumb_paths:
             png = figure_paths.get("png")
             _write_thumbnail(output.figure, None if png is None else stage(png), stage(path))

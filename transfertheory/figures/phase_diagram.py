@@ -19,8 +19,7 @@ closed form for the gradient-flow limit and draws the paper's Eq. 17 at that
 size, saying so in its title.
 
 The pieces: the grid (:mod:`transfertheory.figures.phase_grid`:
-:func:`~.phase_grid.compute_phase_grid` as NumPy arrays, :func:`~.phase_grid.compute_grid` as a tidy
-table), :func:`plot_phase_diagram` (the
+:func:`~.phase_grid.compute_phase_grid`, a :class:`~.phase_grid.PhaseGrid` of NumPy arrays), :func:`plot_phase_diagram` (the
 three panels, optionally with simulated points from
 :func:`transfertheory.figures.simulation.simulate_slices`), :func:`summary`,
 :func:`phase_diagram_output` (all of it as a written figure). The registered
@@ -35,9 +34,9 @@ import numpy as np
 
 from ..theory import linear, transfer
 from ..theory.methods import get_method
-from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_outside
+from .marks import annotate_convergence, below_drops, errorbar_by_convergence, legend_below
 from .output import DPI, FigureOutput
-from .phase_grid import THETA_MAX, THETA_TICKS, PhaseGrid, grid_columns, grid_limit, grid_surface
+from .phase_grid import COLUMN_DEFINITIONS, THETA_MAX, THETA_TICKS, grid_limit, grid_surface
 from .simulation import SIM_COLUMN_DEFINITIONS, SLICE_THETAS, simulation_summary
 from .stats import agreement_record
 
@@ -139,71 +138,14 @@ def _boundaries(method, sigma, lam, gamma_max, finite_d, limit, depth=2):
 SURFACE_FACETS = 60
 
 
-def _facet_edges(size, count):
-    """The grid lines that bound the facets along an axis of ``size`` points, at most ``count`` facets: every
-    ⌈size / count⌉-th point and the last one (the subsample of matplotlib's ``plot_surface(rcount=count)``)."""
-    stride = max(math.ceil(size / count), 1)
-    return np.array([*range(0, size - 1, stride), size - 1])
-
-
-def _perimeters(row, col, height, width):
-    """Grid indices (rows, columns; each facets × vertices) of the perimeters of the facets whose first corner is
-    (``row``, ``col``), all ``height`` × ``width`` grid steps, in ``plot_surface``'s order: along the facet's first
-    row, down its last column, back along its last row, up its first column, each corner once."""
-    down = np.concatenate([np.zeros(width, int), np.arange(height), np.full(width, height), np.arange(height, 0, -1)])
-    across = np.concatenate([np.arange(width), np.full(height, width), np.arange(width, 0, -1), np.zeros(height, int)])
-    return row[:, None] + down, col[:, None] + across
-
-
-def _surface_facets(x, y, z, count=SURFACE_FACETS):
-    """The facets of panel (a) and the mean z that colours each: what ``plot_surface(x, y, z, rcount=count,
-    ccount=count)`` draws with a colour map, built as whole arrays instead of facet by facet.
-
-    Each facet is the perimeter of one cell of the subsample (:func:`_facet_edges`) without its non-finite points
-    (where the surface is cut); a facet with none left is not drawn. Returns the facets as one facets × vertices × 3
-    array when they are all whole and of one size (as ``plot_surface`` passes them), else as a list of vertices × 3
-    arrays, row by row; the means are ``plot_surface``'s to the last bit (tests/figures/test_phase_diagram.py)."""
-    rows, cols = _facet_edges(z.shape[0], count), _facet_edges(z.shape[1], count)
-    row, col = (a.ravel() for a in np.meshgrid(rows[:-1], cols[:-1], indexing="ij"))
-    height, width = (a.ravel() for a in np.meshgrid(np.diff(rows), np.diff(cols), indexing="ij"))
-    groups = []  # facets of one size: (their places in the row-by-row order, their vertices)
-    for size in sorted(set(zip(height.tolist(), width.tolist()))):
-        at = np.flatnonzero((height == size[0]) & (width == size[1]))
-        r, c = _perimeters(row[at], col[at], *size)
-        groups.append((at, np.stack([x[r, c], y[r, c], z[r, c]], axis=-1)))
-    if len(groups) == 1 and np.isfinite(groups[0][1]).all():
-        facets = groups[0][1]
-        return facets, facets[..., 2].mean(axis=-1)
-    facets, means = [None] * row.size, np.empty(row.size)
-    for at, vertices in groups:
-        finite = np.isfinite(vertices).all(axis=-1)
-        whole = finite.all(axis=-1)
-        means[at[whole]] = vertices[whole, :, 2].mean(axis=-1)
-        for place, facet in zip(at[whole].tolist(), vertices[whole]):
-            facets[place] = facet
-        for k in np.flatnonzero(~whole & finite.any(axis=-1)).tolist():
-            facets[at[k]] = vertices[k][finite[k]]
-            means[at[k]] = facets[at[k]][:, 2].mean()
-    drawn = [k for k, facet in enumerate(facets) if facet is not None]
-    return [facets[k] for k in drawn], means[drawn]
-
-
 def _surface_panel(fig, gamma, theta, t, boundaries):
     """(a) the surface T(γ, θ) from a ≤ 60 × 60 subsample, cut where |T| > DISPLAY_LIMIT (not clipped: a clipped
-    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface).
-
-    The surface is the collection ``plot_surface`` makes, its facets built by :func:`_surface_facets` (a cut
-    surface costs ``plot_surface`` a loop over its facets; the axes limits are set here, so its autoscaling is
-    not needed)."""
+    pole at γ = 1 draws as a striped wall), with the T = 0 boundaries on it; returns (axes, surface)."""
     from matplotlib.ticker import MaxNLocator
-    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     ax = fig.add_subplot(1, 3, 1, projection="3d")
-    facets, heights = _surface_facets(*np.meshgrid(gamma, theta), _display(t))
-    surface = Poly3DCollection(facets, cmap="RdBu", linewidth=0, antialiased=False)
-    surface.set_array(heights)
-    surface.set_clim(-DISPLAY_LIMIT, DISPLAY_LIMIT)
-    ax.add_collection(surface, autolim=False)
+    surface = ax.plot_surface(*np.meshgrid(gamma, theta), _display(t), rcount=SURFACE_FACETS, ccount=SURFACE_FACETS,
+                              cmap="RdBu", vmin=-DISPLAY_LIMIT, vmax=DISPLAY_LIMIT, linewidth=0, antialiased=False)
     for boundary_gamma, boundary_theta, style, on_zero in boundaries:
         if on_zero:
             ax.plot(boundary_gamma, boundary_theta, np.zeros_like(boundary_theta), color="#7fd4ff", lw=1.5,
@@ -276,7 +218,7 @@ def _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, de
 
 
 def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=None, limit=None):
-    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`compute_grid` table or a :func:`compute_phase_grid` grid; returns
+    r"""FaF Fig. 1 / Fig. 3 layout from a :func:`~.phase_grid.compute_phase_grid` grid; returns
     the Figure, a ``matplotlib.figure.Figure`` at the PNG's resolution
     (:data:`~transfertheory.figures.output.DPI`) on its own Agg canvas (pyplot does not hold it: nothing to close).
 
@@ -285,8 +227,8 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     by sign (red T < 0, blue T > 0, white T = 0, grey undefined) with the analytic n, d → ∞ boundaries — for
     fine-tuning the gradient-flow boundary θ* solid and the paper's θ = π/3 dashed; (c) slices at θ = π/8, π/4,
     3π/8, evaluated exactly at those angles on the grid's γ values, in the range ±1.05·DISPLAY_LIMIT. The legends
-    of (b) and (c) sit under their panels, off the data. ``limit``: as in :func:`compute_grid` (default: the
-    grid's ``attrs["limit"]``); the depth L is the grid's ``attrs["depth"]`` (2 if absent).
+    of (b) and (c) sit under their panels, off the data. ``limit``: as in :func:`~.phase_grid.compute_phase_grid` (default:
+    the grid's); the depth L is the grid's.
 
     ``simulated``: optional DataFrame with columns ``gamma, theta, transferability_mean, transferability_sd``,
     drawn on panel (c) as points with error bars (one colour per θ; a θ equal to a slice's takes its colour); with
@@ -295,23 +237,22 @@ def plot_phase_diagram(grid, method, sigma, lam=0.0, finite_d=None, simulated=No
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
-    depth = grid.attrs.get("depth", 2)
+    limit = grid_limit(method, finite_d, limit or grid.limit)
     gamma, theta, t = grid_surface(grid)
     fig = Figure(figsize=(16, 5.6), dpi=DPI)  # the PNG's: its text laid out once, at the resolution it is drawn at
     FigureCanvasAgg(fig)
     setting = f"σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
     setting += f", d = {finite_d} (exact)" if finite_d is not None else ", n, d → ∞"
-    fig.suptitle(f"Transferability, {_title(method, limit, finite_d, depth)}: {setting}")
-    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit, depth)
+    fig.suptitle(f"Transferability, {_title(method, limit, finite_d, grid.depth)}: {setting}")
+    boundaries = _boundaries(method, sigma, lam, gamma[-1], finite_d, limit, grid.depth)
     surface_axes, surface = _surface_panel(fig, gamma, theta, t, boundaries)
     sign_axes, (handles, labels) = _sign_panel(fig, gamma, theta, t, method, boundaries)
-    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, depth)
+    slices_axes = _slices_panel(fig, gamma, method, sigma, lam, finite_d, limit, simulated, grid.depth)
     _colour_bar(fig, surface_axes, surface)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.25, top=0.84, wspace=0.3)
     drops = below_drops(sign_axes, slices_axes)  # one layout of both panels
     for ax, entries, drop in zip((sign_axes, slices_axes), ((handles, labels), (None, None)), drops):
-        legend_outside(ax, "below", *entries, drop=drop, fontsize=8, ncol=2)
+        legend_below(ax, *entries, drop=drop, fontsize=8, ncol=2)
     return fig
 
 
@@ -396,17 +337,16 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
     The grid's opening angle is the smallest grid θ with T < 0 at some γ < 1; it exceeds the n, d → ∞ value
     (:func:`transfertheory.theory.transfer.opening_angle`) by at most about one θ step plus what the γ step misses
     (the region opens with width ∝ √(θ − θ_open)). Only the formulas of ``method`` are printed; for fine-tuning
-    the gradient-flow sign angle θ*(γ) of the grid's depth L (``attrs["depth"]``) at a few γ, and at γ = ½ against
+    the gradient-flow sign angle θ*(γ) of the grid's depth L at a few γ, and at γ = ½ against
     L = 2, L → ∞ and the paper's π/3.
     """
-    limit = grid_limit(method, finite_d, limit or grid.attrs.get("limit"))
-    depth = grid.attrs.get("depth", 2)
+    limit = grid_limit(method, finite_d, limit or grid.limit)
     gamma, theta, t = grid_surface(grid)  # the [θ, γ] matrix and its axes
     defined = ~np.isnan(t)
     negative = defined & (t < 0)
     size = f"d = {finite_d} (exact)" if finite_d is not None else "n, d → ∞"
     lines = [
-        f"{_title(method, limit, finite_d, depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
+        f"{_title(method, limit, finite_d, grid.depth)}, σ = {sigma:g}" + (f", λ = {lam:g}" if method == "ridge" else "")
         + f", {size}",
         f"grid: {np.unique(gamma).size} γ in ({gamma.min():.4g}, {gamma.max():.4g}] × {np.unique(theta).size} θ in "
         "[0, π/2]" + (f"; {int((~defined).sum())} points undefined (NaN)" if not defined.all() else ""),
@@ -415,7 +355,7 @@ def summary(grid, method, sigma, lam=0.0, finite_d=None, limit=None):
         + _opening_theory(method, sigma, lam, limit),
     ]
     if method == "finetune" and sigma > 0:
-        lines += _fine_tune_lines(sigma, depth)
+        lines += _fine_tune_lines(sigma, grid.depth)
     return "\n".join(lines)
 
 
@@ -433,19 +373,19 @@ def phase_diagram_output(grid, method, sigma, lam=0.0, finite_d=None, points=Non
     """
     if primary not in ("grid", "points") or (primary == "points" and points is None):
         raise ValueError(f"primary must be 'grid', or 'points' with simulated points, got {primary!r}")
-    limit = grid.attrs["limit"]
-    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=limit)
+    fig = plot_phase_diagram(grid, method, sigma, lam, finite_d, simulated=points, limit=grid.limit)
     gamma = grid_surface(grid)[0]
-    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=limit, depth=grid.attrs.get("depth", 2),
+    record = dict(method=method, sigma=sigma, lam=lam, finite_d=finite_d, limit=grid.limit, depth=grid.depth,
                   gamma_max=float(gamma.max()), resolution=int(gamma.size), **(parameters or {}))
-    lines = [summary(grid, method, sigma, lam, finite_d, limit)]
-    table = grid.columns() if isinstance(grid, PhaseGrid) else grid
+    lines = [summary(grid, method, sigma, lam, finite_d, grid.limit)]
+    table = grid.columns()
+    columns = {c: COLUMN_DEFINITIONS[c] for c in table}
     if points is None:
-        return FigureOutput(fig, table, grid_columns(grid), record, tuple(lines))
+        return FigureOutput(fig, table, columns, record, tuple(lines))
     record.update(sim_d=int(points["d"].iloc[0]), sim_draws=int(points["n_draws"].max()),
                   slice_thetas=sorted(set(points["theta"])), skipped_n=points.attrs.get("skipped_n", []))
     lines += simulation_summary(points)
-    grid_table, point_table = ("_grid", table, grid_columns(grid)), ("_simulated", points, SIM_COLUMN_DEFINITIONS)
+    grid_table, point_table = ("_grid", table, columns), ("_simulated", points, SIM_COLUMN_DEFINITIONS)
     (_, data, columns), extra = (grid_table, point_table) if primary == "grid" else (point_table, grid_table)
     return FigureOutput(fig, data, columns, record, tuple(lines), extra=(extra,),
                         agreement=agreement_record(points, "transferability"))

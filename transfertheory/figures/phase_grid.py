@@ -6,9 +6,9 @@ between the unit source and target vectors, for one transfer method of :mod:`tra
 evaluated by :func:`transfertheory.theory.transfer.transfer_risks`.
 
 :func:`compute_phase_grid` returns a :class:`PhaseGrid` (axes and value matrices, NumPy only: the command line's
-path, which never imports pandas); :func:`compute_grid` the same grid as a tidy pandas DataFrame (one row per
-(θ, γ), θ-major). Both write the same CSV (:func:`transfertheory.figures.output.write_csv`). The figure and the
-summary are :mod:`transfertheory.figures.phase_diagram`.
+path, which never imports pandas); its :meth:`~PhaseGrid.columns` are the tidy table (one row per (θ, γ),
+θ-major), which :func:`transfertheory.figures.output.write_csv` writes as pandas would (a DataFrame:
+``pandas.DataFrame(grid.columns())``). The figure and the summary are :mod:`transfertheory.figures.phase_diagram`.
 """
 from __future__ import annotations
 
@@ -30,8 +30,6 @@ __all__ = [
     "grid_limit",
     "grid_axes",
     "compute_phase_grid",
-    "compute_grid",
-    "grid_columns",
     "grid_surface",
 ]
 
@@ -86,7 +84,7 @@ def grid_axes(gamma_max, resolution):
 class PhaseGrid:
     """A phase-diagram grid: the axes ``gamma`` (γ, length R) and ``theta`` (θ, length R), the values
     ``transferability``, ``risk_scratch``, ``risk_transfer`` (each broadcastable to R × R, indexed [θ, γ]) and the
-    setting they were computed at. ``attrs`` (``limit``, ``depth``) mirrors the DataFrame's of :func:`compute_grid`.
+    setting they were computed at.
     """
 
     gamma: np.ndarray
@@ -101,47 +99,29 @@ class PhaseGrid:
     limit: str
     depth: int
 
-    @property
-    def attrs(self):
-        return {"limit": self.limit, "depth": self.depth}
-
-    def column_names(self):
-        """The names of :meth:`columns`, in order, without building them."""
-        return [*COLUMNS, *(["lam"] if self.method == "ridge" else []), *(["n", "d"] if self.finite_d is not None
-                                                                          else [])]
-
     def columns(self):
         """The tidy table as ``{column: 1-D array}``, one row per (θ, γ), θ-major: :data:`COLUMNS`, plus ``lam``
-        (ridge) and ``n``, ``d`` (finite d) — the columns and values of :func:`compute_grid`'s DataFrame."""
+        (ridge) and ``n``, ``d`` (finite d)."""
         shape = (self.theta.size, self.gamma.size)
-        size = shape[0] * shape[1]
 
-        def tidy(values):
+        def tidy(values):  # a scalar, a row, a column or a matrix, as one column of the table
             return np.broadcast_to(values, shape).ravel()
 
         cols = {
             "gamma": tidy(self.gamma[None, :]),
             "theta": tidy(self.theta[:, None]),
-            "sigma": np.full(size, self.sigma),
-            "method": np.repeat(np.array([self.method], dtype=object), size),  # (np.full: 20× slower on objects)
+            "sigma": tidy(self.sigma),
+            "method": tidy(np.array(self.method, dtype=object)),  # (np.full: 20× slower on objects)
             "transferability": tidy(self.transferability),
             "risk_scratch": tidy(self.risk_scratch),
             "risk_transfer": tidy(self.risk_transfer),
         }
         if self.method == "ridge":
-            cols["lam"] = np.full(size, self.lam)
+            cols["lam"] = tidy(self.lam)
         if self.finite_d is not None:
             cols["n"] = tidy(np.rint(self.gamma * self.finite_d)[None, :]).astype(int)
-            cols["d"] = np.full(size, self.finite_d)
+            cols["d"] = tidy(self.finite_d)
         return cols
-
-    def frame(self):
-        """The tidy pandas DataFrame of :meth:`columns`, with ``attrs`` ``limit`` and ``depth``."""
-        import pandas as pd
-
-        frame = pd.DataFrame(self.columns())
-        frame.attrs.update(self.attrs)
-        return frame
 
 
 def compute_phase_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None, depth=2):
@@ -171,31 +151,6 @@ def compute_phase_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, fi
     return PhaseGrid(gamma, theta, t, r_sc, r_tr, method, sigma, lam, finite_d, limit, depth)
 
 
-def compute_grid(method, sigma, gamma_max=2.0, resolution=400, lam=0.0, finite_d=None, limit=None, depth=2):
-    r"""Tidy DataFrame of the transferability on a resolution × resolution (γ, θ) grid (imports pandas).
-
-    Columns :data:`COLUMNS`, plus ``lam`` for ridge and ``n``, ``d`` for a finite-d grid; one row per (θ, γ),
-    θ-major; the values of :func:`compute_phase_grid`. ``attrs["limit"]`` and ``attrs["depth"]`` record the limit
-    and the depth drawn.
-    """
-    return compute_phase_grid(method, sigma, gamma_max, resolution, lam, finite_d, limit, depth).frame()
-
-
-def grid_columns(grid):
-    """The definitions of the columns of ``grid`` (a :class:`PhaseGrid` or a :func:`compute_grid` DataFrame), for
-    the metadata file."""
-    names = grid.column_names() if isinstance(grid, PhaseGrid) else grid.columns
-    return {c: COLUMN_DEFINITIONS[c] for c in names}
-
-
 def grid_surface(grid, column="transferability"):
-    """(γ axis, θ axis, values[θ, γ]) of a :class:`PhaseGrid`, or recovered from a tidy grid DataFrame in any row
-    order (NaN where a (θ, γ) row is missing)."""
-    if isinstance(grid, PhaseGrid):
-        shape = (grid.theta.size, grid.gamma.size)
-        return grid.gamma, grid.theta, np.broadcast_to(getattr(grid, column), shape)
-    gamma, gi = np.unique(grid["gamma"].to_numpy(), return_inverse=True)
-    theta, ti = np.unique(grid["theta"].to_numpy(), return_inverse=True)
-    values = np.full((theta.size, gamma.size), np.nan)
-    values[ti, gi] = grid[column].to_numpy(dtype=float)
-    return gamma, theta, values
+    """(γ axis, θ axis, values[θ, γ]) of a :class:`PhaseGrid`."""
+    return grid.gamma, grid.theta, np.broadcast_to(getattr(grid, column), (grid.theta.size, grid.gamma.size))

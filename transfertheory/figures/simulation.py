@@ -111,12 +111,12 @@ def _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, lam, seed, depth, 
 
 
 def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend=None, progress=None, depth=2,
-             spectrum=None, teacher=None, rtol=None):
+             spectrum=None, teacher=None):
     """Raw simulator table (one row per run) of simulator ``methods`` at γ = n/d for an L = ``depth`` network;
     ``ridge``: λ of linear transfer; ``spectrum``, ``teacher``: anisotropic inputs (text specs of
-    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw). ``rtol``: the target
-    flows' integrator tolerance; None: :data:`~transfertheory.sweep.named.FINE_TUNE_RTOL` for a run with
-    fine-tuning, else the simulator's default.
+    :mod:`transfertheory.theory.spectra`; None: isotropic inputs, the random teacher draw). A run with fine-tuning
+    integrates its flows at :data:`~transfertheory.sweep.named.FINE_TUNE_RTOL`, any other at the simulator's
+    default tolerance.
 
     With a :data:`SWEEP_RUNNER` set and a single λ, the points run through the sweep engine: each (γ, θ) point
     draws from its own seed, so the numbers are statistically, not bitwise, those of the in-process run (several
@@ -124,8 +124,7 @@ def simulate(methods, d, ns, thetas, sigma, draws, ridge=(0.0,), seed=0, backend
     """
     runner = SWEEP_RUNNER.get()
     inputs = {k: v for k, v in (("spectrum", spectrum), ("teacher", teacher)) if v is not None}
-    rtol = FINE_TUNE_RTOL if rtol is None and "finetune" in methods else rtol
-    flow = {} if rtol is None else dict(rtol=rtol)
+    flow = dict(rtol=FINE_TUNE_RTOL) if "finetune" in methods else {}
     if runner is not None and len(ridge) == 1:
         return _sweep_rows(runner, methods, d, ns, thetas, sigma, draws, ridge[0], seed, depth, inputs, flow)
     from ..sim.deep_linear import run_transfer_experiment
@@ -215,7 +214,5 @@ def simulate_per_lambda(methods, d, ns, thetas, sigma, draws, lams, seed=0, back
     for lam in lams:
         point_seed = lambda_seed(seed, lam)
         raw = simulate(methods, d, ns, thetas, sigma, draws, (float(lam),), point_seed, backend, progress, depth)
-        frame = raw.assign(seed=point_seed)
-        frame.attrs = {}  # they hold arrays (β_s, ν), which pd.concat would compare and fail on
-        frames.append(frame)
+        frames.append(stats._plain(raw).assign(seed=point_seed))  # without attrs, which pd.concat would compare
     return pd.concat(frames, ignore_index=True)

@@ -92,14 +92,12 @@ def _plain(raw):
 def _describe(rows, values, method, allowance):
     """Mean, SD (ddof 1), SE and counts of ``values`` (NaN = unconverged draw) per (γ, θ, λ) point of ``rows``, as
     the statistics of ``method``: columns :data:`STAT_COLUMNS`, ``attrs["allowance"]`` the ``allowance``."""
-    import pandas as pd
-
     keys = rows[["gamma", "theta", "lam", "n", "d", "sigma"]]
     grouped = keys.assign(_v=values).groupby(list(keys.columns), sort=True)["_v"]
     out = grouped.agg(mean="mean", sd=lambda v: v.std(ddof=1), n_converged="count", n_draws="size").reset_index()
     out["se"] = out["sd"] / np.sqrt(out["n_converged"])
     out["method"] = method
-    out = pd.DataFrame(out)[STAT_COLUMNS].reset_index(drop=True)
+    out = out[STAT_COLUMNS].reset_index(drop=True)
     out.attrs["allowance"] = allowance
     return out
 

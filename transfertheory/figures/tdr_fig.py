@@ -24,7 +24,7 @@ import numpy as np
 from ..sim.tdr import TRAINING_FLOW, width_rate
 from ..sim.tdr_study import COLUMNS, DATA, GAP_COLUMNS, SIMILARITY_COLUMNS, similarity_study, width_study
 from ..sweep.named import named_profile
-from .marks import left_out_text, legend_outside, title_with_footnote
+from .marks import left_out_text, legend_below, title_with_footnote
 from .output import FigureOutput, subplots
 from .registry import Figure, register
 
@@ -50,7 +50,7 @@ def _plot_gaps(ax, widths_table, similarity_width):
     ax.annotate(f"m of (b), (c) = {similarity_width}", (similarity_width, 1.0), xycoords=("data", "axes fraction"),
                 xytext=(3, -3), textcoords="offset points", ha="left", va="top", fontsize=7, color="0.4")
     ax.set(xlabel="width m", ylabel="RMS gap over seeds", title="(a) gap to the Gram formulas (dotted: fits)")
-    legend_outside(ax, "below", fontsize=7, frameon=False)
+    legend_below(ax, fontsize=7, frameon=False)
 
 
 def _plot_similarity(distance_ax, difference_ax, similarity_table):
@@ -67,11 +67,11 @@ def _plot_similarity(distance_ax, difference_ax, similarity_table):
     width = int(similarity_table["width"].iloc[0])
     distance_ax.set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖ΔW‖_F",
                     title=f"(b) distances against similarity, m = {width}")
-    legend_outside(distance_ax, "below", ncol=2, fontsize=7, frameon=False)
+    legend_below(distance_ax, ncol=2, fontsize=7, frameon=False)
     difference_ax.axhline(0.0, color="k", lw=0.8, ls=":")
     difference_ax.set(xlabel="task similarity (cos θ or cos φ)", ylabel="‖W(Q) − W(P)‖_F − Thm 2 bound",
                       title=f"(c) fine-tuning distance − bound (± SD), m = {width}")
-    legend_outside(difference_ax, "below", ncol=2, fontsize=7, frameon=False)
+    legend_below(difference_ax, ncol=2, fontsize=7, frameon=False)
 
 
 def plot(widths_table, similarity_table, convergence):
