@@ -25,7 +25,9 @@ hidden weights on the unit sphere (FaF §4) the Riemannian gradient is the Eucli
 on the tangent space of each row: (I − ŵᵢŵᵢᵀ) ∇_{wᵢ}L.
 
 Every function takes a leading batch of instances (W of shape (..., m, d), c of shape (..., m);
-batch axes broadcast) and runs on the array module of its inputs (NumPy or CuPy).
+batch axes broadcast) and runs on the array module of its inputs (NumPy or CuPy). The weight arrays are
+validated where they are: only the scalar results of the checks (finite? nonzero rows?) travel to the host;
+integer input becomes float64, a floating dtype is kept.
 """
 from __future__ import annotations
 
@@ -36,10 +38,40 @@ from typing import Any
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory
+from ..._validation import finite_real_array
 from ...backend import get_backend
-from . import _inputs
 
 __all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", "PopulationLossGradients"]
+
+
+def _weights(W, name, xp):
+    """Hidden weights of shape (..., m, d), m, d >= 1: rows are the neurons' weight vectors."""
+    arr = finite_real_array(W, name, "(..., m, d)", xp)
+    if arr.ndim < 2 or arr.shape[-1] < 1 or arr.shape[-2] < 1:
+        raise ValueError(f"{name} must have shape (..., m, d) with m, d >= 1, got shape {arr.shape}")
+    return arr
+
+
+def _output_weights(c, W, name, w_name, xp):
+    """Output weights of shape (..., m) matching hidden weights ``W`` of shape (..., m, d)."""
+    arr = finite_real_array(c, name, "(..., m)", xp)
+    if arr.ndim < 1 or arr.shape[-1] != W.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., m) with m = {W.shape[-2]} (the rows of {w_name}), "
+                         f"got shape {arr.shape}")
+    try:
+        np.broadcast_shapes(arr.shape[:-1], W.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the leading (batch) axes of {name} {arr.shape[:-1]} and {w_name} {W.shape[:-2]} "
+                         "do not broadcast") from None
+    return arr
+
+
+def _nonzero_rows(W, name, xp):
+    """Raise ValueError when a row of ``W`` is zero (where σ(wᵀx) has no gradient in w)."""
+    norms = xp.linalg.norm(W, axis=-1)
+    if bool((norms == 0).any()):
+        raise ValueError(f"every row of {name} must be nonzero (the gradient of E[σ(wᵀx)·] in w is undefined "
+                         "at w = 0)")
 
 
 def _norms_and_cosines(A, B, xp):
@@ -54,7 +86,7 @@ def _norms_and_cosines(A, B, xp):
 
 def _check_pair(A, B, a_name, b_name, xp):
     """Validated hidden-weight arrays A (..., p, d) and B (..., q, d) of array module ``xp``."""
-    A, B = _inputs.weights(A, a_name, xp), _inputs.weights(B, b_name, xp)
+    A, B = _weights(A, a_name, xp), _weights(B, b_name, xp)
     if A.shape[-1] != B.shape[-1]:
         raise ValueError(f"{a_name} and {b_name} must have the same number of columns d, got {A.shape[-1]} "
                          f"and {B.shape[-1]}")
@@ -127,8 +159,8 @@ def _check_network(W, c, W_star, c_star):
     """Validated (xp, W, c, W*, c*): matching d, c of shape (..., m), c* of shape (..., m*)."""
     xp = get_backend(W, c, W_star, c_star)
     W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
-    c = _inputs.output_weights(c, W, "c", "W", xp)
-    c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
+    c = _output_weights(c, W, "c", "W", xp)
+    c_star = _output_weights(c_star, W_star, "c_star", "W_star", xp)
     return xp, W, c, W_star, c_star
 
 
@@ -220,7 +252,7 @@ def population_loss_and_gradients(W, c, W_star, c_star):
     PopulationLossGradients
     """
     xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
-    _inputs.nonzero_rows(W, "W", xp)
+    _nonzero_rows(W, "W", xp)
     B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss_and_gradients")
     m = W.shape[-2]
     norms, _, u = _norms_and_cosines(B, B, xp)

@@ -28,8 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...backend import get_backend, stacked_eigh
-from . import _inputs
-from .kernel import _broadcast_batch, _check_pair, _kernel, _quadratic_form, check_gram_memory
+from .kernel import _broadcast_batch, _check_pair, _kernel, _output_weights, _quadratic_form, check_gram_memory
 
 __all__ = ["rkhs_projection_norms", "ProjectionNorms"]
 
@@ -63,7 +62,7 @@ def rkhs_projection_norms(W, W_star, c_star):
     """
     xp = get_backend(W, W_star, c_star)
     W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
-    c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
+    c_star = _output_weights(c_star, W_star, "c_star", "W_star", xp)
     m, m_star = W.shape[-2], W_star.shape[-2]
     # the Gram and its scaled copy, the kernels it is built from, the eigenvectors and the projections
     check_gram_memory("rkhs_projection_norms", _broadcast_batch(W.shape[:-2], W_star.shape[:-2], c_star.shape[:-1]),
