@@ -28,11 +28,11 @@ What each formula is:
   (asymptotic), using λ(Σ̂ + λ)⁻¹ ≍ κ(Σ + κ)⁻¹ for I − P and tr((XXᵀ)⁻¹) ≍ 1/κ.
 
 **Finite size by Monte Carlo** (:func:`limit_expectations`). Below n = d the scratch and fine-tuning risks under a
-general Σ have no closed form at finite size (their deterministic equivalents above are asymptotic). What a simulation at finite (n, d) must be
-compared with is the expectation of the limit points themselves — X⁺y (scratch), the one-feature regression
-bβ_s (linear transfer) and X⁺y + c(I − P)β_s (fine-tuning, :func:`~.fine_tuning.fine_tune_limit`) — which
-:func:`limit_expectations` averages over Gaussian designs x = z·√λ, paired on the same draws, as
-:func:`~.fine_tuning.fine_tune_flow_expectation` does at Σ = I.
+general Σ have no closed form at finite size (their deterministic equivalents above are asymptotic). What a simulation
+at finite (n, d) must be compared with is the expectation of the limit points themselves — X⁺y (scratch), the
+one-feature regression bβ_s (linear transfer) and X⁺y + c(I − P)β_s (fine-tuning,
+:func:`~.fine_tuning.fine_tune_limit`) — which :func:`limit_expectations` averages over Gaussian designs x = z·√λ,
+paired on the same draws, as :func:`~.fine_tuning.fine_tune_flow_expectation` does at Σ = I.
 
 At Σ = I every function reduces to the isotropic one of :mod:`.linear` / :mod:`.fine_tuning` to rounding
 (tests/theory/test_anisotropic.py). Arguments: ``lam`` the spectrum (d,) (a sequence or a :func:`~.spectra.spectrum`

@@ -8,8 +8,7 @@ f_t* outside that kernel's RKHS, ‖P⊥ f_t*‖² (Eq. 21); transfer turns nega
 A n^{−ν} falls below it.
 
 * :mod:`.kernel` — the arc-cosine kernel (FaF Eqs. 152–153), the exact population loss and its
-  Euclidean and Riemannian (sphere) gradients;
-* :mod:`.projection` — ‖P f*‖² and ‖P⊥ f*‖² (FaF Eqs. 154–159);
+  Euclidean and Riemannian (sphere) gradients, and ‖P f*‖², ‖P⊥ f*‖² (FaF Eqs. 154–159);
 * :mod:`.teachers` — the target teacher (Eq. 20) and the ablated source teacher (Eq. 19);
 * :mod:`.power_law` — the scratch power-law fit (Fig. 4c) and the negative-transfer boundary (Fig. 4e), also at
   finite n: least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1).
@@ -17,10 +16,9 @@ A n^{−ν} falls below it.
 The derivations are in docs/relu.md; the training simulator is :mod:`transfertheory.sim.relu_teacher` and
 FaF Fig. 4 is the registered figure ``faf_fig4``.
 """
-from . import kernel, power_law, projection, teachers
-from .kernel import *  # noqa: F401,F403  (the public API: the four modules' __all__)
+from . import kernel, power_law, teachers
+from .kernel import *  # noqa: F401,F403  (the public API: the three modules' __all__)
 from .power_law import *  # noqa: F401,F403
-from .projection import *  # noqa: F401,F403
 from .teachers import *  # noqa: F401,F403
 
-__all__ = [*kernel.__all__, *projection.__all__, *teachers.__all__, *power_law.__all__]
+__all__ = [*kernel.__all__, *teachers.__all__, *power_law.__all__]
