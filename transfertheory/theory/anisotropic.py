@@ -47,7 +47,7 @@ from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
 from .._validation import Interval
 from ._closed_form import Rule, closed_form
-from .fine_tuning import _gaussian_designs, _scale_root, fine_tune_limit
+from .fine_tuning import _MC_DRAWS, _gaussian_designs, _scale_root, fine_tune_limit
 from .linear import N_HEAD, chi2_resolvent_moments
 from .scratch import min_norm_noise_gain, min_norm_solution, noise_term
 from .spectra import check_spectrum, check_teacher, spectrum
@@ -328,8 +328,6 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
 
 # --------------------------------------------------------------------------- finite size by Monte Carlo
 
-_DRAWS = P.DRAWS.with_range(low=2)
-
 
 def limit_expectations(lam, beta_s, beta_t, n, sigma, draws=2000, seed=0, depth=2):
     r"""Paired Monte Carlo of the limits at size (n, d = len(λ)) for the targets ``beta_t`` (Θ, d).
@@ -341,7 +339,7 @@ def limit_expectations(lam, beta_s, beta_t, n, sigma, draws=2000, seed=0, depth=
     """
     lam = check_spectrum(lam, name="lam")
     bs, bt = check_teacher(beta_s, lam, "beta_s"), np.atleast_2d(check_teacher(beta_t, lam, "beta_t"))
-    n, s, draws = P.N.with_range(low=3).scalar(n), P.SIGMA.scalar(sigma), _DRAWS.scalar(draws)
+    n, s, draws = P.N.with_range(low=3).scalar(n), P.SIGMA.scalar(sigma), _MC_DRAWS.scalar(draws)
     depth, d = P.DEPTH.scalar(depth), lam.size
     check_memory(FLOAT_BYTES * (8 + len(bt)) * max(4_000_000, n * d), what="limit_expectations",
                  params={"n": n, "d": d, "len(beta_t)": len(bt)})

@@ -182,14 +182,10 @@ def chi2_resolvent_moments(n, c):
     def integrate(f):
         return (f * w * trap).sum(axis=1) * dx[:, 0]
 
-    a = integrate(s / denom)
-    b = integrate(s / denom**2)
-    cc = integrate((s / denom) ** 2)
-    exact0 = pc[:, 0] == 0
-    a = np.where(exact0, 1.0, a)
-    b = np.where(exact0, 1.0 / (pn[:, 0] - 2), b)
-    cc = np.where(exact0, 1.0, cc)
-    return tuple(v[inverse.ravel()].reshape(n_b.shape) for v in (a, b, cc))
+    exact0 = pc[:, 0] == 0  # (integrand, its exact moment at c = 0) of each of the three
+    terms = ((s / denom, 1.0), (s / denom**2, 1.0 / (pn[:, 0] - 2)), ((s / denom) ** 2, 1.0))
+    moments = [np.where(exact0, exact, integrate(integrand)) for integrand, exact in terms]
+    return tuple(v[inverse.ravel()].reshape(n_b.shape) for v in moments)
 
 
 @closed_form(theta=P.THETA, sigma=P.SIGMA, n=N_HEAD, lam=P.LAM)

@@ -16,11 +16,11 @@ log n_c = (α − log p)/ν: ∂/∂α = 1/ν, ∂/∂ν = −log n_c/ν, ∂/�
 
 **Finite n** (not in FaF; :func:`finite_n_boundary`). FaF's heuristic boundary drops the n-dependent term C(n) of
 Eq. 21, E_lt = C(n) + ‖P⊥ f_t*‖², and solves A n^{−ν} = ‖P⊥ f_t*‖². Converged linear transfer on the m frozen
-features of the pretrained student is least squares of y = f_t*(x) on φ(x) = σ(Wx)/m (unique for n > m). Write f_t* = P f_t* + r, r = P⊥ f_t* uncorrelated
-with every feature, E r² = ‖P⊥ f_t*‖². The excess risk over ‖P⊥‖² is rᵀΦ(ΦᵀΦ)⁻¹Σ(ΦᵀΦ)⁻¹Φᵀr, Σ = E φφᵀ; if r
-were independent noise and the features Gaussian, its mean would be ‖P⊥‖² E tr(Σ(ΦᵀΦ)⁻¹) = ‖P⊥‖² m/(n − m − 1)
-(the mean of an inverse Wishart matrix), whatever Σ and its conditioning (least squares is invariant to an
-invertible change of features). So
+features of the pretrained student is least squares of y = f_t*(x) on φ(x) = σ(Wx)/m (unique for n > m). Write
+f_t* = P f_t* + r, r = P⊥ f_t* uncorrelated with every feature, E r² = ‖P⊥ f_t*‖². The excess risk over ‖P⊥‖²
+is rᵀΦ(ΦᵀΦ)⁻¹Σ(ΦᵀΦ)⁻¹Φᵀr, Σ = E φφᵀ; if r were independent noise and the features Gaussian, its mean would be
+‖P⊥‖² E tr(Σ(ΦᵀΦ)⁻¹) = ‖P⊥‖² m/(n − m − 1) (the mean of an inverse Wishart matrix), whatever Σ and its
+conditioning (least squares is invariant to an invertible change of features). So
 
     R_lt(n) = ‖P⊥ f_t*‖² (n − 1)/(n − m − 1),   n > m + 1,
 
