@@ -343,10 +343,10 @@ def test_quadratic_algorithms_refuse_before_drawing_and_run_comparison_passes_it
 
 def test_relu_kernel_grams_refuse_a_million_units_before_forming_them(monkeypatch):
     from transfertheory.theory import relu
-    from transfertheory.theory.relu import kernel, projection
+    from transfertheory.theory.relu import kernel
 
     _forbid(monkeypatch, kernel, "_kernel")
-    _forbid(monkeypatch, projection, "_function_gram")
+    _forbid(monkeypatch, kernel, "_function_gram")
     W, c = np.ones((10**6, 3)), np.ones(10**6)
     for function, args in ((relu.arccos_kernel, (W, W)), (relu.population_loss, (W, c, W[:5], c[:5])),
                            (relu.population_loss_and_gradients, (W, c, W[:5], c[:5])),

@@ -1,4 +1,4 @@
-"""Finite-n boundary of negative transfer (transfertheory.theory.relu.finite_n; docs/relu.md, FaF Eq. 21)."""
+"""Finite-n boundary of negative transfer (transfertheory.theory.relu.power_law; docs/relu.md, FaF Eq. 21)."""
 import numpy as np
 import pytest
 

@@ -33,11 +33,10 @@ from ..theory import anisotropic as A
 from ..theory import fine_tuning as FT
 from ..theory import linear as L
 from ..theory import spectra as S
-from ..theory.methods import REFERENCE_DRAWS
 from ..theory.scratch import min_norm_solution
 from .compare import ROUNDING, agreement, holds, mc_agreement, mean_se, weighted_line, within
 from .faf_linear import _risk, pinv_solution
-from .faf_linear_sim import _limit_sample, alpha_rate
+from .faf_linear_sim import _reaches_limits, alpha_rate
 from .faf_linear_sim import _sim_point as _isotropic_sim_point
 from .faf_linear_sim import _simulate as _simulate_deep_linear
 from .registry import combine, register
@@ -317,13 +316,10 @@ def _linear_sim(case):
     p = case.params
     df = _simulate(case, ("linear",), case.profile.sim_draws, pretrain_flow=_LINEAR_PRETRAIN)
     lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
-    pre, trained = df.attrs["pretrain"], case.profile.sim_draws
-    draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
-    _, limit = _limit_sample(case, "linear", 0.0, trained, draws, scratch=False)
-    gap = np.abs(df[df["method"] == "linear"].sort_values("draw")["risk"].to_numpy() - limit[:trained])
+    reached, _, limit, draws = _reaches_limits(case, df, "linear", 0.0, ("linear",), scratch=False)
+    pre = df.attrs["pretrain"]
     return combine([
-        within(float(gap.max()), 0.0, case.claim.allowance,
-               f"largest |simulated − limit linear risk of the same draw| over {trained} draws (draw {int(np.argmax(gap))})"),
+        *reached,
         agreement(*mean_se(limit), A.linear_transfer_risk(lam, beta_s, beta_t, p["sigma"], p["n"]),
                   label=f"linear risk of the limit ({draws} draws) {case.label}"),
         holds(pre["sv_ratio"] < 1e-3, f"pretrained features rank one: σ₂/σ₁ = {pre['sv_ratio']:.2g} < 1e-3 (α = 1e-5)"),

@@ -147,6 +147,26 @@ def _limit_sample(case, method, lam, trained, draws, scratch=True):
     return tuple(np.concatenate(part) for part in zip(*parts))
 
 
+def _reaches_limits(case, df, method, lam, flows, scratch=True):
+    """(checks, scratch limit risks, method limit risks, draws): every one of the ``sim_draws`` trained draws of each of
+    ``flows`` in the simulator table ``df`` has the risk of its own draw's limit within its allowance (the claim's;
+    :data:`LINEAR_RISK_ALLOWANCE` for linear transfer's exact last-layer solve, no integrator), and the limit risks of
+    those draws and further ones (:func:`_limit_sample`), the profile's ``reference_draws`` in all
+    (:data:`~transfertheory.theory.methods.REFERENCE_DRAWS` where it has none). ``scratch`` False: no scratch limits."""
+    trained = case.profile.sim_draws
+    draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
+    limit_scratch, limit = _limit_sample(case, method, lam, trained, draws, scratch)
+    limits = {"scratch": limit_scratch, METHODS[method].simulator: limit}
+    results = []
+    for flow in flows:
+        gap = np.abs(df[df["method"] == flow].sort_values("draw")["risk"].to_numpy() - limits[flow][:trained])
+        results.append(within(float(gap.max()), 0.0,
+                              LINEAR_RISK_ALLOWANCE if flow == "linear" else case.claim.allowance,
+                              f"largest |simulated − limit {flow} risk of the same draw| over {trained} draws "
+                              f"(draw {int(np.argmax(gap))})"))
+    return results, limit_scratch, limit, draws
+
+
 def _mean_risk_and_transferability(case):
     """The simulated risk of the claim's method (and the paired T = R_sc − R_method) against the record's exact
     finite-size gradient-flow expectation, through the gradient-flow limit of the same draws:
@@ -165,17 +185,7 @@ def _mean_risk_and_transferability(case):
     record, lam = METHODS[method], p.get("lam", 0.0)
     flows = tuple(dict.fromkeys(("scratch", record.simulator)))
     df = _simulate(case, flows, ridge=(lam,), options=dict(flow=FINE_TUNE_FLOW) if method == "finetune" else None)
-    trained = case.profile.sim_draws
-    draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
-    limit_scratch, limit = _limit_sample(case, method, lam, trained, draws)
-    limits = {"scratch": limit_scratch, record.simulator: limit}
-    results = []
-    for flow in flows:  # every trained draw reaches its limit
-        gap = np.abs(df[df["method"] == flow].sort_values("draw")["risk"].to_numpy() - limits[flow][:trained])
-        exact_solve = flow == "linear"  # no integrator: LINEAR_RISK_ALLOWANCE
-        results.append(within(float(gap.max()), 0.0, LINEAR_RISK_ALLOWANCE if exact_solve else case.claim.allowance,
-                              f"largest |simulated − limit {flow} risk of the same draw| over {trained} draws "
-                              f"(draw {int(np.argmax(gap))})"))
+    results, limit_scratch, limit, draws = _reaches_limits(case, df, method, lam, flows)
     args = (p["n"], p["d"], p["theta"], p["sigma"], lam)
     reference = dict(draws=draws, seed=case.seed % 2**32)  # fine-tuning's record: a Monte Carlo of as many draws
     compared = [("risk", limit, record.flow_risk_finite)]

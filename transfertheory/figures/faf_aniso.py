@@ -11,7 +11,7 @@ spectrum's dimension d, θ the Σ-angle):
   ``faf_aniso`` figure);
 * :func:`simulate_points` — gradient-flow simulations on one θ slice per (decay, placement), each point compared
   with the Monte Carlo expectation of the limit points at the simulated (n, d)
-  (:func:`transfertheory.theory.anisotropic_mc.limit_expectations`), beside the deterministic equivalent;
+  (:func:`transfertheory.theory.anisotropic.limit_expectations`), beside the deterministic equivalent;
 * :func:`slice_theory` — the deterministic equivalent along those slices (the figure's curves).
 
 The drawings:
@@ -109,7 +109,7 @@ def simulate_points(d, draws, gammas, theta, sigma, decays, placements, exponent
     table of :data:`POINT_COLUMN_DEFINITIONS` columns, each point against the Monte Carlo of the limits."""
     import pandas as pd
 
-    from ..theory.anisotropic_mc import limit_expectations
+    from ..theory.anisotropic import limit_expectations
     from .simulation import simulate
 
     ns = np.unique(np.rint(np.asarray(gammas, float) * d).astype(int))

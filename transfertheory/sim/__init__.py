@@ -9,7 +9,7 @@ One package or module per paper's training process, each described by an :class:
                            transfer, methods                   (faf_linear, faf_surface)                                        faf_finetune_depth
     FaF §4 ReLU teacher    theory/relu/                        sim/relu_teacher/ (faf_relu)   faf_relu, faf_relu_sim           faf_fig4
     MeRLin §5 quadratic    theory/merlin                       sim/merlin/ (merlin)        merlin, merlin_sim               merlin_fig
-    TDR §6 wide two-layer  theory/tdr                sim/tdr (tdr)        tdr, tdr_sim                tdr_fig
+    TDR §6 wide two-layer  theory/tdr                sim/tdr (tdr)        tdr                         tdr_fig
     MTL §4–5 MTL and ANIL  theory/ntk, theory/mtl              sim/mtl/ (mtl)                 mtl, mtl_sim                mtl_fig1
 
 All share one integrator (:mod:`.integrator`: batched adaptive Runge–Kutta–Chebyshev gradient flow, or

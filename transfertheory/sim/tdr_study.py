@@ -3,7 +3,7 @@ r"""TDR §6's studies of trained networks against the Gram formulas: the statist
 
 :func:`per_width` and :func:`gradient_norm_change` read a table per width (one array over the draws): the
 fine-tuning and scratch distances and the change of ‖∂L/∂X¹‖² that TDR Thms 1–2 state in the limit; the claims
-(:mod:`transfertheory.claims.tdr_sim`) test them. :func:`width_study` tabulates, per width, the root-mean-square
+(:mod:`transfertheory.claims.tdr`) test them. :func:`width_study` tabulates, per width, the root-mean-square
 gap over seeds of each trained quantity to its formula (:data:`COLUMNS`) on one task pair, and
 :func:`similarity_study` the fine-tuning distance against its bound over the two task families of TDR §5.1
 (:data:`SIMILARITY_COLUMNS`); only networks whose three training stages converged enter their statistics. The

@@ -4,8 +4,8 @@
   :mod:`.scratch` (FaF Thms 3.5–3.6) and :mod:`.fine_tuning` (FaF Thm 3.9 and
   its gradient-flow correction);
 * :mod:`.methods` — one record per transfer method (:class:`TransferMethod`,
-  :data:`METHODS`, :func:`get_method`);
-* :mod:`.transfer` — transferability on the (γ, θ) plane and its boundary angles;
+  :data:`METHODS`, :func:`get_method`; imported here);
+* :mod:`.transfer` — transferability on the (γ, θ) plane and its boundary angles (imported here);
 * :mod:`.distances` — FaF §2.1, task distances (``from transfertheory.theory import distances``;
   not imported eagerly because it loads POT);
 * :mod:`.relu` — FaF §4, two-layer ReLU student–teacher networks (arc-cosine kernel, projections);
@@ -15,18 +15,8 @@
   (each imported on demand: ``from transfertheory.theory import relu``).
 """
 from . import linear, methods, transfer
-from .linear import *  # noqa: F401,F403  (the public contract of FaF §3)
-from .methods import METHODS, TRANSFER_METHODS, TransferMethod, get_method
-from .transfer import effective_angle, flow_limit_sign_angle, opening_angle, transfer_risks
+from .linear import *  # noqa: F401,F403  (the public API: the three modules' __all__)
+from .methods import *  # noqa: F401,F403
+from .transfer import *  # noqa: F401,F403
 
-__all__ = [
-    *linear.__all__,
-    "METHODS",
-    "TRANSFER_METHODS",
-    "TransferMethod",
-    "get_method",
-    "effective_angle",
-    "flow_limit_sign_angle",
-    "opening_angle",
-    "transfer_risks",
-]
+__all__ = [*linear.__all__, *methods.__all__, *transfer.__all__]

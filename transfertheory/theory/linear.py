@@ -32,43 +32,14 @@ import numpy as np
 
 from .. import params as P
 from ._closed_form import closed_form
-from .fine_tuning import (
-    fine_tune_flow_expectation,
-    fine_tune_limit,
-    fine_tune_risk,
-    fine_tune_risk_corrected,
-    fine_tune_risk_finite_paper,
-    fine_tune_scale,
-    fine_tune_transferability,
-    fine_tune_transferability_corrected,
-    fine_tune_transferability_finite_paper,
-)
-from .scratch import min_norm_noise_gain, min_norm_solution, scratch_risk, scratch_risk_finite
+from . import fine_tuning, scratch
+from .fine_tuning import *  # noqa: F401,F403  (re-exported: this module is the whole FaF §3 contract)
+from .scratch import *  # noqa: F401,F403
+from .scratch import scratch_risk, scratch_risk_finite
 
-__all__ = [
-    "scratch_risk",
-    "scratch_risk_finite",
-    "linear_transfer_risk",
-    "linear_transferability",
-    "linear_transferability_finite",
-    "negative_transfer_interval",
-    "negative_transfer_threshold",
-    "negative_transfer_onset_angle",
-    "ridge_transfer_risk",
-    "ridge_transfer_risk_finite",
-    "fine_tune_risk",
-    "fine_tune_risk_finite_paper",
-    "fine_tune_transferability",
-    "fine_tune_transferability_finite_paper",
-    "fine_tune_scale",
-    "fine_tune_risk_corrected",
-    "fine_tune_transferability_corrected",
-    "fine_tune_limit",
-    "min_norm_solution",
-    "fine_tune_flow_expectation",
-    "min_norm_noise_gain",
-    "chi2_resolvent_moments",
-]
+__all__ = [*scratch.__all__, "linear_transfer_risk", "linear_transferability", "linear_transferability_finite",
+           "negative_transfer_interval", "negative_transfer_threshold", "negative_transfer_onset_angle",
+           "ridge_transfer_risk", "ridge_transfer_risk_finite", "chi2_resolvent_moments", *fine_tuning.__all__]
 
 #: n ≥ 3: the linear-transfer risk has E‖z‖⁻² = 1/(n − 2), z ~ N(0, I_n)
 N_HEAD = P.N.with_range(low=3)
@@ -211,14 +182,10 @@ def chi2_resolvent_moments(n, c):
     def integrate(f):
         return (f * w * trap).sum(axis=1) * dx[:, 0]
 
-    a = integrate(s / denom)
-    b = integrate(s / denom**2)
-    cc = integrate((s / denom) ** 2)
-    exact0 = pc[:, 0] == 0
-    a = np.where(exact0, 1.0, a)
-    b = np.where(exact0, 1.0 / (pn[:, 0] - 2), b)
-    cc = np.where(exact0, 1.0, cc)
-    return tuple(v[inverse.ravel()].reshape(n_b.shape) for v in (a, b, cc))
+    exact0 = pc[:, 0] == 0  # (integrand, its exact moment at c = 0) of each of the three
+    terms = ((s / denom, 1.0), (s / denom**2, 1.0 / (pn[:, 0] - 2)), ((s / denom) ** 2, 1.0))
+    moments = [np.where(exact0, exact, integrate(integrand)) for integrand, exact in terms]
+    return tuple(v[inverse.ravel()].reshape(n_b.shape) for v in moments)
 
 
 @closed_form(theta=P.THETA, sigma=P.SIGMA, n=N_HEAD, lam=P.LAM)

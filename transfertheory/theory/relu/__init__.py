@@ -8,39 +8,17 @@ f_t* outside that kernel's RKHS, ‖P⊥ f_t*‖² (Eq. 21); transfer turns nega
 A n^{−ν} falls below it.
 
 * :mod:`.kernel` — the arc-cosine kernel (FaF Eqs. 152–153), the exact population loss and its
-  Euclidean and Riemannian (sphere) gradients;
-* :mod:`.projection` — ‖P f*‖² and ‖P⊥ f*‖² (FaF Eqs. 154–159);
+  Euclidean and Riemannian (sphere) gradients, and ‖P f*‖², ‖P⊥ f*‖² (FaF Eqs. 154–159);
 * :mod:`.teachers` — the target teacher (Eq. 20) and the ablated source teacher (Eq. 19);
-* :mod:`.power_law` — the scratch power-law fit (Fig. 4c) and the negative-transfer boundary (Fig. 4e);
-* :mod:`.finite_n` — the boundary at finite n: least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1).
+* :mod:`.power_law` — the scratch power-law fit (Fig. 4c) and the negative-transfer boundary (Fig. 4e), also at
+  finite n: least-squares transfer risk ‖P⊥ f_t*‖²(n − 1)/(n − m − 1).
 
 The derivations are in docs/relu.md; the training simulator is :mod:`transfertheory.sim.relu_teacher` and
 FaF Fig. 4 is the registered figure ``faf_fig4``.
 """
-from .kernel import PopulationLossGradients, arccos_kernel, population_loss, population_loss_and_gradients
-from .power_law import PowerLawFit, negative_transfer_boundary, power_law_fit
-from .finite_n import FiniteNBoundary, finite_n_boundary, least_squares_transfer_risk
-from .projection import ProjectionNorms, rkhs_projection_norms
-from .teachers import M_STAR, MU, TEACHER_OUTPUTS, AblatedTeacher, ablated_teacher, dropped_count, random_teacher
+from . import kernel, power_law, teachers
+from .kernel import *  # noqa: F401,F403  (the public API: the three modules' __all__)
+from .power_law import *  # noqa: F401,F403
+from .teachers import *  # noqa: F401,F403
 
-__all__ = [
-    "arccos_kernel",
-    "population_loss",
-    "population_loss_and_gradients",
-    "PopulationLossGradients",
-    "rkhs_projection_norms",
-    "ProjectionNorms",
-    "MU",
-    "M_STAR",
-    "TEACHER_OUTPUTS",
-    "AblatedTeacher",
-    "ablated_teacher",
-    "dropped_count",
-    "random_teacher",
-    "power_law_fit",
-    "PowerLawFit",
-    "negative_transfer_boundary",
-    "FiniteNBoundary",
-    "finite_n_boundary",
-    "least_squares_transfer_risk",
-]
+__all__ = [*kernel.__all__, *teachers.__all__, *power_law.__all__]

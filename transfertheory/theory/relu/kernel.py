@@ -1,4 +1,5 @@
-r"""The degree-1 arc-cosine kernel and the exact population loss of a two-layer ReLU network (FaF §4, App. C).
+r"""The degree-1 arc-cosine kernel, the exact population loss of a two-layer ReLU network and the projection of a
+teacher on a student's features (FaF §4, App. C).
 
 For x ~ N(0, I_d) and σ = ReLU, FaF Eqs. 152–153 (Cho & Saul 2009):
 
@@ -25,21 +26,75 @@ hidden weights on the unit sphere (FaF §4) the Riemannian gradient is the Eucli
 on the tangent space of each row: (I − ŵᵢŵᵢᵀ) ∇_{wᵢ}L.
 
 Every function takes a leading batch of instances (W of shape (..., m, d), c of shape (..., m);
-batch axes broadcast) and runs on the array module of its inputs (NumPy or CuPy).
+batch axes broadcast) and runs on the array module of its inputs (NumPy or CuPy). The weight arrays are
+validated where they are: only the scalar results of the checks (finite? nonzero rows?) travel to the host;
+integer input becomes float64, a floating dtype is kept.
+
+**Projection** (:func:`rkhs_projection_norms`, FaF §4 Eq. 21, App. C Eqs. 154–159). P is the orthogonal projection, in
+L²(N(0, I_d)), onto the span of the student's features {σ(wᵢᵀx)}ᵢ≤m: the RKHS of the student's kernel k_W(x, x') =
+(1/m) Σᵢ σ(wᵢᵀx) σ(wᵢᵀx') (FaF App. C). P⊥ = I − P. For the teacher f*(x) = (1/m*) Σⱼ c*ⱼ σ(w*ⱼᵀx), FaF Eqs. 158–159
+read, with K = k(W,W)/m, K* = k(W*,W*)/m*, K̃ = k(W,W*)/√(m m*) (Eqs. 154–156, k the arc-cosine kernel):
+
+    ‖P f*‖² = c*ᵀ K̃ᵀ K⁻¹ K̃ c* / m*,    ‖P⊥ f*‖² = c*ᵀ K* c* / m* − ‖P f*‖².
+
+These are the squared norms of the population least-squares fit of f* by the features and of its
+residual: min_a E(f* − Σᵢ aᵢ σ(wᵢᵀx))² = ‖P⊥ f*‖² (docs/relu.md shows that the normalisations
+1/m, 1/m*, 1/√(m m*) cancel to this).
+
+Computation (numerically safe when K is singular or ill-conditioned): the Gram matrix G of the m + 1
+functions (σ(w₁ᵀx), …, σ(w_mᵀx), f*), scaled to a unit diagonal (each function normalised; the span is
+unchanged), is factored as G = R Rᵀ by a symmetric eigendecomposition,
+eigenvalues below ``(m + 1)·eps·λ_max`` (rounding noise) set to 0; the rows of R are coordinates of the
+functions in an orthonormal basis of their span. ‖P⊥ f*‖² is then the squared distance from the last
+row r to the row space of the student rows R_W (an SVD of R_W, singular values s with
+s² ≤ (m + 1)·eps·λ_max treated as 0, the same noise floor), computed as the norm of the residual vector,
+so it is ≥ 0 by construction (no clipping) and needs no inverse of K. Where K is singular P projects on
+the span of the features, of whatever dimension. ‖P f*‖² + ‖P⊥ f*‖² = ‖f*‖² up to that noise floor.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory
-from ...backend import get_backend
-from . import _inputs
+from ..._validation import finite_real_array
+from ...backend import get_backend, stacked_eigh
 
-__all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", "PopulationLossGradients"]
+__all__ = ["arccos_kernel", "population_loss", "population_loss_and_gradients", "PopulationLossGradients",
+           "rkhs_projection_norms", "ProjectionNorms"]
+
+
+def _weights(W, name, xp):
+    """Hidden weights of shape (..., m, d), m, d >= 1: rows are the neurons' weight vectors."""
+    arr = finite_real_array(W, name, "(..., m, d)", xp)
+    if arr.ndim < 2 or arr.shape[-1] < 1 or arr.shape[-2] < 1:
+        raise ValueError(f"{name} must have shape (..., m, d) with m, d >= 1, got shape {arr.shape}")
+    return arr
+
+
+def _output_weights(c, W, name, w_name, xp):
+    """Output weights of shape (..., m) matching hidden weights ``W`` of shape (..., m, d)."""
+    arr = finite_real_array(c, name, "(..., m)", xp)
+    if arr.ndim < 1 or arr.shape[-1] != W.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., m) with m = {W.shape[-2]} (the rows of {w_name}), "
+                         f"got shape {arr.shape}")
+    try:
+        np.broadcast_shapes(arr.shape[:-1], W.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the leading (batch) axes of {name} {arr.shape[:-1]} and {w_name} {W.shape[:-2]} "
+                         "do not broadcast") from None
+    return arr
+
+
+def _nonzero_rows(W, name, xp):
+    """Raise ValueError when a row of ``W`` is zero (where σ(wᵀx) has no gradient in w)."""
+    norms = xp.linalg.norm(W, axis=-1)
+    if bool((norms == 0).any()):
+        raise ValueError(f"every row of {name} must be nonzero (the gradient of E[σ(wᵀx)·] in w is undefined "
+                         "at w = 0)")
 
 
 def _norms_and_cosines(A, B, xp):
@@ -54,7 +109,7 @@ def _norms_and_cosines(A, B, xp):
 
 def _check_pair(A, B, a_name, b_name, xp):
     """Validated hidden-weight arrays A (..., p, d) and B (..., q, d) of array module ``xp``."""
-    A, B = _inputs.weights(A, a_name, xp), _inputs.weights(B, b_name, xp)
+    A, B = _weights(A, a_name, xp), _weights(B, b_name, xp)
     if A.shape[-1] != B.shape[-1]:
         raise ValueError(f"{a_name} and {b_name} must have the same number of columns d, got {A.shape[-1]} "
                          f"and {B.shape[-1]}")
@@ -127,8 +182,8 @@ def _check_network(W, c, W_star, c_star):
     """Validated (xp, W, c, W*, c*): matching d, c of shape (..., m), c* of shape (..., m*)."""
     xp = get_backend(W, c, W_star, c_star)
     W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
-    c = _inputs.output_weights(c, W, "c", "W", xp)
-    c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
+    c = _output_weights(c, W, "c", "W", xp)
+    c_star = _output_weights(c_star, W_star, "c_star", "W_star", xp)
     return xp, W, c, W_star, c_star
 
 
@@ -220,7 +275,7 @@ def population_loss_and_gradients(W, c, W_star, c_star):
     PopulationLossGradients
     """
     xp, W, c, W_star, c_star = _check_network(W, c, W_star, c_star)
-    _inputs.nonzero_rows(W, "W", xp)
+    _nonzero_rows(W, "W", xp)
     B, v = _difference_network(W, c, W_star, c_star, xp, "population_loss_and_gradients")
     m = W.shape[-2]
     norms, _, u = _norms_and_cosines(B, B, xp)
@@ -233,3 +288,72 @@ def population_loss_and_gradients(W, c, W_star, c_star):
     grad_sphere = grad_W - (grad_W * unit).sum(axis=-1, keepdims=True) * unit
     return PopulationLossGradients(loss=0.5 * _quadratic_form(K, v), grad_c=grad_c, grad_W=grad_W,
                                    grad_W_sphere=grad_sphere)
+
+
+# --------------------------------------------------------------------------- projection on the student's features
+
+
+class ProjectionNorms(NamedTuple):
+    """(‖P f*‖², ‖P⊥ f*‖²) in L²(N(0, I_d)), each of the batch shape; their sum is ‖f*‖²."""
+
+    inside: Any  #: ‖P f*‖², the part of f* in the span of the student's features
+    outside: Any  #: ‖P⊥ f*‖², the part orthogonal to it (FaF Eq. 159)
+
+
+def rkhs_projection_norms(W, W_star, c_star):
+    r"""(‖P f*‖², ‖P⊥ f*‖²) for the teacher f* = (1/m*) Σⱼ c*ⱼ σ(w*ⱼᵀx) and the features σ(wᵢᵀx) (FaF Eqs. 158–159).
+
+    P projects, in L²(N(0, I_d)), on span{σ(wᵢᵀx) : i ≤ m}; see the module docstring for the
+    computation (no inverse of K; singular K allowed).
+
+    Parameters
+    ----------
+    W : array_like, shape (..., m, d)
+        Student hidden weights (rows of any norm; a zero row adds nothing to the span).
+    W_star : array_like, shape (..., m*, d)
+        Teacher hidden weights.
+    c_star : array_like, shape (..., m*)
+        Teacher output weights. Batch axes of the three arrays broadcast.
+
+    Returns
+    -------
+    ProjectionNorms
+        ``(inside, outside)``, both ≥ 0, arrays of the batch shape.
+    """
+    xp = get_backend(W, W_star, c_star)
+    W, W_star = _check_pair(W, W_star, "W", "W_star", xp)
+    c_star = _output_weights(c_star, W_star, "c_star", "W_star", xp)
+    m, m_star = W.shape[-2], W_star.shape[-2]
+    # the Gram and its scaled copy, the kernels it is built from, the eigenvectors and the projections
+    check_gram_memory("rkhs_projection_norms", _broadcast_batch(W.shape[:-2], W_star.shape[:-2], c_star.shape[:-1]),
+                      max(m, m_star) + 1, max(m, m_star) + 1, 6, xp)
+    gram = _function_gram(W, W_star, c_star / m_star, xp)
+    # unit diagonal (Jacobi scaling): the span is unchanged and functions of very different norms get one noise floor
+    scale = xp.sqrt(xp.diagonal(gram, axis1=-2, axis2=-1))
+    scale = xp.where(scale > 0, scale, 1.0)
+    gram = gram / (scale[..., :, None] * scale[..., None, :])
+    eigenvalues, vectors = stacked_eigh(gram)
+    floor = (m + 1) * np.finfo(gram.dtype).eps * eigenvalues[..., -1:]
+    coordinates = vectors * xp.sqrt(xp.where(eigenvalues > floor, eigenvalues, 0.0))[..., None, :]
+    student, teacher = coordinates[..., :m, :], coordinates[..., m, :]
+    _, singular, row_basis = xp.linalg.svd(student, full_matrices=False)
+    kept = (singular * singular > floor).astype(gram.dtype)
+    along = kept * (row_basis @ teacher[..., :, None])[..., 0]
+    residual = teacher - (xp.swapaxes(row_basis, -1, -2) @ along[..., :, None])[..., 0]
+    teacher_norm_sq = scale[..., m] ** 2
+    return ProjectionNorms(inside=teacher_norm_sq * (along * along).sum(axis=-1),
+                           outside=teacher_norm_sq * (residual * residual).sum(axis=-1))
+
+
+def _function_gram(W, W_star, teacher_weights, xp):
+    """Gram matrix in L² of (σ(w₁ᵀx), …, σ(w_mᵀx), f*), f* = Σⱼ teacher_weightsⱼ σ(w*ⱼᵀx): shape (..., m+1, m+1)."""
+    batch = _broadcast_batch(W.shape[:-2], W_star.shape[:-2], teacher_weights.shape[:-1])
+    m = W.shape[-2]
+    cross = (_kernel(W, W_star, xp) @ teacher_weights[..., :, None])[..., 0]
+    norm_sq = _quadratic_form(_kernel(W_star, W_star, xp), teacher_weights)
+    gram = xp.empty(batch + (m + 1, m + 1), dtype=cross.dtype)
+    gram[..., :m, :m] = _kernel(W, W, xp)
+    gram[..., :m, m] = cross
+    gram[..., m, :m] = cross
+    gram[..., m, m] = norm_sq
+    return gram

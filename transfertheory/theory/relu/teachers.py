@@ -24,7 +24,7 @@ import numpy as np
 from ... import params as P
 from ...backend import get_backend, to_device
 from ..._validation import Interval, as_generator
-from . import _inputs
+from .kernel import _output_weights, _weights
 
 __all__ = ["MU", "M_STAR", "TEACHER_OUTPUTS", "AblatedTeacher", "ablated_teacher", "random_teacher", "dropped_count"]
 
@@ -74,8 +74,8 @@ def ablated_teacher(W_star, c_star, mu, rng) -> AblatedTeacher:
         Source of the random subsets (drawn on the host).
     """
     xp = get_backend(W_star, c_star)
-    W_star = _inputs.weights(W_star, "W_star", xp)
-    c_star = _inputs.output_weights(c_star, W_star, "c_star", "W_star", xp)
+    W_star = _weights(W_star, "W_star", xp)
+    c_star = _output_weights(c_star, W_star, "c_star", "W_star", xp)
     m_star = W_star.shape[-2]
     dropped = dropped_count(mu, m_star)
     batch = tuple(np.broadcast_shapes(W_star.shape[:-2], c_star.shape[:-1]))
