@@ -48,7 +48,7 @@ Design
   |P_s| ≈ 0.59: the approach to the minimum becomes algebraic in t and costs
   hundreds of evaluations even for a well-conditioned Hessian, which gradient
   descent resolves in ~κ·log(1/gtol) steps (docs/simulator.md). The step-size
-  rule of RKC is an object too (:class:`.controller.ErrorController`).
+  rule of RKC is an object too (:class:`.solvers.ErrorController`).
 * Any explicit RK combination of gradients keeps the invariant subspaces of
   the flow exactly (e.g. components of W₁ orthogonal to row(X)); quadratic
   invariants such as FaF Eq. 35 drift at the level of the tolerance, which
@@ -66,11 +66,9 @@ import numpy as np
 from ..._memory import FLOAT_BYTES
 from ...backend import to_host
 from ..convergence import Convergence, ReportsConvergence
-from .controller import positive
 from .kernels import StageKernel, UnreachableCertificate, dense_stages
 from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, take
-from .settings import FlowSettings
-from .solvers import SAFETY, SCHEMES, SOLVERS
+from .solvers import SAFETY, SCHEMES, SOLVERS, FlowSettings, positive
 from .state import FlowRecord, FlowState
 
 __all__ = ["FlowResult", "FlowStats", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES",
@@ -286,10 +284,10 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
         it (:class:`~.ragged.BlockwiseStages`); ``gradient`` then returns a
         ragged gradient. Statuses, budgets and step control are per instance
         as for (B, P) states.
-    settings : :class:`~.settings.FlowSettings` or None
+    settings : :class:`~.solvers.FlowSettings` or None
         The solver, step-size controller, tolerances and budget, validated
         when the record was built (None: the defaults, ``FlowSettings()``).
-        Keyword ``changes`` override it by name (:meth:`~.settings.FlowSettings.updated`:
+        Keyword ``changes`` override it by name (:meth:`~.solvers.FlowSettings.updated`:
         a field, ``scheme=``, or a parameter of the solver or the controller):
         ``integrate_gradient_flow(g, y0, gtol=1e-6)`` is
         ``integrate_gradient_flow(g, y0, FlowSettings(gtol=1e-6))``.
@@ -303,7 +301,7 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
           ``divergence_factor · max(1, L(y0))`` counts as divergence.
         * ``solver``: :class:`~.solvers.RKC2` (default, ``scheme="rkc"``):
           adaptive RKC2 (module docstring) with the error control of
-          ``controller`` (:class:`~.controller.ErrorController`, ``rtol``),
+          ``controller`` (:class:`~.solvers.ErrorController`, ``rtol``),
           at most ``max_stages`` stages per step.
           :class:`~.solvers.GradientDescent` (``scheme="euler"``): fixed-step
           explicit Euler at h = step_fraction/ρ̂, batched gradient descent
