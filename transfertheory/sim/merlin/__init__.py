@@ -9,12 +9,10 @@
 * :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed);
 * :mod:`.summary` — the figure's statistics of those rows (imported from the module: it is not re-exported here).
 """
-from . import algorithms, losses
+from . import algorithms, experiment, losses, training
 from .algorithms import *  # noqa: F401,F403  (the package exports these modules' __all__)
-from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, recovered, run_comparison, target_sets
+from .experiment import *  # noqa: F401,F403
 from .losses import *  # noqa: F401,F403
-from .training import FLOW_SETTINGS, STUDY_TOLERANCES, Objective, Trained, random_init, stack_objectives, train
+from .training import *  # noqa: F401,F403
 
-__all__ = [*losses.__all__, "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
-           "STUDY_TOLERANCES", *algorithms.__all__, "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "recovered",
-           "run_comparison", "target_sets"]
+__all__ = [*losses.__all__, *training.__all__, *algorithms.__all__, *experiment.__all__]

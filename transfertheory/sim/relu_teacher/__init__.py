@@ -15,45 +15,13 @@ source task is learned on the exact population loss, the target task on n noisel
 
 docs/relu.md documents the model, the derivations and what is measured.
 """
-from .network import (
-    INIT_OUTPUT_SCALE,
-    FlowReport,
-    feature_kernel,
-    features,
-    kernel_distance,
-    network_output,
-    paper_init,
-    sphere_flow,
-    target_norm_sq,
-    target_variance,
-    teacher_samples,
-)
-from .pretraining import PretrainResult, pretrain_source
-from .experiment import (
-    COLUMNS,
-    METHODS,
-    ROW_KEYS,
-    STATUSES,
-    PretrainedStudents,
-    run_transfer_experiment,
-    status_counts,
-)
-from .target_training import (
-    LinearFlow,
-    empirical_loss_and_gradients,
-    fine_tuning,
-    linear_transfer,
-    linear_transfer_flow,
-    scratch_training,
-    train_on_samples,
-)
+from . import experiment, pretraining, target_training
+from .experiment import *  # noqa: F401,F403  (the package exports these modules' __all__)
+from .network import (INIT_OUTPUT_SCALE, FlowReport, feature_kernel, features, kernel_distance, network_output,
+                      paper_init, sphere_flow, target_norm_sq, target_variance, teacher_samples)
+from .pretraining import *  # noqa: F401,F403
+from .target_training import *  # noqa: F401,F403
 
-__all__ = [
-    "INIT_OUTPUT_SCALE", "FlowReport", "feature_kernel", "features", "kernel_distance",
-    "network_output", "paper_init", "sphere_flow", "target_norm_sq", "target_variance", "teacher_samples",
-    "PretrainResult", "pretrain_source",
-    "LinearFlow", "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "linear_transfer_flow",
-    "scratch_training", "train_on_samples",
-    "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "run_transfer_experiment",
-    "status_counts",
-]
+__all__ = ["INIT_OUTPUT_SCALE", "FlowReport", "feature_kernel", "features", "kernel_distance", "network_output",
+           "paper_init", "sphere_flow", "target_norm_sq", "target_variance", "teacher_samples",
+           *pretraining.__all__, *target_training.__all__, *experiment.__all__]
