@@ -186,9 +186,12 @@ def test_backends_give_the_numpy_result(array_backend):
     name, xp = array_backend
     rng = np.random.default_rng(3)
     X, y = _data(rng, 2, 6, 4)
-    reference = Q.merlin(X, y, 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3, gtol=1e-5)
-    out = Q.merlin(xp.asarray(X), xp.asarray(y), 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3,
-                   gtol=1e-5)
+
+    def run(X, y):
+        problem = Q.merlin_problem(X, y, 2, 0.1, 2, 1, np.random.default_rng(5), splits=2)
+        return Q.solve([problem], rtol=1e-3, gtol=1e-5)[0]
+
+    reference, out = run(X, y), run(xp.asarray(X), xp.asarray(y))
     assert backend.get_backend(out.params["phi"]) is xp
     np.testing.assert_allclose(out.target_loss, reference.target_loss, rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(out.status, reference.status)

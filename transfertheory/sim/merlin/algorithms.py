@@ -1,6 +1,8 @@
 r"""The algorithms of MeRLin §5 by gradient flow, batched over seeds, with random restarts.
 
-Each function trains one algorithm for every seed (and restart) at once and returns an :class:`Outcome`:
+Each algorithm is trained for every seed (and restart) at once — by its function (:func:`pretrain`,
+:func:`finetune_head`, :func:`finetune_full`) or as a :class:`Problem` that :func:`solve` trains (target-only,
+joint training, MeRLin) — into an :class:`Outcome`:
 the parameters of the restart kept for each seed, the target population loss of its predictor (exact,
 :func:`transfertheory.theory.merlin.target_loss`), its objective and the convergence report.
 
@@ -27,9 +29,9 @@ from ..convergence import Convergence, ReportsConvergence
 from .losses import features, ridge_head, seed_split_orders, split_orders
 from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
-__all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full", "target_only",
-           "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage",
-           "MERLIN_RIDGE", "MERLIN_SPLITS", "merlin_restarts"]
+__all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
+           "target_only_problem", "joint_problem", "merlin_problem", "random_splits", "feature_usage", "MERLIN_RIDGE",
+           "MERLIN_SPLITS", "merlin_restarts"]
 
 #: MeRLin's settings, the defaults of :func:`merlin_problem` and :func:`.experiment.run_comparison`, used by the
 #: figure and the claims: inner ridge λ_h and the number of validation splits S (docs/merlin.md, "What the success
@@ -181,11 +183,6 @@ def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
     return Problem(objective, start, seeds, restarts, _target_head)
 
 
-def target_only(X, y, lam, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
-    """:func:`target_only_problem`, trained."""
-    return solve([target_only_problem(X, y, lam, m, restarts, rng, init_scale)], **flow)[0]
-
-
 def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Problem:
     """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed."""
     seeds, d = X.shape[0], X.shape[-1]
@@ -193,11 +190,6 @@ def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Prob
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head if alpha > 0 else _zero_head)
-
-
-def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
-    """:func:`joint_problem`, trained."""
-    return solve([joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale)], **flow)[0]
 
 
 def random_splits(X, y, splits, rng):
@@ -235,12 +227,6 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, 
         return ridge_head(features(X, params["phi"])[1], y, ridge)
 
     return Problem(objective, start, seeds, restarts, head_of)
-
-
-def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, splits=MERLIN_SPLITS, init_scale=0.5,
-           **flow) -> Outcome:
-    """:func:`merlin_problem`, trained."""
-    return solve([merlin_problem(X, y, k, lam, m, restarts, rng, rho, ridge, splits, init_scale)], **flow)[0]
 
 
 def feature_usage(phi, threshold=0.01):
