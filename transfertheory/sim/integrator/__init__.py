@@ -3,9 +3,9 @@
 * :mod:`.rkc` — the RKC2 tables (coefficients, stability bound, Butcher rows);
 * :mod:`.kernels` — the stage-kernel contract (:class:`StageKernel`,
   :class:`StepRequest`, :class:`StepOutcome`) and the dense kernel;
-* :mod:`.state` — the batched flow state and the record of finished instances;
 * :mod:`.ragged` — batches of instances of different sizes (:class:`RaggedBatch`, one dense block per
-  size) and the stage kernel that runs one dense kernel per block (:class:`BlockwiseStages`);
+  size), the stage kernel that runs one dense kernel per block (:class:`BlockwiseStages`), the batched flow
+  state and the record of finished instances;
 * :mod:`.solvers` — the schemes as objects behind one protocol (:class:`Solver`): :class:`RKC2` and
   :class:`GradientDescent` (fixed-step explicit Euler, ``scheme="euler"``), each with its own parameters; the
   step-size controller of the error-controlled solvers (:class:`ErrorController`); and :class:`FlowSettings`, the

@@ -35,8 +35,8 @@ Design
   ``max_time`` (:class:`.kernels.UnreachableCertificate`, checked every
   :data:`VERDICT_EVERY` accepted steps; the deep linear networks' certificate
   is :mod:`transfertheory.sim.deep_linear.verdict`). Finished instances are
-  recorded (:class:`.state.FlowRecord`) and the working set
-  (:class:`.state.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
+  recorded (:class:`.ragged.FlowRecord`) and the working set
+  (:class:`.ragged.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
 * The scheme is a solver object (:mod:`.solvers`: :class:`.solvers.RKC2`, or
   :class:`.solvers.GradientDescent`, fixed-step explicit Euler at the
@@ -67,9 +67,8 @@ from ..._memory import FLOAT_BYTES
 from ...backend import to_host
 from ..convergence import Convergence, ReportsConvergence
 from .kernels import StageKernel, UnreachableCertificate, dense_stages
-from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, take
+from .ragged import FlowRecord, FlowState, RaggedBatch, array_module, batch_size, put, row_norms, take
 from .solvers import SAFETY, SCHEMES, SOLVERS, FlowSettings, positive
-from .state import FlowRecord, FlowState
 
 __all__ = ["FlowResult", "FlowStats", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES",
            "CONVERGED_STATUSES", "SCHEMES", "flow_state_bytes"]

@@ -50,9 +50,8 @@ from ..._validation import Interval
 from ...backend import get_backend, to_host
 from ...params import GTOL, LOSS_TOL, Param
 from .kernels import FusedDescent, StepRequest, row_squares
-from .ragged import RaggedBatch, array_module, put, row_norms, subtract_scaled, take
+from .ragged import FlowState, RaggedBatch, array_module, put, row_norms, subtract_scaled, take
 from .rkc import tables
-from .state import FlowState
 
 __all__ = ["Solver", "RKC2", "GradientDescent", "SOLVERS", "SCHEMES", "SAFETY", "RHO_REFRESH", "ErrorController",
            "positive", "count", "validate_fields", "FlowSettings", "SETTING_RANGES"]
