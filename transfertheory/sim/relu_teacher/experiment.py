@@ -350,8 +350,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
         no ½) and FaF's stopping rule loss ≤ loss_tol = 1e-6 (status ``loss_tol``), with the given changes
         (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"max_time": 3e4}``). FaF's
         own protocol, gradient descent at its rate for its steps, is ``flow=pretrain_flow=``
-        :func:`transfertheory.sim.gradient_descent.faf_relu_gradient_descent` ``(m)`` (``linear`` then runs its
-        exact flow for the same time).
+        :func:`transfertheory.sim.gradient_descent.paper_gradient_descent` ``(0.01 * m, 10**5, time_scale=m)``
+        (``linear`` then runs its exact flow for the same time).
     linear_flow : None, FlowSettings or a mapping
         The settings of ``linear``'s flow: target training's (after ``flow``) with the given changes. Its flow is
         solved in closed form, so ``linear_flow={"max_time": 1e30}`` costs no more than 1e3 and lets every flow
