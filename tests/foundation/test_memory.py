@@ -288,11 +288,10 @@ def test_relu_experiment_refuses_d_and_m_of_a_million_before_any_work(monkeypatc
 
 def test_relu_pretraining_and_training_entry_points_refuse_before_drawing(monkeypatch):
     from transfertheory.sim import relu_teacher
-    from transfertheory.sim.relu_teacher import pretraining, target_training
+    from transfertheory.sim.relu_teacher import training
 
-    _forbid(monkeypatch, pretraining, "paper_init")
-    _forbid(monkeypatch, target_training, "paper_init")
-    _forbid(monkeypatch, target_training, "sphere_flow")
+    _forbid(monkeypatch, training, "paper_init")
+    _forbid(monkeypatch, training, "sphere_flow")
     W_star, c_star = np.ones((1, 3, 4)) / 2, np.ones((1, 3))
     X, y = np.ones((1, 5, 4)), np.ones((1, 5))
     calls = [(relu_teacher.pretrain_source, (W_star, c_star, 10**6, np.random.default_rng(0)), "pretrain_source"),
@@ -529,7 +528,7 @@ def test_experiment_estimates_of_their_data_are_within_a_factor_three_of_the_tra
 
 
 def test_a_chunk_of_pretrainings_skips_the_earlier_students_in_bounded_memory_and_bit_identically():
-    from transfertheory.sim.relu_teacher import pretraining
+    from transfertheory.sim.relu_teacher import training as pretraining
     from transfertheory.sim.relu_teacher.network import paper_init
 
     first, m, d = 2**16, 40, 8  # the skipped students: 168 MB drawn at once

@@ -6,7 +6,7 @@ import pytest
 from transfertheory.sim.gradient_descent import flow_time, paper_gradient_descent
 from transfertheory.sim.integrator import FlowSettings, GradientDescent, integrate_gradient_flow
 from transfertheory.sim.relu_teacher import paper_init, train_on_samples
-from transfertheory.sim.relu_teacher.target_training import empirical_loss_and_gradients
+from transfertheory.sim.relu_teacher.training import empirical_loss_and_gradients
 from transfertheory.theory.relu import random_teacher
 
 

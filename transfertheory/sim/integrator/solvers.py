@@ -424,4 +424,5 @@ class FlowSettings:
         """The settings by name, the solver's and the controller's parameters inline (a table's ``attrs``, a
         figure's metadata)."""
         common = {name: getattr(self, name) for name in _LIMITS}
-        return {"scheme": self.scheme, **dataclasses.asdict(self.solver), **dataclasses.asdict(self.controller), **common}
+        return {"scheme": self.scheme, **dataclasses.asdict(self.solver), **dataclasses.asdict(self.controller),
+                **common}

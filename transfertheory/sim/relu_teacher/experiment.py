@@ -2,15 +2,15 @@ r"""The FaF §4 transfer experiment (ablated teachers, FaF Eqs. 18–21, Fig. 4)
 
 For every teacher (FaF Eq. 20, :func:`~transfertheory.theory.relu.random_teacher`) and every μ, a source
 teacher drops round(μm*) of its neurons (Eq. 19) and a student of width m is pretrained on its exact
-population loss (:func:`.pretraining.pretrain_source`). For every n and data set (draw), n noiseless samples
+population loss (:func:`.training.pretrain_source`). For every n and data set (draw), n noiseless samples
 of the target teacher are drawn and shared by every μ and method (paired comparisons):
 
 * ``scratch`` — gradient flow from FaF's initialization (does not depend on μ: one flow per
   (n, teacher, draw), its row repeated for every μ so that each (μ, n, teacher, draw) has its pair);
 * ``linear`` — the pretrained student's output weights trained by gradient flow on the n samples, exactly
-  (:func:`.target_training.linear_transfer_flow`; FaF's stopping rule on the loss above its least-squares minimum);
+  (:func:`.training.linear_transfer_flow`; FaF's stopping rule on the loss above its least-squares minimum);
 * ``linear_minnorm`` — kernel interpolation with the pretrained features (minimum-norm least squares,
-  :func:`.target_training.linear_transfer`, the t → ∞ limit from c = 0; the object of FaF Eq. 21);
+  :func:`.training.linear_transfer`, the t → ∞ limit from c = 0; the object of FaF Eq. 21);
 * ``finetune`` — gradient flow of all weights from the pretrained student (optional).
 
 Every risk is exact: E(f − f_t*)² = 2·(population loss) against the target teacher, no test sampling.
@@ -48,9 +48,8 @@ from ..integrator import FlowSettings, count
 from ..records import Experiment, Field, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
-from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
-from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
-                              training_memory)
+from .training import (PRETRAIN_FLOW, TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, pretrain_source,
+                       pretraining_memory, train_on_samples, training_memory)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -306,9 +305,9 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -
 def _memory_estimate(plan: _Plan) -> float:
     """Peak bytes of :func:`run_transfer_experiment`, from the arrays it allocates (the stages run in turn).
 
-    The larger of pretraining (with a transfer method: :func:`.pretraining.pretraining_memory` of the T
+    The larger of pretraining (with a transfer method: :func:`.training.pretraining_memory` of the T
     teachers; the projection P⊥ of the pretrained features takes as much as its Grams) and target training at
-    the largest n (:func:`.target_training.training_memory` of the T·I networks; with scratch training, of the
+    the largest n (:func:`.training.training_memory` of the T·I networks; with scratch training, of the
     T·I·len(ns) networks of its one batch over every n, padded to the largest), plus what is kept throughout:
     the teachers and, per μ, the pretrained students and their sources (host and backend copies).
     """
@@ -345,7 +344,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     flow, pretrain_flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings
         The integrator's settings of target training (scratch, fine-tuning) and of pretraining:
-        :data:`.target_training.TARGET_FLOW` (rtol 3e-2) and :data:`.pretraining.PRETRAIN_FLOW` (rtol 1e-3), both
+        :data:`.training.TARGET_FLOW` (rtol 3e-2) and :data:`.training.PRETRAIN_FLOW` (rtol 1e-3), both
         with max_time 1e3 (half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses have
         no ½) and FaF's stopping rule loss ≤ loss_tol = 1e-6 (status ``loss_tol``), with the given changes
         (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"max_time": 3e4}``). FaF's
@@ -355,7 +354,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
     linear_flow : None, FlowSettings or a mapping
         The settings of ``linear``'s flow: target training's (after ``flow``) with the given changes. Its flow is
         solved in closed form, so ``linear_flow={"max_time": 1e30}`` costs no more than 1e3 and lets every flow
-        meet its stopping rule (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
+        meet its stopping rule (:func:`.training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
     backend : str or None
         Array backend name (:func:`transfertheory.backend.resolve_backend`).
     max_memory : int, str or None
