@@ -26,12 +26,12 @@ from ..._validation import as_generator
 from ...backend import get_backend, resolve_backend, to_device, to_host
 from ...theory import merlin as M
 from ..convergence import Convergence, ReportsConvergence
-from .losses import features, ridge_head, seed_split_orders, split_orders
+from .losses import features, ridge_head, seed_split_orders
 from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
-           "target_only_problem", "joint_problem", "merlin_problem", "random_splits", "feature_usage", "MERLIN_RIDGE",
-           "MERLIN_SPLITS", "merlin_restarts"]
+           "target_only_problem", "joint_problem", "merlin_problem", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS",
+           "merlin_restarts"]
 
 #: MeRLin's settings, the defaults of :func:`merlin_problem` and :func:`.experiment.run_comparison`, used by the
 #: figure and the claims: inner ridge λ_h and the number of validation splits S (docs/merlin.md, "What the success
@@ -190,21 +190,6 @@ def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Prob
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head if alpha > 0 else _zero_head)
-
-
-def random_splits(X, y, splits, rng):
-    """S random train/validation splits of each instance's target set (n_tr = ⌊n/2⌋, n_v = n − n_tr).
-
-    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v): the samples in the orders of
-    :func:`.losses.split_orders` (the same draws from ``rng``).
-    """
-    xp = get_backend(X, y)
-    B, n = y.shape
-    order = xp.asarray(split_orders(B, n, splits, as_generator(rng)))
-    Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
-    ys = xp.take_along_axis(y[:, None], order, axis=2)
-    n_tr = n // 2
-    return Xs[:, :, :n_tr], ys[:, :, :n_tr], Xs[:, :, n_tr:], ys[:, :, n_tr:]
 
 
 def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, splits=MERLIN_SPLITS,
