@@ -1,8 +1,7 @@
 """Batched adaptive Runge–Kutta–Chebyshev integrator of gradient flows.
 
-* :mod:`.rkc` — the RKC2 tables (coefficients, stability bound, Butcher rows);
-* :mod:`.kernels` — the stage-kernel contract (:class:`StageKernel`,
-  :class:`StepRequest`, :class:`StepOutcome`) and the dense kernel;
+* :mod:`.kernels` — the stage-kernel contract (:class:`StageKernel`, :class:`StepRequest`, :class:`StepOutcome`),
+  the dense kernel and the RKC2 tables (coefficients, stability bound, Butcher rows);
 * :mod:`.ragged` — batches of instances of different sizes (:class:`RaggedBatch`, one dense block per
   size), the stage kernel that runs one dense kernel per block (:class:`BlockwiseStages`), the batched flow
   state and the record of finished instances;
@@ -21,9 +20,9 @@ from ..convergence import Convergence
 from .flow import (CONVERGED_STATUSES, STATUS_MESSAGES, STATUSES, FlowResult, FlowStats, flow_state_bytes,
                    integrate_gradient_flow)
 from .kernels import (DenseStages, FusedDescent, StageKernel, StepOutcome, StepRequest, UnreachableCertificate,
-                      dense_spectral_radius, dense_stages, row_norms)
+                      dense_spectral_radius, dense_stages, rkc_butcher_matrix, rkc_butcher_rows, rkc_coefficients,
+                      rkc_stability_bound, row_norms, tables)
 from .ragged import BlockwiseStages, RaggedBatch
-from .rkc import rkc_butcher_matrix, rkc_butcher_rows, rkc_coefficients, rkc_stability_bound, tables
 from .solvers import (RKC2, SCHEMES, SETTING_RANGES, SOLVERS, ErrorController, FlowSettings, GradientDescent, Solver,
                       count, positive)
 

@@ -6,7 +6,7 @@ least-squares problems of FaF §3 the ratio of the largest to the smallest
 Hessian eigenvalue grows like 1/(1 − √γ)⁴ and is ~d² at γ = 1. An explicit
 method with error control then needs ~κ steps; the damped second-order
 Runge–Kutta–Chebyshev method (Sommeijer, Shampine & Verwer 1998, *J. Comput.
-Appl. Math.* 88:315; tables in :mod:`.rkc`) stretches its real stability
+Appl. Math.* 88:315; tables in :mod:`.kernels`) stretches its real stability
 interval to β(s) ∝ s² with s stages (≈ 0.54 s² with the strong damping used
 here), so it needs only ~√κ gradient evaluations, while remaining an accurate
 second-order method through the non-stiff small-α plateau.

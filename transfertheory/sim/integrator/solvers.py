@@ -9,7 +9,7 @@ integration's (:mod:`.flow`). Defining a subclass with a new ``name`` registers 
 ``FlowSettings().updated(scheme=name)`` and the simulators' ``scheme=`` choices know it; docs/simulator.md walks
 through adding one.
 
-* :class:`RKC2` — adaptive damped second-order Runge–Kutta–Chebyshev (tables in :mod:`.rkc`) with the error
+* :class:`RKC2` — adaptive damped second-order Runge–Kutta–Chebyshev (tables in :mod:`.kernels`) with the error
   control of :class:`ErrorController`: for stiff flows, ~√κ evaluations per unit of stiffness.
 * :class:`GradientDescent` — fixed-step explicit Euler at the per-instance step h = step_fraction/ρ̂: batched
   gradient descent with learning rate step_fraction/λ_max(∇²L), one evaluation per step, no error control.
@@ -49,9 +49,8 @@ import numpy as np
 from ..._validation import Interval
 from ...backend import get_backend, to_host
 from ...params import GTOL, LOSS_TOL, Param
-from .kernels import FusedDescent, StepRequest, row_squares
+from .kernels import FusedDescent, StepRequest, row_squares, tables
 from .ragged import FlowState, RaggedBatch, array_module, put, row_norms, subtract_scaled, take
-from .rkc import tables
 
 __all__ = ["Solver", "RKC2", "GradientDescent", "SOLVERS", "SCHEMES", "SAFETY", "RHO_REFRESH", "ErrorController",
            "positive", "count", "validate_fields", "FlowSettings", "SETTING_RANGES"]
