@@ -438,11 +438,10 @@ def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
     from transfertheory.sim import deep_linear, mtl, tdr
     from transfertheory.sim.deep_linear import training
     from transfertheory.sim.mtl import network as mtl_network
-    from transfertheory.sim.mtl import training as mtl_training
     from transfertheory.theory.mtl import ReluNetwork
 
     for module, name in ((training, "init_weights"), (training, "integrate_gradient_flow"),
-                         (mtl_training, "integrate_gradient_flow"), (mtl_network, "init_parameters"),
+                         (mtl_network, "integrate_gradient_flow"), (mtl_network, "init_parameters"),
                          (tdr, "integrate_gradient_flow")):
         _forbid(monkeypatch, module, name)
     shape = mtl_network.NetworkShape(3, 1024, ReluNetwork(2))

@@ -1,8 +1,7 @@
-"""MTL §4: finite-width deep ReLU networks — empirical kernels (:mod:`.network`) and MTL/ANIL training
-(:mod:`.training`) against the infinite-width predictions of MTL Lemma 1 (docs/mtl.md)."""
-from . import experiment, network, training
+"""MTL §4: finite-width deep ReLU networks — empirical kernels and MTL/ANIL training (:mod:`.network`) — against
+the infinite-width predictions of MTL Lemma 1 (:mod:`.experiment`, docs/mtl.md)."""
+from . import experiment, network
 from .experiment import *  # noqa: F401,F403  (the package exports these modules' __all__)
 from .network import *  # noqa: F401,F403
-from .training import *  # noqa: F401,F403
 
-__all__ = [*network.__all__, *training.__all__, *experiment.__all__]
+__all__ = [*network.__all__, *experiment.__all__]
