@@ -42,7 +42,7 @@ from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from ..statistics import bootstrap_mean_interval, mean_se, wilson_interval
 from . import algorithms as A
-from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
+from .algorithms import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
 __all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "recovered", "run_comparison", "target_sets", "MERLIN",
            "LOSS_COLUMNS", "SUCCESS_COLUMNS", "loss_table", "success_table"]
@@ -118,7 +118,7 @@ def _memory_estimate(s: dict, algorithms) -> float:
     """Peak bytes of :func:`run_comparison`, from the arrays it allocates.
 
     Each algorithm trains B instances in one integrator call (pre-training and the restarts' algorithms
-    draws·restarts per n_t, fine-tuning draws per n_t), each costing :func:`.training.instance_memory`; the
+    draws·restarts per n_t, fine-tuning draws per n_t), each costing :func:`.algorithms.instance_memory`; the
     target data X (B, n_t, d) of joint, target-only and MeRLin training are all built before training (each
     repeated per restart and padded to the largest n_t, two copies), plus the d × d pair weights.
     """
@@ -151,8 +151,8 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings (:data:`.algorithms.MERLIN_RIDGE`,
     :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`), those of the figure and the claims;
     every range is that of :data:`FIELDS`. ``flow``: the integrator settings of every flow — None
-    (:data:`.training.FLOW_SETTINGS`), a :class:`~..integrator.FlowSettings`, or the changes by name (``rtol``,
-    ``gtol``, ``max_time``, ``max_steps``, …; e.g. :data:`.training.STUDY_TOLERANCES`). ``df.attrs`` holds the
+    (:data:`.algorithms.FLOW_SETTINGS`), a :class:`~..integrator.FlowSettings`, or the changes by name (``rtol``,
+    ``gtol``, ``max_time``, ``max_steps``, …; e.g. :data:`.algorithms.STUDY_TOLERANCES`). ``df.attrs`` holds the
     settings (``flow``: the integrator's, by name) and the pre-training report (``pretrain``: per draw objective,
     top coordinate, restarts needed, status).
 
