@@ -45,7 +45,7 @@ from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings, count
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
 from .training import (PRETRAIN_FLOW, TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, pretrain_source,
@@ -146,20 +146,15 @@ def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, p
           teacher_start=0, draw_start=0) -> _Plan:
     """Validate the arguments through the fields of ``faf_relu`` (ValueError naming the parameter and its range)
     and resolve the flows' settings (``linear_flow`` over the target flow's)."""
-    def check(name, value):
-        return FIELDS[name].check(value)
-
-    m_star = check("m_star", m_star)
+    m_star = FIELDS["m_star"].check(m_star)
     mus = _values("mus", mus)
     for mu in mus:
         dropped_count(mu, m_star)
     target_flow = TARGET_FLOW.overridden(flow, "flow")
-    return _Plan(d=check("d", d), m=check("m", m), m_star=m_star, mus=mus,
-                 ns=tuple(int(n) for n in _values("ns", ns)), teachers=check("teachers", teachers),
-                 draws=check("draws", draws), teacher_start=check("teacher_start", teacher_start),
-                 draw_start=check("draw_start", draw_start), methods=check("methods", methods),
-                 seed=root_seed(seed), output=check("output", output), target_flow=target_flow,
-                 pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
+    return _Plan(**checked(FIELDS, d=d, m=m, teachers=teachers, draws=draws, teacher_start=teacher_start,
+                           draw_start=draw_start, methods=methods, output=output),
+                 m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values("ns", ns)), seed=root_seed(seed),
+                 target_flow=target_flow, pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
                  linear_flow=target_flow.overridden(linear_flow, "linear_flow"))
 
 
