@@ -263,7 +263,8 @@ def test_mtl_estimate_is_within_a_factor_three_of_the_traced_peak():
     from transfertheory.theory import mtl
 
     problem = _mtl_problem()
-    estimate = experiment._memory_estimate(problem, 1, 2048, 2)
+    estimate = experiment._memory_estimate(problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks),
+                                           len(problem.tasks), 1, 2048, 2)
     peak = _traced_peak(lambda: experiment.finite_width_study(problem, mtl.ReluNetwork(1), [2048], 2, lam_tau=0.1))
     assert peak / 3 <= estimate <= 3 * peak
 

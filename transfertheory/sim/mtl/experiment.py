@@ -80,14 +80,7 @@ def _rows(width, network, method, trained, predictions, references):
                            **trained.convergence.row(i), loss=float(trained.loss[i]))
 
 
-def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
-    """Peak bytes of training the ``networks`` (draws) networks of one width (the widths run one after another):
-    :func:`_sizes_estimate` of the problem's sizes."""
-    return _sizes_estimate(problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks), len(problem.tasks), depth,
-                           width, networks)
-
-
-def _sizes_estimate(d, points, heads, depth, width, networks) -> float:
+def _memory_estimate(d, points, heads, depth, width, networks) -> float:
     """Peak bytes of training ``networks`` networks of one width on ``heads`` tasks of ``points`` points in all.
 
     The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters,
@@ -130,9 +123,11 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     if test not in range(len(problem.support)):
         raise ValueError(f"test must be the index of a test task, in [0, {len(problem.support) - 1}], got {test!r}")
     xp = resolve_backend(backend)
-    check_memory(_memory_estimate(problem, network.depth, max(widths), draws), what="finite_width_study", xp=xp,
-                 max_memory=max_memory, params={"widths": widths, "draws": draws, "depth": network.depth,
-                                                "training points": sum(len(x) for x in problem.tasks)})
+    points = sum(len(x) for x in problem.tasks)
+    estimate = _memory_estimate(problem.tasks[0].shape[1], points, len(problem.tasks), network.depth, max(widths),
+                                draws)
+    check_memory(estimate, what="finite_width_study", xp=xp, max_memory=max_memory,
+                 params={"widths": widths, "draws": draws, "depth": network.depth, "training points": points})
     references = kernel_predictions(problem, network, lam_tau, lam_tau_hat, test)
     support, query = problem.support[test], problem.query[test]
     rows = []
@@ -156,7 +151,7 @@ def _mtl_memory(p, on_device) -> tuple:
     """Peak bytes of the ``mtl`` experiment at point ``p``: its synthetic problem (one test task) and the study."""
     sizes = {name: p[name] for name in ("tasks", "n", "n_support", "n_query", "d", "depth", "width", "draws")}
     data = MTL._problem_bytes(p["tasks"], p["n"], 1, p["n_support"], p["n_query"], p["d"])
-    return data + _sizes_estimate(p["d"], p["tasks"] * p["n"], p["tasks"], p["depth"], p["width"], p["draws"]), sizes
+    return data + _memory_estimate(p["d"], p["tasks"] * p["n"], p["tasks"], p["depth"], p["width"], p["draws"]), sizes
 
 
 def _mtl(p, seed, backend):
