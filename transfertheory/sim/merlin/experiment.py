@@ -42,7 +42,6 @@ from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from ..statistics import bootstrap_mean_interval, mean_se, wilson_interval
 from . import algorithms as A
-from .algorithms import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
 __all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "recovered", "run_comparison", "target_sets", "MERLIN",
            "LOSS_COLUMNS", "SUCCESS_COLUMNS", "loss_table", "success_table"]
@@ -80,11 +79,6 @@ def target_sets(n_t, d, draws, seed):
     return np.stack([x for x, _ in sets]), np.stack([t for _, t in sets])
 
 
-def _starts(seed, algorithm, n_t) -> np.random.Generator:
-    """The generator of ``algorithm``'s starts (and splits) at n_t: key (2, its index in :data:`ALGORITHMS`, n_t)."""
-    return generator(seed, 2, ALGORITHMS.index(algorithm), n_t)
-
-
 def _rows(algorithm, n_t, outcome: A.Outcome, **extra) -> pd.DataFrame:
     top, share, coords = A.feature_usage(outcome.params["phi"])
     return pd.DataFrame({
@@ -105,7 +99,7 @@ def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, spl
     algorithms = FIELDS["algorithms"].check(algorithms)
     if "merlin" in algorithms and min(n_targets) < 2:
         raise ValueError(f"n_targets must be >= 2 with 'merlin' (a train and a validation half), got {min(n_targets)}")
-    return dict(s, n_targets=n_targets, algorithms=algorithms, init_scale=INIT_SCALE.scalar(init_scale),
+    return dict(s, n_targets=n_targets, algorithms=algorithms, init_scale=A.INIT_SCALE.scalar(init_scale),
                 restarts=A.merlin_restarts(s["k"]) if restarts is None else FIELDS["restarts"].check(restarts),
                 seed=root_seed(seed))
 
@@ -128,7 +122,7 @@ def _memory_estimate(s: dict, algorithms) -> float:
     data = sum(2 * instances * n_max * d for instances in batches.values()) + draws * n_max * d * sizes
     if {"finetune", "finetune_full"} & set(algorithms):
         batches.update(pretrain=draws * restarts, finetune=draws * sizes)
-    flow = max(instances * instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
+    flow = max(instances * A.instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
                                            splits=s["splits"] if name == "merlin" else 0)
                for name, instances in batches.items())
     return FLOAT_BYTES * (data + d * d) + flow
@@ -161,7 +155,7 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     per instance) and a run above the limit is refused with a ValueError before any work.
     """
     s = _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
-    algorithms, flow = s.pop("algorithms"), FLOW_SETTINGS.overridden(flow, "flow")
+    algorithms, flow = s.pop("algorithms"), A.FLOW_SETTINGS.overridden(flow, "flow")
     xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
     check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
                  params={"d": s["d"], "m": s["m"], "draws": s["draws"], "restarts": s["restarts"],
@@ -182,7 +176,7 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
         if pre is not None:
             finetune_frames.append(_finetune_rows(pre, X, y, n_t, lam, algorithms, flow))
         for name, batch in problems.items():
-            batch.append(builders[name](X, y, _starts(seed, name, n_t)))
+            batch.append(builders[name](X, y, generator(seed, 2, ALGORITHMS.index(name), n_t)))  # key (2, a, n_t)
     outcomes = {name: A.solve(batch, flow=flow) for name, batch in problems.items()}
     frames = []
     for i, n_t in enumerate(s["n_targets"]):
@@ -217,7 +211,7 @@ def _merlin(p, seed, backend):
 MERLIN = Experiment(
     name="merlin", paper="MeRLin §5", version=3,
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
-    fields=(*FIELDS.values(), *flow_fields(FLOW_SETTINGS, "rtol", "gtol")),
+    fields=(*FIELDS.values(), *flow_fields(A.FLOW_SETTINGS, "rtol", "gtol")),
     example=dict(d=4, m=1, k=2, n_t=4, draws=1, restarts=1, splits=1),
     renamed={"seeds": "draws", "instance": "draw"},
     simulate=_merlin)
