@@ -123,11 +123,6 @@ class _Plan:
     def flow_methods(self) -> list:
         return [m for m in ("scratch", "finetune") if m in self.methods]
 
-    @property
-    def target_draws(self) -> list:
-        """(γ index, draw) of every target draw."""
-        return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.draws)]
-
 
 def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, flow, pretrain_flow, init,
           linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
@@ -451,7 +446,7 @@ def run_transfer_experiment(
         pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1), init=plan.init, flow=plan.pretrain_flow,
                        backend=backend_name(xp), spectrum=plan.spectrum)
         basis = feature_basis(pre, plan.feature_cutoff)
-    draws = plan.target_draws
+    draws = [(gi, i) for gi in range(len(plan.gammas)) for i in range(plan.draws)]  # (γ index, draw) of each
     frames, flows = [], []
     with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
         for start in range(0, len(draws), size):

@@ -148,13 +148,9 @@ def finetune_head(phi, X, y, lam, **flow) -> Outcome:
     return _outcome(trained, phi.shape[0], 1, _target_head, fixed_phi=phi)
 
 
-def _target_objective(X, y, lam, d, m):
-    return Objective(d=d, m=m, lam=lam, target_weight=1.0, X=X, y=y)
-
-
 def finetune_full(theta_t, phi, X, y, lam, **flow) -> Outcome:
     """Full fine-tuning: (θ_t, φ) by gradient flow on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from the fine-tuned head and φ_pre."""
-    objective = _target_objective(X, y, lam, phi.shape[-2], phi.shape[-1])
+    objective = Objective(d=phi.shape[-2], m=phi.shape[-1], lam=lam, target_weight=1.0, X=X, y=y)
     trained = train(objective, {"theta_t": theta_t, "phi": phi}, **flow)
     return _outcome(trained, phi.shape[0], 1, _target_head)
 
@@ -197,7 +193,7 @@ def solve(problems, **flow) -> list:
 def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
     """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
     seeds, d = X.shape[0], X.shape[-1]
-    objective = _target_objective(_repeat(X, restarts), _repeat(y, restarts), lam, d, m)
+    objective = Objective(d=d, m=m, lam=lam, target_weight=1.0, X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head)
 

@@ -38,11 +38,6 @@ def features(X, phi):
     return z, z * z
 
 
-def _feature_grad(X, z, grad_H):
-    """∂/∂φ of Σ grad_H ∘ H through H = (Xφ)²: Xᵀ(2z ∘ grad_H), shape (..., d, m)."""
-    return (X.swapaxes(-1, -2) @ (2 * z * grad_H))
-
-
 def empirical_loss_and_grad(theta, phi, X, y, samples=None):
     """(L, ∂L/∂θ, ∂L/∂φ) of L = (1/n)Σᵢ(θᵀ(φᵀxᵢ)² − yᵢ)²; θ (B, m), φ (B, d, m), X (B, n, d), y (B, n).
 
@@ -55,7 +50,8 @@ def empirical_loss_and_grad(theta, phi, X, y, samples=None):
     r = (H @ theta[..., None])[..., 0] - y
     loss = (r * r).sum(axis=-1) / n
     grad_theta = scale * (H.swapaxes(-1, -2) @ r[..., None])[..., 0]
-    grad_phi = _feature_grad(X, z, (scale * r)[..., :, None] * theta[..., None, :])
+    grad_H = (scale * r)[..., :, None] * theta[..., None, :]
+    grad_phi = X.swapaxes(-1, -2) @ (2 * z * grad_H)  # through H = (Xφ)²: Xᵀ(2z ∘ ∂L/∂H), (..., d, m)
     return loss, grad_theta, grad_phi
 
 

@@ -177,18 +177,13 @@ def _teachers(plan: _Plan, xp):
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
-def _pretraining_plan(plan: _Plan) -> _Plan:
-    """``plan`` with the fields pretraining does not read set to fixed values: the key of :func:`_pretrained`."""
-    return replace(plan, mus=(), ns=(), draws=1, draw_start=0, methods=(), target_flow=plan.pretrain_flow,
-                   linear_flow=plan.pretrain_flow)
-
-
 @functools.lru_cache(maxsize=PRETRAINED_KEPT)
 def _pretrained(plan: _Plan, mu, backend):
     """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays.
 
     Kept per process (least recently used first out): the chunks of one teacher (:func:`run_transfer_experiment`'s
-    ``draw_start``) that a process computes in turn pretrain it once. ``plan`` is a :func:`_pretraining_plan`.
+    ``draw_start``) that a process computes in turn pretrain it once. ``plan`` has the fields pretraining does not
+    read set to fixed values.
     """
     import pandas as pd
     xp = resolve_backend(backend)
@@ -390,7 +385,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.draws) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
-    key = _pretraining_plan(plan)
+    key = replace(plan, mus=(), ns=(), draws=1, draw_start=0, methods=(), target_flow=plan.pretrain_flow,
+                  linear_flow=plan.pretrain_flow)  # the fields pretraining does not read fixed: _pretrained's key
     pretrained = {mu: _pretrained(key, mu, backend_name(xp)) for mu in plan.mus} if transfer else {}
     samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
     scratch = _scratch_flows(plan, samples, xp) if "scratch" in plan.methods else {}
