@@ -34,7 +34,7 @@ Design
   the stage kernel certifies that the instance cannot converge before
   ``max_time`` (:class:`.kernels.UnreachableCertificate`, checked every
   :data:`VERDICT_EVERY` accepted steps; the deep linear networks' certificate
-  is :mod:`transfertheory.sim.deep_linear.verdict`). Finished instances are
+  is :func:`transfertheory.sim.deep_linear.training.unreachable`). Finished instances are
   recorded (:class:`.ragged.FlowRecord`) and the working set
   (:class:`.ragged.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
