@@ -6,9 +6,7 @@ flows and the time relative to pre-training + head-only fine-tuning (paired: eve
 process, interleaved per repeat). Part 2 times MeRLin alone for S ∈ ``--splits`` and λ_h ∈ ``--ridges``, with the
 success frequency, relative to the first setting. Part 3 times, paired in the same process, the pieces that
 make a MeRLin flow cheap: the validated public population loss against the validated-once
-``PopulationLoss.loss_and_grad`` (one gradient evaluation of B = seeds × restarts networks), MeRLin's validation
-term in its per-split form (``meta_validation_loss_and_grad``) against ``ValidationSplits`` (same splits), and
-MeRLin trained for n_t/4, n_t/2, n_t one integrator call per n_t against one ``solve`` for all three
+``PopulationLoss.loss_and_grad`` (one gradient evaluation of B = seeds × restarts networks), and MeRLin trained for n_t/4, n_t/2, n_t one integrator call per n_t against one ``solve`` for all three
 (identical flows: the largest objective difference is printed).
 
     python benchmarks/bench_merlin.py [--d 12] [--k 3] [--m 2] [--n-t 16] [--draws 8] [--restarts 9]
@@ -129,22 +127,15 @@ def _median_time(fun, repeats):
 
 
 def evaluation_table(args):
-    """Paired: validating public vs validated-once population loss, per-split vs ordered validation term, one
-    integrator call per n_t vs one for all (MeRLin)."""
+    """Paired: validating public vs validated-once population loss, one integrator call per n_t vs one for all
+    (MeRLin)."""
     xp = resolve_backend(args.backend)
     B, calls = args.draws * args.restarts, 20 * args.repeats
     rng = np.random.default_rng(0)
     theta, phi = xp.asarray(rng.normal(size=(B, args.m))), xp.asarray(rng.normal(size=(B, args.d, args.m)) / 2)
-    X, y = (to_device(a, xp) for a in Q.target_sets(args.n_t, args.d, B, 0))
-    orders = Q.split_orders(B, args.n_t, args.splits[-1], np.random.default_rng(1))
-    split = Q.random_splits(X, y, args.splits[-1], np.random.default_rng(1))
-    fast_loss, validation = M.population_loss_terms(args.d, args.k), Q.ValidationSplits(X, y, orders, args.ridges[-1])
-    rows = np.arange(B)
+    fast_loss = M.population_loss_terms(args.d, args.k)
     pairs = [("population loss + gradient", lambda: M.population_loss_and_grad(theta, phi, args.k),
-              lambda: fast_loss.loss_and_grad(theta, phi)),
-             (f"validation term (S = {args.splits[-1]})",
-              lambda: Q.meta_validation_loss_and_grad(phi, *split, args.ridges[-1]),
-              lambda: validation.loss_and_grad(phi, rows))]
+              lambda: fast_loss.loss_and_grad(theta, phi))]
     print(f"| per evaluation of B = {B} networks | public per-call form (µs) | form the flows use (µs) | ratio |")
     print("|---|---|---|---|")
     for name, before, after in pairs:

@@ -19,7 +19,7 @@ import numpy as np
 
 from transfertheory import cli_support
 from transfertheory.sim.relu_teacher.network import paper_init, sphere_flow
-from transfertheory.sim.relu_teacher.pretraining import PRETRAIN_FLOW
+from transfertheory.sim.relu_teacher.training import PRETRAIN_FLOW
 from transfertheory.theory import relu as R
 from transfertheory.threads import blas_threads
 

@@ -263,7 +263,8 @@ def test_mtl_estimate_is_within_a_factor_three_of_the_traced_peak():
     from transfertheory.theory import mtl
 
     problem = _mtl_problem()
-    estimate = experiment._memory_estimate(problem, 1, 2048, 2)
+    estimate = experiment._memory_estimate(problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks),
+                                           len(problem.tasks), 1, 2048, 2)
     peak = _traced_peak(lambda: experiment.finite_width_study(problem, mtl.ReluNetwork(1), [2048], 2, lam_tau=0.1))
     assert peak / 3 <= estimate <= 3 * peak
 
@@ -288,11 +289,10 @@ def test_relu_experiment_refuses_d_and_m_of_a_million_before_any_work(monkeypatc
 
 def test_relu_pretraining_and_training_entry_points_refuse_before_drawing(monkeypatch):
     from transfertheory.sim import relu_teacher
-    from transfertheory.sim.relu_teacher import pretraining, target_training
+    from transfertheory.sim.relu_teacher import training
 
-    _forbid(monkeypatch, pretraining, "paper_init")
-    _forbid(monkeypatch, target_training, "paper_init")
-    _forbid(monkeypatch, target_training, "sphere_flow")
+    _forbid(monkeypatch, training, "paper_init")
+    _forbid(monkeypatch, training, "sphere_flow")
     W_star, c_star = np.ones((1, 3, 4)) / 2, np.ones((1, 3))
     X, y = np.ones((1, 5, 4)), np.ones((1, 5))
     calls = [(relu_teacher.pretrain_source, (W_star, c_star, 10**6, np.random.default_rng(0)), "pretrain_source"),
@@ -439,11 +439,10 @@ def test_lower_level_training_entry_points_refuse_before_any_work(monkeypatch):
     from transfertheory.sim import deep_linear, mtl, tdr
     from transfertheory.sim.deep_linear import training
     from transfertheory.sim.mtl import network as mtl_network
-    from transfertheory.sim.mtl import training as mtl_training
     from transfertheory.theory.mtl import ReluNetwork
 
     for module, name in ((training, "init_weights"), (training, "integrate_gradient_flow"),
-                         (mtl_training, "integrate_gradient_flow"), (mtl_network, "init_parameters"),
+                         (mtl_network, "integrate_gradient_flow"), (mtl_network, "init_parameters"),
                          (tdr, "integrate_gradient_flow")):
         _forbid(monkeypatch, module, name)
     shape = mtl_network.NetworkShape(3, 1024, ReluNetwork(2))
@@ -529,7 +528,7 @@ def test_experiment_estimates_of_their_data_are_within_a_factor_three_of_the_tra
 
 
 def test_a_chunk_of_pretrainings_skips_the_earlier_students_in_bounded_memory_and_bit_identically():
-    from transfertheory.sim.relu_teacher import pretraining
+    from transfertheory.sim.relu_teacher import training as pretraining
     from transfertheory.sim.relu_teacher.network import paper_init
 
     first, m, d = 2**16, 40, 8  # the skipped students: 168 MB drawn at once

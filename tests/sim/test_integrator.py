@@ -11,7 +11,7 @@ from transfertheory.sim.integrator import (
     rkc_coefficients,
     rkc_stability_bound,
 )
-from transfertheory.sim.integrator.rkc import EPS_DAMPING, tables
+from transfertheory.sim.integrator.kernels import EPS_DAMPING, tables
 
 
 def _stability_polynomial(s, z):

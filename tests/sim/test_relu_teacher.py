@@ -126,14 +126,14 @@ def test_instances_of_several_n_in_one_padded_batch_flow_as_their_own_batches():
 
 @pytest.mark.parametrize("padding_flops", [0.0, np.inf, None], ids=["blocks", "padded", "the rule (pads here)"])
 def test_padded_samples_evaluate_each_instance_on_its_own_n_in_every_arrangement(monkeypatch, padding_flops):
-    # The flows' evaluator of a padded batch (target_training._PaddedSamples): a batch large enough for its gathered
+    # The flows' evaluator of a padded batch (training._PaddedSamples): a batch large enough for its gathered
     # prefixes, its blocks of equal n and the whole batch in its own order, against each instance evaluated alone on
     # its unpadded samples (empirical_loss_and_gradients), by blocks of equal n (sorted first in the mixed orders)
     # and all padded (8 instances each of 10, 12, 30 and 60 rows; m = 32, d = 16).
-    from transfertheory.sim.relu_teacher import target_training
-    from transfertheory.sim.relu_teacher.target_training import _PaddedSamples
+    from transfertheory.sim.relu_teacher import training
+    from transfertheory.sim.relu_teacher.training import _PaddedSamples
     if padding_flops is not None:
-        monkeypatch.setattr(target_training, "_PADDING_FLOPS", padding_flops)
+        monkeypatch.setattr(training, "_PADDING_FLOPS", padding_flops)
     rng = np.random.default_rng(11)
     ns = np.repeat((10, 12, 30, 60), 8)
     W_star, c_star = random_teacher(3, 16, rng, batch=(ns.size,))
@@ -388,9 +388,9 @@ def test_chunks_of_teachers_and_data_sets_give_the_rows_of_the_whole_run_bit_ide
     flows of several n are evaluated the same way in any chunk (by blocks of equal n, or all padded). Under the
     former per-evaluation choice between the two, 4–16 of the 72 scratch rows at n = 6 differed (rounding)."""
     import pandas as pd
-    from transfertheory.sim.relu_teacher import target_training
+    from transfertheory.sim.relu_teacher import training
 
-    monkeypatch.setattr(target_training, "_PADDING_FLOPS", padding_flops)
+    monkeypatch.setattr(training, "_PADDING_FLOPS", padding_flops)
     kw = dict(d=5, m=10, m_star=5, mus=[0.2, 0.6], ns=[6, 12, 30], seed=4, flow={"max_time": 100.0},
               pretrain_flow={"max_time": 100.0},
               methods=("scratch", "linear", "linear_minnorm", "finetune"), backend="numpy")

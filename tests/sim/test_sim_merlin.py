@@ -43,18 +43,35 @@ def test_ridge_head_is_the_ridge_minimizer(rng):
     np.testing.assert_allclose(gradient, 0, atol=1e-12)
 
 
-def test_meta_gradient_through_the_ridge_solve_matches_finite_differences(rng):
+def _per_split_validation(X, y, orders, phi, ridge):
+    """MeRLin's validation term (loss (B,), ∂/∂φ (B, d, m)) by a direct solve of every instance and split, one at a
+    time: the ridge head θ̂ = M⁻¹H_trᵀy_tr, M = H_trᵀH_tr + n_trλ_hI, and the gradient of docs/merlin.md,
+    ∂L/∂H_v = (2/n_v) r_v θ̂ᵀ, ∂L/∂H_tr = r_tr uᵀ − (H_tr u) θ̂ᵀ (u = M⁻¹(2/n_v)H_vᵀr_v), ∂L/∂φ = Σ Xᵀ(2z ∘ ∂L/∂H)."""
+    B, S, n = orders.shape
+    loss, grad = np.zeros(B), np.zeros(phi.shape)
+    for b in range(B):
+        for s in range(S):
+            train, val = orders[b, s, :n // 2], orders[b, s, n // 2:]
+            z_tr, z_v = X[b, train] @ phi[b], X[b, val] @ phi[b]
+            H_tr, H_v = z_tr**2, z_v**2
+            normal = H_tr.T @ H_tr + train.size * ridge * np.eye(phi.shape[-1])
+            head = np.linalg.solve(normal, H_tr.T @ y[b, train])
+            r_v, r_tr = H_v @ head - y[b, val], y[b, train] - H_tr @ head
+            u = np.linalg.solve(normal, 2 / val.size * H_v.T @ r_v)
+            grad_H_tr, grad_H_v = np.outer(r_tr, u) - np.outer(H_tr @ u, head), 2 / val.size * np.outer(r_v, head)
+            loss[b] += r_v @ r_v / val.size / S
+            grad[b] += (X[b, train].T @ (2 * z_tr * grad_H_tr) + X[b, val].T @ (2 * z_v * grad_H_v)) / S
+    return loss, grad
+
+
+def test_per_split_validation_gradient_through_the_ridge_solve_matches_finite_differences(rng):
+    """The reference of the next test: its gradient (the derivation of docs/merlin.md) against finite differences
+    of its loss."""
     X, y = _data(rng, 2, 8, 4)
-    splits = Q.random_splits(X, y, 3, rng)
+    orders = Q.split_orders(2, 8, 3, rng)
     phi = rng.normal(size=(2, 4, 3))
-    loss, grad, head = Q.meta_validation_loss_and_grad(phi, *splits, 0.05)
-    X_tr, y_tr, X_v, y_v = splits
-    H_tr, H_v = (X_tr @ phi[:, None]) ** 2, (X_v @ phi[:, None]) ** 2
-    direct = np.stack([np.mean([np.mean((H_v[b, s] @ np.linalg.solve(H_tr[b, s].T @ H_tr[b, s] + 4 * 0.05 * np.eye(3),
-                                                                     H_tr[b, s].T @ y_tr[b, s]) - y_v[b, s]) ** 2)
-                                for s in range(3)]) for b in range(2)])
-    np.testing.assert_allclose(loss, direct, rtol=1e-10)
-    fd = _finite_difference(lambda p: Q.meta_validation_loss_and_grad(p, *splits, 0.05, grad=False)[0].sum(), phi)
+    _, grad = _per_split_validation(X, y, orders, phi, 0.05)
+    fd = _finite_difference(lambda p: _per_split_validation(X, y, orders, p, 0.05)[0].sum(), phi)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
 
 
@@ -62,9 +79,8 @@ def test_training_validation_term_equals_the_per_split_form(rng, array_backend):
     _, xp = array_backend
     X, y = _data(rng, 3, 7, 4)
     orders = Q.split_orders(3, 7, 4, np.random.default_rng(1))
-    splits = Q.random_splits(X, y, 4, np.random.default_rng(1))  # the same draws: the same splits
     phi = rng.normal(size=(3, 4, 2))
-    loss, grad, _ = Q.meta_validation_loss_and_grad(phi, *splits, 0.05)
+    loss, grad = _per_split_validation(X, y, orders, phi, 0.05)
     rows = np.array([2, 0])
     validation = Q.ValidationSplits(xp.asarray(X), xp.asarray(y), orders, 0.05)
     fast_loss, fast_grad = (backend.to_host(a) for a in validation.loss_and_grad(xp.asarray(phi[rows]), rows))
@@ -186,9 +202,12 @@ def test_backends_give_the_numpy_result(array_backend):
     name, xp = array_backend
     rng = np.random.default_rng(3)
     X, y = _data(rng, 2, 6, 4)
-    reference = Q.merlin(X, y, 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3, gtol=1e-5)
-    out = Q.merlin(xp.asarray(X), xp.asarray(y), 2, 0.1, 2, 1, np.random.default_rng(5), splits=2, rtol=1e-3,
-                   gtol=1e-5)
+
+    def run(X, y):
+        problem = Q.merlin_problem(X, y, 2, 0.1, 2, 1, np.random.default_rng(5), splits=2)
+        return Q.solve([problem], rtol=1e-3, gtol=1e-5)[0]
+
+    reference, out = run(X, y), run(xp.asarray(X), xp.asarray(y))
     assert backend.get_backend(out.params["phi"]) is xp
     np.testing.assert_allclose(out.target_loss, reference.target_loss, rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(out.status, reference.status)

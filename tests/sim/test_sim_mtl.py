@@ -88,7 +88,7 @@ def test_bad_input_is_a_value_error(call, match):
 
 # --------------------------------------------------------------------------- MTL / ANIL training
 
-from transfertheory.sim.mtl.training import TaskData, _Objective  # noqa: E402
+from transfertheory.sim.mtl.network import TaskData, _Objective  # noqa: E402
 
 
 def _tasks(seed=0, tasks=2, n=3, d=3, sizes=None):

@@ -152,7 +152,7 @@ def _thm1_joint(case):
     d, n_t, lam, alpha = (24, 2, 0.05, 0.5) if case.profile.name == "quick" else (48, 4, 0.05, 0.5)
     seeds, restarts = _seeds(case, 8), 4
     X, y = Q.target_sets(n_t, d, seeds, case.seed)
-    out = Q.joint(X, y, 2, lam, alpha, 2, restarts, case.rng, **FLOW)
+    out = Q.solve([Q.joint_problem(X, y, 2, lam, alpha, 2, restarts, case.rng)], **FLOW)[0]
     norm = np.array([np.linalg.norm(np.linalg.pinv(x) @ x[:, 0]) for x in X])  # ‖φ̂_t‖ = ‖P_X e₁‖ (min-norm φ̂_t)
     construction = np.asarray(M.joint_training_construction_value(lam, alpha, norm))
     guaranteed = np.asarray(M.joint_training_guaranteed_loss(lam, alpha, norm))
@@ -192,7 +192,7 @@ def _success_at(case, k, xi):
     n_t, d, seeds = M.merlin_sample_size(k, xi), k + 1, _seeds(case, 48)
     restarts = Q.merlin_restarts(k)
     X, y = Q.target_sets(n_t, d, seeds, case.seed)
-    out = Q.merlin(X, y, k, 0.1, 2, restarts, case.rng, **FLOW)
+    out = Q.solve([Q.merlin_problem(X, y, k, 0.1, 2, restarts, case.rng)], **FLOW)[0]
     success = Q.recovered(out.target_loss, Q.feature_usage(out.params["phi"])[0]) & out.converged
     return combine([
         holds(out.converged.all(), label=f"all kept flows converged (restarts needed ≤ {out.restarts_needed.max()} "

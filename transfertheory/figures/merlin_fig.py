@@ -13,14 +13,14 @@ Panels:
     exact 1 − P(some wrong feature fits).
 
 Only converged kept flows enter the points; the figure states how many converged, to which gradient norm. The
-tables are :mod:`transfertheory.sim.merlin.summary`'s.
+tables are :mod:`transfertheory.sim.merlin.experiment`'s.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..sim.merlin import MERLIN_RIDGE, MERLIN_SPLITS, STUDY_TOLERANCES, merlin_restarts, run_comparison
-from ..sim.merlin.summary import LOSS_COLUMNS, SUCCESS_COLUMNS, loss_table, success_table
+from ..sim.merlin.experiment import LOSS_COLUMNS, SUCCESS_COLUMNS, loss_table, success_table
 from ..sweep.named import named_profile
 from ..theory import merlin as M
 from .marks import left_out_text, legend_below, title_with_footnote

@@ -28,14 +28,12 @@ command line's ``--help`` or a simulator of another paper does not need.
 from .convergence import Convergence
 from .integrator import FlowResult, FlowSettings, StageKernel, StepOutcome, StepRequest, integrate_gradient_flow
 
-__all__ = ["run_transfer_experiment", "integrate_gradient_flow", "FlowResult", "FlowSettings", "Convergence",
-           "StageKernel", "StepRequest", "StepOutcome", "Experiment", "Field", "experiments", "get_experiment",
-           "register_experiment", "unregister_experiment"]
-
 #: the names imported on first use, and their modules
 _LAZY = {"run_transfer_experiment": ".deep_linear", "experiments": ".catalog", "get_experiment": ".catalog",
          "register_experiment": ".catalog", "unregister_experiment": ".catalog", "Experiment": ".records",
          "Field": ".records"}
+__all__ = ["integrate_gradient_flow", "FlowResult", "FlowSettings", "Convergence", "StageKernel", "StepRequest",
+           "StepOutcome", *_LAZY]
 
 
 def __getattr__(name):

@@ -12,14 +12,16 @@ Units. FaF Eqs. 4–5 have no ½ in the losses; the package's losses do (L = ½E
 θ ← θ − η∇L_FaF is θ ← θ − 2η∇L in the package's loss: package flow time 2η per step (and 2η·steps in all), and
 the paper's threshold L_FaF ≤ 1e-6 is L ≤ 5e-7 in the package's loss. A simulator whose flow rescales time
 (the ReLU networks of FaF §4 integrate dθ/dt = −m∇L, so that FaF's learning rate 0.01·m is a step of 0.02)
-passes its factor as ``time_scale``.
+passes its factor as ``time_scale``. FaF App. D.1 (deep linear networks) is ``paper_gradient_descent(1e-3, 10**5)``
+(flow time 200 in the package's units); App. D.2 (two-layer ReLU networks of width m) is
+``paper_gradient_descent(0.01 * m, 10**5, time_scale=m)`` (a step of 0.02, flow time 2e3).
 """
 from __future__ import annotations
 
 from .. import params as P
 from .integrator import FlowSettings, count, positive
 
-__all__ = ["paper_gradient_descent", "faf_linear_gradient_descent", "faf_relu_gradient_descent", "flow_time"]
+__all__ = ["paper_gradient_descent", "flow_time"]
 
 _RATE = positive("learning_rate", "the paper's learning rate η")
 _STEPS = count("steps", "gradient-descent steps")
@@ -47,18 +49,3 @@ def paper_gradient_descent(learning_rate, steps, *, loss_tol=1e-6, time_scale=1.
     # the budget in time lies beyond the steps' (their sum carries rounding): the steps end the run
     return base.updated(scheme="euler", learning_rate=h, max_steps=steps, max_time=h * steps * (1 + 1e-6),
                         loss_tol=LOSS_RATIO * P.LOSS_TOL.scalar(loss_tol))
-
-
-def faf_linear_gradient_descent(learning_rate=1e-3, steps=10**5, loss_tol=1e-6, base=FlowSettings()) -> FlowSettings:
-    """FaF App. D.1 (deep linear networks): η = 1e-3, 1e5 steps or loss ≤ 1e-6 — flow time 200 in the package's
-    units (the deep linear simulators' ``flow``)."""
-    return paper_gradient_descent(learning_rate, steps, loss_tol=loss_tol, base=base)
-
-
-def faf_relu_gradient_descent(m, rate_per_width=0.01, steps=10**5, loss_tol=1e-6,
-                              base=FlowSettings()) -> FlowSettings:
-    """FaF App. D.2 (two-layer ReLU networks of width m): η = 0.01·m, 1e5 steps or loss ≤ 1e-6 — a step of 0.02 and
-    flow time 2e3 in the package's units, whose ReLU flows rescale time by m (the ReLU simulator's ``flow``,
-    ``pretrain_flow``)."""
-    m = _SCALE.scalar(m, "m")
-    return paper_gradient_descent(rate_per_width * m, steps, loss_tol=loss_tol, time_scale=m, base=base)

@@ -156,24 +156,20 @@ class Experiment:
         """Simulate one point: one row per instance, the point's parameters first, then the simulator's columns
         with the shared convergence columns (``attrs`` cleared: the table is all there is)."""
         import pandas as pd
+
+        from .._memory import check_memory
+        from ..backend import resolve_backend
         point = self.point(**values)
-        if self.memory is not None:
-            self._check_memory(point, backend)
+        if self.memory is not None:  # refused (MemoryLimitError) above the memory guard's limit, before any work
+            xp = resolve_backend(backend)
+            estimate, sizes = self.memory(point, xp is not np)
+            check_memory(estimate, what=f"{self.name}.run", params=sizes, xp=xp)
         table = normalize_convergence(self.simulate(point, seed=P.SEED.scalar(seed), backend=backend))
         table = table.drop(columns=[c for c in point if c in table.columns]).reset_index(drop=True)
         front = pd.DataFrame({name: [_column(value)] * len(table) for name, value in point.items()})
         out = pd.concat([front, table], axis=1)
         out.attrs = {}
         return out
-
-    def _check_memory(self, point: Mapping, backend) -> None:
-        """Refuse ``point`` (:class:`~transfertheory._memory.MemoryLimitError`) when :attr:`memory` exceeds the
-        limit of the memory guard."""
-        from .._memory import check_memory
-        from ..backend import resolve_backend
-        xp = resolve_backend(backend)
-        estimate, sizes = self.memory(point, xp is not np)
-        check_memory(estimate, what=f"{self.name}.run", params=sizes, xp=xp)
 
 
 def _stage_prefix(stage: str) -> str:

@@ -1,7 +1,7 @@
 r"""Statistics of simulated samples shared by the claims and the figures: a mean with its standard error, the
 percentile bootstrap interval of a mean and the Wilson score interval of a frequency.
 
-Why the two intervals (the simulation figures of MeRLin, :mod:`.merlin.summary`): a mean ± SE bar of positive
+Why the two intervals (the simulation figures of MeRLin, :mod:`.merlin.experiment`): a mean ± SE bar of positive
 values spread over decades reaches below zero (on a log axis: down to the axis edge), and a binomial ± SE bar is
 empty at a frequency of 0 or 1. The percentile bootstrap interval of a mean of positive values lies between their
 smallest and largest value, and the Wilson score interval of a frequency lies in [0, 1] with a non-zero width at 0

@@ -47,7 +47,6 @@ task pair, with the trainer's ``scheme``, ``gtol``, ``max_time`` and ``max_steps
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -225,8 +224,6 @@ def _host_groups(blocks):
 def _joined(results, y):
     """One :class:`~transfertheory.sim.integrator.FlowResult` with final states ``y`` from those of consecutive
     groups of instances."""
-    if len(results) == 1:
-        return dataclasses.replace(results[0], y=y)
     return FlowResult(y=y, convergence=Convergence.concatenate([r.convergence for r in results]),
                       loss=np.concatenate([r.loss for r in results]),
                       residual=np.concatenate([r.residual for r in results]),

@@ -41,11 +41,6 @@ __all__ = ["HOST_BLOCK_ELEMENTS", "TwoLayerStages", "WidthBlockStages", "two_lay
 HOST_BLOCK_ELEMENTS = 2**15
 
 
-def _instances_per_chunk(width, n, xp):
-    """Instances per chunk: all of them on a device, a cache-sized chunk on the host."""
-    return max(1, HOST_BLOCK_ELEMENTS // (width * n)) if xp is np else None
-
-
 class _Chunk(NamedTuple):
     """One chunk of a batch (its instances ``rows``, a slice) as prebuilt views: of the states and their
     gradients ((k, m·d) and (k·m, d), (k, m, d)), of the signs ((k, 1, m), and (k, m, d) repeated along d: a
@@ -86,7 +81,8 @@ class TwoLayerStages(DenseStages):
         self.width, self.inputs, self.points = signs.shape[1], x.shape[1], x.shape[0]
         self.signs, self.labels = signs, y
         self.x_t = self.xp.ascontiguousarray((x / math.sqrt(self.width)).T)  # (X/√m)ᵀ (d, n)
-        self.chunk = _instances_per_chunk(self.width, self.points, self.xp)
+        # instances per chunk: all of them on a device, a cache-sized chunk on the host
+        self.chunk = max(1, HOST_BLOCK_ELEMENTS // (self.width * self.points)) if self.xp is np else None
         self._buffers, self._rows_signs, self._last, self._chunks = None, (None, None, None), (None, None, None), ()
         super().__init__(self.gradient)
         self.spectral_radius = tangent_kernel_radius(x, signs)

@@ -15,13 +15,11 @@ The names below are imported on first use: the engine and the store load pandas 
 simulators' catalog, which ``python -m transfertheory.sweep --help`` (this package's ``__init__`` runs first)
 does not need.
 """
-__all__ = ["SweepSpec", "parse_spec", "load_toml", "NAMED_SWEEPS", "named_sweep", "Store", "point_id", "run_sweep",
-           "compute_point", "SweepReport", "read_store"]
-
 #: the names imported on first use, and their modules
-_LAZY = {"SweepReport": ".engine", "compute_point": ".engine", "run_sweep": ".engine", "NAMED_SWEEPS": ".named",
-         "named_sweep": ".named", "SweepSpec": ".spec", "load_toml": ".spec", "parse_spec": ".spec",
-         "Store": ".store", "point_id": ".store", "read_store": ".store"}
+_LAZY = {"SweepSpec": ".spec", "parse_spec": ".spec", "load_toml": ".spec", "NAMED_SWEEPS": ".named",
+         "named_sweep": ".named", "Store": ".store", "point_id": ".store", "run_sweep": ".engine",
+         "compute_point": ".engine", "SweepReport": ".engine", "read_store": ".store"}
+__all__ = list(_LAZY)
 
 
 def __getattr__(name):

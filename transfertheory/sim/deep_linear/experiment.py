@@ -83,12 +83,6 @@ FIELDS = {f.name: f for f in (
           description="where β_s, β_t sit on the spectrum; random: the isotropic draw, Σ-normalised"))}
 
 
-def _grid(field, values, name):
-    """A grid argument (``gammas``, ``thetas``, ``ridge``) checked item-wise against its scalar field's range,
-    without repeats (one row per value)."""
-    return FIELDS[field].param.sequence(values, name, distinct=True)
-
-
 # the simulator's own settings
 _FEATURE_CUTOFF = P.Param("feature_cutoff", Interval(0, np.inf, "left"), description="singular-value cutoff")
 _CHUNK_SIZE = count("chunk_size", "target draws per batched integration")
@@ -129,18 +123,13 @@ class _Plan:
     def flow_methods(self) -> list:
         return [m for m in ("scratch", "finetune") if m in self.methods]
 
-    @property
-    def target_draws(self) -> list:
-        """(γ index, draw) of every target draw."""
-        return [(gi, i) for gi in range(len(self.gammas)) for i in range(self.draws)]
-
 
 def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, flow, pretrain_flow, init,
           linear_solver, feature_cutoff, chunk_size, spectrum=None, teacher=None) -> _Plan:
     """Validate the arguments of :func:`run_transfer_experiment` through the fields of ``faf_linear`` (ValueError
     naming the parameter and its range)."""
     d = FIELDS["d"].check(d)
-    gammas = _grid("gamma", gammas, "gammas")
+    gammas = FIELDS["gamma"].param.sequence(gammas, "gammas", distinct=True)  # a grid: one row per value
     methods = FIELDS["methods"].check(methods)
     ns = np.round(gammas * d).astype(int)
     min_n = max(get_method(m).min_n for m in methods)  # the smallest n every method's exact expected risk allows
@@ -161,10 +150,11 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
     if teacher is not None:  # the family's syntax and its Σ-norm, before any work
         task_vectors(d, [0.0], 0, lam, teacher)
     return _Plan(
-        d=d, gammas=gammas, ns=ns, thetas=_grid("theta", thetas, "thetas"), methods=methods,
-        **checked(FIELDS, depth=depth, sigma=sigma, draws=draws, alpha=alpha),
-        ridge=_grid("lam", ridge, "ridge"), seed=root_seed(seed), flow=TARGET_FLOW.overridden(flow, "flow"),
-        pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"), init=init, linear_solver=linear_solver,
+        d=d, gammas=gammas, ns=ns, thetas=FIELDS["theta"].param.sequence(thetas, "thetas", distinct=True),
+        methods=methods, **checked(FIELDS, depth=depth, sigma=sigma, draws=draws, alpha=alpha),
+        ridge=FIELDS["lam"].param.sequence(ridge, "ridge", distinct=True), seed=root_seed(seed),
+        flow=TARGET_FLOW.overridden(flow, "flow"), init=init, linear_solver=linear_solver,
+        pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
         feature_cutoff=None if feature_cutoff is None else _FEATURE_CUTOFF.scalar(feature_cutoff),
         chunk_size=None if chunk_size is None else _CHUNK_SIZE.scalar(chunk_size), spectrum=lam, teacher=teacher,
     )
@@ -456,7 +446,7 @@ def run_transfer_experiment(
         pre = pretrain(arch, beta_s, plan.alpha, seed=generator(plan.seed, 1), init=plan.init, flow=plan.pretrain_flow,
                        backend=backend_name(xp), spectrum=plan.spectrum)
         basis = feature_basis(pre, plan.feature_cutoff)
-    draws = plan.target_draws
+    draws = [(gi, i) for gi in range(len(plan.gammas)) for i in range(plan.draws)]  # (γ index, draw) of each
     frames, flows = [], []
     with _progress_bar(len(draws), progress) as bar:  # closed also on Ctrl-C, before the CLI's one line
         for start in range(0, len(draws), size):

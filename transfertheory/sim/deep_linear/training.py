@@ -51,7 +51,7 @@ def train(loss, y0, flow: FlowSettings = TARGET_FLOW, *, progress=None, max_memo
     saddle W = 0, where ‖∇L‖ = O(α^{L−1})); dense stages otherwise. ``max_memory``: the memory guard's limit
     (bytes or ``"64G"``); a flow whose states (:func:`~..integrator.flow_state_bytes`) exceed it is refused.
     ``early_verdict``: for losses of the end-to-end vector, stop the instances that provably cannot converge
-    before ``max_time`` with status ``unreachable`` (:mod:`.verdict`) instead of integrating them to the budget;
+    before ``max_time`` with status ``unreachable`` (:func:`.stages.unreachable`) instead of integrating them to the budget;
     off under gradient descent at a fixed rate (``flow.solver.learning_rate``, a paper's protocol: its steps are run
     whether or not the flow could converge, :mod:`transfertheory.sim.gradient_descent`).
     """

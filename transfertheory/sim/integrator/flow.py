@@ -6,7 +6,7 @@ least-squares problems of FaF §3 the ratio of the largest to the smallest
 Hessian eigenvalue grows like 1/(1 − √γ)⁴ and is ~d² at γ = 1. An explicit
 method with error control then needs ~κ steps; the damped second-order
 Runge–Kutta–Chebyshev method (Sommeijer, Shampine & Verwer 1998, *J. Comput.
-Appl. Math.* 88:315; tables in :mod:`.rkc`) stretches its real stability
+Appl. Math.* 88:315; tables in :mod:`.kernels`) stretches its real stability
 interval to β(s) ∝ s² with s stages (≈ 0.54 s² with the strong damping used
 here), so it needs only ~√κ gradient evaluations, while remaining an accurate
 second-order method through the non-stiff small-α plateau.
@@ -34,9 +34,9 @@ Design
   the stage kernel certifies that the instance cannot converge before
   ``max_time`` (:class:`.kernels.UnreachableCertificate`, checked every
   :data:`VERDICT_EVERY` accepted steps; the deep linear networks' certificate
-  is :mod:`transfertheory.sim.deep_linear.verdict`). Finished instances are
-  recorded (:class:`.state.FlowRecord`) and the working set
-  (:class:`.state.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
+  is :func:`transfertheory.sim.deep_linear.training.unreachable`). Finished instances are
+  recorded (:class:`.ragged.FlowRecord`) and the working set
+  (:class:`.ragged.FlowState`) is compacted, so slow instances (γ ≈ 1) do not
   make the whole batch pay.
 * The scheme is a solver object (:mod:`.solvers`: :class:`.solvers.RKC2`, or
   :class:`.solvers.GradientDescent`, fixed-step explicit Euler at the
@@ -48,7 +48,7 @@ Design
   |P_s| ≈ 0.59: the approach to the minimum becomes algebraic in t and costs
   hundreds of evaluations even for a well-conditioned Hessian, which gradient
   descent resolves in ~κ·log(1/gtol) steps (docs/simulator.md). The step-size
-  rule of RKC is an object too (:class:`.controller.ErrorController`).
+  rule of RKC is an object too (:class:`.solvers.ErrorController`).
 * Any explicit RK combination of gradients keeps the invariant subspaces of
   the flow exactly (e.g. components of W₁ orthogonal to row(X)); quadratic
   invariants such as FaF Eq. 35 drift at the level of the tolerance, which
@@ -66,12 +66,9 @@ import numpy as np
 from ..._memory import FLOAT_BYTES
 from ...backend import to_host
 from ..convergence import Convergence, ReportsConvergence
-from .controller import positive
 from .kernels import StageKernel, UnreachableCertificate, dense_stages
-from .ragged import RaggedBatch, array_module, batch_size, put, row_norms, take
-from .settings import FlowSettings
-from .solvers import SAFETY, SCHEMES, SOLVERS
-from .state import FlowRecord, FlowState
+from .ragged import FlowRecord, FlowState, RaggedBatch, array_module, batch_size, put, row_norms, take
+from .solvers import SAFETY, SCHEMES, SOLVERS, FlowSettings, positive
 
 __all__ = ["FlowResult", "FlowStats", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES",
            "CONVERGED_STATUSES", "SCHEMES", "flow_state_bytes"]
@@ -286,10 +283,10 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
         it (:class:`~.ragged.BlockwiseStages`); ``gradient`` then returns a
         ragged gradient. Statuses, budgets and step control are per instance
         as for (B, P) states.
-    settings : :class:`~.settings.FlowSettings` or None
+    settings : :class:`~.solvers.FlowSettings` or None
         The solver, step-size controller, tolerances and budget, validated
         when the record was built (None: the defaults, ``FlowSettings()``).
-        Keyword ``changes`` override it by name (:meth:`~.settings.FlowSettings.updated`:
+        Keyword ``changes`` override it by name (:meth:`~.solvers.FlowSettings.updated`:
         a field, ``scheme=``, or a parameter of the solver or the controller):
         ``integrate_gradient_flow(g, y0, gtol=1e-6)`` is
         ``integrate_gradient_flow(g, y0, FlowSettings(gtol=1e-6))``.
@@ -303,7 +300,7 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
           ``divergence_factor · max(1, L(y0))`` counts as divergence.
         * ``solver``: :class:`~.solvers.RKC2` (default, ``scheme="rkc"``):
           adaptive RKC2 (module docstring) with the error control of
-          ``controller`` (:class:`~.controller.ErrorController`, ``rtol``),
+          ``controller`` (:class:`~.solvers.ErrorController`, ``rtol``),
           at most ``max_stages`` stages per step.
           :class:`~.solvers.GradientDescent` (``scheme="euler"``): fixed-step
           explicit Euler at h = step_fraction/ρ̂, batched gradient descent

@@ -1,4 +1,6 @@
-r"""The integration schemes as objects: the :class:`Solver` protocol, :class:`RKC2` and :class:`GradientDescent`.
+r"""The integration schemes as objects (the :class:`Solver` protocol, :class:`RKC2` and :class:`GradientDescent`),
+the step-size controller of the error-controlled ones (:class:`ErrorController`) and the settings that bundle
+them with the tolerances and the budget (:class:`FlowSettings`).
 
 A solver carries its own parameters (a frozen dataclass validated when built, ranges in :attr:`Solver.ranges`)
 and advances the working set of an integration by one step (:meth:`Solver.step`); everything around the step —
@@ -7,31 +9,105 @@ integration's (:mod:`.flow`). Defining a subclass with a new ``name`` registers 
 ``FlowSettings().updated(scheme=name)`` and the simulators' ``scheme=`` choices know it; docs/simulator.md walks
 through adding one.
 
-* :class:`RKC2` — adaptive damped second-order Runge–Kutta–Chebyshev (tables in :mod:`.rkc`) with the error
-  control of :class:`~.controller.ErrorController`: for stiff flows, ~√κ evaluations per unit of stiffness.
+* :class:`RKC2` — adaptive damped second-order Runge–Kutta–Chebyshev (tables in :mod:`.kernels`) with the error
+  control of :class:`ErrorController`: for stiff flows, ~√κ evaluations per unit of stiffness.
 * :class:`GradientDescent` — fixed-step explicit Euler at the per-instance step h = step_fraction/ρ̂: batched
   gradient descent with learning rate step_fraction/λ_max(∇²L), one evaluation per step, no error control.
+
+The step-size controller: a solver with an embedded error estimate (:class:`RKC2`) hands the controller each
+instance's local error ``err`` in the stage kernel's norm (tolerance ``atol`` per instance plus ``rtol`` times the
+state's scale; err ≤ 1 accepts the step) and multiplies the step by :meth:`ErrorController.factor`: the classical rule
+safety·err^(−1/(order + 1)) clipped to [min_factor, max_factor] (Hairer, Nørsett & Wanner, *Solving ODEs I*,
+§II.4; scipy's ``solve_ivp`` and diffrax's ``PIDController`` with only the integral term use the same rule).
+
+The settings: one frozen record, :class:`FlowSettings`, validated once when it is built. A gradient flow
+(:func:`.flow.integrate_gradient_flow`) is set by its solver (:class:`RKC2` or :class:`GradientDescent`, each with
+its own parameters), its step-size controller (:class:`ErrorController`, ``rtol`` among its parameters), its
+stopping tolerances (``gtol`` on ‖∇L‖, ``loss_tol`` on L), its per-instance budget (``max_time`` of flow time,
+``max_steps`` accepted steps) and its ``divergence_factor``. Each numeric setting has one valid range (:data:`SETTING_RANGES`, a
+:class:`~transfertheory.params.Param`; ``gtol`` and ``loss_tol`` are the shared ones of
+:mod:`transfertheory.params`); building a record — the settings, a solver, a controller — checks every field
+against it, so a bad setting is a ValueError naming it and its range before any work, and nothing downstream
+checks it again.
+
+A simulator keeps its defaults as a module-level :class:`FlowSettings` constant and takes one ``flow=``
+argument per training stage (``flow=``, and ``pretrain_flow=`` where it pretrains): a record, or the changes by
+name (:meth:`FlowSettings.overridden`), e.g. MeRLin's ``FLOW_SETTINGS`` (gtol 1e-7, at most 80 stages per step)
+and ``run_comparison(..., flow={"rtol": 1e-4})``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import numpy as np
 
 from ..._validation import Interval
-from ...backend import to_host
-from ...params import Param
-from .controller import count, positive, validate_fields
-from .kernels import FusedDescent, StepRequest, row_squares
-from .ragged import RaggedBatch, array_module, put, row_norms, subtract_scaled, take
-from .rkc import tables
-from .state import FlowState
+from ...backend import get_backend, to_host
+from ...params import GTOL, LOSS_TOL, Param
+from .kernels import FusedDescent, StepRequest, row_squares, tables
+from .ragged import FlowState, RaggedBatch, array_module, put, row_norms, subtract_scaled, take
 
-__all__ = ["Solver", "RKC2", "GradientDescent", "SOLVERS", "SCHEMES", "SAFETY", "RHO_REFRESH"]
+__all__ = ["Solver", "RKC2", "GradientDescent", "SOLVERS", "SCHEMES", "SAFETY", "RHO_REFRESH", "ErrorController",
+           "positive", "count", "validate_fields", "FlowSettings", "SETTING_RANGES"]
+
+
+def positive(name: str, description: str = "") -> Param:
+    """A setting that must be a finite number > 0."""
+    return Param(name, Interval(0, np.inf, "neither"), description=description)
+
+
+def count(name: str, description: str = "", low: int = 1) -> Param:
+    """A setting that must be an integer >= ``low``."""
+    return Param(name, Interval(low, np.inf, "left"), integer=True, description=description)
+
+
+def validate_fields(record, ranges, optional=()) -> None:
+    """Check every field of the frozen dataclass ``record`` named in ``ranges`` (name → Param) against its range,
+    storing the checked Python number (a ValueError names the field and its range); a field named in
+    ``optional`` may be None (not set)."""
+    for name, param in ranges.items():
+        if getattr(record, name) is not None or name not in optional:
+            object.__setattr__(record, name, param.scalar(getattr(record, name)))
+
+
+@dataclass(frozen=True)
+class ErrorController:
+    """Step-size control from the local error estimate, validated when built (ranges: :attr:`ranges`).
+
+    ``rtol``: relative local-error tolerance (the kernels' error norm, see :class:`~.kernels.StepRequest`).
+    The next step of an instance is h·:meth:`factor`\\ (err), whether the step was accepted (err ≤ 1) or not.
+    """
+
+    rtol: float = 1e-5
+    safety: float = 0.8
+    order: int = 2
+    min_factor: float = 0.1
+    max_factor: float = 10.0
+
+    ranges = MappingProxyType({
+        "rtol": positive("rtol", "relative local-error tolerance of the error control"),
+        "safety": Param("safety", Interval(0, 1, "right"), description="safety factor of the step-size rule"),
+        "order": count("order", "order of the solution; the error of a step scales like h^(order + 1)"),
+        "min_factor": Param("min_factor", Interval(0, 1, "right"), description="smallest step-size factor"),
+        "max_factor": Param("max_factor", Interval(1, np.inf, "left"), description="largest step-size factor"),
+    })
+
+    def __post_init__(self):
+        validate_fields(self, self.ranges)
+
+    @np.errstate(divide="ignore")
+    def factor(self, error):
+        """The factor of each instance's next step from its error ``error`` (b,) on the backend:
+        safety·err^(−1/(order + 1)) clipped to [min_factor, max_factor] (max_factor where err = 0)."""
+        xp = get_backend(error)
+        factor = xp.where(error > 0, self.safety * error ** (-1.0 / (self.order + 1)), self.max_factor)
+        return xp.clip(factor, self.min_factor, self.max_factor)
+
 
 #: every solver class by its scheme name (filled by subclassing :class:`Solver`)
 SOLVERS: dict = {}
@@ -85,7 +161,7 @@ class RKC2(Solver):
     """Adaptive RKC2 (:mod:`.flow` docstring), at most ``max_stages`` stages per step (h·ρ̂ ≤ β(max_stages)).
 
     Each step asks the stage kernel for the stages and the local error, accepts the instances with error ≤ 1,
-    scales every instance's h by the settings' :class:`~.controller.ErrorController` and re-estimates ρ̂ after a
+    scales every instance's h by the settings' :class:`ErrorController` and re-estimates ρ̂ after a
     rejection or every :data:`RHO_REFRESH` steps; ``step_underflow`` when h < 1e-13·max(t, 1).
     """
 
@@ -235,3 +311,117 @@ class GradientDescent(Solver):
 
 #: the registered schemes' names
 SCHEMES = tuple(SOLVERS)
+
+
+#: the valid range of each numeric setting of :class:`FlowSettings`
+_LIMITS = MappingProxyType({
+    "gtol": GTOL,
+    "loss_tol": LOSS_TOL,
+    "max_time": positive("max_time", "gradient-flow time budget per instance"),
+    "max_steps": count("max_steps", "accepted-step budget per instance"),
+    "divergence_factor": positive("divergence_factor",
+                                  "loss above divergence_factor·max(1, L(y0)) counts as divergence"),
+})
+
+
+def _ranges() -> dict:
+    """The valid range of every numeric setting by name: the limits of :class:`FlowSettings`, the controller's
+    and every registered solver's parameters (the names :meth:`FlowSettings.updated` takes)."""
+    return {**ErrorController.ranges, **_LIMITS, **{k: v for cls in SOLVERS.values() for k, v in cls.ranges.items()}}
+
+
+#: :func:`_ranges` of the built-in solvers
+SETTING_RANGES = MappingProxyType(_ranges())
+
+
+def _with_params(part, changes: dict):
+    """The solver or controller ``part`` with the changes of its parameters, taken out of ``changes``."""
+    params = {name: changes.pop(name) for name in part.ranges if name in changes}
+    return dataclasses.replace(part, **params) if params else part
+
+
+@dataclass(frozen=True)
+class FlowSettings:
+    """Settings of one gradient-flow integration (module docstring), validated when built.
+
+    ``solver``: the scheme and its parameters (:class:`Solver`; default ``RKC2()``). ``controller``:
+    the step-size control of the error-controlled solvers (default ``ErrorController()``, rtol 1e-5).
+    ``gtol``: an instance has converged when ‖∇L‖₂ ≤ gtol (and the integrator's ``residual`` ≤ gtol).
+    ``loss_tol`` ≥ 0: stop with status ``loss_tol`` once L ≤ loss_tol (0 disables the rule). ``max_time``,
+    ``max_steps``: per-instance budget of flow time and accepted steps. ``divergence_factor``: a loss above
+    divergence_factor·max(1, L(y0)) counts as divergence.
+    """
+
+    solver: Solver = RKC2()
+    controller: ErrorController = ErrorController()
+    gtol: float = 1e-8
+    loss_tol: float = 0.0
+    max_time: float = 1e5
+    max_steps: int = 200_000
+    divergence_factor: float = 1e8
+
+    def __post_init__(self):
+        for name, kind in (("solver", Solver), ("controller", ErrorController)):
+            if not isinstance(getattr(self, name), kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, got {getattr(self, name)!r}")
+        validate_fields(self, _LIMITS)
+
+    @property
+    def scheme(self) -> str:
+        """The solver's name (:data:`SCHEMES`)."""
+        return self.solver.name
+
+    @property
+    def rtol(self) -> float:
+        """The controller's relative tolerance (simulators scale their ``atol`` by it)."""
+        return self.controller.rtol
+
+    def updated(self, **changes) -> "FlowSettings":
+        """These settings with ``changes`` that are not None (None meaning "the default"): a new record, validated;
+        ``self`` when nothing changes. A change is a field of the record (``solver=``, ``controller=``, ``gtol=``,
+        …), ``scheme=`` (a solver of that name with its default parameters, unless the solver already is one), or
+        a parameter of the solver or the controller by name (``max_stages=``, ``step_fraction=``, ``rtol=``, …); a
+        name that is not a setting, or a parameter of another solver than the one used, is a TypeError."""
+        unknown = sorted(set(changes) - set(_ranges()) - {"scheme", "solver", "controller"})
+        if unknown:
+            raise TypeError(f"{', '.join(map(repr, unknown))}: not an integrator setting (one of scheme, solver, "
+                            f"controller, {', '.join(_ranges())})")
+        changes = {name: value for name, value in changes.items() if value is not None}
+        return self._replaced(changes) if changes else self
+
+    def overridden(self, override, label="flow") -> "FlowSettings":
+        """The settings a simulator's ``flow=`` (or ``pretrain_flow=``…) argument asks for, these being its
+        defaults: ``None`` → these; a :class:`FlowSettings` → that record; a mapping of changes by name →
+        :meth:`updated` with them (e.g. ``flow={"gtol": 1e-6, "max_time": 50}``). Anything else is a TypeError
+        naming ``label``."""
+        if override is None:
+            return self
+        if isinstance(override, FlowSettings):
+            return override
+        if isinstance(override, Mapping):
+            return self.updated(**override)
+        raise TypeError(f"{label} must be a FlowSettings, a mapping of its settings by name, or None; got "
+                        f"{type(override).__name__}")
+
+    def _replaced(self, changes: dict) -> "FlowSettings":
+        """A new record with ``changes`` (by name, none None) applied to the solver, the controller and the rest."""
+        solver = changes.pop("solver", self.solver)
+        scheme = changes.pop("scheme", solver.name)
+        if scheme not in SOLVERS:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+        if scheme != solver.name:
+            solver = SOLVERS[scheme]()
+        solver = _with_params(solver, changes)
+        controller = _with_params(changes.pop("controller", self.controller), changes)
+        stray = sorted(set(changes) - set(_LIMITS))
+        if stray:
+            raise TypeError(f"{', '.join(map(repr, stray))}: not a parameter of the solver "
+                            f"{type(solver).__name__} (scheme {solver.name!r})")
+        return dataclasses.replace(self, solver=solver, controller=controller, **changes)
+
+    def as_dict(self) -> dict:
+        """The settings by name, the solver's and the controller's parameters inline (a table's ``attrs``, a
+        figure's metadata)."""
+        common = {name: getattr(self, name) for name in _LIMITS}
+        return {"scheme": self.scheme, **dataclasses.asdict(self.solver), **dataclasses.asdict(self.controller),
+                **common}

@@ -2,19 +2,15 @@
 
 * :mod:`.losses` — empirical target loss, the ridge inner head (MeRLin Eq. 7), MeRLin's validation loss
   and their gradients;
-* :mod:`.training` — the regularized objectives as one batched :class:`Objective` and :func:`train`
-  (the package's gradient-flow integrator);
-* :mod:`.algorithms` — pre-training, head-only and full fine-tuning, target-only, joint training and MeRLin,
-  batched over seeds with random restarts (:class:`Problem`, trained together by :func:`solve`);
-* :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed);
-* :mod:`.summary` — the figure's statistics of those rows (imported from the module: it is not re-exported here).
+* :mod:`.algorithms` — the regularized objectives as one batched :class:`Objective` and :func:`train` (the
+  package's gradient-flow integrator); pre-training, head-only and full fine-tuning, target-only, joint training
+  and MeRLin, batched over seeds with random restarts (:class:`Problem`, trained together by :func:`solve`);
+* :mod:`.experiment` — :func:`run_comparison`, one tidy row per (algorithm, n_t, seed), and the figure's
+  statistics of those rows.
 """
-from . import algorithms, losses
+from . import algorithms, experiment, losses
 from .algorithms import *  # noqa: F401,F403  (the package exports these modules' __all__)
-from .experiment import ALGORITHMS, RECOVERY_LOSS, ROW_KEYS, recovered, run_comparison, target_sets
+from .experiment import *  # noqa: F401,F403
 from .losses import *  # noqa: F401,F403
-from .training import FLOW_SETTINGS, STUDY_TOLERANCES, Objective, Trained, random_init, stack_objectives, train
 
-__all__ = [*losses.__all__, "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
-           "STUDY_TOLERANCES", *algorithms.__all__, "ALGORITHMS", "RECOVERY_LOSS", "ROW_KEYS", "recovered",
-           "run_comparison", "target_sets"]
+__all__ = [*losses.__all__, *algorithms.__all__, *experiment.__all__]

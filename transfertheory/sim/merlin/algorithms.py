@@ -1,6 +1,8 @@
 r"""The algorithms of MeRLin §5 by gradient flow, batched over seeds, with random restarts.
 
-Each function trains one algorithm for every seed (and restart) at once and returns an :class:`Outcome`:
+Each algorithm is trained for every seed (and restart) at once — by its function (:func:`pretrain`,
+:func:`finetune_head`, :func:`finetune_full`) or as a :class:`Problem` that :func:`solve` trains (target-only,
+joint training, MeRLin) — into an :class:`Outcome`:
 the parameters of the restart kept for each seed, the target population loss of its predictor (exact,
 :func:`transfertheory.theory.merlin.target_loss`), its objective and the convergence report.
 
@@ -11,25 +13,44 @@ runs R restarts from independent Gaussian starts and keeps the **first restart w
 ``OBJECTIVE_TOL`` **of the best**; ``restarts_needed`` is that restart's index + 1. Keeping the first (not the
 argmin, which among exactly tied minimizers would be decided by rounding) keeps the choice exchangeable over
 the restarts, so symmetric minimizers (e.g. the k source features of Lemma 4) are chosen uniformly.
+
+The training: the regularized objectives of MeRLin §5 as one batched objective, and gradient-flow training of it.
+
+Every algorithm of MeRLin §5 minimizes a sum of the same terms over some of the blocks (θ_s, θ_t, φ):
+
+    w_s·L_Ds(θ_s, φ) + w_t·L_D̂t(θ_t, φ) + ρ·L_val(φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F)   (trained blocks only)
+
+* pre-training (Lemma 4): w_s = 1, blocks (θ_s, φ), L_Ds the exact population loss;
+* head-only fine-tuning: w_t = 1, block θ_t, φ fixed to the pre-trained features;
+* full fine-tuning and target-only training: w_t = 1, blocks (θ_t, φ) (from the pre-trained resp. a random φ);
+* joint training (Lemma 1): w_s = 1 − α, w_t = α, blocks (θ_s, θ_t, φ);
+* MeRLin (Eq. 70): w_s = 1, ρ > 0, blocks (θ_s, φ); L_val is the validation loss of the ridge inner head
+  averaged over S fixed random train/validation splits (:class:`.losses.ValidationSplits`).
+
+:func:`train` integrates the gradient flow of an :class:`Objective` with the package's integrator (dense RKC
+stages); every instance (a row of the batch: one seed and restart) has its own data and stops on its own.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
+from functools import cached_property
 from operator import itemgetter
 
 import numpy as np
 
-from ..._memory import guarded_entry_point
+from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
 from ..._validation import as_generator
 from ...backend import get_backend, resolve_backend, to_device, to_host
 from ...theory import merlin as M
 from ..convergence import Convergence, ReportsConvergence
-from .losses import features, ridge_head, seed_split_orders, split_orders
-from .training import Objective, Trained, check_flow_memory, random_init, stack_objectives, train
+from ..integrator import RKC2, ErrorController, FlowSettings, flow_state_bytes, integrate_gradient_flow, positive
+from .losses import ValidationSplits, empirical_loss_and_grad, features, pad_orders, ridge_head, seed_split_orders
 
-__all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full", "target_only",
-           "target_only_problem", "joint", "joint_problem", "merlin", "merlin_problem", "random_splits", "feature_usage",
-           "MERLIN_RIDGE", "MERLIN_SPLITS", "merlin_restarts"]
+__all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
+           "target_only_problem", "joint_problem", "merlin_problem", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS",
+           "merlin_restarts", "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
+           "STUDY_TOLERANCES", "INIT_SCALE", "instance_memory", "check_flow_memory"]
 
 #: MeRLin's settings, the defaults of :func:`merlin_problem` and :func:`.experiment.run_comparison`, used by the
 #: figure and the claims: inner ridge λ_h and the number of validation splits S (docs/merlin.md, "What the success
@@ -127,13 +148,9 @@ def finetune_head(phi, X, y, lam, **flow) -> Outcome:
     return _outcome(trained, phi.shape[0], 1, _target_head, fixed_phi=phi)
 
 
-def _target_objective(X, y, lam, d, m):
-    return Objective(d=d, m=m, lam=lam, target_weight=1.0, X=X, y=y)
-
-
 def finetune_full(theta_t, phi, X, y, lam, **flow) -> Outcome:
     """Full fine-tuning: (θ_t, φ) by gradient flow on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from the fine-tuned head and φ_pre."""
-    objective = _target_objective(X, y, lam, phi.shape[-2], phi.shape[-1])
+    objective = Objective(d=phi.shape[-2], m=phi.shape[-1], lam=lam, target_weight=1.0, X=X, y=y)
     trained = train(objective, {"theta_t": theta_t, "phi": phi}, **flow)
     return _outcome(trained, phi.shape[0], 1, _target_head)
 
@@ -156,7 +173,7 @@ def solve(problems, **flow) -> list:
     their number of validation splits) in one integrator call and keep one restart per seed of each: an
     :class:`Outcome` per problem, in order.
 
-    The objectives are stacked (:func:`.training.stack_objectives`: target sets padded with zero samples, MeRLin's
+    The objectives are stacked (:func:`stack_objectives`: target sets padded with zero samples, MeRLin's
     splits with masked-out ones). The integrator's arithmetic is per instance, so each problem's flows are those it
     would have alone; one call of many instances pays the per-step overheads once (docs/merlin.md, "Cost").
     """
@@ -176,14 +193,9 @@ def solve(problems, **flow) -> list:
 def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
     """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
     seeds, d = X.shape[0], X.shape[-1]
-    objective = _target_objective(_repeat(X, restarts), _repeat(y, restarts), lam, d, m)
+    objective = Objective(d=d, m=m, lam=lam, target_weight=1.0, X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head)
-
-
-def target_only(X, y, lam, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
-    """:func:`target_only_problem`, trained."""
-    return solve([target_only_problem(X, y, lam, m, restarts, rng, init_scale)], **flow)[0]
 
 
 def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Problem:
@@ -193,26 +205,6 @@ def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Prob
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
     start = random_init(objective, seeds * restarts, rng, init_scale)
     return Problem(objective, start, seeds, restarts, _target_head if alpha > 0 else _zero_head)
-
-
-def joint(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5, **flow) -> Outcome:
-    """:func:`joint_problem`, trained."""
-    return solve([joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale)], **flow)[0]
-
-
-def random_splits(X, y, splits, rng):
-    """S random train/validation splits of each instance's target set (n_tr = ⌊n/2⌋, n_v = n − n_tr).
-
-    X (B, n, d), y (B, n) → (X_tr (B, S, n_tr, d), y_tr, X_v (B, S, n_v, d), y_v): the samples in the orders of
-    :func:`.losses.split_orders` (the same draws from ``rng``).
-    """
-    xp = get_backend(X, y)
-    B, n = y.shape
-    order = xp.asarray(split_orders(B, n, splits, as_generator(rng)))
-    Xs = xp.take_along_axis(X[:, None], order[..., None], axis=2)
-    ys = xp.take_along_axis(y[:, None], order, axis=2)
-    n_tr = n // 2
-    return Xs[:, :, :n_tr], ys[:, :, :n_tr], Xs[:, :, n_tr:], ys[:, :, n_tr:]
 
 
 def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, splits=MERLIN_SPLITS,
@@ -237,12 +229,6 @@ def merlin_problem(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, 
     return Problem(objective, start, seeds, restarts, head_of)
 
 
-def merlin(X, y, k, lam, m, restarts, rng, rho=1.0, ridge=MERLIN_RIDGE, splits=MERLIN_SPLITS, init_scale=0.5,
-           **flow) -> Outcome:
-    """:func:`merlin_problem`, trained."""
-    return solve([merlin_problem(X, y, k, lam, m, restarts, rng, rho, ridge, splits, init_scale)], **flow)[0]
-
-
 def feature_usage(phi, threshold=0.01):
     """Which input coordinates the features φ (B, d, m) use: (top coordinate (1-based), its share of ‖φ‖²_F,
     the 1-based coordinates with share > ``threshold`` as "1;3"; "" for φ = 0)."""
@@ -251,3 +237,220 @@ def feature_usage(phi, threshold=0.01):
     share = np.divide(weight, total, out=np.zeros_like(weight), where=total > 0)
     coords = [";".join(str(j + 1) for j in np.flatnonzero(row > threshold)) for row in share]
     return share.argmax(axis=1) + 1, share.max(axis=1), coords
+
+
+#: the scale of the Gaussian start (:func:`random_init`)
+INIT_SCALE = positive("init_scale", "scale of the random start")
+
+#: integrator settings of every flow: rtol of the RKC error control, gtol on ‖∇‖, time and step budget, and at
+#: most 80 RKC stages per step (near a minimum h and the stage count grow without bound). A step of a batch costs
+#: as many gradient calls as its largest stage count: a higher cap makes the steps of the bulk dearer, a lower one
+#: leaves a flow held by stability (near a saddle) many capped steps alone (the cap's choice: docs/merlin.md
+#: "The stage cap")
+FLOW_SETTINGS = FlowSettings(RKC2(max_stages=80), ErrorController(rtol=1e-5), gtol=1e-7, max_time=2e4, max_steps=20_000)
+#: the tolerances of the package's MeRLin studies (figure ``merlin_fig`` and the ``merlin.sim`` claims), overrides
+#: of :data:`FLOW_SETTINGS`: rtol 1000×, gtol 10× looser; their results do not move when both are tightened 10×
+#: (docs/merlin.md, "What the success frequency depends on"; rtol 1e-4 → 1e-3 → 1e-2 each cut the accepted steps
+#: and moved no success frequency, recovered fraction or kept restart of the figure and no claim status,
+#: docs/merlin.md "Cost")
+STUDY_TOLERANCES = {"rtol": 1e-2, "gtol": 1e-6}
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One of the regularized objectives above for a batch of B instances (arrays on one backend).
+
+    ``X, y`` (B, n, d), (B, n): each instance's target data (needed when ``target_weight`` or ``meta_weight`` > 0);
+    ``splits`` (B, S, n) for MeRLin (``meta_weight`` > 0): S orderings of each instance's n target samples, the
+    first ⌊n/2⌋ of each the training half (:func:`.losses.split_orders`);
+    ``fixed_phi`` (B, d, m): features kept fixed (head-only fine-tuning);
+    ``samples`` (B,): each instance's number of target samples when target sets of several sizes share the
+    batch, padded with zero samples (:func:`stack_objectives`); None: all n.
+    """
+
+    d: int
+    m: int
+    lam: float
+    k: int = 2
+    source_weight: float = 0.0
+    target_weight: float = 0.0
+    meta_weight: float = 0.0
+    ridge: float = 0.0
+    X: object = None
+    y: object = None
+    splits: object = None
+    fixed_phi: object = None
+    samples: object = None
+
+    @property
+    def blocks(self) -> tuple:
+        """The trained blocks as (name, shape) pairs in the order of the state vector; θ_s with the source term, θ_t
+        with the target term, φ unless fixed."""
+        blocks = (("theta_s", (self.m,), self.source_weight > 0), ("theta_t", (self.m,), self.target_weight > 0),
+                  ("phi", (self.d, self.m), self.fixed_phi is None))
+        return tuple((name, shape) for name, shape, trained in blocks if trained)
+
+    def unpack(self, y) -> dict:
+        """The trained blocks of states y (b, P) by name, each shaped (b,) + its shape (views)."""
+        return {name: y[:, start:stop].reshape((y.shape[0],) + shape)
+                for name, (start, stop, shape) in self._offsets.items()}
+
+    def pack(self, params: dict):
+        xp = get_backend(*params.values())
+        return xp.concatenate([params[name].reshape(params[name].shape[0], -1) for name, _ in self.blocks], axis=1)
+
+    @cached_property
+    def _source(self):
+        """The exact source population loss, validated and built once (:class:`theory.merlin.PopulationLoss`)."""
+        return M.population_loss_terms(self.d, self.k)
+
+    @cached_property
+    def _validation(self):
+        return ValidationSplits(self.X, self.y, self.splits, self.ridge, self.samples)
+
+    @cached_property
+    def _samples(self):
+        """``samples`` as floats on the data's backend (None when the target sets are not padded)."""
+        return None if self.samples is None else get_backend(self.X).asarray(self.samples, dtype=self.X.dtype)
+
+    @cached_property
+    def _offsets(self) -> dict:
+        """(start, stop, shape) of each trained block in the state vector, by name."""
+        out, start = {}, 0
+        for name, shape in self.blocks:
+            out[name] = (start, start + math.prod(shape), shape)
+            start += math.prod(shape)
+        return out
+
+    def value_and_grad(self, y, rows):
+        """(∇, objective) of the instances ``rows`` at states y (b, P): the integrator's gradient callable.
+
+        The gradient is written into one (b, P) array (the penalty's 2λy first, then each term added into its
+        blocks' columns); a term of weight 1 is added as it is (no multiplication by 1)."""
+        xp = get_backend(y)
+        index = rows if xp is np else xp.asarray(rows)
+        grad = 2 * self.lam * y  # the penalty λ‖·‖² of the trained blocks
+        value = self.lam * (y * y).sum(axis=1)
+        b, blocks, block = y.shape[0], self._offsets, self.unpack(y)
+        phi = block["phi"] if self.fixed_phi is None else self.fixed_phi[index]
+        terms = []  # (weight, loss, {block: its gradient})
+        if self.source_weight > 0:
+            loss, g_theta, g_phi = self._source.loss_and_grad(block["theta_s"], phi)
+            terms.append((self.source_weight, loss, {"theta_s": g_theta, "phi": g_phi}))
+        if self.target_weight > 0:
+            samples = None if self.samples is None else self._samples[index]
+            loss, g_theta, g_phi = empirical_loss_and_grad(block["theta_t"], phi, self.X[index], self.y[index],
+                                                           samples)
+            terms.append((self.target_weight, loss, {"theta_t": g_theta, "phi": g_phi}))
+        if self.meta_weight > 0:
+            loss, g_phi = self._validation.loss_and_grad(phi, rows)
+            terms.append((self.meta_weight, loss, {"phi": g_phi}))
+        for weight, loss, grads in terms:
+            value += loss if weight == 1 else weight * loss
+            for name, g in grads.items():
+                if name in blocks:  # the block's columns of the gradient (a view), the term added in place
+                    start, stop, _ = blocks[name]
+                    grad[:, start:stop] += (g if weight == 1 else weight * g).reshape(b, stop - start)
+        return grad, value
+
+
+@dataclass(frozen=True)
+class Trained(ReportsConvergence):
+    """Final parameters (dict of backend arrays, one row per instance), the final objective, the flow's
+    convergence record and the integrator settings it ran at."""
+
+    params: dict
+    objective: np.ndarray
+    convergence: Convergence
+    evaluations: int = 0
+    settings: FlowSettings = FLOW_SETTINGS
+
+    def rows(self, index) -> "Trained":
+        """The instances ``index`` (a slice or a host integer array) of this record."""
+        device_index = index if isinstance(index, slice) else get_backend(*self.params.values()).asarray(index)
+        return Trained({name: value[device_index] for name, value in self.params.items()}, self.objective[index],
+                       self.convergence[index], self.evaluations, self.settings)
+
+
+def _pad(array, size):
+    """Target data (B, n, …) padded with zero samples to (B, size, …)."""
+    xp = get_backend(array)
+    padding = xp.zeros((array.shape[0], size - array.shape[1]) + array.shape[2:], dtype=array.dtype)
+    return xp.concatenate([array, padding], axis=1)
+
+
+def stack_objectives(objectives) -> Objective:
+    """One objective for the instances of several that differ only in their data (instances in order).
+
+    Target sets of different sizes are padded with zero samples (x = 0, y = 0 add nothing to any loss or
+    gradient) and each instance keeps its own n in ``samples``; the integrator's arithmetic is per instance,
+    so training the stack trains each objective as if alone, in one call (fewer, larger batched steps).
+    """
+    first = objectives[0]
+    if len(objectives) == 1:
+        return first
+    data = {}
+    if first.X is not None:
+        xp = get_backend(first.X)
+        size = max(o.X.shape[1] for o in objectives)
+        data["X"] = xp.concatenate([_pad(o.X, size) for o in objectives])
+        data["y"] = xp.concatenate([_pad(o.y, size) for o in objectives])
+        data["samples"] = np.concatenate([np.full(o.X.shape[0], o.X.shape[1]) if o.samples is None else o.samples
+                                          for o in objectives])
+        if first.splits is not None:
+            splits = max(o.splits.shape[1] for o in objectives)
+            data["splits"] = np.concatenate([pad_orders(o.splits, size, splits) for o in objectives])
+    if first.fixed_phi is not None:
+        data["fixed_phi"] = get_backend(first.fixed_phi).concatenate([o.fixed_phi for o in objectives])
+    return replace(first, **data)
+
+
+def random_init(objective: Objective, batch: int, rng, scale: float) -> dict:
+    """Gaussian start of the trained blocks: θ entries N(0, scale²), φ entries N(0, scale²/d), drawn from ``rng``
+    (an integer seed ≥ 0, a numpy Generator or a SeedSequence) on the host and placed on the backend of the
+    objective's target data (the host for a source-only objective); ``scale`` is the ``init_scale`` of the
+    callers."""
+    rng, scale = as_generator(rng), INIT_SCALE.scalar(scale)
+    xp = get_backend(objective.X)
+    out = {}
+    for name, shape in objective.blocks:
+        width = scale / math.sqrt(objective.d) if name == "phi" else scale
+        out[name] = xp.asarray(width * rng.standard_normal((batch,) + shape))
+    return out
+
+
+def instance_memory(d, m, *, source=False, samples=0, splits=0) -> float:
+    """Peak bytes one instance adds to a flow: its dm + 2m parameters (:func:`~..integrator.flow_state_bytes`);
+    with the exact source loss four (d, d) arrays per gradient (A = φ diag(θ) φᵀ, A∘A, the pair term, G); with
+    MeRLin's S validation splits of n samples a gathered copy of X (n, d), the (2S, n) masks and their transposes
+    (stored and gathered) and the four arrays of one evaluation with m(m + 1)/2 + m entries per sample and per
+    half-split (:class:`.losses.ValidationSplits`)."""
+    entries = m * (m + 1) // 2 + m
+    validation = samples * d + 8 * splits * samples + 2 * entries * (samples + 2 * splits) if splits else 0
+    return flow_state_bytes(1, d * m + 2 * m) + FLOAT_BYTES * ((4 * d * d if source else 0) + validation)
+
+
+def check_flow_memory(what, batch, d, m, *, source=False, samples=0, splits=0, max_memory=None):
+    """Refuse (ValueError) a flow of ``batch`` instances whose peak (:func:`instance_memory` each, plus the d × d
+    pair weights of the source loss) exceeds the memory limit (:func:`transfertheory._memory.check_memory`)."""
+    estimate = batch * instance_memory(d, m, source=source, samples=samples, splits=splits)
+    check_memory(estimate + FLOAT_BYTES * d * d * source, what=what, max_memory=max_memory,
+                 params={"instances": batch, "d": d, "m": m, "n": samples, "splits": splits})
+
+
+@guarded_entry_point
+def train(objective: Objective, start: dict, *, flow: FlowSettings = FLOW_SETTINGS, max_memory=None,
+          **settings) -> Trained:
+    """Gradient flow of ``objective`` from ``start`` (a dict of the trained blocks, batch first) at the integrator
+    settings ``flow``.
+
+    Keyword ``settings`` (rtol, gtol, max_time, max_steps, …) override ``flow``. ``max_memory``: the memory
+    guard's limit (:func:`check_flow_memory`; bytes or ``"64G"``), checked before the flow starts.
+    """
+    flow = flow.updated(**settings)
+    check_flow_memory("train", next(iter(start.values())).shape[0], objective.d, objective.m,
+                      source=objective.source_weight > 0,
+                      samples=0 if objective.X is None else objective.X.shape[1],
+                      splits=0 if objective.splits is None else objective.splits.shape[1], max_memory=max_memory)
+    result = integrate_gradient_flow(objective.value_and_grad, objective.pack(start), flow)
+    return Trained(objective.unpack(result.y), np.asarray(result.loss), result.convergence, result.evaluations, flow)

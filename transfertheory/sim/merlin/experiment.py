@@ -14,6 +14,17 @@ So an algorithm's draws at one n_t do not depend on which other algorithms or ta
 
 Each parameter's range and default is declared once, in :data:`FIELDS` (the fields of the ``merlin`` experiment,
 :data:`MERLIN`, defined at the end), and :func:`run_comparison` validates its arguments through them.
+
+The statistics of :func:`run_comparison` tables (:func:`loss_table`, :func:`success_table`): the target loss per
+(algorithm, n_t) and MeRLin's success frequency per n_t, over the seeds whose kept flow converged.
+
+:func:`loss_table` gives each point's mean loss with its 68 % percentile bootstrap interval (the losses are
+bimodal, recovered ≈ 1e-4 or failed ≈ 0.1–0.6: the interval stays positive, a log axis draws it) and its SE;
+:func:`success_table` MeRLin's frequency of recovering the target (``recovered``: loss ≤
+:data:`~transfertheory.sim.merlin.RECOVERY_LOSS` on feature e₁) with its 68 % Wilson interval, beside the proof of
+Thm 2's union bound and the exact probability that no wrong feature fits (:mod:`transfertheory.sim.statistics`).
+Used by the figure :mod:`transfertheory.figures.merlin_fig`; each row states how many seeds converged, to which
+gradient norm.
 """
 from __future__ import annotations
 
@@ -29,10 +40,11 @@ from ..convergence import convergence_columns
 from ..integrator import count, positive
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
+from ..statistics import bootstrap_mean_interval, mean_se, wilson_interval
 from . import algorithms as A
-from .training import FLOW_SETTINGS, INIT_SCALE, instance_memory
 
-__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "recovered", "run_comparison", "target_sets", "MERLIN"]
+__all__ = ["ALGORITHMS", "FIELDS", "ROW_KEYS", "RECOVERY_LOSS", "recovered", "run_comparison", "target_sets", "MERLIN",
+           "LOSS_COLUMNS", "SUCCESS_COLUMNS", "loss_table", "success_table"]
 
 ALGORITHMS = ("finetune", "finetune_full", "joint", "target_only", "merlin")
 ROW_KEYS = ("algorithm", "n_t", "draw")
@@ -67,11 +79,6 @@ def target_sets(n_t, d, draws, seed):
     return np.stack([x for x, _ in sets]), np.stack([t for _, t in sets])
 
 
-def _starts(seed, algorithm, n_t) -> np.random.Generator:
-    """The generator of ``algorithm``'s starts (and splits) at n_t: key (2, its index in :data:`ALGORITHMS`, n_t)."""
-    return generator(seed, 2, ALGORITHMS.index(algorithm), n_t)
-
-
 def _rows(algorithm, n_t, outcome: A.Outcome, **extra) -> pd.DataFrame:
     top, share, coords = A.feature_usage(outcome.params["phi"])
     return pd.DataFrame({
@@ -92,7 +99,7 @@ def _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, spl
     algorithms = FIELDS["algorithms"].check(algorithms)
     if "merlin" in algorithms and min(n_targets) < 2:
         raise ValueError(f"n_targets must be >= 2 with 'merlin' (a train and a validation half), got {min(n_targets)}")
-    return dict(s, n_targets=n_targets, algorithms=algorithms, init_scale=INIT_SCALE.scalar(init_scale),
+    return dict(s, n_targets=n_targets, algorithms=algorithms, init_scale=A.INIT_SCALE.scalar(init_scale),
                 restarts=A.merlin_restarts(s["k"]) if restarts is None else FIELDS["restarts"].check(restarts),
                 seed=root_seed(seed))
 
@@ -105,7 +112,7 @@ def _memory_estimate(s: dict, algorithms) -> float:
     """Peak bytes of :func:`run_comparison`, from the arrays it allocates.
 
     Each algorithm trains B instances in one integrator call (pre-training and the restarts' algorithms
-    draws·restarts per n_t, fine-tuning draws per n_t), each costing :func:`.training.instance_memory`; the
+    draws·restarts per n_t, fine-tuning draws per n_t), each costing :func:`.algorithms.instance_memory`; the
     target data X (B, n_t, d) of joint, target-only and MeRLin training are all built before training (each
     repeated per restart and padded to the largest n_t, two copies), plus the d × d pair weights.
     """
@@ -115,7 +122,7 @@ def _memory_estimate(s: dict, algorithms) -> float:
     data = sum(2 * instances * n_max * d for instances in batches.values()) + draws * n_max * d * sizes
     if {"finetune", "finetune_full"} & set(algorithms):
         batches.update(pretrain=draws * restarts, finetune=draws * sizes)
-    flow = max(instances * instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
+    flow = max(instances * A.instance_memory(d, m, source=name in _SOURCE_TERM, samples=n_max,
                                            splits=s["splits"] if name == "merlin" else 0)
                for name, instances in batches.items())
     return FLOAT_BYTES * (data + d * d) + flow
@@ -138,8 +145,8 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     ``splits`` (S) and ``restarts`` (None: 3k) default to MeRLin's settings (:data:`.algorithms.MERLIN_RIDGE`,
     :data:`.algorithms.MERLIN_SPLITS`, :func:`.algorithms.merlin_restarts`), those of the figure and the claims;
     every range is that of :data:`FIELDS`. ``flow``: the integrator settings of every flow — None
-    (:data:`.training.FLOW_SETTINGS`), a :class:`~..integrator.FlowSettings`, or the changes by name (``rtol``,
-    ``gtol``, ``max_time``, ``max_steps``, …; e.g. :data:`.training.STUDY_TOLERANCES`). ``df.attrs`` holds the
+    (:data:`.algorithms.FLOW_SETTINGS`), a :class:`~..integrator.FlowSettings`, or the changes by name (``rtol``,
+    ``gtol``, ``max_time``, ``max_steps``, …; e.g. :data:`.algorithms.STUDY_TOLERANCES`). ``df.attrs`` holds the
     settings (``flow``: the integrator's, by name) and the pre-training report (``pretrain``: per draw objective,
     top coordinate, restarts needed, status).
 
@@ -148,7 +155,7 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     per instance) and a run above the limit is refused with a ValueError before any work.
     """
     s = _validate(d, m, k, n_targets, lam, draws, algorithms, alpha, rho, ridge, splits, restarts, init_scale, seed)
-    algorithms, flow = s.pop("algorithms"), FLOW_SETTINGS.overridden(flow, "flow")
+    algorithms, flow = s.pop("algorithms"), A.FLOW_SETTINGS.overridden(flow, "flow")
     xp, seed, init_scale = resolve_backend(backend), s["seed"], s["init_scale"]
     check_memory(_memory_estimate(s, algorithms), what="run_comparison", max_memory=max_memory, xp=xp,
                  params={"d": s["d"], "m": s["m"], "draws": s["draws"], "restarts": s["restarts"],
@@ -169,7 +176,7 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
         if pre is not None:
             finetune_frames.append(_finetune_rows(pre, X, y, n_t, lam, algorithms, flow))
         for name, batch in problems.items():
-            batch.append(builders[name](X, y, _starts(seed, name, n_t)))
+            batch.append(builders[name](X, y, generator(seed, 2, ALGORITHMS.index(name), n_t)))  # key (2, a, n_t)
     outcomes = {name: A.solve(batch, flow=flow) for name, batch in problems.items()}
     frames = []
     for i, n_t in enumerate(s["n_targets"]):
@@ -204,7 +211,78 @@ def _merlin(p, seed, backend):
 MERLIN = Experiment(
     name="merlin", paper="MeRLin §5", version=3,
     description="quadratic network: fine-tuning, joint training, target-only and MeRLin at one target size n_t",
-    fields=(*FIELDS.values(), *flow_fields(FLOW_SETTINGS, "rtol", "gtol")),
+    fields=(*FIELDS.values(), *flow_fields(A.FLOW_SETTINGS, "rtol", "gtol")),
     example=dict(d=4, m=1, k=2, n_t=4, draws=1, restarts=1, splits=1),
     renamed={"seeds": "draws", "instance": "draw"},
     simulate=_merlin)
+
+
+#: the columns of :func:`loss_table` (one row per (algorithm, n_t)) and their definitions
+LOSS_COLUMNS = {
+    "algorithm": "finetune (head-only), joint, target_only or merlin",
+    "n_t": "target samples n_t",
+    "seeds": "seeds (target sets) at this point",
+    "loss_mean": "mean over converged seeds of the exact target population loss of the trained predictor",
+    "loss_low": "lower end of the 68 % percentile bootstrap interval of loss_mean",
+    "loss_high": "upper end of the 68 % percentile bootstrap interval of loss_mean",
+    "loss_se": "standard error of loss_mean",
+    "loss_median": "median over converged seeds of the target loss",
+    "recovered": "fraction of seeds with target loss <= 1e-3 on feature e1",
+    "top_coord_e1": "fraction of seeds whose learned φ puts most of its norm on coordinate 1",
+    "restarts_needed_max": "largest index + 1 of the restart kept (restarts per seed in the JSON)",
+    "converged": "seeds whose kept flow (and, for fine-tuning, the pre-training flow) converged",
+    "grad_norm_max": "largest final gradient norm of a converged kept flow",
+}
+#: the columns of :func:`success_table` (one row per n_t) and their definitions
+SUCCESS_COLUMNS = {
+    "n_t": "target samples n_t",
+    "seeds": "seeds (target sets)",
+    "success": "MeRLin's success frequency over converged seeds (target loss <= 1e-3 on feature e1)",
+    "success_low": "lower end of the 68 % Wilson score interval of success",
+    "success_high": "upper end of the 68 % Wilson score interval of success",
+    "union_bound": "1 − (k − 1)·P_wrong(n_t), P_wrong = (5/9)^n + (1/3)^n − (1/9)^n (proof of Thm 2)",
+    "no_wrong_fit": "1 − P(some wrong feature fits all n_t samples), exact",
+    "restarts_needed_max": "largest index + 1 of the restart kept",
+    "converged": "seeds whose kept MeRLin flow converged",
+    "grad_norm_max": "largest final gradient norm of a converged kept flow",
+}
+
+
+def _table(df, keys, columns, statistics):
+    """One row per group of ``keys`` (n_t the last): ``statistics(converged rows, n_t)`` and the group's seed,
+    restart and convergence counts (the largest final gradient norm of a converged flow; NaN if none converged)."""
+    rows = []
+    for key, part in df.groupby(keys, sort=True):
+        kept = part[part["converged"].astype(bool)]
+        rows.append(dict(zip(keys, key), seeds=len(part), **statistics(kept, key[-1]),
+                         restarts_needed_max=int(part["restarts_needed"].max()), converged=len(kept),
+                         grad_norm_max=float(kept["grad_norm"].max()) if len(kept) else float("nan")))
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def _loss(kept, n_t):
+    loss = kept["target_loss"].to_numpy()
+    low, high = bootstrap_mean_interval(loss) if len(loss) else (np.nan, np.nan)
+    return dict(loss_mean=loss.mean() if len(loss) else np.nan, loss_low=low, loss_high=high,
+                loss_se=mean_se(loss)[1] if len(loss) > 1 else np.nan,
+                loss_median=np.median(loss) if len(loss) else np.nan, recovered=kept["recovered"].mean(),
+                top_coord_e1=(kept["top_coord"] == 1).mean())
+
+
+def loss_table(df):
+    """Target-loss statistics of a :func:`run_comparison` frame per (algorithm, n_t) (:data:`LOSS_COLUMNS`), over
+    converged seeds."""
+    return _table(df, ["algorithm", "n_t"], LOSS_COLUMNS, _loss)
+
+
+def success_table(df, k):
+    """MeRLin's success frequency per n_t of a MeRLin-only :func:`run_comparison` frame (:data:`SUCCESS_COLUMNS`),
+    over converged seeds, beside Thm 2's union bound and the exact no-wrong-fit probability at ``k``."""
+    def success(kept, n_t):
+        wins = int(kept["recovered"].sum())
+        low, high = wilson_interval(wins, len(kept)) if len(kept) else (np.nan, np.nan)
+        return dict(success=wins / len(kept) if len(kept) else np.nan, success_low=low, success_high=high,
+                    union_bound=1 - (k - 1) * float(M.wrong_feature_fit_probability(n_t)),
+                    no_wrong_fit=1 - M.any_wrong_feature_fit_probability(n_t, k))
+
+    return _table(df, ["n_t"], SUCCESS_COLUMNS, success)

@@ -8,13 +8,12 @@ instance: seed, restart) and runs on the array module of its inputs.
 * :func:`ridge_head` — the closed-form inner head θ̂(φ) = argmin_θ (1/n)‖Hθ − y‖² + λ_h‖θ‖²
   = (HᵀH + nλ_hI)⁻¹Hᵀy (MeRLin Eq. 7 / Algorithm 2, written with the loss's 1/n normalization: Eq. 7's λ
   is nλ_h).
-* :func:`meta_validation_loss_and_grad` — MeRLin's outer target term (Eq. 2) averaged over S fixed
-  train/validation splits, L_val(φ) = (1/S)Σ_s (1/n_v)‖H_v θ̂_s(φ) − y_v‖², and its gradient through the
-  ridge solve (derived in docs/merlin.md): with r_v = H_vθ̂ − y_v, g = (2/n_v)H_vᵀr_v, u = M⁻¹g,
-  M = H_trᵀH_tr + n_trλ_hI and r_tr = y_tr − H_trθ̂,
-  ∂L/∂H_v = (2/n_v) r_v θ̂ᵀ, ∂L/∂H_tr = r_tr uᵀ − (H_tr u) θ̂ᵀ, and ∂L/∂φ = Xᵀ(2z ∘ ∂L/∂H) summed over both.
-* :class:`ValidationSplits` — the same term as the training flows evaluate it: each split as two 0/1 masks over
-  the instance's target set (z = Xφ and h_ih_iᵀ once per instance, nothing gathered per split), masked sums in
+* :class:`ValidationSplits` — MeRLin's outer target term (Eq. 2) averaged over S fixed train/validation splits,
+  L_val(φ) = (1/S)Σ_s (1/n_v)‖H_v θ̂_s(φ) − y_v‖², and its gradient through the ridge solve (derived in
+  docs/merlin.md): with r_v = H_vθ̂ − y_v, g = (2/n_v)H_vᵀr_v, u = M⁻¹g, M = H_trᵀH_tr + n_trλ_hI and
+  r_tr = y_tr − H_trθ̂, ∂L/∂H_v = (2/n_v) r_v θ̂ᵀ, ∂L/∂H_tr = r_tr uᵀ − (H_tr u) θ̂ᵀ, and ∂L/∂φ = Xᵀ(2z ∘ ∂L/∂H)
+  summed over both; evaluated as the training flows need it: each split as two 0/1 masks over the instance's
+  target set (z = Xφ and h_ih_iᵀ once per instance, nothing gathered per split), masked sums in
   the (S, n, b) layout and a batched Cholesky solve of the m × m systems; instances of several n and S share a
   batch (docs/merlin.md, "Cost").
 """
@@ -29,19 +28,14 @@ import numpy as np
 
 from ...backend import get_backend, to_host
 
-__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "meta_validation_loss_and_grad", "ValidationSplits",
-           "split_orders", "balanced_split_orders", "seed_split_orders", "pad_orders"]
+__all__ = ["features", "empirical_loss_and_grad", "ridge_head", "ValidationSplits", "split_orders",
+           "balanced_split_orders", "seed_split_orders", "pad_orders"]
 
 
 def features(X, phi):
     """(z, H) = (Xφ, (Xφ)∘(Xφ)) for X (..., n, d), φ (..., d, m)."""
     z = X @ phi
     return z, z * z
-
-
-def _feature_grad(X, z, grad_H):
-    """∂/∂φ of Σ grad_H ∘ H through H = (Xφ)²: Xᵀ(2z ∘ grad_H), shape (..., d, m)."""
-    return (X.swapaxes(-1, -2) @ (2 * z * grad_H))
 
 
 def empirical_loss_and_grad(theta, phi, X, y, samples=None):
@@ -56,7 +50,8 @@ def empirical_loss_and_grad(theta, phi, X, y, samples=None):
     r = (H @ theta[..., None])[..., 0] - y
     loss = (r * r).sum(axis=-1) / n
     grad_theta = scale * (H.swapaxes(-1, -2) @ r[..., None])[..., 0]
-    grad_phi = _feature_grad(X, z, (scale * r)[..., :, None] * theta[..., None, :])
+    grad_H = (scale * r)[..., :, None] * theta[..., None, :]
+    grad_phi = X.swapaxes(-1, -2) @ (2 * z * grad_H)  # through H = (Xφ)²: Xᵀ(2z ∘ ∂L/∂H), (..., d, m)
     return loss, grad_theta, grad_phi
 
 
@@ -110,58 +105,6 @@ def _cholesky_solve(factor, rhs):
     return x
 
 
-def _validation_terms(H_tr, y_tr, H_v, y_v, ridge, grad, n_train=None, n_val=None):
-    """The ridge inner head, validation loss and ∂L_val/∂H of every split, in the layout (m, S, n, b).
-
-    The small dimensions lead and the batch is last (contiguous): every operation is a few whole-array
-    operations (the m × m normal matrices are solved by :func:`_cholesky`), not one tiny matrix product
-    per split and instance. H_tr (m, S, n_tr, b), y_tr (S, n_tr, b), H_v (m, S, n_v, b), y_v (S, n_v, b).
-    ``n_train, n_val`` (b,): the halves' sizes of instances padded with zero samples (default: the shapes).
-    Returns (loss (b,), ∂L/∂H_tr, ∂L/∂H_v (each summed over splits, not averaged), θ̂ (m, S, b)).
-    """
-    xp = get_backend(H_tr, y_tr)
-    m = H_tr.shape[0]
-    n_tr = H_tr.shape[2] if n_train is None else n_train
-    n_val = H_v.shape[2] if n_val is None else n_val
-    factor = _cholesky([[(H_tr[i] * H_tr[j]).sum(axis=1) for j in range(i)]
-                        + [(H_tr[i] * H_tr[i]).sum(axis=1) + n_tr * ridge] for i in range(m)])
-    head = xp.stack(_cholesky_solve(factor, list((H_tr * y_tr).sum(axis=2))))  # (m, S, b)
-    r_v = (H_v * head[:, :, None]).sum(axis=0) - y_v  # (S, n_v, b)
-    loss = (r_v * r_v).sum(axis=1).mean(axis=0) / n_val
-    if not grad:
-        return loss, None, None, head
-    u = xp.stack(_cholesky_solve(factor, list(2 / n_val * (H_v * r_v).sum(axis=2))))  # M⁻¹g, (m, S, b)
-    r_tr = y_tr - (H_tr * head[:, :, None]).sum(axis=0)  # (S, n_tr, b)
-    grad_H_tr = r_tr * u[:, :, None] - (H_tr * u[:, :, None]).sum(axis=0) * head[:, :, None]
-    grad_H_v = 2 / n_val * r_v * head[:, :, None]
-    return loss, grad_H_tr, grad_H_v, head
-
-
-def _to_split_layout(A):
-    """(B, S, n, m) → (m, S, n, B), contiguous."""
-    return get_backend(A).ascontiguousarray(A.transpose(3, 1, 2, 0))
-
-
-def meta_validation_loss_and_grad(phi, X_train, y_train, X_val, y_val, ridge, grad=True):
-    """MeRLin's validation loss averaged over S splits and its gradient in φ.
-
-    φ (B, d, m); X_train (B, S, n_tr, d), y_train (B, S, n_tr), X_val (B, S, n_v, d), y_val (B, S, n_v).
-    Returns (loss (B,), ∂loss/∂φ (B, d, m) or None, θ̂ (B, S, m)). The training flows use the same terms
-    through :class:`ValidationSplits` (the splits as orderings of one target set).
-    """
-    S = X_train.shape[1]
-    z_tr, H_tr = features(X_train, phi[:, None])
-    z_v, H_v = features(X_val, phi[:, None])
-    loss, grad_H_tr, grad_H_v, head = _validation_terms(
-        _to_split_layout(H_tr), y_train.transpose(1, 2, 0), _to_split_layout(H_v), y_val.transpose(1, 2, 0), ridge, grad)
-    head = head.transpose(2, 1, 0)
-    if not grad:
-        return loss, None, head
-    grad_phi = (_feature_grad(X_train, z_tr, grad_H_tr.transpose(3, 1, 2, 0))
-                + _feature_grad(X_val, z_v, grad_H_v.transpose(3, 1, 2, 0))).sum(axis=1) / S
-    return loss, grad_phi, head
-
-
 @dataclass(frozen=True)
 class ValidationSplits:
     """MeRLin's validation term for the training flows: S splits of each instance's target set as 0/1 masks.
@@ -180,13 +123,13 @@ class ValidationSplits:
       one product (2S, n) @ (n, m(m+1)/2 + m); the normal matrix M_s = Σ_{i∈tr} h_ih_iᵀ + n_trλ_hI is solved by
       a Cholesky factorization batched over (instance, split), and the validation loss of the split is
       θ̂ᵀQ_Vθ̂ − 2θ̂ᵀc_V + Σ_{i∈v} y_i² (Q_V, c_V the validation moments; its gradient in θ̂,
-      g = (2/n_v)(Q_Vθ̂ − c_V), and u = M⁻¹g as in :func:`meta_validation_loss_and_grad`);
+      g = (2/n_v)(Q_Vθ̂ − c_V), and u = M⁻¹g as in the module docstring);
     * backward: ∂L/∂h_i = A_ih_i − y_ic_i with A_i = Σ_s (2/n_v)V_si θ̂θ̂ᵀ − T_si(uθ̂ᵀ + θ̂uᵀ) and
       c_i = Σ_s (2/n_v)V_si θ̂ − T_si u — one product (n, 2S) @ (2S, m(m+1)/2 + m) — then ∂/∂φ = Xᵀ(2z ∘ ∂L/∂H).
 
     Padded samples and splits have zero masks and add nothing (an empty split's M is n_trλ_hI, its θ̂ and u zero);
-    each instance averages over its own splits. Equal to :func:`meta_validation_loss_and_grad` on the gathered
-    splits up to rounding (the loss from moments: absolute error ~1e-16·Σ_{i∈v} y_i², tested).
+    each instance averages over its own splits. Equal to a direct solve of each split up to rounding (the loss from
+    moments: absolute error ~1e-16·Σ_{i∈v} y_i², tested).
     """
 
     X: object

@@ -1,9 +1,10 @@
 r"""MTL Lemma 1 against trained finite-width networks: which infinite-width prediction each training and test
 protocol follows as the width grows (docs/mtl.md, "Finite-width training").
 
-For every width h, ``draws`` random networks (:mod:`~transfertheory.sim.mtl.network`) are trained with MTL and with ANIL from the same
-draw (:func:`~transfertheory.sim.mtl.training.train`), and their test predictions on one test task (:func:`~transfertheory.sim.mtl.training.adapted_predictions`)
-are compared with the four infinite-width predictions of :mod:`transfertheory.theory.mtl`:
+For every width h, ``draws`` random networks (:mod:`~transfertheory.sim.mtl.network`) are trained with MTL and with
+ANIL from the same draw (:func:`~transfertheory.sim.mtl.network.train`), and their test predictions on one test task
+(:func:`~transfertheory.sim.mtl.network.adapted_predictions`) are compared with the four infinite-width predictions
+of :mod:`transfertheory.theory.mtl`:
 
 * ``"mtl"``: F_MTL of Lemma 1 (MTL Eq. 15);
 * ``"derivation"`` / ``"statement"``: F_ANIL of Lemma 1 (Eq. 16) with Φ′_ANIL from App. Eqs. 61/66 or from the
@@ -35,8 +36,7 @@ from ...theory import mtl as MTL
 from ..integrator import count, flow_state_bytes
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
-from .network import NetworkShape, init_parameters
-from .training import TRAINING_FLOW, adapted_predictions, train, training_flow
+from .network import TRAINING_FLOW, NetworkShape, adapted_predictions, init_parameters, train, training_flow
 
 __all__ = ["REFERENCES", "MATCHES", "ROW_KEYS", "FIELDS", "STUDY_FLOW", "kernel_predictions", "finite_width_study",
            "MTL_NETWORKS"]
@@ -45,8 +45,8 @@ REFERENCES = ("mtl", "derivation", "statement", "adaptation")
 #: (method, test head) → the infinite-width prediction it should approach (module docstring)
 MATCHES = {("mtl", "initial"): "mtl", ("mtl", "fresh"): "adaptation", ("anil", "initial"): "derivation",
            ("anil", "trained"): "statement", ("anil", "fresh"): "adaptation"}
-#: the integrator's settings of :func:`finite_width_study`: :data:`.training.TRAINING_FLOW` at a 10× looser rtol
-#: (its gtol is replaced by 10⁻⁵·‖𝒴‖ unless ``flow`` is a record, :func:`.training.training_flow`)
+#: the integrator's settings of :func:`finite_width_study`: :data:`.network.TRAINING_FLOW` at a 10× looser rtol
+#: (its gtol is replaced by 10⁻⁵·‖𝒴‖ unless ``flow`` is a record, :func:`.network.training_flow`)
 STUDY_FLOW = TRAINING_FLOW.updated(rtol=1e-3)
 #: the arguments of :func:`finite_width_study` (a grid of ``width``) and fields of the ``mtl`` experiment by name
 FIELDS = {f.name: f for f in (Field("width", 256, P.WIDTH), Field("draws", 6, P.DRAWS),
@@ -80,14 +80,7 @@ def _rows(width, network, method, trained, predictions, references):
                            **trained.convergence.row(i), loss=float(trained.loss[i]))
 
 
-def _memory_estimate(problem: MTL.FewShotProblem, depth: int, width: int, networks: int) -> float:
-    """Peak bytes of training the ``networks`` (draws) networks of one width (the widths run one after another):
-    :func:`_sizes_estimate` of the problem's sizes."""
-    return _sizes_estimate(problem.tasks[0].shape[1], sum(len(x) for x in problem.tasks), len(problem.tasks), depth,
-                           width, networks)
-
-
-def _sizes_estimate(d, points, heads, depth, width, networks) -> float:
+def _memory_estimate(d, points, heads, depth, width, networks) -> float:
     """Peak bytes of training ``networks`` networks of one width on ``heads`` tasks of ``points`` points in all.
 
     The state of MTL (the larger: one head per task) has P = h(d + 1) + (L − 1)h(h + 1) + N(h + 1) parameters,
@@ -116,7 +109,7 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     with key (0, width) of ``seed`` and shared by both methods (paired); the fresh test head with key (1, width)
     (module docstring; ``seed``: an integer ≥ 0, or a numpy Generator or SeedSequence that gives one).
     ``widths`` is a non-empty sequence of integers ≥ 1. ``flow``: the integrator's settings of every network's
-    training — None (:data:`STUDY_FLOW` with gtol = 10⁻⁵·‖𝒴‖, :func:`.training.training_flow`), the changes
+    training — None (:data:`STUDY_FLOW` with gtol = 10⁻⁵·‖𝒴‖, :func:`.network.training_flow`), the changes
     of those by name (e.g. ``{"rtol": 1e-4}``) or a :class:`~..integrator.FlowSettings` taken as it is.
 
     ``max_memory`` (bytes or ``"64G"``; None: ``TRANSFERTHEORY_MAX_MEMORY``, else the memory available): the
@@ -130,9 +123,11 @@ def finite_width_study(problem: MTL.FewShotProblem, network: MTL.ReluNetwork, wi
     if test not in range(len(problem.support)):
         raise ValueError(f"test must be the index of a test task, in [0, {len(problem.support) - 1}], got {test!r}")
     xp = resolve_backend(backend)
-    check_memory(_memory_estimate(problem, network.depth, max(widths), draws), what="finite_width_study", xp=xp,
-                 max_memory=max_memory, params={"widths": widths, "draws": draws, "depth": network.depth,
-                                                "training points": sum(len(x) for x in problem.tasks)})
+    points = sum(len(x) for x in problem.tasks)
+    estimate = _memory_estimate(problem.tasks[0].shape[1], points, len(problem.tasks), network.depth, max(widths),
+                                draws)
+    check_memory(estimate, what="finite_width_study", xp=xp, max_memory=max_memory,
+                 params={"widths": widths, "draws": draws, "depth": network.depth, "training points": points})
     references = kernel_predictions(problem, network, lam_tau, lam_tau_hat, test)
     support, query = problem.support[test], problem.query[test]
     rows = []
@@ -156,7 +151,7 @@ def _mtl_memory(p, on_device) -> tuple:
     """Peak bytes of the ``mtl`` experiment at point ``p``: its synthetic problem (one test task) and the study."""
     sizes = {name: p[name] for name in ("tasks", "n", "n_support", "n_query", "d", "depth", "width", "draws")}
     data = MTL._problem_bytes(p["tasks"], p["n"], 1, p["n_support"], p["n_query"], p["d"])
-    return data + _sizes_estimate(p["d"], p["tasks"] * p["n"], p["tasks"], p["depth"], p["width"], p["draws"]), sizes
+    return data + _memory_estimate(p["d"], p["tasks"] * p["n"], p["tasks"], p["depth"], p["width"], p["draws"]), sizes
 
 
 def _mtl(p, seed, backend):

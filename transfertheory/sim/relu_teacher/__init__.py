@@ -6,8 +6,8 @@ source task is learned on the exact population loss, the target task on n noisel
 
 * :mod:`.network` — the network, FaF's initialization, the gradient flow on the product of spheres
   (package integrator, time rescaled by m, FaF's stopping rule), features, kernels, samples;
-* :mod:`.pretraining` — source pretraining on the exact population loss;
-* :mod:`.target_training` — scratch training, fine-tuning (empirical loss) and linear transfer;
+* :mod:`.training` — source pretraining on the exact population loss; scratch training, fine-tuning (empirical
+  loss) and linear transfer;
 * :mod:`.experiment` — :func:`run_transfer_experiment`, the tidy table of FaF §4's ablated transfer;
 * :mod:`.summary` — FaF Fig. 4's statistics of that table (:func:`.summary.summarize`): mean risks,
   transferability, the power law, the predicted boundaries and the simulated sign change with its teacher-clustered
@@ -15,45 +15,12 @@ source task is learned on the exact population loss, the target task on n noisel
 
 docs/relu.md documents the model, the derivations and what is measured.
 """
-from .network import (
-    INIT_OUTPUT_SCALE,
-    FlowReport,
-    feature_kernel,
-    features,
-    kernel_distance,
-    network_output,
-    paper_init,
-    sphere_flow,
-    target_norm_sq,
-    target_variance,
-    teacher_samples,
-)
-from .pretraining import PretrainResult, pretrain_source
-from .experiment import (
-    COLUMNS,
-    METHODS,
-    ROW_KEYS,
-    STATUSES,
-    PretrainedStudents,
-    run_transfer_experiment,
-    status_counts,
-)
-from .target_training import (
-    LinearFlow,
-    empirical_loss_and_gradients,
-    fine_tuning,
-    linear_transfer,
-    linear_transfer_flow,
-    scratch_training,
-    train_on_samples,
-)
+from . import experiment, training
+from .experiment import *  # noqa: F401,F403  (the package exports these modules' __all__)
+from .network import (INIT_OUTPUT_SCALE, FlowReport, feature_kernel, features, kernel_distance, network_output,
+                      paper_init, sphere_flow, target_norm_sq, target_variance, teacher_samples)
+from .training import *  # noqa: F401,F403
 
-__all__ = [
-    "INIT_OUTPUT_SCALE", "FlowReport", "feature_kernel", "features", "kernel_distance",
-    "network_output", "paper_init", "sphere_flow", "target_norm_sq", "target_variance", "teacher_samples",
-    "PretrainResult", "pretrain_source",
-    "LinearFlow", "empirical_loss_and_gradients", "fine_tuning", "linear_transfer", "linear_transfer_flow",
-    "scratch_training", "train_on_samples",
-    "COLUMNS", "METHODS", "ROW_KEYS", "STATUSES", "PretrainedStudents", "run_transfer_experiment",
-    "status_counts",
-]
+__all__ = ["INIT_OUTPUT_SCALE", "FlowReport", "feature_kernel", "features", "kernel_distance", "network_output",
+           "paper_init", "sphere_flow", "target_norm_sq", "target_variance", "teacher_samples",
+           *training.__all__, *experiment.__all__]

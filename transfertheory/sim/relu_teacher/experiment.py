@@ -2,15 +2,15 @@ r"""The FaF §4 transfer experiment (ablated teachers, FaF Eqs. 18–21, Fig. 4)
 
 For every teacher (FaF Eq. 20, :func:`~transfertheory.theory.relu.random_teacher`) and every μ, a source
 teacher drops round(μm*) of its neurons (Eq. 19) and a student of width m is pretrained on its exact
-population loss (:func:`.pretraining.pretrain_source`). For every n and data set (draw), n noiseless samples
+population loss (:func:`.training.pretrain_source`). For every n and data set (draw), n noiseless samples
 of the target teacher are drawn and shared by every μ and method (paired comparisons):
 
 * ``scratch`` — gradient flow from FaF's initialization (does not depend on μ: one flow per
   (n, teacher, draw), its row repeated for every μ so that each (μ, n, teacher, draw) has its pair);
 * ``linear`` — the pretrained student's output weights trained by gradient flow on the n samples, exactly
-  (:func:`.target_training.linear_transfer_flow`; FaF's stopping rule on the loss above its least-squares minimum);
+  (:func:`.training.linear_transfer_flow`; FaF's stopping rule on the loss above its least-squares minimum);
 * ``linear_minnorm`` — kernel interpolation with the pretrained features (minimum-norm least squares,
-  :func:`.target_training.linear_transfer`, the t → ∞ limit from c = 0; the object of FaF Eq. 21);
+  :func:`.training.linear_transfer`, the t → ∞ limit from c = 0; the object of FaF Eq. 21);
 * ``finetune`` — gradient flow of all weights from the pretrained student (optional).
 
 Every risk is exact: E(f − f_t*)² = 2·(population loss) against the target teacher, no test sampling.
@@ -45,12 +45,11 @@ from ...theory.relu import random_teacher, rkhs_projection_norms
 from ..convergence import Convergence, convergence_columns
 from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings, count
-from ..records import Experiment, Field, flow_arguments, flow_fields
+from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
-from .pretraining import PRETRAIN_FLOW, pretrain_source, pretraining_memory
-from .target_training import (TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, train_on_samples,
-                              training_memory)
+from .training import (PRETRAIN_FLOW, TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, pretrain_source,
+                       pretraining_memory, train_on_samples, training_memory)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,20 +146,15 @@ def _plan(d, m, m_star, mus, ns, teachers, draws, methods, seed, output, flow, p
           teacher_start=0, draw_start=0) -> _Plan:
     """Validate the arguments through the fields of ``faf_relu`` (ValueError naming the parameter and its range)
     and resolve the flows' settings (``linear_flow`` over the target flow's)."""
-    def check(name, value):
-        return FIELDS[name].check(value)
-
-    m_star = check("m_star", m_star)
+    m_star = FIELDS["m_star"].check(m_star)
     mus = _values("mus", mus)
     for mu in mus:
         dropped_count(mu, m_star)
     target_flow = TARGET_FLOW.overridden(flow, "flow")
-    return _Plan(d=check("d", d), m=check("m", m), m_star=m_star, mus=mus,
-                 ns=tuple(int(n) for n in _values("ns", ns)), teachers=check("teachers", teachers),
-                 draws=check("draws", draws), teacher_start=check("teacher_start", teacher_start),
-                 draw_start=check("draw_start", draw_start), methods=check("methods", methods),
-                 seed=root_seed(seed), output=check("output", output), target_flow=target_flow,
-                 pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
+    return _Plan(**checked(FIELDS, d=d, m=m, teachers=teachers, draws=draws, teacher_start=teacher_start,
+                           draw_start=draw_start, methods=methods, output=output),
+                 m_star=m_star, mus=mus, ns=tuple(int(n) for n in _values("ns", ns)), seed=root_seed(seed),
+                 target_flow=target_flow, pretrain_flow=PRETRAIN_FLOW.overridden(pretrain_flow, "pretrain_flow"),
                  linear_flow=target_flow.overridden(linear_flow, "linear_flow"))
 
 
@@ -183,18 +177,13 @@ def _teachers(plan: _Plan, xp):
     return to_device(np.stack([w for w, _ in drawn]), xp), to_device(np.stack([c for _, c in drawn]), xp)
 
 
-def _pretraining_plan(plan: _Plan) -> _Plan:
-    """``plan`` with the fields pretraining does not read set to fixed values: the key of :func:`_pretrained`."""
-    return replace(plan, mus=(), ns=(), draws=1, draw_start=0, methods=(), target_flow=plan.pretrain_flow,
-                   linear_flow=plan.pretrain_flow)
-
-
 @functools.lru_cache(maxsize=PRETRAINED_KEPT)
 def _pretrained(plan: _Plan, mu, backend):
     """Students pretrained on the μ-ablated source of every teacher, their table rows and their host arrays.
 
     Kept per process (least recently used first out): the chunks of one teacher (:func:`run_transfer_experiment`'s
-    ``draw_start``) that a process computes in turn pretrain it once. ``plan`` is a :func:`_pretraining_plan`.
+    ``draw_start``) that a process computes in turn pretrain it once. ``plan`` has the fields pretraining does not
+    read set to fixed values.
     """
     import pandas as pd
     xp = resolve_backend(backend)
@@ -306,9 +295,9 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -
 def _memory_estimate(plan: _Plan) -> float:
     """Peak bytes of :func:`run_transfer_experiment`, from the arrays it allocates (the stages run in turn).
 
-    The larger of pretraining (with a transfer method: :func:`.pretraining.pretraining_memory` of the T
+    The larger of pretraining (with a transfer method: :func:`.training.pretraining_memory` of the T
     teachers; the projection P⊥ of the pretrained features takes as much as its Grams) and target training at
-    the largest n (:func:`.target_training.training_memory` of the T·I networks; with scratch training, of the
+    the largest n (:func:`.training.training_memory` of the T·I networks; with scratch training, of the
     T·I·len(ns) networks of its one batch over every n, padded to the largest), plus what is kept throughout:
     the teachers and, per μ, the pretrained students and their sources (host and backend copies).
     """
@@ -345,17 +334,17 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     flow, pretrain_flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings
         The integrator's settings of target training (scratch, fine-tuning) and of pretraining:
-        :data:`.target_training.TARGET_FLOW` (rtol 3e-2) and :data:`.pretraining.PRETRAIN_FLOW` (rtol 1e-3), both
+        :data:`.training.TARGET_FLOW` (rtol 3e-2) and :data:`.training.PRETRAIN_FLOW` (rtol 1e-3), both
         with max_time 1e3 (half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses have
         no ½) and FaF's stopping rule loss ≤ loss_tol = 1e-6 (status ``loss_tol``), with the given changes
         (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"max_time": 3e4}``). FaF's
         own protocol, gradient descent at its rate for its steps, is ``flow=pretrain_flow=``
-        :func:`transfertheory.sim.gradient_descent.faf_relu_gradient_descent` ``(m)`` (``linear`` then runs its
-        exact flow for the same time).
+        :func:`transfertheory.sim.gradient_descent.paper_gradient_descent` ``(0.01 * m, 10**5, time_scale=m)``
+        (``linear`` then runs its exact flow for the same time).
     linear_flow : None, FlowSettings or a mapping
         The settings of ``linear``'s flow: target training's (after ``flow``) with the given changes. Its flow is
         solved in closed form, so ``linear_flow={"max_time": 1e30}`` costs no more than 1e3 and lets every flow
-        meet its stopping rule (:func:`.target_training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
+        meet its stopping rule (:func:`.training.linear_transfer_flow`: L̂ − L̂_min ≤ ``loss_tol``).
     backend : str or None
         Array backend name (:func:`transfertheory.backend.resolve_backend`).
     max_memory : int, str or None
@@ -396,7 +385,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
     norms = {"target_variance": target_variance(W_t, c_t), "target_norm_sq": target_norm_sq(W_t, c_t)}
     norms = {k: np.repeat(np.asarray(to_host(v)), plan.draws) for k, v in norms.items()}
     transfer = [mth for mth in plan.methods if mth != "scratch"]
-    key = _pretraining_plan(plan)
+    key = replace(plan, mus=(), ns=(), draws=1, draw_start=0, methods=(), target_flow=plan.pretrain_flow,
+                  linear_flow=plan.pretrain_flow)  # the fields pretraining does not read fixed: _pretrained's key
     pretrained = {mu: _pretrained(key, mu, backend_name(xp)) for mu in plan.mus} if transfer else {}
     samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
     scratch = _scratch_flows(plan, samples, xp) if "scratch" in plan.methods else {}
