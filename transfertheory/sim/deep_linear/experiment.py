@@ -383,7 +383,7 @@ def run_transfer_experiment(
         ``TRANSFERTHEORY_BACKEND`` (default "auto": CuPy when a GPU is usable).
     flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings by name
         The integrator's settings of the target flows (scratch, fine-tuning, linear transfer by flow):
-        :data:`~.training.TARGET_FLOW` (gtol 1e-6, max_time 1e4, rtol 1e-3) with the given changes
+        :data:`~transfertheory.sim.deep_linear.training.TARGET_FLOW` (gtol 1e-6, max_time 1e4, rtol 1e-3) with the given changes
         (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"rtol": 1e-5}``).
         Convergence is ‖∇L‖ ≤ gtol (gradient w.r.t. all trained weights) and ‖∇_βL‖ ≤ gtol (end-to-end
         gradient; rules out the saddle W = 0); ``max_time`` is the flow-time budget per draw; ``rtol`` the
@@ -391,7 +391,7 @@ def run_transfer_experiment(
         limit by a bias that grows with θ and σ: ≤ 1.8e-3 per draw at σ = 0.2 up to θ = 3π/8, 6e-3 at σ = 2,
         θ = π/2; each decade of rtol divides it by ≈ 4.5 (scratch: ≤ 2e-5; docs/simulator.md, "Tolerance vs risk").
     pretrain_flow : None, FlowSettings or a mapping
-        The same for pretraining: :data:`~.training.PRETRAIN_FLOW` (gtol 1e-8, rtol 1e-4) with the changes.
+        The same for pretraining: :data:`~transfertheory.sim.deep_linear.training.PRETRAIN_FLOW` (gtol 1e-8, rtol 1e-4) with the changes.
     init : "gaussian" | "balanced" | "assumption22"
     linear_solver : "exact" | "flow"
     feature_cutoff : float ≥ 0 or None

@@ -334,9 +334,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
         Teacher output weights (:func:`~transfertheory.theory.relu.random_teacher`).
     flow, pretrain_flow : None, :class:`~transfertheory.sim.integrator.FlowSettings` or a mapping of its settings
         The integrator's settings of target training (scratch, fine-tuning) and of pretraining:
-        :data:`.training.TARGET_FLOW` (rtol 3e-2) and :data:`.training.PRETRAIN_FLOW` (rtol 1e-3), both
-        with max_time 1e3 (half FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses have
-        no ½) and FaF's stopping rule loss ≤ loss_tol = 1e-6 (status ``loss_tol``), with the given changes
+        :data:`~transfertheory.sim.relu_teacher.training.TARGET_FLOW` (rtol 3e-2) and
+        :data:`~transfertheory.sim.relu_teacher.training.PRETRAIN_FLOW` (rtol 1e-3), both with max_time 1e3 (half
+        FaF's 1e5 iterations at rate 0.01·m, which are t = 2e3 since FaF's losses have no ½) and FaF's stopping
+        rule loss ≤ loss_tol = 1e-6 (status ``loss_tol``), with the given changes
         (:meth:`~transfertheory.sim.integrator.FlowSettings.overridden`, e.g. ``flow={"max_time": 3e4}``). FaF's
         own protocol, gradient descent at its rate for its steps, is ``flow=pretrain_flow=``
         :func:`transfertheory.sim.gradient_descent.paper_gradient_descent` ``(0.01 * m, 10**5, time_scale=m)``
