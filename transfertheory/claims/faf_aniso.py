@@ -38,7 +38,7 @@ from .compare import ROUNDING, agreement, holds, mc_agreement, mean_se, weighted
 from .faf_linear import _risk, pinv_solution
 from .faf_linear_sim import _reaches_limits, alpha_rate
 from .faf_linear_sim import _sim_point as _isotropic_sim_point
-from .faf_linear_sim import _simulate as _simulate_deep_linear
+from .faf_linear_sim import _simulate
 from .registry import combine, register
 
 # --------------------------------------------------------------------------- strategies
@@ -254,14 +254,6 @@ def _sim_point(profile):
     return _isotropic_sim_point(profile, spectrum=_spectra(1.0, 4.0), teacher=_TEACHERS)
 
 
-def _simulate(case, methods, draws, rtol=None, pretrain_flow=None):
-    """The isotropic claims' simulator table with the point's spectrum and teacher family (``pretrain_flow``: changes
-    to the pretraining's settings)."""
-    options = dict(spectrum=case.params["spectrum"], teacher=case.params["teacher"], flow={"rtol": rtol},
-                   pretrain_flow=pretrain_flow)
-    return _simulate_deep_linear(case, methods, draws=draws, options=options)
-
-
 #: target draws of the per-draw comparisons (each draw is checked, so a few suffice)
 _PER_DRAW = 6
 #: the integrator's rtol of the per-draw comparisons: at 1e-3 a fine-tuned draw lies as far from its limit as the
@@ -278,7 +270,7 @@ LIMITS_ALLOWANCE = 5e-4
                     "X⁺y + c(I − P)β_pre on every draw (the isotropic derivation carries over)")
 def _limits(case):
     p = case.params
-    df = _simulate(case, ("scratch", "finetune"), _PER_DRAW, rtol=_LIMITS_RTOL)
+    df = _simulate(case, ("scratch", "finetune"), draws=_PER_DRAW, options=dict(flow={"rtol": _LIMITS_RTOL}))
     lam, beta_s, beta_t = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     results = []
     for i in range(_PER_DRAW):
@@ -314,9 +306,9 @@ def _linear_sim(case):
     the mean of that limit over the profile's ``reference_draws`` draws (the trained ones among them) by the 4-SE rule:
     the mean of 100 right-skewed risks τ² + (τ² + σ²)·χ²₁/χ²ₙ-like has a heavy left tail of z (docs/testing.md)."""
     p = case.params
-    df = _simulate(case, ("linear",), case.profile.sim_draws, pretrain_flow=_LINEAR_PRETRAIN)
+    df = _simulate(case, ("linear",), options=dict(pretrain_flow=_LINEAR_PRETRAIN))
     lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
-    reached, _, limit, draws = _reaches_limits(case, df, "linear", 0.0, ("linear",), scratch=False)
+    reached, _, limit, draws = _reaches_limits(case, df, "linear", 0.0, ("linear",))
     pre = df.attrs["pretrain"]
     return combine([
         *reached,
