@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import strategies as st
@@ -120,11 +121,12 @@ def _limit_risks(X, y, beta_s, beta_t, method, lam, spectrum=1.0, depth=2):
     return scratch_risk, _risk(head[..., None] * beta_s, beta_t, spectrum)
 
 
-def _limit_sample(case, method, lam, trained, draws):
+def _limit_sample(case, method, lam, trained, draws, depth=2):
     """(scratch, method) limit risks of ``draws`` target draws at the case's point: first the simulator's draws
     0, …, ``trained`` − 1 (X, y rebuilt from its seed, :func:`~transfertheory.sim.deep_linear.target_draw`), then
     further ones of the same law from the case's generator, in chunks of ≈ 32 MB. A point with a ``spectrum`` (and a
-    ``teacher`` family; the anisotropic claims) has inputs x = z·√λ, the simulator's tasks and the Σ-risk."""
+    ``teacher`` family; the anisotropic claims) has inputs x = z·√λ, the simulator's tasks and the Σ-risk; ``depth``:
+    the fine-tuned network's (:func:`_limit_risks`)."""
     p, seed, rng = case.params, case.seed % 2**32, case.rng
     d, n = p["d"], p["n"]
     spectrum = S.spectrum(p["spectrum"], d) if "spectrum" in p else None
@@ -132,14 +134,14 @@ def _limit_sample(case, method, lam, trained, draws):
     weight = 1.0 if spectrum is None else spectrum  # the risk's Σ
     X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, p["sigma"], seed, 0, i, spectrum)
                                        for i in range(trained))))
-    parts = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam, weight)]
+    parts = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam, weight, depth)]
     chunk = max(1, 4_000_000 // (n * d))
     for start in range(trained, draws, chunk):
         X = rng.standard_normal((min(chunk, draws - start), n, d))
         if spectrum is not None:
             X = X * np.sqrt(spectrum)
         y = X @ beta_t[0] + p["sigma"] * rng.standard_normal(X.shape[:2])
-        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam, weight))
+        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam, weight, depth))
     return tuple(np.concatenate(part) for part in zip(*parts))
 
 
@@ -250,7 +252,7 @@ _DEPTH_ALLOWANCE = {3: 1.3e-3, 4: 2.2e-3}
 def _fine_tuning_at_depth(case, depth):
     """The simulated L-layer fine-tuning at σ = 2, γ = ½, θ = 0 (where the corrected limit's depth dependence is
     largest: T = 0.34, 0.12, −0.09 at L = 2, 3, 4, d = 32), paired per draw with the limits of the same draw
-    (X, y rebuilt from the simulator's seed, :func:`~transfertheory.sim.deep_linear.target_draw`):
+    (:func:`_limit_sample`):
 
     * every draw's fine-tuned risk is that of its corrected L-layer limit within the allowance (the integrator's and
       finite α's error, measured on other seeds);
@@ -261,16 +263,12 @@ def _fine_tuning_at_depth(case, depth):
     Scratch is not compared per draw: its limit X⁺y does not depend on L (faf.thm3.5), and its O(α) offset at this
     α (up to 0.015 per draw at L = 3 and 4) would only blunt the check. Quick profile only (d = 32, 100 draws)."""
     d = case.profile.sim_d[1]
-    n, sigma, seed = d // 2, 2.0, case.seed % 2**32
-    df = _simulate(case, ("scratch", "finetune"), d=d, n=n, theta=0.0, sigma=sigma, depth=depth,
-                   alpha=_DEPTH_ALPHA, options=dict(flow=FINE_TUNE_FLOW))
-    beta_s, _, beta_t = dl.task_vectors(d, [0.0], seed)
-    draws = sorted(df["draw"].unique())
-    X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, sigma, seed, 0, i) for i in draws)))
-    y = Y[..., 0]
-    limit_scratch, limit_ft = _limit_risks(X, y, beta_s, beta_t[0], "finetune", 0.0, depth=depth)
-    _, two_ft = _limit_risks(X, y, beta_s, beta_t[0], "finetune", 0.0)
-    simulated = df[df["method"] == "finetune"].set_index("draw").loc[draws, "risk"].to_numpy()
+    n, sigma, seed, draws = d // 2, 2.0, case.seed % 2**32, case.profile.sim_draws
+    case = replace(case, params={"d": d, "n": n, "theta": 0.0, "sigma": sigma})
+    df = _simulate(case, ("scratch", "finetune"), depth=depth, alpha=_DEPTH_ALPHA, options=dict(flow=FINE_TUNE_FLOW))
+    limit_scratch, limit_ft = _limit_sample(case, "finetune", 0.0, draws, draws, depth)
+    _, two_ft = _limit_sample(case, "finetune", 0.0, draws, draws)
+    simulated = df[df["method"] == "finetune"].sort_values("draw")["risk"].to_numpy()
     gap = np.abs(simulated - limit_ft)
     worst, allowance = int(np.argmax(gap)), case.claim.allowance
     record, reference = METHODS["finetune"], dict(draws=case.profile.reference_draws, seed=seed)
@@ -278,7 +276,7 @@ def _fine_tuning_at_depth(case, depth):
     mean_two, se_two = mean_se(simulated - two_ft)
     return combine([
         within(float(gap[worst]), 0.0, allowance,
-               f"largest |R_ft − R_ft of the L={depth} corrected limit| over {len(draws)} draws (draw {worst})"),
+               f"largest |R_ft − R_ft of the L={depth} corrected limit| over {draws} draws (draw {worst})"),
         agreement(*mean_se(limit_scratch - limit_ft), float(deep), reference_se=float(deep_se),
                   label=f"paired T of the L={depth} limit on the simulated draws vs the record's T_ft "
                         f"(d={d}, n={n}, θ=0, σ=2)"),
