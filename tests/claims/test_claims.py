@@ -371,8 +371,8 @@ def _two_layer_exponent(limit):
 
 
 def _transferability_scaled(risks, factor):
-    def scaled(X, y, beta_pre, beta_t, depth):
-        scratch, fine_tuned = risks(X, y, beta_pre, beta_t, depth)
+    def scaled(*args, **kwargs):
+        scratch, fine_tuned = risks(*args, **kwargs)
         return scratch, scratch - factor * (scratch - fine_tuned)
     return scaled
 
@@ -392,8 +392,7 @@ def test_the_depth_claims_fail_when_the_per_draw_limit_is_wrong(depth, perturbed
     if perturbed == "two-layer exponent":
         monkeypatch.setattr(faf_linear_sim, "fine_tune_limit", _two_layer_exponent(faf_linear_sim.fine_tune_limit))
     else:
-        monkeypatch.setattr(faf_linear_sim, "_depth_limit_risks",
-                            _transferability_scaled(faf_linear_sim._depth_limit_risks, 1.5))
+        monkeypatch.setattr(faf_linear_sim, "_limit_risks", _transferability_scaled(faf_linear_sim._limit_risks, 1.5))
     outcome = claims.check_point(claim_id, {}, QUICK)
     assert outcome.status == claims.FAIL
     assert outcome.result.criterion.statistic == "|Δ|" and outcome.result.discrepancy > 10 * allowance

@@ -26,7 +26,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from transfertheory.claims.faf_relu import network_on, rows_with_cosines, sampled_half_square_error, sampled_kernel
+from transfertheory.claims.faf_relu import rows_with_cosines, sampled_half_square_error, sampled_kernel
+from transfertheory.sim.relu_teacher.network import network_output
 from transfertheory.theory import relu as R
 
 #: (|z|, label) of every Monte Carlo comparison of this module
@@ -298,7 +299,7 @@ def test_ablated_teacher_is_eq19():
     x = rng.standard_normal((50, 4))
     kept_mask = np.isin(np.arange(10), source.kept)
     eq19 = np.maximum(x @ W_star.T, 0.0)[:, kept_mask] @ c_star[kept_mask] / ((1 - 0.3) * 10)
-    np.testing.assert_allclose(network_on(x, source.W, source.c), eq19, rtol=1e-13)
+    np.testing.assert_allclose(network_output(source.W, source.c, x), eq19, rtol=1e-13)
     assert R.ablated_teacher(W_star, c_star, 0.0, rng).W.shape == (10, 4)
     assert R.dropped_count(0.24, 10) == 2 and R.dropped_count(0.26, 10) == 3
 

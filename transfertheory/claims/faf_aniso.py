@@ -22,6 +22,7 @@ mean is the exact one-feature formula.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -38,7 +39,7 @@ from .compare import ROUNDING, agreement, holds, mc_agreement, mean_se, weighted
 from .faf_linear import _risk, pinv_solution
 from .faf_linear_sim import _reaches_limits, alpha_rate
 from .faf_linear_sim import _sim_point as _isotropic_sim_point
-from .faf_linear_sim import _simulate as _simulate_deep_linear
+from .faf_linear_sim import _simulate
 from .registry import combine, register
 
 # --------------------------------------------------------------------------- strategies
@@ -157,8 +158,8 @@ _BATCH = 2**22
 
 def _size_limit(case, rung):
     """The equivalents' statement: at the point's families, θ, σ, λ and n/d, the Monte Carlo mean minus the equivalent
-    vanishes as the size grows, at least as fast as 1/d. ``rung(lam, beta_s, beta_t, X, y, n)`` → {name: (samples,
-    equivalent)} at one rung of :data:`LADDER`; per name the gaps are fitted as a + b·d^(−p) for each p of
+    vanishes as the size grows, at least as fast as 1/d. ``rung(p, lam, beta_s, beta_t, X, y, n)`` → {name: (samples,
+    equivalent)} at one rung of :data:`LADDER` (``p`` the point's parameters); per name the gaps are fitted as a + b·d^(−p) for each p of
     :data:`RATES` (weights 1/SE², SEs no smaller than the rounding of the equivalent); the limit a of the fit with the
     smallest χ² must be 0 within 4 SE: a constant error of the equivalent is a limit no decay absorbs."""
     p, gaps = case.params, {}
@@ -168,7 +169,7 @@ def _size_limit(case, rung):
         samples, equivalents = {}, {}
         for start in range(0, reps, batch):
             lam, beta_s, beta_t, X, y = _draw(case, scale, min(batch, reps - start), rng)
-            for name, (values, equivalent) in rung(lam, beta_s, beta_t, X, y, scale * p["n"]).items():
+            for name, (values, equivalent) in rung(p, lam, beta_s, beta_t, X, y, scale * p["n"]).items():
                 samples.setdefault(name, []).append(values)
                 equivalents[name] = float(equivalent)
         for name, values in samples.items():
@@ -194,55 +195,52 @@ def _size_limit(case, rung):
     return combine(results)
 
 
-_EQUIVALENT = dict(kind="monte-carlo",
-                   allowance_reason="none: the limit of the gap over the size ladder is held to 0; the finite-size "
-                                    "error of the equivalent is the fitted b·d^(−p)")
+def _equivalent(id, **options):
+    """Decorator: register the decorated rung (:func:`_size_limit`'s ``rung``) as claim ``id``, checked by
+    :func:`_size_limit` (``options``: the other keywords of :func:`~.registry.register`)."""
+    def decorate(rung):
+        return register(id, kind="monte-carlo", **options, allowance_reason=(
+            "none: the limit of the gap over the size ladder is held to 0; the finite-size error of the equivalent is "
+            "the fitted b·d^(−p)"))(functools.partial(_size_limit, rung=rung))
+    return decorate
+
+
 _LIMIT = (f"the Monte Carlo mean minus the equivalent at (n, d) × {', '.join(map(str, LADDER))} (same families, θ, σ, "
           "n/d) vanishes at least as fast as 1/d: of the fits a + b·d^(−p), p = 1…3, the best has a limit a within 4 SE "
           "of 0")
 
 
-@register("faf.aniso.scratch", source="FaF §3 with anisotropic inputs: minimum-norm interpolation (HMRT 2022 Thm 2)",
-          method="scratch",
-          strategy=_equivalent_point,
-          statement="for n < d, E‖X⁺y − β_t‖²_Σ ≍ κ²β_tᵀΣ(Σ+κ)⁻²β_t/(1 − df₂/n) + σ²(df₂/n)/(1 − df₂/n) with "
-                    f"Σ λ_i/(λ_i + κ) = n: {_LIMIT}", **_EQUIVALENT)
-def _scratch_equivalent(case):
-    sigma = case.params["sigma"]
-    return _size_limit(case, lambda lam, beta_s, beta_t, X, y, n: {
-        "scratch risk": (_risk(min_norm_solution(X, y), beta_t, lam), A.scratch_risk(lam, beta_t, n, sigma))})
+@_equivalent("faf.aniso.scratch", source="FaF §3 with anisotropic inputs: minimum-norm interpolation (HMRT 2022 Thm 2)",
+             method="scratch",
+             strategy=_equivalent_point,
+             statement="for n < d, E‖X⁺y − β_t‖²_Σ ≍ κ²β_tᵀΣ(Σ+κ)⁻²β_t/(1 − df₂/n) + σ²(df₂/n)/(1 − df₂/n) with "
+                       f"Σ λ_i/(λ_i + κ) = n: {_LIMIT}")
+def _scratch_equivalent(p, lam, beta_s, beta_t, X, y, n):
+    return {"scratch risk": (_risk(min_norm_solution(X, y), beta_t, lam), A.scratch_risk(lam, beta_t, n, p["sigma"]))}
 
 
-@register("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)",
-          method="ridge",
-          strategy=lambda profile: _equivalent_point(profile, ridge=True),
-          statement=f"ridge (XᵀX + nλ)⁻¹Xᵀy: E R ≍ B + σ²V with κ(1 − df₁(κ)/n) = λ: {_LIMIT}", **_EQUIVALENT)
-def _ridge_equivalent(case):
-    p = case.params
-
-    def rung(lam, beta_s, beta_t, X, y, n):
-        # (XᵀX + nλ)⁻¹Xᵀy = Xᵀ(XXᵀ + nλ)⁻¹y: the n × n system (n < d)
-        beta_hat = np.swapaxes(X, -1, -2) @ np.linalg.solve(X @ np.swapaxes(X, -1, -2) + n * p["ridge"] * np.eye(n),
-                                                            y[..., None])
-        return {"ridge risk": (_risk(beta_hat[..., 0], beta_t, lam), A.ridge_risk(lam, beta_t, n, p["sigma"], p["ridge"]))}
-    return _size_limit(case, rung)
+@_equivalent("faf.aniso.ridge", source="FaF §3 with anisotropic inputs: ridge regression (Bach 2024 §3)",
+             method="ridge",
+             strategy=lambda profile: _equivalent_point(profile, ridge=True),
+             statement=f"ridge (XᵀX + nλ)⁻¹Xᵀy: E R ≍ B + σ²V with κ(1 − df₁(κ)/n) = λ: {_LIMIT}")
+def _ridge_equivalent(p, lam, beta_s, beta_t, X, y, n):
+    # (XᵀX + nλ)⁻¹Xᵀy = Xᵀ(XXᵀ + nλ)⁻¹y: the n × n system (n < d)
+    beta_hat = np.swapaxes(X, -1, -2) @ np.linalg.solve(X @ np.swapaxes(X, -1, -2) + n * p["ridge"] * np.eye(n),
+                                                        y[..., None])
+    return {"ridge risk": (_risk(beta_hat[..., 0], beta_t, lam), A.ridge_risk(lam, beta_t, n, p["sigma"], p["ridge"]))}
 
 
-@register("faf.aniso.finetune", source="FaF §3 with anisotropic inputs: fine-tuning's gradient-flow limit",
-          method="finetune",
-          strategy=_equivalent_point,
-          statement="the limit X⁺y + c(I − P)β_s has E R_ft ≍ B(cβ_s − β_t) + σ²V and T_ft ≍ B(β_t) − B(cβ_s − β_t), "
-                    "c from ‖β_s‖²c⁴ = c²Σκβ_s²/(λ+κ) + ‖β_t‖² − Σκβ_t²/(λ+κ) + σ²/κ (L = 2); for each of the two, "
-                    f"{_LIMIT}", **_EQUIVALENT)
-def _finetune_equivalent(case):
-    sigma = case.params["sigma"]
-
-    def rung(lam, beta_s, beta_t, X, y, n):
-        scratch = _risk(min_norm_solution(X, y), beta_t, lam)
-        tuned = _risk(FT.fine_tune_limit(X, y, beta_s), beta_t, lam)
-        return {"E R_ft": (tuned, A.fine_tune_risk(lam, beta_s, beta_t, n, sigma)),
-                "T_ft": (scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t, n, sigma))}
-    return _size_limit(case, rung)
+@_equivalent("faf.aniso.finetune", source="FaF §3 with anisotropic inputs: fine-tuning's gradient-flow limit",
+             method="finetune",
+             strategy=_equivalent_point,
+             statement="the limit X⁺y + c(I − P)β_s has E R_ft ≍ B(cβ_s − β_t) + σ²V and T_ft ≍ B(β_t) − "
+                       "B(cβ_s − β_t), c from ‖β_s‖²c⁴ = c²Σκβ_s²/(λ+κ) + ‖β_t‖² − Σκβ_t²/(λ+κ) + σ²/κ (L = 2); for "
+                       f"each of the two, {_LIMIT}")
+def _finetune_equivalent(p, lam, beta_s, beta_t, X, y, n):
+    scratch = _risk(min_norm_solution(X, y), beta_t, lam)
+    tuned = _risk(FT.fine_tune_limit(X, y, beta_s), beta_t, lam)
+    return {"E R_ft": (tuned, A.fine_tune_risk(lam, beta_s, beta_t, n, p["sigma"])),
+            "T_ft": (scratch - tuned, A.fine_tune_transferability(lam, beta_s, beta_t, n, p["sigma"]))}
 
 
 # --------------------------------------------------------------------------- the simulator
@@ -252,14 +250,6 @@ def _sim_point(profile):
     """The isotropic simulation claims' points with a spectrum and a teacher family; moderate spectra (a ≤ 1) so every
     flow converges."""
     return _isotropic_sim_point(profile, spectrum=_spectra(1.0, 4.0), teacher=_TEACHERS)
-
-
-def _simulate(case, methods, draws, rtol=None, pretrain_flow=None):
-    """The isotropic claims' simulator table with the point's spectrum and teacher family (``pretrain_flow``: changes
-    to the pretraining's settings)."""
-    options = dict(spectrum=case.params["spectrum"], teacher=case.params["teacher"], flow={"rtol": rtol},
-                   pretrain_flow=pretrain_flow)
-    return _simulate_deep_linear(case, methods, draws=draws, options=options)
 
 
 #: target draws of the per-draw comparisons (each draw is checked, so a few suffice)
@@ -278,7 +268,7 @@ LIMITS_ALLOWANCE = 5e-4
                     "X⁺y + c(I − P)β_pre on every draw (the isotropic derivation carries over)")
 def _limits(case):
     p = case.params
-    df = _simulate(case, ("scratch", "finetune"), _PER_DRAW, rtol=_LIMITS_RTOL)
+    df = _simulate(case, ("scratch", "finetune"), draws=_PER_DRAW, options=dict(flow={"rtol": _LIMITS_RTOL}))
     lam, beta_s, beta_t = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
     results = []
     for i in range(_PER_DRAW):
@@ -314,9 +304,9 @@ def _linear_sim(case):
     the mean of that limit over the profile's ``reference_draws`` draws (the trained ones among them) by the 4-SE rule:
     the mean of 100 right-skewed risks τ² + (τ² + σ²)·χ²₁/χ²ₙ-like has a heavy left tail of z (docs/testing.md)."""
     p = case.params
-    df = _simulate(case, ("linear",), case.profile.sim_draws, pretrain_flow=_LINEAR_PRETRAIN)
+    df = _simulate(case, ("linear",), options=dict(pretrain_flow=_LINEAR_PRETRAIN))
     lam, beta_s, (beta_t,) = S.task(p["spectrum"], p["teacher"], p["d"], [p["theta"]])
-    reached, _, limit, draws = _reaches_limits(case, df, "linear", 0.0, ("linear",), scratch=False)
+    reached, _, limit, draws = _reaches_limits(case, df, "linear", 0.0, ("linear",))
     pre = df.attrs["pretrain"]
     return combine([
         *reached,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import strategies as st
@@ -82,13 +83,14 @@ def _sim_point(profile, *, lam=False, theta=(0.0, math.pi / 2), sigma=(0.0, 1.0)
 
 
 def _simulate(case, methods, ridge=(0.0,), draws=None, depth=2, alpha=1e-5, options=None, **point):
-    """Simulator table at the case's point (overridden by ``point``) for an L = ``depth`` network initialized at
-    scale ``alpha`` (``options``: further arguments of the simulator); raises if a draw did not converge."""
+    """Simulator table at the case's point (overridden by ``point``; its ``spectrum`` and ``teacher`` family where it
+    has them, the anisotropic claims) for an L = ``depth`` network initialized at scale ``alpha`` (``options``: further
+    arguments of the simulator); raises if a draw did not converge."""
     p = {**case.params, **point}
     df = dl.run_transfer_experiment(
         p["d"], [p["n"] / p["d"]], [p["theta"]], p["sigma"], draws or case.profile.sim_draws, depth=depth, alpha=alpha,
         methods=methods, ridge=ridge, seed=case.seed % 2**32, backend=case.profile.backend, progress=False,
-        **(options or {}))
+        spectrum=p.get("spectrum"), teacher=p.get("teacher"), **(options or {}))
     if not df["converged"].all():
         bad = df.loc[~df["converged"], ["method", "status"]].value_counts().to_dict()
         raise RuntimeError(f"{int((~df['converged']).sum())} of {len(df)} runs did not converge: {bad}")
@@ -105,17 +107,13 @@ def _paired(df, method):
 # --------------------------------------------------------------------------- mean risks (Thms 3.6–3.9)
 
 
-def _limit_risks(X, y, beta_s, beta_t, method, lam, spectrum=1.0, scratch=True):
+def _limit_risks(X, y, beta_s, beta_t, method, lam, spectrum=1.0, depth=2):
     """(scratch, method) risks ‖β̂ − β_t‖²_Σ (Σ = diag(``spectrum``); 1: isotropic) of the gradient-flow limits of a
     stack of draws: X⁺y; the last layer on the one pretrained feature z = Xβ_s, b = zᵀy/(‖z‖² + nλ) (least squares
-    at λ = 0, FaF Eqs. 11, 14); the corrected fine-tuning limit. ``scratch`` False: linear transfer's alone (the
-    scratch risks an empty array, no pseudo-inverse)."""
+    at λ = 0, FaF Eqs. 11, 14); the corrected fine-tuning limit of an L = ``depth`` network."""
+    scratch_risk = _risk(min_norm_solution(X, y), beta_t, spectrum)
     if method == "finetune":
-        return _depth_limit_risks(X, y, beta_s, beta_t, 2, spectrum)
-    if method == "scratch" or scratch:
-        scratch_risk = _risk(min_norm_solution(X, y), beta_t, spectrum)
-    else:
-        scratch_risk = np.empty(0)
+        return scratch_risk, _risk(fine_tune_limit(X, y, beta_s, depth=depth), beta_t, spectrum)
     if method == "scratch":
         return scratch_risk, scratch_risk
     z = X @ beta_s
@@ -123,12 +121,12 @@ def _limit_risks(X, y, beta_s, beta_t, method, lam, spectrum=1.0, scratch=True):
     return scratch_risk, _risk(head[..., None] * beta_s, beta_t, spectrum)
 
 
-def _limit_sample(case, method, lam, trained, draws, scratch=True):
+def _limit_sample(case, method, lam, trained, draws, depth=2):
     """(scratch, method) limit risks of ``draws`` target draws at the case's point: first the simulator's draws
     0, …, ``trained`` − 1 (X, y rebuilt from its seed, :func:`~transfertheory.sim.deep_linear.target_draw`), then
     further ones of the same law from the case's generator, in chunks of ≈ 32 MB. A point with a ``spectrum`` (and a
-    ``teacher`` family; the anisotropic claims) has inputs x = z·√λ, the simulator's tasks and the Σ-risk.
-    ``scratch`` False: linear transfer's risks alone (:func:`_limit_risks`)."""
+    ``teacher`` family; the anisotropic claims) has inputs x = z·√λ, the simulator's tasks and the Σ-risk; ``depth``:
+    the fine-tuned network's (:func:`_limit_risks`)."""
     p, seed, rng = case.params, case.seed % 2**32, case.rng
     d, n = p["d"], p["n"]
     spectrum = S.spectrum(p["spectrum"], d) if "spectrum" in p else None
@@ -136,26 +134,26 @@ def _limit_sample(case, method, lam, trained, draws, scratch=True):
     weight = 1.0 if spectrum is None else spectrum  # the risk's Σ
     X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, p["sigma"], seed, 0, i, spectrum)
                                        for i in range(trained))))
-    parts = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam, weight, scratch)]
+    parts = [_limit_risks(X, Y[..., 0], beta_s, beta_t[0], method, lam, weight, depth)]
     chunk = max(1, 4_000_000 // (n * d))
     for start in range(trained, draws, chunk):
         X = rng.standard_normal((min(chunk, draws - start), n, d))
         if spectrum is not None:
             X = X * np.sqrt(spectrum)
         y = X @ beta_t[0] + p["sigma"] * rng.standard_normal(X.shape[:2])
-        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam, weight, scratch))
+        parts.append(_limit_risks(X, y, beta_s, beta_t[0], method, lam, weight, depth))
     return tuple(np.concatenate(part) for part in zip(*parts))
 
 
-def _reaches_limits(case, df, method, lam, flows, scratch=True):
+def _reaches_limits(case, df, method, lam, flows):
     """(checks, scratch limit risks, method limit risks, draws): every one of the ``sim_draws`` trained draws of each of
     ``flows`` in the simulator table ``df`` has the risk of its own draw's limit within its allowance (the claim's;
     :data:`LINEAR_RISK_ALLOWANCE` for linear transfer's exact last-layer solve, no integrator), and the limit risks of
     those draws and further ones (:func:`_limit_sample`), the profile's ``reference_draws`` in all
-    (:data:`~transfertheory.theory.methods.REFERENCE_DRAWS` where it has none). ``scratch`` False: no scratch limits."""
+    (:data:`~transfertheory.theory.methods.REFERENCE_DRAWS` where it has none)."""
     trained = case.profile.sim_draws
     draws = max(trained, case.profile.reference_draws or REFERENCE_DRAWS * case.profile.scale)
-    limit_scratch, limit = _limit_sample(case, method, lam, trained, draws, scratch)
+    limit_scratch, limit = _limit_sample(case, method, lam, trained, draws)
     limits = {"scratch": limit_scratch, METHODS[method].simulator: limit}
     results = []
     for flow in flows:
@@ -251,17 +249,10 @@ _DEPTH_ALPHA = 1e-2
 _DEPTH_ALLOWANCE = {3: 1.3e-3, 4: 2.2e-3}
 
 
-def _depth_limit_risks(X, y, beta_pre, beta_t, depth, spectrum=1.0):
-    """(scratch, fine-tuned) risks (Σ = diag(``spectrum``)) of the limits of a stack of draws: X⁺y and the corrected
-    L-layer limit."""
-    return (_risk(min_norm_solution(X, y), beta_t, spectrum),
-            _risk(fine_tune_limit(X, y, beta_pre, depth=depth), beta_t, spectrum))
-
-
 def _fine_tuning_at_depth(case, depth):
     """The simulated L-layer fine-tuning at σ = 2, γ = ½, θ = 0 (where the corrected limit's depth dependence is
     largest: T = 0.34, 0.12, −0.09 at L = 2, 3, 4, d = 32), paired per draw with the limits of the same draw
-    (X, y rebuilt from the simulator's seed, :func:`~transfertheory.sim.deep_linear.target_draw`):
+    (:func:`_limit_sample`):
 
     * every draw's fine-tuned risk is that of its corrected L-layer limit within the allowance (the integrator's and
       finite α's error, measured on other seeds);
@@ -272,16 +263,12 @@ def _fine_tuning_at_depth(case, depth):
     Scratch is not compared per draw: its limit X⁺y does not depend on L (faf.thm3.5), and its O(α) offset at this
     α (up to 0.015 per draw at L = 3 and 4) would only blunt the check. Quick profile only (d = 32, 100 draws)."""
     d = case.profile.sim_d[1]
-    n, sigma, seed = d // 2, 2.0, case.seed % 2**32
-    df = _simulate(case, ("scratch", "finetune"), d=d, n=n, theta=0.0, sigma=sigma, depth=depth,
-                   alpha=_DEPTH_ALPHA, options=dict(flow=FINE_TUNE_FLOW))
-    beta_s, _, beta_t = dl.task_vectors(d, [0.0], seed)
-    draws = sorted(df["draw"].unique())
-    X, Y = (np.stack(a) for a in zip(*(dl.target_draw(d, n, beta_t, sigma, seed, 0, i) for i in draws)))
-    y = Y[..., 0]
-    limit_scratch, limit_ft = _depth_limit_risks(X, y, beta_s, beta_t[0], depth)
-    _, two_ft = _depth_limit_risks(X, y, beta_s, beta_t[0], 2)
-    simulated = df[df["method"] == "finetune"].set_index("draw").loc[draws, "risk"].to_numpy()
+    n, sigma, seed, draws = d // 2, 2.0, case.seed % 2**32, case.profile.sim_draws
+    case = replace(case, params={"d": d, "n": n, "theta": 0.0, "sigma": sigma})
+    df = _simulate(case, ("scratch", "finetune"), depth=depth, alpha=_DEPTH_ALPHA, options=dict(flow=FINE_TUNE_FLOW))
+    limit_scratch, limit_ft = _limit_sample(case, "finetune", 0.0, draws, draws, depth)
+    _, two_ft = _limit_sample(case, "finetune", 0.0, draws, draws)
+    simulated = df[df["method"] == "finetune"].sort_values("draw")["risk"].to_numpy()
     gap = np.abs(simulated - limit_ft)
     worst, allowance = int(np.argmax(gap)), case.claim.allowance
     record, reference = METHODS["finetune"], dict(draws=case.profile.reference_draws, seed=seed)
@@ -289,7 +276,7 @@ def _fine_tuning_at_depth(case, depth):
     mean_two, se_two = mean_se(simulated - two_ft)
     return combine([
         within(float(gap[worst]), 0.0, allowance,
-               f"largest |R_ft − R_ft of the L={depth} corrected limit| over {len(draws)} draws (draw {worst})"),
+               f"largest |R_ft − R_ft of the L={depth} corrected limit| over {draws} draws (draw {worst})"),
         agreement(*mean_se(limit_scratch - limit_ft), float(deep), reference_se=float(deep_se),
                   label=f"paired T of the L={depth} limit on the simulated draws vs the record's T_ft "
                         f"(d={d}, n={n}, θ=0, σ=2)"),

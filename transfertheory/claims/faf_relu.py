@@ -14,22 +14,18 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
+from ..sim.relu_teacher.network import network_output
 from ..theory import relu as R
 from .compare import agreement, mc_agreement, significant
 from .registry import combine, register
 
-__all__ = ["sampled_kernel", "sampled_half_square_error", "least_squares_residual", "network_on",
+__all__ = ["sampled_kernel", "sampled_half_square_error", "least_squares_residual",
            "rows_with_cosines", "pperp_fraction_increase"]
 
 #: x-samples per Monte Carlo repetition of the profile (one sample costs a few ReLUs, not a regression)
 SAMPLES_PER_REP = 100
 #: the kernel's: 10⁶ x in the quick profile, a relative SE of ~0.3%, so that a 2% error is caught
 KERNEL_SAMPLES_PER_REP = 500
-
-
-def network_on(x, W, c):
-    """f(x) = (1/m) Σᵢ cᵢ σ(wᵢᵀx) on the rows of x."""
-    return np.maximum(x @ W.T, 0.0) @ c / W.shape[0]
 
 
 def rows_with_cosines(rng, d, norms_a, norms_b, cosines):
@@ -61,7 +57,7 @@ def sampled_kernel(rng, A, B, samples, chunk=200_000):
 def sampled_half_square_error(rng, W, c, W_star, c_star, samples):
     """½(f(x) − f*(x))² at ``samples`` x ~ N(0, I_d) (a 1-d sample)."""
     x = rng.standard_normal((samples, W.shape[1]))
-    return 0.5 * (network_on(x, W, c) - network_on(x, W_star, c_star)) ** 2
+    return 0.5 * (network_output(W, c, x) - network_output(W_star, c_star, x)) ** 2
 
 
 def least_squares_residual(rng, W, W_star, c_star, samples):
@@ -73,7 +69,7 @@ def least_squares_residual(rng, W, W_star, c_star, samples):
     """
     x = rng.standard_normal((samples, W.shape[1]))
     features = np.maximum(x @ W.T, 0.0)
-    target = network_on(x, W_star, c_star)
+    target = network_output(W_star, c_star, x)
     coef, *_ = np.linalg.lstsq(features, target, rcond=None)
     residual_sq = (target - features @ coef) ** 2
     gram = features.T @ features / samples

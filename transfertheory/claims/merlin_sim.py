@@ -34,17 +34,13 @@ def _seeds(case, base):
     return base * _PROFILE_SEEDS.get(case.profile.name, 1) * case.profile.scale
 
 
-def _frequency(successes, trials, probability, label):
-    """Binomial comparison of a frequency with an exact probability (SE from the probability)."""
-    se = math.sqrt(probability * (1 - probability) / trials)
-    return agreement(successes / trials, se, probability, label=f"{label} ({successes}/{trials} seeds)")
-
-
-def _at_least(successes, trials, probability, label):
-    """One-sided: the frequency is not below ``probability`` by more than 4 SE (SE from the probability; z is the
-    shortfall probability − frequency in SEs)."""
-    se = math.sqrt(probability * (1 - probability) / trials)
-    frequency = successes / trials
+def _frequency(successes, trials, probability, label, at_least=False):
+    """Binomial comparison of a frequency with an exact probability (SE from the probability); ``at_least``:
+    one-sided, the frequency is not below ``probability`` by more than 4 SE (z is the shortfall probability −
+    frequency in SEs)."""
+    se, frequency = math.sqrt(probability * (1 - probability) / trials), successes / trials
+    if not at_least:
+        return agreement(frequency, se, probability, label=f"{label} ({successes}/{trials} seeds)")
     return not_above(probability - frequency, se, label=f"{label} ({successes}/{trials} seeds): measured "
                                                         f"{frequency:.4f}, bound {probability:.4f}, shortfall")
 
@@ -197,7 +193,7 @@ def _success_at(case, k, xi):
     return combine([
         holds(out.converged.all(), label=f"all kept flows converged (restarts needed ≤ {out.restarts_needed.max()} "
                                          f"of {restarts})"),
-        _at_least(int(success.sum()), seeds, 1 - xi, f"success frequency ≥ 1 − ξ at n_t = {n_t}"),
+        _frequency(int(success.sum()), seeds, 1 - xi, f"success frequency ≥ 1 − ξ at n_t = {n_t}", at_least=True),
     ])
 
 

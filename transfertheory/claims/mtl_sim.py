@@ -148,11 +148,6 @@ def _rate_check(widths, log_values, se, what, counts):
                                                   f"{widths[0]}…{widths[-1]} ({counts[0]}…{counts[-1]} networks)")
 
 
-def _upper(matrices):
-    rows, columns = np.triu_indices(matrices.shape[1])
-    return matrices[:, rows, columns]
-
-
 @register("mtl.ntk.fluctuation-rate", source="MTL App. B.4 (Lemma 1's O(1/√h) finite-width error)",
           kind="monte-carlo",
           statement="the empirical NTK's fluctuation over random networks decays like h^(−1/2): with sd² = "
@@ -162,8 +157,10 @@ def _upper(matrices):
 def _fluctuation_rate(case):
     x = MTL.standardize_inputs(case.rng.standard_normal((8, 10)))
 
+    rows, columns = np.triu_indices(len(x))
+
     def squared_deviation(_, ntk):  # per network Σ_{i≤j}(Θ̂ᵢⱼ − mean)²·R/(R − 1): their mean is sd², unbiased
-        return (_upper(ntk - ntk.mean(axis=0)) ** 2).sum(axis=1) * len(ntk) / (len(ntk) - 1)
+        return ((ntk - ntk.mean(axis=0))[:, rows, columns] ** 2).sum(axis=1) * len(ntk) / (len(ntk) - 1)
 
     logs, ses, counts = _width_ladder(case, MTL.ReluNetwork(2), x, 2 * case.profile.mc_reps,
                                       {"sd": squared_deviation})

@@ -80,14 +80,11 @@ def point_table(outcome: PointOutcome) -> pd.DataFrame:
     result = outcome.result
     number = (lambda name: math.nan if result is None or getattr(result, name) is None
               else float(getattr(result, name)))
-    table = pd.DataFrame({"discrepancy": [number("discrepancy")], "tolerance": [number("tolerance")],
-                          "z": [number("z")], "passed": [result is not None and bool(result.passed)],
-                          "error": [outcome.error or ""], "result": [_result_json(result)],
-                          "first": [_result_json(outcome.first)]})
     record = Convergence.of_length(1, outcome.status != ERROR, outcome.status, math.nan, 0, math.nan)
-    for name, values in convergence_columns(record).items():
-        table[name] = values
-    return table
+    return pd.DataFrame({"discrepancy": [number("discrepancy")], "tolerance": [number("tolerance")],
+                         "z": [number("z")], "passed": [result is not None and bool(result.passed)],
+                         "error": [outcome.error or ""], "result": [_result_json(result)],
+                         "first": [_result_json(outcome.first)], **convergence_columns(record)})
 
 
 def point_outcome(row, params, seconds) -> PointOutcome:

@@ -45,6 +45,7 @@ width bias O(1/m) and a bias from activation patterns that change during trainin
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -151,10 +152,13 @@ def _gram_sets(case):
     return np.vstack([x, twin, -x[0]]), _sphere(rng, p["n_other"], p["d"])
 
 
-def _entrywise(x, y, case, what):
-    """Each H∞ entry against its Monte Carlo (score test: the SE is the null one, |x_iᵀy_j|·√(p(1−p)/N) with
+def _entrywise(case, what):
+    """Each H∞ entry of the point's sets (:func:`_gram_sets`; ``what`` "H": the first with itself, "H_PQ": the first
+    with the second) against its Monte Carlo (score test: the SE is the null one, |x_iᵀy_j|·√(p(1−p)/N) with
     p = (π − θ_ij)/(2π) the formula's probability, since a pair at θ ≈ π has p ≈ 0 and no hit in N draws —
     a sample SE of 0). The Monte Carlo: sample means of x_iᵀy_j 1{wᵀx_i ≥ 0, wᵀy_j ≥ 0} over draws w ~ N(0, I)."""
+    x, y = _gram_sets(case)
+    y = x if what == "H" else y
     reps = 8 * case.profile.mc_reps
     w = case.rng.standard_normal((reps, x.shape[1]))
     measured = (x @ y.T) * ((w @ x.T >= 0).T.astype(float) @ (w @ y.T >= 0).astype(float) / reps)
@@ -167,19 +171,14 @@ def _entrywise(x, y, case, what):
                    for i in range(measured.shape[0]) for j in range(measured.shape[1]))
 
 
-@register("tdr.gram", source="TDR §6.1 (H∞_P, H∞_Q)", kind="monte-carlo", strategy=_GRAM_POINT,
-          statement="H∞_ij = E_{w~N(0,I)}[x_iᵀx_j 1{wᵀx_i ≥ 0, wᵀx_j ≥ 0}] = x_iᵀx_j(π − arccos x_iᵀx_j)/(2π) "
-                    "for unit inputs (near-duplicate and antipodal pairs included)")
-def _gram(case):
-    x, _ = _gram_sets(case)
-    return _entrywise(x, x, case, "H")
-
-
-@register("tdr.cross-gram", source="TDR §6.1 (H∞_PQ)", kind="monte-carlo", strategy=_GRAM_POINT,
-          statement="H∞_PQ,ij = E_w[x_P,iᵀx_Q,j 1{wᵀx_P,i ≥ 0, wᵀx_Q,j ≥ 0}] = x_P,iᵀx_Q,j(π − arccos x_P,iᵀx_Q,j)/(2π)")
-def _cross_gram(case):
-    x_p, x_q = _gram_sets(case)
-    return _entrywise(x_p, x_q, case, "H_PQ")
+for _id, _source, _what, _statement in (
+        ("tdr.gram", "TDR §6.1 (H∞_P, H∞_Q)", "H",
+         "H∞_ij = E_{w~N(0,I)}[x_iᵀx_j 1{wᵀx_i ≥ 0, wᵀx_j ≥ 0}] = x_iᵀx_j(π − arccos x_iᵀx_j)/(2π) "
+         "for unit inputs (near-duplicate and antipodal pairs included)"),
+        ("tdr.cross-gram", "TDR §6.1 (H∞_PQ)", "H_PQ",
+         "H∞_PQ,ij = E_w[x_P,iᵀx_Q,j 1{wᵀx_P,i ≥ 0, wᵀx_Q,j ≥ 0}] = x_P,iᵀx_Q,j(π − arccos x_P,iᵀx_Q,j)/(2π)")):
+    register(_id, source=_source, kind="monte-carlo", strategy=_GRAM_POINT, statement=_statement)(
+        functools.partial(_entrywise, what=_what))
 
 
 # --------------------------------------------------------------------------- the theorems against the linearized network
@@ -304,16 +303,19 @@ def _converged(tables, label):
     return holds(all(table["converged"].all() for table in tables), f"every stage converged ({label})")
 
 
-def _scalar_approaches(table, samples, reference, what, remainder, label):
-    """A per-draw scalar (one sample array per width of ``table``) against its formula: the gap closes with m,
-    the largest width agrees (4 SE + the training-bias allowance, the mean ``remainder`` at every width
-    reported), and every network converged."""
+def _scalar_approaches(case, samples, formula, what, remainder):
+    """A per-draw scalar of the trained networks at the point's data (``samples``: the trained table → one sample array
+    per width) against its ``formula`` (of the data): the gap closes with m, the largest width agrees (4 SE + the
+    training-bias allowance, the mean ``remainder`` at every width reported), and every network converged."""
+    data = pair_data(case)[:4]
+    table = _trained(case, *data)
+    samples, reference = samples(table), formula(*data)
     widths = list(table["width"].unique())
-    closes = _gap_closes(widths, [(q - reference) ** 2 for q in samples], f"{what} {label}")
+    closes = _gap_closes(widths, [(q - reference) ** 2 for q in samples], f"{what} {case.label}")
     excess = ", ".join(f"{width}: {mean - reference:+.3g} ± {se:.2g}"  # the remainder the theorems bound
                        for width, q in zip(widths, samples) for mean, se in [mean_se(q)])
     agrees = _agrees(samples[-1], reference, f"{what} at m = {widths[-1]} (mean {remainder} at m = {excess})")
-    return combine([closes, agrees, _converged([table], label)])
+    return combine([closes, agrees, _converged([table], case.label)])
 
 
 @register("tdr.sim.transformed-labels", source="TDR §6.1 (y_{P→Q}), App. C.1", strategy=PAIR_POINT, **_TRAINED,
@@ -333,28 +335,21 @@ def _trained_transformed_labels(case):
     return combine([closes, *agrees, _converged([table], label)])
 
 
-@register("tdr.sim.thm2-bound", source="TDR Thm 2 (Eq. 2)", strategy=PAIR_POINT, **_TRAINED,
-          statement="‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
-                    "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
-                    "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
-                    "attained); the mean excess over the bound at each width is reported")
-def _trained_thm2_bound(case):
-    data = pair_data(case)[:4]
-    table = _trained(case, *data)
-    return _scalar_approaches(table, per_width(table, "distance"), NTK.finetune_distance_bound(*data),
-                              "‖W(Q) − W(P)‖ vs the bound", "excess", case.label)
-
-
-@register("tdr.sim.thm1-gradient-norm", source="TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", strategy=PAIR_POINT, **_TRAINED,
-          statement=f"for the trained networks (κ = {TRAINING_KAPPA:g}), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the "
-                    "target set, from the explicit gradient matrix of the loss with respect to the hidden "
-                    "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
-                    "gap closes) and agrees with them at the largest width (4 SE + the training-bias allowance)")
-def _trained_gradient_norm(case):
-    data = pair_data(case)[:4]
-    table = _trained(case, *data)
-    return _scalar_approaches(table, gradient_norm_change(table), NTK.gradient_norm_change(*data).change,
-                              "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder", case.label)
+for _id, _source, _samples, _formula, _what, _remainder, _statement in (
+        ("tdr.sim.thm2-bound", "TDR Thm 2 (Eq. 2)", lambda table: per_width(table, "distance"),
+         NTK.finetune_distance_bound, "‖W(Q) − W(P)‖ vs the bound", "excess",
+         "‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
+         "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
+         "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "
+         "attained); the mean excess over the bound at each width is reported"),
+        ("tdr.sim.thm1-gradient-norm", "TDR Thm 1 (Eq. 1), App. C.1 (Eq. 21)", gradient_norm_change,
+         lambda *data: NTK.gradient_norm_change(*data).change, "Δ‖∂L/∂X¹‖² vs Eq. 1", "remainder",
+         f"for the trained networks (κ = {TRAINING_KAPPA:g}), ‖∂L(W(P))/∂X¹‖² − ‖∂L(W(0))/∂X¹‖² on the "
+         "target set, from the explicit gradient matrix of the loss with respect to the hidden "
+         "activations X¹, approaches Eq. 1's leading terms −y_Qᵀy_Q + ‖y_Q − y_{P→Q}‖² as m grows (the "
+         "gap closes) and agrees with them at the largest width (4 SE + the training-bias allowance)")):
+    register(_id, source=_source, strategy=PAIR_POINT, **_TRAINED, statement=_statement)(functools.partial(
+        _scalar_approaches, samples=_samples, formula=_formula, what=_what, remainder=_remainder))
 
 
 @register("tdr.sim.scratch-sqrt", source="TDR §6.3 (after Thm 2); Arora et al. 2019", strategy=SCALED_POINT, **_TRAINED,
