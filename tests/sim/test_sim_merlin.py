@@ -114,7 +114,7 @@ def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
         rng = np.random.default_rng(4)
         make = {"merlin": lambda X, y: Q.merlin_problem(X, y, 2, 0.1, 2, 2, rng, ridge=1e-2, splits=4),
                 "joint": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 0.5, 2, 2, rng),
-                "target_only": lambda X, y: Q.target_only_problem(X, y, 0.1, 2, 2, rng)}[algorithm]
+                "target_only": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 1.0, 2, 2, rng)}[algorithm]
         return [make(*Q.target_sets(n, 4, 2, 0)) for n in (3, 6)]
 
     flow = dict(rtol=1e-3, gtol=1e-5)

@@ -48,7 +48,7 @@ from ..integrator import RKC2, ErrorController, FlowSettings, flow_state_bytes, 
 from .losses import ValidationSplits, empirical_loss_and_grad, features, pad_orders, ridge_head, seed_split_orders
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
-           "target_only_problem", "joint_problem", "merlin_problem", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS",
+           "joint_problem", "merlin_problem", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS",
            "merlin_restarts", "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
            "STUDY_TOLERANCES", "INIT_SCALE", "instance_memory", "check_flow_memory"]
 
@@ -190,16 +190,9 @@ def solve(problems, **flow) -> list:
     return outcomes
 
 
-def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
-    """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
-    seeds, d = X.shape[0], X.shape[-1]
-    objective = Objective(d=d, m=m, lam=lam, target_weight=1.0, X=_repeat(X, restarts), y=_repeat(y, restarts))
-    start = random_init(objective, seeds * restarts, rng, init_scale)
-    return Problem(objective, start, seeds, restarts, _target_head)
-
-
 def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Problem:
-    """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed."""
+    """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed.
+    At α = 1 this is target-only training, (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) (no source term, no θ_s)."""
     seeds, d = X.shape[0], X.shape[-1]
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1 - alpha, target_weight=alpha,
                           X=_repeat(X, restarts), y=_repeat(y, restarts))
