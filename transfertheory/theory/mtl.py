@@ -237,13 +237,9 @@ def _block_diag_map(tk, fn):
     xp = get_backend(k)
     out = xp.zeros_like(k)
     slices = tk.task_slices()
-    if len(set(tk.sizes)) == 1:
-        mapped = fn(xp.stack([k[s, s] for s in slices]))
-        for s, block in zip(slices, mapped):
-            out[s, s] = block
-        return out
-    for s in slices:
-        out[s, s] = fn(k[s, s])
+    mapped = fn(xp.stack([k[s, s] for s in slices])) if len(set(tk.sizes)) == 1 else [fn(k[s, s]) for s in slices]
+    for s, block in zip(slices, mapped):
+        out[s, s] = block
     return out
 
 
@@ -294,7 +290,8 @@ def _solve(a, b, name):
     return v @ ((v.T @ b) / (mu[:, None] if b.ndim == 2 else mu))
 
 
-def _labels(tk, labels, support_labels):
+def _labels(tk, labels, support_labels, lam_tau_hat):
+    """(𝒴 (Nn, k), G_τ̂(X, X′, Y′)): the stacked training labels and the test head's adaptation on the support set."""
     xp = get_backend(tk.block("nngp", "train", "train"))
     y = xp.concatenate([xp.asarray(a, dtype=float).reshape(a.shape[0], -1) for a in labels])
     y_support = xp.asarray(support_labels, dtype=float).reshape(tk.batch_shape + (tk.n_support, -1))
@@ -303,14 +300,13 @@ def _labels(tk, labels, support_labels):
         raise ValueError(f"labels must hold one array per task with {tk.sizes} rows")
     if y_support.shape[-1] != y.shape[1]:
         raise ValueError(f"support_labels must have {y.shape[1]} output columns like labels")
-    return y, y_support
+    return y, _adapted_on_query(tk, y_support, lam_tau_hat)
 
 
 def mtl_predictions(tk: TaskKernels, labels, support_labels, lam_tau_hat):
     """F_MTL(X, X′, Y′) = G_τ̂(X,X′,Y′) + Φ′_MTL Φ_MTL⁻¹ 𝒴 (MTL Eq. 15); (n, k) for labels of k columns."""
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
-    y, y_support = _labels(tk, labels, support_labels)
-    g = _adapted_on_query(tk, y_support, lam_tau_hat)
+    y, g = _labels(tk, labels, support_labels, lam_tau_hat)
     return g + mtl_test_kernel(tk, lam_tau_hat) @ _solve(mtl_kernel(tk), y, "Phi_MTL")
 
 
@@ -325,8 +321,7 @@ def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_h
     """
     LAM_TAU.scalar(lam_tau)
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
-    y, y_support = _labels(tk, labels, support_labels)
-    g = _adapted_on_query(tk, y_support, lam_tau_hat)
+    y, g = _labels(tk, labels, support_labels, lam_tau_hat)
     theta_solve = _solve(tk.block("ntk", "train", "train"), y, "Theta")
     return g + _anil_test_kernel_undecayed(tk, lam_tau_hat, variant) @ theta_solve
 
@@ -336,9 +331,8 @@ def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, l
     Φ_ANIL = DΘD (App. Eq. 60). Equal to :func:`anil_predictions` up to rounding that grows with
     cond(Φ_ANIL) ~ e^{2λτ·max λ(Kᵢᵢ)}; it keeps λτ in the computation, so a figure can show that λτ cancels."""
     LAM_TAU.scalar(lam_tau)
-    y, y_support = _labels(tk, labels, support_labels)
+    y, g_test = _labels(tk, labels, support_labels, lam_tau_hat)
     xp = get_backend(y)
-    g_test = _adapted_on_query(tk, y_support, lam_tau_hat)
     g_train = y - _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau)) @ y
     return g_test + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ xp.linalg.solve(anil_kernel(tk, lam_tau),
                                                                                         y - g_train)
