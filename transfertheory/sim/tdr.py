@@ -8,8 +8,8 @@ w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with
 
 (no automatic differentiation; O(n·m·d) per evaluation, :meth:`~.tdr_kernel.TwoLayerStages.gradient` of the
 network's stage kernel, which also fuses a gradient-descent step: :mod:`transfertheory.sim.tdr_kernel`).
-Training goes through the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
-full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
+Training goes through the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`):
+by default full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
 η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
 flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each draw:
 
