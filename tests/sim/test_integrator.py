@@ -4,9 +4,9 @@ import pytest
 
 from transfertheory.backend import to_device, to_host
 from transfertheory.sim.integrator import (
+    DenseStages,
     StageKernel,
     StepRequest,
-    dense_stages,
     integrate_gradient_flow,
     rkc_butcher_rows,
     rkc_coefficients,
@@ -205,7 +205,7 @@ class _CountingKernel:
     """A stage kernel written against the StageKernel protocol: delegates to the dense kernel and counts calls."""
 
     def __init__(self, gradient):
-        self.dense = dense_stages(gradient)
+        self.dense = DenseStages(gradient)
         self.steps = self.radii = 0
 
     def __call__(self, step: StepRequest):

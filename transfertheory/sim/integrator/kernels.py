@@ -7,7 +7,7 @@ its local error in the kernel's norm and the gradient representation it wants
 back at the next step (first same as last). It also estimates the spectral
 radius ρ(∇²L) that sets the stage count. :class:`StageKernel` is the contract, with two optional hooks
 (:class:`UnreachableCertificate`, :class:`FusedDescent`);
-:func:`dense_stages` is the kernel for any gradient callable (dense states,
+:class:`DenseStages` is the kernel for any gradient callable (dense states,
 componentwise error norm), and a model with structured gradients supplies its
 own (the deep linear networks' :class:`~transfertheory.sim.deep_linear.LowRankStages`).
 Arrays live on any backend; the module is inferred from the states.
@@ -32,7 +32,7 @@ import numpy as np
 from ...backend import get_backend
 
 __all__ = ["StepRequest", "StepOutcome", "StageKernel", "UnreachableCertificate", "FusedDescent", "DenseStages",
-           "dense_stages", "dense_spectral_radius", "row_norms", "EPS_DAMPING", "rkc_coefficients",
+           "dense_spectral_radius", "row_norms", "EPS_DAMPING", "rkc_coefficients",
            "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_rows"]
 
 
@@ -67,7 +67,7 @@ class StepOutcome(NamedTuple):
     """What a stage kernel returns for one RKC2 step of a batch (caller's order).
 
     ``y`` (b, P) the step's result; ``grad`` the kernel's representation of
-    ∇L(y) (one row per instance: the dense gradient for :func:`dense_stages`,
+    ∇L(y) (one row per instance: the dense gradient for :class:`DenseStages`,
     factors for :class:`~transfertheory.sim.deep_linear.LowRankStages`, or
     None), handed back as :attr:`StepRequest.carried` at the next step of an
     accepted instance; ``evaluations`` instance-gradient evaluations spent;
@@ -256,11 +256,6 @@ class DenseStages:
         return StepOutcome(y_new, G_new, evals, err, loss_new, row_norms(G_new))
 
 
-def dense_stages(gradient) -> DenseStages:
-    """The default stage kernel for a gradient callable ``(y, rows) -> (∇L, L)`` (:class:`DenseStages`)."""
-    return DenseStages(gradient)
-
-
 def dense_spectral_radius(gradient):
     """Default spectral-radius estimator: nonlinear power iteration (RKC's ``spcrad``).
 
@@ -419,7 +414,7 @@ def rkc_butcher_rows(coefficients: np.ndarray, s_max: int) -> list:
     with R[k][s − k] = A_s[k, :k] (R[0] is empty), from the coefficient table [μ, ν, μ̃, γ̃][s, j] of
     :meth:`RKCTables.table` (at least ``s_max`` + 1 rows).
 
-    The recursion of :func:`~transfertheory.sim.integrator.dense_stages` is affine in the stage gradients, so the
+    The recursion of :class:`~transfertheory.sim.integrator.DenseStages` is affine in the stage gradients, so the
     stages of an s-stage step are Y_k = Y₀ + h Σ_{m<k} A_s[k, m] F(Y_m) with A_s[1] = μ̃₁e₀ and
     A_s[k] = μ_k A_s[k−1] + ν_k A_s[k−2] + μ̃_k e_{k−1} + γ̃_k e₀ (row 0 is zero, A_s[k, m] = 0 for m ≥ k); the
     entries stay O(1) (Chebyshev recursion with w₀ ≈ 1). That recursion is run here for every s at once, with the

@@ -55,7 +55,7 @@ from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
 from ...params import D, WIDTH, Param
 from ...theory.mtl import LAM_TAU, ReluNetwork, adaptation_operator, symmetric_exp
 from ..convergence import Convergence, ReportsConvergence
-from ..integrator import ErrorController, FlowSettings, dense_stages, flow_state_bytes, integrate_gradient_flow
+from ..integrator import DenseStages, ErrorController, FlowSettings, flow_state_bytes, integrate_gradient_flow
 
 __all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
            "empirical_kernels", "random_network_kernels", "METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks",
@@ -449,7 +449,7 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
     objective = _Objective(method, shape, data, lam_tau, offset)
     heads = xp.concatenate([head0] * objective.n_heads, axis=1)
     state = xp.concatenate([body0, heads], axis=1)
-    kernel = dense_stages(objective)
+    kernel = DenseStages(objective)
     kernel.spectral_radius = objective.spectral_radius
     atol = flow.rtol * to_host((state**2).mean(axis=1)) ** 0.5
     result = integrate_gradient_flow(objective, state, flow, atol=atol, stage_kernel=kernel)
