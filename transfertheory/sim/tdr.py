@@ -54,7 +54,7 @@ import pandas as pd
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from .._validation import Interval, root_seed
+from .._validation import Interval, one_of, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, convergence_columns
@@ -141,8 +141,7 @@ def task_pair(family, angle, n=8, d=5, seed=3):
     :func:`transfertheory.sim.seeding.generator`); at angle 0 both families are the source task itself. Sizes whose
     :func:`_task_pair_bytes` exceed the memory guard's limit are refused before drawing.
     """
-    if family not in TASK_FAMILIES:
-        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
+    one_of(family, "family", TASK_FAMILIES)
     angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
     check_memory(_task_pair_bytes(n, d), what="task_pair", params={"n": n, "d": d})
     rng = generator(root_seed(seed, "seed"))

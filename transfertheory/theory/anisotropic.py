@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval
+from .._validation import Interval, one_of
 from ._closed_form import Rule, closed_form
 from .fine_tuning import _MC_DRAWS, _gaussian_designs, _scale_root, fine_tune_limit
 from .linear import N_HEAD, chi2_resolvent_moments
@@ -275,8 +275,7 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
     400 × 400 grid at d = 400 costs about 0.1 s. A grid whose memory exceeds the limit is refused before any work
     (:func:`transfertheory._memory.check_memory`).
     """
-    if method not in GRID_METHODS:
-        raise ValueError(f"method must be one of {GRID_METHODS}, got {method!r}")
+    one_of(method, "method", GRID_METHODS)
     lam = _spectrum(lam)
     bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
     if bs.ndim != 1 or bt.ndim != 2:

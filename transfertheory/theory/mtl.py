@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval, as_generator
+from .._validation import Interval, as_generator, one_of
 from ..backend import get_backend, stacked_eigh, to_host
 from ..params import Param
 from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels, relu_kernels_at_depths
@@ -88,8 +88,7 @@ class _TaskLayout:
 
     def _edges(self, which):
         """Row/column range of point set ``which`` ("train", "support", "query") in the stacked [𝒳; X′; X]."""
-        if which not in _SETS:
-            raise ValueError(f"point set must be one of {_SETS}, got {which!r}")
+        one_of(which, "point set", _SETS)
         start = {"train": 0, "support": self.n_train, "query": self.n_train + self.n_support}[which]
         return start, start + {"train": self.n_train, "support": self.n_support, "query": self.n_query}[which]
 
@@ -265,8 +264,7 @@ def mtl_test_kernel(tk: TaskKernels, lam_tau_hat):
 
 def _anil_test_kernel_undecayed(tk, lam_tau_hat, variant):
     """Φ̃′ with Φ′_ANIL = Φ̃′·blockdiag(e^{−λτK(Xⱼ,Xⱼ)}): Φ′_MTL (derivation) or Θ(X,𝒳) − K(X,X′)T(X′)Θ(X′,𝒳)."""
-    if variant not in ANIL_VARIANTS:
-        raise ValueError(f"variant must be one of {ANIL_VARIANTS}, got {variant!r}")
+    one_of(variant, "variant", ANIL_VARIANTS)
     if variant == "derivation":
         return mtl_test_kernel(tk, lam_tau_hat)
     return tk.block("ntk", "query", "train") - _adapted_on_query(tk, tk.block("ntk", "support", "train"), lam_tau_hat)
