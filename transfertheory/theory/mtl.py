@@ -147,24 +147,20 @@ class TestTaskBatch(_TaskLayout):
         return self.tests[index][..., r0 - self.n_train:r1 - self.n_train, c0:c1]
 
 
-def _stack(arrays, name):
-    arrays = list(arrays)
+def _task_points(tasks, support, query):
+    """(points stacked as [𝒳; X′; X], task sizes, n_support, n_query); ValueError unless every set is 2-D."""
+    tasks = list(tasks)
+    arrays = tasks + [s for s in (support, query) if s is not None]
     if not arrays:
-        raise ValueError(f"{name} must hold at least one array")
+        raise ValueError("tasks must hold at least one array")
     xp = get_backend(*arrays)
     for i, a in enumerate(arrays):
         if getattr(a, "ndim", None) != 2:
-            raise ValueError(f"{name}[{i}] must be a 2-D array (n, d), got {np.shape(to_host(a))}")
-    return xp.concatenate([xp.asarray(a, dtype=float) for a in arrays]), tuple(a.shape[0] for a in arrays)
-
-
-def _task_points(tasks, support, query):
-    """(points stacked as [𝒳; X′; X], task sizes, n_support, n_query)."""
-    tasks = list(tasks)
-    points, sizes = _stack(tasks + [s for s in (support, query) if s is not None], "tasks")
+            raise ValueError(f"tasks[{i}] must be a 2-D array (n, d), got {np.shape(to_host(a))}")
+    points = xp.concatenate([xp.asarray(a, dtype=float) for a in arrays])
     n_support = 0 if support is None else support.shape[0]
     n_query = 0 if query is None else query.shape[0]
-    return points, sizes[:len(tasks)], n_support, n_query
+    return points, tuple(a.shape[0] for a in tasks), n_support, n_query
 
 
 def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
