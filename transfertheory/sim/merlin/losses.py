@@ -55,16 +55,11 @@ def empirical_loss_and_grad(theta, phi, X, y, samples=None):
     return loss, grad_theta, grad_phi
 
 
-def _normal_matrix(H, ridge):
-    xp = get_backend(H)
-    n, m = H.shape[-2], H.shape[-1]
-    return H.swapaxes(-1, -2) @ H + n * ridge * xp.eye(m, dtype=H.dtype)
-
-
 def ridge_head(H, y, ridge):
     """θ̂ = (HᵀH + nλ_hI)⁻¹Hᵀy for H (..., n, m), y (..., n): the minimizer of (1/n)‖Hθ − y‖² + λ_h‖θ‖²."""
     xp = get_backend(H, y)
-    return xp.linalg.solve(_normal_matrix(H, ridge), (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
+    normal = H.swapaxes(-1, -2) @ H + H.shape[-2] * ridge * xp.eye(H.shape[-1], dtype=H.dtype)
+    return xp.linalg.solve(normal, (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
 
 
 def _sum_of_products(pairs):
