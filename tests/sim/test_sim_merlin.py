@@ -192,10 +192,12 @@ def test_unfinished_flows_are_reported_not_passed_off(rng):
 
 
 def test_restart_kept_is_the_first_at_the_best_objective():
-    trained = Q.Trained(params={"phi": np.zeros((6, 2, 1))}, objective=np.array([3.0, 1.0, 1.0, 2.0, 2.0, 5.0]),
+    trained = Q.Trained(params={"phi": np.arange(6.0)[:, None, None] * np.ones((6, 2, 1))},
+                        objective=np.array([3.0, 1.0, 1.0, 2.0, 2.0, 5.0]),
                         convergence=Convergence.of_length(6, True, "converged", 0.0, 0, 0.0))
-    keep, needed, at_best = Q.algorithms._keep_best(trained, 2, 3)
-    assert keep.tolist() == [1, 3] and needed.tolist() == [2, 1] and at_best.tolist() == [2, 2]
+    out = Q.algorithms._outcome(trained, 2, 3, lambda params: np.zeros((2, 1)))
+    assert out.params["phi"][:, 0, 0].tolist() == [1.0, 3.0] and out.objective.tolist() == [1.0, 2.0]
+    assert out.restarts_needed.tolist() == [2, 1] and out.restarts_at_best.tolist() == [2, 2]
 
 
 def test_backends_give_the_numpy_result(array_backend):

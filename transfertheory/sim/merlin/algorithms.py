@@ -86,24 +86,19 @@ class Outcome(ReportsConvergence):
     restarts_at_best: np.ndarray
 
 
-def _keep_best(trained: Trained, seeds: int, restarts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(flat index of the kept restart per seed, restarts_needed, number of restarts at the best objective)."""
+def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=None) -> Outcome:
+    """Keep one restart per seed, the first within :data:`OBJECTIVE_TOL` of the seed's best objective (its index + 1
+    is ``restarts_needed``); ``head_of(params)`` gives the target head of the kept networks, ``fixed_phi`` the
+    features of a flow that did not train them (one restart per seed)."""
     objective = trained.objective.reshape(seeds, restarts)
     finite = np.where(np.isfinite(objective), objective, np.inf)
     at_best = finite <= finite.min(axis=1, keepdims=True) + OBJECTIVE_TOL
     first = at_best.argmax(axis=1)
-    return np.arange(seeds) * restarts + first, first + 1, at_best.sum(axis=1)
-
-
-def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=None) -> Outcome:
-    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks, ``fixed_phi``
-    the features of a flow that did not train them (one restart per seed)."""
-    keep, needed, at_best = _keep_best(trained, seeds, restarts)
-    kept = trained.rows(keep)
+    kept = trained.rows(np.arange(seeds) * restarts + first)
     params = kept.params if fixed_phi is None else {**kept.params, "phi": fixed_phi}
     head = head_of(params)
     loss = np.asarray(to_host(M.target_loss(head, params["phi"])))
-    return Outcome(params, head, loss, kept.objective, kept.convergence, needed, at_best)
+    return Outcome(params, head, loss, kept.objective, kept.convergence, first + 1, at_best.sum(axis=1))
 
 
 #: the target head θ_t of the kept networks (every algorithm but pre-training and MeRLin)
