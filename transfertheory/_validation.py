@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Interval", "as_real_array", "finite_real_array", "check_broadcast", "as_generator",
-           "root_seed", "scalar_or_array"]
+           "root_seed", "scalar_or_array", "one_of"]
 
 _CLOSED = ("both", "left", "right", "neither")
 
@@ -184,3 +184,10 @@ def scalar_or_array(result: np.ndarray, *inputs):
     if all(np.ndim(x) == 0 for x in inputs):
         return float(result)
     return result
+
+
+def one_of(value, name: str, choices: tuple):
+    """``value`` when it is one of ``choices``; else a ValueError "``name`` must be one of ``choices``, got …"."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value

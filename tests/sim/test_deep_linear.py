@@ -105,7 +105,7 @@ def test_low_rank_stages_equal_dense_stages(depth, stages):
         return it.StepRequest(y=y, carried=carried, order=np.argsort(-s_row, kind="stable"), h=h, stages=s_row,
                               rows=rows, coefficients=it.tables(400).table(9), rtol=1e-3, atol=np.full(3, 1e-6))
 
-    dense = it.dense_stages(loss)(request(G))
+    dense = it.DenseStages(loss)(request(G))
     low = dl.LowRankStages(loss)(request(None))
     if low.order is not None:  # the kernel answers in its sorted order (StepOutcome.order): back to the request's
         assert stages == (3, 9, 5) and list(low.order) == [1, 2, 0]

@@ -4,10 +4,11 @@ import pytest
 
 from transfertheory.backend import to_device, to_host
 from transfertheory.sim.integrator import (
+    DenseStages,
     StageKernel,
     StepRequest,
-    dense_stages,
     integrate_gradient_flow,
+    rkc_butcher_rows,
     rkc_coefficients,
     rkc_stability_bound,
 )
@@ -64,6 +65,29 @@ def test_coefficient_table_is_bitwise_the_recursion_of_each_stage_count():
         np.testing.assert_array_equal(np.stack(rkc_coefficients(s)), expected)
         np.testing.assert_array_equal(coefficients[:, s, : s + 1], expected)
         assert not coefficients[:, s, s + 1:].any()
+
+
+def test_butcher_rows_are_bitwise_the_tableau_of_each_stage_count_and_give_the_rkc_stages():
+    # the rows are built for every s at once; each must be the per-s recursion A[k] = μ_k A[k−1] + ν_k A[k−2]
+    # + μ̃_k e_{k−1} + γ̃_k e₀ exactly, and Y_k = Y₀ + hΣ_m A[k, m]F(Y_m) must be the RKC stages on y' = λy
+    s_max = 40
+    rows = rkc_butcher_rows(tables(400).table(s_max), s_max)
+    for s in (2, 3, 9, 25, 40):
+        mu, nu, mu_t, gam_t = rkc_coefficients(s)
+        A = np.zeros((s + 1, s))
+        A[1, 0] = mu_t[1]
+        for k in range(2, s + 1):
+            A[k, : k - 1] = mu[k] * A[k - 1, : k - 1]
+            A[k, : k - 2] += nu[k] * A[k - 2, : k - 2]
+            A[k, k - 1] += mu_t[k]
+            A[k, 0] += gam_t[k]
+        for k in range(1, s + 1):
+            np.testing.assert_array_equal(rows[k][s - k], A[k, :k])
+        z = -0.4 * rkc_stability_bound(s)  # hλ inside the stability interval
+        stages = [1.0]
+        for k in range(1, s + 1):
+            stages.append(1.0 + z * sum(A[k, m] * stages[m] for m in range(k)))
+        np.testing.assert_allclose(stages[-1], _stability_polynomial(s, np.array(z)), rtol=1e-10, atol=1e-12)
 
 
 def _chebyshev_at_w0(s):
@@ -181,7 +205,7 @@ class _CountingKernel:
     """A stage kernel written against the StageKernel protocol: delegates to the dense kernel and counts calls."""
 
     def __init__(self, gradient):
-        self.dense = dense_stages(gradient)
+        self.dense = DenseStages(gradient)
         self.steps = self.radii = 0
 
     def __call__(self, step: StepRequest):

@@ -8,7 +8,7 @@ import pytest
 from transfertheory.sim import deep_linear as dl
 from transfertheory.sim.integrator import (RKC2, SOLVERS, STATUS_MESSAGES, STATUSES, DenseStages, ErrorController,
                                            FlowSettings, FusedDescent, GradientDescent, UnreachableCertificate,
-                                           dense_stages, integrate_gradient_flow)
+                                           integrate_gradient_flow)
 from transfertheory.sim.tdr import initial_weights, train_two_layer
 from transfertheory.sim.tdr_kernel import TwoLayerStages
 
@@ -164,7 +164,7 @@ def test_a_new_scheme_is_one_class():
 
 
 def test_kernel_hooks_are_protocols_the_kernels_implement():
-    dense = dense_stages(lambda y, rows: (y, (y * y).sum(axis=1)))
+    dense = DenseStages(lambda y, rows: (y, (y * y).sum(axis=1)))
     assert isinstance(dense, DenseStages) and not isinstance(dense, (UnreachableCertificate, FusedDescent))
     arch = dl.Architecture(3, 2)
     loss = dl.LeastSquaresLoss(arch, np.eye(3)[None], np.ones((1, 3)), np.ones(1))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from transfertheory.backend import get_backend, to_device, to_host
-from transfertheory.sim.integrator import BlockwiseStages, RaggedBatch, dense_stages, integrate_gradient_flow, solvers
+from transfertheory.sim.integrator import BlockwiseStages, DenseStages, RaggedBatch, integrate_gradient_flow, solvers
 from transfertheory.sim.integrator.ragged import put, row_norms, take
 
 SIZES, COUNTS = (3, 7, 12), (2, 3, 2)
@@ -49,11 +49,11 @@ def test_a_ragged_integration_is_the_separate_integrations_of_its_blocks(array_b
     lams, y0s = _problem(xp)
     atol = np.linspace(1e-9, 1e-7, sum(COUNTS))  # per instance: a block must receive its own slice
     settings = dict(scheme=scheme, gtol=1e-6, max_time=300.0, max_steps=3000, rtol=1e-3)
-    kernels = [dense_stages(_quadratic(lam)) for lam in lams]
+    kernels = [DenseStages(_quadratic(lam)) for lam in lams]
     joint = BlockwiseStages(kernels, COUNTS)
     ragged = integrate_gradient_flow(joint.gradient, RaggedBatch(tuple(y0s)), stage_kernel=joint, atol=atol,
                                      **settings)
-    separate = [integrate_gradient_flow(k.gradient, y0, stage_kernel=dense_stages(_quadratic(lam)),
+    separate = [integrate_gradient_flow(k.gradient, y0, stage_kernel=DenseStages(_quadratic(lam)),
                                         atol=atol[start:start + y0.shape[0]], **settings)
                 for k, y0, lam, start in zip(kernels, y0s, lams, np.cumsum((0,) + COUNTS))]
     assert isinstance(ragged.y, RaggedBatch) and len(ragged.y) == sum(COUNTS)
@@ -96,7 +96,7 @@ def test_rejections_residual_guard_and_a_middle_block_finishing_first(array_back
         later.append(rej.size if state.carried is not None else 0), original(state, out, rej, *before))[1]))
     solver = solvers.RKC2() if scheme == "rkc" else solvers.GradientDescent(step_fraction=0.9)
     settings = dict(solver=solver, gtol=1e-8, max_time=1e4, max_steps=2000, rtol=1e-2)
-    blocks = [dense_stages(_pseudo_huber(to_device(a, xp))) for a in scales]
+    blocks = [DenseStages(_pseudo_huber(to_device(a, xp))) for a in scales]
     joint = BlockwiseStages(blocks, counts)
     ragged = integrate_gradient_flow(joint.gradient, RaggedBatch(tuple(to_device(y, xp) for y in y0s)),
                                      stage_kernel=joint, residual=residual_of(weights), **settings)
@@ -136,10 +136,10 @@ def test_ragged_states_need_a_kernel_that_handles_them():
     with pytest.raises(ValueError, match="stage_kernel"):
         integrate_gradient_flow(lambda y, rows: None, RaggedBatch(tuple(y0s)), scheme="euler")
     with pytest.raises(ValueError, match="one kernel per block"):
-        BlockwiseStages([dense_stages(_quadratic(lams[0]))], COUNTS)
+        BlockwiseStages([DenseStages(_quadratic(lams[0]))], COUNTS)
     with pytest.raises(ValueError, match="2-D"):
         RaggedBatch((np.zeros(3),))
-    wrong = BlockwiseStages([dense_stages(_quadratic(lam)) for lam in lams], (3, 2, 2))  # the batch has (2, 3, 2)
+    wrong = BlockwiseStages([DenseStages(_quadratic(lam)) for lam in lams], (3, 2, 2))  # the batch has (2, 3, 2)
     with pytest.raises(ValueError, match="counts do not match"):
         integrate_gradient_flow(wrong.gradient, RaggedBatch(tuple(y0s)), stage_kernel=wrong, scheme="euler")
     with pytest.raises(ValueError, match="blocks"):
@@ -173,13 +173,13 @@ def test_a_kernel_answering_in_its_own_order_changes_nothing(array_backend):
     settings = dict(gtol=1e-8, max_time=1e4, max_steps=300, rtol=1e-2)
     grad = _pseudo_huber(to_device(scales, xp))
     plain = integrate_gradient_flow(grad, to_device(y0, xp), **settings)
-    kernel = _SortedAnswer(dense_stages(grad))
+    kernel = _SortedAnswer(DenseStages(grad))
     sorted_answer = integrate_gradient_flow(grad, to_device(y0, xp), stage_kernel=kernel, **settings)
     assert kernel.permuted > 0 and plain.rejected > 0
     for name in ("t_final", "steps", "grad_norm", "loss", "status", "y"):
         np.testing.assert_array_equal(to_host(getattr(sorted_answer, name)), to_host(getattr(plain, name)), name)
     assert sorted_answer.evaluations == plain.evaluations and sorted_answer.rejected == plain.rejected
-    blocks = BlockwiseStages([_SortedAnswer(dense_stages(_pseudo_huber(to_device(a, xp)))) for a in
+    blocks = BlockwiseStages([_SortedAnswer(DenseStages(_pseudo_huber(to_device(a, xp)))) for a in
                               (scales[:2, :3], scales[2:])], (2, 4))
     ragged = integrate_gradient_flow(blocks.gradient, RaggedBatch((to_device(y0[:2, :3], xp), to_device(y0[2:], xp))),
                                      stage_kernel=blocks, **settings)

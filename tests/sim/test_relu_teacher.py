@@ -8,7 +8,6 @@ from transfertheory.backend import to_host
 from transfertheory.sim.relu_teacher import (
     INIT_OUTPUT_SCALE,
     empirical_loss_and_gradients,
-    fine_tuning,
     kernel_distance,
     linear_transfer,
     network_output,
@@ -220,8 +219,8 @@ def test_flows_report_max_time_and_do_not_depend_on_batching():
     W_star, c_star = random_teacher(3, 4, 1, batch=(2,))
     X, y = teacher_samples(W_star, c_star, 20, 2)
     W0, c0 = paper_init(30, 4, 3, batch=(2,))
-    both = fine_tuning(W0, c0, X, y, max_time=2.0)
-    alone = fine_tuning(W0[1:], c0[1:], X[1:], y[1:], max_time=2.0)
+    both = train_on_samples(W0, c0, X, y, max_time=2.0)
+    alone = train_on_samples(W0[1:], c0[1:], X[1:], y[1:], max_time=2.0)
     assert list(both.status) == ["max_time"] * 2 and not both.converged.any()
     np.testing.assert_allclose(both.t_final, 2.0)
     np.testing.assert_array_equal(both.W[1], alone.W[0])
@@ -235,11 +234,11 @@ def test_fine_tuning_starts_from_the_pretrained_student_and_lowers_the_target_lo
     pre = pretrain_source(W_star[:, :2], c_star[:, :2], 12, 2, max_time=100.0)
     X, y = teacher_samples(W_star, c_star, 40, 4)
     start = 0.5 * ((network_output(pre.W, pre.c, X) - y) ** 2).mean(-1)
-    first = fine_tuning(pre.W, pre.c, X, y, max_time=1e-6)
+    first = train_on_samples(pre.W, pre.c, X, y, max_time=1e-6)
     np.testing.assert_allclose(first.W, pre.W, atol=1e-5)
     np.testing.assert_allclose(first.c, pre.c, atol=1e-5)
     np.testing.assert_allclose(first.loss, start, rtol=1e-4)
-    res = fine_tuning(pre.W, pre.c, X, y, max_time=50.0)
+    res = train_on_samples(pre.W, pre.c, X, y, max_time=50.0)
     assert np.all(res.loss < 0.1 * start), (start, res.loss)
     assert np.all(np.isin(res.status, ("converged", "loss_tol", "max_time")))
 

@@ -114,7 +114,7 @@ def test_problems_of_several_sizes_trained_together_equal_each_alone(algorithm):
         rng = np.random.default_rng(4)
         make = {"merlin": lambda X, y: Q.merlin_problem(X, y, 2, 0.1, 2, 2, rng, ridge=1e-2, splits=4),
                 "joint": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 0.5, 2, 2, rng),
-                "target_only": lambda X, y: Q.target_only_problem(X, y, 0.1, 2, 2, rng)}[algorithm]
+                "target_only": lambda X, y: Q.joint_problem(X, y, 2, 0.1, 1.0, 2, 2, rng)}[algorithm]
         return [make(*Q.target_sets(n, 4, 2, 0)) for n in (3, 6)]
 
     flow = dict(rtol=1e-3, gtol=1e-5)
@@ -192,10 +192,12 @@ def test_unfinished_flows_are_reported_not_passed_off(rng):
 
 
 def test_restart_kept_is_the_first_at_the_best_objective():
-    trained = Q.Trained(params={"phi": np.zeros((6, 2, 1))}, objective=np.array([3.0, 1.0, 1.0, 2.0, 2.0, 5.0]),
+    trained = Q.Trained(params={"phi": np.arange(6.0)[:, None, None] * np.ones((6, 2, 1))},
+                        objective=np.array([3.0, 1.0, 1.0, 2.0, 2.0, 5.0]),
                         convergence=Convergence.of_length(6, True, "converged", 0.0, 0, 0.0))
-    keep, needed, at_best = Q.algorithms._keep_best(trained, 2, 3)
-    assert keep.tolist() == [1, 3] and needed.tolist() == [2, 1] and at_best.tolist() == [2, 2]
+    out = Q.algorithms._outcome(trained, 2, 3, lambda params: np.zeros((2, 1)))
+    assert out.params["phi"][:, 0, 0].tolist() == [1.0, 3.0] and out.objective.tolist() == [1.0, 2.0]
+    assert out.restarts_needed.tolist() == [2, 1] and out.restarts_at_best.tolist() == [2, 2]
 
 
 def test_backends_give_the_numpy_result(array_backend):

@@ -16,7 +16,6 @@ from transfertheory.sim.tdr import (
     initial_weights,
     simulate_transfer,
     train_two_layer,
-    two_layer_gradient,
     two_layer_outputs,
     width_rate,
 )
@@ -55,7 +54,7 @@ def test_gradient_matches_central_differences(data):
     x, y = data[0], data[1]
     w, a = initial_weights(6, 4, 2, symmetric=False, seed=3)
     w = w + 0.3  # a generic point: f ≠ 0 and no pre-activation within the differencing step of a kink
-    gradient = two_layer_gradient(x, y, a)
+    gradient = tdr_kernel.TwoLayerStages(x, y, a).gradient
     grad, loss = gradient(w.reshape(2, -1), np.arange(2))
     np.testing.assert_allclose(loss, _loss(w, a, x, y), rtol=1e-14)
     step, numeric = 1e-6, np.zeros_like(w)
@@ -293,9 +292,9 @@ def test_blocked_gradient_equals_one_block_and_runs_on_every_backend(data, array
     x, y = (to_device(v, xp) for v in data[:2])
     w, a = initial_weights(64, 4, 5, symmetric=False, seed=4)
     state, signs, rows = to_device(w.reshape(5, -1), xp), to_device(a, xp), np.array([4, 0, 2])
-    whole = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
+    whole = tdr_kernel.TwoLayerStages(x, y, signs).gradient(state[xp.asarray(rows)], rows)
     monkeypatch.setattr(tdr_kernel, "HOST_BLOCK_ELEMENTS", 64 * 6 * 2)  # two instances per block on the host
-    blocked = two_layer_gradient(x, y, signs)(state[xp.asarray(rows)], rows)
+    blocked = tdr_kernel.TwoLayerStages(x, y, signs).gradient(state[xp.asarray(rows)], rows)
     for one, other in zip(whole, blocked):
         np.testing.assert_allclose(to_host(one), to_host(other), rtol=1e-13, atol=1e-15)
     explicit = [(_loss(w[r][None], a[r][None], data[0], data[1])[0]) for r in rows]
@@ -368,7 +367,7 @@ def test_fused_step_is_the_separate_update_gradient_and_norms_bit_for_bit(monkey
         kernel = tdr_kernel.TwoLayerStages(x, y, a)
         grad, _ = kernel.gradient(state, rows)
         expected_state = state - h[:, None] * grad
-        expected_grad, expected_loss = two_layer_gradient(x, y, a)(expected_state, rows)
+        expected_grad, expected_loss = tdr_kernel.TwoLayerStages(x, y, a).gradient(expected_state, rows)
         fused_state, fused_grad = state.copy(), grad.copy()
         returned, loss, squares = kernel.descend(fused_state, fused_grad, h, rows)
         assert returned is fused_grad

@@ -6,10 +6,10 @@ w_r(0) ~ N(0, κ²I), loss L(W) = ½‖y − f(X)‖² on unit-norm inputs, with
 
     ∂L/∂w_r = (1/√m) a_r Σ_i (u_i − y_i) 1{w_rᵀx_i > 0} x_i,   u_i = f(x_i)          (TDR Eq. 3)
 
-(no automatic differentiation; O(n·m·d) per evaluation, :func:`two_layer_gradient`; the network's stage kernel,
-with a fused gradient-descent step, is :mod:`transfertheory.sim.tdr_kernel`). Training goes through
-the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`): by default
-full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
+(no automatic differentiation; O(n·m·d) per evaluation, :meth:`~.tdr_kernel.TwoLayerStages.gradient` of the
+network's stage kernel, which also fuses a gradient-descent step: :mod:`transfertheory.sim.tdr_kernel`).
+Training goes through the package's integrator (:func:`~transfertheory.sim.integrator.integrate_gradient_flow`):
+by default full-batch gradient descent W ← W − η∇L, the paper's algorithm, with the per-network step
 η = 1/λ_max of its empirical tangent kernel (``scheme="euler"``); ``scheme="rkc"`` integrates the gradient
 flow dW/dt = −∇L (the small-step limit) by error-controlled RKC2. For each width m and each draw:
 
@@ -54,7 +54,7 @@ import pandas as pd
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from .._validation import Interval, root_seed
+from .._validation import Interval, one_of, root_seed
 from ..backend import backend_name, get_backend, resolve_backend, to_device, to_host
 from ..theory.tdr import gram_solve, transfer_summary
 from .convergence import Convergence, convergence_columns
@@ -62,10 +62,10 @@ from .integrator import (SOLVERS, ErrorController, FlowResult, FlowSettings, Flo
                          integrate_gradient_flow, positive, rkc_stability_bound)
 from .records import Experiment, Field, checked, flow_arguments, flow_fields
 from .seeding import generator
-from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius, two_layer_gradient
+from .tdr_kernel import TwoLayerStages, WidthBlockStages, tangent_kernel_radius
 
 __all__ = ["FIELDS", "STAGES", "initial_weights", "two_layer_outputs", "hidden_activation_gradient",
-           "two_layer_gradient", "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
+           "tangent_kernel_radius", "train_two_layer", "simulate_transfer", "width_rate",
            "TASK_FAMILIES", "task_pair", "TRAINING_FLOW", "TDR"]
 
 #: the arguments of :func:`simulate_transfer` (a grid of ``width``: a two-layer network of width 1 has no kernel
@@ -141,8 +141,7 @@ def task_pair(family, angle, n=8, d=5, seed=3):
     :func:`transfertheory.sim.seeding.generator`); at angle 0 both families are the source task itself. Sizes whose
     :func:`_task_pair_bytes` exceed the memory guard's limit are refused before drawing.
     """
-    if family not in TASK_FAMILIES:
-        raise ValueError(f"family must be one of {TASK_FAMILIES}, got {family!r}")
+    one_of(family, "family", TASK_FAMILIES)
     angle, n, d = _ANGLE.scalar(angle), P.N.scalar(n), _TASK_D.scalar(d)
     check_memory(_task_pair_bytes(n, d), what="task_pair", params={"n": n, "d": d})
     rng = generator(root_seed(seed, "seed"))

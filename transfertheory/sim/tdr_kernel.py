@@ -33,8 +33,7 @@ from .integrator import BlockwiseStages, DenseStages
 from .integrator.kernels import row_squares
 from .integrator.ragged import array_module
 
-__all__ = ["HOST_BLOCK_ELEMENTS", "TwoLayerStages", "WidthBlockStages", "two_layer_gradient",
-           "tangent_kernel_radius"]
+__all__ = ["HOST_BLOCK_ELEMENTS", "TwoLayerStages", "WidthBlockStages", "tangent_kernel_radius"]
 
 #: pre-activations per chunk of instances on the host: the chunk's (units, n) arrays stay in the core's cache, where
 #: tall-skinny products and elementwise passes run fastest (docs/benchmarks.md, "Cache-sized blocks")
@@ -188,17 +187,6 @@ class WidthBlockStages(BlockwiseStages):
             squares.append(norms)
         xp = array_module(state)
         return (grad, *(parts[0] if len(parts) == 1 else xp.concatenate(parts) for parts in (losses, squares)))
-
-
-def two_layer_gradient(x, y, signs):
-    """The integrator's gradient callable ``(state, rows) -> (grad, loss)`` for L = ½‖y − f(X)‖².
-
-    ``state`` (b, m·d) holds vec(W) row by row; ``signs`` (B, m) the fixed a of every instance of the batch,
-    ``x`` (n, d) and ``y`` (n,) the shared training set (all on the backend of the states). On the host the
-    batch is processed in chunks of :data:`HOST_BLOCK_ELEMENTS` pre-activations; each instance's arithmetic
-    is its own (:class:`TwoLayerStages`).
-    """
-    return TwoLayerStages(x, y, signs).gradient
 
 
 def tangent_kernel_radius(x, signs):

@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import params as P
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval
+from .._validation import Interval, one_of
 from ._closed_form import Rule, closed_form
 from .fine_tuning import _MC_DRAWS, _gaussian_designs, _scale_root, fine_tune_limit
 from .linear import N_HEAD, chi2_resolvent_moments
@@ -110,8 +110,11 @@ def effective_regularization(lam, n, ridge=0.0):
     return _kappa(_spectrum(lam), n, ridge)
 
 
-def _bias_variance(lam, beta, n, ridge):
-    """(B(β), V/σ²) of the deterministic equivalent; validated float arrays, β (…, d)."""
+@closed_form(lam=_spectrum, beta=_TEACHER, n=N_REAL, ridge=P.LAM)
+def bias_variance(lam, beta, n, ridge=0.0):
+    r"""(B, V₁) of the deterministic equivalent of ridge(less) regression: E R ≍ B + σ²V₁ with
+    B = κ²βᵀΣ(Σ + κ)⁻²β/(1 − df₂/n) and V₁ = (df₂/n)/(1 − df₂/n) (HMRT 2022 Thm 2 at λ = 0;
+    Bach 2024 §3). Ridgeless at n = d: B = 0, V₁ = +inf."""
     kappa = _kappa(lam, n, ridge)
     _, df2 = _df(lam, kappa)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -122,14 +125,6 @@ def _bias_variance(lam, beta, n, ridge):
     return bias, gain
 
 
-@closed_form(lam=_spectrum, beta=_TEACHER, n=N_REAL, ridge=P.LAM)
-def bias_variance(lam, beta, n, ridge=0.0):
-    r"""(B, V₁) of the deterministic equivalent of ridge(less) regression: E R ≍ B + σ²V₁ with
-    B = κ²βᵀΣ(Σ + κ)⁻²β/(1 − df₂/n) and V₁ = (df₂/n)/(1 − df₂/n) (HMRT 2022 Thm 2 at λ = 0;
-    Bach 2024 §3). Ridgeless at n = d: B = 0, V₁ = +inf."""
-    return _bias_variance(lam, beta, n, ridge)
-
-
 @closed_form(lam=_spectrum, beta_t=_TEACHER, sigma=P.SIGMA, n=N_REAL, ridge=P.LAM)
 def ridge_risk(lam, beta_t, n, sigma, ridge):
     r"""Deterministic equivalent of the ridge-regression risk E‖β̂_λ − β_t‖²_Σ, β̂_λ = (XᵀX + nλ)⁻¹Xᵀy.
@@ -137,7 +132,7 @@ def ridge_risk(lam, beta_t, n, sigma, ridge):
     Bach 2024 §3 (ridge with general covariance; HMRT 2022 Thm 2 is its λ → 0 limit): κ(1 − df₁(κ)/n) = λ, then
     B + σ²V₁ (:func:`bias_variance`). Asymptotic (n, d → ∞ at fixed n/d); exact only as n → ∞.
     """
-    bias, gain = _bias_variance(lam, beta_t, n, ridge)
+    bias, gain = bias_variance(lam, beta_t, n, ridge, validate=False)
     return bias + noise_term(sigma**2, gain)
 
 
@@ -170,11 +165,7 @@ def scratch_risk_exact(lam, n, sigma):
 def geometry(lam, beta_s, beta_t):
     r"""(‖β_s‖²_Σ, ⟨β_s, β_t⟩_Σ, ‖β_t‖²_Σ, θ) of a teacher pair: θ = arccos(⟨β_s, β_t⟩_Σ/(‖β_s‖_Σ‖β_t‖_Σ)) is
     the transfer angle in the Σ inner product (FaF's θ at Σ = I)."""
-    return _geometry(lam, beta_s, beta_t)
-
-
-def _geometry(lam, bs, bt):
-    ss, st, tt = (np.sum(lam * a * b, axis=-1) for a, b in ((bs, bs), (bs, bt), (bt, bt)))
+    ss, st, tt = (np.sum(lam * a * b, axis=-1) for a, b in ((beta_s, beta_s), (beta_s, beta_t), (beta_t, beta_t)))
     theta = np.arccos(np.clip(st / np.sqrt(ss * tt), -1.0, 1.0))
     return ss, st, tt, theta
 
@@ -187,7 +178,7 @@ def linear_transfer_risk(lam, beta_s, beta_t, sigma, n):
     ρ = ⟨β_s, β_t⟩_Σ/‖β_s‖_Σ, τ² = ‖β_t‖²_Σ − ρ²; b − ρ/‖β_s‖_Σ = zᵀ(w + ε)/‖z‖², so
     E R = τ² + (τ² + σ²)/(n − 2) (E‖z̃‖⁻² = 1/(n − 2)). FaF Eq. 12 at Σ = I (τ² = sin²θ).
     """
-    ss, st, tt, _ = _geometry(lam, beta_s, beta_t)
+    ss, st, tt, _ = geometry(lam, beta_s, beta_t, validate=False)
     tau2 = np.maximum(tt - st**2 / ss, 0.0)
     return tau2 + (tau2 + sigma**2) / (n - 2)
 
@@ -195,7 +186,7 @@ def linear_transfer_risk(lam, beta_s, beta_t, sigma, n):
 def _ridge_transfer_terms(lam, bs, bt, ridge, depth):
     """(ρ², τ², λ′): the one-feature regression on the unit-Σ-norm direction u = β_s/‖β_s‖_Σ with effective
     ridge λ′ = λ‖β_s‖^{2/L}/‖β_s‖²_Σ (balanced features: ‖v‖ = ‖β_s‖^{−1/L})."""
-    ss, st, tt, _ = _geometry(lam, bs, bt)
+    ss, st, tt, _ = geometry(lam, bs, bt, validate=False)
     rho2 = st**2 / ss
     euclid = np.sqrt(np.sum(bs * bs, axis=-1))
     return rho2, np.maximum(tt - rho2, 0.0), ridge * euclid ** (2.0 / depth) / ss
@@ -224,17 +215,6 @@ def ridge_transfer_risk_limit(lam, beta_s, beta_t, ridge, depth=2):
     return tau2 + rho2 * (lam_eff / (1 + lam_eff)) ** 2
 
 
-def _fine_tune_scale(lam, bs, bt, n, s, depth):
-    """c of the deterministic equivalent for n < d (1 where n ≥ d), and κ."""
-    kappa = _kappa(lam, n, 0.0)
-    k = np.where(kappa > 0, kappa, 1.0)[..., None]
-    shrink = k / (lam + k)  # I − P ≍ κ(Σ + κ)⁻¹
-    carried = np.sum(shrink * bs * bs, axis=-1)
-    fitted = np.sum(bt * bt, axis=-1) - np.sum(shrink * bt * bt, axis=-1) + noise_term(s**2, 1 / k[..., 0])
-    c = _scale_root(carried, fitted, np.sum(bs * bs, axis=-1), depth)
-    return np.where(kappa > 0, c, 1.0), kappa
-
-
 @closed_form(lam=_spectrum, beta_s=_TEACHER, beta_t=_TEACHER, n=N_REAL, sigma=P.SIGMA, depth=P.DEPTH.scalar)
 def fine_tune_scale(lam, beta_s, beta_t, n, sigma, depth=2):
     r"""Deterministic equivalent of the rescaling c of fine-tuning's gradient-flow limit, n < d (1 for n ≥ d).
@@ -243,14 +223,21 @@ def fine_tune_scale(lam, beta_s, beta_t, n, sigma, depth=2):
     B ≍ E‖X⁺y‖² = ‖β_t‖² − Σ κβ_{t,i}²/(λ_i + κ) + σ²/κ (Euclidean norms; κ of :func:`effective_regularization`).
     :func:`~.fine_tuning.fine_tune_scale` at Σ = I.
     """
-    return _fine_tune_scale(lam, beta_s, beta_t, n, sigma, depth)[0]
+    kappa = _kappa(lam, n, 0.0)
+    k = np.where(kappa > 0, kappa, 1.0)[..., None]
+    shrink = k / (lam + k)  # I − P ≍ κ(Σ + κ)⁻¹
+    carried = np.sum(shrink * beta_s * beta_s, axis=-1)
+    fitted = (np.sum(beta_t * beta_t, axis=-1) - np.sum(shrink * beta_t * beta_t, axis=-1)
+              + noise_term(sigma**2, 1 / k[..., 0]))
+    c = _scale_root(carried, fitted, np.sum(beta_s * beta_s, axis=-1), depth)
+    return np.where(kappa > 0, c, 1.0)
 
 
 def _fine_tune(lam, bs, bt, n, s, depth):
     """(E R_ft, T_ft) of the deterministic equivalent, validated arrays."""
-    c, _ = _fine_tune_scale(lam, bs, bt, n, s, depth)
-    bias_ft, gain = _bias_variance(lam, c[..., None] * bs - bt, n, 0.0)
-    bias_sc, _ = _bias_variance(lam, bt, n, 0.0)
+    c = np.asarray(fine_tune_scale(lam, bs, bt, n, s, depth, validate=False))
+    bias_ft, gain = bias_variance(lam, c[..., None] * bs - bt, n, 0.0, validate=False)
+    bias_sc, _ = bias_variance(lam, bt, n, 0.0, validate=False)
     return bias_ft + noise_term(s**2, gain), bias_sc - bias_ft
 
 
@@ -288,8 +275,7 @@ def transfer_grid(method, lam, beta_s, beta_t, n, sigma, ridge=0.0, depth=2):
     400 × 400 grid at d = 400 costs about 0.1 s. A grid whose memory exceeds the limit is refused before any work
     (:func:`transfertheory._memory.check_memory`).
     """
-    if method not in GRID_METHODS:
-        raise ValueError(f"method must be one of {GRID_METHODS}, got {method!r}")
+    one_of(method, "method", GRID_METHODS)
     lam = _spectrum(lam)
     bs, bt = check_teacher(beta_s, lam, "beta_s"), check_teacher(beta_t, lam, "beta_t")
     if bs.ndim != 1 or bt.ndim != 2:

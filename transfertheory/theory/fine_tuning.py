@@ -70,8 +70,7 @@ def fine_tune_risk(gamma, theta, sigma):
     elsewhere when σ > 0: :func:`fine_tune_risk_corrected`. ``validate=False``: the arguments were validated by
     the caller.
     """
-    extra = np.clip(1 - gamma, 0, None) * (1 - 2 * np.cos(theta))
-    return scratch_risk(gamma, sigma, validate=False) + extra
+    return scratch_risk(gamma, sigma, validate=False) - fine_tune_transferability(gamma, theta, validate=False)
 
 
 @closed_form(gamma=P.GAMMA, theta=P.THETA)
@@ -185,9 +184,8 @@ def fine_tune_risk_corrected(gamma, theta, sigma, depth=2):
     E R_sc for γ ≥ 1. Equals Eq. 16 when c = 1 (σ = 0). ``validate=False``: the arguments were validated by
     the caller.
     """
-    c = np.asarray(fine_tune_scale(gamma, sigma, depth, validate=False))
-    extra = np.clip(1 - gamma, 0, None) * (c**2 - 2 * c * np.cos(theta))
-    return scratch_risk(gamma, sigma, validate=False) + extra
+    transferability = fine_tune_transferability_corrected(gamma, theta, sigma, depth, validate=False)
+    return scratch_risk(gamma, sigma, validate=False) - transferability
 
 
 @closed_form(gamma=P.GAMMA, theta=P.THETA, sigma=P.SIGMA, depth=P.DEPTH.scalar)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import FLOAT_BYTES, check_memory
-from .._validation import Interval, as_generator
+from .._validation import Interval, as_generator, one_of
 from ..backend import get_backend, stacked_eigh, to_host
 from ..params import Param
 from .ntk import B_STD, HIDDEN_DEPTH, W_STD, relu_kernels, relu_kernels_at_depths
@@ -88,8 +88,7 @@ class _TaskLayout:
 
     def _edges(self, which):
         """Row/column range of point set ``which`` ("train", "support", "query") in the stacked [𝒳; X′; X]."""
-        if which not in _SETS:
-            raise ValueError(f"point set must be one of {_SETS}, got {which!r}")
+        one_of(which, "point set", _SETS)
         start = {"train": 0, "support": self.n_train, "query": self.n_train + self.n_support}[which]
         return start, start + {"train": self.n_train, "support": self.n_support, "query": self.n_query}[which]
 
@@ -148,24 +147,20 @@ class TestTaskBatch(_TaskLayout):
         return self.tests[index][..., r0 - self.n_train:r1 - self.n_train, c0:c1]
 
 
-def _stack(arrays, name):
-    arrays = list(arrays)
+def _task_points(tasks, support, query):
+    """(points stacked as [𝒳; X′; X], task sizes, n_support, n_query); ValueError unless every set is 2-D."""
+    tasks = list(tasks)
+    arrays = tasks + [s for s in (support, query) if s is not None]
     if not arrays:
-        raise ValueError(f"{name} must hold at least one array")
+        raise ValueError("tasks must hold at least one array")
     xp = get_backend(*arrays)
     for i, a in enumerate(arrays):
         if getattr(a, "ndim", None) != 2:
-            raise ValueError(f"{name}[{i}] must be a 2-D array (n, d), got {np.shape(to_host(a))}")
-    return xp.concatenate([xp.asarray(a, dtype=float) for a in arrays]), tuple(a.shape[0] for a in arrays)
-
-
-def _task_points(tasks, support, query):
-    """(points stacked as [𝒳; X′; X], task sizes, n_support, n_query)."""
-    tasks = list(tasks)
-    points, sizes = _stack(tasks + [s for s in (support, query) if s is not None], "tasks")
+            raise ValueError(f"tasks[{i}] must be a 2-D array (n, d), got {np.shape(to_host(a))}")
+    points = xp.concatenate([xp.asarray(a, dtype=float) for a in arrays])
     n_support = 0 if support is None else support.shape[0]
     n_query = 0 if query is None else query.shape[0]
-    return points, sizes[:len(tasks)], n_support, n_query
+    return points, tuple(a.shape[0] for a in tasks), n_support, n_query
 
 
 def task_kernels(network, tasks, support=None, query=None) -> TaskKernels:
@@ -237,13 +232,9 @@ def _block_diag_map(tk, fn):
     xp = get_backend(k)
     out = xp.zeros_like(k)
     slices = tk.task_slices()
-    if len(set(tk.sizes)) == 1:
-        mapped = fn(xp.stack([k[s, s] for s in slices]))
-        for s, block in zip(slices, mapped):
-            out[s, s] = block
-        return out
-    for s in slices:
-        out[s, s] = fn(k[s, s])
+    mapped = fn(xp.stack([k[s, s] for s in slices])) if len(set(tk.sizes)) == 1 else [fn(k[s, s]) for s in slices]
+    for s, block in zip(slices, mapped):
+        out[s, s] = block
     return out
 
 
@@ -269,8 +260,7 @@ def mtl_test_kernel(tk: TaskKernels, lam_tau_hat):
 
 def _anil_test_kernel_undecayed(tk, lam_tau_hat, variant):
     """Φ̃′ with Φ′_ANIL = Φ̃′·blockdiag(e^{−λτK(Xⱼ,Xⱼ)}): Φ′_MTL (derivation) or Θ(X,𝒳) − K(X,X′)T(X′)Θ(X′,𝒳)."""
-    if variant not in ANIL_VARIANTS:
-        raise ValueError(f"variant must be one of {ANIL_VARIANTS}, got {variant!r}")
+    one_of(variant, "variant", ANIL_VARIANTS)
     if variant == "derivation":
         return mtl_test_kernel(tk, lam_tau_hat)
     return tk.block("ntk", "query", "train") - _adapted_on_query(tk, tk.block("ntk", "support", "train"), lam_tau_hat)
@@ -294,7 +284,8 @@ def _solve(a, b, name):
     return v @ ((v.T @ b) / (mu[:, None] if b.ndim == 2 else mu))
 
 
-def _labels(tk, labels, support_labels):
+def _labels(tk, labels, support_labels, lam_tau_hat):
+    """(𝒴 (Nn, k), G_τ̂(X, X′, Y′)): the stacked training labels and the test head's adaptation on the support set."""
     xp = get_backend(tk.block("nngp", "train", "train"))
     y = xp.concatenate([xp.asarray(a, dtype=float).reshape(a.shape[0], -1) for a in labels])
     y_support = xp.asarray(support_labels, dtype=float).reshape(tk.batch_shape + (tk.n_support, -1))
@@ -303,14 +294,13 @@ def _labels(tk, labels, support_labels):
         raise ValueError(f"labels must hold one array per task with {tk.sizes} rows")
     if y_support.shape[-1] != y.shape[1]:
         raise ValueError(f"support_labels must have {y.shape[1]} output columns like labels")
-    return y, y_support
+    return y, _adapted_on_query(tk, y_support, lam_tau_hat)
 
 
 def mtl_predictions(tk: TaskKernels, labels, support_labels, lam_tau_hat):
     """F_MTL(X, X′, Y′) = G_τ̂(X,X′,Y′) + Φ′_MTL Φ_MTL⁻¹ 𝒴 (MTL Eq. 15); (n, k) for labels of k columns."""
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
-    y, y_support = _labels(tk, labels, support_labels)
-    g = _adapted_on_query(tk, y_support, lam_tau_hat)
+    y, g = _labels(tk, labels, support_labels, lam_tau_hat)
     return g + mtl_test_kernel(tk, lam_tau_hat) @ _solve(mtl_kernel(tk), y, "Phi_MTL")
 
 
@@ -325,8 +315,7 @@ def anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, lam_tau_h
     """
     LAM_TAU.scalar(lam_tau)
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")
-    y, y_support = _labels(tk, labels, support_labels)
-    g = _adapted_on_query(tk, y_support, lam_tau_hat)
+    y, g = _labels(tk, labels, support_labels, lam_tau_hat)
     theta_solve = _solve(tk.block("ntk", "train", "train"), y, "Theta")
     return g + _anil_test_kernel_undecayed(tk, lam_tau_hat, variant) @ theta_solve
 
@@ -336,9 +325,8 @@ def literal_anil_predictions(tk: TaskKernels, labels, support_labels, lam_tau, l
     Φ_ANIL = DΘD (App. Eq. 60). Equal to :func:`anil_predictions` up to rounding that grows with
     cond(Φ_ANIL) ~ e^{2λτ·max λ(Kᵢᵢ)}; it keeps λτ in the computation, so a figure can show that λτ cancels."""
     LAM_TAU.scalar(lam_tau)
-    y, y_support = _labels(tk, labels, support_labels)
+    y, g_test = _labels(tk, labels, support_labels, lam_tau_hat)
     xp = get_backend(y)
-    g_test = _adapted_on_query(tk, y_support, lam_tau_hat)
     g_train = y - _block_diag_map(tk, lambda block: symmetric_exp(block, lam_tau)) @ y
     return g_test + anil_test_kernel(tk, lam_tau, lam_tau_hat, variant) @ xp.linalg.solve(anil_kernel(tk, lam_tau),
                                                                                         y - g_train)

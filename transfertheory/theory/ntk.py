@@ -66,8 +66,7 @@ def _inputs(x, name, d=None):
 def _relu_step(xp, sigma, sigma_x, sigma_y, w_var, b_var):
     """One ReLU + Dense layer on the covariances, in place: Σ → Σ⁺; returns Σ̇⁺ and Σ⁺ of both diagonals."""
     root_x, root_y = xp.sqrt(sigma_x), xp.sqrt(sigma_y)
-    inv_x = xp.where(root_x > 0, 1.0 / xp.where(root_x > 0, root_x, 1.0), 0.0)
-    inv_y = xp.where(root_y > 0, 1.0 / xp.where(root_y > 0, root_y, 1.0), 0.0)
+    inv_x, inv_y = (xp.where(root > 0, 1.0 / xp.where(root > 0, root, 1.0), 0.0) for root in (root_x, root_y))
     cos = sigma * inv_x[:, None]
     cos *= inv_y[None, :]
     zero = (root_x[:, None] == 0) | (root_y[None, :] == 0)

@@ -135,9 +135,7 @@ def two_layer_gram(X, Y=None):
     array (n, n') of the array module of the inputs; the diagonal of H∞(X) is exactly 1/2.
     """
     X = _inputs(X, "X")
-    if Y is None:
-        return _gram_unchecked(X, X)
-    Y = _inputs(Y, "Y")
+    Y = X if Y is None else _inputs(Y, "Y")
     _same_dimension(X, Y, "X", "Y")
     return _gram_unchecked(X, Y)
 

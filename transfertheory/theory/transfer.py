@@ -19,10 +19,12 @@ fine-tuning with σ > 0.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import params as P
-from .._validation import check_broadcast
+from .._validation import check_broadcast, one_of
 from ._closed_form import closed_form
 from .fine_tuning import fine_tune_scale, fine_tune_scale_deep_limit
 from .linear import negative_transfer_onset_angle
@@ -36,10 +38,8 @@ __all__ = ["LIMITS", "effective_angle", "opening_angle", "flow_limit_sign_angle"
 LIMITS = ("paper", "flow")
 
 
-def _limit(limit, name="limit"):
-    if limit not in LIMITS:
-        raise ValueError(f"{name} must be one of {LIMITS}, got {limit!r}")
-    return limit
+#: the rule of a ``limit`` argument (``rule(value, name)``): one of :data:`LIMITS`
+_limit = functools.partial(one_of, choices=LIMITS)
 
 
 @closed_form(theta=P.THETA, lam=P.LAM)

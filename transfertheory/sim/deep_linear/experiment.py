@@ -27,7 +27,7 @@ import pandas as pd
 
 from ... import params as P
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point, items_per_chunk, memory_limit
-from ..._validation import Interval, root_seed
+from ..._validation import Interval, one_of, root_seed
 from ...backend import backend_name, resolve_backend, to_device, to_host
 from ...theory.methods import get_method
 from ...theory.spectra import SPECTRUM_SYNTAX, TEACHER_SYNTAX, check_spectrum_text, check_teacher_text
@@ -141,8 +141,7 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
                          f"d = {d}, below the minimum n = {min_n} ({reason})")
     if linear_solver not in ("exact", "flow"):
         raise ValueError(f"linear_solver must be 'exact' or 'flow', got {linear_solver!r}")
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    one_of(init, "init", INITS)
     isotropic = spectrum is None or (isinstance(spectrum, str) and spectrum.strip() == "isotropic")
     lam = None if isotropic else parse_spectrum(spectrum, d)
     if isinstance(teacher, str) and teacher.strip() == "random":  # the sweep field's name of the default

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import params as P
+from ..._validation import one_of
 from ...backend import get_backend, stacked_eigvalsh
 
 __all__ = [
@@ -169,8 +170,7 @@ def init_weights(arch: Architecture, alpha: float, seeds, scheme: str = "gaussia
     Returns a NumPy array (len(seeds), P); move it with
     :func:`transfertheory.backend.to_device`.
     """
-    if scheme not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got {scheme!r}")
+    one_of(scheme, "init", INITS)
     d, L = arch.d, arch.depth
     out = np.empty((len(seeds), arch.n_params))
     for i, seed in enumerate(seeds):

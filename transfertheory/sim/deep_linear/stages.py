@@ -1,7 +1,7 @@
 r"""Factored RKC stage kernel for losses of the end-to-end vector (rank-one layer gradients).
 
 Every stage of an RKC2 step is Y_k = Y₀ + hΣ_{m<k} A_k[m]F(Y_m)
-(:func:`~transfertheory.sim.integrator.rkc_butcher_matrix`), and every matrix
+(:func:`~transfertheory.sim.integrator.rkc_butcher_rows`), and every matrix
 layer's gradient is rank one, ∇_{W_l}L = a_l r_lᵀ (FaF Eq. 39). So a stage's
 weights are W_l⁰ + Σ_m c_m a_{l,m}r_{l,m}ᵀ (c = −hA_k): :class:`LowRankStages`
 stores the vectors a, r of each stage instead of d×d gradients and applies a

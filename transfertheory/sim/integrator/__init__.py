@@ -20,7 +20,7 @@ from ..convergence import Convergence
 from .flow import (CONVERGED_STATUSES, STATUS_MESSAGES, STATUSES, FlowResult, FlowStats, flow_state_bytes,
                    integrate_gradient_flow)
 from .kernels import (DenseStages, FusedDescent, StageKernel, StepOutcome, StepRequest, UnreachableCertificate,
-                      dense_spectral_radius, dense_stages, rkc_butcher_matrix, rkc_butcher_rows, rkc_coefficients,
+                      dense_spectral_radius, rkc_butcher_rows, rkc_coefficients,
                       rkc_stability_bound, row_norms, tables)
 from .ragged import BlockwiseStages, RaggedBatch
 from .solvers import (RKC2, SCHEMES, SETTING_RANGES, SOLVERS, ErrorController, FlowSettings, GradientDescent, Solver,
@@ -29,6 +29,6 @@ from .solvers import (RKC2, SCHEMES, SETTING_RANGES, SOLVERS, ErrorController, F
 __all__ = ["FlowResult", "FlowSettings", "FlowStats", "Solver", "RKC2", "GradientDescent", "SOLVERS", "ErrorController",
            "Convergence", "integrate_gradient_flow", "STATUSES", "STATUS_MESSAGES", "CONVERGED_STATUSES", "SCHEMES",
            "SETTING_RANGES", "flow_state_bytes", "StageKernel", "UnreachableCertificate", "FusedDescent",
-           "StepRequest", "StepOutcome", "DenseStages", "dense_stages", "dense_spectral_radius", "row_norms",
-           "RaggedBatch", "BlockwiseStages", "rkc_coefficients", "rkc_stability_bound", "rkc_butcher_matrix",
-           "rkc_butcher_rows", "tables", "positive", "count"]
+           "StepRequest", "StepOutcome", "DenseStages", "dense_spectral_radius", "row_norms",
+           "RaggedBatch", "BlockwiseStages", "rkc_coefficients", "rkc_stability_bound", "rkc_butcher_rows",
+           "tables", "positive", "count"]

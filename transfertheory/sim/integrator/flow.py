@@ -20,7 +20,7 @@ Design
   those still in stage k are a prefix and a batch costs Σᵢ sᵢ evaluations.
   Arrays live on any backend (inferred from ``y0``).
 * The stages are computed by a *stage kernel* (:class:`.kernels.StageKernel`):
-  :func:`.kernels.dense_stages` for any ``gradient``, or a model's own. A
+  :class:`.kernels.DenseStages` for any ``gradient``, or a model's own. A
   kernel returns a :class:`.kernels.StepOutcome`, may carry its
   representation of ∇L from one step to the next (first same as last) and
   estimates the spectral radius; step control, statuses and accounting are
@@ -66,7 +66,7 @@ import numpy as np
 from ..._memory import FLOAT_BYTES
 from ...backend import to_host
 from ..convergence import Convergence, ReportsConvergence
-from .kernels import StageKernel, UnreachableCertificate, dense_stages
+from .kernels import DenseStages, StageKernel, UnreachableCertificate
 from .ragged import FlowRecord, FlowState, RaggedBatch, array_module, batch_size, put, row_norms, take
 from .solvers import SAFETY, SCHEMES, SOLVERS, FlowSettings, positive
 
@@ -318,7 +318,7 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
         Computes the RKC stages of one step and estimates the spectral radius
         (optional hooks: :class:`~.kernels.UnreachableCertificate`,
         :class:`~.kernels.FusedDescent`).
-        Default: :func:`~.kernels.dense_stages` on ``gradient``. A model whose
+        Default: :class:`~.kernels.DenseStages` on ``gradient``. A model whose
         gradients have structure supplies its own, e.g. the deep linear
         networks' rank-one layer gradients
         (:class:`~transfertheory.sim.deep_linear.LowRankStages`); step control,
@@ -342,8 +342,8 @@ def integrate_gradient_flow(gradient, y0, settings: FlowSettings | None = None, 
     atol_host = np.broadcast_to(_ATOL.check(atol), (batch_size(y0),))
     if isinstance(y0, RaggedBatch) and stage_kernel is None:
         raise ValueError("ragged states (RaggedBatch) need a stage_kernel that handles them, e.g. BlockwiseStages "
-                         "of one dense_stages kernel per block")
-    kernel = dense_stages(gradient) if stage_kernel is None else stage_kernel
+                         "of one DenseStages kernel per block")
+    kernel = DenseStages(gradient) if stage_kernel is None else stage_kernel
     run, solver = Integration(settings, kernel, gradient, residual, y0, progress), settings.solver
     state = run.start(y0, atol_host)
     while state.size:

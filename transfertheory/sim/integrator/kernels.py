@@ -7,7 +7,7 @@ its local error in the kernel's norm and the gradient representation it wants
 back at the next step (first same as last). It also estimates the spectral
 radius ρ(∇²L) that sets the stage count. :class:`StageKernel` is the contract, with two optional hooks
 (:class:`UnreachableCertificate`, :class:`FusedDescent`);
-:func:`dense_stages` is the kernel for any gradient callable (dense states,
+:class:`DenseStages` is the kernel for any gradient callable (dense states,
 componentwise error norm), and a model with structured gradients supplies its
 own (the deep linear networks' :class:`~transfertheory.sim.deep_linear.LowRankStages`).
 Arrays live on any backend; the module is inferred from the states.
@@ -17,9 +17,8 @@ Verwer (1998), *J. Comput. Appl. Math.* 88:315: an s-stage explicit method whose
 b_sT_s(w₀ + w₁z) (T_s the Chebyshev polynomial of the first kind, w₀ = 1 + ε/s²) is bounded by one on a real
 interval [−β(s), 0] of length ∝ s², so a stiff gradient flow needs only ~√κ gradient evaluations. The pure functions
 of s: the recursion coefficients (:func:`rkc_coefficients`), β(s) (:func:`rkc_stability_bound`), the stage-count
-rule and the coefficient table shared by all integrations (:class:`RKCTables`), and the Butcher rows of one stage
-count (:func:`rkc_butcher_matrix`) that factored stage kernels use, also arranged by stage for every stage count at
-once (:func:`rkc_butcher_rows`).
+rule and the coefficient table shared by all integrations (:class:`RKCTables`), and the Butcher rows that factored
+stage kernels use, arranged by stage for every stage count at once (:func:`rkc_butcher_rows`).
 """
 from __future__ import annotations
 
@@ -33,8 +32,8 @@ import numpy as np
 from ...backend import get_backend
 
 __all__ = ["StepRequest", "StepOutcome", "StageKernel", "UnreachableCertificate", "FusedDescent", "DenseStages",
-           "dense_stages", "dense_spectral_radius", "row_norms", "EPS_DAMPING", "rkc_coefficients",
-           "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_matrix", "rkc_butcher_rows"]
+           "dense_spectral_radius", "row_norms", "EPS_DAMPING", "rkc_coefficients",
+           "rkc_stability_bound", "RKCTables", "tables", "rkc_butcher_rows"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class StepOutcome(NamedTuple):
     """What a stage kernel returns for one RKC2 step of a batch (caller's order).
 
     ``y`` (b, P) the step's result; ``grad`` the kernel's representation of
-    ∇L(y) (one row per instance: the dense gradient for :func:`dense_stages`,
+    ∇L(y) (one row per instance: the dense gradient for :class:`DenseStages`,
     factors for :class:`~transfertheory.sim.deep_linear.LowRankStages`, or
     None), handed back as :attr:`StepRequest.carried` at the next step of an
     accepted instance; ``evaluations`` instance-gradient evaluations spent;
@@ -257,11 +256,6 @@ class DenseStages:
         return StepOutcome(y_new, G_new, evals, err, loss_new, row_norms(G_new))
 
 
-def dense_stages(gradient) -> DenseStages:
-    """The default stage kernel for a gradient callable ``(y, rows) -> (∇L, L)`` (:class:`DenseStages`)."""
-    return DenseStages(gradient)
-
-
 def dense_spectral_radius(gradient):
     """Default spectral-radius estimator: nonlinear power iteration (RKC's ``spcrad``).
 
@@ -415,37 +409,18 @@ def tables(max_stages: int) -> RKCTables:
     return RKCTables(max_stages)
 
 
-@functools.lru_cache(maxsize=None)
-def rkc_butcher_matrix(s: int) -> np.ndarray:
-    r"""Stage rows of the s-stage RKC2 Butcher tableau: a read-only host array A of shape (s + 1, s).
-
-    The recursion of :func:`~transfertheory.sim.integrator.dense_stages` is
-    affine in the stage gradients, so Y_k = Y₀ + h Σ_{m<k} A[k, m] F(Y_m) with
-    A[1] = μ̃₁e₀ and A[k] = μ_k A[k−1] + ν_k A[k−2] + μ̃_k e_{k−1} + γ̃_k e₀
-    (row 0 is zero, A[k, m] = 0 for m ≥ k). A kernel that stores the F(Y_m) in
-    factored form evaluates any stage from these rows; the entries stay O(1)
-    (Chebyshev recursion with w₀ ≈ 1). Computed once per s and kept.
-    """
-    mu, nu, mu_t, gam_t = rkc_coefficients(s)
-    A = np.zeros((s + 1, s))
-    A[1, 0] = mu_t[1]
-    for k in range(2, s + 1):
-        A[k, : k - 1] = mu[k] * A[k - 1, : k - 1]
-        A[k, : k - 2] += nu[k] * A[k - 2, : k - 2]
-        A[k, k - 1] += mu_t[k]
-        A[k, 0] += gam_t[k]
-    A.flags.writeable = False
-    return A
-
-
 def rkc_butcher_rows(coefficients: np.ndarray, s_max: int) -> list:
     r"""Row k of the Butcher matrix of every stage count s ≥ k, for k = 0 … ``s_max``: a list R of host arrays
-    with R[k][s − k] = A_s[k, :k] (:func:`rkc_butcher_matrix`\ (s)[k]; R[0] is empty), from the coefficient
-    table [μ, ν, μ̃, γ̃][s, j] of :meth:`RKCTables.table` (at least ``s_max`` + 1 rows).
+    with R[k][s − k] = A_s[k, :k] (R[0] is empty), from the coefficient table [μ, ν, μ̃, γ̃][s, j] of
+    :meth:`RKCTables.table` (at least ``s_max`` + 1 rows).
 
-    The recursion of :func:`rkc_butcher_matrix`, vectorized over s: the same operations on the same numbers,
-    so the entries are bitwise those of the per-s matrices. A kernel whose batch mixes stage counts reads the
-    rows of stage k of all its instances with one gather (Σ_k (s_max − k + 1)·k ≈ s_max³/6 numbers).
+    The recursion of :class:`~transfertheory.sim.integrator.DenseStages` is affine in the stage gradients, so the
+    stages of an s-stage step are Y_k = Y₀ + h Σ_{m<k} A_s[k, m] F(Y_m) with A_s[1] = μ̃₁e₀ and
+    A_s[k] = μ_k A_s[k−1] + ν_k A_s[k−2] + μ̃_k e_{k−1} + γ̃_k e₀ (row 0 is zero, A_s[k, m] = 0 for m ≥ k); the
+    entries stay O(1) (Chebyshev recursion with w₀ ≈ 1). That recursion is run here for every s at once, with the
+    operations of one s's in their order, so the rows are bitwise those of each s alone (tested). A kernel that
+    stores the F(Y_m) in factored form and whose batch mixes stage counts reads the rows of stage k of all its
+    instances with one gather (Σ_k (s_max − k + 1)·k ≈ s_max³/6 numbers).
     """
     mu, nu, mu_t, gam_t = coefficients
     rows = [np.zeros((s_max + 1, 0)), mu_t[1: s_max + 1, 1:2].copy()]  # R[1][s − 1] = μ̃₁(s)

@@ -145,7 +145,7 @@ class BlockwiseStages:
     """The stage kernel of a :class:`RaggedBatch` whose block g is computed by ``kernels[g]``.
 
     Each block kernel is a stage kernel for dense (b_g, P_g) states with a ``gradient(y, rows)`` attribute
-    (e.g. :func:`~transfertheory.sim.integrator.dense_stages`), its ``rows`` local to its block of the *whole*
+    (e.g. :class:`~transfertheory.sim.integrator.DenseStages`), its ``rows`` local to its block of the *whole*
     batch. Pass :attr:`gradient` and the kernel itself to ``integrate_gradient_flow``. Steps, gradients and
     spectral radii are computed block by block and joined; warm starts and carried gradients are ragged.
     """

@@ -46,7 +46,7 @@ from typing import ClassVar, Mapping
 
 import numpy as np
 
-from ..._validation import Interval
+from ..._validation import Interval, one_of
 from ...backend import get_backend, to_host
 from ...params import GTOL, LOSS_TOL, Param
 from .kernels import FusedDescent, StepRequest, row_squares, tables
@@ -407,9 +407,7 @@ class FlowSettings:
         """A new record with ``changes`` (by name, none None) applied to the solver, the controller and the rest."""
         solver = changes.pop("solver", self.solver)
         scheme = changes.pop("scheme", solver.name)
-        if scheme not in SOLVERS:
-            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-        if scheme != solver.name:
+        if one_of(scheme, "scheme", SCHEMES) != solver.name:
             solver = SOLVERS[scheme]()
         solver = _with_params(solver, changes)
         controller = _with_params(changes.pop("controller", self.controller), changes)

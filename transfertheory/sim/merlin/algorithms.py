@@ -48,7 +48,7 @@ from ..integrator import RKC2, ErrorController, FlowSettings, flow_state_bytes, 
 from .losses import ValidationSplits, empirical_loss_and_grad, features, pad_orders, ridge_head, seed_split_orders
 
 __all__ = ["Outcome", "OBJECTIVE_TOL", "Problem", "solve", "pretrain", "finetune_head", "finetune_full",
-           "target_only_problem", "joint_problem", "merlin_problem", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS",
+           "joint_problem", "merlin_problem", "feature_usage", "MERLIN_RIDGE", "MERLIN_SPLITS",
            "merlin_restarts", "Objective", "Trained", "train", "random_init", "stack_objectives", "FLOW_SETTINGS",
            "STUDY_TOLERANCES", "INIT_SCALE", "instance_memory", "check_flow_memory"]
 
@@ -86,24 +86,19 @@ class Outcome(ReportsConvergence):
     restarts_at_best: np.ndarray
 
 
-def _keep_best(trained: Trained, seeds: int, restarts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(flat index of the kept restart per seed, restarts_needed, number of restarts at the best objective)."""
+def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=None) -> Outcome:
+    """Keep one restart per seed, the first within :data:`OBJECTIVE_TOL` of the seed's best objective (its index + 1
+    is ``restarts_needed``); ``head_of(params)`` gives the target head of the kept networks, ``fixed_phi`` the
+    features of a flow that did not train them (one restart per seed)."""
     objective = trained.objective.reshape(seeds, restarts)
     finite = np.where(np.isfinite(objective), objective, np.inf)
     at_best = finite <= finite.min(axis=1, keepdims=True) + OBJECTIVE_TOL
     first = at_best.argmax(axis=1)
-    return np.arange(seeds) * restarts + first, first + 1, at_best.sum(axis=1)
-
-
-def _outcome(trained: Trained, seeds: int, restarts: int, head_of, fixed_phi=None) -> Outcome:
-    """Keep one restart per seed; ``head_of(params)`` gives the target head of the kept networks, ``fixed_phi``
-    the features of a flow that did not train them (one restart per seed)."""
-    keep, needed, at_best = _keep_best(trained, seeds, restarts)
-    kept = trained.rows(keep)
+    kept = trained.rows(np.arange(seeds) * restarts + first)
     params = kept.params if fixed_phi is None else {**kept.params, "phi": fixed_phi}
     head = head_of(params)
     loss = np.asarray(to_host(M.target_loss(head, params["phi"])))
-    return Outcome(params, head, loss, kept.objective, kept.convergence, needed, at_best)
+    return Outcome(params, head, loss, kept.objective, kept.convergence, first + 1, at_best.sum(axis=1))
 
 
 #: the target head θ_t of the kept networks (every algorithm but pre-training and MeRLin)
@@ -190,16 +185,9 @@ def solve(problems, **flow) -> list:
     return outcomes
 
 
-def target_only_problem(X, y, lam, m, restarts, rng, init_scale=0.5) -> Problem:
-    """Target-only training: (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) from R random starts per seed."""
-    seeds, d = X.shape[0], X.shape[-1]
-    objective = Objective(d=d, m=m, lam=lam, target_weight=1.0, X=_repeat(X, restarts), y=_repeat(y, restarts))
-    start = random_init(objective, seeds * restarts, rng, init_scale)
-    return Problem(objective, start, seeds, restarts, _target_head)
-
-
 def joint_problem(X, y, k, lam, alpha, m, restarts, rng, init_scale=0.5) -> Problem:
-    """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed."""
+    """Joint training: (1 − α)L_Ds(θ_s, φ) + αL_D̂t(θ_t, φ) + λ(‖θ_s‖² + ‖θ_t‖² + ‖φ‖²_F), R restarts per seed.
+    At α = 1 this is target-only training, (θ_t, φ) on L_D̂t + λ(‖θ_t‖² + ‖φ‖²_F) (no source term, no θ_s)."""
     seeds, d = X.shape[0], X.shape[-1]
     objective = Objective(d=d, m=m, lam=lam, k=k, source_weight=1 - alpha, target_weight=alpha,
                           X=_repeat(X, restarts), y=_repeat(y, restarts))

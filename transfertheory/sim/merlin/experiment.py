@@ -167,7 +167,7 @@ def run_comparison(d, m, k, n_targets, lam, draws, *, algorithms=ALGORITHMS, alp
     k, lam, m, restarts = s["k"], s["lam"], s["m"], s["restarts"]
     builders = {  # the flows of the algorithms with restarts on one target set, from the generator of their starts
         "joint": lambda X, y, rng: A.joint_problem(X, y, k, lam, s["alpha"], m, restarts, rng, init_scale),
-        "target_only": lambda X, y, rng: A.target_only_problem(X, y, lam, m, restarts, rng, init_scale),
+        "target_only": lambda X, y, rng: A.joint_problem(X, y, k, lam, 1.0, m, restarts, rng, init_scale),  # α = 1
         "merlin": lambda X, y, rng: A.merlin_problem(X, y, k, lam, m, restarts, rng, s["rho"], s["ridge"],
                                                      s["splits"], init_scale)}
     problems = {name: [] for name in builders if name in algorithms}

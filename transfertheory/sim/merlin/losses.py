@@ -29,7 +29,7 @@ import numpy as np
 from ...backend import get_backend, to_host
 
 __all__ = ["features", "empirical_loss_and_grad", "ridge_head", "ValidationSplits", "split_orders",
-           "balanced_split_orders", "seed_split_orders", "pad_orders"]
+           "seed_split_orders", "pad_orders"]
 
 
 def features(X, phi):
@@ -55,16 +55,11 @@ def empirical_loss_and_grad(theta, phi, X, y, samples=None):
     return loss, grad_theta, grad_phi
 
 
-def _normal_matrix(H, ridge):
-    xp = get_backend(H)
-    n, m = H.shape[-2], H.shape[-1]
-    return H.swapaxes(-1, -2) @ H + n * ridge * xp.eye(m, dtype=H.dtype)
-
-
 def ridge_head(H, y, ridge):
     """θ̂ = (HᵀH + nλ_hI)⁻¹Hᵀy for H (..., n, m), y (..., n): the minimizer of (1/n)‖Hθ − y‖² + λ_h‖θ‖²."""
     xp = get_backend(H, y)
-    return xp.linalg.solve(_normal_matrix(H, ridge), (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
+    normal = H.swapaxes(-1, -2) @ H + H.shape[-2] * ridge * xp.eye(H.shape[-1], dtype=H.dtype)
+    return xp.linalg.solve(normal, (H.swapaxes(-1, -2) @ y[..., None]))[..., 0]
 
 
 def _sum_of_products(pairs):
@@ -261,13 +256,6 @@ def split_orders(batch, n, splits, rng):
     return np.argsort(rng.random((batch, splits, n)), axis=-1)
 
 
-def balanced_split_orders(n):
-    """(C(n, ⌊n/2⌋), n): every train/validation split of n samples with n_tr = ⌊n/2⌋, once each, as orders
-    (training half first, in increasing sample order)."""
-    return np.array([list(train) + [i for i in range(n) if i not in train]
-                     for train in itertools.combinations(range(n), n // 2)])
-
-
 def seed_split_orders(seeds, n, splits, rng):
     """(seeds, S', n): the splits of each seed's target set that MeRLin's validation term averages over.
 
@@ -275,6 +263,8 @@ def seed_split_orders(seeds, n, splits, rng):
     average is then the expectation over random splits of MeRLin Eq. 70, exactly. Otherwise S' = S random splits
     per seed (:func:`split_orders`), a Monte Carlo estimate of it. The caller shares them among a seed's restarts.
     """
-    if math.comb(n, n // 2) <= splits:
-        return np.broadcast_to(balanced_split_orders(n), (seeds, math.comb(n, n // 2), n)).copy()
+    if math.comb(n, n // 2) <= splits:  # every split with n_tr = ⌊n/2⌋ once, training half first, in sample order
+        every = [list(train) + [i for i in range(n) if i not in train]
+                 for train in itertools.combinations(range(n), n // 2)]
+        return np.broadcast_to(np.array(every), (seeds, len(every), n)).copy()
     return split_orders(seeds, n, splits, rng)

@@ -50,12 +50,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._memory import FLOAT_BYTES, check_memory, guarded_entry_point
-from ..._validation import Interval, as_generator
+from ..._validation import Interval, as_generator, one_of
 from ...backend import get_backend, stacked_eigh, stacked_eigvalsh, to_host
 from ...params import D, WIDTH, Param
 from ...theory.mtl import LAM_TAU, ReluNetwork, adaptation_operator, symmetric_exp
 from ..convergence import Convergence, ReportsConvergence
-from ..integrator import ErrorController, FlowSettings, dense_stages, flow_state_bytes, integrate_gradient_flow
+from ..integrator import DenseStages, ErrorController, FlowSettings, flow_state_bytes, integrate_gradient_flow
 
 __all__ = ["WIDTH", "NETWORKS", "NetworkShape", "Forward", "init_parameters", "forward", "backpropagate", "body_gram",
            "empirical_kernels", "random_network_kernels", "METHODS", "TEST_HEADS", "TaskData", "TrainedNetworks",
@@ -435,8 +435,7 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
     ``max_memory``: the memory guard's limit (bytes or ``"64G"``); a flow whose states
     (:func:`~..integrator.flow_state_bytes`, with MTL's one head per task) exceed it is refused.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    one_of(method, "method", METHODS)
     lam_tau = LAM_TAU.scalar(lam_tau)
     heads = len(tasks) if method == "mtl" else 1
     check_memory(flow_state_bytes(body0.shape[0], shape.body_size + heads * shape.head_size), what="train",
@@ -449,7 +448,7 @@ def train(method, shape: NetworkShape, tasks, labels, body0, head0, *, lam_tau=0
     objective = _Objective(method, shape, data, lam_tau, offset)
     heads = xp.concatenate([head0] * objective.n_heads, axis=1)
     state = xp.concatenate([body0, heads], axis=1)
-    kernel = dense_stages(objective)
+    kernel = DenseStages(objective)
     kernel.spectral_radius = objective.spectral_radius
     atol = flow.rtol * to_host((state**2).mean(axis=1)) ** 0.5
     result = integrate_gradient_flow(objective, state, flow, atol=atol, stage_kernel=kernel)
@@ -461,8 +460,7 @@ def adapted_predictions(trained: TrainedNetworks, support, support_labels, query
     """F (R, n_query): the test head adapted for time λτ̂ on (X′, Y′) on the trained body, seen on the query set
     (module docstring); ``test_head`` in :data:`TEST_HEADS` (``"fresh"`` draws from ``rng``, required: an integer
     seed ≥ 0, a numpy Generator or a SeedSequence); ``support_labels`` (n′,) or (n′, 1)."""
-    if test_head not in TEST_HEADS:
-        raise ValueError(f"test_head must be one of {TEST_HEADS}, got {test_head!r}")
+    one_of(test_head, "test_head", TEST_HEADS)
     if test_head == "trained" and trained.method != "anil":
         raise ValueError("test_head='trained' needs ANIL's outer-loop head (MTL's heads belong to its tasks)")
     lam_tau_hat = LAM_TAU.scalar(lam_tau_hat, "lam_tau_hat")

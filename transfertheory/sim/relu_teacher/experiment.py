@@ -48,7 +48,7 @@ from ..integrator import FlowSettings, count
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
-from .training import (PRETRAIN_FLOW, TARGET_FLOW, fine_tuning, linear_transfer, linear_transfer_flow, pretrain_source,
+from .training import (PRETRAIN_FLOW, TARGET_FLOW, linear_transfer, linear_transfer_flow, pretrain_source,
                        pretraining_memory, train_on_samples, training_memory)
 
 if TYPE_CHECKING:
@@ -286,8 +286,8 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -
             minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
             out.append(_rows(plan, "linear_minnorm", mu, n, _risk(plan, pre.W, minnorm, teachers), norms, _EXACT,
                              **pperp))
-        if "finetune" in plan.methods:  # its own flow's convergence: the pretraining's is in the pretrain_* columns
-            flow = fine_tuning(W_pre, c_pre, X, y, flow=plan.target_flow)
+        if "finetune" in plan.methods:  # every weight trained from the pretrained student; its own flow's convergence
+            flow = train_on_samples(W_pre, c_pre, X, y, flow=plan.target_flow)  # (the pretraining's: pretrain_* columns)
             out.append(_rows(plan, "finetune", mu, n, _risk(plan, flow.W, flow.c, teachers), norms, flow, **pperp))
     return out
 

@@ -256,9 +256,10 @@ def column_mean(values):
 
 
 def _cluster_resample(groups, rng):
-    """Unit indices of one two-stage bootstrap resample: teachers with replacement, then data sets within each."""
+    """One two-stage bootstrap resample of the units ``groups`` (their indices per teacher): the teachers picked
+    with replacement, and the unit indices drawn with replacement within each of them."""
     picked = rng.integers(0, len(groups), size=len(groups))
-    return np.concatenate([groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
+    return picked, [groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked]
 
 
 def _censored_sign_change(ns, values):
@@ -275,7 +276,8 @@ def sign_change_with_interval(ns, teachers, units, rng, resamples=SIGN_CHANGE_RE
     resamples with a sign change in the n range."""
     point = sign_change(ns, column_mean(units))
     groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
-    boot = [_censored_sign_change(ns, column_mean(units[_cluster_resample(groups, rng)])) for _ in range(resamples)]
+    boot = [_censored_sign_change(ns, column_mean(units[np.concatenate(_cluster_resample(groups, rng)[1])]))
+            for _ in range(resamples)]
     values, found = np.array([b[0] for b in boot]), np.array([b[1] for b in boot])
     lo, hi = np.quantile(values, [0.025, 0.975])
     return point, float(lo), float(hi), float(found.mean())
@@ -349,9 +351,7 @@ def boundary_offsets(df, m, rng, resamples=SIGN_CHANGE_RESAMPLES):
     point = boundaries(np.arange(len(groups)), groups)
     offsets = []
     for _ in range(resamples):
-        picked = rng.integers(0, len(groups), size=len(groups))
-        sign, finite, _, n_c, _ = boundaries(
-            picked, [groups[g][rng.integers(0, groups[g].size, size=groups[g].size)] for g in picked])
+        sign, finite, _, n_c, _ = boundaries(*_cluster_resample(groups, rng))
         offsets.append((np.log(sign / finite), np.log(sign / n_c)))
     offsets = np.array(offsets)
     kept = np.isfinite(offsets).all(axis=1)

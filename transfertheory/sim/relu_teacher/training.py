@@ -52,7 +52,7 @@ from ..integrator import ErrorController, FlowSettings, flow_state_bytes
 from .network import FlowReport, M, features, paper_init, sphere_flow
 
 __all__ = ["PretrainResult", "pretrain_source", "pretraining_memory", "PRETRAIN_FLOW", "training_memory",
-           "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "fine_tuning", "linear_transfer",
+           "empirical_loss_and_gradients", "train_on_samples", "scratch_training", "linear_transfer",
            "linear_transfer_flow", "LinearFlow", "TARGET_FLOW"]
 
 #: the integrator settings of target training: FaF's budget (flow time 1e3) and stopping rule (loss ≤ 1e-6),
@@ -218,12 +218,6 @@ def scratch_training(X, y, m, rng, **options) -> FlowReport:
     _check_training_memory("scratch_training", X.shape[0], m, X.shape[-1], X.shape[-2], options.get("max_memory"))
     W0, c0 = (to_device(a, X) for a in paper_init(m, X.shape[-1], rng, batch=(X.shape[0],)))
     return train_on_samples(W0, c0, X, y, **options)
-
-
-def fine_tuning(W, c, X, y, **options) -> FlowReport:
-    """Pretrained students (W, c) trained further, all weights, on (X, y) (:func:`train_on_samples` with
-    ``options``)."""
-    return train_on_samples(W, c, X, y, **options)
 
 
 def linear_transfer(W, X, y):

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import params as P
 from ...backend import get_backend, to_device
-from ..._validation import Interval, as_generator
+from ..._validation import Interval, as_generator, one_of
 from .kernel import _output_weights, _weights
 
 __all__ = ["MU", "M_STAR", "TEACHER_OUTPUTS", "AblatedTeacher", "ablated_teacher", "random_teacher", "dropped_count"]
@@ -109,8 +109,7 @@ def random_teacher(m_star, d, rng, batch=(), output="ones"):
     """
     m_star, d = M_STAR.scalar(m_star), P.D.scalar(d)
     batch = tuple(P.N.scalar(b, "batch") for b in batch)
-    if output not in TEACHER_OUTPUTS:
-        raise ValueError(f"output must be one of {TEACHER_OUTPUTS}, got {output!r}")
+    one_of(output, "output", TEACHER_OUTPUTS)
     generator = as_generator(rng)
     W = generator.standard_normal(batch + (m_star, d))
     W /= np.linalg.norm(W, axis=-1, keepdims=True)
