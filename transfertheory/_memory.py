@@ -35,6 +35,7 @@ import math
 import os
 import re
 from contextvars import ContextVar
+from types import SimpleNamespace
 
 from .backend import device_free_memory
 
@@ -173,14 +174,9 @@ def _variable_source() -> str:
 NO_ARGUMENT = object()
 
 
-class _Run:
-    """The memory check of a guarded entry point's call: done yet, and against which limit."""
-
-    def __init__(self):
-        self.checked, self.limit, self.source = False, None, None
-
-
-_RUN: ContextVar[_Run | None] = ContextVar("transfertheory_memory_run", default=None)
+#: the memory check of the guarded entry point's call now running: done yet (``checked``), and against which
+#: ``limit`` from which ``source``
+_RUN: ContextVar[SimpleNamespace | None] = ContextVar("transfertheory_memory_run", default=None)
 
 
 def guarded_entry_point(function):
@@ -190,7 +186,7 @@ def guarded_entry_point(function):
     reading their own. Nested entry points join the outermost run."""
     @functools.wraps(function)
     def run(*args, **kwargs):
-        token = _RUN.set(_Run()) if _RUN.get() is None else None
+        token = _RUN.set(SimpleNamespace(checked=False, limit=None, source=None)) if _RUN.get() is None else None
         try:
             return function(*args, **kwargs)
         finally:

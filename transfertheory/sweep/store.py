@@ -28,6 +28,7 @@ into ``points/``.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -85,6 +86,25 @@ def _upgraded(rows: pa.Table) -> pa.Table:
     return rows
 
 
+@functools.lru_cache(maxsize=2**16)
+def _read_identity(path: Path, stat_key):
+    """(metadata, why not a point file or None) of ``path``, read from its Parquet footer (once per
+    ``stat_key``: inode, size, modification and change times — while the file is unchanged)."""
+    if not path.is_file():
+        return None, "foreign: not a regular file"
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as error:
+        return None, f"damaged: unreadable Parquet ({str(error).splitlines()[0]})"
+    try:
+        meta = json.loads((schema.metadata or {}).get(_META.encode(), b"null"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        return None, "foreign: not written by the sweep store (no transfertheory metadata)"
+    return meta, None
+
+
 class NotAStoreError(ValueError):
     """A folder that is not a sweep store (or one written by a newer version)."""
 
@@ -130,7 +150,6 @@ class Store:
         self.meta = self.root / "_sweep"
         self.failed, self.logs = self.meta / "failed", self.meta / "logs"
         self.claims, self.quarantine = self.meta / "claims", self.meta / "quarantine"
-        self._checked = {}  # path → (stat key, metadata or None, why not a point)
 
     # ------------------------------------------------------------------ what the folder is
 
@@ -237,7 +256,6 @@ class Store:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         target = self.quarantine / f"{path.name}.{stamp}.{os.getpid()}.{time.time_ns() % 10**9}"
         os.replace(path, target)
-        self._checked.pop(path, None)
         return target
 
     def quarantine_point(self, pid):
@@ -255,7 +273,7 @@ class Store:
         One line per thing done, for the run to print."""
         self.create()
         found, lines = self.scan(), []
-        stale = self._clean(found.temporary)
+        stale = self.clean(found.temporary)
         if stale:
             lines.append(f"removed {stale} temporary file(s) left by killed writers")
         for path, why in {**found.damaged, **found.foreign}.items():
@@ -268,13 +286,11 @@ class Store:
             lines.append(f"moved {moved} point file(s) of the first store layout into {self.points}")
         return lines
 
-    def clean(self) -> int:
-        """Remove the temporary files and claims dead writers left (never a live writer's); how many files."""
-        return self._clean(self.scan().temporary)
-
-    def _clean(self, temporaries) -> int:
+    def clean(self, temporaries=None) -> int:
+        """Remove the temporary files and claims dead writers left (never a live writer's); how many files.
+        ``temporaries``: those of a :meth:`scan` just made (None: scan now)."""
         removed = 0
-        for path in temporaries:
+        for path in self.scan().temporary if temporaries is None else temporaries:
             name = C.temporary_owner(path)[0]
             with self.claim(name) as held:  # a dead writer's claim is free: take it, so no one starts meanwhile
                 if held is not False and C.temporary_is_stale(path, None if held is None else False):
@@ -301,34 +317,14 @@ class Store:
 
     # ------------------------------------------------------------------ recognising point files
 
-    def _inspect(self, path: Path):
-        """(metadata, why not a point file or None) of ``path``, cached while the file is unchanged."""
+    @staticmethod
+    def _inspect(path: Path):
+        """(metadata, why not a point file or None) of ``path`` (:func:`_read_identity`)."""
         try:
             stat = path.stat()
         except FileNotFoundError:
             return None, "removed"
-        key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        cached = self._checked.get(path)
-        if cached is None or cached[0] != key:
-            self._checked[path] = cached = (key, *self._read_identity(path))
-        return cached[1:]
-
-    @staticmethod
-    def _read_identity(path: Path):
-        """(metadata, why not a point file or None) of ``path``, read from its Parquet footer."""
-        if not path.is_file():
-            return None, "foreign: not a regular file"
-        try:
-            schema = pq.read_schema(path)
-        except (pa.ArrowException, OSError) as error:
-            return None, f"damaged: unreadable Parquet ({str(error).splitlines()[0]})"
-        try:
-            meta = json.loads((schema.metadata or {}).get(_META.encode(), b"null"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            meta = None
-        if not isinstance(meta, dict):
-            return None, "foreign: not written by the sweep store (no transfertheory metadata)"
-        return meta, None
+        return _read_identity(path, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
 
     def _why_not(self, path: Path, legacy=False):
         """Why ``path`` is not a point file of this store (None: it is one). ``legacy``: of the first layout."""
