@@ -134,17 +134,17 @@ def _compute(task: Task, store: Store) -> tuple:
     return task.pid, "done", seconds, None
 
 
+#: how :func:`format_seconds` writes a duration below each bound (the first that applies; the last row without
+#: one): the value ``seconds · times / per``, its format and unit
+_DURATIONS = ((1e-3, 1e3, 1, ".2f", "ms"), (0.0995, 1e3, 1, ".2g", "ms"), (1, 1e3, 1, ".0f", "ms"),
+              (9.95, 1, 1, ".1f", "s"), (90, 1, 1, ".0f", "s"), (5400, 1, 60, ".1f", "min"),
+              (None, 1, 3600, ".1f", "h"))
+
+
 def format_seconds(seconds) -> str:
     """``0.42 ms``, ``35 ms``, ``4.2 s``, ``42 s``, ``3.5 min``, ``2.1 h`` (two significant digits below 10 s)."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2g} ms" if seconds < 0.0995 else f"{seconds * 1e3:.0f} ms"
-    if seconds < 9.95:
-        return f"{seconds:.1f} s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    times, per, form, unit = next((row[1:] for row in _DURATIONS[:-1] if seconds < row[0]), _DURATIONS[-1][1:])
+    return f"{seconds * times / per:{form}} {unit}"
 
 
 def _pending(tasks, store: Store, retry_failed):
