@@ -264,7 +264,6 @@ class Store:
         path = self.points / f"{pid}.parquet"
         if path.exists() and self._why_not(path) is not None:
             return self.quarantine_file(path)
-        return None
 
     def prepare(self) -> list:
         """Ready the store for a run (:meth:`create`), then tidy what dead writers and users left: remove stale
@@ -293,7 +292,7 @@ class Store:
         for path in self.scan().temporary if temporaries is None else temporaries:
             name = C.temporary_owner(path)[0]
             with self.claim(name) as held:  # a dead writer's claim is free: take it, so no one starts meanwhile
-                if held is not False and C.temporary_is_stale(path, None if held is None else False):
+                if held or (held is None and C.temporary_is_stale(path)):
                     path.unlink(missing_ok=True)
                     removed += 1
         for path in sorted(self.claims.glob("*.claim")) if self.claims.is_dir() else ():
