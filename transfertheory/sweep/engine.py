@@ -147,16 +147,6 @@ def format_seconds(seconds) -> str:
     return f"{seconds * times / per:{form}} {unit}"
 
 
-def _pending(tasks, store: Store, retry_failed):
-    """The tasks to run: not stored and not failed before; ``retry_failed`` True: only those that failed; None:
-    every task not stored (failed or not)."""
-    skip = store.done()
-    if retry_failed is not None:  # True: skip every point that did not fail; False: every point that did
-        failed = set(store.failures())
-        skip |= {t.pid for t in tasks} - failed if retry_failed else failed
-    return [t for t in tasks if t.pid not in skip]
-
-
 def _local(tasks, workers):
     """Statuses of ``tasks`` computed by ``workers`` local processes (in this process for one worker or task;
     fresh interpreters, which a GPU backend needs)."""
@@ -254,9 +244,11 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
     for line in store.prepare():
         echo(line)
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
-    ids = {t.pid for t in tasks}
-    already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
-    pending = _pending(tasks, store, retry_failed)
+    ids, stored, failed_ids = {t.pid for t in tasks}, store.done(), set(store.failures())
+    already, failed_before = len(ids & stored), len(ids & failed_ids)
+    # to run: not stored, and not failed before (retry_failed True: only those that failed; None: failed or not)
+    skip = stored if retry_failed is None else stored | (ids - failed_ids if retry_failed else failed_ids)
+    pending = [t for t in tasks if t.pid not in skip]
     workers = worker_count(workers, len(pending))  # no more processes than points
     threads = 1 if scheduler else threads_per_worker(workers)
     pending = [dataclasses.replace(t, backend=backend, threads=threads) for t in pending]
