@@ -139,10 +139,10 @@ def _store(path):
 
 
 def _listed(kind, paths, limit=20):
-    """One line per path (at most ``limit``, then a count) of the things ``status`` reports."""
-    items = list(paths.items()) if isinstance(paths, dict) else [(p, "") for p in paths]
-    lines = [f"  {kind} {path}" + (f": {why}" if why else "") for path, why in items[:limit]]
-    return lines + ([f"  … and {len(items) - limit} more {kind} file(s)"] if len(items) > limit else [])
+    """One line per path and why (``paths``: path → why; at most ``limit``, then a count) of the things ``status``
+    reports."""
+    lines = [f"  {kind} {path}: {why}" for path, why in list(paths.items())[:limit]]
+    return lines + ([f"  … and {len(paths) - limit} more {kind} file(s)"] if len(paths) > limit else [])
 
 
 def _status(args):

@@ -61,10 +61,9 @@ class SweepSpec:
         :meth:`~transfertheory.sim.records.Experiment.point` gives it: the values were checked once, by
         :func:`parse_spec`), in axis order."""
         schema = get_experiment(self.experiment).schema
-        names = list(self.axes)
         base = {name: self.fixed.get(name, field.default) for name, field in schema.items()}
-        return [{**base, **dict(zip(names, values))}  # (keys already in base keep their schema position)
-                for values in itertools.product(*(self.axes[n] for n in names))]
+        return [{**base, **dict(zip(self.axes, values))}  # (keys already in base keep their schema position)
+                for values in itertools.product(*self.axes.values())]
 
     def size(self) -> int:
         return math.prod(len(v) for v in self.axes.values())
