@@ -29,6 +29,7 @@ process keeps back to the system before it reads ``MemAvailable``, so kept memor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import functools
 import math
@@ -69,10 +70,8 @@ def parse_memory(value, name: str = "max_memory") -> int:
         if match is not None:
             size = float(match.group(1)) * _UNITS[match.group(2).upper()]
     elif not isinstance(value, bool):
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             size = float(value)
-        except (TypeError, ValueError):
-            pass
     if size is None or not math.isfinite(size) or size <= 0:
         raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
     return int(size)
@@ -138,13 +137,10 @@ def _host_available() -> int | None:
     physical pages, else None."""
     if keep_freed_memory.cache_info().currsize and keep_freed_memory():  # applied: free the heap's pages to the system
         _libc()[1](ctypes.c_size_t(0))
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):

@@ -26,6 +26,7 @@ module never imports it. No other module imports ``cupy``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -140,11 +141,8 @@ def device_description(name: str) -> str:
     import platform
 
     model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo", encoding="utf-8") as info:
+        model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     return f"CPU: {model}, {os.cpu_count()} cores"
 
 
