@@ -141,10 +141,9 @@ def _host_available() -> int | None:
         for line in meminfo:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
-    try:
+    with contextlib.suppress(AttributeError, ValueError, OSError):
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
+    return None
 
 
 def memory_limit(max_memory=None, xp=None) -> tuple[int | None, str]:

@@ -28,6 +28,7 @@ into ``points/``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -96,10 +97,9 @@ def _read_identity(path: Path, stat_key):
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as error:
         return None, f"damaged: unreadable Parquet ({str(error).splitlines()[0]})"
-    try:
+    meta = None
+    with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError):
         meta = json.loads((schema.metadata or {}).get(_META.encode(), b"null"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        meta = None
     if not isinstance(meta, dict):
         return None, "foreign: not written by the sweep store (no transfertheory metadata)"
     return meta, None
@@ -388,10 +388,9 @@ class Store:
 
     def failure_time(self, pid):
         """When point ``pid``'s failure record was written (epoch seconds), or None."""
-        try:
+        with contextlib.suppress(FileNotFoundError):
             return (self.failed / f"{pid}.json").stat().st_mtime
-        except FileNotFoundError:
-            return None
+        return None
 
     def has(self, pid) -> bool:
         """Whether point ``pid`` has a valid point file."""
