@@ -198,8 +198,7 @@ def _device_backend(array) -> ArrayBackend | None:
         if issubclass(kind, record.array_type):
             return record
     if kind.__module__.startswith("cupy"):
-        cupy = _load_cupy()[0]
-        return ArrayBackend("cupy", cupy, kind, lambda a: a.get())
+        return ArrayBackend("cupy", _load_cupy()[0], kind, lambda a: a.get())
     return None
 
 
