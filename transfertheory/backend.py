@@ -86,9 +86,8 @@ def register_backend(name: str, module, array_type: type, to_host: Callable[[obj
     """Make a device backend known by ``name`` (e.g. a test stand-in); returns its record."""
     if name in BACKENDS:
         raise ValueError(f"backend name {name!r} is built in")
-    record = ArrayBackend(name, module, array_type, to_host)
-    _REGISTERED[name] = record
-    return record
+    _REGISTERED[name] = ArrayBackend(name, module, array_type, to_host)
+    return _REGISTERED[name]
 
 
 def unregister_backend(name: str) -> None:

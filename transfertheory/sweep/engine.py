@@ -85,10 +85,10 @@ def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
     """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters;
     ``checked``: they are full validated points already, as :meth:`SweepSpec.points` gives them)."""
     record = get_experiment(experiment)
-    module = record.simulate.__module__
     full = points if checked else [record.point(**point) for point in points]
-    return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, record.identity(point), seed),
-                 module=module) for point in full]
+    return [Task(str(store.root), record.name, point, seed,
+                 point_id(record.name, record.version, record.identity(point), seed), module=record.simulate.__module__)
+            for point in full]
 
 
 def compute_point(task: Task) -> tuple:
