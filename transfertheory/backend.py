@@ -261,9 +261,7 @@ def device_free_memory(xp) -> int | None:
 def to_host(array) -> np.ndarray:
     """Copy a device array to a NumPy array on the host; host input is returned as a NumPy array."""
     record = _device_backend(array)
-    if record is not None:
-        return record.to_host(array)
-    return np.asarray(array)
+    return np.asarray(array) if record is None else record.to_host(array)
 
 
 def to_device(array, like):
