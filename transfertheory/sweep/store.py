@@ -87,10 +87,9 @@ def _upgraded(rows: pa.Table) -> pa.Table:
     return rows
 
 
-@functools.lru_cache(maxsize=2**16)
 def _read_identity(path: Path, stat_key):
-    """(metadata, why not a point file or None) of ``path``, read from its Parquet footer (once per
-    ``stat_key``: inode, size, modification and change times — while the file is unchanged)."""
+    """(metadata, why not a point file or None) of ``path``, read from its Parquet footer; ``stat_key`` (inode, size,
+    modification and change times) keys a store's cache of the answers (:meth:`Store._inspect`)."""
     if not path.is_file():
         return None, "foreign: not a regular file"
     try:
@@ -150,6 +149,7 @@ class Store:
         self.meta = self.root / "_sweep"
         self.failed, self.logs = self.meta / "failed", self.meta / "logs"
         self.claims, self.quarantine = self.meta / "claims", self.meta / "quarantine"
+        self._read_identity = functools.cache(_read_identity)  # each file's footer read once while it is unchanged
 
     # ------------------------------------------------------------------ what the folder is
 
@@ -316,14 +316,13 @@ class Store:
 
     # ------------------------------------------------------------------ recognising point files
 
-    @staticmethod
-    def _inspect(path: Path):
+    def _inspect(self, path: Path):
         """(metadata, why not a point file or None) of ``path`` (:func:`_read_identity`)."""
         try:
             stat = path.stat()
         except FileNotFoundError:
             return None, "removed"
-        return _read_identity(path, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+        return self._read_identity(path, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
 
     def _why_not(self, path: Path, legacy=False):
         """Why ``path`` is not a point file of this store (None: it is one). ``legacy``: of the first layout."""
