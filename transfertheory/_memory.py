@@ -29,12 +29,14 @@ process keeps back to the system before it reads ``MemAvailable``, so kept memor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import functools
 import math
 import os
 import re
 from contextvars import ContextVar
+from types import SimpleNamespace
 
 from .backend import device_free_memory
 
@@ -68,10 +70,8 @@ def parse_memory(value, name: str = "max_memory") -> int:
         if match is not None:
             size = float(match.group(1)) * _UNITS[match.group(2).upper()]
     elif not isinstance(value, bool):
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             size = float(value)
-        except (TypeError, ValueError):
-            pass
     if size is None or not math.isfinite(size) or size <= 0:
         raise ValueError(f"{name} must be a positive number of bytes or a size such as '64G', got {value!r}")
     return int(size)
@@ -137,17 +137,13 @@ def _host_available() -> int | None:
     physical pages, else None."""
     if keep_freed_memory.cache_info().currsize and keep_freed_memory():  # applied: free the heap's pages to the system
         _libc()[1](ctypes.c_size_t(0))
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    with contextlib.suppress(AttributeError, ValueError, OSError):
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
+    return None
 
 
 def memory_limit(max_memory=None, xp=None) -> tuple[int | None, str]:
@@ -173,14 +169,9 @@ def _variable_source() -> str:
 NO_ARGUMENT = object()
 
 
-class _Run:
-    """The memory check of a guarded entry point's call: done yet, and against which limit."""
-
-    def __init__(self):
-        self.checked, self.limit, self.source = False, None, None
-
-
-_RUN: ContextVar[_Run | None] = ContextVar("transfertheory_memory_run", default=None)
+#: the memory check of the guarded entry point's call now running: done yet (``checked``), and against which
+#: ``limit`` from which ``source``
+_RUN: ContextVar[SimpleNamespace | None] = ContextVar("transfertheory_memory_run", default=None)
 
 
 def guarded_entry_point(function):
@@ -190,7 +181,7 @@ def guarded_entry_point(function):
     reading their own. Nested entry points join the outermost run."""
     @functools.wraps(function)
     def run(*args, **kwargs):
-        token = _RUN.set(_Run()) if _RUN.get() is None else None
+        token = _RUN.set(SimpleNamespace(checked=False, limit=None, source=None)) if _RUN.get() is None else None
         try:
             return function(*args, **kwargs)
         finally:

@@ -26,6 +26,7 @@ module never imports it. No other module imports ``cupy``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -85,9 +86,8 @@ def register_backend(name: str, module, array_type: type, to_host: Callable[[obj
     """Make a device backend known by ``name`` (e.g. a test stand-in); returns its record."""
     if name in BACKENDS:
         raise ValueError(f"backend name {name!r} is built in")
-    record = ArrayBackend(name, module, array_type, to_host)
-    _REGISTERED[name] = record
-    return record
+    _REGISTERED[name] = ArrayBackend(name, module, array_type, to_host)
+    return _REGISTERED[name]
 
 
 def unregister_backend(name: str) -> None:
@@ -137,15 +137,11 @@ def device_description(name: str) -> str:
         cupy = _load_cupy()[0]
         device = cupy.cuda.Device()
         return f"GPU: {cupy.cuda.runtime.getDeviceProperties(device.id)['name'].decode()}"
-    import os
     import platform
 
     model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo", encoding="utf-8") as info:
+        model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     return f"CPU: {model}, {os.cpu_count()} cores"
 
 
@@ -201,8 +197,7 @@ def _device_backend(array) -> ArrayBackend | None:
         if issubclass(kind, record.array_type):
             return record
     if kind.__module__.startswith("cupy"):
-        cupy = _load_cupy()[0]
-        return ArrayBackend("cupy", cupy, kind, lambda a: a.get())
+        return ArrayBackend("cupy", _load_cupy()[0], kind, lambda a: a.get())
     return None
 
 
@@ -233,22 +228,28 @@ def get_backend(*arrays):
     return found.module
 
 
-def backend_name(xp) -> str:
-    """The name of an array module: ``"numpy"``, ``"cupy"`` or a registered name."""
-    if xp is np:
+def _module_name(obj) -> str | None:
+    """The backend name of ``obj`` if it is an array module (NumPy, CuPy or a registered one), else None."""
+    if obj is np:
         return "numpy"
     for record in _REGISTERED.values():
-        if xp is record.module:
+        if obj is record.module:
             return record.name
-    if getattr(xp, "__name__", "").startswith("cupy"):
-        return "cupy"
-    raise ValueError(f"not an array module of a known backend: {xp!r}")
+    return "cupy" if getattr(obj, "__name__", "").startswith("cupy") else None
+
+
+def backend_name(xp) -> str:
+    """The name of an array module: ``"numpy"``, ``"cupy"`` or a registered name."""
+    name = _module_name(xp)
+    if name is None:
+        raise ValueError(f"not an array module of a known backend: {xp!r}")
+    return name
 
 
 def device_free_memory(xp) -> int | None:
     """Bytes of device memory free for arrays of the module ``xp`` (CuPy: the device's free memory plus the
     free blocks of CuPy's memory pool); None for host modules (NumPy, registered stand-ins) or if unreadable."""
-    if not getattr(xp, "__name__", "").startswith("cupy"):
+    if _module_name(xp) != "cupy":
         return None
     try:
         free, _total = xp.cuda.runtime.memGetInfo()
@@ -260,14 +261,12 @@ def device_free_memory(xp) -> int | None:
 def to_host(array) -> np.ndarray:
     """Copy a device array to a NumPy array on the host; host input is returned as a NumPy array."""
     record = _device_backend(array)
-    if record is not None:
-        return record.to_host(array)
-    return np.asarray(array)
+    return np.asarray(array) if record is None else record.to_host(array)
 
 
 def to_device(array, like):
     """Place a host array on the backend of ``like`` (an array of that backend, or its array module)."""
-    xp = like if _is_array_module(like) else get_backend(like)
+    xp = like if _module_name(like) is not None else get_backend(like)
     return xp.asarray(array)
 
 
@@ -303,8 +302,3 @@ def stacked_eigvalsh(a):
     """The eigenvalues (ascending) of a symmetric matrix or a stack (…, n, n), as ``numpy.linalg.eigvalsh``;
     on a device backend by the rule of :func:`stacked_eigh`."""
     return _stacked_symmetric(a, False)
-
-
-def _is_array_module(obj) -> bool:
-    return obj is np or any(obj is r.module for r in _REGISTERED.values()) or (
-        isinstance(obj, ModuleType) and obj.__name__.startswith("cupy"))

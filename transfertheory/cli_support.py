@@ -382,16 +382,15 @@ def staged_files():
         return temporary
 
     try:
-        try:
-            yield stage
-            while staged:
-                temporary, path = staged[0]
-                os.replace(temporary, path)
-                staged.pop(0)
-        except OSError as err:
-            if err.filename is None and staged:
-                err.filename = str(staged[-1][1])
-            raise
+        yield stage
+        while staged:
+            temporary, path = staged[0]
+            os.replace(temporary, path)
+            staged.pop(0)
+    except OSError as err:
+        if err.filename is None and staged:
+            err.filename = str(staged[-1][1])
+        raise
     finally:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)

@@ -91,11 +91,6 @@ def stop_signals_raise():
     return stop_signals_to(_raise_interrupted)
 
 
-def _stop_signals_ignored():
-    """While the block runs (stopping the workers), a second stop signal does not cut the cleaning short."""
-    return stop_signals_to(signal.SIG_IGN)
-
-
 def worker_count(requested, tasks) -> int:
     """Worker processes for ``tasks`` independent tasks: ``requested`` (``--workers``; None: one per core,
     :func:`~transfertheory.threads.available_cores`), at most one per task, at least 1."""
@@ -231,7 +226,7 @@ def completed_in_workers(function, items, workers, costs=None, *, fresh=False):
         for future in concurrent.futures.as_completed(futures):
             yield futures[future], future
     except BaseException:
-        with _stop_signals_ignored():
+        with stop_signals_to(signal.SIG_IGN):  # a second stop signal does not cut the cleaning short
             _stop(executor)
         raise
     executor.shutdown(wait=True)

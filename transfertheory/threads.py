@@ -50,11 +50,9 @@ def blas_threads(threads):
     """Limit the BLAS libraries of this process to ``threads`` (None: leave them alone) inside the block; the process
     keeps freed memory from then on (:func:`keep_freed_memory`)."""
     keep_freed_memory()
-    if threads is None:
-        yield
-        return
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=P.COUNT.scalar(threads, "threads"), user_api="blas"):
+    # (threadpoolctl leaves the libraries alone when ``limits`` is None)
+    with threadpool_limits(limits=None if threads is None else P.COUNT.scalar(threads, "threads"), user_api="blas"):
         yield
 

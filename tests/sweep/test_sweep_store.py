@@ -296,6 +296,13 @@ def test_the_grid_size_is_the_first_line_and_max_points_is_checked(tmp_path, cap
         _run(spec, tmp_path / "t", "--max-points", "0")
 
 
+def test_the_command_lines_default_max_points_is_the_spec_limit():
+    from transfertheory.sweep import __main__ as sweep_cli
+    from transfertheory.sweep.spec import MAX_POINTS
+
+    assert sweep_cli.build_parser().parse_args(["run", "x", "--store", "s"]).max_points == MAX_POINTS
+
+
 @pytest.mark.parametrize("raw, overrides, message", [
     (dict(axes=dict(gamma=dict(start=1, stop=2, num=3, log="false"))), {}, "axes.gamma.log: must be true or false"),
     (dict(draws="ten"), {}, "draws: draws must be"),

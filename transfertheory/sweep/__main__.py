@@ -34,7 +34,9 @@ from .named import NAMED_SWEEPS, named_sweep
 __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_MAX_POINTS = 100_000  # spec.MAX_POINTS (not imported for --help: the specs load the simulators)
+#: the default of --max-points: spec.MAX_POINTS, which a test holds equal (not imported for --help: the specs load
+#: the simulators)
+_MAX_POINTS = 100_000
 
 
 def build_parser():
@@ -68,7 +70,7 @@ def build_parser():
                                     f"{MEMORY_VAR})")
     run.add_argument("--retry-failed", action="store_true", help="rerun only the points whose last attempt failed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--max-points", type=COUNT.arg_type(), default=None, metavar="N",
+    run.add_argument("--max-points", type=COUNT.arg_type(), default=_MAX_POINTS, metavar="N",
                      help=f"refuse a grid of more than N points (default {_MAX_POINTS}), before building it")
     status = sub.add_parser("status", help="done / total / failed points of a store")
     status.add_argument("store", metavar="DIR")
@@ -95,13 +97,12 @@ def _list():
 
 
 def _spec(args):
-    from .spec import MAX_POINTS, load_toml, parse_assignment, parse_spec
+    from .spec import load_toml, parse_assignment, parse_spec
 
     overrides = dict(map(parse_assignment, args.overrides))
-    limit = MAX_POINTS if args.max_points is None else args.max_points
     if args.sweep.endswith(".toml") or Path(args.sweep).is_file():
-        return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides, limit)
-    return parse_spec(named_sweep(args.sweep), args.sweep, args.profile or "quick", overrides, limit)
+        return parse_spec(load_toml(args.sweep), Path(args.sweep).stem, args.profile, overrides, args.max_points)
+    return parse_spec(named_sweep(args.sweep), args.sweep, args.profile or "quick", overrides, args.max_points)
 
 
 def _run(args):
@@ -139,10 +140,10 @@ def _store(path):
 
 
 def _listed(kind, paths, limit=20):
-    """One line per path (at most ``limit``, then a count) of the things ``status`` reports."""
-    items = list(paths.items()) if isinstance(paths, dict) else [(p, "") for p in paths]
-    lines = [f"  {kind} {path}" + (f": {why}" if why else "") for path, why in items[:limit]]
-    return lines + ([f"  … and {len(items) - limit} more {kind} file(s)"] if len(items) > limit else [])
+    """One line per path and why (``paths``: path → why; at most ``limit``, then a count) of the things ``status``
+    reports."""
+    lines = [f"  {kind} {path}: {why}" for path, why in list(paths.items())[:limit]]
+    return lines + ([f"  … and {len(paths) - limit} more {kind} file(s)"] if len(paths) > limit else [])
 
 
 def _status(args):

@@ -118,10 +118,8 @@ def temporary_owner(path: Path) -> tuple:
     return parts[0], pid, parts[3] if len(parts) > 3 else HOST
 
 
-def temporary_is_stale(path: Path, claimed) -> bool:
-    """Whether the temporary file ``path`` was left by a dead writer, given ``claimed`` — whether the claim of its
-    name is held now (True, False, or None without file locks: then judged by its writer's pid on this host)."""
-    if claimed is not None:
-        return not claimed
+def temporary_is_stale(path: Path) -> bool:
+    """Whether the temporary file ``path`` was left by a dead writer, where there are no file locks (a free claim of
+    its name says so where there are): its writer's process id is of this host and no longer runs."""
     _, pid, host = temporary_owner(path)
     return host == HOST and pid is not None and not process_alive(pid)

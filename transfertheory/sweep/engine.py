@@ -85,10 +85,10 @@ def plan_points(experiment, points, seed, store: Store, checked=False) -> list:
     """A :class:`Task` per point of the list ``points`` of ``experiment`` (each validated: its full parameters;
     ``checked``: they are full validated points already, as :meth:`SweepSpec.points` gives them)."""
     record = get_experiment(experiment)
-    module = record.simulate.__module__
     full = points if checked else [record.point(**point) for point in points]
-    return [Task(str(store.root), record.name, point, seed, point_id(record.name, record.version, record.identity(point), seed),
-                 module=module) for point in full]
+    return [Task(str(store.root), record.name, point, seed,
+                 point_id(record.name, record.version, record.identity(point), seed), module=record.simulate.__module__)
+            for point in full]
 
 
 def compute_point(task: Task) -> tuple:
@@ -134,27 +134,17 @@ def _compute(task: Task, store: Store) -> tuple:
     return task.pid, "done", seconds, None
 
 
+#: how :func:`format_seconds` writes a duration below each bound (the first that applies; the last row without
+#: one): the value ``seconds · times / per``, its format and unit
+_DURATIONS = ((1e-3, 1e3, 1, ".2f", "ms"), (0.0995, 1e3, 1, ".2g", "ms"), (1, 1e3, 1, ".0f", "ms"),
+              (9.95, 1, 1, ".1f", "s"), (90, 1, 1, ".0f", "s"), (5400, 1, 60, ".1f", "min"),
+              (None, 1, 3600, ".1f", "h"))
+
+
 def format_seconds(seconds) -> str:
     """``0.42 ms``, ``35 ms``, ``4.2 s``, ``42 s``, ``3.5 min``, ``2.1 h`` (two significant digits below 10 s)."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2g} ms" if seconds < 0.0995 else f"{seconds * 1e3:.0f} ms"
-    if seconds < 9.95:
-        return f"{seconds:.1f} s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
-
-
-def _pending(tasks, store: Store, retry_failed):
-    """The tasks to run: not stored and not failed before; ``retry_failed`` True: only those that failed; None:
-    every task not stored (failed or not)."""
-    skip = store.done()
-    if retry_failed is not None:  # True: skip every point that did not fail; False: every point that did
-        failed = set(store.failures())
-        skip |= {t.pid for t in tasks} - failed if retry_failed else failed
-    return [t for t in tasks if t.pid not in skip]
+    times, per, form, unit = next((row[1:] for row in _DURATIONS[:-1] if seconds < row[0]), _DURATIONS[-1][1:])
+    return f"{seconds * times / per:{form}} {unit}"
 
 
 def _local(tasks, workers):
@@ -254,9 +244,11 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
     for line in store.prepare():
         echo(line)
     store.add_to_manifest({t.pid: dict(experiment=t.experiment, point=t.point, seed=t.base_seed) for t in tasks})
-    ids = {t.pid for t in tasks}
-    already, failed_before = len(ids & store.done()), len(ids & set(store.failures()))
-    pending = _pending(tasks, store, retry_failed)
+    ids, stored, failed_ids = {t.pid for t in tasks}, store.done(), set(store.failures())
+    already, failed_before = len(ids & stored), len(ids & failed_ids)
+    # to run: not stored, and not failed before (retry_failed True: only those that failed; None: failed or not)
+    skip = stored if retry_failed is None else stored | (ids - failed_ids if retry_failed else failed_ids)
+    pending = [t for t in tasks if t.pid not in skip]
     workers = worker_count(workers, len(pending))  # no more processes than points
     threads = 1 if scheduler else threads_per_worker(workers)
     pending = [dataclasses.replace(t, backend=backend, threads=threads) for t in pending]

@@ -61,10 +61,9 @@ class SweepSpec:
         :meth:`~transfertheory.sim.records.Experiment.point` gives it: the values were checked once, by
         :func:`parse_spec`), in axis order."""
         schema = get_experiment(self.experiment).schema
-        names = list(self.axes)
         base = {name: self.fixed.get(name, field.default) for name, field in schema.items()}
-        return [{**base, **dict(zip(names, values))}  # (keys already in base keep their schema position)
-                for values in itertools.product(*(self.axes[n] for n in names))]
+        return [{**base, **dict(zip(self.axes, values))}  # (keys already in base keep their schema position)
+                for values in itertools.product(*self.axes.values())]
 
     def size(self) -> int:
         return math.prod(len(v) for v in self.axes.values())
@@ -82,17 +81,19 @@ def _unknown(mapping, allowed, where):
         raise ValueError(f"{where}{extra[0]}: unknown field (fields: {', '.join(allowed)})")
 
 
-def _axis_length(name, value) -> int:
-    """How many values axis ``name`` has, from its list or its range's ``num`` (without building it)."""
+def _axis_length(name, value, where="") -> int:
+    """How many values axis ``name`` has, from its list or its range's ``num`` (without building it); errors name
+    the axis after ``where`` (a profile's ``profiles.NAME.``)."""
     if not isinstance(value, dict):
         return len(value) if isinstance(value, (list, tuple)) else 1
-    _unknown(value, ("start", "stop", "num", "log"), f"axes.{name}.")
+    label = f"{where}axes.{name}"
+    _unknown(value, ("start", "stop", "num", "log"), f"{label}.")
     missing = sorted({"start", "stop", "num"} - set(value))
     if missing:
-        raise ValueError(f"axes.{name}: a range needs start, stop and num, lacks {', '.join(missing)}")
+        raise ValueError(f"{label}: a range needs start, stop and num, lacks {', '.join(missing)}")
     if not isinstance(value.get("log", False), bool):
-        raise ValueError(f"axes.{name}.log: must be true or false, got {value['log']!r}")
-    return P.Param("num", P.Interval(0, np.inf, "left"), integer=True).scalar(value["num"], f"axes.{name}.num")
+        raise ValueError(f"{label}.log: must be true or false, got {value['log']!r}")
+    return P.Param("num", P.Interval(0, np.inf, "left"), integer=True).scalar(value["num"], f"{label}.num")
 
 
 def _axis_values(name, value) -> list:
@@ -142,10 +143,7 @@ def _check_profiles(raw, record):
         for key, value in _table(chosen.get("axes", {}), f"{where}.axes").items():
             if key not in record.schema:
                 _checked(record, key, value, f"{where}.axes.{key}")  # an unknown parameter
-            try:
-                _axis_length(key, value)
-            except ValueError as error:  # "axes.KEY…: …"
-                raise ValueError(f"{where}.{error}") from None
+            _axis_length(key, value, f"{where}.")
             for item in ([] if isinstance(value, dict) else _axis_values(key, value)):
                 _checked(record, key, item, f"{where}.axes.{key}")
 

@@ -28,6 +28,8 @@ into ``points/``.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -85,6 +87,23 @@ def _upgraded(rows: pa.Table) -> pa.Table:
     return rows
 
 
+def _read_identity(path: Path, stat_key):
+    """(metadata, why not a point file or None) of ``path``, read from its Parquet footer; ``stat_key`` (inode, size,
+    modification and change times) keys a store's cache of the answers (:meth:`Store._inspect`)."""
+    if not path.is_file():
+        return None, "foreign: not a regular file"
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as error:
+        return None, f"damaged: unreadable Parquet ({str(error).splitlines()[0]})"
+    meta = None
+    with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError):
+        meta = json.loads((schema.metadata or {}).get(_META.encode(), b"null"))
+    if not isinstance(meta, dict):
+        return None, "foreign: not written by the sweep store (no transfertheory metadata)"
+    return meta, None
+
+
 class NotAStoreError(ValueError):
     """A folder that is not a sweep store (or one written by a newer version)."""
 
@@ -130,7 +149,7 @@ class Store:
         self.meta = self.root / "_sweep"
         self.failed, self.logs = self.meta / "failed", self.meta / "logs"
         self.claims, self.quarantine = self.meta / "claims", self.meta / "quarantine"
-        self._checked = {}  # path → (stat key, metadata or None, why not a point)
+        self._read_identity = functools.cache(_read_identity)  # each file's footer read once while it is unchanged
 
     # ------------------------------------------------------------------ what the folder is
 
@@ -237,7 +256,6 @@ class Store:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         target = self.quarantine / f"{path.name}.{stamp}.{os.getpid()}.{time.time_ns() % 10**9}"
         os.replace(path, target)
-        self._checked.pop(path, None)
         return target
 
     def quarantine_point(self, pid):
@@ -246,7 +264,6 @@ class Store:
         path = self.points / f"{pid}.parquet"
         if path.exists() and self._why_not(path) is not None:
             return self.quarantine_file(path)
-        return None
 
     def prepare(self) -> list:
         """Ready the store for a run (:meth:`create`), then tidy what dead writers and users left: remove stale
@@ -255,7 +272,7 @@ class Store:
         One line per thing done, for the run to print."""
         self.create()
         found, lines = self.scan(), []
-        stale = self._clean(found.temporary)
+        stale = self.clean(found.temporary)
         if stale:
             lines.append(f"removed {stale} temporary file(s) left by killed writers")
         for path, why in {**found.damaged, **found.foreign}.items():
@@ -268,16 +285,14 @@ class Store:
             lines.append(f"moved {moved} point file(s) of the first store layout into {self.points}")
         return lines
 
-    def clean(self) -> int:
-        """Remove the temporary files and claims dead writers left (never a live writer's); how many files."""
-        return self._clean(self.scan().temporary)
-
-    def _clean(self, temporaries) -> int:
+    def clean(self, temporaries=None) -> int:
+        """Remove the temporary files and claims dead writers left (never a live writer's); how many files.
+        ``temporaries``: those of a :meth:`scan` just made (None: scan now)."""
         removed = 0
-        for path in temporaries:
+        for path in self.scan().temporary if temporaries is None else temporaries:
             name = C.temporary_owner(path)[0]
             with self.claim(name) as held:  # a dead writer's claim is free: take it, so no one starts meanwhile
-                if held is not False and C.temporary_is_stale(path, None if held is None else False):
+                if held or (held is None and C.temporary_is_stale(path)):
                     path.unlink(missing_ok=True)
                     removed += 1
         for path in sorted(self.claims.glob("*.claim")) if self.claims.is_dir() else ():
@@ -302,33 +317,12 @@ class Store:
     # ------------------------------------------------------------------ recognising point files
 
     def _inspect(self, path: Path):
-        """(metadata, why not a point file or None) of ``path``, cached while the file is unchanged."""
+        """(metadata, why not a point file or None) of ``path`` (:func:`_read_identity`)."""
         try:
             stat = path.stat()
         except FileNotFoundError:
             return None, "removed"
-        key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        cached = self._checked.get(path)
-        if cached is None or cached[0] != key:
-            self._checked[path] = cached = (key, *self._read_identity(path))
-        return cached[1:]
-
-    @staticmethod
-    def _read_identity(path: Path):
-        """(metadata, why not a point file or None) of ``path``, read from its Parquet footer."""
-        if not path.is_file():
-            return None, "foreign: not a regular file"
-        try:
-            schema = pq.read_schema(path)
-        except (pa.ArrowException, OSError) as error:
-            return None, f"damaged: unreadable Parquet ({str(error).splitlines()[0]})"
-        try:
-            meta = json.loads((schema.metadata or {}).get(_META.encode(), b"null"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            meta = None
-        if not isinstance(meta, dict):
-            return None, "foreign: not written by the sweep store (no transfertheory metadata)"
-        return meta, None
+        return self._read_identity(path, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
 
     def _why_not(self, path: Path, legacy=False):
         """Why ``path`` is not a point file of this store (None: it is one). ``legacy``: of the first layout."""
@@ -393,10 +387,9 @@ class Store:
 
     def failure_time(self, pid):
         """When point ``pid``'s failure record was written (epoch seconds), or None."""
-        try:
+        with contextlib.suppress(FileNotFoundError):
             return (self.failed / f"{pid}.json").stat().st_mtime
-        except FileNotFoundError:
-            return None
+        return None
 
     def has(self, pid) -> bool:
         """Whether point ``pid`` has a valid point file."""
