@@ -337,7 +337,7 @@ def _trained_transformed_labels(case):
 
 for _id, _source, _samples, _formula, _what, _remainder, _statement in (
         ("tdr.sim.thm2-bound", "TDR Thm 2 (Eq. 2)", lambda table: per_width(table, "distance"),
-         NTK.finetune_distance_bound, "‖W(Q) − W(P)‖ vs the bound", "excess",
+         lambda *data: NTK.finetune_distance_bound(*data), "‖W(Q) − W(P)‖ vs the bound", "excess",
          "‖W(Q) − W(P)‖_F of the trained networks is at most √((y_Q − y_{P→Q})ᵀH_Q⁻¹(y_Q − y_{P→Q})) "
          "up to a remainder that vanishes as m grows: the gap to the bound closes and, at the largest "
          "width, the distance agrees with the bound (4 SE + the training-bias allowance: the bound is "

@@ -407,7 +407,7 @@ class FlowSettings:
         """A new record with ``changes`` (by name, none None) applied to the solver, the controller and the rest."""
         solver = changes.pop("solver", self.solver)
         scheme = changes.pop("scheme", solver.name)
-        if one_of(scheme, "scheme", SCHEMES) != solver.name:
+        if one_of(scheme, "scheme", tuple(SOLVERS)) != solver.name:  # the live registry: a new Solver subclass counts
             solver = SOLVERS[scheme]()
         solver = _with_params(solver, changes)
         controller = _with_params(changes.pop("controller", self.controller), changes)
