@@ -194,8 +194,7 @@ class Claim:
             raise ValueError(f"category must be one of {CATEGORIES}, got {self.category!r} (claim {self.id})")
         if (self.expected == KNOWN_ERRATUM) != (self.category == PAPER_ERROR):
             raise ValueError(f"claim {self.id}: expected is {KNOWN_ERRATUM!r} exactly for category {PAPER_ERROR!r}")
-        unknown = set(self.profiles) - set(PROFILE_NAMES)
-        if unknown or not self.profiles:
+        if not self.profiles or not set(self.profiles) <= set(PROFILE_NAMES):
             raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} "
                              f"(claim {self.id})")
         if not (self.strategy is None or callable(self.strategy) or isinstance(self.strategy, Mapping)):
