@@ -149,8 +149,7 @@ class ClaimCollector(pytest.Collector):
     def collect(self):
         from . import claims
 
-        config = self.config
-        profile, glob = config.getoption("claims_profile"), config.getoption("claims_glob")
+        profile, glob = self.config.getoption("claims_profile"), self.config.getoption("claims_glob")
         for claim in claims.select(profile=profile):
             if glob is None or fnmatch.fnmatchcase(claim.id, glob):
                 yield ClaimItem.from_parent(self, name=claim.id, claim_id=claim.id)

@@ -67,7 +67,6 @@ def outcome_record(outcome):
 
     claim, worst = outcome.claim, outcome.worst
     result = worst.result
-    failing = outcome.failing
     criterion = result.requirement if result else None
     return {
         "claim": claim.id,
@@ -79,10 +78,7 @@ def outcome_record(outcome):
         "expected": claim.expected,
         "category": claim.category or "",
         "status": outcome.status,
-        "discrepancy": _number(result.discrepancy) if result else None,
-        "tolerance": _number(result.tolerance) if result else None,
-        "z": _number(result.z) if result else None,
-        "threshold": _number(result.threshold) if result else None,
+        **{key: _number(getattr(result, key, None)) for key in ("discrepancy", "tolerance", "z", "threshold")},
         "requires": criterion.text if criterion else "",
         "measured": _number(criterion.value) if criterion else None,
         "held": bool(result.passed) if result else None,
@@ -94,7 +90,7 @@ def outcome_record(outcome):
         "erratum": claim.erratum_link or "",
         "detail": (result.detail if result else worst.error) or "",
         "params": dict(worst.params),
-        "example": reproduction(claim, failing[0].params, outcome.profile) if failing else "",
+        "example": reproduction(claim, outcome.failing[0].params, outcome.profile) if outcome.failing else "",
     }
 
 

@@ -57,7 +57,6 @@ def get_profile(profile) -> Profile:
     """A :class:`Profile` from itself or its name (ValueError for an unknown name)."""
     if isinstance(profile, Profile):
         return profile
-    try:
-        return PROFILES[profile]
-    except KeyError:
-        raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}") from None
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILE_NAMES}, got {profile!r}")
+    return PROFILES[profile]

@@ -194,8 +194,7 @@ class Claim:
             raise ValueError(f"category must be one of {CATEGORIES}, got {self.category!r} (claim {self.id})")
         if (self.expected == KNOWN_ERRATUM) != (self.category == PAPER_ERROR):
             raise ValueError(f"claim {self.id}: expected is {KNOWN_ERRATUM!r} exactly for category {PAPER_ERROR!r}")
-        unknown = set(self.profiles) - set(PROFILE_NAMES)
-        if unknown or not self.profiles:
+        if not self.profiles or not set(self.profiles) <= set(PROFILE_NAMES):
             raise ValueError(f"profiles must be a non-empty subset of {PROFILE_NAMES}, got {self.profiles} "
                              f"(claim {self.id})")
         if not (self.strategy is None or callable(self.strategy) or isinstance(self.strategy, Mapping)):
@@ -254,10 +253,9 @@ def get_claim(claim) -> Claim:
     """A :class:`Claim` from itself or its id (ValueError for an unknown id)."""
     if isinstance(claim, Claim):
         return claim
-    try:
-        return _REGISTRY[claim]
-    except KeyError:
-        raise ValueError(f"claim must be a registered claim id, got {claim!r}") from None
+    if claim not in _REGISTRY:
+        raise ValueError(f"claim must be a registered claim id, got {claim!r}")
+    return _REGISTRY[claim]
 
 
 def claim_matches(pattern, claim) -> bool:
@@ -393,10 +391,9 @@ def check_point(claim, params=None, profile="quick") -> PointOutcome:
 
 
 def _evaluate(claim, profile, params, seed) -> PointOutcome:
-    case = Case(claim, profile, MappingProxyType(params), seed)
     start = time.perf_counter()
     try:
-        result = claim.check(case)
+        result = claim.check(Case(claim, profile, MappingProxyType(params), seed))
     except Exception as err:  # a broken check is reported, never raised: the audit goes on
         return PointOutcome(params, ERROR, None, time.perf_counter() - start, f"{type(err).__name__}: {err}")
     if not isinstance(result, CheckResult):
@@ -449,10 +446,10 @@ def run(claim, profile="quick", explore=0, seed=None) -> Outcome:
     start = time.perf_counter()
     try:
         chosen = points(claim, profile, explore, seed)
-    except Exception as err:
-        error = PointOutcome({}, ERROR, None, 0.0, f"drawing points failed: {type(err).__name__}: {err}")
-        return Outcome(claim, profile.name, ERROR, time.perf_counter() - start, (error,), error)
-    outcomes = tuple(check_point(claim, p, profile) for p in chosen)
+    except Exception as err:  # no point to check: the claim is one ERROR point
+        outcomes = [PointOutcome({}, ERROR, None, 0.0, f"drawing points failed: {type(err).__name__}: {err}")]
+    else:
+        outcomes = [check_point(claim, p, profile) for p in chosen]
     return judge(claim, profile, outcomes, time.perf_counter() - start)
 
 
