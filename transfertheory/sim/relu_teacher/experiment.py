@@ -48,7 +48,7 @@ from ..integrator import FlowSettings, count
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
 from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
-from .training import (PRETRAIN_FLOW, TARGET_FLOW, linear_transfer, linear_transfer_flow, pretrain_source,
+from .training import (PRETRAIN_FLOW, TARGET_FLOW, LinearFlow, linear_transfer, linear_transfer_flow, pretrain_source,
                        pretraining_memory, train_on_samples, training_memory)
 
 if TYPE_CHECKING:
@@ -232,12 +232,9 @@ def _rows(plan: _Plan, method, mu, n, risk, norms, flow, **columns) -> pd.DataFr
     ``exact``)."""
     import pandas as pd
     count = plan.teachers * plan.draws
-    if flow is _EXACT:
-        conv = dict(convergence_columns(Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan)), loss=np.nan,
-                    norm_drift=np.nan)
-    else:
-        conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift",
-                                                                                              np.nan))
+    if flow is _EXACT:  # no flow: every instance converged, no loss
+        flow = LinearFlow(None, np.nan, Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan))
+    conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift", np.nan))
     return pd.DataFrame(dict(
         method=method, mu=mu, n=n, teacher=np.repeat(np.array(_teacher_indices(plan)), plan.draws),
         draw=np.tile(np.array(_draw_indices(plan)), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
