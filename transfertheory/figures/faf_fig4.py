@@ -89,7 +89,6 @@ def _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap):
         axes.append(ax)
     done, total, loss = counts["pretraining"]
     annotate_convergence(axes[0], {"pretraining to loss 1e-6": (done, total)}, f"loss ≤ {loss:.1e}")
-    return axes
 
 
 def _scratch_panel(ax, grid, fit, counts, max_time):
