@@ -231,11 +231,9 @@ def _target_statistics(X, Y):
 def _rows(plan: _Plan, chunk: _Chunk, method: str, risk, lam=0.0, **columns) -> pd.DataFrame:
     """One row per (draw, θ) of ``chunk``, in that order: the grid labels, the risk and ``columns``."""
     gi = np.repeat([g for g, _ in chunk.draws], len(plan.thetas))
-    frame = {"method": method, "gamma": plan.gammas[gi], "n": plan.ns[gi], "d": plan.d,
-             "theta": np.tile(plan.thetas, len(chunk.draws)), "sigma": plan.sigma, "lam": lam,
-             "draw": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk}
-    frame.update(columns)
-    return pd.DataFrame(frame)
+    return pd.DataFrame({"method": method, "gamma": plan.gammas[gi], "n": plan.ns[gi], "d": plan.d,
+                         "theta": np.tile(plan.thetas, len(chunk.draws)), "sigma": plan.sigma, "lam": lam,
+                         "draw": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk, **columns})
 
 
 # --------------------------------------------------------------------------- methods

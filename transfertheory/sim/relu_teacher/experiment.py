@@ -47,7 +47,7 @@ from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings, count
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
-from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
+from .network import M, network_output, paper_init, target_norm_sq, target_variance
 from .training import (PRETRAIN_FLOW, TARGET_FLOW, LinearFlow, linear_transfer, linear_transfer_flow, pretrain_source,
                        pretraining_memory, train_on_samples, training_memory)
 
@@ -253,13 +253,9 @@ def _scratch_flows(plan: _Plan, samples, xp) -> dict:
     flow = train_on_samples(xp.concatenate([W for W, _ in inits]), xp.concatenate([c for _, c in inits]),
                             xp.concatenate([X for X, _ in padded]), xp.concatenate([y for _, y in padded]),
                             flow=plan.target_flow, sizes=np.repeat(list(samples), count))
-    return {n: _instances(flow, slice(k * count, (k + 1) * count)) for k, n in enumerate(samples)}
-
-
-def _instances(flow: FlowReport, rows: slice) -> FlowReport:
-    """The instances ``rows`` of a batch's flow report (``evaluations`` stays the batch's)."""
-    return replace(flow, W=flow.W[rows], c=flow.c[rows], loss=flow.loss[rows], norm_drift=flow.norm_drift[rows],
-                   convergence=flow.convergence[rows])
+    rows = {n: slice(k * count, (k + 1) * count) for k, n in enumerate(samples)}  # each n's instances of the batch
+    return {n: replace(flow, W=flow.W[r], c=flow.c[r], loss=flow.loss[r], norm_drift=flow.norm_drift[r],
+                       convergence=flow.convergence[r]) for n, r in rows.items()}  # (evaluations: the batch's)
 
 
 def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -> list:
