@@ -436,9 +436,8 @@ def run_transfer_experiment(d, gammas, thetas, sigma, draws, depth=FIELDS["depth
             if "linear" in plan.methods:
                 frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, flows))
             bar.update(start + len(chunk.draws) - bar.n)
-    df = pd.concat(frames, ignore_index=True)
+    df = pd.concat(frames, ignore_index=True).sort_values(list(ROW_KEYS), kind="stable", ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
-    df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
                     rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows),
                     beta_s=tuple(beta_s), nu=tuple(nu),

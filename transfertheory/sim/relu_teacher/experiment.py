@@ -195,9 +195,9 @@ def _pretrained(plan: _Plan, mu, backend):
                           first=plan.teacher_start)
     pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
     pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
-    table = pd.DataFrame(dict(mu=mu, teacher=np.array(_teacher_indices(plan)), loss=pre.loss, initial_loss=pre.initial_loss,
-                              **convergence_columns(pre.convergence), norm_drift=pre.norm_drift, pperp=pperp,
-                              pperp_source=pperp_source))
+    table = pd.DataFrame(dict(mu=mu, teacher=np.array(_teacher_indices(plan)), loss=pre.loss,
+                              initial_loss=pre.initial_loss, **convergence_columns(pre.convergence),
+                              norm_drift=pre.norm_drift, pperp=pperp, pperp_source=pperp_source))
     return pre, table, PretrainedStudents(*(np.asarray(to_host(a)) for a in (pre.W, pre.c, W_s, c_s)))
 
 
@@ -279,8 +279,8 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -
             minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
             out.append(_rows(plan, "linear_minnorm", mu, n, _risk(plan, pre.W, minnorm, teachers), norms, _EXACT,
                              **pperp))
-        if "finetune" in plan.methods:  # every weight trained from the pretrained student; its own flow's convergence
-            flow = train_on_samples(W_pre, c_pre, X, y, flow=plan.target_flow)  # (the pretraining's: pretrain_* columns)
+        if "finetune" in plan.methods:  # every weight from the pretrained student; its own flow's convergence
+            flow = train_on_samples(W_pre, c_pre, X, y, flow=plan.target_flow)  # (pretrain_*: the pretraining's)
             out.append(_rows(plan, "finetune", mu, n, _risk(plan, flow.W, flow.c, teachers), norms, flow, **pperp))
     return out
 
@@ -387,8 +387,8 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
     rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, (W_t, c_t),
                                                  xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
-    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow.as_dict(),
-                    pretrain_flow=plan.pretrain_flow.as_dict(),
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output,
+                    target_flow=plan.target_flow.as_dict(), pretrain_flow=plan.pretrain_flow.as_dict(),
                     pretrain=pd.concat([p[1] for p in pretrained.values()], ignore_index=True).to_dict("list")
                     if pretrained else {},
                     students={mu: p[2] for mu, p in pretrained.items()})
@@ -397,10 +397,9 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
 
 def _faf_relu(p, seed, backend):
     return run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
-                                   draws=p["draws"], methods=p["methods"],
-                                   seed=seed if p["draw_seed"] < 0 else p["draw_seed"], output=p["output"],
-                                   backend=backend, teacher_start=p["teacher_start"], draw_start=p["draw_start"],
-                                   **flow_arguments(p, "pretrain", "linear"))
+                                   draws=p["draws"], methods=p["methods"], output=p["output"], backend=backend,
+                                   seed=seed if p["draw_seed"] < 0 else p["draw_seed"], draw_start=p["draw_start"],
+                                   teacher_start=p["teacher_start"], **flow_arguments(p, "pretrain", "linear"))
 
 
 # version 4: loss_tol no longer sets the pretraining's rule too (pretrain_loss_tol does), so a stored point of
