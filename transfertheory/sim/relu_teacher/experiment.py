@@ -384,8 +384,7 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
     pretrained = {mu: _pretrained(key, mu, backend_name(xp)) for mu in plan.mus} if transfer else {}
     samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
     scratch = _scratch_flows(plan, samples, xp) if "scratch" in plan.methods else {}
-    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, (W_t, c_t),
-                                                 xp)]
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, (W_t, c_t), xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output,
                     target_flow=plan.target_flow.as_dict(), pretrain_flow=plan.pretrain_flow.as_dict(),

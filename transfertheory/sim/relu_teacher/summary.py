@@ -93,7 +93,7 @@ def summarize(df, seed=0):
 
     df = without_unconverged_scratch(df)  # (the risks only: ``converged`` counts every flow)
     cells = df.groupby(["method", "mu", "n"])
-    converged, loss_max, pperp = cells.converged.mean(), cells.loss.max(), cells.pperp.mean()
+    converged, loss_max = cells.converged.mean(), cells.loss.max()
     per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
     mean, se = per_teacher.mean(), per_teacher.sem()
     paired = {m: paired_transferability(df, m) for m in TRANSFER_METHODS}
@@ -104,11 +104,12 @@ def summarize(df, seed=0):
         _, teachers, linear = paired["linear"][mu]
         transfer, transfer_se = clustered_mean_se(teachers, linear)
         minnorm = column_mean(paired["linear_minnorm"][mu][2])
+        pperp = df[(df.method == "linear") & (df.mu == mu)].groupby("n").pperp.mean()
         for j, n in enumerate(ns):
             rows.append(dict(mu=mu, n=n, scratch_risk=mean["scratch", mu, n], scratch_risk_se=se["scratch", mu, n],
                              linear_risk=mean["linear", mu, n], minnorm_risk=mean["linear_minnorm", mu, n],
                              transferability=transfer[j], transferability_se=transfer_se[j],
-                             transferability_minnorm=minnorm[j], pperp=pperp["linear", mu, n],
+                             transferability_minnorm=minnorm[j], pperp=pperp[n],
                              converged_scratch=converged["scratch", mu, n], converged_linear=converged["linear", mu, n],
                              scratch_loss_max=loss_max["scratch", mu, n], linear_loss_max=loss_max["linear", mu, n],
                              runs=linear.shape[0]))
