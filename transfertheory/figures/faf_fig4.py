@@ -89,7 +89,6 @@ def _gram_panels(fig, spec, grams, gram_mu, counts, kernel_gap):
         axes.append(ax)
     done, total, loss = counts["pretraining"]
     annotate_convergence(axes[0], {"pretraining to loss 1e-6": (done, total)}, f"loss ≤ {loss:.1e}")
-    return axes
 
 
 def _scratch_panel(ax, grid, fit, counts, max_time):
@@ -218,7 +217,9 @@ def build(d, m, m_star, mus, ns, teachers, draws, max_time=1e3, pretrain_max_tim
     tolerance; None: the simulator's) and ``loss_tol`` (FaF's stopping rule) are there to check that the figure's
     numbers do not depend on them (tests/figures/test_figure_tolerances.py).
     """
-    _check_grid(ns)
+    if list(ns) != sorted(set(ns)) or len(ns) < 3:  # beyond the simulator's checks: for the fit and the sign change
+        raise ValueError(f"ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them), "
+                         f"got {list(ns)}")
     df, students = _experiment(d, m, m_star, mus, ns, teachers, draws, chunk, seed, backend, max_time,
                                pretrain_max_time, rtol, loss_tol)
     grid, boundary, fit = summarize(df, seed)
@@ -293,10 +294,3 @@ FIGURE = register(Figure(
     "(`python -m transfertheory.figures faf_fig4 --paper --out figures/paper --store figures/paper/stores/figs-paper`)",
 ))
 
-
-def _check_grid(ns):
-    """What the figure needs of its grid beyond the simulator's checks (ValueError naming ``ns``): at least three
-    strictly increasing n, for the power-law fit and the sign-change interpolation."""
-    if list(ns) != sorted(set(ns)) or len(ns) < 3:
-        raise ValueError(f"ns must be at least 3 strictly increasing sample sizes (the power-law fit needs them), "
-                         f"got {list(ns)}")

@@ -139,8 +139,7 @@ def _plan(d, gammas, thetas, sigma, draws, depth, alpha, methods, ridge, seed, f
                   else "every method needs at least one sample")
         raise ValueError(f"gammas: gamma = {gamma:g} gives n = round(gamma*d) = {round(gamma * d)} samples at "
                          f"d = {d}, below the minimum n = {min_n} ({reason})")
-    if linear_solver not in ("exact", "flow"):
-        raise ValueError(f"linear_solver must be 'exact' or 'flow', got {linear_solver!r}")
+    one_of(linear_solver, "linear_solver", ("exact", "flow"))
     one_of(init, "init", INITS)
     isotropic = spectrum is None or (isinstance(spectrum, str) and spectrum.strip() == "isotropic")
     lam = None if isotropic else parse_spectrum(spectrum, d)
@@ -195,11 +194,9 @@ def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
     fixed, per_draw = _memory_estimate(plan)
     draws = len(plan.gammas) * plan.draws
     chunk = plan.chunk_size or 1
-    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
-                         max_memory=max_memory,
-                         params={"d": plan.d, "depth": plan.depth, "draws": plan.draws,
-                                 "len(gammas)": len(plan.gammas), "len(thetas)": len(plan.thetas),
-                                 "len(ridge)": len(plan.ridge), "chunk_size": chunk})
+    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp, max_memory=max_memory,
+                 params={"d": plan.d, "depth": plan.depth, "draws": plan.draws, "len(gammas)": len(plan.gammas),
+                         "len(thetas)": len(plan.thetas), "len(ridge)": len(plan.ridge), "chunk_size": chunk})
     return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, memory_limit(max_memory, xp)[0])
 
 
@@ -234,11 +231,9 @@ def _target_statistics(X, Y):
 def _rows(plan: _Plan, chunk: _Chunk, method: str, risk, lam=0.0, **columns) -> pd.DataFrame:
     """One row per (draw, θ) of ``chunk``, in that order: the grid labels, the risk and ``columns``."""
     gi = np.repeat([g for g, _ in chunk.draws], len(plan.thetas))
-    frame = {"method": method, "gamma": plan.gammas[gi], "n": plan.ns[gi], "d": plan.d,
-             "theta": np.tile(plan.thetas, len(chunk.draws)), "sigma": plan.sigma, "lam": lam,
-             "draw": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk}
-    frame.update(columns)
-    return pd.DataFrame(frame)
+    return pd.DataFrame({"method": method, "gamma": plan.gammas[gi], "n": plan.ns[gi], "d": plan.d,
+                         "theta": np.tile(plan.thetas, len(chunk.draws)), "sigma": plan.sigma, "lam": lam,
+                         "draw": np.repeat([i for _, i in chunk.draws], len(plan.thetas)), "risk": risk, **columns})
 
 
 # --------------------------------------------------------------------------- methods
@@ -320,36 +315,19 @@ def _progress_bar(total: int, progress):
 
     # None: tqdm's own choice, shown only on a terminal (a log file would collect a line every tenth of a second)
     return tqdm(total=float(total), desc="transfer experiment", unit="draw", delay=0 if progress else 2.0,
-                disable=None if progress is None else not progress, bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} draws [{elapsed}<{remaining}]")
+                disable=None if progress is None else not progress,
+                bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} draws [{elapsed}<{remaining}]")
 
 
 # --------------------------------------------------------------------------- entry point
 
 
 @guarded_entry_point
-def run_transfer_experiment(
-    d,
-    gammas,
-    thetas,
-    sigma,
-    draws,
-    depth=FIELDS["depth"].default,
-    alpha=FIELDS["alpha"].default,
-    methods=METHODS,
-    ridge=(0.0,),
-    seed=0,
-    backend=None,
-    flow=None,
-    pretrain_flow=None,
-    init="gaussian",
-    linear_solver="exact",
-    feature_cutoff=None,
-    chunk_size=None,
-    progress=None,
-    max_memory=None,
-    spectrum=None,
-    teacher=None,
-) -> pd.DataFrame:
+def run_transfer_experiment(d, gammas, thetas, sigma, draws, depth=FIELDS["depth"].default,
+                            alpha=FIELDS["alpha"].default, methods=METHODS, ridge=(0.0,), seed=0, backend=None,
+                            flow=None, pretrain_flow=None, init="gaussian", linear_solver="exact",
+                            feature_cutoff=None, chunk_size=None, progress=None, max_memory=None, spectrum=None,
+                            teacher=None) -> pd.DataFrame:
     r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, draw).
 
     For each γ and draw a target set (X, ε) with n = round(γd) is drawn;
@@ -458,11 +436,11 @@ def run_transfer_experiment(
             if "linear" in plan.methods:
                 frames.append(_linear_rows(plan, arch, chunk, pre, basis, xp, flows))
             bar.update(start + len(chunk.draws) - bar.n)
-    df = pd.concat(frames, ignore_index=True)
+    df = pd.concat(frames, ignore_index=True).sort_values(list(ROW_KEYS), kind="stable", ignore_index=True)
     df = df[[c for c in COLUMNS if c in df.columns]]
-    df = df.sort_values(list(ROW_KEYS), kind="stable").reset_index(drop=True)
     df.attrs.update(backend=backend_name(xp), seed=plan.seed, depth=plan.depth, alpha=plan.alpha, init=plan.init,
-                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows), beta_s=tuple(beta_s), nu=tuple(nu),
+                    rtol=plan.flow.rtol, gtol=plan.flow.gtol, max_time=plan.flow.max_time, integrator=_totals(flows),
+                    beta_s=tuple(beta_s), nu=tuple(nu),
                     pretrain=None if pre is None else pre.summary())
     df.attrs.update(spectrum="isotropic" if plan.spectrum is None else tuple(plan.spectrum),
                     teacher="random" if plan.teacher is None else plan.teacher if isinstance(plan.teacher, str)
@@ -473,8 +451,7 @@ def run_transfer_experiment(
 def _faf_linear(p, seed, backend):
     return run_transfer_experiment(p["d"], [p["gamma"]], [p["theta"]], p["sigma"], p["draws"], depth=p["depth"],
                                    alpha=p["alpha"], methods=p["methods"], ridge=(p["lam"],), seed=seed,
-                                   backend=backend, progress=False, spectrum=p["spectrum"],
-                                   teacher=p["teacher"],
+                                   backend=backend, progress=False, spectrum=p["spectrum"], teacher=p["teacher"],
                                    **flow_arguments(p))
 
 

@@ -47,8 +47,8 @@ from ..integrator import STATUSES as FLOW_STATUSES
 from ..integrator import FlowSettings, count
 from ..records import Experiment, Field, checked, flow_arguments, flow_fields
 from ..seeding import generator
-from .network import M, FlowReport, network_output, paper_init, target_norm_sq, target_variance
-from .training import (PRETRAIN_FLOW, TARGET_FLOW, linear_transfer, linear_transfer_flow, pretrain_source,
+from .network import M, network_output, paper_init, target_norm_sq, target_variance
+from .training import (PRETRAIN_FLOW, TARGET_FLOW, LinearFlow, linear_transfer, linear_transfer_flow, pretrain_source,
                        pretraining_memory, train_on_samples, training_memory)
 
 if TYPE_CHECKING:
@@ -195,9 +195,9 @@ def _pretrained(plan: _Plan, mu, backend):
                           first=plan.teacher_start)
     pperp = np.asarray(to_host(rkhs_projection_norms(pre.W, W_t, c_t).outside))
     pperp_source = np.asarray(to_host(rkhs_projection_norms(W_s, W_t, c_t).outside))
-    table = pd.DataFrame(dict(mu=mu, teacher=np.array(_teacher_indices(plan)), loss=pre.loss, initial_loss=pre.initial_loss,
-                              **convergence_columns(pre.convergence), norm_drift=pre.norm_drift, pperp=pperp,
-                              pperp_source=pperp_source))
+    table = pd.DataFrame(dict(mu=mu, teacher=np.array(_teacher_indices(plan)), loss=pre.loss,
+                              initial_loss=pre.initial_loss, **convergence_columns(pre.convergence),
+                              norm_drift=pre.norm_drift, pperp=pperp, pperp_source=pperp_source))
     return pre, table, PretrainedStudents(*(np.asarray(to_host(a)) for a in (pre.W, pre.c, W_s, c_s)))
 
 
@@ -232,12 +232,9 @@ def _rows(plan: _Plan, method, mu, n, risk, norms, flow, **columns) -> pd.DataFr
     ``exact``)."""
     import pandas as pd
     count = plan.teachers * plan.draws
-    if flow is _EXACT:
-        conv = dict(convergence_columns(Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan)), loss=np.nan,
-                    norm_drift=np.nan)
-    else:
-        conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift",
-                                                                                              np.nan))
+    if flow is _EXACT:  # no flow: every instance converged, no loss
+        flow = LinearFlow(None, np.nan, Convergence.of_length(count, True, _EXACT, np.nan, 0, np.nan))
+    conv = dict(convergence_columns(flow.convergence), loss=flow.loss, norm_drift=getattr(flow, "norm_drift", np.nan))
     return pd.DataFrame(dict(
         method=method, mu=mu, n=n, teacher=np.repeat(np.array(_teacher_indices(plan)), plan.draws),
         draw=np.tile(np.array(_draw_indices(plan)), plan.teachers), d=plan.d, m=plan.m, m_star=plan.m_star,
@@ -256,13 +253,9 @@ def _scratch_flows(plan: _Plan, samples, xp) -> dict:
     flow = train_on_samples(xp.concatenate([W for W, _ in inits]), xp.concatenate([c for _, c in inits]),
                             xp.concatenate([X for X, _ in padded]), xp.concatenate([y for _, y in padded]),
                             flow=plan.target_flow, sizes=np.repeat(list(samples), count))
-    return {n: _instances(flow, slice(k * count, (k + 1) * count)) for k, n in enumerate(samples)}
-
-
-def _instances(flow: FlowReport, rows: slice) -> FlowReport:
-    """The instances ``rows`` of a batch's flow report (``evaluations`` stays the batch's)."""
-    return replace(flow, W=flow.W[rows], c=flow.c[rows], loss=flow.loss[rows], norm_drift=flow.norm_drift[rows],
-                   convergence=flow.convergence[rows])
+    rows = {n: slice(k * count, (k + 1) * count) for k, n in enumerate(samples)}  # each n's instances of the batch
+    return {n: replace(flow, W=flow.W[r], c=flow.c[r], loss=flow.loss[r], norm_drift=flow.norm_drift[r],
+                       convergence=flow.convergence[r]) for n, r in rows.items()}  # (evaluations: the batch's)
 
 
 def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -> list:
@@ -286,8 +279,8 @@ def _n_rows(plan: _Plan, n, samples, scratch, norms, pretrained, teachers, xp) -
             minnorm = flow.minnorm if both else linear_transfer(W_pre, X, y)
             out.append(_rows(plan, "linear_minnorm", mu, n, _risk(plan, pre.W, minnorm, teachers), norms, _EXACT,
                              **pperp))
-        if "finetune" in plan.methods:  # every weight trained from the pretrained student; its own flow's convergence
-            flow = train_on_samples(W_pre, c_pre, X, y, flow=plan.target_flow)  # (the pretraining's: pretrain_* columns)
+        if "finetune" in plan.methods:  # every weight from the pretrained student; its own flow's convergence
+            flow = train_on_samples(W_pre, c_pre, X, y, flow=plan.target_flow)  # (pretrain_*: the pretraining's)
             out.append(_rows(plan, "finetune", mu, n, _risk(plan, flow.W, flow.c, teachers), norms, flow, **pperp))
     return out
 
@@ -391,11 +384,10 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
     pretrained = {mu: _pretrained(key, mu, backend_name(xp)) for mu in plan.mus} if transfer else {}
     samples = {n: _samples(plan, W_t, c_t, n, xp) for n in plan.ns}
     scratch = _scratch_flows(plan, samples, xp) if "scratch" in plan.methods else {}
-    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, (W_t, c_t),
-                                                 xp)]
+    rows = [r for n in plan.ns for r in _n_rows(plan, n, samples[n], scratch.get(n), norms, pretrained, (W_t, c_t), xp)]
     df = pd.concat(rows, ignore_index=True).sort_values(list(ROW_KEYS), ignore_index=True)[list(COLUMNS)]
-    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output, target_flow=plan.target_flow.as_dict(),
-                    pretrain_flow=plan.pretrain_flow.as_dict(),
+    df.attrs.update(backend=backend_name(xp), seed=plan.seed, output=plan.output,
+                    target_flow=plan.target_flow.as_dict(), pretrain_flow=plan.pretrain_flow.as_dict(),
                     pretrain=pd.concat([p[1] for p in pretrained.values()], ignore_index=True).to_dict("list")
                     if pretrained else {},
                     students={mu: p[2] for mu, p in pretrained.items()})
@@ -404,10 +396,9 @@ def run_transfer_experiment(d, m, m_star, mus, ns, teachers=FIELDS["teachers"].d
 
 def _faf_relu(p, seed, backend):
     return run_transfer_experiment(p["d"], p["m"], p["m_star"], p["mus"], p["ns"], teachers=p["teachers"],
-                                   draws=p["draws"], methods=p["methods"],
-                                   seed=seed if p["draw_seed"] < 0 else p["draw_seed"], output=p["output"],
-                                   backend=backend, teacher_start=p["teacher_start"], draw_start=p["draw_start"],
-                                   **flow_arguments(p, "pretrain", "linear"))
+                                   draws=p["draws"], methods=p["methods"], output=p["output"], backend=backend,
+                                   seed=seed if p["draw_seed"] < 0 else p["draw_seed"], draw_start=p["draw_start"],
+                                   teacher_start=p["teacher_start"], **flow_arguments(p, "pretrain", "linear"))
 
 
 # version 4: loss_tol no longer sets the pretraining's rule too (pretrain_loss_tol does), so a stored point of

@@ -91,11 +91,11 @@ def summarize(df, seed=0):
     left out of the means (:func:`without_unconverged_scratch`). ``seed`` seeds the sign changes' bootstrap."""
     import pandas as pd
 
-    converged = df.groupby(["method", "mu", "n"]).converged.mean()
-    df = without_unconverged_scratch(df)
+    df = without_unconverged_scratch(df)  # (the risks only: ``converged`` counts every flow)
+    cells = df.groupby(["method", "mu", "n"])
+    converged, loss_max = cells.converged.mean(), cells.loss.max()
     per_teacher = df.groupby(["method", "mu", "n", "teacher"]).risk.mean().groupby(["method", "mu", "n"])
     mean, se = per_teacher.mean(), per_teacher.sem()
-    loss_max = df.groupby(["method", "mu", "n"]).loss.max()
     paired = {m: paired_transferability(df, m) for m in TRANSFER_METHODS}
     mus, ns = sorted(df.mu.unique()), sorted(df.n.unique())
     fit = scratch_power_law(df)
@@ -186,12 +186,10 @@ def pretraining(df):
     """One row per (μ, teacher) of an experiment's pretraining flows (``mu, teacher, pperp, pperp_source, status,
     converged, loss, initial_loss``), from its linear-transfer rows: the same whether the table was computed here
     or read from a sweep store."""
-    import pandas as pd
-
     rows = df[df.method == "linear"].drop_duplicates(["mu", "teacher"]).sort_values(["mu", "teacher"])
-    return pd.DataFrame({"mu": rows.mu, "teacher": rows.teacher, "pperp": rows.pperp, "pperp_source": rows.pperp_source,
-                         "status": rows.pretrain_status, "converged": rows.pretrain_converged.astype(bool),
-                         "loss": rows.pretrain_loss, "initial_loss": rows.pretrain_initial_loss}).reset_index(drop=True)
+    names = {f"pretrain_{k}": k for k in ("status", "converged", "loss", "initial_loss")}
+    return (rows[["mu", "teacher", "pperp", "pperp_source", *names]].rename(columns=names)
+            .astype({"converged": bool}).reset_index(drop=True))
 
 
 def convergence_counts(df):
@@ -322,16 +320,10 @@ def boundary_offsets(df, m, rng, resamples=SIGN_CHANGE_RESAMPLES):
     a finite-n root, or a power law) has no offset: it is counted in ``censored`` and left out of the SDs (an SE
     from censored resamples would be cut off at the grid)."""
     (mu,) = df.mu.unique()
-    table = df.set_index(["teacher", "draw", "n"])
-    scratch, linear = (table[table.method == name] for name in ("scratch", "linear"))
-    risk = scratch.risk.unstack("n")
-    transfer = (scratch.risk_normalized - linear.risk_normalized.reindex(scratch.index)).unstack("n")
-    ns = np.asarray(risk.columns, dtype=float)
-    teachers = risk.index.get_level_values("teacher").to_numpy()
-    pperp = pretraining(df).set_index("teacher").pperp
+    ns, teachers, transfer = paired_transferability(df, "linear")[mu]
+    risk = df[df.method == "scratch"].set_index(["teacher", "draw", "n"]).risk.unstack("n").to_numpy()  # same rows
     groups = [np.flatnonzero(teachers == t) for t in np.unique(teachers)]
-    group_pperp = pperp.loc[np.unique(teachers)].to_numpy()
-    risk, transfer = risk.to_numpy(), transfer.to_numpy()
+    group_pperp = pretraining(df).set_index("teacher").pperp.loc[np.unique(teachers)].to_numpy()
 
     def boundaries(picked, units):
         """(sign change, finite n_c, its SE, FaF's n_c, its SE) of one set of teachers and their units; NaN where

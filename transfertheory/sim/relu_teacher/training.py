@@ -382,6 +382,5 @@ def pretrain_source(W_star, c_star, m, rng, *, flow: FlowSettings = PRETRAIN_FLO
 
     report = sphere_flow(loss_and_gradients, W0, c0, flow, atol=atol)
     initial = np.asarray(to_host(population_loss(W0, c0, W_star, c_star)))
-    return PretrainResult(**{**report.__dict__, "loss": np.asarray(to_host(population_loss(report.W, report.c, W_star,
-                                                                                               c_star)))},
-                          initial_loss=initial)
+    loss = np.asarray(to_host(population_loss(report.W, report.c, W_star, c_star)))
+    return PretrainResult(**{**report.__dict__, "loss": loss}, initial_loss=initial)
