@@ -194,9 +194,11 @@ def _chunk_draws(plan: _Plan, xp, max_memory) -> int:
     fixed, per_draw = _memory_estimate(plan)
     draws = len(plan.gammas) * plan.draws
     chunk = plan.chunk_size or 1
-    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp, max_memory=max_memory,
-                 params={"d": plan.d, "depth": plan.depth, "draws": plan.draws, "len(gammas)": len(plan.gammas),
-                         "len(thetas)": len(plan.thetas), "len(ridge)": len(plan.ridge), "chunk_size": chunk})
+    check_memory(fixed + min(chunk, draws) * per_draw, what="run_transfer_experiment", xp=xp,
+                 max_memory=max_memory,
+                 params={"d": plan.d, "depth": plan.depth, "draws": plan.draws,
+                         "len(gammas)": len(plan.gammas), "len(thetas)": len(plan.thetas),
+                         "len(ridge)": len(plan.ridge), "chunk_size": chunk})
     return plan.chunk_size or items_per_chunk(per_draw, fixed, draws, memory_limit(max_memory, xp)[0])
 
 
@@ -323,11 +325,29 @@ def _progress_bar(total: int, progress):
 
 
 @guarded_entry_point
-def run_transfer_experiment(d, gammas, thetas, sigma, draws, depth=FIELDS["depth"].default,
-                            alpha=FIELDS["alpha"].default, methods=METHODS, ridge=(0.0,), seed=0, backend=None,
-                            flow=None, pretrain_flow=None, init="gaussian", linear_solver="exact",
-                            feature_cutoff=None, chunk_size=None, progress=None, max_memory=None, spectrum=None,
-                            teacher=None) -> pd.DataFrame:
+def run_transfer_experiment(
+    d,
+    gammas,
+    thetas,
+    sigma,
+    draws,
+    depth=FIELDS["depth"].default,
+    alpha=FIELDS["alpha"].default,
+    methods=METHODS,
+    ridge=(0.0,),
+    seed=0,
+    backend=None,
+    flow=None,
+    pretrain_flow=None,
+    init="gaussian",
+    linear_solver="exact",
+    feature_cutoff=None,
+    chunk_size=None,
+    progress=None,
+    max_memory=None,
+    spectrum=None,
+    teacher=None,
+) -> pd.DataFrame:
     r"""Simulate FaF §3 transfer experiments; one tidy row per (method, γ, θ, λ, draw).
 
     For each γ and draw a target set (X, ε) with n = round(γd) is drawn;
