@@ -213,24 +213,18 @@ def test_run_refuses_a_store_inside_a_store(surface, capsys):
         assert err.count("\n") == 1 and f"is inside the store {store}" in err and not inner.exists()
 
 
-def test_a_store_of_the_first_layout_is_read_and_its_points_moved_not_recomputed(surface, capsys):
-    spec, store, table = surface
-    (store / "_sweep" / "store.json").unlink()
-    for path in sorted((store / "points").glob("*.parquet")):  # as the first layout wrote them
-        arrow = pq.read_table(path)
-        meta = json.loads(arrow.schema.metadata[b"transfertheory"])
-        old = {k: v for k, v in meta.items() if k in ("experiment", "seconds", "pid", "threads")}
-        pq.write_table(arrow.replace_schema_metadata({b"transfertheory": json.dumps(old)}),
-                       store / path.name)
-        path.unlink()
+def test_a_folder_without_the_store_marker_is_refused_and_left_as_it_is(surface, capsys):
+    spec, store, _ = surface
+    (store / "_sweep" / "store.json").unlink()  # as development versions before 0.1.0 left a store:
+    for path in sorted((store / "points").glob("*.parquet")):  # no marker, the point files directly in STORE/
+        path.rename(store / path.name)
     (store / "points").rmdir()
+    before = sorted((p, p.stat().st_mtime_ns) for p in store.rglob("*"))
     code, out = _status(store, capsys)
-    assert code == 0 and _counts(out.out) == (0, 6, 0, 6) and out.out.count("old-layout") == 6
-    assert _run(spec, store) == 0
-    printed = capsys.readouterr().out
-    assert "moved 6 point file(s) of the first store layout" in printed and "0 attempted in this run" in printed
-    pd.testing.assert_frame_equal(read_store(store), table)
-    assert not list(store.glob("*.parquet"))
+    assert code == 2 and out.err.count("\n") == 1 and "is not a sweep store (no _sweep/store.json" in out.err
+    assert _run(spec, store) == 2
+    assert "is neither a sweep store nor empty" in capsys.readouterr().err
+    assert sorted((p, p.stat().st_mtime_ns) for p in store.rglob("*")) == before
 
 
 def test_points_stored_before_a_parameter_was_added_or_renamed_keep_their_ids(tmp_path):
@@ -478,7 +472,7 @@ def test_a_point_another_process_holds_is_skipped_then_waited_for_and_taken_over
     pid, report, lines, waited = _run_while_another_process_holds(tmp_path, 0, 4)
     assert (report.done, report.computed) == (3, 3) and waited > 1
     assert "1 point(s) held by another run: waiting for them" in lines
-    assert "the calibration point is another run's" in lines[-2]
+    assert lines[-2] == "estimated time: unknown (no timed point in the store yet: see the progress bar's ETA)"
 
 
 def test_a_point_that_failed_in_the_run_holding_it_is_reported_failed_not_computed_again(tmp_path):

@@ -154,9 +154,7 @@ def _status(args):
     busy = len(set(found.claimed) & (set(manifest) - done))
     print(f"{args.store}: {len(done)} done / {total} total, {len(set(failed) - done)} failed, "
           f"{total - len(done | set(failed))} not run" + (f" ({busy} being computed now)" if busy else ""))
-    lines = (_listed("damaged", found.damaged) + _listed("ignored", found.foreign)
-             + _listed("old-layout", {p: "a point of the first layout (the next run moves it into points/)"
-                                      for p in found.legacy}))
+    lines = _listed("damaged", found.damaged) + _listed("ignored", found.foreign)
     if found.damaged or found.foreign:
         inside = any(p.parent == store.points for p in [*found.damaged, *found.foreign])
         lines.append("damaged and foreign files are never counted nor read" + (

@@ -23,8 +23,7 @@ its final name (``os.replace``, atomic on one filesystem), under the point's cla
 is always complete, and two runs sharing the store never compute one point twice (the second waits for the
 first, then finds the point stored). ``point_id`` is the hash of the experiment's name, its version, the point's
 full parameters and the base seed (:func:`point_id`), so a changed parameter or a new code version is a new
-point. The first layout (point files directly under ``STORE/``) is still read: the next run moves such files
-into ``points/``.
+point.
 """
 from __future__ import annotations
 
@@ -117,13 +116,12 @@ def read_store(path) -> pd.DataFrame:
 @dataclass
 class StoreScan:
     """What a store holds: ``done`` (point_id → path of each valid point file), ``damaged`` and ``foreign``
-    (path → why), ``legacy`` (path → point_id: point files of the first layout), ``temporary`` (files being
-    written, or left by a killed writer) and ``claimed`` (names a live process is writing now)."""
+    (path → why), ``temporary`` (files being written, or left by a killed writer) and ``claimed`` (names a live
+    process is writing now)."""
 
     done: dict = field(default_factory=dict)
     damaged: dict = field(default_factory=dict)
     foreign: dict = field(default_factory=dict)
-    legacy: dict = field(default_factory=dict)
     temporary: list = field(default_factory=list)
     claimed: list = field(default_factory=list)
 
@@ -154,7 +152,7 @@ class Store:
     # ------------------------------------------------------------------ what the folder is
 
     def is_store(self) -> bool:
-        return (self.meta / "store.json").is_file() or (self.meta / "manifest.json").is_file()
+        return (self.meta / "store.json").is_file()
 
     def require(self) -> "Store":
         """This store; a :class:`NotAStoreError` (one line naming the folder) unless ``root`` is a store of this
@@ -165,13 +163,12 @@ class Store:
             raise NotAStoreError(f"{self.root} is not a sweep store (no _sweep/store.json; `python -m "
                                  f"transfertheory.sweep run SPEC --store DIR` creates one)")
         marker = self.meta / "store.json"
-        if marker.is_file():
-            found = _json_file(marker, "store marker")
-            if found.get("format") != STORE_FORMAT or not isinstance(found.get("version"), int):
-                raise NotAStoreError(f"{marker}: not a sweep store marker ({found!r})")
-            if found["version"] > STORE_VERSION:
-                raise NotAStoreError(f"{self.root}: a store of version {found['version']}, written by a newer "
-                                     f"transfertheory (this one reads up to {STORE_VERSION})")
+        found = _json_file(marker, "store marker")
+        if found.get("format") != STORE_FORMAT or not isinstance(found.get("version"), int):
+            raise NotAStoreError(f"{marker}: not a sweep store marker ({found!r})")
+        if found["version"] > STORE_VERSION:
+            raise NotAStoreError(f"{self.root}: a store of version {found['version']}, written by a newer "
+                                 f"transfertheory (this one reads up to {STORE_VERSION})")
         return self
 
     def check_usable(self):
@@ -267,9 +264,8 @@ class Store:
 
     def prepare(self) -> list:
         """Ready the store for a run (:meth:`create`), then tidy what dead writers and users left: remove stale
-        temporary files and claims, quarantine every damaged or foreign file under ``points/`` and move the point
-        files of the first layout into ``points/``, each under its claim (a live writer's files are left alone).
-        One line per thing done, for the run to print."""
+        temporary files and claims and quarantine every damaged or foreign file under ``points/``, each under its
+        claim (a live writer's files are left alone). One line per thing done, for the run to print."""
         self.create()
         found, lines = self.scan(), []
         stale = self.clean(found.temporary)
@@ -280,9 +276,6 @@ class Store:
                 with self.claim(path.stem) as held:
                     if held is not False and path.exists() and self._why_not(path) is not None:
                         lines.append(f"quarantined {path} ({why}) -> {self.quarantine_file(path)}")
-        moved = sum(self._migrate(path, pid) for path, pid in found.legacy.items())
-        if moved:
-            lines.append(f"moved {moved} point file(s) of the first store layout into {self.points}")
         return lines
 
     def clean(self, temporaries=None) -> int:
@@ -300,20 +293,6 @@ class Store:
                 pass
         return removed
 
-    def _migrate(self, path: Path, pid) -> bool:
-        """Move a point file of the first layout (``STORE/<pid>.parquet``) into ``points/`` with the identity
-        metadata of this version (its rows checked first); whether it moved."""
-        with self.claim(pid) as held:
-            if held is False or not path.is_file():
-                return False
-            rows = pd.read_parquet(path)
-            if "point_id" not in rows or not (rows["point_id"] == pid).all():
-                return False
-            if not self.has(pid):
-                self.write_point(pid, rows, self._inspect(path)[0] or {})
-            path.unlink()
-            return True
-
     # ------------------------------------------------------------------ recognising point files
 
     def _inspect(self, path: Path):
@@ -324,14 +303,12 @@ class Store:
             return None, "removed"
         return self._read_identity(path, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
 
-    def _why_not(self, path: Path, legacy=False):
-        """Why ``path`` is not a point file of this store (None: it is one). ``legacy``: of the first layout."""
+    def _why_not(self, path: Path):
+        """Why ``path`` is not a point file of this store (None: it is one)."""
         meta, why = self._inspect(path)
         if why is not None:
             return why
         pid = path.name[:-len(".parquet")]
-        if legacy:
-            return None if "experiment" in meta and "format" not in meta else "foreign: not a point file"
         if meta.get("format") != POINT_FORMAT or meta.get("point_id") != pid:
             return (f"foreign: its metadata names point {meta.get('point_id')!r}, not {pid!r}"
                     if meta.get("format") == POINT_FORMAT else "foreign: not a point file of the sweep store")
@@ -358,8 +335,6 @@ class Store:
                     continue
                 if path.name.startswith(".") and path.name.endswith(".tmp"):
                     found.temporary.append(path)
-                elif _POINT_NAME.match(path.name) and self._why_not(path, legacy=True) is None:
-                    found.legacy[path] = path.stem
                 else:
                     found.foreign[path] = "foreign: not written by the sweep store (never read)"
         for folder in (self.failed, self.logs, self.meta):  # (the glob of a missing folder is empty)
