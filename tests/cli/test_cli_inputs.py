@@ -106,7 +106,7 @@ def test_sweep_run_max_memory_reaches_the_local_workers_and_refusals_name_it(tmp
 
     monkeypatch.setenv(MEMORY_VAR, "1T")  # the flag overrides it (the teardown restores both variables)
     monkeypatch.setenv(_memory.FLAG_VAR, "")
-    # three points: the first calibrates in this process, the other two run in two worker processes
+    # three points on two worker processes
     (tmp_path / "tiny.toml").write_text(TINY_SPEC.replace("[0.1, 0.2]", "[0.1, 0.2, 0.3]"))
     store = tmp_path / "store"
     assert sweep_cli.main(["run", str(tmp_path / "tiny.toml"), "--store", str(store), "--workers", "2",

@@ -90,7 +90,7 @@ def _finish(process, timeout=60):
 
 
 SLOW_SPEC = ('experiment = "faf_linear"\ndraws = 40\n[fixed]\ngamma = 1.5\n'
-             '[axes]\nd = [6, 500, 501]\n')  # a quick calibration point, then two slow ones
+             '[axes]\nd = [6, 500, 501]\n')  # a quick point, then two slow ones
 
 
 @pytest.mark.parametrize("signum, group", [(signal.SIGTERM, False), (signal.SIGINT, True), (signal.SIGHUP, True)],
@@ -98,7 +98,7 @@ SLOW_SPEC = ('experiment = "faf_linear"\ndraws = 40\n[fixed]\ngamma = 1.5\n'
 def test_a_signal_to_sweep_run_stops_its_workers_keeps_the_points_and_leaves_nothing(signum, group, tmp_path):
     """The signal to the run process alone (``kill PID``), or to its whole process group as a terminal sends Ctrl-C
     and its hang-up: it stops its two workers at once (their points take a minute), prints one line (no
-    resource_tracker warning), keeps the calibration point and leaves no process and no temporary file."""
+    resource_tracker warning), keeps the quick point and leaves no process and no temporary file."""
     (tmp_path / "slow.toml").write_text(SLOW_SPEC)
     store = tmp_path / "store"
     process = _start(["transfertheory.sweep", "run", "slow.toml", "--store", str(store), "--workers", "2",

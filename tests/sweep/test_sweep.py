@@ -232,14 +232,16 @@ def test_cli_run_status_table_and_exit_code_1_on_failure(tmp_path, capsys):
     assert main(["table", str(store), "--out", str(tmp_path / "t.json")]) == 2
 
 
-def test_a_failed_calibration_point_gives_no_time_estimate(tmp_path):
+def test_the_time_estimate_comes_from_completed_points_only(tmp_path):
+    """A new store has no estimate; a failed point's time says nothing of a completed one's."""
     spec = _spec('experiment = "faf_linear"\ndraws = 1\n[fixed]\nd = 8\n[axes]\ngamma = [0.25, 0.5]\n', tmp_path)
-    lines = []  # γ = 0.25: n = 2 < 3 for linear transfer, the calibration point fails
+    lines = []  # γ = 0.25: n = 2 < 3 for linear transfer, that point fails
     report = run_sweep(spec, tmp_path / "store", workers=1, progress=False, echo=lines.append)
     assert (report.done, report.failed) == (1, 1)
-    estimate = next(line for line in lines if line.startswith("estimated"))
-    assert estimate == ("estimated time: unknown (the calibration point failed, no point completed yet: see the "
-                        "progress bar's ETA)")
+    assert lines[1] == "estimated time: unknown (no timed point in the store yet: see the progress bar's ETA)"
+    lines.clear()
+    run_sweep(spec, tmp_path / "store", workers=1, retry_failed=True, progress=False, echo=lines.append)
+    assert lines[1].startswith("estimated ") and lines[1].endswith(" per point, median of 1 stored points)")
 
 
 def test_the_progress_bar_is_drawn_only_on_a_terminal_unless_asked_for(toy, tmp_path, capsys):
@@ -329,7 +331,7 @@ def test_an_unusable_backend_is_exit_3_before_anything_runs(tmp_path, capsys, mo
 def test_an_interrupted_local_run_stops_its_worker_processes_at_once(tmp_path):
     """SIGINT to the run process alone, while its workers compute points of a minute: it exits 130 at once."""
     spec_path = _write(tmp_path / "slow.toml", 'experiment = "faf_linear"\ndraws = 40\n[fixed]\ngamma = 1.5\n'
-                       '[axes]\nd = [6, 500, 501]\n')  # a quick calibration point, then two slow ones
+                       '[axes]\nd = [6, 500, 501]\n')  # a quick point, then two slow ones
     store = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "transfertheory.sweep", "run", str(spec_path), "--store",
                              str(store), "--workers", "2", "--no-progress"], cwd=ROOT, start_new_session=True,

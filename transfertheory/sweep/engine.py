@@ -189,24 +189,14 @@ def _outcome(future, task):
         return task.pid, "failed", 0.0, line
 
 
-def _estimate(tasks, store, record_name, workers, echo, calibrate=True):
-    """(estimated seconds per point or None, basis, results), from completed points only; calibrates on the first
-    task in this process when the store has no timings and ``calibrate`` (not for a cluster, whose workers may
-    differ from this machine)."""
+def _estimate(tasks, store, record_name):
+    """(estimated seconds per point or None, basis): the median compute time of the stored points of
+    ``record_name``; None in a store without one (the progress bar's ETA then serves)."""
     seconds = store.seconds(record_name)
     if seconds:
-        return statistics.median(seconds), f"median of {len(seconds)} stored points", []
-    if not tasks:
-        return 0.0, "nothing to run", []
-    if not calibrate:
-        return None, "no timed point in the store yet: see the progress bar's ETA", []
-    echo(f"calibrating on the first point ({workers} worker(s) start after it)")
-    first = compute_point(dataclasses.replace(tasks[0], threads=threads_per_worker(1)))
-    if first[1] in ("busy", "stored"):  # another run has it: no timing here
-        return None, "the calibration point is another run's: see the progress bar's ETA", [first]
-    if first[1] != "done":  # a failed point's time says nothing of a completed one's
-        return None, f"the calibration point {first[1]}, no point completed yet: see the progress bar's ETA", [first]
-    return first[2], "one calibration point", [first]
+        return statistics.median(seconds), f"median of {len(seconds)} stored points"
+    return (0.0, "nothing to run") if not tasks else (None, "no timed point in the store yet: see the progress "
+                                                            "bar's ETA")
 
 
 def _estimate_line(per_point, basis, count, workers):
@@ -224,7 +214,7 @@ def run_sweep(spec, store_dir, *, workers=None, scheduler=None, backend=None, re
     """Compute every point of ``spec`` the store ``store_dir`` lacks (module docstring) and report.
 
     Prints, before starting, the number of points, how many the store already has and an estimated time (the
-    median compute time of stored points of the same experiment, or locally of one calibration point run first);
+    median compute time of stored points of the same experiment; none in a store without one);
     ``retry_failed`` reruns only the points whose last attempt failed. ``workers`` (default: the cores) local
     processes with ⌊cores/workers⌋ BLAS threads each, or the Dask cluster at ``scheduler`` (one BLAS thread per
     task). ``progress``: a progress bar on stderr — None (default) only when stderr is a terminal, True always,
@@ -256,14 +246,12 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
     echo(f"{name}: {len(tasks)} points, {already} in the store, {failed_before} failed before; "
          f"{len(pending)} to run on {where}")
     experiment = tasks[0].experiment if tasks else None
-    per_point, basis, results = _estimate(pending, store, experiment, workers, echo, calibrate=not scheduler)
-    rest = pending[len(results):]
-    echo(_estimate_line(per_point, basis, len(rest), None if scheduler else workers))
-    busy = [t for t, r in zip(pending, results) if r[1] == "busy"]
-    results = [r for r in results if r[1] != "busy"]
+    per_point, basis = _estimate(pending, store, experiment)
+    echo(_estimate_line(per_point, basis, len(pending), None if scheduler else workers))
+    results = []
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(pending), initial=len(results), unit="point", desc=name,
+    bar = tqdm(total=len(pending), unit="point", desc=name,
                disable=None if progress is None else not progress, dynamic_ncols=True)
 
     def run_round(round_tasks) -> list:
@@ -279,7 +267,7 @@ def run_tasks(name, tasks, store: Store, *, workers=None, scheduler=None, backen
         return held
 
     try:
-        busy += run_round(rest)
+        busy = run_round(pending)
         if busy:  # wait for each, then count it (stored or failed there) or compute it (that run died)
             echo(f"{len(busy)} point(s) held by another run: waiting for them")
             run_round([dataclasses.replace(t, wait=started) for t in busy])
