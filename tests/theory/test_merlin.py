@@ -25,17 +25,6 @@ def _enumerate(d, k):
     return out
 
 
-@pytest.mark.parametrize("d, k", [(1, 1), (3, 1), (3, 2), (4, 4)])
-def test_exact_moments_match_enumeration(d, k):
-    law = _enumerate(d, k)
-    fourth = sum(p * np.einsum("a,b,c,e->abce", x, x, x, x) for x, _, p in law)
-    label_feature = sum(p * y * np.outer(x, x) for x, y, p in law)
-    moments = M.exact_moments(d, k)
-    np.testing.assert_allclose(moments.fourth, fourth, atol=1e-15)
-    np.testing.assert_allclose(moments.label_feature, label_feature, atol=1e-15)
-    assert moments.label_second == pytest.approx(2 / 3, abs=1e-15)
-
-
 def test_sampler_frequencies_match_the_law():
     """Each cell of (y, x₁, x₂, x₃) at d = 3, k = 2 within 4.5 binomial SE of its exact probability."""
     n = 60_000
@@ -146,7 +135,6 @@ def test_head_loss_and_fit_probability_values():
     (lambda: M.merlin_sample_size(3, 1.0), "xi must be in (0, 1)"),
     (lambda: M.source_minimizer(0.1, 4, 2, 3, 4), "j must be an integer in [1, k]"),
     (lambda: M.source_minimizer(0.1, 4, 2, 3, 1, sign=2), "sign must be 1 or -1"),
-    (lambda: M.exact_moments(30, 2), "d must be an integer in [1, 24]"),
 ])
 def test_bad_input_names_the_parameter(call, message):
     with pytest.raises(ValueError, match=re.escape(message)):

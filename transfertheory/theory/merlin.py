@@ -50,7 +50,7 @@ from ..backend import get_backend
 from ._closed_form import closed_form
 
 __all__ = [
-    "Mixture", "mixture", "sample_source", "sample_target", "exact_moments", "Moments",
+    "Mixture", "mixture", "sample_source", "sample_target",
     "population_loss", "population_loss_and_grad", "PopulationLoss", "population_loss_terms", "source_loss",
     "target_loss", "regularized_source_loss",
     "scale_objective", "optimal_scale", "optimal_source_scale", "source_scale_objective", "source_minimizer",
@@ -143,37 +143,6 @@ def sample_source(n, d, k, rng):
 def sample_target(n, d, rng):
     """n draws (x, y) from the target law D_t: the source law with k = 1, y = x₁² (MeRLin §5)."""
     return _sample(P.N.scalar(n), P.D.scalar(d), 1, rng, "sample_target")
-
-
-@dataclass(frozen=True)
-class Moments:
-    """Exact moments of a law: E[y²], E[y x_a x_b] (d × d) and E[x_a x_b x_c x_e] (d × d × d × d)."""
-
-    label_second: float
-    label_feature: np.ndarray
-    fourth: np.ndarray
-
-
-def exact_moments(d, k) -> Moments:
-    """The moment tensors of the law with k label-carrying coordinates (d ≤ 24: the tensor has d⁴ entries).
-
-    Given the component, coordinates are independent and symmetric, so E[x_a x_b x_c x_e] is non-zero
-    only when the indices pair up: s_a s_c (a = b ≠ c = e and the two other pairings) or q_a (all equal).
-    """
-    law = mixture(d, k)
-    if law.d > 24:
-        raise ValueError(f"d must be an integer in [1, 24] for the dense fourth-moment tensor, got {law.d}")
-    eye = np.eye(law.d)
-    fourth = np.zeros((law.d,) * 4)
-    label_feature = np.zeros((law.d, law.d))
-    for w, y, s, q in zip(law.weights, law.labels, law.second, law.fourth):
-        ss = np.outer(s, s)
-        pairs = (np.einsum("ac,ab,ce->abce", ss, eye, eye) + np.einsum("ab,ac,be->abce", ss, eye, eye)
-                 + np.einsum("ab,ae,bc->abce", ss, eye, eye))
-        diag = np.einsum("a,ab,ac,ae->abce", q - 3 * s ** 2, eye, eye, eye)  # all equal: q_a, counted 3× above
-        fourth += w * (pairs + diag)
-        label_feature += w * y * np.diag(s)
-    return Moments(float(sum(w * y ** 2 for w, y in zip(law.weights, law.labels))), label_feature, fourth)
 
 
 # --------------------------------------------------------------------------- population losses
