@@ -34,7 +34,7 @@ def _draw(d, n, sigma, seed):
 
 
 @pytest.mark.parametrize("depth", [2, 3, 4])
-def test_chain_gradient_matches_finite_differences(depth):
+def test_the_chain_rule_gradient_matches_finite_differences(depth):
     arch = dl.Architecture(5, depth)
     X, y, _ = _draw(5, 7, 0.1, depth)
     loss = _target_loss(arch, X, y)

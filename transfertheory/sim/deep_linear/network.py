@@ -25,7 +25,6 @@ __all__ = [
     "INITS",
     "init_weights",
     "end_to_end",
-    "chain_gradient",
     "feature_matrix",
     "conserved_imbalance",
     "assumption22_margin",
@@ -104,15 +103,6 @@ def packed_gradient(arch: Architecture, rights, lefts, a_last):
 def end_to_end(arch: Architecture, y):
     """β = W₁W₂⋯W_L for each network of the batch, right to left (O(L d²))."""
     return right_vectors(arch, y)[1]
-
-
-def chain_gradient(arch: Architecture, y, g):
-    r"""∇ of L(β(W)) given g = ∇_βL, as a packed (b, P) array.
-
-    ∇_{W_l}L = a_l r_lᵀ with a_l = (W₁⋯W_{l−1})ᵀg and r_l = W_{l+1}⋯W_L
-    (FaF App. B.2, Eq. 39); ∇_{W_L}L = a_L.
-    """
-    return packed_gradient(arch, right_vectors(arch, y)[0], *left_vectors(arch, y, g))
 
 
 def feature_matrix(arch: Architecture, y):

@@ -122,7 +122,7 @@ class LowRankStages:
         r"""Power iteration for ρ(∇²L) with exact, factored Hessian–vector products.
 
         For a direction D = (V₁ … V_{L−1}, u), differentiating the chains of
-        :func:`~.network.chain_gradient` gives δr_{l−1} = V_l r_l + W_l δr_l
+        :func:`~.network.packed_gradient` gives δr_{l−1} = V_l r_l + W_l δr_l
         (δr_{L−1} = u), δg = ∇²_βL·δβ, δa_{l+1} = V_lᵀa_l + W_lᵀδa_l (δa₁ = δg)
         and ∇²L·D = (δa_l r_lᵀ + a_l δr_lᵀ, …, δa_L): rank two in every matrix
         layer. So after the first product every iterate is V_l = P_lQ_lᵀ with
